@@ -1,0 +1,33 @@
+# The quickstart: `make demo` and `make test` set up .venv themselves.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test corpus docs bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/planc check examples/incidents/triage.plan
+	$(BIN)/planc show examples/incidents/triage.plan
+
+test: $(STAMP)
+	$(BIN)/pytest -q tests src/planc
+	$(BIN)/planc corpus corpus --baseline corpus/baseline.json
+
+corpus: $(STAMP)
+	$(BIN)/planc corpus corpus --baseline corpus/baseline.json
+
+docs: $(STAMP)
+	$(BIN)/python -c "from planc.diagnostics.codes import render_markdown; print(render_markdown(), end='')" > docs/diagnostics.md
+
+bench: $(STAMP)
+	$(BIN)/python bench/parse.py
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .hypothesis

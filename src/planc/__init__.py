@@ -1,0 +1,29 @@
+"""planc: a compiler toolchain for agent plans.
+
+The library API is what the `planc` command calls:
+
+    >>> import planc
+    >>> result = planc.check('search(query: "outages", limit: 5) |> summarize(style: "bullets")')
+    >>> result.ok, result.steps
+    (True, 2)
+"""
+
+from planc.check import CheckResult, check
+from planc.diagnostics import Diagnostic, Fix, Position, Severity, Span
+from planc.syntax.extract import extract
+from planc.syntax.parser import ParseResult, parse
+from planc.syntax.printer import print_plan
+
+__all__ = [
+    "CheckResult",
+    "Diagnostic",
+    "Fix",
+    "ParseResult",
+    "Position",
+    "Severity",
+    "Span",
+    "check",
+    "extract",
+    "parse",
+    "print_plan",
+]

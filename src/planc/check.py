@@ -1,0 +1,55 @@
+"""`planc.check`: parse a plan and run the passes over it, in order."""
+
+from __future__ import annotations
+
+import attrs
+
+from planc.diagnostics import Diagnostic, sort_key
+from planc.passes.context import CheckContext
+from planc.passes.resolve import Resolution, resolve
+from planc.syntax.ast import Plan
+from planc.syntax.extract import extract
+from planc.syntax.parser import parse
+
+# The passes, in the order they run. Each is `pass(plan, context) -> (facts, diagnostics)`.
+PASSES = (resolve,)
+
+
+@attrs.frozen
+class CheckResult:
+    source: str
+    plan: Plan | None
+    diagnostics: tuple[Diagnostic, ...]
+    resolution: Resolution | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.plan is not None and not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def steps(self) -> int:
+        return len(self.resolution.paths) if self.resolution else 0
+
+
+def check(source: str, *, extract_plan: bool = False, context: CheckContext | None = None) -> CheckResult:
+    """Check plan text without running anything.
+
+    With `extract_plan`, the plan is first taken out of a model reply; spans
+    still point into `source`.
+
+    >>> check('search(query: "x") |> summarize(style: bullets)').diagnostics[0].code
+    'E206'
+    """
+    text = extract(source) if extract_plan else source
+    parsed = parse(text)
+    if parsed.plan is None:
+        return CheckResult(source, None, tuple(parsed.diagnostics))
+    context = context or CheckContext(source=source)
+    diagnostics = list(parsed.diagnostics)
+    facts = {}
+    for run_pass in PASSES:
+        result, found = run_pass(parsed.plan, context)
+        facts[run_pass.__name__] = result
+        diagnostics.extend(found)
+    diagnostics.sort(key=sort_key)
+    return CheckResult(source, parsed.plan, tuple(diagnostics), resolution=facts["resolve"])

@@ -1,0 +1,201 @@
+"""The `planc` command: parse arguments, call the library, render. Nothing else."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+FORMATS = ["text", "json", "repair", "sarif", "line"]
+
+
+class UsageError(click.ClickException):
+    """A problem with the command line or its files: one clean message, exit 2."""
+
+    exit_code = 2
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a directory, not a plan file") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise UsageError(f"{path}: {error.strerror}") from None
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="planc")
+def main() -> None:
+    """planc: a compiler toolchain for agent plans."""
+
+
+@main.command("check")
+@click.argument("plans", nargs=-1, required=True)
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="How to print diagnostics.")
+@click.option("--extract", is_flag=True, help="Take the plan out of a model reply (markdown fence or prose).")
+def check_command(plans: tuple[str, ...], output_format: str, extract: bool) -> None:
+    """Parse PLANS and run every pass; nothing runs. Exit 0 without errors, 1 with errors."""
+    from planc.check import check
+
+    results = [(path, check(_read(path), extract_plan=extract)) for path in plans]
+    if output_format == "json":
+        from planc.diagnostics.render_json import render_json
+
+        for path, result in results:
+            click.echo(render_json(path, result))
+    elif output_format == "sarif":
+        from planc.diagnostics.render_sarif import render_sarif
+
+        click.echo(render_sarif(results))
+    elif output_format == "repair":
+        from planc.diagnostics.render_repair import render_repair
+
+        for path, result in results:
+            click.echo(render_repair(result.source, result.diagnostics), nl=False)
+    elif output_format == "line":
+        from planc.diagnostics.render_line import render_line
+
+        for path, result in results:
+            for diagnostic in result.diagnostics:
+                click.echo(render_line(diagnostic, path))
+    else:
+        _print_text(results)
+    sys.exit(0 if all(result.ok for _, result in results) else 1)
+
+
+def _print_text(results) -> None:
+    from planc.diagnostics.render_text import render_text
+
+    console = _console()
+    for path, result in results:
+        for diagnostic in result.diagnostics:
+            console.print(render_text(diagnostic, result.source, path))
+        errors = sum(d.is_error for d in result.diagnostics)
+        warnings = len(result.diagnostics) - errors
+        if result.ok:
+            summary = f"{path}: ok, {result.steps} step{'s' if result.steps != 1 else ''}"
+            console.print(summary + (f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""),
+                          style="green")
+        else:
+            console.print(f"{path}: {errors} error{'s' if errors != 1 else ''}", style="bold red")
+
+
+def _parse_or_exit(path: str, exit_code: int):
+    """The ParseResult of `path`, or print its syntax errors and exit."""
+    from planc.syntax.parser import parse
+
+    result = parse(_read(path))
+    if result.plan is None:
+        from planc.diagnostics.render_text import render_text
+
+        console = _console(stderr=True)
+        for diagnostic in result.diagnostics:
+            console.print(render_text(diagnostic, result.source, path))
+        sys.exit(exit_code)
+    return result
+
+
+@main.command("fmt")
+@click.argument("plan")
+@click.option("--check", "check_only", is_flag=True, help="Exit 1 if the file is not in canonical form.")
+@click.option("--write", is_flag=True, help="Rewrite the file in canonical form.")
+def fmt_command(plan: str, check_only: bool, write: bool) -> None:
+    """Print PLAN in the canonical form."""
+    from planc.syntax.format import format_source
+
+    result = _parse_or_exit(plan, 2)
+    formatted = format_source(result)
+    if check_only:
+        if formatted != result.source:
+            click.echo(f"{plan}: would be reformatted", err=True)
+            sys.exit(1)
+        return
+    if write:
+        if plan == "-":
+            raise UsageError("--write needs a file, not standard input")
+        if formatted != result.source:
+            Path(plan).write_text(formatted, encoding="utf-8")
+        return
+    click.echo(formatted, nl=False)
+
+
+@main.command("show")
+@click.argument("plan")
+@click.option("--format", "output_format", type=click.Choice(["tree", "json"]), default="tree", show_default=True)
+def show_command(plan: str, output_format: str) -> None:
+    """Show the tree of PLAN."""
+    from planc.syntax.steps import step_paths
+
+    result = _parse_or_exit(plan, 1)
+    paths = step_paths(result.plan)
+    if output_format == "json":
+        import json
+
+        from planc.syntax.data import to_data
+
+        click.echo(json.dumps(to_data(result.plan, paths=paths), ensure_ascii=False))
+        return
+    from planc.syntax.tree_view import tree_view
+
+    _console().print(tree_view(result.plan, paths, plan))
+
+
+@main.command("corpus")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path),
+              help="Fail if a pass rate drops below this baseline.")
+@click.option("--update", is_flag=True, help="Write the current pass rates to --baseline.")
+def corpus_command(directory: Path, baseline: Path | None, update: bool) -> None:
+    """Check every case of the corpus in DIRECTORY against its expectation."""
+    import json
+
+    from planc import corpus
+
+    try:
+        outcomes = [corpus.run_case(case) for case in corpus.load_cases(directory)]
+    except corpus.CorpusError as error:
+        raise UsageError(str(error)) from None
+    counts = corpus.tally(outcomes)
+    for outcome in outcomes:
+        if not outcome.passed:
+            case = outcome.case
+            click.echo(f"FAIL {case.location} {case.category}: {case.name}\n"
+                       f"     expected {_codes(case.expected)}, found {_codes(outcome.found)}")
+    for name, numbers in counts["categories"].items():
+        click.echo(f"{name:<24} {numbers['passed']:>4}/{numbers['cases']:<4} {corpus.rate(numbers):7.1%}")
+    total = counts["total"]
+    click.echo(f"{'total':<24} {total['passed']:>4}/{total['cases']:<4} {corpus.rate(total):7.1%}")
+    if baseline is None:
+        return
+    if update:
+        baseline.write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
+        click.echo(f"wrote {baseline}")
+        return
+    if not baseline.exists():
+        raise UsageError(f"{baseline}: no such baseline (create it with --update)")
+    try:
+        dropped = corpus.regressions(counts, corpus.load_baseline(baseline))
+    except corpus.CorpusError as error:
+        raise UsageError(str(error)) from None
+    for line in dropped:
+        click.echo(f"below baseline: {line}", err=True)
+    sys.exit(1 if dropped else 0)
+
+
+def _codes(found) -> str:
+    return ", ".join(f"{code} {line}:{column}" for code, line, column in found) or "ok"

@@ -1,0 +1,141 @@
+"""The corpus of plans as models write them, and its regression check (`planc corpus`).
+
+A corpus file holds many cases, tree-sitter style:
+
+    ==================
+    positional argument
+    ==================
+    search("sev2 outages", limit: 50)
+    ---
+    E102 1:8
+
+The header names the case (`[extract]` after the name checks it as a model
+reply, as `planc check --extract` does). The input runs to the last `---`
+line; after it comes `ok`, or one `CODE line:column` per expected diagnostic.
+A case passes when the diagnostics are exactly those. The category of a case
+is the name of its file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import attrs
+
+from planc.check import check
+
+HEADER = re.compile(r"^={3,}\n(?P<name>[^\n]*)\n={3,}\n", re.MULTILINE)
+EXPECTATION = re.compile(r"(?P<code>[EWN]\d{3}) (?P<line>\d+):(?P<column>\d+)")
+
+
+class CorpusError(Exception):
+    """A corpus file that cannot be read as cases."""
+
+
+@attrs.frozen
+class Case:
+    category: str
+    name: str
+    source: str
+    expected: tuple[tuple[str, int, int], ...]  # empty: accepted
+    extract: bool
+    location: str  # file:line of the header
+
+
+@attrs.frozen
+class Outcome:
+    case: Case
+    found: tuple[tuple[str, int, int], ...]
+
+    @property
+    def passed(self) -> bool:
+        return sorted(self.found) == sorted(self.case.expected)
+
+
+def load_cases(directory: Path) -> list[Case]:
+    """Every case in the `*.txt` files under `directory`."""
+    files = sorted(directory.rglob("*.txt"))
+    if not files:
+        raise CorpusError(f"no corpus files (*.txt) under {directory}")
+    return [case for file in files for case in _cases(file, directory)]
+
+
+def _cases(file: Path, root: Path) -> list[Case]:
+    text = file.read_text(encoding="utf-8")
+    category = str(file.relative_to(root).with_suffix(""))
+    headers = list(HEADER.finditer(text))
+    if not headers:
+        raise CorpusError(f"{file}: no case header (a name between two `===` lines)")
+    cases = []
+    for number, header in enumerate(headers):
+        body_end = headers[number + 1].start() if number + 1 < len(headers) else len(text)
+        body = text[header.end() : body_end]
+        line = text.count("\n", 0, header.start()) + 1
+        where = f"{file}:{line}"
+        split = body.rfind("\n---\n") if not body.startswith("---\n") else -1
+        if split < 0 and not body.startswith("---\n"):
+            raise CorpusError(f"{where}: case has no `---` line before its expectation")
+        source, expectation = (body[:split], body[split + 5 :]) if split >= 0 else ("", body[4:])
+        name = header.group("name").strip()
+        extract = name.endswith("[extract]")
+        cases.append(Case(category, name.removesuffix("[extract]").strip(), source,
+                          _expected(expectation, where), extract, where))
+    return cases
+
+
+def _expected(text: str, where: str) -> tuple:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if lines == ["ok"]:
+        return ()
+    expected = []
+    for line in lines:
+        match = EXPECTATION.fullmatch(line)
+        if not match:
+            raise CorpusError(f"{where}: expectation `{line}` is neither `ok` nor `CODE line:column`")
+        expected.append((match["code"], int(match["line"]), int(match["column"])))
+    if not expected:
+        raise CorpusError(f"{where}: empty expectation (write `ok` for an accepted plan)")
+    return tuple(expected)
+
+
+def run_case(case: Case) -> Outcome:
+    result = check(case.source, extract_plan=case.extract)
+    found = tuple((d.code, d.span.start.line, d.span.start.column) for d in result.diagnostics)
+    return Outcome(case, found)
+
+
+def tally(outcomes: list[Outcome]) -> dict:
+    """Passed and total cases per category, and over all."""
+    categories: dict[str, dict[str, int]] = {}
+    for outcome in outcomes:
+        counts = categories.setdefault(outcome.case.category, {"passed": 0, "cases": 0})
+        counts["cases"] += 1
+        counts["passed"] += outcome.passed
+    total = {"passed": sum(c["passed"] for c in categories.values()),
+             "cases": sum(c["cases"] for c in categories.values())}
+    return {"total": total, "categories": dict(sorted(categories.items()))}
+
+
+def rate(counts: dict) -> float:
+    return counts["passed"] / counts["cases"] if counts["cases"] else 1.0
+
+
+def regressions(current: dict, baseline: dict) -> list[str]:
+    """What dropped below the baseline: the total rate or any category's."""
+    dropped = []
+    pairs = [("total", current["total"], baseline.get("total"))]
+    pairs += [(name, current["categories"].get(name, {"passed": 0, "cases": 0}), counts)
+              for name, counts in baseline.get("categories", {}).items()]
+    for name, now, before in pairs:
+        if before is not None and rate(now) < rate(before):
+            dropped.append(f"{name}: {rate(now):.1%} < baseline {rate(before):.1%}")
+    return dropped
+
+
+def load_baseline(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise CorpusError(f"{path}: not a baseline file: {error}") from None

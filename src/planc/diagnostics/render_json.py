@@ -1,0 +1,16 @@
+"""`planc check --format json`: one object per plan file (DESIGN section 8)."""
+
+from __future__ import annotations
+
+import json
+
+
+def render_json(file: str, result) -> str:
+    """One line of JSON for the CheckResult of `file`."""
+    return json.dumps({
+        "file": file,
+        "ok": result.ok,
+        "diagnostics": [d.to_json() for d in result.diagnostics],
+        "steps": result.steps,
+        "cost": None,  # the cost pass comes with the policy and cost issue
+    }, ensure_ascii=False)

@@ -1,0 +1,201 @@
+"""Resolve: what every reference, label and bare name in a plan refers to.
+
+Decided from the tree alone: forward and self references (E203), unknown or
+out-of-range references (E204), duplicate labels (E205), bare words outside a
+condition or block (E206), and `item`/`index`/`accumulator` where no block
+binds them (E207).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator
+
+import attrs
+
+from planc.diagnostics import Diagnostic, Fix, sort_key
+from planc.passes.context import CheckContext
+from planc.registry.builtins import ITEM_FIELDS, param_scope
+from planc.syntax import ast
+from planc.syntax.steps import children, step_paths, walk_steps
+from planc.syntax.templates import BINDINGS
+
+ARGS = "args"
+
+
+@attrs.frozen
+class Resolution:
+    """What the resolve pass learned, keyed by node."""
+
+    targets: dict  # Ref -> the Step it reads, or ARGS for `$args`
+    paths: dict  # Step -> its step path
+
+
+def resolve(plan: ast.Plan, context: CheckContext) -> tuple[Resolution, list[Diagnostic]]:
+    """Resolve the references and names of `plan`.
+
+    >>> from planc.syntax.parser import parse
+    >>> _, diagnostics = resolve(parse("a(x: $2)\\nb()").plan, CheckContext())
+    >>> [(d.code, d.message) for d in diagnostics]
+    [('E203', '`$2` refers to step 2, which comes after this step')]
+    """
+    resolver = _Resolver(plan)
+    resolver.check_labels()
+    resolver.visit_steps(plan.pipelines, frames=(), bound=frozenset())
+    return Resolution(resolver.targets, resolver.paths), sorted(resolver.diagnostics, key=sort_key)
+
+
+@attrs.frozen
+class _Frame:
+    """One level of steps: the plan's top level or a block's body."""
+
+    steps: tuple[ast.Step, ...]
+    labels: dict  # label -> 1-based index in `steps`
+    current: int  # the 1-based index of the step being resolved
+    top: bool
+
+
+class _Resolver:
+    def __init__(self, plan: ast.Plan) -> None:
+        self.paths = step_paths(plan)
+        self.targets: dict = {}
+        self.diagnostics: list[Diagnostic] = []
+        self.label_paths: dict[str, str] = {}  # every label in the plan -> the path of its step
+
+    def check_labels(self) -> None:
+        first: dict[str, ast.Name] = {}
+        for step, path in self.paths.items():
+            if step.label is None:
+                continue
+            name = step.label
+            if name.text == ARGS:
+                self._report("E205", "`args` cannot be a label: `$args` reads the run's arguments",
+                             name, path, hints=["choose another label"])
+                continue
+            earlier = first.setdefault(name.text, name)
+            if earlier is not name:
+                at = earlier.span.start
+                self._report("E205", f"the label `{name.text}` is already used", name, path,
+                             hints=[f"labels are unique in a plan; `{name.text}` was first defined at line {at.line}, column {at.column}"])
+            else:
+                self.label_paths[name.text] = path
+
+    def visit_steps(self, pipelines, frames: tuple, bound: frozenset) -> None:
+        steps = tuple(step for pipeline in pipelines for step in pipeline.steps)
+        labels: dict[str, int] = {}
+        for number, step in enumerate(steps, start=1):
+            if step.label is not None:
+                labels.setdefault(step.label.text, number)
+        for number, step in enumerate(steps, start=1):
+            frame = _Frame(steps, labels, number, top=not frames)
+            for arg in step.args:
+                scope = param_scope(step.tool.text, arg.name.text)
+                binds = frozenset(scope.binds) if scope else frozenset()
+                self.visit_expr(arg.value, step, frames + (frame,), bound, binds)
+
+    def visit_expr(self, expr, step, frames, bound, binds) -> None:
+        """Resolve `expr`; `binds` are the names its parameter binds (a block's, a condition's)."""
+        pending = [expr]
+        while pending:
+            node = pending.pop()
+            kind = type(node)
+            if kind is ast.Block:
+                inner = (bound | binds) - {ITEM_FIELDS}
+                self.visit_steps(node.pipelines, frames, inner)
+            elif kind is ast.Ref:
+                self.resolve_ref(node, step, frames)
+            elif kind is ast.Path:
+                self.resolve_path(node, step, bound | binds)
+            else:
+                pending.extend(children(node))
+
+    def resolve_ref(self, ref: ast.Ref, step: ast.Step, frames) -> None:
+        target = ref.target
+        path = self.paths[step]
+        if target == ARGS:
+            self.targets[ref] = ARGS
+            return
+        written = f"${ref.name.text}"
+        if isinstance(target, int):
+            top = frames[0]
+            if target == 0 or target > len(top.steps):
+                count = len(top.steps)
+                self._report("E204", f"`{written}` refers to no step: the plan's steps are numbered 1 to {count}",
+                             ref.head_span, path, hints=_number_hints(target, top.current))
+            else:
+                self._check_order(ref, written, f"step {target}", target, top, path)
+            return
+        for frame in reversed(frames):
+            if target in frame.labels:
+                self._check_order(ref, written, f"the step labelled `{target}`", frame.labels[target], frame, path)
+                return
+        if target in self.label_paths:
+            where = self.label_paths[target]
+            self._report("E204", f"`{written}` is not visible here: the step labelled `{target}` ({where}) is inside a block",
+                         ref.head_span, path,
+                         hints=["a label defined inside a block is visible only inside that block"])
+            return
+        visible = sorted({label for frame in frames for label in frame.labels})
+        hints = [f"did you mean `${match}`?" for match in difflib.get_close_matches(target, visible, n=3)]
+        if not hints:
+            hints = [f"the labels visible here are {', '.join(f'`${v}`' for v in visible)}" if visible
+                     else "no step here has a label; label one with `name = tool(...)`"]
+        self._report("E204", f"`{written}` refers to no step: there is no label `{target}`",
+                     ref.head_span, path, hints=hints)
+
+    def _check_order(self, ref, written, what, index, frame, path) -> None:
+        if index == frame.current:
+            self._report("E203", f"`{written}` refers to the step it is used in", ref.head_span, path,
+                         hints=["a step cannot read its own result; refer to an earlier step"])
+        elif index > frame.current:
+            self._report("E203", f"`{written}` refers to {what}, which comes after this step",
+                         ref.head_span, path, hints=["steps can only read the results of steps before them"])
+        else:
+            self.targets[ref] = frame.steps[index - 1]
+
+    def resolve_path(self, path_node: ast.Path, step, bound) -> None:
+        head = path_node.head.text
+        if head in bound or ITEM_FIELDS in bound:
+            return
+        path = self.paths[step]
+        if head in BINDINGS:
+            self._report("E207", f"`{head}` is not bound here", path_node.head, path,
+                         hints=[_binding_hint(head)])
+            return
+        text = head + "".join(f".{a.name}" if isinstance(a, ast.Field) else f"[{a.value}]"
+                              for a in path_node.accessors)
+        quoted = json.dumps(text)
+        self._report("E206", f"bare word `{text}`: a value here must be a string, number, reference or list",
+                     path_node, path, hints=[f"did you mean the string {quoted}?"],
+                     fix=Fix(path_node.span, quoted))
+
+    def _report(self, code, message, node, path, hints=(), fix=None) -> None:
+        span = node.span if hasattr(node, "span") else node
+        self.diagnostics.append(Diagnostic(code, message, span, step=path, hints=tuple(hints), fix=fix))
+
+
+def _number_hints(target: int, current: int) -> list[str]:
+    if target == 0:
+        return ["steps are numbered from 1: `$1` is the first step"]
+    return [f"this is step {current}; it can read `$1` to `${current - 1}`" if current > 1
+            else "this is the first step: there is no earlier result to read"]
+
+
+def _binding_hint(head: str) -> str:
+    if head == "accumulator":
+        return "`accumulator` is bound only inside the `do` block of `reduce`"
+    return f"`{head}` is bound only inside the `do` block of `map`, `filter` or `reduce` (and in `filter`'s `where` and `infer`)"
+
+
+def iter_refs(plan: ast.Plan) -> Iterator[ast.Ref]:
+    """Every reference in `plan`, holes included."""
+    for step, _ in walk_steps(plan.pipelines):
+        for arg in step.args:
+            pending = [arg.value]
+            while pending:
+                node = pending.pop()
+                if isinstance(node, ast.Ref):
+                    yield node
+                elif not isinstance(node, ast.Block):
+                    pending.extend(children(node))

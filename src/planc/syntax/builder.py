@@ -1,0 +1,172 @@
+"""Build AST nodes from the grammar's reductions: one method per named rule.
+
+The grammar already shapes the tree (`_rule` splices, `?rule` collapses,
+`-> name` renames, anonymous punctuation is dropped), so each method receives
+exactly the children that matter plus the span of everything it covers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from planc.diagnostics import Diagnostic, Span
+from planc.syntax import ast
+from planc.syntax.templates import decode_string
+
+
+class Builder:
+    """Reduction callbacks. Collects the diagnostics found while building (E105, escapes)."""
+
+    def __init__(self) -> None:
+        self.diagnostics: list[Diagnostic] = []
+
+    def start(self, children, span):
+        return children[0]
+
+    def plan(self, children, span):
+        return ast.Plan(tuple(children), span)
+
+    def pipeline(self, children, span):
+        return ast.Pipeline(tuple(children), span)
+
+    def step(self, children, span):
+        label = children[0] if isinstance(children[0], ast.Name) else None
+        rest = children[1:] if label else children
+        tool = ast.Name(rest[0].text, rest[0].span)
+        args = tuple(rest[1:])
+        self._check_duplicate_args(args)
+        return ast.Step(tool, args, label, span)
+
+    def label(self, children, span):
+        return ast.Name(children[0].text, children[0].span)
+
+    def arg(self, children, span):
+        name, value = children
+        return ast.Arg(ast.Name(name.text, name.span), value, span)
+
+    def or_expr(self, children, span):
+        return ast.Or(tuple(children), span)
+
+    def and_expr(self, children, span):
+        return ast.And(tuple(children), span)
+
+    def not_expr(self, children, span):
+        return ast.Not(children[0], span)
+
+    def compare(self, children, span):
+        left, op, right = children
+        return ast.Compare(op, left, right, span)
+
+    def compare_op(self, children, span):
+        return children[0].text
+
+    def string(self, children, span):
+        token = children[0]
+        return ast.String(decode_string(token.text, token.start, self.diagnostics), span)
+
+    def number(self, children, span):
+        text = children[0].text
+        value = json.loads(text)
+        if isinstance(value, float) and math.isinf(value):
+            self.diagnostics.append(Diagnostic("E100", f"the number `{text}` is too large", span))
+        return ast.Literal(value, span)
+
+    def true(self, children, span):
+        return ast.Literal(True, span)
+
+    def false(self, children, span):
+        return ast.Literal(False, span)
+
+    def null(self, children, span):
+        return ast.Literal(None, span)
+
+    def ref(self, children, span):
+        head = children[0]
+        return ast.Ref(ast.Name(head.text, head.span), tuple(children[1:]), span)
+
+    def path(self, children, span):
+        head = children[0]
+        return ast.Path(ast.Name(head.text, head.span), tuple(children[1:]), span)
+
+    def field(self, children, span):
+        return ast.Field(children[0].text, span)
+
+    def index(self, children, span):
+        return ast.Index(int(children[0].text), span)
+
+    def list(self, children, span):
+        return ast.ListExpr(tuple(children), span)
+
+    def record(self, children, span):
+        return ast.Record(tuple(children), span)
+
+    def entry(self, children, span):
+        key, value = children
+        return ast.Entry(key, value, span)
+
+    def key(self, children, span):
+        token = children[0]
+        if token.type == "STRING":
+            (text,) = decode_string(token.text, token.start, self.diagnostics, holes=False)
+            return ast.Name(text, span)
+        return ast.Name(token.text, span)
+
+    def block(self, children, span):
+        return ast.Block(tuple(children), span)
+
+    def _check_duplicate_args(self, args) -> None:
+        seen: dict[str, ast.Arg] = {}
+        for arg in args:
+            first = seen.setdefault(arg.name.text, arg)
+            if first is not arg:
+                at = first.name.span.start
+                self.diagnostics.append(Diagnostic(
+                    "E105", f"the argument `{arg.name.text}` is given twice in this step",
+                    arg.span, hints=(f"the first `{arg.name.text}` is at line {at.line}, column {at.column}; keep one",),
+                ))
+
+
+def reducers(rules, builder: Builder) -> dict:
+    """One function per grammar rule: (children, span) -> value.
+
+    Punctuation the grammar marks as filtered is dropped, `_rules` return
+    their children as a list that the parent splices in, `?rules` with one
+    child pass it through, and every other rule calls the builder method
+    named after its alias or its name.
+    """
+    return {rule: _reducer(rule, builder) for rule in rules}
+
+
+class Spliced(list):
+    """The children of an inlined `_rule`, to be spliced into its parent."""
+
+
+def _reducer(rule, builder):
+    keep_all = rule.options.keep_all_tokens
+    keep = [
+        index for index, symbol in enumerate(rule.expansion)
+        if keep_all or not (symbol.is_term and symbol.filter_out)
+    ]
+    splices = any(not symbol.is_term and symbol.name.startswith("_") for symbol in rule.expansion)
+
+    def pick(raw):
+        if not splices:
+            return [raw[index] for index in keep]
+        children = []
+        for index in keep:
+            value = raw[index]
+            if type(value) is Spliced:
+                children.extend(value)
+            else:
+                children.append(value)
+        return children
+
+    name = rule.alias or rule.origin.name
+    if name.startswith("_"):
+        return lambda raw, span: Spliced(pick(raw))
+    if rule.options.expand1 and not rule.alias:
+        # `?rule` alternatives without a name of their own always keep exactly one child.
+        return lambda raw, span: pick(raw)[0]
+    method = getattr(builder, name)
+    return lambda raw, span: method(pick(raw), span)

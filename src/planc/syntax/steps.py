@@ -1,0 +1,75 @@
+"""Step numbering and step paths (DESIGN section 3, "Step paths").
+
+Top-level steps are numbered 1, 2, 3... in text order across pipelines. The
+steps of a block are numbered from 1 inside it, and their path adds the
+argument that holds the block: `3/do.2`, `3/then.1`, `3/do.2/else.1`. When
+one argument holds several blocks (a list of blocks), the second is `do2`,
+the third `do3`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from planc.syntax import ast
+
+
+def step_paths(plan: ast.Plan) -> dict[ast.Step, str]:
+    """Every step of `plan`, nested ones included, with its path.
+
+    >>> from planc.syntax.parser import parse
+    >>> plan = parse("a() |> map(do: { b() |> c() })").plan
+    >>> list(step_paths(plan).values())
+    ['1', '2', '2/do.1', '2/do.2']
+    """
+    return {step: path for step, path in walk_steps(plan.pipelines)}
+
+
+def walk_steps(pipelines, prefix: str = "") -> Iterator[tuple[ast.Step, str]]:
+    """(step, path) for the steps of `pipelines` and of every block inside them, in text order."""
+    number = 0
+    for pipeline in pipelines:
+        for step in pipeline.steps:
+            number += 1
+            path = f"{prefix}{number}"
+            yield step, path
+            for block, name in step_blocks(step):
+                yield from walk_steps(block.pipelines, f"{path}/{name}.")
+
+
+def step_blocks(step: ast.Step) -> Iterator[tuple[ast.Block, str]]:
+    """The blocks in `step`'s arguments, each with the name used in its steps' paths."""
+    for arg in step.args:
+        for ordinal, block in enumerate(blocks_in(arg.value), start=1):
+            yield block, arg.name.text if ordinal == 1 else f"{arg.name.text}{ordinal}"
+
+
+def blocks_in(expr: ast.Expr) -> list[ast.Block]:
+    """The outermost blocks inside `expr` (not those nested in a block's own steps)."""
+    found: list[ast.Block] = []
+    pending = [expr]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Block):
+            found.append(node)
+        else:
+            pending.extend(reversed(list(children(node))))
+    return found
+
+
+def children(expr) -> tuple:
+    """The direct sub-expressions of `expr` (holes' targets included)."""
+    kind = type(expr)
+    if kind is ast.ListExpr:
+        return expr.items
+    if kind is ast.Record:
+        return tuple(entry.value for entry in expr.entries)
+    if kind is ast.Compare:
+        return (expr.left, expr.right)
+    if kind is ast.Not:
+        return (expr.operand,)
+    if kind in (ast.And, ast.Or):
+        return expr.operands
+    if kind is ast.String:
+        return tuple(hole.target for hole in expr.holes)
+    return ()

@@ -1,0 +1,107 @@
+"""Decode a string literal into text and template holes.
+
+A hole is `{` + a reference (`$1.title`, `$hits[0]`) or a path starting with
+`item`, `index` or `accumulator`, + `}`. Every other brace is literal text,
+and `\\{` is always a literal brace. Holes become Ref and Path nodes whose
+spans point into the string, so they are resolved like any reference.
+"""
+
+from __future__ import annotations
+
+import re
+
+from planc.diagnostics import Diagnostic, Position, Span, advance
+from planc.syntax.ast import Field, Hole, Index, Name, Path, Ref
+
+BINDINGS = ("item", "index", "accumulator")
+
+HOLE = re.compile(
+    r"\{(?P<head>\$(?:[0-9]+|[A-Za-z_][A-Za-z0-9_]*)|item|index|accumulator)"
+    r"(?P<accessors>(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\])*)\}"
+)
+ACCESSOR = re.compile(r"\.(?P<field>[A-Za-z_][A-Za-z0-9_]*)|\[(?P<index>[0-9]+)\]")
+ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
+SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n",
+                  "r": "\r", "t": "\t", "{": "{"}
+
+
+def decode_string(raw: str, start: Position, diagnostics: list[Diagnostic], holes: bool = True) -> tuple:
+    """The parts (text and Hole nodes) of the string literal `raw` found at `start`.
+
+    With `holes=False` (record keys) every brace is text.
+    """
+    quote = 3 if raw.startswith('"""') else 1
+    body = raw[quote : len(raw) - quote]
+    body_start = advance(start, raw[:quote])
+    if "{" not in body and "\\" not in body:
+        return (body,)
+    parts: list = []
+    text_from = 0
+    for match in _holes(body) if holes else ():
+        if match.start() > text_from:
+            parts.append(_unescape(body, text_from, match.start(), body_start, diagnostics))
+        parts.append(_hole(body, match, body_start))
+        text_from = match.end()
+    if text_from < len(body) or not parts:
+        parts.append(_unescape(body, text_from, len(body), body_start, diagnostics))
+    return tuple(parts)
+
+
+def _holes(body: str):
+    """Hole matches in `body`, skipping braces escaped with a backslash."""
+    position = 0
+    while True:
+        brace = body.find("{", position)
+        if brace < 0:
+            return
+        backslashes = len(body[:brace]) - len(body[:brace].rstrip("\\"))
+        match = HOLE.match(body, brace) if backslashes % 2 == 0 else None
+        if match:
+            yield match
+            position = match.end()
+        else:
+            position = brace + 1
+
+
+def _at(body: str, offset: int, body_start: Position) -> Position:
+    return advance(body_start, body[:offset])
+
+
+def _unescape(body, start, end, body_start, diagnostics) -> str:
+    def replace(match: re.Match) -> str:
+        escape = match.group(1)
+        if escape[0] == "u" and len(escape) == 5:
+            return chr(int(escape[1:], 16))
+        if escape in SIMPLE_ESCAPES:
+            return SIMPLE_ESCAPES[escape]
+        where = Span(_at(body, start + match.start(), body_start), _at(body, start + match.end(), body_start))
+        diagnostics.append(Diagnostic(
+            "E100", f"invalid escape `\\{escape}` in a string", where,
+            hints=["the escapes are JSON's (`\\n`, `\\t`, `\\\"`, `\\\\`, `\\uXXXX`) and `\\{` for a literal brace"],
+        ))
+        return escape
+
+    text = ESCAPE.sub(replace, body[start:end])
+    if "\\u" in body[start:end]:
+        # Join UTF-16 surrogate pairs written as two \\u escapes, as JSON does.
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _hole(body: str, match: re.Match, body_start: Position) -> Hole:
+    def span(start: int, end: int) -> Span:
+        return Span(_at(body, start, body_start), _at(body, end, body_start))
+
+    head = match.group("head")
+    head_start = match.start("head")
+    accessors = tuple(
+        Field(a.group("field"), span(a.start(), a.end())) if a.group("field")
+        else Index(int(a.group("index")), span(a.start(), a.end()))
+        for a in ACCESSOR.finditer(body, match.start("accessors"), match.end("accessors"))
+    )
+    target_span = span(head_start, match.end("accessors"))
+    if head.startswith("$"):
+        target = Ref(Name(head[1:], span(head_start + 1, match.end("head"))), accessors, target_span)
+    else:
+        target = Path(Name(head, span(head_start, match.end("head"))), accessors, target_span)
+    return Hole(target, span(match.start(), match.end()))
