@@ -127,7 +127,7 @@ class Builder:
                 ))
 
 
-def reducers(rules, builder: Builder) -> dict:
+def reducers(rules, builder: Builder) -> list:
     """One function per grammar rule: (children, span) -> value.
 
     Punctuation the grammar marks as filtered is dropped, `_rules` return
@@ -135,7 +135,7 @@ def reducers(rules, builder: Builder) -> dict:
     child pass it through, and every other rule calls the builder method
     named after its alias or its name.
     """
-    return {rule: _reducer(rule, builder) for rule in rules}
+    return [_reducer(rule, builder) for rule in rules]
 
 
 class Spliced(list):
@@ -143,12 +143,11 @@ class Spliced(list):
 
 
 def _reducer(rule, builder):
-    keep_all = rule.options.keep_all_tokens
     keep = [
         index for index, symbol in enumerate(rule.expansion)
-        if keep_all or not (symbol.is_term and symbol.filter_out)
+        if rule.keep_all_tokens or not (symbol.is_terminal and symbol.filtered)
     ]
-    splices = any(not symbol.is_term and symbol.name.startswith("_") for symbol in rule.expansion)
+    splices = any(not symbol.is_terminal and symbol.name.startswith("_") for symbol in rule.expansion)
 
     def pick(raw):
         if not splices:
@@ -162,10 +161,10 @@ def _reducer(rule, builder):
                 children.append(value)
         return children
 
-    name = rule.alias or rule.origin.name
+    name = rule.alias or rule.origin
     if name.startswith("_"):
         return lambda raw, span: Spliced(pick(raw))
-    if rule.options.expand1 and not rule.alias:
+    if rule.collapse and not rule.alias:
         # `?rule` alternatives without a name of their own always keep exactly one child.
         return lambda raw, span: pick(raw)[0]
     method = getattr(builder, name)

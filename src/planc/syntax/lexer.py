@@ -13,7 +13,7 @@ import re
 from typing import NamedTuple
 
 from planc.diagnostics import Diagnostic, Fix, Position, Span
-from planc.syntax.grammar import lark_parser
+from planc.syntax.grammar import tables
 
 ERROR = "ERROR"  # a token the lexer already reported; the parser only recovers
 
@@ -51,24 +51,24 @@ _MISTAKES = {
 
 class _Lexer:
     def __init__(self) -> None:
-        front = lark_parser()
-        ignore = set(front.lexer_conf.ignore)
+        grammar = tables()
+        ignore = set(grammar.ignore)
         self.keywords: dict[str, str] = {}
         self.literal_types: dict[str, str] = {}
         patterns: dict[str, str] = {}
         literals = []
-        for terminal in front.terminals:
+        for terminal in grammar.terminals:
             if terminal.name == "INT":
                 continue  # digits lex as NUMBER; the parser retypes them where INT is expected
-            if terminal.pattern.type == "str":
-                value = terminal.pattern.value
+            if terminal.literal is not None:
+                value = terminal.literal
                 self.literal_types[value] = terminal.name
                 if re.fullmatch(r"[A-Za-z_]\w*", value):
                     self.keywords[value] = terminal.name
                 else:
                     literals.append((value, terminal.name))
             else:
-                patterns[terminal.name] = terminal.pattern.to_regexp()
+                patterns[terminal.name] = terminal.regexp
         self.ignored = ignore
         groups = [f"(?P<{name}>{regexp})" for name, regexp in patterns.items() if name in ignore]
         groups.append(f"(?P<E_TRIPLE>{_MISTAKES['E_TRIPLE']})")

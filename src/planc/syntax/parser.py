@@ -2,8 +2,8 @@
 driven over the fast lexer's tokens, with error recovery.
 
 The loop below is Lark's LALR driver (`lark.parsers.lalr_parser_state`) made
-tight for this grammar: Lark's parse table and rules, our token list, one
-reduction function per rule from `planc.syntax.builder`. On an error it asks
+tight for this grammar: Lark's parse table and rules (`planc.syntax.grammar`),
+our token list, one reduction function per rule from `planc.syntax.builder`. On an error it asks
 `planc.syntax.errors` for a diagnostic; where the intent is certain (a missing
 comma, `=` for `:`) it repairs and goes on, otherwise it skips to the next
 line that starts a step and parses from there, so independent mistakes are
@@ -12,7 +12,6 @@ all reported in one run.
 
 from __future__ import annotations
 
-import functools
 import threading
 from typing import NamedTuple
 
@@ -20,7 +19,7 @@ from planc.diagnostics import Diagnostic, Position, Span, sort_key
 from planc.syntax.ast import Plan
 from planc.syntax.builder import Builder, reducers
 from planc.syntax.errors import CLOSERS, ParseFailure, explain
-from planc.syntax.grammar import lark_parser
+from planc.syntax.grammar import tables
 from planc.syntax.lexer import ERROR, Token, tokenize
 
 # Deeper than this the tree could not be walked without Python's recursion
@@ -70,22 +69,18 @@ class _Automaton:
     """The parse table in a form the loop reads fast, bound to one Builder."""
 
     def __init__(self) -> None:
-        front = lark_parser()
-        table = front.parser.parser.parser.parse_table
+        grammar = tables()
         self.builder = Builder()
-        reduce = reducers({rule for actions in table.states.values()
-                           for action, rule in actions.values() if action.name == "Reduce"}, self.builder)
-        self.start_state = table.start_states["start"]
-        self.end_state = table.end_states["start"]
+        reduce = reducers(grammar.rules, self.builder)
+        rules = [(len(rule.expansion), rule.origin, reduce[number]) for number, rule in enumerate(grammar.rules)]
+        self.start_state = grammar.start_state
+        self.end_state = grammar.end_state
         self.states = {
-            state: {
-                terminal: (True, target) if action.name == "Shift"
-                else (False, (len(target.expansion), target.origin.name, reduce[target]))
-                for terminal, (action, target) in actions.items()
-            }
-            for state, actions in table.states.items()
+            state: {symbol: (True, target) if shift else (False, rules[target])
+                    for symbol, (shift, target) in actions.items()}
+            for state, actions in grammar.states.items()
         }
-        self.literals = {t.name: t.pattern.value for t in front.terminals if t.pattern.type == "str"}
+        self.literals = {t.name: t.literal for t in grammar.terminals if t.literal is not None}
 
     def run(self, tokens: list[Token], source: str):
         """The Plan for `tokens`, or None after reporting why it could not be parsed."""
@@ -193,9 +188,3 @@ def _automaton() -> _Automaton:
     if automaton is None:
         automaton = _local.automaton = _Automaton()
     return automaton
-
-
-@functools.cache
-def terminal_literals() -> dict[str, str]:
-    """Terminal name -> literal text, for messages."""
-    return _automaton().literals
