@@ -72,8 +72,10 @@ CODES: dict[str, Code] = {code.code: code for code in _ALL}
 
 def render_markdown() -> str:
     """The text of docs/diagnostics.md."""
+    from rich.console import Console
+
     from planc.check import check
-    from planc.diagnostics.render_line import render_line
+    from planc.diagnostics.render_text import render_text
 
     out = [
         "# Diagnostics",
@@ -84,12 +86,15 @@ def render_markdown() -> str:
         "hints and a fix (a replacement for a span).",
         "",
         "This file is generated from `src/planc/diagnostics/codes.py` by `make docs`; each example below",
-        "is checked by the test suite and its output is what `planc check --format line` prints.",
+        "is checked by the test suite, and its output is what `planc check example.plan` prints for it.",
         "",
     ]
     for code in _ALL:
         result = check(code.example, extract_plan=code.extract)
-        lines = [render_line(d, "example.plan") for d in result.diagnostics if d.code == code.code]
+        console = Console(width=200, no_color=True, force_terminal=False)
+        with console.capture() as captured:
+            for diagnostic in result.diagnostics:
+                console.print(render_text(diagnostic, result.source, "example.plan"))
         out += [f"## {code.code}", "", f"**{code.title}**", "", code.explanation, "", "```",
-                code.example.rstrip("\n"), "```", "", "```text", *lines, "```", ""]
+                code.example.rstrip("\n"), "```", "", "```text", captured.get().rstrip("\n"), "```", ""]
     return "\n".join(out)
