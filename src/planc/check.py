@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from planc.diagnostics import Diagnostic, sort_key
+from planc.gc_pause import gc_paused
 from planc.passes.context import CheckContext
 from planc.passes.resolve import Resolution, resolve
 from planc.syntax.ast import Plan
@@ -40,6 +41,11 @@ def check(source: str, *, extract_plan: bool = False, context: CheckContext | No
     >>> check('search(query: "x") |> summarize(style: bullets)').diagnostics[0].code
     'E206'
     """
+    with gc_paused():
+        return _check(source, extract_plan, context)
+
+
+def _check(source: str, extract_plan: bool, context: CheckContext | None) -> CheckResult:
     text = extract(source) if extract_plan else source
     parsed = parse(text)
     if parsed.plan is None:

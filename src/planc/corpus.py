@@ -63,7 +63,8 @@ def load_cases(directory: Path) -> list[Case]:
 
 
 def _cases(file: Path, root: Path) -> list[Case]:
-    text = file.read_text(encoding="utf-8")
+    with open(file, encoding="utf-8", newline="") as handle:  # CRLF cases stay CRLF
+        text = handle.read()
     category = str(file.relative_to(root).with_suffix(""))
     headers = list(HEADER.finditer(text))
     if not headers:

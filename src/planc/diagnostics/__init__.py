@@ -6,16 +6,6 @@ imported only by the command that needs them, so a JSON check never loads rich.
 """
 
 from planc.diagnostics.diagnostic import Diagnostic, Fix, Severity, sort_key
-from planc.diagnostics.span import Position, Span, advance, position_at, span_between
+from planc.diagnostics.span import Lines, Position, Span, position_at
 
-__all__ = [
-    "Diagnostic",
-    "Fix",
-    "Position",
-    "Severity",
-    "Span",
-    "advance",
-    "position_at",
-    "sort_key",
-    "span_between",
-]
+__all__ = ["Diagnostic", "Fix", "Lines", "Position", "Severity", "Span", "position_at", "sort_key"]

@@ -56,4 +56,4 @@ class Diagnostic:
 
 
 def sort_key(diagnostic: Diagnostic) -> tuple:
-    return (diagnostic.span.start.offset, diagnostic.span.end.offset, diagnostic.code)
+    return (diagnostic.span.start_offset, diagnostic.span.end_offset, diagnostic.code)

@@ -19,7 +19,7 @@ STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.
 
 def render_text(diagnostic: Diagnostic, source: str, file: str) -> Text:
     style = STYLES[diagnostic.severity]
-    start, end = diagnostic.span
+    start, end = diagnostic.span.start, diagnostic.span.end
     lines = source.split("\n")
     line_text = lines[start.line - 1].replace("\t", " ") if start.line <= len(lines) else ""
     gutter = " " * len(str(start.line))

@@ -2,10 +2,15 @@
 
 Offsets are 0-based, lines and columns 1-based, all counted in code points
 (Python string indices), as DESIGN section 4 asks.
+
+The parser makes a span for every node, so a span made there holds only its
+two offsets and the source's `Lines`, and works out a line and column when
+someone asks. A span can also be made from two Positions directly.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import NamedTuple
 
 
@@ -18,15 +23,82 @@ class Position(NamedTuple):
         return {"offset": self.offset, "line": self.line, "column": self.column}
 
 
-class Span(NamedTuple):
-    start: Position
-    end: Position
+class Lines:
+    """Where the lines of one source text start; turns offsets into Positions.
+
+    >>> Lines("a\\nbc").position(3)
+    Position(offset=3, line=2, column=2)
+    """
+
+    __slots__ = ("source", "_starts")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._starts: list[int] | None = None
+
+    def position(self, offset: int) -> Position:
+        starts = self._starts
+        if starts is None:
+            starts = self._starts = [0]
+            find = self.source.find
+            newline = find("\n")
+            while newline >= 0:
+                starts.append(newline + 1)
+                newline = find("\n", newline + 1)
+        line = bisect_right(starts, offset)
+        return Position(offset, line, offset - starts[line - 1] + 1)
+
+
+class Span(tuple):
+    """From `start` to `end`: two Positions, or two offsets into the text of `lines`.
+
+    A tuple underneath, so the parser can make one per node cheaply with
+    `tuple.__new__(Span, (start, end, lines))`.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, start: Position | int, end: Position | int, lines: Lines | None = None) -> Span:
+        return tuple.__new__(cls, (start, end, lines))
+
+    @property
+    def start(self) -> Position:
+        lines = self[2]
+        return self[0] if lines is None else lines.position(self[0])
+
+    @property
+    def end(self) -> Position:
+        lines = self[2]
+        return self[1] if lines is None else lines.position(self[1])
+
+    @property
+    def start_offset(self) -> int:
+        return self[0] if self[2] is not None else self[0].offset
+
+    @property
+    def end_offset(self) -> int:
+        return self[1] if self[2] is not None else self[1].offset
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Span):
+            return NotImplemented
+        return (self.start_offset, self.end_offset) == (other.start_offset, other.end_offset)
+
+    def __ne__(self, other) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash((self.start_offset, self.end_offset))
+
+    def __repr__(self) -> str:
+        return f"Span({self.start!r}, {self.end!r})"
 
     def to_json(self) -> dict:
         return {"start": self.start.to_json(), "end": self.end.to_json()}
 
     def text(self, source: str) -> str:
-        return source[self.start.offset : self.end.offset]
+        return source[self.start_offset : self.end_offset]
 
 
 def position_at(source: str, offset: int) -> Position:
@@ -35,25 +107,4 @@ def position_at(source: str, offset: int) -> Position:
     >>> position_at("a\\nbc", 3)
     Position(offset=3, line=2, column=2)
     """
-    line = source.count("\n", 0, offset) + 1
-    column = offset - (source.rfind("\n", 0, offset) + 1) + 1
-    return Position(offset, line, column)
-
-
-def advance(position: Position, text: str) -> Position:
-    """The position just after `text` when it starts at `position`.
-
-    >>> advance(Position(0, 1, 1), "ab\\ncd")
-    Position(offset=5, line=2, column=3)
-    """
-    newlines = text.count("\n")
-    if not newlines:
-        return Position(position.offset + len(text), position.line, position.column + len(text))
-    tail = len(text) - text.rfind("\n") - 1
-    return Position(position.offset + len(text), position.line + newlines, tail + 1)
-
-
-def span_between(source: str, start: int, end: int) -> Span:
-    """The span of `source[start:end]`."""
-    first = position_at(source, start)
-    return Span(first, advance(first, source[start:end]))
+    return Lines(source).position(offset)

@@ -22,6 +22,8 @@ from planc.syntax.steps import children, step_paths, walk_steps
 from planc.syntax.templates import BINDINGS
 
 ARGS = "args"
+# Other languages' spellings of the literals, as models write them.
+LITERAL_SPELLINGS = {"true": "true", "false": "false", "none": "null", "null": "null", "nil": "null"}
 
 
 @attrs.frozen
@@ -137,7 +139,8 @@ class _Resolver:
                          hints=["a label defined inside a block is visible only inside that block"])
             return
         visible = sorted({label for frame in frames for label in frame.labels})
-        hints = [f"did you mean `${match}`?" for match in difflib.get_close_matches(target, visible, n=3)]
+        candidates = visible + [ARGS]
+        hints = [f"did you mean `${match}`?" for match in difflib.get_close_matches(target, candidates, n=3)]
         if not hints:
             hints = [f"the labels visible here are {', '.join(f'`${v}`' for v in visible)}" if visible
                      else "no step here has a label; label one with `name = tool(...)`"]
@@ -165,10 +168,14 @@ class _Resolver:
             return
         text = head + "".join(f".{a.name}" if isinstance(a, ast.Field) else f"[{a.value}]"
                               for a in path_node.accessors)
-        quoted = json.dumps(text)
+        meant = LITERAL_SPELLINGS.get(text.lower()) if not path_node.accessors else None
+        if meant:
+            hint, replacement = f"did you mean `{meant}`? (planc writes `true`, `false` and `null`)", meant
+        else:
+            replacement = json.dumps(text)
+            hint = f"did you mean the string {replacement}?"
         self._report("E206", f"bare word `{text}`: a value here must be a string, number, reference or list",
-                     path_node, path, hints=[f"did you mean the string {quoted}?"],
-                     fix=Fix(path_node.span, quoted))
+                     path_node, path, hints=[hint], fix=Fix(path_node.span, replacement))
 
     def _report(self, code, message, node, path, hints=(), fix=None) -> None:
         span = node.span if hasattr(node, "span") else node
@@ -178,8 +185,10 @@ class _Resolver:
 def _number_hints(target: int, current: int) -> list[str]:
     if target == 0:
         return ["steps are numbered from 1: `$1` is the first step"]
-    return [f"this is step {current}; it can read `$1` to `${current - 1}`" if current > 1
-            else "this is the first step: there is no earlier result to read"]
+    if current == 1:
+        return ["this is the first step: there is no earlier result to read"]
+    readable = "`$1`" if current == 2 else f"`$1` to `${current - 1}`"
+    return [f"this is step {current}; it can read {readable}"]
 
 
 def _binding_hint(head: str) -> str:

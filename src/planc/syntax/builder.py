@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+from operator import itemgetter
 
-from planc.diagnostics import Diagnostic, Span
+from planc.diagnostics import Diagnostic, Lines, Span
 from planc.syntax import ast
 from planc.syntax.templates import decode_string
 
@@ -20,6 +21,10 @@ class Builder:
 
     def __init__(self) -> None:
         self.diagnostics: list[Diagnostic] = []
+        self.lines: Lines | None = None  # of the source being parsed
+
+    def name(self, token) -> ast.Name:
+        return ast.Name(token.text, tuple.__new__(Span, (token.start, token.end, self.lines)))
 
     def start(self, children, span):
         return children[0]
@@ -33,17 +38,17 @@ class Builder:
     def step(self, children, span):
         label = children[0] if isinstance(children[0], ast.Name) else None
         rest = children[1:] if label else children
-        tool = ast.Name(rest[0].text, rest[0].span)
+        tool = self.name(rest[0])
         args = tuple(rest[1:])
         self._check_duplicate_args(args)
         return ast.Step(tool, args, label, span)
 
     def label(self, children, span):
-        return ast.Name(children[0].text, children[0].span)
+        return self.name(children[0])
 
     def arg(self, children, span):
         name, value = children
-        return ast.Arg(ast.Name(name.text, name.span), value, span)
+        return ast.Arg(self.name(name), value, span)
 
     def or_expr(self, children, span):
         return ast.Or(tuple(children), span)
@@ -63,7 +68,7 @@ class Builder:
 
     def string(self, children, span):
         token = children[0]
-        return ast.String(decode_string(token.text, token.start, self.diagnostics), span)
+        return ast.String(decode_string(token.text, token.start, self.lines, self.diagnostics), span)
 
     def number(self, children, span):
         text = children[0].text
@@ -83,11 +88,11 @@ class Builder:
 
     def ref(self, children, span):
         head = children[0]
-        return ast.Ref(ast.Name(head.text, head.span), tuple(children[1:]), span)
+        return ast.Ref(self.name(head), tuple(children[1:]), span)
 
     def path(self, children, span):
         head = children[0]
-        return ast.Path(ast.Name(head.text, head.span), tuple(children[1:]), span)
+        return ast.Path(self.name(head), tuple(children[1:]), span)
 
     def field(self, children, span):
         return ast.Field(children[0].text, span)
@@ -108,7 +113,7 @@ class Builder:
     def key(self, children, span):
         token = children[0]
         if token.type == "STRING":
-            (text,) = decode_string(token.text, token.start, self.diagnostics, holes=False)
+            (text,) = decode_string(token.text, token.start, self.lines, self.diagnostics, holes=False)
             return ast.Name(text, span)
         return ast.Name(token.text, span)
 
@@ -142,30 +147,51 @@ class Spliced(list):
     """The children of an inlined `_rule`, to be spliced into its parent."""
 
 
+def passes_child_up(rule) -> bool:
+    """A `?rule` alternative of one kept symbol: its value and span are its child's."""
+    return (rule.collapse and not rule.alias and len(rule.expansion) == 1
+            and not (rule.expansion[0].is_terminal and rule.expansion[0].filtered))
+
+
 def _reducer(rule, builder):
     keep = [
         index for index, symbol in enumerate(rule.expansion)
         if rule.keep_all_tokens or not (symbol.is_terminal and symbol.filtered)
     ]
-    splices = any(not symbol.is_terminal and symbol.name.startswith("_") for symbol in rule.expansion)
-
-    def pick(raw):
-        if not splices:
-            return [raw[index] for index in keep]
-        children = []
-        for index in keep:
-            value = raw[index]
-            if type(value) is Spliced:
-                children.extend(value)
-            else:
-                children.append(value)
-        return children
+    spliced = [not symbol.is_terminal and symbol.name.startswith("_") for symbol in rule.expansion]
 
     name = rule.alias or rule.origin
+    if not any(spliced) and not name.startswith("_"):
+        if rule.collapse and not rule.alias:
+            # `?rule` alternatives without a name of their own keep exactly one child.
+            (only,) = keep
+            return lambda raw, span: raw[only]
+        method = getattr(builder, name)
+        if len(keep) == len(rule.expansion):
+            return method
+        if not keep:
+            return lambda raw, span: method((), span)
+        if len(keep) == 1:
+            (only,) = keep
+            return lambda raw, span: method((raw[only],), span)
+        pick = itemgetter(*keep)
+        return lambda raw, span: method(pick(raw), span)
+
+    # A left-recursive `_rule` (`__args: __args "," arg`) grows its own list in
+    # place, so a list of n items costs O(n), not O(n^2).
+    grow = keep[0] == 0 and spliced[0]
+
+    def children(raw):
+        found = raw[0] if grow else Spliced()
+        for index in keep[1:] if grow else keep:
+            value = raw[index]
+            if spliced[index]:
+                found.extend(value)
+            else:
+                found.append(value)
+        return found
+
     if name.startswith("_"):
-        return lambda raw, span: Spliced(pick(raw))
-    if rule.collapse and not rule.alias:
-        # `?rule` alternatives without a name of their own always keep exactly one child.
-        return lambda raw, span: pick(raw)[0]
+        return lambda raw, span: children(raw)
     method = getattr(builder, name)
-    return lambda raw, span: method(pick(raw), span)
+    return lambda raw, span: method(children(raw), span)

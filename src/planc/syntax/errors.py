@@ -1,28 +1,21 @@
 """Explain a parse failure in words a person (or the model that wrote the plan) understands.
 
-`explain` looks at what the parser expected, the token it found and the
-tokens around it, and returns a diagnostic plus, where the intent is certain,
-a repair (a token to insert before, or to read instead of, the one found) so
-the parser can go on and report the next independent error.
+`explain` tries the known mistakes, most specific first, and falls back to
+"expected X after Y, found Z". Each returns a diagnostic and, where the intent
+is certain, a repair (a token to insert before, or to read instead of, the one
+found) so the parser can go on and report the next independent error.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from planc.diagnostics import Diagnostic, Fix, Span
-from planc.syntax.lexer import Token
+from planc.diagnostics import Diagnostic, Fix
+from planc.syntax.failure import CLOSERS, KEYWORDS, OPENERS, VALUE_STARTS, ParseFailure, clip
 
-OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE"}
-CLOSERS = {closer: opener for opener, closer in OPENERS.items()}
-VALUE_STARTS = {"STRING", "NUMBER", "TRUE", "FALSE", "NULL", "DOLLAR", "LSQB", "LBRACE", "LPAR", "NOT"}
-NAMED_TERMINALS = {
-    "NAME": "a name", "STRING": "a string", "NUMBER": "a number", "INT": "a whole number",
-    "$END": "the end of the plan",
-}
 PYTHON_WORDS = {"def", "import", "from", "class", "for", "while", "if", "return", "print",
                 "async", "await", "with", "lambda", "try", "elif", "else"}
-SHELL_OR_PROSE_HINT = "a plan is steps like `search(query: \"x\") |> summarize(style: \"bullets\")`"
+PLAN_HINT = "a plan is steps like `search(query: \"x\") |> summarize(style: \"bullets\")`"
 EXTRACT_HINT = "to take a plan out of a model reply, run `planc check --extract`"
 
 
@@ -38,309 +31,202 @@ class Explanation(NamedTuple):
     repair: Repair | None = None
 
 
-class ParseFailure(NamedTuple):
-    tokens: list[Token]
-    index: int          # the token the parser could not take (len(tokens) at the end)
-    segment_start: int  # where parsing (re)started
-    expected: frozenset[str]
-    literals: dict[str, str]  # terminal name -> its literal text
-    source: str
-
-
 def explain(failure: ParseFailure) -> Explanation:
     """The diagnostic (and repair, if certain) for one parse failure."""
-    for rule in (_pasted_code, _unclosed, _positional, _equals_for_colon, _colon_for_equals,
-                 _missing_comma, _empty_pipe):
+    for rule in (_not_a_plan, _unclosed, _nested_step, _keyword_argument, _positional, _bare_argument,
+                 _equals_for_colon, _equals_in_record, _colon_for_equals, _missing_comma, _empty_pipe):
         explanation = rule(failure)
         if explanation is not None:
             return explanation
     return _generic(failure)
 
 
-# --- what the tokens around the failure say ---------------------------------------------
-
-def _token(failure: ParseFailure, index: int) -> Token | None:
-    return failure.tokens[index] if 0 <= index < len(failure.tokens) else None
-
-
-def _found(failure: ParseFailure) -> Token | None:
-    return _token(failure, failure.index)
-
-
-def _end_span(failure: ParseFailure) -> Span:
-    last = failure.tokens[-1]
-    return Span(last.end, last.end)
-
-
-def _found_span(failure: ParseFailure) -> Span:
-    token = _found(failure)
-    return token.span if token else _end_span(failure)
-
-
-def _describe(failure: ParseFailure, token: Token | None) -> str:
-    if token is None:
-        return "the end of the plan"
-    if token.type == "STRING":
-        return f"the string {_clip(token.text)}"
-    return f"`{_clip(token.text)}`"
-
-
-def _clip(text: str, limit: int = 40) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _words(failure: ParseFailure, terminals) -> str:
-    names = set(terminals)
-    words = []
-    if VALUE_STARTS <= names:
-        words.append("a value")
-        names -= VALUE_STARTS | {"NAME"}
-    for name in sorted(names, key=_word_order):
-        words.append(NAMED_TERMINALS.get(name) or f"`{failure.literals.get(name, name)}`")
-    if len(words) > 5:
-        words = words[:5] + ["..."]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
-
-
-def _word_order(name: str) -> tuple:
-    return (name in NAMED_TERMINALS, name)
-
-
-def _open_brackets(failure: ParseFailure) -> list[Token]:
-    """The brackets opened in this segment and not closed before the failure."""
-    stack: list[Token] = []
-    for token in failure.tokens[failure.segment_start : failure.index]:
-        if token.type in OPENERS:
-            stack.append(token)
-        elif token.type in CLOSERS and stack and stack[-1].type == CLOSERS[token.type]:
-            stack.pop()
-    return stack
-
-
-def _starts_step(failure: ParseFailure, index: int) -> bool:
-    types = [t.type if t else None for t in (_token(failure, index + k) for k in range(4))]
-    return types[0] == "NAME" and (types[1] == "LPAR" or types[1:] == ["EQUAL", "NAME", "LPAR"])
-
-
-def _starts_line(failure: ParseFailure, index: int) -> bool:
-    before = _token(failure, index - 1)
-    token = _token(failure, index)
-    return token is not None and (before is None or before.end.line < token.start.line)
-
-
-def _current_argument(failure: ParseFailure) -> str | None:
-    """`limit: 5` when the failure follows an argument's value inside a step's parentheses."""
-    brackets = _open_brackets(failure)
-    if not brackets or brackets[-1].type != "LPAR":
-        return None
-    opener = failure.tokens.index(brackets[-1], failure.segment_start)
-    if _token(failure, opener - 1) is None or failure.tokens[opener - 1].type != "NAME":
-        return None
-    start = opener + 1
-    depth = 0
-    for index in range(opener + 1, failure.index):
-        token = failure.tokens[index]
-        if token.type in OPENERS:
-            depth += 1
-        elif token.type in CLOSERS:
-            depth -= 1
-        elif token.type == "COMMA" and depth == 0:
-            start = index + 1
-    if start >= failure.index:
-        return None
-    first, last = failure.tokens[start], failure.tokens[failure.index - 1]
-    return _source_between(failure, first, last)
-
-
-def _source_between(failure: ParseFailure, first: Token, last: Token) -> str:
-    return _clip(failure.source[first.start.offset : last.end.offset])
-
-
-def _value_end(failure: ParseFailure, index: int) -> int:
-    """The index of the last token of the value starting at `index` (up to `,` or the closer)."""
-    depth = 0
-    last = index
-    for position in range(index, len(failure.tokens)):
-        token = failure.tokens[position]
-        if token.type in OPENERS:
-            depth += 1
-        elif token.type in CLOSERS:
-            if depth == 0:
-                break
-            depth -= 1
-        elif token.type == "COMMA" and depth == 0:
-            break
-        last = position
-        if depth == 0 and _starts_line(failure, position + 1):
-            break
-    return last
-
-
-def _diagnostic(code, message, span, hints=(), fix=None) -> Diagnostic:
+def _error(message, span, hints=(), fix=None, code="E100") -> Diagnostic:
     return Diagnostic(code, message, span, hints=tuple(hints), fix=fix)
 
 
-# --- the specific mistakes, most specific first ------------------------------------------
-
-def _pasted_code(failure: ParseFailure) -> Explanation | None:
-    """JSON, Python or prose where a plan should start."""
-    if failure.segment_start != 0 or failure.index > 2:
+def _not_a_plan(failure: ParseFailure) -> Explanation | None:
+    """JSON, Python, YAML or prose where a pipeline should start."""
+    first = failure.line_start(failure.index)
+    if failure.index - first > 2 or first < failure.segment_start or failure.open_brackets():
         return None
-    token = failure.tokens[0]
-    if token.type in ("LBRACE", "LSQB") and failure.index == 0:
-        last = _token(failure, _matching(failure, 0)) or failure.tokens[-1]
-        return Explanation(_diagnostic(
-            "E100", "this is JSON, not a plan", Span(token.start, last.end),
-            [SHELL_OR_PROSE_HINT, "each step is a tool call with named arguments, joined by `|>`"]))
-    following = _token(failure, 1)
-    if token.type == "NAME" and (token.text in PYTHON_WORDS or (following and following.type == "DOT")):
-        line_end = _line_end(failure, 0)
-        return Explanation(_diagnostic(
-            "E100", "this looks like Python code, not a plan", Span(token.start, line_end.end),
-            [SHELL_OR_PROSE_HINT, "plans have no raw code: use steps and `map`/`filter`/`decide`"]))
-    if token.type == "NAME" and following is not None and following.type in ("NAME", "COMMA", "COLON") \
-            and following.start.line == token.start.line:
-        line_end = _line_end(failure, 0)
-        return Explanation(_diagnostic(
-            "E100", "this looks like prose, not a plan step", Span(token.start, line_end.end),
-            [SHELL_OR_PROSE_HINT, EXTRACT_HINT]))
+    token = failure.tokens[first]
+    following = failure.token(first + 1)
+    line = failure.span(token.start, failure.line_end(first).end)
+    if token.type in ("LBRACE", "LSQB") and failure.index == first:
+        last = failure.tokens[failure.matching(first)]
+        return Explanation(_error("this is JSON, not a plan", failure.span(token.start, last.end),
+                                  [PLAN_HINT, "each step is a tool call with named arguments, joined by `|>`"]))
+    if token.type != "NAME" or following is None or not failure.same_line(token, following):
+        return None
+    if token.text in PYTHON_WORDS or following.type == "DOT":
+        return Explanation(_error("this looks like Python code, not a plan", line,
+                                  [PLAN_HINT, "plans have no raw code: use steps and `map`/`filter`/`decide`"]))
+    after_colon = failure.token(first + 2)
+    if following.type == "COLON" and (after_colon is None or not failure.same_line(following, after_colon)):
+        return Explanation(_error("this looks like YAML, not a plan", line, [PLAN_HINT]))
+    if following.type in ("NAME", "COMMA") or (following.type == "COLON" and not failure.starts_step(first + 2)):
+        return Explanation(_error("this looks like prose, not a plan step", line, [PLAN_HINT, EXTRACT_HINT]))
     return None
-
-
-def _matching(failure: ParseFailure, index: int) -> int:
-    depth = 0
-    for position in range(index, len(failure.tokens)):
-        kind = failure.tokens[position].type
-        if kind in OPENERS:
-            depth += 1
-        elif kind in CLOSERS:
-            depth -= 1
-            if depth == 0:
-                return position
-    return len(failure.tokens) - 1
-
-
-def _line_end(failure: ParseFailure, index: int) -> Token:
-    line = failure.tokens[index].start.line
-    last = failure.tokens[index]
-    for token in failure.tokens[index:]:
-        if token.start.line != line:
-            break
-        last = token
-    return last
 
 
 def _unclosed(failure: ParseFailure) -> Explanation | None:
     """The end of the plan, or the next step, while a bracket is still open."""
-    at_end = failure.index >= len(failure.tokens)
-    next_step = not at_end and _starts_line(failure, failure.index) and _starts_step(failure, failure.index)
-    if not (at_end or next_step):
-        return None
-    brackets = _open_brackets(failure)
+    brackets = failure.open_brackets()
     if not brackets:
         return None
     opener = brackets[-1]
-    closer = failure.literals[OPENERS[opener.type]]
-    previous = failure.tokens[failure.index - 1]
-    where = "the end of the plan" if at_end else f"the next step `{failure.tokens[failure.index].text}(`"
-    after = _current_argument(failure) or _clip(previous.text)
+    closer_type = OPENERS[opener.type]
+    at_end = failure.found is None
+    next_step = not at_end and failure.starts_line(failure.index) and failure.starts_step(failure.index)
+    if not (next_step or (at_end and closer_type in failure.expected)):
+        return None
+    closer = failure.literals[closer_type]
+    previous = failure.previous
+    where = "the end of the plan" if at_end else f"the next step `{failure.found.text}(`"
+    after = failure.current_argument() or clip(previous.text)
     return Explanation(
-        _diagnostic(
-            "E100", f"this `{opener.text}` is never closed",
-            opener.span,
-            [f"add `{closer}` after `{after}`, before {where}"],
-            Fix(Span(previous.end, previous.end), closer)),
-        Repair("insert", OPENERS[opener.type]) if OPENERS[opener.type] in failure.expected else None)
+        _error(f"this `{opener.text}` is never closed", failure.token_span(opener),
+               [f"add `{closer}` after `{after}`, before {where}"],
+               Fix(failure.span(previous.end, previous.end), closer)),
+        Repair("insert", closer_type) if closer_type in failure.expected else None)
+
+
+def _nested_step(failure: ParseFailure) -> Explanation | None:
+    """`summarize(text: search(query: "x"))`: a step written where a value goes."""
+    name = failure.previous
+    if failure.kind(failure.index) != "LPAR" or name is None or name.type != "NAME":
+        return None
+    if failure.kind(failure.index - 2) not in ("COLON", "COMMA", "LSQB"):
+        return None
+    last = failure.tokens[failure.matching(failure.index)]
+    call = failure.text(name, last)
+    return Explanation(_error(
+        f"a step cannot be used as a value: `{call}`", failure.span(name.start, last.end),
+        [f"run `{name.text}(...)` as a step of its own before this one, and pass its result "
+         f"with `$n` or a label (`found = {name.text}(...)`, then `$found`)"]))
+
+
+def _keyword_argument(failure: ParseFailure) -> Explanation | None:
+    """`agent(not: {...})`: a keyword where an argument name goes."""
+    token = failure.found
+    if token is None or token.type not in KEYWORDS or failure.kind(failure.index + 1) != "COLON":
+        return None
+    if not {"NAME", "RPAR"} <= failure.expected:
+        return None
+    return Explanation(_error(
+        f"`{token.text}` is a keyword and cannot name an argument", failure.token_span(token),
+        ["the keywords are `true false null and or not contains`; inside a record (`{not: ...}`) they can be keys"]))
 
 
 def _positional(failure: ParseFailure) -> Explanation | None:
     """A value where an argument name should be: `search("x")`."""
-    expected = failure.expected
-    if not ({"NAME", "RPAR"} <= expected) or "STRING" in expected:
+    if not ({"NAME", "RPAR"} <= failure.expected) or "STRING" in failure.expected:
         return None
-    token = _found(failure)
-    if token is None:
+    token = failure.found
+    if token is None or token.type not in VALUE_STARTS:
         return None
-    following = _token(failure, failure.index + 1)
-    bare_name = token.type == "NAME" and (following is None or following.type not in ("COLON", "EQUAL"))
-    if token.type not in VALUE_STARTS and not bare_name:
+    return _positional_from(failure, failure.index)
+
+
+def _bare_argument(failure: ParseFailure) -> Explanation | None:
+    """`git__git_log(main)`: a bare word where a named argument goes."""
+    if failure.expected != {"COLON"} or failure.kind(failure.index - 2) not in ("LPAR", "COMMA"):
         return None
-    last = failure.tokens[_value_end(failure, failure.index)]
-    span = Span(token.start, last.end)
-    value = _source_between(failure, token, last)
-    return Explanation(_diagnostic(
-        "E102", f"positional argument `{value}`: arguments are passed by name",
-        span, [f"write `name: {value}`, with the name of the parameter this value is for"]))
+    if failure.kind(failure.index) not in ("COMMA", "RPAR", "DOT", "LSQB"):
+        return None
+    return _positional_from(failure, failure.index - 1)
+
+
+def _positional_from(failure: ParseFailure, index: int) -> Explanation:
+    first = failure.tokens[index]
+    last = failure.tokens[failure.value_end(index)]
+    value = failure.text(first, last)
+    return Explanation(_error(
+        f"positional argument `{value}`: arguments are passed by name", failure.span(first.start, last.end),
+        [f"write `name: {value}`, with the name of the parameter this value is for"], code="E102"))
 
 
 def _equals_for_colon(failure: ParseFailure) -> Explanation | None:
-    token = _found(failure)
-    previous = _token(failure, failure.index - 1)
+    token = failure.found
     if token is None or token.type != "EQUAL" or "COLON" not in failure.expected:
         return None
-    name = previous.text if previous else "name"
+    name = failure.previous.text
     return Explanation(
-        _diagnostic("E100", f"expected `:` after the argument name `{name}`, found `=`", token.span,
-                    [f"arguments are written `{name}: value`"], Fix(token.span, ":")),
+        _error(f"expected `:` after the argument name `{name}`, found `=`", failure.token_span(token),
+               [f"arguments are written `{name}: value`"], Fix(failure.token_span(token), ":")),
         Repair("replace", "COLON"))
 
 
+def _equals_in_record(failure: ParseFailure) -> Explanation | None:
+    """`{title = "x"}`: read as a block whose first step has a label, until the value."""
+    if failure.kind(failure.index - 1) != "EQUAL" or failure.kind(failure.index - 3) != "LBRACE":
+        return None
+    if failure.kind(failure.index - 2) != "NAME" or failure.kind(failure.index) == "NAME":
+        return None
+    equals = failure.tokens[failure.index - 1]
+    key = failure.tokens[failure.index - 2].text
+    return Explanation(_error(
+        f"expected `:` after the key `{key}`, found `=`", failure.token_span(equals),
+        [f"record entries are written `{key}: value`"], Fix(failure.token_span(equals), ":")))
+
+
 def _colon_for_equals(failure: ParseFailure) -> Explanation | None:
-    token = _found(failure)
-    previous = _token(failure, failure.index - 1)
+    token = failure.found
     if token is None or token.type != "COLON" or not {"EQUAL", "LPAR"} <= failure.expected:
         return None
+    label = failure.previous.text
     return Explanation(
-        _diagnostic("E100", f"expected `(` or `=` after `{previous.text}`, found `:`", token.span,
-                    [f"a step is labelled with `=`: `{previous.text} = tool(...)`"], Fix(token.span, " =")),
+        _error(f"expected `(` or `=` after `{label}`, found `:`", failure.token_span(token),
+               [f"a step is labelled with `=`: `{label} = tool(...)`"], Fix(failure.token_span(token), " =")),
         Repair("replace", "EQUAL"))
 
 
 def _missing_comma(failure: ParseFailure) -> Explanation | None:
-    if "COMMA" not in failure.expected:
+    token = failure.found
+    if token is None or "COMMA" not in failure.expected:
         return None
-    token = _found(failure)
-    following = _token(failure, failure.index + 1)
-    if token is None:
-        return None
-    starts_argument = token.type == "NAME" and following is not None and following.type == "COLON"
-    starts_item = token.type in VALUE_STARTS and "RSQB" in failure.expected
+    brackets = failure.open_brackets()
+    inside = brackets[-1].type if brackets else None
+    starts_argument = token.type == "NAME" and failure.kind(failure.index + 1) == "COLON" and inside != "LSQB"
+    starts_item = token.type in VALUE_STARTS and inside == "LSQB"
     if not (starts_argument or starts_item):
         return None
-    previous = failure.tokens[failure.index - 1]
-    brackets = _open_brackets(failure)
-    closers = [failure.literals[OPENERS[brackets[-1].type]]] if brackets else []
-    argument = _current_argument(failure)
-    after = f"the argument `{argument}`" if argument else f"`{_clip(previous.text)}`"
-    expected = " or ".join(f"`{c}`" for c in [","] + closers)
+    previous = failure.previous
+    closer = failure.literals[OPENERS[inside]] if inside else None
+    argument = failure.current_argument()
+    after = f"the argument `{argument}`" if argument else f"`{clip(previous.text)}`"
+    expected = "`,`" + (f" or `{closer}`" if closer else "")
     return Explanation(
-        _diagnostic("E100", f"expected {expected} after {after}, found {_describe(failure, token)}",
-                    token.span, ["add `,` between them"], Fix(Span(previous.end, previous.end), ",")),
+        _error(f"expected {expected} after {after}, found {failure.describe(token)}", failure.token_span(token),
+               ["add `,` between them"], Fix(failure.span(previous.end, previous.end), ",")),
         Repair("insert", "COMMA"))
 
 
 def _empty_pipe(failure: ParseFailure) -> Explanation | None:
-    previous = _token(failure, failure.index - 1)
+    previous = failure.previous
     if previous is None or previous.text != "|>" or failure.expected != {"NAME"}:
         return None
-    return Explanation(_diagnostic(
-        "E100", f"expected a step after `|>`, found {_describe(failure, _found(failure))}",
-        _found_span(failure), ["`|>` passes the result on to the next step: `a(...) |> b(...)`"]))
+    return Explanation(_error(
+        f"expected a step after `|>`, found {failure.describe(failure.found)}", failure.found_span(),
+        ["`|>` passes the result on to the next step: `a(...) |> b(...)`"]))
 
 
 def _generic(failure: ParseFailure) -> Explanation:
-    token = _found(failure)
-    previous = _token(failure, failure.index - 1)
-    argument = _current_argument(failure) if previous is not None and previous.type not in ("LPAR", "COMMA") else None
+    token, previous = failure.found, failure.previous
+    argument = failure.current_argument() if previous is not None and previous.type not in ("LPAR", "COMMA") else None
     if argument:
         after = f" after the argument `{argument}`"
     elif previous is not None:
-        after = f" after `{_clip(previous.text)}`"
+        after = f" after `{clip(previous.text)}`"
     else:
         after = ""
-    message = f"expected {_words(failure, failure.expected)}{after}, found {_describe(failure, token)}"
+    message = f"expected {failure.words(failure.expected)}{after}, found {failure.describe(token)}"
     hints = []
     if failure.index == 0:
-        hints.append(SHELL_OR_PROSE_HINT)
-    return Explanation(_diagnostic("E100", message, _found_span(failure), hints))
+        hints.append(PLAN_HINT)
+    if token is not None and previous is not None and token.type == previous.type == "STRING":
+        hints.append("strings side by side are not joined: write one string, with `{$1.title}` holes for values")
+    if token is not None and token.type in CLOSERS and not failure.open_brackets():
+        hints.append(f"this `{token.text}` closes nothing")
+    return Explanation(_error(message, failure.found_span(), hints))

@@ -25,30 +25,30 @@ def format_source(result: ParseResult) -> str:
     """
     pipelines = result.plan.pipelines
     lines = result.source.split("\n")
-    comments = list(result.comments)
+    comments = [(result.lines.position(c.start), c.text) for c in result.comments]
     out: list[str] = []
     previous_end = 0
     for number, pipeline in enumerate(pipelines):
         last_line = pipeline.span.end.line
-        next_start = pipelines[number + 1].span.start.offset if number + 1 < len(pipelines) else None
-        leading = [c for c in comments if c.start.offset < pipeline.span.end.offset]
-        trailing = [c for c in comments if c not in leading and c.start.line == last_line
-                    and (next_start is None or c.start.offset < next_start)
+        next_start = pipelines[number + 1].span.start_offset if number + 1 < len(pipelines) else None
+        leading = [c for c in comments if c[0].offset < pipeline.span.end_offset]
+        trailing = [c for c in comments if c not in leading and c[0].line == last_line
+                    and (next_start is None or c[0].offset < next_start)
                     and not _pipeline_follows_on_line(pipelines, number, last_line)]
         comments = [c for c in comments if c not in leading and c not in trailing]
-        first_line = min([pipeline.span.start.line] + [c.start.line for c in leading])
+        first_line = min([pipeline.span.start.line] + [c[0].line for c in leading])
         if out and _blank_between(lines, previous_end, first_line):
             out.append("")
-        out += [c.text for c in leading]
+        out += [text for _, text in leading]
         text = print_pipeline(pipeline)
         if trailing:
-            text += "  " + " ".join(c.text for c in trailing)
+            text += "  " + " ".join(text for _, text in trailing)
         out.append(text)
         previous_end = last_line
     if comments:
-        if _blank_between(lines, previous_end, comments[0].start.line):
+        if _blank_between(lines, previous_end, comments[0][0].line):
             out.append("")
-        out += [c.text for c in comments]
+        out += [text for _, text in comments]
     return "\n".join(out) + "\n"
 
 

@@ -9,10 +9,11 @@ and replaced by the token that was meant, so parsing goes on after them.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from typing import NamedTuple
 
-from planc.diagnostics import Diagnostic, Fix, Position, Span
+from planc.diagnostics import Diagnostic, Fix, Lines, Span
 from planc.syntax.grammar import tables
 
 ERROR = "ERROR"  # a token the lexer already reported; the parser only recovers
@@ -21,32 +22,32 @@ ERROR = "ERROR"  # a token the lexer already reported; the parser only recovers
 class Token(NamedTuple):
     type: str
     text: str
-    start: Position
-    end: Position
-
-    @property
-    def span(self) -> Span:
-        return Span(self.start, self.end)
+    start: int  # offsets into the source
+    end: int
 
 
 class Lexed(NamedTuple):
     tokens: list[Token]
     comments: list[Token]
     diagnostics: list[Diagnostic]
+    lines: Lines
 
 
 # Character-level mistakes, tried after every terminal of the grammar.
 # Each maps to (terminal meant or ERROR, code, message, fix text or None).
 _MISTAKES = {
     "E_TRIPLE": r'"""(?:(?!""")[\s\S])*\Z',
+    "E_ZEROS": r"-?0[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?",
     "E_UNTERMINATED": r'"(?:\\.|[^"\\\n])*',
     "E_SINGLE": r"'(?:\\.|[^'\\\n])*'?",
-    "E_FENCE": r"```[^\n]*",
+    "E_CURLY": r"[“”„](?:[^“”\n])*[“”]?",
+    "E_FENCE": r"(?:```|~~~)[^\n]*",
     "E_PIPE": r"\|\|?",
     "E_AMP": r"&&?",
     "E_BANG": r"!",
     "E_CHAR": r".",
 }
+_BEFORE_TERMINALS = ("E_TRIPLE", "E_ZEROS")
 
 
 class _Lexer:
@@ -69,64 +70,89 @@ class _Lexer:
                     literals.append((value, terminal.name))
             else:
                 patterns[terminal.name] = terminal.regexp
-        self.ignored = ignore
-        groups = [f"(?P<{name}>{regexp})" for name, regexp in patterns.items() if name in ignore]
-        groups.append(f"(?P<E_TRIPLE>{_MISTAKES['E_TRIPLE']})")
+        # Ignored whitespace is matched as the optional prefix of every token, not as a
+        # token of its own: half as many matches. Other ignored terminals are comments.
+        spaces = [name for name in ignore if re.fullmatch(patterns[name], " ")]
+        self.comments = ignore - set(spaces)
+        prefix = "|".join(patterns[name] for name in spaces)
+        groups = [f"(?P<{name}>{patterns[name]})" for name in sorted(self.comments)]
+        # These must be tried before STRING and NUMBER, which would match a part of them.
+        groups += [f"(?P<{name}>{_MISTAKES[name]})" for name in _BEFORE_TERMINALS]
         groups += [f"(?P<{name}>{regexp})" for name, regexp in patterns.items() if name not in ignore]
         for value, name in sorted(literals, key=lambda item: -len(item[0])):
             groups.append(f"(?P<{name}>{re.escape(value)})")
-        groups += [f"(?P<{name}>{regexp})" for name, regexp in _MISTAKES.items() if name != "E_TRIPLE"]
-        self.scanner = re.compile("|".join(groups), re.DOTALL)
+        groups += [f"(?P<{name}>{regexp})" for name, regexp in _MISTAKES.items() if name not in _BEFORE_TERMINALS]
+        alternatives = "|".join(groups)
+        # `pieces` splits the text in C into (whitespace, token) pairs; `kinds` says which
+        # terminal a piece is when its first character does not already tell.
+        self.pieces = re.compile(f"((?:{prefix})?)({_uncaptured(alternatives)})", re.DOTALL)
+        self.kinds = re.compile(alternatives, re.DOTALL)
+        self.by_text = {**self.literal_types}
 
     def tokenize(self, text: str) -> Lexed:
         tokens: list[Token] = []
         comments: list[Token] = []
         diagnostics: list[Diagnostic] = []
-        keywords = self.keywords
-        ignored = self.ignored
+        lines = Lines(text)
+        by_text = self.by_text
+        comment_kinds = self.comments
+        kind_of = self.kinds.match
         append = tokens.append
-        line, line_start = 1, 0
-        for match in self.scanner.finditer(text):
-            kind = match.lastgroup
-            value = match.group()
-            offset = match.start()
-            start = Position(offset, line, offset - line_start + 1)
-            newlines = value.count("\n")
-            if newlines:
-                line += newlines
-                line_start = offset + value.rfind("\n") + 1
-            end_offset = offset + len(value)
-            end = Position(end_offset, line, end_offset - line_start + 1)
-            if kind == "NAME":
-                append(Token(keywords.get(value, "NAME"), value, start, end))
-            elif kind in ignored:
-                if kind != "WHITESPACE":
-                    comments.append(Token(kind, value, start, end))
-            elif kind.startswith("E_"):
-                token = self._mistake(kind, value, Span(start, end), diagnostics, text)
-                if token is not None:
-                    append(token)
-            else:
-                append(Token(kind, value, start, end))
-        return Lexed(tokens, comments, diagnostics)
+        new = tuple.__new__
+        end = 0
+        for space, value in self.pieces.findall(text):
+            start = end + len(space)
+            end = start + len(value)
+            kind = by_text.get(value)
+            if kind is None:
+                first = value[0]
+                if first.isalpha() or first == "_":
+                    kind = "NAME"
+                elif first.isdigit() and first != "0":
+                    kind = "NUMBER"
+                else:
+                    kind = kind_of(value).lastgroup
+                    if kind in comment_kinds:
+                        comments.append(Token(kind, value, start, end))
+                        continue
+                    if kind.startswith("E_"):
+                        token = self._mistake(kind, value, Span(start, end, lines), diagnostics)
+                        if token is not None:
+                            append(token)
+                        continue
+            append(new(Token, (kind, value, start, end)))
+        return Lexed(tokens, comments, diagnostics, lines)
 
-    def _mistake(self, kind, value, span, diagnostics, text):
+    def _mistake(self, kind, value, span, diagnostics):
         """Report a character-level mistake; return the token that was meant, if any."""
         def report(code, message, replacement=None, hints=()):
             fix = Fix(span, replacement) if replacement is not None else None
             diagnostics.append(Diagnostic(code, message, span, hints=tuple(hints), fix=fix))
 
         meant = None
-        if kind in ("E_TRIPLE", "E_UNTERMINATED"):
+        if kind == "E_TRIPLE":
+            report("E101", "unterminated string: this `\"\"\"` string is never closed",
+                   hints=["close it with `\"\"\"`"])
+            return Token(ERROR, value, span.start_offset, span.end_offset)
+        if kind == "E_UNTERMINATED":
             report("E101", "unterminated string: this string has no closing `\"`",
                    hints=["close the string with `\"` on the same line, or use `\"\"\"` for text over several lines"])
-            return Token(ERROR, value, span.start, span.end)
+            return Token(ERROR, value, span.start_offset, span.end_offset)
+        if kind == "E_ZEROS":
+            fixed = str(int(value)) if value.lstrip("-").isdigit() else repr(float(value))
+            report("E100", f"a number cannot start with `0`: `{value}`", fixed, [f"write `{fixed}`"])
+            return Token("NUMBER", fixed, span.start_offset, span.end_offset)
         if kind == "E_SINGLE":
             body = value[1:-1] if len(value) > 1 and value.endswith("'") else value[1:]
             fixed = '"' + body.replace("\\'", "'").replace('"', '\\"') + '"'
             report("E103", "strings use double quotes, not single quotes", fixed,
                    [f"write {fixed}"])
-            return Token("STRING", fixed, span.start, span.end)
+            return Token("STRING", fixed, span.start_offset, span.end_offset)
+        if kind == "E_CURLY":
+            body = value[1:-1] if len(value) > 1 and value[-1] in "“”" else value[1:]
+            fixed = json.dumps(body, ensure_ascii=False)
+            report("E100", "strings use straight double quotes `\"`, not curly quotes", fixed, [f"write {fixed}"])
+            return Token("STRING", fixed, span.start_offset, span.end_offset)
         if kind == "E_FENCE":
             if not any(d.message.startswith("the plan is inside a markdown") for d in diagnostics):
                 report("E100", "the plan is inside a markdown code fence",
@@ -142,12 +168,42 @@ class _Lexer:
         if meant is not None:
             word, message = meant
             report("E100", message, word + " " if word == "not" else word)
-            return Token(self.literal_types[word], word, span.start, span.end)
+            return Token(self.literal_types[word], word, span.start_offset, span.end_offset)
         if value.isspace() or value == "\ufeff":
             return None  # stray control whitespace the grammar's pattern missed
         report("E100", f"unexpected character `{value}`",
                hints=["a plan is made of steps like `tool(name: value)` joined by `|>`"])
-        return Token(ERROR, value, span.start, span.end)
+        return Token(ERROR, value, span.start_offset, span.end_offset)
+
+
+def _uncaptured(pattern: str) -> str:
+    """`pattern` with its groups made non-capturing, so `findall` returns whole matches.
+
+    >>> _uncaptured('(?P<A>a(b|c))|[(]|d')
+    '(?:a(?:b|c))|[(]|d'
+    """
+    out = []
+    index = 0
+    in_class = False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            out.append(pattern[index : index + 2])
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(" and pattern.startswith("(?P<", index):
+            out.append("(?:")
+            index = pattern.index(">", index) + 1
+            continue
+        elif char == "(" and not pattern.startswith("(?", index):
+            char = "(?:"
+        out.append(char)
+        index += 1
+    return "".join(out)
 
 
 @functools.cache

@@ -15,10 +15,12 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-from planc.diagnostics import Diagnostic, Position, Span, sort_key
+from planc.diagnostics import Diagnostic, Lines, Span, sort_key
+from planc.gc_pause import gc_paused
 from planc.syntax.ast import Plan
-from planc.syntax.builder import Builder, reducers
-from planc.syntax.errors import CLOSERS, ParseFailure, explain
+from planc.syntax.builder import Builder, passes_child_up, reducers
+from planc.syntax.errors import explain
+from planc.syntax.failure import CLOSERS, OPENERS, ParseFailure
 from planc.syntax.grammar import tables
 from planc.syntax.lexer import ERROR, Token, tokenize
 
@@ -32,7 +34,11 @@ class ParseResult(NamedTuple):
     plan: Plan | None  # None when there are syntax errors
     diagnostics: list[Diagnostic]
     comments: list[Token]
-    source: str
+    lines: Lines  # the source, and where its lines start
+
+    @property
+    def source(self) -> str:
+        return self.lines.source
 
     @property
     def ok(self) -> bool:
@@ -48,130 +54,168 @@ def parse(source: str) -> ParseResult:
     >>> parse('search("x")').diagnostics[0].code
     'E102'
     """
+    with gc_paused():
+        return _parse(source)
+
+
+def _parse(source: str) -> ParseResult:
     lexed = tokenize(source)
     diagnostics = list(lexed.diagnostics)
     if not lexed.tokens:
         if not diagnostics:
-            start = Position(0, 1, 1)
-            diagnostics.append(Diagnostic("E104", "the plan is empty: there is no step to run", Span(start, start),
+            diagnostics.append(Diagnostic("E104", "the plan is empty: there is no step to run", Span(0, 0, lexed.lines),
                                           hints=("a plan is at least one step, like `search(query: \"x\")`",)))
-        return ParseResult(None, diagnostics, lexed.comments, source)
+        return ParseResult(None, diagnostics, lexed.comments, lexed.lines)
     automaton = _automaton()
     automaton.builder.diagnostics = diagnostics
-    plan = automaton.run(lexed.tokens, source)
+    automaton.builder.lines = lexed.lines
+    plan = automaton.run(lexed.tokens, lexed.lines)
+    if automaton.skipped:
+        # A mistake in text that recovery skipped is most likely part of the same
+        # garbage (prose, shell, YAML); only the first report about it is kept.
+        noise = {id(d) for d in lexed.diagnostics
+                 if any(start < d.span.start_offset < end for start, end in automaton.skipped)}
+        diagnostics[:] = [d for d in diagnostics if id(d) not in noise]
     diagnostics.sort(key=sort_key)
     if any(d.is_error for d in diagnostics):
         plan = None
-    return ParseResult(plan, diagnostics, lexed.comments, source)
+    return ParseResult(plan, diagnostics, lexed.comments, lexed.lines)
+
+
+SHIFT, UNIT, REDUCE = 0, 1, 2
 
 
 class _Automaton:
-    """The parse table in a form the loop reads fast, bound to one Builder."""
+    """The parse table in a form the loop reads fast, bound to one Builder.
+
+    Actions are `(SHIFT, next state)`, `(REDUCE, (size, rule name, build))`, or
+    `(UNIT, rule name)` for the chain rules (`?expr: and_expr`) that only pass
+    their one child up: more than half of all reductions, reduced to a goto.
+    """
 
     def __init__(self) -> None:
         grammar = tables()
         self.builder = Builder()
-        reduce = reducers(grammar.rules, self.builder)
-        rules = [(len(rule.expansion), rule.origin, reduce[number]) for number, rule in enumerate(grammar.rules)]
+        build = reducers(grammar.rules, self.builder)
+        rules = [(UNIT, rule.origin) if passes_child_up(rule) else (REDUCE, (len(rule.expansion), rule.origin, build[number]))
+                 for number, rule in enumerate(grammar.rules)]
         self.start_state = grammar.start_state
         self.end_state = grammar.end_state
         self.states = {
-            state: {symbol: (True, target) if shift else (False, rules[target])
-                    for symbol, (shift, target) in actions.items()}
+            state: {symbol: (SHIFT, target) if shift else rules[target] for symbol, (shift, target) in actions.items()}
             for state, actions in grammar.states.items()
         }
+        self.gotos = {state: {symbol: target for symbol, (shift, target) in actions.items() if shift}
+                      for state, actions in grammar.states.items()}
         self.literals = {t.name: t.literal for t in grammar.terminals if t.literal is not None}
+        self.skipped: list[tuple[int, int]] = []  # text the last run skipped to recover
 
-    def run(self, tokens: list[Token], source: str):
+    def run(self, tokens: list[Token], lines: Lines):
         """The Plan for `tokens`, or None after reporting why it could not be parsed."""
-        diagnostics = self.builder.diagnostics
-        states = self.states
-        end_state = self.end_state
+        states, gotos, end_state = self.states, self.gotos, self.end_state
+        new = tuple.__new__
+        self.skipped = []
+        last = tokens[-1]
+        tokens = tokens + [Token(END, "", last.end, last.end)]
         stack = [self.start_state]
         values: list = []
-        starts: list[Position] = []
-        ends: list[Position] = []
-        plans: list[Plan] = []
-        failed = False
-        count = len(tokens)
+        starts: list[int] = []
+        ends: list[int] = []
         index = segment = 0
+        failed = False
         repaired_at = -1
-        last = tokens[-1]
-        end_token = Token(END, "", last.end, last.end)
+        token = tokens[0]
+        kind = token.type
         while True:
-            token = tokens[index] if index < count else end_token
-            kind = token.type
-            actions = states[stack[-1]]
-            action = actions.get(kind)
-            if action is None and kind == "NUMBER" and "INT" in actions and token.text.isdigit():
-                action = actions["INT"]
+            action = states[stack[-1]].get(kind)
             if action is None:
-                if kind in CLOSERS and not values and index > segment:
-                    index += 1  # a closer whose opener was skipped by recovery
-                    continue
-                if kind != ERROR:
-                    expected = frozenset(name for name in actions if name.isupper())
-                    failure = ParseFailure(tokens, index, segment, expected, self.literals, source)
-                    explanation = explain(failure)
-                    diagnostics.append(explanation.diagnostic)
-                    repair = explanation.repair
-                    if repair is not None and repaired_at != index:
+                actions = states[stack[-1]]
+                if kind == "NUMBER" and "INT" in actions and token.text.isdigit():
+                    action = actions["INT"]
+                else:
+                    failed = True
+                    if kind in CLOSERS and segment > 0 and not _opened_in(tokens, segment, index):
+                        index += 1  # a closer whose opener was in the text recovery skipped
+                    elif kind != ERROR and repaired_at != index and self._repair(tokens, index, segment, actions, lines):
                         repaired_at = index
-                        tokens = _repaired(tokens, index, repair)
-                        count = len(tokens)
-                        failed = True
-                        continue
-                failed = True
-                index = _next_step(tokens, index, segment)
-                if index is None:
-                    break
-                segment = index
-                stack, values, starts, ends = [self.start_state], [], [], []
-                continue
-            shift, target = action
-            if shift:
+                    else:
+                        resume = _next_step(tokens, index, segment, lines)
+                        self.skipped.append((token.start, tokens[resume].start if resume else tokens[-1].end))
+                        if resume is None:
+                            return None
+                        index = segment = resume
+                        stack, values, starts, ends = [self.start_state], [], [], []
+                    token = tokens[index]
+                    kind = token.type
+                    continue
+            what, target = action
+            if what == SHIFT:
                 stack.append(target)
                 values.append(token)
                 starts.append(token.start)
                 ends.append(token.end)
-                index += 1
                 if len(stack) > MAX_DEPTH:
-                    diagnostics.append(Diagnostic(
+                    self.builder.diagnostics.append(Diagnostic(
                         "E100", f"this nests too deeply: planc reads plans nested at most {MAX_DEPTH} levels",
-                        token.span, hints=("split the nested part into separate steps joined by references",)))
+                        Span(token.start, token.end, lines),
+                        hints=("split the nested part into separate steps joined by references",)))
                     return None
-                continue
-            size, origin, reduce = target
-            span = Span(starts[-size], ends[-1])
-            value = reduce(values[-size:], span)
-            del stack[-size:], values[-size:], starts[-size:], ends[-size:]
-            stack.append(states[stack[-1]][origin][1])
-            values.append(value)
-            starts.append(span.start)
-            ends.append(span.end)
-            if kind == END and stack[-1] == end_state:
-                plans.append(value)
-                break
-        if failed or not plans:
-            return None
-        return plans[0]
+                index += 1
+                token = tokens[index]
+                kind = token.type
+            elif what == UNIT:
+                # Follow the whole chain of unit rules here: they all go from the same state below.
+                below = gotos[stack[-2]]
+                top = below[target]
+                action = states[top].get(kind)
+                while action is not None and action[0] == UNIT:
+                    top = below[action[1]]
+                    action = states[top].get(kind)
+                stack[-1] = top
+            else:
+                size, origin, build = target
+                start, end = starts[-size], ends[-1]
+                value = build(values[-size:], new(Span, (start, end, lines)))
+                del stack[-size:], values[-size:], starts[-size:], ends[-size:]
+                stack.append(gotos[stack[-1]][origin])
+                values.append(value)
+                starts.append(start)
+                ends.append(end)
+                if kind == END and stack[-1] == end_state:
+                    return None if failed else value
+
+    def _repair(self, tokens: list[Token], index: int, segment: int, actions, lines: Lines) -> bool:
+        """Report the failure at `index`; apply its repair to `tokens` in place if there is one."""
+        expected = frozenset(name for name in actions if name.isupper())
+        failure = ParseFailure(tokens[:-1], index, segment, expected, self.literals, lines)
+        explanation = explain(failure)
+        self.builder.diagnostics.append(explanation.diagnostic)
+        repair = explanation.repair
+        if repair is None:
+            return False
+        found = tokens[index]
+        if repair.kind == "replace":
+            tokens[index] = found._replace(type=repair.token_type)
+        else:
+            at = tokens[index - 1].end
+            tokens.insert(index, Token(repair.token_type, "", at, at))
+        return True
 
 
-def _repaired(tokens: list[Token], index: int, repair) -> list[Token]:
-    """`tokens` with the repair applied at `index`."""
-    found = tokens[index] if index < len(tokens) else None
-    if repair.kind == "replace":
-        return tokens[:index] + [found._replace(type=repair.token_type)] + tokens[index + 1 :]
-    at = tokens[index - 1].end
-    return tokens[:index] + [Token(repair.token_type, "", at, at)] + tokens[index:]
+def _opened_in(tokens: list[Token], start: int, index: int) -> bool:
+    """Whether the closer at `index` closes a bracket opened since `start`."""
+    depth = 0
+    for token in tokens[start:index]:
+        depth += (token.type in OPENERS) - (token.type in CLOSERS)
+    return depth > 0
 
 
-def _next_step(tokens: list[Token], index: int, segment: int) -> int | None:
+def _next_step(tokens: list[Token], index: int, segment: int, lines: Lines) -> int | None:
     """The first token after `index` that starts a line and a step, where parsing can restart."""
     first = index if index > segment else index + 1
     for position in range(max(first, segment + 1), len(tokens)):
         token = tokens[position]
-        if token.type != "NAME" or tokens[position - 1].end.line == token.start.line:
+        if token.type != "NAME" or "\n" not in lines.source[tokens[position - 1].end : token.start]:
             continue
         following = tokens[position + 1 : position + 4]
         kinds = [t.type for t in following]

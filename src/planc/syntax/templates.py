@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from planc.diagnostics import Diagnostic, Position, Span, advance
+from planc.diagnostics import Diagnostic, Lines, Span
 from planc.syntax.ast import Field, Hole, Index, Name, Path, Ref
 
 BINDINGS = ("item", "index", "accumulator")
@@ -25,25 +25,25 @@ SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n
                   "r": "\r", "t": "\t", "{": "{"}
 
 
-def decode_string(raw: str, start: Position, diagnostics: list[Diagnostic], holes: bool = True) -> tuple:
-    """The parts (text and Hole nodes) of the string literal `raw` found at `start`.
+def decode_string(raw: str, start: int, lines: Lines, diagnostics: list[Diagnostic], holes: bool = True) -> tuple:
+    """The parts (text and Hole nodes) of the string literal `raw` found at offset `start`.
 
     With `holes=False` (record keys) every brace is text.
     """
     quote = 3 if raw.startswith('"""') else 1
     body = raw[quote : len(raw) - quote]
-    body_start = advance(start, raw[:quote])
+    body_start = start + quote
     if "{" not in body and "\\" not in body:
         return (body,)
     parts: list = []
     text_from = 0
     for match in _holes(body) if holes else ():
         if match.start() > text_from:
-            parts.append(_unescape(body, text_from, match.start(), body_start, diagnostics))
-        parts.append(_hole(body, match, body_start))
+            parts.append(_unescape(body, text_from, match.start(), body_start, lines, diagnostics))
+        parts.append(_hole(match, body_start, lines))
         text_from = match.end()
     if text_from < len(body) or not parts:
-        parts.append(_unescape(body, text_from, len(body), body_start, diagnostics))
+        parts.append(_unescape(body, text_from, len(body), body_start, lines, diagnostics))
     return tuple(parts)
 
 
@@ -63,18 +63,14 @@ def _holes(body: str):
             position = brace + 1
 
 
-def _at(body: str, offset: int, body_start: Position) -> Position:
-    return advance(body_start, body[:offset])
-
-
-def _unescape(body, start, end, body_start, diagnostics) -> str:
+def _unescape(body, start, end, body_start, lines, diagnostics) -> str:
     def replace(match: re.Match) -> str:
         escape = match.group(1)
         if escape[0] == "u" and len(escape) == 5:
             return chr(int(escape[1:], 16))
         if escape in SIMPLE_ESCAPES:
             return SIMPLE_ESCAPES[escape]
-        where = Span(_at(body, start + match.start(), body_start), _at(body, start + match.end(), body_start))
+        where = Span(body_start + start + match.start(), body_start + start + match.end(), lines)
         diagnostics.append(Diagnostic(
             "E100", f"invalid escape `\\{escape}` in a string", where,
             hints=["the escapes are JSON's (`\\n`, `\\t`, `\\\"`, `\\\\`, `\\uXXXX`) and `\\{` for a literal brace"],
@@ -88,16 +84,16 @@ def _unescape(body, start, end, body_start, diagnostics) -> str:
     return text
 
 
-def _hole(body: str, match: re.Match, body_start: Position) -> Hole:
+def _hole(match: re.Match, body_start: int, lines: Lines) -> Hole:
     def span(start: int, end: int) -> Span:
-        return Span(_at(body, start, body_start), _at(body, end, body_start))
+        return Span(body_start + start, body_start + end, lines)
 
     head = match.group("head")
     head_start = match.start("head")
     accessors = tuple(
         Field(a.group("field"), span(a.start(), a.end())) if a.group("field")
         else Index(int(a.group("index")), span(a.start(), a.end()))
-        for a in ACCESSOR.finditer(body, match.start("accessors"), match.end("accessors"))
+        for a in ACCESSOR.finditer(match.string, match.start("accessors"), match.end("accessors"))
     )
     target_span = span(head_start, match.end("accessors"))
     if head.startswith("$"):
