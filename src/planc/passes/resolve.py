@@ -48,14 +48,13 @@ def resolve(plan: ast.Plan, context: CheckContext) -> tuple[Resolution, list[Dia
     return Resolution(resolver.targets, resolver.paths), sorted(resolver.diagnostics, key=sort_key)
 
 
-@attrs.frozen
+@attrs.define
 class _Frame:
-    """One level of steps: the plan's top level or a block's body."""
+    """One level of steps: the plan's top level or a block's body, and where the walk is in it."""
 
     steps: tuple[ast.Step, ...]
     labels: dict  # label -> 1-based index in `steps`
-    current: int  # the 1-based index of the step being resolved
-    top: bool
+    current: int = 0  # the 1-based index of the step being resolved
 
 
 class _Resolver:
@@ -89,12 +88,13 @@ class _Resolver:
         for number, step in enumerate(steps, start=1):
             if step.label is not None:
                 labels.setdefault(step.label.text, number)
+        frame = _Frame(steps, labels)
+        frames = frames + (frame,)
         for number, step in enumerate(steps, start=1):
-            frame = _Frame(steps, labels, number, top=not frames)
+            frame.current = number
             for arg in step.args:
                 scope = param_scope(step.tool.text, arg.name.text)
-                binds = frozenset(scope.binds) if scope else frozenset()
-                self.visit_expr(arg.value, step, frames + (frame,), bound, binds)
+                self.visit_expr(arg.value, step, frames, bound, scope.binds if scope else ())
 
     def visit_expr(self, expr, step, frames, bound, binds) -> None:
         """Resolve `expr`; `binds` are the names its parameter binds (a block's, a condition's)."""
@@ -102,14 +102,13 @@ class _Resolver:
         while pending:
             node = pending.pop()
             kind = type(node)
-            if kind is ast.Block:
-                inner = (bound | binds) - {ITEM_FIELDS}
-                self.visit_steps(node.pipelines, frames, inner)
-            elif kind is ast.Ref:
+            if kind is ast.Ref:
                 self.resolve_ref(node, step, frames)
             elif kind is ast.Path:
-                self.resolve_path(node, step, bound | binds)
-            else:
+                self.resolve_path(node, step, bound.union(binds))
+            elif kind is ast.Block:
+                self.visit_steps(node.pipelines, frames, bound.union(binds) - {ITEM_FIELDS})
+            elif kind is not ast.Literal:
                 pending.extend(children(node))
 
     def resolve_ref(self, ref: ast.Ref, step: ast.Step, frames) -> None:

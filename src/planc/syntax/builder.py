@@ -121,6 +121,8 @@ class Builder:
         return ast.Block(tuple(children), span)
 
     def _check_duplicate_args(self, args) -> None:
+        if len(args) < 2 or len({arg.name.text for arg in args}) == len(args):
+            return
         seen: dict[str, ast.Arg] = {}
         for arg in args:
             first = seen.setdefault(arg.name.text, arg)

@@ -46,15 +46,24 @@ def step_blocks(step: ast.Step) -> Iterator[tuple[ast.Block, str]]:
 
 def blocks_in(expr: ast.Expr) -> list[ast.Block]:
     """The outermost blocks inside `expr` (not those nested in a block's own steps)."""
+    kind = type(expr)
+    if kind is ast.Block:
+        return [expr]
+    if kind in LEAVES:
+        return []
     found: list[ast.Block] = []
     pending = [expr]
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.Block):
+        if type(node) is ast.Block:
             found.append(node)
-        else:
-            pending.extend(reversed(list(children(node))))
+        elif type(node) not in LEAVES:
+            pending.extend(reversed(children(node)))
     return found
+
+
+# Expressions that hold no block and no reference other than themselves.
+LEAVES = frozenset({ast.Literal, ast.Ref, ast.Path})
 
 
 def children(expr) -> tuple:
@@ -71,5 +80,8 @@ def children(expr) -> tuple:
     if kind in (ast.And, ast.Or):
         return expr.operands
     if kind is ast.String:
-        return tuple(hole.target for hole in expr.holes)
+        parts = expr.parts
+        if len(parts) == 1 and type(parts[0]) is str:
+            return ()
+        return tuple(part.target for part in parts if type(part) is ast.Hole)
     return ()
