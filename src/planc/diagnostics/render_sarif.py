@@ -12,9 +12,7 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 def render_sarif(results) -> str:
     """One SARIF log for `results`, a list of (file, CheckResult)."""
     used = sorted({d.code for _, result in results for d in result.diagnostics})
-    rules = [{"id": code, "name": CODES[code].title if code in CODES else code,
-              "shortDescription": {"text": CODES[code].title if code in CODES else code},
-              "helpUri": f"docs/diagnostics.md#{code.lower()}"} for code in used]
+    rules = [_rule(code) for code in used]
     entries = [_result(file, diagnostic) for file, result in results for diagnostic in result.diagnostics]
     log = {
         "$schema": SCHEMA,
@@ -26,6 +24,14 @@ def render_sarif(results) -> str:
         }],
     }
     return json.dumps(log, indent=2, ensure_ascii=False)
+
+
+def _rule(code: str) -> dict:
+    described = CODES.get(code)
+    rule = {"id": code, "shortDescription": {"text": described.title if described else code}}
+    if described:
+        rule["fullDescription"] = {"text": described.explanation}
+    return rule
 
 
 def _result(file: str, diagnostic) -> dict:

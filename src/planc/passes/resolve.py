@@ -9,6 +9,7 @@ binds them (E207).
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 from collections.abc import Iterator
 
@@ -18,7 +19,7 @@ from planc.diagnostics import Diagnostic, Fix, sort_key
 from planc.passes.context import CheckContext
 from planc.registry.builtins import ITEM_FIELDS, param_scope
 from planc.syntax import ast
-from planc.syntax.steps import children, step_paths, walk_steps
+from planc.syntax.steps import block_name, children, step_paths, walk_steps
 from planc.syntax.templates import BINDINGS
 
 ARGS = "args"
@@ -43,8 +44,8 @@ def resolve(plan: ast.Plan, context: CheckContext) -> tuple[Resolution, list[Dia
     [('E203', '`$2` refers to step 2, which comes after this step')]
     """
     resolver = _Resolver(plan)
+    resolver.visit_steps(plan.pipelines, frames=(), bound=frozenset(), prefix="")
     resolver.check_labels()
-    resolver.visit_steps(plan.pipelines, frames=(), bound=frozenset())
     return Resolution(resolver.targets, resolver.paths), sorted(resolver.diagnostics, key=sort_key)
 
 
@@ -58,11 +59,18 @@ class _Frame:
 
 
 class _Resolver:
+    """One walk over the plan: it numbers the steps and resolves every name on the way."""
+
     def __init__(self, plan: ast.Plan) -> None:
-        self.paths = step_paths(plan)
+        self.plan = plan
+        self.paths: dict[ast.Step, str] = {}
         self.targets: dict = {}
         self.diagnostics: list[Diagnostic] = []
-        self.label_paths: dict[str, str] = {}  # every label in the plan -> the path of its step
+
+    @functools.cached_property
+    def label_paths(self) -> dict[str, str]:
+        """Every label in the plan -> the path of its step (wanted only to explain an E204)."""
+        return {step.label.text: path for step, path in reversed(step_paths(self.plan).items()) if step.label}
 
     def check_labels(self) -> None:
         first: dict[str, ast.Name] = {}
@@ -79,10 +87,8 @@ class _Resolver:
                 at = earlier.span.start
                 self._report("E205", f"the label `{name.text}` is already used", name, path,
                              hints=[f"labels are unique in a plan; `{name.text}` was first defined at line {at.line}, column {at.column}"])
-            else:
-                self.label_paths[name.text] = path
 
-    def visit_steps(self, pipelines, frames: tuple, bound: frozenset) -> None:
+    def visit_steps(self, pipelines, frames: tuple, bound: frozenset, prefix: str) -> None:
         steps = tuple(step for pipeline in pipelines for step in pipeline.steps)
         labels: dict[str, int] = {}
         for number, step in enumerate(steps, start=1):
@@ -92,13 +98,15 @@ class _Resolver:
         frames = frames + (frame,)
         for number, step in enumerate(steps, start=1):
             frame.current = number
+            path = self.paths[step] = f"{prefix}{number}"
             for arg in step.args:
                 scope = param_scope(step.tool.text, arg.name.text)
-                self.visit_expr(arg.value, step, frames, bound, scope.binds if scope else ())
+                self.visit_arg(arg, step, frames, bound, scope.binds if scope else (), path)
 
-    def visit_expr(self, expr, step, frames, bound, binds) -> None:
-        """Resolve `expr`; `binds` are the names its parameter binds (a block's, a condition's)."""
-        pending = [expr]
+    def visit_arg(self, arg: ast.Arg, step, frames, bound, binds, path: str) -> None:
+        """Resolve an argument's value; `binds` are the names its parameter binds (a block's, a condition's)."""
+        pending = [arg.value]
+        blocks = 0
         while pending:
             node = pending.pop()
             kind = type(node)
@@ -106,10 +114,18 @@ class _Resolver:
                 self.resolve_ref(node, step, frames)
             elif kind is ast.Path:
                 self.resolve_path(node, step, bound.union(binds))
+            elif kind is ast.String:
+                for hole in node.holes:
+                    if type(hole.target) is ast.Ref:
+                        self.resolve_ref(hole.target, step, frames)
+                    else:  # a hole names a binding, never a field of the item
+                        self.resolve_path(hole.target, step, bound.union(binds) - {ITEM_FIELDS})
             elif kind is ast.Block:
-                self.visit_steps(node.pipelines, frames, bound.union(binds) - {ITEM_FIELDS})
+                blocks += 1
+                inner = bound.union(binds) - {ITEM_FIELDS}
+                self.visit_steps(node.pipelines, frames, inner, f"{path}/{block_name(arg, blocks)}.")
             elif kind is not ast.Literal:
-                pending.extend(children(node))
+                pending.extend(reversed(children(node)))  # text order, as step paths count blocks
 
     def resolve_ref(self, ref: ast.Ref, step: ast.Step, frames) -> None:
         target = ref.target

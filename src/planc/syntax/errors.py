@@ -47,8 +47,8 @@ def _error(message, span, hints=(), fix=None, code="E100") -> Diagnostic:
 
 def _not_a_plan(failure: ParseFailure) -> Explanation | None:
     """JSON, Python, YAML or prose where a pipeline should start."""
-    first = failure.line_start(failure.index)
-    if failure.index - first > 2 or first < failure.segment_start or failure.open_brackets():
+    first = failure.line_start_near(failure.index, within=2)
+    if first is None or first < failure.segment_start or failure.open_brackets():
         return None
     token = failure.tokens[first]
     following = failure.token(first + 1)

@@ -20,10 +20,11 @@ ERROR = "ERROR"  # a token the lexer already reported; the parser only recovers
 
 
 class Token(NamedTuple):
-    type: str
-    text: str
+    # Offsets first: the parser keeps tokens and spans on one stack and reads [0] and [1] of both.
     start: int  # offsets into the source
     end: int
+    type: str
+    text: str
 
 
 class Lexed(NamedTuple):
@@ -48,6 +49,7 @@ _MISTAKES = {
     "E_CHAR": r".",
 }
 _BEFORE_TERMINALS = ("E_TRIPLE", "E_ZEROS")
+MAX_NUMBER = 100  # characters; a longer number is refused rather than turned into a huge int
 
 
 class _Lexer:
@@ -106,21 +108,23 @@ class _Lexer:
             kind = by_text.get(value)
             if kind is None:
                 first = value[0]
-                if first.isalpha() or first == "_":
+                if "a" <= first <= "z" or "A" <= first <= "Z" or first == "_":
                     kind = "NAME"
-                elif first.isdigit() and first != "0":
+                elif "1" <= first <= "9" and len(value) <= MAX_NUMBER:
                     kind = "NUMBER"
                 else:
                     kind = kind_of(value).lastgroup
+                    if kind == "NUMBER" and len(value) > MAX_NUMBER:
+                        kind = "E_LONG_NUMBER"
                     if kind in comment_kinds:
-                        comments.append(Token(kind, value, start, end))
+                        comments.append(Token(start, end, kind, value))
                         continue
                     if kind.startswith("E_"):
                         token = self._mistake(kind, value, Span(start, end, lines), diagnostics)
                         if token is not None:
                             append(token)
                         continue
-            append(new(Token, (kind, value, start, end)))
+            append(new(Token, (start, end, kind, value)))
         return Lexed(tokens, comments, diagnostics, lines)
 
     def _mistake(self, kind, value, span, diagnostics):
@@ -133,26 +137,31 @@ class _Lexer:
         if kind == "E_TRIPLE":
             report("E101", "unterminated string: this `\"\"\"` string is never closed",
                    hints=["close it with `\"\"\"`"])
-            return Token(ERROR, value, span.start_offset, span.end_offset)
+            return Token(span.start_offset, span.end_offset, ERROR, value)
         if kind == "E_UNTERMINATED":
             report("E101", "unterminated string: this string has no closing `\"`",
                    hints=["close the string with `\"` on the same line, or use `\"\"\"` for text over several lines"])
-            return Token(ERROR, value, span.start_offset, span.end_offset)
+            return Token(span.start_offset, span.end_offset, ERROR, value)
+        if kind == "E_LONG_NUMBER" or (kind == "E_ZEROS" and len(value) > MAX_NUMBER):
+            report("E100", f"this number is too long: more than {MAX_NUMBER} characters")
+            return Token(span.start_offset, span.end_offset, ERROR, value)
         if kind == "E_ZEROS":
-            fixed = str(int(value)) if value.lstrip("-").isdigit() else repr(float(value))
+            sign = "-" if value.startswith("-") else ""
+            rest = value[len(sign):].lstrip("0")
+            fixed = sign + (rest if rest[:1].isdigit() else "0" + rest)
             report("E100", f"a number cannot start with `0`: `{value}`", fixed, [f"write `{fixed}`"])
-            return Token("NUMBER", fixed, span.start_offset, span.end_offset)
+            return Token(span.start_offset, span.end_offset, "NUMBER", fixed)
         if kind == "E_SINGLE":
             body = value[1:-1] if len(value) > 1 and value.endswith("'") else value[1:]
             fixed = '"' + body.replace("\\'", "'").replace('"', '\\"') + '"'
             report("E103", "strings use double quotes, not single quotes", fixed,
                    [f"write {fixed}"])
-            return Token("STRING", fixed, span.start_offset, span.end_offset)
+            return Token(span.start_offset, span.end_offset, "STRING", value)
         if kind == "E_CURLY":
             body = value[1:-1] if len(value) > 1 and value[-1] in "“”" else value[1:]
             fixed = json.dumps(body, ensure_ascii=False)
             report("E100", "strings use straight double quotes `\"`, not curly quotes", fixed, [f"write {fixed}"])
-            return Token("STRING", fixed, span.start_offset, span.end_offset)
+            return Token(span.start_offset, span.end_offset, "STRING", value)
         if kind == "E_FENCE":
             if not any(d.message.startswith("the plan is inside a markdown") for d in diagnostics):
                 report("E100", "the plan is inside a markdown code fence",
@@ -168,12 +177,12 @@ class _Lexer:
         if meant is not None:
             word, message = meant
             report("E100", message, word + " " if word == "not" else word)
-            return Token(self.literal_types[word], word, span.start_offset, span.end_offset)
+            return Token(span.start_offset, span.end_offset, self.literal_types[word], word)
         if value.isspace() or value == "\ufeff":
             return None  # stray control whitespace the grammar's pattern missed
         report("E100", f"unexpected character `{value}`",
                hints=["a plan is made of steps like `tool(name: value)` joined by `|>`"])
-        return Token(ERROR, value, span.start_offset, span.end_offset)
+        return Token(span.start_offset, span.end_offset, ERROR, value)
 
 
 def _uncaptured(pattern: str) -> str:

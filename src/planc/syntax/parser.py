@@ -20,7 +20,7 @@ from planc.gc_pause import gc_paused
 from planc.syntax.ast import Plan
 from planc.syntax.builder import Builder, passes_child_up, reducers
 from planc.syntax.errors import explain
-from planc.syntax.failure import CLOSERS, OPENERS, ParseFailure
+from planc.syntax.failure import CLOSERS, ParseFailure, open_brackets
 from planc.syntax.grammar import tables
 from planc.syntax.lexer import ERROR, Token, tokenize
 
@@ -116,11 +116,10 @@ class _Automaton:
         new = tuple.__new__
         self.skipped = []
         last = tokens[-1]
-        tokens = tokens + [Token(END, "", last.end, last.end)]
+        tokens = tokens + [Token(last.end, last.end, END, "")]
         stack = [self.start_state]
         values: list = []
-        starts: list[int] = []
-        ends: list[int] = []
+        bounds: list = []  # per value, a Token or a Span: [0] is where it starts, [1] where it ends
         index = segment = 0
         failed = False
         repaired_at = -1
@@ -134,17 +133,18 @@ class _Automaton:
                     action = actions["INT"]
                 else:
                     failed = True
-                    if kind in CLOSERS and segment > 0 and not _opened_in(tokens, segment, index):
+                    if kind in CLOSERS and segment > 0 and not open_brackets(values):
                         index += 1  # a closer whose opener was in the text recovery skipped
-                    elif kind != ERROR and repaired_at != index and self._repair(tokens, index, segment, actions, lines):
+                    elif kind != ERROR and repaired_at != index and self._repair(
+                            ParseFailure(tokens, index, segment, _expected(actions), self.literals, lines, values)):
                         repaired_at = index
                     else:
-                        resume = _next_step(tokens, index, segment, lines)
+                        resume = _resume_at(tokens, index, segment, lines)
                         self.skipped.append((token.start, tokens[resume].start if resume else tokens[-1].end))
                         if resume is None:
                             return None
                         index = segment = resume
-                        stack, values, starts, ends = [self.start_state], [], [], []
+                        stack, values, bounds = [self.start_state], [], []
                     token = tokens[index]
                     kind = token.type
                     continue
@@ -152,8 +152,7 @@ class _Automaton:
             if what == SHIFT:
                 stack.append(target)
                 values.append(token)
-                starts.append(token.start)
-                ends.append(token.end)
+                bounds.append(token)
                 if len(stack) > MAX_DEPTH:
                     self.builder.diagnostics.append(Diagnostic(
                         "E100", f"this nests too deeply: planc reads plans nested at most {MAX_DEPTH} levels",
@@ -174,20 +173,18 @@ class _Automaton:
                 stack[-1] = top
             else:
                 size, origin, build = target
-                start, end = starts[-size], ends[-1]
-                value = build(values[-size:], new(Span, (start, end, lines)))
-                del stack[-size:], values[-size:], starts[-size:], ends[-size:]
+                span = new(Span, (bounds[-size][0], bounds[-1][1], lines))
+                value = build(values[-size:], span)
+                del stack[-size:], values[-size:], bounds[-size:]
                 stack.append(gotos[stack[-1]][origin])
                 values.append(value)
-                starts.append(start)
-                ends.append(end)
+                bounds.append(span)
                 if kind == END and stack[-1] == end_state:
                     return None if failed else value
 
-    def _repair(self, tokens: list[Token], index: int, segment: int, actions, lines: Lines) -> bool:
-        """Report the failure at `index`; apply its repair to `tokens` in place if there is one."""
-        expected = frozenset(name for name in actions if name.isupper())
-        failure = ParseFailure(tokens[:-1], index, segment, expected, self.literals, lines)
+    def _repair(self, failure: ParseFailure) -> bool:
+        """Report `failure`; apply its repair to the token list in place if there is one."""
+        tokens, index = failure.tokens, failure.index
         explanation = explain(failure)
         self.builder.diagnostics.append(explanation.diagnostic)
         repair = explanation.repair
@@ -198,27 +195,28 @@ class _Automaton:
             tokens[index] = found._replace(type=repair.token_type)
         else:
             at = tokens[index - 1].end
-            tokens.insert(index, Token(repair.token_type, "", at, at))
+            tokens.insert(index, Token(at, at, repair.token_type, self.literals.get(repair.token_type, "")))
         return True
 
 
-def _opened_in(tokens: list[Token], start: int, index: int) -> bool:
-    """Whether the closer at `index` closes a bracket opened since `start`."""
-    depth = 0
-    for token in tokens[start:index]:
-        depth += (token.type in OPENERS) - (token.type in CLOSERS)
-    return depth > 0
+def _expected(actions) -> frozenset[str]:
+    """The terminals a state has an action for."""
+    return frozenset(name for name in actions if name.isupper())
 
 
-def _next_step(tokens: list[Token], index: int, segment: int, lines: Lines) -> int | None:
-    """The first token after `index` that starts a line and a step, where parsing can restart."""
+def _resume_at(tokens: list[Token], index: int, segment: int, lines: Lines) -> int | None:
+    """Where parsing restarts after the failure at `index`: the next line that starts a step.
+
+    Lines in between are skipped unread: after a failure they are most often more of
+    the same (prose, code, the rest of a broken step), and reporting each would bury
+    the first error.
+    """
     first = index if index > segment else index + 1
-    for position in range(max(first, segment + 1), len(tokens)):
+    for position in range(max(first, segment + 1), len(tokens) - 1):
         token = tokens[position]
         if token.type != "NAME" or "\n" not in lines.source[tokens[position - 1].end : token.start]:
             continue
-        following = tokens[position + 1 : position + 4]
-        kinds = [t.type for t in following]
+        kinds = [t.type for t in tokens[position + 1 : position + 4]]
         if kinds[:1] == ["LPAR"] or kinds == ["EQUAL", "NAME", "LPAR"]:
             return position
     return None

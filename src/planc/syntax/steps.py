@@ -41,7 +41,12 @@ def step_blocks(step: ast.Step) -> Iterator[tuple[ast.Block, str]]:
     """The blocks in `step`'s arguments, each with the name used in its steps' paths."""
     for arg in step.args:
         for ordinal, block in enumerate(blocks_in(arg.value), start=1):
-            yield block, arg.name.text if ordinal == 1 else f"{arg.name.text}{ordinal}"
+            yield block, block_name(arg, ordinal)
+
+
+def block_name(arg: ast.Arg, ordinal: int) -> str:
+    """The name of the `ordinal`-th block in `arg` in step paths: `do`, then `do2`, `do3`."""
+    return arg.name.text if ordinal == 1 else f"{arg.name.text}{ordinal}"
 
 
 def blocks_in(expr: ast.Expr) -> list[ast.Block]:

@@ -15,13 +15,15 @@ from planc.syntax.ast import Field, Hole, Index, Name, Path, Ref
 
 BINDINGS = ("item", "index", "accumulator")
 
+# Numbers in holes are bounded like numbers in code (planc.syntax.lexer.MAX_NUMBER).
 HOLE = re.compile(
-    r"\{(?P<head>\$(?:[0-9]+|[A-Za-z_][A-Za-z0-9_]*)|item|index|accumulator)"
-    r"(?P<accessors>(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\])*)\}"
+    r"\{(?P<head>\$(?:[0-9]{1,100}|[A-Za-z_][A-Za-z0-9_]*)|item|index|accumulator)"
+    r"(?P<accessors>(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]{1,100}\])*)\}"
 )
-ACCESSOR = re.compile(r"\.(?P<field>[A-Za-z_][A-Za-z0-9_]*)|\[(?P<index>[0-9]+)\]")
+ACCESSOR = re.compile(r"\.(?P<field>[A-Za-z_][A-Za-z0-9_]*)|\[(?P<index>[0-9]{1,100})\]")
 ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
-SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n",
+CLOSING_QUOTES = "\"'”“"
+SIMPLE_ESCAPES = {"'": "'", '"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n",
                   "r": "\r", "t": "\t", "{": "{"}
 
 
@@ -31,7 +33,10 @@ def decode_string(raw: str, start: int, lines: Lines, diagnostics: list[Diagnost
     With `holes=False` (record keys) every brace is text.
     """
     quote = 3 if raw.startswith('"""') else 1
-    body = raw[quote : len(raw) - quote]
+    # The lexer also hands over the strings it reported ('single' or “curly” quotes, maybe
+    # unclosed) as they are written, so that spans inside them stay exact.
+    closed = len(raw) > quote and raw[-1] in CLOSING_QUOTES
+    body = raw[quote : len(raw) - quote if closed else len(raw)]
     body_start = start + quote
     if "{" not in body and "\\" not in body:
         return (body,)

@@ -1,0 +1,13 @@
+"""Shared set-up: the test modules import `strategies` from this folder.
+
+pytest runs with `--import-mode=importlib`, which does not put the test folder
+on `sys.path`, so it is added here.
+"""
+
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
