@@ -8,7 +8,6 @@ binds them (E207).
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 from collections.abc import Iterator
@@ -153,6 +152,8 @@ class _Resolver:
                          ref.head_span, path,
                          hints=["a label defined inside a block is visible only inside that block"])
             return
+        import difflib  # only an unknown label pays for it
+
         visible = sorted({label for frame in frames for label in frame.labels})
         candidates = visible + [ARGS]
         hints = [f"did you mean `${match}`?" for match in difflib.get_close_matches(target, candidates, n=3)]

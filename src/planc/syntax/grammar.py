@@ -13,7 +13,6 @@ import functools
 import hashlib
 import marshal
 import os
-from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
@@ -54,14 +53,14 @@ class Tables(NamedTuple):
 def grammar_text() -> str:
     """The text of the grammar shipped with planc.
 
-    In a wheel the grammar sits in `planc/grammar/`; in a source checkout it is
-    the top-level `grammar/plan.lark` itself.
+    In a wheel the grammar sits in `planc/grammar/`; in a source checkout (and an
+    editable install) it is the top-level `grammar/plan.lark` itself.
     """
-    packaged = resources.files("planc").joinpath("grammar").joinpath(GRAMMAR_NAME)
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8")
-    checkout = Path(__file__).resolve().parents[3] / "grammar" / GRAMMAR_NAME
-    return checkout.read_text(encoding="utf-8")
+    package = Path(__file__).resolve().parents[1]
+    for folder in (package / "grammar", package.parents[1] / "grammar"):
+        if (folder / GRAMMAR_NAME).is_file():
+            return (folder / GRAMMAR_NAME).read_text(encoding="utf-8")
+    raise FileNotFoundError(f"{GRAMMAR_NAME} is neither in {package / 'grammar'} nor in the source checkout")
 
 
 @functools.cache

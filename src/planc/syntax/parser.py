@@ -19,7 +19,6 @@ from planc.diagnostics import Diagnostic, Lines, Span, sort_key
 from planc.gc_pause import gc_paused
 from planc.syntax.ast import Plan
 from planc.syntax.builder import Builder, passes_child_up, reducers
-from planc.syntax.errors import explain
 from planc.syntax.failure import CLOSERS, ParseFailure, open_brackets
 from planc.syntax.grammar import tables
 from planc.syntax.lexer import ERROR, Token, tokenize
@@ -101,12 +100,15 @@ class _Automaton:
                  for number, rule in enumerate(grammar.rules)]
         self.start_state = grammar.start_state
         self.end_state = grammar.end_state
-        self.states = {
-            state: {symbol: (SHIFT, target) if shift else rules[target] for symbol, (shift, target) in actions.items()}
-            for state, actions in grammar.states.items()
-        }
-        self.gotos = {state: {symbol: target for symbol, (shift, target) in actions.items() if shift}
-                      for state, actions in grammar.states.items()}
+        # Lists indexed by state number: Lark numbers its states 0..n-1.
+        count = max(grammar.states) + 1
+        self.states = [{} for _ in range(count)]
+        self.gotos = [{} for _ in range(count)]
+        for state, actions in grammar.states.items():
+            for symbol, (shift, target) in actions.items():
+                self.states[state][symbol] = (SHIFT, target) if shift else rules[target]
+                if shift:
+                    self.gotos[state][symbol] = target
         self.literals = {t.name: t.literal for t in grammar.terminals if t.literal is not None}
         self.skipped: list[tuple[int, int]] = []  # text the last run skipped to recover
 
@@ -117,7 +119,8 @@ class _Automaton:
         self.skipped = []
         last = tokens[-1]
         tokens = tokens + [Token(last.end, last.end, END, "")]
-        stack = [self.start_state]
+        state = self.start_state
+        stack = [state]
         values: list = []
         bounds: list = []  # per value, a Token or a Span: [0] is where it starts, [1] where it ends
         index = segment = 0
@@ -126,9 +129,9 @@ class _Automaton:
         token = tokens[0]
         kind = token.type
         while True:
-            action = states[stack[-1]].get(kind)
+            action = states[state].get(kind)
             if action is None:
-                actions = states[stack[-1]]
+                actions = states[state]
                 if kind == "NUMBER" and "INT" in actions and token.text.isdigit():
                     action = actions["INT"]
                 else:
@@ -144,13 +147,15 @@ class _Automaton:
                         if resume is None:
                             return None
                         index = segment = resume
-                        stack, values, bounds = [self.start_state], [], []
+                        state = self.start_state
+                        stack, values, bounds = [state], [], []
                     token = tokens[index]
                     kind = token.type
                     continue
             what, target = action
             if what == SHIFT:
-                stack.append(target)
+                state = target
+                stack.append(state)
                 values.append(token)
                 bounds.append(token)
                 if len(stack) > MAX_DEPTH:
@@ -165,25 +170,28 @@ class _Automaton:
             elif what == UNIT:
                 # Follow the whole chain of unit rules here: they all go from the same state below.
                 below = gotos[stack[-2]]
-                top = below[target]
-                action = states[top].get(kind)
+                state = below[target]
+                action = states[state].get(kind)
                 while action is not None and action[0] == UNIT:
-                    top = below[action[1]]
-                    action = states[top].get(kind)
-                stack[-1] = top
+                    state = below[action[1]]
+                    action = states[state].get(kind)
+                stack[-1] = state
             else:
                 size, origin, build = target
                 span = new(Span, (bounds[-size][0], bounds[-1][1], lines))
                 value = build(values[-size:], span)
                 del stack[-size:], values[-size:], bounds[-size:]
-                stack.append(gotos[stack[-1]][origin])
+                state = gotos[stack[-1]][origin]
+                stack.append(state)
                 values.append(value)
                 bounds.append(span)
-                if kind == END and stack[-1] == end_state:
+                if state == end_state:
                     return None if failed else value
 
     def _repair(self, failure: ParseFailure) -> bool:
         """Report `failure`; apply its repair to the token list in place if there is one."""
+        from planc.syntax.errors import explain  # only a plan with a syntax error pays for it
+
         tokens, index = failure.tokens, failure.index
         explanation = explain(failure)
         self.builder.diagnostics.append(explanation.diagnostic)
