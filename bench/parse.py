@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import inspect
 import json
 import math
 import platform
@@ -35,7 +34,7 @@ import lark
 import yaml
 from lark import Token, Transformer
 
-from planc.diagnostics import Diagnostic, Lines, Position, Span
+from planc.diagnostics import Diagnostic, Lines, Span
 from planc.passes.context import CheckContext
 from planc.check import check
 from planc.passes.resolve import resolve
@@ -407,47 +406,28 @@ class _Paren:
 
 
 # The baseline makes spans the way planc's own builder does, so both build the same objects:
-# either Span(offset, offset, lines) with line/column worked out on demand (when planc's
-# Span takes a `Lines`), or Span(Position, Position) with Lark's eager line/column.
-LAZY_SPANS = Lines is not None and "lines" in inspect.signature(decode_string).parameters
-_lines: list = [None]  # the Lines of the text being parsed (lazy spans only)
+# Span(offset, offset, lines), with line and column worked out on demand.
+_lines: list = [None]  # the Lines of the text being parsed
 
-if LAZY_SPANS:
-    def _first(child):
-        return child.start_pos if type(child) is Token else child.span.start_offset
 
-    def _last(child):
-        return child.end_pos if type(child) is Token else child.span.end_offset
+def _first(child):
+    return child.start_pos if type(child) is Token else child.span.start_offset
 
-    def _token_span(token) -> Span:
-        return Span(token.start_pos, token.end_pos, _lines[0])
 
-    def _span(children) -> Span:
-        return Span(_first(children[0]), _last(children[-1]), _lines[0])
+def _last(child):
+    return child.end_pos if type(child) is Token else child.span.end_offset
 
-    def _decode(token, diagnostics, holes=True):
-        return decode_string(token.value, token.start_pos, _lines[0], diagnostics, holes=holes)
-else:
-    def _first(child):
-        if type(child) is Token:
-            return Position(child.start_pos, child.line, child.column)
-        return child.span.start
 
-    def _last(child):
-        if type(child) is Token:
-            return Position(child.end_pos, child.end_line, child.end_column)
-        return child.span.end
+def _token_span(token) -> Span:
+    return Span(token.start_pos, token.end_pos, _lines[0])
 
-    def _token_span(token) -> Span:
-        return Span(Position(token.start_pos, token.line, token.column),
-                    Position(token.end_pos, token.end_line, token.end_column))
 
-    def _span(children) -> Span:
-        return Span(_first(children[0]), _last(children[-1]))
+def _span(children) -> Span:
+    return Span(_first(children[0]), _last(children[-1]), _lines[0])
 
-    def _decode(token, diagnostics, holes=True):
-        start = Position(token.start_pos, token.line, token.column)
-        return decode_string(token.value, start, diagnostics, holes=holes)
+
+def _decode(token, diagnostics, holes=True):
+    return decode_string(token.value, token.start_pos, _lines[0], diagnostics, holes=holes)
 
 
 def _expr(value):
@@ -568,9 +548,6 @@ def lark_baseline():
     """`parse(text) -> Plan` with stock Lark LALR and the transformer above."""
     front = lark.Lark(grammar_text(), parser="lalr", lexer="contextual", propagate_positions=False,
                       keep_all_tokens=True, transformer=LarkToAst())
-    if not LAZY_SPANS:
-        return front.parse
-
     def parse_with_lines(text: str):
         _lines[0] = Lines(text)
         return front.parse(text)
@@ -710,7 +687,7 @@ def main() -> None:
     print("(a) planc = parse + resolve   (b) lark = stock Lark LALR + Transformer to the same AST/spans"
           "   (c) json.loads   (d) yaml graph-style")
     print("trees checked equal: to_data(planc) == to_data(lark), spans included, for every size; spans built as "
-          + ("Span(offset, offset, Lines) by both" if LAZY_SPANS else "Span(Position, Position) by both") + "\n")
+          + "Span(offset, offset, Lines) by both\n")
     head = (f"{'steps':>6} {'planc KB':>8} | {'(a) planc':^15} | {'(b) lark':^15} | {'(c) json':^15} | "
             f"{'(d) yaml':^15} | {'lark/':>6} | {'planc/step':>10}")
     sub = (f"{'':>6} {'':>8} | {'us/step':>7} {'MB/s':>7} | {'us/step':>7} {'MB/s':>7} | "
