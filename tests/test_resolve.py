@@ -95,8 +95,8 @@ def test_a_reference_reports_its_own_span_and_step_path():
 
 def test_duplicate_labels_anywhere_in_the_plan():
     assert codes("h = a()\nh = b()") == [("E205", 2, 1, "h")]
-    assert codes("h = a()\nmap(do: { h = b() })") == [("E205", 2, 11, "h")]
-    assert codes("map(do: { g = b() })\nmap(do: { g = c() })") == [("E205", 2, 11, "g")]
+    assert codes("h = a()\nmap(over: [], do: { h = b() })") == [("E205", 2, 21, "h")]
+    assert codes("map(over: [], do: { g = b() })\nmap(over: [], do: { g = c() })") == [("E205", 2, 21, "g")]
 
 
 def test_args_is_not_a_label():
@@ -122,7 +122,7 @@ def test_a_label_in_one_branch_is_not_visible_in_the_other():
 
 
 def test_outer_labels_are_visible_in_nested_blocks():
-    text = "top = a()\nmap(do: { mid = b() |> map(do: { c(x: $top, y: $mid) }) })"
+    text = "top = a()\nmap(over: [], do: { mid = b() |> map(do: { c(x: $top, y: $mid) }) })"
     assert targets(text) == {"$top": "1", "$mid": "2/do.1"}
 
 
@@ -179,7 +179,7 @@ def test_accumulator_is_bound_only_in_reduce():
     ("a(x: accumulator.total)", "accumulator"),
     ('a(x: "Title: {item.title}")', "item"),
     ("decide(when: $args.go, then: { b(x: item) })", "item"),
-    ("a() |> map(over: [1], do: { b() }, concurrency: item)", "item"),
+    ("a() |> map(do: { b() }, concurrency: item)", "item"),
 ])
 def test_bindings_outside_a_block_that_binds_them(text, name):
     (diagnostic,) = resolved(text)[2]

@@ -8,6 +8,8 @@ from planc.diagnostics import Diagnostic, sort_key
 from planc.gc_pause import gc_paused
 from planc.passes.context import CheckContext
 from planc.passes.resolve import Resolution, resolve
+from planc.passes.signatures import name_parameters
+from planc.registry.registry import Registry
 from planc.syntax.ast import Plan
 from planc.syntax.extract import extract
 from planc.syntax.parser import parse
@@ -32,25 +34,28 @@ class CheckResult:
         return len(self.resolution.paths) if self.resolution else 0
 
 
-def check(source: str, *, extract_plan: bool = False, context: CheckContext | None = None) -> CheckResult:
+def check(source: str, *, extract_plan: bool = False, registry: Registry | None = None) -> CheckResult:
     """Check plan text without running anything.
 
     With `extract_plan`, the plan is first taken out of a model reply; spans
-    still point into `source`.
+    still point into `source`. Without a `registry` only the control steps are
+    known and any other tool name is accepted.
 
     >>> check('search(query: "x") |> summarize(style: bullets)').diagnostics[0].code
     'E206'
     """
     with gc_paused():
-        return _check(source, extract_plan, context)
+        return _check(source, extract_plan, CheckContext(source=source, registry=registry))
 
 
-def _check(source: str, extract_plan: bool, context: CheckContext | None) -> CheckResult:
+def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResult:
     text = extract(source) if extract_plan else source
     parsed = parse(text)
     if parsed.plan is None:
-        return CheckResult(source, None, tuple(parsed.diagnostics))
-    context = context or CheckContext(source=source)
+        diagnostics = parsed.diagnostics
+        if context.registry is not None:
+            diagnostics = [name_parameters(d, text, context.registry) if d.code == "E102" else d for d in diagnostics]
+        return CheckResult(source, None, tuple(diagnostics))
     diagnostics = list(parsed.diagnostics)
     facts = {}
     for run_pass in PASSES:

@@ -44,16 +44,35 @@ def main() -> None:
     """planc: a compiler toolchain for agent plans."""
 
 
+def _registry(config: str | None):
+    """The registry of `--config`, or of the nearest planc.toml above the working directory, or None."""
+    from planc.registry.config import ConfigError, find_config, load_registry
+
+    path = Path(config) if config else find_config(Path.cwd())
+    if path is None:
+        return None
+    try:
+        return load_registry(path)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+
+
+CONFIG_OPTION = click.option("--config", type=click.Path(dir_okay=False),
+                             help="The planc.toml to use (default: the nearest one above the working directory).")
+
+
 @main.command("check")
 @click.argument("plans", nargs=-1, required=True)
+@CONFIG_OPTION
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
               help="How to print diagnostics.")
 @click.option("--extract", is_flag=True, help="Take the plan out of a model reply (markdown fence or prose).")
-def check_command(plans: tuple[str, ...], output_format: str, extract: bool) -> None:
+def check_command(plans: tuple[str, ...], config: str | None, output_format: str, extract: bool) -> None:
     """Parse PLANS and run every pass; nothing runs. Exit 0 without errors, 1 with errors."""
     from planc.check import check
 
-    results = [(path, check(_read(path), extract_plan=extract)) for path in plans]
+    registry = _registry(config)
+    results = [(path, check(_read(path), extract_plan=extract, registry=registry)) for path in plans]
     if output_format == "json":
         from planc.diagnostics.render_json import render_json
 
@@ -154,6 +173,29 @@ def show_command(plan: str, output_format: str) -> None:
     from planc.syntax.tree_view import tree_view
 
     _console().print(tree_view(result.plan, paths, plan))
+
+
+@main.group("registry")
+def registry_group() -> None:
+    """The tools a plan may call."""
+
+
+@registry_group.command("list")
+@CONFIG_OPTION
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def registry_list_command(config: str | None, output_format: str) -> None:
+    """List the tools: their parameters and effects."""
+    from planc.registry.listing import registry_json, registry_table
+
+    registry = _registry(config)
+    if registry is None:
+        raise UsageError("no planc.toml here or above; name one with --config")
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps(registry_json(registry), indent=2, ensure_ascii=False))
+    else:
+        _console().print(registry_table(registry))
 
 
 @main.command("corpus")

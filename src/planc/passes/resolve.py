@@ -16,7 +16,10 @@ import attrs
 
 from planc.diagnostics import Diagnostic, Fix, sort_key
 from planc.passes.context import CheckContext
-from planc.registry.builtins import ITEM_FIELDS, param_scope
+from planc.passes.signatures import check_arguments, unknown_tool
+from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS, param_binds
+from planc.registry.registry import Registry
+from planc.registry.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import block_name, children, step_paths, walk_steps
 from planc.syntax.templates import BINDINGS
@@ -32,6 +35,7 @@ class Resolution:
 
     targets: dict  # Ref -> the Step it reads, or ARGS for `$args`
     paths: dict  # Step -> its step path
+    tools: dict  # Step -> the Tool it calls, when it is known
 
 
 def resolve(plan: ast.Plan, context: CheckContext) -> tuple[Resolution, list[Diagnostic]]:
@@ -42,10 +46,11 @@ def resolve(plan: ast.Plan, context: CheckContext) -> tuple[Resolution, list[Dia
     >>> [(d.code, d.message) for d in diagnostics]
     [('E203', '`$2` refers to step 2, which comes after this step')]
     """
-    resolver = _Resolver(plan)
+    resolver = _Resolver(plan, context.registry)
     resolver.visit_steps(plan.pipelines, frames=(), bound=frozenset(), prefix="")
     resolver.check_labels()
-    return Resolution(resolver.targets, resolver.paths), sorted(resolver.diagnostics, key=sort_key)
+    resolution = Resolution(resolver.targets, resolver.paths, resolver.tools)
+    return resolution, sorted(resolver.diagnostics, key=sort_key)
 
 
 @attrs.define
@@ -60,8 +65,10 @@ class _Frame:
 class _Resolver:
     """One walk over the plan: it numbers the steps and resolves every name on the way."""
 
-    def __init__(self, plan: ast.Plan) -> None:
+    def __init__(self, plan: ast.Plan, registry: Registry | None) -> None:
         self.plan = plan
+        self.registry = registry
+        self.tools: dict[ast.Step, Tool] = {}
         self.paths: dict[ast.Step, str] = {}
         self.targets: dict = {}
         self.diagnostics: list[Diagnostic] = []
@@ -95,12 +102,28 @@ class _Resolver:
                 labels.setdefault(step.label.text, number)
         frame = _Frame(steps, labels)
         frames = frames + (frame,)
+        piped = {id(step) for pipeline in pipelines for step in pipeline.steps[1:]}
         for number, step in enumerate(steps, start=1):
             frame.current = number
             path = self.paths[step] = f"{prefix}{number}"
+            tool = self.resolve_tool(step, id(step) in piped, path)
             for arg in step.args:
-                scope = param_scope(step.tool.text, arg.name.text)
-                self.visit_arg(arg, step, frames, bound, scope.binds if scope else (), path)
+                self.visit_arg(arg, step, frames, bound, param_binds(tool, arg.name.text), path)
+
+    def resolve_tool(self, step: ast.Step, piped: bool, path: str) -> Tool | None:
+        """The Tool `step` calls, with its arguments checked; None when it is unknown."""
+        def report(code, message, node, hints=(), fix=None):
+            self._report(code, message, node, path, hints=hints, fix=fix)
+
+        name = step.tool.text
+        tool = self.registry.lookup(name) if self.registry else CONTROL_STEPS.get(name)
+        if tool is None:
+            if self.registry is not None:
+                unknown_tool(step, self.registry, report)
+            return None
+        self.tools[step] = tool
+        check_arguments(step, tool, piped, report)
+        return tool
 
     def visit_arg(self, arg: ast.Arg, step, frames, bound, binds, path: str) -> None:
         """Resolve an argument's value; `binds` are the names its parameter binds (a block's, a condition's)."""

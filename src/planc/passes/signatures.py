@@ -1,0 +1,91 @@
+"""Check a step's arguments against its tool's signature: part of the resolve pass.
+
+E200 unknown tool, E201 unknown argument, E202 missing required argument,
+E209 a pipe the tool cannot take, E303 a one-of group given twice or not at all.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+
+import attrs
+
+from planc.diagnostics import Diagnostic
+from planc.registry.registry import Registry
+from planc.registry.tool import Tool
+from planc.syntax import ast
+
+Report = Callable[..., None]  # (code, message, node, hints=..., fix=...)
+
+
+def unknown_tool(step: ast.Step, registry: Registry, report: Report) -> None:
+    name = step.tool.text
+    close = difflib.get_close_matches(name, registry.names(), n=3, cutoff=0.6)
+    hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"] if close else []
+    source = f" in {registry.source.name}" if registry.source else ""
+    hints.append(f"the tools{source} are listed by `planc registry list`")
+    report("E200", f"unknown tool `{name}`", step.tool, hints=hints)
+
+
+def check_arguments(step: ast.Step, tool: Tool, piped: bool, report: Report) -> None:
+    """E201, E202, E209 and E303 for one step of a known tool."""
+    given = {arg.name.text for arg in step.args}
+    for arg in step.args:
+        if arg.name.text not in tool.params:
+            report("E201", f"`{tool.name}` has no parameter `{arg.name.text}`", arg.name,
+                   hints=[_parameters_hint(arg.name.text, tool)])
+    if piped:
+        if tool.pipe is None:
+            report("E209", f"`{tool.name}` takes no piped input: it has no pipe parameter", step.tool,
+                   hints=["start a new pipeline (a new line) and pass the earlier result by reference, like `$1`"])
+        elif tool.pipe in given:
+            arg = step.arg(tool.pipe)
+            report("E209", f"`{tool.pipe}` is given twice: by the pipe `|>` and here", arg.name,
+                   hints=[f"drop `{tool.pipe}: ...` to use the piped result, or start a new pipeline"])
+        else:
+            given.add(tool.pipe)
+    missing = [param for param in tool.required if param not in given]
+    if missing:
+        names = ", ".join(f"`{param}`" for param in missing)
+        hint = f"`{tool.name}` needs {names}"
+        if tool.pipe in missing:
+            hint += f"; `{tool.pipe}` can also come from a pipe: `... |> {tool.name}(...)`"
+        report("E202", f"`{tool.name}` is missing the required argument{'s' if len(missing) > 1 else ''} {names}",
+               step.tool, hints=[hint])
+    for group in tool.one_of:
+        present = [param for param in group if param in given]
+        if len(present) != 1:
+            options = " or ".join(f"`{param}`" for param in group)
+            problem = "gives none of" if not present else "gives more than one of"
+            node = step.tool if not present else step.arg(present[1]).name
+            report("E303", f"`{tool.name}` {problem} {options}: it takes exactly one", node,
+                   hints=[f"keep exactly one of {options}"])
+
+
+def name_parameters(diagnostic: Diagnostic, text: str, registry: Registry) -> Diagnostic:
+    """An E102 (positional argument) with a hint naming the parameters of the step's tool."""
+    depth = 0
+    for offset in range(diagnostic.span.start_offset - 1, -1, -1):  # back to the step's `(`
+        char = text[offset]
+        depth += (char in ")]}") - (char in "([{")
+        if depth < 0:
+            break
+    else:
+        return diagnostic
+    name = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*$", text[:offset])
+    tool = registry.lookup(name.group(1)) if name else None
+    if tool is None or not tool.params:
+        return diagnostic
+    listed = ", ".join(f"`{param}`" + (" (required)" if param in tool.required else "") for param in tool.params)
+    return attrs.evolve(diagnostic, hints=(*diagnostic.hints, f"the parameters of `{tool.name}` are {listed}"))
+
+
+def _parameters_hint(name: str, tool: Tool) -> str:
+    close = difflib.get_close_matches(name, list(tool.params), n=3, cutoff=0.6)
+    if close:
+        return f"did you mean {' or '.join(f'`{c}`' for c in close)}?"
+    if not tool.params:
+        return f"`{tool.name}` takes no arguments"
+    return f"the parameters of `{tool.name}` are {', '.join(f'`{p}`' for p in tool.params)}"

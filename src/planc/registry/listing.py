@@ -1,0 +1,50 @@
+"""`planc registry list`: the tools as data and as a rich table."""
+
+from __future__ import annotations
+
+import attrs
+
+from planc.registry.registry import Registry
+from planc.registry.tool import Tool
+
+
+def registry_json(registry: Registry) -> dict:
+    """Every declared tool (control steps aside): parameters, pipe, returns, effects, cost."""
+    return {"config": str(registry.source) if registry.source else None,
+            "tools": [_tool_json(registry.tools[name]) for name in sorted(registry.tools)]}
+
+
+def _tool_json(tool: Tool) -> dict:
+    return {
+        "name": tool.name, "description": tool.description, "provider": tool.provider,
+        "params": dict(tool.params), "required": list(tool.required), "pipe": tool.pipe,
+        "returns": tool.returns, "returns_at_most": tool.returns_at_most,
+        "effects": attrs.asdict(tool.effects), "cost": attrs.asdict(tool.cost),
+    }
+
+
+def registry_table(registry: Registry):
+    from rich.table import Table
+
+    table = Table(title=f"tools in {registry.source}" if registry.source else "tools")
+    for column in ("tool", "parameters", "pipe", "effects", "provider"):
+        table.add_column(column)
+    for name in sorted(registry.tools):
+        tool = registry.tools[name]
+        params = ", ".join(f"{p}{'*' if p in tool.required else ''}: {_type(s)}" for p, s in tool.params.items())
+        table.add_row(name, params, tool.pipe or "", _effects(tool), tool.provider)
+    return table
+
+
+def _type(schema) -> str:
+    kind = schema.get("type")
+    if kind == "array" and isinstance(schema.get("items"), dict) and "type" in schema["items"]:
+        return f"list[{schema['items']['type']}]"
+    if "enum" in schema:
+        return " | ".join(repr(value) for value in schema["enum"])
+    return str(kind) if kind else "any"
+
+
+def _effects(tool: Tool) -> str:
+    flags = attrs.asdict(tool.effects)
+    return " ".join(name.replace("_", "-") for name, on in flags.items() if on) or "none"

@@ -1,0 +1,56 @@
+"""What planc knows about a tool: its parameters, result, effects and cost (DESIGN section 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+
+@attrs.frozen
+class Effects:
+    """What calling the tool may do. The defaults are the conservative side, as MCP's are."""
+
+    read_only: bool = False
+    deterministic: bool = False
+    idempotent: bool = False
+    destructive: bool = True
+    open_world: bool = True
+
+
+@attrs.frozen
+class Cost:
+    usd: float = 0.0
+    latency_ms: float = 0.0
+
+
+# JSON Schema marks for the parameter kinds only control steps have.
+CONDITION = {"x-planc": "condition"}
+BLOCK = {"x-planc": "block"}
+
+
+@attrs.frozen
+class Tool:
+    """One callable tool: a Python function, an MCP server's tool, a plan, or a control step."""
+
+    name: str
+    params: Mapping[str, Mapping] = attrs.field(factory=dict)  # name -> JSON Schema
+    required: tuple[str, ...] = ()
+    pipe: str | None = None  # the parameter a `|>` fills
+    returns: Mapping | None = None  # JSON Schema of the result; None: unknown
+    returns_at_most: str | None = None  # the parameter that bounds the result's length
+    effects: Effects = Effects()
+    cost: Cost = Cost()
+    description: str = ""
+    provider: str = ""  # "python:module:function", "mcp:server", "plan:NAME" or "builtin"
+    one_of: tuple[tuple[str, ...], ...] = ()  # groups of parameters of which exactly one is given
+    binds: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)  # param -> names its block binds
+
+    @property
+    def server(self) -> str | None:
+        """The MCP server a tool comes from."""
+        return self.provider.split(":", 1)[1] if self.provider.startswith("mcp:") else None
+
+    def kind(self, param: str) -> str:
+        """"condition", "block" or "value"."""
+        return self.params.get(param, {}).get("x-planc", "value")
