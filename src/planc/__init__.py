@@ -10,6 +10,7 @@ The library API is what the `planc` command calls:
 
 from planc.check import CheckResult, check
 from planc.diagnostics import Diagnostic, Fix, Position, Severity, Span
+from planc.registry.python_tools import tool
 from planc.syntax.extract import extract
 from planc.syntax.parser import ParseResult, parse
 from planc.syntax.printer import print_plan
@@ -26,4 +27,5 @@ __all__ = [
     "extract",
     "parse",
     "print_plan",
+    "tool",
 ]

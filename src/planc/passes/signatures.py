@@ -7,6 +7,7 @@ E209 a pipe the tool cannot take, E303 a one-of group given twice or not at all.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import re
 from collections.abc import Callable
 
@@ -29,8 +30,8 @@ def unknown_tool(step: ast.Step, registry: Registry, report: Report) -> None:
     report("E200", f"unknown tool `{name}`", step.tool, hints=hints)
 
 
-def check_arguments(step: ast.Step, tool: Tool, piped: bool, report: Report) -> None:
-    """E201, E202, E209 and E303 for one step of a known tool."""
+def check_arguments(step: ast.Step, tool: Tool, piped: bool, registry: Registry | None, report: Report) -> None:
+    """E201, E202, E208, E209 and E303 for one step of a known tool."""
     given = {arg.name.text for arg in step.args}
     for arg in step.args:
         if arg.name.text not in tool.params:
@@ -54,6 +55,8 @@ def check_arguments(step: ast.Step, tool: Tool, piped: bool, report: Report) -> 
             hint += f"; `{tool.pipe}` can also come from a pipe: `... |> {tool.name}(...)`"
         report("E202", f"`{tool.name}` is missing the required argument{'s' if len(missing) > 1 else ''} {names}",
                step.tool, hints=[hint])
+    if tool.name == "agent" and registry is not None and step.arg("tools") is not None:
+        check_tool_patterns(step.arg("tools").value, registry, report)
     for group in tool.one_of:
         present = [param for param in group if param in given]
         if len(present) != 1:
@@ -62,6 +65,20 @@ def check_arguments(step: ast.Step, tool: Tool, piped: bool, report: Report) -> 
             node = step.tool if not present else step.arg(present[1]).name
             report("E303", f"`{tool.name}` {problem} {options}: it takes exactly one", node,
                    hints=[f"keep exactly one of {options}"])
+
+
+def check_tool_patterns(value: ast.Expr, registry: Registry, report: Report) -> None:
+    """E208: an `agent`'s `tools` pattern (`linear__*`) that matches no tool of the registry."""
+    if not isinstance(value, ast.ListExpr):
+        return
+    names = sorted(registry.tools)
+    for item in value.items:
+        pattern = item.text if isinstance(item, ast.String) else None
+        if pattern is not None and not fnmatch.filter(names, pattern):
+            close = difflib.get_close_matches(pattern.rstrip("*"), names, n=3, cutoff=0.5)
+            hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"] if close else []
+            report("E208", f"the tool pattern `{pattern}` matches no tool", item,
+                   hints=hints + ["a pattern is a tool name, or a name with `*` like `linear__*`"])
 
 
 def name_parameters(diagnostic: Diagnostic, text: str, registry: Registry) -> Diagnostic:

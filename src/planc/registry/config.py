@@ -5,6 +5,7 @@ pyproject-based tools do; `--config` names it directly. Every problem is a
 `ConfigError` naming the file, the line where the offending table or key is,
 and what is wrong: TOML syntax, an unknown key, a schema that is not JSON
 Schema, a `pipe` or `required` naming no parameter, a reserved name.
+The tools of declared MCP servers come from `planc.lock.json` beside the file (lock.py).
 """
 
 from __future__ import annotations
@@ -101,6 +102,10 @@ class _Reader:
         mcp = self.tables(data, "mcp")
         for name, table in mcp.items():
             self.server(name, table)
+        from planc.registry.lock import load_locked_tools  # here: lock.py imports ConfigError from this module
+
+        for name, tool in load_locked_tools(self.path, mcp).items():
+            tools.setdefault(name, tool)
         models = self.tables(data, "models")
         for name, table in models.items():
             self.only(table, MODEL_KEYS, f"models.{name}", f"model `{name}`")
@@ -147,10 +152,25 @@ class _Reader:
         pipe = self.param_name(table.get("pipe"), params, where, "pipe")
         bound = self.param_name(table.get("returns_at_most"), params, where, "returns_at_most")
         returns = self.schema(table["returns"], where, "returns", f"`returns` of `{name}`") if "returns" in table else None
+        provider = self.text(table.get("provider", ""), where, "provider")
+        if "params" not in table and provider.startswith("python:"):
+            return self.python_tool(name, provider, where)
         return Tool(name=name, params=params, required=required, pipe=pipe, returns=returns, returns_at_most=bound,
                     effects=self.effects(table.get("effects", {}), where), cost=self.cost(table.get("cost", {}), where),
                     description=self.text(table.get("description", ""), where, "description"),
-                    provider=self.text(table.get("provider", ""), where, "provider"))
+                    provider=provider)
+
+    def python_tool(self, name: str, provider: str, where: str) -> Tool:
+        """A tool whose parameters come from its `@planc.tool` function: the one case that imports it."""
+        from planc.registry.python_tools import load_function_tool
+
+        if provider.count(":") != 2:
+            self.fail(f"`provider = {provider!r}` must be \"python:module:function\"", where, "provider")
+        try:
+            return load_function_tool(provider, name)
+        except Exception as error:  # whatever importing user code raises, the config names it
+            self.fail(f"cannot load `{provider}` to read its parameters: {type(error).__name__}: {error}",
+                      where, "provider")
 
     def plan(self, name: str, table: dict) -> Tool:
         where = f"plans.{name}"

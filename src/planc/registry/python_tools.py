@@ -1,0 +1,116 @@
+"""Python functions as tools: `@planc.tool` derives a Tool from the function's type hints.
+
+    @planc.tool(read_only=True, deterministic=True, pipe="items")
+    def summarize(items: list[dict], style: Literal["bullets", "prose"] = "bullets") -> str: ...
+
+Parameters and the result get JSON Schemas from their annotations (str, int,
+float, bool, None, list[...], dict[...], Optional/unions, Literal, TypedDict);
+a parameter with a default is optional. planc.toml refers to the function as
+`provider = "python:module:function"`; when it declares the tool's `params`
+itself, checking a plan never imports the module.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import importlib
+import inspect
+import types
+import typing
+from collections.abc import Callable
+
+from planc.registry.tool import Cost, Effects, Tool
+
+MARK = "__planc_tool__"
+
+
+def tool(function: Callable | None = None, *, name: str | None = None, pipe: str | None = None,
+         returns_at_most: str | None = None, read_only: bool = False, deterministic: bool = False,
+         idempotent: bool = False, destructive: bool | None = None, open_world: bool = True,
+         usd: float = 0.0, latency_ms: float = 0.0):
+    """Declare a Python function as a planc tool (usable bare, `@tool`, or with options).
+
+    A read-only tool is not destructive unless it says so.
+    """
+    def declare(function: Callable) -> Callable:
+        effects = Effects(read_only=read_only, deterministic=deterministic, idempotent=idempotent,
+                          destructive=(not read_only) if destructive is None else destructive,
+                          open_world=open_world)
+        setattr(function, MARK, tool_from_function(function, name=name, pipe=pipe, returns_at_most=returns_at_most,
+                                                   effects=effects, cost=Cost(usd=usd, latency_ms=latency_ms)))
+        return function
+
+    return declare(function) if function is not None else declare
+
+
+def tool_from_function(function: Callable, *, name: str | None = None, pipe: str | None = None,
+                       returns_at_most: str | None = None, effects: Effects = Effects(),
+                       cost: Cost = Cost()) -> Tool:
+    """The Tool a function declares through its signature and type hints."""
+    hints = typing.get_type_hints(function, include_extras=False)
+    signature = inspect.signature(function)
+    params, required = {}, []
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        schema = schema_of(hints.get(param.name, typing.Any))
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+        elif _json_value(param.default):
+            schema = {**schema, "default": param.default}
+        params[param.name] = schema
+    for option, value in (("pipe", pipe), ("returns_at_most", returns_at_most)):
+        if value is not None and value not in params:
+            raise TypeError(f"{function.__qualname__}: `{option}={value!r}` names no parameter")
+    returns = schema_of(hints["return"]) if "return" in hints else None
+    qualified = f"python:{function.__module__}:{function.__qualname__}"
+    return Tool(name=name or function.__name__, params=params, required=tuple(required), pipe=pipe,
+                returns=returns or None, returns_at_most=returns_at_most, effects=effects, cost=cost,
+                description=inspect.getdoc(function) or "", provider=qualified)
+
+
+def schema_of(annotation) -> dict:
+    """The JSON Schema for a type annotation; `{}` (anything) where there is none to give.
+
+    >>> schema_of(list[int])
+    {'type': 'array', 'items': {'type': 'integer'}}
+    >>> schema_of(typing.Optional[str])
+    {'anyOf': [{'type': 'string'}, {'type': 'null'}]}
+    """
+    simple = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null",
+              list: "array", dict: "object"}
+    if annotation in simple:
+        return {"type": simple[annotation]}
+    origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal:
+        return {"enum": list(arguments)}
+    if origin in (typing.Union, types.UnionType):
+        return {"anyOf": [schema_of(argument) for argument in arguments]}
+    if origin in (list, tuple, set, frozenset, collections.abc.Sequence):
+        items = schema_of(arguments[0]) if arguments else {}  # tuple[int, ...] and list[int] alike
+        return {"type": "array", "items": items} if items else {"type": "array"}
+    if origin is dict:
+        values = schema_of(arguments[1]) if len(arguments) == 2 else {}
+        return {"type": "object", "additionalProperties": values} if values else {"type": "object"}
+    if typing.is_typeddict(annotation):
+        hints = typing.get_type_hints(annotation)
+        return {"type": "object", "properties": {key: schema_of(value) for key, value in hints.items()},
+                "required": sorted(annotation.__required_keys__)}
+    return {}
+
+
+def load_function_tool(provider: str, name: str) -> Tool:
+    """The Tool declared by the `@tool` function that `provider` ("python:module:function") names."""
+    _, module_name, qualname = provider.split(":", 2)
+    target = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    declared = getattr(target, MARK, None) or tool_from_function(target)
+    return Tool(**{**{field: getattr(declared, field) for field in _FIELDS}, "name": name})
+
+
+_FIELDS = [field.name for field in Tool.__attrs_attrs__]
+
+
+def _json_value(value) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool, list, dict))

@@ -1,0 +1,148 @@
+"""planc.toml: loading, its errors, and the resolve checks a registry makes possible."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import planc
+from planc.cli import main
+from planc.registry import ConfigError, find_config, load_registry, registry_from_text
+
+TOML = '''
+[tools.search]
+description = "Full-text search over incidents"
+provider = "python:incidents.tools:search"
+pipe = "query"
+params = { query = { type = "string" }, limit = { type = "integer", minimum = 1, default = 20 } }
+required = ["query"]
+returns = { type = "array", items = { type = "object", properties = { id = { type = "string" } } } }
+returns_at_most = "limit"
+effects = { read_only = true, deterministic = true, idempotent = true, destructive = false, open_world = false }
+cost = { usd = 0.0, latency_ms = 40 }
+
+[tools.summarize]
+pipe = "items"
+params = { items = { type = "array" }, style = { enum = ["bullets", "prose"] } }
+required = ["items"]
+
+[tools.notify]
+params = { channel = { type = "string" }, text = { type = "string" } }
+required = ["channel", "text"]
+'''
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return registry_from_text(TOML, Path("planc.toml"))
+
+
+def found(text, registry):
+    return [(d.code, d.span.start.line, d.span.start.column, d.span.text(text))
+            for d in planc.check(text, registry=registry).diagnostics]
+
+
+def test_the_design_example_loads(registry):
+    search = registry.tools["search"]
+    assert search.pipe == "query" and search.returns_at_most == "limit" and search.required == ("query",)
+    assert search.effects.read_only and not search.effects.destructive and search.cost.latency_ms == 40
+    notify = registry.tools["notify"]
+    assert notify.effects.destructive and notify.effects.open_world and not notify.effects.read_only
+
+
+def test_a_valid_plan_has_no_diagnostics(registry):
+    assert found('search(query: "x", limit: 5) |> summarize(style: "bullets")', registry) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('serch(query: "x")', [("E200", 1, 1, "serch")]),
+    ('search(querry: "x")', [("E202", 1, 1, "search"), ("E201", 1, 8, "querry")]),
+    ('summarize(style: "prose")', [("E202", 1, 1, "summarize")]),
+    ('search(query: "a") |> notify(channel: "#x", text: "y")', [("E209", 1, 23, "notify")]),
+    ('search(query: "a") |> summarize(items: [], style: "prose")', [("E209", 1, 33, "items")]),
+    ('search(query: "a") |> filter(over: [1], where: x > 1, infer: "y")', [("E209", 1, 30, "over"),
+                                                                           ("E303", 1, 55, "infer")]),
+    ('decide(then: { search(query: "a") })', [("E303", 1, 1, "decide")]),
+])
+def test_signature_errors_point_at_the_name(registry, text, expected):
+    assert found(text, registry) == expected
+
+
+def test_hints_name_the_closest_tool_and_parameter(registry):
+    (unknown,) = planc.check('serch(query: "x")', registry=registry).diagnostics
+    assert "`search`" in unknown.hints[0]
+    misspelled = [d for d in planc.check('search(query: "x", limt: 3)', registry=registry).diagnostics]
+    assert [d.code for d in misspelled] == ["E201"] and "`limit`" in misspelled[0].hints[0]
+
+
+def test_agent_tool_patterns_must_match_a_tool(registry):
+    text = 'agent(prompt: "x", output_schema: {type: "object"}, tools: ["search", "sum*", "linear__*"])'
+    assert found(text, registry) == [("E208", 1, 79, '"linear__*"')]
+
+
+def test_without_a_registry_any_tool_is_accepted():
+    assert planc.check('anything(at: "all")').ok
+
+
+@pytest.mark.parametrize("toml, line, words", [
+    ("[tools.x\n", 1, "not valid TOML"),
+    ("[tools.map]\n", 1, "reserved"),
+    ("[tools.x]\nparams = { a = { type = \"string\" } }\npipe = \"b\"\n", 3, "names no parameter"),
+    ("[tools.x]\nparams = { a = { type = \"strin\" } }\n", 2, "not a valid JSON Schema"),
+    ("[tools.x]\nfoo = 1\n", 2, "unknown key `foo`"),
+    ("[tools.x]\nrequired = [\"a\"]\n", 2, "names no parameter"),
+    ("[tools.x]\neffects = { read_only = \"yes\" }\n", 2, "true or false"),
+    ("[tools.x__y]\n", 1, "`__`"),
+    ("[mcp.git]\ncommand = \"mcp-server-git\"\n", 2, "list of strings"),
+    ("colour = 1\n", None, "unknown key `colour`"),
+])
+def test_a_malformed_planc_toml_says_where_and_what(toml, line, words):
+    with pytest.raises(ConfigError) as error:
+        registry_from_text(toml, Path("planc.toml"))
+    assert error.value.line == line and words in error.value.message
+
+
+def test_the_config_is_found_upward_and_errors_are_clean(tmp_path, monkeypatch):
+    (tmp_path / "planc.toml").write_text(TOML, encoding="utf-8")
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    assert find_config(tmp_path / "deep" / "er") == tmp_path / "planc.toml"
+    monkeypatch.chdir(tmp_path / "deep" / "er")
+    (tmp_path / "deep" / "er" / "p.plan").write_text('serch(query: "x")\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", "--format", "line", "p.plan"])
+    assert result.exit_code == 1 and "E200" in result.output
+    (tmp_path / "bad.toml").write_text("[tools.x\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", "--config", str(tmp_path / "bad.toml"), "p.plan"])
+    assert result.exit_code == 2 and "bad.toml:1" in result.output and "Traceback" not in result.output
+
+
+def test_registry_list_shows_tools_and_effects(tmp_path):
+    (tmp_path / "planc.toml").write_text(TOML, encoding="utf-8")
+    import json
+
+    result = CliRunner().invoke(main, ["registry", "list", "--config", str(tmp_path / "planc.toml"), "--format", "json"])
+    listed = {tool["name"]: tool for tool in json.loads(result.output)["tools"]}
+    assert listed["search"]["effects"]["read_only"] is True and listed["notify"]["required"] == ["channel", "text"]
+    table = CliRunner().invoke(main, ["registry", "list", "--config", str(tmp_path / "planc.toml")])
+    assert table.exit_code == 0 and "summarize" in table.output
+
+
+def test_plans_that_call_each_other_in_a_cycle(tmp_path):
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "planc.toml").write_text(textwrap.dedent('''
+        [plans.a]
+        file = "plans/a.plan"
+        [plans.b]
+        file = "plans/b.plan"
+        params = { limit = { type = "integer", default = 5 } }
+    '''), encoding="utf-8")
+    (tmp_path / "plans" / "a.plan").write_text("plan__b(limit: 3)\n", encoding="utf-8")
+    (tmp_path / "plans" / "b.plan").write_text("plan__a()\n", encoding="utf-8")
+    registry = load_registry(tmp_path / "planc.toml")
+    (e210,) = planc.check("plan__a()", registry=registry).diagnostics
+    assert e210.code == "E210" and "a -> b -> a" in e210.message
+    (tmp_path / "plans" / "b.plan").write_text("reshape(value: 1)\n", encoding="utf-8")
+    assert planc.check("plan__a()", registry=load_registry(tmp_path / "planc.toml")).ok
+    assert [d.code for d in planc.check("plan__b(limt: 1)", registry=registry).diagnostics] == ["E201"]
