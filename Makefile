@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/planc check examples/incidents/triage.plan
+	$(BIN)/planc check --config examples/incidents/planc.toml examples/incidents/triage.plan
 	$(BIN)/planc show examples/incidents/triage.plan
 
 test: $(STAMP)

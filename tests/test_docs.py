@@ -28,6 +28,9 @@ def test_every_code_has_a_section(code):
     assert f"\n## {code}\n" in (ROOT / "docs" / "diagnostics.md").read_text(encoding="utf-8")
 
 
-def test_embedded_example_checks_clean():
+def test_embedded_example_checks_clean_against_its_registry():
+    from planc.registry import load_registry
+
+    registry = load_registry(ROOT / "examples" / "incidents" / "planc.toml")
     source = (ROOT / "examples" / "incidents" / "triage.plan").read_text(encoding="utf-8")
-    assert planc.check(source).ok
+    assert planc.check(source, registry=registry).diagnostics == ()
