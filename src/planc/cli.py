@@ -44,7 +44,7 @@ def main() -> None:
     """planc: a compiler toolchain for agent plans."""
 
 
-def _registry(config: str | None):
+def _registry(config: str | None, locked: bool = True):
     """The registry of `--config`, or of the nearest planc.toml above the working directory, or None."""
     from planc.registry.config import ConfigError, find_config, load_registry
 
@@ -52,7 +52,7 @@ def _registry(config: str | None):
     if path is None:
         return None
     try:
-        return load_registry(path)
+        return load_registry(path, locked=locked)
     except ConfigError as error:
         raise UsageError(str(error)) from None
 
@@ -196,6 +196,30 @@ def registry_list_command(config: str | None, output_format: str) -> None:
         click.echo(json.dumps(registry_json(registry), indent=2, ensure_ascii=False))
     else:
         _console().print(registry_table(registry))
+
+
+@registry_group.command("sync")
+@CONFIG_OPTION
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+              help="Seconds each MCP server has to start and list its tools.")
+def registry_sync_command(config: str | None, timeout: float) -> None:
+    """Ask each MCP server for its tools and write planc.lock.json. Exit 1 if a server failed."""
+    from planc.registry.mcp_sync import SyncError, sync
+
+    registry = _registry(config, locked=False)  # the lock is what is being rewritten: it may be stale or broken
+    if registry is None:
+        raise UsageError("no planc.toml here or above; name one with --config")
+    try:
+        result = sync(registry, timeout=timeout)
+    except SyncError as error:
+        raise UsageError(str(error)) from None
+    for server, count in result.counts.items():
+        click.echo(f"{server}: {count} tool{'s' if count != 1 else ''} locked")
+    for failure in result.failures:
+        kept = " (its earlier lock entry is kept)" if failure.server in result.kept else ""
+        click.echo(f"error: {failure}{kept}", err=True)
+    click.echo(f"wrote {result.path}")
+    sys.exit(1 if result.failures else 0)
 
 
 @main.command("corpus")

@@ -46,28 +46,28 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
-def load_registry(path: Path) -> Registry:
-    """The Registry that `path` declares."""
+def load_registry(path: Path, *, locked: bool = True) -> Registry:
+    """The Registry that `path` declares; `locked=False` leaves out the MCP tools of the lock."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError(path, None, f"cannot read it: {error.strerror}") from None
-    return registry_from_text(text, path)
+    return registry_from_text(text, path, locked=locked)
 
 
-def registry_from_text(text: str, path: Path) -> Registry:
+def registry_from_text(text: str, path: Path, *, locked: bool = True) -> Registry:
     """The Registry declared by `text`, reported as if read from `path` (which need not exist)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         found = re.search(r"\(at line (\d+)", str(error))
         raise ConfigError(path, int(found.group(1)) if found else None, f"not valid TOML: {error}") from None
-    return _Reader(path, text).registry(data)
+    return _Reader(path, text, locked).registry(data)
 
 
 class _Reader:
-    def __init__(self, path: Path, text: str) -> None:
-        self.path, self.lines = path, text.split("\n")
+    def __init__(self, path: Path, text: str, locked: bool = True) -> None:
+        self.path, self.lines, self.locked = path, text.split("\n"), locked
 
     def fail(self, message: str, table: str | None = None, key: str | None = None):
         raise ConfigError(self.path, self.line_of(table, key), message)
@@ -102,10 +102,11 @@ class _Reader:
         mcp = self.tables(data, "mcp")
         for name, table in mcp.items():
             self.server(name, table)
-        from planc.registry.lock import load_locked_tools  # here: lock.py imports ConfigError from this module
+        if self.locked:  # the MCP tools, as planc.lock.json beside this file has them
+            from planc.registry.lock import load_locked_tools  # here: lock.py imports ConfigError from this module
 
-        for name, tool in load_locked_tools(self.path, mcp).items():
-            tools.setdefault(name, tool)
+            for name, tool in load_locked_tools(self.path, mcp).items():
+                tools.setdefault(name, tool)
         models = self.tables(data, "models")
         for name, table in models.items():
             self.only(table, MODEL_KEYS, f"models.{name}", f"model `{name}`")

@@ -1,0 +1,168 @@
+"""`planc.lock.json`: the MCP servers' tools as last synced, and the Tools planc makes of them.
+
+`planc registry sync` (mcp_sync.py) writes the lock; `planc check` reads it, so MCP tools
+resolve offline, without starting a server (DESIGN section 5). The format, version 1:
+
+    {"format": "planc.lock", "version": 1,
+     "servers": {NAME: {"command": [...],
+                        "tools": {TOOL: {"description", "input_schema", "output_schema",
+                                         "annotations", "hash"}}}}}
+
+`hash` is the sha256 of the tool's canonical JSON (see `tool_hash`); a lock whose hash does not
+match its entry was edited by hand and is refused, as is any other malformed lock.
+
+Each locked tool TOOL of a server NAME declared in planc.toml becomes the Tool `NAME__TOOL`:
+
+>>> schema = {"type": "object", "properties": {"max_count": {"type": "integer"}}, "required": []}
+>>> log = entry("git_log", "Show the log", schema, None, {"readOnlyHint": True})
+>>> lock = {"format": "planc.lock", "version": 1, "servers": {"git": {"command": ["g"], "tools": {"git_log": log}}}}
+>>> checked = check_lock(lock, Path("planc.lock.json"))
+>>> tool = locked_tools(checked, {"git": {"trust_annotations": True}})["git__git_log"]
+>>> tool.provider, list(tool.params), tool.required, tool.returns
+('mcp:git', ['max_count'], (), None)
+>>> tool.effects.read_only, tool.effects.destructive, tool.effects.open_world, tool.effects.deterministic
+(True, False, True, False)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from planc.registry.config import ConfigError
+from planc.registry.tool import Effects, Tool
+
+LOCK_NAME = "planc.lock.json"
+LOCK_FORMAT = "planc.lock"
+LOCK_VERSION = 1
+ENTRY_KEYS = ("description", "input_schema", "output_schema", "annotations")
+
+# MCP's own defaults for a hint the server leaves out (the conservative side), and the Effects
+# flag each hint sets. Determinism has no hint: it is never inferred.
+HINTS = {"readOnlyHint": ("read_only", False), "destructiveHint": ("destructive", True),
+         "idempotentHint": ("idempotent", False), "openWorldHint": ("open_world", True)}
+
+
+def lock_path(config: Path) -> Path:
+    """Where the lock of the planc.toml `config` is: beside it."""
+    return config.with_name(LOCK_NAME)
+
+
+def canonical_json(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def tool_hash(name: str, entry: Mapping) -> str:
+    """sha256 over the canonical JSON (sorted keys, no spaces, UTF-8) of the tool's name and entry."""
+    data = {"name": name, **{key: entry.get(key) for key in ENTRY_KEYS}}
+    return "sha256:" + hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+
+
+def entry(name: str, description, input_schema, output_schema, annotations) -> dict:
+    """The lock entry of the tool `name`, with its hash."""
+    data = {"description": description, "input_schema": input_schema, "output_schema": output_schema,
+            "annotations": annotations}
+    return {**data, "hash": tool_hash(name, data)}
+
+
+def load_locked_tools(config: Path, servers: Mapping[str, Mapping]) -> dict[str, Tool]:
+    """The Tools of the declared `servers` in the lock beside `config`; none if there is no lock."""
+    path = lock_path(config)
+    if not servers or not path.is_file():
+        return {}
+    return locked_tools(read_lock(path), servers)
+
+
+def read_lock(path: Path) -> dict:
+    """The lock at `path`, checked: a ConfigError says what is wrong with it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(path, None, f"cannot read it: {getattr(error, 'strerror', None) or error}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(path, error.lineno, f"not valid JSON: {error.msg}; run `planc registry sync`") from None
+    return check_lock(data, path)
+
+
+def check_lock(data, path: Path) -> dict:
+    def fail(message: str):
+        raise ConfigError(path, None, f"{message}; run `planc registry sync` to write it anew")
+
+    if not isinstance(data, dict) or data.get("format") != LOCK_FORMAT:
+        fail(f"not a planc lock file (`format` must be \"{LOCK_FORMAT}\")")
+    if data.get("version") != LOCK_VERSION:
+        fail(f"lock version {data.get('version')!r} is not one this planc reads (version {LOCK_VERSION})")
+    servers = data.get("servers")
+    if not isinstance(servers, dict):
+        fail("`servers` must be an object")
+    for server, locked in servers.items():
+        if not isinstance(locked, dict) or not isinstance(locked.get("tools"), dict):
+            fail(f"server `{server}` must be an object with `tools`")
+        for name, tool in locked["tools"].items():
+            where = f"tool `{name}` of server `{server}`"
+            if not isinstance(tool, dict):
+                fail(f"{where} must be an object")
+            for key, kinds in (("description", (str, type(None))), ("input_schema", (dict,)),
+                               ("output_schema", (dict, type(None))), ("annotations", (dict, type(None))),
+                               ("hash", (str,))):
+                if not isinstance(tool.get(key), kinds):
+                    fail(f"{where} has no valid `{key}`")
+            if tool["hash"] != tool_hash(name, tool):
+                fail(f"{where} does not match its hash: the lock was edited")
+    return data
+
+
+def locked_tools(lock: Mapping, servers: Mapping[str, Mapping]) -> dict[str, Tool]:
+    """The Tools of the declared `servers` (name -> [mcp.NAME] table); a server not in the lock has none."""
+    tools = {}
+    for server in sorted(servers):
+        locked = lock["servers"].get(server)
+        if locked is None:
+            continue
+        trust = servers[server].get("trust_annotations", False) is True
+        for name in sorted(locked["tools"]):
+            tool = to_tool(server, name, locked["tools"][name], trust)
+            tools[tool.name] = tool
+    return tools
+
+
+def to_tool(server: str, name: str, locked: Mapping, trust: bool) -> Tool:
+    schema = locked["input_schema"]
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    params = {param: (value if isinstance(value, dict) else {}) for param, value in properties.items()}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    return Tool(name=f"{server}__{name}", params=params,
+                required=tuple(param for param in required if param in params),
+                returns=locked["output_schema"], effects=effects(locked["annotations"], trust),
+                description=locked["description"] or "", provider=f"mcp:{server}")
+
+
+def effects(annotations: Mapping | None, trust: bool) -> Effects:
+    """Effects from MCP annotations when they are trusted, else the conservative defaults.
+
+    A missing hint takes MCP's default: not read-only, destructive, not idempotent, open-world.
+    MCP defines destructiveHint and idempotentHint only for tools that are not read-only, so a
+    read-only tool that leaves them out is not destructive and is idempotent.
+
+    >>> effects({"readOnlyHint": False}, trust=True)
+    Effects(read_only=False, deterministic=False, idempotent=False, destructive=True, open_world=True)
+    >>> effects({"readOnlyHint": True}, trust=True)
+    Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=True)
+    >>> effects({"readOnlyHint": True}, trust=False) == Effects()
+    True
+    """
+    if not trust:
+        return Effects()
+    annotations = annotations or {}
+    read_only = annotations.get("readOnlyHint") is True
+    flags = {}
+    for hint, (flag, default) in HINTS.items():
+        if flag in ("destructive", "idempotent") and read_only:
+            default = flag == "idempotent"
+        value = annotations.get(hint)
+        flags[flag] = value if isinstance(value, bool) else default
+    return Effects(**flags)

@@ -1,0 +1,186 @@
+"""`planc registry sync`: ask each declared MCP server for its tools and write `planc.lock.json`.
+
+Each `[mcp.NAME]` server is started over stdio with the official `mcp` SDK (imported here only,
+so planc works without it until a sync is asked for), in the folder of planc.toml, with its
+`env` over a minimal inherited environment. planc initialises the session, lists the tools
+(every page) and stops the server. Servers run concurrently, each within `timeout` seconds.
+
+A server that cannot be started, fails, or does not answer in time is a `ServerFailure` naming
+it and its command; its earlier entry in the lock, if any, is kept (what was approved stays
+approved) and the other servers are still synced. Servers no longer declared are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from planc.registry.config import ConfigError
+from planc.registry.lock import LOCK_FORMAT, LOCK_VERSION, entry, lock_path, read_lock
+from planc.registry.registry import Registry
+
+TIMEOUT_S = 30.0
+
+
+class SyncError(Exception):
+    """A sync that cannot happen at all: no MCP SDK, or a lock that cannot be written."""
+
+
+@attrs.frozen
+class ServerFailure:
+    server: str
+    command: tuple[str, ...]
+    message: str
+
+    def __str__(self) -> str:
+        return f"MCP server `{self.server}` (`{shlex.join(self.command)}`): {self.message}"
+
+
+@attrs.frozen
+class SyncResult:
+    path: Path  # the lock written
+    counts: Mapping[str, int]  # server -> tools locked, for each server that answered
+    failures: tuple[ServerFailure, ...]
+    kept: tuple[str, ...] = ()  # failed servers whose earlier lock entry was kept
+
+
+def sync(registry: Registry, timeout: float = TIMEOUT_S) -> SyncResult:
+    """List every declared server's tools and write the lock beside `registry.source`."""
+    try:
+        import anyio
+        import mcp  # noqa: F401
+    except ImportError:
+        raise SyncError("`planc registry sync` needs the MCP SDK: pip install 'planc[mcp]'") from None
+    assert registry.source is not None, "sync needs a registry loaded from a planc.toml"
+    path = lock_path(registry.source)
+    previous = _previous(path)
+    folder = registry.source.parent
+    listed: dict[str, dict | ServerFailure] = {}
+
+    async def one(name: str) -> None:
+        listed[name] = await _list_server(name, registry.mcp[name], folder, timeout)
+
+    async def all_servers() -> None:
+        async with anyio.create_task_group() as group:
+            for name in sorted(registry.mcp):
+                group.start_soon(one, name)
+
+    anyio.run(all_servers)
+    servers, counts, failures, kept = {}, {}, [], []
+    for name in sorted(listed):
+        outcome = listed[name]
+        if isinstance(outcome, ServerFailure):
+            failures.append(outcome)
+            if name in previous:
+                servers[name] = previous[name]
+                kept.append(name)
+        else:
+            servers[name] = {"command": list(registry.mcp[name]["command"]), "tools": outcome}
+            counts[name] = len(outcome)
+    try:
+        write_lock(path, {"format": LOCK_FORMAT, "version": LOCK_VERSION, "servers": servers})
+    except OSError as error:
+        raise SyncError(f"{path}: cannot write it: {error.strerror or error}") from None
+    return SyncResult(path=path, counts=counts, failures=tuple(failures), kept=tuple(kept))
+
+
+def _previous(path: Path) -> dict:
+    """The servers of the lock being replaced; none if there is none or it is broken."""
+    try:
+        return read_lock(path)["servers"] if path.is_file() else {}
+    except ConfigError:
+        return {}
+
+
+def write_lock(path: Path, lock: dict) -> None:
+    """Write `lock` deterministically (sorted keys, two-space indent, final newline), atomically."""
+    text = json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    handle, temporary = tempfile.mkstemp(prefix=".planc.lock.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # as an ordinary file: mkstemp's are private
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+async def _list_server(name: str, table: Mapping, folder: Path, timeout: float) -> dict | ServerFailure:
+    """Tool name -> lock entry for the server `name`, or what went wrong."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    command = tuple(table["command"])
+
+    def failure(message: str) -> ServerFailure:
+        return ServerFailure(server=name, command=command, message=message)
+
+    env = table.get("env", {})
+    if not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+        return failure("`env` must be a table of strings, like { GIT_DIR = \".git\" }")
+    parameters = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(env) or None,
+                                       cwd=str(folder))
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:  # the server's stderr
+        try:
+            with anyio.fail_after(timeout):
+                async with stdio_client(parameters, errlog=errlog) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        await session.initialize()
+                        tools = await _all_tools(session)
+        except Exception as error:  # noqa: BLE001 - any failure of a server is reported, not raised
+            return failure(_describe(error, command[0], timeout) + _tail(errlog))
+    return {tool["name"]: entry(tool["name"], tool.get("description"), tool.get("inputSchema") or {"type": "object"},
+                                tool.get("outputSchema"), tool.get("annotations"))
+            for tool in sorted(tools, key=lambda tool: tool["name"])}
+
+
+async def _all_tools(session) -> list[dict]:
+    """Every tool the server lists, following pagination, as wire-format JSON (camelCase keys)."""
+    tools, result = [], await session.list_tools()
+    while True:
+        tools += [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in result.tools]
+        cursor = getattr(result, "next_cursor", None) or getattr(result, "nextCursor", None)
+        if not cursor:
+            return tools
+        from mcp.types import PaginatedRequestParams
+
+        result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
+
+
+def _describe(error: BaseException, program: str, timeout: float) -> str:
+    """One line for an exception, looking inside exception groups (anyio task groups raise them)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if isinstance(error, TimeoutError):
+        return f"no answer within {timeout:g} s"
+    if isinstance(error, FileNotFoundError):
+        return f"cannot start it: `{program}` not found"
+    if isinstance(error, PermissionError):
+        return f"cannot start it: `{program}` is not executable"
+    if isinstance(error, OSError) and error.strerror:
+        return f"cannot start it: {error.strerror}"
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
+def _tail(errlog, lines: int = 5) -> str:
+    """The last lines the server wrote on its standard error, if any."""
+    try:
+        errlog.flush()
+        errlog.seek(0)
+        text = errlog.read().strip()
+    except OSError:
+        return ""
+    if not text:
+        return ""
+    return "\n  stderr: " + "\n  stderr: ".join(text.splitlines()[-lines:])
