@@ -58,6 +58,7 @@ def make_plan(rng: random.Random, tools: list[dict]) -> str:
             fargs = ", ".join(f"{name}: {literal}" for name, (_, literal) in follower["params"].items())
             line += f"\n  |> {follower['name']}({fargs})"
             made += 1
+            tool = follower  # the filter below reads the fields of the last result
         if made < STEPS and made > 2 and rng.random() < 0.3:
             field = rng.choice(tool["fields"])
             line += f"\n  |> filter(where: {field} != null)"

@@ -63,8 +63,8 @@ def test_a_valid_plan_has_no_diagnostics(registry):
     ('summarize(style: "prose")', [("E202", 1, 1, "summarize")]),
     ('search(query: "a") |> notify(channel: "#x", text: "y")', [("E209", 1, 23, "notify")]),
     ('search(query: "a") |> summarize(items: [], style: "prose")', [("E209", 1, 33, "items")]),
-    ('search(query: "a") |> filter(over: [1], where: x > 1, infer: "y")', [("E209", 1, 30, "over"),
-                                                                           ("E303", 1, 55, "infer")]),
+    ('search(query: "a") |> filter(over: [{x: 2}], where: x > 1, infer: "y")', [("E209", 1, 30, "over"),
+                                                                           ("E303", 1, 60, "infer")]),
     ('decide(then: { search(query: "a") })', [("E303", 1, 1, "decide")]),
 ])
 def test_signature_errors_point_at_the_name(registry, text, expected):

@@ -9,13 +9,15 @@ from planc.gc_pause import gc_paused
 from planc.passes.context import CheckContext
 from planc.passes.resolve import Resolution, resolve
 from planc.passes.signatures import name_parameters
+from planc.passes.types import Typing, types
 from planc.registry.registry import Registry
 from planc.syntax.ast import Plan
 from planc.syntax.extract import extract
 from planc.syntax.parser import parse
 
-# The passes, in the order they run. Each is `pass(plan, context) -> (facts, diagnostics)`.
-PASSES = (resolve,)
+# The passes, in the order they run. Each is `pass(plan, context) -> (facts, diagnostics)`;
+# a pass finds the facts of the passes before it in `context.facts`, by pass name.
+PASSES = (resolve, types)
 
 
 @attrs.frozen
@@ -24,6 +26,7 @@ class CheckResult:
     plan: Plan | None
     diagnostics: tuple[Diagnostic, ...]
     resolution: Resolution | None = None
+    typing: Typing | None = None
 
     @property
     def ok(self) -> bool:
@@ -57,10 +60,10 @@ def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResul
             diagnostics = [name_parameters(d, text, context.registry) if d.code == "E102" else d for d in diagnostics]
         return CheckResult(source, None, tuple(diagnostics))
     diagnostics = list(parsed.diagnostics)
-    facts = {}
     for run_pass in PASSES:
         result, found = run_pass(parsed.plan, context)
-        facts[run_pass.__name__] = result
+        context = attrs.evolve(context, facts={**context.facts, run_pass.__name__: result})
         diagnostics.extend(found)
     diagnostics.sort(key=sort_key)
-    return CheckResult(source, parsed.plan, tuple(diagnostics), resolution=facts["resolve"])
+    facts = context.facts
+    return CheckResult(source, parsed.plan, tuple(diagnostics), resolution=facts["resolve"], typing=facts["types"])

@@ -13,7 +13,13 @@ The header names the case (`[extract]` after the name checks it as a model
 reply, as `planc check --extract` does). The input runs to the last `---`
 line; after it comes `ok`, or one `CODE line:column` per expected diagnostic.
 A case passes when the diagnostics are exactly those. The category of a case
-is the name of its file.
+is the name of its file, relative to the corpus directory (`registry/types`).
+
+A case is checked against the registry of the `planc.toml` in its file's
+folder, or in the nearest folder above it within the corpus directory; with
+none there, only the control steps are known (as `planc check` without a
+registry). So `corpus/registry/planc.toml` declares the tools of the cases
+under `corpus/registry/`, and the cases directly in `corpus/` have none.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from pathlib import Path
 import attrs
 
 from planc.check import check
+from planc.registry import ConfigError, Registry, load_registry
+from planc.registry.config import CONFIG_NAME
 
 HEADER = re.compile(r"^={3,}\n(?P<name>[^\n]*)\n={3,}\n", re.MULTILINE)
 EXPECTATION = re.compile(r"(?P<code>[EWN]\d{3}) (?P<line>\d+):(?P<column>\d+)")
@@ -42,6 +50,7 @@ class Case:
     expected: tuple[tuple[str, int, int], ...]  # empty: accepted
     extract: bool
     location: str  # file:line of the header
+    registry: Registry | None = None  # from the nearest planc.toml within the corpus
 
 
 @attrs.frozen
@@ -59,10 +68,26 @@ def load_cases(directory: Path) -> list[Case]:
     files = sorted(directory.rglob("*.txt"))
     if not files:
         raise CorpusError(f"no corpus files (*.txt) under {directory}")
-    return [case for file in files for case in _cases(file, directory)]
+    registries: dict[Path, Registry | None] = {}
+    return [case for file in files for case in _cases(file, directory, _registry(file.parent, directory, registries))]
 
 
-def _cases(file: Path, root: Path) -> list[Case]:
+def _registry(folder: Path, root: Path, loaded: dict) -> Registry | None:
+    """The registry of the nearest planc.toml in `folder` or above it, up to `root`; None without one."""
+    if folder not in loaded:
+        config = folder / CONFIG_NAME
+        if config.is_file():
+            try:
+                loaded[folder] = load_registry(config)
+            except ConfigError as error:
+                raise CorpusError(str(error)) from None
+        else:
+            inside = folder != root and root in folder.parents
+            loaded[folder] = _registry(folder.parent, root, loaded) if inside else None
+    return loaded[folder]
+
+
+def _cases(file: Path, root: Path, registry: Registry | None) -> list[Case]:
     with open(file, encoding="utf-8", newline="") as handle:  # CRLF cases stay CRLF
         text = handle.read()
     category = str(file.relative_to(root).with_suffix(""))
@@ -82,7 +107,7 @@ def _cases(file: Path, root: Path) -> list[Case]:
         name = header.group("name").strip()
         extract = name.endswith("[extract]")
         cases.append(Case(category, name.removesuffix("[extract]").strip(), source,
-                          _expected(expectation, where), extract, where))
+                          _expected(expectation, where), extract, where, registry))
     return cases
 
 
@@ -102,7 +127,7 @@ def _expected(text: str, where: str) -> tuple:
 
 
 def run_case(case: Case) -> Outcome:
-    result = check(case.source, extract_plan=case.extract)
+    result = check(case.source, extract_plan=case.extract, registry=case.registry)
     found = tuple((d.code, d.span.start.line, d.span.start.column) for d in result.diagnostics)
     return Outcome(case, found)
 

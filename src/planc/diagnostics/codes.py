@@ -8,6 +8,8 @@ Codes are stable and never reused.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 
 
@@ -18,6 +20,29 @@ class Code:
     explanation: str
     example: str  # a plan (or a model reply, with `extract`) that reports this code
     extract: bool = False
+    registry: str | None = None  # the planc.toml the example is checked against, when it calls tools
+
+    def check_example(self):
+        """`planc.check` of the example, against its registry when it has one."""
+        from planc.check import check
+        from planc.registry.config import registry_from_text
+
+        registry = registry_from_text(self.registry, Path("planc.toml")) if self.registry else None
+        return check(self.example, extract_plan=self.extract, registry=registry)
+
+
+# The tools the type examples call.
+INCIDENT_TOOLS = """\
+[tools.search]
+params = { query = { type = "string" }, limit = { type = "integer", minimum = 1, maximum = 100 } }
+required = ["query"]
+returns = { type = "array", items = { type = "object", properties = { id = { type = "string" }, title = { type = "string" }, status = { enum = ["open", "resolved"] } } } }
+effects = { read_only = true }
+
+[tools.notify]
+params = { channel = { type = "string" }, text = { type = "string" } }
+required = ["channel", "text"]
+"""
 
 
 _ALL = [
@@ -65,6 +90,52 @@ _ALL = [
          "`item` and `index` are bound inside the `do` block of `map`, `filter` and `reduce` (and "
          "in `filter`'s `where` and `infer`); `accumulator` only inside `reduce`'s `do` block.",
          'search(query: "outages") |> summarize(text: item.title)'),
+    Code("E300", "argument value does not match the parameter's type",
+         "A literal argument is validated against the JSON Schema of its parameter, and the message "
+         "says in words what was expected and what was found. A reference, a template or a piped "
+         "result is checked by its static type: the `returns` schema of the step it reads and the "
+         "path into it. A type planc does not know (a tool without `returns`, `$args`) passes. "
+         "Comparisons are checked too: `<`, `<=`, `>`, `>=` need two numbers or two strings, and "
+         "`contains` a string or a list on its left.",
+         'search(query: "outages", limit: "ten")', registry=INCIDENT_TOOLS),
+    Code("E301", "unknown field in a reference path",
+         "A reference, a template hole or a bare name in `filter(where: ...)` reads a field that the "
+         "type it reads from does not have; the hint lists the fields that exist. An object schema "
+         "that declares `properties` has only those fields unless it says `additionalProperties`. "
+         "`.length` on a list or a string is its length; on an object it is the field `length`.",
+         'search(query: "outages")\nnotify(channel: "#ops", text: "Top: {$1[0].titel}")',
+         registry=INCIDENT_TOOLS),
+    Code("E302", "condition where a value is expected, or a value where a condition is",
+         "Conditions (`==`, `<`, `contains`, `and`, `or`, `not`) are only allowed as `where` of "
+         "`filter` and `when` of `decide` and `exit`. There, a single reference to a boolean "
+         "(`when: $2.final`) is a condition too, but a string, a list or a number is not: compare "
+         "it, or ask the judge model with `infer: \"...\"`.",
+         'search(query: "outages")\ndecide(when: "there are many", then: { notify(channel: "#ops", text: "{$1.length} open") })',
+         registry=INCIDENT_TOOLS),
+    Code("E303", "invalid control-step input",
+         "A control step's input that cannot work: a one-of group given twice or not at all (both "
+         "`where` and `do` on a `filter`, neither `when` nor `infer` on a `decide`), an agent's "
+         "`output_schema` that is not a JSON Schema of an object, `max_iterations` below 1, or "
+         "`tools: []`.",
+         'agent(prompt: "List the release risks", output_schema: {type: "array", items: {type: "string"}})'),
+    Code("W501", "result of a read-only step is never used",
+         "A step whose tool is declared read-only only produces its result; when no reference, pipe "
+         "or block passes that result on, and it is not the plan's result, the call does nothing.",
+         'search(query: "outages")\nnotify(channel: "#ops", text: "search done")', registry=INCIDENT_TOOLS),
+    Code("W502", "text that looks like another template language's hole",
+         "`{{E0.x}}`, `${{ x }}`, `${x}` and `{E0.title}` are literal text in planc, which writes a "
+         "hole as `{$1.field}`, `{$label.field}` or `{item.field}`. The fix is offered when the planc "
+         "spelling is certain: the text inside is a planc reference or a binding (`{{$1.title}}`, "
+         "`{ item.id }`), or starts with a label the string can read (`{{hits.title}}`). A lone word "
+         "in single braces (`{name}`) is left alone, as a tool may do its own templating; `\\{` "
+         "always writes a literal brace.",
+         'search(query: "outages")\nnotify(channel: "#ops", text: "Top: {{$1[0].title}}")',
+         registry=INCIDENT_TOOLS),
+    Code("W503", "comparison with a value outside the `enum`",
+         "`==` or `!=` compares a value whose type declares an `enum` with a literal that is not one "
+         "of its values, so the comparison is always false (or always true). When the literal "
+         "differs from one value only in case, the fix is that value.",
+         'search(query: "outages") |> filter(where: status == "closed")', registry=INCIDENT_TOOLS),
 ]
 
 CODES: dict[str, Code] = {code.code: code for code in _ALL}
@@ -74,7 +145,6 @@ def render_markdown() -> str:
     """The text of docs/diagnostics.md."""
     from rich.console import Console
 
-    from planc.check import check
     from planc.diagnostics.render_text import render_text
 
     out = [
@@ -86,15 +156,23 @@ def render_markdown() -> str:
         "hints and a fix (a replacement for a span).",
         "",
         "This file is generated from `src/planc/diagnostics/codes.py` by `make docs`; each example below",
-        "is checked by the test suite, and its output is what `planc check example.plan` prints for it.",
+        "is checked by the test suite, and its output is what `planc check example.plan` prints for it",
+        "(with `--config planc.toml` where the example calls tools declared in the `planc.toml` shown).",
         "",
     ]
+    shown: dict[str, str] = {}  # registry text -> the first code whose example uses it
     for code in _ALL:
-        result = check(code.example, extract_plan=code.extract)
+        result = code.check_example()
         console = Console(width=200, no_color=True, force_terminal=False)
         with console.capture() as captured:
             for diagnostic in result.diagnostics:
                 console.print(render_text(diagnostic, result.source, "example.plan"))
-        out += [f"## {code.code}", "", f"**{code.title}**", "", code.explanation, "", "```",
-                code.example.rstrip("\n"), "```", "", "```text", captured.get().rstrip("\n"), "```", ""]
+        out += [f"## {code.code}", "", f"**{code.title}**", "", code.explanation, ""]
+        if code.registry in shown:
+            first = shown[code.registry]
+            out += [f"With the `planc.toml` shown under [{first}](#{first.lower()}).", ""]
+        elif code.registry:
+            shown[code.registry] = code.code
+            out += ["With this `planc.toml`:", "", "```toml", code.registry.rstrip("\n"), "```", ""]
+        out += ["```", code.example.rstrip("\n"), "```", "", "```text", captured.get().rstrip("\n"), "```", ""]
     return "\n".join(out)

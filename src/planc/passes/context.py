@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
 from planc.registry.registry import Registry
@@ -14,7 +16,17 @@ class CheckContext:
     Without a registry only the control steps are known, and a plan may call any
     other tool with any arguments: `planc check` still catches every syntax and
     reference error.
+
+    `facts` holds what the passes that already ran learned, by pass name
+    (`"resolve"` -> its `Resolution`): `planc.check` adds each pass's facts
+    before the next pass runs, so a pass reads the earlier ones from here.
+
+    `arguments` types the plan's `$args`: the JSON Schema of each run argument,
+    when the plan being checked is declared under `[plans.NAME]` with `params`.
+    None (the default) leaves `$args.NAME` untyped.
     """
 
     source: str = ""
     registry: Registry | None = None
+    facts: Mapping[str, object] = attrs.field(factory=dict)
+    arguments: Mapping[str, Mapping] | None = None

@@ -1,0 +1,93 @@
+"""Conditions in the types pass: E302 for a value where a condition is expected, and comparisons.
+
+`<`, `<=`, `>`, `>=` need two numbers or two strings and `contains` a string or
+a list on its left (E300); `==`/`!=` with a literal outside the other side's
+`enum` is W503.
+"""
+
+from __future__ import annotations
+
+import json
+
+from planc.diagnostics import Fix
+from planc.passes.literals import NOT_LITERAL, literal_value
+from planc.passes.schema_words import describe, describe_value
+from planc.passes.schemas import BOOLEAN, NULL, compatible, enum_of, json_equal, kinds
+from planc.syntax import ast
+
+ORDERING = ("<", "<=", ">", ">=")
+ORDERED = frozenset({"integer", "number", "string"})
+# How a value of each type becomes a condition, for E302's hint.
+COMPARABLE = {"array": ".length > 0", "string": ' != ""', "integer": " > 0", "number": " > 0"}
+
+
+class Conditions:
+    """The condition checks of the types pass's walker, which provides `value_type(expr, env)`,
+    `types`, `text(node)`, `words(expr, type)` and `report(code, message, node, hints, fix)`."""
+
+    def check_condition(self, expr, env: dict) -> None:
+        """E302 for a value where a condition is expected; comparisons checked."""
+        kind = type(expr)
+        if kind is ast.Compare:
+            self.check_compare(expr, env)
+        elif kind is ast.Not:
+            self.check_condition(expr.operand, env)
+        elif kind in (ast.And, ast.Or):
+            for operand in expr.operands:
+                self.check_condition(operand, env)
+        else:
+            found = self.value_type(expr, env)
+            if kind in (ast.String, ast.ListExpr, ast.Record, ast.Block) or not compatible(found, BOOLEAN):
+                if kind is ast.String:
+                    hint = "to ask the judge model a yes/no question, use `infer: \"...\"` instead"
+                elif kind in (ast.Ref, ast.Path) and _comparison(kinds(found)):
+                    hint = f"compare it, like `{self.text(expr)}{_comparison(kinds(found))}`"
+                else:
+                    hint = "write a comparison, like `$1.count > 0`, or a reference to a boolean"
+                self.report("E302", f"expected a condition, found {self.words(expr, found)}", expr, [hint])
+        self.types[expr] = BOOLEAN
+
+    def check_compare(self, compare: ast.Compare, env: dict) -> None:
+        left, right = self.value_type(compare.left, env), self.value_type(compare.right, env)
+        op = compare.op
+        if op in ORDERING:
+            have = [kinds(left), kinds(right)]
+            if None in have or have[0] & have[1] & ORDERED:
+                return
+            wrong = next((side for side, found in zip((compare.left, compare.right), have)
+                          if not found & ORDERED), compare)
+            hints = ["`.length` is the length of a list or a string"] if any("array" in found for found in have) else []
+            self.report("E300", f"`{op}` compares two numbers or two strings, found {describe(left)} and {describe(right)}",
+                        wrong, hints)
+        elif op == "contains":
+            have = kinds(left)
+            if have is not None and not have & {"string", "array"}:
+                self.report("E300", f"`contains` needs a string or a list on its left, found {describe(left)}",
+                            compare.left, ["`a contains b` is substring for strings and membership for lists"])
+        else:
+            self.check_enum(compare, compare.left, compare.right)
+            self.check_enum(compare, compare.right, compare.left)
+
+    def check_enum(self, compare: ast.Compare, typed, other) -> None:
+        """W503 when `typed` has an `enum` and `other` is a literal outside it."""
+        allowed = enum_of(self.types.get(typed))
+        if allowed is None or type(other) not in (ast.Literal, ast.String):
+            return
+        value = literal_value(other)
+        if value is NOT_LITERAL or value is None or any(json_equal(value, option) for option in allowed):
+            return
+        always = "false" if compare.op == "==" else "true"
+        values = ", ".join(json.dumps(option, ensure_ascii=False) for option in allowed)
+        close = [option for option in allowed if isinstance(option, str) and isinstance(value, str)
+                 and option.casefold() == value.casefold()]
+        fix = Fix(other.span, json.dumps(close[0], ensure_ascii=False)) if len(close) == 1 else None
+        hints = [f"did you mean {json.dumps(close[0], ensure_ascii=False)}?"] if fix else []
+        hints.append(f"`{self.text(typed)}` is one of {values}")
+        self.report("W503", f"{describe_value(value)} is not a value of `{self.text(typed)}`, "
+                    f"so this comparison is always {always}", other, hints, fix)
+
+
+def _comparison(found: frozenset | None) -> str | None:
+    """How a value of the types `found` becomes a condition (`.length > 0` for a list), if one way fits all."""
+    ways = {COMPARABLE.get(kind) for kind in (found or NULL) - NULL}
+    return ways.pop() if len(ways) == 1 else None

@@ -1,0 +1,96 @@
+"""The control steps in the types pass: what their inputs must be (E303) and what they return.
+
+The inputs a JSON Schema cannot state well get their own check: an agent's
+`output_schema` must itself be an object schema, `max_iterations` at least 1,
+and `tools` not empty. Their results derive from their inputs: `map` returns
+a list of its block's results, `agent` an object around its `output_schema`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+
+from planc.passes.schema_words import describe, describe_value
+from planc.passes.schemas import LIST, kinds
+
+AGENT_FIELDS = {"iterations": {"type": "integer", "minimum": 0}, "tools_called": LIST, "final": {"type": "boolean"}}
+OBJECT_SCHEMA = '`{type: "object", properties: {...}}`'
+
+
+def agent_input(param: str, value) -> tuple[str, tuple[str, ...]] | None:
+    """What is wrong with the literal `value` of the agent's `param`: (message, hints), or None.
+
+    >>> agent_input("max_iterations", 0)[0]
+    '`max_iterations` must be at least 1, found 0'
+    """
+    if param == "max_iterations" and type(value) is int and value < 1:
+        return f"`max_iterations` must be at least 1, found {value}", ("an agent needs at least one round",)
+    if param == "tools" and value == []:
+        return ("`tools: []` gives the agent no tool to call",
+                ("omit `tools` to let it call every tool, or name the tools (`*` patterns match several)",))
+    if param == "output_schema":
+        return _output_schema_problem(json.dumps(value, sort_keys=True))
+    return None
+
+
+@functools.lru_cache(maxsize=1024)  # plans repeat their output schemas, and checking one is slow
+def _output_schema_problem(text: str) -> tuple[str, tuple[str, ...]] | None:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        return (f"`output_schema` must be a JSON Schema of an object, found {describe_value(value)}",
+                (f"write the schema as a record: {OBJECT_SCHEMA}",))
+    if value.get("type") != "object":
+        hints = ('add `type: "object"`',) if "type" not in value and "properties" in value else (
+            f"an agent's output is an object: wrap it, like {OBJECT_SCHEMA}",)
+        what = describe(value) if "type" in value else "a schema without `type`"
+        return f"`output_schema` must be an object schema (`type: \"object\"`), found {what}", hints
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+
+    try:
+        validator_for(value).check_schema(value)
+    except SchemaError as error:
+        where = "".join(f".{key}" if isinstance(key, str) else f"[{key}]" for key in error.path)
+        return (f"`output_schema` is not a valid JSON Schema: {error.message}",
+                (f"at `output_schema{where}`",) if where else ())
+    return None
+
+
+def control_result(name: str, inputs: Mapping, output_schema: Mapping | None = None) -> Mapping | None:
+    """The type of a control step's result from the types of its inputs (None: unknown).
+
+    `inputs` maps each parameter given (or piped) to its value's type, and
+    `then`/`else`/`do` to their block's result type. `output_schema` is an
+    agent's, when it is a valid literal.
+
+    >>> control_result("map", {"over": {"type": "array", "maxItems": 5}, "do": {"type": "string"}})
+    {'type': 'array', 'items': {'type': 'string'}, 'maxItems': 5}
+    """
+    if name == "map":
+        result: dict = {"type": "array"}
+        if inputs.get("do") is not None:
+            result["items"] = inputs["do"]
+        return _keep_bound(result, inputs.get("over"))
+    if name == "filter":
+        over = inputs.get("over")
+        return over if kinds(over) == {"array"} else _keep_bound(dict(LIST), over)
+    if name == "reduce":
+        return inputs.get("do")
+    if name == "decide":
+        then = inputs.get("then")
+        return then if "else" in inputs and inputs["else"] == then else None
+    if name == "agent":
+        return {"type": "object", "properties": {"output": output_schema or {}, **AGENT_FIELDS},
+                "required": ["output", *AGENT_FIELDS], "additionalProperties": False}
+    if name == "reshape":
+        return inputs.get("value")
+    return None  # ask, exit
+
+
+def _keep_bound(result: dict, over) -> dict:
+    """`result` with the list bound of `over`: a map or filter has at most as many items."""
+    if isinstance(over, Mapping) and isinstance(over.get("maxItems"), int):
+        result["maxItems"] = over["maxItems"]
+    return result

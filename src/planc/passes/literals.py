@@ -1,0 +1,142 @@
+"""Literal arguments: their values, and what is wrong with one against a parameter's JSON Schema.
+
+Validation is jsonschema's, imported only for a value that is invalid or a
+schema with keywords beyond the plain ones (`type`, `enum`, bounds, `items`);
+a validator is made once per schema (by identity) and reused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from planc.passes.schema_words import describe, describe_value
+from planc.passes.schemas import json_equal, value_kind
+from planc.syntax import ast
+
+NOT_LITERAL = object()  # the value of an expression only known at run time
+# Keys that say nothing about which values a schema allows.
+ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment", "deprecated",
+                         "readOnly", "writeOnly"})
+# The keywords `_plainly_valid` judges by itself, without jsonschema.
+PLAIN = ANNOTATIONS | {"type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                       "minLength", "maxLength", "minItems", "maxItems", "items"}
+
+
+def literal_value(expr):
+    """The JSON value of `expr` when it holds no reference, hole, block or condition, else NOT_LITERAL.
+
+    >>> from planc.syntax.parser import parse
+    >>> literal_value(parse('a(x: [1, {k: "v"}])').plan.pipelines[0].steps[0].args[0].value)
+    [1, {'k': 'v'}]
+    """
+    kind = type(expr)
+    if kind is ast.Literal:
+        return expr.value
+    if kind is ast.String:
+        text = expr.text
+        return NOT_LITERAL if text is None else text
+    if kind is ast.ListExpr:
+        values = [literal_value(item) for item in expr.items]
+        return NOT_LITERAL if any(value is NOT_LITERAL for value in values) else values
+    if kind is ast.Record:
+        record = {entry.key.text: literal_value(entry.value) for entry in expr.entries}
+        return NOT_LITERAL if any(value is NOT_LITERAL for value in record.values()) else record
+    return NOT_LITERAL
+
+
+class Validators:
+    """jsonschema validators, one per parameter schema, made when a literal first needs one."""
+
+    def __init__(self) -> None:
+        self._made: dict[int, tuple] = {}
+
+    def problem(self, schema: Mapping, value, expr) -> tuple[str, ast.Expr, tuple[str, ...]] | None:
+        """What is wrong with `value` (written as `expr`) for `schema`: (message, the offending node, hints)."""
+        if _plainly_valid(schema, value):
+            return None
+        made = self._made.get(id(schema))
+        if made is None:
+            from jsonschema.validators import validator_for
+
+            # The schema is kept with its validator so that its id cannot be reused meanwhile.
+            made = self._made[id(schema)] = (schema, validator_for(schema)(schema))
+        validator = made[1]
+        if validator.is_valid(value):
+            return None
+        from jsonschema.exceptions import relevance
+
+        error = max(validator.iter_errors(value), key=relevance)
+        node = _node_at(expr, error.absolute_path)
+        return _explain(error, node)
+
+
+def constrains(schema: Mapping) -> bool:
+    """Whether `schema` rejects any value at all (`{}` and bare annotations do not)."""
+    return not ANNOTATIONS.issuperset(schema)
+
+
+def _plainly_valid(schema, value) -> bool:
+    """Whether `value` is valid for `schema` judged by the few keywords most parameters use.
+
+    False means "ask jsonschema", which is then imported: for an invalid value (to
+    word the error) or a schema with any other keyword.
+    """
+    if not isinstance(schema, Mapping) or not PLAIN.issuperset(schema):
+        return False
+    kind = value_kind(value)
+    declared = schema.get("type")
+    if declared is not None and declared != kind and not (declared == "number" and kind == "integer"):
+        return False
+    for keyword in ("enum", "const"):
+        if keyword in schema:
+            options = schema["enum"] if keyword == "enum" else [schema["const"]]
+            if kind in ("array", "object") or not any(json_equal(value, option) for option in options):
+                return False
+    if kind in ("integer", "number"):
+        return _within(value, schema, "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+    if kind == "string":
+        return _within(len(value), schema, "minLength", "maxLength")
+    if kind == "array":
+        items = schema.get("items", {})
+        return _within(len(value), schema, "minItems", "maxItems") and all(_plainly_valid(items, item) for item in value)
+    return True
+
+
+def _within(number, schema: Mapping, low: str, high: str, above: str = "", below: str = "") -> bool:
+    """Whether `number` keeps the bounds `schema` sets under these keywords (a bound not a number: no)."""
+    checks = ((low, number.__ge__), (high, number.__le__), (above, number.__gt__), (below, number.__lt__))
+    for keyword, holds in checks:
+        if keyword in schema:
+            bound = schema[keyword]
+            if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not holds(bound):
+                return False
+    return True
+
+
+def _node_at(expr, path) -> ast.Expr:
+    """The node of `expr` that holds the value at `path` (keys and indices) of its literal value."""
+    for key in path:
+        if type(expr) is ast.ListExpr and isinstance(key, int) and key < len(expr.items):
+            expr = expr.items[key]
+        elif type(expr) is ast.Record:
+            expr = next((entry.value for entry in expr.entries if entry.key.text == key), expr)
+        else:
+            break
+    return expr
+
+
+def _explain(error, node) -> tuple[str, ast.Expr, tuple[str, ...]]:
+    schema, instance = error.schema, error.instance
+    if error.validator == "required" and isinstance(instance, dict):
+        missing = [key for key in error.validator_value if key not in instance]
+        return f"the object has no key `{missing[0]}`, which is required", node, ()
+    if error.validator == "additionalProperties" and isinstance(instance, dict) and type(node) is ast.Record:
+        allowed = schema.get("properties") or {}
+        patterns = list(schema.get("patternProperties") or {})
+        for entry in node.entries:
+            key = entry.key.text
+            if key not in allowed and not any(re.search(pattern, key) for pattern in patterns):
+                known = ", ".join(f"`{name}`" for name in allowed) or "none"
+                return f"unexpected key `{key}`", entry, (f"the keys allowed here are {known}",)
+    return f"expected {describe(schema)}, found {describe_value(instance)}", node, ()

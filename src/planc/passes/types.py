@@ -1,0 +1,315 @@
+"""Types: the static type of every step result and value, checked against what receives it.
+
+A type is a JSON Schema; None is unknown (`any`) and passes every check. A
+step's type is its tool's `returns`; control steps derive theirs
+(`control_steps.py`). References and paths read into those types.
+
+- E300: a literal argument that its parameter's schema rejects, or a
+  reference, template or pipe whose type cannot match it; a comparison of
+  values that cannot be compared.
+- E301: a field that the type read from does not have.
+- E302: a condition where a value is expected, or a value where a condition is.
+- E303: an agent's `output_schema`, `max_iterations` or `tools` that cannot work.
+- W501: the result of a read-only step is never used.
+- W502: a hole from another template language in a string (`foreign_holes.py`).
+- W503: `==`/`!=` with a literal outside the `enum` of the other side.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from planc.diagnostics import Diagnostic, sort_key
+from planc.passes.conditions import Conditions
+from planc.passes.context import CheckContext
+from planc.passes.control_steps import agent_input, control_result
+from planc.passes.foreign_holes import foreign_holes
+from planc.passes.literals import NOT_LITERAL, Validators, constrains, literal_value
+from planc.passes.resolve import ARGS, resolve
+from planc.passes.schema_words import describe, describe_value, missing_words
+from planc.passes.schemas import (BOOLEAN, LENGTH, SCALARS, STRING, Missing, compatible, items_of, list_of, read,
+                                  record_of)
+from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS
+from planc.syntax import ast
+from planc.syntax.templates import BINDINGS
+
+AGENT = CONTROL_STEPS["agent"]
+ONLY_CONDITIONS = "a condition is only allowed as `where` of `filter` and `when` of `decide` or `exit`"
+
+
+@attrs.frozen
+class Typing:
+    """What the types pass learned: the type of steps' results and of values, keyed by node.
+
+    The types are shared with the registry and with each other: read them, never change them.
+    """
+
+    types: dict  # Step or expression -> JSON Schema of its value; None: unknown
+
+    def of(self, node) -> dict | None:
+        return self.types.get(node)
+
+
+def types(plan: ast.Plan, context: CheckContext) -> tuple[Typing, list[Diagnostic]]:
+    """Type the steps and values of `plan` and check them; uses the resolve pass's facts.
+
+    >>> from planc.syntax.parser import parse
+    >>> plan = parse('map(over: [1, 2], concurrency: 0, do: { reshape(value: item) })').plan
+    >>> typing, found = types(plan, CheckContext())
+    >>> [d.message for d in found]
+    ['wrong value for `concurrency` of `map`: expected an integer of at least 1, found the integer 0']
+    >>> typing.of(plan.pipelines[0].steps[0])
+    {'type': 'array', 'items': {'type': 'integer'}, 'maxItems': 2}
+    """
+    resolution = context.facts.get("resolve") or resolve(plan, context)[0]
+    checker = _Checker(resolution, context)
+    checker.visit_steps(plan.pipelines, {})
+    checker.report_unused()
+    return Typing(checker.types), sorted(checker.diagnostics, key=sort_key)
+
+
+class _Checker(Conditions):
+    """One walk over the plan in text order, so that a step's type is known before it is read."""
+
+    def __init__(self, resolution, context: CheckContext) -> None:
+        self.resolution = resolution
+        self.source = context.source
+        arguments = context.arguments
+        self.args_type = None if arguments is None else {
+            "type": "object", "properties": dict(arguments), "additionalProperties": False}
+        self.types: dict = {}
+        self.diagnostics: list[Diagnostic] = []
+        self.validators = Validators()
+        self.output_schemas: dict = {}  # an agent's `output_schema` value -> its schema, when valid
+        self.labels: list[set] = []  # the labels readable so far, per level of blocks
+        self.unused: list[ast.Step] = []  # results that no pipe or block passes on
+        self.path: str | None = None  # the path of the step being checked
+
+    # --- steps
+
+    def visit_steps(self, pipelines, env: dict):
+        """Check the steps of `pipelines`; the type of the last one's result (a block's result)."""
+        self.labels.append(set())
+        result = None
+        for pipeline in pipelines:
+            for number, step in enumerate(pipeline.steps):
+                result = self.visit_step(step, env, number > 0, result)
+            self.unused.append(pipeline.steps[-1])
+        self.unused.pop()  # the last step's result is the plan's or the block's
+        self.labels.pop()
+        return result
+
+    def visit_step(self, step: ast.Step, env: dict, piped: bool, pipe_type):
+        outer, self.path = self.path, self.resolution.paths.get(step)
+        tool = self.resolution.tools.get(step)
+        inputs: dict = {}
+        pipe_arg = step.arg(tool.pipe) if tool is not None and tool.pipe else None
+        if piped and tool is not None and tool.pipe and pipe_arg is None:
+            inputs[tool.pipe] = pipe_type
+            self.check_piped(step, tool, pipe_type)
+        args = (pipe_arg, *(arg for arg in step.args if arg is not pipe_arg)) if pipe_arg else step.args
+        for arg in args:
+            binds = tool.binds.get(arg.name.text, ()) if tool is not None else ()
+            inputs[arg.name.text] = self.visit_arg(arg, tool, _bind(env, binds, inputs) if binds else env)
+        if tool is None:
+            result = None
+        elif tool.provider == "builtin":
+            schema = step.arg("output_schema") if tool is AGENT else None
+            result = control_result(tool.name, inputs, self.output_schemas.get(schema.value) if schema else None)
+        else:
+            result = tool.returns
+        self.types[step] = result
+        if step.label is not None:
+            self.labels[-1].add(step.label.text)
+        self.path = outer
+        return result
+
+    def visit_arg(self, arg: ast.Arg, tool, env: dict):
+        """Check one argument against its parameter; the type of its value."""
+        name, value = arg.name.text, arg.value
+        schema = tool.params.get(name) if tool is not None else None
+        mark = schema.get("x-planc") if schema is not None else None
+        if mark == "condition":
+            self.check_condition(value, env)
+            return BOOLEAN
+        found = self.value_type(value, env)
+        what = f"`{name}` of `{tool.name}`" if tool is not None else ""
+        if mark == "block":
+            if type(value) is not ast.Block:
+                self.report("E300", f"{what} takes a block of steps `{{ ... }}`, found {self.words(value, found)}", value)
+        elif schema is not None and tool is AGENT:
+            self.check_agent_input(value, name, schema, what)
+        elif schema is not None:
+            self.check_value(value, schema, what)
+        return found
+
+    def check_agent_input(self, value, name: str, schema, what: str) -> None:
+        """E303 for an agent input no schema can rule out; its `output_schema` kept for its result's type."""
+        literal = literal_value(value)
+        problem = agent_input(name, literal) if literal is not NOT_LITERAL else None
+        if problem:
+            self.report("E303", problem[0], value, problem[1])
+            return
+        self.check_value(value, schema, what)
+        if name == "output_schema" and isinstance(literal, dict):
+            self.output_schemas[value] = literal
+
+    def check_piped(self, step: ast.Step, tool, pipe_type) -> None:
+        schema = tool.params.get(tool.pipe)
+        if schema is not None and not schema.get("x-planc") and not compatible(pipe_type, schema):
+            self.report("E300", f"`{tool.name}` takes `{tool.pipe}` from the pipe: expected {describe(schema)}, "
+                        f"found the result of the step before, {describe(pipe_type)}", step.tool,
+                        [f"start a new pipeline and pass a part of that result, like `{tool.pipe}: $1.field`"])
+
+    def report_unused(self) -> None:
+        read = set(self.resolution.targets.values())
+        for step in self.unused:
+            tool = self.resolution.tools.get(step)
+            if tool is not None and tool.effects.read_only and tool.provider != "builtin" and step not in read:
+                self.path = self.resolution.paths.get(step)
+                name = f"${step.label.text}" if step.label else f"${self.path}" if self.path.isdigit() else None
+                use = f"read it as `{name}`" if name else "label it and read it by its label"
+                self.report("W501", f"the result of `{tool.name}` is never used", step,
+                            [f"`{tool.name}` only reads, so the call is wasted unless its result is used: {use}, "
+                             "pipe it on with `|>`, or remove the step"])
+
+    # --- values
+
+    def value_type(self, expr, env: dict):
+        """The type of `expr`, with the references and holes in it checked."""
+        kind = type(expr)
+        if kind is ast.Literal:
+            found = SCALARS[type(expr.value)]
+        elif kind is ast.String:
+            found = STRING
+            parts = expr.parts
+            if len(parts) > 1 or type(parts[0]) is not str or "{" in parts[0]:
+                self.visit_string(expr, env)
+        elif kind is ast.Ref:
+            found = self.ref_type(expr)
+        elif kind is ast.Path:
+            found = self.path_type(expr, env, fields=True)
+        elif kind is ast.ListExpr:
+            found = list_of([self.value_type(item, env) for item in expr.items])
+        elif kind is ast.Record:
+            found = record_of({entry.key.text: self.value_type(entry.value, env) for entry in expr.entries})
+        elif kind is ast.Block:
+            found = self.visit_steps(expr.pipelines, {k: v for k, v in env.items() if k != ITEM_FIELDS})
+        else:
+            self.check_condition(expr, env)
+            found = BOOLEAN
+        self.types[expr] = found
+        return found
+
+    def visit_string(self, string: ast.String, env: dict) -> None:
+        """Type the holes of a string that has holes or braces, and look for other languages' holes."""
+        for part in string.parts:
+            if type(part) is ast.Hole:
+                if type(part.target) is ast.Ref:
+                    self.types[part.target] = self.ref_type(part.target)
+                else:  # a hole names a binding, never a field of the item
+                    self.types[part.target] = self.path_type(part.target, env, fields=False)
+        if self.source and _may_hold_foreign_holes(string.parts):
+            self.diagnostics.extend(foreign_holes(string, self.source, lambda head: self.spell(head, env), self.path))
+
+    def spell(self, head: str, env: dict) -> str | None:
+        """The planc spelling of a foreign hole's first name, when it is certain here."""
+        if head in BINDINGS:
+            return head if head in env else None
+        return f"${head}" if any(head in level for level in self.labels) else None
+
+    def check_value(self, expr, schema, what: str) -> None:
+        """E300/E302 for the value `expr` of a parameter whose schema is `schema`."""
+        kind = type(expr)
+        if kind in ast.CONDITIONS:
+            self.report("E302", f"{what} takes a value, not a condition", expr, [ONLY_CONDITIONS])
+            return
+        value = literal_value(expr) if constrains(schema) else NOT_LITERAL
+        if value is not NOT_LITERAL:
+            problem = self.validators.problem(schema, value, expr)
+            if problem:
+                message, node, hints = problem
+                self.report("E300", f"wrong value for {what}: {message}", node, hints)
+            return
+        found = self.types.get(expr)
+        if not compatible(found, schema) or kind is ast.Block:
+            self.report("E300", f"wrong value for {what}: expected {describe(schema)}, found {self.words(expr, found)}", expr)
+        elif kind is ast.ListExpr:
+            for item in expr.items:
+                self.check_value(item, items_of(schema) or {}, what)
+        elif kind is ast.Record:
+            properties = schema.get("properties") or {}
+            for entry in expr.entries:
+                self.check_value(entry.value, properties.get(entry.key.text) or {}, what)
+
+    def words(self, expr, found) -> str:
+        """What a message says it found for `expr`, whose type is `found`."""
+        if type(expr) is ast.Block:
+            return "a block of steps"
+        value = literal_value(expr)
+        if value is not NOT_LITERAL:
+            return describe_value(value)
+        written = self.text(expr)
+        return f"`{written}`, {describe(found)}" if found is not None else f"`{written}`"
+
+    def text(self, node) -> str:
+        written = node.span.text(self.source) if self.source else "this value"
+        return written if len(written) <= 40 else written[:37] + "..."
+
+    # --- references
+
+    def ref_type(self, ref: ast.Ref):
+        target = self.resolution.targets.get(ref)
+        if target is None:
+            found = None
+        elif target == ARGS:
+            found = self.args_type
+        else:
+            found = self.types.get(target)
+        found = self.follow(found, ref.accessors, f"${ref.name.text}")
+        self.types[ref] = found
+        return found
+
+    def path_type(self, path: ast.Path, env: dict, fields: bool):
+        head = path.head.text
+        if head in env and head in BINDINGS:
+            found = self.follow(env[head], path.accessors, head)
+        elif fields and ITEM_FIELDS in env:  # in `filter(where: ...)` a bare name is a field of the item
+            found = self.follow(env[ITEM_FIELDS], (path.head, *path.accessors), "item")
+        else:
+            found = None
+        self.types[path] = found
+        return found
+
+    def follow(self, schema, accessors, written: str):
+        """The type read by `accessors` from a value of `schema`; E301 where there is nothing to read."""
+        for accessor in accessors:
+            if schema is None:
+                return None
+            kind = type(accessor)
+            key = accessor.name if kind is ast.Field else accessor.text if kind is ast.Name else accessor.value
+            found = read(schema, key)
+            if type(found) is Missing:
+                message, hints = missing_words(written, key, found)
+                self.report("E301", message, accessor, hints)
+                return None
+            schema = found
+            written += f"[{key}]" if kind is ast.Index else f".{key}"
+        return schema
+
+    def report(self, code: str, message: str, node, hints=(), fix=None) -> None:
+        self.diagnostics.append(Diagnostic(code, message, node.span, step=self.path, hints=tuple(hints), fix=fix))
+
+
+def _bind(env: dict, binds: tuple, inputs: dict) -> dict:
+    """`env` with the names a parameter binds: `item` (and the item's fields) is an item of `over`."""
+    scope = dict(env)
+    item = items_of(inputs.get("over"))
+    for name in binds:
+        scope[name] = item if name in ("item", ITEM_FIELDS) else LENGTH if name == "index" else None
+    return scope
+
+
+def _may_hold_foreign_holes(parts) -> bool:
+    """Whether a string's text has a brace, or a `$` just before a hole (`${item.id}`)."""
+    return any(type(part) is str and ("{" in part or "}" in part or part.endswith("$")) for part in parts)
