@@ -146,3 +146,16 @@ def test_plans_that_call_each_other_in_a_cycle(tmp_path):
     (tmp_path / "plans" / "b.plan").write_text("reshape(value: 1)\n", encoding="utf-8")
     assert planc.check("plan__a()", registry=load_registry(tmp_path / "planc.toml")).ok
     assert [d.code for d in planc.check("plan__b(limt: 1)", registry=registry).diagnostics] == ["E201"]
+
+
+def test_a_declared_plans_params_type_its_args(tmp_path):
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "planc.toml").write_text(TOML + '\n[plans.triage]\nfile = "plans/triage.plan"\n'
+                                         'params = { limit = { type = "integer", default = 20 } }\n', encoding="utf-8")
+    plan = tmp_path / "plans" / "triage.plan"
+    plan.write_text('search(query: "x", limit: $args.limit)\nsearch(query: $args.limit)\nsearch(query: "{$args.lim}")\n',
+                    encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", "--format", "line", "--config", str(tmp_path / "planc.toml"), str(plan)])
+    errors = [line for line in result.output.splitlines() if ": E" in line]
+    assert [line.split(": ")[1].split()[0] for line in errors] == ["E300", "E301"]
+    assert ":2:15:" in errors[0] and ":3:22:" in errors[1]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
 from planc.diagnostics import Diagnostic, sort_key
@@ -37,18 +39,20 @@ class CheckResult:
         return len(self.resolution.paths) if self.resolution else 0
 
 
-def check(source: str, *, extract_plan: bool = False, registry: Registry | None = None) -> CheckResult:
+def check(source: str, *, extract_plan: bool = False, registry: Registry | None = None,
+          arguments: Mapping[str, Mapping] | None = None) -> CheckResult:
     """Check plan text without running anything.
 
     With `extract_plan`, the plan is first taken out of a model reply; spans
     still point into `source`. Without a `registry` only the control steps are
-    known and any other tool name is accepted.
+    known and any other tool name is accepted. `arguments` (JSON Schema per run
+    argument) types `$args`, as a plan's declared `params` do.
 
     >>> check('search(query: "x") |> summarize(style: bullets)').diagnostics[0].code
     'E206'
     """
     with gc_paused():
-        return _check(source, extract_plan, CheckContext(source=source, registry=registry))
+        return _check(source, extract_plan, CheckContext(source=source, registry=registry, arguments=arguments))
 
 
 def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResult:

@@ -72,7 +72,12 @@ def check_command(plans: tuple[str, ...], config: str | None, output_format: str
     from planc.check import check
 
     registry = _registry(config)
-    results = [(path, check(_read(path), extract_plan=extract, registry=registry)) for path in plans]
+
+    def checked(path: str):
+        arguments = registry.plan_arguments(Path(path)) if registry and path != "-" else None
+        return check(_read(path), extract_plan=extract, registry=registry, arguments=arguments)
+
+    results = [(path, checked(path)) for path in plans]
     if output_format == "json":
         from planc.diagnostics.render_json import render_json
 

@@ -27,7 +27,10 @@ class Code:
         from planc.check import check
         from planc.registry.config import registry_from_text
 
-        registry = registry_from_text(self.registry, Path("planc.toml")) if self.registry else None
+        # As if the registry were a planc.toml at the top of the repository: plan files it
+        # declares are found from there.
+        where = Path(__file__).resolve().parents[3] / "planc.toml"
+        registry = registry_from_text(self.registry, where) if self.registry else None
         return check(self.example, extract_plan=self.extract, registry=registry)
 
 
@@ -70,6 +73,18 @@ _ALL = [
     Code("E105", "duplicate argument name",
          "The same argument is given twice in one step; keep one.",
          'search(query: "outages", limit: 5, limit: 10)'),
+    Code("E200", "unknown tool",
+         "The step calls a tool that is neither a control step nor declared in the registry "
+         "(planc.toml, its MCP lock, its plans). The hint names the closest tools.",
+         'serch(query: "outages", limit: 5)', registry=INCIDENT_TOOLS),
+    Code("E201", "unknown argument for this tool",
+         "The tool has no parameter of that name. The hint names the closest parameters, or all "
+         "of them.",
+         'search(query: "outages", limt: 5)', registry=INCIDENT_TOOLS),
+    Code("E202", "missing required argument",
+         "A parameter the tool requires is not given. A pipe parameter counts as given when the "
+         "step receives a piped result.",
+         'notify(channel: "#incidents")', registry=INCIDENT_TOOLS),
     Code("E203", "forward or self reference",
          "A step reads the result of itself or of a step that comes after it. Steps can only "
          "read the results of earlier steps.",
@@ -90,6 +105,20 @@ _ALL = [
          "`item` and `index` are bound inside the `do` block of `map`, `filter` and `reduce` (and "
          "in `filter`'s `where` and `infer`); `accumulator` only inside `reduce`'s `do` block.",
          'search(query: "outages") |> summarize(text: item.title)'),
+    Code("E208", "tool pattern matches nothing",
+         "An `agent`'s `tools` list names tools by name or by `*` pattern (`linear__*`); each "
+         "pattern must match at least one tool of the registry.",
+         'agent(prompt: "Triage the outages", output_schema: {type: "object"}, tools: ["search", "linear__*"])',
+         registry=INCIDENT_TOOLS),
+    Code("E209", "pipe into a step that cannot take it",
+         "`a(...) |> b(...)` passes `a`'s result to `b`'s pipe parameter. It is an error when `b` "
+         "declares no pipe parameter, or when the step also gives that parameter explicitly.",
+         'search(query: "outages") |> notify(channel: "#incidents", text: "new outages")',
+         registry=INCIDENT_TOOLS),
+    Code("E210", "plan cycle",
+         "A plan declared under `[plans.NAME]` is the tool `plan__NAME`. A call that leads back to "
+         "a plan already being run, directly or through other plans, would never end.",
+         'plan__loop()', registry=INCIDENT_TOOLS + '\n[plans.loop]\nfile = "docs/examples/loop.plan"\n'),
     Code("E300", "argument value does not match the parameter's type",
          "A literal argument is validated against the JSON Schema of its parameter, and the message "
          "says in words what was expected and what was found. A reference, a template or a piped "

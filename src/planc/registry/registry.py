@@ -28,3 +28,11 @@ class Registry:
 
     def names(self) -> list[str]:
         return sorted({*CONTROL_STEPS, *self.tools})
+
+    def plan_arguments(self, file: Path) -> Mapping[str, Mapping] | None:
+        """The `params` that type `$args` when `file` is a plan declared under `[plans.NAME]`."""
+        folder = self.source.parent if self.source else Path.cwd()
+        for table in self.plans.values():
+            if (folder / table["file"]).resolve() == file.resolve():
+                return table.get("params", {})
+        return None
