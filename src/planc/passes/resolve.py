@@ -26,6 +26,7 @@ from planc.syntax.steps import block_name, children, step_paths, walk_steps
 from planc.syntax.templates import BINDINGS
 
 ARGS = "args"
+UNKNOWN = "whatever an unknown tool binds"
 # Other languages' spellings of the literals, as models write them.
 LITERAL_SPELLINGS = {"true": "true", "false": "false", "none": "null", "null": "null", "nil": "null"}
 
@@ -109,7 +110,9 @@ class _Resolver:
             path = self.paths[step] = f"{prefix}{number}"
             tool = self.resolve_tool(step, id(step) in piped, path)
             for arg in step.args:
-                self.visit_arg(arg, step, frames, bound, param_binds(tool, arg.name.text), path)
+                # An unknown tool's E200 says it all: what its arguments bind is unknown too.
+                binds = (UNKNOWN,) if tool is None and self.registry is not None else param_binds(tool, arg.name.text)
+                self.visit_arg(arg, step, frames, bound, binds, path)
 
     def resolve_tool(self, step: ast.Step, piped: bool, path: str) -> Tool | None:
         """The Tool `step` calls, with its arguments checked; None when it is unknown."""
@@ -208,7 +211,7 @@ class _Resolver:
 
     def resolve_path(self, path_node: ast.Path, step, bound) -> None:
         head = path_node.head.text
-        if head in bound or ITEM_FIELDS in bound:
+        if head in bound or ITEM_FIELDS in bound or UNKNOWN in bound:
             return
         path = self.paths[step]
         if head in BINDINGS:

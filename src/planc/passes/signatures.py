@@ -57,14 +57,26 @@ def check_arguments(step: ast.Step, tool: Tool, piped: bool, registry: Registry 
                step.tool, hints=[hint])
     if tool.name == "agent" and registry is not None and step.arg("tools") is not None:
         check_tool_patterns(step.arg("tools").value, registry, report)
-    for group in tool.one_of:
-        present = [param for param in group if param in given]
-        if len(present) != 1:
+    for param, value, needed in tool.required_when:
+        arg = step.arg(param)
+        if arg is not None and isinstance(arg.value, ast.Literal | ast.String) and _literal(arg.value) == value \
+                and needed not in given:
+            report("E202", f"`{tool.name}` needs `{needed}` when `{param}` is {value!r}", step.tool,
+                   hints=[f"add `{needed}: ...`, or choose another `{param}`"])
+    written = [arg.name.text for arg in step.args]
+    for group in tool.one_of + tool.at_most_one:
+        present = [name for name in written if name in group]
+        exactly = group in tool.one_of
+        if len(present) > 1 or (exactly and not present):
             options = " or ".join(f"`{param}`" for param in group)
             problem = "gives none of" if not present else "gives more than one of"
             node = step.tool if not present else step.arg(present[1]).name
-            report("E303", f"`{tool.name}` {problem} {options}: it takes exactly one", node,
-                   hints=[f"keep exactly one of {options}"])
+            report("E303", f"`{tool.name}` {problem} {options}: it takes {'exactly' if exactly else 'at most'} one",
+                   node, hints=[f"keep {'exactly' if exactly else 'at most'} one of {options}"])
+
+
+def _literal(value: ast.Expr):
+    return value.value if isinstance(value, ast.Literal) else value.text
 
 
 def check_tool_patterns(value: ast.Expr, registry: Registry, report: Report) -> None:

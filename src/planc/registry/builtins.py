@@ -19,8 +19,10 @@ STRING = {"type": "string"}
 CONTROL = Effects(read_only=True, deterministic=True, idempotent=True, destructive=False, open_world=False)
 
 
-def _control(name, params, required=(), pipe=None, one_of=(), binds=None, effects=CONTROL) -> Tool:
+def _control(name, params, required=(), pipe=None, one_of=(), at_most_one=(), required_when=(), binds=None,
+             effects=CONTROL) -> Tool:
     return Tool(name=name, params=params, required=tuple(required), pipe=pipe, one_of=tuple(one_of),
+                at_most_one=tuple(at_most_one), required_when=tuple(required_when),
                 binds=binds or {}, effects=effects, provider="builtin")
 
 
@@ -36,7 +38,7 @@ CONTROL_STEPS: dict[str, Tool] = {tool.name: tool for tool in (
              required=["then"], one_of=[("when", "infer")]),
     _control("exit", {"value": ANY, "when": CONDITION, "infer": STRING,
                       "status": {"enum": ["ok", "error"], "default": "ok"}, "message": STRING, "output": ANY},
-             pipe="value"),
+             pipe="value", at_most_one=[("when", "infer")]),
     _control("agent", {"context": ANY, "prompt": STRING, "output_schema": {"type": "object"},
                        "tools": {"type": "array", "items": STRING, "minItems": 1},
                        "max_iterations": {"type": "integer", "minimum": 1, "default": 8},
@@ -44,7 +46,7 @@ CONTROL_STEPS: dict[str, Tool] = {tool.name: tool for tool in (
              required=["prompt", "output_schema"], pipe="context", effects=Effects()),
     _control("ask", {"question": STRING, "when_unanswered": {"enum": ["fail", "default", "skip"], "default": "fail"},
                      "default": ANY},
-             required=["question"], effects=Effects(read_only=True, destructive=False, open_world=True)),
+             required=["question"], required_when=[("when_unanswered", "default", "default")], effects=Effects(read_only=True, destructive=False, open_world=True)),
     _control("reshape", {"value": ANY}, required=["value"]),
 )}
 

@@ -44,6 +44,8 @@ class Tool:
     description: str = ""
     provider: str = ""  # "python:module:function", "mcp:server", "plan:NAME" or "builtin"
     one_of: tuple[tuple[str, ...], ...] = ()  # groups of parameters of which exactly one is given
+    at_most_one: tuple[tuple[str, ...], ...] = ()  # groups of parameters of which one at most is given
+    required_when: tuple[tuple[str, object, str], ...] = ()  # (param, value, needed): `needed` when param == value
     binds: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)  # param -> names its block binds
 
     @property
