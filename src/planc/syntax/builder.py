@@ -13,6 +13,7 @@ from operator import itemgetter
 
 from planc.diagnostics import Diagnostic, Lines, Span
 from planc.syntax import ast
+from planc.syntax.lexer import END, START, TEXT, TYPE
 from planc.syntax.templates import decode_string
 
 
@@ -24,7 +25,7 @@ class Builder:
         self.lines: Lines | None = None  # of the source being parsed
 
     def name(self, token) -> ast.Name:
-        return ast.Name(token.text, tuple.__new__(Span, (token.start, token.end, self.lines)))
+        return ast.Name(token[TEXT], tuple.__new__(Span, (token[START], token[END], self.lines)))
 
     def start(self, children, span):
         return children[0]
@@ -64,14 +65,14 @@ class Builder:
         return ast.Compare(op, left, right, span)
 
     def compare_op(self, children, span):
-        return children[0].text
+        return children[0][TEXT]
 
     def string(self, children, span):
         token = children[0]
-        return ast.String(decode_string(token.text, token.start, self.lines, self.diagnostics), span)
+        return ast.String(decode_string(token[TEXT], token[START], self.lines, self.diagnostics), span)
 
     def number(self, children, span):
-        text = children[0].text
+        text = children[0][TEXT]
         value = json.loads(text)
         if isinstance(value, float) and math.isinf(value):
             self.diagnostics.append(Diagnostic("E100", f"the number `{text}` is too large", span))
@@ -95,10 +96,10 @@ class Builder:
         return ast.Path(self.name(head), tuple(children[1:]), span)
 
     def field(self, children, span):
-        return ast.Field(children[0].text, span)
+        return ast.Field(children[0][TEXT], span)
 
     def index(self, children, span):
-        return ast.Index(int(children[0].text), span)
+        return ast.Index(int(children[0][TEXT]), span)
 
     def list(self, children, span):
         return ast.ListExpr(tuple(children), span)
@@ -112,10 +113,10 @@ class Builder:
 
     def key(self, children, span):
         token = children[0]
-        if token.type == "STRING":
-            (text,) = decode_string(token.text, token.start, self.lines, self.diagnostics, holes=False)
+        if token[TYPE] == "STRING":
+            (text,) = decode_string(token[TEXT], token[START], self.lines, self.diagnostics, holes=False)
             return ast.Name(text, span)
-        return ast.Name(token.text, span)
+        return ast.Name(token[TEXT], span)
 
     def block(self, children, span):
         return ast.Block(tuple(children), span)

@@ -6,9 +6,10 @@ from bisect import bisect_left
 from typing import NamedTuple
 
 from planc.diagnostics import Lines, Span
-from planc.syntax.lexer import Token
+from planc.syntax.lexer import TYPE, Token
 
 OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE"}
+TOKENS = (tuple, Token)  # a token on the parser's stack: plain as lexed, or a Token once a failure was explained
 CLOSERS = {closer: opener for opener, closer in OPENERS.items()}
 VALUE_STARTS = {"STRING", "NUMBER", "TRUE", "FALSE", "NULL", "DOLLAR", "LSQB", "LBRACE", "LPAR", "NOT"}
 KEYWORDS = {"TRUE", "FALSE", "NULL", "AND", "OR", "NOT", "CONTAINS"}
@@ -30,10 +31,11 @@ def open_brackets(stack: list) -> list[Token]:
     """
     opened: list[Token] = []
     for value in stack:
-        if type(value) is Token:
-            if value.type in OPENERS:
-                opened.append(value)
-            elif value.type in CLOSERS and opened and opened[-1].type == CLOSERS[value.type]:
+        if type(value) in TOKENS:
+            kind = value[TYPE]
+            if kind in OPENERS:
+                opened.append(Token._make(value))
+            elif kind in CLOSERS and opened and opened[-1].type == CLOSERS[kind]:
                 opened.pop()
     return opened
 

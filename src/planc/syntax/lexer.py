@@ -20,6 +20,10 @@ ERROR = "ERROR"  # a token the lexer already reported; the parser only recovers
 
 
 class Token(NamedTuple):
+    """A token. The lexer hands the parser plain tuples of this layout (a NamedTuple costs
+    four times as much to make, and a plan has tens of thousands of tokens); the parser turns
+    them into Tokens only when it has to explain a failure."""
+
     # Offsets first: the parser keeps tokens and spans on one stack and reads [0] and [1] of both.
     start: int  # offsets into the source
     end: int
@@ -27,8 +31,11 @@ class Token(NamedTuple):
     text: str
 
 
+START, END, TYPE, TEXT = range(4)  # Token's fields, for reading a plain token tuple
+
+
 class Lexed(NamedTuple):
-    tokens: list[Token]
+    tokens: list[tuple]  # plain tuples laid out as Token
     comments: list[Token]
     diagnostics: list[Diagnostic]
     lines: Lines
@@ -100,7 +107,6 @@ class _Lexer:
         comment_kinds = self.comments
         kind_of = self.kinds.match
         append = tokens.append
-        new = tuple.__new__
         end = 0
         for space, value in self.pieces.findall(text):
             start = end + len(space)
@@ -124,7 +130,7 @@ class _Lexer:
                         if token is not None:
                             append(token)
                         continue
-            append(new(Token, (start, end, kind, value)))
+            append((start, end, kind, value))
         return Lexed(tokens, comments, diagnostics, lines)
 
     def _mistake(self, kind, value, span, diagnostics):
@@ -223,7 +229,7 @@ def _lexer() -> _Lexer:
 def tokenize(text: str) -> Lexed:
     """Split `text` into tokens, comments and character-level diagnostics.
 
-    >>> [t.type for t in tokenize('a(x: 1) |> b()').tokens]
+    >>> [token[TYPE] for token in tokenize('a(x: 1) |> b()').tokens]
     ['NAME', 'LPAR', 'NAME', 'COLON', 'NUMBER', 'RPAR', '__ANON_0', 'NAME', 'LPAR', 'RPAR']
     """
     return _lexer().tokenize(text)

@@ -21,12 +21,12 @@ from planc.syntax.ast import Plan
 from planc.syntax.builder import Builder, passes_child_up, reducers
 from planc.syntax.failure import CLOSERS, ParseFailure, open_brackets
 from planc.syntax.grammar import tables
-from planc.syntax.lexer import ERROR, Token, tokenize
+from planc.syntax.lexer import END, ERROR, START, TEXT, TYPE, Token, tokenize
 
 # Deeper than this the tree could not be walked without Python's recursion
 # limit: a plan is refused with a diagnostic instead.
 MAX_DEPTH = 200
-END = "$END"
+END_OF_PLAN = "$END"
 
 
 class ParseResult(NamedTuple):
@@ -117,8 +117,8 @@ class _Automaton:
         states, gotos, end_state = self.states, self.gotos, self.end_state
         new = tuple.__new__
         self.skipped = []
-        last = tokens[-1]
-        tokens = tokens + [Token(last.end, last.end, END, "")]
+        end = tokens[-1][END]
+        tokens = tokens + [(end, end, END_OF_PLAN, "")]
         state = self.start_state
         stack = [state]
         values: list = []
@@ -127,14 +127,17 @@ class _Automaton:
         failed = False
         repaired_at = -1
         token = tokens[0]
-        kind = token.type
+        kind = token[TYPE]
         while True:
             action = states[state].get(kind)
             if action is None:
                 actions = states[state]
-                if kind == "NUMBER" and "INT" in actions and token.text.isdigit():
+                if kind == "NUMBER" and "INT" in actions and token[TEXT].isdigit():
                     action = actions["INT"]
                 else:
+                    if not failed:  # explaining a failure reads tokens by name
+                        tokens[:] = [Token._make(each) for each in tokens]
+                        token = tokens[index]
                     failed = True
                     if kind in CLOSERS and segment > 0 and not open_brackets(values):
                         index += 1  # a closer whose opener was in the text recovery skipped
@@ -150,7 +153,7 @@ class _Automaton:
                         state = self.start_state
                         stack, values, bounds = [state], [], []
                     token = tokens[index]
-                    kind = token.type
+                    kind = token[TYPE]
                     continue
             what, target = action
             if what == SHIFT:
@@ -161,12 +164,12 @@ class _Automaton:
                 if len(stack) > MAX_DEPTH:
                     self.builder.diagnostics.append(Diagnostic(
                         "E100", f"this nests too deeply: planc reads plans nested at most {MAX_DEPTH} levels",
-                        Span(token.start, token.end, lines),
+                        Span(token[START], token[END], lines),
                         hints=("split the nested part into separate steps joined by references",)))
                     return None
                 index += 1
                 token = tokens[index]
-                kind = token.type
+                kind = token[TYPE]
             elif what == UNIT:
                 # Follow the whole chain of unit rules here: they all go from the same state below.
                 below = gotos[stack[-2]]
