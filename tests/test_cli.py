@@ -211,11 +211,11 @@ def test_json_output_has_the_documented_shape(files):
             _assert_span(fix["span"])
 
 
-@pytest.mark.xfail(strict=True, reason="not implemented yet: the cost pass; `cost` is null, DESIGN 8 shows an object")
 def test_json_output_carries_a_cost_object(files):
     files(good_plan=GOOD)
     (report,) = check_json("good.plan")
-    assert type(report["cost"]) is dict
+    assert report["cost"] == {"calls": [2, 2], "inferences": [0, 0], "usd": [0.0, 0.0],
+                              "latency_ms": {"sequential": [0, 0], "critical_path": [0, 0]}}
 
 
 def test_sarif_output_is_sarif_2_1_0(files):
@@ -360,10 +360,12 @@ NESTED = 'hits = search(query: "x")\n  |> map(do: { get(id: item.id) |> summariz
 
 
 def _nodes(data):
+    """Every dictionary of the tree, but for the cost and blast radius `planc show` adds to it."""
     if isinstance(data, dict):
         yield data
-        for value in data.values():
-            yield from _nodes(value)
+        for key, value in data.items():
+            if key not in ("cost", "blast_radius"):
+                yield from _nodes(value)
     elif isinstance(data, list):
         for value in data:
             yield from _nodes(value)
@@ -402,6 +404,71 @@ def test_show_tree_names_the_steps(files):
     for expected in ["nested.plan (5 steps)", "hits = search", "2  map", "2/do.1  get",
                      "2/do.2  summarize", "3  notify", 'query: "x"']:
         assert expected in out, out
+
+
+REGISTRY = """
+[tools.search]
+params = { query = { type = "string" }, limit = { type = "integer", maximum = 100 } }
+returns = { type = "array" }
+returns_at_most = "limit"
+effects = { read_only = true, destructive = false, open_world = false }
+cost = { usd = 0.01, latency_ms = 40 }
+
+[tools.notify]
+params = { text = { type = "string" } }
+effects = { read_only = false, destructive = false, open_world = true }
+
+[tools.purge]
+params = { id = { type = "string" } }
+"""
+COSTLY = 'search(query: "x", limit: 3)\n  |> map(do: { purge(id: item.id) })\nnotify(text: "done")\n'
+
+
+def test_show_tree_has_each_steps_cost_a_total_and_the_blast_radius(files):
+    files(costly_plan=COSTLY, planc_toml=REGISTRY)
+    result = run("show", "costly.plan")
+    assert result.exit_code == 0
+    out = result.stdout
+    for expected in ["1  search  1:1  1 call, $0.01, 40 ms", "2  map  2:6  0-3 calls",
+                     "2/do.1  purge  2:16  1 call", "3  notify  3:1  1 call",
+                     "cost: 2-5 calls, 0 inferences, $0.01, 40 ms",
+                     "effectful (not read-only): 2/do.1 purge, 3 notify", "destructive: 2/do.1 purge",
+                     "open-world: 2/do.1 purge, 3 notify"]:
+        assert expected in out, out
+
+
+def test_show_json_has_each_steps_cost_and_the_blast_radius(files):
+    files(costly_plan=COSTLY, planc_toml=REGISTRY)
+    result = run("show", "--format", "json", "costly.plan")
+    assert result.exit_code == 0
+    tree = json.loads(result.stdout)
+    steps = [node for node in _nodes(tree) if node.get("kind") == "step"]
+    assert [(step["path"], step["cost"]["calls"]) for step in steps] == [
+        ("1", [1, 1]), ("2", [0, 3]), ("2/do.1", [1, 1]), ("3", [1, 1])]
+    assert tree["cost"]["calls"] == [2, 5] and tree["cost"]["usd"] == [0.01, 0.01]
+    assert tree["blast_radius"] == {
+        "effectful": [{"path": "2/do.1", "tool": "purge"}, {"path": "3", "tool": "notify"}],
+        "destructive": [{"path": "2/do.1", "tool": "purge"}],
+        "open_world": [{"path": "2/do.1", "tool": "purge"}, {"path": "3", "tool": "notify"}]}
+
+
+def test_check_prints_the_cost_and_refuses_a_plan_over_budget(files):
+    files(costly_plan=COSTLY, planc_toml=REGISTRY)
+    result = run("check", "costly.plan")
+    assert result.exit_code == 0
+    assert "cost: 2-5 calls, 0 inferences, $0.01, 40 ms" in result.stdout
+    result = run("check", "--max-calls", "4", "--max-usd", "1", "--max-inferences", "0", "costly.plan")
+    assert result.exit_code == 1
+    assert "error[E401]: over budget: the plan may make up to 5 tool calls, and `--max-calls` is 4" in result.stdout
+    assert result.stdout.count("E401") == 1
+    (report,) = check_json("--max-calls", "5", "costly.plan")
+    assert report["ok"] and report["cost"]["calls"] == [2, 5]
+
+
+def test_a_budget_below_zero_is_a_usage_error(files):
+    files(costly_plan=COSTLY)
+    result = run("check", "--max-usd", "-1", "costly.plan")
+    assert result.exit_code == 2
 
 
 def test_show_exits_1_on_a_plan_with_syntax_errors(files):

@@ -8,10 +8,14 @@ import attrs
 
 from planc.diagnostics import Diagnostic, sort_key
 from planc.gc_pause import gc_paused
+from planc.passes.budget import Budget
 from planc.passes.context import CheckContext
+from planc.passes.cost import CostReport, cost
+from planc.passes.policy import PolicyFacts, policy
 from planc.passes.resolve import Resolution, resolve
 from planc.passes.signatures import name_parameters
 from planc.passes.types import Typing, types
+from planc.policy.load import DEFAULT_PRINCIPAL, Policy
 from planc.registry.registry import Registry
 from planc.syntax.ast import Plan
 from planc.syntax.extract import extract
@@ -19,7 +23,7 @@ from planc.syntax.parser import parse
 
 # The passes, in the order they run. Each is `pass(plan, context) -> (facts, diagnostics)`;
 # a pass finds the facts of the passes before it in `context.facts`, by pass name.
-PASSES = (resolve, types)
+PASSES = (resolve, types, policy, cost)
 
 
 @attrs.frozen
@@ -29,6 +33,8 @@ class CheckResult:
     diagnostics: tuple[Diagnostic, ...]
     resolution: Resolution | None = None
     typing: Typing | None = None
+    policy: PolicyFacts | None = None
+    cost: CostReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -40,19 +46,26 @@ class CheckResult:
 
 
 def check(source: str, *, extract_plan: bool = False, registry: Registry | None = None,
-          arguments: Mapping[str, Mapping] | None = None) -> CheckResult:
+          arguments: Mapping[str, Mapping] | None = None, policy: Policy | None = None,
+          principal: str = DEFAULT_PRINCIPAL, max_usd: float | None = None, max_calls: int | None = None,
+          max_inferences: int | None = None) -> CheckResult:
     """Check plan text without running anything.
 
     With `extract_plan`, the plan is first taken out of a model reply; spans
     still point into `source`. Without a `registry` only the control steps are
     known and any other tool name is accepted. `arguments` (JSON Schema per run
-    argument) types `$args`, as a plan's declared `params` do.
+    argument) types `$args`, as a plan's declared `params` do. With a `policy`
+    (`planc.policy.load_policy`), every step is judged as a call by `principal`.
+    `max_usd`, `max_calls` and `max_inferences` are budgets: a plan that may
+    cost more is E401.
 
     >>> check('search(query: "x") |> summarize(style: bullets)').diagnostics[0].code
     'E206'
     """
     with gc_paused():
-        return _check(source, extract_plan, CheckContext(source=source, registry=registry, arguments=arguments))
+        context = CheckContext(source=source, registry=registry, arguments=arguments, policy=policy,
+                               principal=principal, budget=Budget(max_usd, max_calls, max_inferences))
+        return _check(source, extract_plan, context)
 
 
 def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResult:
@@ -70,4 +83,5 @@ def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResul
         diagnostics.extend(found)
     diagnostics.sort(key=sort_key)
     facts = context.facts
-    return CheckResult(source, parsed.plan, tuple(diagnostics), resolution=facts["resolve"], typing=facts["types"])
+    return CheckResult(source, parsed.plan, tuple(diagnostics), resolution=facts["resolve"], typing=facts["types"],
+                       policy=facts["policy"], cost=facts["cost"])

@@ -59,23 +59,55 @@ def _registry(config: str | None, locked: bool = True):
 
 CONFIG_OPTION = click.option("--config", type=click.Path(dir_okay=False),
                              help="The planc.toml to use (default: the nearest one above the working directory).")
+POLICY_OPTION = click.option("--policy", "policy_file", type=click.Path(dir_okay=False),
+                             help="A Cedar policy file that judges every step (default: `policy` in planc.toml).")
+PRINCIPAL_OPTION = click.option("--principal", default='User::"anonymous"', show_default=True,
+                                help="Who the plan runs for, as a Cedar entity.")
+
+
+def budget_options(command):
+    """`--max-usd`, `--max-calls`, `--max-inferences`: a plan that may cost more is E401."""
+    for name, kind, what in (("--max-inferences", click.IntRange(min=0), "make more model inferences"),
+                             ("--max-calls", click.IntRange(min=0), "make more tool calls"),
+                             ("--max-usd", click.FloatRange(min=0), "cost more dollars")):
+        command = click.option(name, type=kind, help=f"E401 when the plan may {what} than this.")(command)
+    return command
+
+
+def _policy(policy_file: str | None, registry, principal: str):
+    """The policy of `--policy`, or of planc.toml's `policy`, or None; and `principal` checked."""
+    from planc.policy import PolicyError, check_principal, configured_policy_path, load_policy
+
+    try:
+        check_principal(principal)
+        path = Path(policy_file) if policy_file else configured_policy_path(registry)
+        return load_policy(path) if path else None
+    except PolicyError as error:
+        raise UsageError(str(error)) from None
 
 
 @main.command("check")
 @click.argument("plans", nargs=-1, required=True)
 @CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
+@budget_options
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
               help="How to print diagnostics.")
 @click.option("--extract", is_flag=True, help="Take the plan out of a model reply (markdown fence or prose).")
-def check_command(plans: tuple[str, ...], config: str | None, output_format: str, extract: bool) -> None:
+def check_command(plans: tuple[str, ...], config: str | None, policy_file: str | None, principal: str,
+                  max_usd: float | None, max_calls: int | None, max_inferences: int | None,
+                  output_format: str, extract: bool) -> None:
     """Parse PLANS and run every pass; nothing runs. Exit 0 without errors, 1 with errors."""
     from planc.check import check
 
     registry = _registry(config)
+    policy = _policy(policy_file, registry, principal)
 
     def checked(path: str):
-        arguments = registry.plan_arguments(Path(path)) if registry and path != "-" else None
-        return check(_read(path), extract_plan=extract, registry=registry, arguments=arguments)
+        return check(_read(path), extract_plan=extract, registry=registry, arguments=_plan_arguments(registry, path),
+                     policy=policy, principal=principal, max_usd=max_usd, max_calls=max_calls,
+                     max_inferences=max_inferences)
 
     results = [(path, checked(path)) for path in plans]
     if output_format == "json":
@@ -103,6 +135,11 @@ def check_command(plans: tuple[str, ...], config: str | None, output_format: str
     sys.exit(0 if all(result.ok for _, result in results) else 1)
 
 
+def _plan_arguments(registry, path: str):
+    """The `params` of the plan file `path` when planc.toml declares it, which type its `$args`."""
+    return registry.plan_arguments(Path(path)) if registry and path != "-" else None
+
+
 def _print_text(results) -> None:
     from planc.diagnostics.render_text import render_text
 
@@ -118,6 +155,10 @@ def _print_text(results) -> None:
                           style="green")
         else:
             console.print(f"{path}: {errors} error{'s' if errors != 1 else ''}", style="bold red")
+        if result.cost is not None:
+            from planc.passes.cost_words import cost_line
+
+            console.print(f"  cost: {cost_line(result.cost.total)}", style="dim")
 
 
 def _parse_or_exit(path: str, exit_code: int):
@@ -161,23 +202,78 @@ def fmt_command(plan: str, check_only: bool, write: bool) -> None:
 
 @main.command("show")
 @click.argument("plan")
+@CONFIG_OPTION
 @click.option("--format", "output_format", type=click.Choice(["tree", "json"]), default="tree", show_default=True)
-def show_command(plan: str, output_format: str) -> None:
-    """Show the tree of PLAN."""
+def show_command(plan: str, config: str | None, output_format: str) -> None:
+    """Show the tree of PLAN, what each step may cost, and which steps can change anything."""
+    from planc.check import check
+    from planc.passes.blast_radius import blast_radius
     from planc.syntax.steps import step_paths
 
-    result = _parse_or_exit(plan, 1)
+    source = _parse_or_exit(plan, 1).source
+    registry = _registry(config)
+    result = check(source, registry=registry, arguments=_plan_arguments(registry, plan))
     paths = step_paths(result.plan)
+    costs, radius = result.cost, blast_radius(result.resolution, registry)
     if output_format == "json":
         import json
 
         from planc.syntax.data import to_data
 
-        click.echo(json.dumps(to_data(result.plan, paths=paths), ensure_ascii=False))
+        per_step = {step: {"cost": cost.to_json()} for step, cost in costs.steps.items()}
+        data = to_data(result.plan, paths=paths, extra=per_step)
+        data.update(cost=costs.total.to_json(), blast_radius=radius.to_json())
+        click.echo(json.dumps(data, ensure_ascii=False))
         return
+    from planc.passes.blast_radius import blast_radius_lines
+    from planc.passes.cost_words import cost_line, step_note
     from planc.syntax.tree_view import tree_view
 
-    _console().print(tree_view(result.plan, paths, plan))
+    console = _console()
+    console.print(tree_view(result.plan, paths, plan, {step: step_note(cost) for step, cost in costs.steps.items()}))
+    console.print(f"cost: {cost_line(costs.total)}")
+    console.print("blast radius:" + ("" if registry else " (no planc.toml: every tool counts as effectful, "
+                                                        "destructive and open-world)"))
+    for line in blast_radius_lines(radius):
+        console.print(f"  {line}", highlight=False, markup=False)
+
+
+@main.group("policy")
+def policy_group() -> None:
+    """The Cedar policy that judges a plan's calls (docs/policy.md)."""
+
+
+@policy_group.command("explain")
+@click.argument("plan")
+@CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def policy_explain_command(plan: str, config: str | None, policy_file: str | None, principal: str,
+                           output_format: str) -> None:
+    """Show, per step of PLAN, the policy's decision and the policies that made it.
+
+    Exit 0 when every step is allowed, 1 when one is denied or PLAN has syntax errors.
+    """
+    from planc.check import check
+
+    registry = _registry(config)
+    policy = _policy(policy_file, registry, principal)
+    if policy is None:
+        raise UsageError("no policy: name one with --policy, or with `policy = \"...\"` in planc.toml")
+    result = check(_read(plan), registry=registry, policy=policy, principal=principal)
+    if result.plan is None:  # syntax errors: there are no steps to explain
+        _print_text([(plan, result)])
+        sys.exit(1)
+    from planc.policy.explain import explain_json, explain_table
+
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps(explain_json(result, policy, principal), ensure_ascii=False))
+    else:
+        _console().print(explain_table(result, policy, principal))
+    sys.exit(0 if all(d.allowed for d in result.policy.decisions.values()) else 1)
 
 
 @main.group("registry")

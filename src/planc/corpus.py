@@ -9,8 +9,10 @@ A corpus file holds many cases, tree-sitter style:
     ---
     E102 1:8
 
-The header names the case (`[extract]` after the name checks it as a model
-reply, as `planc check --extract` does). The input runs to the last `---`
+The header names the case. `[extract]` after the name checks it as a model
+reply, as `planc check --extract` does; `[max-calls=10]`, `[max-inferences=2]`
+and `[max-usd=0.05]`, last in the header, check it with that budget, as the
+`planc check` options of those names do. The input runs to the last `---`
 line; after it comes `ok`, or one `CODE line:column` per expected diagnostic.
 A case passes when the diagnostics are exactly those. The category of a case
 is the name of its file, relative to the corpus directory (`registry/types`).
@@ -19,7 +21,8 @@ A case is checked against the registry of the `planc.toml` in its file's
 folder, or in the nearest folder above it within the corpus directory; with
 none there, only the control steps are known (as `planc check` without a
 registry). So `corpus/registry/planc.toml` declares the tools of the cases
-under `corpus/registry/`, and the cases directly in `corpus/` have none.
+under `corpus/registry/`, and the cases directly in `corpus/` have none. When
+that planc.toml names a `policy`, the cases are judged by it too (`corpus/policy/`).
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from pathlib import Path
 import attrs
 
 from planc.check import check
+from planc.policy import Policy, PolicyError, configured_policy_path, load_policy
 from planc.registry import ConfigError, Registry, load_registry
 from planc.registry.config import CONFIG_NAME
 
 HEADER = re.compile(r"^={3,}\n(?P<name>[^\n]*)\n={3,}\n", re.MULTILINE)
+BUDGET = re.compile(r"\s*\[max-(?P<what>calls|inferences|usd)=(?P<value>[^\]]*)\]\s*$")
 EXPECTATION = re.compile(r"(?P<code>[EWN]\d{3}) (?P<line>\d+):(?P<column>\d+)")
 
 
@@ -51,6 +56,8 @@ class Case:
     extract: bool
     location: str  # file:line of the header
     registry: Registry | None = None  # from the nearest planc.toml within the corpus
+    policy: Policy | None = None  # the policy that planc.toml names
+    budget: dict = attrs.field(factory=dict)  # `check`'s budget arguments, from `[max-calls=10]` in the header
 
 
 @attrs.frozen
@@ -69,7 +76,19 @@ def load_cases(directory: Path) -> list[Case]:
     if not files:
         raise CorpusError(f"no corpus files (*.txt) under {directory}")
     registries: dict[Path, Registry | None] = {}
-    return [case for file in files for case in _cases(file, directory, _registry(file.parent, directory, registries))]
+    cases = []
+    for file in files:
+        registry = _registry(file.parent, directory, registries)
+        cases += _cases(file, directory, registry, _policy(registry))
+    return cases
+
+
+def _policy(registry: Registry | None) -> Policy | None:
+    path = configured_policy_path(registry)
+    try:
+        return load_policy(path) if path else None
+    except PolicyError as error:
+        raise CorpusError(str(error)) from None
 
 
 def _registry(folder: Path, root: Path, loaded: dict) -> Registry | None:
@@ -87,7 +106,7 @@ def _registry(folder: Path, root: Path, loaded: dict) -> Registry | None:
     return loaded[folder]
 
 
-def _cases(file: Path, root: Path, registry: Registry | None) -> list[Case]:
+def _cases(file: Path, root: Path, registry: Registry | None, policy: Policy | None) -> list[Case]:
     with open(file, encoding="utf-8", newline="") as handle:  # CRLF cases stay CRLF
         text = handle.read()
     category = str(file.relative_to(root).with_suffix(""))
@@ -105,10 +124,24 @@ def _cases(file: Path, root: Path, registry: Registry | None) -> list[Case]:
             raise CorpusError(f"{where}: case has no `---` line before its expectation")
         source, expectation = (body[:split], body[split + 5 :]) if split >= 0 else ("", body[4:])
         name = header.group("name").strip()
+        name, budget = _budget(name, where)
         extract = name.endswith("[extract]")
         cases.append(Case(category, name.removesuffix("[extract]").strip(), source,
-                          _expected(expectation, where), extract, where, registry))
+                          _expected(expectation, where), extract, where, registry, policy, budget))
     return cases
+
+
+def _budget(name: str, where: str) -> tuple[str, dict]:
+    """The name without its trailing `[max-...=N]` options, and the budget they set."""
+    budget = {}
+    while match := BUDGET.search(name):
+        what, value = match["what"], match["value"]
+        try:
+            budget[f"max_{what}"] = float(value) if what == "usd" else int(value)
+        except ValueError:
+            raise CorpusError(f"{where}: `[max-{what}={value}]` needs a number") from None
+        name = name[: match.start()]
+    return name.strip(), budget
 
 
 def _expected(text: str, where: str) -> tuple:
@@ -127,7 +160,8 @@ def _expected(text: str, where: str) -> tuple:
 
 
 def run_case(case: Case) -> Outcome:
-    result = check(case.source, extract_plan=case.extract, registry=case.registry)
+    result = check(case.source, extract_plan=case.extract, registry=case.registry, policy=case.policy,
+                   **case.budget)
     found = tuple((d.code, d.span.start.line, d.span.start.column) for d in result.diagnostics)
     return Outcome(case, found)
 

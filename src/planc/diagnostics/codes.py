@@ -21,17 +21,21 @@ class Code:
     example: str  # a plan (or a model reply, with `extract`) that reports this code
     extract: bool = False
     registry: str | None = None  # the planc.toml the example is checked against, when it calls tools
+    policy: str | None = None  # the Cedar policy (policy.cedar) the example is checked against
+    budget: dict = attrs.field(factory=dict)  # `check`'s budget arguments for the example (`max_calls`, ...)
 
     def check_example(self):
-        """`planc.check` of the example, against its registry when it has one."""
+        """`planc.check` of the example, against its registry and policy when it has them."""
         from planc.check import check
+        from planc.policy import policy_from_text
         from planc.registry.config import registry_from_text
 
         # As if the registry were a planc.toml at the top of the repository: plan files it
         # declares are found from there.
         where = Path(__file__).resolve().parents[3] / "planc.toml"
         registry = registry_from_text(self.registry, where) if self.registry else None
-        return check(self.example, extract_plan=self.extract, registry=registry)
+        policy = policy_from_text(self.policy, where.with_name("policy.cedar")) if self.policy else None
+        return check(self.example, extract_plan=self.extract, registry=registry, policy=policy, **self.budget)
 
 
 # The tools the type examples call.
@@ -45,6 +49,15 @@ effects = { read_only = true }
 [tools.notify]
 params = { channel = { type = "string" }, text = { type = "string" } }
 required = ["channel", "text"]
+"""
+
+# The policy of the E400 example.
+NO_DESTRUCTIVE = """\
+@id("no-destructive")
+@reason("a tool that may destroy data needs a person's approval")
+forbid(principal, action == Action::"call", resource) when { resource.destructive };
+
+permit(principal, action == Action::"call", resource);
 """
 
 
@@ -147,6 +160,35 @@ _ALL = [
          "`output_schema` that is not a JSON Schema of an object, `max_iterations` below 1, or "
          "`tools: []`.",
          'agent(prompt: "List the release risks", output_schema: {type: "array", items: {type: "string"}})'),
+    Code("E400", "call denied by policy",
+         "With a Cedar policy (`--policy FILE`, or `policy = \"...\"` in planc.toml), every step, "
+         "steps inside blocks included, is put to it as a call before anything runs "
+         "(docs/policy.md has the request). A step the policy denies is reported at its tool, "
+         "naming the `forbid` policies that denied it by their `@id` (or their position in the "
+         "file), with their `@reason`; or, when no `permit` policy matches, saying so. Arguments "
+         "only known at run time are named in `context.dynamic`; the interpreter asks the policy "
+         "again with their values before the call.",
+         'search(query: "outages")\nnotify(channel: "#ops", text: "{$1.length} outages")',
+         registry=INCIDENT_TOOLS, policy=NO_DESTRUCTIVE),
+    Code("E401", "over budget",
+         "`--max-usd`, `--max-calls` and `--max-inferences` are budgets: a plan whose cost may exceed "
+         "one of them is refused before anything runs. What counts is the most of the plan's cost "
+         "range (docs/cost.md), and a cost with no upper bound (W500) exceeds every budget. The "
+         "error points at the top-level step where the running total first passes the budget, and "
+         "says how much that step and the steps before it may spend.",
+         'map(over: ["#ops", "#db", "#web"], do: { notify(channel: item, text: "the deploy starts") })',
+         registry=INCIDENT_TOOLS, budget={"max_calls": 2}),
+    Code("W500", "unbounded fan-out",
+         "A `map`, `filter` or `reduce` spends tool calls or model inferences on every item of a list "
+         "whose length planc cannot bound, so the plan's cost has no upper bound and exceeds every "
+         "budget. A list is bounded by a literal list's length, by `maxItems` in its type, or by the "
+         "tool that made it when the tool declares `returns_at_most` (the parameter that caps its "
+         "result's length, like `limit`) and that parameter has a literal value, a `maximum` or a "
+         "`default`. A `filter` with `where` costs nothing per item and never warns, and neither does a list "
+         "planc knows nothing of: the result of a tool it does not know (as without a registry) or a value "
+         "of unknown type (docs/cost.md).",
+         'search(query: "outages") |> map(do: { notify(channel: "#ops", text: item.title) })',
+         registry=INCIDENT_TOOLS),
     Code("W501", "result of a read-only step is never used",
          "A step whose tool is declared read-only only produces its result; when no reference, pipe "
          "or block passes that result on, and it is not the plan's result, the call does nothing.",
@@ -203,5 +245,11 @@ def render_markdown() -> str:
         elif code.registry:
             shown[code.registry] = code.code
             out += ["With this `planc.toml`:", "", "```toml", code.registry.rstrip("\n"), "```", ""]
+        if code.budget:
+            options = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in code.budget.items())
+            out += [f"Checked with `{options}`.", ""]
+        if code.policy:
+            out += ["With this `policy.cedar` (`--policy policy.cedar`):", "", "```cedar", code.policy.rstrip("\n"),
+                    "```", ""]
         out += ["```", code.example.rstrip("\n"), "```", "", "```text", captured.get().rstrip("\n"), "```", ""]
     return "\n".join(out)

@@ -12,5 +12,5 @@ def render_json(file: str, result) -> str:
         "ok": result.ok,
         "diagnostics": [d.to_json() for d in result.diagnostics],
         "steps": result.steps,
-        "cost": None,  # the cost pass comes with the policy and cost issue
+        "cost": result.cost.total.to_json() if result.cost else None,  # None: the plan did not parse
     }, ensure_ascii=False)

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 
 import attrs
 
+from planc.passes.budget import Budget
+from planc.policy.load import DEFAULT_PRINCIPAL, Policy
 from planc.registry.registry import Registry
 
 
@@ -24,9 +26,18 @@ class CheckContext:
     `arguments` types the plan's `$args`: the JSON Schema of each run argument,
     when the plan being checked is declared under `[plans.NAME]` with `params`.
     None (the default) leaves `$args.NAME` untyped.
+
+    `policy` (a loaded Cedar policy file) judges every step as a call by
+    `principal` (a Cedar entity, `User::"anonymous"` by default); None: no policy pass.
+
+    `budget` is the most the plan may cost (`--max-usd`, `--max-calls`,
+    `--max-inferences`); the cost pass reports E401 past it.
     """
 
     source: str = ""
     registry: Registry | None = None
     facts: Mapping[str, object] = attrs.field(factory=dict)
     arguments: Mapping[str, Mapping] | None = None
+    policy: Policy | None = None
+    principal: str = DEFAULT_PRINCIPAL
+    budget: Budget = Budget()

@@ -16,16 +16,17 @@ def kind_of(node) -> str:
     return _SNAKE.sub("_", type(node).__name__).lower()
 
 
-def to_data(node, *, spans: bool = True, paths: dict | None = None):
+def to_data(node, *, spans: bool = True, paths: dict | None = None, extra: dict | None = None):
     """`node` as JSON-ready data: every node has `kind` (and `span`).
 
-    A Name becomes its text; a step also gets its `path` when `paths` is given.
+    A Name becomes its text; a step also gets its `path` when `paths` is given,
+    and the fields `extra` holds for it (`{step: {"cost": ...}}`).
     `to_data(a, spans=False) == to_data(b, spans=False)` is structural equality.
     """
     if isinstance(node, ast.Name):
         return node.text
     if isinstance(node, tuple):
-        return [to_data(child, spans=spans, paths=paths) for child in node]
+        return [to_data(child, spans=spans, paths=paths, extra=extra) for child in node]
     if not attrs.has(type(node)):
         return node
     data = {"kind": kind_of(node)}
@@ -36,11 +37,13 @@ def to_data(node, *, spans: bool = True, paths: dict | None = None):
         data["label"] = node.label.text if node.label else None
         if paths is not None:
             data["path"] = paths[node]
-        data["args"] = to_data(node.args, spans=spans, paths=paths)
+        data["args"] = to_data(node.args, spans=spans, paths=paths, extra=extra)
+        if extra is not None:
+            data.update(extra.get(node, {}))
         return data
     for field in attrs.fields(type(node)):
         if field.name != "span":
-            data[field.name] = to_data(getattr(node, field.name), spans=spans, paths=paths)
+            data[field.name] = to_data(getattr(node, field.name), spans=spans, paths=paths, extra=extra)
     if isinstance(node, ast.Literal):
         data["type"] = type(node.value).__name__  # keeps `1` and `true` apart in comparisons
     return data

@@ -1,0 +1,62 @@
+"""What a plan can change: its steps that are not read-only, the destructive ones and the open-world ones.
+
+Read from the resolve pass's facts and the tools' declared effects, so a
+reviewer sees it before approving a run. A tool whose effects are not known
+(no registry) counts on the conservative side, as undeclared effects do; an
+`agent` may do what any tool it may call may do.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from planc.passes.agent_tools import agent_effects, agent_tools
+from planc.registry.registry import Registry
+from planc.registry.tool import Effects
+
+
+@attrs.frozen
+class BlastRadius:
+    """(step path, tool name) of the steps in each group, in text order."""
+
+    effectful: tuple[tuple[str, str], ...]
+    destructive: tuple[tuple[str, str], ...]
+    open_world: tuple[tuple[str, str], ...]
+
+    def to_json(self) -> dict:
+        return {group: [{"path": path, "tool": tool} for path, tool in getattr(self, group)]
+                for group in ("effectful", "destructive", "open_world")}
+
+
+def blast_radius(resolution, registry: Registry | None) -> BlastRadius:
+    """The blast radius of a resolved plan.
+
+    >>> from planc.check import check
+    >>> result = check('decide(when: true, then: { send(to: "x") })')
+    >>> blast_radius(result.resolution, None).effectful
+    (('1/then.1', 'send'),)
+    """
+    groups: dict[str, list] = {"effectful": [], "destructive": [], "open_world": []}
+    for step, path in resolution.paths.items():
+        tool = resolution.tools.get(step)
+        if tool is None:
+            effects = Effects()
+        elif tool.name == "agent" and tool.provider == "builtin":
+            effects = agent_effects(agent_tools(step, registry))
+        else:
+            effects = tool.effects
+        for group, member in (("effectful", not effects.read_only), ("destructive", effects.destructive),
+                              ("open_world", effects.open_world)):
+            if member:
+                groups[group].append((path, step.tool.text))
+    return BlastRadius(**{group: tuple(steps) for group, steps in groups.items()})
+
+
+def blast_radius_lines(radius: BlastRadius) -> list[str]:
+    """The blast radius in words, one line per group: `effectful (not read-only): 3 notify, 4/do.1 page`."""
+    lines = []
+    for group, title in (("effectful", "effectful (not read-only)"), ("destructive", "destructive"),
+                         ("open_world", "open-world")):
+        steps = getattr(radius, group)
+        lines.append(f"{title}: {', '.join(f'{path} {tool}' for path, tool in steps) or 'none'}")
+    return lines

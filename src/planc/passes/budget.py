@@ -1,0 +1,81 @@
+"""Budgets: the most a plan may cost (`--max-usd`, `--max-calls`, `--max-inferences`), E401 past them.
+
+A plan is over a budget when the most its cost range allows exceeds it; a
+cost with no upper bound exceeds every budget. The error points at the
+top-level step where the running total of the most first passes the budget:
+the step to shrink, split off or bound.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from planc.diagnostics import Diagnostic
+from planc.passes.cost_range import CostRange, Range
+from planc.passes.cost_words import dollars
+from planc.syntax import ast
+
+
+@attrs.frozen
+class Budget:
+    """The most a plan may cost; None: no limit."""
+
+    usd: float | None = None
+    calls: int | None = None
+    inferences: int | None = None
+
+
+# The field of Budget and of CostRange, the option that sets it, and what it counts.
+LIMITS = (("calls", "--max-calls", "tool call"), ("inferences", "--max-inferences", "model inference"),
+          ("usd", "--max-usd", None))
+
+
+def over_budget(steps: list[tuple[ast.Step, str, CostRange]], budget: Budget) -> list[Diagnostic]:
+    """E401 for each budget the plan may exceed; `steps` are its top-level steps, their paths and costs.
+
+    >>> from planc.syntax.parser import parse
+    >>> (step,) = parse("a()").plan.pipelines[0].steps
+    >>> [d.message for d in over_budget([(step, "1", CostRange(calls=Range(1, 3)))], Budget(calls=2))]
+    ['over budget: the plan may make up to 3 tool calls, and `--max-calls` is 2']
+    """
+    found = []
+    for field, option, noun in LIMITS:
+        limit = getattr(budget, field)
+        if limit is None:
+            continue
+        before = 0.0
+        for step, path, cost in steps:
+            most = getattr(cost, field).high
+            if _exceeds(before + most, limit):
+                total = sum(getattr(cost, field).high for _, _, cost in steps)
+                found.append(_over(step, path, option, noun, limit, total, before, most))
+                break
+            before += most
+    return found
+
+
+def _over(step: ast.Step, path: str, option: str, noun: str | None, limit, total, before, most) -> Diagnostic:
+    verb = "make" if noun else "cost"
+    if math.isinf(total):
+        what = f"number of {noun}s" if noun else "cost"
+        message = f"over budget: the plan's {what} has no upper bound, and `{option}` is {limit:g}"
+        hint = "this step's cost has no upper bound (see W500): no budget covers it"
+    else:
+        message = f"over budget: the plan may {verb} up to {_amount(total, noun)}, and `{option}` is {limit:g}"
+        hint = f"this step may {verb} up to {_amount(most, noun)}"
+        if before:
+            hint += f", after up to {_amount(before, noun)} before it"
+    return Diagnostic("E401", message, step.span, step=path, hints=(hint,))
+
+
+def _amount(value: float, noun: str | None) -> str:
+    if noun is None:
+        return dollars(value)
+    return f"{value:,.0f} {noun}{'s' if value != 1 else ''}"
+
+
+def _exceeds(value: float, limit: float) -> bool:
+    """Whether `value` is over `limit`; sums of dollars carry float error, which is not over."""
+    return value > limit and not math.isclose(value, limit, rel_tol=1e-9)

@@ -1,0 +1,259 @@
+"""Cost: what a plan may cost before it runs, per step and in total, as ranges [least, most].
+
+Counted: tool calls, model inferences, dollars and latency (the sequential
+sum, and the critical path). A tool call costs its declared `cost` (nothing
+when it declares none, but it is still a call). Control steps are free
+themselves; what they run is not:
+
+- `map`, `filter` (with `do`) and `reduce` run their block once per item, as
+  many times as the list may have items (`list_bounds.py`); `map` runs up to
+  `concurrency` items at once, so its critical path is one per wave.
+- `filter`, `decide` and `exit` with `infer` cost one inference per
+  evaluation (per item for `filter`).
+- `decide` costs its condition and then one of its branches: the least of
+  the branches' least, the most of their most.
+- `agent` makes 1 to `max_iterations` inferences (default 8) and, one per
+  round, up to `max_iterations` calls of the tools it may call (the costliest
+  of them each time).
+- After a step that may `exit`, the steps that follow may not run: their
+  least is nothing.
+
+- W500: `map`, `filter` or `reduce` spends calls or inferences per item of a
+  list with no known bound; the most is then unbounded. Not for a list planc
+  knows nothing of (from a tool it does not know, of an unknown type): as
+  with types, the unknown passes.
+- E401: the most exceeds a budget of the check (`budget.py`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import attrs
+
+from planc.diagnostics import Diagnostic, sort_key
+from planc.passes.agent_tools import agent_effects, agent_tools
+from planc.passes.budget import over_budget
+from planc.passes.context import CheckContext
+from planc.passes.cost_range import UNBOUNDED, CostRange, Range
+from planc.passes.list_bounds import ListBounds, largest_argument
+from planc.passes.literals import literal_value
+from planc.passes.resolve import resolve
+from planc.passes.types import types
+from planc.registry.builtins import CONTROL_STEPS
+from planc.syntax import ast
+from planc.syntax.steps import children
+
+ONE = Range(1, 1)
+INFERENCE = CostRange(inferences=ONE)
+
+
+@attrs.frozen
+class CostReport:
+    """What the cost pass learned: the cost of one run of each step, and of the plan.
+
+    A step inside a block costs what one run of it costs (one item of a `map`);
+    the step holding the block counts every run.
+    """
+
+    steps: dict  # Step -> CostRange
+    total: CostRange
+
+
+@attrs.frozen
+class _Run:
+    """The cost of running some steps, and what their place among their siblings depends on."""
+
+    cost: CostRange = CostRange()
+    may_exit: bool = False  # an `exit` in them may end the plan
+    ordered: bool = False  # they have effects or may exit: they keep their place among their siblings
+
+
+def cost(plan: ast.Plan, context: CheckContext) -> tuple[CostReport, list[Diagnostic]]:
+    """The cost of `plan`; uses the resolve and types passes' facts.
+
+    >>> from planc.syntax.parser import parse
+    >>> report, found = cost(parse('map(over: [1, 2, 3], do: { search(q: "{item}") })').plan, CheckContext())
+    >>> report.total.to_json()["calls"], found
+    ([3, 3], [])
+    """
+    resolution = context.facts.get("resolve") or resolve(plan, context)[0]
+    typing = context.facts.get("types") or types(plan, context)[0]
+    coster = _Coster(plan, resolution, typing, context)
+    total = coster.sequence(plan.pipelines).cost
+    top = [(step, resolution.paths.get(step, ""), coster.steps[step])
+           for pipeline in plan.pipelines for step in pipeline.steps]
+    diagnostics = coster.diagnostics + over_budget(top, context.budget)
+    return CostReport(coster.steps, total), sorted(diagnostics, key=sort_key)
+
+
+class _Coster:
+    """One walk over the plan, costing each step after the steps inside it."""
+
+    def __init__(self, plan: ast.Plan, resolution, typing, context: CheckContext) -> None:
+        self.resolution = resolution
+        self.typing = typing
+        self.registry = context.registry
+        self.bounds = ListBounds(plan, resolution, typing)
+        self.steps: dict[ast.Step, CostRange] = {}
+        self.diagnostics: list[Diagnostic] = []
+
+    def sequence(self, pipelines) -> _Run:
+        """The cost of a plan's or a block's steps.
+
+        Their critical path is the latest finish: a step starts when what it
+        waits for has finished: the steps whose results it reads, every
+        ordered step before it, and, when it is ordered itself, every step before it.
+        """
+        steps = [step for pipeline in pipelines for step in pipeline.steps]
+        index = {step: number for number, step in enumerate(steps)}
+        counted, low, high = [], [], []  # what each step adds, and when it finishes at the least and the most
+        latest = after_ordered = (0, 0)  # the latest finish of all steps so far, and of the ordered ones
+        exited = ordered = False
+        for step in steps:
+            run = self.step(step)
+            cost = run.cost.most_only() if exited else run.cost
+            if run.ordered:
+                start = latest
+            else:
+                waits = [index[target] for target in self._waits_for(step) if target in index]
+                start = (max([after_ordered[0], *(low[n] for n in waits)]),
+                         max([after_ordered[1], *(high[n] for n in waits)]))
+            finish = (start[0] + cost.critical_ms.low, start[1] + cost.critical_ms.high)
+            low.append(finish[0])
+            high.append(finish[1])
+            latest = (max(latest[0], finish[0]), max(latest[1], finish[1]))
+            if run.ordered:
+                after_ordered = (max(after_ordered[0], finish[0]), max(after_ordered[1], finish[1]))
+            counted.append(cost)
+            exited, ordered = exited or run.may_exit, ordered or run.ordered
+        return _Run(CostRange.total(counted).with_critical(Range(*latest)), exited, ordered)
+
+    def _waits_for(self, step: ast.Step):
+        """The steps whose results `step` reads: piped to it, or referenced in it or in its blocks' steps."""
+        before = self.bounds.piped_from.get(step)
+        if before is not None:
+            yield before
+        yield from self._reads(step)
+
+    def _reads(self, step: ast.Step):
+        """The steps whose results `step` reads, in its own arguments and in its blocks' steps."""
+        pending = [arg.value for arg in step.args]
+        while pending:
+            node = pending.pop()
+            kind = type(node)
+            if kind is ast.Ref:
+                yield self.resolution.targets.get(node)
+            elif kind is ast.Block:
+                pending.extend(arg.value for pipeline in node.pipelines for inner in pipeline.steps
+                               for arg in inner.args)
+            else:
+                pending.extend(children(node))
+
+    def step(self, step: ast.Step) -> _Run:
+        tool = self.resolution.tools.get(step)
+        if tool is None:
+            run = _Run(_call(0, 0), ordered=True)
+        elif tool.provider != "builtin":
+            run = _Run(_call(tool.cost.usd, tool.cost.latency_ms), ordered=not tool.effects.read_only)
+        else:
+            run = getattr(self, f"_{tool.name}")(step)
+        self.steps[step] = run.cost
+        return run
+
+    # --- the control steps, one method each
+
+    def _map(self, step: ast.Step) -> _Run:
+        body = self.block(step, "do")
+        count = self.fan_out(step, body)
+        return attrs.evolve(body, cost=body.cost.times(count, _waves(count, self._concurrency(step))))
+
+    def _filter(self, step: ast.Step) -> _Run:
+        if step.arg("infer") is not None:
+            body = _Run(INFERENCE)
+        else:
+            body = self.block(step, "do")
+        return attrs.evolve(body, cost=body.cost.times(self.fan_out(step, body)))
+
+    def _reduce(self, step: ast.Step) -> _Run:
+        body = self.block(step, "do")
+        return attrs.evolve(body, cost=body.cost.times(self.fan_out(step, body)))
+
+    def _decide(self, step: ast.Step) -> _Run:
+        then, otherwise = self.block(step, "then"), self.block(step, "else")
+        condition = INFERENCE if step.arg("infer") is not None else CostRange()
+        return _Run(condition + then.cost.either(otherwise.cost), then.may_exit or otherwise.may_exit,
+                    then.ordered or otherwise.ordered)
+
+    def _exit(self, step: ast.Step) -> _Run:
+        return _Run(INFERENCE if step.arg("infer") is not None else CostRange(), may_exit=True, ordered=True)
+
+    def _agent(self, step: ast.Step) -> _Run:
+        most = largest_argument(step, AGENT, "max_iterations", self.typing)
+        rounds = Range(1, UNBOUNDED if most is None else max(1, most))
+        tools = agent_tools(step, self.registry)
+        if tools is None:  # each round may call a tool planc knows nothing of
+            call = _call(0, 0)
+        elif tools:
+            call = _call(max(tool.cost.usd for tool in tools), max(tool.cost.latency_ms for tool in tools))
+        else:
+            call = CostRange()
+        calls = call.most_only().times(rounds)
+        return _Run(CostRange(inferences=rounds) + calls, ordered=not agent_effects(tools).read_only)
+
+    def _ask(self, step: ast.Step) -> _Run:
+        return _Run()
+
+    def _reshape(self, step: ast.Step) -> _Run:
+        return _Run()
+
+    # --- what the control steps run
+
+    def block(self, step: ast.Step, name: str) -> _Run:
+        arg = step.arg(name)
+        return self.sequence(arg.value.pipelines) if arg is not None and type(arg.value) is ast.Block else _Run()
+
+    def fan_out(self, step: ast.Step, body: _Run) -> Range:
+        """How many times `step` runs `body`: once per item of its list; W500 when that has no bound and costs."""
+        bound = self.bounds.of_over(step)
+        count = bound.count
+        if body.may_exit:  # the first item may end the plan
+            count = Range(min(count.low, 1), count.high)
+        if not count.bounded and not body.cost.free and bound.known:
+            name = step.tool.text
+            per_item = "runs its block" if step.arg("infer") is None else "asks the judge model"
+            hints = [f"the list has no known length: {bound.why}"] if bound.why else []
+            hints.append("bound it: pass a literal list, give the tool that makes it a limit (its `returns_at_most`), "
+                         "or declare `maxItems` in its `returns`")
+            self.diagnostics.append(Diagnostic(
+                "W500", f"unbounded fan-out: `{name}` {per_item} once per item of a list with no known length, "
+                        "so the plan's cost has no upper bound",
+                step.tool.span, step=self.resolution.paths.get(step), hints=tuple(hints)))
+        return count
+
+    def _concurrency(self, step: ast.Step) -> Range:
+        """How many items `map` runs at once: [least, most]."""
+        arg = step.arg("concurrency")
+        if arg is None:
+            return ONE
+        value = literal_value(arg.value)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return Range(value, value)
+        return Range(1, UNBOUNDED)
+
+
+AGENT = CONTROL_STEPS["agent"]
+
+
+@functools.lru_cache(maxsize=1024)  # one per distinct declared cost, shared by every call
+def _call(usd: float, ms: float) -> CostRange:
+    """One tool call that costs `usd` dollars and takes `ms` milliseconds."""
+    return CostRange(ONE, usd=Range(usd, usd), sequential_ms=Range(ms, ms), critical_ms=Range(ms, ms))
+
+
+def _waves(count: Range, concurrency: Range) -> Range:
+    """How many rounds of up to `concurrency` items `count` items take, one round after the other."""
+    least = 0 if count.low == 0 else max(1, math.ceil(count.low / concurrency.high))
+    most = count.high if not count.bounded else math.ceil(count.high / concurrency.low)
+    return Range(least, most)

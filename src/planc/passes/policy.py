@@ -1,0 +1,113 @@
+"""Policy: every step, nested ones included, is put to the Cedar policy before anything runs.
+
+A step is the request DESIGN section 6 describes (docs/policy.md): the principal, the
+action `Action::"call"`, the resource `Tool::"<name>"` with the tool's effects, and a
+context with the literal arguments, the names of those only known at run time, the
+step path and whether the step runs once per item. A deny is E400 at the step's tool.
+Without a policy the pass does nothing.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from planc.diagnostics import Diagnostic
+from planc.passes.context import CheckContext
+from planc.passes.literals import NOT_LITERAL, literal_value
+from planc.policy.decide import Decision, decide
+from planc.registry.tool import Tool
+from planc.syntax import ast
+from planc.syntax.steps import step_blocks
+
+# The control steps whose blocks run once per item: a step inside one is `in_loop`.
+LOOPS = frozenset({"map", "filter", "reduce"})
+
+
+@attrs.frozen
+class PolicyFacts:
+    """What the policy said about each step it judged."""
+
+    decisions: dict  # Step -> Decision
+
+
+def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Diagnostic]]:
+    """Judge every step of `plan` by `context.policy`.
+
+    >>> from pathlib import Path
+    >>> from planc.policy import policy_from_text
+    >>> from planc.passes.resolve import resolve
+    >>> from planc.syntax.parser import parse
+    >>> rules = policy_from_text('@id("no-loops")\\nforbid(principal, action, resource) when { context.in_loop };'
+    ...                          '\\npermit(principal, action, resource);', Path("policy.cedar"))
+    >>> plan = parse('map(over: [1, 2], do: { notify(text: "hi") })').plan
+    >>> context = CheckContext(policy=rules)
+    >>> context = attrs.evolve(context, facts={"resolve": resolve(plan, context)[0]})
+    >>> [(d.code, d.message, d.step) for d in policy(plan, context)[1]]
+    [('E400', 'calling `notify` is forbidden by policy `no-loops` (for User::"anonymous")', '1/do.1')]
+    """
+    if context.policy is None:
+        return PolicyFacts({}), []
+    resolution = context.facts["resolve"]
+    decisions: dict[ast.Step, Decision] = {}
+    diagnostics = []
+    for step, piped, in_loop in _calls(plan.pipelines, in_loop=False):
+        # Without a registry any tool name is accepted, and judged by the conservative effects.
+        tool = resolution.tools.get(step) or (Tool(step.tool.text) if context.registry is None else None)
+        if tool is None:  # an unknown tool, already reported by resolve
+            continue
+        args, dynamic = _arguments(step, tool, piped)
+        path = resolution.paths[step]
+        decision = decisions[step] = decide(context.policy, context.principal, tool, args, step=path,
+                                            in_loop=in_loop, dynamic=dynamic)
+        if not decision.allowed:
+            diagnostics.append(_denied(step, path, decision, context))
+    return PolicyFacts(decisions), diagnostics
+
+
+def _calls(pipelines, in_loop: bool):
+    """(step, whether a result is piped into it, whether it runs per item) for every step, in text order."""
+    for pipeline in pipelines:
+        for position, step in enumerate(pipeline.steps):
+            yield step, position > 0, in_loop
+            for block, _ in step_blocks(step):
+                yield from _calls(block.pipelines, in_loop or step.tool.text in LOOPS)
+
+
+def _arguments(step: ast.Step, tool: Tool, piped: bool) -> tuple[dict, list[str]]:
+    """The literal arguments of `step`, and the names of those only known at run time.
+
+    A block or a condition is neither: its steps are judged one by one.
+    """
+    args: dict = {}
+    dynamic = [tool.pipe] if piped and tool.pipe else []
+    for arg in step.args:
+        name = arg.name.text
+        if tool.kind(name) != "value":
+            continue
+        value = literal_value(arg.value)
+        if value is NOT_LITERAL:
+            dynamic.append(name)
+        else:
+            args[name] = value
+    return args, dynamic
+
+
+def _denied(step: ast.Step, path: str, decision: Decision, context: CheckContext) -> Diagnostic:
+    name, who = step.tool.text, f"(for {context.principal})"
+    hints = []
+    if decision.policies:
+        names = " and ".join(f"`{rule.name}`" for rule in decision.policies)
+        message = f"calling `{name}` is forbidden by {'policies' if len(decision.policies) > 1 else 'policy'} {names} {who}"
+        hints += [rule.reason for rule in decision.policies if rule.reason]
+    elif decision.problem:
+        message = f"calling `{name}` is not permitted {who}: {decision.problem}"
+    else:
+        message = f"calling `{name}` is not permitted {who}: no policy of {context.policy.path.name} permits it"
+        hints.append("a call is allowed only when some `permit` policy matches it and no `forbid` policy does")
+    dynamic = decision.request["context"]["dynamic"]
+    if dynamic:
+        listed = ", ".join(f"`{arg}`" for arg in dynamic)
+        hints.append(f"{listed} {'is' if len(dynamic) == 1 else 'are'} only known at run time: "
+                     "named in `context.dynamic`, with no value in `context.args`")
+    hints += decision.errors
+    return Diagnostic("E400", message, step.tool.span, step=path, hints=tuple(hints))
