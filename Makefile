@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/planc check --config examples/incidents/planc.toml examples/incidents/triage.plan
-	$(BIN)/planc show examples/incidents/triage.plan
+	$(BIN)/planc show --config examples/incidents/planc.toml examples/incidents/triage.plan
 
 test: $(STAMP)
 	$(BIN)/pytest -q tests src/planc

@@ -67,6 +67,8 @@ def control_result(name: str, inputs: Mapping, output_schema: Mapping | None = N
 
     >>> control_result("map", {"over": {"type": "array", "maxItems": 5}, "do": {"type": "string"}})
     {'type': 'array', 'items': {'type': 'string'}, 'maxItems': 5}
+    >>> control_result("filter", {"over": {"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 3}})
+    {'type': 'array', 'items': {'type': 'integer'}, 'maxItems': 3}
     """
     if name == "map":
         result: dict = {"type": "array"}
@@ -75,7 +77,12 @@ def control_result(name: str, inputs: Mapping, output_schema: Mapping | None = N
         return _keep_bound(result, inputs.get("over"))
     if name == "filter":
         over = inputs.get("over")
-        return over if kinds(over) == {"array"} else _keep_bound(dict(LIST), over)
+        if kinds(over) != {"array"}:
+            return _keep_bound(dict(LIST), over)
+        # The kept items have the input's item type and at most its length; any may be dropped.
+        if "minItems" not in over and "prefixItems" not in over:
+            return over
+        return {key: value for key, value in over.items() if key not in ("minItems", "prefixItems")}
     if name == "reduce":
         return inputs.get("do")
     if name == "decide":
