@@ -135,15 +135,65 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
     sys.exit(0 if all(result.ok for _, result in results) else 1)
 
 
+@main.command("run")
+@click.argument("plan")
+@CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
+@click.option("--arg", "args", multiple=True, metavar="NAME=VALUE", help="A run argument, read by `$args.NAME`.")
+@click.option("--events", type=click.Path(dir_okay=False), help="Write the run's events to FILE as JSON lines.")
+@click.option("--finish", type=click.Choice(["output", "none"]), default="output", show_default=True,
+              help="Print the plan's result as JSON, or nothing.")
+def run_command(plan: str, config: str | None, policy_file: str | None, principal: str, args: tuple[str, ...],
+                events: str | None, finish: str) -> None:
+    """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error."""
+    import asyncio
+    import json
+
+    from planc.backend.arguments import parse_arguments
+    from planc.backend.hooks import Hooks
+    from planc.backend.interpreter import run_plan
+    from planc.backend.values import RunError
+    from planc.check import check
+
+    registry = _registry(config)
+    policy = _policy(policy_file, registry, principal)
+    try:
+        arguments = parse_arguments(args)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    checked = check(_read(plan), registry=registry, arguments=_plan_arguments(registry, plan),
+                    policy=policy, principal=principal)
+    if not checked.ok:
+        _print_text([(plan, checked)], stderr=True)
+        sys.exit(1)
+    sink = open(events, "w", encoding="utf-8") if events else None  # closed below
+    hooks = Hooks(events=(lambda event: sink.write(json.dumps(event, default=str) + "\n")) if sink else None)
+    try:
+        result = asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks,
+                                      policy=policy, principal=principal))
+    except RunError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    finally:
+        if sink:
+            sink.close()
+    if finish == "output":
+        click.echo(json.dumps(result.value, indent=2, ensure_ascii=False, default=str))
+    if result.status == "error":
+        click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
+        sys.exit(4)
+
+
 def _plan_arguments(registry, path: str):
     """The `params` of the plan file `path` when planc.toml declares it, which type its `$args`."""
     return registry.plan_arguments(Path(path)) if registry and path != "-" else None
 
 
-def _print_text(results) -> None:
+def _print_text(results, stderr: bool = False) -> None:
     from planc.diagnostics.render_text import render_text
 
-    console = _console()
+    console = _console(stderr=stderr)
     for path, result in results:
         for diagnostic in result.diagnostics:
             console.print(render_text(diagnostic, result.source, path))

@@ -1,0 +1,1 @@
+"""Backends: the interpreter that runs a checked plan, its tools and models."""

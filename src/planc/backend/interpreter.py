@@ -1,0 +1,265 @@
+"""Run a checked plan (DESIGN section 7): validate, run the steps, finish.
+
+Steps run in text order; `map` runs up to `concurrency` items at once. Every
+real tool dispatch goes through one path (`_dispatch`): the policy decides with
+the real arguments, the arguments are validated against the tool's schema, the
+gate is asked, the tool is called, its result is validated against `returns`,
+and events are sent. Control steps are intercepted here and never dispatched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import ChainMap
+from collections.abc import Mapping
+
+import attrs
+
+from planc.backend.hooks import Abort, Call, Hooks, Proceed, Replace, Skip
+from planc.backend.providers import call_provider
+from planc.backend.values import RunError, Scope, evaluate, truth
+from planc.check import CheckResult
+from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.registry import Registry
+from planc.syntax import ast
+from planc.syntax.steps import step_blocks
+
+
+@attrs.frozen
+class RunResult:
+    value: object  # the plan's result: its last top-level step's, or an exit's output
+    status: str = "ok"  # "ok" or "error" (an exit step with status error)
+    message: str | None = None
+
+
+class Exited(Exception):
+    def __init__(self, status: str, message: str | None, output) -> None:
+        super().__init__(message)
+        self.status, self.message, self.output = status, message, output
+
+
+async def run_plan(checked: CheckResult, *, registry: Registry | None = None, arguments: Mapping | None = None,
+                   hooks: Hooks = Hooks(), policy=None, principal: str = 'User::"anonymous"') -> RunResult:
+    """Run `checked` (a plan `planc.check` accepted); RunError says what failed and where."""
+    if not checked.ok:
+        raise RunError("the plan has errors: `planc check` it first")
+    run = _Run(checked, registry, dict(arguments or {}), hooks, policy, principal)
+    run.missing_arguments()
+    run.emit("run_started")
+    try:
+        value = await run.pipelines(checked.plan.pipelines, run.scope, prefix="", suffix="", in_loop=False)
+        result = RunResult(value)
+    except Exited as exit_:
+        result = RunResult(exit_.output, exit_.status, exit_.message)
+    run.emit("run_finished", status=result.status)
+    return result
+
+
+class _Run:
+    def __init__(self, checked: CheckResult, registry, arguments, hooks, policy, principal) -> None:
+        self.checked, self.registry, self.hooks = checked, registry, hooks
+        self.policy, self.principal = policy, principal
+        self.tools = checked.resolution.tools
+        self.scope = Scope(ChainMap(), checked.resolution.targets, arguments)
+
+    def missing_arguments(self) -> None:
+        """A `$args.NAME` the run does not give is refused before any step runs."""
+        for ref, target in self.checked.resolution.targets.items():
+            if target == "args" and ref.accessors and isinstance(ref.accessors[0], ast.Field):
+                name = ref.accessors[0].name
+                if name not in self.scope.arguments:
+                    raise RunError(f"the plan reads `$args.{name}`, but the run has no argument `{name}` "
+                                   f"(give it with `--arg {name}=VALUE`)", ref)
+
+    def emit(self, event: str, **fields) -> None:
+        if self.hooks.events is not None:
+            self.hooks.events({"event": event, **fields})
+
+    async def pipelines(self, pipelines, scope: Scope, prefix: str, suffix: str, in_loop: bool):
+        """Run `pipelines` (a plan's or a block's); the result is the last step's.
+
+        Step paths are `prefix` + number + `suffix`: `3/do.2` + `[17]` in a map's 18th item.
+        """
+        number, result = 0, None
+        for pipeline in pipelines:
+            piped = _NOTHING
+            for step in pipeline.steps:
+                number += 1
+                result = await self.step(step, f"{prefix}{number}{suffix}", scope, piped, in_loop)
+                scope.results[step] = result
+                piped = result
+        return result
+
+    async def step(self, step: ast.Step, path: str, scope: Scope, piped, in_loop: bool):
+        self.emit("step_started", step=path, tool=step.tool.text)
+        name = step.tool.text
+        if name in CONTROL_STEPS:
+            result = await getattr(self, f"control_{name}")(step, path, scope, piped, in_loop)
+        else:
+            tool = self.tools.get(step)
+            if tool is None:
+                raise RunError(f"step {path}: no registry declares the tool `{name}`", step.tool)
+            args = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}
+            if piped is not _NOTHING and tool.pipe:
+                args[tool.pipe] = piped
+            result = await self.dispatch(Call(path, tool, args), step, in_loop)
+        self.emit("step_finished", step=path, result=result)
+        return result
+
+    async def dispatch(self, call: Call, step: ast.Step, in_loop: bool):
+        """The one path every real tool call takes."""
+        tool = call.tool
+        if self.policy is not None:
+            from planc.policy import decide
+
+            decision = decide(self.policy, self.principal, tool, call.args, step=call.step, in_loop=in_loop)
+            if not decision.allowed:
+                who = ", ".join(rule.name for rule in decision.policies) or "no policy permits it"
+                raise RunError(f"step {call.step}: the policy denies calling `{tool.name}` ({who})", step.tool)
+        _validate(call.args, tool, call.step, step)
+        gate = await self.hooks.gate(call) if self.hooks.gate else Proceed()
+        if isinstance(gate, Abort):
+            raise RunError(f"step {call.step}: stopped before calling `{tool.name}`: {gate.reason}", step.tool)
+        self.emit("tool_started", step=call.step, tool=tool.name, input=dict(call.args))
+        if isinstance(gate, Skip):
+            result = gate.result
+        else:
+            try:
+                result = await call_provider(tool, call.args, self.registry)
+            except RunError:
+                raise
+            except Exception as error:  # whatever the tool raised is the tool's error
+                result = await self.tool_failed(call, step, error)
+        _check_result(result, tool, call.step, step)
+        self.emit("tool_finished", step=call.step, tool=tool.name, result=result)
+        return result
+
+    async def tool_failed(self, call: Call, step: ast.Step, error: Exception):
+        action = await self.hooks.on_tool_error(call, error) if self.hooks.on_tool_error else None
+        if isinstance(action, Replace):
+            return action.result
+        reason = action.reason if isinstance(action, Abort) else f"{type(error).__name__}: {error}"
+        raise RunError(f"step {call.step}: `{call.tool.name}` failed: {reason}", step.tool)
+
+    # --- control steps ----------------------------------------------------------------------
+
+    def blocks(self, step: ast.Step) -> dict[str, tuple[ast.Block, str]]:
+        return {name: (block, name) for block, name in step_blocks(step)}
+
+    async def block(self, step, name: str, path: str, scope: Scope, in_loop: bool, item: int | None = None):
+        """Run the block of `step`'s argument `name`, its results visible only inside it."""
+        block, label = self.blocks(step)[name]
+        inner = attrs.evolve(scope, results=scope.results.new_child())
+        suffix = "" if item is None else f"[{item}]"
+        return await self.pipelines(block.pipelines, inner, f"{path}/{label}.", suffix, in_loop)
+
+    def value(self, step, name, scope, piped=None, default=None):
+        arg = step.arg(name)
+        if arg is not None:
+            return evaluate(arg.value, scope)
+        return piped if piped is not None and piped is not _NOTHING else default
+
+    def items(self, step, path, scope, piped) -> list:
+        over = self.value(step, "over", scope, piped)
+        if not isinstance(over, list):
+            raise RunError(f"step {path}: `{step.tool.text}` needs a list to go over", step.tool)
+        return over
+
+    async def each_item(self, step, path, scope, items: list, concurrency: int = 1) -> list:
+        """The `do` block's result for every item, at most `concurrency` items at once, in order."""
+        limit = asyncio.Semaphore(concurrency)
+
+        async def one(index, item):
+            async with limit:
+                return await self.block(step, "do", path, scope.bind(item=item, index=index), True, item=index)
+
+        return list(await asyncio.gather(*(one(index, item) for index, item in enumerate(items))))
+
+    async def control_map(self, step, path, scope, piped, in_loop):
+        items = self.items(step, path, scope, piped)
+        return await self.each_item(step, path, scope, items, self.value(step, "concurrency", scope, default=1))
+
+    async def control_filter(self, step, path, scope, piped, in_loop):
+        items = self.items(step, path, scope, piped)
+        if step.arg("where") is not None:
+            where = step.arg("where").value
+            return [item for item in items
+                    if truth(evaluate(where, attrs.evolve(scope.bind(item=item), fields=item)), where)]
+        if step.arg("do") is not None:
+            kept = await self.each_item(step, path, scope, items)
+            return [item for item, keep in zip(items, kept) if truth(keep, step.arg("do").value)]
+        raise RunError(f"step {path}: `filter(infer: ...)` needs a model; models are not wired in yet", step.tool)
+
+    async def control_reduce(self, step, path, scope, piped, in_loop):
+        accumulator = self.value(step, "initial", scope)
+        for index, item in enumerate(self.items(step, path, scope, piped)):
+            bound = scope.bind(item=item, index=index, accumulator=accumulator)
+            accumulator = await self.block(step, "do", path, bound, True, item=index)
+        return accumulator
+
+    async def control_decide(self, step, path, scope, piped, in_loop):
+        if step.arg("when") is None:
+            raise RunError(f"step {path}: `decide(infer: ...)` needs a model; models are not wired in yet", step.tool)
+        when = step.arg("when").value
+        branch = "then" if truth(evaluate(when, scope), when) else "else"
+        if step.arg(branch) is None:
+            return None
+        return await self.block(step, branch, path, scope, in_loop)
+
+    async def control_exit(self, step, path, scope, piped, in_loop):
+        value = self.value(step, "value", scope, piped)
+        if step.arg("infer") is not None:
+            raise RunError(f"step {path}: `exit(infer: ...)` needs a model; models are not wired in yet", step.tool)
+        when = step.arg("when")
+        if when is not None and not truth(evaluate(when.value, scope), when.value):
+            return value
+        output = self.value(step, "output", scope) if step.arg("output") is not None else value
+        raise Exited(self.value(step, "status", scope, default="ok"), self.value(step, "message", scope), output)
+
+    async def control_reshape(self, step, path, scope, piped, in_loop):
+        return self.value(step, "value", scope)
+
+    async def control_ask(self, step, path, scope, piped, in_loop):
+        question = self.value(step, "question", scope)
+        answer = await self.hooks.interlocutor(question) if self.hooks.interlocutor else None
+        if answer is not None:
+            return answer
+        unanswered = self.value(step, "when_unanswered", scope, default="fail")
+        if unanswered == "default":
+            return self.value(step, "default", scope)
+        if unanswered == "skip":
+            return None
+        raise RunError(f"step {path}: nobody answered `{question}`", step.tool)
+
+    async def control_agent(self, step, path, scope, piped, in_loop):
+        raise RunError(f"step {path}: `agent` needs a model; models are not wired in yet", step.tool)
+
+
+_NOTHING = object()  # no piped input
+
+
+def _validate(args: Mapping, tool, path: str, step) -> None:
+    """The real arguments against the tool's parameter schemas, before the call."""
+    from jsonschema.validators import validator_for
+
+    for name, value in args.items():
+        schema = tool.params.get(name)
+        if schema is None:
+            continue
+        error = next(iter(validator_for(schema)(schema).iter_errors(value)), None)
+        if error is not None:
+            raise RunError(f"step {path}: argument `{name}` of `{tool.name}` is invalid at run time: {error.message}",
+                           step.tool)
+
+
+def _check_result(result, tool, path: str, step) -> None:
+    """A result that breaks the tool's declared `returns` fails the step: later steps rely on it."""
+    if tool.returns is None:
+        return
+    from jsonschema.validators import validator_for
+
+    error = next(iter(validator_for(tool.returns)(tool.returns).iter_errors(result)), None)
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "the result"
+        raise RunError(f"step {path}: `{tool.name}` returned a result its declaration does not allow "
+                       f"(at {where}: {error.message})", step.tool)

@@ -1,0 +1,40 @@
+"""Call a tool's implementation: a Python function now; MCP servers and plans come next."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+from collections.abc import Mapping
+
+from planc.backend.values import RunError
+from planc.registry.registry import Registry
+from planc.registry.tool import Tool
+
+
+async def call_provider(tool: Tool, args: Mapping, registry: Registry | None):
+    """The result of calling `tool` with `args`: sync functions run in a thread, async ones are awaited."""
+    if tool.provider.startswith("python:"):
+        function = _python_function(tool.provider, registry)
+        if inspect.iscoroutinefunction(function):
+            return await function(**args)
+        return await asyncio.to_thread(function, **args)
+    kind = tool.provider.split(":", 1)[0] or "none"
+    raise RunError(f"`{tool.name}` is provided by `{tool.provider or 'nothing'}`: running {kind} tools is not built yet")
+
+
+def _python_function(provider: str, registry: Registry | None):
+    """The function `python:module:function` names, importable from the planc.toml's folder."""
+    if registry is not None and registry.source is not None:
+        folder = str(registry.source.parent.resolve())
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    _, module_name, qualname = provider.split(":", 2)
+    try:
+        target = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as error:
+        raise RunError(f"cannot load the tool `{provider}`: {error}") from None
+    return target

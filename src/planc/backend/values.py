@@ -1,0 +1,169 @@
+"""Evaluate a plan's values at run time: literals, references, templates, conditions.
+
+A value is evaluated in a `Scope`: the results of the steps that ran, the run's
+arguments, and what the enclosing blocks bind (`item`, `index`, `accumulator`,
+and in a filter condition the current item's fields). A template's holes are
+rendered once, as compact JSON when not strings; the rendered text is never
+scanned again, so a tool's output cannot inject a reference.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import attrs
+
+from planc.passes.resolve import ARGS
+from planc.syntax import ast
+from planc.syntax.printer import print_expr
+
+
+class RunError(Exception):
+    """A plan that fails while running: the message names the step, and the span says where."""
+
+    def __init__(self, message: str, node=None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+@attrs.frozen
+class Scope:
+    results: Mapping  # Step -> its result (the steps that ran so far, shared)
+    targets: Mapping  # Ref -> Step or ARGS (the resolve pass's)
+    arguments: Mapping  # $args
+    bindings: Mapping = attrs.field(factory=dict)  # item, index, accumulator
+    fields: Mapping | None = None  # the current item, in a filter condition
+
+    def bind(self, **names) -> Scope:
+        return attrs.evolve(self, bindings={**self.bindings, **names})
+
+
+def evaluate(expr: ast.Expr, scope: Scope):
+    """The run-time value of `expr` (a block is not a value: the interpreter runs it)."""
+    kind = type(expr)
+    if kind is ast.Literal:
+        return expr.value
+    if kind is ast.String:
+        return render(expr, scope)
+    if kind is ast.Ref:
+        return read(_ref_base(expr, scope), expr.accessors, print_expr(expr))
+    if kind is ast.Path:
+        return read(_path_base(expr, scope), expr.accessors, print_expr(expr))
+    if kind is ast.ListExpr:
+        return [evaluate(item, scope) for item in expr.items]
+    if kind is ast.Record:
+        return {entry.key.text: evaluate(entry.value, scope) for entry in expr.entries}
+    if kind is ast.Not:
+        return not truth(evaluate(expr.operand, scope), expr.operand)
+    if kind is ast.And:
+        return all(truth(evaluate(operand, scope), operand) for operand in expr.operands)
+    if kind is ast.Or:
+        return any(truth(evaluate(operand, scope), operand) for operand in expr.operands)
+    if kind is ast.Compare:
+        return compare(expr.op, evaluate(expr.left, scope), evaluate(expr.right, scope), expr)
+    raise RunError(f"`{print_expr(expr)}` is not a value", expr)
+
+
+def render(string: ast.String, scope: Scope) -> str:
+    pieces = []
+    for part in string.parts:
+        if isinstance(part, str):
+            pieces.append(part)
+        else:
+            value = evaluate(part.target, scope)
+            pieces.append(value if isinstance(value, str) else compact(value))
+    return "".join(pieces)
+
+
+def compact(value) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def read(value, accessors, written: str):
+    """`value` read through `.field`, `[index]` and `.length`; missing data names what exists."""
+    for accessor in accessors:
+        if isinstance(accessor, ast.Field):
+            name = accessor.name
+            if isinstance(value, Mapping):
+                if name not in value:
+                    keys = ", ".join(f"`{key}`" for key in value) or "none"
+                    raise RunError(f"`{written}`: there is no field `{name}` (the fields are {keys})", accessor)
+                value = value[name]
+            elif name == "length" and isinstance(value, (list, str)):
+                value = len(value)
+            else:
+                raise RunError(f"`{written}`: `.{name}` of {_kind(value)}", accessor)
+        else:
+            if not isinstance(value, list):
+                raise RunError(f"`{written}`: `[{accessor.value}]` of {_kind(value)}", accessor)
+            if accessor.value >= len(value):
+                raise RunError(f"`{written}`: index {accessor.value} of a list of {len(value)}", accessor)
+            value = value[accessor.value]
+    return value
+
+
+def truth(value, node) -> bool:
+    if not isinstance(value, bool):
+        raise RunError(f"`{print_expr(node)}` is {_kind(value)}, not true or false", node)
+    return value
+
+
+def compare(op: str, left, right, node) -> bool:
+    if op == "==":
+        return _same(left, right)
+    if op == "!=":
+        return not _same(left, right)
+    if op == "contains":
+        if isinstance(left, str) and isinstance(right, str):
+            return right in left
+        if isinstance(left, list):
+            return any(_same(item, right) for item in left)
+        raise RunError(f"`{print_expr(node)}`: `contains` needs a string or a list, found {_kind(left)}", node)
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right))
+    if not (numbers or (isinstance(left, str) and isinstance(right, str))):
+        raise RunError(f"`{print_expr(node)}`: `{op}` needs two numbers or two strings, "
+                       f"found {_kind(left)} and {_kind(right)}", node)
+    return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+
+
+def _same(left, right) -> bool:
+    """JSON equality: `1 == 1.0`, but `true` is not `1`."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right) and left == right
+    return left == right
+
+
+def _ref_base(ref: ast.Ref, scope: Scope):
+    target = scope.targets[ref]
+    if target == ARGS:
+        return scope.arguments
+    if target not in scope.results:
+        raise RunError(f"`${ref.name.text}` has no result: its step did not run", ref)
+    return scope.results[target]
+
+
+def _path_base(path: ast.Path, scope: Scope):
+    head = path.head.text
+    if head in scope.bindings:
+        return scope.bindings[head]
+    if scope.fields is not None:
+        if not isinstance(scope.fields, Mapping) or head not in scope.fields:
+            keys = ", ".join(f"`{key}`" for key in scope.fields) if isinstance(scope.fields, Mapping) else "none"
+            raise RunError(f"`{head}`: the item has no field `{head}` (its fields are {keys})", path.head)
+        return scope.fields[head]
+    raise RunError(f"`{head}` is not bound here", path.head)
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    return "an object"
