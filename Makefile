@@ -13,8 +13,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/planc check --config examples/incidents/planc.toml examples/incidents/triage.plan
-	$(BIN)/planc show --config examples/incidents/planc.toml examples/incidents/triage.plan
+	$(BIN)/planc check examples/incidents/triage.plan
+	$(BIN)/planc run examples/incidents/triage.plan
 
 test: $(STAMP)
 	$(BIN)/pytest -q tests src/planc

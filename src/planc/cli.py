@@ -44,11 +44,14 @@ def main() -> None:
     """planc: a compiler toolchain for agent plans."""
 
 
-def _registry(config: str | None, locked: bool = True):
-    """The registry of `--config`, or of the nearest planc.toml above the working directory, or None."""
+def _registry(config: str | None, locked: bool = True, plan: str | None = None):
+    """The registry of `--config`; else of the nearest planc.toml above `plan`'s folder, then
+    above the working directory (so `planc run examples/incidents/triage.plan` finds the
+    example's); else None."""
     from planc.registry.config import ConfigError, find_config, load_registry
 
-    path = Path(config) if config else find_config(Path.cwd())
+    near_plan = find_config(Path(plan).resolve().parent) if plan and plan != "-" else None
+    path = Path(config) if config else near_plan or find_config(Path.cwd())
     if path is None:
         return None
     try:
@@ -101,7 +104,7 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
     """Parse PLANS and run every pass; nothing runs. Exit 0 without errors, 1 with errors."""
     from planc.check import check
 
-    registry = _registry(config)
+    registry = _registry(config, plan=plans[0])
     policy = _policy(policy_file, registry, principal)
 
     def checked(path: str):
@@ -156,7 +159,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     from planc.backend.values import RunError
     from planc.check import check
 
-    registry = _registry(config)
+    registry = _registry(config, plan=plan)
     policy = _policy(policy_file, registry, principal)
     try:
         arguments = parse_arguments(args)
@@ -261,7 +264,7 @@ def show_command(plan: str, config: str | None, output_format: str) -> None:
     from planc.syntax.steps import step_paths
 
     source = _parse_or_exit(plan, 1).source
-    registry = _registry(config)
+    registry = _registry(config, plan=plan)
     result = check(source, registry=registry, arguments=_plan_arguments(registry, plan))
     paths = step_paths(result.plan)
     costs, radius = result.cost, blast_radius(result.resolution, registry)
@@ -307,7 +310,7 @@ def policy_explain_command(plan: str, config: str | None, policy_file: str | Non
     """
     from planc.check import check
 
-    registry = _registry(config)
+    registry = _registry(config, plan=plan)
     policy = _policy(policy_file, registry, principal)
     if policy is None:
         raise UsageError("no policy: name one with --policy, or with `policy = \"...\"` in planc.toml")

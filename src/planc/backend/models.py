@@ -1,0 +1,232 @@
+"""Models by role (DESIGN section 7): an OpenAI-compatible chat-completions client over httpx.
+
+`[models.ROLE]` in planc.toml says where a role's model is: `agent` uses its
+`model` argument's role (`chat` by default), `infer` the `judge` role, the
+`solver` finish the `solver` role; a role without a table falls back to
+`[models.default]`. One client talks to one endpoint; every failure (HTTP,
+an unreachable server, a body that is not a chat completion) is a
+`ModelError` naming the endpoint. Retrying is the agent loop's business.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+
+import attrs
+import httpx
+
+from planc.registry.registry import Registry
+from planc.registry.tool import Tool
+
+DEFAULT_ROLE = "default"
+PROVIDERS = ("openai",)
+TIMEOUT_S = 60.0
+
+
+class ModelError(Exception):
+    """A model that cannot be configured, reached or understood."""
+
+
+@attrs.frozen
+class ModelConfig:
+    """One `[models.NAME]` table, checked."""
+
+    name: str  # the table's name: the role itself, or "default"
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    timeout_s: float = TIMEOUT_S
+
+    @classmethod
+    def from_table(cls, name: str, table: Mapping, source: object = None) -> ModelConfig:
+        """The config of `[models.NAME]`, or a ModelError saying which key is wrong.
+
+        >>> ModelConfig.from_table("chat", {"base_url": "http://127.0.0.1:8000/v1", "model": "m"}).timeout_s
+        60.0
+        >>> ModelConfig.from_table("chat", {"model": "m"})
+        Traceback (most recent call last):
+        ...
+        planc.backend.models.ModelError: [models.chat] needs `base_url`, the URL of an OpenAI-compatible API (like "http://127.0.0.1:8000/v1")
+        """
+        where = f"{source}: [models.{name}]" if source else f"[models.{name}]"
+        provider = table.get("provider", "openai")
+        if provider not in PROVIDERS:
+            raise ModelError(f"{where}: provider {provider!r} is not supported; the providers are {', '.join(PROVIDERS)}")
+        for key, meaning in (("base_url", 'the URL of an OpenAI-compatible API (like "http://127.0.0.1:8000/v1")'),
+                             ("model", "the model's name at that API")):
+            if not isinstance(table.get(key), str) or not table[key]:
+                raise ModelError(f"{where} needs `{key}`, {meaning}")
+        if not table["base_url"].startswith(("http://", "https://")):
+            raise ModelError(f"{where}: `base_url` must be an http:// or https:// URL, found {table['base_url']!r}")
+        api_key_env = table.get("api_key_env")
+        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
+            raise ModelError(f"{where}: `api_key_env` must name an environment variable")
+        timeout = table.get("timeout_s", TIMEOUT_S)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ModelError(f"{where}: `timeout_s` must be a number of seconds above 0, found {timeout!r}")
+        return cls(name=name, base_url=table["base_url"], model=table["model"], api_key_env=api_key_env,
+                   timeout_s=float(timeout))
+
+
+@attrs.frozen
+class ToolCall:
+    """A tool call the model asked for. `error` says why its arguments are unusable (then `arguments` is {})."""
+
+    id: str
+    name: str
+    arguments: dict
+    raw_arguments: str = "{}"  # as the model wrote them: sent back with the conversation
+    error: str | None = None
+
+
+@attrs.frozen
+class Reply:
+    """What the model answered: text, tool calls, or both; `usage` is the response's token counts."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Mapping = attrs.field(factory=dict)
+
+    def message(self) -> dict:
+        """The reply as the assistant message that continues the conversation.
+
+        >>> Reply("done").message()
+        {'role': 'assistant', 'content': 'done'}
+        """
+        message: dict = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [{"id": call.id, "type": "function",
+                                      "function": {"name": call.name, "arguments": call.raw_arguments}}
+                                     for call in self.tool_calls]
+        return message
+
+
+def tool_definition(tool: Tool) -> dict:
+    """`tool` as an OpenAI function-calling tool definition.
+
+    >>> tool_definition(Tool("search", params={"query": {"type": "string"}}, required=("query",), description="Find"))
+    {'type': 'function', 'function': {'name': 'search', 'description': 'Find', 'parameters': {'type': 'object', \
+'properties': {'query': {'type': 'string'}}, 'required': ['query']}}}
+    """
+    function: dict = {"name": tool.name}
+    if tool.description:
+        function["description"] = tool.description
+    function["parameters"] = {"type": "object", "properties": {name: dict(schema) for name, schema in tool.params.items()},
+                              "required": list(tool.required)}
+    return {"type": "function", "function": function}
+
+
+class ModelClient:
+    """A chat-completions client for one `[models.NAME]`; use it in `async with`, or `aclose()` it."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+        self.endpoint = config.base_url.rstrip("/") + "/chat/completions"
+        self.headers = {"Content-Type": "application/json"}
+        if config.api_key_env is not None:
+            key = os.environ.get(config.api_key_env)
+            if not key:
+                raise ModelError(f"[models.{config.name}]: the environment variable {config.api_key_env} "
+                                 "(its `api_key_env`) is not set")
+            self.headers["Authorization"] = f"Bearer {key}"
+        self._http: httpx.AsyncClient | None = None
+
+    @classmethod
+    def for_role(cls, registry: Registry, role: str) -> ModelClient:
+        """The client for `role`: `[models.<role>]`, else `[models.default]`."""
+        name = role if role in registry.models else DEFAULT_ROLE
+        if name not in registry.models:
+            where = registry.source or "planc.toml"
+            raise ModelError(f"no model for the role `{role}`: {where} has neither [models.{role}] "
+                             f"nor [models.{DEFAULT_ROLE}]")
+        return cls(ModelConfig.from_table(name, registry.models[name], registry.source))
+
+    async def __aenter__(self) -> ModelClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
+                   response_format: Mapping | None = None) -> Reply:
+        """One chat completion: `messages` in the OpenAI format; `tools` the model may call."""
+        body: dict = {"model": self.config.model, "messages": list(messages)}
+        if tools:
+            body["tools"] = [tool_definition(tool) for tool in tools]
+        if response_format is not None:
+            body["response_format"] = dict(response_format)
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=self.config.timeout_s)
+        try:
+            response = await self._http.post(self.endpoint, json=body, headers=self.headers)
+        except httpx.TimeoutException:
+            raise ModelError(f"{self.endpoint} did not answer within {self.config.timeout_s:g} s "
+                             f"(`timeout_s` of [models.{self.config.name}])") from None
+        except httpx.HTTPError as error:
+            raise ModelError(f"cannot reach {self.endpoint}: {error or type(error).__name__}") from None
+        return self._reply(response)
+
+    def _reply(self, response: httpx.Response) -> Reply:
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if response.status_code >= 400:
+            raise ModelError(f"{self.endpoint} answered HTTP {response.status_code}: {_error_message(data, response)}")
+        if not isinstance(data, dict):
+            raise ModelError(f"{self.endpoint} answered with a body that is not a JSON object: {excerpt(response.text)}")
+        try:
+            message = data["choices"][0]["message"]
+            calls = tuple(_tool_call(call) for call in message.get("tool_calls") or ())
+            content = message.get("content")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise ModelError(f"{self.endpoint} answered with something that is not a chat completion "
+                             f"(no choices[0].message with tool calls as OpenAI's): {excerpt(response.text)}") from None
+        if content is not None and not isinstance(content, str):
+            raise ModelError(f"{self.endpoint} answered with a message whose content is not text: {excerpt(response.text)}")
+        usage = data.get("usage")
+        return Reply(content=content, tool_calls=calls, usage=usage if isinstance(usage, dict) else {})
+
+
+def _tool_call(call: Mapping) -> ToolCall:
+    """A tool call of a response; arguments that are not a JSON object are an `error`, not an exception."""
+    function = call["function"]
+    name, raw = function["name"], function.get("arguments") or "{}"
+    if not isinstance(name, str):
+        raise TypeError(name)
+    raw = raw if isinstance(raw, str) else json.dumps(raw)  # some servers send the object itself
+    error = None
+    try:
+        arguments = json.loads(raw)
+    except ValueError as problem:
+        arguments, error = {}, f"the arguments are not JSON ({problem}): {excerpt(raw)}"
+    if not isinstance(arguments, dict):
+        arguments, error = {}, f"the arguments must be a JSON object: {excerpt(raw)}"
+    return ToolCall(id=str(call.get("id", "")), name=name, arguments=arguments, raw_arguments=raw, error=error)
+
+
+def _error_message(data: object, response: httpx.Response) -> str:
+    """The message of an error response: OpenAI's `{"error": {"message": ...}}`, else the body."""
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    if isinstance(error, str):
+        return error
+    return excerpt(response.text) or response.reason_phrase
+
+
+def excerpt(text: str, limit: int = 200) -> str:
+    """`text` on one line, cut at `limit` characters.
+
+    >>> excerpt("a\\n  b"), len(excerpt("x" * 300))
+    ('a b', 201)
+    """
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"

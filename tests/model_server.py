@@ -1,0 +1,80 @@
+"""A chat-completions server on loopback that plays recorded responses, for the model tests.
+
+The recordings are files in tests/recordings/: bodies as an OpenAI-compatible
+server sends them. `play` queues them; each POST takes the next one and is
+recorded in `requests` (path, headers, JSON body). A request with nothing
+left to play gets a 500, so a test that asks more than it recorded fails.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+RECORDINGS = Path(__file__).resolve().parent / "recordings"
+
+
+class ModelServer:
+    def __init__(self) -> None:
+        self.replies: deque[tuple[int, str, bytes]] = deque()
+        self.requests: list[dict] = []
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.thread = threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The base URL, as `[models.NAME] base_url` takes it."""
+        return f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+
+    def play(self, *names: str, status: int = 200) -> None:
+        """Queue the recordings `names` (`answer_yes` is recordings/answer_yes.json)."""
+        for name in names:
+            path = RECORDINGS / (name if "." in name else f"{name}.json")
+            kind = "text/html" if path.suffix == ".html" else "application/json"
+            self.replies.append((status, kind, path.read_bytes()))
+
+    def bodies(self) -> list[dict]:
+        return [request["body"] for request in self.requests]
+
+    def start(self) -> ModelServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+        self.thread.join()
+
+
+def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            server.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
+            if server.replies:
+                status, kind, reply = server.replies.popleft()
+            else:
+                status, kind = 500, "application/json"
+                reply = json.dumps({"error": {"message": "no recorded response left"}}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, format: str, *args: object) -> None:  # keep the test output clean
+            pass
+
+    return Handler
+
+
+@pytest.fixture
+def model_server():
+    server = ModelServer().start()
+    yield server
+    server.stop()
