@@ -210,3 +210,47 @@ def test_the_policy_is_asked_again_with_the_real_values(project):
     with pytest.raises(RunError, match="ops-only"):
         asyncio.run(run_plan(checked, registry=registry, policy=policy))
     assert [c["tool"] for c in calls(project)] == ["search"]
+
+
+from model_server import model_server  # noqa: E402,F401  (the loopback model server fixture)
+
+SCHEMA = '{type: "object", properties: {severity: {type: "string"}, summary: {type: "string"}}, required: ["severity", "summary"]}'
+
+
+def with_models(project, server):
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text() + f'\n[models.default]\nbase_url = "{server.url}"\nmodel = "planc-test-model"\n')
+    return load_registry(toml)
+
+
+def test_an_agent_calls_its_tools_through_the_same_dispatch(project, model_server):
+    registry = with_models(project, model_server)
+    model_server.play("tool_call_search", "answer_triage")
+    checked = planc.check(f'agent(prompt: "Triage the disk alerts", output_schema: {SCHEMA}, tools: ["search"])',
+                          registry=registry)
+    assert checked.ok, checked.diagnostics
+    events = []
+    result = asyncio.run(run_plan(checked, registry=registry, hooks=Hooks(events=events.append)))
+    assert result.value == {"output": {"severity": "high", "summary": "Disk full on db-1"}, "iterations": 2,
+                            "tools_called": ["search"], "final": True}
+    assert calls(project) == [{"tool": "search", "query": "disk full", "limit": 3}]
+    assert [e["step"] for e in events if e["event"] == "tool_started"] == ["1/agent.1/search"]
+    offered = [tool["function"]["name"] for tool in model_server.bodies()[0]["tools"]]
+    assert offered == ["search"]
+
+
+def test_filter_infer_asks_the_judge_per_item(project, model_server):
+    registry = with_models(project, model_server)
+    model_server.play("answer_yes", "answer_no", "answer_yes")
+    checked = planc.check('search(query: "disk", limit: 3) |> filter(infer: "Is {item.title} urgent?")',
+                          registry=registry)
+    result = asyncio.run(run_plan(checked, registry=registry))
+    assert [item["id"] for item in result.value] == ["I0", "I2"]
+    questions = [body["messages"][-1]["content"] for body in model_server.bodies()]
+    assert [q for q in questions if "disk 1" in q] and all("{item" not in q for q in questions)
+
+
+def test_a_model_role_nobody_declares_fails_the_step(project):
+    checked, registry = check(project, 'decide(infer: "Is it Monday?", then: { notify(channel: "#x", text: "y") })')
+    with pytest.raises(RunError, match="judge"):
+        asyncio.run(run_plan(checked, registry=registry))

@@ -17,7 +17,7 @@ import attrs
 
 from planc.backend.hooks import Abort, Call, Hooks, Proceed, Replace, Skip
 from planc.backend.providers import call_provider
-from planc.backend.values import RunError, Scope, evaluate, truth
+from planc.backend.values import RunError, Scope, ToolFailed, evaluate, render, truth
 from planc.check import CheckResult
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.registry import Registry
@@ -51,6 +51,8 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
         result = RunResult(value)
     except Exited as exit_:
         result = RunResult(exit_.output, exit_.status, exit_.message)
+    finally:
+        await run.close_models()
     run.emit("run_finished", status=result.status)
     return result
 
@@ -61,6 +63,37 @@ class _Run:
         self.policy, self.principal = policy, principal
         self.tools = checked.resolution.tools
         self.scope = Scope(ChainMap(), checked.resolution.targets, arguments)
+        self.models: dict = {}  # role -> ModelClient, opened on first use
+
+    async def model(self, role: str, step: ast.Step, path: str):
+        """The model client of `role` (`[models.<role>]`, else `[models.default]`)."""
+        from planc.backend.models import ModelClient, ModelError
+
+        if role not in self.models:
+            if self.registry is None:
+                raise RunError(f"step {path}: a model is needed, and no planc.toml declares `[models.*]`", step.tool)
+            try:
+                self.models[role] = ModelClient.for_role(self.registry, role)
+            except ModelError as error:
+                raise RunError(f"step {path}: {error}", step.tool) from None
+        return self.models[role]
+
+    async def close_models(self) -> None:
+        for client in self.models.values():
+            await client.aclose()
+
+    async def judge(self, question: str, step: ast.Step, path: str) -> bool:
+        """An `infer` question put to the `judge` role: yes or no."""
+        from planc.backend.agent_loop import ask_yes_no
+        from planc.backend.models import ModelError
+
+        self.emit("inference_started", step=path, question=question)
+        try:
+            answer = await ask_yes_no(await self.model("judge", step, path), question)
+        except ModelError as error:
+            raise RunError(f"step {path}: {error}", step.tool) from None
+        self.emit("inference_finished", step=path, answer=answer)
+        return answer
 
     def missing_arguments(self) -> None:
         """A `$args.NAME` the run does not give is refused before any step runs."""
@@ -138,8 +171,9 @@ class _Run:
         action = await self.hooks.on_tool_error(call, error) if self.hooks.on_tool_error else None
         if isinstance(action, Replace):
             return action.result
-        reason = action.reason if isinstance(action, Abort) else f"{type(error).__name__}: {error}"
-        raise RunError(f"step {call.step}: `{call.tool.name}` failed: {reason}", step.tool)
+        if isinstance(action, Abort):
+            raise RunError(f"step {call.step}: `{call.tool.name}` failed, and the run stops: {action.reason}", step.tool)
+        raise ToolFailed(f"step {call.step}: `{call.tool.name}` failed: {type(error).__name__}: {error}", step.tool)
 
     # --- control steps ----------------------------------------------------------------------
 
@@ -188,7 +222,10 @@ class _Run:
         if step.arg("do") is not None:
             kept = await self.each_item(step, path, scope, items)
             return [item for item, keep in zip(items, kept) if truth(keep, step.arg("do").value)]
-        raise RunError(f"step {path}: `filter(infer: ...)` needs a model; models are not wired in yet", step.tool)
+        question = step.arg("infer").value
+        kept = [await self.judge(render(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]")
+                for index, item in enumerate(items)]
+        return [item for item, keep in zip(items, kept) if keep]
 
     async def control_reduce(self, step, path, scope, piped, in_loop):
         accumulator = self.value(step, "initial", scope)
@@ -198,20 +235,14 @@ class _Run:
         return accumulator
 
     async def control_decide(self, step, path, scope, piped, in_loop):
-        if step.arg("when") is None:
-            raise RunError(f"step {path}: `decide(infer: ...)` needs a model; models are not wired in yet", step.tool)
-        when = step.arg("when").value
-        branch = "then" if truth(evaluate(when, scope), when) else "else"
+        branch = "then" if await self.condition(step, path, scope) else "else"
         if step.arg(branch) is None:
             return None
         return await self.block(step, branch, path, scope, in_loop)
 
     async def control_exit(self, step, path, scope, piped, in_loop):
         value = self.value(step, "value", scope, piped)
-        if step.arg("infer") is not None:
-            raise RunError(f"step {path}: `exit(infer: ...)` needs a model; models are not wired in yet", step.tool)
-        when = step.arg("when")
-        if when is not None and not truth(evaluate(when.value, scope), when.value):
+        if (step.arg("when") or step.arg("infer")) is not None and not await self.condition(step, path, scope):
             return value
         output = self.value(step, "output", scope) if step.arg("output") is not None else value
         raise Exited(self.value(step, "status", scope, default="ok"), self.value(step, "message", scope), output)
@@ -231,8 +262,38 @@ class _Run:
             return None
         raise RunError(f"step {path}: nobody answered `{question}`", step.tool)
 
+    async def condition(self, step, path, scope) -> bool:
+        """A `decide`'s or `exit`'s `when` condition, or its `infer` question put to the judge."""
+        if step.arg("when") is not None:
+            when = step.arg("when").value
+            return truth(evaluate(when, scope), when)
+        return await self.judge(evaluate(step.arg("infer").value, scope), step, path)
+
     async def control_agent(self, step, path, scope, piped, in_loop):
-        raise RunError(f"step {path}: `agent` needs a model; models are not wired in yet", step.tool)
+        from planc.backend.agent_loop import ToolFailure, run_agent
+        from planc.backend.models import ModelError
+        from planc.passes.agent_tools import matching_tools
+
+        client = await self.model(self.value(step, "model", scope, default="chat"), step, path)
+        tools = matching_tools(self.registry, self.value(step, "tools", scope, default=["*"]))
+        calls = 0
+
+        async def call_tool(name: str, arguments: dict):
+            nonlocal calls
+            calls += 1
+            call = Call(f"{path}/agent.{calls}/{name}", self.registry.tools[name], arguments)
+            try:
+                return await self.dispatch(call, step, in_loop)
+            except ToolFailed as error:  # goes back to the model, which may try again
+                raise ToolFailure(str(error)) from None
+
+        try:
+            return await run_agent(client, self.value(step, "prompt", scope), self.value(step, "output_schema", scope),
+                                   tools, call_tool, context=self.value(step, "context", scope, piped),
+                                   max_iterations=self.value(step, "max_iterations", scope, default=8),
+                                   system_prompt=self.value(step, "system_prompt", scope))
+        except ModelError as error:
+            raise RunError(f"step {path}: {error}", step.tool) from None
 
 
 _NOTHING = object()  # no piped input
@@ -248,8 +309,8 @@ def _validate(args: Mapping, tool, path: str, step) -> None:
             continue
         error = next(iter(validator_for(schema)(schema).iter_errors(value)), None)
         if error is not None:
-            raise RunError(f"step {path}: argument `{name}` of `{tool.name}` is invalid at run time: {error.message}",
-                           step.tool)
+            raise ToolFailed(f"step {path}: argument `{name}` of `{tool.name}` is invalid at run time: {error.message}",
+                             step.tool)
 
 
 def _check_result(result, tool, path: str, step) -> None:
@@ -261,5 +322,5 @@ def _check_result(result, tool, path: str, step) -> None:
     error = next(iter(validator_for(tool.returns)(tool.returns).iter_errors(result)), None)
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path) or "the result"
-        raise RunError(f"step {path}: `{tool.name}` returned a result its declaration does not allow "
-                       f"(at {where}: {error.message})", step.tool)
+        raise ToolFailed(f"step {path}: `{tool.name}` returned a result its declaration does not allow "
+                         f"(at {where}: {error.message})", step.tool)

@@ -27,6 +27,13 @@ class RunError(Exception):
         self.node = node
 
 
+class ToolFailed(RunError):
+    """The tool itself failed: it raised, was given invalid arguments, or broke its `returns`.
+
+    At agent depth this goes back to the model as an error result; anywhere else it fails the run.
+    """
+
+
 @attrs.frozen
 class Scope:
     results: Mapping  # Step -> its result (the steps that ran so far, shared)

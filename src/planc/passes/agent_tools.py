@@ -18,16 +18,21 @@ def agent_tools(step: ast.Step, registry: Registry | None) -> list[Tool] | None:
     """
     if registry is None:
         return None
-    names = sorted(registry.tools)
     arg = step.arg("tools")
     if arg is None:
-        return [registry.tools[name] for name in names]
+        return matching_tools(registry, ["*"])
     if type(arg.value) is not ast.ListExpr:
         return None
     patterns = [item.text for item in arg.value.items if type(item) is ast.String]
     if None in patterns or len(patterns) != len(arg.value.items):
         return None
-    return [registry.tools[name] for name in names if any(fnmatch.fnmatchcase(name, p) for p in patterns)]
+    return matching_tools(registry, patterns)
+
+
+def matching_tools(registry: Registry, patterns) -> list[Tool]:
+    """The registry's tools whose names match any of `patterns` (names, or names with `*`)."""
+    return [registry.tools[name] for name in sorted(registry.tools)
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)]
 
 
 def agent_effects(tools: list[Tool] | None) -> Effects:
