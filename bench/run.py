@@ -1,0 +1,355 @@
+"""What the interpreter costs per step, and how well `map` overlaps slow tools.
+
+    .venv/bin/python bench/run.py             # both tables (about 20 s)
+    .venv/bin/python bench/run.py --profile   # cProfile of the 1,000-step async plan
+    .venv/bin/python bench/run.py --quick     # fewer samples, for a smoke run
+
+Writes a tools module and a planc.toml into a temporary folder, loads the registry, checks each
+plan once, and times only `run_plan` (a fresh event loop per sample, as `planc run` has one).
+
+(1) Per-step overhead. A plan of 1,000 steps, each `echo(x: N)` with a trivial tool
+    (`def echo(x: int) -> int: return x`, declared with an integer parameter and an integer
+    `returns`), as a sync tool (run in a thread by `asyncio.to_thread`) and as an async tool
+    (awaited), against the baselines measured in the same run: calling the function directly
+    1,000 times in a loop, and awaiting the async function 1,000 times inside one event loop.
+    Also `map` over 1,000 items whose block is trivial: `reshape(value: item)` (no tool at all)
+    and `echo(x: item)` (sync and async).
+(2) `map` over 100 items with a 10 ms tool (async `await asyncio.sleep(0.01)`, and sync
+    `time.sleep(0.01)` run in threads) at concurrency 1, 10 and 50: wall time, speedup over
+    concurrency 1, and the ideal speedup, 100 / ceil(100 / c) where c is the concurrency, bounded
+    for sync tools by the worker count of asyncio's default thread pool (min(32, cpus + 4)).
+
+Times are the best of N samples (each sample loops at least 50 ms for the fast rows), garbage
+collector on, gc.collect() before each sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import importlib
+import math
+import os
+import platform
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import planc
+from planc.backend.interpreter import run_plan
+from planc.registry import load_registry
+
+STEPS = 1_000
+ITEMS = 1_000
+SLOW_ITEMS = 100
+CONCURRENCY = (1, 10, 50)
+MODULE = "planc_bench_run_tools"
+
+TOOLS = '''
+import asyncio
+import time
+
+
+def echo(x: int) -> int:
+    return x
+
+
+async def aecho(x: int) -> int:
+    return x
+
+
+def numbers(n: int) -> list:
+    return list(range(n))
+
+
+def slow(x: int) -> int:
+    time.sleep(0.01)
+    return x
+
+
+async def aslow(x: int) -> int:
+    await asyncio.sleep(0.01)
+    return x
+'''
+
+TOML = '''
+[tools.echo]
+provider = "python:{module}:echo"
+params = {{ x = {{ type = "integer" }} }}
+required = ["x"]
+returns = {{ type = "integer" }}
+effects = {{ read_only = true }}
+
+[tools.aecho]
+provider = "python:{module}:aecho"
+params = {{ x = {{ type = "integer" }} }}
+required = ["x"]
+returns = {{ type = "integer" }}
+effects = {{ read_only = true }}
+
+[tools.numbers]
+provider = "python:{module}:numbers"
+params = {{ n = {{ type = "integer" }} }}
+required = ["n"]
+returns = {{ type = "array", items = {{ type = "integer" }} }}
+effects = {{ read_only = true }}
+
+[tools.slow]
+provider = "python:{module}:slow"
+params = {{ x = {{ type = "integer" }} }}
+required = ["x"]
+returns = {{ type = "integer" }}
+effects = {{ read_only = true }}
+
+[tools.aslow]
+provider = "python:{module}:aslow"
+params = {{ x = {{ type = "integer" }} }}
+required = ["x"]
+returns = {{ type = "integer" }}
+effects = {{ read_only = true }}
+'''
+
+
+def steps_plan(tool: str) -> str:
+    return "".join(f"{tool}(x: {n})\n" for n in range(STEPS))
+
+
+def map_plan(block: str, items: int, concurrency: int = 1) -> str:
+    return f"numbers(n: {items})\n  |> map(concurrency: {concurrency}, do: {{ {block} }})\n"
+
+
+def best(function, repeat: int, sample: float = 0.05) -> float:
+    """Seconds per call of `function()`: best of `repeat` samples, each looping >= `sample` s."""
+
+    def once(loops: int) -> float:
+        start = time.perf_counter()
+        for _ in range(loops):
+            function()
+        return (time.perf_counter() - start) / loops
+
+    loops = max(1, math.ceil(sample / max(once(1), 1e-9)))
+    results = []
+    for _ in range(repeat):
+        gc.collect()
+        results.append(once(loops))
+    return min(results)
+
+
+class Bench:
+    def __init__(self, folder: Path) -> None:
+        (folder / f"{MODULE}.py").write_text(TOOLS, encoding="utf-8")
+        (folder / "planc.toml").write_text(textwrap.dedent(TOML.format(module=MODULE)), encoding="utf-8")
+        self.registry = load_registry(folder / "planc.toml")
+        sys.path.insert(0, str(folder))
+        self.tools = importlib.import_module(MODULE)
+
+    def checked(self, text: str):
+        result = planc.check(text, registry=self.registry)
+        errors = [d for d in result.diagnostics if d.is_error]
+        if errors:
+            sys.exit(f"a generated plan should check clean: {[(d.code, d.message) for d in errors[:3]]}")
+        return result
+
+    def runner(self, text: str, expected):
+        """A function that runs the checked `text` once; its result is checked against `expected` first."""
+        checked = self.checked(text)
+
+        def run():
+            return asyncio.run(run_plan(checked, registry=self.registry))
+
+        value = run().value
+        if value != expected:
+            sys.exit(f"unexpected result: {str(value)[:200]}")
+        return run
+
+
+def overhead_rows(bench: Bench, repeat: int) -> list[tuple[str, int, float]]:
+    """(what, steps, seconds per run) for the per-step table."""
+    echo, aecho = bench.tools.echo, bench.tools.aecho
+
+    def direct():
+        for n in range(STEPS):
+            echo(n)
+
+    async def awaits():
+        for n in range(STEPS):
+            await aecho(n)
+
+    def awaited():
+        asyncio.run(awaits())
+
+    async def threads():
+        for n in range(STEPS):
+            await asyncio.to_thread(echo, n)
+
+    def to_thread():
+        asyncio.run(threads())
+
+    rows = [("direct call echo(n) in a loop (baseline)", STEPS, best(direct, repeat)),
+            ("await aecho(n) in one event loop", STEPS, best(awaited, repeat)),
+            ("await asyncio.to_thread(echo, n)", STEPS, best(to_thread, repeat))]
+    last = STEPS - 1
+    plans = [("run_plan: 1,000 steps echo(x: n), sync", steps_plan("echo"), STEPS, last),
+             ("run_plan: 1,000 steps aecho(x: n), async", steps_plan("aecho"), STEPS, last),
+             ("run_plan: map 1,000 items, do: reshape(item)", map_plan("reshape(value: item)", ITEMS), ITEMS,
+              list(range(ITEMS))),
+             ("run_plan: map 1,000 items, do: echo(item)", map_plan("echo(x: item)", ITEMS), ITEMS,
+              list(range(ITEMS))),
+             ("run_plan: map 1,000 items, do: aecho(item)", map_plan("aecho(x: item)", ITEMS), ITEMS,
+              list(range(ITEMS)))]
+    for what, text, steps, expected in plans:
+        rows.append((what, steps, best(bench.runner(text, expected), repeat)))
+    return rows
+
+
+def map_rows(bench: Bench, repeat: int) -> list[tuple[str, int, float, float, float]]:
+    """(tool, concurrency, seconds, speedup, ideal) for the map table."""
+    workers = min(32, (os.cpu_count() or 1) + 4)  # asyncio's default executor (ThreadPoolExecutor)
+    expected = list(range(SLOW_ITEMS))
+    rows = []
+    for tool, bound in (("aslow", None), ("slow", workers)):
+        base = None
+        for concurrency in CONCURRENCY:
+            run = bench.runner(map_plan(f"{tool}(x: item)", SLOW_ITEMS, concurrency), expected)
+            seconds = best(run, repeat if concurrency > 1 else max(2, repeat // 2), sample=0)
+            base = base or seconds
+            parallel = min(concurrency, SLOW_ITEMS, bound or SLOW_ITEMS)
+            ideal = SLOW_ITEMS / math.ceil(SLOW_ITEMS / parallel)
+            rows.append((tool, concurrency, seconds, base / seconds, ideal))
+    return rows
+
+
+def cost_rows(bench: Bench, repeat: int) -> list[tuple[str, float]]:
+    """(what, seconds per call) of the pieces of one dispatch that `--profile` shows on top."""
+    from jsonschema.validators import validator_for
+
+    from planc.backend import interpreter, providers
+
+    tool = bench.registry.tools["aecho"]
+    step = bench.checked("aecho(x: 1)\n").plan.pipelines[0].steps[0]
+    schema = tool.params["x"]
+    built = validator_for(schema)(schema)
+    source = bench.registry.source
+    rows = [("_python_function (import, getattr, Path.resolve)",
+             lambda: providers._python_function(tool.provider, bench.registry)),
+            ("  of which registry.source.parent.resolve()", lambda: source.parent.resolve()),
+            ("_validate + _check_result (jsonschema)",
+             lambda: (interpreter._validate({"x": 1}, tool, "1", step), interpreter._check_result(1, tool, "1", step))),
+            ("  of which building 2 validators", lambda: (validator_for(schema)(schema), validator_for(schema)(schema))),
+            ("  with validators built once: 2 iter_errors", lambda: (next(built.iter_errors(1), None),
+                                                                    next(built.iter_errors(1), None)))]
+    return [(what, best(function, repeat, sample=0.02)) for what, function in rows]
+
+
+def what_if(bench: Bench, repeat: int) -> float:
+    """Seconds per run of the async 1,000-step plan with the tool's function looked up once per
+    provider and each schema's validator built once (patched in this process only; src/ unchanged)."""
+    from jsonschema.validators import validator_for
+
+    from planc.backend import interpreter, providers
+    from planc.backend.values import ToolFailed
+
+    functions, validators = {}, {}
+    original = providers._python_function, interpreter._validate, interpreter._check_result
+
+    def python_function(provider, registry):
+        key = (provider, id(registry))
+        if key not in functions:
+            functions[key] = original[0](provider, registry)
+        return functions[key]
+
+    def validator(schema):
+        if id(schema) not in validators:
+            validators[id(schema)] = (schema, validator_for(schema)(schema))
+        return validators[id(schema)][1]
+
+    def validate(args, tool, path, step):
+        for name, value in args.items():
+            schema = tool.params.get(name)
+            if schema is not None and next(validator(schema).iter_errors(value), None) is not None:
+                raise ToolFailed(f"step {path}: argument `{name}` is invalid", step.tool)
+
+    def check_result(result, tool, path, step):
+        if tool.returns is not None and next(validator(tool.returns).iter_errors(result), None) is not None:
+            raise ToolFailed(f"step {path}: bad result", step.tool)
+
+    providers._python_function, interpreter._validate, interpreter._check_result = (python_function, validate,
+                                                                                      check_result)
+    try:
+        return best(bench.runner(steps_plan("aecho"), STEPS - 1), repeat)
+    finally:
+        providers._python_function, interpreter._validate, interpreter._check_result = original
+
+
+def profile(bench: Bench) -> None:
+    import cProfile
+    import pstats
+
+    run = bench.runner(steps_plan("aecho"), STEPS - 1)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(5):
+        run()
+    profiler.disable()
+    stats = pstats.Stats(profiler, stream=sys.stdout)
+    stats.sort_stats("tottime").print_stats(20)
+    stats.sort_stats("cumulative").print_stats(30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--quick", action="store_true")
+    options = parser.parse_args()
+    wall = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="planc-bench-run-") as folder:
+        bench = Bench(Path(folder))
+        if options.profile:
+            profile(bench)
+            return
+        repeat = 3 if options.quick else 7
+        overhead = overhead_rows(bench, repeat)
+        costs = cost_rows(bench, repeat)
+        patched = what_if(bench, repeat)
+        slow = map_rows(bench, 2 if options.quick else 5)
+
+    workers = min(32, (os.cpu_count() or 1) + 4)
+    print(f"planc run benchmark: Python {platform.python_version()} ({platform.machine()}), "
+          f"{os.cpu_count()} CPUs, asyncio default thread pool {workers} workers")
+    print("run_plan timed alone (checked once), a fresh event loop per run; best of samples, gc on\n")
+    base = overhead[0][2] / overhead[0][1]
+    print(f"{'':46} {'ms/run':>8} {'us/step':>8} {'vs direct':>10}")
+    print("-" * 75)
+    for what, steps, seconds in overhead:
+        per = seconds / steps
+        print(f"{what:46} {seconds * 1e3:8.2f} {per * 1e6:8.2f} {per / base:9.0f}x")
+    per_await = overhead[1][2] / STEPS
+    print(f"interpreter alone (run_plan minus the call it wraps): sync {(overhead[3][2] - overhead[2][2]) / STEPS * 1e6:.1f}"
+          f" us/step, async {(overhead[4][2] / STEPS - per_await) * 1e6:.1f} us/step")
+    print(f"\nwhere an async step's time goes (each piece timed alone, per dispatch):")
+    for what, seconds in costs:
+        print(f"  {what:52} {seconds * 1e6:6.2f} us")
+    print(f"what if (patched in this process only): function looked up once, validators built once:")
+    print(f"  run_plan: 1,000 steps aecho(x: n), async {patched * 1e3:8.2f} ms/run {patched / STEPS * 1e6:6.2f} us/step"
+          f" ({overhead[4][2] / patched:.1f}x faster)")
+    print(f"\nmap over {SLOW_ITEMS} items with a 10 ms tool (slow = time.sleep in a thread, "
+          f"aslow = await asyncio.sleep)")
+    print(f"{'tool':>6} {'concurrency':>11} {'wall ms':>8} {'speedup':>8} {'ideal':>6} {'of ideal':>9}  bound by")
+    print("-" * 75)
+    for tool, concurrency, seconds, speedup, ideal in slow:
+        if tool == "slow" and concurrency > workers:
+            bound = f"thread pool ({workers} workers)"
+        else:
+            bound = "concurrency" if concurrency < SLOW_ITEMS else "items"
+        print(f"{tool:>6} {concurrency:>11} {seconds * 1e3:8.1f} {speedup:7.2f}x {ideal:5.1f}x "
+              f"{speedup / ideal:8.0%}  {bound}")
+    print(f"(ideal = {SLOW_ITEMS} / ceil({SLOW_ITEMS} / c), c = min(concurrency, {SLOW_ITEMS}, "
+          f"and for sync tools the thread pool's {workers} workers))")
+    print(f"(run took {time.perf_counter() - wall:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
