@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import attrs
 
 from planc.backend.hooks import Abort, Call, Hooks, Proceed, Replace, Skip
+from planc.backend.mcp_runtime import McpRuntime
 from planc.backend.providers import call_provider
 from planc.backend.values import RunError, Scope, ToolFailed, evaluate, render, truth
 from planc.check import CheckResult
@@ -47,11 +48,13 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     run.missing_arguments()
     run.emit("run_started")
     try:
+        await run.mcp.open()  # the MCP servers the run may call, checked against the lock before any step
         value = await run.pipelines(checked.plan.pipelines, run.scope, prefix="", suffix="", in_loop=False)
         result = RunResult(value)
     except Exited as exit_:
         result = RunResult(exit_.output, exit_.status, exit_.message)
     finally:
+        await run.mcp.aclose()  # never raises: the servers stop whatever happened
         await run.close_models()
     run.emit("run_finished", status=result.status)
     return result
@@ -64,6 +67,7 @@ class _Run:
         self.tools = checked.resolution.tools
         self.scope = Scope(ChainMap(), checked.resolution.targets, arguments)
         self.models: dict = {}  # role -> ModelClient, opened on first use
+        self.mcp = McpRuntime(checked, registry)  # its servers start in run_plan
 
     async def model(self, role: str, step: ast.Step, path: str):
         """The model client of `role` (`[models.<role>]`, else `[models.default]`)."""
@@ -158,7 +162,7 @@ class _Run:
             result = gate.result
         else:
             try:
-                result = await call_provider(tool, call.args, self.registry)
+                result = await call_provider(tool, call.args, self.registry, self.mcp)
             except RunError:
                 raise
             except Exception as error:  # whatever the tool raised is the tool's error

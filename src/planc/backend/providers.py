@@ -1,4 +1,4 @@
-"""Call a tool's implementation: a Python function now; MCP servers and plans come next."""
+"""Call a tool's implementation: a Python function or an MCP server's tool; plans come next."""
 
 from __future__ import annotations
 
@@ -13,8 +13,12 @@ from planc.registry.registry import Registry
 from planc.registry.tool import Tool
 
 
-async def call_provider(tool: Tool, args: Mapping, registry: Registry | None):
-    """The result of calling `tool` with `args`: sync functions run in a thread, async ones are awaited."""
+async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mcp=None):
+    """The result of calling `tool` with `args`: sync functions run in a thread, async ones are awaited,
+    MCP tools go to the run's servers (`mcp`, a backend.mcp_runtime.McpRuntime)."""
+    if tool.provider.startswith("mcp:") and mcp is not None:
+        server = tool.provider.split(":", 1)[1]
+        return await mcp.call(server, tool.name.removeprefix(f"{server}__"), dict(args))
     if tool.provider.startswith("python:"):
         function = _python_function(tool.provider, registry)
         if inspect.iscoroutinefunction(function):

@@ -23,7 +23,7 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store"}
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost"}
 PLAN_KEYS = {"file", "description", "params", "returns"}
-MCP_KEYS = {"command", "env", "trust_annotations"}
+MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s"}
 MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s"}
 EFFECT_KEYS = {field.name for field in Effects.__attrs_attrs__}
 COST_KEYS = {field.name for field in Cost.__attrs_attrs__}
@@ -192,6 +192,9 @@ class _Reader:
             self.fail(f"MCP server `{name}` needs `command`, a list of strings like [\"mcp-server-git\"]", where, "command")
         if not isinstance(table.get("trust_annotations", False), bool):
             self.fail("`trust_annotations` must be true or false", where, "trust_annotations")
+        timeout = table.get("timeout_s", 60)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            self.fail("`timeout_s` must be a number of seconds above 0 (a tool call's timeout)", where, "timeout_s")
 
     def params(self, params, where: str, what: str) -> dict:
         if not isinstance(params, dict):

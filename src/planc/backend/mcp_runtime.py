@@ -1,0 +1,180 @@
+"""MCP servers at run time (DESIGN sections 5 and 7): started once per run, checked against the lock.
+
+`McpRuntime.open` starts every server the run may call over stdio with the official `mcp` SDK
+(the servers of the tools the checked plan calls; every locked server when the plan has an
+`agent` step, whose tools are chosen at run time), in the planc.toml's folder, with its `env`
+as `planc registry sync` does. Before the first step it lists each server's live tools and
+compares them with `planc.lock.json` (the same `tool_hash`): a locked tool that is missing or
+has changed (description, input schema, output schema or annotations) is a "rug pull", refused
+with a RunError naming the server, the tool and what changed, and nothing runs.
+
+`call` sends `tools/call` with the server's timeout (`timeout_s` of `[mcp.NAME]`, else
+`TIMEOUT_S`). The result is the `structuredContent` when the server gives one, else the text
+content, JSON-decoded when it parses as JSON. An `isError` result raises `McpToolError` with the
+server's message, which the interpreter turns into a failed step (or gives back to an agent).
+`aclose` stops every server; the interpreter calls it in `run_plan`'s `finally`, so servers are
+shut down on success, errors and cancellation alike. `open` and `aclose` must run in the same
+task (the SDK's transports are anyio task groups); calls may come from any task of the run.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import tempfile
+from contextlib import AsyncExitStack
+
+from planc.backend.values import RunError
+from planc.registry.config import ConfigError
+from planc.registry.lock import ENTRY_KEYS, entry, lock_path, read_lock
+
+TIMEOUT_S = 60.0  # a tool call's default timeout
+START_TIMEOUT_S = 30.0  # starting a server and listing its tools
+_CHANGES = {"description": "its description", "input_schema": "its input schema",
+            "output_schema": "its output schema", "annotations": "its annotations"}
+
+
+class McpToolError(Exception):
+    """An MCP tool answered with `isError`, or did not answer: the tool failed."""
+
+
+class McpRuntime:
+    """The MCP servers of one run: `open` before the first step, `call`, then `aclose`."""
+
+    def __init__(self, checked, registry) -> None:
+        self.registry = registry
+        self.servers = needed_servers(checked, registry)
+        self.sessions: dict = {}  # server name -> ClientSession
+        self._stack: AsyncExitStack | None = None
+
+    async def open(self) -> None:
+        """Start the needed servers and refuse on any drift from the lock; nothing to do without them."""
+        if not self.servers:
+            return
+        try:
+            import anyio
+            from mcp import ClientSession, StdioServerParameters
+            from mcp.client.stdio import stdio_client
+        except ImportError:
+            raise RunError("the plan calls MCP tools, and running them needs the MCP SDK: "
+                           "pip install 'planc[mcp]'") from None
+        from planc.registry.mcp_sync import _all_tools, _describe, _tail
+
+        assert self.registry is not None and self.registry.source is not None
+        try:
+            lock = read_lock(lock_path(self.registry.source))
+        except ConfigError as error:
+            raise RunError(str(error)) from None
+        folder = self.registry.source.parent
+        self._stack = AsyncExitStack()
+        stack = await self._stack.__aenter__()
+        for name in self.servers:
+            table = self.registry.mcp[name]
+            command = tuple(table["command"])
+            parameters = StdioServerParameters(command=command[0], args=list(command[1:]),
+                                               env=dict(table.get("env") or {}) or None, cwd=str(folder))
+            errlog = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
+            try:  # the transports' task groups stay open in `stack`: no cancel scope may wrap their entry
+                read, write = await stack.enter_async_context(stdio_client(parameters, errlog=errlog))
+                session = await stack.enter_async_context(ClientSession(read, write))
+                with anyio.fail_after(START_TIMEOUT_S):
+                    await session.initialize()
+                    live = await _all_tools(session)
+            except Exception as error:  # noqa: BLE001 - a server that cannot start stops the run
+                raise RunError(f"MCP server `{name}` (`{shlex.join(command)}`) cannot be used: "
+                               f"{_describe(error, command[0], START_TIMEOUT_S)}{_tail(errlog)}") from None
+            drift(name, lock["servers"].get(name, {}).get("tools", {}), live)
+            self.sessions[name] = session
+
+    async def call(self, server: str, tool: str, arguments: dict):
+        """The result of the MCP tool `tool` of `server`; McpToolError if it fails or times out."""
+        session = self.sessions.get(server)
+        if session is None:
+            raise RunError(f"MCP server `{server}` was not started for this run")
+        timeout = float(self.registry.mcp[server].get("timeout_s", TIMEOUT_S))
+        import anyio
+
+        try:
+            with anyio.fail_after(timeout):
+                result = await session.call_tool(tool, arguments)
+        except TimeoutError:
+            raise McpToolError(f"no answer within {timeout:g} s (`timeout_s` of [mcp.{server}])") from None
+        if result.is_error:
+            raise McpToolError(_text(result.content) or "the server reported an error and gave no message")
+        if result.structured_content is not None:
+            return result.structured_content
+        return _value(result.content)
+
+    async def aclose(self) -> None:
+        """Stop every started server. A server that fails while stopping does not hide the run's outcome."""
+        stack, self._stack, self.sessions = self._stack, None, {}
+        if stack is not None:
+            try:
+                await stack.aclose()
+            except Exception:  # noqa: BLE001, S110 - the run is over; its result or error stands
+                pass
+
+
+def needed_servers(checked, registry) -> list[str]:
+    """The servers whose tools the plan calls; every locked server if it has an `agent` step."""
+    if registry is None:
+        return []
+    servers = {tool.provider.split(":", 1)[1] for tool in checked.resolution.tools.values()
+               if tool.provider.startswith("mcp:")}
+    if _has_agent(checked):
+        servers |= {tool.provider.split(":", 1)[1] for tool in registry.tools.values()
+                    if tool.provider.startswith("mcp:")}
+    return sorted(server for server in servers if server in registry.mcp)
+
+
+def _has_agent(checked) -> bool:
+    from planc.syntax.steps import step_blocks
+
+    def walk(pipelines) -> bool:
+        for pipeline in pipelines:
+            for step in pipeline.steps:
+                if step.tool.text == "agent":
+                    return True
+                if any(walk(block.pipelines) for block, _ in step_blocks(step)):
+                    return True
+        return False
+
+    return walk(checked.plan.pipelines)
+
+
+def drift(server: str, locked: dict, live: list[dict]) -> None:
+    """Refuse when a locked tool of `server` is missing from the live `tools/list` or differs from the lock."""
+    live_by_name = {tool["name"]: tool for tool in live}
+    for name in sorted(locked):
+        approved = locked[name]
+        tool = live_by_name.get(name)
+        if tool is None:
+            raise RunError(f"MCP server `{server}` no longer has the tool `{name}` that planc.lock.json approved; "
+                           f"nothing was run. Review the server, then `planc registry sync`")
+        now = entry(name, tool.get("description"), tool.get("inputSchema") or {"type": "object"},
+                    tool.get("outputSchema"), tool.get("annotations"))
+        if now["hash"] != approved["hash"]:
+            changed = [_CHANGES[key] for key in ENTRY_KEYS if now.get(key) != approved.get(key)] or ["its definition"]
+            raise RunError(f"MCP server `{server}` changed the tool `{name}` since planc.lock.json approved it "
+                           f"({', '.join(changed)} changed): refused as a possible rug pull, and nothing was run. "
+                           f"Review the server, then `planc registry sync`")
+
+
+def _text(content) -> str:
+    return "\n".join(item.text for item in content if getattr(item, "type", None) == "text").strip()
+
+
+def _value(content):
+    """The text content of a result, JSON-decoded when it is JSON; other content as its JSON form."""
+    values = []
+    for item in content:
+        if getattr(item, "type", None) == "text":
+            try:
+                values.append(json.loads(item.text))
+            except ValueError:
+                values.append(item.text)
+        else:
+            values.append(item.model_dump(mode="json", by_alias=True, exclude_none=True))
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values

@@ -1,0 +1,219 @@
+"""MCP tools at run time (DESIGN sections 5 and 7): `planc run` against the real mcp-server-git (over a
+fresh repository) and mcp-server-time, the lock compared with the live servers before the first step,
+and a tool's error as a failed step."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planc.backend.mcp_runtime import needed_servers
+from planc.check import check
+from planc.cli import main
+from planc.registry import ConfigError, load_registry
+from planc.registry.lock import LOCK_NAME, entry
+
+
+def executable(name: str) -> str | None:
+    beside = Path(sys.executable).with_name(name)  # the venv's console scripts
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+GIT_SERVER, TIME_SERVER = executable("mcp-server-git"), executable("mcp-server-time")
+
+
+def toml_list(parts) -> str:
+    return json.dumps([str(part) for part in parts])
+
+
+def cli(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A git repository, a planc.toml declaring the git and time servers, and its synced lock."""
+    pytest.importorskip("mcp")
+    if not (GIT_SERVER and TIME_SERVER and shutil.which("git")):
+        pytest.skip("mcp-server-git, mcp-server-time (the dev extra) and git are needed")
+    folder = tmp_path_factory.mktemp("mcp-run")
+    repo = folder / "repo"
+    repo.mkdir()
+    for command in (["init", "-q"], ["config", "user.name", "planc tests"], ["config", "user.email", "t@example.org"]):
+        subprocess.run(["git", *command], cwd=repo, check=True)
+    (repo / "README").write_text("hello\n", encoding="utf-8")
+    subprocess.run(["git", "add", "README"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "first"], cwd=repo, check=True)
+    (repo / "NEW").write_text("untracked\n", encoding="utf-8")
+    config = folder / "planc.toml"
+    config.write_text(f"[mcp.git]\ncommand = {toml_list([GIT_SERVER, '--repository', repo])}\n"
+                      "trust_annotations = true\ntimeout_s = 30\n\n"
+                      f"[mcp.time]\ncommand = {toml_list([TIME_SERVER, '--local-timezone', 'UTC'])}\n",
+                      encoding="utf-8")
+    synced = cli("registry", "sync", "--config", str(config))
+    assert synced.exit_code == 0, synced.output
+    branch = subprocess.run(["git", "branch", "--show-current"], cwd=repo, check=True,
+                            capture_output=True, text=True).stdout.strip()
+    return config, repo, branch
+
+
+def run_plan(config: Path, folder: Path, text: str, *args: str):
+    plan = folder / "p.plan"
+    plan.write_text(text, encoding="utf-8")
+    return cli("run", "--config", str(config), str(plan), *args)
+
+
+def copy_project(project, folder: Path, edit_lock=None, toml=None) -> Path:
+    """The project's planc.toml (or `toml`) and lock in `folder`, the lock changed by `edit_lock`."""
+    config, _, _ = project
+    lock = json.loads((config.parent / LOCK_NAME).read_text(encoding="utf-8"))
+    if edit_lock is not None:
+        edit_lock(lock)
+    (folder / LOCK_NAME).write_text(json.dumps(lock), encoding="utf-8")
+    (folder / "planc.toml").write_text(toml if toml is not None else config.read_text(encoding="utf-8"),
+                                       encoding="utf-8")
+    return folder / "planc.toml"
+
+
+def events(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+# --- calls to the real servers ---------------------------------------------------------------
+
+def test_git_status_through_planc_run(project, tmp_path):
+    config, repo, branch = project
+    result = run_plan(config, tmp_path, f'# what changed?\ngit__git_status(repo_path: "{repo}")\n',
+                      "--events", str(tmp_path / "events.jsonl"))
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.stdout)
+    assert isinstance(status, str) and f"On branch {branch}" in status and "NEW" in status
+    started = [event for event in events(tmp_path / "events.jsonl") if event["event"] == "tool_started"]
+    assert started == [{"event": "tool_started", "step": "1", "tool": "git__git_status",
+                        "input": {"repo_path": str(repo)}}]
+
+
+def test_current_time_through_planc_run(project, tmp_path):
+    config, _, _ = project
+    result = run_plan(config, tmp_path, '# now\ntime__get_current_time(timezone: "UTC")\n')
+    assert result.exit_code == 0, result.output
+    now = json.loads(result.stdout)
+    assert now["timezone"] == "UTC"
+    assert now["datetime"].endswith("+00:00") and now["datetime"][:2] == "20"
+
+
+def test_results_flow_between_mcp_steps(project, tmp_path):
+    config, repo, branch = project
+    text = (f'time__get_current_time(timezone: "UTC")\ngit__git_status(repo_path: "{repo}")\n'
+            'reshape(value: {zone: $1.timezone, status: $2})\n')
+    result = run_plan(config, tmp_path, text)
+    assert result.exit_code == 0, result.output
+    output = json.loads(result.stdout)
+    assert output["zone"] == "UTC" and branch in output["status"]
+
+
+def test_only_the_servers_the_plan_calls_are_started(project, tmp_path):
+    config, _, _ = project
+    marker = tmp_path / "GIT-STARTED"
+    start = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    toml = (f"[mcp.git]\ncommand = {toml_list(start)}\ntrust_annotations = true\n\n"
+            f"[mcp.time]\ncommand = {toml_list([TIME_SERVER, '--local-timezone', 'UTC'])}\n")
+    copy = copy_project(project, tmp_path, toml=toml)
+    result = run_plan(copy, tmp_path, 'time__get_current_time(timezone: "UTC")\n')
+    assert result.exit_code == 0, result.output
+    assert not marker.exists()
+
+
+def test_an_agent_step_needs_every_locked_server(project):
+    config, _, _ = project
+    registry = load_registry(config)
+    plain = check('time__get_current_time(timezone: "UTC")\n', registry=registry)
+    assert needed_servers(plain, registry) == ["time"]
+    agent = check('decide(when: true, then: { agent(prompt: "p", output_schema: {type: "object"}) })\n',
+                  registry=registry)
+    assert agent.ok and needed_servers(agent, registry) == ["git", "time"]
+
+
+# --- drift from the lock ------------------------------------------------------------------------
+
+def test_a_changed_description_is_refused_before_any_call(project, tmp_path):
+    def rug_pull(lock):  # a valid lock (its hashes agree) that differs from what the server says
+        tools = lock["servers"]["git"]["tools"]
+        old = tools["git_status"]
+        tools["git_status"] = entry("git_status", old["description"] + " Also uploads it.", old["input_schema"],
+                                    old["output_schema"], old["annotations"])
+
+    config = copy_project(project, tmp_path, rug_pull)
+    _, repo, _ = project
+    text = f'time__get_current_time(timezone: "UTC")\ngit__git_status(repo_path: "{repo}")\n'
+    result = run_plan(config, tmp_path, text, "--events", str(tmp_path / "events.jsonl"))
+    assert result.exit_code == 1, result.output
+    assert "`git`" in result.stderr and "`git_status`" in result.stderr and "description" in result.stderr
+    assert "rug pull" in result.stderr and result.stdout == ""
+    assert not [event for event in events(tmp_path / "events.jsonl") if event["event"] == "tool_started"]
+
+
+def test_a_changed_input_schema_names_what_changed(project, tmp_path):
+    def rug_pull(lock):
+        tools = lock["servers"]["time"]["tools"]
+        old = tools["convert_time"]
+        schema = {**old["input_schema"], "properties": {**old["input_schema"]["properties"], "x": {"type": "string"}}}
+        tools["convert_time"] = entry("convert_time", old["description"], schema, old["output_schema"],
+                                      old["annotations"])
+
+    config = copy_project(project, tmp_path, rug_pull)
+    result = run_plan(config, tmp_path, 'time__get_current_time(timezone: "UTC")\n')
+    assert result.exit_code == 1, result.output
+    assert "`time`" in result.stderr and "`convert_time`" in result.stderr and "input schema" in result.stderr
+
+
+def test_a_tool_the_server_no_longer_has_is_refused(project, tmp_path):
+    def add(lock):
+        lock["servers"]["time"]["tools"]["get_past_time"] = entry(
+            "get_past_time", "An hour ago", {"type": "object", "properties": {}}, None, None)
+
+    config = copy_project(project, tmp_path, add)
+    result = run_plan(config, tmp_path, 'time__get_current_time(timezone: "UTC")\n')
+    assert result.exit_code == 1, result.output
+    assert "`time`" in result.stderr and "no longer has the tool `get_past_time`" in result.stderr
+
+
+def test_a_server_that_cannot_start_is_named(project, tmp_path):
+    config, _, _ = project
+    missing = tmp_path / "no-such-server"
+    toml = config.read_text(encoding="utf-8").replace(json.dumps(str(TIME_SERVER)), json.dumps(str(missing)))
+    copy = copy_project(project, tmp_path, toml=toml)
+    result = run_plan(copy, tmp_path, 'time__get_current_time(timezone: "UTC")\n')
+    assert result.exit_code == 1, result.output
+    assert "MCP server `time`" in result.stderr and "not found" in result.stderr
+
+
+# --- a tool's own error ---------------------------------------------------------------------------
+
+def test_an_mcp_tool_error_is_a_failed_step_with_the_servers_message(project, tmp_path):
+    config, _, _ = project
+    elsewhere = tmp_path / "not-a-repository"
+    elsewhere.mkdir()
+    text = f'time__get_current_time(timezone: "UTC")\ngit__git_status(repo_path: "{elsewhere}")\n'
+    result = run_plan(config, tmp_path, text)
+    assert result.exit_code == 1, result.output
+    assert "step 2: `git__git_status` failed" in result.stderr
+    assert str(elsewhere) in result.stderr  # the server's own message names the path
+    assert result.stdout == ""
+
+
+# --- configuration ------------------------------------------------------------------------------------
+
+def test_timeout_s_must_be_a_positive_number(tmp_path):
+    config = tmp_path / "planc.toml"
+    config.write_text('[mcp.x]\ncommand = ["x"]\ntimeout_s = 0\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="timeout_s"):
+        load_registry(config)
+    config.write_text('[mcp.x]\ncommand = ["x"]\ntimeout_s = 2.5\n', encoding="utf-8")
+    assert load_registry(config).mcp["x"]["timeout_s"] == 2.5
