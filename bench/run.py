@@ -222,68 +222,6 @@ def map_rows(bench: Bench, repeat: int) -> list[tuple[str, int, float, float, fl
     return rows
 
 
-def cost_rows(bench: Bench, repeat: int) -> list[tuple[str, float]]:
-    """(what, seconds per call) of the pieces of one dispatch that `--profile` shows on top."""
-    from jsonschema.validators import validator_for
-
-    from planc.backend import interpreter, providers
-
-    tool = bench.registry.tools["aecho"]
-    step = bench.checked("aecho(x: 1)\n").plan.pipelines[0].steps[0]
-    schema = tool.params["x"]
-    built = validator_for(schema)(schema)
-    source = bench.registry.source
-    rows = [("_python_function (import, getattr, Path.resolve)",
-             lambda: providers._python_function(tool.provider, bench.registry)),
-            ("  of which registry.source.parent.resolve()", lambda: source.parent.resolve()),
-            ("_validate + _check_result (jsonschema)",
-             lambda: (interpreter._validate({"x": 1}, tool, "1", step), interpreter._check_result(1, tool, "1", step))),
-            ("  of which building 2 validators", lambda: (validator_for(schema)(schema), validator_for(schema)(schema))),
-            ("  with validators built once: 2 iter_errors", lambda: (next(built.iter_errors(1), None),
-                                                                    next(built.iter_errors(1), None)))]
-    return [(what, best(function, repeat, sample=0.02)) for what, function in rows]
-
-
-def what_if(bench: Bench, repeat: int) -> float:
-    """Seconds per run of the async 1,000-step plan with the tool's function looked up once per
-    provider and each schema's validator built once (patched in this process only; src/ unchanged)."""
-    from jsonschema.validators import validator_for
-
-    from planc.backend import interpreter, providers
-    from planc.backend.values import ToolFailed
-
-    functions, validators = {}, {}
-    original = providers._python_function, interpreter._validate, interpreter._check_result
-
-    def python_function(provider, registry):
-        key = (provider, id(registry))
-        if key not in functions:
-            functions[key] = original[0](provider, registry)
-        return functions[key]
-
-    def validator(schema):
-        if id(schema) not in validators:
-            validators[id(schema)] = (schema, validator_for(schema)(schema))
-        return validators[id(schema)][1]
-
-    def validate(args, tool, path, step):
-        for name, value in args.items():
-            schema = tool.params.get(name)
-            if schema is not None and next(validator(schema).iter_errors(value), None) is not None:
-                raise ToolFailed(f"step {path}: argument `{name}` is invalid", step.tool)
-
-    def check_result(result, tool, path, step):
-        if tool.returns is not None and next(validator(tool.returns).iter_errors(result), None) is not None:
-            raise ToolFailed(f"step {path}: bad result", step.tool)
-
-    providers._python_function, interpreter._validate, interpreter._check_result = (python_function, validate,
-                                                                                      check_result)
-    try:
-        return best(bench.runner(steps_plan("aecho"), STEPS - 1), repeat)
-    finally:
-        providers._python_function, interpreter._validate, interpreter._check_result = original
-
-
 def profile(bench: Bench) -> None:
     import cProfile
     import pstats
@@ -312,8 +250,6 @@ def main() -> None:
             return
         repeat = 3 if options.quick else 7
         overhead = overhead_rows(bench, repeat)
-        costs = cost_rows(bench, repeat)
-        patched = what_if(bench, repeat)
         slow = map_rows(bench, 2 if options.quick else 5)
 
     workers = min(32, (os.cpu_count() or 1) + 4)
@@ -329,12 +265,6 @@ def main() -> None:
     per_await = overhead[1][2] / STEPS
     print(f"interpreter alone (run_plan minus the call it wraps): sync {(overhead[3][2] - overhead[2][2]) / STEPS * 1e6:.1f}"
           f" us/step, async {(overhead[4][2] / STEPS - per_await) * 1e6:.1f} us/step")
-    print(f"\nwhere an async step's time goes (each piece timed alone, per dispatch):")
-    for what, seconds in costs:
-        print(f"  {what:52} {seconds * 1e6:6.2f} us")
-    print(f"what if (patched in this process only): function looked up once, validators built once:")
-    print(f"  run_plan: 1,000 steps aecho(x: n), async {patched * 1e3:8.2f} ms/run {patched / STEPS * 1e6:6.2f} us/step"
-          f" ({overhead[4][2] / patched:.1f}x faster)")
     print(f"\nmap over {SLOW_ITEMS} items with a 10 ms tool (slow = time.sleep in a thread, "
           f"aslow = await asyncio.sleep)")
     print(f"{'tool':>6} {'concurrency':>11} {'wall ms':>8} {'speedup':>8} {'ideal':>6} {'of ideal':>9}  bound by")

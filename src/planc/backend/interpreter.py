@@ -67,6 +67,7 @@ class _Run:
         self.tools = checked.resolution.tools
         self.scope = Scope(ChainMap(), checked.resolution.targets, arguments)
         self.models: dict = {}  # role -> ModelClient, opened on first use
+        self.validators: dict[int, tuple] = {}  # id(schema) -> (schema, its jsonschema validator)
         self.mcp = McpRuntime(checked, registry)  # its servers start in run_plan
 
     async def model(self, role: str, step: ast.Step, path: str):
@@ -153,7 +154,7 @@ class _Run:
             if not decision.allowed:
                 who = ", ".join(rule.name for rule in decision.policies) or "no policy permits it"
                 raise RunError(f"step {call.step}: the policy denies calling `{tool.name}` ({who})", step.tool)
-        _validate(call.args, tool, call.step, step)
+        self.validate(call.args, tool, call.step, step)
         gate = await self.hooks.gate(call) if self.hooks.gate else Proceed()
         if isinstance(gate, Abort):
             raise RunError(f"step {call.step}: stopped before calling `{tool.name}`: {gate.reason}", step.tool)
@@ -167,9 +168,37 @@ class _Run:
                 raise
             except Exception as error:  # whatever the tool raised is the tool's error
                 result = await self.tool_failed(call, step, error)
-        _check_result(result, tool, call.step, step)
+        self.check_result(result, tool, call.step, step)
         self.emit("tool_finished", step=call.step, tool=tool.name, result=result)
         return result
+
+    def validator(self, schema: Mapping):
+        """The jsonschema validator of `schema`, made once per run (the schema kept, so its id stays its own)."""
+        made = self.validators.get(id(schema))
+        if made is None:
+            from jsonschema.validators import validator_for
+
+            made = self.validators[id(schema)] = (schema, validator_for(schema)(schema))
+        return made[1]
+
+    def validate(self, args: Mapping, tool, path: str, step) -> None:
+        """The real arguments against the tool's parameter schemas, before the call."""
+        for name, value in args.items():
+            schema = tool.params.get(name)
+            error = next(iter(self.validator(schema).iter_errors(value)), None) if schema else None
+            if error is not None:
+                raise ToolFailed(f"step {path}: argument `{name}` of `{tool.name}` is invalid at run time: "
+                                 f"{error.message}", step.tool)
+
+    def check_result(self, result, tool, path: str, step) -> None:
+        """A result that breaks the tool's declared `returns` fails the step: later steps rely on it."""
+        if tool.returns is None:
+            return
+        error = next(iter(self.validator(tool.returns).iter_errors(result)), None)
+        if error is not None:
+            where = "/".join(str(part) for part in error.absolute_path) or "the result"
+            raise ToolFailed(f"step {path}: `{tool.name}` returned a result its declaration does not allow "
+                             f"(at {where}: {error.message})", step.tool)
 
     async def tool_failed(self, call: Call, step: ast.Step, error: Exception):
         action = await self.hooks.on_tool_error(call, error) if self.hooks.on_tool_error else None
@@ -301,30 +330,3 @@ class _Run:
 
 
 _NOTHING = object()  # no piped input
-
-
-def _validate(args: Mapping, tool, path: str, step) -> None:
-    """The real arguments against the tool's parameter schemas, before the call."""
-    from jsonschema.validators import validator_for
-
-    for name, value in args.items():
-        schema = tool.params.get(name)
-        if schema is None:
-            continue
-        error = next(iter(validator_for(schema)(schema).iter_errors(value)), None)
-        if error is not None:
-            raise ToolFailed(f"step {path}: argument `{name}` of `{tool.name}` is invalid at run time: {error.message}",
-                             step.tool)
-
-
-def _check_result(result, tool, path: str, step) -> None:
-    """A result that breaks the tool's declared `returns` fails the step: later steps rely on it."""
-    if tool.returns is None:
-        return
-    from jsonschema.validators import validator_for
-
-    error = next(iter(validator_for(tool.returns)(tool.returns).iter_errors(result)), None)
-    if error is not None:
-        where = "/".join(str(part) for part in error.absolute_path) or "the result"
-        raise ToolFailed(f"step {path}: `{tool.name}` returned a result its declaration does not allow "
-                         f"(at {where}: {error.message})", step.tool)

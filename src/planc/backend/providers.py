@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import inspect
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from planc.backend.values import RunError
 from planc.registry.registry import Registry
@@ -30,8 +32,15 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
 
 def _python_function(provider: str, registry: Registry | None):
     """The function `python:module:function` names, importable from the planc.toml's folder."""
-    if registry is not None and registry.source is not None:
-        folder = str(registry.source.parent.resolve())
+    folder = str(registry.source.parent) if registry is not None and registry.source is not None else None
+    return _load(provider, folder)
+
+
+@functools.lru_cache(maxsize=1024)
+def _load(provider: str, folder: str | None):
+    """Looked up once per provider and folder: a step pays for a dictionary lookup, not an import."""
+    if folder is not None:
+        folder = str(Path(folder).resolve())
         if folder not in sys.path:
             sys.path.insert(0, folder)
     _, module_name, qualname = provider.split(":", 2)
