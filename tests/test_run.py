@@ -114,7 +114,7 @@ reshape(value: {found: $3, count: $3.length, sent: $4})
 def test_a_pipeline_runs_end_to_end(project):
     result = run(project, PIPELINE, "--arg", "n=6", "--events", "events.jsonl")
     assert result.exit_code == 0, result.output
-    output = json.loads(result.output)
+    output = json.loads(result.stdout)  # progress lines go to stderr
     assert [item["id"] for item in output["found"]] == ["I1", "I3", "I5"]  # map keeps the order
     assert output["count"] == 3 and output["sent"]["text"] == "found 3: details of I1"
     events = [json.loads(line) for line in (project / "events.jsonl").read_text().splitlines()]

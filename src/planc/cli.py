@@ -145,11 +145,16 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
 @PRINCIPAL_OPTION
 @click.option("--arg", "args", multiple=True, metavar="NAME=VALUE", help="A run argument, read by `$args.NAME`.")
 @click.option("--events", type=click.Path(dir_okay=False), help="Write the run's events to FILE as JSON lines.")
-@click.option("--finish", type=click.Choice(["output", "none"]), default="output", show_default=True,
-              help="Print the plan's result as JSON, or nothing.")
+@click.option("--finish", type=click.Choice(["output", "none", "solver"]), default="output", show_default=True,
+              help="Print the plan's result as JSON, nothing, or the `solver` model's report on it (--query).")
+@click.option("--query", help="With --finish solver: what the report answers.")
+@click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful tool call.")
 def run_command(plan: str, config: str | None, policy_file: str | None, principal: str, args: tuple[str, ...],
-                events: str | None, finish: str) -> None:
-    """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error."""
+                events: str | None, finish: str, query: str | None, approve: bool) -> None:
+    """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error.
+
+    Progress goes to stderr; stdout holds the result only.
+    """
     import asyncio
     import json
 
@@ -159,8 +164,16 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     from planc.backend.values import RunError
     from planc.check import check
 
+    if approve and not sys.stdin.isatty():
+        raise UsageError("--approve asks on the terminal before every effectful call, and standard input is "
+                         "not a terminal: run planc in one, or leave out --approve")
+    if finish == "solver" and not query:
+        raise UsageError("--finish solver needs --query TEXT, the question the report answers")
+    if query is not None and finish != "solver":
+        raise UsageError("--query is only read with --finish solver")
     registry = _registry(config, plan=plan)
     policy = _policy(policy_file, registry, principal)
+    solver = _solver(registry) if finish == "solver" else None  # before any tool runs
     try:
         arguments = parse_arguments(args)
     except ValueError as error:
@@ -170,11 +183,20 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     if not checked.ok:
         _print_text([(plan, checked)], stderr=True)
         sys.exit(1)
+    from planc.backend.approve import approval_gate
+    from planc.backend.progress import Progress, fan_out
+
+    console = _console(stderr=True)
+    most = checked.cost.total.calls if checked.cost is not None else None
+    progress = Progress(console, int(most.high) if most is not None and most.bounded else None)
     sink = open(events, "w", encoding="utf-8") if events else None  # closed below
-    hooks = Hooks(events=(lambda event: sink.write(json.dumps(event, default=str) + "\n")) if sink else None)
+    writer = (lambda event: sink.write(json.dumps(event, default=str) + "\n")) if sink else None
+    hooks = Hooks(gate=approval_gate(console, pause=progress.paused) if approve else None,
+                  events=fan_out(writer, progress.sink))
     try:
-        result = asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks,
-                                      policy=policy, principal=principal))
+        with progress:
+            result = asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks,
+                                          policy=policy, principal=principal))
     except RunError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
@@ -183,9 +205,31 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
             sink.close()
     if finish == "output":
         click.echo(json.dumps(result.value, indent=2, ensure_ascii=False, default=str))
+    elif finish == "solver":
+        from planc.backend.finish import solver_report
+        from planc.backend.models import ModelError
+
+        try:
+            click.echo(asyncio.run(solver_report(solver, query, result.value, result.status, result.message)))
+        except ModelError as error:
+            click.echo(f"error: the solver's report failed: {error}", err=True)
+            sys.exit(1)
     if result.status == "error":
         click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
         sys.exit(4)
+
+
+def _solver(registry):
+    """The `solver` role's model client for `--finish solver`, or a usage error saying what is missing."""
+    from planc.backend.models import ModelClient, ModelError
+
+    if registry is None:
+        raise UsageError("--finish solver needs a model: no planc.toml here or above declares [models.solver] "
+                         "or [models.default]")
+    try:
+        return ModelClient.for_role(registry, "solver")
+    except ModelError as error:
+        raise UsageError(f"--finish solver: {error}") from None
 
 
 def _plan_arguments(registry, path: str):

@@ -1,0 +1,67 @@
+"""`planc run --approve`: the gate (hooks.py) on a terminal.
+
+Before every effectful call (a tool whose `effects.read_only` is false) it
+shows the step path, the tool, its effects and the rendered input on stderr,
+and asks y/n. Yes calls the tool; no (or end of input, or Ctrl-C) aborts the
+run before the call. Read-only calls pass without a question. The question
+blocks the event loop on purpose: one question at a time, even from the items
+of a `map` running concurrently, and Ctrl-C reaches it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from typing import ContextManager
+
+from planc.backend.hooks import Abort, Call, Proceed
+
+
+def describe(call: Call):
+    """The call as a rich renderable: step path, tool, effects and input."""
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.syntax import Syntax
+    from rich.text import Text
+
+    effects = call.tool.effects
+    flags = [flag for flag, on in (("destructive", effects.destructive), ("open-world", effects.open_world),
+                                   ("not idempotent", not effects.idempotent)) if on]
+    title = Text.assemble(("step ", "dim"), (call.step, "bold"), ("  ", ""), (call.tool.name, "bold cyan"))
+    rendered = json.dumps(dict(call.args), indent=2, ensure_ascii=False, default=str)
+    body = Group(Text("effectful" + (f": {', '.join(flags)}" if flags else ""), style="yellow"),
+                 Syntax(rendered, "json", word_wrap=True, background_color="default"))
+    return Panel(body, title=title, title_align="left", border_style="yellow")
+
+
+def approval_gate(console, ask: Callable[[str], bool] | None = None,
+                  pause: Callable[[], ContextManager] | None = None):
+    """The `--approve` gate: `console` shows the call (stderr), `ask` answers y/n (default: the terminal).
+
+    `pause` stops a live progress display while the question is on the screen.
+    """
+    def terminal(question: str) -> bool:
+        from rich.prompt import Confirm
+
+        return Confirm.ask(question, console=console, default=False)
+
+    answer = ask or terminal
+
+    async def gate(call: Call):
+        if call.tool.effects.read_only:
+            return Proceed()
+        with (pause or _nothing)():
+            console.print(describe(call))
+            try:
+                yes = answer(f"Call [bold]{call.tool.name}[/bold]?")
+            except (EOFError, KeyboardInterrupt):
+                yes = False
+        return Proceed() if yes else Abort(f"`{call.tool.name}` was not approved")
+
+    return gate
+
+
+@contextlib.contextmanager
+def _nothing() -> Iterator[None]:
+    yield

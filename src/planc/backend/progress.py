@@ -1,0 +1,144 @@
+"""Progress of `planc run` on stderr, built on the events hook (hooks.py).
+
+On a terminal, a rich progress display: a spinner with the step running now
+and the tool calls made (out of the cost pass's most, when it is bounded),
+with a line per finished call above it. Elsewhere, plain lines as steps start
+and finish:
+
+    [1] search {"query": "disk", "limit": 5}
+    [1] search -> list of 5
+    [3/do.1[4]] get_incident {"id": "INC-7"}
+    [3/do.1[4]] get_incident -> object
+
+stdout is left to the result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+
+from planc.registry.builtins import CONTROL_STEPS
+
+INPUT_CHARS = 80
+
+
+def fan_out(*sinks: Callable[[dict], None] | None) -> Callable[[dict], None] | None:
+    """One event sink that hands every event to each of `sinks` (None ones left out)."""
+    live = [sink for sink in sinks if sink is not None]
+    if not live:
+        return None
+    if len(live) == 1:
+        return live[0]
+
+    def sink(event: dict) -> None:
+        for each in live:
+            each(event)
+
+    return sink
+
+
+def summary(value: object) -> str:
+    """A few words on a result.
+
+    >>> summary([1, 2]), summary({"a": 1}), summary("x" * 100)[:6], summary(None)
+    ('list of 2', 'object', '"xxxxx', 'null')
+    """
+    if isinstance(value, list):
+        return f"list of {len(value)}"
+    if isinstance(value, dict):
+        return "object"
+    return _short(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _short(text: str, limit: int = INPUT_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def line(event: dict) -> str | None:
+    """The plain line of an event, or None for the events that get none.
+
+    >>> line({"event": "tool_started", "step": "3/do.1[4]", "tool": "get", "input": {"id": "I4"}})
+    '[3/do.1[4]] get {"id": "I4"}'
+    >>> line({"event": "step_started", "step": "3", "tool": "map"})
+    '[3] map ...'
+    """
+    kind, step = event.get("event"), event.get("step")
+    if kind == "tool_started":
+        return f"[{step}] {event['tool']} {_short(json.dumps(event.get('input', {}), ensure_ascii=False, default=str))}"
+    if kind == "tool_finished":
+        return f"[{step}] {event['tool']} -> {summary(event.get('result'))}"
+    if kind == "step_started" and event.get("tool") in CONTROL_STEPS:
+        return f"[{step}] {event['tool']} ..."
+    if kind == "step_finished" and event.get("tool") in CONTROL_STEPS:
+        return f"[{step}] {event['tool']} -> {summary(event.get('result'))}"
+    if kind == "inference_started":
+        return f"[{step}] infer {_short(str(event.get('question')))}"
+    if kind == "inference_finished":
+        return f"[{step}] infer -> {'yes' if event.get('answer') else 'no'}"
+    if kind == "run_finished":
+        return f"run finished: {event.get('status')}"
+    return None
+
+
+class Progress:
+    """The stderr progress of one run: `sink` takes the events; use it in `with` around the run."""
+
+    def __init__(self, console, total_calls: int | None = None) -> None:
+        self.console = console
+        self.calls = 0
+        self.tools: dict[str, str] = {}  # step path -> tool name, for step_finished events
+        self.display = None
+        if console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as RichProgress
+
+            columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("tool calls"), TimeElapsedColumn()]
+            self.display = RichProgress(*columns, console=console, transient=True)
+            self.task = self.display.add_task("starting", total=total_calls)
+
+    def __enter__(self) -> Progress:
+        if self.display is not None:
+            self.display.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.display is not None:
+            self.display.stop()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The live display off for a while (an `--approve` question)."""
+        if self.display is None:
+            yield
+            return
+        self.display.stop()
+        try:
+            yield
+        finally:
+            self.display.start()
+
+    def sink(self, event: dict) -> None:
+        kind = event.get("event")
+        if kind == "step_started":
+            self.tools[event.get("step")] = event.get("tool")
+        elif kind == "step_finished" and "tool" not in event:  # the interpreter names the tool on start only
+            event = {**event, "tool": self.tools.pop(event.get("step"), None)}
+        elif kind == "tool_finished":
+            self.calls += 1
+        text = line(event)
+        if self.display is None:
+            if text is not None:
+                self.console.print(text, markup=False, highlight=False)
+            return
+        if kind in ("step_started", "tool_started", "inference_started"):
+            self.display.update(self.task, description=f"[{event.get('step')}] {event.get('tool', 'infer')}")
+        if kind == "tool_finished":
+            self.display.update(self.task, completed=self.calls)
+        if text is not None and kind in ("tool_finished", "inference_finished", "run_finished"):
+            from rich.text import Text
+
+            self.display.console.print(Text(text, style="dim"))  # a style= here would dim the live display too

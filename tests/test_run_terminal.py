@@ -1,0 +1,138 @@
+"""`planc run` on and off a terminal: `--approve`, progress on stderr, `--finish solver`/`none`."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from model_server import model_server  # noqa: F401  (the loopback model server fixture)
+from planc.backend.approve import approval_gate
+from planc.backend.hooks import Hooks
+from planc.backend.interpreter import run_plan
+from planc.backend.progress import Progress
+from planc.backend.values import RunError
+from test_run import calls, check, project, run  # noqa: F401  (the project fixture: recording Python tools)
+
+PLAN = 'search(query: "disk", limit: 2)\nnotify(channel: "#ops", text: "found {$1.length}")'
+
+
+def test_approve_without_a_terminal_is_refused_up_front(project):
+    result = run(project, PLAN, "--approve")
+    assert result.exit_code == 2 and "not a terminal" in result.stderr and calls(project) == []
+
+
+def test_the_gate_asks_only_for_effectful_calls_and_shows_the_rendered_input(project):
+    checked, registry = check(project, PLAN)
+    screen, asked = io.StringIO(), []
+    console = Console(file=screen, width=100)
+
+    def ask(question):
+        asked.append(question)
+        return True
+
+    result = asyncio.run(run_plan(checked, registry=registry, hooks=Hooks(gate=approval_gate(console, ask))))
+    assert result.value["text"] == "found 2" and len(asked) == 1 and "notify" in asked[0]
+    shown = screen.getvalue()
+    assert "step 2" in shown and "notify" in shown and '"found 2"' in shown and "search" not in shown
+    assert [c["tool"] for c in calls(project)] == ["search", "notify"]
+
+
+def test_no_aborts_the_run_before_the_call(project):
+    checked, registry = check(project, PLAN)
+    gate = approval_gate(Console(file=io.StringIO()), lambda question: False)
+    with pytest.raises(RunError, match="not approved"):
+        asyncio.run(run_plan(checked, registry=registry, hooks=Hooks(gate=gate)))
+    assert [c["tool"] for c in calls(project)] == ["search"]
+
+
+def _on_a_terminal(project, answer: bytes, *args) -> tuple[int, str, str]:
+    """`planc run p.plan --approve` with stdin and stderr on a pseudo-terminal, typing `answer`."""
+    master, slave = os.openpty()
+    planc = Path(sys.executable).parent / "planc"
+    process = subprocess.Popen([str(planc), "run", "p.plan", "--approve", *args], cwd=project, stdin=slave,
+                               stderr=slave, stdout=subprocess.PIPE, env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
+    os.close(slave)
+    os.write(master, answer)
+    screen, deadline = b"", time.monotonic() + 30
+    while time.monotonic() < deadline and process.poll() is None or select.select([master], [], [], 0)[0]:
+        if select.select([master], [], [], 0.1)[0]:
+            try:
+                screen += os.read(master, 65536)
+            except OSError:
+                break
+    process.wait(timeout=30)
+    stdout = process.stdout.read().decode()
+    process.stdout.close()
+    os.close(master)
+    return process.returncode, stdout, screen.decode(errors="replace")
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+@pytest.mark.parametrize("answer, code, called", [(b"n\n", 1, ["search"]), (b"y\n", 0, ["search", "notify"])])
+def test_approve_on_a_terminal(project, answer, code, called):
+    (project / "p.plan").write_text(PLAN, encoding="utf-8")
+    returncode, stdout, screen = _on_a_terminal(project, answer)
+    assert returncode == code, screen
+    assert "notify" in screen and "found 2" in screen
+    assert [c["tool"] for c in calls(project)] == called
+    if code == 0:
+        assert json.loads(stdout)["text"] == "found 2"  # stdout holds the result only
+    else:
+        assert stdout == "" and "not approved" in screen
+
+
+def test_progress_goes_to_stderr_as_plain_lines_and_events_still_to_the_file(project):
+    result = run(project, 'search(query: "disk", limit: 2)\n  |> map(do: { get(id: item.id) })', "--events", "e.jsonl")
+    assert result.exit_code == 0, result.output
+    assert [item["id"] for item in json.loads(result.stdout)] == ["I0", "I1"]
+    lines = result.stderr.splitlines()
+    assert '[1] search {"query": "disk", "limit": 2}' in lines and "[1] search -> list of 2" in lines
+    assert '[2/do.1[1]] get {"id": "I1"}' in lines and "[2] map -> list of 2" in lines
+    events = [json.loads(line) for line in (project / "e.jsonl").read_text().splitlines()]
+    assert sum(event["event"] == "tool_finished" for event in events) == 3
+
+
+def test_the_progress_display_on_a_terminal():
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=100)
+    with Progress(console, total_calls=2) as progress:
+        progress.sink({"event": "step_started", "step": "1", "tool": "search"})
+        progress.sink({"event": "tool_started", "step": "1", "tool": "search", "input": {"q": "x"}})
+        with progress.paused():
+            console.print("a question")
+        progress.sink({"event": "tool_finished", "step": "1", "tool": "search", "result": [1]})
+    assert progress.calls == 1 and "[1] search -> list of 1" in screen.getvalue() and "a question" in screen.getvalue()
+
+
+def test_finish_none_prints_nothing(project):
+    result = run(project, 'search(query: "x", limit: 1)', "--finish", "none")
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_finish_solver_prints_the_report(project, model_server):
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text() + f'\n[models.solver]\nbase_url = "{model_server.url}"\nmodel = "planc-test-model"\n')
+    model_server.play("answer_prose")
+    result = run(project, 'search(query: "disk", limit: 1)', "--finish", "solver", "--query", "Is db-1 in trouble?")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "The incident looks severe: the disk on db-1 is full.\n"
+    prompt = model_server.bodies()[0]["messages"][-1]["content"]
+    assert "Is db-1 in trouble?" in prompt and '"disk 0"' in prompt
+
+
+def test_finish_solver_is_refused_before_any_call_without_a_query_or_a_model(project):
+    result = run(project, 'search(query: "x", limit: 1)', "--finish", "solver")
+    assert result.exit_code == 2 and "--query" in result.stderr
+    result = run(project, 'search(query: "x", limit: 1)', "--finish", "solver", "--query", "What?")
+    assert result.exit_code == 2 and "[models.solver]" in result.stderr
+    assert calls(project) == []
