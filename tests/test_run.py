@@ -254,3 +254,21 @@ def test_a_model_role_nobody_declares_fails_the_step(project):
     checked, registry = check(project, 'decide(infer: "Is it Monday?", then: { notify(channel: "#x", text: "y") })')
     with pytest.raises(RunError, match="judge"):
         asyncio.run(run_plan(checked, registry=registry))
+
+
+def test_a_tool_that_takes_longer_than_its_timeout_fails_the_step(project):
+    (project / "slowtools.py").write_text("import asyncio, time\nasync def nap(s):\n    await asyncio.sleep(s)\n"
+                                          "    return s\ndef snooze(s):\n    time.sleep(s)\n    return s\n")
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text() + '\n[tools.nap]\nprovider = "python:slowtools:nap"\n'
+                    'params = { s = { type = "number" } }\ntimeout_s = 0.05\n'
+                    '\n[tools.snooze]\nprovider = "python:slowtools:snooze"\n'
+                    'params = { s = { type = "number" } }\ntimeout_s = 0.05\n')
+    try:
+        fast = run(project, "nap(s: 0)")
+        assert fast.exit_code == 0 and json.loads(fast.stdout) == 0
+        for tool in ("nap", "snooze"):
+            slow = run(project, f"{tool}(s: 0.5)")
+            assert slow.exit_code == 1 and "0.05 s" in slow.output and "step 1" in slow.output
+    finally:
+        sys.modules.pop("slowtools", None)

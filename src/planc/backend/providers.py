@@ -23,9 +23,12 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
         return await mcp.call(server, tool.name.removeprefix(f"{server}__"), dict(args))
     if tool.provider.startswith("python:"):
         function = _python_function(tool.provider, registry)
-        if inspect.iscoroutinefunction(function):
-            return await function(**args)
-        return await asyncio.to_thread(function, **args)
+        call = function(**args) if inspect.iscoroutinefunction(function) else asyncio.to_thread(function, **args)
+        try:
+            return await asyncio.wait_for(call, tool.timeout_s)
+        except TimeoutError:
+            # A sync function goes on in its thread; the run stops waiting for it.
+            raise TimeoutError(f"no result within {tool.timeout_s} s (its `timeout_s`)") from None
     kind = tool.provider.split(":", 1)[0] or "none"
     raise RunError(f"`{tool.name}` is provided by `{tool.provider or 'nothing'}`: running {kind} tools is not built yet")
 

@@ -14,6 +14,8 @@ import re
 import tomllib
 from pathlib import Path
 
+import attrs
+
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.registry import Registry
 from planc.registry.tool import Cost, Effects, Tool
@@ -21,7 +23,8 @@ from planc.registry.tool import Cost, Effects, Tool
 CONFIG_NAME = "planc.toml"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store"}
-TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost"}
+TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
+             "timeout_s"}
 PLAN_KEYS = {"file", "description", "params", "returns"}
 MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s"}
 MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s"}
@@ -154,12 +157,15 @@ class _Reader:
         bound = self.param_name(table.get("returns_at_most"), params, where, "returns_at_most")
         returns = self.schema(table["returns"], where, "returns", f"`returns` of `{name}`") if "returns" in table else None
         provider = self.text(table.get("provider", ""), where, "provider")
+        timeout = table.get("timeout_s")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+            self.fail("`timeout_s` must be a number of seconds above 0", where, "timeout_s")
         if "params" not in table and provider.startswith("python:"):
-            return self.python_tool(name, provider, where)
+            return attrs.evolve(self.python_tool(name, provider, where), timeout_s=timeout)
         return Tool(name=name, params=params, required=required, pipe=pipe, returns=returns, returns_at_most=bound,
                     effects=self.effects(table.get("effects", {}), where), cost=self.cost(table.get("cost", {}), where),
                     description=self.text(table.get("description", ""), where, "description"),
-                    provider=provider)
+                    provider=provider, timeout_s=timeout)
 
     def python_tool(self, name: str, provider: str, where: str) -> Tool:
         """A tool whose parameters come from its `@planc.tool` function: the one case that imports it."""
