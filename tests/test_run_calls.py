@@ -1,11 +1,14 @@
 """The call-count property (issue 5): a run makes no more tool calls than the cost pass's most.
 
 Every valid case under corpus/registry/ (expecting `ok` or only warnings) that
-uses only the corpus registry's tools and needs nothing but tools (no `$args`,
-`ask`, `agent`, `infer`, or plan called as a tool) runs against recording
-tools: a generated module whose functions count their calls and return the
-largest result their `returns` schema allows (lists as long as `maxItems` or
-the `returns_at_most` argument lets them be), so loops run their worst case.
+uses only the corpus registry's tools (no plan called as a tool) runs against
+recording tools: a generated module whose functions count their calls and
+return the largest result their `returns` schema allows (lists as long as
+`maxItems` or the `returns_at_most` argument lets them be), so loops run their
+worst case. `$args` get a value each, `ask` an answer, and `agent` and `infer`
+talk to a scripted chat-completions server on loopback: an agent offered tools
+calls the first of them every round (its worst case) and otherwise answers the
+largest instance of its output schema; the judge answers yes.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ import asyncio
 import inspect
 import json
 import sys
+import threading
 from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import attrs
@@ -22,6 +27,8 @@ import pytest
 
 import planc
 from planc import corpus
+from planc.backend.agent_loop import task
+from planc.backend.hooks import Hooks
 from planc.backend.interpreter import run_plan
 from planc.backend.values import RunError
 from planc.registry.builtins import CONTROL_STEPS
@@ -99,8 +106,60 @@ def _make(name):
 '''
 
 
+SCHEMA_INTRO = task("", None, {}).removesuffix("{}").lstrip()  # what precedes the output schema in an agent's task
+
+
+def scripted_reply(path: str, body: Mapping) -> dict:
+    """The scripted model's chat completion for a request to `path`: a tool call, an answer, or "yes"."""
+    message: dict = {"role": "assistant", "content": None}
+    if path.startswith("/judge/"):
+        message["content"] = "yes"
+    elif body.get("tools"):
+        function = body["tools"][0]["function"]
+        message["tool_calls"] = [{"id": f"call_{len(body['messages'])}", "type": "function",
+                                  "function": {"name": function["name"],
+                                               "arguments": json.dumps(instance(function["parameters"]))}}]
+    else:
+        text = next((m["content"] for m in body["messages"]
+                     if m.get("role") == "user" and SCHEMA_INTRO in (m.get("content") or "")), None)
+        schema = json.loads(text.rsplit(SCHEMA_INTRO, 1)[1]) if text is not None else {}
+        message["content"] = json.dumps(instance(schema))
+    return {"id": "scripted", "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+
+
+class ScriptedHandler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        reply = json.dumps(scripted_reply(self.path, body)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, format: str, *args: object) -> None:  # keep the test output clean
+        pass
+
+
 @pytest.fixture(scope="module")
-def recording(tmp_path_factory):
+def scripted_model():
+    """The base URL of the scripted chat-completions server; `/judge/v1` is the judge's."""
+    http = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedHandler)
+    thread = threading.Thread(target=http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{http.server_address[1]}"
+    http.shutdown()
+    http.server_close()
+    thread.join()
+
+
+async def answer(question: str) -> str:
+    return "an answer"
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory, scripted_model):
     """The corpus registry with every tool provided by the recording module."""
     registry_cases = [case for case in corpus.load_cases(CORPUS) if case.category.startswith("registry/")]
     registry = registry_cases[0].registry
@@ -118,20 +177,18 @@ def recording(tmp_path_factory):
     module = __import__(MODULE)
     evolved = {name: attrs.evolve(tool, provider=f"python:{MODULE}:{name}") if name in tools else tool
                for name, tool in registry.tools.items()}
-    yield attrs.evolve(registry, tools=evolved), module, registry_cases
+    models = {"default": {"base_url": f"{scripted_model}/agent/v1", "model": "scripted"},
+              "judge": {"base_url": f"{scripted_model}/judge/v1", "model": "scripted"}}
+    yield attrs.evolve(registry, tools=evolved, models=models), module, registry_cases
     sys.path.remove(str(folder))
     sys.modules.pop(MODULE, None)
 
 
 def runnable(checked, registry) -> str | None:
-    """Why the case cannot run with recording tools alone, or None when it can."""
-    if any(target == "args" for target in checked.resolution.targets.values()):
-        return "$args"
+    """Why the case cannot run with recording tools and the scripted model, or None when it can."""
     for step, _ in walk_steps(checked.plan.pipelines):
         name = step.tool.text
-        if name in ("ask", "agent") or step.arg("infer") is not None:
-            return name if name in ("ask", "agent") else "infer"
-        if name in CONTROL_STEPS:
+        if name in CONTROL_STEPS or name in ("ask", "agent"):
             continue
         tool = checked.resolution.tools.get(step)
         if tool is None or name not in registry.tools or not tool.provider.startswith("python:"):
@@ -139,9 +196,35 @@ def runnable(checked, registry) -> str | None:
     return None
 
 
+def arguments(checked) -> dict:
+    """A value for every `$args.NAME` the plan reads: what the parameter it is given to takes, else 3."""
+    targets = checked.resolution.targets
+    given = {}
+    for step, _ in walk_steps(checked.plan.pipelines):
+        tool = checked.resolution.tools.get(step)
+        for arg in step.args if tool is not None else ():
+            ref, schema = arg.value, tool.params.get(arg.name.text)
+            if (schema is not None and targets.get(ref) == "args" and len(getattr(ref, "accessors", ())) == 1
+                    and isinstance(ref.accessors[0], ast.Field)):
+                given[ref.accessors[0].name] = instance(schema, arg.name.text)
+    return {ref.accessors[0].name: given.get(ref.accessors[0].name, 3) for ref, target in targets.items()
+            if target == "args" and ref.accessors and isinstance(ref.accessors[0], ast.Field)}
+
+
+def needs(checked) -> set[str]:
+    """What beyond the recording tools the run uses: `$args`, `ask`, `agent`, `infer`."""
+    found = {"$args"} if arguments(checked) else set()
+    for step, _ in walk_steps(checked.plan.pipelines):
+        if step.tool.text in ("ask", "agent"):
+            found.add(step.tool.text)
+        if step.arg("infer") is not None:
+            found.add("infer")
+    return found
+
+
 def test_no_run_makes_more_calls_than_the_cost_pass_allows(recording):
     registry, module, cases = recording
-    ran, completed, at_bound, skipped, over = 0, 0, 0, {}, []
+    ran, completed, at_bound, skipped, needed, over = 0, 0, 0, {}, {}, []
     for case in cases:
         if any(code.startswith("E") for code, _, _ in case.expected):
             continue
@@ -152,10 +235,13 @@ def test_no_run_makes_more_calls_than_the_cost_pass_allows(recording):
         if why is not None:
             skipped[why] = skipped.get(why, 0) + 1
             continue
+        for need in needs(checked):
+            needed[need] = needed.get(need, 0) + 1
         most = checked.cost.total.calls.high
         module.CALLS.clear()
         try:
-            asyncio.run(run_plan(checked, registry=registry))
+            asyncio.run(run_plan(checked, registry=registry, arguments=arguments(checked),
+                                 hooks=Hooks(interlocutor=answer)))
             completed += 1
         except RunError:
             pass  # a prefix of a run makes no more calls than the whole: still counted
@@ -164,10 +250,11 @@ def test_no_run_makes_more_calls_than_the_cost_pass_allows(recording):
         if len(module.CALLS) > most:
             over.append(f"{case.location} {case.name}: {len(module.CALLS)} calls, the cost pass says at most {most}")
     print(f"\ncall-count property: {ran} plans ran ({completed} to the end, "
-          f"{at_bound} making exactly the most calls), skipped {skipped}")
+          f"{at_bound} making exactly the most calls; needing {needed}), skipped {skipped}")
     assert not over, "\n".join(over)
     assert ran >= MIN_RUNS and completed >= MIN_RUNS, (ran, completed, skipped)
     assert at_bound >= MIN_RUNS  # the recording tools drive loops to their worst case
+    assert set(needed) == {"$args", "ask", "agent", "infer"}, needed  # the runs cover more than tools
 
 
 def test_the_instances_fill_lists_to_their_bound():
