@@ -61,7 +61,7 @@ def _registry(config: str | None, locked: bool = True, plan: str | None = None):
 
 
 CONFIG_OPTION = click.option("--config", type=click.Path(dir_okay=False),
-                             help="The planc.toml to use (default: the nearest one above the working directory).")
+                             help="The planc.toml to use (default: the nearest one above the plan, else above the working directory).")
 POLICY_OPTION = click.option("--policy", "policy_file", type=click.Path(dir_okay=False),
                              help="A Cedar policy file that judges every step (default: `policy` in planc.toml).")
 PRINCIPAL_OPTION = click.option("--principal", default='User::"anonymous"', show_default=True,
