@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,13 +17,9 @@ from planc.cli import main
 from planc.registry import ConfigError, Effects, load_registry
 from planc.registry.lock import LOCK_NAME, entry, tool_hash
 
-
-def executable(name: str) -> str | None:
-    beside = Path(sys.executable).with_name(name)  # the venv's console scripts
-    return str(beside) if beside.exists() else shutil.which(name)
+from mcp_servers import GIT_SERVER, TIME_SERVER, git_repository, require_servers, toml_list
 
 
-GIT_SERVER, TIME_SERVER = executable("mcp-server-git"), executable("mcp-server-time")
 needs_servers = pytest.mark.skipif(
     not (GIT_SERVER and TIME_SERVER and shutil.which("git")),
     reason="mcp-server-git, mcp-server-time (the dev extra) and git are needed")
@@ -34,24 +29,12 @@ def run(*args: str):
     return CliRunner().invoke(main, list(args))
 
 
-def toml_list(parts) -> str:
-    return json.dumps([str(part) for part in parts])
-
-
 @pytest.fixture(scope="module")
 def synced(tmp_path_factory):
     """A folder with a git repository, a planc.toml declaring the git and time servers, synced."""
-    pytest.importorskip("mcp")
-    if not (GIT_SERVER and TIME_SERVER and shutil.which("git")):
-        pytest.skip("mcp-server-git, mcp-server-time (the dev extra) and git are needed")
+    require_servers()
     folder = tmp_path_factory.mktemp("mcp")
-    repo = folder / "repo"
-    repo.mkdir()
-    for command in (["init", "-q"], ["config", "user.name", "planc tests"], ["config", "user.email", "t@example.org"]):
-        subprocess.run(["git", *command], cwd=repo, check=True)
-    (repo / "README").write_text("hello\n", encoding="utf-8")
-    subprocess.run(["git", "add", "README"], cwd=repo, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", "first"], cwd=repo, check=True)
+    repo = git_repository(folder)
     config = folder / "planc.toml"
     config.write_text(f"[mcp.git]\ncommand = {toml_list([GIT_SERVER, '--repository', repo])}\n"
                       "trust_annotations = true\n\n"

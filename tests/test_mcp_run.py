@@ -5,7 +5,6 @@ and a tool's error as a failed step."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,17 +18,9 @@ from planc.cli import main
 from planc.registry import ConfigError, load_registry
 from planc.registry.lock import LOCK_NAME, entry
 
-
-def executable(name: str) -> str | None:
-    beside = Path(sys.executable).with_name(name)  # the venv's console scripts
-    return str(beside) if beside.exists() else shutil.which(name)
+from mcp_servers import GIT_SERVER, TIME_SERVER, git_repository, require_servers, toml_list
 
 
-GIT_SERVER, TIME_SERVER = executable("mcp-server-git"), executable("mcp-server-time")
-
-
-def toml_list(parts) -> str:
-    return json.dumps([str(part) for part in parts])
 
 
 def cli(*args: str):
@@ -39,17 +30,9 @@ def cli(*args: str):
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     """A git repository, a planc.toml declaring the git and time servers, and its synced lock."""
-    pytest.importorskip("mcp")
-    if not (GIT_SERVER and TIME_SERVER and shutil.which("git")):
-        pytest.skip("mcp-server-git, mcp-server-time (the dev extra) and git are needed")
+    require_servers()
     folder = tmp_path_factory.mktemp("mcp-run")
-    repo = folder / "repo"
-    repo.mkdir()
-    for command in (["init", "-q"], ["config", "user.name", "planc tests"], ["config", "user.email", "t@example.org"]):
-        subprocess.run(["git", *command], cwd=repo, check=True)
-    (repo / "README").write_text("hello\n", encoding="utf-8")
-    subprocess.run(["git", "add", "README"], cwd=repo, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", "first"], cwd=repo, check=True)
+    repo = git_repository(folder)
     (repo / "NEW").write_text("untracked\n", encoding="utf-8")
     config = folder / "planc.toml"
     config.write_text(f"[mcp.git]\ncommand = {toml_list([GIT_SERVER, '--repository', repo])}\n"

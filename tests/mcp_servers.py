@@ -1,0 +1,42 @@
+"""The real MCP servers the tests talk to (the dev extra installs them), and a git repository for them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def executable(name: str) -> str | None:
+    beside = Path(sys.executable).with_name(name)  # the venv's console scripts
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+GIT_SERVER, TIME_SERVER = executable("mcp-server-git"), executable("mcp-server-time")
+
+
+def toml_list(parts) -> str:
+    return json.dumps([str(part) for part in parts])
+
+
+def require_servers() -> None:
+    """Skip, saying why, where the servers or git are missing."""
+    pytest.importorskip("mcp")
+    if not (GIT_SERVER and TIME_SERVER and shutil.which("git")):
+        pytest.skip("mcp-server-git, mcp-server-time (the dev extra) and git are needed")
+
+
+def git_repository(folder: Path) -> Path:
+    """`folder/repo`: a git repository with one commit of a README."""
+    repo = folder / "repo"
+    repo.mkdir()
+    for command in (["init", "-q"], ["config", "user.name", "planc tests"], ["config", "user.email", "t@example.org"]):
+        subprocess.run(["git", *command], cwd=repo, check=True)
+    (repo / "README").write_text("hello\n", encoding="utf-8")
+    subprocess.run(["git", "add", "README"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "first"], cwd=repo, check=True)
+    return repo
