@@ -272,3 +272,20 @@ def test_a_tool_that_takes_longer_than_its_timeout_fails_the_step(project):
             assert slow.exit_code == 1 and "0.05 s" in slow.output and "step 1" in slow.output
     finally:
         sys.modules.pop("slowtools", None)
+
+
+def test_a_declared_plan_runs_as_a_tool_with_its_defaults(project):
+    (project / "plans").mkdir()
+    (project / "plans" / "top.plan").write_text('search(query: "disk", limit: $args.limit)\n'
+                                               '  |> filter(where: status == "open")\n', encoding="utf-8")
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text() + '\n[plans.top]\nfile = "plans/top.plan"\n'
+                    'params = { limit = { type = "integer", default = 4 } }\n')
+    result = run(project, "plan__top()\nplan__top(limit: 2) |> map(do: { get(id: item.id) })", "--events", "e.jsonl")
+    assert result.exit_code == 0, result.output
+    assert [item["id"] for item in json.loads(result.stdout)] == ["I1"]
+    assert [c["limit"] for c in calls(project) if c["tool"] == "search"] == [4, 2]
+    events = [json.loads(line) for line in (project / "e.jsonl").read_text().splitlines()]
+    assert {"1/1", "1/2", "2/1"} <= {e["step"] for e in events if e["event"] == "step_started"}
+    checked, registry = check(project, "plan__top(limit: 2)")
+    assert checked.cost.total.calls.high == 1  # the plan's own calls: one search

@@ -191,8 +191,8 @@ def runnable(checked, registry) -> str | None:
         if name in CONTROL_STEPS or name in ("ask", "agent"):
             continue
         tool = checked.resolution.tools.get(step)
-        if tool is None or name not in registry.tools or not tool.provider.startswith("python:"):
-            return "a tool outside the corpus registry, or a plan as a tool"
+        if tool is None or name not in registry.tools or not tool.provider.startswith(("python:", "plan:")):
+            return "a tool outside the corpus registry"
     return None
 
 

@@ -161,6 +161,8 @@ class _Run:
         self.emit("tool_started", step=call.step, tool=tool.name, input=dict(call.args))
         if isinstance(gate, Skip):
             result = gate.result
+        elif tool.provider.startswith("plan:"):
+            result = await self.call_plan(call, step)
         else:
             try:
                 result = await call_provider(tool, call.args, self.registry, self.mcp)
@@ -199,6 +201,36 @@ class _Run:
             where = "/".join(str(part) for part in error.absolute_path) or "the result"
             raise ToolFailed(f"step {path}: `{tool.name}` returned a result its declaration does not allow "
                              f"(at {where}: {error.message})", step.tool)
+
+    async def call_plan(self, call: Call, step: ast.Step):
+        """A declared plan called as a tool: checked with its `params`, then run with the call's arguments.
+
+        Its events carry step paths under the calling step's: `2/1`, `2/3/do.1[0]`.
+        """
+        from planc.check import check
+
+        name = call.tool.provider[len("plan:"):]
+        table = self.registry.plans[name]
+        params = table.get("params", {})
+        try:
+            text = (self.registry.source.parent / table["file"]).read_text(encoding="utf-8")
+        except OSError as error:
+            raise RunError(f"step {call.step}: cannot read the plan `{name}`: {error.strerror}", step.tool) from None
+        checked = check(text, registry=self.registry, arguments=params, policy=self.policy, principal=self.principal)
+        if not checked.ok:
+            first = next(d for d in checked.diagnostics if d.is_error)
+            raise RunError(f"step {call.step}: the plan `{name}` ({table['file']}) has errors: "
+                           f"{first.code} {first.message}", step.tool)
+        defaults = {param: schema["default"] for param, schema in params.items() if "default" in schema}
+        events = self.hooks.events
+        nested = attrs.evolve(self.hooks, events=(lambda event: events(
+            {**event, "step": f"{call.step}/{event['step']}"} if "step" in event else event)) if events else None)
+        result = await run_plan(checked, registry=self.registry, arguments={**defaults, **call.args}, hooks=nested,
+                                policy=self.policy, principal=self.principal)
+        if result.status == "error":
+            raise ToolFailed(f"step {call.step}: the plan `{name}` exited with status error: {result.message}",
+                             step.tool)
+        return result.value
 
     async def tool_failed(self, call: Call, step: ast.Step, error: Exception):
         action = await self.hooks.on_tool_error(call, error) if self.hooks.on_tool_error else None

@@ -39,6 +39,7 @@ from planc.passes.context import CheckContext
 from planc.passes.cost_range import UNBOUNDED, CostRange, Range
 from planc.passes.list_bounds import ListBounds, largest_argument
 from planc.passes.literals import literal_value
+from planc.passes.plan_cost import plan_cost
 from planc.passes.resolve import resolve
 from planc.passes.types import types
 from planc.registry.builtins import CONTROL_STEPS
@@ -155,6 +156,8 @@ class _Coster:
         tool = self.resolution.tools.get(step)
         if tool is None:
             run = _Run(_call(0, 0), ordered=True)
+        elif tool.provider.startswith("plan:") and self.registry is not None:
+            run = _Run(plan_cost(tool.provider[len("plan:"):], self.registry), ordered=True)
         elif tool.provider != "builtin":
             run = _Run(_call(tool.cost.usd, tool.cost.latency_ms), ordered=not tool.effects.read_only)
         else:
