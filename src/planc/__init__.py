@@ -26,6 +26,17 @@ __all__ = [
     "check",
     "extract",
     "parse",
+    "load_plan",
     "print_plan",
+    "save_plan",
     "tool",
 ]
+
+
+def __getattr__(name: str):
+    """`planc.save_plan` and `planc.load_plan` (stored plans), imported when first used."""
+    if name in ("save_plan", "load_plan"):
+        from planc.backend import stored
+
+        return getattr(stored, name)
+    raise AttributeError(f"module 'planc' has no attribute {name!r}")

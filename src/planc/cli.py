@@ -178,8 +178,18 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         arguments = parse_arguments(args)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    checked = check(_read(plan), registry=registry, arguments=_plan_arguments(registry, plan),
-                    policy=policy, principal=principal)
+    text = _read(plan)
+    if _is_stored(text):
+        from planc.backend.stored import StoredPlanError, load_plan
+
+        try:
+            checked = load_plan(text, registry=registry, policy=policy, principal=principal)
+        except StoredPlanError as error:
+            click.echo(f"error: {plan}: {error}", err=True)
+            sys.exit(1)
+    else:
+        checked = check(text, registry=registry, arguments=_plan_arguments(registry, plan),
+                        policy=policy, principal=principal)
     if not checked.ok:
         _print_text([(plan, checked)], stderr=True)
         sys.exit(1)
@@ -217,6 +227,42 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     if result.status == "error":
         click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
         sys.exit(4)
+
+
+def _is_stored(text: str) -> bool:
+    """Whether `text` is a stored plan (`planc compile`'s JSON) rather than plan text."""
+    if not text.lstrip().startswith("{"):
+        return False
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("format") == "planc.plan"
+
+
+@main.command("compile")
+@click.argument("plan")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The stored plan to write.")
+@CONFIG_OPTION
+@POLICY_OPTION
+def compile_command(plan: str, output: str, config: str | None, policy_file: str | None) -> None:
+    """Check PLAN and write it as a stored plan that `planc run` runs. Exit 0 ok, 1 with errors."""
+    from planc.backend.stored import dump, save_plan
+    from planc.check import check
+
+    registry = _registry(config, plan=plan)
+    policy = _policy(policy_file, registry, 'User::"anonymous"')
+    checked = check(_read(plan), registry=registry, arguments=_plan_arguments(registry, plan), policy=policy)
+    if not checked.ok:
+        _print_text([(plan, checked)], stderr=True)
+        sys.exit(1)
+    try:
+        Path(output).write_text(dump(save_plan(checked, registry=registry, policy=policy)), encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{output}: {error.strerror}") from None
+    click.echo(f"wrote {output}", err=True)
 
 
 def _solver(registry):

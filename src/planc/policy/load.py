@@ -68,6 +68,7 @@ class Policy:
     path: Path
     policy_set: object = attrs.field(repr=False)  # cedarpy.PolicySet, parsed once and reused
     rules: Mapping[str, Rule] = attrs.field(factory=dict)  # "policy0" -> Rule
+    text: str = attrs.field(default="", repr=False)  # the file's text (a stored plan keeps its hash)
 
 
 def load_policy(path: Path) -> Policy:
@@ -116,7 +117,7 @@ def policy_from_text(text: str, path: Path) -> Policy:
         annotations = body.get("annotations", {})
         name = annotations.get("id") or f"policy {_position(policy_id) + 1} of {path.name}"
         rules[policy_id] = Rule(name, body["effect"], annotations.get("reason"), line_of(policy_id) or 1)
-    return Policy(path, policy_set, rules)
+    return Policy(path, policy_set, rules, text)
 
 
 def _position(policy_id: str) -> int | None:

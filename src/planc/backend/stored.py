@@ -1,0 +1,180 @@
+"""Stored plans (DESIGN section 7): `planc compile` writes one, `planc run` loads it.
+
+A stored plan is JSON: the source text, its canonical text, the tree with spans, a
+fingerprint of every tool it calls, the hash of the policy it was checked under, and a
+content hash over all of that. Loading verifies the hash, migrates an older version
+through `MIGRATIONS`, re-checks the source against the current registry and policy,
+and refuses a plan whose tools or policy changed since it was compiled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+
+FORMAT = "planc.plan"
+VERSION = 1
+# version -> the function that turns a stored plan of that version into one of the next
+# version. Version 1 is the first: none yet. A change of format adds one entry here (and
+# keeps tests/fixtures/stored_v1.json loading).
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
+
+
+class StoredPlanError(Exception):
+    """A stored plan that cannot be loaded: not one, tampered with, too new, or stale."""
+
+
+def canonical_json(data) -> str:
+    """`data` as JSON with sorted keys and no optional whitespace: what the hashes are over."""
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _plain(value):
+    """A tool declaration's value as JSON-ready data: attrs classes by field, mappings, sequences."""
+    import attrs
+
+    if attrs.has(type(value)):
+        return {field.name: _plain(getattr(value, field.name)) for field in attrs.fields(type(value))}
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def tool_hash(tool) -> str:
+    """The sha256 of the canonical JSON of every field of `tool`'s declaration."""
+    return _sha256(canonical_json(_plain(tool)))
+
+
+def _used_tools(checked) -> dict:
+    """name -> Tool of every registry tool the plan calls (the built-in control steps belong to planc)."""
+    tools = checked.resolution.tools.values() if checked.resolution else ()
+    return {tool.name: tool for tool in tools if tool.provider != "builtin"}
+
+
+def _fingerprint(tools: Mapping) -> str:
+    return _sha256(canonical_json([_plain(tools[name]) for name in sorted(tools)]))
+
+
+def _policy_hash(policy) -> str | None:
+    return _sha256(policy.text) if policy is not None else None
+
+
+def _content_hash(stored: Mapping) -> str:
+    return _sha256(canonical_json({key: value for key, value in stored.items() if key != "hash"}))
+
+
+def save_plan(checked, *, registry=None, policy=None) -> dict:
+    """The stored form of `checked` (a CheckResult without errors), compiled against `registry` and `policy`."""
+    from planc.syntax.data import to_data
+    from planc.syntax.printer import print_plan
+
+    if not checked.ok:
+        raise StoredPlanError("only a plan without errors can be stored: check it first")
+    tools = _used_tools(checked)
+    stored = {
+        "format": FORMAT,
+        "version": VERSION,
+        "source": checked.source,
+        "canonical": print_plan(checked.plan),
+        "ast": to_data(checked.plan, spans=True),
+        "registry": {"fingerprint": _fingerprint(tools),
+                     "tools": {name: tool_hash(tools[name]) for name in sorted(tools)}},
+        "policy": _policy_hash(policy),
+    }
+    # The hash is over the JSON as it is read back, so a value JSON changes (a tuple) still verifies.
+    stored = json.loads(canonical_json(stored))
+    stored["hash"] = _content_hash(stored)
+    return stored
+
+
+def dump(stored: Mapping) -> str:
+    """`stored` as its file's text: canonical JSON (sorted keys, UTF-8), one newline at the end."""
+    return json.dumps(stored, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
+
+
+def _read(text: str) -> dict:
+    try:
+        stored = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise StoredPlanError(f"not a stored plan: not JSON ({error})") from None
+    if not isinstance(stored, dict) or stored.get("format") != FORMAT:
+        found = stored.get("format") if isinstance(stored, dict) else None
+        raise StoredPlanError(f"not a stored plan: `format` is {json.dumps(found)}, not \"{FORMAT}\"")
+    version = stored.get("version")
+    readable = f"this planc reads versions {', '.join(map(str, _readable()))}"
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise StoredPlanError(f"stored plan has no valid `version` ({json.dumps(version)}); {readable}")
+    if version > VERSION:
+        raise StoredPlanError(f"stored plan is version {version}, newer than this planc: {readable} "
+                              "(upgrade planc, or compile the plan again)")
+    return stored
+
+
+def _readable() -> list[int]:
+    return sorted({*MIGRATIONS, VERSION})
+
+
+def migrate(stored: dict) -> dict:
+    """`stored` brought to the current version, one migration at a time; the hash is checked before each."""
+    while stored["version"] < VERSION:
+        version = stored["version"]
+        if version not in MIGRATIONS:
+            raise StoredPlanError(f"stored plan is version {version}, which this planc cannot read: "
+                                  f"it reads versions {', '.join(map(str, _readable()))}")
+        _verify_hash(stored)
+        stored = MIGRATIONS[version](stored)
+        stored["version"] = version + 1
+        stored["hash"] = _content_hash(stored)
+    return stored
+
+
+def _verify_hash(stored: Mapping) -> None:
+    found = _content_hash(stored)
+    if stored.get("hash") != found:
+        raise StoredPlanError(f"stored plan was modified after it was compiled: its content hash does not match "
+                              f"(expected {stored.get('hash')}, found {found})")
+
+
+def load_plan(text: str, *, registry=None, policy=None, principal: str | None = None, arguments=None):
+    """The CheckResult of the stored plan `text`, re-checked against the current `registry` and `policy`.
+
+    Refused with StoredPlanError when it is not a stored plan, is of an unknown version, was
+    modified, has errors now, or a tool it calls or the policy changed since it was compiled.
+    """
+    from planc.check import check
+    from planc.policy.load import DEFAULT_PRINCIPAL
+
+    stored = migrate(_read(text))
+    _verify_hash(stored)
+    declared = (stored.get("registry") or {}).get("tools") or {}
+    stale = []
+    for name in sorted(declared):
+        tool = registry.lookup(name) if registry is not None else None
+        if tool is None:
+            stale.append(f"tool `{name}` was removed from the registry")
+        elif tool_hash(tool) != declared[name]:
+            stale.append(f"the declaration of tool `{name}` changed")
+    if stored.get("policy") != _policy_hash(policy):
+        stale.append("the policy was added" if stored.get("policy") is None
+                     else "the policy was removed" if policy is None else "the policy changed")
+    if stale:
+        raise StoredPlanError(f"stored plan is stale: {'; '.join(stale)} since it was compiled; compile it again")
+    checked = check(stored["source"], registry=registry, policy=policy, arguments=arguments,
+                    principal=principal or DEFAULT_PRINCIPAL)
+    errors = [d for d in checked.diagnostics if d.is_error]
+    if checked.plan is None or errors:
+        listed = "; ".join(f"{d.code} {d.span.start.line}:{d.span.start.column} {d.message}" for d in errors)
+        raise StoredPlanError(f"stored plan has errors against the current registry and policy: {listed}")
+    now = _used_tools(checked)
+    if set(now) != set(declared):  # a name that was a control step, or the other way round
+        raise StoredPlanError("stored plan is stale: it calls tools "
+                              f"{', '.join(sorted(now)) or '(none)'} now, and called "
+                              f"{', '.join(sorted(declared)) or '(none)'} when it was compiled; compile it again")
+    return checked
