@@ -11,3 +11,10 @@ TESTS = Path(__file__).resolve().parent
 
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
+
+
+# Runs record into a store of the test session's own, never into the working directory's .planc.
+import os  # noqa: E402
+import tempfile  # noqa: E402
+
+os.environ["PLANC_STORE"] = str(Path(tempfile.mkdtemp(prefix="planc-store-")) / "runs.sqlite")

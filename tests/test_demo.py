@@ -17,7 +17,8 @@ EXAMPLE = ROOT / "examples" / "incidents"
 def planc(*args, database: Path) -> subprocess.CompletedProcess:
     """The real `planc` console script, from the repository root, against a database of the test's own."""
     program = Path(sys.executable).with_name("planc")
-    env = {"PATH": str(program.parent), "PLANC_INCIDENTS_DB": str(database), "HOME": str(database.parent)}
+    env = {"PATH": str(program.parent), "PLANC_INCIDENTS_DB": str(database), "HOME": str(database.parent),
+           "PLANC_STORE": str(database.parent / "runs.sqlite")}
     return subprocess.run([str(program), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 

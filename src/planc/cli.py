@@ -68,6 +68,10 @@ PRINCIPAL_OPTION = click.option("--principal", default='User::"anonymous"', show
                                 help="Who the plan runs for, as a Cedar entity.")
 
 
+STORE_OPTION = click.option("--store", type=click.Path(dir_okay=False), envvar="PLANC_STORE",
+                            help="The run store (default: $PLANC_STORE, else .planc/runs.sqlite).")
+
+
 def budget_options(command):
     """`--max-usd`, `--max-calls`, `--max-inferences`: a plan that may cost more is E401."""
     for name, kind, what in (("--max-inferences", click.IntRange(min=0), "make more model inferences"),
@@ -149,8 +153,9 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
               help="Print the plan's result as JSON, nothing, or the `solver` model's report on it (--query).")
 @click.option("--query", help="With --finish solver: what the report answers.")
 @click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful tool call.")
+@STORE_OPTION
 def run_command(plan: str, config: str | None, policy_file: str | None, principal: str, args: tuple[str, ...],
-                events: str | None, finish: str, query: str | None, approve: bool) -> None:
+                events: str | None, finish: str, query: str | None, approve: bool, store: str | None) -> None:
     """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error.
 
     Progress goes to stderr; stdout holds the result only.
@@ -201,18 +206,22 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     progress = Progress(console, int(most.high) if most is not None and most.bounded else None)
     sink = open(events, "w", encoding="utf-8") if events else None  # closed below
     writer = (lambda event: sink.write(json.dumps(event, default=str) + "\n")) if sink else None
+    runs, recorder = _start_recording(store, checked, registry, policy, arguments)
     hooks = Hooks(gate=approval_gate(console, pause=progress.paused) if approve else None,
-                  events=fan_out(writer, progress.sink))
+                  events=fan_out(writer, progress.sink, recorder.event))
     try:
         with progress:
             result = asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks,
-                                          policy=policy, principal=principal))
+                                          policy=policy, principal=principal, recorder=recorder))
     except RunError as error:
+        runs.finish_run(recorder.run_id, "failed", message=str(error))
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
     finally:
         if sink:
             sink.close()
+    runs.finish_run(recorder.run_id, result.status, result.value, result.message)
+    runs.close()
     if finish == "output":
         click.echo(json.dumps(result.value, indent=2, ensure_ascii=False, default=str))
     elif finish == "solver":
@@ -224,6 +233,145 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         except ModelError as error:
             click.echo(f"error: the solver's report failed: {error}", err=True)
             sys.exit(1)
+    if result.status == "error":
+        click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
+        sys.exit(4)
+
+
+def _open_store(store: str | None):
+    from planc.backend.run_store import DEFAULT_PATH, RunStore, RunStoreError
+
+    try:
+        return RunStore(store or DEFAULT_PATH)
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+
+
+def _start_recording(store: str | None, checked, registry, policy, arguments):
+    """The run store and the recorder of a new run; its id goes to stderr."""
+    from planc.backend.stored import save_plan
+
+    runs = _open_store(store)
+    recorder = runs.start_run(save_plan(checked, registry=registry, policy=policy), arguments)
+    click.echo(f"run: {recorder.run_id}", err=True)
+    return runs, recorder
+
+
+def _stored_run(store: str | None, run_id: str):
+    from planc.backend.run_store import RunStoreError
+
+    runs = _open_store(store)
+    try:
+        return runs.run(run_id)
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+    finally:
+        runs.close()
+
+
+def _when(timestamp) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp)) if timestamp else "-"
+
+
+@main.command("runs")
+@STORE_OPTION
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def runs_command(store: str | None, output_format: str) -> None:
+    """List the recorded runs."""
+    import json
+
+    runs = _open_store(store)
+    try:
+        listed = runs.runs()
+    finally:
+        runs.close()
+    if output_format == "json":
+        click.echo(json.dumps(listed, indent=2, ensure_ascii=False))
+        return
+    for run in listed:
+        click.echo(f"{run['id']}  {_when(run['started_at'])}  {run['status']:<8} {run['calls']} call"
+                   f"{'s' if run['calls'] != 1 else ''}")
+
+
+@main.command("show-run")
+@click.argument("run_id", metavar="RUN")
+@STORE_OPTION
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def show_run_command(run_id: str, store: str | None, output_format: str) -> None:
+    """Show one recorded run, call by call."""
+    import json
+
+    run = _stored_run(store, run_id)
+    if output_format == "json":
+        click.echo(json.dumps(run, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"run {run['id']}: {run['status']}, started {_when(run['started_at'])}, "
+               f"finished {_when(run['finished_at'])}")
+    if run["arguments"]:
+        click.echo(f"arguments: {json.dumps(run['arguments'], ensure_ascii=False)}")
+    for call in run["calls"]:
+        took = f" ({call['finished_at'] - call['started_at']:.3f}s)" if call["finished_at"] else ""
+        click.echo(f"step {call['step']}: {call['tool']}({json.dumps(call['input'], ensure_ascii=False)}){took}")
+        if call["error"] is not None:
+            click.echo(f"  error: {call['error']}")
+        elif call["finished_at"] is None:
+            click.echo("  no result recorded (the run stopped during the call)")
+        else:
+            click.echo(f"  -> {json.dumps(call['output'], ensure_ascii=False)}")
+    if run["message"]:
+        click.echo(f"message: {run['message']}")
+    if run["status"] in ("ok", "error"):
+        click.echo(f"output: {json.dumps(run['output'], ensure_ascii=False)}")
+
+
+@main.command("replay")
+@click.argument("run_id", metavar="RUN")
+@STORE_OPTION
+@CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
+@click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
+              help="Replay this plan (text or stored) against the record instead of the run's own.")
+def replay_command(run_id: str, store: str | None, config: str | None, policy_file: str | None, principal: str,
+                   plan_file: str | None) -> None:
+    """Run RUN's plan again, every tool result from the record: no tool is called.
+
+    Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error.
+    """
+    import asyncio
+    import json
+
+    from planc.backend.interpreter import run_plan
+    from planc.backend.run_store import Replay
+    from planc.backend.stored import StoredPlanError, dump, load_plan
+    from planc.backend.values import RunError
+    from planc.check import check
+
+    run = _stored_run(store, run_id)
+    registry = _registry(config, plan=plan_file)
+    policy = _policy(policy_file, registry, principal)
+    text = _read(plan_file) if plan_file else dump(run["plan"])
+    if _is_stored(text):
+        try:
+            checked = load_plan(text, registry=registry, policy=policy, principal=principal)
+        except StoredPlanError as error:
+            click.echo(f"error: {plan_file or run_id}: {error}", err=True)
+            sys.exit(1)
+    else:
+        checked = check(text, registry=registry, arguments=_plan_arguments(registry, plan_file),
+                        policy=policy, principal=principal)
+        if not checked.ok:
+            _print_text([(plan_file, checked)], stderr=True)
+            sys.exit(1)
+    try:
+        result = asyncio.run(run_plan(checked, registry=registry, arguments=run["arguments"], policy=policy,
+                                      principal=principal, recorder=Replay(run)))
+    except RunError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    click.echo(json.dumps(result.value, indent=2, ensure_ascii=False, default=str))
     if result.status == "error":
         click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
         sys.exit(4)

@@ -40,11 +40,18 @@ class Exited(Exception):
 
 
 async def run_plan(checked: CheckResult, *, registry: Registry | None = None, arguments: Mapping | None = None,
-                   hooks: Hooks = Hooks(), policy=None, principal: str = 'User::"anonymous"') -> RunResult:
-    """Run `checked` (a plan `planc.check` accepted); RunError says what failed and where."""
+                   hooks: Hooks = Hooks(), policy=None, principal: str = 'User::"anonymous"',
+                   recorder=None) -> RunResult:
+    """Run `checked` (a plan `planc.check` accepted); RunError says what failed and where.
+
+    `recorder` (the run store's, DESIGN section 7), if given, is told of every real tool call:
+    `recorder.replayed(call)` before it (a Skip: use its result instead of calling; None: call),
+    `recorder.started(call)` just before calling, `recorder.finished(call, result, error)` after.
+    """
     if not checked.ok:
         raise RunError("the plan has errors: `planc check` it first")
     run = _Run(checked, registry, dict(arguments or {}), hooks, policy, principal)
+    run.recorder = recorder
     run.missing_arguments()
     run.emit("run_started")
     try:
@@ -69,6 +76,7 @@ class _Run:
         self.models: dict = {}  # role -> ModelClient, opened on first use
         self.validators: dict[int, tuple] = {}  # id(schema) -> (schema, its jsonschema validator)
         self.mcp = McpRuntime(checked, registry)  # its servers start in run_plan
+        self.recorder = None  # see run_plan
 
     async def model(self, role: str, step: ast.Step, path: str):
         """The model client of `role` (`[models.<role>]`, else `[models.default]`)."""
@@ -159,19 +167,37 @@ class _Run:
         if isinstance(gate, Abort):
             raise RunError(f"step {call.step}: stopped before calling `{tool.name}`: {gate.reason}", step.tool)
         self.emit("tool_started", step=call.step, tool=tool.name, input=dict(call.args))
+        replayed = self.recorder.replayed(call, step) if self.recorder is not None else None
         if isinstance(gate, Skip):
             result = gate.result
-        elif tool.provider.startswith("plan:"):
-            result = await self.call_plan(call, step)
+        elif replayed is not None:
+            result = replayed.result
         else:
-            try:
-                result = await call_provider(tool, call.args, self.registry, self.mcp)
-            except RunError:
-                raise
-            except Exception as error:  # whatever the tool raised is the tool's error
-                result = await self.tool_failed(call, step, error)
+            result = await self.call_recorded(call, step)
         self.check_result(result, tool, call.step, step)
         self.emit("tool_finished", step=call.step, tool=tool.name, result=result)
+        return result
+
+    async def call_recorded(self, call: Call, step: ast.Step):
+        """Call the tool, the recorder (if any) told before and after."""
+        if self.recorder is not None:
+            self.recorder.started(call)
+        try:
+            if call.tool.provider.startswith("plan:"):
+                result = await self.call_plan(call, step)
+            else:
+                try:
+                    result = await call_provider(call.tool, call.args, self.registry, self.mcp)
+                except RunError:
+                    raise
+                except Exception as error:  # whatever the tool raised is the tool's error
+                    result = await self.tool_failed(call, step, error)
+        except RunError as error:
+            if self.recorder is not None:
+                self.recorder.finished(call, None, error)
+            raise
+        if self.recorder is not None:
+            self.recorder.finished(call, result, None)
         return result
 
     def validator(self, schema: Mapping):

@@ -1,0 +1,204 @@
+"""The run store (DESIGN section 7): every run, its stored plan, its tool calls and events, in SQLite.
+
+Before a tool is called an intent row is committed; after, its result. `Replay` feeds a
+recorded run's results back to the interpreter instead of calling any tool, and stops
+with a divergence error when the plan asks for a call the record does not hold.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+
+from planc.backend.hooks import Call, Skip
+from planc.backend.values import RunError, ToolFailed
+
+DEFAULT_PATH = Path(".planc") / "runs.sqlite"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    status TEXT NOT NULL,          -- running, ok, error (exit status error), failed (RunError)
+    plan TEXT NOT NULL,            -- the stored plan (planc.backend.stored) it ran
+    arguments TEXT NOT NULL,       -- JSON
+    output TEXT,                   -- JSON of the plan's result
+    message TEXT
+);
+CREATE TABLE IF NOT EXISTS calls (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    sequence INTEGER NOT NULL,
+    step TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    input TEXT NOT NULL,           -- JSON
+    output TEXT,                   -- JSON; NULL until finished, or when it failed
+    error TEXT,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    PRIMARY KEY (run_id, sequence)
+);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    sequence INTEGER NOT NULL,
+    at REAL NOT NULL,
+    event TEXT NOT NULL,           -- JSON
+    PRIMARY KEY (run_id, sequence)
+);
+"""
+
+
+class RunStoreError(Exception):
+    """A run store that cannot be opened, or a run it does not hold."""
+
+
+def _json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)  # key order kept: replay prints what the run did
+
+
+def _plain(value):
+    """`value` as it reads back from JSON: what a recorded input is compared with."""
+    return json.loads(_json(value))
+
+
+class RunStore:
+    def __init__(self, path: str | Path = DEFAULT_PATH) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as error:
+            raise RunStoreError(f"{self.path}: cannot open the run store: {error}") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _write(self, sql: str, params=()) -> None:
+        with self.db:  # one committed transaction
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute(sql, params)
+
+    def start_run(self, stored_plan: dict, arguments) -> Recorder:
+        run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+        self._write("INSERT INTO runs (id, started_at, status, plan, arguments) VALUES (?, ?, 'running', ?, ?)",
+                    (run_id, time.time(), _json(stored_plan), _json(dict(arguments or {}))))
+        return Recorder(self, run_id)
+
+    def finish_run(self, run_id: str, status: str, output=None, message: str | None = None) -> None:
+        self._write("UPDATE runs SET finished_at = ?, status = ?, output = ?, message = ? WHERE id = ?",
+                    (time.time(), status, _json(output), message, run_id))
+
+    def runs(self) -> list[dict]:
+        rows = self.db.execute(
+            "SELECT r.id, r.started_at, r.finished_at, r.status, r.message, "
+            "(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id) FROM runs r ORDER BY r.started_at, r.id").fetchall()
+        return [{"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3], "message": row[4],
+                 "calls": row[5]} for row in rows]
+
+    def run(self, run_id: str) -> dict:
+        row = self.db.execute("SELECT id, started_at, finished_at, status, plan, arguments, output, message "
+                              "FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunStoreError(f"{self.path}: no run `{run_id}`")
+        calls = self.db.execute("SELECT sequence, step, tool, input, output, error, started_at, finished_at "
+                                "FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
+        return {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
+                "plan": json.loads(row[4]), "arguments": json.loads(row[5]),
+                "output": json.loads(row[6]) if row[6] is not None else None, "message": row[7],
+                "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": json.loads(c[3]),
+                           "output": json.loads(c[4]) if c[4] is not None else None, "error": c[5],
+                           "started_at": c[6], "finished_at": c[7]} for c in calls]}
+
+
+class Recorder:
+    """The interpreter's `recorder` while recording: commits an intent row, then the result."""
+
+    def __init__(self, store: RunStore, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+        self.sequence = 0
+        self.events = 0
+        self.open: dict[int, int] = {}  # id(call) -> its sequence
+
+    def replayed(self, call: Call, step) -> None:
+        return None  # recording: every call is real
+
+    def started(self, call: Call) -> None:
+        self.sequence += 1
+        self.open[id(call)] = self.sequence
+        self.store._write("INSERT INTO calls (run_id, sequence, step, tool, input, started_at) "
+                          "VALUES (?, ?, ?, ?, ?, ?)",
+                          (self.run_id, self.sequence, call.step, call.tool.name, _json(dict(call.args)), time.time()))
+
+    def finished(self, call: Call, result, error: Exception | None) -> None:
+        sequence = self.open.pop(id(call))
+        self.store._write("UPDATE calls SET output = ?, error = ?, finished_at = ? WHERE run_id = ? AND sequence = ?",
+                          (None if error is not None else _json(result), str(error) if error is not None else None,
+                           time.time(), self.run_id, sequence))
+
+    def event(self, event: dict) -> None:
+        self.events += 1
+        self.store._write("INSERT INTO events (run_id, sequence, at, event) VALUES (?, ?, ?, ?)",
+                          (self.run_id, self.events, time.time(), _json(event)))
+
+
+class Replay:
+    """The interpreter's `recorder` while replaying: every call's result comes from the record."""
+
+    def __init__(self, run: dict) -> None:
+        self.run = run
+        self.by_step: dict[str, list[dict]] = {}
+        for call in run["calls"]:
+            self.by_step.setdefault(call["step"], []).append(call)
+
+    def replayed(self, call: Call, step) -> Skip:
+        recorded = self.by_step.get(call.step) or []
+        asked = _plain(dict(call.args))
+        if not recorded:
+            raise DivergenceError(f"step {call.step}: replay diverged: the plan calls `{call.tool.name}` with "
+                                  f"{_json(asked)}, and run {self.run['id']} recorded no call at this step",
+                                  step.tool)
+        held = recorded[0]
+        if held["tool"] != call.tool.name:
+            raise DivergenceError(f"step {call.step}: replay diverged: the plan calls `{call.tool.name}`, and run "
+                                  f"{self.run['id']} recorded `{held['tool']}` here", step.tool)
+        if held["input"] != asked:
+            raise DivergenceError(f"step {call.step}: replay diverged: `{call.tool.name}` is called with "
+                                  f"{_difference(held['input'], asked)}", step.tool)
+        recorded.pop(0)
+        if held["error"] is not None:
+            raise ToolFailed(held["error"], step.tool)
+        if held["finished_at"] is None:
+            raise DivergenceError(f"step {call.step}: replay cannot go on: run {self.run['id']} recorded the call "
+                                  f"of `{call.tool.name}` here, and no result for it", step.tool)
+        return Skip(held["output"])
+
+    def started(self, call: Call) -> None:  # never reached: replayed() answers every call or raises
+        raise DivergenceError(f"step {call.step}: replay would call `{call.tool.name}`")
+
+    def finished(self, call: Call, result, error) -> None:
+        pass
+
+
+class DivergenceError(RunError):
+    """A replayed plan asks for a call its record does not hold."""
+
+
+def _difference(recorded: dict, asked: dict) -> str:
+    parts = []
+    for name in sorted(set(recorded) | set(asked)):
+        if name not in asked:
+            parts.append(f"no `{name}` (recorded {_json(recorded[name])})")
+        elif name not in recorded:
+            parts.append(f"`{name}`: {_json(asked[name])} (not recorded)")
+        elif recorded[name] != asked[name]:
+            parts.append(f"`{name}`: {_json(asked[name])} where {_json(recorded[name])} was recorded")
+    return "; ".join(parts) or f"{_json(asked)} where {_json(recorded)} was recorded"
+
+
+__all__ = ["DEFAULT_PATH", "DivergenceError", "Recorder", "Replay", "RunStore", "RunStoreError"]

@@ -1,0 +1,164 @@
+"""The run store (DESIGN section 7): `planc run` records, `planc runs`, `planc show-run`, `planc replay`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from planc.cli import main
+
+TOOLS = '''
+import os
+from pathlib import Path
+
+def _called(name):
+    if os.environ.get("PLANC_TEST_REPLAYING"):
+        raise AssertionError(f"{name} was called during replay")
+    log = Path(__file__).with_name("calls.log")
+    log.write_text(log.read_text() + name + "\\n" if log.exists() else name + "\\n")
+
+def search(query, limit=3):
+    _called("search")
+    store = Path(".planc/runs.sqlite")
+    if store.exists():  # the intent row is committed before the call: another connection sees it
+        import sqlite3
+        with sqlite3.connect(store) as db:
+            open_calls = db.execute("SELECT tool FROM calls WHERE finished_at IS NULL").fetchall()
+        Path("seen.log").write_text(repr(open_calls))
+    return [{"id": f"I{i}", "title": f"{query} {i}", "severity": i % 4 + 1} for i in range(limit)]
+
+def notify(channel, text):
+    _called("notify")
+    return {"sent": True, "channel": channel, "text": text}
+'''
+
+TOML = '''
+[tools.search]
+provider = "python:{module}:search"
+params = {{ query = {{ type = "string" }}, limit = {{ type = "integer", minimum = 1, default = 3 }} }}
+required = ["query"]
+returns_at_most = "limit"
+effects = {{ read_only = true }}
+
+[tools.notify]
+provider = "python:{module}:notify"
+params = {{ channel = {{ type = "string", pattern = "^#" }}, text = {{ type = "string" }} }}
+required = ["channel", "text"]
+'''
+
+PLAN = '''search(query: "disk", limit: 4)
+  |> filter(where: severity >= 2)
+map(over: $2, do: { notify(channel: "#ops", text: item.title) })
+reshape(value: {found: $2, sent: $3})
+'''
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    module = f"runstoretools_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(TOOLS, encoding="utf-8")
+    (tmp_path / "planc.toml").write_text(textwrap.dedent(TOML.format(module=module)), encoding="utf-8")
+    (tmp_path / "p.plan").write_text(PLAN, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PLANC_STORE", raising=False)  # the default path, under this project
+    yield tmp_path
+    sys.modules.pop(module, None)
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def calls(project) -> list[str]:
+    log = project / "calls.log"
+    return log.read_text().split() if log.exists() else []
+
+
+def record(project, *extra) -> tuple[str, str]:
+    result = invoke("run", "p.plan", *extra)
+    assert result.exit_code == 0, result.output
+    run_id = next(line.removeprefix("run: ") for line in result.stderr.splitlines() if line.startswith("run: "))
+    return run_id, result.stdout
+
+
+def test_a_run_is_recorded_with_intent_and_result_rows(project):
+    run_id, _ = record(project)
+    database = project / ".planc" / "runs.sqlite"
+    with sqlite3.connect(database) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        status, plan = db.execute("SELECT status, plan FROM runs WHERE id = ?", (run_id,)).fetchone()
+        rows = db.execute("SELECT sequence, step, tool, input, output, error, finished_at FROM calls "
+                          "WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
+        assert db.execute("SELECT COUNT(*) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0] > 0
+    assert status == "ok" and json.loads(plan)["source"] == PLAN
+    assert [(row[1], row[2]) for row in rows] == [("1", "search"), ("3/do.1[0]", "notify"), ("3/do.1[1]", "notify"),
+                                                  ("3/do.1[2]", "notify")]
+    assert json.loads(rows[0][3]) == {"query": "disk", "limit": 4}
+    assert all(row[4] is not None and row[5] is None and row[6] is not None for row in rows)
+    assert (project / "seen.log").read_text() == "[('search',)]"
+
+
+def test_replay_calls_no_tool_and_prints_the_same_output(project, monkeypatch):
+    run_id, output = record(project)
+    assert calls(project) == ["search", "notify", "notify", "notify"]
+    monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
+    replayed = invoke("replay", run_id)
+    assert replayed.exit_code == 0, replayed.output
+    assert replayed.stdout == output
+    assert calls(project) == ["search", "notify", "notify", "notify"]  # nothing more
+
+
+def test_replay_of_an_edited_plan_diverges_naming_the_step(project, monkeypatch):
+    run_id, _ = record(project)
+    (project / "edited.plan").write_text(PLAN.replace('"#ops"', '"#alerts"'), encoding="utf-8")
+    monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
+    replayed = invoke("replay", run_id, "--plan", "edited.plan")
+    assert replayed.exit_code == 1
+    assert "step 3/do.1[0]: replay diverged" in replayed.stderr
+    assert '`channel`: "#alerts" where "#ops" was recorded' in replayed.stderr
+    assert replayed.stdout == ""
+
+
+def test_replay_of_a_plan_calling_another_tool_diverges(project, monkeypatch):
+    run_id, _ = record(project)
+    (project / "other.plan").write_text('notify(channel: "#ops", text: "hi")\n', encoding="utf-8")
+    monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
+    replayed = invoke("replay", run_id, "--plan", "other.plan")
+    assert replayed.exit_code == 1
+    assert "step 1: replay diverged: the plan calls `notify`, and run" in replayed.stderr
+    assert "recorded `search` here" in replayed.stderr
+
+
+def test_runs_lists_and_show_run_shows_step_by_step(project):
+    first, _ = record(project)
+    second, _ = record(project, "--store", "other.sqlite")
+    listed = invoke("runs", "--format", "json")
+    assert listed.exit_code == 0, listed.output
+    runs = json.loads(listed.stdout)
+    assert [(run["id"], run["status"], run["calls"]) for run in runs] == [(first, "ok", 4)]
+    assert [run["id"] for run in json.loads(invoke("runs", "--store", "other.sqlite", "--format", "json").stdout)] \
+        == [second]
+    assert first in invoke("runs").stdout
+    shown = invoke("show-run", first)
+    assert shown.exit_code == 0, shown.output
+    assert "step 1: search(" in shown.stdout and "step 3/do.1[2]: notify(" in shown.stdout
+    assert invoke("show-run", "nope").exit_code == 2
+
+
+def test_a_failed_call_is_recorded_and_replayed_as_the_same_failure(project, monkeypatch):
+    (project / "bad.plan").write_text('notify(channel: "#ops", text: "x")\nsearch(query: "disk", limit: 2)\n',
+                                      encoding="utf-8")
+    monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")  # every tool raises, in the run as in the replay
+    result = invoke("run", "bad.plan")
+    assert result.exit_code == 1
+    run_id = result.stderr.split("run: ")[1].split()[0]
+    recorded = json.loads(invoke("show-run", run_id, "--format", "json").stdout)
+    assert recorded["status"] == "failed" and recorded["calls"][0]["error"].startswith("step 1: `notify` failed")
+    replayed = invoke("replay", run_id)
+    assert replayed.exit_code == 1 and "step 1: `notify` failed" in replayed.stderr
