@@ -377,6 +377,58 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
         sys.exit(4)
 
 
+@main.command("resume")
+@click.argument("run_id", metavar="RUN")
+@STORE_OPTION
+@CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
+def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
+                   principal: str) -> None:
+    """Continue RUN, whose process died, in the same run record.
+
+    Calls with a recorded result come from the record; a call started and never finished is called
+    again only if its tool is idempotent, else the run stops with "outcome unknown".
+    Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error.
+    """
+    import asyncio
+    import json
+
+    from planc.backend.interpreter import run_plan
+    from planc.backend.run_store import Resume
+    from planc.backend.stored import StoredPlanError, dump, load_plan
+    from planc.backend.values import RunError
+
+    run = _stored_run(store, run_id)
+    if run["status"] in ("ok", "error"):
+        click.echo(f"error: run {run_id} already finished ({run['status']}): nothing to resume", err=True)
+        sys.exit(1)
+    registry = _registry(config, plan=None)
+    policy = _policy(policy_file, registry, principal)
+    try:
+        checked = load_plan(dump(run["plan"]), registry=registry, policy=policy, principal=principal)
+    except StoredPlanError as error:
+        click.echo(f"error: {run_id}: {error}", err=True)
+        sys.exit(1)
+    runs = _open_store(store)
+    recorder = Resume(runs, run)
+    click.echo(f"run: {run_id} (resumed)", err=True)
+    try:
+        result = asyncio.run(run_plan(checked, registry=registry, arguments=run["arguments"], policy=policy,
+                                      principal=principal, recorder=recorder))
+    except RunError as error:
+        runs.finish_run(run_id, "failed", message=str(error))
+        runs.close()
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    runs.finish_run(run_id, result.status, result.value, result.message)
+    runs.close()
+    click.echo(json.dumps(result.value, indent=2, ensure_ascii=False, default=str))
+    if result.status == "error":
+        click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
+        sys.exit(4)
+
+
 def _is_stored(text: str) -> bool:
     """Whether `text` is a stored plan (`planc compile`'s JSON) rather than plan text."""
     if not text.lstrip().startswith("{"):

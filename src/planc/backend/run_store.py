@@ -185,6 +185,61 @@ class Replay:
         pass
 
 
+class Resume(Recorder):
+    """The interpreter's `recorder` while resuming a run whose process died, recording into the same run.
+
+    A call with a recorded result takes it from the record; a call with an intent row and no result is
+    called again only when its tool is idempotent (the same intent row then gets the result), else the
+    run stops with "outcome unknown"; a call past the record is called and recorded.
+    """
+
+    def __init__(self, store: RunStore, run: dict) -> None:
+        super().__init__(store, run["id"])
+        self.run = run
+        self.sequence = max((call["sequence"] for call in run["calls"]), default=0)
+        self.events = store.db.execute("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE run_id = ?",
+                                       (run["id"],)).fetchone()[0]
+        self.by_step: dict[str, list[dict]] = {}
+        for call in run["calls"]:
+            self.by_step.setdefault(call["step"], []).append(call)
+        self.again: dict[int, int] = {}  # id(call) -> the sequence of the intent row it is called again for
+
+    def replayed(self, call: Call, step) -> Skip | None:
+        recorded = self.by_step.get(call.step) or []
+        if not recorded:
+            return None  # past the record: a real call
+        held = recorded.pop(0)
+        asked = _plain(dict(call.args))
+        if held["tool"] != call.tool.name:
+            raise DivergenceError(f"step {call.step}: resume diverged: the plan calls `{call.tool.name}`, and run "
+                                  f"{self.run_id} recorded `{held['tool']}` here", step.tool)
+        if held["input"] != asked:
+            raise DivergenceError(f"step {call.step}: resume diverged: `{call.tool.name}` is called with "
+                                  f"{_difference(held['input'], asked)}", step.tool)
+        if held["finished_at"] is not None:
+            if held["error"] is not None:
+                raise ToolFailed(held["error"], step.tool)
+            return Skip(held["output"])
+        effects = call.tool.effects
+        if not (getattr(effects, "idempotent", False) or getattr(effects, "read_only", False)):
+            raise OutcomeUnknown(f"step {call.step}: outcome unknown: run {self.run_id} recorded the call of "
+                                 f"`{call.tool.name}` here and no result, and `{call.tool.name}` is not "
+                                 f"idempotent, so it is not called again", step.tool)
+        self.again[id(call)] = held["sequence"]
+        return None
+
+    def started(self, call: Call) -> None:
+        sequence = self.again.pop(id(call), None)
+        if sequence is None:
+            super().started(call)
+        else:
+            self.open[id(call)] = sequence
+
+
+class OutcomeUnknown(RunError):
+    """A resumed run reaches a non-idempotent call that was started and has no recorded result."""
+
+
 class DivergenceError(RunError):
     """A replayed plan asks for a call its record does not hold."""
 
@@ -201,4 +256,4 @@ def _difference(recorded: dict, asked: dict) -> str:
     return "; ".join(parts) or f"{_json(asked)} where {_json(recorded)} was recorded"
 
 
-__all__ = ["DEFAULT_PATH", "DivergenceError", "Recorder", "Replay", "RunStore", "RunStoreError"]
+__all__ = ["DEFAULT_PATH", "DivergenceError", "OutcomeUnknown", "Recorder", "Replay", "Resume", "RunStore", "RunStoreError"]
