@@ -167,7 +167,6 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     from planc.backend.hooks import Hooks
     from planc.backend.interpreter import run_plan
     from planc.backend.values import RunError
-    from planc.check import check
 
     if approve and not sys.stdin.isatty():
         raise UsageError("--approve asks on the terminal before every effectful call, and standard input is "
@@ -183,21 +182,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         arguments = parse_arguments(args)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    text = _read(plan)
-    if _is_stored(text):
-        from planc.backend.stored import StoredPlanError, load_plan
-
-        try:
-            checked = load_plan(text, registry=registry, policy=policy, principal=principal)
-        except StoredPlanError as error:
-            click.echo(f"error: {plan}: {error}", err=True)
-            sys.exit(1)
-    else:
-        checked = check(text, registry=registry, arguments=_plan_arguments(registry, plan),
-                        policy=policy, principal=principal)
-    if not checked.ok:
-        _print_text([(plan, checked)], stderr=True)
-        sys.exit(1)
+    checked = _checked_to_run(_read(plan), plan, registry, policy, principal)
     from planc.backend.approve import approval_gate
     from planc.backend.progress import Progress, fan_out
 
@@ -223,8 +208,9 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     runs.finish_run(recorder.run_id, result.status, result.value, result.message)
     runs.close()
     if finish == "output":
-        click.echo(json.dumps(result.value, indent=2, ensure_ascii=False, default=str))
-    elif finish == "solver":
+        _print_result(result)
+        return
+    if finish == "solver":
         from planc.backend.finish import solver_report
         from planc.backend.models import ModelError
 
@@ -233,6 +219,38 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         except ModelError as error:
             click.echo(f"error: the solver's report failed: {error}", err=True)
             sys.exit(1)
+    _exit_status(result)
+
+
+def _checked_to_run(text: str, name: str, registry, policy, principal: str):
+    """`text` (plan text, or a stored plan from `planc compile`) checked for running; refused: exit 1."""
+    if _is_stored(text):
+        from planc.backend.stored import StoredPlanError, load_plan
+
+        try:
+            return load_plan(text, registry=registry, policy=policy, principal=principal)
+        except StoredPlanError as error:
+            click.echo(f"error: {name}: {error}", err=True)
+            sys.exit(1)
+    from planc.check import check
+
+    checked = check(text, registry=registry, arguments=_plan_arguments(registry, name),
+                    policy=policy, principal=principal)
+    if not checked.ok:
+        _print_text([(name, checked)], stderr=True)
+        sys.exit(1)
+    return checked
+
+
+def _print_result(result) -> None:
+    """The plan's result as JSON on stdout; exit 4 when an exit step stopped it with status error."""
+    import json
+
+    click.echo(json.dumps(result.value, indent=2, ensure_ascii=False, default=str))
+    _exit_status(result)
+
+
+def _exit_status(result) -> None:
     if result.status == "error":
         click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
         sys.exit(4)
@@ -341,40 +359,24 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error.
     """
     import asyncio
-    import json
 
     from planc.backend.interpreter import run_plan
     from planc.backend.run_store import Replay
-    from planc.backend.stored import StoredPlanError, dump, load_plan
+    from planc.backend.stored import dump
     from planc.backend.values import RunError
-    from planc.check import check
 
     run = _stored_run(store, run_id)
     registry = _registry(config, plan=plan_file)
     policy = _policy(policy_file, registry, principal)
     text = _read(plan_file) if plan_file else dump(run["plan"])
-    if _is_stored(text):
-        try:
-            checked = load_plan(text, registry=registry, policy=policy, principal=principal)
-        except StoredPlanError as error:
-            click.echo(f"error: {plan_file or run_id}: {error}", err=True)
-            sys.exit(1)
-    else:
-        checked = check(text, registry=registry, arguments=_plan_arguments(registry, plan_file),
-                        policy=policy, principal=principal)
-        if not checked.ok:
-            _print_text([(plan_file, checked)], stderr=True)
-            sys.exit(1)
+    checked = _checked_to_run(text, plan_file or run_id, registry, policy, principal)
     try:
         result = asyncio.run(run_plan(checked, registry=registry, arguments=run["arguments"], policy=policy,
                                       principal=principal, recorder=Replay(run)))
     except RunError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
-    click.echo(json.dumps(result.value, indent=2, ensure_ascii=False, default=str))
-    if result.status == "error":
-        click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
-        sys.exit(4)
+    _print_result(result)
 
 
 @main.command("resume")
@@ -392,7 +394,6 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error.
     """
     import asyncio
-    import json
 
     from planc.backend.interpreter import run_plan
     from planc.backend.run_store import Resume
@@ -423,10 +424,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
         sys.exit(1)
     runs.finish_run(run_id, result.status, result.value, result.message)
     runs.close()
-    click.echo(json.dumps(result.value, indent=2, ensure_ascii=False, default=str))
-    if result.status == "error":
-        click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
-        sys.exit(4)
+    _print_result(result)
 
 
 def _is_stored(text: str) -> bool:

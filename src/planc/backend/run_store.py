@@ -147,14 +147,30 @@ class Recorder:
                           (self.run_id, self.events, time.time(), _json(event)))
 
 
+def _calls_by_step(run: dict) -> dict[str, list[dict]]:
+    """The run's recorded calls by step path, in the order they were made."""
+    by_step: dict[str, list[dict]] = {}
+    for call in run["calls"]:
+        by_step.setdefault(call["step"], []).append(call)
+    return by_step
+
+
+def _same_call(held: dict, call: Call, asked, step, run_id, doing: str) -> None:
+    """A DivergenceError unless the plan's `call` (input `asked`) is the recorded call `held`."""
+    if held["tool"] != call.tool.name:
+        raise DivergenceError(f"step {call.step}: {doing} diverged: the plan calls `{call.tool.name}`, and run "
+                              f"{run_id} recorded `{held['tool']}` here", step.tool)
+    if held["input"] != asked:
+        raise DivergenceError(f"step {call.step}: {doing} diverged: `{call.tool.name}` is called with "
+                              f"{_difference(held['input'], asked)}", step.tool)
+
+
 class Replay:
     """The interpreter's `recorder` while replaying: every call's result comes from the record."""
 
     def __init__(self, run: dict) -> None:
         self.run = run
-        self.by_step: dict[str, list[dict]] = {}
-        for call in run["calls"]:
-            self.by_step.setdefault(call["step"], []).append(call)
+        self.by_step = _calls_by_step(run)
 
     def replayed(self, call: Call, step) -> Skip:
         recorded = self.by_step.get(call.step) or []
@@ -164,12 +180,7 @@ class Replay:
                                   f"{_json(asked)}, and run {self.run['id']} recorded no call at this step",
                                   step.tool)
         held = recorded[0]
-        if held["tool"] != call.tool.name:
-            raise DivergenceError(f"step {call.step}: replay diverged: the plan calls `{call.tool.name}`, and run "
-                                  f"{self.run['id']} recorded `{held['tool']}` here", step.tool)
-        if held["input"] != asked:
-            raise DivergenceError(f"step {call.step}: replay diverged: `{call.tool.name}` is called with "
-                                  f"{_difference(held['input'], asked)}", step.tool)
+        _same_call(held, call, asked, step, self.run["id"], "replay")
         recorded.pop(0)
         if held["error"] is not None:
             raise ToolFailed(held["error"], step.tool)
@@ -199,9 +210,7 @@ class Resume(Recorder):
         self.sequence = max((call["sequence"] for call in run["calls"]), default=0)
         self.events = store.db.execute("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE run_id = ?",
                                        (run["id"],)).fetchone()[0]
-        self.by_step: dict[str, list[dict]] = {}
-        for call in run["calls"]:
-            self.by_step.setdefault(call["step"], []).append(call)
+        self.by_step = _calls_by_step(run)
         self.again: dict[int, int] = {}  # id(call) -> the sequence of the intent row it is called again for
 
     def replayed(self, call: Call, step) -> Skip | None:
@@ -209,13 +218,7 @@ class Resume(Recorder):
         if not recorded:
             return None  # past the record: a real call
         held = recorded.pop(0)
-        asked = _plain(dict(call.args))
-        if held["tool"] != call.tool.name:
-            raise DivergenceError(f"step {call.step}: resume diverged: the plan calls `{call.tool.name}`, and run "
-                                  f"{self.run_id} recorded `{held['tool']}` here", step.tool)
-        if held["input"] != asked:
-            raise DivergenceError(f"step {call.step}: resume diverged: `{call.tool.name}` is called with "
-                                  f"{_difference(held['input'], asked)}", step.tool)
+        _same_call(held, call, _plain(dict(call.args)), step, self.run_id, "resume")
         if held["finished_at"] is not None:
             if held["error"] is not None:
                 raise ToolFailed(held["error"], step.tool)
