@@ -1,0 +1,97 @@
+"""`planc policy explain` and `planc registry list/sync`."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from planc.cli import (CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, UsageError, _console, _policy, _print_text,
+                       _read, _registry, main)
+
+
+@main.group("policy")
+def policy_group() -> None:
+    """The Cedar policy that judges a plan's calls (docs/policy.md)."""
+
+
+@policy_group.command("explain")
+@click.argument("plan")
+@CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def policy_explain_command(plan: str, config: str | None, policy_file: str | None, principal: str,
+                           output_format: str) -> None:
+    """Show, per step of PLAN, the policy's decision and the policies that made it.
+
+    Exit 0 when every step is allowed, 1 when one is denied or PLAN has syntax errors.
+    """
+    from planc.check import check
+
+    registry = _registry(config, plan=plan)
+    policy = _policy(policy_file, registry, principal)
+    if policy is None:
+        raise UsageError("no policy: name one with --policy, or with `policy = \"...\"` in planc.toml")
+    result = check(_read(plan), registry=registry, policy=policy, principal=principal)
+    if result.plan is None:  # syntax errors: there are no steps to explain
+        _print_text([(plan, result)])
+        sys.exit(1)
+    from planc.policy.explain import explain_json, explain_table
+
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps(explain_json(result, policy, principal), ensure_ascii=False))
+    else:
+        _console().print(explain_table(result, policy, principal))
+    sys.exit(0 if all(d.allowed for d in result.policy.decisions.values()) else 1)
+
+
+@main.group("registry")
+def registry_group() -> None:
+    """The tools a plan may call."""
+
+
+@registry_group.command("list")
+@CONFIG_OPTION
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def registry_list_command(config: str | None, output_format: str) -> None:
+    """List the tools: their parameters and effects."""
+    from planc.registry.listing import registry_json, registry_table
+
+    registry = _registry(config)
+    if registry is None:
+        raise UsageError("no planc.toml here or above; name one with --config")
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps(registry_json(registry), indent=2, ensure_ascii=False))
+    else:
+        _console().print(registry_table(registry))
+
+
+@registry_group.command("sync")
+@CONFIG_OPTION
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+              help="Seconds each MCP server has to start and list its tools.")
+def registry_sync_command(config: str | None, timeout: float) -> None:
+    """Ask each MCP server for its tools and write planc.lock.json. Exit 1 if a server failed."""
+    from planc.registry.mcp_sync import SyncError, sync
+
+    registry = _registry(config, locked=False)  # the lock is what is being rewritten: it may be stale or broken
+    if registry is None:
+        raise UsageError("no planc.toml here or above; name one with --config")
+    try:
+        result = sync(registry, timeout=timeout)
+    except SyncError as error:
+        raise UsageError(str(error)) from None
+    for server, count in result.counts.items():
+        click.echo(f"{server}: {count} tool{'s' if count != 1 else ''} locked")
+    for failure in result.failures:
+        kept = " (its earlier lock entry is kept)" if failure.server in result.kept else ""
+        click.echo(f"error: {failure}{kept}", err=True)
+    click.echo(f"wrote {result.path}")
+    sys.exit(1 if result.failures else 0)
+
+

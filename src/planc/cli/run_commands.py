@@ -1,0 +1,347 @@
+"""`planc run`, `compile`, `runs`, `show-run`, `replay` and `resume`: running plans and the run store."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from planc.cli import (CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPTION, UsageError, _console,
+                       _plan_arguments, _policy, _print_text, _read, _registry, main)
+
+
+@main.command("run")
+@click.argument("plan")
+@CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
+@click.option("--arg", "args", multiple=True, metavar="NAME=VALUE", help="A run argument, read by `$args.NAME`.")
+@click.option("--events", type=click.Path(dir_okay=False), help="Write the run's events to FILE as JSON lines.")
+@click.option("--finish", type=click.Choice(["output", "none", "solver"]), default="output", show_default=True,
+              help="Print the plan's result as JSON, nothing, or the `solver` model's report on it (--query).")
+@click.option("--query", help="With --finish solver: what the report answers.")
+@click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful tool call.")
+@STORE_OPTION
+def run_command(plan: str, config: str | None, policy_file: str | None, principal: str, args: tuple[str, ...],
+                events: str | None, finish: str, query: str | None, approve: bool, store: str | None) -> None:
+    """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error.
+
+    Progress goes to stderr; stdout holds the result only.
+    """
+    import asyncio
+    import json
+
+    from planc.backend.arguments import parse_arguments
+    from planc.backend.hooks import Hooks
+    from planc.backend.interpreter import run_plan
+    from planc.backend.values import RunError
+
+    if approve and not sys.stdin.isatty():
+        raise UsageError("--approve asks on the terminal before every effectful call, and standard input is "
+                         "not a terminal: run planc in one, or leave out --approve")
+    if finish == "solver" and not query:
+        raise UsageError("--finish solver needs --query TEXT, the question the report answers")
+    if query is not None and finish != "solver":
+        raise UsageError("--query is only read with --finish solver")
+    registry = _registry(config, plan=plan)
+    policy = _policy(policy_file, registry, principal)
+    solver = _solver(registry) if finish == "solver" else None  # before any tool runs
+    try:
+        arguments = parse_arguments(args)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    checked = _checked_to_run(_read(plan), plan, registry, policy, principal)
+    from planc.backend.approve import approval_gate
+    from planc.backend.progress import Progress, fan_out
+
+    console = _console(stderr=True)
+    most = checked.cost.total.calls if checked.cost is not None else None
+    progress = Progress(console, int(most.high) if most is not None and most.bounded else None)
+    sink = open(events, "w", encoding="utf-8") if events else None  # closed below
+    writer = (lambda event: sink.write(json.dumps(event, default=str) + "\n")) if sink else None
+    runs, recorder = _start_recording(store, checked, registry, policy, arguments)
+    hooks = Hooks(gate=approval_gate(console, pause=progress.paused) if approve else None,
+                  events=fan_out(writer, progress.sink, recorder.event))
+    try:
+        with progress:
+            result = asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks,
+                                          policy=policy, principal=principal, recorder=recorder))
+    except RunError as error:
+        runs.finish_run(recorder.run_id, "failed", message=str(error))
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    finally:
+        if sink:
+            sink.close()
+    runs.finish_run(recorder.run_id, result.status, result.value, result.message)
+    runs.close()
+    if finish == "output":
+        _print_result(result)
+        return
+    if finish == "solver":
+        from planc.backend.finish import solver_report
+        from planc.backend.models import ModelError
+
+        try:
+            click.echo(asyncio.run(solver_report(solver, query, result.value, result.status, result.message)))
+        except ModelError as error:
+            click.echo(f"error: the solver's report failed: {error}", err=True)
+            sys.exit(1)
+    _exit_status(result)
+
+
+def _checked_to_run(text: str, name: str, registry, policy, principal: str):
+    """`text` (plan text, or a stored plan from `planc compile`) checked for running; refused: exit 1."""
+    if _is_stored(text):
+        from planc.backend.stored import StoredPlanError, load_plan
+
+        try:
+            return load_plan(text, registry=registry, policy=policy, principal=principal)
+        except StoredPlanError as error:
+            click.echo(f"error: {name}: {error}", err=True)
+            sys.exit(1)
+    from planc.check import check
+
+    checked = check(text, registry=registry, arguments=_plan_arguments(registry, name),
+                    policy=policy, principal=principal)
+    if not checked.ok:
+        _print_text([(name, checked)], stderr=True)
+        sys.exit(1)
+    return checked
+
+
+def _print_result(result) -> None:
+    """The plan's result as JSON on stdout; exit 4 when an exit step stopped it with status error."""
+    import json
+
+    click.echo(json.dumps(result.value, indent=2, ensure_ascii=False, default=str))
+    _exit_status(result)
+
+
+def _exit_status(result) -> None:
+    if result.status == "error":
+        click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
+        sys.exit(4)
+
+
+def _open_store(store: str | None):
+    from planc.backend.run_store import DEFAULT_PATH, RunStore, RunStoreError
+
+    try:
+        return RunStore(store or DEFAULT_PATH)
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+
+
+def _start_recording(store: str | None, checked, registry, policy, arguments):
+    """The run store and the recorder of a new run; its id goes to stderr."""
+    from planc.backend.stored import save_plan
+
+    runs = _open_store(store)
+    recorder = runs.start_run(save_plan(checked, registry=registry, policy=policy), arguments)
+    click.echo(f"run: {recorder.run_id}", err=True)
+    return runs, recorder
+
+
+def _stored_run(store: str | None, run_id: str):
+    from planc.backend.run_store import RunStoreError
+
+    runs = _open_store(store)
+    try:
+        return runs.run(run_id)
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+    finally:
+        runs.close()
+
+
+def _when(timestamp) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp)) if timestamp else "-"
+
+
+@main.command("runs")
+@STORE_OPTION
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def runs_command(store: str | None, output_format: str) -> None:
+    """List the recorded runs."""
+    import json
+
+    runs = _open_store(store)
+    try:
+        listed = runs.runs()
+    finally:
+        runs.close()
+    if output_format == "json":
+        click.echo(json.dumps(listed, indent=2, ensure_ascii=False))
+        return
+    for run in listed:
+        click.echo(f"{run['id']}  {_when(run['started_at'])}  {run['status']:<8} {run['calls']} call"
+                   f"{'s' if run['calls'] != 1 else ''}")
+
+
+@main.command("show-run")
+@click.argument("run_id", metavar="RUN")
+@STORE_OPTION
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def show_run_command(run_id: str, store: str | None, output_format: str) -> None:
+    """Show one recorded run, call by call."""
+    import json
+
+    run = _stored_run(store, run_id)
+    if output_format == "json":
+        click.echo(json.dumps(run, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"run {run['id']}: {run['status']}, started {_when(run['started_at'])}, "
+               f"finished {_when(run['finished_at'])}")
+    if run["arguments"]:
+        click.echo(f"arguments: {json.dumps(run['arguments'], ensure_ascii=False)}")
+    for call in run["calls"]:
+        took = f" ({call['finished_at'] - call['started_at']:.3f}s)" if call["finished_at"] else ""
+        click.echo(f"step {call['step']}: {call['tool']}({json.dumps(call['input'], ensure_ascii=False)}){took}")
+        if call["error"] is not None:
+            click.echo(f"  error: {call['error']}")
+        elif call["finished_at"] is None:
+            click.echo("  no result recorded (the run stopped during the call)")
+        else:
+            click.echo(f"  -> {json.dumps(call['output'], ensure_ascii=False)}")
+    if run["message"]:
+        click.echo(f"message: {run['message']}")
+    if run["status"] in ("ok", "error"):
+        click.echo(f"output: {json.dumps(run['output'], ensure_ascii=False)}")
+
+
+@main.command("replay")
+@click.argument("run_id", metavar="RUN")
+@STORE_OPTION
+@CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
+@click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
+              help="Replay this plan (text or stored) against the record instead of the run's own.")
+def replay_command(run_id: str, store: str | None, config: str | None, policy_file: str | None, principal: str,
+                   plan_file: str | None) -> None:
+    """Run RUN's plan again, every tool result from the record: no tool is called.
+
+    Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error.
+    """
+    import asyncio
+
+    from planc.backend.interpreter import run_plan
+    from planc.backend.run_store import Replay
+    from planc.backend.stored import dump
+    from planc.backend.values import RunError
+
+    run = _stored_run(store, run_id)
+    registry = _registry(config, plan=plan_file)
+    policy = _policy(policy_file, registry, principal)
+    text = _read(plan_file) if plan_file else dump(run["plan"])
+    checked = _checked_to_run(text, plan_file or run_id, registry, policy, principal)
+    try:
+        result = asyncio.run(run_plan(checked, registry=registry, arguments=run["arguments"], policy=policy,
+                                      principal=principal, recorder=Replay(run)))
+    except RunError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    _print_result(result)
+
+
+@main.command("resume")
+@click.argument("run_id", metavar="RUN")
+@STORE_OPTION
+@CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
+def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
+                   principal: str) -> None:
+    """Continue RUN, whose process died, in the same run record.
+
+    Calls with a recorded result come from the record; a call started and never finished is called
+    again only if its tool is idempotent, else the run stops with "outcome unknown".
+    Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error.
+    """
+    import asyncio
+
+    from planc.backend.interpreter import run_plan
+    from planc.backend.run_store import Resume
+    from planc.backend.stored import StoredPlanError, dump, load_plan
+    from planc.backend.values import RunError
+
+    run = _stored_run(store, run_id)
+    if run["status"] in ("ok", "error"):
+        click.echo(f"error: run {run_id} already finished ({run['status']}): nothing to resume", err=True)
+        sys.exit(1)
+    registry = _registry(config, plan=None)
+    policy = _policy(policy_file, registry, principal)
+    try:
+        checked = load_plan(dump(run["plan"]), registry=registry, policy=policy, principal=principal)
+    except StoredPlanError as error:
+        click.echo(f"error: {run_id}: {error}", err=True)
+        sys.exit(1)
+    runs = _open_store(store)
+    recorder = Resume(runs, run)
+    click.echo(f"run: {run_id} (resumed)", err=True)
+    try:
+        result = asyncio.run(run_plan(checked, registry=registry, arguments=run["arguments"], policy=policy,
+                                      principal=principal, recorder=recorder))
+    except RunError as error:
+        runs.finish_run(run_id, "failed", message=str(error))
+        runs.close()
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    runs.finish_run(run_id, result.status, result.value, result.message)
+    runs.close()
+    _print_result(result)
+
+
+def _is_stored(text: str) -> bool:
+    """Whether `text` is a stored plan (`planc compile`'s JSON) rather than plan text."""
+    if not text.lstrip().startswith("{"):
+        return False
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("format") == "planc.plan"
+
+
+@main.command("compile")
+@click.argument("plan")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The stored plan to write.")
+@CONFIG_OPTION
+@POLICY_OPTION
+def compile_command(plan: str, output: str, config: str | None, policy_file: str | None) -> None:
+    """Check PLAN and write it as a stored plan that `planc run` runs. Exit 0 ok, 1 with errors."""
+    from planc.backend.stored import dump, save_plan
+    from planc.check import check
+
+    registry = _registry(config, plan=plan)
+    policy = _policy(policy_file, registry, 'User::"anonymous"')
+    checked = check(_read(plan), registry=registry, arguments=_plan_arguments(registry, plan), policy=policy)
+    if not checked.ok:
+        _print_text([(plan, checked)], stderr=True)
+        sys.exit(1)
+    try:
+        Path(output).write_text(dump(save_plan(checked, registry=registry, policy=policy)), encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{output}: {error.strerror}") from None
+    click.echo(f"wrote {output}", err=True)
+
+
+def _solver(registry):
+    """The `solver` role's model client for `--finish solver`, or a usage error saying what is missing."""
+    from planc.backend.models import ModelClient, ModelError
+
+    if registry is None:
+        raise UsageError("--finish solver needs a model: no planc.toml here or above declares [models.solver] "
+                         "or [models.default]")
+    try:
+        return ModelClient.for_role(registry, "solver")
+    except ModelError as error:
+        raise UsageError(f"--finish solver: {error}") from None
+
+
