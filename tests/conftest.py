@@ -18,3 +18,11 @@ import os  # noqa: E402
 import tempfile  # noqa: E402
 
 os.environ["PLANC_STORE"] = str(Path(tempfile.mkdtemp(prefix="planc-store-")) / "runs.sqlite")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "last: run after every other test (it checks what the others left)")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.get_closest_marker("last") is not None)  # stable: the rest keep their order

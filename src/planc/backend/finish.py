@@ -26,8 +26,7 @@ def solver_messages(query: str, value: object, status: str = "ok", message: str 
 async def solver_report(client: ModelClient, query: str, value: object, status: str = "ok",
                         message: str | None = None) -> str:
     """The solver's report; a ModelError when the model fails or answers with no text."""
-    async with client:
-        reply = await client.chat(solver_messages(query, value, status, message))
+    reply = await client.chat(solver_messages(query, value, status, message))
     if not reply.content or not reply.content.strip():
         raise ModelError(f"{client.endpoint} (the `solver` role) answered with no report text")
     return reply.content.strip()

@@ -46,7 +46,9 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
 
     `recorder` (the run store's, DESIGN section 7), if given, is told of every real tool call:
     `recorder.replayed(call)` before it (a Skip: use its result instead of calling; None: call),
-    `recorder.started(call)` just before calling, `recorder.finished(call, result, error)` after.
+    `recorder.started(call)` just before calling, `recorder.finished(call, result, error)` after;
+    model inferences are told the same way (`planc.backend.model_calls`). A recorder whose
+    `calls_tools` is false (a replay) answers every call, so no MCP server is started.
     """
     if not checked.ok:
         raise RunError("the plan has errors: `planc check` it first")
@@ -55,7 +57,8 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     run.missing_arguments()
     run.emit("run_started")
     try:
-        await run.mcp.open()  # the MCP servers the run may call, checked against the lock before any step
+        if recorder is None or recorder.calls_tools:  # a replay calls none: no server is started
+            await run.mcp.open()  # the MCP servers the run may call, checked against the lock before any step
         value = await run.pipelines(checked.plan.pipelines, run.scope, prefix="", suffix="", in_loop=False)
         result = RunResult(value)
     except Exited as exit_:
@@ -78,8 +81,16 @@ class _Run:
         self.mcp = McpRuntime(checked, registry)  # its servers start in run_plan
         self.recorder = None  # see run_plan
 
-    async def model(self, role: str, step: ast.Step, path: str):
-        """The model client of `role` (`[models.<role>]`, else `[models.default]`)."""
+    def model(self, role: str, step: ast.Step, path: str):
+        """The model of `role` as the step at `path` asks it, every inference through the recorder."""
+        from planc.backend.model_calls import StepModel
+
+        if self.recorder is None or self.recorder.calls_tools:
+            self.client(role, step, path)  # a model that is not configured fails here, before the step asks it
+        return StepModel(lambda: self.client(role, step, path), role, path, self.recorder, step)
+
+    def client(self, role: str, step: ast.Step, path: str):
+        """The model client of `role` (`[models.<role>]`, else `[models.default]`), made once per run."""
         from planc.backend.models import ModelClient, ModelError
 
         if role not in self.models:
@@ -102,7 +113,7 @@ class _Run:
 
         self.emit("inference_started", step=path, question=question)
         try:
-            answer = await ask_yes_no(await self.model("judge", step, path), question)
+            answer = await ask_yes_no(self.model("judge", step, path), question)
         except ModelError as error:
             raise RunError(f"step {path}: {error}", step.tool) from None
         self.emit("inference_finished", step=path, answer=answer)
@@ -365,7 +376,7 @@ class _Run:
         from planc.backend.models import ModelError
         from planc.passes.agent_tools import matching_tools
 
-        client = await self.model(self.value(step, "model", scope, default="chat"), step, path)
+        client = self.model(self.value(step, "model", scope, default="chat"), step, path)
         tools = matching_tools(self.registry, self.value(step, "tools", scope, default=["*"]))
         calls = 0
 

@@ -89,6 +89,23 @@ class Reply:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Mapping = attrs.field(factory=dict)
 
+    def to_data(self) -> dict:
+        """The reply as JSON data, as the run store records it; `Reply.from_data` reads it back.
+
+        >>> reply = Reply("ok", (ToolCall("c1", "search", {"q": "x"}, '{"q": "x"}'),), {"total_tokens": 3})
+        >>> Reply.from_data(reply.to_data()) == reply
+        True
+        """
+        return {"content": self.content,
+                "tool_calls": [{"id": call.id, "name": call.name, "arguments": call.arguments,
+                                "raw_arguments": call.raw_arguments, "error": call.error} for call in self.tool_calls],
+                "usage": dict(self.usage)}
+
+    @classmethod
+    def from_data(cls, data: Mapping) -> Reply:
+        return cls(content=data["content"], tool_calls=tuple(ToolCall(**call) for call in data["tool_calls"]),
+                   usage=data["usage"])
+
     def message(self) -> dict:
         """The reply as the assistant message that continues the conversation.
 

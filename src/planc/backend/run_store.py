@@ -17,6 +17,7 @@ from planc.backend.hooks import Call, Skip
 from planc.backend.values import RunError, ToolFailed
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -27,7 +28,8 @@ CREATE TABLE IF NOT EXISTS runs (
     plan TEXT NOT NULL,            -- the stored plan (planc.backend.stored) it ran
     arguments TEXT NOT NULL,       -- JSON
     output TEXT,                   -- JSON of the plan's result
-    message TEXT
+    message TEXT,
+    options TEXT                   -- JSON: how it ran (config, policy, principal, finish, query); replay reuses it
 );
 CREATE TABLE IF NOT EXISTS calls (
     run_id TEXT NOT NULL REFERENCES runs(id),
@@ -73,8 +75,20 @@ class RunStore:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(SCHEMA)
+            self._migrate()
         except (OSError, sqlite3.Error) as error:
             raise RunStoreError(f"{self.path}: cannot open the run store: {error}") from None
+
+    def _migrate(self) -> None:
+        """Bring a store written by an older planc up to this schema (version 1 had no `runs.options`)."""
+        if self.db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+            return
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            if "options" not in columns:
+                self.db.execute("ALTER TABLE runs ADD COLUMN options TEXT")
+            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         self.db.close()
@@ -84,10 +98,12 @@ class RunStore:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute(sql, params)
 
-    def start_run(self, stored_plan: dict, arguments) -> Recorder:
+    def start_run(self, stored_plan: dict, arguments, options: dict | None = None) -> Recorder:
+        """A new run of `stored_plan`; `options` says how it runs, so that replay and resume can do the same."""
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
-        self._write("INSERT INTO runs (id, started_at, status, plan, arguments) VALUES (?, ?, 'running', ?, ?)",
-                    (run_id, time.time(), _json(stored_plan), _json(dict(arguments or {}))))
+        self._write("INSERT INTO runs (id, started_at, status, plan, arguments, options) "
+                    "VALUES (?, ?, 'running', ?, ?, ?)",
+                    (run_id, time.time(), _json(stored_plan), _json(dict(arguments or {})), _json(options or {})))
         return Recorder(self, run_id)
 
     def finish_run(self, run_id: str, status: str, output=None, message: str | None = None) -> None:
@@ -102,7 +118,7 @@ class RunStore:
                  "calls": row[5]} for row in rows]
 
     def run(self, run_id: str) -> dict:
-        row = self.db.execute("SELECT id, started_at, finished_at, status, plan, arguments, output, message "
+        row = self.db.execute("SELECT id, started_at, finished_at, status, plan, arguments, output, message, options "
                               "FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunStoreError(f"{self.path}: no run `{run_id}`")
@@ -111,6 +127,7 @@ class RunStore:
         return {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
                 "plan": json.loads(row[4]), "arguments": json.loads(row[5]),
                 "output": json.loads(row[6]) if row[6] is not None else None, "message": row[7],
+                "options": json.loads(row[8]) if row[8] is not None else {},
                 "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": json.loads(c[3]),
                            "output": json.loads(c[4]) if c[4] is not None else None, "error": c[5],
                            "started_at": c[6], "finished_at": c[7]} for c in calls]}
@@ -118,6 +135,8 @@ class RunStore:
 
 class Recorder:
     """The interpreter's `recorder` while recording: commits an intent row, then the result."""
+
+    calls_tools = True
 
     def __init__(self, store: RunStore, run_id: str) -> None:
         self.store, self.run_id = store, run_id
@@ -159,14 +178,21 @@ def _same_call(held: dict, call: Call, asked, step, run_id, doing: str) -> None:
     """A DivergenceError unless the plan's `call` (input `asked`) is the recorded call `held`."""
     if held["tool"] != call.tool.name:
         raise DivergenceError(f"step {call.step}: {doing} diverged: the plan calls `{call.tool.name}`, and run "
-                              f"{run_id} recorded `{held['tool']}` here", step.tool)
+                              f"{run_id} recorded `{held['tool']}` here", _node(step))
     if held["input"] != asked:
         raise DivergenceError(f"step {call.step}: {doing} diverged: `{call.tool.name}` is called with "
-                              f"{_difference(held['input'], asked)}", step.tool)
+                              f"{_difference(held['input'], asked)}", _node(step))
+
+
+def _node(step):
+    """Where an error about a call points: the step's tool name; nothing for a call outside any step (the finish)."""
+    return getattr(step, "tool", None)
 
 
 class Replay:
     """The interpreter's `recorder` while replaying: every call's result comes from the record."""
+
+    calls_tools = False  # every call is answered from the record, or the replay stops
 
     def __init__(self, run: dict) -> None:
         self.run = run
@@ -175,19 +201,30 @@ class Replay:
     def replayed(self, call: Call, step) -> Skip:
         recorded = self.by_step.get(call.step) or []
         asked = _plain(dict(call.args))
+        if self._failed_here(recorded):
+            raise RunError(self.run["message"] or f"run {self.run['id']} failed here", _node(step))
         if not recorded:
             raise DivergenceError(f"step {call.step}: replay diverged: the plan calls `{call.tool.name}` with "
                                   f"{_json(asked)}, and run {self.run['id']} recorded no call at this step",
-                                  step.tool)
+                                  _node(step))
         held = recorded[0]
         _same_call(held, call, asked, step, self.run["id"], "replay")
         recorded.pop(0)
         if held["error"] is not None:
-            raise ToolFailed(held["error"], step.tool)
+            raise ToolFailed(held["error"], _node(step))
         if held["finished_at"] is None:
             raise DivergenceError(f"step {call.step}: replay cannot go on: run {self.run['id']} recorded the call "
-                                  f"of `{call.tool.name}` here, and no result for it", step.tool)
+                                  f"of `{call.tool.name}` here, and no result for it", _node(step))
         return Skip(held["output"])
+
+    def _failed_here(self, recorded: list[dict]) -> bool:
+        """Whether the recorded run failed at this call, so the replay fails as it did: the run failed,
+        and it stopped during this call (an intent row, no result), or before it with no call left."""
+        if self.run["status"] != "failed":
+            return False
+        if recorded:
+            return recorded[0]["finished_at"] is None
+        return not any(self.by_step.values())
 
     def started(self, call: Call) -> None:  # never reached: replayed() answers every call or raises
         raise DivergenceError(f"step {call.step}: replay would call `{call.tool.name}`")
@@ -221,13 +258,13 @@ class Resume(Recorder):
         _same_call(held, call, _plain(dict(call.args)), step, self.run_id, "resume")
         if held["finished_at"] is not None:
             if held["error"] is not None:
-                raise ToolFailed(held["error"], step.tool)
+                raise ToolFailed(held["error"], _node(step))
             return Skip(held["output"])
         effects = call.tool.effects
         if not (getattr(effects, "idempotent", False) or getattr(effects, "read_only", False)):
             raise OutcomeUnknown(f"step {call.step}: outcome unknown: run {self.run_id} recorded the call of "
                                  f"`{call.tool.name}` here and no result, and `{call.tool.name}` is not "
-                                 f"idempotent, so it is not called again", step.tool)
+                                 f"idempotent, so it is not called again", _node(step))
         self.again[id(call)] = held["sequence"]
         return None
 

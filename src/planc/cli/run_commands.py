@@ -60,7 +60,10 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     progress = Progress(console, int(most.high) if most is not None and most.bounded else None)
     sink = open(events, "w", encoding="utf-8") if events else None  # closed below
     writer = (lambda event: sink.write(json.dumps(event, default=str) + "\n")) if sink else None
-    runs, recorder = _start_recording(store, checked, registry, policy, arguments)
+    options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
+               "policy": str(Path(policy_file).resolve()) if policy_file else None,
+               "principal": principal, "finish": finish, "query": query}
+    runs, recorder = _start_recording(store, checked, registry, policy, arguments, options)
     hooks = Hooks(gate=approval_gate(console, pause=progress.paused) if approve else None,
                   events=fan_out(writer, progress.sink, recorder.event))
     try:
@@ -75,19 +78,46 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         if sink:
             sink.close()
     runs.finish_run(recorder.run_id, result.status, result.value, result.message)
-    runs.close()
-    if finish == "output":
-        _print_result(result)
-        return
+    try:
+        _finish(result, finish, query, lambda: solver, recorder)
+    finally:
+        runs.close()
+
+
+def _finish(result, finish: str, query: str | None, solver, recorder) -> None:
+    """Print what `--finish` asks for and exit with the result's status.
+
+    `solver()` gives the `solver` model's client, asked through `recorder` as step `finish`, so a
+    replay prints the recorded report without asking the model.
+    """
     if finish == "solver":
+        import asyncio
+
         from planc.backend.finish import solver_report
+        from planc.backend.model_calls import StepModel
         from planc.backend.models import ModelError
 
+        made = []  # the client, once a real inference needs it
+
+        def connect():
+            made[:] = made or [solver()]
+            return made[0]
+
+        async def report() -> str:
+            try:
+                return await solver_report(StepModel(connect, "solver", "finish", recorder), query, result.value,
+                                           result.status, result.message)
+            finally:
+                for client in made:
+                    await client.aclose()
+
         try:
-            click.echo(asyncio.run(solver_report(solver, query, result.value, result.status, result.message)))
+            click.echo(asyncio.run(report()))
         except ModelError as error:
             click.echo(f"error: the solver's report failed: {error}", err=True)
             sys.exit(1)
+    elif finish == "output":
+        _print_json(result.value)
     _exit_status(result)
 
 
@@ -111,12 +141,11 @@ def _checked_to_run(text: str, name: str, registry, policy, principal: str):
     return checked
 
 
-def _print_result(result) -> None:
-    """The plan's result as JSON on stdout; exit 4 when an exit step stopped it with status error."""
+def _print_json(value) -> None:
+    """The plan's result as JSON on stdout."""
     import json
 
-    click.echo(json.dumps(result.value, indent=2, ensure_ascii=False, default=str))
-    _exit_status(result)
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 def _exit_status(result) -> None:
@@ -134,12 +163,12 @@ def _open_store(store: str | None):
         raise UsageError(str(error)) from None
 
 
-def _start_recording(store: str | None, checked, registry, policy, arguments):
+def _start_recording(store: str | None, checked, registry, policy, arguments, options: dict):
     """The run store and the recorder of a new run; its id goes to stderr."""
     from planc.backend.stored import save_plan
 
     runs = _open_store(store)
-    recorder = runs.start_run(save_plan(checked, registry=registry, policy=policy), arguments)
+    recorder = runs.start_run(save_plan(checked, registry=registry, policy=policy), arguments, options)
     click.echo(f"run: {recorder.run_id}", err=True)
     return runs, recorder
 
@@ -235,17 +264,29 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     from planc.backend.values import RunError
 
     run = _stored_run(store, run_id)
+    config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
     registry = _registry(config, plan=plan_file)
     policy = _policy(policy_file, registry, principal)
     text = _read(plan_file) if plan_file else dump(run["plan"])
     checked = _checked_to_run(text, plan_file or run_id, registry, policy, principal)
+    replay = Replay(run)
     try:
         result = asyncio.run(run_plan(checked, registry=registry, arguments=run["arguments"], policy=policy,
-                                      principal=principal, recorder=Replay(run)))
+                                      principal=principal, recorder=replay))
     except RunError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
-    _print_result(result)
+    options = run["options"]
+    _finish(result, options.get("finish", "output"), options.get("query"), lambda: _solver(registry), replay)
+
+
+def _as_recorded(run: dict, config: str | None, policy_file: str | None, principal: str):
+    """The planc.toml, policy file and principal to replay or resume `run` with: what it ran with,
+    unless the command line says otherwise."""
+    options = run["options"]
+    given = click.get_current_context().get_parameter_source("principal") is not click.core.ParameterSource.DEFAULT
+    return (config or options.get("config"), policy_file or options.get("policy"),
+            principal if given else options.get("principal", principal))
 
 
 @main.command("resume")
@@ -273,6 +314,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     if run["status"] in ("ok", "error"):
         click.echo(f"error: run {run_id} already finished ({run['status']}): nothing to resume", err=True)
         sys.exit(1)
+    config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
     registry = _registry(config, plan=None)
     policy = _policy(policy_file, registry, principal)
     try:
@@ -292,8 +334,11 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
     runs.finish_run(run_id, result.status, result.value, result.message)
-    runs.close()
-    _print_result(result)
+    options = run["options"]
+    try:
+        _finish(result, options.get("finish", "output"), options.get("query"), lambda: _solver(registry), recorder)
+    finally:
+        runs.close()
 
 
 def _is_stored(text: str) -> bool:

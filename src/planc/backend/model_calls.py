@@ -1,0 +1,63 @@
+"""Model inferences as the run store sees them: calls like any tool's, recorded and replayed.
+
+A step's inference (an `agent` round, an `infer` question, the `solver` finish) is a `Call` of
+the pseudo-tool `model:<role>` whose input is the conversation and the names of the tools
+offered, and whose result is the reply as data. So the recorder commits an intent row before
+it and the reply after, replay answers it from the record without any HTTP, and resume asks
+the model again only for an inference that never finished (a model call changes nothing, so it
+is safe to repeat).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from planc.backend.hooks import Call
+from planc.backend.models import ModelClient, ModelError, Reply
+from planc.backend.values import ToolFailed
+from planc.registry.tool import Effects, Tool
+
+# What asking a model may do: nothing in the world (so it may be asked again), not deterministic.
+MODEL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=True)
+
+
+def model_tool(role: str) -> Tool:
+    return Tool(f"model:{role}", effects=MODEL_EFFECTS)
+
+
+class StepModel:
+    """The model of `role` as the step at `path` asks it: every `chat` goes through `recorder`.
+
+    `connect` gives the real client; it is only called when an inference is really made, so a
+    replay needs neither the endpoint nor its API key.
+    """
+
+    def __init__(self, connect: Callable[[], ModelClient], role: str, path: str, recorder=None, step=None) -> None:
+        self.connect, self.role, self.path, self.recorder, self.step = connect, role, path, recorder, step
+
+    @property
+    def endpoint(self) -> str:
+        return self.connect().endpoint
+
+    async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
+                   response_format: Mapping | None = None) -> Reply:
+        if self.recorder is None:
+            return await self.connect().chat(messages, tools=tools, response_format=response_format)
+        asked: dict = {"messages": list(messages), "tools": [tool.name for tool in tools or ()]}
+        if response_format is not None:
+            asked["response_format"] = dict(response_format)
+        call = Call(self.path, model_tool(self.role), asked)
+        try:
+            replayed = self.recorder.replayed(call, self.step)
+        except ToolFailed as error:  # the recorded inference failed: fail as the model did
+            raise ModelError(str(error)) from None
+        if replayed is not None:
+            return Reply.from_data(replayed.result)
+        self.recorder.started(call)
+        try:
+            reply = await self.connect().chat(messages, tools=tools, response_format=response_format)
+        except Exception as error:
+            self.recorder.finished(call, None, error)
+            raise
+        self.recorder.finished(call, reply.to_data(), None)
+        return reply

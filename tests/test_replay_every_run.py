@@ -1,0 +1,97 @@
+"""Every run the test session recorded replays: no tool and no model is called, and the output is the run's.
+
+This test runs after every other (conftest.py moves it last). It finds the run stores the session
+wrote (`$PLANC_STORE`, and every `*.sqlite` under the session's temporary folder), and replays each
+finished run with `planc replay` in this process, where calling a tool, asking a model or starting
+an MCP server raises. A replay must print what `planc run` printed for that run: the result as
+JSON (`--finish output`), nothing (`none`) or the recorded report (`solver`), with the same exit
+status; a run that failed must fail again with the same message. A run whose test changed its
+planc.toml or policy afterwards is refused as stale, as `planc replay` must; those are few.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planc.cli import main
+
+pytestmark = pytest.mark.last
+
+
+class Called(AssertionError):
+    pass
+
+
+def refuse(what):
+    async def called(*args, **kwargs):
+        raise Called(f"replay {what}")
+
+    return called
+
+
+def stores(tmp_path_factory) -> list[Path]:
+    found = {Path(os.environ["PLANC_STORE"])} | set(tmp_path_factory.getbasetemp().rglob("*.sqlite"))
+    return sorted(path for path in found if path.exists() and _is_run_store(path))
+
+
+def _is_run_store(path: Path) -> bool:
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs'").fetchone() is not None
+    except sqlite3.Error:
+        return False
+
+
+def finished_runs(store: Path) -> list[dict]:
+    result = CliRunner().invoke(main, ["runs", "--store", str(store), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return [run for run in json.loads(result.stdout) if run["status"] != "running"]
+
+
+def expected(run: dict) -> tuple[int, str, str]:
+    """What `planc run` printed for `run`: exit status, stdout, and the error line on stderr."""
+    if run["status"] == "failed":
+        return 1, "", f"error: {run['message']}\n"
+    options = run["options"]
+    finish = options.get("finish", "output")
+    if finish == "solver":
+        report = next(call for call in run["calls"] if call["step"] == "finish")["output"]["content"].strip()
+        stdout = report + "\n"
+    elif finish == "output":
+        stdout = json.dumps(run["output"], indent=2, ensure_ascii=False, default=str) + "\n"
+    else:
+        stdout = ""
+    return (4 if run["status"] == "error" else 0), stdout, ""
+
+
+def test_every_recorded_run_replays_without_calling_anything(tmp_path_factory, monkeypatch):
+    monkeypatch.setattr("planc.backend.interpreter.call_provider", refuse("called a tool"))
+    monkeypatch.setattr("planc.backend.models.ModelClient.chat", refuse("asked a model"))
+    monkeypatch.setattr("planc.backend.mcp_runtime.McpRuntime.open", refuse("started an MCP server"))
+    replayed, kinds, stale = 0, set(), []
+    for store in stores(tmp_path_factory):
+        for summary in finished_runs(store):
+            run = json.loads(CliRunner().invoke(main, ["show-run", summary["id"], "--store", str(store),
+                                                       "--format", "json"]).stdout)
+            status, stdout, stderr = expected(run)
+            result = CliRunner().invoke(main, ["replay", run["id"], "--store", str(store)])
+            assert not isinstance(result.exception, Called), f"{store} {run['id']}: {result.exception}"
+            where = f"{store} run {run['id']} ({run['status']}, {run['options']}):\n{result.output}"
+            if result.exit_code == 1 and "stored plan is stale" in result.stderr:
+                stale.append(result.stderr)  # its test changed planc.toml or the policy after the run
+                continue
+            assert (result.exit_code, result.stdout) == (status, stdout), where
+            if stderr:
+                assert result.stderr.endswith(stderr), where
+            replayed += 1
+            kinds |= {call["tool"].split(":")[0] for call in run["calls"]}
+    if not replayed:
+        pytest.skip("no run was recorded in this session (run the whole suite)")
+    assert "model" in kinds  # the session's runs include model inferences, and they replayed too
+    assert len(stale) < replayed / 10, stale  # refused, naming the change: only the few that test staleness
