@@ -162,3 +162,59 @@ def test_a_failed_call_is_recorded_and_replayed_as_the_same_failure(project, mon
     assert recorded["status"] == "failed" and recorded["calls"][0]["error"].startswith("step 1: `notify` failed")
     replayed = invoke("replay", run_id)
     assert replayed.exit_code == 1 and "step 1: `notify` failed" in replayed.stderr
+
+
+from model_server import model_server  # noqa: E402,F401  (the loopback model server fixture)
+
+AGENT_PLAN = '''agent(prompt: "Triage the disk alerts", tools: ["search"],
+      output_schema: {type: "object", properties: {severity: {type: "string"}, summary: {type: "string"}},
+                      required: ["severity", "summary"]})
+filter(over: $1.tools_called, infer: "Is {{item}} worth a page?")
+'''
+
+
+def test_model_inferences_are_recorded_and_replayed_without_the_model(project, model_server, monkeypatch):
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text() + f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "m"\n'
+                    'api_key_env = "PLANC_TEST_MODEL_KEY"\n')
+    (project / "agent.plan").write_text(AGENT_PLAN, encoding="utf-8")
+    monkeypatch.setenv("PLANC_TEST_MODEL_KEY", "secret")
+    model_server.play("tool_call_search", "answer_triage", "answer_yes")
+    result = invoke("run", "agent.plan", "--finish", "output")
+    assert result.exit_code == 0, result.output
+    run_id = result.stderr.split("run: ")[1].split()[0]
+    recorded = json.loads(invoke("show-run", run_id, "--format", "json").stdout)
+    assert [(call["step"], call["tool"]) for call in recorded["calls"]] == [
+        ("1", "model:chat"), ("1/agent.1/search", "search"), ("1", "model:chat"), ("2[0]", "model:judge")]
+    assert recorded["calls"][1]["input"] == {"query": "disk full", "limit": 3}
+    asked = len(model_server.bodies())
+    monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")  # every tool raises
+    monkeypatch.delenv("PLANC_TEST_MODEL_KEY")  # and the model's key is gone: replay needs neither
+    replayed = invoke("replay", run_id)
+    assert replayed.exit_code == 0, replayed.output
+    assert replayed.stdout == result.stdout and json.loads(replayed.stdout) == ["search"]
+    assert len(model_server.bodies()) == asked  # the model was not asked again
+
+
+def test_replay_uses_the_planc_toml_the_run_used_from_any_folder(project, tmp_path_factory, monkeypatch):
+    run_id, output = record(project)
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))  # no planc.toml here or above
+    monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
+    replayed = invoke("replay", run_id, "--store", str(project / ".planc" / "runs.sqlite"))
+    assert replayed.exit_code == 0, replayed.output
+    assert replayed.stdout == output
+
+
+def test_a_store_written_before_run_options_opens_and_replays(project, monkeypatch):
+    run_id, output = record(project)
+    database = project / ".planc" / "runs.sqlite"
+    with sqlite3.connect(database) as db:  # back to the first schema: no `runs.options`, user_version 0
+        db.execute("ALTER TABLE runs DROP COLUMN options")
+        db.execute("PRAGMA user_version = 0")
+    monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
+    replayed = invoke("replay", run_id)
+    assert replayed.exit_code == 0, replayed.output
+    assert replayed.stdout == output
+    with sqlite3.connect(database) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert "options" in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
