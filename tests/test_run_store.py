@@ -147,7 +147,11 @@ def test_runs_lists_and_show_run_shows_step_by_step(project):
     assert first in invoke("runs").stdout
     shown = invoke("show-run", first)
     assert shown.exit_code == 0, shown.output
-    assert "step 1: search(" in shown.stdout and "step 3/do.1[2]: notify(" in shown.stdout
+    lines = shown.stdout.splitlines()
+    assert lines[1].startswith('step 1 search {"query": "disk", "limit": 4} (') and '-> [{"id": "I0"' in lines[1]
+    assert lines[2].startswith('step 2 filter -> [{"id": "I1"')  # a control step: no call, its result
+    assert lines[3].startswith("step 3 map -> ")
+    assert lines[4].startswith('  step 3/do.1[0] notify {"channel": "#ops", "text": "disk 1"} (')
     assert invoke("show-run", "nope").exit_code == 2
 
 
@@ -187,6 +191,10 @@ def test_model_inferences_are_recorded_and_replayed_without_the_model(project, m
     assert [(call["step"], call["tool"]) for call in recorded["calls"]] == [
         ("1", "model:chat"), ("1/agent.1/search", "search"), ("1", "model:chat"), ("2[0]", "model:judge")]
     assert recorded["calls"][1]["input"] == {"query": "disk full", "limit": 3}
+    shown = invoke("show-run", run_id).stdout.splitlines()
+    assert shown[1].startswith("step 1 agent -> ") and shown[2].startswith('  model:chat {"messages": ')
+    assert shown[3].startswith('  search {"query": "disk full", "limit": 3}')
+    assert shown[5].startswith('step 2 filter -> ["search"]') and shown[6].startswith("  model:judge ")
     asked = len(model_server.bodies())
     monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")  # every tool raises
     monkeypatch.delenv("PLANC_TEST_MODEL_KEY")  # and the model's key is gone: replay needs neither

@@ -124,13 +124,15 @@ class RunStore:
             raise RunStoreError(f"{self.path}: no run `{run_id}`")
         calls = self.db.execute("SELECT sequence, step, tool, input, output, error, started_at, finished_at "
                                 "FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
+        events = self.db.execute("SELECT at, event FROM events WHERE run_id = ? ORDER BY sequence", (run_id,))
         return {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
                 "plan": json.loads(row[4]), "arguments": json.loads(row[5]),
                 "output": json.loads(row[6]) if row[6] is not None else None, "message": row[7],
                 "options": json.loads(row[8]) if row[8] is not None else {},
                 "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": json.loads(c[3]),
                            "output": json.loads(c[4]) if c[4] is not None else None, "error": c[5],
-                           "started_at": c[6], "finished_at": c[7]} for c in calls]}
+                           "started_at": c[6], "finished_at": c[7]} for c in calls],
+                "events": [{"at": at, **json.loads(event)} for at, event in events]}
 
 
 class Recorder:

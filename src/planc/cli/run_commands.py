@@ -216,7 +216,7 @@ def runs_command(store: str | None, output_format: str) -> None:
 @STORE_OPTION
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def show_run_command(run_id: str, store: str | None, output_format: str) -> None:
-    """Show one recorded run, call by call."""
+    """Show one recorded run step by step: each step's result, and the calls it made."""
     import json
 
     run = _stored_run(store, run_id)
@@ -227,19 +227,59 @@ def show_run_command(run_id: str, store: str | None, output_format: str) -> None
                f"finished {_when(run['finished_at'])}")
     if run["arguments"]:
         click.echo(f"arguments: {json.dumps(run['arguments'], ensure_ascii=False)}")
-    for call in run["calls"]:
-        took = f" ({call['finished_at'] - call['started_at']:.3f}s)" if call["finished_at"] else ""
-        click.echo(f"step {call['step']}: {call['tool']}({json.dumps(call['input'], ensure_ascii=False)}){took}")
-        if call["error"] is not None:
-            click.echo(f"  error: {call['error']}")
-        elif call["finished_at"] is None:
-            click.echo("  no result recorded (the run stopped during the call)")
-        else:
-            click.echo(f"  -> {json.dumps(call['output'], ensure_ascii=False)}")
+    for line in _step_lines(run):
+        click.echo(line)
     if run["message"]:
         click.echo(f"message: {run['message']}")
     if run["status"] in ("ok", "error"):
         click.echo(f"output: {json.dumps(run['output'], ensure_ascii=False)}")
+
+
+def _step_lines(run: dict):
+    """`run`'s steps in the order they started, indented by nesting: a tool step with its input, time
+    and result; any other call a step made (a model's, an `agent`'s tools') beneath it; calls outside
+    any step (the finish) last."""
+    steps: dict[str, dict] = {}  # path -> {"tool", "finished", "result"}
+    for event in run["events"]:
+        if event["event"] == "step_started":
+            steps[event["step"]] = {"tool": event["tool"], "finished": False}
+        elif event["event"] == "step_finished" and event["step"] in steps:
+            steps[event["step"]].update(finished=True, result=event.get("result"))
+    calls: dict[str, list[dict]] = {}
+    for call in run["calls"]:
+        owner = call["step"]  # an agent's tool call `1/agent.2/search` and a judged item `2[0]` belong to steps 1, 2
+        while owner and owner not in steps:
+            owner = owner[:max(owner.rfind("/"), owner.rfind("["), 0)]
+        calls.setdefault(owner, []).append(call)
+    for path, step in steps.items():
+        indent = "  " * path.count("/")
+        own = [call for call in calls.get(path, ()) if call["step"] == path and call["tool"] == step["tool"]]
+        if own:
+            yield indent + _call_line(own[0], f"step {path} ")
+        else:
+            yield f"{indent}step {path} {step['tool']}" + (f" -> {_short(step['result'])}" if step["finished"]
+                                                          else " (did not finish)")
+        yield from (f"{indent}  {_call_line(call)}" for call in calls.get(path, ()) if call not in own)
+    yield from (_call_line(call, f"{call['step']}: ") for call in calls.get("", ()))
+
+
+def _call_line(call: dict, prefix: str = "") -> str:
+    took = f" ({call['finished_at'] - call['started_at']:.3f}s)" if call["finished_at"] else ""
+    if call["error"] is not None:
+        ended = f" failed: {call['error']}"
+    elif call["finished_at"] is None:
+        ended = ": no result recorded (the run stopped during the call)"
+    else:
+        ended = f" -> {_short(call['output'])}"
+    return f"{prefix}{call['tool']} {_short(call['input'])}{took}{ended}"
+
+
+def _short(value) -> str:
+    import json
+
+    from planc.backend.models import excerpt
+
+    return excerpt(json.dumps(value, ensure_ascii=False), 100)
 
 
 @main.command("replay")
