@@ -1,6 +1,6 @@
 """What the interpreter costs per step, and how well `map` overlaps slow tools.
 
-    .venv/bin/python bench/run.py             # both tables (about 20 s)
+    .venv/bin/python bench/run.py             # the three tables (about 25 s)
     .venv/bin/python bench/run.py --profile   # cProfile of the 1,000-step async plan
     .venv/bin/python bench/run.py --quick     # fewer samples, for a smoke run
 
@@ -18,6 +18,11 @@ plan once, and times only `run_plan` (a fresh event loop per sample, as `planc r
     `time.sleep(0.01)` run in threads) at concurrency 1, 10 and 50: wall time, speedup over
     concurrency 1, and the ideal speedup, 100 / ceil(100 / c) where c is the concurrency, bounded
     for sync tools by the worker count of asyncio's default thread pool (min(32, cpus + 4)).
+
+(3) The optimizer's schedule, LLMCompiler-style: 8 independent calls of `search` (async, 50 ms,
+    declared read-only and deterministic) joined by a final `reshape`, run one step after the
+    other and as `planc run --optimize` runs it (`optimize`, then `run_plan` with its schedule).
+    The ideal speedup is the cost pass's sequential latency over its critical path (8x here).
 
 Times are the best of N samples (each sample loops at least 50 ms for the fast rows), garbage
 collector on, gc.collect() before each sample.
@@ -43,6 +48,7 @@ from planc.backend.interpreter import run_plan
 from planc.registry import load_registry
 
 STEPS = 1_000
+SEARCHES = 8
 ITEMS = 1_000
 SLOW_ITEMS = 100
 CONCURRENCY = (1, 10, 50)
@@ -73,6 +79,11 @@ def slow(x: int) -> int:
 async def aslow(x: int) -> int:
     await asyncio.sleep(0.01)
     return x
+
+
+async def search(query: str) -> list:
+    await asyncio.sleep(0.05)
+    return [query]
 '''
 
 TOML = '''
@@ -110,6 +121,14 @@ params = {{ x = {{ type = "integer" }} }}
 required = ["x"]
 returns = {{ type = "integer" }}
 effects = {{ read_only = true }}
+
+[tools.search]
+provider = "python:{module}:search"
+params = {{ query = {{ type = "string" }} }}
+required = ["query"]
+returns = {{ type = "array", items = {{ type = "string" }} }}
+effects = {{ read_only = true, deterministic = true }}
+cost = {{ latency_ms = 50 }}
 '''
 
 
@@ -153,12 +172,18 @@ class Bench:
             sys.exit(f"a generated plan should check clean: {[(d.code, d.message) for d in errors[:3]]}")
         return result
 
-    def runner(self, text: str, expected):
-        """A function that runs the checked `text` once; its result is checked against `expected` first."""
-        checked = self.checked(text)
+    def runner(self, text: str, expected, optimized: bool = False):
+        """A function that runs the checked `text` once (as `--optimize` does, if `optimized`); its result
+        is checked against `expected` first."""
+        checked, schedule = self.checked(text), None
+        if optimized:
+            from planc.passes.optimize import optimize
+
+            result = optimize(checked)
+            checked, schedule = result.checked, result.schedule
 
         def run():
-            return asyncio.run(run_plan(checked, registry=self.registry))
+            return asyncio.run(run_plan(checked, registry=self.registry, schedule=schedule))
 
         value = run().value
         if value != expected:
@@ -222,6 +247,17 @@ def map_rows(bench: Bench, repeat: int) -> list[tuple[str, int, float, float, fl
     return rows
 
 
+def optimize_row(bench: Bench, repeat: int) -> tuple[float, float, float]:
+    """(sequential seconds, optimized seconds, ideal speedup) for the LLMCompiler-style plan."""
+    text = "".join(f's{n} = search(query: "topic {n}")\n' for n in range(SEARCHES))
+    text += "reshape(value: [" + ", ".join(f"$s{n}" for n in range(SEARCHES)) + "])\n"
+    expected = [[f"topic {n}"] for n in range(SEARCHES)]
+    sequential = best(bench.runner(text, expected), repeat, sample=0)
+    optimized = best(bench.runner(text, expected, optimized=True), repeat, sample=0)
+    total = bench.checked(text).cost.total
+    return sequential, optimized, total.sequential_ms.high / total.critical_ms.high
+
+
 def profile(bench: Bench) -> None:
     import cProfile
     import pstats
@@ -251,6 +287,7 @@ def main() -> None:
         repeat = 3 if options.quick else 7
         overhead = overhead_rows(bench, repeat)
         slow = map_rows(bench, 2 if options.quick else 5)
+        fan_out = optimize_row(bench, 3 if options.quick else 7)
 
     workers = min(32, (os.cpu_count() or 1) + 4)
     print(f"planc run benchmark: Python {platform.python_version()} ({platform.machine()}), "
@@ -278,6 +315,15 @@ def main() -> None:
               f"{speedup / ideal:8.0%}  {bound}")
     print(f"(ideal = {SLOW_ITEMS} / ceil({SLOW_ITEMS} / c), c = min(concurrency, {SLOW_ITEMS}, "
           f"and for sync tools the thread pool's {workers} workers))")
+    print(f"\n{SEARCHES} independent read-only searches (async, 50 ms each) joined by one reshape: one step after "
+          f"the other vs the optimizer's schedule")
+    print(f"{'':28} {'sequential ms':>13} {'optimized ms':>12} {'speedup':>8} {'ideal':>6} {'of ideal':>9}")
+    print("-" * 81)
+    sequential, optimized, ideal = fan_out
+    speedup = sequential / optimized
+    print(f"{'LLMCompiler-style fan-out':28} {sequential * 1e3:13.1f} {optimized * 1e3:12.1f} {speedup:7.2f}x "
+          f"{ideal:5.1f}x {speedup / ideal:8.0%}")
+    print("(ideal = the cost pass's sequential latency / its critical path under the schedule)")
     print(f"(run took {time.perf_counter() - wall:.0f} s)")
 
 

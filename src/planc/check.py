@@ -35,6 +35,7 @@ class CheckResult:
     typing: Typing | None = None
     policy: PolicyFacts | None = None
     cost: CostReport | None = None
+    context: CheckContext | None = None  # what it was checked with (registry, policy, ...), for `recheck`
 
     @property
     def ok(self) -> bool:
@@ -75,7 +76,7 @@ def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResul
         diagnostics = parsed.diagnostics
         if context.registry is not None:
             diagnostics = [name_parameters(d, text, context.registry) if d.code == "E102" else d for d in diagnostics]
-        return CheckResult(source, None, tuple(diagnostics))
+        return CheckResult(source, None, tuple(diagnostics), context=context)
     diagnostics = list(parsed.diagnostics)
     for run_pass in PASSES:
         result, found = run_pass(parsed.plan, context)
@@ -84,4 +85,14 @@ def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResul
     diagnostics.sort(key=sort_key)
     facts = context.facts
     return CheckResult(source, parsed.plan, tuple(diagnostics), resolution=facts["resolve"], typing=facts["types"],
-                       policy=facts["policy"], cost=facts["cost"])
+                       policy=facts["policy"], cost=facts["cost"], context=context)
+
+
+def recheck(checked: CheckResult, source: str) -> CheckResult:
+    """Check `source` as `checked` was checked: with the same registry, arguments, policy, principal and budgets.
+
+    >>> recheck(check("a()", max_calls=1), "a()\\nb()").diagnostics[0].code
+    'E401'
+    """
+    with gc_paused():
+        return _check(source, False, attrs.evolve(checked.context, source=source, facts={}))

@@ -1,6 +1,7 @@
 """Run a checked plan (DESIGN section 7): validate, run the steps, finish.
 
-Steps run in text order; `map` runs up to `concurrency` items at once. Every
+Steps run in text order, or as the optimizer's schedule allows (`planc run
+--optimize`); `map` runs up to `concurrency` items at once. Every
 real tool dispatch goes through one path (`_dispatch`): the policy decides with
 the real arguments, the arguments are validated against the tool's schema, the
 gate is asked, the tool is called, its result is validated against `returns`,
@@ -20,6 +21,7 @@ from planc.backend.mcp_runtime import McpRuntime
 from planc.backend.providers import call_provider
 from planc.backend.values import RunError, Scope, ToolFailed, evaluate, render, truth
 from planc.check import CheckResult
+from planc.passes.schedule import Schedule
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.registry import Registry
 from planc.syntax import ast
@@ -41,8 +43,11 @@ class Exited(Exception):
 
 async def run_plan(checked: CheckResult, *, registry: Registry | None = None, arguments: Mapping | None = None,
                    hooks: Hooks = Hooks(), policy=None, principal: str = 'User::"anonymous"',
-                   recorder=None) -> RunResult:
+                   recorder=None, schedule: Schedule | None = None) -> RunResult:
     """Run `checked` (a plan `planc.check` accepted); RunError says what failed and where.
+
+    With a `schedule` of its steps (`planc.passes.optimize`), each top-level step starts as soon
+    as the steps it waits for have finished, rather than after the step before it.
 
     `recorder` (the run store's, DESIGN section 7), if given, is told of every real tool call:
     `recorder.replayed(call)` before it (a Skip: use its result instead of calling; None: call),
@@ -59,7 +64,10 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     try:
         if recorder is None or recorder.calls_tools:  # a replay calls none: no server is started
             await run.mcp.open()  # the MCP servers the run may call, checked against the lock before any step
-        value = await run.pipelines(checked.plan.pipelines, run.scope, prefix="", suffix="", in_loop=False)
+        if schedule is None:
+            value = await run.pipelines(checked.plan.pipelines, run.scope, prefix="", suffix="", in_loop=False)
+        else:
+            value = await run.scheduled(checked.plan.pipelines, schedule, run.scope)
         result = RunResult(value)
     except Exited as exit_:
         result = RunResult(exit_.output, exit_.status, exit_.message)
@@ -146,6 +154,49 @@ class _Run:
                 scope.results[step] = result
                 piped = result
         return result
+
+    async def scheduled(self, pipelines, schedule: Schedule, scope: Scope):
+        """Run the top-level `pipelines`, each step once the steps `schedule` says it waits for have finished.
+
+        The run fails with the first failing step in text order, as it would one step after the other:
+        a failure cancels the steps after it, and only steps that change nothing run beside it, since
+        a step that changes something waits for every step before it. The result is the last step's.
+        """
+        tasks: list[asyncio.Task] = []
+        index: dict[ast.Step, int] = {}
+
+        async def one(step: ast.Step, path: str, piped_from: ast.Step | None):
+            waits = [tasks[index[earlier]] for earlier in schedule.waits[step]]
+            pending = [task for task in waits if not task.done()]
+            if pending:
+                await asyncio.wait(pending)  # never cancels them, unlike awaiting a task
+            if any(task.cancelled() or task.exception() is not None for task in waits):
+                raise asyncio.CancelledError  # an earlier step failed: its error is the run's
+            piped = _NOTHING if piped_from is None else scope.results[piped_from]
+            try:
+                result = await self.step(step, path, scope, piped, False)
+            except Exception:
+                for later in tasks[index[step] + 1:]:
+                    later.cancel()
+                raise
+            scope.results[step] = result
+            return result
+
+        for pipeline in pipelines:
+            piped_from = None
+            for step in pipeline.steps:
+                index[step] = len(tasks)
+                tasks.append(asyncio.ensure_future(one(step, str(len(tasks) + 1), piped_from)))
+                piped_from = step
+        result = None
+        try:
+            for task in tasks:  # in text order: the first failure is the run's
+                result = await task
+            return result
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def step(self, step: ast.Step, path: str, scope: Scope, piped, in_loop: bool):
         self.emit("step_started", step=path, tool=step.tool.text)

@@ -141,4 +141,4 @@ def _parse_or_exit(path: str, exit_code: int):
 
 
 
-from planc.cli import plan_commands, registry_commands, run_commands  # noqa: E402,F401  (they register their commands)
+from planc.cli import optimize_commands, plan_commands, registry_commands, run_commands  # noqa: E402,F401  (they register their commands)

@@ -22,9 +22,12 @@ from planc.cli import (CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPT
               help="Print the plan's result as JSON, nothing, or the `solver` model's report on it (--query).")
 @click.option("--query", help="With --finish solver: what the report answers.")
 @click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful tool call.")
+@click.option("--optimize", is_flag=True,
+              help="Run the plan as `planc optimize` rewrites it, independent steps at the same time; notes on stderr.")
 @STORE_OPTION
 def run_command(plan: str, config: str | None, policy_file: str | None, principal: str, args: tuple[str, ...],
-                events: str | None, finish: str, query: str | None, approve: bool, store: str | None) -> None:
+                events: str | None, finish: str, query: str | None, approve: bool, optimize: bool,
+                store: str | None) -> None:
     """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error.
 
     Progress goes to stderr; stdout holds the result only.
@@ -52,6 +55,12 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     except ValueError as error:
         raise UsageError(str(error)) from None
     checked = _checked_to_run(_read(plan), plan, registry, policy, principal)
+    schedule = None
+    if optimize:
+        from planc.cli.optimize_commands import optimized_plan
+
+        optimized = optimized_plan(checked, plan)
+        checked, schedule = optimized.checked, optimized.schedule
     from planc.backend.approve import approval_gate
     from planc.backend.progress import Progress, fan_out
 
@@ -69,7 +78,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     try:
         with progress:
             result = asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks,
-                                          policy=policy, principal=principal, recorder=recorder))
+                                          policy=policy, principal=principal, recorder=recorder, schedule=schedule))
     except RunError as error:
         runs.finish_run(recorder.run_id, "failed", message=str(error))
         click.echo(f"error: {error}", err=True)

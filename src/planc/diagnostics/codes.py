@@ -23,9 +23,11 @@ class Code:
     registry: str | None = None  # the planc.toml the example is checked against, when it calls tools
     policy: str | None = None  # the Cedar policy (policy.cedar) the example is checked against
     budget: dict = attrs.field(factory=dict)  # `check`'s budget arguments for the example (`max_calls`, ...)
+    optimize: bool = False  # a note of the optimizer's: the example is optimized after it is checked
 
     def check_example(self):
-        """`planc.check` of the example, against its registry and policy when it has them."""
+        """`planc.check` of the example, against its registry and policy when it has them (and
+        with the optimizer's notes added, for a code of the optimizer's)."""
         from planc.check import check
         from planc.policy import policy_from_text
         from planc.registry.config import registry_from_text
@@ -35,7 +37,12 @@ class Code:
         where = Path(__file__).resolve().parents[3] / "planc.toml"
         registry = registry_from_text(self.registry, where) if self.registry else None
         policy = policy_from_text(self.policy, where.with_name("policy.cedar")) if self.policy else None
-        return check(self.example, extract_plan=self.extract, registry=registry, policy=policy, **self.budget)
+        checked = check(self.example, extract_plan=self.extract, registry=registry, policy=policy, **self.budget)
+        if not self.optimize:
+            return checked
+        from planc.passes.optimize import optimize
+
+        return attrs.evolve(checked, diagnostics=checked.diagnostics + optimize(checked).notes)
 
 
 # The tools the type examples call.
@@ -49,6 +56,24 @@ effects = { read_only = true }
 [tools.notify]
 params = { channel = { type = "string" }, text = { type = "string" } }
 required = ["channel", "text"]
+"""
+
+# The tools the optimizer's examples call.
+OPTIMIZER_TOOLS = """\
+[tools.search]
+params = { query = { type = "string" } }
+required = ["query"]
+returns = { type = "array", items = { type = "object", properties = { id = { type = "string" } } } }
+effects = { read_only = true, deterministic = true }
+
+[tools.notify]
+params = { channel = { type = "string" }, text = { type = "string" } }
+required = ["channel", "text"]
+effects = { read_only = false, destructive = false }
+
+[tools.lookup]
+params = { id = { type = "string" } }
+required = ["id"]
 """
 
 # The policy of the E400 example.
@@ -207,6 +232,33 @@ _ALL = [
          "of its values, so the comparison is always false (or always true). When the literal "
          "differs from one value only in case, the fix is that value.",
          'search(query: "outages") |> filter(where: status == "closed")', registry=INCIDENT_TOOLS),
+    Code("N600", "repeated call reused",
+         "`planc optimize` (and `planc run --optimize`) removed a call that repeats an earlier one, and what "
+         "read its result (references to it, and the step it piped into) reads the earlier call's. Legal "
+         "because the tool is declared read-only and deterministic (`effects = { read_only = true, "
+         "deterministic = true }`), the two calls have the same arguments (references to the same steps, the "
+         "same piped input), and no step between them changes anything. Only top-level steps are compared, "
+         "never control steps or declared plans (docs/optimize.md).",
+         'first = search(query: "disk full")\nagain = search(query: "disk full")\n'
+         'notify(channel: "#ops", text: "{$first.length} and {$again.length}")',
+         registry=OPTIMIZER_TOOLS, optimize=True),
+    Code("N601", "steps run at the same time",
+         "Under the optimizer's schedule (`planc run --optimize`) these top-level steps start together. Legal "
+         "because none of them reads another's result (by a reference or a pipe, in its arguments or its "
+         "blocks' steps) and none of them changes anything or may exit: every tool they call is declared "
+         "read-only. A step that changes something or may exit keeps its place: it starts after every step "
+         "before it has finished, and every step after it waits for it (docs/optimize.md).",
+         'disk = search(query: "disk full")\nmemory = search(query: "out of memory")\n'
+         'notify(channel: "#ops", text: "{$disk.length} disk and {$memory.length} memory incidents")',
+         registry=OPTIMIZER_TOOLS, optimize=True),
+    Code("N602", "no rewrite: no effects metadata",
+         "A rewrite the optimizer would make is stopped only by a tool with no effects metadata, which planc "
+         "takes as possibly changing anything and giving a different result every time: a repeated call runs "
+         "again, and steps that read nothing of each other still run one after the other. The note names the "
+         "tools and the metadata that would allow the rewrite (`read_only = true` to move a step, and "
+         "`deterministic = true` too to reuse a result). Declare it only when it is true: planc relies on it. "
+         "A tool whose effects are all the conservative defaults counts as having no metadata.",
+         'lookup(id: "INC-1")\nlookup(id: "INC-2")', registry=OPTIMIZER_TOOLS, optimize=True),
 ]
 
 CODES: dict[str, Code] = {code.code: code for code in _ALL}
@@ -245,6 +297,8 @@ def render_markdown() -> str:
         elif code.registry:
             shown[code.registry] = code.code
             out += ["With this `planc.toml`:", "", "```toml", code.registry.rstrip("\n"), "```", ""]
+        if code.optimize:
+            out += ["Reported by `planc optimize example.plan` (and `planc run --optimize`).", ""]
         if code.budget:
             options = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in code.budget.items())
             out += [f"Checked with `{options}`.", ""]

@@ -41,10 +41,10 @@ from planc.passes.list_bounds import ListBounds, largest_argument
 from planc.passes.literals import literal_value
 from planc.passes.plan_cost import plan_cost
 from planc.passes.resolve import resolve
+from planc.passes.schedule import reads
 from planc.passes.types import types
 from planc.registry.builtins import CONTROL_STEPS
 from planc.syntax import ast
-from planc.syntax.steps import children
 
 ONE = Range(1, 1)
 INFERENCE = CostRange(inferences=ONE)
@@ -136,21 +136,7 @@ class _Coster:
         before = self.bounds.piped_from.get(step)
         if before is not None:
             yield before
-        yield from self._reads(step)
-
-    def _reads(self, step: ast.Step):
-        """The steps whose results `step` reads, in its own arguments and in its blocks' steps."""
-        pending = [arg.value for arg in step.args]
-        while pending:
-            node = pending.pop()
-            kind = type(node)
-            if kind is ast.Ref:
-                yield self.resolution.targets.get(node)
-            elif kind is ast.Block:
-                pending.extend(arg.value for pipeline in node.pipelines for inner in pipeline.steps
-                               for arg in inner.args)
-            else:
-                pending.extend(children(node))
+        yield from reads(step, self.resolution.targets)
 
     def step(self, step: ast.Step) -> _Run:
         tool = self.resolution.tools.get(step)
