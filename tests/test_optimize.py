@@ -6,7 +6,6 @@ import asyncio
 import json
 import re
 import sys
-import textwrap
 
 import pytest
 from click.testing import CliRunner
@@ -19,6 +18,7 @@ from planc.backend.values import RunError
 from planc.cli import main
 from planc.passes.optimize import optimize
 from planc.registry import load_registry
+from tool_project import tool_project
 
 TOOLS = '''
 import asyncio, json, os
@@ -86,18 +86,13 @@ trust_annotations = true
 def project(tmp_path, monkeypatch):
     from planc.registry.lock import entry
 
-    module = f"opttools_{tmp_path.name.replace('-', '_')}"
-    (tmp_path / f"{module}.py").write_text(TOOLS, encoding="utf-8")
-    (tmp_path / "planc.toml").write_text(textwrap.dedent(TOML.format(module=module)), encoding="utf-8")
     now = entry("now", "The time now", {"type": "object", "properties": {}}, None, {"readOnlyHint": True})
     lock = {"format": "planc.lock", "version": 1,
             "servers": {"clock": {"command": ["clock-server"], "tools": {"now": now}}}}
-    (tmp_path / "planc.lock.json").write_text(json.dumps(lock), encoding="utf-8")
-    (tmp_path / "calls.jsonl").touch()
-    monkeypatch.setenv("PLANC_TEST_CALLS", str(tmp_path / "calls.jsonl"))
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    sys.modules.pop(module, None)
+    with tool_project(tmp_path, "opttools", TOOLS, TOML, {"planc.lock.json": json.dumps(lock), "calls.jsonl": ""}):
+        monkeypatch.setenv("PLANC_TEST_CALLS", str(tmp_path / "calls.jsonl"))
+        monkeypatch.chdir(tmp_path)
+        yield tmp_path
 
 
 def log(project) -> list[dict]:
@@ -341,16 +336,13 @@ EQUIVALENCE_TOML = ''.join(f'[tools.{name}]\nprovider = "python:{{module}}:{name
 @pytest.fixture(scope="module")
 def equivalence(tmp_path_factory):
     folder = tmp_path_factory.mktemp("equivalence")
-    module = f"equivtools_{folder.name.replace('-', '_')}"
-    (folder / f"{module}.py").write_text(EQUIVALENCE_TOOLS, encoding="utf-8")
-    (folder / "planc.toml").write_text(EQUIVALENCE_TOML.format(module=module), encoding="utf-8")
-    sys.path.insert(0, str(folder))
-    registry = load_registry(folder / "planc.toml")
-    import importlib
+    with tool_project(folder, "equivtools", EQUIVALENCE_TOOLS, EQUIVALENCE_TOML) as module:
+        sys.path.insert(0, str(folder))
+        registry = load_registry(folder / "planc.toml")
+        import importlib
 
-    yield registry, importlib.import_module(module)
-    sys.path.remove(str(folder))
-    sys.modules.pop(module, None)
+        yield registry, importlib.import_module(module)
+        sys.path.remove(str(folder))
 
 
 @st.composite

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import textwrap
 
 import pytest
 from click.testing import CliRunner
@@ -16,6 +15,7 @@ from planc.backend.interpreter import run_plan
 from planc.backend.values import RunError
 from planc.cli import main
 from planc.registry import load_registry
+from tool_project import tool_project
 
 TOOLS = '''
 import asyncio, json, os
@@ -83,15 +83,10 @@ params = {{ x = {{ type = "integer" }} }}
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    module = f"runtools_{tmp_path.name.replace('-', '_')}"
-    (tmp_path / f"{module}.py").write_text(TOOLS, encoding="utf-8")
-    (tmp_path / "planc.toml").write_text(textwrap.dedent(TOML.format(module=module)), encoding="utf-8")
-    calls = tmp_path / "calls.jsonl"
-    calls.touch()
-    monkeypatch.setenv("PLANC_TEST_CALLS", str(calls))
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    sys.modules.pop(module, None)
+    with tool_project(tmp_path, "runtools", TOOLS, TOML, {"calls.jsonl": ""}):
+        monkeypatch.setenv("PLANC_TEST_CALLS", str(tmp_path / "calls.jsonl"))
+        monkeypatch.chdir(tmp_path)
+        yield tmp_path
 
 
 def calls(project) -> list[dict]:

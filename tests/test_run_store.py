@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
-import textwrap
 
 import pytest
 from click.testing import CliRunner
 
 from planc.cli import main
+from tool_project import tool_project
 
 TOOLS = '''
 import os
@@ -60,14 +59,10 @@ reshape(value: {found: $2, sent: $3})
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    module = f"runstoretools_{tmp_path.name.replace('-', '_')}"
-    (tmp_path / f"{module}.py").write_text(TOOLS, encoding="utf-8")
-    (tmp_path / "planc.toml").write_text(textwrap.dedent(TOML.format(module=module)), encoding="utf-8")
-    (tmp_path / "p.plan").write_text(PLAN, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PLANC_STORE", raising=False)  # the default path, under this project
-    yield tmp_path
-    sys.modules.pop(module, None)
+    with tool_project(tmp_path, "runstoretools", TOOLS, TOML, {"p.plan": PLAN}):
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.delenv("PLANC_STORE", raising=False)  # the default path, under this project
+        yield tmp_path
 
 
 def invoke(*args):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from planc.backend.stored import MIGRATIONS, StoredPlanError, dump, load_plan, s
 from planc.cli import main
 from planc.policy import load_policy
 from planc.registry import registry_from_text
+from tool_project import tool_project
 
 TESTS = Path(__file__).resolve().parent
 FIXTURE = TESTS / "fixtures" / "stored_v1.json"
@@ -56,13 +55,9 @@ POLICY = ('permit(principal, action, resource);\n'
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    module = f"storedtools_{tmp_path.name.replace('-', '_')}"
-    (tmp_path / f"{module}.py").write_text(TOOLS, encoding="utf-8")
-    (tmp_path / "planc.toml").write_text(textwrap.dedent(TOML.format(module=module)), encoding="utf-8")
-    (tmp_path / "p.plan").write_text(PLAN, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    sys.modules.pop(module, None)
+    with tool_project(tmp_path, "storedtools", TOOLS, TOML, {"p.plan": PLAN}):
+        monkeypatch.chdir(tmp_path)
+        yield tmp_path
 
 
 def invoke(*args):
