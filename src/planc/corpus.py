@@ -23,6 +23,11 @@ none there, only the control steps are known (as `planc check` without a
 registry). So `corpus/registry/planc.toml` declares the tools of the cases
 under `corpus/registry/`, and the cases directly in `corpus/` have none. When
 that planc.toml names a `policy`, the cases are judged by it too (`corpus/policy/`).
+
+The cases under `diff/` are pairs of plans for `planc diff`: plan A, a `+++` line, plan B,
+`---`, then `same` or one change per line, `KIND A-PATH B-PATH TOOL [ARGUMENT...]` (`-` for
+no path; a changed step names its changed arguments), as `planc.diff.render_json.change_line`
+prints them. A case passes when the changes are exactly those.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from planc.registry.config import CONFIG_NAME
 HEADER = re.compile(r"^={3,}\n(?P<name>[^\n]*)\n={3,}\n", re.MULTILINE)
 BUDGET = re.compile(r"\s*\[max-(?P<what>calls|inferences|usd)=(?P<value>[^\]]*)\]\s*$")
 EXPECTATION = re.compile(r"(?P<code>[EWN]\d{3}) (?P<line>\d+):(?P<column>\d+)")
+DIFF = "diff"  # the folder of diff cases
+CHANGE = re.compile(r"(added|removed|changed|moved) \S+ \S+ \S+( \S+)*")
 
 
 class CorpusError(Exception):
@@ -58,6 +65,13 @@ class Case:
     registry: Registry | None = None  # from the nearest planc.toml within the corpus
     policy: Policy | None = None  # the policy that planc.toml names
     budget: dict = attrs.field(factory=dict)  # `check`'s budget arguments, from `[max-calls=10]` in the header
+    source_b: str | None = None  # plan B of a diff case, whose expected are change lines
+
+    def describe(self, results: tuple) -> str:
+        """Expected or found results as one line."""
+        if self.source_b is not None:
+            return "; ".join(results) or "same"
+        return ", ".join(f"{code} {line}:{column}" for code, line, column in results) or "ok"
 
 
 @attrs.frozen
@@ -124,6 +138,9 @@ def _cases(file: Path, root: Path, registry: Registry | None, policy: Policy | N
             raise CorpusError(f"{where}: case has no `---` line before its expectation")
         source, expectation = (body[:split], body[split + 5 :]) if split >= 0 else ("", body[4:])
         name = header.group("name").strip()
+        if file.relative_to(root).parts[0] == DIFF:
+            cases.append(_diff_case(category, name, source, expectation, where))
+            continue
         name, budget = _budget(name, where)
         extract = name.endswith("[extract]")
         cases.append(Case(category, name.removesuffix("[extract]").strip(), source,
@@ -159,11 +176,45 @@ def _expected(text: str, where: str) -> tuple:
     return tuple(expected)
 
 
+def _diff_case(category: str, name: str, source: str, expectation: str, where: str) -> Case:
+    plan_a, separator, plan_b = source.partition("\n+++\n")
+    if not separator:
+        raise CorpusError(f"{where}: a diff case needs a `+++` line between plan A and plan B")
+    lines = [" ".join(line.split()) for line in expectation.strip().splitlines() if line.strip()]
+    if lines == ["same"]:
+        return Case(category, name, plan_a, (), False, where, source_b=plan_b)
+    for line in lines:
+        if not CHANGE.fullmatch(line):
+            raise CorpusError(f"{where}: expectation `{line}` is neither `same` nor `KIND A B TOOL [ARGUMENT...]`")
+    if not lines:
+        raise CorpusError(f"{where}: empty expectation (write `same` for plans without changes)")
+    return Case(category, name, plan_a, tuple(_sorted_arguments(line) for line in lines), False, where, source_b=plan_b)
+
+
+def _sorted_arguments(line: str) -> str:
+    kind, a, b, tool, *arguments = line.split()
+    return " ".join([kind, a, b, tool, *sorted(arguments)])
+
+
 def run_case(case: Case) -> Outcome:
+    if case.source_b is not None:
+        return Outcome(case, _diff_found(case))
     result = check(case.source, extract_plan=case.extract, registry=case.registry, policy=case.policy,
                    **case.budget)
     found = tuple((d.code, d.span.start.line, d.span.start.column) for d in result.diagnostics)
     return Outcome(case, found)
+
+
+def _diff_found(case: Case) -> tuple[str, ...]:
+    from planc.diff import DiffError, diff_plans
+    from planc.diff.render_json import change_line
+
+    try:
+        diff = diff_plans(case.source, case.source_b)
+    except DiffError as error:
+        return tuple(f"syntax error in {error.side}: {d.code} {d.span.start.line}:{d.span.start.column}"
+                     for d in error.result.diagnostics)
+    return tuple(change_line(change) for change in diff.changes)
 
 
 def tally(outcomes: list[Outcome]) -> dict:

@@ -124,11 +124,12 @@ def _print_text(results, stderr: bool = False) -> None:
             console.print(f"  cost: {cost_line(result.cost.total)}", style="dim")
 
 
-def _parse_or_exit(path: str, exit_code: int):
-    """The ParseResult of `path`, or print its syntax errors and exit."""
+def _parse_or_exit(path: str, exit_code: int, text: str | None = None):
+    """The ParseResult of `path` (or of `text`, when it was already read from it), or print its
+    syntax errors and exit."""
     from planc.syntax.parser import parse
 
-    result = parse(_read(path))
+    result = parse(_read(path) if text is None else text)
     if result.plan is None:
         from planc.diagnostics.render_text import render_text
 
@@ -141,4 +142,4 @@ def _parse_or_exit(path: str, exit_code: int):
 
 
 
-from planc.cli import optimize_commands, plan_commands, registry_commands, run_commands  # noqa: E402,F401  (they register their commands)
+from planc.cli import diff_commands, optimize_commands, plan_commands, registry_commands, run_commands  # noqa: E402,F401  (they register their commands)

@@ -142,7 +142,7 @@ def corpus_command(directory: Path, baseline: Path | None, update: bool) -> None
         if not outcome.passed:
             case = outcome.case
             click.echo(f"FAIL {case.location} {case.category}: {case.name}\n"
-                       f"     expected {_codes(case.expected)}, found {_codes(outcome.found)}")
+                       f"     expected {case.describe(case.expected)}, found {case.describe(outcome.found)}")
     for name, numbers in counts["categories"].items():
         click.echo(f"{name:<24} {numbers['passed']:>4}/{numbers['cases']:<4} {corpus.rate(numbers):7.1%}")
     total = counts["total"]
@@ -162,7 +162,3 @@ def corpus_command(directory: Path, baseline: Path | None, update: bool) -> None
     for line in dropped:
         click.echo(f"below baseline: {line}", err=True)
     sys.exit(1 if dropped else 0)
-
-
-def _codes(found) -> str:
-    return ", ".join(f"{code} {line}:{column}" for code, line, column in found) or "ok"

@@ -1,0 +1,52 @@
+"""`planc diff`: two plans compared step by step."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from planc.cli import UsageError, _console, _parse_or_exit, _read, main
+from planc.cli.run_commands import _is_stored
+
+
+@main.command("diff")
+@click.argument("plan_a", metavar="A")
+@click.argument("plan_b", metavar="B")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="A review of the changes, or JSON.")
+def diff_command(plan_a: str, plan_b: str, output_format: str) -> None:
+    """Compare plan A with plan B (plan text or stored plans) step by step.
+
+    Steps are matched by what they do and read, not by number: formatting, comments and
+    labels change nothing. Exit 0 same, 1 different, 2 a file that cannot be read or parsed.
+    """
+    from planc.diff import diff_trees
+
+    if plan_a == "-" and plan_b == "-":
+        raise UsageError("only one of A and B can be standard input (`-`)")
+    parsed_a = _parse_or_exit(plan_a, 2, _plan_text(plan_a))
+    parsed_b = _parse_or_exit(plan_b, 2, _plan_text(plan_b))
+    diff = diff_trees(parsed_a.plan, parsed_b.plan)
+    if output_format == "json":
+        from planc.diff.render_json import render_json
+
+        click.echo(render_json(diff))
+    else:
+        from planc.diff.render_text import render_text
+
+        _console().print(render_text(diff, plan_a, plan_b), end="")
+    sys.exit(0 if diff.same else 1)
+
+
+def _plan_text(path: str) -> str:
+    """The text of the plan in `path`: the file, or the source a stored plan was compiled from."""
+    text = _read(path)
+    if not _is_stored(text):
+        return text
+    import json
+
+    source = json.loads(text).get("source")
+    if not isinstance(source, str):
+        raise UsageError(f"{path}: a stored plan without its source text (no string `source`)")
+    return source

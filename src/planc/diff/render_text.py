@@ -1,0 +1,73 @@
+"""A diff for people, like a code review: one line per change, the step in canonical form,
+each changed argument on a line of its own with its old and new value (colour only on a
+terminal).
+
+    --- a.plan
+    +++ b.plan
+    + step 1          web(query: "x")
+    ~ step 3 (was 2)  search(query: "x", limit: 100)
+                        limit: 50 -> 100
+    2 changes: 1 added, 1 changed
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from planc.diff.changes import Change, Diff
+
+MARKS = {"added": ("+", "green"), "removed": ("-", "red"), "changed": ("~", "yellow"), "moved": (">", "cyan")}
+
+
+def render_text(diff: Diff, name_a: str, name_b: str) -> Text:
+    out = Text()
+    out.append(f"--- {name_a}\n", "bold red")
+    out.append(f"+++ {name_b}\n", "bold green")
+    places = [_place(change) for change in diff.changes]
+    width = max(map(len, places), default=0) + 2
+    for change, place in zip(diff.changes, places):
+        mark, style = MARKS[change.kind]
+        out.append(f"{mark} ", f"bold {style}")
+        out.append(place.ljust(width), "dim")
+        _append_step(out, change, " " * (width + 2), style)
+        if change.kind == "changed":
+            _append_args(out, change, " " * (width + 4))
+    out.append(_summary(diff), "bold" if diff.same else "")
+    return out
+
+
+def _place(change: Change) -> str:
+    if change.kind == "removed":
+        return f"step {change.step_a}"
+    moved = change.kind == "moved" or change.step_a != change.step_b
+    return f"step {change.step_b}" + (f" (was {change.step_a})" if moved and change.step_a else "")
+
+
+def _append_step(out: Text, change: Change, indent: str, style: str) -> None:
+    text = change.text_a if change.kind == "removed" else change.text_b
+    lines = text.split("\n")
+    if change.kind in ("changed", "moved") and len(lines) > 1:
+        lines = [lines[0] + " ..."]  # its blocks' steps are diffed as steps of their own
+    out.append(("\n" + indent).join(lines), style if change.kind in ("added", "removed") else "")
+    out.append("  moved\n" if change.kind == "moved" else "\n", "cyan")
+
+
+def _append_args(out: Text, change: Change, indent: str) -> None:
+    for name, arg in change.args.items():
+        out.append(indent)
+        out.append(f"{name}: ", "bold")
+        out.append(arg.a if arg.a is not None else "(none)", "red" if arg.a is not None else "dim")
+        out.append(" -> ")
+        out.append(arg.b if arg.b is not None else "(none)", "green" if arg.b is not None else "dim")
+        if arg.a == arg.b:
+            out.append("  (the same text, now another step)", "dim")
+        out.append("\n")
+
+
+def _summary(diff: Diff) -> str:
+    if diff.same:
+        return "same: no step was added, removed, changed or moved\n"
+    counts = {kind: sum(change.kind == kind for change in diff.changes) for kind in MARKS}
+    listed = ", ".join(f"{count} {kind}" for kind, count in counts.items() if count)
+    total = len(diff.changes)
+    return f"{total} change{'s' if total != 1 else ''}: {listed}\n"
