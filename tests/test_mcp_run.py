@@ -200,3 +200,20 @@ def test_timeout_s_must_be_a_positive_number(tmp_path):
         load_registry(config)
     config.write_text('[mcp.x]\ncommand = ["x"]\ntimeout_s = 2.5\n', encoding="utf-8")
     assert load_registry(config).mcp["x"]["timeout_s"] == 2.5
+
+
+# --- the optimizer against real servers ---------------------------------------------------------
+
+def test_optimize_never_merges_two_reads_of_the_clock_or_of_a_read_only_tool_not_declared_deterministic(
+        project, tmp_path):
+    config, repo, _ = project
+    text = (f'time__get_current_time(timezone: "UTC")\ntime__get_current_time(timezone: "UTC")\n'
+            f'git__git_status(repo_path: "{repo}")\ngit__git_status(repo_path: "{repo}")\n')
+    result = run_plan(config, tmp_path, text, "--optimize")
+    assert result.exit_code == 0, result.output
+    assert "N600" not in result.stderr  # nothing reused: the clock has no metadata, git_status is not deterministic
+    assert "note[N602]: step 2 repeats the call of step 1, and both calls run: `time__get_current_time`" \
+        in result.stderr
+    run_id = next(line[len("run: "):] for line in result.stderr.splitlines() if line.startswith("run: "))
+    recorded = json.loads(cli("show-run", run_id, "--format", "json").stdout)
+    assert sorted(call["tool"] for call in recorded["calls"]) == ["git__git_status"] * 2 + ["time__get_current_time"] * 2
