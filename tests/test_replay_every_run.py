@@ -91,6 +91,7 @@ def test_every_recorded_run_replays_without_calling_anything(tmp_path_factory, m
                 assert result.stderr.endswith(stderr), where
             replayed += 1
             kinds |= {call["tool"].split(":")[0] for call in run["calls"]}
+    print(f"replayed {replayed} runs ({', '.join(sorted(kinds))} calls); {len(stale)} refused as stale")
     if not replayed:
         pytest.skip("no run was recorded in this session (run the whole suite)")
     assert "model" in kinds  # the session's runs include model inferences, and they replayed too
