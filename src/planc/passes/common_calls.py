@@ -67,6 +67,7 @@ def common_calls(plan: ast.Plan, resolution, effects: Mapping[ast.Step, StepEffe
             before = step
     return reuses
 
+
 def _reusable(tool: Tool | None, if_declared: bool) -> bool:
     """A call of a registry tool (not a control step, not a plan) whose result depends on its arguments alone."""
     if tool is None:  # no registry declares it
@@ -75,6 +76,7 @@ def _reusable(tool: Tool | None, if_declared: bool) -> bool:
         return False
     effects = tool.effects
     return (effects.read_only and effects.deterministic) or (if_declared and effects == NO_EFFECTS_DECLARED)
+
 
 def _call_shape(step: ast.Step, tool: Tool | None, before: ast.Step | None, targets: Mapping,
                 same_as: Mapping) -> tuple:

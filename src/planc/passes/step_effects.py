@@ -35,6 +35,7 @@ class StepEffects:
         """It keeps its place: it waits for every step before it, and every step after it waits for it."""
         return bool(self.changing(if_declared)) or self.exits
 
+
 def step_effects(step: ast.Step, tools: dict, registry: Registry | None) -> StepEffects:
     """What `step` and the steps in its blocks may do; `tools` is the resolve pass's step -> Tool.
 
