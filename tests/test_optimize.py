@@ -404,3 +404,16 @@ def test_an_optimized_run_has_the_same_result_and_effects_as_the_plan(equivalenc
     optimized = optimize(checked)
     assert optimized.checked.ok
     assert outcome(optimized.checked, registry, tools, optimized.schedule) == outcome(checked, registry, tools), text
+
+
+def test_a_tool_that_declares_the_default_effects_has_metadata(project):
+    toml = project / "planc.toml"
+    module = re.search(r'provider = "python:(\w+):create_ticket"', toml.read_text()).group(1)
+    toml.write_text(toml.read_text() + f'\n[tools.purge]\nprovider = "python:{module}:create_ticket"\n'
+                    'params = { title = { type = "string" } }\nrequired = ["title"]\n'
+                    'effects = { destructive = true }\n', encoding="utf-8")
+    result = optimize_cli(project, 'search(query: "disk")\npurge(title: "disk")\nsearch(query: "disk")\n')
+    assert result.exit_code == 0, result.output
+    assert codes(result.stderr) == []  # purge said what it does: nothing is missing, nothing to suggest
+    result = optimize_cli(project, 'search(query: "disk")\nlookup(id: "disk")\nsearch(query: "disk")\n')
+    assert set(codes(result.stderr)) == {"N602"} and "`lookup`" in result.stderr  # lookup declares no effects

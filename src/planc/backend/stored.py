@@ -35,11 +35,12 @@ def _sha256(text: str) -> str:
 
 
 def _plain(value):
-    """A tool declaration's value as JSON-ready data: attrs classes by field, mappings, sequences."""
+    """A tool declaration's value as JSON-ready data: attrs classes by field (those equality compares),
+    mappings, sequences."""
     import attrs
 
     if attrs.has(type(value)):
-        return {field.name: _plain(getattr(value, field.name)) for field in attrs.fields(type(value))}
+        return {field.name: _plain(getattr(value, field.name)) for field in attrs.fields(type(value)) if field.eq}
     if isinstance(value, Mapping):
         return {str(key): _plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from planc.passes.step_effects import NO_EFFECTS_DECLARED, StepEffects
+from planc.passes.step_effects import StepEffects
 from planc.registry.tool import Tool
 from planc.syntax import ast
 
@@ -75,7 +75,7 @@ def _reusable(tool: Tool | None, if_declared: bool) -> bool:
     if tool.provider.startswith(("builtin", "plan:")):
         return False
     effects = tool.effects
-    return (effects.read_only and effects.deterministic) or (if_declared and effects == NO_EFFECTS_DECLARED)
+    return (effects.read_only and effects.deterministic) or (if_declared and not effects.declared)
 
 
 def _call_shape(step: ast.Step, tool: Tool | None, before: ast.Step | None, targets: Mapping,

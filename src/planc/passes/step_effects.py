@@ -14,11 +14,9 @@ import attrs
 
 from planc.passes.agent_tools import agent_tools
 from planc.registry.registry import Registry
-from planc.registry.tool import Effects
 from planc.syntax import ast
 from planc.syntax.steps import walk_steps
 
-NO_EFFECTS_DECLARED = Effects()
 
 
 @attrs.frozen
@@ -50,12 +48,12 @@ def step_effects(step: ast.Step, tools: dict, registry: Registry | None) -> Step
     for inner, _ in walk_steps([ast.Pipeline((step,), step.span)]):
         name = inner.tool.text
         tool = tools.get(inner)
-        if tool is None or (tool.effects == NO_EFFECTS_DECLARED and not tool.provider.startswith(("plan:", "builtin"))):
+        if tool is None or (not tool.effects.declared and not tool.provider.startswith(("plan:", "builtin"))):
             changes[name] = undeclared[name] = None
         elif tool.provider == "builtin" and name == "agent":
             may_call = agent_tools(inner, registry)
             for called in may_call if may_call is not None else ():
-                if called.effects == NO_EFFECTS_DECLARED:
+                if not called.effects.declared:
                     changes[called.name] = undeclared[called.name] = None
                 elif not called.effects.read_only:
                     changes[called.name] = None

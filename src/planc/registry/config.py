@@ -163,7 +163,7 @@ class _Reader:
         if "params" not in table and provider.startswith("python:"):
             return attrs.evolve(self.python_tool(name, provider, where), timeout_s=timeout)
         return Tool(name=name, params=params, required=required, pipe=pipe, returns=returns, returns_at_most=bound,
-                    effects=self.effects(table.get("effects", {}), where), cost=self.cost(table.get("cost", {}), where),
+                    effects=self.effects(table["effects"], where) if "effects" in table else Effects(), cost=self.cost(table.get("cost", {}), where),
                     description=self.text(table.get("description", ""), where, "description"),
                     provider=provider, timeout_s=timeout)
 
@@ -231,7 +231,7 @@ class _Reader:
         for key, value in table.items():
             if not isinstance(value, bool):
                 self.fail(f"`effects.{key}` must be true or false", where, "effects")
-        return Effects(**table)
+        return Effects(**table, declared=True)
 
     def cost(self, table, where: str) -> Cost:
         if not isinstance(table, dict):

@@ -165,4 +165,4 @@ def effects(annotations: Mapping | None, trust: bool) -> Effects:
             default = flag == "idempotent"
         value = annotations.get(hint)
         flags[flag] = value if isinstance(value, bool) else default
-    return Effects(**flags)
+    return Effects(**flags, declared=True)

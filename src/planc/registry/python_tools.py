@@ -25,17 +25,21 @@ MARK = "__planc_tool__"
 
 
 def tool(function: Callable | None = None, *, name: str | None = None, pipe: str | None = None,
-         returns_at_most: str | None = None, read_only: bool = False, deterministic: bool = False,
-         idempotent: bool = False, destructive: bool | None = None, open_world: bool = True,
+         returns_at_most: str | None = None, read_only: bool | None = None, deterministic: bool | None = None,
+         idempotent: bool | None = None, destructive: bool | None = None, open_world: bool | None = None,
          usd: float = 0.0, latency_ms: float = 0.0):
     """Declare a Python function as a planc tool (usable bare, `@tool`, or with options).
 
-    A read-only tool is not destructive unless it says so.
+    A read-only tool is not destructive unless it says so. An effect option left out takes the
+    conservative default; a tool given none declares no effects.
     """
+    options = (read_only, deterministic, idempotent, destructive, open_world)
+
     def declare(function: Callable) -> Callable:
-        effects = Effects(read_only=read_only, deterministic=deterministic, idempotent=idempotent,
+        effects = Effects(read_only=bool(read_only), deterministic=bool(deterministic), idempotent=bool(idempotent),
                           destructive=(not read_only) if destructive is None else destructive,
-                          open_world=open_world)
+                          open_world=open_world is not False,
+                          declared=any(option is not None for option in options))
         setattr(function, MARK, tool_from_function(function, name=name, pipe=pipe, returns_at_most=returns_at_most,
                                                    effects=effects, cost=Cost(usd=usd, latency_ms=latency_ms)))
         return function

@@ -16,6 +16,10 @@ class Effects:
     idempotent: bool = False
     destructive: bool = True
     open_world: bool = True
+    # Whether a declaration said anything of these (planc.toml's `effects`, trusted MCP annotations,
+    # `@planc.tool` effect options): what the optimizer's N602 asks for. Not part of equality, nor of
+    # a declaration's hash: `effects = { destructive = true }` is the same effects as none at all.
+    declared: bool = attrs.field(default=False, eq=False, repr=False)
 
 
 @attrs.frozen
