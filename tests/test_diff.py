@@ -107,6 +107,12 @@ def test_a_plan_with_syntax_errors_is_exit_2_with_its_diagnostics(files):
     assert "Traceback" not in result.output
 
 
+def test_syntax_errors_in_both_plans_are_all_reported(files):
+    result = run("diff", files("a.plan", "search(query: 'x')\n"), files("b.plan", 'search(query: "x"\n'))
+    assert result.exit_code == 2
+    assert "a.plan:1:" in result.stderr and "b.plan:1:" in result.stderr and result.stdout == ""
+
+
 @pytest.mark.parametrize("args, message", [
     (("a.plan", "missing.plan"), "missing.plan: no such file"),
     (("-", "-"), "only one of A and B can be standard input"),

@@ -127,17 +127,24 @@ def _print_text(results, stderr: bool = False) -> None:
 def _parse_or_exit(path: str, exit_code: int, text: str | None = None):
     """The ParseResult of `path` (or of `text`, when it was already read from it), or print its
     syntax errors and exit."""
+    return _parse_all_or_exit([(path, text)], exit_code)[0]
+
+
+def _parse_all_or_exit(files: list[tuple[str, str | None]], exit_code: int) -> list:
+    """The ParseResult of every (path, text or None to read it) in `files`; when any has syntax
+    errors, print those of every file and exit."""
     from planc.syntax.parser import parse
 
-    result = parse(_read(path) if text is None else text)
-    if result.plan is None:
+    results = [parse(_read(path) if text is None else text) for path, text in files]
+    if any(result.plan is None for result in results):
         from planc.diagnostics.render_text import render_text
 
         console = _console(stderr=True)
-        for diagnostic in result.diagnostics:
-            console.print(render_text(diagnostic, result.source, path))
+        for (path, _), result in zip(files, results):
+            for diagnostic in result.diagnostics if result.plan is None else ():
+                console.print(render_text(diagnostic, result.source, path))
         sys.exit(exit_code)
-    return result
+    return results
 
 
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from planc.cli import UsageError, _console, _parse_or_exit, _read, main
+from planc.cli import UsageError, _console, _parse_all_or_exit, _read, main
 from planc.cli.run_commands import _is_stored
 
 
@@ -25,8 +25,7 @@ def diff_command(plan_a: str, plan_b: str, output_format: str) -> None:
 
     if plan_a == "-" and plan_b == "-":
         raise UsageError("only one of A and B can be standard input (`-`)")
-    parsed_a = _parse_or_exit(plan_a, 2, _plan_text(plan_a))
-    parsed_b = _parse_or_exit(plan_b, 2, _plan_text(plan_b))
+    parsed_a, parsed_b = _parse_all_or_exit([(plan_a, _plan_text(plan_a)), (plan_b, _plan_text(plan_b))], 2)
     diff = diff_trees(parsed_a.plan, parsed_b.plan)
     if output_format == "json":
         from planc.diff.render_json import render_json
