@@ -26,8 +26,12 @@ corpus: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python -c "from planc.diagnostics.codes import render_markdown; print(render_markdown(), end='')" > docs/diagnostics.md
 
-bench: $(STAMP)
+bench: $(STAMP)  # every benchmark, each against its baseline in the same run (a few minutes)
 	$(BIN)/python bench/parse.py
+	$(BIN)/python bench/check.py
+	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/run.py
+	$(BIN)/python bench/diff.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .hypothesis
