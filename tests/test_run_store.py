@@ -213,11 +213,26 @@ def test_a_store_written_before_run_options_opens_and_replays(project, monkeypat
     database = project / ".planc" / "runs.sqlite"
     with sqlite3.connect(database) as db:  # back to the first schema: no `runs.options`, user_version 0
         db.execute("ALTER TABLE runs DROP COLUMN options")
+        db.execute("DROP TABLE files")
         db.execute("PRAGMA user_version = 0")
     monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
     replayed = invoke("replay", run_id)
     assert replayed.exit_code == 0, replayed.output
     assert replayed.stdout == output
     with sqlite3.connect(database) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
         assert "options" in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+        assert db.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 0
+
+
+def test_replay_reads_the_files_the_run_read_even_after_they_changed(project, monkeypatch):
+    run_id, output = record(project)
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text().split("[tools.notify]")[0], encoding="utf-8")  # notify is gone now
+    monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
+    replayed = invoke("replay", run_id)
+    assert replayed.exit_code == 0, replayed.output
+    assert replayed.stdout == output
+    today = invoke("replay", run_id, "--config", "planc.toml")  # against today's planc.toml: refused
+    assert today.exit_code == 1 and "tool `notify` was removed from the registry" in today.stderr
+    assert calls(project) == ["search", "notify", "notify", "notify"]  # the recording run's calls, no more

@@ -7,6 +7,7 @@ with a divergence error when the plan asks for a call the record does not hold.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
@@ -17,7 +18,7 @@ from planc.backend.hooks import Call, Skip
 from planc.backend.values import RunError, ToolFailed
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 2: runs.options; 3: files
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -42,6 +43,10 @@ CREATE TABLE IF NOT EXISTS calls (
     started_at REAL NOT NULL,
     finished_at REAL,
     PRIMARY KEY (run_id, sequence)
+);
+CREATE TABLE IF NOT EXISTS files (    -- what a run read (planc.toml, its lock, the policy), by content
+    hash TEXT PRIMARY KEY,         -- sha256 of the text
+    text TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL REFERENCES runs(id),
@@ -80,7 +85,8 @@ class RunStore:
             raise RunStoreError(f"{self.path}: cannot open the run store: {error}") from None
 
     def _migrate(self) -> None:
-        """Bring a store written by an older planc up to this schema (version 1 had no `runs.options`)."""
+        """Bring a store written by an older planc up to this schema: version 1 had no `runs.options`
+        (added here), version 2 no `files` (made by SCHEMA)."""
         if self.db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
             return
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
@@ -105,6 +111,18 @@ class RunStore:
                     "VALUES (?, ?, 'running', ?, ?, ?)",
                     (run_id, time.time(), _json(stored_plan), _json(dict(arguments or {})), _json(options or {})))
         return Recorder(self, run_id)
+
+    def keep_file(self, text: str) -> str:
+        """Keep `text` (a file a run read), once however many runs read it; its hash names it."""
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        self._write("INSERT OR IGNORE INTO files (hash, text) VALUES (?, ?)", (digest, text))
+        return digest
+
+    def file(self, digest: str) -> str:
+        row = self.db.execute("SELECT text FROM files WHERE hash = ?", (digest,)).fetchone()
+        if row is None:
+            raise RunStoreError(f"{self.path}: no file with hash {digest}")
+        return row[0]
 
     def finish_run(self, run_id: str, status: str, output=None, message: str | None = None) -> None:
         self._write("UPDATE runs SET finished_at = ?, status = ?, output = ?, message = ? WHERE id = ?",

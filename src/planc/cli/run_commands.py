@@ -177,9 +177,54 @@ def _start_recording(store: str | None, checked, registry, policy, arguments, op
     from planc.backend.stored import save_plan
 
     runs = _open_store(store)
+    options = {**options, "read": _keep_read_files(runs, registry, policy)}
     recorder = runs.start_run(save_plan(checked, registry=registry, policy=policy), arguments, options)
     click.echo(f"run: {recorder.run_id}", err=True)
     return runs, recorder
+
+
+def _keep_read_files(runs, registry, policy) -> dict:
+    """The planc.toml, lock and policy a run reads, kept in the store by hash: replay reads them back,
+    so a run replays as it ran whatever has changed in the project since."""
+    from planc.registry.lock import lock_path
+
+    read = {"config": None, "lock": None, "policy": runs.keep_file(policy.text) if policy is not None else None}
+    if registry is not None and registry.source is not None:
+        try:
+            read["config"] = runs.keep_file(registry.source.read_text(encoding="utf-8"))
+            lock = lock_path(registry.source)
+            read["lock"] = runs.keep_file(lock.read_text(encoding="utf-8")) if lock.is_file() else None
+        except (OSError, UnicodeDecodeError):
+            read["config"] = None  # it changed under us: replay reads the project's files instead
+    return read
+
+
+def _as_run(run: dict, store: str | None, principal: str):
+    """The registry and policy `run` ran with, from the files it kept; None when it kept none."""
+    from planc.policy import PolicyError, check_principal, configured_policy_path, policy_from_text
+    from planc.registry.config import ConfigError, registry_from_text
+
+    options = run["options"]
+    read = options.get("read")
+    if read is None or (read["config"] is None and options.get("config") is not None):
+        return None  # recorded before runs kept their files, or its planc.toml could not be read
+    runs = _open_store(store)
+    try:
+        registry = None
+        if read.get("config") is not None:
+            lock = runs.file(read["lock"]) if read.get("lock") else None
+            registry = registry_from_text(runs.file(read["config"]), Path(options["config"]), locked=lock is not None,
+                                          lock_text=lock)
+        policy = None
+        if read.get("policy") is not None:
+            check_principal(principal)
+            path = Path(options["policy"]) if options.get("policy") else configured_policy_path(registry)
+            policy = policy_from_text(runs.file(read["policy"]), path)
+        return registry, policy
+    except (ConfigError, PolicyError) as error:
+        raise UsageError(f"run {run['id']}: {error}") from None
+    finally:
+        runs.close()
 
 
 def _stored_run(store: str | None, run_id: str):
@@ -313,9 +358,14 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     from planc.backend.values import RunError
 
     run = _stored_run(store, run_id)
+    given = config is not None or policy_file is not None
     config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
-    registry = _registry(config, plan=plan_file)
-    policy = _policy(policy_file, registry, principal)
+    kept = None if given else _as_run(run, store, principal)
+    if kept is not None:
+        registry, policy = kept
+    else:
+        registry = _registry(config, plan=plan_file)
+        policy = _policy(policy_file, registry, principal)
     text = _read(plan_file) if plan_file else dump(run["plan"])
     checked = _checked_to_run(text, plan_file or run_id, registry, policy, principal)
     replay = Replay(run)

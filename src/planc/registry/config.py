@@ -58,19 +58,22 @@ def load_registry(path: Path, *, locked: bool = True) -> Registry:
     return registry_from_text(text, path, locked=locked)
 
 
-def registry_from_text(text: str, path: Path, *, locked: bool = True) -> Registry:
-    """The Registry declared by `text`, reported as if read from `path` (which need not exist)."""
+def registry_from_text(text: str, path: Path, *, locked: bool = True, lock_text: str | None = None) -> Registry:
+    """The Registry declared by `text`, reported as if read from `path` (which need not exist).
+
+    The MCP tools come from `lock_text` when given (a recorded run's copy), else from the lock beside `path`.
+    """
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         found = re.search(r"\(at line (\d+)", str(error))
         raise ConfigError(path, int(found.group(1)) if found else None, f"not valid TOML: {error}") from None
-    return _Reader(path, text, locked).registry(data)
+    return _Reader(path, text, locked, lock_text).registry(data)
 
 
 class _Reader:
-    def __init__(self, path: Path, text: str, locked: bool = True) -> None:
-        self.path, self.lines, self.locked = path, text.split("\n"), locked
+    def __init__(self, path: Path, text: str, locked: bool = True, lock_text: str | None = None) -> None:
+        self.path, self.lines, self.locked, self.lock_text = path, text.split("\n"), locked, lock_text
 
     def fail(self, message: str, table: str | None = None, key: str | None = None):
         raise ConfigError(self.path, self.line_of(table, key), message)
@@ -108,7 +111,7 @@ class _Reader:
         if self.locked:  # the MCP tools, as planc.lock.json beside this file has them
             from planc.registry.lock import load_locked_tools  # here: lock.py imports ConfigError from this module
 
-            for name, tool in load_locked_tools(self.path, mcp).items():
+            for name, tool in load_locked_tools(self.path, mcp, self.lock_text).items():
                 tools.setdefault(name, tool)
         models = self.tables(data, "models")
         for name, table in models.items():

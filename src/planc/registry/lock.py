@@ -67,18 +67,19 @@ def entry(name: str, description, input_schema, output_schema, annotations) -> d
     return {**data, "hash": tool_hash(name, data)}
 
 
-def load_locked_tools(config: Path, servers: Mapping[str, Mapping]) -> dict[str, Tool]:
-    """The Tools of the declared `servers` in the lock beside `config`; none if there is no lock."""
+def load_locked_tools(config: Path, servers: Mapping[str, Mapping], text: str | None = None) -> dict[str, Tool]:
+    """The Tools of the declared `servers` in the lock beside `config` (or in `text`, the lock's
+    text); none if there is no lock."""
     path = lock_path(config)
-    if not servers or not path.is_file():
+    if not servers or (text is None and not path.is_file()):
         return {}
-    return locked_tools(read_lock(path), servers)
+    return locked_tools(read_lock(path, text), servers)
 
 
-def read_lock(path: Path) -> dict:
-    """The lock at `path`, checked: a ConfigError says what is wrong with it."""
+def read_lock(path: Path, text: str | None = None) -> dict:
+    """The lock at `path` (whose text is `text`, when given), checked: a ConfigError says what is wrong with it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if text is None else text
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(path, None, f"cannot read it: {getattr(error, 'strerror', None) or error}") from None
     try:
