@@ -35,8 +35,11 @@ from planc.diff.plan_view import PlanView, frame_steps
 from planc.diff.sequence import align, longest_increasing
 from planc.syntax import ast
 
-# The fingerprints steps are matched by, the strictest first.
-KEYS = ("flow", "used", "deep", "own")
+# The fingerprints steps are matched by, the strictest first. `deep` (what a step computes, from
+# which inputs) comes before `used` (the step alone, and who reads it): two steps that compute the
+# same thing are the same step even when one of their readers was removed, while a step that is
+# only written alike, reading other steps, is not.
+KEYS = ("flow", "deep", "used", "own")
 # Candidates per step in rounds 4 and 5: this many on each side of where it would fall.
 WINDOW = 25
 # Round 5: how similar a step must be to be matched with one in another place.
