@@ -8,7 +8,7 @@ argument) and moved; `render_json.py` and `render_text.py` print it.
 from __future__ import annotations
 
 from planc.diff.changes import ArgChange, Change, Diff, list_changes
-from planc.diff.match import match_plans
+from planc.diff.match import KEY_ORDERS, fingerprints, match_plans
 from planc.diff.plan_view import view_of
 from planc.syntax.ast import Plan
 from planc.syntax.parser import ParseResult, parse
@@ -44,4 +44,6 @@ def diff_plans(text_a: str, text_b: str) -> Diff:
 def diff_trees(plan_a: Plan, plan_b: Plan) -> Diff:
     """The changes from parsed plan A to parsed plan B."""
     view_a, view_b = view_of(plan_a), view_of(plan_b)
-    return list_changes(view_a, view_b, match_plans(view_a, view_b))
+    prints = fingerprints(view_a, view_b)
+    diffs = (list_changes(view_a, view_b, match_plans(view_a, view_b, keys, prints)) for keys in KEY_ORDERS)
+    return min(diffs, key=lambda diff: len(diff.changes))  # the first of the fewest changes

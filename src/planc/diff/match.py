@@ -35,11 +35,12 @@ from planc.diff.plan_view import PlanView, frame_steps
 from planc.diff.sequence import align, longest_increasing
 from planc.syntax import ast
 
-# The fingerprints steps are matched by, the strictest first. `deep` (what a step computes, from
-# which inputs) comes before `used` (the step alone, and who reads it): two steps that compute the
-# same thing are the same step even when one of their readers was removed, while a step that is
-# only written alike, reading other steps, is not.
-KEYS = ("flow", "deep", "used", "own")
+# The fingerprints steps are matched by, the strictest first. Whether `deep` (what a step computes,
+# from which inputs) or `used` (the step alone, and who reads it) is the stricter depends on the
+# edit: after a removed reader, the step that computes the same thing is the same step; after a
+# removed pipeline head, the step its reader still reads is. `diff_trees` matches both ways and
+# keeps the matching that explains B with fewer changes.
+KEY_ORDERS = (("flow", "deep", "used", "own"), ("flow", "used", "deep", "own"))
 # Candidates per step in rounds 4 and 5: this many on each side of where it would fall.
 WINDOW = 25
 # Round 5: how similar a step must be to be matched with one in another place.
@@ -54,10 +55,18 @@ class Matching:
     comparison: Comparison
 
 
-def match_plans(view_a: PlanView, view_b: PlanView) -> Matching:
-    """Match the steps of plan A with those of plan B."""
+def fingerprints(view_a: PlanView, view_b: PlanView) -> tuple:
+    """The fingerprints of the steps of both plans, from one table (equal structure, equal ids)."""
     table = Fingerprints()
-    matcher = _Matcher(view_a, view_b, table.of(view_a), table.of(view_b))
+    return table.of(view_a), table.of(view_b)
+
+
+def match_plans(view_a: PlanView, view_b: PlanView, keys: tuple[str, ...] = KEY_ORDERS[0],
+                prints: tuple | None = None) -> Matching:
+    """Match the steps of plan A with those of plan B, by the fingerprints `keys`, strictest first
+    (`prints`: both plans' `fingerprints`, when they were taken already)."""
+    prints_a, prints_b = prints or fingerprints(view_a, view_b)
+    matcher = _Matcher(view_a, view_b, prints_a, prints_b, keys)
     frames = []
     pending = deque([(frame_steps(view_a.plan.pipelines), frame_steps(view_b.plan.pipelines))])
     while pending:
@@ -73,8 +82,8 @@ def match_plans(view_a: PlanView, view_b: PlanView) -> Matching:
 
 
 class _Matcher:
-    def __init__(self, view_a: PlanView, view_b: PlanView, prints_a, prints_b) -> None:
-        self.prints_a, self.prints_b = prints_a, prints_b
+    def __init__(self, view_a: PlanView, view_b: PlanView, prints_a, prints_b, keys: tuple[str, ...]) -> None:
+        self.prints_a, self.prints_b, self.keys = prints_a, prints_b, keys
         self.partners: dict = {}
         self.partners_b: dict = {}
         self.comparison = Comparison(view_a, view_b, self.partners, self.partners_b)
@@ -87,9 +96,9 @@ class _Matcher:
 
     def match_frame(self, steps_a: list, steps_b: list) -> None:
         self.frame_a, self.frame_b = set(steps_a), set(steps_b)
-        for prints in KEYS:
+        for prints in self.keys:
             self._unique(steps_a, steps_b, prints)
-        for prints in KEYS:
+        for prints in self.keys:
             keys_a, keys_b = getattr(self.prints_a, prints), getattr(self.prints_b, prints)
             for free_a, free_b in self._gaps(steps_a, steps_b):
                 aligned = align([keys_a[steps_a[i]] for i in free_a], [keys_b[steps_b[j]] for j in free_b])
