@@ -147,6 +147,6 @@ def _parse_all_or_exit(files: list[tuple[str, str | None]], exit_code: int) -> l
     return results
 
 
-
-
-from planc.cli import diff_commands, optimize_commands, plan_commands, registry_commands, run_commands  # noqa: E402,F401  (they register their commands)
+# Each command group registers its commands on `main` when imported.
+from planc.cli import (diff_commands, optimize_commands, plan_commands, registry_commands,  # noqa: E402,F401
+                       run_commands, store_commands)

@@ -1,0 +1,253 @@
+"""`planc runs`, `show-run`, `replay` and `resume`: what the run store holds, and running from it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from planc.cli import (CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPTION, UsageError, _policy, _read,
+                       _registry, main)
+from planc.cli.run_commands import _checked_to_run, _finish, _open_store, _solver
+
+
+def _as_run(run: dict, store: str | None, principal: str):
+    """The registry and policy `run` ran with, from the files it kept; None when it kept none."""
+    from planc.policy import PolicyError, check_principal, configured_policy_path, policy_from_text
+    from planc.registry.config import ConfigError, registry_from_text
+
+    options = run["options"]
+    read = options.get("read")
+    if read is None or (read["config"] is None and options.get("config") is not None):
+        return None  # recorded before runs kept their files, or its planc.toml could not be read
+    runs = _open_store(store)
+    try:
+        registry = None
+        if read.get("config") is not None:
+            lock = runs.file(read["lock"]) if read.get("lock") else None
+            registry = registry_from_text(runs.file(read["config"]), Path(options["config"]), locked=lock is not None,
+                                          lock_text=lock)
+        policy = None
+        if read.get("policy") is not None:
+            check_principal(principal)
+            path = Path(options["policy"]) if options.get("policy") else configured_policy_path(registry)
+            policy = policy_from_text(runs.file(read["policy"]), path)
+        return registry, policy
+    except (ConfigError, PolicyError) as error:
+        raise UsageError(f"run {run['id']}: {error}") from None
+    finally:
+        runs.close()
+
+
+def _stored_run(store: str | None, run_id: str):
+    from planc.backend.run_store import RunStoreError
+
+    runs = _open_store(store)
+    try:
+        return runs.run(run_id)
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+    finally:
+        runs.close()
+
+
+def _when(timestamp) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp)) if timestamp else "-"
+
+
+@main.command("runs")
+@STORE_OPTION
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def runs_command(store: str | None, output_format: str) -> None:
+    """List the recorded runs."""
+    import json
+
+    runs = _open_store(store)
+    try:
+        listed = runs.runs()
+    finally:
+        runs.close()
+    if output_format == "json":
+        click.echo(json.dumps(listed, indent=2, ensure_ascii=False))
+        return
+    for run in listed:
+        click.echo(f"{run['id']}  {_when(run['started_at'])}  {run['status']:<8} {run['calls']} call"
+                   f"{'s' if run['calls'] != 1 else ''}")
+
+
+@main.command("show-run")
+@click.argument("run_id", metavar="RUN")
+@STORE_OPTION
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def show_run_command(run_id: str, store: str | None, output_format: str) -> None:
+    """Show one recorded run step by step: each step's result, and the calls it made."""
+    import json
+
+    run = _stored_run(store, run_id)
+    if output_format == "json":
+        click.echo(json.dumps(run, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"run {run['id']}: {run['status']}, started {_when(run['started_at'])}, "
+               f"finished {_when(run['finished_at'])}")
+    if run["arguments"]:
+        click.echo(f"arguments: {json.dumps(run['arguments'], ensure_ascii=False)}")
+    for line in _step_lines(run):
+        click.echo(line)
+    if run["message"]:
+        click.echo(f"message: {run['message']}")
+    if run["status"] in ("ok", "error"):
+        click.echo(f"output: {json.dumps(run['output'], ensure_ascii=False)}")
+
+
+def _step_lines(run: dict):
+    """`run`'s steps in the order they started, indented by nesting: a tool step with its input, time
+    and result; any other call a step made (a model's, an `agent`'s tools') beneath it; calls outside
+    any step (the finish) last."""
+    steps: dict[str, dict] = {}  # path -> {"tool", "finished", "result"}
+    for event in run["events"]:
+        if event["event"] == "step_started":
+            steps[event["step"]] = {"tool": event["tool"], "finished": False}
+        elif event["event"] == "step_finished" and event["step"] in steps:
+            steps[event["step"]].update(finished=True, result=event.get("result"))
+    calls: dict[str, list[dict]] = {}
+    for call in run["calls"]:
+        owner = call["step"]  # an agent's tool call `1/agent.2/search` and a judged item `2[0]` belong to steps 1, 2
+        while owner and owner not in steps:
+            owner = owner[:max(owner.rfind("/"), owner.rfind("["), 0)]
+        calls.setdefault(owner, []).append(call)
+    for path, step in steps.items():
+        indent = "  " * path.count("/")
+        own = [call for call in calls.get(path, ()) if call["step"] == path and call["tool"] == step["tool"]]
+        if own:
+            yield indent + _call_line(own[0], f"step {path} ")
+        else:
+            yield f"{indent}step {path} {step['tool']}" + (f" -> {_short(step['result'])}" if step["finished"]
+                                                          else " (did not finish)")
+        yield from (f"{indent}  {_call_line(call)}" for call in calls.get(path, ()) if call not in own)
+    yield from (_call_line(call, f"{call['step']}: ") for call in calls.get("", ()))
+
+
+def _call_line(call: dict, prefix: str = "") -> str:
+    took = f" ({call['finished_at'] - call['started_at']:.3f}s)" if call["finished_at"] else ""
+    if call["error"] is not None:
+        ended = f" failed: {call['error']}"
+    elif call["finished_at"] is None:
+        ended = ": no result recorded (the run stopped during the call)"
+    else:
+        ended = f" -> {_short(call['output'])}"
+    return f"{prefix}{call['tool']} {_short(call['input'])}{took}{ended}"
+
+
+def _short(value) -> str:
+    import json
+
+    from planc.backend.models import excerpt
+
+    return excerpt(json.dumps(value, ensure_ascii=False), 100)
+
+
+@main.command("replay")
+@click.argument("run_id", metavar="RUN")
+@STORE_OPTION
+@CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
+@click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
+              help="Replay this plan (text or stored) against the record instead of the run's own.")
+def replay_command(run_id: str, store: str | None, config: str | None, policy_file: str | None, principal: str,
+                   plan_file: str | None) -> None:
+    """Run RUN's plan again, every tool result from the record: no tool is called.
+
+    Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error.
+    """
+    import asyncio
+
+    from planc.backend.interpreter import run_plan
+    from planc.backend.run_store import Replay
+    from planc.backend.stored import dump
+    from planc.backend.values import RunError
+
+    run = _stored_run(store, run_id)
+    given = config is not None or policy_file is not None
+    config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
+    kept = None if given else _as_run(run, store, principal)
+    if kept is not None:
+        registry, policy = kept
+    else:
+        registry = _registry(config, plan=plan_file)
+        policy = _policy(policy_file, registry, principal)
+    text = _read(plan_file) if plan_file else dump(run["plan"])
+    checked = _checked_to_run(text, plan_file or run_id, registry, policy, principal)
+    replay = Replay(run)
+    try:
+        result = asyncio.run(run_plan(checked, registry=registry, arguments=run["arguments"], policy=policy,
+                                      principal=principal, recorder=replay))
+    except RunError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    options = run["options"]
+    _finish(result, options.get("finish", "output"), options.get("query"), lambda: _solver(registry), replay)
+
+
+def _as_recorded(run: dict, config: str | None, policy_file: str | None, principal: str):
+    """The planc.toml, policy file and principal to replay or resume `run` with: what it ran with,
+    unless the command line says otherwise."""
+    options = run["options"]
+    given = click.get_current_context().get_parameter_source("principal") is not click.core.ParameterSource.DEFAULT
+    return (config or options.get("config"), policy_file or options.get("policy"),
+            principal if given else options.get("principal", principal))
+
+
+@main.command("resume")
+@click.argument("run_id", metavar="RUN")
+@STORE_OPTION
+@CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
+def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
+                   principal: str) -> None:
+    """Continue RUN, whose process died, in the same run record.
+
+    Calls with a recorded result come from the record; a call started and never finished is called
+    again only if its tool is idempotent, else the run stops with "outcome unknown".
+    Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error.
+    """
+    import asyncio
+
+    from planc.backend.interpreter import run_plan
+    from planc.backend.run_store import Resume
+    from planc.backend.stored import StoredPlanError, dump, load_plan
+    from planc.backend.values import RunError
+
+    run = _stored_run(store, run_id)
+    if run["status"] in ("ok", "error"):
+        click.echo(f"error: run {run_id} already finished ({run['status']}): nothing to resume", err=True)
+        sys.exit(1)
+    config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
+    registry = _registry(config, plan=None)
+    policy = _policy(policy_file, registry, principal)
+    try:
+        checked = load_plan(dump(run["plan"]), registry=registry, policy=policy, principal=principal)
+    except StoredPlanError as error:
+        click.echo(f"error: {run_id}: {error}", err=True)
+        sys.exit(1)
+    runs = _open_store(store)
+    recorder = Resume(runs, run)
+    click.echo(f"run: {run_id} (resumed)", err=True)
+    try:
+        result = asyncio.run(run_plan(checked, registry=registry, arguments=run["arguments"], policy=policy,
+                                      principal=principal, recorder=recorder))
+    except RunError as error:
+        runs.finish_run(run_id, "failed", message=str(error))
+        runs.close()
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    runs.finish_run(run_id, result.status, result.value, result.message)
+    options = run["options"]
+    try:
+        _finish(result, options.get("finish", "output"), options.get("query"), lambda: _solver(registry), recorder)
+    finally:
+        runs.close()
