@@ -159,8 +159,10 @@ def _short(value) -> str:
               help="Replay this plan (text or stored) against the record instead of the run's own.")
 def replay_command(run_id: str, store: str | None, config: str | None, policy_file: str | None, principal: str,
                    plan_file: str | None) -> None:
-    """Run RUN's plan again, every tool result from the record: no tool is called.
+    """Run RUN's plan again as it ran, every tool and model result from the record: nothing is called.
 
+    It reads the planc.toml, lock and policy the run read, as the store kept them; --config or
+    --policy replays against today's files instead.
     Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error.
     """
     import asyncio
