@@ -163,6 +163,7 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
 
     It reads the planc.toml, lock and policy the run read, as the store kept them; --config or
     --policy replays against today's files instead.
+
     Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error.
     """
     import asyncio
