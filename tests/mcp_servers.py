@@ -30,6 +30,14 @@ def require_servers() -> None:
         pytest.skip("mcp-server-git, mcp-server-time (the dev extra) and git are needed")
 
 
+def servers_toml(repo: Path, git_options: str = "") -> str:
+    """A planc.toml declaring the git server (over `repo`, its annotations trusted) and the time server."""
+    return (f"[mcp.git]\ncommand = {toml_list([GIT_SERVER, '--repository', repo])}\n"
+            f"trust_annotations = true\n{git_options}\n"
+            # without --local-timezone the tools' descriptions name the machine's timezone
+            f"[mcp.time]\ncommand = {toml_list([TIME_SERVER, '--local-timezone', 'UTC'])}\n")
+
+
 def git_repository(folder: Path) -> Path:
     """`folder/repo`: a git repository with one commit of a README."""
     repo = folder / "repo"

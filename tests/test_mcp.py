@@ -17,12 +17,7 @@ from planc.cli import main
 from planc.registry import ConfigError, Effects, load_registry
 from planc.registry.lock import LOCK_NAME, entry, tool_hash
 
-from mcp_servers import GIT_SERVER, TIME_SERVER, git_repository, require_servers, toml_list
-
-
-needs_servers = pytest.mark.skipif(
-    not (GIT_SERVER and TIME_SERVER and shutil.which("git")),
-    reason="mcp-server-git, mcp-server-time (the dev extra) and git are needed")
+from mcp_servers import GIT_SERVER, TIME_SERVER, git_repository, require_servers, servers_toml, toml_list
 
 
 def run(*args: str):
@@ -36,11 +31,7 @@ def synced(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mcp")
     repo = git_repository(folder)
     config = folder / "planc.toml"
-    config.write_text(f"[mcp.git]\ncommand = {toml_list([GIT_SERVER, '--repository', repo])}\n"
-                      "trust_annotations = true\n\n"
-                      # without --local-timezone the tools' descriptions name the machine's timezone
-                      f"[mcp.time]\ncommand = {toml_list([TIME_SERVER, '--local-timezone', 'UTC'])}\n",
-                      encoding="utf-8")
+    config.write_text(servers_toml(repo), encoding="utf-8")
     result = run("registry", "sync", "--config", str(config))
     return config, result
 

@@ -18,7 +18,7 @@ from planc.cli import main
 from planc.registry import ConfigError, load_registry
 from planc.registry.lock import LOCK_NAME, entry
 
-from mcp_servers import GIT_SERVER, TIME_SERVER, git_repository, require_servers, toml_list
+from mcp_servers import TIME_SERVER, git_repository, require_servers, servers_toml, toml_list
 
 
 
@@ -35,10 +35,7 @@ def project(tmp_path_factory):
     repo = git_repository(folder)
     (repo / "NEW").write_text("untracked\n", encoding="utf-8")
     config = folder / "planc.toml"
-    config.write_text(f"[mcp.git]\ncommand = {toml_list([GIT_SERVER, '--repository', repo])}\n"
-                      "trust_annotations = true\ntimeout_s = 30\n\n"
-                      f"[mcp.time]\ncommand = {toml_list([TIME_SERVER, '--local-timezone', 'UTC'])}\n",
-                      encoding="utf-8")
+    config.write_text(servers_toml(repo, "timeout_s = 30\n"), encoding="utf-8")
     synced = cli("registry", "sync", "--config", str(config))
     assert synced.exit_code == 0, synced.output
     branch = subprocess.run(["git", "branch", "--show-current"], cwd=repo, check=True,
