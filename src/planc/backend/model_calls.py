@@ -34,15 +34,26 @@ class StepModel:
 
     def __init__(self, connect: Callable[[], ModelClient], role: str, path: str, recorder=None, step=None) -> None:
         self.connect, self.role, self.path, self.recorder, self.step = connect, role, path, recorder, step
+        self.client: ModelClient | None = None  # once connected
+
+    def connected(self) -> ModelClient:
+        if self.client is None:
+            self.client = self.connect()
+        return self.client
+
+    async def aclose(self) -> None:
+        """Close the client, if one was made (a client `connect` shares with others is closed by its owner)."""
+        if self.client is not None:
+            await self.client.aclose()
 
     @property
     def endpoint(self) -> str:
-        return self.connect().endpoint
+        return self.connected().endpoint
 
     async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
                    response_format: Mapping | None = None) -> Reply:
         if self.recorder is None:
-            return await self.connect().chat(messages, tools=tools, response_format=response_format)
+            return await self.connected().chat(messages, tools=tools, response_format=response_format)
         asked: dict = {"messages": list(messages), "tools": [tool.name for tool in tools or ()]}
         if response_format is not None:
             asked["response_format"] = dict(response_format)
@@ -55,7 +66,7 @@ class StepModel:
             return Reply.from_data(replayed.result)
         self.recorder.started(call)
         try:
-            reply = await self.connect().chat(messages, tools=tools, response_format=response_format)
+            reply = await self.connected().chat(messages, tools=tools, response_format=response_format)
         except Exception as error:
             self.recorder.finished(call, None, error)
             raise

@@ -106,19 +106,13 @@ def _finish(result, finish: str, query: str | None, solver, recorder) -> None:
         from planc.backend.model_calls import StepModel
         from planc.backend.models import ModelError
 
-        made = []  # the client, once a real inference needs it
-
-        def connect():
-            made[:] = made or [solver()]
-            return made[0]
+        model = StepModel(solver, "solver", "finish", recorder)  # the client made once an inference needs it
 
         async def report() -> str:
             try:
-                return await solver_report(StepModel(connect, "solver", "finish", recorder), query, result.value,
-                                           result.status, result.message)
+                return await solver_report(model, query, result.value, result.status, result.message)
             finally:
-                for client in made:
-                    await client.aclose()
+                await model.aclose()
 
         try:
             click.echo(asyncio.run(report()))
