@@ -38,7 +38,7 @@ from lark import Token, Transformer
 from planc.diagnostics import Diagnostic, Lines, Span
 from planc.passes.context import CheckContext
 from planc.gc_pause import gc_paused
-from planc.passes.resolve import resolve
+from planc.passes.resolve.resolve import resolve
 from planc.syntax import ast
 from planc.syntax.data import to_data
 from planc.syntax.grammar import grammar_text

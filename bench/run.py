@@ -177,7 +177,7 @@ class Bench:
         is checked against `expected` first."""
         checked, schedule = self.checked(text), None
         if optimized:
-            from planc.passes.optimize import optimize
+            from planc.optimize.optimize import optimize
 
             result = optimize(checked)
             checked, schedule = result.checked, result.schedule

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import planc
-from planc.passes.blast_radius import blast_radius
+from planc.analysis.blast_radius import blast_radius
 from planc.registry import registry_from_text
 
 TOML = '''

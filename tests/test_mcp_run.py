@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from planc.backend.mcp_runtime import needed_servers
-from planc.check import check
+from planc.passes.check import check
 from planc.cli import main
 from planc.registry import ConfigError, load_registry
 from planc.registry.lock import LOCK_NAME, entry

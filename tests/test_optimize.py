@@ -16,7 +16,7 @@ import planc
 from planc.backend.interpreter import run_plan
 from planc.backend.values import RunError
 from planc.cli import main
-from planc.passes.optimize import optimize
+from planc.optimize.optimize import optimize
 from planc.registry import load_registry
 from tool_project import tool_project
 

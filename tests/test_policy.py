@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 import planc
 from planc.cli import main
-from planc.policy import PolicyError, decide, policy_from_text
+from planc.passes.policy.load import PolicyError, policy_from_text
+from planc.passes.policy.decide import decide
 from planc.registry.config import registry_from_text
 from planc.registry.registry import Registry
 from planc.registry.tool import Effects, Tool

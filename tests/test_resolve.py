@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planc.passes.context import CheckContext
-from planc.passes.resolve import ARGS, iter_refs, resolve
+from planc.passes.resolve.resolve import ARGS, iter_refs, resolve
 from planc.syntax import ast
 from planc.syntax.parser import parse
 

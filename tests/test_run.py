@@ -193,7 +193,7 @@ def test_ask_uses_the_interlocutor_or_the_default(project):
 def test_the_policy_is_asked_again_with_the_real_values(project):
     from pathlib import Path
 
-    from planc.policy.load import policy_from_text
+    from planc.passes.policy.load import policy_from_text
 
     policy = policy_from_text('''
         @id("allow") permit(principal, action, resource);

@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 import planc
 from planc import corpus
-from planc.backend.stored import MIGRATIONS, StoredPlanError, dump, load_plan, save_plan
+from planc.store.stored import MIGRATIONS, StoredPlanError, dump, load_plan, save_plan
 from planc.cli import main
-from planc.policy import load_policy
+from planc.passes.policy.load import load_policy
 from planc.registry import registry_from_text
 from tool_project import tool_project
 
@@ -138,7 +138,7 @@ def test_a_future_version_and_other_formats_are_refused(project):
 
 
 def test_an_older_version_goes_through_its_migration(project, monkeypatch):
-    from planc.backend import stored as module
+    from planc.store import stored as module
 
     text = dump(compiled(project))
     registry = planc.registry.load_registry(project / "planc.toml")

@@ -13,8 +13,8 @@ import pytest
 import planc
 from planc.corpus import load_cases, run_case
 from planc.passes.context import CheckContext
-from planc.passes.resolve import resolve
-from planc.passes.types import types
+from planc.passes.resolve.resolve import resolve
+from planc.passes.types.types import types
 from planc.registry import registry_from_text
 from planc.syntax.parser import parse
 
@@ -401,7 +401,7 @@ VALUES = [0, 1, 1.0, 2.5, 101, True, False, None, "", "a", "abcd", "#x", [], ["a
 def test_literal_validation_agrees_with_jsonschema(schema):
     from jsonschema.validators import validator_for
 
-    from planc.passes.literals import Validators
+    from planc.analysis.literals import Validators
 
     validators, validator = Validators(), validator_for(schema)(schema)
     written = parse("a(x: 1)").plan.pipelines[0].steps[0].args[0].value  # where a wrong value is reported

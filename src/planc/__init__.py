@@ -8,7 +8,7 @@ The library API is what the `planc` command calls:
     (True, 2)
 """
 
-from planc.check import CheckResult, check
+from planc.passes.check import CheckResult, check
 from planc.diagnostics import Diagnostic, Fix, Position, Severity, Span
 from planc.registry.python_tools import tool
 from planc.syntax.extract import extract
@@ -36,7 +36,7 @@ __all__ = [
 def __getattr__(name: str):
     """`planc.save_plan` and `planc.load_plan` (stored plans), imported when first used."""
     if name in ("save_plan", "load_plan"):
-        from planc.backend import stored
+        from planc.store import stored
 
         return getattr(stored, name)
     raise AttributeError(f"module 'planc' has no attribute {name!r}")

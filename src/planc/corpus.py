@@ -38,8 +38,8 @@ from pathlib import Path
 
 import attrs
 
-from planc.check import check
-from planc.policy import Policy, PolicyError, configured_policy_path, load_policy
+from planc.passes.check import check
+from planc.passes.policy.load import Policy, PolicyError, configured_policy_path, load_policy
 from planc.registry import ConfigError, Registry, load_registry
 from planc.registry.config import CONFIG_NAME
 

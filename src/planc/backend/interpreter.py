@@ -20,8 +20,8 @@ from planc.backend.hooks import Abort, Call, Hooks, Proceed, Replace, Skip
 from planc.backend.mcp_runtime import McpRuntime
 from planc.backend.providers import call_provider
 from planc.backend.values import RunError, Scope, ToolFailed, evaluate, render, truth
-from planc.check import CheckResult
-from planc.passes.schedule import Schedule
+from planc.passes.check import CheckResult
+from planc.optimize.schedule import Schedule
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.registry import Registry
 from planc.syntax import ast
@@ -218,7 +218,7 @@ class _Run:
         """The one path every real tool call takes."""
         tool = call.tool
         if self.policy is not None:
-            from planc.policy import decide
+            from planc.passes.policy.decide import decide
 
             decision = decide(self.policy, self.principal, tool, call.args, step=call.step, in_loop=in_loop)
             if not decision.allowed:
@@ -295,7 +295,7 @@ class _Run:
 
         Its events carry step paths under the calling step's: `2/1`, `2/3/do.1[0]`.
         """
-        from planc.check import check
+        from planc.passes.check import check
 
         name = call.tool.provider[len("plan:"):]
         table = self.registry.plans[name]
@@ -425,7 +425,7 @@ class _Run:
     async def control_agent(self, step, path, scope, piped, in_loop):
         from planc.backend.agent_loop import ToolFailure, run_agent
         from planc.backend.models import ModelError
-        from planc.passes.agent_tools import matching_tools
+        from planc.analysis.agent_tools import matching_tools
 
         client = self.model(self.value(step, "model", scope, default="chat"), step, path)
         tools = matching_tools(self.registry, self.value(step, "tools", scope, default=["*"]))

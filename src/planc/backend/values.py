@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from planc.passes.resolve import ARGS
+from planc.passes.resolve.resolve import ARGS
 from planc.syntax import ast
 from planc.syntax.printer import print_expr
 

@@ -87,7 +87,7 @@ def budget_options(command):
 
 def _policy(policy_file: str | None, registry, principal: str):
     """The policy of `--policy`, or of planc.toml's `policy`, or None; and `principal` checked."""
-    from planc.policy import PolicyError, check_principal, configured_policy_path, load_policy
+    from planc.passes.policy.load import PolicyError, check_principal, configured_policy_path, load_policy
 
     try:
         check_principal(principal)
@@ -119,7 +119,7 @@ def _print_text(results, stderr: bool = False) -> None:
         else:
             console.print(f"{path}: {errors} error{'s' if errors != 1 else ''}", style="bold red")
         if result.cost is not None:
-            from planc.passes.cost_words import cost_line
+            from planc.passes.cost.cost_words import cost_line
 
             console.print(f"  cost: {cost_line(result.cost.total)}", style="dim")
 

@@ -15,7 +15,7 @@ from planc.cli import CONFIG_OPTION, _console, _plan_arguments, _print_text, _re
 def optimize_command(plan: str, config: str | None) -> None:
     """Print PLAN as the optimizer rewrites it; on stderr, a note for each rewrite saying why it is legal,
     and where missing effects metadata stops one. Nothing runs. Exit 0, 1 when the plan has errors."""
-    from planc.check import check
+    from planc.passes.check import check
 
     registry = _registry(config, plan=plan)
     checked = check(_read(plan), registry=registry, arguments=_plan_arguments(registry, plan))
@@ -29,7 +29,7 @@ def optimize_command(plan: str, config: str | None) -> None:
 def optimized_plan(checked, path: str):
     """`checked` (a plan without errors, read from `path`) optimized; its notes go to stderr."""
     from planc.diagnostics.render_text import render_text
-    from planc.passes.optimize import optimize
+    from planc.optimize.optimize import optimize
 
     optimized = optimize(checked)
     console = _console(stderr=True)

@@ -24,7 +24,7 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
                   max_usd: float | None, max_calls: int | None, max_inferences: int | None,
                   output_format: str, extract: bool) -> None:
     """Parse PLANS and run every pass; nothing runs. Exit 0 without errors, 1 with errors."""
-    from planc.check import check
+    from planc.passes.check import check
 
     registry = _registry(config, plan=plans[0])
     policy = _policy(policy_file, registry, principal)
@@ -90,8 +90,8 @@ def fmt_command(plan: str, check_only: bool, write: bool) -> None:
 @click.option("--format", "output_format", type=click.Choice(["tree", "json"]), default="tree", show_default=True)
 def show_command(plan: str, config: str | None, output_format: str) -> None:
     """Show the tree of PLAN, what each step may cost, and which steps can change anything."""
-    from planc.check import check
-    from planc.passes.blast_radius import blast_radius
+    from planc.passes.check import check
+    from planc.analysis.blast_radius import blast_radius
     from planc.syntax.steps import step_paths
 
     source = _parse_or_exit(plan, 1).source
@@ -109,8 +109,8 @@ def show_command(plan: str, config: str | None, output_format: str) -> None:
         data.update(cost=costs.total.to_json(), blast_radius=radius.to_json())
         click.echo(json.dumps(data, ensure_ascii=False))
         return
-    from planc.passes.blast_radius import blast_radius_lines
-    from planc.passes.cost_words import cost_line, step_note
+    from planc.analysis.blast_radius import blast_radius_lines
+    from planc.passes.cost.cost_words import cost_line, step_note
     from planc.syntax.tree_view import tree_view
 
     console = _console()

@@ -27,7 +27,7 @@ def policy_explain_command(plan: str, config: str | None, policy_file: str | Non
 
     Exit 0 when every step is allowed, 1 when one is denied or PLAN has syntax errors.
     """
-    from planc.check import check
+    from planc.passes.check import check
 
     registry = _registry(config, plan=plan)
     policy = _policy(policy_file, registry, principal)
@@ -37,7 +37,7 @@ def policy_explain_command(plan: str, config: str | None, policy_file: str | Non
     if result.plan is None:  # syntax errors: there are no steps to explain
         _print_text([(plan, result)])
         sys.exit(1)
-    from planc.policy.explain import explain_json, explain_table
+    from planc.passes.policy.explain import explain_json, explain_table
 
     if output_format == "json":
         import json

@@ -127,14 +127,14 @@ def _finish(result, finish: str, query: str | None, solver, recorder) -> None:
 def _checked_to_run(text: str, name: str, registry, policy, principal: str):
     """`text` (plan text, or a stored plan from `planc compile`) checked for running; refused: exit 1."""
     if _is_stored(text):
-        from planc.backend.stored import StoredPlanError, load_plan
+        from planc.store.stored import StoredPlanError, load_plan
 
         try:
             return load_plan(text, registry=registry, policy=policy, principal=principal)
         except StoredPlanError as error:
             click.echo(f"error: {name}: {error}", err=True)
             sys.exit(1)
-    from planc.check import check
+    from planc.passes.check import check
 
     checked = check(text, registry=registry, arguments=_plan_arguments(registry, name),
                     policy=policy, principal=principal)
@@ -158,7 +158,7 @@ def _exit_status(result) -> None:
 
 
 def _open_store(store: str | None):
-    from planc.backend.run_store import DEFAULT_PATH, RunStore, RunStoreError
+    from planc.store.run_store import DEFAULT_PATH, RunStore, RunStoreError
 
     try:
         return RunStore(store or DEFAULT_PATH)
@@ -168,7 +168,7 @@ def _open_store(store: str | None):
 
 def _start_recording(store: str | None, checked, registry, policy, arguments, options: dict):
     """The run store and the recorder of a new run; its id goes to stderr."""
-    from planc.backend.stored import save_plan
+    from planc.store.stored import save_plan
 
     runs = _open_store(store)
     options = {**options, "read": _keep_read_files(runs, registry, policy)}
@@ -213,8 +213,8 @@ def _is_stored(text: str) -> bool:
 @POLICY_OPTION
 def compile_command(plan: str, output: str, config: str | None, policy_file: str | None) -> None:
     """Check PLAN and write it as a stored plan that `planc run` runs. Exit 0 ok, 1 with errors."""
-    from planc.backend.stored import dump, save_plan
-    from planc.check import check
+    from planc.store.stored import dump, save_plan
+    from planc.passes.check import check
 
     registry = _registry(config, plan=plan)
     policy = _policy(policy_file, registry, 'User::"anonymous"')

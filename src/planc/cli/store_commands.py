@@ -14,7 +14,7 @@ from planc.cli.run_commands import _checked_to_run, _finish, _open_store, _solve
 
 def _as_run(run: dict, store: str | None, principal: str):
     """The registry and policy `run` ran with, from the files it kept; None when it kept none."""
-    from planc.policy import PolicyError, check_principal, configured_policy_path, policy_from_text
+    from planc.passes.policy.load import PolicyError, check_principal, configured_policy_path, policy_from_text
     from planc.registry.config import ConfigError, registry_from_text
 
     options = run["options"]
@@ -41,7 +41,7 @@ def _as_run(run: dict, store: str | None, principal: str):
 
 
 def _stored_run(store: str | None, run_id: str):
-    from planc.backend.run_store import RunStoreError
+    from planc.store.run_store import RunStoreError
 
     runs = _open_store(store)
     try:
@@ -169,8 +169,8 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     import asyncio
 
     from planc.backend.interpreter import run_plan
-    from planc.backend.run_store import Replay
-    from planc.backend.stored import dump
+    from planc.store.run_store import Replay
+    from planc.store.stored import dump
     from planc.backend.values import RunError
 
     run = _stored_run(store, run_id)
@@ -221,8 +221,8 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     import asyncio
 
     from planc.backend.interpreter import run_plan
-    from planc.backend.run_store import Resume
-    from planc.backend.stored import StoredPlanError, dump, load_plan
+    from planc.store.run_store import Resume
+    from planc.store.stored import StoredPlanError, dump, load_plan
     from planc.backend.values import RunError
 
     run = _stored_run(store, run_id)

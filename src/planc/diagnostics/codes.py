@@ -28,8 +28,8 @@ class Code:
     def check_example(self):
         """`planc.check` of the example, against its registry and policy when it has them (and
         with the optimizer's notes added, for a code of the optimizer's)."""
-        from planc.check import check
-        from planc.policy import policy_from_text
+        from planc.passes.check import check
+        from planc.passes.policy.load import policy_from_text
         from planc.registry.config import registry_from_text
 
         # As if the registry were a planc.toml at the top of the repository: plan files it
@@ -40,7 +40,7 @@ class Code:
         checked = check(self.example, extract_plan=self.extract, registry=registry, policy=policy, **self.budget)
         if not self.optimize:
             return checked
-        from planc.passes.optimize import optimize
+        from planc.optimize.optimize import optimize
 
         return attrs.evolve(checked, diagnostics=checked.diagnostics + optimize(checked).notes)
 

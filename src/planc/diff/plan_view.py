@@ -10,7 +10,7 @@ from __future__ import annotations
 import attrs
 
 from planc.passes.context import CheckContext
-from planc.passes.resolve import ARGS, resolve
+from planc.passes.resolve.resolve import ARGS, resolve
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
 

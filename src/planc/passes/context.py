@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import attrs
 
-from planc.passes.budget import Budget
-from planc.policy.load import DEFAULT_PRINCIPAL, Policy
+from planc.passes.cost.budget import Budget
+from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
 from planc.registry.registry import Registry
 
 

@@ -6,13 +6,13 @@ is written `3+`.
 
 from __future__ import annotations
 
-from planc.passes.cost_range import CostRange, Range
+from planc.passes.cost.cost_range import CostRange, Range
 
 
 def cost_line(cost: CostRange) -> str:
     """Every part of a cost; the critical path only where it is shorter than the sequential sum.
 
-    >>> from planc.passes.cost_range import UNBOUNDED
+    >>> from planc.passes.cost.cost_range import UNBOUNDED
     >>> cost_line(CostRange(calls=Range(3, 53), usd=Range(0, 0.1), sequential_ms=Range(55, 2100),
     ...                     critical_ms=Range(55, 900)))
     '3-53 calls, 0 inferences, $0.00-$0.10, 55-2,100 ms (critical path 55-900 ms)'

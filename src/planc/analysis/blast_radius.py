@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from planc.passes.agent_tools import agent_effects, agent_tools
+from planc.analysis.agent_tools import agent_effects, agent_tools
 from planc.registry.registry import Registry
 from planc.registry.tool import Effects
 
@@ -31,7 +31,7 @@ class BlastRadius:
 def blast_radius(resolution, registry: Registry | None) -> BlastRadius:
     """The blast radius of a resolved plan.
 
-    >>> from planc.check import check
+    >>> from planc.passes.check import check
     >>> result = check('decide(when: true, then: { send(to: "x") })')
     >>> blast_radius(result.resolution, None).effectful
     (('1/then.1', 'send'),)

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import attrs
 
-from planc.check import CheckResult, recheck
+from planc.passes.check import CheckResult, recheck
 from planc.diagnostics import Diagnostic, sort_key
-from planc.passes.common_calls import Reuse, common_calls
-from planc.passes.remove_steps import remove_steps
-from planc.passes.schedule import Schedule, schedule
-from planc.passes.step_effects import StepEffects, step_effects
+from planc.optimize.common_calls import Reuse, common_calls
+from planc.optimize.remove_steps import remove_steps
+from planc.optimize.schedule import Schedule, schedule
+from planc.analysis.step_effects import StepEffects, step_effects
 from planc.syntax import ast
 from planc.syntax.printer import print_plan
 
@@ -40,7 +40,7 @@ class Optimized:
 def optimize(checked: CheckResult) -> Optimized:
     """Rewrite `checked` (a plan without errors) and schedule its steps; each rewrite comes with a note.
 
-    >>> from planc.check import check
+    >>> from planc.passes.check import check
     >>> [note.code for note in optimize(check('search(query: "x")\\nsearch(query: "x")')).notes]
     ['N602', 'N602']
     """

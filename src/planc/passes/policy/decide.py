@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from planc.policy.load import Policy, Rule
+from planc.passes.policy.load import Policy, Rule
 from planc.registry.tool import Tool
 
 ACTION = 'Action::"call"'
@@ -40,7 +40,7 @@ def decide(policy: Policy, principal: str, tool: Tool, args: Mapping, *, step: s
     `dynamic` names the arguments whose values are only known at run time (absent from `args`).
 
     >>> from pathlib import Path
-    >>> from planc.policy.load import policy_from_text
+    >>> from planc.passes.policy.load import policy_from_text
     >>> policy = policy_from_text('permit(principal, action, resource) when { resource.read_only };', Path("p.cedar"))
     >>> decide(policy, 'User::"alice"', Tool("search"), {"query": "x"}, step="1", in_loop=False).allowed
     False

@@ -8,14 +8,14 @@ import attrs
 
 from planc.diagnostics import Diagnostic, sort_key
 from planc.gc_pause import gc_paused
-from planc.passes.budget import Budget
+from planc.passes.cost.budget import Budget
 from planc.passes.context import CheckContext
-from planc.passes.cost import CostReport, cost
-from planc.passes.policy import PolicyFacts, policy
-from planc.passes.resolve import Resolution, resolve
-from planc.passes.signatures import name_parameters
-from planc.passes.types import Typing, types
-from planc.policy.load import DEFAULT_PRINCIPAL, Policy
+from planc.passes.cost.cost import CostReport, cost
+from planc.passes.policy.policy import PolicyFacts, policy
+from planc.passes.resolve.resolve import Resolution, resolve
+from planc.passes.resolve.signatures import name_parameters
+from planc.passes.types.types import Typing, types
+from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
 from planc.registry.registry import Registry
 from planc.syntax.ast import Plan
 from planc.syntax.extract import extract

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from planc.check import CheckResult
-from planc.policy.decide import Decision
-from planc.policy.load import Policy
+from planc.passes.check import CheckResult
+from planc.passes.policy.decide import Decision
+from planc.passes.policy.load import Policy
 
 
 def explain_json(result: CheckResult, policy: Policy, principal: str) -> dict:

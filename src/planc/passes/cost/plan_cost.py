@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planc.passes.cost_range import UNBOUNDED, CostRange, Range
-from planc.passes.plan_calls import cycle_from, plan_calls
+from planc.passes.cost.cost_range import UNBOUNDED, CostRange, Range
+from planc.passes.resolve.plan_calls import cycle_from, plan_calls
 from planc.registry.registry import Registry
 
 NO_BOUND = CostRange(*(Range(0, UNBOUNDED) for _ in range(5)))
@@ -33,7 +33,7 @@ def plan_cost(name: str, registry: Registry) -> CostRange:
 def _cost(name: str, registry: Registry) -> CostRange:
     if cycle_from(name, plan_calls(registry)):
         return NO_BOUND
-    from planc.check import check  # the cost pass runs inside check: imported when a plan is called
+    from planc.passes.check import check  # the cost pass runs inside check: imported when a plan is called
 
     table = registry.plans[name]
     folder = registry.source.parent if registry.source else Path.cwd()

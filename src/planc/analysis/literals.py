@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from planc.passes.schema_words import describe, describe_value
-from planc.passes.schemas import json_equal, value_kind
+from planc.analysis.schema_words import describe, describe_value
+from planc.analysis.schemas import json_equal, value_kind
 from planc.syntax import ast
 
 NOT_LITERAL = object()  # the value of an expression only known at run time

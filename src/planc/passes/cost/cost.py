@@ -33,16 +33,16 @@ import math
 import attrs
 
 from planc.diagnostics import Diagnostic, sort_key
-from planc.passes.agent_tools import agent_effects, agent_tools
-from planc.passes.budget import over_budget
+from planc.analysis.agent_tools import agent_effects, agent_tools
+from planc.passes.cost.budget import over_budget
 from planc.passes.context import CheckContext
-from planc.passes.cost_range import UNBOUNDED, CostRange, Range
-from planc.passes.list_bounds import ListBounds, largest_argument
-from planc.passes.literals import literal_value
-from planc.passes.plan_cost import plan_cost
-from planc.passes.resolve import resolve
-from planc.passes.schedule import reads
-from planc.passes.types import types
+from planc.passes.cost.cost_range import UNBOUNDED, CostRange, Range
+from planc.passes.cost.list_bounds import ListBounds, largest_argument
+from planc.analysis.literals import literal_value
+from planc.passes.cost.plan_cost import plan_cost
+from planc.passes.resolve.resolve import resolve
+from planc.optimize.schedule import reads
+from planc.passes.types.types import types
 from planc.registry.builtins import CONTROL_STEPS
 from planc.syntax import ast
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from planc.passes.step_effects import StepEffects
+from planc.analysis.step_effects import StepEffects
 from planc.registry.tool import Tool
 from planc.syntax import ast
 
@@ -35,8 +35,8 @@ def common_calls(plan: ast.Plan, resolution, effects: Mapping[ast.Step, StepEffe
     With `if_declared`, those it would have if every undeclared tool were declared
     read-only and deterministic.
 
-    >>> from planc.check import check
-    >>> from planc.passes.step_effects import step_effects
+    >>> from planc.passes.check import check
+    >>> from planc.analysis.step_effects import step_effects
     >>> result = check('a(x: 1)\\nb(y: $1)\\na(x: 1)\\nb(y: $3)')
     >>> steps = [step for pipeline in result.plan.pipelines for step in pipeline.steps]
     >>> effects = {step: step_effects(step, result.resolution.tools, None) for step in steps}

@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at REAL NOT NULL,
     finished_at REAL,
     status TEXT NOT NULL,          -- running, ok, error (exit status error), failed (RunError)
-    plan TEXT NOT NULL,            -- the stored plan (planc.backend.stored) it ran
+    plan TEXT NOT NULL,            -- the stored plan (planc.store.stored) it ran
     arguments TEXT NOT NULL,       -- JSON
     output TEXT,                   -- JSON of the plan's result
     message TEXT,

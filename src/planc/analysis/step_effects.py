@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import attrs
 
-from planc.passes.agent_tools import agent_tools
+from planc.analysis.agent_tools import agent_tools
 from planc.registry.registry import Registry
 from planc.syntax import ast
 from planc.syntax.steps import walk_steps
@@ -37,7 +37,7 @@ class StepEffects:
 def step_effects(step: ast.Step, tools: dict, registry: Registry | None) -> StepEffects:
     """What `step` and the steps in its blocks may do; `tools` is the resolve pass's step -> Tool.
 
-    >>> from planc.check import check
+    >>> from planc.passes.check import check
     >>> result = check('decide(when: true, then: { send(to: "x") })')
     >>> step_effects(result.plan.pipelines[0].steps[0], result.resolution.tools, None)
     StepEffects(changes=('send',), undeclared=('send',), exits=False)

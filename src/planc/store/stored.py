@@ -149,8 +149,8 @@ def load_plan(text: str, *, registry=None, policy=None, principal: str | None = 
     Refused with StoredPlanError when it is not a stored plan, is of an unknown version, was
     modified, has errors now, or a tool it calls or the policy changed since it was compiled.
     """
-    from planc.check import check
-    from planc.policy.load import DEFAULT_PRINCIPAL
+    from planc.passes.check import check
+    from planc.passes.policy.load import DEFAULT_PRINCIPAL
 
     stored = migrate(_read(text))
     _verify_hash(stored)

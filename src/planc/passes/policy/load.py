@@ -89,7 +89,7 @@ def policy_from_text(text: str, path: Path) -> Policy:
     'no-destructive'
     >>> policy_from_text('permit(principal, action, resource)\\n  when { resource.destructve };', Path("p.cedar"))
     Traceback (most recent call last):
-    planc.policy.load.PolicyError: p.cedar:1: attribute `destructve` on entity type `Tool` not found
+    planc.passes.policy.load.PolicyError: p.cedar:1: attribute `destructve` on entity type `Tool` not found
     """
     import cedarpy
 

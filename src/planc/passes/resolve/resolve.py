@@ -16,8 +16,8 @@ import attrs
 
 from planc.diagnostics import Diagnostic, Fix, sort_key
 from planc.passes.context import CheckContext
-from planc.passes.plan_calls import cycle_from, plan_calls
-from planc.passes.signatures import check_arguments, unknown_tool
+from planc.passes.resolve.plan_calls import cycle_from, plan_calls
+from planc.passes.resolve.signatures import check_arguments, unknown_tool
 from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS, param_binds
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 
 import attrs
 
-from planc.passes.step_effects import StepEffects
+from planc.analysis.step_effects import StepEffects
 from planc.syntax import ast
 from planc.syntax.steps import children
 
@@ -46,8 +46,8 @@ def schedule(plan: ast.Plan, targets: Mapping, effects: Mapping[ast.Step, StepEf
 
     With `if_declared`, as it would be if every undeclared tool were declared read-only.
 
-    >>> from planc.check import check
-    >>> from planc.passes.step_effects import step_effects
+    >>> from planc.passes.check import check
+    >>> from planc.analysis.step_effects import step_effects
     >>> result = check("a = x()\\nb = y()\\nz(p: $a, q: $b)")
     >>> steps = [step for pipeline in result.plan.pipelines for step in pipeline.steps]
     >>> effects = {step: step_effects(step, result.resolution.tools, None) for step in steps}

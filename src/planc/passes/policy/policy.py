@@ -13,8 +13,8 @@ import attrs
 
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
-from planc.passes.literals import NOT_LITERAL, literal_value
-from planc.policy.decide import Decision, decide
+from planc.analysis.literals import NOT_LITERAL, literal_value
+from planc.passes.policy.decide import Decision, decide
 from planc.registry.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
@@ -34,8 +34,8 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
     """Judge every step of `plan` by `context.policy`.
 
     >>> from pathlib import Path
-    >>> from planc.policy import policy_from_text
-    >>> from planc.passes.resolve import resolve
+    >>> from planc.passes.policy.load import policy_from_text
+    >>> from planc.passes.resolve.resolve import resolve
     >>> from planc.syntax.parser import parse
     >>> rules = policy_from_text('@id("no-loops")\\nforbid(principal, action, resource) when { context.in_loop };'
     ...                          '\\npermit(principal, action, resource);', Path("policy.cedar"))

@@ -12,8 +12,8 @@ import functools
 import json
 from collections.abc import Mapping
 
-from planc.passes.schema_words import describe, describe_value
-from planc.passes.schemas import LIST, kinds
+from planc.analysis.schema_words import describe, describe_value
+from planc.analysis.schemas import LIST, kinds
 
 AGENT_FIELDS = {"iterations": {"type": "integer", "minimum": 0}, "tools_called": LIST, "final": {"type": "boolean"}}
 OBJECT_SCHEMA = '`{type: "object", properties: {...}}`'

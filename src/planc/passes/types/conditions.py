@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 
 from planc.diagnostics import Fix
-from planc.passes.literals import NOT_LITERAL, literal_value
-from planc.passes.schema_words import describe, describe_value
-from planc.passes.schemas import BOOLEAN, NULL, compatible, enum_of, json_equal, kinds
+from planc.analysis.literals import NOT_LITERAL, literal_value
+from planc.analysis.schema_words import describe, describe_value
+from planc.analysis.schemas import BOOLEAN, NULL, compatible, enum_of, json_equal, kinds
 from planc.syntax import ast
 
 ORDERING = ("<", "<=", ">", ">=")

@@ -13,8 +13,8 @@ import math
 import attrs
 
 from planc.diagnostics import Diagnostic
-from planc.passes.cost_range import CostRange, Range
-from planc.passes.cost_words import dollars
+from planc.passes.cost.cost_range import CostRange, Range
+from planc.passes.cost.cost_words import dollars
 from planc.syntax import ast
 
 

@@ -21,7 +21,7 @@ def remove_steps(plan: ast.Plan, resolution, replaced: Mapping[ast.Step, ast.Ste
     """`plan` without the steps of `replaced` (step -> the earlier step whose result it has), and the
     steps of `plan` the new plan's top-level steps come from, in order.
 
-    >>> from planc.check import check
+    >>> from planc.passes.check import check
     >>> from planc.syntax.printer import print_plan
     >>> result = check('a = s(q: 1)\\ns(q: 1) |> filter(where: true)\\ng(x: $2, y: $a)\\ns(q: 1)')
     >>> steps = [step for pipeline in result.plan.pipelines for step in pipeline.steps]

@@ -1,0 +1,1 @@
+"""Analyses several stages share: literal values, JSON Schema reading, what a step may do."""

@@ -1,0 +1,1 @@
+"""The optimizer: legal rewrites of a checked plan, each reported as a note."""

@@ -1,0 +1,1 @@
+"""Policy: every call a plan may make, judged by a Cedar policy."""

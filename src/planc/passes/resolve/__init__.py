@@ -1,0 +1,1 @@
+"""Resolve: what every name, reference and label of a plan refers to."""

@@ -1,0 +1,1 @@
+"""Types: the JSON Schema of every value, checked against what receives it."""

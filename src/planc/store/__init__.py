@@ -1,0 +1,1 @@
+"""Stored plans and the run store."""
