@@ -196,7 +196,7 @@ def test_timeout_s_must_be_a_positive_number(tmp_path):
     with pytest.raises(ConfigError, match="timeout_s"):
         load_registry(config)
     config.write_text('[mcp.x]\ncommand = ["x"]\ntimeout_s = 2.5\n', encoding="utf-8")
-    assert load_registry(config).mcp["x"]["timeout_s"] == 2.5
+    assert load_registry(config).servers["x"].timeout_s == 2.5
 
 
 # --- the optimizer against real servers ---------------------------------------------------------

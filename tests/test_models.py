@@ -14,7 +14,7 @@ from model_server import ModelServer, model_server  # noqa: F401  (the fixture)
 
 from planc.backend.agent_loop import ToolFailure, ask_yes_no, run_agent
 from planc.backend.models import ModelClient, ModelError, ToolCall
-from planc.registry.config import registry_from_text
+from planc.registry.config import ConfigError, registry_from_text
 from planc.registry.tool import Tool
 
 SEARCH = Tool("search", description="Full-text search over incidents", required=("query",),
@@ -74,16 +74,26 @@ def test_a_role_without_a_table_or_a_default_is_an_error_naming_it():
 
 
 @pytest.mark.parametrize(("table", "message"), [
-    ('model = "m"', r"\[models.default\] needs `base_url`"),
-    ('base_url = "http://x/v1"', r"\[models.default\] needs `model`"),
-    ('base_url = "127.0.0.1:8000/v1"\nmodel = "m"', "`base_url` must be an http:// or https:// URL, found '127.0.0.1:8000/v1'"),
-    ('provider = "anthropic"\nbase_url = "http://x/v1"\nmodel = "m"', "provider 'anthropic' is not supported"),
-    ('base_url = "http://x/v1"\nmodel = "m"\ntimeout_s = 0', "`timeout_s` must be a number of seconds above 0"),
-    ('base_url = "http://x/v1"\nmodel = "m"\napi_key_env = "PLANC_TEST_UNSET_KEY"', "PLANC_TEST_UNSET_KEY .* is not set"),
+    ('model = "m"', r"planc.toml:1: model `default` needs `base_url`"),
+    ('base_url = "http://x/v1"', r"planc.toml:1: model `default` needs `model`"),
+    ('base_url = "127.0.0.1:8000/v1"\nmodel = "m"',
+     r"planc.toml:2: `base_url` of model `default` must be an http:// or https:// URL, found '127.0.0.1:8000/v1'"),
+    ('base_url = 5\nmodel = "m"', r"planc.toml:2: `base_url` of model `default` must be a string, not int"),
+    ('provider = "anthropic"\nbase_url = "http://x/v1"\nmodel = "m"',
+     r"planc.toml:2: `provider = 'anthropic'` of model `default` is not supported"),
+    ('base_url = "http://x/v1"\nmodel = "m"\ntimeout_s = 0', r"planc.toml:4: `timeout_s` must be a number of seconds above 0"),
+    ('base_ur = "http://x/v1"\nmodel = "m"',
+     r"planc.toml:2: unknown key `base_ur` in model `default`; did you mean `base_url`\?"),
 ])
-def test_a_table_that_cannot_work_is_an_error_naming_the_key(table, message):
-    with pytest.raises(ModelError, match=message):
-        ModelClient.for_role(registry(f"[models.default]\n{table}\n"), "chat")
+def test_a_model_table_that_cannot_work_is_refused_when_planc_toml_is_loaded(table, message):
+    with pytest.raises(ConfigError, match=message):
+        registry(f"[models.default]\n{table}\n")
+
+
+def test_an_api_key_variable_that_is_not_set_is_an_error_naming_it():
+    text = '[models.default]\nbase_url = "http://x/v1"\nmodel = "m"\napi_key_env = "PLANC_TEST_UNSET_KEY"\n'
+    with pytest.raises(ModelError, match="PLANC_TEST_UNSET_KEY .* is not set"):
+        ModelClient.for_role(registry(text), "chat")
 
 
 def test_the_request_is_an_openai_chat_completion(model_server, monkeypatch):

@@ -84,3 +84,36 @@ def test_a_provider_that_cannot_be_imported_is_a_config_error(tmp_path):
     with pytest.raises(planc.registry.ConfigError) as error:
         registry('[tools.rank]\nprovider = "python:no_such_module_here:rank"\n')
     assert "no_such_module_here" in str(error.value) and error.value.line == 2  # the `provider` line
+
+
+def test_what_planc_toml_says_of_a_tool_declared_in_code_is_kept(toolbox):
+    """A tool whose parameters come from its function keeps the effects, cost and description of its table."""
+    plain = registry(f'''
+        [tools.repeat]
+        provider = "python:{toolbox}:plain"
+        description = "Repeat a text"
+        effects = {{ read_only = true, deterministic = true }}
+        cost = {{ usd = 0.25, latency_ms = 7 }}
+        timeout_s = 3
+    ''').tools["repeat"]
+    assert plain.required == ("text", "times")  # still from the signature
+    assert plain.description == "Repeat a text"
+    assert plain.effects.read_only and plain.effects.deterministic and plain.effects.declared
+    assert (plain.cost.usd, plain.cost.latency_ms, plain.timeout_s) == (0.25, 7, 3)
+    ranked = registry(f'[tools.rank]\nprovider = "python:{toolbox}:rank"\neffects = {{ read_only = false }}\n')
+    assert not ranked.tools["rank"].effects.read_only  # the table wins over the decorator
+
+
+def test_a_tool_module_beside_planc_toml_is_imported_from_there(tmp_path):
+    """Checking imports a `@planc.tool` module from the folder of planc.toml, as running does."""
+    module = f"beside_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(MODULE), encoding="utf-8")
+    (tmp_path / "planc.toml").write_text(f'[tools.rank]\nprovider = "python:{module}:rank"\n', encoding="utf-8")
+    try:
+        assert str(tmp_path) not in sys.path
+        tool = planc.registry.load_registry(tmp_path / "planc.toml").tools["rank"]
+        assert tool.pipe == "items" and tool.required == ("items",)
+    finally:
+        sys.modules.pop(module, None)
+        while str(tmp_path) in sys.path:
+            sys.path.remove(str(tmp_path))

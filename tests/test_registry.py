@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -97,7 +98,12 @@ def test_without_a_registry_any_tool_is_accepted():
     ("[tools.x]\neffects = { read_only = \"yes\" }\n", 2, "true or false"),
     ("[tools.x__y]\n", 1, "`__`"),
     ("[mcp.git]\ncommand = \"mcp-server-git\"\n", 2, "list of strings"),
-    ("colour = 1\n", None, "unknown key `colour`"),
+    ("colour = 1\n", 1, "unknown key `colour`"),
+    ('\npolcy = "p.cedar"\n[tools.x]\n', 2, "did you mean `policy`?"),
+    ("[tools.x]\n[modles.default]\n", 2, "did you mean `models`?"),
+    ("[mcp.x]\ncommand = [\"x\"]\nenv = { A = 1 }\n", 3, "`env` must be a table"),
+    ("store = 5\n", 1, "`store` must be a path"),
+    ('[models.default]\nprovider = "http://x"\nbase_url = "http://x/v1"\nmodel = "m"\n', 2, "not supported"),
 ])
 def test_a_malformed_planc_toml_says_where_and_what(toml, line, words):
     with pytest.raises(ConfigError) as error:
@@ -144,7 +150,8 @@ def test_plans_that_call_each_other_in_a_cycle(tmp_path):
     (e210,) = planc.check("plan__a()", registry=registry).diagnostics
     assert e210.code == "E210" and "a -> b -> a" in e210.message
     (tmp_path / "plans" / "b.plan").write_text("reshape(value: 1)\n", encoding="utf-8")
-    assert planc.check("plan__a()", registry=load_registry(tmp_path / "planc.toml")).ok
+    registry = load_registry(tmp_path / "planc.toml")  # a registry reads its plans' files once
+    assert planc.check("plan__a()", registry=registry).ok
     assert [d.code for d in planc.check("plan__b(limt: 1)", registry=registry).diagnostics] == ["E201"]
 
 
@@ -159,3 +166,42 @@ def test_a_declared_plans_params_type_its_args(tmp_path):
     errors = [line for line in result.output.splitlines() if ": E" in line]
     assert [line.split(": ")[1].split()[0] for line in errors] == ["E300", "E301"]
     assert ":2:15:" in errors[0] and ":3:22:" in errors[1]
+
+
+SPY = '''
+import os
+
+def append(text: str) -> str:
+    with open(os.environ["PLANC_TEST_SPY"], "a", encoding="utf-8") as file:
+        file.write(text + "\\n")
+    return text
+'''
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_a_bad_models_table_is_refused_before_any_step(tmp_path, monkeypatch, command):
+    """A mistake in `[models.*]` is `file:line` and exit 2 for check and run, and no tool is called,
+    even when the plan reaches an `agent` only after an effectful step."""
+    module = f"spy_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(SPY, encoding="utf-8")
+    (tmp_path / "planc.toml").write_text(textwrap.dedent(f'''
+        [tools.append]
+        provider = "python:{module}:append"
+        params = {{ text = {{ type = "string" }} }}
+        required = ["text"]
+
+        [models.default]
+        base_url = 5
+        model = "m"
+    '''), encoding="utf-8")
+    (tmp_path / "p.plan").write_text('append(text: "first")\nagent(prompt: "go", output_schema: {type: "object"})\n',
+                                     encoding="utf-8")
+    spy = tmp_path / "spy.log"
+    monkeypatch.setenv("PLANC_TEST_SPY", str(spy))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, [command, "p.plan"])
+    assert result.exit_code == 2, result.output
+    assert f"{tmp_path / 'planc.toml'}:8: `base_url` of model `default` must be a string, not int" in result.output
+    assert "Traceback" not in result.output
+    assert not spy.exists()
+    sys.modules.pop(module, None)

@@ -32,6 +32,7 @@ from planc.backend.hooks import Hooks
 from planc.backend.interpreter import run_plan
 from planc.backend.values import RunError
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.declarations import ModelConfig
 from planc.syntax import ast
 from planc.syntax.steps import walk_steps
 
@@ -177,8 +178,8 @@ def recording(tmp_path_factory, scripted_model):
     module = __import__(MODULE)
     evolved = {name: attrs.evolve(tool, provider=f"python:{MODULE}:{name}") if name in tools else tool
                for name, tool in registry.tools.items()}
-    models = {"default": {"base_url": f"{scripted_model}/agent/v1", "model": "scripted"},
-              "judge": {"base_url": f"{scripted_model}/judge/v1", "model": "scripted"}}
+    models = {"default": ModelConfig("default", f"{scripted_model}/agent/v1", "scripted"),
+              "judge": ModelConfig("judge", f"{scripted_model}/judge/v1", "scripted")}
     yield attrs.evolve(registry, tools=evolved, models=models), module, registry_cases
     sys.path.remove(str(folder))
     sys.modules.pop(MODULE, None)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 
 import planc
 from planc.corpus import load_cases, run_case
-from planc.passes.context import CheckContext
+from planc.passes.context import CheckContext, Facts
 from planc.passes.resolve.resolve import resolve
 from planc.passes.types.types import types
 from planc.registry import registry_from_text
@@ -209,9 +210,7 @@ def test_e301_stops_at_the_first_missing_field(registry):
 def test_typed_run_arguments_are_checked():
     """A plan declared with `params` types its `$args` (the hook for plans as tools)."""
     text = 'a(x: $args.limit, y: $args.limt)'
-    plan = parse(text).plan
-    context = CheckContext(source=text, arguments={"limit": {"type": "integer"}})
-    _, diagnostics = types(plan, context)
+    diagnostics = planc.check(text, arguments={"limit": {"type": "integer"}}).diagnostics
     assert [(d.code, d.span.text(text)) for d in diagnostics] == [("E301", ".limt")]
 
 
@@ -357,14 +356,15 @@ def test_control_step_result_types(registry):
     assert result.typing.of(decide) == {"type": "integer"}
 
 
-def test_the_pass_reads_the_resolve_facts_from_its_context(registry):
+def test_the_pass_reads_the_resolve_facts_from_its_context_and_never_resolves_again(registry):
     text = 'get_issue(id: "A-1")\nnotify(channel: "#x", text: $1.titel)'
     plan = parse(text).plan
     context = CheckContext(source=text, registry=registry)
     resolution, _ = resolve(plan, context)
-    with_facts = types(plan, CheckContext(source=text, registry=registry, facts={"resolve": resolution}))
-    without = types(plan, context)  # runs resolve itself
-    assert [d.code for d in with_facts[1]] == [d.code for d in without[1]] == ["E301"]
+    with_facts = types(plan, attrs.evolve(context, facts=Facts(resolution=resolution)))
+    assert [d.code for d in with_facts[1]] == ["E301"]
+    with pytest.raises(ValueError, match="no `resolution` yet"):
+        types(plan, context)
 
 
 # --- the corpus finds its registry --------------------------------------------------------

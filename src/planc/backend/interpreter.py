@@ -298,16 +298,15 @@ class _Run:
         from planc.passes.check import check
 
         name = call.tool.provider[len("plan:"):]
-        table = self.registry.plans[name]
-        params = table.get("params", {})
-        try:
-            text = (self.registry.source.parent / table["file"]).read_text(encoding="utf-8")
-        except OSError as error:
-            raise RunError(f"step {call.step}: cannot read the plan `{name}`: {error.strerror}", step.tool) from None
-        checked = check(text, registry=self.registry, arguments=params, policy=self.policy, principal=self.principal)
+        file = self.registry.plans.file(name)
+        params = file.declaration.params
+        if file.text is None:
+            raise RunError(f"step {call.step}: the plan `{name}`: {file.problem}", step.tool)
+        checked = check(file.text, registry=self.registry, arguments=params, policy=self.policy,
+                        principal=self.principal)
         if not checked.ok:
             first = next(d for d in checked.diagnostics if d.is_error)
-            raise RunError(f"step {call.step}: the plan `{name}` ({table['file']}) has errors: "
+            raise RunError(f"step {call.step}: the plan `{name}` ({file.declaration.written}) has errors: "
                            f"{first.code} {first.message}", step.tool)
         defaults = {param: schema["default"] for param, schema in params.items() if "default" in schema}
         events = self.hooks.events

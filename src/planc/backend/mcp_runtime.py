@@ -8,8 +8,7 @@ compares them with `planc.lock.json` (the same `tool_hash`): a locked tool that 
 has changed (description, input schema, output schema or annotations) is a "rug pull", refused
 with a RunError naming the server, the tool and what changed, and nothing runs.
 
-`call` sends `tools/call` with the server's timeout (`timeout_s` of `[mcp.NAME]`, else
-`TIMEOUT_S`). The result is the `structuredContent` when the server gives one, else the text
+`call` sends `tools/call` with the server's timeout (`timeout_s` of `[mcp.NAME]`). The result is the `structuredContent` when the server gives one, else the text
 content, JSON-decoded when it parses as JSON. An `isError` result raises `McpToolError` with the
 server's message, which the interpreter turns into a failed step (or gives back to an agent).
 `aclose` stops every server; the interpreter calls it in `run_plan`'s `finally`, so servers are
@@ -25,11 +24,10 @@ import tempfile
 from contextlib import AsyncExitStack
 
 from planc.backend.values import RunError
-from planc.registry.config import ConfigError
+from planc.registry.declarations import MCP_START_TIMEOUT_S
+from planc.registry.errors import ConfigError
 from planc.registry.lock import ENTRY_KEYS, entry, lock_path, read_lock
 
-TIMEOUT_S = 60.0  # a tool call's default timeout
-START_TIMEOUT_S = 30.0  # starting a server and listing its tools
 _CHANGES = {"description": "its description", "input_schema": "its input schema",
             "output_schema": "its output schema", "annotations": "its annotations"}
 
@@ -53,12 +51,12 @@ class McpRuntime:
             return
         try:
             import anyio
-            from mcp import ClientSession, StdioServerParameters
+            from mcp import ClientSession
             from mcp.client.stdio import stdio_client
         except ImportError:
             raise RunError("the plan calls MCP tools, and running them needs the MCP SDK: "
                            "pip install 'planc[mcp]'") from None
-        from planc.registry.mcp_sync import _all_tools, _describe, _tail
+        from planc.registry.mcp_sync import _all_tools, _describe, _tail, server_parameters
 
         assert self.registry is not None and self.registry.source is not None
         try:
@@ -69,20 +67,19 @@ class McpRuntime:
         self._stack = AsyncExitStack()
         stack = await self._stack.__aenter__()
         for name in self.servers:
-            table = self.registry.mcp[name]
-            command = tuple(table["command"])
-            parameters = StdioServerParameters(command=command[0], args=list(command[1:]),
-                                               env=dict(table.get("env") or {}) or None, cwd=str(folder))
+            server = self.registry.servers[name]
+            command = server.command
+            parameters = server_parameters(server, folder)
             errlog = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
             try:  # the transports' task groups stay open in `stack`: no cancel scope may wrap their entry
                 read, write = await stack.enter_async_context(stdio_client(parameters, errlog=errlog))
                 session = await stack.enter_async_context(ClientSession(read, write))
-                with anyio.fail_after(START_TIMEOUT_S):
+                with anyio.fail_after(MCP_START_TIMEOUT_S):
                     await session.initialize()
                     live = await _all_tools(session)
             except Exception as error:  # noqa: BLE001 - a server that cannot start stops the run
                 raise RunError(f"MCP server `{name}` (`{shlex.join(command)}`) cannot be used: "
-                               f"{_describe(error, command[0], START_TIMEOUT_S)}{_tail(errlog)}") from None
+                               f"{_describe(error, command[0], MCP_START_TIMEOUT_S)}{_tail(errlog)}") from None
             drift(name, lock["servers"].get(name, {}).get("tools", {}), live)
             self.sessions[name] = session
 
@@ -91,7 +88,7 @@ class McpRuntime:
         session = self.sessions.get(server)
         if session is None:
             raise RunError(f"MCP server `{server}` was not started for this run")
-        timeout = float(self.registry.mcp[server].get("timeout_s", TIMEOUT_S))
+        timeout = self.registry.servers[server].timeout_s
         import anyio
 
         try:
@@ -124,7 +121,7 @@ def needed_servers(checked, registry) -> list[str]:
     if _has_agent(checked):
         servers |= {tool.provider.split(":", 1)[1] for tool in registry.tools.values()
                     if tool.provider.startswith("mcp:")}
-    return sorted(server for server in servers if server in registry.mcp)
+    return sorted(server for server in servers if server in registry.servers)
 
 
 def _has_agent(checked) -> bool:

@@ -17,57 +17,13 @@ from collections.abc import Mapping, Sequence
 import attrs
 import httpx
 
+from planc.registry.declarations import DEFAULT_MODEL_ROLE, ModelConfig
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
-
-DEFAULT_ROLE = "default"
-PROVIDERS = ("openai",)
-TIMEOUT_S = 60.0
 
 
 class ModelError(Exception):
     """A model that cannot be configured, reached or understood."""
-
-
-@attrs.frozen
-class ModelConfig:
-    """One `[models.NAME]` table, checked."""
-
-    name: str  # the table's name: the role itself, or "default"
-    base_url: str
-    model: str
-    api_key_env: str | None = None
-    timeout_s: float = TIMEOUT_S
-
-    @classmethod
-    def from_table(cls, name: str, table: Mapping, source: object = None) -> ModelConfig:
-        """The config of `[models.NAME]`, or a ModelError saying which key is wrong.
-
-        >>> ModelConfig.from_table("chat", {"base_url": "http://127.0.0.1:8000/v1", "model": "m"}).timeout_s
-        60.0
-        >>> ModelConfig.from_table("chat", {"model": "m"})
-        Traceback (most recent call last):
-        ...
-        planc.backend.models.ModelError: [models.chat] needs `base_url`, the URL of an OpenAI-compatible API (like "http://127.0.0.1:8000/v1")
-        """
-        where = f"{source}: [models.{name}]" if source else f"[models.{name}]"
-        provider = table.get("provider", "openai")
-        if provider not in PROVIDERS:
-            raise ModelError(f"{where}: provider {provider!r} is not supported; the providers are {', '.join(PROVIDERS)}")
-        for key, meaning in (("base_url", 'the URL of an OpenAI-compatible API (like "http://127.0.0.1:8000/v1")'),
-                             ("model", "the model's name at that API")):
-            if not isinstance(table.get(key), str) or not table[key]:
-                raise ModelError(f"{where} needs `{key}`, {meaning}")
-        if not table["base_url"].startswith(("http://", "https://")):
-            raise ModelError(f"{where}: `base_url` must be an http:// or https:// URL, found {table['base_url']!r}")
-        api_key_env = table.get("api_key_env")
-        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
-            raise ModelError(f"{where}: `api_key_env` must name an environment variable")
-        timeout = table.get("timeout_s", TIMEOUT_S)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ModelError(f"{where}: `timeout_s` must be a number of seconds above 0, found {timeout!r}")
-        return cls(name=name, base_url=table["base_url"], model=table["model"], api_key_env=api_key_env,
-                   timeout_s=float(timeout))
 
 
 @attrs.frozen
@@ -153,12 +109,12 @@ class ModelClient:
     @classmethod
     def for_role(cls, registry: Registry, role: str) -> ModelClient:
         """The client for `role`: `[models.<role>]`, else `[models.default]`."""
-        name = role if role in registry.models else DEFAULT_ROLE
+        name = role if role in registry.models else DEFAULT_MODEL_ROLE
         if name not in registry.models:
             where = registry.source or "planc.toml"
             raise ModelError(f"no model for the role `{role}`: {where} has neither [models.{role}] "
-                             f"nor [models.{DEFAULT_ROLE}]")
-        return cls(ModelConfig.from_table(name, registry.models[name], registry.source))
+                             f"nor [models.{DEFAULT_MODEL_ROLE}]")
+        return cls(registry.models[name])
 
     async def __aenter__(self) -> ModelClient:
         return self

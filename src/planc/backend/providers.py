@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
 import inspect
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from planc.backend.values import RunError
+from planc.registry.python_tools import import_provider
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
 
@@ -35,22 +34,13 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
 
 def _python_function(provider: str, registry: Registry | None):
     """The function `python:module:function` names, importable from the planc.toml's folder."""
-    folder = str(registry.source.parent) if registry is not None and registry.source is not None else None
-    return _load(provider, folder)
+    return _load(provider, registry.folder if registry is not None and registry.source is not None else None)
 
 
 @functools.lru_cache(maxsize=1024)
-def _load(provider: str, folder: str | None):
+def _load(provider: str, folder: Path | None):
     """Looked up once per provider and folder: a step pays for a dictionary lookup, not an import."""
-    if folder is not None:
-        folder = str(Path(folder).resolve())
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-    _, module_name, qualname = provider.split(":", 2)
     try:
-        target = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            target = getattr(target, part)
+        return import_provider(provider, folder)
     except (ImportError, AttributeError) as error:
         raise RunError(f"cannot load the tool `{provider}`: {error}") from None
-    return target

@@ -8,22 +8,24 @@ import attrs
 
 from planc.diagnostics import Diagnostic, sort_key
 from planc.gc_pause import gc_paused
+from planc.passes.context import CheckContext, Facts
 from planc.passes.cost.budget import Budget
-from planc.passes.context import CheckContext
 from planc.passes.cost.cost import CostReport, cost
+from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
 from planc.passes.policy.policy import PolicyFacts, policy
 from planc.passes.resolve.resolve import Resolution, resolve
 from planc.passes.resolve.signatures import name_parameters
 from planc.passes.types.types import Typing, types
-from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
+from planc.registry.declared_plans import PlanFile, plan_of
 from planc.registry.registry import Registry
 from planc.syntax.ast import Plan
 from planc.syntax.extract import extract
 from planc.syntax.parser import parse
+from planc.syntax.steps import walk_steps
 
-# The passes, in the order they run. Each is `pass(plan, context) -> (facts, diagnostics)`;
-# a pass finds the facts of the passes before it in `context.facts`, by pass name.
-PASSES = (resolve, types, policy, cost)
+# The passes, in the order they run: each `pass(plan, context) -> (facts, diagnostics)` reads the
+# facts of the passes before it from `context.facts`, and its own go into the field named here.
+PASSES = (("resolution", resolve), ("typing", types), ("policy", policy), ("cost", cost))
 
 
 @attrs.frozen
@@ -31,10 +33,7 @@ class CheckResult:
     source: str
     plan: Plan | None
     diagnostics: tuple[Diagnostic, ...]
-    resolution: Resolution | None = None
-    typing: Typing | None = None
-    policy: PolicyFacts | None = None
-    cost: CostReport | None = None
+    facts: Facts = Facts()
     context: CheckContext | None = None  # what it was checked with (registry, policy, ...), for `recheck`
 
     @property
@@ -44,6 +43,22 @@ class CheckResult:
     @property
     def steps(self) -> int:
         return len(self.resolution.paths) if self.resolution else 0
+
+    @property
+    def resolution(self) -> Resolution | None:
+        return self.facts.resolution
+
+    @property
+    def typing(self) -> Typing | None:
+        return self.facts.typing
+
+    @property
+    def policy(self) -> PolicyFacts | None:
+        return self.facts.policy
+
+    @property
+    def cost(self) -> CostReport | None:
+        return self.facts.cost
 
 
 def check(source: str, *, extract_plan: bool = False, registry: Registry | None = None,
@@ -56,9 +71,9 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
     still point into `source`. Without a `registry` only the control steps are
     known and any other tool name is accepted. `arguments` (JSON Schema per run
     argument) types `$args`, as a plan's declared `params` do. With a `policy`
-    (`planc.policy.load_policy`), every step is judged as a call by `principal`.
-    `max_usd`, `max_calls` and `max_inferences` are budgets: a plan that may
-    cost more is E401.
+    (`planc.passes.policy.load.load_policy`), every step is judged as a call by
+    `principal`. `max_usd`, `max_calls` and `max_inferences` are budgets: a plan
+    that may cost more is E401.
 
     >>> check('search(query: "x") |> summarize(style: bullets)').diagnostics[0].code
     'E206'
@@ -78,14 +93,30 @@ def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResul
             diagnostics = [name_parameters(d, text, context.registry) if d.code == "E102" else d for d in diagnostics]
         return CheckResult(source, None, tuple(diagnostics), context=context)
     diagnostics = list(parsed.diagnostics)
-    for run_pass in PASSES:
-        result, found = run_pass(parsed.plan, context)
-        context = attrs.evolve(context, facts={**context.facts, run_pass.__name__: result})
-        diagnostics.extend(found)
+    context = attrs.evolve(context, plans=_called_plans(parsed.plan, context.registry))
+    for field, run_pass in PASSES:
+        found, reported = run_pass(parsed.plan, context)
+        context = attrs.evolve(context, facts=attrs.evolve(context.facts, **{field: found}))
+        diagnostics.extend(reported)
     diagnostics.sort(key=sort_key)
-    facts = context.facts
-    return CheckResult(source, parsed.plan, tuple(diagnostics), resolution=facts["resolve"], typing=facts["types"],
-                       policy=facts["policy"], cost=facts["cost"], context=context)
+    return CheckResult(source, parsed.plan, tuple(diagnostics), context.facts, context)
+
+
+def _called_plans(plan: Plan, registry: Registry | None) -> dict[str, CheckResult]:
+    """The declared plans `plan` calls, directly or through other plans, each checked once per registry
+    against its `params`; a plan that takes part in a cycle (E210) is left out."""
+    if registry is None or not registry.plans:
+        return {}
+    called = {name for step, _ in walk_steps(plan.pipelines)
+              if (name := plan_of(step.tool.text)) is not None and name in registry.plans}
+    return {name: registry.plans.checked(name, lambda file: _check_declared(file, registry))
+            for name in registry.plans.reachable(called) if registry.plans.cycle_from(name) is None}
+
+
+def _check_declared(file: PlanFile, registry: Registry) -> CheckResult:
+    if file.text is None:  # unreadable: no plan, and nothing known of it
+        return CheckResult("", None, ())
+    return check(file.text, registry=registry, arguments=file.declaration.params)
 
 
 def recheck(checked: CheckResult, source: str) -> CheckResult:
@@ -95,4 +126,4 @@ def recheck(checked: CheckResult, source: str) -> CheckResult:
     'E401'
     """
     with gc_paused():
-        return _check(source, False, attrs.evolve(checked.context, source=source, facts={}))
+        return _check(source, False, attrs.evolve(checked.context, source=source, facts=Facts()))

@@ -1,8 +1,9 @@
-"""What every pass may consult besides the tree."""
+"""What every pass may consult besides the tree: the inputs of a check, and the facts of earlier passes."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -10,22 +11,38 @@ from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
 from planc.registry.registry import Registry
 
+if TYPE_CHECKING:  # the facts' types belong to their passes, which import this module
+    from planc.passes.check import CheckResult
+    from planc.passes.cost.cost import CostReport
+    from planc.passes.policy.policy import PolicyFacts
+    from planc.passes.resolve.resolve import Resolution
+    from planc.passes.types.types import Typing
+
+
+@attrs.frozen
+class Facts:
+    """What the passes learned, one field per pass, each filled once the pass has run."""
+
+    resolution: Resolution | None = None
+    typing: Typing | None = None
+    policy: PolicyFacts | None = None
+    cost: CostReport | None = None
+
 
 @attrs.frozen
 class CheckContext:
-    """The inputs of a check. Later passes add the policy and budgets.
+    """The inputs of a check, and what the passes that already ran learned (`facts`).
 
     Without a registry only the control steps are known, and a plan may call any
     other tool with any arguments: `planc check` still catches every syntax and
     reference error.
 
-    `facts` holds what the passes that already ran learned, by pass name
-    (`"resolve"` -> its `Resolution`): `planc.check` adds each pass's facts
-    before the next pass runs, so a pass reads the earlier ones from here.
-
     `arguments` types the plan's `$args`: the JSON Schema of each run argument,
     when the plan being checked is declared under `[plans.NAME]` with `params`.
     None (the default) leaves `$args.NAME` untyped.
+
+    `plans` holds the declared plans this plan calls, directly or through other
+    plans, each checked on its own (by name; a plan in a cycle is left out).
 
     `policy` (a loaded Cedar policy file) judges every step as a call by
     `principal` (a Cedar entity, `User::"anonymous"` by default); None: no policy pass.
@@ -36,8 +53,17 @@ class CheckContext:
 
     source: str = ""
     registry: Registry | None = None
-    facts: Mapping[str, object] = attrs.field(factory=dict)
+    facts: Facts = Facts()
     arguments: Mapping[str, Mapping] | None = None
+    plans: Mapping[str, CheckResult] = attrs.field(factory=dict)
     policy: Policy | None = None
     principal: str = DEFAULT_PRINCIPAL
     budget: Budget = Budget()
+
+    def learned(self, field: str):
+        """What an earlier pass learned (`resolution`, `typing`, ...). A pass never runs another: the
+        check runs them in order, so what a pass reads is always there."""
+        found = getattr(self.facts, field)
+        if found is None:
+            raise ValueError(f"no `{field}` yet: the passes run in the order of planc.passes.check.PASSES")
+        return found

@@ -1,15 +1,19 @@
-"""Load `planc.toml` (DESIGN section 5) into a Registry, or say exactly what is wrong with it.
+"""Load `planc.toml` into a Registry of typed declarations, or say exactly what is wrong with it.
 
 The file is found by searching upward from the working directory, as
-pyproject-based tools do; `--config` names it directly. Every problem is a
-`ConfigError` naming the file, the line where the offending table or key is,
-and what is wrong: TOML syntax, an unknown key, a schema that is not JSON
-Schema, a `pipe` or `required` naming no parameter, a reserved name.
+pyproject-based tools do; `--config` names it directly. Every table becomes a
+typed declaration here, once (`declarations.py` holds their defaults), so every
+problem is found at load, before anything runs: a `ConfigError` naming the
+file, the line of the offending table or key, and what is wrong. TOML syntax,
+an unknown key (with the key that was probably meant), a value of the wrong
+type, a schema that is not JSON Schema, a `pipe` or `required` naming no
+parameter, a reserved name, a model that cannot be reached as declared.
 The tools of declared MCP servers come from `planc.lock.json` beside the file (lock.py).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from pathlib import Path
@@ -17,6 +21,11 @@ from pathlib import Path
 import attrs
 
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.declarations import (MCP_TIMEOUT_S, MODEL_PROVIDERS, MODEL_TIMEOUT_S, McpServer, ModelConfig,
+                                         PlanDeclaration)
+from planc.registry.declared_plans import DeclaredPlans, tool_name
+from planc.registry.errors import ConfigError
+from planc.registry.lock import load_locked_tools
 from planc.registry.registry import Registry
 from planc.registry.tool import Cost, Effects, Tool
 
@@ -28,16 +37,10 @@ TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns",
 PLAN_KEYS = {"file", "description", "params", "returns"}
 MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s"}
 MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s"}
-EFFECT_KEYS = {field.name for field in Effects.__attrs_attrs__}
-COST_KEYS = {field.name for field in Cost.__attrs_attrs__}
+EFFECT_KEYS = {field.name for field in attrs.fields(Effects) if field.init and field.name != "declared"}
+COST_KEYS = {field.name for field in attrs.fields(Cost)}
 
-
-class ConfigError(Exception):
-    """A planc.toml that cannot be used: `file:line: message`."""
-
-    def __init__(self, path: Path, line: int | None, message: str) -> None:
-        self.path, self.line, self.message = path, line, message
-        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+__all__ = ["CONFIG_NAME", "ConfigError", "find_config", "load_registry", "registry_from_text"]
 
 
 def find_config(start: Path) -> Path | None:
@@ -53,8 +56,8 @@ def load_registry(path: Path, *, locked: bool = True) -> Registry:
     """The Registry that `path` declares; `locked=False` leaves out the MCP tools of the lock."""
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(path, None, f"cannot read it: {error.strerror}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(path, None, f"cannot read it: {getattr(error, 'strerror', None) or error}") from None
     return registry_from_text(text, path, locked=locked)
 
 
@@ -62,26 +65,35 @@ def registry_from_text(text: str, path: Path, *, locked: bool = True, lock_text:
     """The Registry declared by `text`, reported as if read from `path` (which need not exist).
 
     The MCP tools come from `lock_text` when given (a recorded run's copy), else from the lock beside `path`.
+
+    >>> registry_from_text('[models.default]\\nbase_url = 5\\nmodel = "m"', Path("planc.toml"))
+    Traceback (most recent call last):
+    planc.registry.errors.ConfigError: planc.toml:2: `base_url` of model `default` must be a string, not int
     """
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         found = re.search(r"\(at line (\d+)", str(error))
         raise ConfigError(path, int(found.group(1)) if found else None, f"not valid TOML: {error}") from None
-    return _Reader(path, text, locked, lock_text).registry(data)
+    return _Reader(path, text).registry(data, locked, lock_text)
 
 
 class _Reader:
-    def __init__(self, path: Path, text: str, locked: bool = True, lock_text: str | None = None) -> None:
-        self.path, self.lines, self.locked, self.lock_text = path, text.split("\n"), locked, lock_text
+    def __init__(self, path: Path, text: str) -> None:
+        self.path, self.lines = path, text.split("\n")
+        self.folder = path.parent.resolve()
 
     def fail(self, message: str, table: str | None = None, key: str | None = None):
         raise ConfigError(self.path, self.line_of(table, key), message)
 
     def line_of(self, table: str | None, key: str | None = None) -> int | None:
-        """The line of `[table]` (or of `key` inside it, or of `table = ...` inline)."""
+        """The line of `[table]` (or of `key` inside it, or of `table = ...` inline); of a top-level `key`."""
         if table is None:
-            return None
+            if key is None:
+                return None
+            top = re.compile(r"\s*(" + re.escape(key) + r'|"' + re.escape(key) + r'")\s*=|\s*\[\[?\s*'
+                             + re.escape(key) + r"\s*[.\]]")
+            return next((n + 1 for n, line in enumerate(self.lines) if top.match(line)), None)
         header = re.compile(r"\s*\[\s*" + r"\s*\.\s*".join(re.escape(p) for p in table.split(".")) + r"\s*\]")
         inline = re.compile(r"\s*" + re.escape(table.split(".")[-1]) + r"\s*=")
         start = next((n for n, line in enumerate(self.lines) if header.match(line)), None)
@@ -99,43 +111,51 @@ class _Reader:
                     return number + 1
         return start + 1
 
-    def registry(self, data: dict) -> Registry:
+    # --- the file
+
+    def registry(self, data: dict, locked: bool, lock_text: str | None) -> Registry:
         self.only(data, TOP_LEVEL, None, "planc.toml")
         tools = {name: self.tool(name, table) for name, table in self.tables(data, "tools").items()}
-        plans = self.tables(data, "plans")
-        for name, table in plans.items():
-            tools[f"plan__{name}"] = self.plan(name, table)
-        mcp = self.tables(data, "mcp")
-        for name, table in mcp.items():
-            self.server(name, table)
-        if self.locked:  # the MCP tools, as planc.lock.json beside this file has them
-            from planc.registry.lock import load_locked_tools  # here: lock.py imports ConfigError from this module
-
-            for name, tool in load_locked_tools(self.path, mcp, self.lock_text).items():
+        plans = {name: self.plan(name, table) for name, table in self.tables(data, "plans").items()}
+        for plan in plans.values():
+            tools[tool_name(plan.name)] = Tool(name=tool_name(plan.name), params=plan.params,
+                                               required=tuple(p for p, s in plan.params.items() if "default" not in s),
+                                               returns=plan.returns, description=plan.description,
+                                               provider=f"plan:{plan.name}")
+        servers = {name: self.server(name, table) for name, table in self.tables(data, "mcp").items()}
+        if locked:  # the MCP tools, as planc.lock.json beside this file has them
+            for name, tool in load_locked_tools(self.path, servers, lock_text).items():
                 tools.setdefault(name, tool)
-        models = self.tables(data, "models")
-        for name, table in models.items():
-            self.only(table, MODEL_KEYS, f"models.{name}", f"model `{name}`")
-        for key in ("policy", "store"):
-            if key in data and not isinstance(data[key], str):
-                self.fail(f"`{key}` must be a path (a string)", None)
-        return Registry(tools=tools, source=self.path, mcp=mcp, plans=plans, models=models,
-                        policy=data.get("policy"), store=data.get("store"))
+        models = {name: self.model(name, table) for name, table in self.tables(data, "models").items()}
+        return Registry(tools=tools, source=self.path, servers=servers, plans=DeclaredPlans(plans), models=models,
+                        policy=self.path_value(data, "policy"), store=self.path_value(data, "store"))
 
     def tables(self, data: dict, key: str) -> dict:
         tables = data.get(key, {})
         if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
-            self.fail(f"`{key}` must hold one table per name, like `[{key}.NAME]`", key)
+            self.fail(f"`{key}` must hold one table per name, like `[{key}.NAME]`", None, key)
         for name in tables:
             if not NAME.match(name) or "__" in name:
                 self.fail(f"`{name}` cannot name a {key[:-1] if key != 'mcp' else 'server'}: names are letters, "
                           "digits and single underscores (`__` separates a server from its tool)", f"{key}.{name}")
         return tables
 
+    def path_value(self, data: dict, key: str) -> Path | None:
+        if key not in data:
+            return None
+        if not isinstance(data[key], str) or not data[key]:
+            self.fail(f"`{key}` must be a path (a string), relative to the folder of planc.toml", None, key)
+        return self.folder / data[key]
+
     def only(self, table: dict, allowed: set, where: str | None, what: str) -> None:
         for key in table:
             if key not in allowed:
-                self.fail(f"unknown key `{key}` in {what}; the keys are {', '.join(sorted(allowed))}", where, key)
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                meant = f"did you mean `{close[0]}`? " if close else ""
+                self.fail(f"unknown key `{key}` in {what}; {meant}the keys are {', '.join(sorted(allowed))}",
+                          where, key)
+
+    # --- values
 
     def schema(self, schema, where: str, key: str, what: str) -> dict:
         from jsonschema.exceptions import SchemaError
@@ -149,62 +169,6 @@ class _Reader:
             self.fail(f"{what} is not a valid JSON Schema: {error.message}", where, key)
         return schema
 
-    def tool(self, name: str, table: dict) -> Tool:
-        where = f"tools.{name}"
-        if name in CONTROL_STEPS:
-            self.fail(f"`{name}` is a control step: the name is reserved", where)
-        self.only(table, TOOL_KEYS, where, f"tool `{name}`")
-        params = self.params(table.get("params", {}), where, f"tool `{name}`")
-        required = self.param_list(table.get("required", []), params, where, "required")
-        pipe = self.param_name(table.get("pipe"), params, where, "pipe")
-        bound = self.param_name(table.get("returns_at_most"), params, where, "returns_at_most")
-        returns = self.schema(table["returns"], where, "returns", f"`returns` of `{name}`") if "returns" in table else None
-        provider = self.text(table.get("provider", ""), where, "provider")
-        timeout = table.get("timeout_s")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-            self.fail("`timeout_s` must be a number of seconds above 0", where, "timeout_s")
-        if "params" not in table and provider.startswith("python:"):
-            return attrs.evolve(self.python_tool(name, provider, where), timeout_s=timeout)
-        return Tool(name=name, params=params, required=required, pipe=pipe, returns=returns, returns_at_most=bound,
-                    effects=self.effects(table["effects"], where) if "effects" in table else Effects(), cost=self.cost(table.get("cost", {}), where),
-                    description=self.text(table.get("description", ""), where, "description"),
-                    provider=provider, timeout_s=timeout)
-
-    def python_tool(self, name: str, provider: str, where: str) -> Tool:
-        """A tool whose parameters come from its `@planc.tool` function: the one case that imports it."""
-        from planc.registry.python_tools import load_function_tool
-
-        if provider.count(":") != 2:
-            self.fail(f"`provider = {provider!r}` must be \"python:module:function\"", where, "provider")
-        try:
-            return load_function_tool(provider, name)
-        except Exception as error:  # whatever importing user code raises, the config names it
-            self.fail(f"cannot load `{provider}` to read its parameters: {type(error).__name__}: {error}",
-                      where, "provider")
-
-    def plan(self, name: str, table: dict) -> Tool:
-        where = f"plans.{name}"
-        self.only(table, PLAN_KEYS, where, f"plan `{name}`")
-        if not isinstance(table.get("file"), str):
-            self.fail(f"plan `{name}` needs `file`, the path of its plan text", where)
-        params = self.params(table.get("params", {}), where, f"plan `{name}`")
-        returns = self.schema(table["returns"], where, "returns", f"`returns` of plan `{name}`") if "returns" in table else None
-        required = tuple(param for param, schema in params.items() if "default" not in schema)
-        return Tool(name=f"plan__{name}", params=params, required=required, returns=returns,
-                    description=table.get("description", ""), provider=f"plan:{name}")
-
-    def server(self, name: str, table: dict) -> None:
-        where = f"mcp.{name}"
-        self.only(table, MCP_KEYS, where, f"MCP server `{name}`")
-        command = table.get("command")
-        if not (isinstance(command, list) and command and all(isinstance(part, str) for part in command)):
-            self.fail(f"MCP server `{name}` needs `command`, a list of strings like [\"mcp-server-git\"]", where, "command")
-        if not isinstance(table.get("trust_annotations", False), bool):
-            self.fail("`trust_annotations` must be true or false", where, "trust_annotations")
-        timeout = table.get("timeout_s", 60)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            self.fail("`timeout_s` must be a number of seconds above 0 (a tool call's timeout)", where, "timeout_s")
-
     def params(self, params, where: str, what: str) -> dict:
         if not isinstance(params, dict):
             self.fail(f"`params` of {what} must be a table of parameter name = JSON Schema", where, "params")
@@ -214,18 +178,34 @@ class _Reader:
             self.schema(schema, where, "params", f"the schema of parameter `{param}` of {what}")
         return params
 
-    def param_name(self, value, params: dict, where: str, key: str) -> str | None:
-        if value is None:
-            return None
+    def param_name(self, value, params, where: str, key: str) -> str:
         if value not in params:
             known = ", ".join(f"`{p}`" for p in params) or "none"
             self.fail(f"`{key} = {value!r}` names no parameter; the parameters are {known}", where, key)
         return value
 
-    def param_list(self, values, params: dict, where: str, key: str) -> tuple[str, ...]:
+    def param_list(self, values, params, where: str, key: str) -> tuple[str, ...]:
         if not isinstance(values, list):
             self.fail(f"`{key}` must be a list of parameter names", where, key)
         return tuple(self.param_name(value, params, where, key) for value in values)
+
+    def text(self, table: dict, key: str, where: str, what: str, default: str = "") -> str:
+        value = table.get(key, default)
+        if not isinstance(value, str):
+            self.fail(f"`{key}` of {what} must be a string, not {type(value).__name__}", where, key)
+        return value
+
+    def seconds(self, table: dict, key: str, where: str, default: float | None) -> float | None:
+        value = table.get(key, default)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            self.fail(f"`{key}` must be a number of seconds above 0, found {value!r}", where, key)
+        return float(value) if value is not None else None
+
+    def flag(self, table: dict, key: str, where: str) -> bool:
+        value = table.get(key, False)
+        if not isinstance(value, bool):
+            self.fail(f"`{key}` must be true or false", where, key)
+        return value
 
     def effects(self, table, where: str) -> Effects:
         if not isinstance(table, dict):
@@ -245,7 +225,93 @@ class _Reader:
                 self.fail(f"`cost.{key}` must be a number >= 0", where, "cost")
         return Cost(**table)
 
-    def text(self, value, where: str, key: str) -> str:
-        if not isinstance(value, str):
-            self.fail(f"`{key}` must be a string", where, key)
-        return value
+    # --- the tables
+
+    def tool(self, name: str, table: dict) -> Tool:
+        where, what = f"tools.{name}", f"tool `{name}`"
+        if name in CONTROL_STEPS:
+            self.fail(f"`{name}` is a control step: the name is reserved", where)
+        self.only(table, TOOL_KEYS, where, what)
+        provider = self.text(table, "provider", where, what)
+        if "params" not in table and provider.startswith("python:"):
+            tool = self.python_tool(name, provider, where)  # its parameters from the function's signature
+        else:
+            tool = Tool(name=name, params=self.params(table.get("params", {}), where, what), provider=provider)
+        params = tool.params
+        declared: dict = {}  # what the table says, over what the function declares
+        if "required" in table:
+            declared["required"] = self.param_list(table["required"], params, where, "required")
+        for key in ("pipe", "returns_at_most"):
+            if key in table:
+                declared[key] = self.param_name(table[key], params, where, key)
+        if "returns" in table:
+            declared["returns"] = self.schema(table["returns"], where, "returns", f"`returns` of `{name}`")
+        if "effects" in table:
+            declared["effects"] = self.effects(table["effects"], where)
+        if "cost" in table:
+            declared["cost"] = self.cost(table["cost"], where)
+        if "description" in table:
+            declared["description"] = self.text(table, "description", where, what)
+        if "timeout_s" in table:
+            declared["timeout_s"] = self.seconds(table, "timeout_s", where, None)
+        return attrs.evolve(tool, **declared)
+
+    def python_tool(self, name: str, provider: str, where: str) -> Tool:
+        """A tool whose parameters come from its `@planc.tool` function: the one case that imports it."""
+        from planc.registry.python_tools import load_function_tool
+
+        if provider.count(":") != 2:
+            self.fail(f"`provider = {provider!r}` must be \"python:module:function\"", where, "provider")
+        try:
+            return load_function_tool(provider, name, self.folder)
+        except Exception as error:  # whatever importing user code raises, the config names it
+            self.fail(f"cannot load `{provider}` to read its parameters: {type(error).__name__}: {error}",
+                      where, "provider")
+
+    def plan(self, name: str, table: dict) -> PlanDeclaration:
+        where, what = f"plans.{name}", f"plan `{name}`"
+        self.only(table, PLAN_KEYS, where, what)
+        if not isinstance(table.get("file"), str) or not table["file"]:
+            self.fail(f"plan `{name}` needs `file`, the path of its plan text", where, "file")
+        params = self.params(table.get("params", {}), where, what)
+        returns = self.schema(table["returns"], where, "returns", f"`returns` of {what}") if "returns" in table else None
+        return PlanDeclaration(name=name, file=self.folder / table["file"], written=table["file"], params=params,
+                               returns=returns, description=self.text(table, "description", where, what))
+
+    def server(self, name: str, table: dict) -> McpServer:
+        where = f"mcp.{name}"
+        self.only(table, MCP_KEYS, where, f"MCP server `{name}`")
+        command = table.get("command")
+        if not (isinstance(command, list) and command and all(isinstance(part, str) for part in command)):
+            self.fail(f"MCP server `{name}` needs `command`, a list of strings like [\"mcp-server-git\"]", where,
+                      "command")
+        env = table.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(value, str) for value in env.values()):
+            self.fail("`env` must be a table of environment variables whose values are strings, "
+                      'like { GIT_DIR = "." }', where, "env")
+        return McpServer(name=name, command=tuple(command), env=env,
+                         trust_annotations=self.flag(table, "trust_annotations", where),
+                         timeout_s=self.seconds(table, "timeout_s", where, MCP_TIMEOUT_S))
+
+    def model(self, name: str, table: dict) -> ModelConfig:
+        where, what = f"models.{name}", f"model `{name}`"
+        self.only(table, MODEL_KEYS, where, what)
+        provider = self.text(table, "provider", where, what, MODEL_PROVIDERS[0])
+        if provider not in MODEL_PROVIDERS:
+            self.fail(f"`provider = {provider!r}` of {what} is not supported; the providers are "
+                      f"{', '.join(MODEL_PROVIDERS)} (any OpenAI-compatible endpoint, named by `base_url`)",
+                      where, "provider")
+        for key, meaning in (("base_url", 'the URL of an OpenAI-compatible API, like "http://127.0.0.1:8000/v1"'),
+                             ("model", "the model's name at that API")):
+            if key not in table:
+                self.fail(f"{what} needs `{key}`, {meaning}", where)
+            if not self.text(table, key, where, what):
+                self.fail(f"`{key}` of {what} is empty: it must be {meaning}", where, key)
+        if not table["base_url"].startswith(("http://", "https://")):
+            self.fail(f"`base_url` of {what} must be an http:// or https:// URL, found {table['base_url']!r}",
+                      where, "base_url")
+        api_key_env = table.get("api_key_env")
+        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
+            self.fail(f"`api_key_env` of {what} must name an environment variable", where, "api_key_env")
+        return ModelConfig(name=name, base_url=table["base_url"], model=table["model"], provider=provider,
+                           api_key_env=api_key_env, timeout_s=self.seconds(table, "timeout_s", where, MODEL_TIMEOUT_S))

@@ -17,7 +17,7 @@ Each locked tool TOOL of a server NAME declared in planc.toml becomes the Tool `
 >>> log = entry("git_log", "Show the log", schema, None, {"readOnlyHint": True})
 >>> lock = {"format": "planc.lock", "version": 1, "servers": {"git": {"command": ["g"], "tools": {"git_log": log}}}}
 >>> checked = check_lock(lock, Path("planc.lock.json"))
->>> tool = locked_tools(checked, {"git": {"trust_annotations": True}})["git__git_log"]
+>>> tool = locked_tools(checked, {"git": McpServer("git", ("g",), trust_annotations=True)})["git__git_log"]
 >>> tool.provider, list(tool.params), tool.required, tool.returns
 ('mcp:git', ['max_count'], (), None)
 >>> tool.effects.read_only, tool.effects.destructive, tool.effects.open_world, tool.effects.deterministic
@@ -31,7 +31,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from planc.registry.config import ConfigError
+from planc.registry.declarations import McpServer
+from planc.registry.errors import ConfigError
 from planc.registry.tool import Effects, Tool
 
 LOCK_NAME = "planc.lock.json"
@@ -67,7 +68,7 @@ def entry(name: str, description, input_schema, output_schema, annotations) -> d
     return {**data, "hash": tool_hash(name, data)}
 
 
-def load_locked_tools(config: Path, servers: Mapping[str, Mapping], text: str | None = None) -> dict[str, Tool]:
+def load_locked_tools(config: Path, servers: Mapping[str, McpServer], text: str | None = None) -> dict[str, Tool]:
     """The Tools of the declared `servers` in the lock beside `config` (or in `text`, the lock's
     text); none if there is no lock."""
     path = lock_path(config)
@@ -117,14 +118,14 @@ def check_lock(data, path: Path) -> dict:
     return data
 
 
-def locked_tools(lock: Mapping, servers: Mapping[str, Mapping]) -> dict[str, Tool]:
-    """The Tools of the declared `servers` (name -> [mcp.NAME] table); a server not in the lock has none."""
+def locked_tools(lock: Mapping, servers: Mapping[str, McpServer]) -> dict[str, Tool]:
+    """The Tools of the declared `servers`; a server not in the lock has none."""
     tools = {}
     for server in sorted(servers):
         locked = lock["servers"].get(server)
         if locked is None:
             continue
-        trust = servers[server].get("trust_annotations", False) is True
+        trust = servers[server].trust_annotations
         for name in sorted(locked["tools"]):
             tool = to_tool(server, name, locked["tools"][name], trust)
             tools[tool.name] = tool

@@ -21,12 +21,10 @@ from pathlib import Path
 
 import attrs
 
-from planc.registry.config import ConfigError
+from planc.registry.declarations import MCP_START_TIMEOUT_S, McpServer
+from planc.registry.errors import ConfigError
 from planc.registry.lock import LOCK_FORMAT, LOCK_VERSION, entry, lock_path, read_lock
 from planc.registry.registry import Registry
-
-TIMEOUT_S = 30.0
-
 
 class SyncError(Exception):
     """A sync that cannot happen at all: no MCP SDK, or a lock that cannot be written."""
@@ -50,7 +48,7 @@ class SyncResult:
     kept: tuple[str, ...] = ()  # failed servers whose earlier lock entry was kept
 
 
-def sync(registry: Registry, timeout: float = TIMEOUT_S) -> SyncResult:
+def sync(registry: Registry, timeout: float = MCP_START_TIMEOUT_S) -> SyncResult:
     """List every declared server's tools and write the lock beside `registry.source`."""
     try:
         import anyio
@@ -64,11 +62,11 @@ def sync(registry: Registry, timeout: float = TIMEOUT_S) -> SyncResult:
     listed: dict[str, dict | ServerFailure] = {}
 
     async def one(name: str) -> None:
-        listed[name] = await _list_server(name, registry.mcp[name], folder, timeout)
+        listed[name] = await _list_server(registry.servers[name], folder, timeout)
 
     async def all_servers() -> None:
         async with anyio.create_task_group() as group:
-            for name in sorted(registry.mcp):
+            for name in sorted(registry.servers):
                 group.start_soon(one, name)
 
     anyio.run(all_servers)
@@ -81,7 +79,7 @@ def sync(registry: Registry, timeout: float = TIMEOUT_S) -> SyncResult:
                 servers[name] = previous[name]
                 kept.append(name)
         else:
-            servers[name] = {"command": list(registry.mcp[name]["command"]), "tools": outcome}
+            servers[name] = {"command": list(registry.servers[name].command), "tools": outcome}
             counts[name] = len(outcome)
     try:
         write_lock(path, {"format": LOCK_FORMAT, "version": LOCK_VERSION, "servers": servers})
@@ -114,22 +112,27 @@ def write_lock(path: Path, lock: dict) -> None:
         raise
 
 
-async def _list_server(name: str, table: Mapping, folder: Path, timeout: float) -> dict | ServerFailure:
-    """Tool name -> lock entry for the server `name`, or what went wrong."""
+def server_parameters(server: McpServer, folder: Path):
+    """How the SDK starts `server` over stdio: its command, in the folder of planc.toml, with its `env`."""
+    from mcp import StdioServerParameters
+
+    command = server.command
+    return StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(server.env) or None,
+                                 cwd=str(folder))
+
+
+async def _list_server(server: McpServer, folder: Path, timeout: float) -> dict | ServerFailure:
+    """Tool name -> lock entry for `server`, or what went wrong."""
     import anyio
-    from mcp import ClientSession, StdioServerParameters
+    from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
-    command = tuple(table["command"])
+    command = server.command
 
     def failure(message: str) -> ServerFailure:
-        return ServerFailure(server=name, command=command, message=message)
+        return ServerFailure(server=server.name, command=command, message=message)
 
-    env = table.get("env", {})
-    if not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
-        return failure("`env` must be a table of strings, like { GIT_DIR = \".git\" }")
-    parameters = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(env) or None,
-                                       cwd=str(folder))
+    parameters = server_parameters(server, folder)
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:  # the server's stderr
         try:
             with anyio.fail_after(timeout):

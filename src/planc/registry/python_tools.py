@@ -15,9 +15,11 @@ from __future__ import annotations
 import collections.abc
 import importlib
 import inspect
+import sys
 import types
 import typing
 from collections.abc import Callable
+from pathlib import Path
 
 from planc.registry.tool import Cost, Effects, Tool
 
@@ -103,14 +105,25 @@ def schema_of(annotation) -> dict:
     return {}
 
 
-def load_function_tool(provider: str, name: str) -> Tool:
-    """The Tool declared by the `@tool` function that `provider` ("python:module:function") names."""
+def import_provider(provider: str, folder: Path | None = None):
+    """The function that `provider` ("python:module:function") names, imported with `folder` (the
+    folder of planc.toml) importable, as it is when a plan runs."""
+    if folder is not None:
+        entry = str(folder.resolve())
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
     _, module_name, qualname = provider.split(":", 2)
     target = importlib.import_module(module_name)
     for part in qualname.split("."):
         target = getattr(target, part)
+    return target
+
+
+def load_function_tool(provider: str, name: str, folder: Path | None = None) -> Tool:
+    """The Tool declared by the `@tool` function that `provider` ("python:module:function") names."""
+    target = import_provider(provider, folder)
     declared = getattr(target, MARK, None) or tool_from_function(target)
-    return Tool(**{**{field: getattr(declared, field) for field in _FIELDS}, "name": name})
+    return Tool(**{**{field: getattr(declared, field) for field in _FIELDS}, "name": name, "provider": provider})
 
 
 _FIELDS = [field.name for field in Tool.__attrs_attrs__]

@@ -1,4 +1,4 @@
-"""The registry: every tool a plan may call, by name."""
+"""The registry: every tool a plan may call, by name, and the rest of what planc.toml declares."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 import attrs
 
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.declarations import McpServer, ModelConfig, PlanDeclaration
+from planc.registry.declared_plans import DeclaredPlans
 from planc.registry.tool import Tool
 
 
@@ -17,11 +19,11 @@ class Registry:
 
     tools: Mapping[str, Tool] = attrs.field(factory=dict)
     source: Path | None = None  # the planc.toml it was loaded from
-    mcp: Mapping[str, Mapping] = attrs.field(factory=dict)  # server name -> its [mcp.NAME] table
-    plans: Mapping[str, Mapping] = attrs.field(factory=dict)  # plan name -> its [plans.NAME] table
-    models: Mapping[str, Mapping] = attrs.field(factory=dict)
-    policy: str | None = None
-    store: str | None = None
+    servers: Mapping[str, McpServer] = attrs.field(factory=dict)  # `[mcp.NAME]`
+    plans: DeclaredPlans = attrs.field(factory=DeclaredPlans, eq=False)  # `[plans.NAME]`
+    models: Mapping[str, ModelConfig] = attrs.field(factory=dict)  # `[models.NAME]`
+    policy: Path | None = None  # `policy`: the Cedar policy file, from the folder of planc.toml
+    store: Path | None = None  # `store`: the run store, from the folder of planc.toml
 
     def lookup(self, name: str) -> Tool | None:
         return CONTROL_STEPS.get(name) or self.tools.get(name)
@@ -29,10 +31,12 @@ class Registry:
     def names(self) -> list[str]:
         return sorted({*CONTROL_STEPS, *self.tools})
 
+    @property
+    def folder(self) -> Path:
+        """The folder of planc.toml: where its relative paths start, and what tools import from."""
+        return self.source.parent if self.source is not None else Path.cwd()
+
     def plan_arguments(self, file: Path) -> Mapping[str, Mapping] | None:
         """The `params` that type `$args` when `file` is a plan declared under `[plans.NAME]`."""
-        folder = self.source.parent if self.source else Path.cwd()
-        for table in self.plans.values():
-            if (folder / table["file"]).resolve() == file.resolve():
-                return table.get("params", {})
-        return None
+        declared: PlanDeclaration | None = self.plans.for_file(file)
+        return declared.params if declared is not None else None

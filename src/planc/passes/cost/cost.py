@@ -39,14 +39,12 @@ from planc.passes.context import CheckContext
 from planc.passes.cost.cost_range import UNBOUNDED, CostRange, Range
 from planc.passes.cost.list_bounds import ListBounds, largest_argument
 from planc.analysis.literals import literal_value
-from planc.passes.cost.plan_cost import plan_cost
-from planc.passes.resolve.resolve import resolve
 from planc.optimize.schedule import reads
-from planc.passes.types.types import types
 from planc.registry.builtins import CONTROL_STEPS
 from planc.syntax import ast
 
 ONE = Range(1, 1)
+NO_BOUND = CostRange(*(Range(0, UNBOUNDED) for _ in range(5)))
 INFERENCE = CostRange(inferences=ONE)
 
 
@@ -74,14 +72,13 @@ class _Run:
 def cost(plan: ast.Plan, context: CheckContext) -> tuple[CostReport, list[Diagnostic]]:
     """The cost of `plan`; uses the resolve and types passes' facts.
 
-    >>> from planc.syntax.parser import parse
-    >>> report, found = cost(parse('map(over: [1, 2, 3], do: { search(q: "{item}") })').plan, CheckContext())
-    >>> report.total.to_json()["calls"], found
-    ([3, 3], [])
+    >>> from planc.passes.check import check
+    >>> checked = check('map(over: [1, 2, 3], do: { search(q: "{item}") })')
+    >>> checked.cost.total.to_json()["calls"], checked.diagnostics
+    ([3, 3], ())
     """
-    resolution = context.facts.get("resolve") or resolve(plan, context)[0]
-    typing = context.facts.get("types") or types(plan, context)[0]
-    coster = _Coster(plan, resolution, typing, context)
+    resolution = context.learned("resolution")
+    coster = _Coster(plan, resolution, context.learned("typing"), context)
     total = coster.sequence(plan.pipelines).cost
     top = [(step, resolution.paths.get(step, ""), coster.steps[step])
            for pipeline in plan.pipelines for step in pipeline.steps]
@@ -96,6 +93,7 @@ class _Coster:
         self.resolution = resolution
         self.typing = typing
         self.registry = context.registry
+        self.plans = context.plans
         self.bounds = ListBounds(plan, resolution, typing)
         self.steps: dict[ast.Step, CostRange] = {}
         self.diagnostics: list[Diagnostic] = []
@@ -142,14 +140,20 @@ class _Coster:
         tool = self.resolution.tools.get(step)
         if tool is None:
             run = _Run(_call(0, 0), ordered=True)
-        elif tool.provider.startswith("plan:") and self.registry is not None:
-            run = _Run(plan_cost(tool.provider[len("plan:"):], self.registry), ordered=True)
+        elif tool.provider.startswith("plan:"):
+            run = _Run(self.plan_cost(tool.provider[len("plan:"):]), ordered=True)
         elif tool.provider != "builtin":
             run = _Run(_call(tool.cost.usd, tool.cost.latency_ms), ordered=not tool.effects.read_only)
         else:
             run = getattr(self, f"_{tool.name}")(step)
         self.steps[step] = run.cost
         return run
+
+    def plan_cost(self, name: str) -> CostRange:
+        """What one run of the declared plan `name` may cost: its own total; no bound when it takes part
+        in a cycle, or cannot be read or checked."""
+        checked = self.plans.get(name)
+        return checked.cost.total if checked is not None and checked.ok else NO_BOUND
 
     # --- the control steps, one method each
 

@@ -137,10 +137,7 @@ def _validation_message(error: str) -> str:
 
 def configured_policy_path(registry) -> Path | None:
     """The policy file a registry's planc.toml names (`policy = "..."`, relative to its folder)."""
-    if registry is None or registry.policy is None:
-        return None
-    folder = registry.source.parent if registry.source else Path.cwd()
-    return folder / registry.policy
+    return registry.policy if registry is not None else None
 
 
 def check_principal(text: str) -> str:

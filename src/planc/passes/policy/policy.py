@@ -35,19 +35,20 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
 
     >>> from pathlib import Path
     >>> from planc.passes.policy.load import policy_from_text
+    >>> from planc.passes.context import Facts
     >>> from planc.passes.resolve.resolve import resolve
     >>> from planc.syntax.parser import parse
     >>> rules = policy_from_text('@id("no-loops")\\nforbid(principal, action, resource) when { context.in_loop };'
     ...                          '\\npermit(principal, action, resource);', Path("policy.cedar"))
     >>> plan = parse('map(over: [1, 2], do: { notify(text: "hi") })').plan
     >>> context = CheckContext(policy=rules)
-    >>> context = attrs.evolve(context, facts={"resolve": resolve(plan, context)[0]})
+    >>> context = attrs.evolve(context, facts=Facts(resolution=resolve(plan, context)[0]))
     >>> [(d.code, d.message, d.step) for d in policy(plan, context)[1]]
     [('E400', 'calling `notify` is forbidden by policy `no-loops` (for User::"anonymous")', '1/do.1')]
     """
     if context.policy is None:
         return PolicyFacts({}), []
-    resolution = context.facts["resolve"]
+    resolution = context.learned("resolution")
     decisions: dict[ast.Step, Decision] = {}
     diagnostics = []
     for step, piped, in_loop in _calls(plan.pipelines, in_loop=False):

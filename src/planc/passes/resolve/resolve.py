@@ -16,7 +16,6 @@ import attrs
 
 from planc.diagnostics import Diagnostic, Fix, sort_key
 from planc.passes.context import CheckContext
-from planc.passes.resolve.plan_calls import cycle_from, plan_calls
 from planc.passes.resolve.signatures import check_arguments, unknown_tool
 from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS, param_binds
 from planc.registry.registry import Registry
@@ -128,15 +127,11 @@ class _Resolver:
         self.tools[step] = tool
         check_arguments(step, tool, piped, self.registry, report)
         if tool.provider.startswith("plan:"):
-            cycle = cycle_from(tool.provider[len("plan:"):], self.plan_calls)
+            cycle = self.registry.plans.cycle_from(tool.provider[len("plan:"):])
             if cycle:
                 report("E210", f"calling `{name}` never ends: {' -> '.join(cycle)}", step.tool,
                        hints=["a plan cannot call itself, directly or through other plans"])
         return tool
-
-    @functools.cached_property
-    def plan_calls(self) -> dict[str, set[str]]:
-        return plan_calls(self.registry)
 
     def visit_arg(self, arg: ast.Arg, step, frames, bound, binds, path: str) -> None:
         """Resolve an argument's value; `binds` are the names its parameter binds (a block's, a condition's)."""

@@ -25,7 +25,7 @@ from planc.passes.context import CheckContext
 from planc.passes.types.control_steps import agent_input, control_result
 from planc.passes.types.foreign_holes import foreign_holes
 from planc.analysis.literals import NOT_LITERAL, Validators, constrains, literal_value
-from planc.passes.resolve.resolve import ARGS, resolve
+from planc.passes.resolve.resolve import ARGS
 from planc.analysis.schema_words import describe, describe_value, missing_words
 from planc.analysis.schemas import (BOOLEAN, LENGTH, SCALARS, STRING, Missing, compatible, items_of, list_of, read,
                                   record_of)
@@ -53,15 +53,14 @@ class Typing:
 def types(plan: ast.Plan, context: CheckContext) -> tuple[Typing, list[Diagnostic]]:
     """Type the steps and values of `plan` and check them; uses the resolve pass's facts.
 
-    >>> from planc.syntax.parser import parse
-    >>> plan = parse('map(over: [1, 2], concurrency: 0, do: { reshape(value: item) })').plan
-    >>> typing, found = types(plan, CheckContext())
-    >>> [d.message for d in found]
+    >>> from planc.passes.check import check
+    >>> checked = check('map(over: [1, 2], concurrency: 0, do: { reshape(value: item) })')
+    >>> [d.message for d in checked.diagnostics]
     ['wrong value for `concurrency` of `map`: expected an integer of at least 1, found the integer 0']
-    >>> typing.of(plan.pipelines[0].steps[0])
+    >>> checked.typing.of(checked.plan.pipelines[0].steps[0])
     {'type': 'array', 'items': {'type': 'integer'}, 'maxItems': 2}
     """
-    resolution = context.facts.get("resolve") or resolve(plan, context)[0]
+    resolution = context.learned("resolution")
     checker = _Checker(resolution, context)
     checker.visit_steps(plan.pipelines, {})
     checker.report_unused()
