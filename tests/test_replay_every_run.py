@@ -72,7 +72,7 @@ def expected(run: dict) -> tuple[int, str, str]:
 
 
 def test_every_recorded_run_replays_without_calling_anything(tmp_path_factory, monkeypatch):
-    monkeypatch.setattr("planc.backend.interpreter.call_provider", refuse("called a tool"))
+    monkeypatch.setattr("planc.backend.dispatch.call_provider", refuse("called a tool"))
     monkeypatch.setattr("planc.backend.models.ModelClient.chat", refuse("asked a model"))
     monkeypatch.setattr("planc.backend.mcp_runtime.McpRuntime.open", refuse("started an MCP server"))
     replayed, kinds, older = 0, set(), []

@@ -236,3 +236,26 @@ def test_replay_reads_the_files_the_run_read_even_after_they_changed(project, mo
     today = invoke("replay", run_id, "--config", "planc.toml")  # against today's planc.toml: refused
     assert today.exit_code == 1 and "tool `notify` was removed from the registry" in today.stderr
     assert calls(project) == ["search", "notify", "notify", "notify"]  # the recording run's calls, no more
+
+
+def test_a_declared_plans_calls_are_recorded_under_the_calling_step_and_replayed(project, monkeypatch):
+    """A plan called as `plan__NAME` runs inside the run: each of its calls has its own intent and result
+    rows, at paths under the calling step, and a replay answers every one from the record."""
+    (project / "inner.plan").write_text('search(query: "db", limit: 2)\nnotify(channel: "#db", text: "{$1.length}")\n',
+                                        encoding="utf-8")
+    with open(project / "planc.toml", "a", encoding="utf-8") as toml:
+        toml.write('\n[plans.inner]\nfile = "inner.plan"\n')
+    (project / "outer.plan").write_text('search(query: "disk", limit: 1)\nplan__inner()\n', encoding="utf-8")
+    result = invoke("run", "outer.plan")
+    assert result.exit_code == 0, result.output
+    run_id = next(line.removeprefix("run: ") for line in result.stderr.splitlines() if line.startswith("run: "))
+    with sqlite3.connect(project / ".planc" / "runs.sqlite") as db:
+        rows = db.execute("SELECT step, tool, output IS NOT NULL FROM calls WHERE run_id = ? ORDER BY sequence",
+                          (run_id,)).fetchall()
+    assert rows == [("1", "search", 1), ("2/1", "search", 1), ("2/2", "notify", 1)]
+    assert calls(project) == ["search", "search", "notify"]
+    monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
+    replayed = invoke("replay", run_id)
+    assert replayed.exit_code == 0, replayed.output
+    assert replayed.stdout == result.stdout
+    assert calls(project) == ["search", "search", "notify"]  # nothing called again

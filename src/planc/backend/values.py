@@ -27,6 +27,17 @@ class RunError(Exception):
         self.node = node
 
 
+class Exited(Exception):
+    """An `exit` step ended the plan: `output` is the plan's result."""
+
+    def __init__(self, status: str, message: str | None, output) -> None:
+        super().__init__(message)
+        self.status, self.message, self.output = status, message, output
+
+
+NOTHING = object()  # no piped input
+
+
 class ToolFailed(RunError):
     """The tool itself failed: it raised, was given invalid arguments, or broke its `returns`.
 

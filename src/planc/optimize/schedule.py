@@ -9,13 +9,13 @@ the same time. This is the schedule the cost pass's critical path assumes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 import attrs
 
+from planc.analysis.reads import reads
 from planc.analysis.step_effects import StepEffects
 from planc.syntax import ast
-from planc.syntax.steps import children
 
 
 @attrs.frozen
@@ -79,17 +79,3 @@ def schedule(plan: ast.Plan, targets: Mapping, effects: Mapping[ast.Step, StepEf
                 since.append(step)
             before = step
     return Schedule(steps, waits)
-
-
-def reads(step: ast.Step, targets: Mapping) -> Iterator:
-    """What the references in `step`'s arguments and in its blocks' steps point at (steps, or `args`)."""
-    pending = [arg.value for arg in step.args]
-    while pending:
-        node = pending.pop()
-        kind = type(node)
-        if kind is ast.Ref:
-            yield targets.get(node)
-        elif kind is ast.Block:
-            pending.extend(arg.value for pipeline in node.pipelines for inner in pipeline.steps for arg in inner.args)
-        else:
-            pending.extend(children(node))

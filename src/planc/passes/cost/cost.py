@@ -39,7 +39,7 @@ from planc.passes.context import CheckContext
 from planc.passes.cost.cost_range import UNBOUNDED, CostRange, Range
 from planc.passes.cost.list_bounds import ListBounds, largest_argument
 from planc.analysis.literals import literal_value
-from planc.optimize.schedule import reads
+from planc.analysis.reads import reads
 from planc.registry.builtins import CONTROL_STEPS
 from planc.syntax import ast
 
@@ -145,7 +145,7 @@ class _Coster:
         elif tool.provider != "builtin":
             run = _Run(_call(tool.cost.usd, tool.cost.latency_ms), ordered=not tool.effects.read_only)
         else:
-            run = getattr(self, f"_{tool.name}")(step)
+            run = COST_RULES[tool.name](self, step)
         self.steps[step] = run.cost
         return run
 
@@ -237,6 +237,10 @@ class _Coster:
 
 
 AGENT = CONTROL_STEPS["agent"]
+
+# The cost rule of each control step: what it costs itself, and what it runs.
+COST_RULES = {"map": _Coster._map, "filter": _Coster._filter, "reduce": _Coster._reduce, "decide": _Coster._decide,
+              "exit": _Coster._exit, "agent": _Coster._agent, "ask": _Coster._ask, "reshape": _Coster._reshape}
 
 
 @functools.lru_cache(maxsize=1024)  # one per distinct declared cost, shared by every call

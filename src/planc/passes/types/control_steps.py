@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from planc.analysis.schema_words import describe, describe_value
 from planc.analysis.schemas import LIST, kinds
@@ -70,30 +70,47 @@ def control_result(name: str, inputs: Mapping, output_schema: Mapping | None = N
     >>> control_result("filter", {"over": {"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 3}})
     {'type': 'array', 'items': {'type': 'integer'}, 'maxItems': 3}
     """
-    if name == "map":
-        result: dict = {"type": "array"}
-        if inputs.get("do") is not None:
-            result["items"] = inputs["do"]
-        return _keep_bound(result, inputs.get("over"))
-    if name == "filter":
-        over = inputs.get("over")
-        if kinds(over) != {"array"}:
-            return _keep_bound(dict(LIST), over)
-        # The kept items have the input's item type and at most its length; any may be dropped.
-        if "minItems" not in over and "prefixItems" not in over:
-            return over
-        return {key: value for key, value in over.items() if key not in ("minItems", "prefixItems")}
-    if name == "reduce":
-        return inputs.get("do")
-    if name == "decide":
-        then = inputs.get("then")
-        return then if "else" in inputs and inputs["else"] == then else None
-    if name == "agent":
-        return {"type": "object", "properties": {"output": output_schema or {}, **AGENT_FIELDS},
-                "required": ["output", *AGENT_FIELDS], "additionalProperties": False}
-    if name == "reshape":
-        return inputs.get("value")
-    return None  # ask, exit
+    return TYPE_RULES[name](inputs, output_schema)
+
+
+def _map(inputs: Mapping, output_schema) -> Mapping:
+    result: dict = {"type": "array"}
+    if inputs.get("do") is not None:
+        result["items"] = inputs["do"]
+    return _keep_bound(result, inputs.get("over"))
+
+
+def _filter(inputs: Mapping, output_schema) -> Mapping:
+    over = inputs.get("over")
+    if kinds(over) != {"array"}:
+        return _keep_bound(dict(LIST), over)
+    # The kept items have the input's item type and at most its length; any may be dropped.
+    if "minItems" not in over and "prefixItems" not in over:
+        return over
+    return {key: value for key, value in over.items() if key not in ("minItems", "prefixItems")}
+
+
+def _decide(inputs: Mapping, output_schema) -> Mapping | None:
+    then = inputs.get("then")
+    return then if "else" in inputs and inputs["else"] == then else None
+
+
+def _agent(inputs: Mapping, output_schema) -> Mapping:
+    return {"type": "object", "properties": {"output": output_schema or {}, **AGENT_FIELDS},
+            "required": ["output", *AGENT_FIELDS], "additionalProperties": False}
+
+
+# The type rule of each control step: (the types of its inputs, an agent's output schema) -> its result's type.
+TYPE_RULES: dict[str, Callable[[Mapping, Mapping | None], Mapping | None]] = {
+    "map": _map,
+    "filter": _filter,
+    "reduce": lambda inputs, _: inputs.get("do"),
+    "decide": _decide,
+    "exit": lambda inputs, _: None,  # when it does not exit, its `value`, of any type
+    "agent": _agent,
+    "ask": lambda inputs, _: None,  # whatever the person answers
+    "reshape": lambda inputs, _: inputs.get("value"),
+}
 
 
 def _keep_bound(result: dict, over) -> dict:

@@ -1,0 +1,177 @@
+"""The control steps at run time: one handler each, in `CONTROL_HANDLERS`.
+
+A handler is `handler(run, step, path, scope, piped, in_loop)` and returns the
+step's result. A control step is never dispatched as a tool call and never
+gated; what it runs (its blocks' steps, an agent's tools) takes the dispatch
+like any other call. An argument left out takes the default its declaration
+in `planc.registry.builtins` gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import attrs
+
+from planc.backend.hooks import Call
+from planc.backend.values import NOTHING, Exited, RunError, Scope, ToolFailed, evaluate, render, truth
+from planc.registry.builtins import CONTROL_STEPS
+from planc.syntax import ast
+from planc.syntax.steps import step_blocks
+
+
+def value(step: ast.Step, name: str, scope: Scope, piped=NOTHING):
+    """The value of `step`'s argument `name`: as written, else piped in (for its pipe parameter), else
+    its declared default (None when it has none)."""
+    arg = step.arg(name)
+    if arg is not None:
+        return evaluate(arg.value, scope)
+    declared = CONTROL_STEPS[step.tool.text]
+    if name == declared.pipe and piped is not NOTHING:
+        return piped
+    return declared.params.get(name, {}).get("default")
+
+
+async def block(run, step: ast.Step, name: str, path: str, scope: Scope, in_loop: bool, item: int | None = None):
+    """Run the block of `step`'s argument `name`, its results visible only inside it."""
+    block_node, label = next((found, label) for found, label in step_blocks(step) if label == name)
+    inner = attrs.evolve(scope, results=scope.results.new_child())
+    suffix = "" if item is None else f"[{item}]"
+    return await run.pipelines(block_node.pipelines, inner, f"{path}/{label}.", suffix, in_loop)
+
+
+def items(step: ast.Step, path: str, scope: Scope, piped) -> list:
+    over = value(step, "over", scope, piped)
+    if not isinstance(over, list):
+        raise RunError(f"step {path}: `{step.tool.text}` needs a list to go over", step.tool)
+    return over
+
+
+async def each_item(run, step: ast.Step, path: str, scope: Scope, over: list, concurrency: int = 1) -> list:
+    """The `do` block's result for every item, at most `concurrency` items at once, in order."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(index, item):
+        async with limit:
+            return await block(run, step, "do", path, scope.bind(item=item, index=index), True, item=index)
+
+    return list(await asyncio.gather(*(one(index, item) for index, item in enumerate(over))))
+
+
+async def judge(run, question: str, step: ast.Step, path: str) -> bool:
+    """An `infer` question put to the `judge` role: yes or no."""
+    from planc.backend.agent_loop import ask_yes_no
+    from planc.backend.models import ModelError
+
+    run.emit("inference_started", step=path, question=question)
+    try:
+        answer = await ask_yes_no(run.session.model("judge", step, path), question)
+    except ModelError as error:
+        raise RunError(f"step {path}: {error}", step.tool) from None
+    run.emit("inference_finished", step=path, answer=answer)
+    return answer
+
+
+async def condition(run, step: ast.Step, path: str, scope: Scope) -> bool:
+    """A `decide`'s or `exit`'s `when` condition, or its `infer` question put to the judge."""
+    if step.arg("when") is not None:
+        when = step.arg("when").value
+        return truth(evaluate(when, scope), when)
+    return await judge(run, evaluate(step.arg("infer").value, scope), step, path)
+
+
+# --- the handlers
+
+
+async def run_map(run, step, path, scope, piped, in_loop):
+    over = items(step, path, scope, piped)
+    return await each_item(run, step, path, scope, over, value(step, "concurrency", scope))
+
+
+async def run_filter(run, step, path, scope, piped, in_loop):
+    over = items(step, path, scope, piped)
+    if step.arg("where") is not None:
+        where = step.arg("where").value
+        return [item for item in over
+                if truth(evaluate(where, attrs.evolve(scope.bind(item=item), fields=item)), where)]
+    if step.arg("do") is not None:
+        kept = await each_item(run, step, path, scope, over)
+        return [item for item, keep in zip(over, kept) if truth(keep, step.arg("do").value)]
+    question = step.arg("infer").value
+    kept = [await judge(run, render(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]")
+            for index, item in enumerate(over)]
+    return [item for item, keep in zip(over, kept) if keep]
+
+
+async def run_reduce(run, step, path, scope, piped, in_loop):
+    accumulator = value(step, "initial", scope)
+    for index, item in enumerate(items(step, path, scope, piped)):
+        bound = scope.bind(item=item, index=index, accumulator=accumulator)
+        accumulator = await block(run, step, "do", path, bound, True, item=index)
+    return accumulator
+
+
+async def run_decide(run, step, path, scope, piped, in_loop):
+    branch = "then" if await condition(run, step, path, scope) else "else"
+    if step.arg(branch) is None:
+        return None
+    return await block(run, step, branch, path, scope, in_loop)
+
+
+async def run_exit(run, step, path, scope, piped, in_loop):
+    passed = value(step, "value", scope, piped)
+    if (step.arg("when") or step.arg("infer")) is not None and not await condition(run, step, path, scope):
+        return passed
+    output = value(step, "output", scope) if step.arg("output") is not None else passed
+    raise Exited(value(step, "status", scope), value(step, "message", scope), output)
+
+
+async def run_reshape(run, step, path, scope, piped, in_loop):
+    return value(step, "value", scope)
+
+
+async def run_ask(run, step, path, scope, piped, in_loop):
+    question = value(step, "question", scope)
+    interlocutor = run.hooks.interlocutor
+    answer = await interlocutor(question) if interlocutor else None
+    if answer is not None:
+        return answer
+    unanswered = value(step, "when_unanswered", scope)
+    if unanswered == "default":
+        return value(step, "default", scope)
+    if unanswered == "skip":
+        return None
+    raise RunError(f"step {path}: nobody answered `{question}`", step.tool)
+
+
+async def run_agent(run, step, path, scope, piped, in_loop):
+    from planc.analysis.agent_tools import matching_tools
+    from planc.backend.agent_loop import ToolFailure, run_agent as agent_loop
+    from planc.backend.models import ModelError
+
+    registry = run.registry
+    client = run.session.model(value(step, "model", scope), step, path)
+    tools = matching_tools(registry, value(step, "tools", scope) or ["*"])
+    calls = 0
+
+    async def call_tool(name: str, arguments: dict):
+        nonlocal calls
+        calls += 1
+        call = Call(f"{path}/agent.{calls}/{name}", registry.tools[name], arguments)
+        try:
+            return await run.dispatch(call, step, in_loop)
+        except ToolFailed as error:  # goes back to the model, which may try again
+            raise ToolFailure(str(error)) from None
+
+    try:
+        return await agent_loop(client, value(step, "prompt", scope), value(step, "output_schema", scope), tools,
+                                call_tool, context=value(step, "context", scope, piped),
+                                max_iterations=value(step, "max_iterations", scope),
+                                system_prompt=value(step, "system_prompt", scope))
+    except ModelError as error:
+        raise RunError(f"step {path}: {error}", step.tool) from None
+
+
+# The handler of each control step.
+CONTROL_HANDLERS = {"map": run_map, "filter": run_filter, "reduce": run_reduce, "decide": run_decide,
+                    "exit": run_exit, "agent": run_agent, "ask": run_ask, "reshape": run_reshape}

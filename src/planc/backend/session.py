@@ -1,0 +1,79 @@
+"""What one run holds open from before its first step to after its last: its recorder, MCP servers and models.
+
+The recorder is the run store's side of a run (`planc.store.run_store`): it is told of every real
+tool call and model inference, and a replay answers them from its record, so a replay starts no
+MCP server and needs no model endpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from planc.backend.hooks import Call, Skip
+from planc.backend.mcp_runtime import McpRuntime
+from planc.backend.values import RunError
+from planc.registry.registry import Registry
+from planc.syntax import ast
+
+
+class Recorder(Protocol):
+    """What a run tells the run store, and what the store may answer from its record."""
+
+    calls_tools: bool  # false for a replay: every call is answered from the record
+
+    def replayed(self, call: Call, step: ast.Step | None) -> Skip | None:
+        """The recorded result of `call` (a Skip), or None to make the call."""
+
+    def started(self, call: Call) -> None:
+        """`call` is about to be made: its intent is committed first."""
+
+    def finished(self, call: Call, result, error: Exception | None) -> None:
+        """`call` returned `result`, or failed with `error`."""
+
+    def event(self, event: dict) -> None:
+        """One of the run's events."""
+
+
+class Session:
+    """The recorder, MCP servers and models of one run; `open` before the first step, `close` after the last."""
+
+    def __init__(self, checked, registry: Registry | None, recorder: Recorder | None = None) -> None:
+        self.registry, self.recorder = registry, recorder
+        self.mcp = McpRuntime(checked, registry)
+        self.clients: dict = {}  # role -> ModelClient, made on first use
+
+    @property
+    def calls_tools(self) -> bool:
+        return self.recorder is None or self.recorder.calls_tools
+
+    async def open(self) -> None:
+        """Start the MCP servers the run may call, checked against the lock; a replay starts none."""
+        if self.calls_tools:
+            await self.mcp.open()
+
+    async def close(self) -> None:
+        """Stop the servers and close the models' connections; never raises."""
+        await self.mcp.aclose()
+        for client in self.clients.values():
+            await client.aclose()
+
+    def model(self, role: str, step: ast.Step, path: str):
+        """The model of `role` as the step at `path` asks it, every inference through the recorder."""
+        from planc.backend.model_calls import StepModel
+
+        if self.calls_tools:
+            self.client(role, step, path)  # a model that is not configured fails here, before the step asks it
+        return StepModel(lambda: self.client(role, step, path), role, path, self.recorder, step)
+
+    def client(self, role: str, step: ast.Step, path: str):
+        """The model client of `role` (`[models.<role>]`, else `[models.default]`), made once per run."""
+        from planc.backend.models import ModelClient, ModelError
+
+        if role not in self.clients:
+            if self.registry is None:
+                raise RunError(f"step {path}: a model is needed, and no planc.toml declares `[models.*]`", step.tool)
+            try:
+                self.clients[role] = ModelClient.for_role(self.registry, role)
+            except ModelError as error:
+                raise RunError(f"step {path}: {error}", step.tool) from None
+        return self.clients[role]
