@@ -14,6 +14,7 @@ import asyncio
 import attrs
 
 from planc.backend.hooks import Call
+from planc.backend.stop import current as current_stop, settle
 from planc.backend.values import NOTHING, Exited, RunError, Scope, ToolFailed, evaluate, render, truth
 from planc.registry.builtins import CONTROL_STEPS
 from planc.syntax import ast
@@ -55,7 +56,9 @@ async def each_item(run, step: ast.Step, path: str, scope: Scope, over: list, co
         async with limit:
             return await block(run, step, "do", path, scope.bind(item=item, index=index), True, item=index)
 
-    return list(await asyncio.gather(*(one(index, item) for index, item in enumerate(over))))
+    tasks = [asyncio.ensure_future(one(index, item)) for index, item in enumerate(over)]
+    await settle(tasks)  # after a failure or an exit no item starts, and the items running finish their calls
+    return [task.result() for task in tasks]
 
 
 async def judge(run, question: str, step: ast.Step, path: str) -> bool:
@@ -63,6 +66,7 @@ async def judge(run, question: str, step: ast.Step, path: str) -> bool:
     from planc.backend.agent_loop import ask_yes_no
     from planc.backend.models import ModelError
 
+    current_stop().check(path, step.tool)
     run.emit("inference_started", step=path, question=question)
     try:
         answer = await ask_yes_no(run.session.model("judge", step, path), question)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from planc.backend.hooks import Abort, Call, Proceed, Replace, Skip
-from planc.backend.providers import call_provider
+from planc.backend.providers import CallTimedOut, call_provider
+from planc.backend.stop import current as current_stop
 from planc.backend.values import RunError, ToolFailed
 from planc.syntax import ast
 
@@ -26,6 +27,7 @@ class Dispatch:
 
     async def __call__(self, call: Call, step: ast.Step, in_loop: bool):
         tool = call.tool
+        current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
         self.authorize(call, step, in_loop)
         self.validate(call, step)
         gate = await self.hooks.gate(call) if self.hooks.gate else Proceed()
@@ -68,7 +70,11 @@ class Dispatch:
                 result = await call_provider(call.tool, call.args, self.session.registry, self.session.mcp)
             except RunError:
                 raise
-            except Exception as error:  # whatever the tool raised is the tool's error
+            except Exception as error:  # whatever the tool raised is the tool's error, and so is a timeout
+                if recorder is not None:  # recorded as it ended: `on_tool_error` may yet replace it for the run
+                    recorder.finished(call, None, error.__class__(failed(call, error)) if isinstance(
+                        error, CallTimedOut) else ToolFailed(failed(call, error)))
+                    recorder = None
                 result = await self.tool_failed(call, step, error)
         except RunError as error:
             if recorder is not None:
@@ -84,7 +90,7 @@ class Dispatch:
             return action.result
         if isinstance(action, Abort):
             raise RunError(f"step {call.step}: `{call.tool.name}` failed, and the run stops: {action.reason}", step.tool)
-        raise ToolFailed(f"step {call.step}: `{call.tool.name}` failed: {type(error).__name__}: {error}", step.tool)
+        raise ToolFailed(failed(call, error), step.tool)
 
     def validator(self, schema: Mapping):
         """The jsonschema validator of `schema`, made once per run (the schema kept, so its id stays its own)."""
@@ -115,3 +121,8 @@ class Dispatch:
             where = "/".join(str(part) for part in error.absolute_path) or "the result"
             raise ToolFailed(f"step {call.step}: `{tool.name}` returned a result its declaration does not allow "
                              f"(at {where}: {error.message})", step.tool)
+
+
+def failed(call: Call, error: Exception) -> str:
+    """What the run says of a call that raised `error`."""
+    return f"step {call.step}: `{call.tool.name}` failed: {type(error).__name__}: {error}"

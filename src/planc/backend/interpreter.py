@@ -22,6 +22,7 @@ from planc.backend.control_steps import CONTROL_HANDLERS
 from planc.backend.dispatch import Dispatch
 from planc.backend.hooks import Call, Hooks
 from planc.backend.session import Session
+from planc.backend.stop import Stopped, current as current_stop, plan_stop, settle
 from planc.backend.values import NOTHING, Exited, RunError, Scope, ToolFailed, evaluate
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
@@ -57,10 +58,11 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     run.emit("run_started")
     try:
         await session.open()  # the MCP servers the run may call, checked against the lock before any step
-        if schedule is None:
-            value = await run.pipelines(checked.plan.pipelines, scope, prefix="", suffix="", in_loop=False)
-        else:
-            value = await run.scheduled(checked.plan.pipelines, schedule, scope)
+        with plan_stop(nested=False):
+            if schedule is None:
+                value = await run.pipelines(checked.plan.pipelines, scope, prefix="", suffix="", in_loop=False)
+            else:
+                value = await run.scheduled(checked.plan.pipelines, schedule, scope)
         result = RunResult(value)
     except Exited as exit_:
         result = RunResult(exit_.output, exit_.status, exit_.message)
@@ -111,9 +113,9 @@ class Run:
     async def scheduled(self, pipelines, schedule: Schedule, scope: Scope):
         """Run the top-level `pipelines`, each step once the steps `schedule` says it waits for have finished.
 
-        The run fails with the first failing step in text order, as it would one step after the other:
-        a failure cancels the steps after it, and only steps that change nothing run beside it, since
-        a step that changes something waits for every step before it. The result is the last step's.
+        Only steps that change nothing run beside each other, since a step that changes something waits
+        for every step before it. After the first failure no step starts, and the steps already running
+        finish their calls; the run fails with that first failure. The result is the last step's.
         """
         tasks: list[asyncio.Task] = []
         index: dict[ast.Step, int] = {}
@@ -124,14 +126,9 @@ class Run:
             if pending:
                 await asyncio.wait(pending)  # never cancels them, unlike awaiting a task
             if any(task.cancelled() or task.exception() is not None for task in waits):
-                raise asyncio.CancelledError  # an earlier step failed: its error is the run's
+                raise Stopped(f"step {path} did not start: a step it waits for failed", step.tool)
             piped = NOTHING if piped_from is None else scope.results[piped_from]
-            try:
-                result = await self.step(step, path, scope, piped, False)
-            except Exception:
-                for later in tasks[index[step] + 1:]:
-                    later.cancel()
-                raise
+            result = await self.step(step, path, scope, piped, False)
             scope.results[step] = result
             return result
 
@@ -141,28 +138,28 @@ class Run:
                 index[step] = len(tasks)
                 tasks.append(asyncio.ensure_future(one(step, str(len(tasks) + 1), piped_from)))
                 piped_from = step
-        result = None
-        try:
-            for task in tasks:  # in text order: the first failure is the run's
-                result = await task
-            return result
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await settle(tasks)
+        return tasks[-1].result() if tasks else None
 
     async def step(self, step: ast.Step, path: str, scope: Scope, piped, in_loop: bool):
+        """Run one step; when it fails or exits, its plan stops: nothing starts in it after."""
+        stop = current_stop()
+        stop.check(path, step.tool)
         self.emit("step_started", step=path, tool=step.tool.text)
-        tool = self.tools.get(step)
-        if tool is not None and tool.provider == "builtin":
-            result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, piped, in_loop)
-        else:
-            if tool is None:
-                raise RunError(f"step {path}: no registry declares the tool `{step.tool.text}`", step.tool)
-            args = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}
-            if piped is not NOTHING and tool.pipe:
-                args[tool.pipe] = piped
-            result = await self.dispatch(Call(path, tool, args), step, in_loop)
+        try:
+            tool = self.tools.get(step)
+            if tool is not None and tool.provider == "builtin":
+                result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, piped, in_loop)
+            else:
+                if tool is None:
+                    raise RunError(f"step {path}: no registry declares the tool `{step.tool.text}`", step.tool)
+                args = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}
+                if piped is not NOTHING and tool.pipe:
+                    args[tool.pipe] = piped
+                result = await self.dispatch(Call(path, tool, args), step, in_loop)
+        except Exception as error:  # a failure, or an exit: either ends the plan
+            stop.set(error)
+            raise
         self.emit("step_finished", step=path, result=result)
         return result
 
@@ -188,9 +185,11 @@ class Run:
         self.tools.update(checked.resolution.tools)
         scope = Scope(ChainMap(), checked.resolution.targets, arguments)
         try:
-            return await self.pipelines(checked.plan.pipelines, scope, f"{call.step}/", "", in_loop)
+            with plan_stop(nested=True):
+                return await self.pipelines(checked.plan.pipelines, scope, f"{call.step}/", "", in_loop)
         except Exited as exit_:
             if exit_.status == "error":
                 raise ToolFailed(f"step {call.step}: the plan `{name}` exited with status error: {exit_.message}",
                                  step.tool) from None
             return exit_.output
+

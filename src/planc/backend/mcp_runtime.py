@@ -8,7 +8,7 @@ compares them with `planc.lock.json` (the same `tool_hash`): a locked tool that 
 has changed (description, input schema, output schema or annotations) is a "rug pull", refused
 with a RunError naming the server, the tool and what changed, and nothing runs.
 
-`call` sends `tools/call` with the server's timeout (`timeout_s` of `[mcp.NAME]`). The result is the `structuredContent` when the server gives one, else the text
+`call` sends `tools/call` (the dispatch bounds it by the server's `timeout_s`). The result is the `structuredContent` when the server gives one, else the text
 content, JSON-decoded when it parses as JSON. An `isError` result raises `McpToolError` with the
 server's message, which the interpreter turns into a failed step (or gives back to an agent).
 `aclose` stops every server; the interpreter calls it in `run_plan`'s `finally`, so servers are
@@ -84,18 +84,12 @@ class McpRuntime:
             self.sessions[name] = session
 
     async def call(self, server: str, tool: str, arguments: dict):
-        """The result of the MCP tool `tool` of `server`; McpToolError if it fails or times out."""
+        """The result of the MCP tool `tool` of `server`; McpToolError if it fails. The dispatch bounds it
+        by the server's `timeout_s`."""
         session = self.sessions.get(server)
         if session is None:
             raise RunError(f"MCP server `{server}` was not started for this run")
-        timeout = self.registry.servers[server].timeout_s
-        import anyio
-
-        try:
-            with anyio.fail_after(timeout):
-                result = await session.call_tool(tool, arguments)
-        except TimeoutError:
-            raise McpToolError(f"no answer within {timeout:g} s (`timeout_s` of [mcp.{server}])") from None
+        result = await session.call_tool(tool, arguments)
         if result.is_error:
             raise McpToolError(_text(result.content) or "the server reported an error and gave no message")
         if result.structured_content is not None:

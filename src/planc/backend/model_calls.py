@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from planc.backend.hooks import Call
 from planc.backend.models import ModelClient, ModelError, Reply
+from planc.backend.stop import current as current_stop
 from planc.backend.values import ToolFailed
 from planc.registry.tool import Effects, Tool
 
@@ -52,6 +53,7 @@ class StepModel:
 
     async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
                    response_format: Mapping | None = None) -> Reply:
+        current_stop().check(self.path, getattr(self.step, "tool", None))  # no inference after a failure
         if self.recorder is None:
             return await self.connected().chat(messages, tools=tools, response_format=response_format)
         asked: dict = {"messages": list(messages), "tools": [tool.name for tool in tools or ()]}

@@ -1,35 +1,93 @@
-"""Call a tool's implementation: a Python function or an MCP server's tool; plans come next."""
+"""Call a tool's implementation: a Python function or an MCP server's tool, within its timeout.
+
+A synchronous function runs in a thread of its own, so a run can have as many calls in flight
+as its `map`s and schedule ask for; the thread is a daemon, so a tool that never returns cannot
+keep planc from exiting. Every call is bounded by the tool's `timeout_s` (or `[limits]
+timeout_s`): past it the run stops waiting, and whether the call had its effect is unknown
+(`CallTimedOut`). A tool that raises SystemExit or KeyboardInterrupt has failed; it does not
+end planc.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import inspect
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
 from planc.backend.values import RunError
+from planc.registry.declarations import TOOL_TIMEOUT_S
 from planc.registry.python_tools import import_provider
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
 
 
+class CallTimedOut(Exception):
+    """A call gave no result within its timeout: whether it had its effect is unknown."""
+
+
+class ToolExited(Exception):
+    """A tool raised SystemExit or KeyboardInterrupt: a failed call, never the end of planc."""
+
+
 async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mcp=None):
     """The result of calling `tool` with `args`: sync functions run in a thread, async ones are awaited,
     MCP tools go to the run's servers (`mcp`, a backend.mcp_runtime.McpRuntime)."""
+    if tool.timeout_s is not None:
+        timeout, source = tool.timeout_s, "its `timeout_s`"
+    else:
+        timeout, source = registry.limits.timeout_s if registry is not None else TOOL_TIMEOUT_S, "`[limits] timeout_s`"
+    try:
+        return await asyncio.wait_for(_call(tool, args, registry, mcp), timeout)
+    except TimeoutError:
+        raise CallTimedOut(f"no result within {timeout:g} s ({source}); whether it had its effect is unknown") from None
+
+
+async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp):
     if tool.provider.startswith("mcp:") and mcp is not None:
         server = tool.provider.split(":", 1)[1]
         return await mcp.call(server, tool.name.removeprefix(f"{server}__"), dict(args))
     if tool.provider.startswith("python:"):
         function = _python_function(tool.provider, registry)
-        call = function(**args) if inspect.iscoroutinefunction(function) else asyncio.to_thread(function, **args)
+        if not inspect.iscoroutinefunction(function):
+            return await in_thread(function, args)
         try:
-            return await asyncio.wait_for(call, tool.timeout_s)
-        except TimeoutError:
-            # A sync function goes on in its thread; the run stops waiting for it.
-            raise TimeoutError(f"no result within {tool.timeout_s} s (its `timeout_s`)") from None
+            return await function(**args)
+        except (SystemExit, KeyboardInterrupt) as error:
+            raise ToolExited(_exited(error)) from None
     kind = tool.provider.split(":", 1)[0] or "none"
     raise RunError(f"`{tool.name}` is provided by `{tool.provider or 'nothing'}`: running {kind} tools is not built yet")
+
+
+async def in_thread(function, args: Mapping):
+    """`function(**args)` in a daemon thread of its own; its result, or what it raised."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(value, error) -> None:
+        if not future.done():  # the run may have stopped waiting (a timeout)
+            future.set_exception(error) if error is not None else future.set_result(value)
+
+    def work() -> None:
+        try:
+            value, error = function(**args), None
+        except (SystemExit, KeyboardInterrupt) as raised:
+            value, error = None, ToolExited(_exited(raised))
+        except BaseException as raised:  # noqa: BLE001 - whatever the tool raised is the tool's error
+            value, error = None, raised
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:  # the run is over and its loop closed: nobody waits for this result
+            pass
+
+    threading.Thread(target=work, name=f"planc tool {getattr(function, '__name__', '')}", daemon=True).start()
+    return await future
+
+
+def _exited(error: BaseException) -> str:
+    return f"the tool raised {type(error).__name__}({', '.join(map(repr, error.args))})"
 
 
 def _python_function(provider: str, registry: Registry | None):

@@ -21,7 +21,7 @@ from pathlib import Path
 import attrs
 
 from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import (MCP_TIMEOUT_S, MODEL_PROVIDERS, MODEL_TIMEOUT_S, McpServer, ModelConfig,
+from planc.registry.declarations import (MODEL_PROVIDERS, MODEL_TIMEOUT_S, TOOL_TIMEOUT_S, Limits, McpServer, ModelConfig,
                                          PlanDeclaration)
 from planc.registry.declared_plans import DeclaredPlans, tool_name
 from planc.registry.errors import ConfigError
@@ -31,12 +31,13 @@ from planc.registry.tool import Cost, Effects, Tool
 
 CONFIG_NAME = "planc.toml"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store"}
+TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits"}
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
              "timeout_s"}
 PLAN_KEYS = {"file", "description", "params", "returns"}
 MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s"}
 MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s"}
+LIMIT_KEYS = {field.name for field in attrs.fields(Limits)}
 EFFECT_KEYS = {field.name for field in attrs.fields(Effects) if field.init and field.name != "declared"}
 COST_KEYS = {field.name for field in attrs.fields(Cost)}
 
@@ -115,6 +116,7 @@ class _Reader:
 
     def registry(self, data: dict, locked: bool, lock_text: str | None) -> Registry:
         self.only(data, TOP_LEVEL, None, "planc.toml")
+        limits = self.limits(data.get("limits", {}))
         tools = {name: self.tool(name, table) for name, table in self.tables(data, "tools").items()}
         plans = {name: self.plan(name, table) for name, table in self.tables(data, "plans").items()}
         for plan in plans.values():
@@ -128,7 +130,7 @@ class _Reader:
                 tools.setdefault(name, tool)
         models = {name: self.model(name, table) for name, table in self.tables(data, "models").items()}
         return Registry(tools=tools, source=self.path, servers=servers, plans=DeclaredPlans(plans), models=models,
-                        policy=self.path_value(data, "policy"), store=self.path_value(data, "store"))
+                        policy=self.path_value(data, "policy"), store=self.path_value(data, "store"), limits=limits)
 
     def tables(self, data: dict, key: str) -> dict:
         tables = data.get(key, {})
@@ -227,6 +229,16 @@ class _Reader:
 
     # --- the tables
 
+    def limits(self, table) -> Limits:
+        if not isinstance(table, dict):
+            self.fail("`limits` must be a table, like `[limits]` with `timeout_s = 30`", None, "limits")
+        self.only(table, LIMIT_KEYS, "limits", "`[limits]`")
+        for key in ("result_bytes", "plan_bytes"):
+            value = table.get(key, 1)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                self.fail(f"`{key}` must be a whole number of bytes above 0, found {value!r}", "limits", key)
+        return Limits(**{**table, "timeout_s": self.seconds(table, "timeout_s", "limits", TOOL_TIMEOUT_S)})
+
     def tool(self, name: str, table: dict) -> Tool:
         where, what = f"tools.{name}", f"tool `{name}`"
         if name in CONTROL_STEPS:
@@ -252,7 +264,7 @@ class _Reader:
             declared["cost"] = self.cost(table["cost"], where)
         if "description" in table:
             declared["description"] = self.text(table, "description", where, what)
-        if "timeout_s" in table:
+        if "timeout_s" in table:  # else `[limits] timeout_s`, when it is called
             declared["timeout_s"] = self.seconds(table, "timeout_s", where, None)
         return attrs.evolve(tool, **declared)
 
@@ -291,7 +303,7 @@ class _Reader:
                       'like { GIT_DIR = "." }', where, "env")
         return McpServer(name=name, command=tuple(command), env=env,
                          trust_annotations=self.flag(table, "trust_annotations", where),
-                         timeout_s=self.seconds(table, "timeout_s", where, MCP_TIMEOUT_S))
+                         timeout_s=self.seconds(table, "timeout_s", where, None))
 
     def model(self, name: str, table: dict) -> ModelConfig:
         where, what = f"models.{name}", f"model `{name}`"

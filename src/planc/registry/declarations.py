@@ -12,11 +12,22 @@ from pathlib import Path
 
 import attrs
 
-MCP_TIMEOUT_S = 60.0  # a call of an MCP server's tool
+TOOL_TIMEOUT_S = 60.0  # a tool call, when neither the tool nor `[limits]` says otherwise
+RESULT_BYTES = 16 * 2**20  # the largest tool result a run takes, as JSON
+PLAN_BYTES = 64 * 2**20  # the largest plan text a check reads
 MCP_START_TIMEOUT_S = 30.0  # starting an MCP server and listing its tools
 MODEL_TIMEOUT_S = 60.0  # one chat completion
 MODEL_PROVIDERS = ("openai",)  # any OpenAI-compatible chat-completions endpoint
 DEFAULT_MODEL_ROLE = "default"  # the `[models.*]` table a role without its own falls back to
+
+
+@attrs.frozen
+class Limits:
+    """`[limits]`: what bounds every call and every plan, unless a tool says otherwise."""
+
+    timeout_s: float = TOOL_TIMEOUT_S  # a tool call that declares no `timeout_s` of its own
+    result_bytes: int = RESULT_BYTES  # a larger tool result is refused: the call fails, its completion recorded
+    plan_bytes: int = PLAN_BYTES  # a larger plan is refused before it is parsed
 
 
 @attrs.frozen
@@ -27,7 +38,7 @@ class McpServer:
     command: tuple[str, ...]
     env: Mapping[str, str] = attrs.field(factory=dict)  # over a minimal inherited environment
     trust_annotations: bool = False  # take the tools' MCP annotations as declared effects
-    timeout_s: float = MCP_TIMEOUT_S  # a tool call's
+    timeout_s: float | None = None  # each call of its tools; None: `[limits] timeout_s`
 
 
 @attrs.frozen

@@ -31,6 +31,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+import attrs
+
 from planc.registry.declarations import McpServer
 from planc.registry.errors import ConfigError
 from planc.registry.tool import Effects, Tool
@@ -128,7 +130,7 @@ def locked_tools(lock: Mapping, servers: Mapping[str, McpServer]) -> dict[str, T
         trust = servers[server].trust_annotations
         for name in sorted(locked["tools"]):
             tool = to_tool(server, name, locked["tools"][name], trust)
-            tools[tool.name] = tool
+            tools[tool.name] = attrs.evolve(tool, timeout_s=servers[server].timeout_s)
     return tools
 
 

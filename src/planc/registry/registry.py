@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 
 from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import McpServer, ModelConfig, PlanDeclaration
+from planc.registry.declarations import Limits, McpServer, ModelConfig, PlanDeclaration
 from planc.registry.declared_plans import DeclaredPlans
 from planc.registry.tool import Tool
 
@@ -24,6 +24,7 @@ class Registry:
     models: Mapping[str, ModelConfig] = attrs.field(factory=dict)  # `[models.NAME]`
     policy: Path | None = None  # `policy`: the Cedar policy file, from the folder of planc.toml
     store: Path | None = None  # `store`: the run store, from the folder of planc.toml
+    limits: Limits = Limits()  # `[limits]`
 
     def lookup(self, name: str) -> Tool | None:
         return CONTROL_STEPS.get(name) or self.tools.get(name)

@@ -46,7 +46,7 @@ class Tool:
     effects: Effects = Effects()
     cost: Cost = Cost()
     description: str = ""
-    timeout_s: float | None = None  # how long a call may take at run time; None: no limit of its own
+    timeout_s: float | None = None  # how long a call may take at run time; None: `[limits] timeout_s`
     provider: str = ""  # "python:module:function", "mcp:server", "plan:NAME" or "builtin"
     one_of: tuple[tuple[str, ...], ...] = ()  # groups of parameters of which exactly one is given
     at_most_one: tuple[tuple[str, ...], ...] = ()  # groups of parameters of which one at most is given
