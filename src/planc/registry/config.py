@@ -11,7 +11,6 @@ The tools of declared MCP servers come from `planc.lock.json` beside the file (l
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
 import attrs
@@ -63,6 +62,8 @@ def registry_from_text(text: str, path: Path, *, locked: bool = True, lock_text:
 
     The MCP tools come from `lock_text` when given (a recorded run's copy), else from the lock beside `path`.
     """
+    import tomllib  # only where there is a planc.toml: finding none, `planc check` never reads TOML
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
