@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
-import httpx
 
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_ROLE = "default"
 PROVIDERS = ("openai",)
@@ -179,6 +182,8 @@ class ModelClient:
             body["tools"] = [tool_definition(tool) for tool in tools]
         if response_format is not None:
             body["response_format"] = dict(response_format)
+        import httpx  # only when a model is asked: `planc show-run` reads this module for `excerpt`
+
         if self._http is None:
             self._http = httpx.AsyncClient(timeout=self.config.timeout_s)
         try:
