@@ -5,6 +5,9 @@
 Times the console script against `python -c pass` on the same interpreter (median of
 20 runs each, interleaved, after warm-up runs), prints the ratio, then the 15 imports
 with the largest cumulative time under `python -X importtime`, to show what to make lazy.
+The `planc` group imports a command's module with `importlib.import_module`, which
+`-X importtime` does not time: that module is missing from the list, and what it imports
+shows at depth 0.
 
 Bytecode: if PYTHONDONTWRITEBYTECODE is set (as in some sandboxes), every run would
 recompile planc from source, which no installed user pays. The runs therefore drop it
@@ -96,6 +99,10 @@ def importtime(command: list[str], env: dict, top: int = 15, runs: int = 5) -> N
                                  "json", "re", "importlib.metadata", "importlib.resources", "hashlib", "marshal",
                                  "threading", "bisect", "difflib") if name in samples]
     print("of note, loaded: " + ", ".join(notable))
+    if "lark" in samples:
+        print("warning: the check imported Lark, so it built the grammar's tables: their cache "
+              "($XDG_CACHE_HOME or ~/.cache, planc/grammar-*.marshal) is missing or cannot be written, "
+              "and every process pays for the analysis")
 
 
 def main() -> None:

@@ -6,37 +6,53 @@ The library API is what the `planc` command calls:
     >>> result = planc.check('search(query: "outages", limit: 5) |> summarize(style: "bullets")')
     >>> result.ok, result.steps
     (True, 2)
+
+Each name is imported from its module when first used (`from planc import check` as well), so
+importing `planc`, or one of its modules such as `planc.syntax.parser`, loads none of the passes.
 """
 
-from planc.passes.check import CheckResult, check
-from planc.diagnostics import Diagnostic, Fix, Position, Severity, Span
-from planc.registry.python_tools import tool
-from planc.syntax.extract import extract
-from planc.syntax.parser import ParseResult, parse
-from planc.syntax.printer import print_plan
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "CheckResult",
-    "Diagnostic",
-    "Fix",
-    "ParseResult",
-    "Position",
-    "Severity",
-    "Span",
-    "check",
-    "extract",
-    "parse",
-    "load_plan",
-    "print_plan",
-    "save_plan",
-    "tool",
-]
+# Each name of the API, and the module it comes from.
+_API = {
+    "CheckResult": "planc.passes.check",
+    "Diagnostic": "planc.diagnostics",
+    "Fix": "planc.diagnostics",
+    "ParseResult": "planc.syntax.parser",
+    "Position": "planc.diagnostics",
+    "Severity": "planc.diagnostics",
+    "Span": "planc.diagnostics",
+    "check": "planc.passes.check",
+    "extract": "planc.syntax.extract",
+    "parse": "planc.syntax.parser",
+    "load_plan": "planc.store.stored",
+    "print_plan": "planc.syntax.printer",
+    "save_plan": "planc.store.stored",
+    "tool": "planc.registry.python_tools",
+}
+
+__all__ = list(_API)
+
+if TYPE_CHECKING:
+    from planc.diagnostics import Diagnostic, Fix, Position, Severity, Span
+    from planc.passes.check import CheckResult, check
+    from planc.registry.python_tools import tool
+    from planc.store.stored import load_plan, save_plan
+    from planc.syntax.extract import extract
+    from planc.syntax.parser import ParseResult, parse
+    from planc.syntax.printer import print_plan
 
 
 def __getattr__(name: str):
-    """`planc.save_plan` and `planc.load_plan` (stored plans), imported when first used."""
-    if name in ("save_plan", "load_plan"):
-        from planc.store import stored
+    """The API name `name`, imported from its module on first use and kept here."""
+    if name not in _API:
+        raise AttributeError(f"module 'planc' has no attribute {name!r}")
+    import importlib
 
-        return getattr(stored, name)
-    raise AttributeError(f"module 'planc' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_API[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -13,13 +13,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
-import httpx
 
 from planc.registry.declarations import DEFAULT_MODEL_ROLE, ModelConfig
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class ModelError(Exception):
@@ -135,6 +138,8 @@ class ModelClient:
             body["tools"] = [tool_definition(tool) for tool in tools]
         if response_format is not None:
             body["response_format"] = dict(response_format)
+        import httpx  # only when a model is asked: `planc show-run` reads this module for `excerpt`
+
         if self._http is None:
             self._http = httpx.AsyncClient(timeout=self.config.timeout_s)
         try:

@@ -6,11 +6,13 @@ import sys
 
 import click
 
-from planc.cli import UsageError, _console, _parse_all_or_exit, _read, main
-from planc.cli.run_commands import _is_stored
+from planc.cli.files import is_stored_plan, read_file
+from planc.cli.plans import parse_all_or_exit
+from planc.cli.printing import console
+from planc.cli.usage import UsageError
 
 
-@main.command("diff")
+@click.command("diff")
 @click.argument("plan_a", metavar="A")
 @click.argument("plan_b", metavar="B")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
@@ -25,7 +27,7 @@ def diff_command(plan_a: str, plan_b: str, output_format: str) -> None:
 
     if plan_a == "-" and plan_b == "-":
         raise UsageError("only one of A and B can be standard input (`-`)")
-    parsed_a, parsed_b = _parse_all_or_exit([(plan_a, _plan_text(plan_a)), (plan_b, _plan_text(plan_b))], 2)
+    parsed_a, parsed_b = parse_all_or_exit([(plan_a, _plan_text(plan_a)), (plan_b, _plan_text(plan_b))], 2)
     diff = diff_trees(parsed_a.plan, parsed_b.plan)
     if output_format == "json":
         from planc.diff.render_json import render_json
@@ -34,14 +36,14 @@ def diff_command(plan_a: str, plan_b: str, output_format: str) -> None:
     else:
         from planc.diff.render_text import render_text
 
-        _console().print(render_text(diff, plan_a, plan_b), end="")
+        console().print(render_text(diff, plan_a, plan_b), end="")
     sys.exit(0 if diff.same else 1)
 
 
 def _plan_text(path: str) -> str:
     """The text of the plan in `path`: the file, or the source a stored plan was compiled from."""
-    text = _read(path)
-    if not _is_stored(text):
+    text = read_file(path)
+    if not is_stored_plan(text):
         return text
     import json
 

@@ -6,10 +6,14 @@ import sys
 
 import click
 
-from planc.cli import CONFIG_OPTION, _console, _plan_arguments, _print_text, _read, _registry, main
+from planc.cli.files import read_file
+from planc.cli.options import CONFIG_OPTION
+from planc.cli.plans import optimized_plan
+from planc.cli.printing import print_checked
+from planc.cli.project import find_registry, plan_arguments
 
 
-@main.command("optimize")
+@click.command("optimize")
 @click.argument("plan")
 @CONFIG_OPTION
 def optimize_command(plan: str, config: str | None) -> None:
@@ -17,22 +21,10 @@ def optimize_command(plan: str, config: str | None) -> None:
     and where missing effects metadata stops one. Nothing runs. Exit 0, 1 when the plan has errors."""
     from planc.passes.check import check
 
-    registry = _registry(config, plan=plan)
-    checked = check(_read(plan), registry=registry, arguments=_plan_arguments(registry, plan))
+    registry = find_registry(config, plan=plan)
+    checked = check(read_file(plan), registry=registry, arguments=plan_arguments(registry, plan))
     if not checked.ok:
-        _print_text([(plan, checked)], stderr=True)
+        print_checked([(plan, checked)], stderr=True)
         sys.exit(1)
     optimized = optimized_plan(checked, plan)
     click.echo(optimized.checked.source, nl=False)
-
-
-def optimized_plan(checked, path: str):
-    """`checked` (a plan without errors, read from `path`) optimized; its notes go to stderr."""
-    from planc.diagnostics.render_text import render_text
-    from planc.optimize.optimize import optimize
-
-    optimized = optimize(checked)
-    console = _console(stderr=True)
-    for note in optimized.notes:
-        console.print(render_text(note, checked.source, path))
-    return optimized

@@ -7,11 +7,17 @@ from pathlib import Path
 
 import click
 
-from planc.cli import (CONFIG_OPTION, FORMATS, POLICY_OPTION, PRINCIPAL_OPTION, UsageError, _console, _parse_or_exit,
-                       _plan_arguments, _policy, _print_text, _read, _registry, budget_options, main)
+from planc.cli.files import read_file
+from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, budget_options
+from planc.cli.plans import parse_or_exit
+from planc.cli.printing import console, print_checked
+from planc.cli.project import find_policy, find_registry, plan_arguments
+from planc.cli.usage import UsageError
+
+FORMATS = ["text", "json", "repair", "sarif", "line"]
 
 
-@main.command("check")
+@click.command("check")
 @click.argument("plans", nargs=-1, required=True)
 @CONFIG_OPTION
 @POLICY_OPTION
@@ -26,13 +32,13 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
     """Parse PLANS and run every pass; nothing runs. Exit 0 without errors, 1 with errors."""
     from planc.passes.check import check
 
-    registry = _registry(config, plan=plans[0])
-    policy = _policy(policy_file, registry, principal)
+    registry = find_registry(config, plan=plans[0])
+    policy = find_policy(policy_file, registry, principal)
 
     def checked(path: str):
-        return check(_read(path), extract_plan=extract, registry=registry, arguments=_plan_arguments(registry, path),
-                     policy=policy, principal=principal, max_usd=max_usd, max_calls=max_calls,
-                     max_inferences=max_inferences)
+        return check(read_file(path), extract_plan=extract, registry=registry,
+                     arguments=plan_arguments(registry, path), policy=policy, principal=principal,
+                     max_usd=max_usd, max_calls=max_calls, max_inferences=max_inferences)
 
     results = [(path, checked(path)) for path in plans]
     if output_format == "json":
@@ -56,11 +62,11 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
             for diagnostic in result.diagnostics:
                 click.echo(render_line(diagnostic, path))
     else:
-        _print_text(results)
+        print_checked(results)
     sys.exit(0 if all(result.ok for _, result in results) else 1)
 
 
-@main.command("fmt")
+@click.command("fmt")
 @click.argument("plan")
 @click.option("--check", "check_only", is_flag=True, help="Exit 1 if the file is not in canonical form.")
 @click.option("--write", is_flag=True, help="Rewrite the file in canonical form.")
@@ -68,7 +74,7 @@ def fmt_command(plan: str, check_only: bool, write: bool) -> None:
     """Print PLAN in the canonical form."""
     from planc.syntax.format import format_source
 
-    result = _parse_or_exit(plan, 2)
+    result = parse_or_exit(plan, 2)
     formatted = format_source(result)
     if check_only:
         if formatted != result.source:
@@ -84,7 +90,7 @@ def fmt_command(plan: str, check_only: bool, write: bool) -> None:
     click.echo(formatted, nl=False)
 
 
-@main.command("show")
+@click.command("show")
 @click.argument("plan")
 @CONFIG_OPTION
 @click.option("--format", "output_format", type=click.Choice(["tree", "json"]), default="tree", show_default=True)
@@ -94,9 +100,9 @@ def show_command(plan: str, config: str | None, output_format: str) -> None:
     from planc.analysis.blast_radius import blast_radius
     from planc.syntax.steps import step_paths
 
-    source = _parse_or_exit(plan, 1).source
-    registry = _registry(config, plan=plan)
-    result = check(source, registry=registry, arguments=_plan_arguments(registry, plan))
+    source = parse_or_exit(plan, 1).source
+    registry = find_registry(config, plan=plan)
+    result = check(source, registry=registry, arguments=plan_arguments(registry, plan))
     paths = step_paths(result.plan)
     costs, radius = result.cost, blast_radius(result.resolution, registry)
     if output_format == "json":
@@ -113,16 +119,16 @@ def show_command(plan: str, config: str | None, output_format: str) -> None:
     from planc.passes.cost.cost_words import cost_line, step_note
     from planc.syntax.tree_view import tree_view
 
-    console = _console()
-    console.print(tree_view(result.plan, paths, plan, {step: step_note(cost) for step, cost in costs.steps.items()}))
-    console.print(f"cost: {cost_line(costs.total)}")
-    console.print("blast radius:" + ("" if registry else " (no planc.toml: every tool counts as effectful, "
-                                                        "destructive and open-world)"))
+    out = console()
+    out.print(tree_view(result.plan, paths, plan, {step: step_note(cost) for step, cost in costs.steps.items()}))
+    out.print(f"cost: {cost_line(costs.total)}")
+    out.print("blast radius:" + ("" if registry else " (no planc.toml: every tool counts as effectful, "
+                                                    "destructive and open-world)"))
     for line in blast_radius_lines(radius):
-        console.print(f"  {line}", highlight=False, markup=False)
+        out.print(f"  {line}", highlight=False, markup=False)
 
 
-@main.command("corpus")
+@click.command("corpus")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path),
               help="Fail if a pass rate drops below this baseline.")

@@ -6,11 +6,14 @@ import sys
 
 import click
 
-from planc.cli import (CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, UsageError, _console, _policy, _print_text,
-                       _read, _registry, main)
+from planc.cli.files import read_file
+from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION
+from planc.cli.printing import console, print_checked
+from planc.cli.project import find_policy, find_registry
+from planc.cli.usage import UsageError
 
 
-@main.group("policy")
+@click.group("policy")
 def policy_group() -> None:
     """The Cedar policy that judges a plan's calls (docs/policy.md)."""
 
@@ -29,13 +32,13 @@ def policy_explain_command(plan: str, config: str | None, policy_file: str | Non
     """
     from planc.passes.check import check
 
-    registry = _registry(config, plan=plan)
-    policy = _policy(policy_file, registry, principal)
+    registry = find_registry(config, plan=plan)
+    policy = find_policy(policy_file, registry, principal)
     if policy is None:
         raise UsageError("no policy: name one with --policy, or with `policy = \"...\"` in planc.toml")
-    result = check(_read(plan), registry=registry, policy=policy, principal=principal)
+    result = check(read_file(plan), registry=registry, policy=policy, principal=principal)
     if result.plan is None:  # syntax errors: there are no steps to explain
-        _print_text([(plan, result)])
+        print_checked([(plan, result)])
         sys.exit(1)
     from planc.passes.policy.explain import explain_json, explain_table
 
@@ -44,11 +47,11 @@ def policy_explain_command(plan: str, config: str | None, policy_file: str | Non
 
         click.echo(json.dumps(explain_json(result, policy, principal), ensure_ascii=False))
     else:
-        _console().print(explain_table(result, policy, principal))
+        console().print(explain_table(result, policy, principal))
     sys.exit(0 if all(d.allowed for d in result.policy.decisions.values()) else 1)
 
 
-@main.group("registry")
+@click.group("registry")
 def registry_group() -> None:
     """The tools a plan may call."""
 
@@ -60,7 +63,7 @@ def registry_list_command(config: str | None, output_format: str) -> None:
     """List the tools: their parameters and effects."""
     from planc.registry.listing import registry_json, registry_table
 
-    registry = _registry(config)
+    registry = find_registry(config)
     if registry is None:
         raise UsageError("no planc.toml here or above; name one with --config")
     if output_format == "json":
@@ -68,7 +71,7 @@ def registry_list_command(config: str | None, output_format: str) -> None:
 
         click.echo(json.dumps(registry_json(registry), indent=2, ensure_ascii=False))
     else:
-        _console().print(registry_table(registry))
+        console().print(registry_table(registry))
 
 
 @registry_group.command("sync")
@@ -79,7 +82,7 @@ def registry_sync_command(config: str | None, timeout: float) -> None:
     """Ask each MCP server for its tools and write planc.lock.json. Exit 1 if a server failed."""
     from planc.registry.mcp_sync import SyncError, sync
 
-    registry = _registry(config, locked=False)  # the lock is what is being rewritten: it may be stale or broken
+    registry = find_registry(config, locked=False)  # the lock is what is being rewritten: it may be stale or broken
     if registry is None:
         raise UsageError("no planc.toml here or above; name one with --config")
     try:
@@ -93,5 +96,3 @@ def registry_sync_command(config: str | None, timeout: float) -> None:
         click.echo(f"error: {failure}{kept}", err=True)
     click.echo(f"wrote {result.path}")
     sys.exit(1 if result.failures else 0)
-
-

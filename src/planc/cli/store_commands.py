@@ -7,9 +7,12 @@ from pathlib import Path
 
 import click
 
-from planc.cli import (CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPTION, UsageError, _policy, _read,
-                       _registry, main)
-from planc.cli.run_commands import _checked_to_run, _finish, _open_store, _solver
+from planc.cli.files import read_file
+from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPTION
+from planc.cli.plans import checked_to_run
+from planc.cli.project import find_policy, find_registry
+from planc.cli.runs import open_store, print_result, solver_client
+from planc.cli.usage import UsageError
 
 
 def _as_run(run: dict, store: str | None, principal: str):
@@ -21,7 +24,7 @@ def _as_run(run: dict, store: str | None, principal: str):
     read = options.get("read")
     if read is None or (read["config"] is None and options.get("config") is not None):
         return None  # recorded before runs kept their files, or its planc.toml could not be read
-    runs = _open_store(store)
+    runs = open_store(store)
     try:
         registry = None
         if read.get("config") is not None:
@@ -43,7 +46,7 @@ def _as_run(run: dict, store: str | None, principal: str):
 def _stored_run(store: str | None, run_id: str):
     from planc.store.run_store import RunStoreError
 
-    runs = _open_store(store)
+    runs = open_store(store)
     try:
         return runs.run(run_id)
     except RunStoreError as error:
@@ -58,14 +61,14 @@ def _when(timestamp) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp)) if timestamp else "-"
 
 
-@main.command("runs")
+@click.command("runs")
 @STORE_OPTION
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def runs_command(store: str | None, output_format: str) -> None:
     """List the recorded runs."""
     import json
 
-    runs = _open_store(store)
+    runs = open_store(store)
     try:
         listed = runs.runs()
     finally:
@@ -78,7 +81,7 @@ def runs_command(store: str | None, output_format: str) -> None:
                    f"{'s' if run['calls'] != 1 else ''}")
 
 
-@main.command("show-run")
+@click.command("show-run")
 @click.argument("run_id", metavar="RUN")
 @STORE_OPTION
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -149,7 +152,7 @@ def _short(value) -> str:
     return excerpt(json.dumps(value, ensure_ascii=False), 100)
 
 
-@main.command("replay")
+@click.command("replay")
 @click.argument("run_id", metavar="RUN")
 @STORE_OPTION
 @CONFIG_OPTION
@@ -180,10 +183,10 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     if kept is not None:
         registry, policy = kept
     else:
-        registry = _registry(config, plan=plan_file)
-        policy = _policy(policy_file, registry, principal)
-    text = _read(plan_file) if plan_file else dump(run["plan"])
-    checked = _checked_to_run(text, plan_file or run_id, registry, policy, principal)
+        registry = find_registry(config, plan=plan_file)
+        policy = find_policy(policy_file, registry, principal)
+    text = read_file(plan_file) if plan_file else dump(run["plan"])
+    checked = checked_to_run(text, plan_file or run_id, registry, policy, principal)
     replay = Replay(run)
     try:
         result = asyncio.run(run_plan(checked, registry=registry, arguments=run["arguments"], policy=policy,
@@ -192,7 +195,7 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
     options = run["options"]
-    _finish(result, options.get("finish", "output"), options.get("query"), lambda: _solver(registry), replay)
+    print_result(result, options.get("finish", "output"), options.get("query"), lambda: solver_client(registry), replay)
 
 
 def _as_recorded(run: dict, config: str | None, policy_file: str | None, principal: str):
@@ -204,7 +207,7 @@ def _as_recorded(run: dict, config: str | None, policy_file: str | None, princip
             principal if given else options.get("principal", principal))
 
 
-@main.command("resume")
+@click.command("resume")
 @click.argument("run_id", metavar="RUN")
 @STORE_OPTION
 @CONFIG_OPTION
@@ -230,14 +233,14 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
         click.echo(f"error: run {run_id} already finished ({run['status']}): nothing to resume", err=True)
         sys.exit(1)
     config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
-    registry = _registry(config, plan=None)
-    policy = _policy(policy_file, registry, principal)
+    registry = find_registry(config, plan=None)
+    policy = find_policy(policy_file, registry, principal)
     try:
         checked = load_plan(dump(run["plan"]), registry=registry, policy=policy, principal=principal)
     except StoredPlanError as error:
         click.echo(f"error: {run_id}: {error}", err=True)
         sys.exit(1)
-    runs = _open_store(store)
+    runs = open_store(store)
     recorder = Resume(runs, run)
     click.echo(f"run: {run_id} (resumed)", err=True)
     try:
@@ -251,6 +254,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     runs.finish_run(run_id, result.status, result.value, result.message)
     options = run["options"]
     try:
-        _finish(result, options.get("finish", "output"), options.get("query"), lambda: _solver(registry), recorder)
+        print_result(result, options.get("finish", "output"), options.get("query"), lambda: solver_client(registry),
+                     recorder)
     finally:
         runs.close()

@@ -13,9 +13,7 @@ The tools of declared MCP servers come from `planc.lock.json` beside the file (l
 
 from __future__ import annotations
 
-import difflib
 import re
-import tomllib
 from pathlib import Path
 
 import attrs
@@ -71,6 +69,8 @@ def registry_from_text(text: str, path: Path, *, locked: bool = True, lock_text:
     Traceback (most recent call last):
     planc.registry.errors.ConfigError: planc.toml:2: `base_url` of model `default` must be a string, not int
     """
+    import tomllib  # only where there is a planc.toml: finding none, `planc check` never reads TOML
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -152,6 +152,8 @@ class _Reader:
     def only(self, table: dict, allowed: set, where: str | None, what: str) -> None:
         for key in table:
             if key not in allowed:
+                import difflib  # only a mistake pays for it
+
                 close = difflib.get_close_matches(key, sorted(allowed), n=1)
                 meant = f"did you mean `{close[0]}`? " if close else ""
                 self.fail(f"unknown key `{key}` in {what}; {meant}the keys are {', '.join(sorted(allowed))}",

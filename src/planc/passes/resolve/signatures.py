@@ -6,7 +6,6 @@ E209 a pipe the tool cannot take, E303 a one-of group given twice or not at all.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import re
 from collections.abc import Callable
@@ -22,6 +21,8 @@ Report = Callable[..., None]  # (code, message, node, hints=..., fix=...)
 
 
 def unknown_tool(step: ast.Step, registry: Registry, report: Report) -> None:
+    import difflib  # only for a plan with a mistake
+
     name = step.tool.text
     close = difflib.get_close_matches(name, registry.names(), n=3, cutoff=0.6)
     hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"] if close else []
@@ -87,6 +88,8 @@ def check_tool_patterns(value: ast.Expr, registry: Registry, report: Report) -> 
     for item in value.items:
         pattern = item.text if isinstance(item, ast.String) else None
         if pattern is not None and not fnmatch.filter(names, pattern):
+            import difflib
+
             close = difflib.get_close_matches(pattern.rstrip("*"), names, n=3, cutoff=0.5)
             hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"] if close else []
             report("E208", f"the tool pattern `{pattern}` matches no tool", item,
@@ -112,6 +115,8 @@ def name_parameters(diagnostic: Diagnostic, text: str, registry: Registry) -> Di
 
 
 def _parameters_hint(name: str, tool: Tool) -> str:
+    import difflib
+
     close = difflib.get_close_matches(name, list(tool.params), n=3, cutoff=0.6)
     if close:
         return f"did you mean {' or '.join(f'`{c}`' for c in close)}?"

@@ -1,0 +1,37 @@
+"""Reading the files a command names: plan text, or a stored plan (`planc compile`'s JSON)."""
+
+from __future__ import annotations
+
+import sys
+
+from planc.cli.usage import UsageError
+
+
+def read_file(path: str) -> str:
+    """The text of `path` (`-`: standard input), or a UsageError saying why it cannot be read."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8", newline="") as file:  # keep \r\n: spans are offsets into the file
+            return file.read()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a directory, not a plan file") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise UsageError(f"{path}: {error.strerror}") from None
+
+
+def is_stored_plan(text: str) -> bool:
+    """Whether `text` is a stored plan (`planc compile`'s JSON) rather than plan text."""
+    if not text.lstrip().startswith("{"):
+        return False
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("format") == "planc.plan"

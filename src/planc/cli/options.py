@@ -1,0 +1,23 @@
+"""The options several commands share."""
+
+from __future__ import annotations
+
+import click
+
+CONFIG_OPTION = click.option("--config", type=click.Path(dir_okay=False),
+                             help="The planc.toml to use (default: the nearest one above the plan, else above the working directory).")
+POLICY_OPTION = click.option("--policy", "policy_file", type=click.Path(dir_okay=False),
+                             help="A Cedar policy file that judges every step (default: `policy` in planc.toml).")
+PRINCIPAL_OPTION = click.option("--principal", default='User::"anonymous"', show_default=True,
+                                help="Who the plan runs for, as a Cedar entity.")
+STORE_OPTION = click.option("--store", type=click.Path(dir_okay=False), envvar="PLANC_STORE",
+                            help="The run store (default: $PLANC_STORE, else .planc/runs.sqlite).")
+
+
+def budget_options(command):
+    """`--max-usd`, `--max-calls`, `--max-inferences`: a plan that may cost more is E401."""
+    for name, kind, what in (("--max-inferences", click.IntRange(min=0), "make more model inferences"),
+                             ("--max-calls", click.IntRange(min=0), "make more tool calls"),
+                             ("--max-usd", click.FloatRange(min=0), "cost more dollars")):
+        command = click.option(name, type=kind, help=f"E401 when the plan may {what} than this.")(command)
+    return command

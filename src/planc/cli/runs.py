@@ -1,0 +1,76 @@
+"""What `planc run`, `replay` and `resume` share: the run store, the solver, and the end of a run."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from planc.cli.usage import UsageError
+
+
+def open_store(store: str | None):
+    """The run store at `store` (default .planc/runs.sqlite), or a UsageError."""
+    from planc.store.run_store import DEFAULT_PATH, RunStore, RunStoreError
+
+    try:
+        return RunStore(store or DEFAULT_PATH)
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+
+
+def solver_client(registry):
+    """The `solver` role's model client for `--finish solver`, or a usage error saying what is missing."""
+    from planc.backend.models import ModelClient, ModelError
+
+    if registry is None:
+        raise UsageError("--finish solver needs a model: no planc.toml here or above declares [models.solver] "
+                         "or [models.default]")
+    try:
+        return ModelClient.for_role(registry, "solver")
+    except ModelError as error:
+        raise UsageError(f"--finish solver: {error}") from None
+
+
+def print_result(result, finish: str, query: str | None, solver, recorder) -> None:
+    """Print what `--finish` asks for and exit with the result's status.
+
+    `solver()` gives the `solver` model's client, asked through `recorder` as step `finish`, so a
+    replay prints the recorded report without asking the model.
+    """
+    if finish == "solver":
+        import asyncio
+
+        from planc.backend.finish import solver_report
+        from planc.backend.model_calls import StepModel
+        from planc.backend.models import ModelError
+
+        model = StepModel(solver, "solver", "finish", recorder)  # the client made once an inference needs it
+
+        async def report() -> str:
+            try:
+                return await solver_report(model, query, result.value, result.status, result.message)
+            finally:
+                await model.aclose()
+
+        try:
+            click.echo(asyncio.run(report()))
+        except ModelError as error:
+            click.echo(f"error: the solver's report failed: {error}", err=True)
+            sys.exit(1)
+    elif finish == "output":
+        _print_json(result.value)
+    _exit_status(result)
+
+
+def _print_json(value) -> None:
+    """The plan's result as JSON on stdout."""
+    import json
+
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _exit_status(result) -> None:
+    if result.status == "error":
+        click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
+        sys.exit(4)
