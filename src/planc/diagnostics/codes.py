@@ -263,7 +263,7 @@ _ALL = [
          {
              "none_of": "`{tool}` gives none of {options}: it takes exactly one",
              "more_than_one": "`{tool}` gives more than one of {options}: it takes exactly one",
-             "more_than_one_of_optional": "`{tool}` gives more than one of {options}: it takes at most one",
+             "at_most_one": "`{tool}` gives more than one of {options}: it takes at most one",
              "max_iterations": "`max_iterations` must be at least 1, found {found}",
              "no_tools": "`tools: []` gives the agent no tool to call",
              "schema_not_record": "`output_schema` must be a JSON Schema of an object, found {found}",
