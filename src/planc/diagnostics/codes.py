@@ -351,7 +351,8 @@ _ALL = [
          "deterministic = true }`), the two calls have the same arguments (references to the same steps, the "
          "same piped input), and no step between them changes anything. Only top-level steps are compared, "
          "never control steps or declared plans (docs/optimize.md).",
-         {"reused": "step {step} repeats the call of step {kept}: it is removed, and step {kept}'s result is used instead"},
+         {"reused": "step {repeated} repeats the call of step {kept}: it is removed, and step {kept}'s result is used "
+                    "instead"},
          'first = search(query: "disk full")\nagain = search(query: "disk full")\n'
          'notify(channel: "#ops", text: "{$first.length} and {$again.length}")',
          registry=OPTIMIZER_TOOLS, optimize=True),
@@ -374,7 +375,8 @@ _ALL = [
          "A tool whose effects are all the conservative defaults counts as having no metadata.",
          {
              # `names` are the tools without metadata, and `have` agrees with them ("has" or "have").
-             "not_reused": "step {step} repeats the call of step {kept}, and both calls run: {names} {have} no effects metadata",
+             "not_reused": "step {repeated} repeats the call of step {kept}, and both calls run: {names} {have} no effects "
+                           "metadata",
              "not_together": "steps {steps} read nothing of each other and could run at the same time, but {names} {have} "
                              "no effects metadata, so step {held} keeps its place in text order",
              "not_together_many": "steps {steps} read nothing of each other and could run at the same time, but {names} "
