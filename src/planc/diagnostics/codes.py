@@ -5,9 +5,10 @@ is built from it (`planc.diagnostics.build.diagnostic`): a code's `messages` map
 the name of each form it is reported in to a `str.format` template whose named
 fields the reporting site fills in, so the wording of every message is here.
 `planc.explain` runs the examples and generates `docs/diagnostics.md` from it
-(`make docs`); the tests check that file is current, that every example reports
-its code, and that every form of the table is used by some site and every site
-uses a form of the table. Codes are stable and never reused.
+(`make docs`). tests/test_docs.py checks that file is current and that every
+example reports its code; tests/test_codes.py that every form a `diagnostic(...)`
+call names is in the table and every form of the table is named by a call.
+Codes are stable and never reused.
 """
 
 from __future__ import annotations
