@@ -14,7 +14,6 @@ import functools
 import string
 from collections.abc import Iterable
 
-from planc.diagnostics.codes import CODES
 from planc.diagnostics.diagnostic import Diagnostic, Fix
 from planc.diagnostics.span import Span
 
@@ -39,6 +38,10 @@ def diagnostic(code: str, form: str, span: Span, *, step: str | None = None, hin
 
 
 def _template(code: str, form: str) -> str:
+    # Imported here: the table costs about a millisecond to import, which a plan without
+    # diagnostics (and `planc check` on one) never needs to pay.
+    from planc.diagnostics.codes import CODES
+
     described = CODES.get(code)
     if described is None:
         raise ValueError(f"{code} is not a diagnostic code of the table (planc.diagnostics.codes)")
