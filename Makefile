@@ -24,7 +24,7 @@ corpus: $(STAMP)
 	$(BIN)/planc corpus corpus --baseline corpus/baseline.json
 
 docs: $(STAMP)
-	$(BIN)/python -c "from planc.diagnostics.codes import render_markdown; print(render_markdown(), end='')" > docs/diagnostics.md
+	$(BIN)/python -c "from planc.explain import render_markdown; print(render_markdown(), end='')" > docs/diagnostics.md
 
 bench: $(STAMP)  # every benchmark, each against its baseline in the same run (a few minutes)
 	$(BIN)/python bench/parse.py

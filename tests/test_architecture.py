@@ -109,7 +109,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-@pytest.mark.xfail(strict=True, reason="diagnostics/codes.py runs its examples: to move above the passes")
 def test_no_module_imports_a_layer_above_its_own():
     assert upward_imports(import_graph(SOURCE)) == []
 

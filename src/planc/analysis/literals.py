@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from planc.analysis.schema_words import describe, describe_value
 from planc.analysis.schemas import json_equal, value_kind
@@ -21,6 +22,18 @@ ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$commen
 # The keywords `_plainly_valid` judges by itself, without jsonschema.
 PLAIN = ANNOTATIONS | {"type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                        "minLength", "maxLength", "minItems", "maxItems", "items"}
+
+
+class Problem(NamedTuple):
+    """What is wrong with a literal, at `node` (the part of it that is wrong): a required key it lacks, a key
+    it may not have, or else a value that is not what the schema expects (`expected` and `found`, in words)."""
+
+    node: ast.Expr
+    missing_key: str | None = None
+    unexpected_key: str | None = None
+    expected: str | None = None
+    found: str | None = None
+    hints: tuple[str, ...] = ()
 
 
 def literal_value(expr):
@@ -51,8 +64,8 @@ class Validators:
     def __init__(self) -> None:
         self._made: dict[int, tuple] = {}
 
-    def problem(self, schema: Mapping, value, expr) -> tuple[str, ast.Expr, tuple[str, ...]] | None:
-        """What is wrong with `value` (written as `expr`) for `schema`: (message, the offending node, hints)."""
+    def problem(self, schema: Mapping, value, expr) -> Problem | None:
+        """What is wrong with `value` (written as `expr`) for `schema`, if anything."""
         if _plainly_valid(schema, value):
             return None
         made = self._made.get(id(schema))
@@ -126,11 +139,11 @@ def _node_at(expr, path) -> ast.Expr:
     return expr
 
 
-def _explain(error, node) -> tuple[str, ast.Expr, tuple[str, ...]]:
+def _explain(error, node) -> Problem:
     schema, instance = error.schema, error.instance
     if error.validator == "required" and isinstance(instance, dict):
         missing = [key for key in error.validator_value if key not in instance]
-        return f"the object has no key `{missing[0]}`, which is required", node, ()
+        return Problem(node, missing_key=missing[0])
     if error.validator == "additionalProperties" and isinstance(instance, dict) and type(node) is ast.Record:
         allowed = schema.get("properties") or {}
         patterns = list(schema.get("patternProperties") or {})
@@ -138,5 +151,5 @@ def _explain(error, node) -> tuple[str, ast.Expr, tuple[str, ...]]:
             key = entry.key.text
             if key not in allowed and not any(re.search(pattern, key) for pattern in patterns):
                 known = ", ".join(f"`{name}`" for name in allowed) or "none"
-                return f"unexpected key `{key}`", entry, (f"the keys allowed here are {known}",)
-    return f"expected {describe(schema)}, found {describe_value(instance)}", node, ()
+                return Problem(entry, unexpected_key=key, hints=(f"the keys allowed here are {known}",))
+    return Problem(node, expected=describe(schema), found=describe_value(instance))

@@ -50,27 +50,26 @@ def describe_value(value) -> str:
     return type(value).__name__
 
 
-def missing_words(written: str, key: str | int, missing: Missing) -> tuple[str, list[str]]:
-    """The message and hints for reading `.key` (or `[key]`) from `written`, which has nothing there.
+def missing_hints(written: str, key: str | int, missing: Missing) -> list[str]:
+    """The hints for reading `.key` (or `[key]`) from `written`, which has nothing there.
 
-    >>> missing_words("$1", "titel", Missing("an object", ("id", "title")))
-    ('`$1` has no field `titel`', ['did you mean `title`?', 'the fields of `$1` are `id`, `title`'])
+    >>> missing_hints("$1", "titel", Missing("an object", ("id", "title")))
+    ['did you mean `title`?', 'the fields of `$1` are `id`, `title`']
     """
     if isinstance(key, int):
-        return f"`{written}` is {missing.what}: it has no items to index with `[{key}]`", []
+        return []
     if missing.fields:
         import difflib  # only a plan with this error pays for it
 
         close = difflib.get_close_matches(key, missing.fields, n=3, cutoff=0.6)
         hints = [f"did you mean {' or '.join(f'`{name}`' for name in close)}?"] if close else []
         hints.append(f"the fields of `{written}` are {_names(missing.fields, limit=20)}")
-        return f"`{written}` has no field `{key}`", hints
-    hints = []
+        return hints
     if missing.what in ("a list", "a string") and key in ("count", "size", "len"):
-        hints.append(f"did you mean `{written}.length`?")
-    elif missing.what == "a list":
-        hints.append(f"`{written}[0].{key}` reads the first item's `{key}`; `map` over `{written}` reads it from every item")
-    return f"`{written}` is {missing.what}: it has no field `{key}`", hints
+        return [f"did you mean `{written}.length`?"]
+    if missing.what == "a list":
+        return [f"`{written}[0].{key}` reads the first item's `{key}`; `map` over `{written}` reads it from every item"]
+    return []
 
 
 def _describe(schema, plural: bool) -> str:

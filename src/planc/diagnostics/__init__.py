@@ -1,4 +1,8 @@
-"""Diagnostics: what every stage reports, and the renderers that show it.
+"""Diagnostics: what every stage reports, the table of codes it is built from, and the renderers that show it.
+
+Every diagnostic is made by `planc.diagnostics.build.diagnostic(code, form, span, ..., **fields)`,
+which words its message with the form's template in the table of codes (`codes.py`). (It is not
+exported here: `planc.diagnostics.diagnostic` is the module of the `Diagnostic` type.)
 
 The renderers live in their own modules (`planc.diagnostics.render_text`,
 `render_json`, `render_repair`, `render_sarif`, `render_line`) and are

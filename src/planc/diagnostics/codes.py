@@ -1,14 +1,20 @@
-"""Every diagnostic code: its title, what it means, and an example that triggers it.
+"""Every diagnostic code: its title, what it means, the messages it is reported with, and an example.
 
-This table is the one place codes are described. `docs/diagnostics.md` is
-generated from it (`make docs`), a test checks the file is current, and
-another runs every example through `planc.check` to see it report its code.
+This table is the one place codes are described, and plain data. Every diagnostic
+is built from it (`planc.diagnostics.build.diagnostic`): a code's `messages` map
+the name of each form it is reported in to a `str.format` template whose named
+fields the reporting site fills in, so the wording of every message is here.
+`planc.explain` runs the examples and generates `docs/diagnostics.md` from it
+(`make docs`). tests/test_docs.py checks that file is current and that every
+example reports its code; tests/test_codes.py that every form a `diagnostic(...)`
+call names is in the table and every form of the table is named by a call.
 Codes are stable and never reused.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import attrs
 
@@ -18,31 +24,14 @@ class Code:
     code: str
     title: str
     explanation: str
+    # Form name -> `str.format` template with named fields: "`{written}` refers to no step: ...".
+    messages: Mapping[str, str] = attrs.field(converter=MappingProxyType)
     example: str  # a plan (or a model reply, with `extract`) that reports this code
     extract: bool = False
     registry: str | None = None  # the planc.toml the example is checked against, when it calls tools
     policy: str | None = None  # the Cedar policy (policy.cedar) the example is checked against
     budget: dict = attrs.field(factory=dict)  # `check`'s budget arguments for the example (`max_calls`, ...)
     optimize: bool = False  # a note of the optimizer's: the example is optimized after it is checked
-
-    def check_example(self):
-        """`planc.check` of the example, against its registry and policy when it has them (and
-        with the optimizer's notes added, for a code of the optimizer's)."""
-        from planc.passes.check import check
-        from planc.passes.policy.load import policy_from_text
-        from planc.registry.config import registry_from_text
-
-        # As if the registry were a planc.toml at the top of the repository: plan files it
-        # declares are found from there.
-        where = Path(__file__).resolve().parents[3] / "planc.toml"
-        registry = registry_from_text(self.registry, where) if self.registry else None
-        policy = policy_from_text(self.policy, where.with_name("policy.cedar")) if self.policy else None
-        checked = check(self.example, extract_plan=self.extract, registry=registry, policy=policy, **self.budget)
-        if not self.optimize:
-            return checked
-        from planc.optimize.optimize import optimize
-
-        return attrs.evolve(checked, diagnostics=checked.diagnostics + optimize(checked).notes)
 
 
 # The tools the type examples call.
@@ -93,69 +82,138 @@ _ALL = [
          "their own message and, where the intent is certain, a fix: `=` for `:` in an argument, "
          "`|` for `|>`, `&&`/`||`/`!` for `and`/`or`/`not`, a missing comma, an unclosed bracket, "
          "a markdown fence, and JSON, Python or prose where a plan should be.",
+         {
+             # Characters no plan has (the lexer).
+             "long_number": "this number is too long: more than {most} characters",
+             "leading_zero": "a number cannot start with `0`: `{number}`",
+             "curly_quotes": "strings use straight double quotes `\"`, not curly quotes",
+             "fence": "the plan is inside a markdown code fence",
+             "bar": "`|` is not an operator here: a pipe is written `|>`",
+             "bars": "`||` is not an operator here: write `or`",
+             "ampersand": "`{written}` is not an operator here: write `and`",
+             "bang": "`!` is not an operator here: write `not` (or `!=` for inequality)",
+             "character": "unexpected character `{character}`",
+             # What the parser and its builder refuse.
+             "too_deep": "this nests too deeply: planc reads plans nested at most {most} levels",
+             "huge_number": "the number `{number}` is too large",
+             "escape": "invalid escape `\\{escape}` in a string",
+             # A parse failure explained (syntax/errors.py), the known mistakes first.
+             "json": "this is JSON, not a plan",
+             "python": "this looks like Python code, not a plan",
+             "yaml": "this looks like YAML, not a plan",
+             "prose": "this looks like prose, not a plan step",
+             "unclosed": "this `{bracket}` is never closed",
+             "step_as_value": "a step cannot be used as a value: `{call}`",
+             "keyword_name": "`{keyword}` is a keyword and cannot name an argument",
+             "equals_for_colon": "expected `:` after the argument name `{name}`, found `=`",
+             "equals_in_record": "expected `:` after the key `{key}`, found `=`",
+             "colon_for_equals": "expected `(` or `=` after `{label}`, found `:`",
+             "step_after_pipe": "expected a step after `|>`, found {found}",
+             # `expected` and `found` are words: "`,` or `)`", "a value", "`limit`", "the end of the plan".
+             "expected": "expected {expected}, found {found}",
+             "expected_after": "expected {expected} after `{previous}`, found {found}",
+             "expected_after_argument": "expected {expected} after the argument `{argument}`, found {found}",
+         },
          'search(query: "sev2 outages" limit: 50)'),
     Code("E101", "unterminated string",
          "A string opened with `\"` has no closing quote on the same line. Text over several "
          "lines goes in triple quotes: `\"\"\"...\"\"\"`.",
+         {
+             "unclosed": "unterminated string: this string has no closing `\"`",
+             "unclosed_triple": "unterminated string: this `\"\"\"` string is never closed",
+         },
          'summarize(style: "bullets)'),
     Code("E102", "positional argument",
          "Arguments are always named: `search(query: \"x\")`, not `search(\"x\")`. When the "
          "registry knows the tool, the hint names its parameters.",
+         {"positional": "positional argument `{value}`: arguments are passed by name"},
          'search("sev2 outages", limit: 50)'),
     Code("E103", "single-quoted string",
          "Strings use double quotes. The fix rewrites the string with double quotes.",
+         {"single_quotes": "strings use double quotes, not single quotes"},
          "summarize(style: 'bullets')"),
     Code("E104", "empty plan",
          "There is no step in the input (only whitespace or comments).",
+         {"empty": "the plan is empty: there is no step to run"},
          "# nothing to do yet\n"),
     Code("E105", "duplicate argument name",
          "The same argument is given twice in one step; keep one.",
+         {"twice": "the argument `{name}` is given twice in this step"},
          'search(query: "outages", limit: 5, limit: 10)'),
     Code("E200", "unknown tool",
          "The step calls a tool that is neither a control step nor declared in the registry "
          "(planc.toml, its MCP lock, its plans). The hint names the closest tools.",
+         {"unknown_tool": "unknown tool `{name}`"},
          'serch(query: "outages", limit: 5)', registry=INCIDENT_TOOLS),
     Code("E201", "unknown argument for this tool",
          "The tool has no parameter of that name. The hint names the closest parameters, or all "
          "of them.",
+         {"unknown_argument": "`{tool}` has no parameter `{name}`"},
          'search(query: "outages", limt: 5)', registry=INCIDENT_TOOLS),
     Code("E202", "missing required argument",
          "A parameter the tool requires is not given. A pipe parameter counts as given when the "
          "step receives a piped result.",
+         {
+             "missing_argument": "`{tool}` is missing the required argument {names}",
+             "missing_arguments": "`{tool}` is missing the required arguments {names}",
+             "needed_when": "`{tool}` needs `{needed}` when `{param}` is {value!r}",
+         },
          'notify(channel: "#incidents")', registry=INCIDENT_TOOLS),
     Code("E203", "forward or self reference",
          "A step reads the result of itself or of a step that comes after it. Steps can only "
          "read the results of earlier steps.",
+         {
+             "self": "`{written}` refers to the step it is used in",
+             "later_step": "`{written}` refers to step {number}, which comes after this step",
+             "later_label": "`{written}` refers to the step labelled `{label}`, which comes after this step",
+         },
          'summarize(text: $2)\nsearch(query: "outages")'),
     Code("E204", "reference out of range or unknown label",
          "`$0`, a step number past the last step, or a label no step has. A label defined inside "
          "a block is visible only inside that block.",
+         {
+             "no_step": "`{written}` refers to no step: the plan's steps are numbered 1 to {count}",
+             "hidden_label": "`{written}` is not visible here: the step labelled `{label}` ({path}) is inside a block",
+             "unknown_label": "`{written}` refers to no step: there is no label `{label}`",
+         },
          'hits = search(query: "outages")\nsummarize(text: $hit)'),
     Code("E205", "duplicate label",
          "Labels are unique in the whole plan, and `args` is reserved for `$args`.",
+         {
+             "args": "`args` cannot be a label: `$args` reads the run's arguments",
+             "duplicate": "the label `{label}` is already used",
+         },
          'hits = search(query: "outages")\nhits = search(query: "incidents")'),
     Code("E206", "bare word outside a condition or block",
          "A bare word is a field name only inside `filter(where: ...)`, and `item`, `index` and "
          "`accumulator` only inside blocks that bind them. Anywhere else it is most likely a "
          "string that lost its quotes; the fix adds them.",
+         {"bare_word": "bare word `{text}`: a value here must be a string, number, reference or list"},
          'search(query: "outages") |> summarize(style: bullets)'),
     Code("E207", "`item`, `index` or `accumulator` outside a block that binds it",
          "`item` and `index` are bound inside the `do` block of `map`, `filter` and `reduce` (and "
          "in `filter`'s `where` and `infer`); `accumulator` only inside `reduce`'s `do` block.",
+         {"unbound": "`{name}` is not bound here"},
          'search(query: "outages") |> summarize(text: item.title)'),
     Code("E208", "tool pattern matches nothing",
          "An `agent`'s `tools` list names tools by name or by `*` pattern (`linear__*`); each "
          "pattern must match at least one tool of the registry.",
+         {"no_match": "the tool pattern `{pattern}` matches no tool"},
          'agent(prompt: "Triage the outages", output_schema: {type: "object"}, tools: ["search", "linear__*"])',
          registry=INCIDENT_TOOLS),
     Code("E209", "pipe into a step that cannot take it",
          "`a(...) |> b(...)` passes `a`'s result to `b`'s pipe parameter. It is an error when `b` "
          "declares no pipe parameter, or when the step also gives that parameter explicitly.",
+         {
+             "no_pipe": "`{tool}` takes no piped input: it has no pipe parameter",
+             "piped_and_given": "`{param}` is given twice: by the pipe `|>` and here",
+         },
          'search(query: "outages") |> notify(channel: "#incidents", text: "new outages")',
          registry=INCIDENT_TOOLS),
     Code("E210", "plan cycle",
          "A plan declared under `[plans.NAME]` is the tool `plan__NAME`. A call that leads back to "
          "a plan already being run, directly or through other plans, would never end.",
+         {"cycle": "calling `{name}` never ends: {cycle}"},
          'plan__loop()', registry=INCIDENT_TOOLS + '\n[plans.loop]\nfile = "docs/examples/loop.plan"\n'),
     Code("E300", "argument value does not match the parameter's type",
          "A literal argument is validated against the JSON Schema of its parameter, and the message "
@@ -164,12 +222,27 @@ _ALL = [
          "path into it. A type planc does not know (a tool without `returns`, `$args`) passes. "
          "Comparisons are checked too: `<`, `<=`, `>`, `>=` need two numbers or two strings, and "
          "`contains` a string or a list on its left.",
+         {
+             # `what` names the parameter: "`limit` of `search`"; `expected` and `found` are words.
+             "wrong_value": "wrong value for {what}: expected {expected}, found {found}",
+             "missing_key": "wrong value for {what}: the object has no key `{key}`, which is required",
+             "unexpected_key": "wrong value for {what}: unexpected key `{key}`",
+             "not_block": "{what} takes a block of steps `{{ ... }}`, found {found}",
+             "piped": "`{tool}` takes `{param}` from the pipe: expected {expected}, found the result of the step before, {found}",
+             "ordering": "`{op}` compares two numbers or two strings, found {left} and {right}",
+             "contains": "`contains` needs a string or a list on its left, found {left}",
+         },
          'search(query: "outages", limit: "ten")', registry=INCIDENT_TOOLS),
     Code("E301", "unknown field in a reference path",
          "A reference, a template hole or a bare name in `filter(where: ...)` reads a field that the "
          "type it reads from does not have; the hint lists the fields that exist. An object schema "
          "that declares `properties` has only those fields unless it says `additionalProperties`. "
          "`.length` on a list or a string is its length; on an object it is the field `length`.",
+         {
+             "no_field": "`{written}` has no field `{field}`",
+             "no_field_in": "`{written}` is {what}: it has no field `{field}`",
+             "no_items": "`{written}` is {what}: it has no items to index with `[{index}]`",
+         },
          'search(query: "outages")\nnotify(channel: "#ops", text: "Top: {$1[0].titel}")',
          registry=INCIDENT_TOOLS),
     Code("E302", "condition where a value is expected, or a value where a condition is",
@@ -177,6 +250,10 @@ _ALL = [
          "`filter` and `when` of `decide` and `exit`. There, a single reference to a boolean "
          "(`when: $2.final`) is a condition too, but a string, a list or a number is not: compare "
          "it, or ask the judge model with `infer: \"...\"`.",
+         {
+             "not_condition": "expected a condition, found {found}",
+             "condition_as_value": "{what} takes a value, not a condition",
+         },
          'search(query: "outages")\ndecide(when: "there are many", then: { notify(channel: "#ops", text: "{$1.length} open") })',
          registry=INCIDENT_TOOLS),
     Code("E303", "invalid control-step input",
@@ -184,6 +261,16 @@ _ALL = [
          "`where` and `do` on a `filter`, neither `when` nor `infer` on a `decide`), an agent's "
          "`output_schema` that is not a JSON Schema of an object, `max_iterations` below 1, or "
          "`tools: []`.",
+         {
+             "none_of": "`{tool}` gives none of {options}: it takes exactly one",
+             "more_than_one": "`{tool}` gives more than one of {options}: it takes exactly one",
+             "at_most_one": "`{tool}` gives more than one of {options}: it takes at most one",
+             "max_iterations": "`max_iterations` must be at least 1, found {found}",
+             "no_tools": "`tools: []` gives the agent no tool to call",
+             "schema_not_record": "`output_schema` must be a JSON Schema of an object, found {found}",
+             "not_object_schema": "`output_schema` must be an object schema (`type: \"object\"`), found {found}",
+             "invalid_schema": "`output_schema` is not a valid JSON Schema: {error}",
+         },
          'agent(prompt: "List the release risks", output_schema: {type: "array", items: {type: "string"}})'),
     Code("E400", "call denied by policy",
          "With a Cedar policy (`--policy FILE`, or `policy = \"...\"` in planc.toml), every step, "
@@ -193,6 +280,13 @@ _ALL = [
          "file), with their `@reason`; or, when no `permit` policy matches, saying so. Arguments "
          "only known at run time are named in `context.dynamic`; the interpreter asks the policy "
          "again with their values before the call.",
+         {
+             "forbidden": "calling `{tool}` is forbidden by policy {names} (for {principal})",
+             "forbidden_many": "calling `{tool}` is forbidden by policies {names} (for {principal})",
+             "no_permit": "calling `{tool}` is not permitted (for {principal}): no policy of {policy} permits it",
+             # The call could not be put to the policy; `problem` is Cedar's own words.
+             "unjudged": "calling `{tool}` is not permitted (for {principal}): {problem}",
+         },
          'search(query: "outages")\nnotify(channel: "#ops", text: "{$1.length} outages")',
          registry=INCIDENT_TOOLS, policy=NO_DESTRUCTIVE),
     Code("E401", "over budget",
@@ -201,6 +295,13 @@ _ALL = [
          "range (docs/cost.md), and a cost with no upper bound (W500) exceeds every budget. The "
          "error points at the top-level step where the running total first passes the budget, and "
          "says how much that step and the steps before it may spend.",
+         {
+             # `amount` is a number of calls or inferences with its noun ("3 tool calls"), or dollars.
+             "over_count": "over budget: the plan may make up to {amount}, and `{option}` is {limit:g}",
+             "over_usd": "over budget: the plan may cost up to {amount}, and `{option}` is {limit:g}",
+             "unbounded_count": "over budget: the plan's number of {noun}s has no upper bound, and `{option}` is {limit:g}",
+             "unbounded_usd": "over budget: the plan's cost has no upper bound, and `{option}` is {limit:g}",
+         },
          'map(over: ["#ops", "#db", "#web"], do: { notify(channel: item, text: "the deploy starts") })',
          registry=INCIDENT_TOOLS, budget={"max_calls": 2}),
     Code("W500", "unbounded fan-out",
@@ -212,11 +313,18 @@ _ALL = [
          "`default`. A `filter` with `where` costs nothing per item and never warns, and neither does a list "
          "planc knows nothing of: the result of a tool it does not know (as without a registry) or a value "
          "of unknown type (docs/cost.md).",
+         {
+             "block": "unbounded fan-out: `{tool}` runs its block once per item of a list with no known length, "
+                      "so the plan's cost has no upper bound",
+             "infer": "unbounded fan-out: `{tool}` asks the judge model once per item of a list with no known length, "
+                      "so the plan's cost has no upper bound",
+         },
          'search(query: "outages") |> map(do: { notify(channel: "#ops", text: item.title) })',
          registry=INCIDENT_TOOLS),
     Code("W501", "result of a read-only step is never used",
          "A step whose tool is declared read-only only produces its result; when no reference, pipe "
          "or block passes that result on, and it is not the plan's result, the call does nothing.",
+         {"unused": "the result of `{tool}` is never used"},
          'search(query: "outages")\nnotify(channel: "#ops", text: "search done")', registry=INCIDENT_TOOLS),
     Code("W502", "text that looks like another template language's hole",
          "`{{E0.x}}`, `${{ x }}`, `${x}` and `{E0.title}` are literal text in planc, which writes a "
@@ -225,12 +333,17 @@ _ALL = [
          "`{ item.id }`), or starts with a label the string can read (`{{hits.title}}`). A lone word "
          "in single braces (`{name}`) is left alone, as a tool may do its own templating; `\\{` "
          "always writes a literal brace.",
+         {"foreign_hole": "`{text}` looks like a hole from another template language; planc leaves it as literal text"},
          'search(query: "outages")\nnotify(channel: "#ops", text: "Top: {{$1[0].title}}")',
          registry=INCIDENT_TOOLS),
     Code("W503", "comparison with a value outside the `enum`",
          "`==` or `!=` compares a value whose type declares an `enum` with a literal that is not one "
          "of its values, so the comparison is always false (or always true). When the literal "
          "differs from one value only in case, the fix is that value.",
+         {
+             "never_equal": "{value} is not a value of `{typed}`, so this comparison is always false",
+             "always_unequal": "{value} is not a value of `{typed}`, so this comparison is always true",
+         },
          'search(query: "outages") |> filter(where: status == "closed")', registry=INCIDENT_TOOLS),
     Code("N600", "repeated call reused",
          "`planc optimize` (and `planc run --optimize`) removed a call that repeats an earlier one, and what "
@@ -239,6 +352,8 @@ _ALL = [
          "deterministic = true }`), the two calls have the same arguments (references to the same steps, the "
          "same piped input), and no step between them changes anything. Only top-level steps are compared, "
          "never control steps or declared plans (docs/optimize.md).",
+         {"reused": "step {repeated} repeats the call of step {kept}: it is removed, and step {kept}'s result is used "
+                    "instead"},
          'first = search(query: "disk full")\nagain = search(query: "disk full")\n'
          'notify(channel: "#ops", text: "{$first.length} and {$again.length}")',
          registry=OPTIMIZER_TOOLS, optimize=True),
@@ -248,6 +363,7 @@ _ALL = [
          "blocks' steps) and none of them changes anything or may exit: every tool they call is declared "
          "read-only. A step that changes something or may exit keeps its place: it starts after every step "
          "before it has finished, and every step after it waits for it (docs/optimize.md).",
+         {"together": "steps {steps} run at the same time"},
          'disk = search(query: "disk full")\nmemory = search(query: "out of memory")\n'
          'notify(channel: "#ops", text: "{$disk.length} disk and {$memory.length} memory incidents")',
          registry=OPTIMIZER_TOOLS, optimize=True),
@@ -258,52 +374,16 @@ _ALL = [
          "tools and the metadata that would allow the rewrite (`read_only = true` to move a step, and "
          "`deterministic = true` too to reuse a result). Declare it only when it is true: planc relies on it. "
          "A tool whose effects are all the conservative defaults counts as having no metadata.",
+         {
+             # `names` are the tools without metadata, and `have` agrees with them ("has" or "have").
+             "not_reused": "step {repeated} repeats the call of step {kept}, and both calls run: {names} {have} no effects "
+                           "metadata",
+             "not_together": "steps {steps} read nothing of each other and could run at the same time, but {names} {have} "
+                             "no effects metadata, so step {held} keeps its place in text order",
+             "not_together_many": "steps {steps} read nothing of each other and could run at the same time, but {names} "
+                                  "{have} no effects metadata, so steps {held} keep their place in text order",
+         },
          'lookup(id: "INC-1")\nlookup(id: "INC-2")', registry=OPTIMIZER_TOOLS, optimize=True),
 ]
 
 CODES: dict[str, Code] = {code.code: code for code in _ALL}
-
-
-def render_markdown() -> str:
-    """The text of docs/diagnostics.md."""
-    from rich.console import Console
-
-    from planc.diagnostics.render_text import render_text
-
-    out = [
-        "# Diagnostics",
-        "",
-        "Every problem planc reports has a stable code. `E1xx` are syntax errors, `E2xx` resolution",
-        "errors, `E3xx` type errors, `E4xx` policy and budget errors, `W5xx` warnings and `N6xx` notes",
-        "on rewrites. Each diagnostic points at the exact span of the input it is about, and may carry",
-        "hints and a fix (a replacement for a span).",
-        "",
-        "This file is generated from `src/planc/diagnostics/codes.py` by `make docs`; each example below",
-        "is checked by the test suite, and its output is what `planc check example.plan` prints for it",
-        "(with `--config planc.toml` where the example calls tools declared in the `planc.toml` shown).",
-        "",
-    ]
-    shown: dict[str, str] = {}  # registry text -> the first code whose example uses it
-    for code in _ALL:
-        result = code.check_example()
-        console = Console(width=200, no_color=True, force_terminal=False)
-        with console.capture() as captured:
-            for diagnostic in result.diagnostics:
-                console.print(render_text(diagnostic, result.source, "example.plan"))
-        out += [f"## {code.code}", "", f"**{code.title}**", "", code.explanation, ""]
-        if code.registry in shown:
-            first = shown[code.registry]
-            out += [f"With the `planc.toml` shown under [{first}](#{first.lower()}).", ""]
-        elif code.registry:
-            shown[code.registry] = code.code
-            out += ["With this `planc.toml`:", "", "```toml", code.registry.rstrip("\n"), "```", ""]
-        if code.optimize:
-            out += ["Reported by `planc optimize example.plan` (and `planc run --optimize`).", ""]
-        if code.budget:
-            options = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in code.budget.items())
-            out += [f"Checked with `{options}`.", ""]
-        if code.policy:
-            out += ["With this `policy.cedar` (`--policy policy.cedar`):", "", "```cedar", code.policy.rstrip("\n"),
-                    "```", ""]
-        out += ["```", code.example.rstrip("\n"), "```", "", "```text", captured.get().rstrip("\n"), "```", ""]
-    return "\n".join(out)

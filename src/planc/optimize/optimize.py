@@ -1,4 +1,4 @@
-"""Optimize: rewrite a checked plan where a stated legality condition holds (DESIGN section 6).
+"""Optimize: rewrite a checked plan where a stated legality condition holds (docs/optimize.md).
 
 Two rewrites, each reported as a note at the steps of the input it is about:
 
@@ -20,6 +20,7 @@ import attrs
 
 from planc.passes.check import CheckResult, recheck
 from planc.diagnostics import Diagnostic, sort_key
+from planc.diagnostics.build import diagnostic
 from planc.optimize.common_calls import Reuse, common_calls
 from planc.optimize.remove_steps import remove_steps
 from planc.optimize.schedule import Schedule, schedule
@@ -85,9 +86,8 @@ def _reused(reuse: Reuse, paths: dict) -> Diagnostic:
     step, kept, tool = paths[reuse.removed], paths[reuse.kept], reuse.removed.tool.text
     between = (f"no step between them (step{_plural(reuse.between)} {_numbers(reuse.between, paths)}) changes anything"
                if reuse.between else "no step runs between them")
-    return Diagnostic(
-        "N600", f"step {step} repeats the call of step {kept}: it is removed, and step {kept}'s result is used instead",
-        reuse.removed.span, step=step,
+    return diagnostic(
+        "N600", "reused", reuse.removed.span, step=step, repeated=step, kept=kept,
         hints=(f"legal: `{tool}` is declared read-only and deterministic, both calls have the same arguments, "
                f"and {between}",
                f"what read step {step}'s result (references, and the step it piped into) reads step {kept}'s"))
@@ -103,10 +103,9 @@ def _not_reused(reuse: Reuse, effects: dict, paths: dict) -> Diagnostic:
                         f"`effects = {{ read_only = true, deterministic = true }}` for it in planc.toml "
                         f"(or `@planc.tool(read_only=True, deterministic=True)`)")
         undeclared = {tool: reuse.removed, **undeclared}
-    return Diagnostic(
-        "N602", f"step {step} repeats the call of step {kept}, and both calls run: {_names(list(undeclared))} "
-                f"ha{'s' if len(undeclared) == 1 else 've'} no effects metadata",
-        reuse.removed.span, step=step, hints=(*hints, f"step {step} would then use step {kept}'s result"))
+    return diagnostic(
+        "N602", "not_reused", reuse.removed.span, step=step, hints=(*hints, f"step {step} would then use step {kept}'s result"),
+        repeated=step, kept=kept, names=_names(list(undeclared)), have="has" if len(undeclared) == 1 else "have")
 
 
 def _together(wave: list[ast.Step], ordered: list[ast.Step], paths: dict) -> Diagnostic:
@@ -115,20 +114,20 @@ def _together(wave: list[ast.Step], ordered: list[ast.Step], paths: dict) -> Dia
     if ordered:
         hints.append(f"the steps that change something or may exit ({_named(ordered, paths)}) keep their place: "
                      f"each starts after every step before it has finished, and before any step after it")
-    return Diagnostic("N601", f"steps {_numbers(wave, paths)} run at the same time", wave[0].span,
-                      step=paths[wave[0]], hints=tuple(hints))
+    return diagnostic("N601", "together", wave[0].span, step=paths[wave[0]], hints=hints, steps=_numbers(wave, paths))
 
 
 def _not_together(wave: list[ast.Step], held: list[ast.Step], effects: dict, paths: dict) -> Diagnostic:
     names = _names(list(dict.fromkeys(name for step in held for name in effects[step].undeclared)))
     many = " and " in names
-    return Diagnostic(
-        "N602", f"steps {_numbers(wave, paths)} read nothing of each other and could run at the same time, but "
-                f"{names} ha{'ve' if many else 's'} no effects metadata, so step{_plural(held)} {_numbers(held, paths)} "
-                f"keep{'' if len(held) > 1 else 's'} {'their' if len(held) > 1 else 'its'} place in text order",
-        held[0].span, step=paths[held[0]],
-        hints=(f"if {'they change' if many else 'it changes'} nothing, declare `effects = {{ read_only = true }}` "
-               f"for {names} in planc.toml (or `@planc.tool(read_only=True)`), and these steps run at the same time",))
+    hints = (f"if {'they change' if many else 'it changes'} nothing, declare `effects = {{ read_only = true }}` "
+             f"for {names} in planc.toml (or `@planc.tool(read_only=True)`), and these steps run at the same time",)
+    at, step, have = held[0].span, paths[held[0]], "have" if many else "has"
+    if len(held) > 1:
+        return diagnostic("N602", "not_together_many", at, step=step, hints=hints, steps=_numbers(wave, paths),
+                          names=names, have=have, held=_numbers(held, paths))
+    return diagnostic("N602", "not_together", at, step=step, hints=hints, steps=_numbers(wave, paths), names=names,
+                      have=have, held=_numbers(held, paths))
 
 
 def _numbers(steps, paths: dict) -> str:

@@ -12,6 +12,7 @@ import math
 from operator import itemgetter
 
 from planc.diagnostics import Diagnostic, Lines, Span
+from planc.diagnostics.build import diagnostic
 from planc.syntax import ast
 from planc.syntax.lexer import END, START, TEXT, TYPE
 from planc.syntax.templates import decode_string
@@ -75,7 +76,7 @@ class Builder:
         text = children[0][TEXT]
         value = json.loads(text)
         if isinstance(value, float) and math.isinf(value):
-            self.diagnostics.append(Diagnostic("E100", f"the number `{text}` is too large", span))
+            self.diagnostics.append(diagnostic("E100", "huge_number", span, number=text))
         return ast.Literal(value, span)
 
     def true(self, children, span):
@@ -129,9 +130,9 @@ class Builder:
             first = seen.setdefault(arg.name.text, arg)
             if first is not arg:
                 at = first.name.span.start
-                self.diagnostics.append(Diagnostic(
-                    "E105", f"the argument `{arg.name.text}` is given twice in this step",
-                    arg.span, hints=(f"the first `{arg.name.text}` is at line {at.line}, column {at.column}; keep one",),
+                self.diagnostics.append(diagnostic(
+                    "E105", "twice", arg.span, name=arg.name.text,
+                    hints=(f"the first `{arg.name.text}` is at line {at.line}, column {at.column}; keep one",),
                 ))
 
 

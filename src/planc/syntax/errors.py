@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from planc.diagnostics import Diagnostic, Fix
+from planc.diagnostics.build import diagnostic
 from planc.syntax.failure import CLOSERS, KEYWORDS, OPENERS, VALUE_STARTS, ParseFailure, clip
 
 PYTHON_WORDS = {"def", "import", "from", "class", "for", "while", "if", "return", "print",
@@ -41,10 +42,6 @@ def explain(failure: ParseFailure) -> Explanation:
     return _generic(failure)
 
 
-def _error(message, span, hints=(), fix=None, code="E100") -> Diagnostic:
-    return Diagnostic(code, message, span, hints=tuple(hints), fix=fix)
-
-
 def _not_a_plan(failure: ParseFailure) -> Explanation | None:
     """JSON, Python, YAML or prose where a pipeline should start."""
     first = failure.line_start_near(failure.index, within=2)
@@ -55,18 +52,18 @@ def _not_a_plan(failure: ParseFailure) -> Explanation | None:
     line = failure.span(token.start, failure.line_end(first).end)
     if token.type in ("LBRACE", "LSQB") and failure.index == first:
         last = failure.tokens[failure.matching(first)]
-        return Explanation(_error("this is JSON, not a plan", failure.span(token.start, last.end),
-                                  [PLAN_HINT, "each step is a tool call with named arguments, joined by `|>`"]))
+        return Explanation(diagnostic("E100", "json", failure.span(token.start, last.end),
+                                      hints=[PLAN_HINT, "each step is a tool call with named arguments, joined by `|>`"]))
     if token.type != "NAME" or following is None or not failure.same_line(token, following):
         return None
     if token.text in PYTHON_WORDS or following.type == "DOT":
-        return Explanation(_error("this looks like Python code, not a plan", line,
-                                  [PLAN_HINT, "plans have no raw code: use steps and `map`/`filter`/`decide`"]))
+        return Explanation(diagnostic("E100", "python", line,
+                                      hints=[PLAN_HINT, "plans have no raw code: use steps and `map`/`filter`/`decide`"]))
     after_colon = failure.token(first + 2)
     if following.type == "COLON" and (after_colon is None or not failure.same_line(following, after_colon)):
-        return Explanation(_error("this looks like YAML, not a plan", line, [PLAN_HINT]))
+        return Explanation(diagnostic("E100", "yaml", line, hints=[PLAN_HINT]))
     if following.type in ("NAME", "COMMA") or (following.type == "COLON" and not failure.starts_step(first + 2)):
-        return Explanation(_error("this looks like prose, not a plan step", line, [PLAN_HINT, EXTRACT_HINT]))
+        return Explanation(diagnostic("E100", "prose", line, hints=[PLAN_HINT, EXTRACT_HINT]))
     return None
 
 
@@ -86,9 +83,9 @@ def _unclosed(failure: ParseFailure) -> Explanation | None:
     where = "the end of the plan" if at_end else f"the next step `{failure.found.text}(`"
     after = failure.current_argument() or clip(previous.text)
     return Explanation(
-        _error(f"this `{opener.text}` is never closed", failure.token_span(opener),
-               [f"add `{closer}` after `{after}`, before {where}"],
-               Fix(failure.span(previous.end, previous.end), closer)),
+        diagnostic("E100", "unclosed", failure.token_span(opener), bracket=opener.text,
+                   hints=[f"add `{closer}` after `{after}`, before {where}"],
+                   fix=Fix(failure.span(previous.end, previous.end), closer)),
         Repair("insert", closer_type) if closer_type in failure.expected else None)
 
 
@@ -101,10 +98,10 @@ def _nested_step(failure: ParseFailure) -> Explanation | None:
         return None
     last = failure.tokens[failure.matching(failure.index)]
     call = failure.text(name, last)
-    return Explanation(_error(
-        f"a step cannot be used as a value: `{call}`", failure.span(name.start, last.end),
-        [f"run `{name.text}(...)` as a step of its own before this one, and pass its result "
-         f"with `$n` or a label (`found = {name.text}(...)`, then `$found`)"]))
+    return Explanation(diagnostic(
+        "E100", "step_as_value", failure.span(name.start, last.end), call=call,
+        hints=[f"run `{name.text}(...)` as a step of its own before this one, and pass its result "
+               f"with `$n` or a label (`found = {name.text}(...)`, then `$found`)"]))
 
 
 def _keyword_argument(failure: ParseFailure) -> Explanation | None:
@@ -114,9 +111,9 @@ def _keyword_argument(failure: ParseFailure) -> Explanation | None:
         return None
     if not {"NAME", "RPAR"} <= failure.expected:
         return None
-    return Explanation(_error(
-        f"`{token.text}` is a keyword and cannot name an argument", failure.token_span(token),
-        ["the keywords are `true false null and or not contains`; inside a record (`{not: ...}`) they can be keys"]))
+    return Explanation(diagnostic(
+        "E100", "keyword_name", failure.token_span(token), keyword=token.text,
+        hints=["the keywords are `true false null and or not contains`; inside a record (`{not: ...}`) they can be keys"]))
 
 
 def _positional(failure: ParseFailure) -> Explanation | None:
@@ -142,9 +139,9 @@ def _positional_from(failure: ParseFailure, index: int) -> Explanation:
     first = failure.tokens[index]
     last = failure.tokens[failure.value_end(index)]
     value = failure.text(first, last)
-    return Explanation(_error(
-        f"positional argument `{value}`: arguments are passed by name", failure.span(first.start, last.end),
-        [f"write `name: {value}`, with the name of the parameter this value is for"], code="E102"))
+    return Explanation(diagnostic(
+        "E102", "positional", failure.span(first.start, last.end), value=value,
+        hints=[f"write `name: {value}`, with the name of the parameter this value is for"]))
 
 
 def _equals_for_colon(failure: ParseFailure) -> Explanation | None:
@@ -153,8 +150,8 @@ def _equals_for_colon(failure: ParseFailure) -> Explanation | None:
         return None
     name = failure.previous.text
     return Explanation(
-        _error(f"expected `:` after the argument name `{name}`, found `=`", failure.token_span(token),
-               [f"arguments are written `{name}: value`"], Fix(failure.token_span(token), ":")),
+        diagnostic("E100", "equals_for_colon", failure.token_span(token), name=name,
+                   hints=[f"arguments are written `{name}: value`"], fix=Fix(failure.token_span(token), ":")),
         Repair("replace", "COLON"))
 
 
@@ -166,9 +163,9 @@ def _equals_in_record(failure: ParseFailure) -> Explanation | None:
         return None
     equals = failure.tokens[failure.index - 1]
     key = failure.tokens[failure.index - 2].text
-    return Explanation(_error(
-        f"expected `:` after the key `{key}`, found `=`", failure.token_span(equals),
-        [f"record entries are written `{key}: value`"], Fix(failure.token_span(equals), ":")))
+    return Explanation(diagnostic(
+        "E100", "equals_in_record", failure.token_span(equals), key=key,
+        hints=[f"record entries are written `{key}: value`"], fix=Fix(failure.token_span(equals), ":")))
 
 
 def _colon_for_equals(failure: ParseFailure) -> Explanation | None:
@@ -177,8 +174,8 @@ def _colon_for_equals(failure: ParseFailure) -> Explanation | None:
         return None
     label = failure.previous.text
     return Explanation(
-        _error(f"expected `(` or `=` after `{label}`, found `:`", failure.token_span(token),
-               [f"a step is labelled with `=`: `{label} = tool(...)`"], Fix(failure.token_span(token), " =")),
+        diagnostic("E100", "colon_for_equals", failure.token_span(token), label=label,
+                   hints=[f"a step is labelled with `=`: `{label} = tool(...)`"], fix=Fix(failure.token_span(token), " =")),
         Repair("replace", "EQUAL"))
 
 
@@ -195,33 +192,30 @@ def _missing_comma(failure: ParseFailure) -> Explanation | None:
     previous = failure.previous
     closer = failure.literals[OPENERS[inside]] if inside else None
     argument = failure.current_argument()
-    after = f"the argument `{argument}`" if argument else f"`{clip(previous.text)}`"
     expected = "`,`" + (f" or `{closer}`" if closer else "")
-    return Explanation(
-        _error(f"expected {expected} after {after}, found {failure.describe(token)}", failure.token_span(token),
-               ["add `,` between them"], Fix(failure.span(previous.end, previous.end), ",")),
-        Repair("insert", "COMMA"))
+    span, found, hints = failure.token_span(token), failure.describe(token), ["add `,` between them"]
+    fix = Fix(failure.span(previous.end, previous.end), ",")
+    if argument:
+        explained = diagnostic("E100", "expected_after_argument", span, hints=hints, fix=fix,
+                               expected=expected, argument=argument, found=found)
+    else:
+        explained = diagnostic("E100", "expected_after", span, hints=hints, fix=fix,
+                               expected=expected, previous=clip(previous.text), found=found)
+    return Explanation(explained, Repair("insert", "COMMA"))
 
 
 def _empty_pipe(failure: ParseFailure) -> Explanation | None:
     previous = failure.previous
     if previous is None or previous.text != "|>" or failure.expected != {"NAME"}:
         return None
-    return Explanation(_error(
-        f"expected a step after `|>`, found {failure.describe(failure.found)}", failure.found_span(),
-        ["`|>` passes the result on to the next step: `a(...) |> b(...)`"]))
+    return Explanation(diagnostic(
+        "E100", "step_after_pipe", failure.found_span(), found=failure.describe(failure.found),
+        hints=["`|>` passes the result on to the next step: `a(...) |> b(...)`"]))
 
 
 def _generic(failure: ParseFailure) -> Explanation:
     token, previous = failure.found, failure.previous
     argument = failure.current_argument() if previous is not None and previous.type not in ("LPAR", "COMMA") else None
-    if argument:
-        after = f" after the argument `{argument}`"
-    elif previous is not None:
-        after = f" after `{clip(previous.text)}`"
-    else:
-        after = ""
-    message = f"expected {failure.words(failure.expected)}{after}, found {failure.describe(token)}"
     hints = []
     if failure.index == 0:
         hints.append(PLAN_HINT)
@@ -229,4 +223,11 @@ def _generic(failure: ParseFailure) -> Explanation:
         hints.append("strings side by side are not joined: write one string, with `{$1.title}` holes for values")
     if token is not None and token.type in CLOSERS and not failure.open_brackets():
         hints.append(f"this `{token.text}` closes nothing")
-    return Explanation(_error(message, failure.found_span(), hints))
+    span, expected, found = failure.found_span(), failure.words(failure.expected), failure.describe(token)
+    if argument:
+        return Explanation(diagnostic("E100", "expected_after_argument", span, hints=hints,
+                                      expected=expected, argument=argument, found=found))
+    if previous is not None:
+        return Explanation(diagnostic("E100", "expected_after", span, hints=hints,
+                                      expected=expected, previous=clip(previous.text), found=found))
+    return Explanation(diagnostic("E100", "expected", span, hints=hints, expected=expected, found=found))

@@ -14,6 +14,7 @@ import re
 from typing import NamedTuple
 
 from planc.diagnostics import Diagnostic, Fix, Lines, Span
+from planc.diagnostics.build import diagnostic
 from planc.syntax.grammar import tables
 
 ERROR = "ERROR"  # a token the lexer already reported; the parser only recovers
@@ -135,60 +136,60 @@ class _Lexer:
 
     def _mistake(self, kind, value, span, diagnostics):
         """Report a character-level mistake; return the token that was meant, if any."""
-        def report(code, message, replacement=None, hints=()):
-            fix = Fix(span, replacement) if replacement is not None else None
-            diagnostics.append(Diagnostic(code, message, span, hints=tuple(hints), fix=fix))
-
-        meant = None
+        report = diagnostics.append
         if kind == "E_TRIPLE":
-            report("E101", "unterminated string: this `\"\"\"` string is never closed",
-                   hints=["close it with `\"\"\"`"])
+            report(diagnostic("E101", "unclosed_triple", span, hints=["close it with `\"\"\"`"]))
             return Token(span.start_offset, span.end_offset, ERROR, value)
         if kind == "E_UNTERMINATED":
-            report("E101", "unterminated string: this string has no closing `\"`",
-                   hints=["close the string with `\"` on the same line, or use `\"\"\"` for text over several lines"])
+            report(diagnostic("E101", "unclosed", span, hints=[
+                "close the string with `\"` on the same line, or use `\"\"\"` for text over several lines"]))
             return Token(span.start_offset, span.end_offset, ERROR, value)
         if kind == "E_LONG_NUMBER" or (kind == "E_ZEROS" and len(value) > MAX_NUMBER):
-            report("E100", f"this number is too long: more than {MAX_NUMBER} characters")
+            report(diagnostic("E100", "long_number", span, most=MAX_NUMBER))
             return Token(span.start_offset, span.end_offset, ERROR, value)
         if kind == "E_ZEROS":
             sign = "-" if value.startswith("-") else ""
             rest = value[len(sign):].lstrip("0")
             fixed = sign + (rest if rest[:1].isdigit() else "0" + rest)
-            report("E100", f"a number cannot start with `0`: `{value}`", fixed, [f"write `{fixed}`"])
+            report(diagnostic("E100", "leading_zero", span, hints=[f"write `{fixed}`"], fix=Fix(span, fixed),
+                              number=value))
             return Token(span.start_offset, span.end_offset, "NUMBER", fixed)
         if kind == "E_SINGLE":
             body = value[1:-1] if len(value) > 1 and value.endswith("'") else value[1:]
             fixed = '"' + body.replace("\\'", "'").replace('"', '\\"') + '"'
-            report("E103", "strings use double quotes, not single quotes", fixed,
-                   [f"write {fixed}"])
+            report(diagnostic("E103", "single_quotes", span, hints=[f"write {fixed}"], fix=Fix(span, fixed)))
             return Token(span.start_offset, span.end_offset, "STRING", value)
         if kind == "E_CURLY":
             body = value[1:-1] if len(value) > 1 and value[-1] in "“”" else value[1:]
             fixed = json.dumps(body, ensure_ascii=False)
-            report("E100", "strings use straight double quotes `\"`, not curly quotes", fixed, [f"write {fixed}"])
+            report(diagnostic("E100", "curly_quotes", span, hints=[f"write {fixed}"], fix=Fix(span, fixed)))
             return Token(span.start_offset, span.end_offset, "STRING", value)
         if kind == "E_FENCE":
             if not any(d.message.startswith("the plan is inside a markdown") for d in diagnostics):
-                report("E100", "the plan is inside a markdown code fence",
-                       hints=["remove the ``` lines, or run `planc check --extract` to take the plan out of a model reply"])
+                report(diagnostic("E100", "fence", span, hints=[
+                    "remove the ``` lines, or run `planc check --extract` to take the plan out of a model reply"]))
             return None
+        # Another language's operator: reported, and read as the word planc spells it with.
+        if kind == "E_PIPE" and value == "|":
+            report(diagnostic("E100", "bar", span, fix=Fix(span, "|>")))
+            return self._read_as("|>", span)
         if kind == "E_PIPE":
-            meant = ("|>", "`|` is not an operator here: a pipe is written `|>`") if value == "|" else \
-                ("or", "`||` is not an operator here: write `or`")
-        elif kind == "E_AMP":
-            meant = ("and", f"`{value}` is not an operator here: write `and`")
-        elif kind == "E_BANG":
-            meant = ("not", "`!` is not an operator here: write `not` (or `!=` for inequality)")
-        if meant is not None:
-            word, message = meant
-            report("E100", message, word + " " if word == "not" else word)
-            return Token(span.start_offset, span.end_offset, self.literal_types[word], word)
+            report(diagnostic("E100", "bars", span, fix=Fix(span, "or")))
+            return self._read_as("or", span)
+        if kind == "E_AMP":
+            report(diagnostic("E100", "ampersand", span, fix=Fix(span, "and"), written=value))
+            return self._read_as("and", span)
+        if kind == "E_BANG":
+            report(diagnostic("E100", "bang", span, fix=Fix(span, "not ")))
+            return self._read_as("not", span)
         if value.isspace() or value == "\ufeff":
             return None  # stray control whitespace the grammar's pattern missed
-        report("E100", f"unexpected character `{value}`",
-               hints=["a plan is made of steps like `tool(name: value)` joined by `|>`"])
+        report(diagnostic("E100", "character", span, hints=[
+            "a plan is made of steps like `tool(name: value)` joined by `|>`"], character=value))
         return Token(span.start_offset, span.end_offset, ERROR, value)
+
+    def _read_as(self, word: str, span: Span) -> Token:
+        return Token(span.start_offset, span.end_offset, self.literal_types[word], word)
 
 
 def _uncaptured(pattern: str) -> str:

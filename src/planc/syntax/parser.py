@@ -16,6 +16,7 @@ import threading
 from typing import NamedTuple
 
 from planc.diagnostics import Diagnostic, Lines, Span, sort_key
+from planc.diagnostics.build import diagnostic
 from planc.gc_pause import gc_paused
 from planc.syntax.ast import Plan
 from planc.syntax.builder import Builder, passes_child_up, reducers
@@ -62,7 +63,7 @@ def _parse(source: str) -> ParseResult:
     diagnostics = list(lexed.diagnostics)
     if not lexed.tokens:
         if not diagnostics:
-            diagnostics.append(Diagnostic("E104", "the plan is empty: there is no step to run", Span(0, 0, lexed.lines),
+            diagnostics.append(diagnostic("E104", "empty", Span(0, 0, lexed.lines),
                                           hints=("a plan is at least one step, like `search(query: \"x\")`",)))
         return ParseResult(None, diagnostics, lexed.comments, lexed.lines)
     automaton = _automaton()
@@ -162,10 +163,9 @@ class _Automaton:
                 values.append(token)
                 bounds.append(token)
                 if len(stack) > MAX_DEPTH:
-                    self.builder.diagnostics.append(Diagnostic(
-                        "E100", f"this nests too deeply: planc reads plans nested at most {MAX_DEPTH} levels",
-                        Span(token[START], token[END], lines),
-                        hints=("split the nested part into separate steps joined by references",)))
+                    self.builder.diagnostics.append(diagnostic(
+                        "E100", "too_deep", Span(token[START], token[END], lines),
+                        hints=("split the nested part into separate steps joined by references",), most=MAX_DEPTH))
                     return None
                 index += 1
                 token = tokens[index]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from planc.diagnostics import Diagnostic, Lines, Span
+from planc.diagnostics.build import diagnostic
 from planc.syntax.ast import Field, Hole, Index, Name, Path, Ref
 
 BINDINGS = ("item", "index", "accumulator")
@@ -76,8 +77,8 @@ def _unescape(body, start, end, body_start, lines, diagnostics) -> str:
         if escape in SIMPLE_ESCAPES:
             return SIMPLE_ESCAPES[escape]
         where = Span(body_start + start + match.start(), body_start + start + match.end(), lines)
-        diagnostics.append(Diagnostic(
-            "E100", f"invalid escape `\\{escape}` in a string", where,
+        diagnostics.append(diagnostic(
+            "E100", "escape", where, escape=escape,
             hints=["the escapes are JSON's (`\\n`, `\\t`, `\\\"`, `\\\\`, `\\uXXXX`) and `\\{` for a literal brace"],
         ))
         return escape

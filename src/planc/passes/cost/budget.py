@@ -13,6 +13,7 @@ import math
 import attrs
 
 from planc.diagnostics import Diagnostic
+from planc.diagnostics.build import diagnostic
 from planc.passes.cost.cost_range import CostRange, Range
 from planc.passes.cost.cost_words import dollars
 from planc.syntax import ast
@@ -57,17 +58,22 @@ def over_budget(steps: list[tuple[ast.Step, str, CostRange]], budget: Budget) ->
 
 
 def _over(step: ast.Step, path: str, option: str, noun: str | None, limit, total, before, most) -> Diagnostic:
-    verb = "make" if noun else "cost"
+    at = step.span
     if math.isinf(total):
-        what = f"number of {noun}s" if noun else "cost"
-        message = f"over budget: the plan's {what} has no upper bound, and `{option}` is {limit:g}"
-        hint = "this step's cost has no upper bound (see W500): no budget covers it"
-    else:
-        message = f"over budget: the plan may {verb} up to {_amount(total, noun)}, and `{option}` is {limit:g}"
-        hint = f"this step may {verb} up to {_amount(most, noun)}"
-        if before:
-            hint += f", after up to {_amount(before, noun)} before it"
-    return Diagnostic("E401", message, step.span, step=path, hints=(hint,))
+        hints = ["this step's cost has no upper bound (see W500): no budget covers it"]
+        if noun:
+            return diagnostic("E401", "unbounded_count", at, step=path, hints=hints, noun=noun, option=option,
+                              limit=limit)
+        return diagnostic("E401", "unbounded_usd", at, step=path, hints=hints, option=option, limit=limit)
+    verb = "make" if noun else "cost"
+    hint = f"this step may {verb} up to {_amount(most, noun)}"
+    if before:
+        hint += f", after up to {_amount(before, noun)} before it"
+    if noun:
+        return diagnostic("E401", "over_count", at, step=path, hints=[hint], amount=_amount(total, noun),
+                          option=option, limit=limit)
+    return diagnostic("E401", "over_usd", at, step=path, hints=[hint], amount=_amount(total, noun), option=option,
+                      limit=limit)
 
 
 def _amount(value: float, noun: str | None) -> str:

@@ -33,6 +33,7 @@ import math
 import attrs
 
 from planc.diagnostics import Diagnostic, sort_key
+from planc.diagnostics.build import diagnostic
 from planc.analysis.agent_tools import agent_effects, agent_tools
 from planc.passes.cost.budget import over_budget
 from planc.passes.context import CheckContext
@@ -214,15 +215,14 @@ class _Coster:
         if body.may_exit:  # the first item may end the plan
             count = Range(min(count.low, 1), count.high)
         if not count.bounded and not body.cost.free and bound.known:
-            name = step.tool.text
-            per_item = "runs its block" if step.arg("infer") is None else "asks the judge model"
+            at, path, name = step.tool.span, self.resolution.paths.get(step), step.tool.text
             hints = [f"the list has no known length: {bound.why}"] if bound.why else []
             hints.append("bound it: pass a literal list, give the tool that makes it a limit (its `returns_at_most`), "
                          "or declare `maxItems` in its `returns`")
-            self.diagnostics.append(Diagnostic(
-                "W500", f"unbounded fan-out: `{name}` {per_item} once per item of a list with no known length, "
-                        "so the plan's cost has no upper bound",
-                step.tool.span, step=self.resolution.paths.get(step), hints=tuple(hints)))
+            if step.arg("infer") is None:
+                self.diagnostics.append(diagnostic("W500", "block", at, step=path, hints=hints, tool=name))
+            else:
+                self.diagnostics.append(diagnostic("W500", "infer", at, step=path, hints=hints, tool=name))
         return count
 
     def _concurrency(self, step: ast.Step) -> Range:

@@ -1,6 +1,6 @@
 """Policy: every step, nested ones included, is put to the Cedar policy before anything runs.
 
-A step is the request DESIGN section 6 describes (docs/policy.md): the principal, the
+A step is the request docs/policy.md describes: the principal, the
 action `Action::"call"`, the resource `Tool::"<name>"` with the tool's effects, and a
 context with the literal arguments, the names of those only known at run time, the
 step path and whether the step runs once per item. A deny is E400 at the step's tool.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import attrs
 
 from planc.diagnostics import Diagnostic
+from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.passes.policy.decide import Decision, decide
@@ -94,16 +95,8 @@ def _arguments(step: ast.Step, tool: Tool, piped: bool) -> tuple[dict, list[str]
 
 
 def _denied(step: ast.Step, path: str, decision: Decision, context: CheckContext) -> Diagnostic:
-    name, who = step.tool.text, f"(for {context.principal})"
-    hints = []
-    if decision.policies:
-        names = " and ".join(f"`{rule.name}`" for rule in decision.policies)
-        message = f"calling `{name}` is forbidden by {'policies' if len(decision.policies) > 1 else 'policy'} {names} {who}"
-        hints += [rule.reason for rule in decision.policies if rule.reason]
-    elif decision.problem:
-        message = f"calling `{name}` is not permitted {who}: {decision.problem}"
-    else:
-        message = f"calling `{name}` is not permitted {who}: no policy of {context.policy.path.name} permits it"
+    hints = [rule.reason for rule in decision.policies if rule.reason]
+    if not decision.policies and not decision.problem:
         hints.append("a call is allowed only when some `permit` policy matches it and no `forbid` policy does")
     dynamic = decision.request["context"]["dynamic"]
     if dynamic:
@@ -111,4 +104,15 @@ def _denied(step: ast.Step, path: str, decision: Decision, context: CheckContext
         hints.append(f"{listed} {'is' if len(dynamic) == 1 else 'are'} only known at run time: "
                      "named in `context.dynamic`, with no value in `context.args`")
     hints += decision.errors
-    return Diagnostic("E400", message, step.tool.span, step=path, hints=tuple(hints))
+    at, tool, principal = step.tool.span, step.tool.text, context.principal
+    names = " and ".join(f"`{rule.name}`" for rule in decision.policies)
+    if len(decision.policies) > 1:
+        return diagnostic("E400", "forbidden_many", at, step=path, hints=hints, tool=tool, names=names,
+                          principal=principal)
+    if decision.policies:
+        return diagnostic("E400", "forbidden", at, step=path, hints=hints, tool=tool, names=names, principal=principal)
+    if decision.problem:
+        return diagnostic("E400", "unjudged", at, step=path, hints=hints, tool=tool, principal=principal,
+                          problem=decision.problem)
+    return diagnostic("E400", "no_permit", at, step=path, hints=hints, tool=tool, principal=principal,
+                      policy=context.policy.path.name)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import attrs
 
 from planc.diagnostics import Diagnostic, Fix, sort_key
+from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.resolve.signatures import check_arguments, unknown_tool
 from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS, param_binds
@@ -26,6 +27,7 @@ from planc.syntax.templates import BINDINGS
 
 ARGS = "args"
 UNKNOWN = "whatever an unknown tool binds"
+LATER = "steps can only read the results of steps before them"
 # Other languages' spellings of the literals, as models write them.
 LITERAL_SPELLINGS = {"true": "true", "false": "false", "none": "null", "null": "null", "nil": "null"}
 
@@ -86,14 +88,13 @@ class _Resolver:
                 continue
             name = step.label
             if name.text == ARGS:
-                self._report("E205", "`args` cannot be a label: `$args` reads the run's arguments",
-                             name, path, hints=["choose another label"])
+                self.diagnostics.append(diagnostic("E205", "args", name.span, step=path, hints=["choose another label"]))
                 continue
             earlier = first.setdefault(name.text, name)
             if earlier is not name:
                 at = earlier.span.start
-                self._report("E205", f"the label `{name.text}` is already used", name, path,
-                             hints=[f"labels are unique in a plan; `{name.text}` was first defined at line {at.line}, column {at.column}"])
+                self.diagnostics.append(diagnostic("E205", "duplicate", name.span, step=path, label=name.text, hints=[
+                    f"labels are unique in a plan; `{name.text}` was first defined at line {at.line}, column {at.column}"]))
 
     def visit_steps(self, pipelines, frames: tuple, bound: frozenset, prefix: str) -> None:
         steps = tuple(step for pipeline in pipelines for step in pipeline.steps)
@@ -115,22 +116,20 @@ class _Resolver:
 
     def resolve_tool(self, step: ast.Step, piped: bool, path: str) -> Tool | None:
         """The Tool `step` calls, with its arguments checked; None when it is unknown."""
-        def report(code, message, node, hints=(), fix=None):
-            self._report(code, message, node, path, hints=hints, fix=fix)
-
         name = step.tool.text
         tool = self.registry.lookup(name) if self.registry else CONTROL_STEPS.get(name)
         if tool is None:
             if self.registry is not None:
-                unknown_tool(step, self.registry, report)
+                self.diagnostics.append(unknown_tool(step, self.registry, path))
             return None
         self.tools[step] = tool
-        check_arguments(step, tool, piped, self.registry, report)
+        self.diagnostics.extend(check_arguments(step, tool, piped, self.registry, path))
         if tool.provider.startswith("plan:"):
             cycle = self.registry.plans.cycle_from(tool.provider[len("plan:"):])
             if cycle:
-                report("E210", f"calling `{name}` never ends: {' -> '.join(cycle)}", step.tool,
-                       hints=["a plan cannot call itself, directly or through other plans"])
+                self.diagnostics.append(diagnostic(
+                    "E210", "cycle", step.tool.span, step=path, name=name, cycle=" -> ".join(cycle),
+                    hints=["a plan cannot call itself, directly or through other plans"]))
         return tool
 
     def visit_arg(self, arg: ast.Arg, step, frames, bound, binds, path: str) -> None:
@@ -167,21 +166,20 @@ class _Resolver:
         if isinstance(target, int):
             top = frames[0]
             if target == 0 or target > len(top.steps):
-                count = len(top.steps)
-                self._report("E204", f"`{written}` refers to no step: the plan's steps are numbered 1 to {count}",
-                             ref.head_span, path, hints=_number_hints(target, top.current))
+                self.diagnostics.append(diagnostic(
+                    "E204", "no_step", ref.head_span, step=path, hints=_number_hints(target, top.current),
+                    written=written, count=len(top.steps)))
             else:
-                self._check_order(ref, written, f"step {target}", target, top, path)
+                self._check_order(ref, written, target, top, path)
             return
         for frame in reversed(frames):
             if target in frame.labels:
-                self._check_order(ref, written, f"the step labelled `{target}`", frame.labels[target], frame, path)
+                self._check_order(ref, written, frame.labels[target], frame, path, label=target)
                 return
         if target in self.label_paths:
-            where = self.label_paths[target]
-            self._report("E204", f"`{written}` is not visible here: the step labelled `{target}` ({where}) is inside a block",
-                         ref.head_span, path,
-                         hints=["a label defined inside a block is visible only inside that block"])
+            self.diagnostics.append(diagnostic(
+                "E204", "hidden_label", ref.head_span, step=path, written=written, label=target,
+                path=self.label_paths[target], hints=["a label defined inside a block is visible only inside that block"]))
             return
         import difflib  # only an unknown label pays for it
 
@@ -191,16 +189,21 @@ class _Resolver:
         if not hints:
             hints = [f"the labels visible here are {', '.join(f'`${v}`' for v in visible)}" if visible
                      else "no step here has a label; label one with `name = tool(...)`"]
-        self._report("E204", f"`{written}` refers to no step: there is no label `{target}`",
-                     ref.head_span, path, hints=hints)
+        self.diagnostics.append(diagnostic("E204", "unknown_label", ref.head_span, step=path, hints=hints,
+                                           written=written, label=target))
 
-    def _check_order(self, ref, written, what, index, frame, path) -> None:
+    def _check_order(self, ref, written, index, frame, path, label=None) -> None:
+        """`ref` (written `written`) reads step `index` of `frame`, by its number or by `label`: E203 unless
+        that step comes before the one being resolved."""
         if index == frame.current:
-            self._report("E203", f"`{written}` refers to the step it is used in", ref.head_span, path,
-                         hints=["a step cannot read its own result; refer to an earlier step"])
+            self.diagnostics.append(diagnostic("E203", "self", ref.head_span, step=path, written=written,
+                                               hints=["a step cannot read its own result; refer to an earlier step"]))
+        elif index > frame.current and label is None:
+            self.diagnostics.append(diagnostic("E203", "later_step", ref.head_span, step=path, written=written,
+                                               number=index, hints=[LATER]))
         elif index > frame.current:
-            self._report("E203", f"`{written}` refers to {what}, which comes after this step",
-                         ref.head_span, path, hints=["steps can only read the results of steps before them"])
+            self.diagnostics.append(diagnostic("E203", "later_label", ref.head_span, step=path, written=written,
+                                               label=label, hints=[LATER]))
         else:
             self.targets[ref] = frame.steps[index - 1]
 
@@ -210,8 +213,8 @@ class _Resolver:
             return
         path = self.paths[step]
         if head in BINDINGS:
-            self._report("E207", f"`{head}` is not bound here", path_node.head, path,
-                         hints=[_binding_hint(head)])
+            self.diagnostics.append(diagnostic("E207", "unbound", path_node.head.span, step=path, name=head,
+                                               hints=[_binding_hint(head)]))
             return
         text = head + "".join(f".{a.name}" if isinstance(a, ast.Field) else f"[{a.value}]"
                               for a in path_node.accessors)
@@ -221,12 +224,8 @@ class _Resolver:
         else:
             replacement = json.dumps(text)
             hint = f"did you mean the string {replacement}?"
-        self._report("E206", f"bare word `{text}`: a value here must be a string, number, reference or list",
-                     path_node, path, hints=[hint], fix=Fix(path_node.span, replacement))
-
-    def _report(self, code, message, node, path, hints=(), fix=None) -> None:
-        span = node.span if hasattr(node, "span") else node
-        self.diagnostics.append(Diagnostic(code, message, span, step=path, hints=tuple(hints), fix=fix))
+        self.diagnostics.append(diagnostic("E206", "bare_word", path_node.span, step=path, hints=[hint],
+                                           fix=Fix(path_node.span, replacement), text=text))
 
 
 def _number_hints(target: int, current: int) -> list[str]:

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable
+from collections.abc import Iterator
 
 import attrs
 
 from planc.diagnostics import Diagnostic
+from planc.diagnostics.build import diagnostic
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
 from planc.syntax import ast
 
-Report = Callable[..., None]  # (code, message, node, hints=..., fix=...)
 
-
-def unknown_tool(step: ast.Step, registry: Registry, report: Report) -> None:
+def unknown_tool(step: ast.Step, registry: Registry, path: str) -> Diagnostic:
+    """E200 for `step` (at step path `path`), whose tool the registry does not have."""
     import difflib  # only for a plan with a mistake
 
     name = step.tool.text
@@ -28,24 +28,25 @@ def unknown_tool(step: ast.Step, registry: Registry, report: Report) -> None:
     hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"] if close else []
     source = f" in {registry.source.name}" if registry.source else ""
     hints.append(f"the tools{source} are listed by `planc registry list`")
-    report("E200", f"unknown tool `{name}`", step.tool, hints=hints)
+    return diagnostic("E200", "unknown_tool", step.tool.span, step=path, hints=hints, name=name)
 
 
-def check_arguments(step: ast.Step, tool: Tool, piped: bool, registry: Registry | None, report: Report) -> None:
-    """E201, E202, E208, E209 and E303 for one step of a known tool."""
+def check_arguments(step: ast.Step, tool: Tool, piped: bool, registry: Registry | None,
+                    path: str) -> Iterator[Diagnostic]:
+    """E201, E202, E208, E209 and E303 for one step of a known tool, at step path `path`."""
     given = {arg.name.text for arg in step.args}
     for arg in step.args:
         if arg.name.text not in tool.params:
-            report("E201", f"`{tool.name}` has no parameter `{arg.name.text}`", arg.name,
-                   hints=[_parameters_hint(arg.name.text, tool)])
+            yield diagnostic("E201", "unknown_argument", arg.name.span, step=path,
+                             hints=[_parameters_hint(arg.name.text, tool)], tool=tool.name, name=arg.name.text)
     if piped:
         if tool.pipe is None:
-            report("E209", f"`{tool.name}` takes no piped input: it has no pipe parameter", step.tool,
-                   hints=["start a new pipeline (a new line) and pass the earlier result by reference, like `$1`"])
+            yield diagnostic("E209", "no_pipe", step.tool.span, step=path, tool=tool.name, hints=[
+                "start a new pipeline (a new line) and pass the earlier result by reference, like `$1`"])
         elif tool.pipe in given:
             arg = step.arg(tool.pipe)
-            report("E209", f"`{tool.pipe}` is given twice: by the pipe `|>` and here", arg.name,
-                   hints=[f"drop `{tool.pipe}: ...` to use the piped result, or start a new pipeline"])
+            yield diagnostic("E209", "piped_and_given", arg.name.span, step=path, param=tool.pipe,
+                             hints=[f"drop `{tool.pipe}: ...` to use the piped result, or start a new pipeline"])
         else:
             given.add(tool.pipe)
     missing = [param for param in tool.required if param not in given]
@@ -54,33 +55,41 @@ def check_arguments(step: ast.Step, tool: Tool, piped: bool, registry: Registry 
         hint = f"`{tool.name}` needs {names}"
         if tool.pipe in missing:
             hint += f"; `{tool.pipe}` can also come from a pipe: `... |> {tool.name}(...)`"
-        report("E202", f"`{tool.name}` is missing the required argument{'s' if len(missing) > 1 else ''} {names}",
-               step.tool, hints=[hint])
+        if len(missing) > 1:
+            yield diagnostic("E202", "missing_arguments", step.tool.span, step=path, hints=[hint],
+                             tool=tool.name, names=names)
+        else:
+            yield diagnostic("E202", "missing_argument", step.tool.span, step=path, hints=[hint],
+                             tool=tool.name, names=names)
     if tool.name == "agent" and registry is not None and step.arg("tools") is not None:
-        check_tool_patterns(step.arg("tools").value, registry, report)
+        yield from check_tool_patterns(step.arg("tools").value, registry, path)
     for param, value, needed in tool.required_when:
         arg = step.arg(param)
         if arg is not None and isinstance(arg.value, ast.Literal | ast.String) and _literal(arg.value) == value \
                 and needed not in given:
-            report("E202", f"`{tool.name}` needs `{needed}` when `{param}` is {value!r}", step.tool,
-                   hints=[f"add `{needed}: ...`, or choose another `{param}`"])
+            yield diagnostic("E202", "needed_when", step.tool.span, step=path,
+                             hints=[f"add `{needed}: ...`, or choose another `{param}`"],
+                             tool=tool.name, needed=needed, param=param, value=value)
     written = [arg.name.text for arg in step.args]
     for group in tool.one_of + tool.at_most_one:
         present = [name for name in written if name in group]
-        exactly = group in tool.one_of
-        if len(present) > 1 or (exactly and not present):
-            options = " or ".join(f"`{param}`" for param in group)
-            problem = "gives none of" if not present else "gives more than one of"
-            node = step.tool if not present else step.arg(present[1]).name
-            report("E303", f"`{tool.name}` {problem} {options}: it takes {'exactly' if exactly else 'at most'} one",
-                   node, hints=[f"keep {'exactly' if exactly else 'at most'} one of {options}"])
+        options = " or ".join(f"`{param}`" for param in group)
+        if group in tool.one_of and not present:
+            yield diagnostic("E303", "none_of", step.tool.span, step=path, hints=[f"keep exactly one of {options}"],
+                             tool=tool.name, options=options)
+        elif group in tool.one_of and len(present) > 1:
+            yield diagnostic("E303", "more_than_one", step.arg(present[1]).name.span, step=path,
+                             hints=[f"keep exactly one of {options}"], tool=tool.name, options=options)
+        elif len(present) > 1:
+            yield diagnostic("E303", "at_most_one", step.arg(present[1]).name.span, step=path,
+                             hints=[f"keep at most one of {options}"], tool=tool.name, options=options)
 
 
 def _literal(value: ast.Expr):
     return value.value if isinstance(value, ast.Literal) else value.text
 
 
-def check_tool_patterns(value: ast.Expr, registry: Registry, report: Report) -> None:
+def check_tool_patterns(value: ast.Expr, registry: Registry, path: str) -> Iterator[Diagnostic]:
     """E208: an `agent`'s `tools` pattern (`linear__*`) that matches no tool of the registry."""
     if not isinstance(value, ast.ListExpr):
         return
@@ -92,8 +101,8 @@ def check_tool_patterns(value: ast.Expr, registry: Registry, report: Report) -> 
 
             close = difflib.get_close_matches(pattern.rstrip("*"), names, n=3, cutoff=0.5)
             hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"] if close else []
-            report("E208", f"the tool pattern `{pattern}` matches no tool", item,
-                   hints=hints + ["a pattern is a tool name, or a name with `*` like `linear__*`"])
+            yield diagnostic("E208", "no_match", item.span, step=path, pattern=pattern,
+                             hints=hints + ["a pattern is a tool name, or a name with `*` like `linear__*`"])
 
 
 def name_parameters(diagnostic: Diagnostic, text: str, registry: Registry) -> Diagnostic:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from planc.diagnostics import Fix
+from planc.diagnostics.build import diagnostic
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.analysis.schema_words import describe, describe_value
 from planc.analysis.schemas import BOOLEAN, NULL, compatible, enum_of, json_equal, kinds
@@ -23,7 +24,7 @@ COMPARABLE = {"array": ".length > 0", "string": ' != ""', "integer": " > 0", "nu
 
 class Conditions:
     """The condition checks of the types pass's walker, which provides `value_type(expr, env)`,
-    `types`, `text(node)`, `words(expr, type)` and `report(code, message, node, hints, fix)`."""
+    `types`, `text(node)`, `words(expr, type)`, `diagnostics` and `path` (the step being checked)."""
 
     def check_condition(self, expr, env: dict) -> None:
         """E302 for a value where a condition is expected; comparisons checked."""
@@ -44,7 +45,8 @@ class Conditions:
                     hint = f"compare it, like `{self.text(expr)}{_comparison(kinds(found))}`"
                 else:
                     hint = "write a comparison, like `$1.count > 0`, or a reference to a boolean"
-                self.report("E302", f"expected a condition, found {self.words(expr, found)}", expr, [hint])
+                self.diagnostics.append(diagnostic("E302", "not_condition", expr.span, step=self.path, hints=[hint],
+                                                   found=self.words(expr, found)))
         self.types[expr] = BOOLEAN
 
     def check_compare(self, compare: ast.Compare, env: dict) -> None:
@@ -57,13 +59,14 @@ class Conditions:
             wrong = next((side for side, found in zip((compare.left, compare.right), have)
                           if not found & ORDERED), compare)
             hints = ["`.length` is the length of a list or a string"] if any("array" in found for found in have) else []
-            self.report("E300", f"`{op}` compares two numbers or two strings, found {describe(left)} and {describe(right)}",
-                        wrong, hints)
+            self.diagnostics.append(diagnostic("E300", "ordering", wrong.span, step=self.path, hints=hints, op=op,
+                                               left=describe(left), right=describe(right)))
         elif op == "contains":
             have = kinds(left)
             if have is not None and not have & {"string", "array"}:
-                self.report("E300", f"`contains` needs a string or a list on its left, found {describe(left)}",
-                            compare.left, ["`a contains b` is substring for strings and membership for lists"])
+                self.diagnostics.append(diagnostic(
+                    "E300", "contains", compare.left.span, step=self.path, left=describe(left),
+                    hints=["`a contains b` is substring for strings and membership for lists"]))
         else:
             self.check_enum(compare, compare.left, compare.right)
             self.check_enum(compare, compare.right, compare.left)
@@ -76,15 +79,19 @@ class Conditions:
         value = literal_value(other)
         if value is NOT_LITERAL or value is None or any(json_equal(value, option) for option in allowed):
             return
-        always = "false" if compare.op == "==" else "true"
         values = ", ".join(json.dumps(option, ensure_ascii=False) for option in allowed)
         close = [option for option in allowed if isinstance(option, str) and isinstance(value, str)
                  and option.casefold() == value.casefold()]
         fix = Fix(other.span, json.dumps(close[0], ensure_ascii=False)) if len(close) == 1 else None
         hints = [f"did you mean {json.dumps(close[0], ensure_ascii=False)}?"] if fix else []
         hints.append(f"`{self.text(typed)}` is one of {values}")
-        self.report("W503", f"{describe_value(value)} is not a value of `{self.text(typed)}`, "
-                    f"so this comparison is always {always}", other, hints, fix)
+        words = {"value": describe_value(value), "typed": self.text(typed)}
+        if compare.op == "==":
+            self.diagnostics.append(diagnostic("W503", "never_equal", other.span, step=self.path, hints=hints, fix=fix,
+                                               **words))
+        else:
+            self.diagnostics.append(diagnostic("W503", "always_unequal", other.span, step=self.path, hints=hints,
+                                               fix=fix, **words))
 
 
 def _comparison(found: frozenset | None) -> str | None:

@@ -14,47 +14,58 @@ from collections.abc import Callable, Mapping
 
 from planc.analysis.schema_words import describe, describe_value
 from planc.analysis.schemas import LIST, kinds
+from planc.diagnostics import Diagnostic, Span
+from planc.diagnostics.build import diagnostic
 
 AGENT_FIELDS = {"iterations": {"type": "integer", "minimum": 0}, "tools_called": LIST, "final": {"type": "boolean"}}
 OBJECT_SCHEMA = '`{type: "object", properties: {...}}`'
 
 
-def agent_input(param: str, value) -> tuple[str, tuple[str, ...]] | None:
-    """What is wrong with the literal `value` of the agent's `param`: (message, hints), or None.
+def agent_input(param: str, value, span: Span, step: str | None) -> Diagnostic | None:
+    """E303 for the literal `value` of the agent's `param`, written at `span` in the step at path `step`; or None.
 
-    >>> agent_input("max_iterations", 0)[0]
+    >>> from planc.diagnostics import Position
+    >>> agent_input("max_iterations", 0, Span(Position(0, 1, 1), Position(1, 1, 2)), "1").message
     '`max_iterations` must be at least 1, found 0'
     """
     if param == "max_iterations" and type(value) is int and value < 1:
-        return f"`max_iterations` must be at least 1, found {value}", ("an agent needs at least one round",)
+        return diagnostic("E303", "max_iterations", span, step=step, hints=["an agent needs at least one round"],
+                          found=value)
     if param == "tools" and value == []:
-        return ("`tools: []` gives the agent no tool to call",
-                ("omit `tools` to let it call every tool, or name the tools (`*` patterns match several)",))
-    if param == "output_schema":
-        return _output_schema_problem(json.dumps(value, sort_keys=True))
-    return None
+        return diagnostic("E303", "no_tools", span, step=step, hints=[
+            "omit `tools` to let it call every tool, or name the tools (`*` patterns match several)"])
+    if param != "output_schema":
+        return None
+    # The schema as its canonical text reads (keys sorted), the text its check is cached by.
+    text = json.dumps(value, sort_keys=True)
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        return diagnostic("E303", "schema_not_record", span, step=step, found=describe_value(value),
+                          hints=[f"write the schema as a record: {OBJECT_SCHEMA}"])
+    if value.get("type") != "object":
+        hints = ['add `type: "object"`'] if "type" not in value and "properties" in value else [
+            f"an agent's output is an object: wrap it, like {OBJECT_SCHEMA}"]
+        what = describe(value) if "type" in value else "a schema without `type`"
+        return diagnostic("E303", "not_object_schema", span, step=step, hints=hints, found=what)
+    error = _schema_error(text)
+    if error is None:
+        return None
+    message, where = error
+    return diagnostic("E303", "invalid_schema", span, step=step, hints=[f"at `output_schema{where}`"] if where else [],
+                      error=message)
 
 
 @functools.lru_cache(maxsize=1024)  # plans repeat their output schemas, and checking one is slow
-def _output_schema_problem(text: str) -> tuple[str, tuple[str, ...]] | None:
-    value = json.loads(text)
-    if not isinstance(value, dict):
-        return (f"`output_schema` must be a JSON Schema of an object, found {describe_value(value)}",
-                (f"write the schema as a record: {OBJECT_SCHEMA}",))
-    if value.get("type") != "object":
-        hints = ('add `type: "object"`',) if "type" not in value and "properties" in value else (
-            f"an agent's output is an object: wrap it, like {OBJECT_SCHEMA}",)
-        what = describe(value) if "type" in value else "a schema without `type`"
-        return f"`output_schema` must be an object schema (`type: \"object\"`), found {what}", hints
+def _schema_error(text: str) -> tuple[str, str] | None:
+    """Why the JSON Schema `text` is not a valid schema, and where in it (`.properties.x`); None if it is."""
     from jsonschema.exceptions import SchemaError
     from jsonschema.validators import validator_for
 
+    value = json.loads(text)
     try:
         validator_for(value).check_schema(value)
     except SchemaError as error:
-        where = "".join(f".{key}" if isinstance(key, str) else f"[{key}]" for key in error.path)
-        return (f"`output_schema` is not a valid JSON Schema: {error.message}",
-                (f"at `output_schema{where}`",) if where else ())
+        return error.message, "".join(f".{key}" if isinstance(key, str) else f"[{key}]" for key in error.path)
     return None
 
 

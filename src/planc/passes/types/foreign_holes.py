@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from planc.diagnostics import Diagnostic, Fix, Lines, Span
+from planc.diagnostics.build import diagnostic
 from planc.syntax import ast
 from planc.syntax.templates import HOLE
 
@@ -52,12 +53,11 @@ def foreign_holes(string: ast.String, source: str, spell: Callable[[str], str | 
         if match["single"] is not None and not replacement and not REFERENCE_LIKE.match(inner):
             continue  # a lone `{name}` is as likely meant for a tool that does its own templating
         span = Span(start + match.start(), start + match.end(), lines)
-        message = f"`{text}` looks like a hole from another template language; planc leaves it as literal text"
         if replacement:
-            yield Diagnostic("W502", message, span, step=step, hints=(f"did you mean `{replacement}`?",),
-                             fix=Fix(span, replacement))
+            yield diagnostic("W502", "foreign_hole", span, step=step, hints=(f"did you mean `{replacement}`?",),
+                             fix=Fix(span, replacement), text=text)
         else:
-            yield Diagnostic("W502", message, span, step=step, hints=(HINT,))
+            yield diagnostic("W502", "foreign_hole", span, step=step, hints=(HINT,), text=text)
 
 
 def _planc_spelling(inner: str, spell: Callable[[str], str | None]) -> str | None:

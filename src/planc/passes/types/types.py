@@ -20,13 +20,14 @@ from __future__ import annotations
 import attrs
 
 from planc.diagnostics import Diagnostic, sort_key
+from planc.diagnostics.build import diagnostic
 from planc.passes.types.conditions import Conditions
 from planc.passes.context import CheckContext
 from planc.passes.types.control_steps import agent_input, control_result
 from planc.passes.types.foreign_holes import foreign_holes
-from planc.analysis.literals import NOT_LITERAL, Validators, constrains, literal_value
+from planc.analysis.literals import NOT_LITERAL, Problem, Validators, constrains, literal_value
 from planc.passes.resolve.resolve import ARGS
-from planc.analysis.schema_words import describe, describe_value, missing_words
+from planc.analysis.schema_words import describe, describe_value, missing_hints
 from planc.analysis.schemas import (BOOLEAN, LENGTH, SCALARS, STRING, Missing, compatible, items_of, list_of, read,
                                   record_of)
 from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS
@@ -135,7 +136,8 @@ class _Checker(Conditions):
         what = f"`{name}` of `{tool.name}`" if tool is not None else ""
         if mark == "block":
             if type(value) is not ast.Block:
-                self.report("E300", f"{what} takes a block of steps `{{ ... }}`, found {self.words(value, found)}", value)
+                self.diagnostics.append(diagnostic("E300", "not_block", value.span, step=self.path, what=what,
+                                                   found=self.words(value, found)))
         elif schema is not None and tool is AGENT:
             self.check_agent_input(value, name, schema, what)
         elif schema is not None:
@@ -145,9 +147,9 @@ class _Checker(Conditions):
     def check_agent_input(self, value, name: str, schema, what: str) -> None:
         """E303 for an agent input no schema can rule out; its `output_schema` kept for its result's type."""
         literal = literal_value(value)
-        problem = agent_input(name, literal) if literal is not NOT_LITERAL else None
-        if problem:
-            self.report("E303", problem[0], value, problem[1])
+        refused = agent_input(name, literal, value.span, self.path) if literal is not NOT_LITERAL else None
+        if refused:
+            self.diagnostics.append(refused)
             return
         self.check_value(value, schema, what)
         if name == "output_schema" and isinstance(literal, dict):
@@ -156,9 +158,10 @@ class _Checker(Conditions):
     def check_piped(self, step: ast.Step, tool, pipe_type) -> None:
         schema = tool.params.get(tool.pipe)
         if schema is not None and not schema.get("x-planc") and not compatible(pipe_type, schema):
-            self.report("E300", f"`{tool.name}` takes `{tool.pipe}` from the pipe: expected {describe(schema)}, "
-                        f"found the result of the step before, {describe(pipe_type)}", step.tool,
-                        [f"start a new pipeline and pass a part of that result, like `{tool.pipe}: $1.field`"])
+            self.diagnostics.append(diagnostic(
+                "E300", "piped", step.tool.span, step=self.path, tool=tool.name, param=tool.pipe,
+                expected=describe(schema), found=describe(pipe_type),
+                hints=[f"start a new pipeline and pass a part of that result, like `{tool.pipe}: $1.field`"]))
 
     def report_unused(self) -> None:
         read = set(self.resolution.targets.values())
@@ -168,9 +171,9 @@ class _Checker(Conditions):
                 self.path = self.resolution.paths.get(step)
                 name = f"${step.label.text}" if step.label else f"${self.path}" if self.path.isdigit() else None
                 use = f"read it as `{name}`" if name else "label it and read it by its label"
-                self.report("W501", f"the result of `{tool.name}` is never used", step,
-                            [f"`{tool.name}` only reads, so the call is wasted unless its result is used: {use}, "
-                             "pipe it on with `|>`, or remove the step"])
+                self.diagnostics.append(diagnostic("W501", "unused", step.span, step=self.path, tool=tool.name, hints=[
+                    f"`{tool.name}` only reads, so the call is wasted unless its result is used: {use}, "
+                    "pipe it on with `|>`, or remove the step"]))
 
     # --- values
 
@@ -221,18 +224,19 @@ class _Checker(Conditions):
         """E300/E302 for the value `expr` of a parameter whose schema is `schema`."""
         kind = type(expr)
         if kind in ast.CONDITIONS:
-            self.report("E302", f"{what} takes a value, not a condition", expr, [ONLY_CONDITIONS])
+            self.diagnostics.append(diagnostic("E302", "condition_as_value", expr.span, step=self.path, what=what,
+                                               hints=[ONLY_CONDITIONS]))
             return
         value = literal_value(expr) if constrains(schema) else NOT_LITERAL
         if value is not NOT_LITERAL:
             problem = self.validators.problem(schema, value, expr)
             if problem:
-                message, node, hints = problem
-                self.report("E300", f"wrong value for {what}: {message}", node, hints)
+                self.diagnostics.append(self.wrong_literal(problem, what))
             return
         found = self.types.get(expr)
         if not compatible(found, schema) or kind is ast.Block:
-            self.report("E300", f"wrong value for {what}: expected {describe(schema)}, found {self.words(expr, found)}", expr)
+            self.diagnostics.append(diagnostic("E300", "wrong_value", expr.span, step=self.path, what=what,
+                                               expected=describe(schema), found=self.words(expr, found)))
         elif kind is ast.ListExpr:
             for item in expr.items:
                 self.check_value(item, items_of(schema) or {}, what)
@@ -240,6 +244,17 @@ class _Checker(Conditions):
             properties = schema.get("properties") or {}
             for entry in expr.entries:
                 self.check_value(entry.value, properties.get(entry.key.text) or {}, what)
+
+    def wrong_literal(self, problem: Problem, what: str) -> Diagnostic:
+        """E300 for a literal value of the parameter `what` that its schema rejects."""
+        at, hints = problem.node.span, problem.hints
+        if problem.missing_key is not None:
+            return diagnostic("E300", "missing_key", at, step=self.path, hints=hints, what=what, key=problem.missing_key)
+        if problem.unexpected_key is not None:
+            return diagnostic("E300", "unexpected_key", at, step=self.path, hints=hints, what=what,
+                              key=problem.unexpected_key)
+        return diagnostic("E300", "wrong_value", at, step=self.path, hints=hints, what=what,
+                          expected=problem.expected, found=problem.found)
 
     def words(self, expr, found) -> str:
         """What a message says it found for `expr`, whose type is `found`."""
@@ -289,15 +304,22 @@ class _Checker(Conditions):
             key = accessor.name if kind is ast.Field else accessor.text if kind is ast.Name else accessor.value
             found = read(schema, key)
             if type(found) is Missing:
-                message, hints = missing_words(written, key, found)
-                self.report("E301", message, accessor, hints)
+                self.diagnostics.append(self.missing(accessor, written, key, found))
                 return None
             schema = found
             written += f"[{key}]" if kind is ast.Index else f".{key}"
         return schema
 
-    def report(self, code: str, message: str, node, hints=(), fix=None) -> None:
-        self.diagnostics.append(Diagnostic(code, message, node.span, step=self.path, hints=tuple(hints), fix=fix))
+    def missing(self, accessor, written: str, key: str | int, missing: Missing) -> Diagnostic:
+        """E301 for `accessor`, which reads `key` from `written`, where there is nothing to read."""
+        at, hints = accessor.span, missing_hints(written, key, missing)
+        if isinstance(key, int):
+            return diagnostic("E301", "no_items", at, step=self.path, hints=hints, written=written, what=missing.what,
+                              index=key)
+        if missing.fields:
+            return diagnostic("E301", "no_field", at, step=self.path, hints=hints, written=written, field=key)
+        return diagnostic("E301", "no_field_in", at, step=self.path, hints=hints, written=written, what=missing.what,
+                          field=key)
 
 
 def _bind(env: dict, binds: tuple, inputs: dict) -> dict:

@@ -1,0 +1,82 @@
+"""The diagnostic codes' examples run, and docs/diagnostics.md written from the table of codes.
+
+The table (`planc.diagnostics.codes`) is plain data at the bottom of the layers; running an
+example needs the passes, the policy and the optimizer, so it happens up here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+from planc.diagnostics.codes import CODES, Code
+from planc.passes.check import CheckResult, check
+from planc.passes.policy.load import policy_from_text
+from planc.registry.config import registry_from_text
+
+# The examples are checked as if their planc.toml were at the top of the repository: plan files it
+# declares (E210's) are found from there.
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def check_example(code: Code) -> CheckResult:
+    """`planc.check` of `code`'s example, against its registry and policy when it has them (and with
+    the optimizer's notes added, for a code of the optimizer's)."""
+    where = ROOT / "planc.toml"
+    registry = registry_from_text(code.registry, where) if code.registry else None
+    policy = policy_from_text(code.policy, where.with_name("policy.cedar")) if code.policy else None
+    checked = check(code.example, extract_plan=code.extract, registry=registry, policy=policy, **code.budget)
+    if not code.optimize:
+        return checked
+    from planc.optimize.optimize import optimize
+
+    return attrs.evolve(checked, diagnostics=checked.diagnostics + optimize(checked).notes)
+
+
+def render_markdown() -> str:
+    """The text of docs/diagnostics.md."""
+    from rich.console import Console
+
+    from planc.diagnostics.render_text import render_text
+
+    out = [
+        "# Diagnostics",
+        "",
+        "Every problem planc reports has a stable code. `E1xx` are syntax errors, `E2xx` resolution",
+        "errors, `E3xx` type errors, `E4xx` policy and budget errors, `W5xx` warnings and `N6xx` notes",
+        "on rewrites. Each diagnostic points at the exact span of the input it is about, and may carry",
+        "hints and a fix (a replacement for a span).",
+        "",
+        "This file is generated from the table in `src/planc/diagnostics/codes.py` by `make docs`. Each",
+        "code lists the forms of its message: every message planc reports is one of them, with its",
+        "`{fields}` filled in (`{{` and `}}` are a literal brace). Each example below is checked by the",
+        "test suite, and its output is what `planc check example.plan` prints for it (with",
+        "`--config planc.toml` where the example calls tools declared in the `planc.toml` shown).",
+        "",
+    ]
+    shown: dict[str, str] = {}  # registry text -> the first code whose example uses it
+    for code in CODES.values():
+        result = check_example(code)
+        console = Console(width=200, no_color=True, force_terminal=False)
+        with console.capture() as captured:
+            for diagnostic in result.diagnostics:
+                console.print(render_text(diagnostic, result.source, "example.plan"))
+        out += [f"## {code.code}", "", f"**{code.title}**", "", code.explanation, ""]
+        out += ["Messages:", ""] + [f"- `{form}`: {template}" for form, template in code.messages.items()] + [""]
+        if code.registry in shown:
+            first = shown[code.registry]
+            out += [f"With the `planc.toml` shown under [{first}](#{first.lower()}).", ""]
+        elif code.registry:
+            shown[code.registry] = code.code
+            out += ["With this `planc.toml`:", "", "```toml", code.registry.rstrip("\n"), "```", ""]
+        if code.optimize:
+            out += ["Reported by `planc optimize example.plan` (and `planc run --optimize`).", ""]
+        if code.budget:
+            options = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in code.budget.items())
+            out += [f"Checked with `{options}`.", ""]
+        if code.policy:
+            out += ["With this `policy.cedar` (`--policy policy.cedar`):", "", "```cedar", code.policy.rstrip("\n"),
+                    "```", ""]
+        out += ["```", code.example.rstrip("\n"), "```", "", "```text", captured.get().rstrip("\n"), "```", ""]
+    return "\n".join(out)
