@@ -1,7 +1,9 @@
-"""Shared set-up: the test modules import `strategies` from this folder.
+"""Shared set-up: the test modules import helpers (`strategies`, `cli`, `profiles`) from this folder.
 
 pytest runs with `--import-mode=importlib`, which does not put the test folder
-on `sys.path`, so it is added here.
+on `sys.path`, so it is added here. The hypothesis profile (`profiles.py`,
+HYPOTHESIS_PROFILE: `dev` by default, `ci` for the full counts) is loaded before
+any test module is collected.
 """
 
 import sys
@@ -11,6 +13,8 @@ TESTS = Path(__file__).resolve().parent
 
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
+
+import profiles  # noqa: E402,F401  (registers and loads the hypothesis profile)
 
 
 # Runs record into a store of the test session's own, never into the working directory's .planc.

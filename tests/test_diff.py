@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from strategies import plans
 
 from planc.cli import main
@@ -175,7 +176,7 @@ def test_a_retargeted_reference_is_a_changed_argument():
 # `item` and earlier top-level steps. `render` writes a model as plan text.
 
 TOOLS = ("search", "get", "summarize", "notify", "filter")
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite

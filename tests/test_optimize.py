@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 import planc
 from planc.backend.interpreter import run_plan
@@ -395,7 +396,7 @@ def outcome(checked, registry, tools, schedule=None):
     return ended, list(tools.STATE["effects"])
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=random_plans())
 def test_an_optimized_run_has_the_same_result_and_effects_as_the_plan(equivalence, text):
     registry, tools = equivalence

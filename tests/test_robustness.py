@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from rich.console import Console
 
 import planc
@@ -192,13 +193,13 @@ def test_seeded_random_unicode():
         assert_sound(_random_unicode(rng))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text())
 def test_hypothesis_text(text):
     assert_sound(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(PUNCTUATION + ["a", "b", "x", "1", "search", ":", "$1"]), max_size=40).map("".join))
 def test_hypothesis_plan_like_text(text):
     assert_sound(text)
