@@ -7,13 +7,12 @@ import json
 import sys
 
 import pytest
-from click.testing import CliRunner
+from cli import invoke
 
 import planc
 from planc.backend.hooks import Abort, Hooks, Replace, Skip
 from planc.backend.interpreter import run_plan
 from planc.backend.values import RunError
-from planc.cli import main
 from planc.registry import load_registry
 from tool_project import tool_project
 
@@ -95,7 +94,7 @@ def calls(project) -> list[dict]:
 
 def run(project, text, *args):
     (project / "p.plan").write_text(text, encoding="utf-8")
-    return CliRunner().invoke(main, ["run", "p.plan", *args])
+    return invoke("run", "p.plan", *args)
 
 
 PIPELINE = '''search(query: "disk", limit: $args.n)

@@ -8,13 +8,12 @@ import json
 import os
 import select
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+from cli import planc_process
 from model_server import model_server  # noqa: F401  (the loopback model server fixture)
 from planc.backend.approve import approval_gate
 from planc.backend.hooks import Hooks
@@ -58,9 +57,8 @@ def test_no_aborts_the_run_before_the_call(project):
 def _on_a_terminal(project, answer: bytes, *args) -> tuple[int, str, str]:
     """`planc run p.plan --approve` with stdin and stderr on a pseudo-terminal, typing `answer`."""
     master, slave = os.openpty()
-    planc = Path(sys.executable).parent / "planc"
-    process = subprocess.Popen([str(planc), "run", "p.plan", "--approve", *args], cwd=project, stdin=slave,
-                               stderr=slave, stdout=subprocess.PIPE, env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
+    process = planc_process("run", "p.plan", "--approve", *args, cwd=project, stdin=slave, stderr=slave,
+                            stdout=subprocess.PIPE, env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
     os.close(slave)
     os.write(master, answer)
     screen, deadline = b"", time.monotonic() + 30
