@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli import invoke
+from cli import HANG_GUARD_S, invoke
 
 import planc
-from planc.registry import ConfigError, Effects, load_registry
+from planc.registry import ConfigError, Effects, load_registry, mcp_sync
 from planc.registry.lock import LOCK_NAME, entry, tool_hash
 
 from mcp_servers import GIT_SERVER, TIME_SERVER, git_repository, require_servers, servers_toml, toml_list
@@ -147,7 +147,7 @@ def test_undeclared_servers_in_the_lock_are_left_out(synced, tmp_path):
 
 # --- failures ----------------------------------------------------------------------------
 
-def test_a_server_that_fails_is_a_clean_error(synced, tmp_path):
+def test_a_server_that_fails_is_a_clean_error(synced, tmp_path, monkeypatch):
     pytest.importorskip("mcp")
     broken = tmp_path / "no-such-server"
     silent = [sys.executable, "-c", "import sys; sys.stdin.read()"]  # starts, never answers
@@ -155,11 +155,19 @@ def test_a_server_that_fails_is_a_clean_error(synced, tmp_path):
         f"[mcp.time]\ncommand = {toml_list([TIME_SERVER, '--local-timezone', 'UTC'])}\n\n"
         f"[mcp.broken]\ncommand = {toml_list([broken, '--flag'])}\n\n"
         f"[mcp.silent]\ncommand = {toml_list(silent)}\n", encoding="utf-8")
-    result = invoke("registry", "sync", "--config", str(tmp_path / "planc.toml"), "--timeout", "2")
+    # --timeout holds for every server, the real time server too, which may take longer than that to
+    # start on a busy machine: only the server that never answers gets it, the others a hang guard.
+    list_server = mcp_sync._list_server
+
+    async def patient_but_with_silent(name, table, folder, timeout):
+        return await list_server(name, table, folder, timeout if name == "silent" else HANG_GUARD_S)
+
+    monkeypatch.setattr(mcp_sync, "_list_server", patient_but_with_silent)
+    result = invoke("registry", "sync", "--config", str(tmp_path / "planc.toml"), "--timeout", "0.5")
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     assert f"MCP server `broken` (`{broken} --flag`): cannot start it" in result.stderr
-    assert "MCP server `silent`" in result.stderr and "no answer within 2 s" in result.stderr
+    assert "MCP server `silent`" in result.stderr and "no answer within 0.5 s" in result.stderr
     assert "time: 2 tools locked" in result.stdout
     lock = json.loads((tmp_path / LOCK_NAME).read_text(encoding="utf-8"))
     assert sorted(lock["servers"]) == ["time"]
@@ -169,7 +177,7 @@ def test_a_failed_server_keeps_its_earlier_lock_entry(synced, tmp_path):
     pytest.importorskip("mcp")
     config = offline_copy(synced, tmp_path)
     before = json.loads((tmp_path / LOCK_NAME).read_text(encoding="utf-8"))
-    result = invoke("registry", "sync", "--config", str(config), "--timeout", "5")
+    result = invoke("registry", "sync", "--config", str(config))  # both fail at once: no server starts
     assert result.exit_code == 1
     assert "MCP server `git`" in result.stderr and "its earlier lock entry is kept" in result.stderr
     assert json.loads((tmp_path / LOCK_NAME).read_text(encoding="utf-8")) == before
