@@ -49,6 +49,23 @@ def session_run_store(tmp_path_factory):
     return Path(os.environ["PLANC_STORE"])
 
 
+@pytest.fixture(scope="session")
+def mcp_project(tmp_path_factory):
+    """The real git and time MCP servers, synced once for test_mcp and test_mcp_run (each sync starts
+    both): a git repository (one commit, an untracked file), a planc.toml declaring the git server
+    over it (its annotations trusted, `timeout_s = 30`) and the time server, and the sync's result."""
+    from cli import invoke
+    from mcp_servers import git_repository, require_servers, servers_toml
+
+    require_servers()
+    folder = tmp_path_factory.mktemp("mcp")
+    repo = git_repository(folder)
+    (repo / "NEW").write_text("untracked\n", encoding="utf-8")
+    config = folder / "planc.toml"
+    config.write_text(servers_toml(repo, "timeout_s = 30\n"), encoding="utf-8")
+    return config, repo, invoke("registry", "sync", "--config", str(config))
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "last: run after every other test (it checks what the others left)")
 

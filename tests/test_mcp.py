@@ -16,18 +16,13 @@ import planc
 from planc.registry import ConfigError, Effects, load_registry, mcp_sync
 from planc.registry.lock import LOCK_NAME, entry, tool_hash
 
-from mcp_servers import GIT_SERVER, TIME_SERVER, git_repository, require_servers, servers_toml, toml_list
+from mcp_servers import GIT_SERVER, TIME_SERVER, toml_list
 
 
-@pytest.fixture(scope="module")
-def synced(tmp_path_factory):
-    """A folder with a git repository, a planc.toml declaring the git and time servers, synced."""
-    require_servers()
-    folder = tmp_path_factory.mktemp("mcp")
-    repo = git_repository(folder)
-    config = folder / "planc.toml"
-    config.write_text(servers_toml(repo), encoding="utf-8")
-    result = invoke("registry", "sync", "--config", str(config))
+@pytest.fixture
+def synced(mcp_project):
+    """A folder with a git repository, a planc.toml declaring the git and time servers, synced (conftest.py)."""
+    config, _, result = mcp_project
     return config, result
 
 

@@ -17,21 +17,16 @@ from planc.passes.check import check
 from planc.registry import ConfigError, load_registry
 from planc.registry.lock import LOCK_NAME, entry
 
-from mcp_servers import TIME_SERVER, git_repository, require_servers, servers_toml, toml_list
+from mcp_servers import TIME_SERVER, toml_list
 
 
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    """A git repository, a planc.toml declaring the git and time servers, and its synced lock."""
-    require_servers()
-    folder = tmp_path_factory.mktemp("mcp-run")
-    repo = git_repository(folder)
-    (repo / "NEW").write_text("untracked\n", encoding="utf-8")
-    config = folder / "planc.toml"
-    config.write_text(servers_toml(repo, "timeout_s = 30\n"), encoding="utf-8")
-    synced = invoke("registry", "sync", "--config", str(config))
+def project(mcp_project):
+    """A git repository (with an untracked file), a planc.toml declaring the git and time servers, and its
+    synced lock (conftest.py)."""
+    config, repo, synced = mcp_project
     assert synced.exit_code == 0, synced.output
     branch = subprocess.run(["git", "branch", "--show-current"], cwd=repo, check=True,
                             capture_output=True, text=True).stdout.strip()
