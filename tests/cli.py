@@ -1,6 +1,6 @@
 """The `planc` command as the tests call it: in this process, or as a real process of its own.
 
-- `invoke(*args, input=None)`: `planc ARGS` in this process through click's CliRunner, the way
+- `invoke(*args, input=None, env=None)`: `planc ARGS` in this process through click's CliRunner, the way
   most tests call it (`result.exit_code`, `result.stdout`, `result.stderr`, `result.output`).
 - `planc_process(*args, **popen)`: the installed console script started as a real process, for
   what needs one: a signal, a terminal, real standard streams, an environment of its own.
