@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(BIN)/planc check examples/incidents/triage.plan
 	$(BIN)/planc run examples/incidents/triage.plan
 
-test: $(STAMP)
+test: $(STAMP)  # HYPOTHESIS_PROFILE=ci for the full hypothesis counts (.ci/run sets it)
 	$(BIN)/pytest -q tests src/planc
 	$(BIN)/planc corpus corpus --baseline corpus/baseline.json
 
@@ -33,5 +33,5 @@ bench: $(STAMP)  # every benchmark, each against its baseline in the same run (a
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/diff.py
 
-clean:
+clean:  # .pytest_cache holds hypothesis's example database too
 	rm -rf $(VENV) build dist .pytest_cache .hypothesis

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli import invoke, planc_completed
 
-from planc.cli import main
 from planc.syntax.format import format_source
 from planc.syntax.parser import parse
 
@@ -24,17 +19,6 @@ REPLY = ("Sure! I will search first, then summarise.\n"
          "  |> summarize(style: bullets)\n"
          "```\n"
          "Let me know if you need more.\n")
-
-
-def planc_executable() -> str:
-    beside = Path(sys.executable).with_name("planc")
-    found = str(beside) if beside.exists() else shutil.which("planc")
-    assert found, "the `planc` console script is not installed"
-    return found
-
-
-def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(main, list(args), input=input)
 
 
 @pytest.fixture
@@ -50,7 +34,7 @@ def files(tmp_path, monkeypatch):
 
 
 def check_json(*args: str) -> list[dict]:
-    result = run("check", "--format", "json", *args)
+    result = invoke("check", "--format", "json", *args)
     assert result.exit_code in (0, 1), result.output
     return [json.loads(line) for line in result.stdout.splitlines()]
 
@@ -59,14 +43,14 @@ def check_json(*args: str) -> list[dict]:
 
 def test_check_exits_0_on_a_valid_plan(files):
     files(good_plan=GOOD)
-    result = run("check", "good.plan")
+    result = invoke("check", "good.plan")
     assert result.exit_code == 0
     assert "good.plan: ok, 2 steps" in result.stdout
 
 
 def test_check_exits_1_on_errors_and_renders_them_rustc_style(files):
     files(bad_plan=BAD)
-    result = run("check", "bad.plan")
+    result = invoke("check", "bad.plan")
     assert result.exit_code == 1
     out = result.stdout
     assert "error[E206]" in out
@@ -79,8 +63,8 @@ def test_check_exits_1_on_errors_and_renders_them_rustc_style(files):
 
 def test_check_exits_1_when_any_of_several_files_has_errors(files):
     files(good_plan=GOOD, bad_plan=BAD)
-    assert run("check", "good.plan", "good.plan").exit_code == 0
-    assert run("check", "good.plan", "bad.plan").exit_code == 1
+    assert invoke("check", "good.plan", "good.plan").exit_code == 0
+    assert invoke("check", "good.plan", "bad.plan").exit_code == 1
 
 
 @pytest.mark.parametrize("args, message", [
@@ -92,7 +76,7 @@ def test_check_exits_1_when_any_of_several_files_has_errors(files):
 ])
 def test_unreadable_files_exit_2_with_one_clean_line(files, tmp_path, args, message):
     (tmp_path / "latin1.plan").write_bytes(b'a(x: "caf\xe9")\n')
-    result = run(*args)
+    result = invoke(*args)
     assert result.exit_code == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -102,23 +86,22 @@ def test_unreadable_files_exit_2_with_one_clean_line(files, tmp_path, args, mess
 
 def test_usage_errors_exit_2(files):
     files(good_plan=GOOD)
-    assert run("check").exit_code == 2
-    assert run("check", "--format", "xml", "good.plan").exit_code == 2
+    assert invoke("check").exit_code == 2
+    assert invoke("check", "--format", "xml", "good.plan").exit_code == 2
 
 
 def test_check_reads_standard_input():
-    result = run("check", "-", input="a(x: $2)\n")
+    result = invoke("check", "-", input="a(x: $2)\n")
     assert result.exit_code == 1
     assert "--> -:1:6" in result.stdout
 
 
 def test_the_installed_command_in_a_real_process(tmp_path):
-    planc = planc_executable()
     (tmp_path / "good.plan").write_text(GOOD, encoding="utf-8")
     (tmp_path / "bad.plan").write_text(BAD, encoding="utf-8")
 
     def call(*args):
-        return subprocess.run([planc, *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        return planc_completed(*args, cwd=tmp_path)
 
     ok = call("check", "good.plan")
     assert (ok.returncode, ok.stderr) == (0, "")
@@ -185,7 +168,7 @@ def _assert_span(span) -> None:
 
 def test_json_output_has_the_documented_shape(files):
     files(good_plan=GOOD, bad_plan=BAD + "x(y: 1, y: 2)\n")
-    result = run("check", "--format", "json", "good.plan", "bad.plan")
+    result = invoke("check", "--format", "json", "good.plan", "bad.plan")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
     assert len(lines) == 2, "one JSON object per file, one line each"
@@ -220,7 +203,7 @@ def test_json_output_carries_a_cost_object(files):
 
 def test_sarif_output_is_sarif_2_1_0(files):
     files(bad_plan=BAD, good_plan=GOOD)
-    result = run("check", "--format", "sarif", "bad.plan", "good.plan")
+    result = invoke("check", "--format", "sarif", "bad.plan", "good.plan")
     assert result.exit_code == 1
     log = json.loads(result.stdout)
     assert log["version"] == "2.1.0"
@@ -242,14 +225,14 @@ def test_sarif_output_is_sarif_2_1_0(files):
 
 def test_sarif_rule_help_uris_are_absolute(files):
     files(bad_plan=BAD)
-    log = json.loads(run("check", "--format", "sarif", "bad.plan").stdout)
+    log = json.loads(invoke("check", "--format", "sarif", "bad.plan").stdout)
     for rule in log["runs"][0]["tool"]["driver"]["rules"]:
         assert "://" in rule.get("helpUri", "https://")
 
 
 def test_sarif_with_no_problems_has_no_results(files):
     files(good_plan=GOOD)
-    result = run("check", "--format", "sarif", "good.plan")
+    result = invoke("check", "--format", "sarif", "good.plan")
     assert result.exit_code == 0
     assert json.loads(result.stdout)["runs"][0]["results"] == []
 
@@ -262,7 +245,7 @@ def test_sarif_with_no_problems_has_no_results(files):
 ])
 def test_repair_output_quotes_the_offending_text(files, plan, quoted):
     files(reply_txt=plan)
-    result = run("check", "--format", "repair", "reply.txt")
+    result = invoke("check", "--format", "repair", "reply.txt")
     assert result.exit_code == 1
     assert result.stdout.startswith("Your plan has 1 problem")
     assert f"The text in question: {quoted}" in result.stdout
@@ -271,13 +254,13 @@ def test_repair_output_quotes_the_offending_text(files, plan, quoted):
 
 def test_repair_output_for_a_valid_plan(files):
     files(good_plan=GOOD)
-    result = run("check", "--format", "repair", "good.plan")
+    result = invoke("check", "--format", "repair", "good.plan")
     assert (result.exit_code, result.stdout) == (0, "The plan is valid.\n")
 
 
 def test_extract_points_into_the_original_reply(files):
     files(reply_txt=REPLY)
-    assert run("check", "reply.txt").exit_code == 1
+    assert invoke("check", "reply.txt").exit_code == 1
     (report,) = check_json("--extract", "reply.txt")
     (diagnostic,) = report["diagnostics"]
     assert diagnostic["code"] == "E206"
@@ -289,7 +272,7 @@ def test_extract_points_into_the_original_reply(files):
 
 def test_extract_accepts_a_fenced_plan_in_prose(files):
     files(reply_txt=REPLY.replace("bullets", '"bullets"'))
-    result = run("check", "--extract", "reply.txt")
+    result = invoke("check", "--extract", "reply.txt")
     assert result.exit_code == 0, result.stdout
 
 
@@ -309,31 +292,31 @@ CANONICAL = '# find them\nsearch(query: "x", limit: 5)\n  |> summarize()  # then
 
 def test_fmt_prints_the_canonical_form(files):
     files(ugly_plan=UGLY)
-    result = run("fmt", "ugly.plan")
+    result = invoke("fmt", "ugly.plan")
     assert result.exit_code == 0
     assert result.stdout == CANONICAL
 
 
 def test_fmt_check_exits_1_on_a_non_canonical_file_and_0_on_a_canonical_one(files):
     files(ugly_plan=UGLY, canonical_plan=CANONICAL)
-    ugly = run("fmt", "--check", "ugly.plan")
+    ugly = invoke("fmt", "--check", "ugly.plan")
     assert ugly.exit_code == 1
     assert "ugly.plan" in ugly.stderr
-    canonical = run("fmt", "--check", "canonical.plan")
+    canonical = invoke("fmt", "--check", "canonical.plan")
     assert (canonical.exit_code, canonical.stdout) == (0, "")
 
 
 def test_fmt_write_rewrites_the_file_and_keeps_comments(files, tmp_path):
     files(ugly_plan=UGLY)
-    result = run("fmt", "--write", "ugly.plan")
+    result = invoke("fmt", "--write", "ugly.plan")
     assert (result.exit_code, result.stdout) == (0, "")
     assert (tmp_path / "ugly.plan").read_text(encoding="utf-8") == CANONICAL
-    assert run("fmt", "--check", "ugly.plan").exit_code == 0
+    assert invoke("fmt", "--check", "ugly.plan").exit_code == 0
 
 
 def test_fmt_refuses_a_plan_with_syntax_errors_and_leaves_it_alone(files, tmp_path):
     files(broken_plan="a(x: 1 2)\n")
-    result = run("fmt", "--write", "broken.plan")
+    result = invoke("fmt", "--write", "broken.plan")
     assert result.exit_code == 2
     assert "E100" in result.stderr
     assert (tmp_path / "broken.plan").read_text(encoding="utf-8") == "a(x: 1 2)\n"
@@ -373,7 +356,7 @@ def _nodes(data):
 
 def test_show_json_has_kind_and_span_on_every_node(files):
     files(nested_plan=NESTED)
-    result = run("show", "--format", "json", "nested.plan")
+    result = invoke("show", "--format", "json", "nested.plan")
     assert result.exit_code == 0
     tree = json.loads(result.stdout)
     assert tree["kind"] == "plan"
@@ -398,7 +381,7 @@ def test_show_json_has_kind_and_span_on_every_node(files):
 
 def test_show_tree_names_the_steps(files):
     files(nested_plan=NESTED)
-    result = run("show", "nested.plan")
+    result = invoke("show", "nested.plan")
     assert result.exit_code == 0
     out = result.stdout
     for expected in ["nested.plan (5 steps)", "hits = search", "2  map", "2/do.1  get",
@@ -426,7 +409,7 @@ COSTLY = 'search(query: "x", limit: 3)\n  |> map(do: { purge(id: item.id) })\nno
 
 def test_show_tree_has_each_steps_cost_a_total_and_the_blast_radius(files):
     files(costly_plan=COSTLY, planc_toml=REGISTRY)
-    result = run("show", "costly.plan")
+    result = invoke("show", "costly.plan")
     assert result.exit_code == 0
     out = result.stdout
     for expected in ["1  search  1:1  1 call, $0.01, 40 ms", "2  map  2:6  0-3 calls",
@@ -439,7 +422,7 @@ def test_show_tree_has_each_steps_cost_a_total_and_the_blast_radius(files):
 
 def test_show_json_has_each_steps_cost_and_the_blast_radius(files):
     files(costly_plan=COSTLY, planc_toml=REGISTRY)
-    result = run("show", "--format", "json", "costly.plan")
+    result = invoke("show", "--format", "json", "costly.plan")
     assert result.exit_code == 0
     tree = json.loads(result.stdout)
     steps = [node for node in _nodes(tree) if node.get("kind") == "step"]
@@ -454,10 +437,10 @@ def test_show_json_has_each_steps_cost_and_the_blast_radius(files):
 
 def test_check_prints_the_cost_and_refuses_a_plan_over_budget(files):
     files(costly_plan=COSTLY, planc_toml=REGISTRY)
-    result = run("check", "costly.plan")
+    result = invoke("check", "costly.plan")
     assert result.exit_code == 0
     assert "cost: 2-5 calls, 0 inferences, $0.01, 40 ms" in result.stdout
-    result = run("check", "--max-calls", "4", "--max-usd", "1", "--max-inferences", "0", "costly.plan")
+    result = invoke("check", "--max-calls", "4", "--max-usd", "1", "--max-inferences", "0", "costly.plan")
     assert result.exit_code == 1
     assert "error[E401]: over budget: the plan may make up to 5 tool calls, and `--max-calls` is 4" in result.stdout
     assert result.stdout.count("E401") == 1
@@ -467,13 +450,13 @@ def test_check_prints_the_cost_and_refuses_a_plan_over_budget(files):
 
 def test_a_budget_below_zero_is_a_usage_error(files):
     files(costly_plan=COSTLY)
-    result = run("check", "--max-usd", "-1", "costly.plan")
+    result = invoke("check", "--max-usd", "-1", "costly.plan")
     assert result.exit_code == 2
 
 
 def test_show_exits_1_on_a_plan_with_syntax_errors(files):
     files(broken_plan="a(x: 1 2)\n")
-    result = run("show", "broken.plan")
+    result = invoke("show", "broken.plan")
     assert result.exit_code == 1
     assert "E100" in result.stderr
 
@@ -513,15 +496,15 @@ def test_corpus_passes_then_fails_when_a_rate_drops(tmp_path):
     (corpus / "syntax.txt").write_text(CORPUS, encoding="utf-8")
     baseline = tmp_path / "baseline.json"
 
-    update = run("corpus", str(corpus), "--baseline", str(baseline), "--update")
+    update = invoke("corpus", str(corpus), "--baseline", str(baseline), "--update")
     assert update.exit_code == 0, update.output
     assert json.loads(baseline.read_text())["total"] == {"passed": 3, "cases": 3}
     assert "syntax" in update.stdout and "3/3" in update.stdout
 
-    assert run("corpus", str(corpus), "--baseline", str(baseline)).exit_code == 0
+    assert invoke("corpus", str(corpus), "--baseline", str(baseline)).exit_code == 0
 
     (corpus / "syntax.txt").write_text(CORPUS.replace("E102 1:8", "E102 1:9"), encoding="utf-8")
-    dropped = run("corpus", str(corpus), "--baseline", str(baseline))
+    dropped = invoke("corpus", str(corpus), "--baseline", str(baseline))
     assert dropped.exit_code == 1
     assert "FAIL" in dropped.stdout and "positional argument" in dropped.stdout
     assert "below baseline" in dropped.stderr
@@ -531,6 +514,6 @@ def test_corpus_with_a_malformed_case_exits_2(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "bad.txt").write_text("===\nno separator\n===\nsearch()\n", encoding="utf-8")
-    result = run("corpus", str(corpus))
+    result = invoke("corpus", str(corpus))
     assert result.exit_code == 2
     assert "Traceback" not in result.output

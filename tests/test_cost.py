@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 import planc
 from planc.analysis.blast_radius import blast_radius
@@ -560,7 +561,7 @@ def _run_step(step: StepSpec, tools, top_lengths, piped_length, draw, spent: Spe
     return None if step.kind == "reduce" else kept
 
 
-PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPERTY

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli import planc_completed, planc_executable
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "incidents"
@@ -16,10 +16,9 @@ EXAMPLE = ROOT / "examples" / "incidents"
 
 def planc(*args, database: Path) -> subprocess.CompletedProcess:
     """The real `planc` console script, from the repository root, against a database of the test's own."""
-    program = Path(sys.executable).with_name("planc")
-    env = {"PATH": str(program.parent), "PLANC_INCIDENTS_DB": str(database), "HOME": str(database.parent),
-           "PLANC_STORE": str(database.parent / "runs.sqlite")}
-    return subprocess.run([str(program), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    env = {"PATH": str(Path(planc_executable()).parent), "PLANC_INCIDENTS_DB": str(database),
+           "HOME": str(database.parent), "PLANC_STORE": str(database.parent / "runs.sqlite")}
+    return planc_completed(*args, cwd=ROOT, env=env)
 
 
 def outbox(database: Path) -> list[tuple]:

@@ -10,12 +10,12 @@ import json
 import random
 
 import pytest
-from click.testing import CliRunner
+from cli import invoke
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from strategies import plans
 
-from planc.cli import main
 from planc.diff import DiffError, diff_plans
 from planc.syntax.parser import parse
 from planc.syntax.printer import print_plan, print_step
@@ -31,10 +31,6 @@ search(query: "sev2 outages", limit: 100)
 summarize(text: $3, style: "bullets")
 notify(channel: "#ops", text: "{$4}")
 '''
-
-
-def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(main, list(args), input=input)
 
 
 @pytest.fixture
@@ -56,13 +52,13 @@ def kinds(diff) -> list[tuple]:
 
 
 def test_same_plans_exit_0_and_say_so(files):
-    result = run("diff", files("a.plan", A), files("b.plan", "# reformatted\n" + A.replace("\n  |>", " |>")))
+    result = invoke("diff", files("a.plan", A), files("b.plan", "# reformatted\n" + A.replace("\n  |>", " |>")))
     assert result.exit_code == 0, result.output
     assert "same" in result.output
 
 
 def test_json_is_the_documented_shape(files):
-    result = run("diff", files("a.plan", A), files("b.plan", B), "--format", "json")
+    result = invoke("diff", files("a.plan", A), files("b.plan", B), "--format", "json")
     assert result.exit_code == 1, result.output
     assert json.loads(result.output) == {"same": False, "changes": [
         {"kind": "added", "step_a": None, "step_b": "1", "tool": "get_oncall",
@@ -72,12 +68,12 @@ def test_json_is_the_documented_shape(files):
 
 
 def test_json_of_same_plans(files):
-    result = run("diff", files("a.plan", A), files("b.plan", A), "--format", "json")
+    result = invoke("diff", files("a.plan", A), files("b.plan", A), "--format", "json")
     assert (result.exit_code, json.loads(result.output)) == (0, {"same": True, "changes": []})
 
 
 def test_text_reads_like_a_review(files):
-    result = run("diff", files("a.plan", A), files("b.plan", B))
+    result = invoke("diff", files("a.plan", A), files("b.plan", B))
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert lines[:2] == ["--- a.plan", "+++ b.plan"]
@@ -89,26 +85,26 @@ def test_text_reads_like_a_review(files):
 
 
 def test_a_reference_with_the_same_text_but_another_step_says_so(files):
-    result = run("diff", files("a.plan", 'search(query: "x")\nsummarize(text: $1)\n'),
+    result = invoke("diff", files("a.plan", 'search(query: "x")\nsummarize(text: $1)\n'),
                  files("b.plan", 'web_search(query: "x")\nsummarize(text: $1)\n'))
     assert result.exit_code == 1
     assert "text: $1 -> $1  (the same text, now another step)" in result.output
 
 
 def test_standard_input_is_one_of_the_plans(files):
-    result = run("diff", files("a.plan", A), "-", "--format", "json", input=B)
+    result = invoke("diff", files("a.plan", A), "-", "--format", "json", input=B)
     assert result.exit_code == 1 and len(json.loads(result.output)["changes"]) == 2
 
 
 def test_a_plan_with_syntax_errors_is_exit_2_with_its_diagnostics(files):
-    result = run("diff", files("a.plan", A), files("b.plan", 'search(query: "x"\n'))
+    result = invoke("diff", files("a.plan", A), files("b.plan", 'search(query: "x"\n'))
     assert result.exit_code == 2
     assert "error[E100]" in result.output and "b.plan:1:" in result.output
     assert "Traceback" not in result.output
 
 
 def test_syntax_errors_in_both_plans_are_all_reported(files):
-    result = run("diff", files("a.plan", "search(query: 'x')\n"), files("b.plan", 'search(query: "x"\n'))
+    result = invoke("diff", files("a.plan", "search(query: 'x')\n"), files("b.plan", 'search(query: "x"\n'))
     assert result.exit_code == 2
     assert "a.plan:1:" in result.stderr and "b.plan:1:" in result.stderr and result.stdout == ""
 
@@ -121,7 +117,7 @@ def test_syntax_errors_in_both_plans_are_all_reported(files):
 def test_usage_errors_are_one_clean_message_and_exit_2(files, args, message):
     files("a.plan", A)
     files("stored.json", json.dumps({"format": "planc.plan", "version": 1}))
-    result = run("diff", *args)
+    result = invoke("diff", *args)
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
 
@@ -129,10 +125,10 @@ def test_usage_errors_are_one_clean_message_and_exit_2(files, args, message):
 def test_a_stored_plan_is_diffed_by_its_source(files):
     text = 'ask(question: "Which incident?")\nreshape(value: {incident: $1, note: "checked"})\n'
     files("p.plan", text)
-    assert run("compile", "p.plan", "-o", "p.json").exit_code == 0
-    assert run("diff", "p.plan", "p.json").exit_code == 0
-    assert run("diff", "p.json", "p.json").exit_code == 0
-    changed = run("diff", "p.json", files("q.plan", text.replace('"checked"', '"done"')), "--format", "json")
+    assert invoke("compile", "p.plan", "-o", "p.json").exit_code == 0
+    assert invoke("diff", "p.plan", "p.json").exit_code == 0
+    assert invoke("diff", "p.json", "p.json").exit_code == 0
+    changed = invoke("diff", "p.json", files("q.plan", text.replace('"checked"', '"done"')), "--format", "json")
     assert changed.exit_code == 1
     assert json.loads(changed.output)["changes"] == [
         {"kind": "changed", "step_a": "2", "step_b": "2", "tool": "reshape",
@@ -175,7 +171,7 @@ def test_a_retargeted_reference_is_a_changed_argument():
 # `item` and earlier top-level steps. `render` writes a model as plan text.
 
 TOOLS = ("search", "get", "summarize", "notify", "filter")
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite

@@ -21,9 +21,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
+from cli import invoke
 
-from planc.cli import main
 from planc.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -380,7 +379,7 @@ def test_checking_never_imports_the_tools():
 
 @pytest.mark.parametrize("plan", ["triage", "digest", "gate"])
 def test_the_example_plans_check_clean_with_the_example_policy(plan):
-    result = CliRunner().invoke(main, ["check", "--config", str(CONFIG), str(EXAMPLE / f"{plan}.plan")])
+    result = invoke("check", "--config", str(CONFIG), str(EXAMPLE / f"{plan}.plan"))
     assert result.exit_code == 0, result.output
     assert "ok" in result.output
 

@@ -10,29 +10,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli import HANG_GUARD_S, invoke
 
 import planc
-from planc.cli import main
-from planc.registry import ConfigError, Effects, load_registry
+from planc.registry import ConfigError, Effects, load_registry, mcp_sync
 from planc.registry.lock import LOCK_NAME, entry, tool_hash
 
-from mcp_servers import GIT_SERVER, TIME_SERVER, git_repository, require_servers, servers_toml, toml_list
+from mcp_servers import GIT_SERVER, TIME_SERVER, toml_list
 
 
-def run(*args: str):
-    return CliRunner().invoke(main, list(args))
-
-
-@pytest.fixture(scope="module")
-def synced(tmp_path_factory):
-    """A folder with a git repository, a planc.toml declaring the git and time servers, synced."""
-    require_servers()
-    folder = tmp_path_factory.mktemp("mcp")
-    repo = git_repository(folder)
-    config = folder / "planc.toml"
-    config.write_text(servers_toml(repo), encoding="utf-8")
-    result = run("registry", "sync", "--config", str(config))
+@pytest.fixture
+def synced(mcp_project):
+    """A folder with a git repository, a planc.toml declaring the git and time servers, synced (conftest.py)."""
+    config, _, result = mcp_project
     return config, result
 
 
@@ -68,7 +58,7 @@ def test_sync_is_deterministic(synced):
     config, _ = synced
     lock = config.parent / LOCK_NAME
     before = lock.read_bytes()
-    assert run("registry", "sync", "--config", str(config)).exit_code == 0
+    assert invoke("registry", "sync", "--config", str(config)).exit_code == 0
     assert lock.read_bytes() == before
     assert before.decode() == json.dumps(json.loads(before), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -117,7 +107,7 @@ def test_check_reports_a_misspelled_argument_from_the_lock(synced, lock, tmp_pat
     misspelled = param[:-1]
     plan = tmp_path / "status.plan"
     plan.write_text(f"# what changed?\ngit__git_status(\n  {misspelled}: \".\")\n", encoding="utf-8")
-    result = run("check", "--config", str(config), "--format", "json", str(plan))
+    result = invoke("check", "--config", str(config), "--format", "json", str(plan))
     assert result.exit_code == 1, result.output
     diagnostics = json.loads(result.stdout)["diagnostics"]
     e201 = [d for d in diagnostics if d["code"] == "E201"]
@@ -152,7 +142,7 @@ def test_undeclared_servers_in_the_lock_are_left_out(synced, tmp_path):
 
 # --- failures ----------------------------------------------------------------------------
 
-def test_a_server_that_fails_is_a_clean_error(synced, tmp_path):
+def test_a_server_that_fails_is_a_clean_error(synced, tmp_path, monkeypatch):
     pytest.importorskip("mcp")
     broken = tmp_path / "no-such-server"
     silent = [sys.executable, "-c", "import sys; sys.stdin.read()"]  # starts, never answers
@@ -160,11 +150,19 @@ def test_a_server_that_fails_is_a_clean_error(synced, tmp_path):
         f"[mcp.time]\ncommand = {toml_list([TIME_SERVER, '--local-timezone', 'UTC'])}\n\n"
         f"[mcp.broken]\ncommand = {toml_list([broken, '--flag'])}\n\n"
         f"[mcp.silent]\ncommand = {toml_list(silent)}\n", encoding="utf-8")
-    result = run("registry", "sync", "--config", str(tmp_path / "planc.toml"), "--timeout", "2")
+    # --timeout holds for every server, the real time server too, which may take longer than that to
+    # start on a busy machine: only the server that never answers gets it, the others a hang guard.
+    list_server = mcp_sync._list_server
+
+    async def patient_but_with_silent(name, table, folder, timeout):
+        return await list_server(name, table, folder, timeout if name == "silent" else HANG_GUARD_S)
+
+    monkeypatch.setattr(mcp_sync, "_list_server", patient_but_with_silent)
+    result = invoke("registry", "sync", "--config", str(tmp_path / "planc.toml"), "--timeout", "0.5")
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     assert f"MCP server `broken` (`{broken} --flag`): cannot start it" in result.stderr
-    assert "MCP server `silent`" in result.stderr and "no answer within 2 s" in result.stderr
+    assert "MCP server `silent`" in result.stderr and "no answer within 0.5 s" in result.stderr
     assert "time: 2 tools locked" in result.stdout
     lock = json.loads((tmp_path / LOCK_NAME).read_text(encoding="utf-8"))
     assert sorted(lock["servers"]) == ["time"]
@@ -174,14 +172,14 @@ def test_a_failed_server_keeps_its_earlier_lock_entry(synced, tmp_path):
     pytest.importorskip("mcp")
     config = offline_copy(synced, tmp_path)
     before = json.loads((tmp_path / LOCK_NAME).read_text(encoding="utf-8"))
-    result = run("registry", "sync", "--config", str(config), "--timeout", "5")
+    result = invoke("registry", "sync", "--config", str(config))  # both fail at once: no server starts
     assert result.exit_code == 1
     assert "MCP server `git`" in result.stderr and "its earlier lock entry is kept" in result.stderr
     assert json.loads((tmp_path / LOCK_NAME).read_text(encoding="utf-8")) == before
 
 
 def test_sync_without_a_config_is_a_usage_error(tmp_path):
-    result = run("registry", "sync", "--config", str(tmp_path / "planc.toml"))
+    result = invoke("registry", "sync", "--config", str(tmp_path / "planc.toml"))
     assert result.exit_code == 2 and "cannot read it" in result.output
 
 
@@ -217,7 +215,7 @@ def test_a_broken_lock_is_a_config_error(tmp_path, text, message):
     with pytest.raises(ConfigError, match=message) as error:
         load_registry(config)
     assert error.value.path == tmp_path / LOCK_NAME
-    result = run("check", "--config", str(config), "-")
+    result = invoke("check", "--config", str(config), "-")
     assert result.exit_code == 2 and "Traceback" not in result.output
 
 
@@ -227,6 +225,6 @@ def test_sync_rewrites_a_broken_lock(tmp_path):
         pytest.skip("mcp-server-time is needed")
     (tmp_path / "planc.toml").write_text(f"[mcp.time]\ncommand = {toml_list([TIME_SERVER])}\n", encoding="utf-8")
     (tmp_path / LOCK_NAME).write_text("{broken", encoding="utf-8")
-    result = run("registry", "sync", "--config", str(tmp_path / "planc.toml"))
+    result = invoke("registry", "sync", "--config", str(tmp_path / "planc.toml"))
     assert result.exit_code == 0, result.output
     assert "time__get_current_time" in load_registry(tmp_path / "planc.toml").tools

@@ -10,33 +10,23 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli import invoke
 
 from planc.backend.mcp_runtime import needed_servers
 from planc.passes.check import check
-from planc.cli import main
 from planc.registry import ConfigError, load_registry
 from planc.registry.lock import LOCK_NAME, entry
 
-from mcp_servers import TIME_SERVER, git_repository, require_servers, servers_toml, toml_list
+from mcp_servers import TIME_SERVER, toml_list
 
 
-
-
-def cli(*args: str):
-    return CliRunner().invoke(main, list(args))
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    """A git repository, a planc.toml declaring the git and time servers, and its synced lock."""
-    require_servers()
-    folder = tmp_path_factory.mktemp("mcp-run")
-    repo = git_repository(folder)
-    (repo / "NEW").write_text("untracked\n", encoding="utf-8")
-    config = folder / "planc.toml"
-    config.write_text(servers_toml(repo, "timeout_s = 30\n"), encoding="utf-8")
-    synced = cli("registry", "sync", "--config", str(config))
+def project(mcp_project):
+    """A git repository (with an untracked file), a planc.toml declaring the git and time servers, and its
+    synced lock (conftest.py)."""
+    config, repo, synced = mcp_project
     assert synced.exit_code == 0, synced.output
     branch = subprocess.run(["git", "branch", "--show-current"], cwd=repo, check=True,
                             capture_output=True, text=True).stdout.strip()
@@ -46,7 +36,7 @@ def project(tmp_path_factory):
 def run_plan(config: Path, folder: Path, text: str, *args: str):
     plan = folder / "p.plan"
     plan.write_text(text, encoding="utf-8")
-    return cli("run", "--config", str(config), str(plan), *args)
+    return invoke("run", "--config", str(config), str(plan), *args)
 
 
 def copy_project(project, folder: Path, edit_lock=None, toml=None) -> Path:
@@ -212,5 +202,5 @@ def test_optimize_never_merges_two_reads_of_the_clock_or_of_a_read_only_tool_not
     assert "note[N602]: step 2 repeats the call of step 1, and both calls run: `time__get_current_time`" \
         in result.stderr
     run_id = next(line[len("run: "):] for line in result.stderr.splitlines() if line.startswith("run: "))
-    recorded = json.loads(cli("show-run", run_id, "--format", "json").stdout)
+    recorded = json.loads(invoke("show-run", run_id, "--format", "json").stdout)
     assert sorted(call["tool"] for call in recorded["calls"]) == ["git__git_status"] * 2 + ["time__get_current_time"] * 2

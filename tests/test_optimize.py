@@ -8,14 +8,14 @@ import re
 import sys
 
 import pytest
-from click.testing import CliRunner
+from cli import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 import planc
 from planc.backend.interpreter import run_plan
 from planc.backend.values import RunError
-from planc.cli import main
 from planc.optimize.optimize import optimize
 from planc.registry import load_registry
 from tool_project import tool_project
@@ -101,13 +101,13 @@ def log(project) -> list[dict]:
 
 def optimize_cli(project, text, *args):
     (project / "p.plan").write_text(text, encoding="utf-8")
-    return CliRunner().invoke(main, ["optimize", "p.plan", *args])
+    return invoke("optimize", "p.plan", *args)
 
 
 def run_cli(project, text, *args):
     (project / "p.plan").write_text(text, encoding="utf-8")
     (project / "calls.jsonl").write_text("")
-    return CliRunner().invoke(main, ["run", "p.plan", *args])
+    return invoke("run", "p.plan", *args)
 
 
 def codes(stderr: str) -> list[str]:
@@ -185,7 +185,7 @@ def test_without_effects_metadata_nothing_is_rewritten_and_a_note_says_what_woul
 def test_without_a_registry_every_tool_is_without_metadata(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "p.plan").write_text('a(x: 1)\na(x: 1)\n', encoding="utf-8")
-    result = CliRunner().invoke(main, ["optimize", "p.plan"])
+    result = invoke("optimize", "p.plan")
     assert result.exit_code == 0
     assert result.stdout == 'a(x: 1)\na(x: 1)\n'
     assert set(codes(result.stderr)) == {"N602"}
@@ -194,7 +194,7 @@ def test_without_a_registry_every_tool_is_without_metadata(tmp_path, monkeypatch
 def test_optimize_refuses_a_plan_with_errors_and_reports_usage_errors(project):
     result = optimize_cli(project, 'search(query: 1)\n')
     assert result.exit_code == 1 and "E300" in result.stderr and result.stdout == ""
-    result = CliRunner().invoke(main, ["optimize", "missing.plan"])
+    result = invoke("optimize", "missing.plan")
     assert result.exit_code == 2 and "no such file" in result.stderr and "Traceback" not in result.output
 
 
@@ -396,7 +396,7 @@ def outcome(checked, registry, tools, schedule=None):
     return ended, list(tools.STATE["effects"])
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=random_plans())
 def test_an_optimized_run_has_the_same_result_and_effects_as_the_plan(equivalence, text):
     registry, tools = equivalence

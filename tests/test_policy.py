@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli import invoke
 
 import planc
-from planc.cli import main
 from planc.passes.policy.load import PolicyError, policy_from_text
 from planc.passes.policy.decide import decide
 from planc.registry.config import registry_from_text
@@ -239,12 +238,8 @@ def project(tmp_path, monkeypatch):
     return tmp_path
 
 
-def run(*args: str):
-    return CliRunner().invoke(main, list(args))
-
-
 def test_check_applies_the_policy_planc_toml_names(project):
-    result = run("check", "--format", "line", "plan.plan")
+    result = invoke("check", "--format", "line", "plan.plan")
     assert result.exit_code == 1
     assert result.output == ('plan.plan:3:1: E400 calling `close_incident` is forbidden by policy `no-destructive` '
                              '(for User::"anonymous")\n')
@@ -253,36 +248,36 @@ def test_check_applies_the_policy_planc_toml_names(project):
 def test_the_policy_of_planc_toml_is_found_from_its_folder(project, monkeypatch):
     (project / "sub").mkdir()
     monkeypatch.chdir(project / "sub")
-    assert run("check", "--format", "line", "../plan.plan").exit_code == 1
+    assert invoke("check", "--format", "line", "../plan.plan").exit_code == 1
 
 
 def test_the_policy_option_wins_over_planc_toml(project):
     (project / "open.cedar").write_text(ALLOW_ALL, encoding="utf-8")
-    result = run("check", "--policy", "open.cedar", "plan.plan")
+    result = invoke("check", "--policy", "open.cedar", "plan.plan")
     assert result.exit_code == 0, result.output
 
 
 def test_the_principal_option(project):
     (project / "alice.cedar").write_text('permit(principal == User::"alice", action, resource);', encoding="utf-8")
-    assert run("check", "--policy", "alice.cedar", "plan.plan").exit_code == 1
-    assert run("check", "--policy", "alice.cedar", "--principal", 'User::"alice"', "plan.plan").exit_code == 0
-    bad = run("check", "--principal", "alice", "plan.plan")
+    assert invoke("check", "--policy", "alice.cedar", "plan.plan").exit_code == 1
+    assert invoke("check", "--policy", "alice.cedar", "--principal", 'User::"alice"', "plan.plan").exit_code == 0
+    bad = invoke("check", "--principal", "alice", "plan.plan")
     assert bad.exit_code == 2 and "is not a Cedar entity" in bad.output
 
 
 def test_a_malformed_policy_is_a_clean_usage_error_with_the_line(project):
     (project / "policy.cedar").write_text('permit(principal, action, resource);\n\nforbid(principal\n  action);\n',
                                           encoding="utf-8")
-    result = run("check", "plan.plan")
+    result = invoke("check", "plan.plan")
     assert result.exit_code == 2
     assert result.output == f"Error: {project / 'policy.cedar'}:4: unexpected token `action`\n"
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    missing = run("check", "--policy", "nowhere.cedar", "plan.plan")
+    missing = invoke("check", "--policy", "nowhere.cedar", "plan.plan")
     assert missing.exit_code == 2 and "nowhere.cedar: cannot read it" in missing.output
 
 
 def test_policy_explain_table(project):
-    result = run("policy", "explain", "plan.plan")
+    result = invoke("policy", "explain", "plan.plan")
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert "policy.cedar for User::\"anonymous\"" in lines[0]
@@ -292,7 +287,7 @@ def test_policy_explain_table(project):
 
 
 def test_policy_explain_json(project):
-    result = run("policy", "explain", "--format", "json", "--principal", 'User::"bob"', "plan.plan")
+    result = invoke("policy", "explain", "--format", "json", "--principal", 'User::"bob"', "plan.plan")
     assert result.exit_code == 1
     data = json.loads(result.output)
     assert data["principal"] == 'User::"bob"' and data["policy"].endswith("policy.cedar")
@@ -307,17 +302,17 @@ def test_policy_explain_json(project):
 def test_policy_explain_needs_a_policy(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "plan.plan").write_text(PLAN, encoding="utf-8")
-    result = run("policy", "explain", "plan.plan")
+    result = invoke("policy", "explain", "plan.plan")
     assert result.exit_code == 2 and "no policy" in result.output
 
 
 def test_the_embedded_example_policy_denies_its_close_stale_plan():
     config = str(ROOT / "examples" / "incidents" / "planc.toml")
-    denied = run("check", "--config", config, "--format", "line", str(ROOT / "examples" / "incidents" / "close_stale.plan"))
+    denied = invoke("check", "--config", config, "--format", "line", str(ROOT / "examples" / "incidents" / "close_stale.plan"))
     assert denied.exit_code == 1
     assert [line.split(" ", 2)[1] for line in denied.output.splitlines()] == ["E400", "E400"]
     assert "no-destructive" in denied.output and "email-own-domain" in denied.output
-    assert run("check", "--config", config, str(ROOT / "examples" / "incidents" / "triage.plan")).exit_code == 0
+    assert invoke("check", "--config", config, str(ROOT / "examples" / "incidents" / "triage.plan")).exit_code == 0
 
 
 # --- docs/policy.md --------------------------------------------------------------------------

@@ -7,10 +7,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli import invoke
 
 import planc
-from planc.cli import main
 from planc.registry import ConfigError, find_config, load_registry, registry_from_text
 
 TOML = '''
@@ -117,10 +116,10 @@ def test_the_config_is_found_upward_and_errors_are_clean(tmp_path, monkeypatch):
     assert find_config(tmp_path / "deep" / "er") == tmp_path / "planc.toml"
     monkeypatch.chdir(tmp_path / "deep" / "er")
     (tmp_path / "deep" / "er" / "p.plan").write_text('serch(query: "x")\n', encoding="utf-8")
-    result = CliRunner().invoke(main, ["check", "--format", "line", "p.plan"])
+    result = invoke("check", "--format", "line", "p.plan")
     assert result.exit_code == 1 and "E200" in result.output
     (tmp_path / "bad.toml").write_text("[tools.x\n", encoding="utf-8")
-    result = CliRunner().invoke(main, ["check", "--config", str(tmp_path / "bad.toml"), "p.plan"])
+    result = invoke("check", "--config", str(tmp_path / "bad.toml"), "p.plan")
     assert result.exit_code == 2 and "bad.toml:1" in result.output and "Traceback" not in result.output
 
 
@@ -128,10 +127,10 @@ def test_registry_list_shows_tools_and_effects(tmp_path):
     (tmp_path / "planc.toml").write_text(TOML, encoding="utf-8")
     import json
 
-    result = CliRunner().invoke(main, ["registry", "list", "--config", str(tmp_path / "planc.toml"), "--format", "json"])
+    result = invoke("registry", "list", "--config", str(tmp_path / "planc.toml"), "--format", "json")
     listed = {tool["name"]: tool for tool in json.loads(result.output)["tools"]}
     assert listed["search"]["effects"]["read_only"] is True and listed["notify"]["required"] == ["channel", "text"]
-    table = CliRunner().invoke(main, ["registry", "list", "--config", str(tmp_path / "planc.toml")])
+    table = invoke("registry", "list", "--config", str(tmp_path / "planc.toml"))
     assert table.exit_code == 0 and "summarize" in table.output
 
 
@@ -162,7 +161,7 @@ def test_a_declared_plans_params_type_its_args(tmp_path):
     plan = tmp_path / "plans" / "triage.plan"
     plan.write_text('search(query: "x", limit: $args.limit)\nsearch(query: $args.limit)\nsearch(query: "{$args.lim}")\n',
                     encoding="utf-8")
-    result = CliRunner().invoke(main, ["check", "--format", "line", "--config", str(tmp_path / "planc.toml"), str(plan)])
+    result = invoke("check", "--format", "line", "--config", str(tmp_path / "planc.toml"), str(plan))
     errors = [line for line in result.output.splitlines() if ": E" in line]
     assert [line.split(": ")[1].split()[0] for line in errors] == ["E300", "E301"]
     assert ":2:15:" in errors[0] and ":3:22:" in errors[1]

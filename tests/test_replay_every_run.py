@@ -18,9 +18,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli import invoke
 
-from planc.cli import main
 
 pytestmark = pytest.mark.last
 
@@ -50,7 +49,7 @@ def _is_run_store(path: Path) -> bool:
 
 
 def finished_runs(store: Path) -> list[dict]:
-    result = CliRunner().invoke(main, ["runs", "--store", str(store), "--format", "json"])
+    result = invoke("runs", "--store", str(store), "--format", "json")
     assert result.exit_code == 0, result.output
     return [run for run in json.loads(result.stdout) if run["status"] != "running"]
 
@@ -78,13 +77,12 @@ def test_every_recorded_run_replays_without_calling_anything(tmp_path_factory, m
     replayed, kinds, older = 0, set(), []
     for store in stores(tmp_path_factory):
         for summary in finished_runs(store):
-            run = json.loads(CliRunner().invoke(main, ["show-run", summary["id"], "--store", str(store),
-                                                       "--format", "json"]).stdout)
+            run = json.loads(invoke("show-run", summary["id"], "--store", str(store), "--format", "json").stdout)
             if "read" not in run["options"]:  # as an older planc recorded it (test_run_store makes one): it
                 older.append(run["id"])  # replays with the project's files, from the project's folder only
                 continue
             status, stdout, stderr = expected(run)
-            result = CliRunner().invoke(main, ["replay", run["id"], "--store", str(store)])
+            result = invoke("replay", run["id"], "--store", str(store))
             assert not isinstance(result.exception, Called), f"{store} {run['id']}: {result.exception}"
             where = f"{store} run {run['id']} ({run['status']}, {run['options']}):\n{result.output}"
             assert (result.exit_code, result.stdout) == (status, stdout), where

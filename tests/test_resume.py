@@ -1,34 +1,75 @@
-"""`planc resume`: a `planc run` killed with SIGKILL at random points, then resumed (issue 6 acceptance)."""
+"""`planc resume`: a `planc run` killed with SIGKILL mid-run, then resumed (issue 6 acceptance).
+
+Each attempt starts `planc run` as a process of its own (forked from one that has imported planc:
+`cli.planc_forks`) and kills it with SIGKILL at a point chosen at random, once the test has seen
+the run get there:
+
+- `recorded`: the run's row is in the store;
+- `before N`: the N-th call's intent row is in the store and its tool waits (nothing done yet);
+- `during N`, for a `send`: the message is written, and the tool has not returned;
+- `after N`: the N-th call's result row is in the store; the kill lands between calls.
+
+The tools hold at each of those points until the test lets them go: each call connects to a
+socket the test listens on, says what it is about to do, and waits for "go". So the run can never
+get past the point the test chose, every kill lands mid-run, and nothing waits on a guessed
+delay: the test waits for a connection, a line, or a row, each bounded by the process's exit.
+The run is then resumed (in this process; without the socket the tools run straight through):
+no acknowledged call is lost, no `send` is made twice, the store stays intact, and the outcome is
+the one the store predicts: "outcome unknown" exactly when a `send` was started and not finished.
+"""
 
 from __future__ import annotations
 
 import os
 import random
-import signal
+import select
+import socket
 import sqlite3
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from cli import invoke, planc_forks
 
-PLANC = [sys.executable, "-c", "from planc.cli import main; main()"]
+KILLS = 50
+POLL_S = 0.005  # between two looks at the store or the socket
+HANG_GUARD_POLLS = 60_000  # x POLL_S: a run that never gets where it must is hung, not slow
+HANG_GUARD_S = HANG_GUARD_POLLS * POLL_S
 
 TOOLS = '''
-import os, time
+import os, socket
+
+
+class Gate:
+    """One call's line to the test (PLANC_TEST_GATE, host:port): say what comes next, wait for "go"."""
+
+    def __init__(self):
+        address = os.environ.get("PLANC_TEST_GATE")
+        self.line = None
+        if address:
+            host, port = address.rsplit(":", 1)
+            self.line = socket.create_connection((host, int(port))).makefile("rw", encoding="utf-8", newline="\\n")
+
+    def hold(self, what):
+        if self.line is not None:
+            self.line.write(what + "\\n")
+            self.line.flush()
+            if self.line.readline() != "go\\n":
+                raise RuntimeError("the test went away")
+
 
 def read(n):
-    time.sleep(0.01)
+    Gate().hold(f"read {n}")
     return [f"m{i}" for i in range(n)]
 
+
 def send(text):
-    time.sleep(0.01)
+    gate = Gate()
+    gate.hold(f"send {text}")
     with open(os.environ["PLANC_TEST_SENT"], "a") as f:
         f.write(text + "\\n")
-        f.flush()
-    time.sleep(0.02)
+    gate.hold(f"sent {text}")
     return {"sent": text}
 '''
 
@@ -52,6 +93,20 @@ read(n: 2)
 reshape(value: {sent: $2, more: $3})
 '''
 
+CALLS = ["read 6"] + [f"send m{i}" for i in range(6)] + ["read 2"]  # what the run's calls say, in order
+POINTS = ([("recorded", 0)] + [("before", n) for n in range(1, len(CALLS) + 1)]
+          + [("during", n) for n, call in enumerate(CALLS, 1) if call.startswith("send")]
+          + [("after", n) for n in range(1, len(CALLS))])  # after the last call the run ends by itself
+
+
+def rows(store: Path, sql: str) -> list[tuple]:
+    """`sql` over the store through a read-only connection; none while the store or its tables do not exist."""
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+            return db.execute(sql).fetchall()
+    except sqlite3.DatabaseError:  # not created yet, or not yet a whole database
+        return []
+
 
 def finished_calls(store: Path) -> list[tuple]:
     with sqlite3.connect(store) as db:
@@ -59,55 +114,140 @@ def finished_calls(store: Path) -> list[tuple]:
                           "WHERE finished_at IS NOT NULL ORDER BY sequence").fetchall()
 
 
-def test_sigkill_then_resume_never_repeats_a_non_idempotent_call(tmp_path):
+class Run:
+    """`planc run p.plan` as a process of its own, its tools held at the test's gate."""
+
+    def __init__(self, forks, folder: Path, store: Path, sent: Path, name: str) -> None:
+        self.store, self.err = store, folder / f"{name}.err"
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        env = {**os.environ, "PLANC_TEST_SENT": str(sent),
+               "PLANC_TEST_GATE": "127.0.0.1:%d" % self.listener.getsockname()[1]}
+        env.pop("PLANC_STORE", None)
+        self.process = forks.start("run", "--store", store, "p.plan", cwd=folder, env=env, stderr=self.err)
+        self.calls = []  # each call's line to its tool
+
+    def still_running(self, what: str) -> None:
+        """Fail unless the process is still running: it was to wait for the test at `what`."""
+        if self.process.poll() is not None:
+            pytest.fail(f"planc run ended ({self.process.returncode}) before {what}:\n{self.err.read_text()}")
+
+    def wait_until(self, what: str, seen, pause=lambda: time.sleep(POLL_S)) -> None:
+        """Look (`seen()`) until the run is at `what`, so long as the process runs."""
+        for _ in range(HANG_GUARD_POLLS):
+            if seen():
+                return
+            self.still_running(what)
+            pause()
+        pytest.fail(f"planc run never got to {what}")
+
+    def next_call(self, expected: str):
+        """The next call's tool, connected and saying `expected`."""
+        self.wait_until(f"call {expected!r}", lambda: select.select([self.listener], [], [], POLL_S)[0],
+                        pause=lambda: None)  # the select waits, and wakes on the connection
+        connection, _ = self.listener.accept()
+        connection.settimeout(HANG_GUARD_S)
+        line = connection.makefile("rw", encoding="utf-8", newline="\n")
+        self.calls.append((connection, line))
+        self.expect(line, expected)
+        return line
+
+    def expect(self, line, expected: str) -> None:
+        said = line.readline()  # the tool holds the process here; the kernel ends it if the process dies
+        if said != expected + "\n":
+            self.still_running(f"saying {expected!r}")
+            pytest.fail(f"the tool said {said!r}, not {expected!r}")
+
+    @staticmethod
+    def go(line) -> None:
+        line.write("go\n")
+        line.flush()
+
+    def drive_to(self, point: tuple[str, int]) -> None:
+        """Let the run go on until it is at `point`, and hold it there."""
+        kind, n = point
+        if kind == "recorded":
+            self.wait_until("the run's row", lambda: rows(self.store, "SELECT id FROM runs"))
+            return
+        for number, call in enumerate(CALLS[:n], 1):
+            line = self.next_call(call)
+            if (kind, number) == ("before", n):
+                return
+            if call.startswith("send"):
+                self.go(line)
+                self.expect(line, call.replace("send", "sent"))
+                if (kind, number) == ("during", n):
+                    return
+            self.go(line)
+        assert kind == "after"
+        self.wait_until(f"the result row of call {n}", lambda: rows(
+            self.store, f"SELECT 1 FROM calls WHERE sequence = {n} AND finished_at IS NOT NULL"))
+
+    def kill(self) -> None:
+        self.process.kill()  # SIGKILL
+        self.process.wait()
+        for connection, line in self.calls:
+            line.close()
+            connection.close()
+        self.listener.close()
+
+
+def test_sigkill_then_resume_never_repeats_a_non_idempotent_call(tmp_path, monkeypatch):
     module = f"resumetools_{tmp_path.name.replace('-', '_')}"
     (tmp_path / f"{module}.py").write_text(TOOLS, encoding="utf-8")
     (tmp_path / "planc.toml").write_text(TOML.format(module=module), encoding="utf-8")
     (tmp_path / "p.plan").write_text(PLAN, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
     rng = random.Random(6)
-    outcomes = Counter()
-    attempt = 0
-    while outcomes["resumed"] + outcomes["unknown"] < 50 and attempt < 150:  # 50 kills that land mid-run
-        attempt += 1
-        store, sent = tmp_path / f"runs{attempt}.sqlite", tmp_path / f"sent{attempt}.log"
-        env = {**os.environ, "PLANC_TEST_SENT": str(sent), "PYTHONPATH": str(tmp_path)}
-        env.pop("PLANC_STORE", None)
-        process = subprocess.Popen([*PLANC, "run", "--store", str(store), "p.plan"], cwd=tmp_path, env=env,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.1, 0.35))
-        process.send_signal(signal.SIGKILL)
-        process.communicate()
-        if not store.exists():  # killed before the run was recorded
-            outcomes["before"] += 1
-            continue
-        with sqlite3.connect(store) as db:
-            assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            row = db.execute("SELECT id, status FROM runs").fetchone() if "runs" in tables else None
-        if row is None:
-            outcomes["before"] += 1
-            continue
-        run_id, status = row
-        acknowledged = finished_calls(store)
-        if status != "running":
-            outcomes["finished"] += 1
-            continue
-        resumed = subprocess.run([*PLANC, "resume", run_id, "--store", str(store)], cwd=tmp_path, env=env,
-                                 capture_output=True, text=True, timeout=30)
-        with sqlite3.connect(store) as db:
-            assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        after = finished_calls(store)
-        assert all(call in after for call in acknowledged), "an acknowledged call was lost"
-        lines = sent.read_text().split() if sent.exists() else []
-        assert not [text for text, n in Counter(lines).items() if n > 1], f"attempt {attempt}: send repeated"
-        if resumed.returncode == 0:
-            outcomes["resumed"] += 1
-            assert sorted(lines) == [f"m{i}" for i in range(6)]
-            assert '"more"' in resumed.stdout
-        else:
-            assert resumed.returncode == 1, resumed.stderr
-            assert "outcome unknown" in resumed.stderr, resumed.stderr
-            outcomes["unknown"] += 1
-    assert outcomes["resumed"] + outcomes["unknown"] >= 50, outcomes
+    points = rng.sample(POINTS, len(POINTS)) + [rng.choice(POINTS) for _ in range(KILLS - len(POINTS))]
+    outcomes, landed = Counter(), Counter()
+    with planc_forks() as forks:
+        for attempt, point in enumerate(points, 1):
+            outcomes[attempt_once(forks, tmp_path, attempt, point, landed)] += 1
+    assert outcomes["resumed"] + outcomes["unknown"] >= KILLS, outcomes  # every kill landed mid-run
     assert outcomes["resumed"] > 0 and outcomes["unknown"] > 0, outcomes
-    print(outcomes)
+    assert set(landed) == {"recorded", "before", "during", "after"}, landed
+    print(outcomes, landed)
+
+
+def attempt_once(forks, tmp_path: Path, attempt: int, point: tuple[str, int], landed: Counter) -> str:
+    """Run, kill at `point`, resume: "resumed" or "unknown"."""
+    store, sent = tmp_path / f"runs{attempt}.sqlite", tmp_path / f"sent{attempt}.log"
+    run = Run(forks, tmp_path, store, sent, f"run{attempt}")
+    try:
+        run.drive_to(point)
+    finally:
+        run.kill()
+    where = f"attempt {attempt}, killed at {point}"
+    with sqlite3.connect(store) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
+        (run_id, status), = db.execute("SELECT id, status FROM runs").fetchall()
+        open_calls = db.execute("SELECT sequence, tool FROM calls WHERE finished_at IS NULL").fetchall()
+    assert status == "running", where  # the run was held mid-run: it cannot have finished
+    acknowledged = finished_calls(store)
+    kind, n = point
+    if kind in ("before", "during"):
+        assert (len(acknowledged), open_calls) == (n - 1, [(n, CALLS[n - 1].split()[0])]), where
+    elif kind == "after":
+        assert len(acknowledged) == n and [sequence for sequence, _ in open_calls] in ([], [n + 1]), where
+    else:
+        assert not acknowledged and open_calls in ([], [(1, "read")]), where
+    landed[kind] += 1
+    unknown = any(tool == "send" for _, tool in open_calls)  # started, never finished, not idempotent
+
+    resumed = invoke("resume", run_id, "--store", store,
+                     env={"PLANC_TEST_SENT": str(sent), "PLANC_TEST_GATE": None, "PLANC_STORE": None})
+    with sqlite3.connect(store) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
+    after = finished_calls(store)
+    assert all(call in after for call in acknowledged), f"{where}: an acknowledged call was lost"
+    lines = sent.read_text().split() if sent.exists() else []
+    assert not [text for text, count in Counter(lines).items() if count > 1], f"{where}: send repeated"
+    if resumed.exit_code == 0:
+        assert not unknown, f"{where}: resumed past a send whose outcome is unknown"
+        assert sorted(lines) == [f"m{i}" for i in range(6)], where
+        assert '"more"' in resumed.stdout, where
+        return "resumed"
+    assert resumed.exit_code == 1, f"{where}: {resumed.output}"
+    assert "outcome unknown" in resumed.stderr, f"{where}: {resumed.stderr}"
+    assert unknown, f"{where}: outcome unknown, with no send left unfinished"
+    return "unknown"

@@ -16,6 +16,7 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from strategies import SPAN, expressions, plans
 
 from planc import parse, print_plan
@@ -25,7 +26,7 @@ from planc.syntax.format import format_source
 from planc.syntax.printer import print_expr, print_string
 
 IDENTITY = Path(__file__).with_name("identity.plan")
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _parse_ok(text: str) -> ast.Plan:
@@ -98,7 +99,7 @@ def test_spans_of_the_parsed_tree_cover_the_printed_text_of_each_node(tree):
             assert 0 <= node.span.start.offset <= node.span.end.offset <= len(text)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plans(), st.randoms(use_true_random=False))
 def test_fmt_keeps_comments_and_the_tree(tree, rng):
     lines = print_plan(tree).split("\n")
@@ -118,7 +119,7 @@ def test_fmt_keeps_comments_and_the_tree(tree, rng):
     assert format_source(reparsed) == formatted
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(st.integers(-(10**40), 10**40), st.floats(allow_nan=False, allow_infinity=False),
                  st.booleans(), st.none()))
 def test_literals_keep_their_value_and_type(value):

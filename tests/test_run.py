@@ -7,13 +7,12 @@ import json
 import sys
 
 import pytest
-from click.testing import CliRunner
+from cli import invoke
 
 import planc
 from planc.backend.hooks import Abort, Hooks, Replace, Skip
 from planc.backend.interpreter import run_plan
 from planc.backend.values import RunError
-from planc.cli import main
 from planc.registry import load_registry
 from tool_project import tool_project
 
@@ -95,7 +94,7 @@ def calls(project) -> list[dict]:
 
 def run(project, text, *args):
     (project / "p.plan").write_text(text, encoding="utf-8")
-    return CliRunner().invoke(main, ["run", "p.plan", *args])
+    return invoke("run", "p.plan", *args)
 
 
 PIPELINE = '''search(query: "disk", limit: $args.n)
@@ -251,19 +250,44 @@ def test_a_model_role_nobody_declares_fails_the_step(project):
         asyncio.run(run_plan(checked, registry=registry))
 
 
-def test_a_tool_that_takes_longer_than_its_timeout_fails_the_step(project):
-    (project / "slowtools.py").write_text("import asyncio, time\nasync def nap(s):\n    await asyncio.sleep(s)\n"
-                                          "    return s\ndef snooze(s):\n    time.sleep(s)\n    return s\n")
+SLOW_TOOLS = """
+import asyncio, os, sqlite3, time
+
+
+async def nap(s):
+    if s:
+        await asyncio.sleep(300)  # a hang guard: only the step's timeout (a timer of the same loop) ends it sooner
+    return s
+
+
+def snooze(s):
+    if s:  # in a thread, which planc stops waiting for: it returns once planc has recorded the timeout
+        store = os.environ["PLANC_TEST_SLOW_STORE"]
+        for _ in range(60_000):  # a hang guard, not a delay
+            with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+                if db.execute("SELECT 1 FROM calls WHERE tool = 'snooze' AND error IS NOT NULL").fetchone():
+                    break
+            time.sleep(0.005)
+    return s
+"""
+
+
+def test_a_tool_that_takes_longer_than_its_timeout_fails_the_step(project, monkeypatch):
+    (project / "slowtools.py").write_text(SLOW_TOOLS)
     toml = project / "planc.toml"
     toml.write_text(toml.read_text() + '\n[tools.nap]\nprovider = "python:slowtools:nap"\n'
                     'params = { s = { type = "number" } }\ntimeout_s = 0.05\n'
                     '\n[tools.snooze]\nprovider = "python:slowtools:snooze"\n'
-                    'params = { s = { type = "number" } }\ntimeout_s = 0.05\n')
+                    'params = { s = { type = "number" } }\ntimeout_s = 0.05\n'
+                    '\n[tools.patient_nap]\nprovider = "python:slowtools:nap"\n'
+                    'params = { s = { type = "number" } }\ntimeout_s = 300\n')
+    store = project / "slow.sqlite"
+    monkeypatch.setenv("PLANC_TEST_SLOW_STORE", str(store))
     try:
-        fast = run(project, "nap(s: 0)")
+        fast = run(project, "patient_nap(s: 0)")  # done well within its timeout_s
         assert fast.exit_code == 0 and json.loads(fast.stdout) == 0
-        for tool in ("nap", "snooze"):
-            slow = run(project, f"{tool}(s: 0.5)")
+        for tool in ("nap", "snooze"):  # never done before their timeout_s, however long that is
+            slow = run(project, f"{tool}(s: 1)", "--store", str(store))
             assert slow.exit_code == 1 and "0.05 s" in slow.output and "step 1" in slow.output
     finally:
         sys.modules.pop("slowtools", None)

@@ -6,9 +6,8 @@ import json
 import sqlite3
 
 import pytest
-from click.testing import CliRunner
+from cli import invoke
 
-from planc.cli import main
 from tool_project import tool_project
 
 TOOLS = '''
@@ -63,10 +62,6 @@ def project(tmp_path, monkeypatch):
         monkeypatch.chdir(tmp_path)
         monkeypatch.delenv("PLANC_STORE", raising=False)  # the default path, under this project
         yield tmp_path
-
-
-def invoke(*args):
-    return CliRunner().invoke(main, list(args))
 
 
 def calls(project) -> list[str]:

@@ -8,13 +8,11 @@ import json
 import os
 import select
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+from cli import HANG_GUARD_S, planc_process
 from model_server import model_server  # noqa: F401  (the loopback model server fixture)
 from planc.backend.approve import approval_gate
 from planc.backend.hooks import Hooks
@@ -58,19 +56,23 @@ def test_no_aborts_the_run_before_the_call(project):
 def _on_a_terminal(project, answer: bytes, *args) -> tuple[int, str, str]:
     """`planc run p.plan --approve` with stdin and stderr on a pseudo-terminal, typing `answer`."""
     master, slave = os.openpty()
-    planc = Path(sys.executable).parent / "planc"
-    process = subprocess.Popen([str(planc), "run", "p.plan", "--approve", *args], cwd=project, stdin=slave,
-                               stderr=slave, stdout=subprocess.PIPE, env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
+    process = planc_process("run", "p.plan", "--approve", *args, cwd=project, stdin=slave, stderr=slave,
+                            stdout=subprocess.PIPE, env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
     os.close(slave)
     os.write(master, answer)
-    screen, deadline = b"", time.monotonic() + 30
-    while time.monotonic() < deadline and process.poll() is None or select.select([master], [], [], 0)[0]:
-        if select.select([master], [], [], 0.1)[0]:
-            try:
-                screen += os.read(master, 65536)
-            except OSError:
-                break
-    process.wait(timeout=30)
+    screen = b""
+    while True:  # until the terminal is closed: planc has ended (reading it then fails with EIO)
+        if not select.select([master], [], [], HANG_GUARD_S)[0]:
+            process.kill()
+            pytest.fail(f"planc run --approve wrote nothing for {HANG_GUARD_S} s:\n{screen.decode(errors='replace')}")
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        screen += chunk
+    process.wait(timeout=HANG_GUARD_S)
     stdout = process.stdout.read().decode()
     process.stdout.close()
     os.close(master)

@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli import invoke
 
 import planc
 from planc import corpus
 from planc.store.stored import MIGRATIONS, StoredPlanError, dump, load_plan, save_plan
-from planc.cli import main
 from planc.passes.policy.load import load_policy
 from planc.registry import registry_from_text
 from tool_project import tool_project
@@ -58,10 +57,6 @@ def project(tmp_path, monkeypatch):
     with tool_project(tmp_path, "storedtools", TOOLS, TOML, {"p.plan": PLAN}):
         monkeypatch.chdir(tmp_path)
         yield tmp_path
-
-
-def invoke(*args):
-    return CliRunner().invoke(main, list(args))
 
 
 def compiled(project) -> dict:

@@ -1,0 +1,200 @@
+"""The `planc` command as the tests call it: in this process, or as a real process of its own.
+
+- `invoke(*args, input=None, env=None)`: `planc ARGS` in this process through click's CliRunner, the way
+  most tests call it (`result.exit_code`, `result.stdout`, `result.stderr`, `result.output`).
+- `planc_process(*args, **popen)`: the installed console script started as a real process, for
+  what needs one: a signal, a terminal, real standard streams, an environment of its own.
+- `planc_completed(*args, input=None, **options)`: the same, run to its end, output as text.
+- `planc_forks()`: real processes by the dozen (a test that kills planc again and again): each
+  `planc ARGS` a process of its own, forked from one that has imported planc already, so that it
+  pays for its work and not for Python's and planc's start-up.
+
+A real process is waited for at most `HANG_GUARD_S` seconds: a guard against a hung test, never
+a claim about speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from planc.cli import main
+
+HANG_GUARD_S = 300
+
+
+def invoke(*args, input: str | None = None, env: dict[str, str | None] | None = None) -> Result:
+    """`planc ARGS` in this process; `env` is set in os.environ while it runs (None unsets)."""
+    return CliRunner().invoke(main, [str(arg) for arg in args], input=input, env=env)
+
+
+def planc_executable() -> str:
+    """The installed `planc` console script: beside this Python, or on PATH."""
+    beside = Path(sys.executable).with_name("planc")
+    found = str(beside) if beside.exists() else shutil.which("planc")
+    assert found, "the `planc` console script is not installed"
+    return found
+
+
+def planc_process(*args, **popen) -> subprocess.Popen:
+    """`planc ARGS` started as a real process; `popen` (cwd, env, stdin, stdout, ...) goes to subprocess.Popen."""
+    return subprocess.Popen([planc_executable(), *(str(arg) for arg in args)], **popen)
+
+
+def planc_completed(*args, input: str | None = None, **options) -> subprocess.CompletedProcess:
+    """`planc ARGS` as a real process run to its end, stdout and stderr captured as text; `options`
+    (cwd, env, ...) go to subprocess.run."""
+    return subprocess.run([planc_executable(), *(str(arg) for arg in args)], input=input, capture_output=True,
+                          text=True, timeout=HANG_GUARD_S, **options)
+
+
+class Forked:
+    """`planc ARGS` in a process forked by the fork server: the parts of subprocess.Popen a test needs."""
+
+    def __init__(self, server: _ForkServer, pid: int) -> None:
+        self.server, self.pid = server, pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """The exit status (negative: killed by that signal) once the process has ended, else None."""
+        if self.returncode is None:
+            self.returncode = self.server.ask(op="poll", pid=self.pid)["returncode"]
+        return self.returncode
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.returncode = self.server.ask(op="wait", pid=self.pid)["returncode"]
+        return self.returncode
+
+    def kill(self) -> None:
+        """SIGKILL, unless it has ended: until the server reaps it (poll or wait), its pid is its own."""
+        if self.returncode is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+
+class _ForkServer:
+    def __init__(self) -> None:
+        self.process = subprocess.Popen([sys.executable, __file__, "--fork-server"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+        ready = self.process.stdout.readline()
+        assert ready == "ready\n", f"the fork server did not start: {ready!r}"
+
+    def ask(self, **request) -> dict:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        reply = self.process.stdout.readline()
+        assert reply, f"the fork server ended ({self.process.poll()}) at {request}"
+        return json.loads(reply)
+
+    def start(self, *args, cwd: Path | str, env: dict[str, str], stdout: Path | str | None = None,
+              stderr: Path | str | None = None) -> Forked:
+        """`planc ARGS` in `cwd` with exactly `env`; stdin empty, stdout and stderr to files (or nowhere)."""
+        reply = self.ask(op="start", args=[str(arg) for arg in args], cwd=str(cwd), env=env,
+                         stdout=str(stdout) if stdout else os.devnull, stderr=str(stderr) if stderr else os.devnull)
+        return Forked(self, reply["pid"])
+
+    def close(self) -> None:
+        self.process.stdin.close()  # the server kills and reaps what is left, then ends
+        self.process.wait(timeout=HANG_GUARD_S)
+        self.process.stdout.close()
+
+
+@contextmanager
+def planc_forks():
+    """A fork server: `forks.start(*args, cwd=, env=, stdout=, stderr=)` gives a `Forked` process.
+
+    The server is one Python process, started once, that imports planc and nothing else runs in it
+    (no thread, no open database); each start forks it, and the child sets up `cwd`, `env` and its
+    standard streams and calls the `planc` command with ARGS, as the console script would."""
+    server = _ForkServer()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _serve_forks() -> None:
+    """The fork server's loop: one JSON request a line on stdin, one JSON reply a line on stdout."""
+    _warm()
+    children: set[int] = set()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request["op"] == "start":
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _run_child(request)  # never returns
+            children.add(pid)
+            reply = {"pid": pid}
+        else:
+            pid = request["pid"]
+            done, status = os.waitpid(pid, os.WNOHANG if request["op"] == "poll" else 0)
+            returncode = os.waitstatus_to_exitcode(status) if done else None
+            if done:
+                children.discard(pid)
+            reply = {"returncode": returncode}
+        print(json.dumps(reply), flush=True)
+    for pid in children:  # the test has gone: nothing it started outlives it
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+def _warm() -> None:
+    """Import what a command imports as it goes: every planc module, and the libraries they import lazily."""
+    import importlib
+    import pkgutil
+
+    import planc
+
+    for module in pkgutil.walk_packages(planc.__path__, "planc."):
+        try:
+            importlib.import_module(module.name)
+        except ImportError:  # an optional dependency (the mcp extra): the command imports it, or says so
+            pass
+    import concurrent.futures.thread  # noqa: F401
+    import jsonschema.validators  # noqa: F401
+    import rich.console  # noqa: F401
+
+
+def _run_child(request: dict) -> None:
+    code = 1
+    try:
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        writing = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], writing),
+                                (2, request["stderr"], writing)):
+            opened = os.open(path, flags, 0o644)
+            os.dup2(opened, fd)
+            os.close(opened)
+        try:
+            main(args=request["args"], prog_name="planc")
+            code = 0
+        except SystemExit as exit:
+            if exit.code is None or isinstance(exit.code, int):
+                code = exit.code or 0
+            else:
+                print(exit.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - as the interpreter would: the traceback on stderr, exit 1
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--fork-server"]:
+    _serve_forks()
