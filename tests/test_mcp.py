@@ -154,8 +154,8 @@ def test_a_server_that_fails_is_a_clean_error(synced, tmp_path, monkeypatch):
     # start on a busy machine: only the server that never answers gets it, the others a hang guard.
     list_server = mcp_sync._list_server
 
-    async def patient_but_with_silent(name, table, folder, timeout):
-        return await list_server(name, table, folder, timeout if name == "silent" else HANG_GUARD_S)
+    async def patient_but_with_silent(server, folder, timeout):
+        return await list_server(server, folder, timeout if server.name == "silent" else HANG_GUARD_S)
 
     monkeypatch.setattr(mcp_sync, "_list_server", patient_but_with_silent)
     result = invoke("registry", "sync", "--config", str(tmp_path / "planc.toml"), "--timeout", "0.5")

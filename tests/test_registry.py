@@ -198,7 +198,7 @@ def test_a_bad_models_table_is_refused_before_any_step(tmp_path, monkeypatch, co
     spy = tmp_path / "spy.log"
     monkeypatch.setenv("PLANC_TEST_SPY", str(spy))
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(main, [command, "p.plan"])
+    result = invoke(command, "p.plan")
     assert result.exit_code == 2, result.output
     assert f"{tmp_path / 'planc.toml'}:8: `base_url` of model `default` must be a string, not int" in result.output
     assert "Traceback" not in result.output
