@@ -36,8 +36,8 @@ import yaml
 from lark import Token, Transformer
 
 from planc.diagnostics import Diagnostic, Lines, Span
-from planc.passes.context import CheckContext
 from planc.gc_pause import gc_paused
+from planc.passes.context import CheckContext
 from planc.passes.resolve.resolve import resolve
 from planc.syntax import ast
 from planc.syntax.data import to_data

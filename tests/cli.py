@@ -162,6 +162,7 @@ def _warm() -> None:
         except ImportError:  # an optional dependency (the mcp extra): the command imports it, or says so
             pass
     import concurrent.futures.thread  # noqa: F401
+
     import jsonschema.validators  # noqa: F401
     import rich.console  # noqa: F401
 

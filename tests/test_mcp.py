@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 from cli import HANG_GUARD_S, invoke
+from mcp_servers import GIT_SERVER, TIME_SERVER, toml_list
 
 import planc
 from planc.registry import ConfigError, Effects, load_registry, mcp_sync
 from planc.registry.lock import LOCK_NAME, entry, tool_hash
-
-from mcp_servers import GIT_SERVER, TIME_SERVER, toml_list
 
 
 @pytest.fixture

@@ -11,15 +11,12 @@ from pathlib import Path
 
 import pytest
 from cli import invoke
+from mcp_servers import TIME_SERVER, toml_list
 
 from planc.backend.mcp_runtime import needed_servers
 from planc.passes.check import check
 from planc.registry import ConfigError, load_registry
 from planc.registry.lock import LOCK_NAME, entry
-
-from mcp_servers import TIME_SERVER, toml_list
-
-
 
 
 @pytest.fixture(scope="module")

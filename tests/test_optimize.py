@@ -12,13 +12,13 @@ from cli import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from profiles import examples
+from tool_project import tool_project
 
 import planc
 from planc.backend.interpreter import run_plan
 from planc.backend.values import RunError
 from planc.optimize.optimize import optimize
 from planc.registry import load_registry
-from tool_project import tool_project
 
 TOOLS = '''
 import asyncio, json, os

@@ -9,8 +9,8 @@ import pytest
 from cli import invoke
 
 import planc
-from planc.passes.policy.load import PolicyError, policy_from_text
 from planc.passes.policy.decide import decide
+from planc.passes.policy.load import PolicyError, policy_from_text
 from planc.registry.config import registry_from_text
 from planc.registry.registry import Registry
 from planc.registry.tool import Effects, Tool

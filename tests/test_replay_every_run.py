@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from cli import invoke
 
-
 pytestmark = pytest.mark.last
 
 

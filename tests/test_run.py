@@ -8,13 +8,13 @@ import sys
 
 import pytest
 from cli import invoke
+from tool_project import tool_project
 
 import planc
 from planc.backend.hooks import Abort, Hooks, Replace, Skip
 from planc.backend.interpreter import run_plan
 from planc.backend.values import RunError
 from planc.registry import load_registry
-from tool_project import tool_project
 
 TOOLS = '''
 import asyncio, json, os

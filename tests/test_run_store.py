@@ -7,7 +7,6 @@ import sqlite3
 
 import pytest
 from cli import invoke
-
 from tool_project import tool_project
 
 TOOLS = '''

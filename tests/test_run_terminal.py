@@ -10,16 +10,16 @@ import select
 import subprocess
 
 import pytest
-from rich.console import Console
-
 from cli import HANG_GUARD_S, planc_process
 from model_server import model_server  # noqa: F401  (the loopback model server fixture)
+from rich.console import Console
+from test_run import calls, check, project, run  # noqa: F401  (the project fixture: recording Python tools)
+
 from planc.backend.approve import approval_gate
 from planc.backend.hooks import Hooks
 from planc.backend.interpreter import run_plan
 from planc.backend.progress import Progress
 from planc.backend.values import RunError
-from test_run import calls, check, project, run  # noqa: F401  (the project fixture: recording Python tools)
 
 PLAN = 'search(query: "disk", limit: 2)\nnotify(channel: "#ops", text: "found {$1.length}")'
 

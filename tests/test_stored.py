@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 from cli import invoke
+from tool_project import tool_project
 
 import planc
 from planc import corpus
-from planc.store.stored import MIGRATIONS, StoredPlanError, dump, load_plan, save_plan
 from planc.passes.policy.load import load_policy
 from planc.registry import registry_from_text
-from tool_project import tool_project
+from planc.store.stored import MIGRATIONS, StoredPlanError, dump, load_plan, save_plan
 
 TESTS = Path(__file__).resolve().parent
 FIXTURE = TESTS / "fixtures" / "stored_v1.json"

@@ -39,7 +39,7 @@ from pathlib import Path
 import attrs
 
 from planc.passes.check import check
-from planc.passes.policy.load import Policy, PolicyError, configured_policy_path, load_policy
+from planc.passes.policy.load import Policy, PolicyError, load_policy
 from planc.registry import ConfigError, Registry, load_registry
 from planc.registry.config import CONFIG_NAME
 
@@ -98,7 +98,7 @@ def load_cases(directory: Path) -> list[Case]:
 
 
 def _policy(registry: Registry | None) -> Policy | None:
-    path = configured_policy_path(registry)
+    path = registry.policy if registry is not None else None
     try:
         return load_policy(path) if path else None
     except PolicyError as error:

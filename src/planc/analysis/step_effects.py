@@ -18,7 +18,6 @@ from planc.syntax import ast
 from planc.syntax.steps import walk_steps
 
 
-
 @attrs.frozen
 class StepEffects:
     changes: tuple[str, ...] = ()  # the tools it may call that are not declared read-only, in text order

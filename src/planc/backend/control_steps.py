@@ -14,8 +14,18 @@ import asyncio
 import attrs
 
 from planc.backend.hooks import Call
-from planc.backend.stop import current as current_stop, settle
-from planc.backend.values import NOTHING, Exited, RunError, Scope, ToolFailed, evaluate, render, truth
+from planc.backend.stop import current as current_stop
+from planc.backend.stop import settle
+from planc.backend.values import (
+    NOTHING,
+    Exited,
+    RunError,
+    Scope,
+    ToolFailed,
+    evaluate,
+    render,
+    truth,
+)
 from planc.registry.builtins import CONTROL_STEPS
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
@@ -150,7 +160,8 @@ async def run_ask(run, step, path, scope, piped, in_loop):
 
 async def run_agent(run, step, path, scope, piped, in_loop):
     from planc.analysis.agent_tools import matching_tools
-    from planc.backend.agent_loop import ToolFailure, run_agent as agent_loop
+    from planc.backend.agent_loop import ToolFailure
+    from planc.backend.agent_loop import run_agent as agent_loop
     from planc.backend.models import ModelError
 
     registry = run.registry

@@ -22,7 +22,8 @@ from planc.backend.control_steps import CONTROL_HANDLERS
 from planc.backend.dispatch import Dispatch
 from planc.backend.hooks import Call, Hooks
 from planc.backend.session import Session
-from planc.backend.stop import Stopped, current as current_stop, plan_stop, settle
+from planc.backend.stop import Stopped, plan_stop, settle
+from planc.backend.stop import current as current_stop
 from planc.backend.values import NOTHING, Exited, RunError, Scope, ToolFailed, evaluate
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
@@ -30,6 +31,7 @@ from planc.passes.policy.load import DEFAULT_PRINCIPAL
 from planc.passes.resolve.resolve import ARGS
 from planc.registry.registry import Registry
 from planc.syntax import ast
+
 
 @attrs.frozen
 class RunResult:

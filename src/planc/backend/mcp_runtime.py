@@ -56,7 +56,12 @@ class McpRuntime:
         except ImportError:
             raise RunError("the plan calls MCP tools, and running them needs the MCP SDK: "
                            "pip install 'planc[mcp]'") from None
-        from planc.registry.mcp_sync import _all_tools, _describe, _tail, server_parameters
+        from planc.registry.mcp_sync import (
+            _all_tools,
+            _describe,
+            _tail,
+            server_parameters,
+        )
 
         assert self.registry is not None and self.registry.source is not None
         try:

@@ -92,7 +92,13 @@ class Progress:
         self.tools: dict[str, str] = {}  # step path -> tool name, for step_finished events
         self.display = None
         if console.is_terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
             from rich.progress import Progress as RichProgress
 
             columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

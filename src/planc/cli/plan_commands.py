@@ -8,7 +8,12 @@ from pathlib import Path
 import click
 
 from planc.cli.files import read_file
-from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, budget_options
+from planc.cli.options import (
+    CONFIG_OPTION,
+    POLICY_OPTION,
+    PRINCIPAL_OPTION,
+    budget_options,
+)
 from planc.cli.plans import parse_or_exit
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, plan_arguments
@@ -96,8 +101,8 @@ def fmt_command(plan: str, check_only: bool, write: bool) -> None:
 @click.option("--format", "output_format", type=click.Choice(["tree", "json"]), default="tree", show_default=True)
 def show_command(plan: str, config: str | None, output_format: str) -> None:
     """Show the tree of PLAN, what each step may cost, and which steps can change anything."""
-    from planc.passes.check import check
     from planc.analysis.blast_radius import blast_radius
+    from planc.passes.check import check
     from planc.syntax.steps import step_paths
 
     source = parse_or_exit(plan, 1).source

@@ -26,11 +26,11 @@ def find_registry(config: str | None, locked: bool = True, plan: str | None = No
 
 def find_policy(policy_file: str | None, registry, principal: str):
     """The policy of `--policy`, or of planc.toml's `policy`, or None; and `principal` checked."""
-    from planc.passes.policy.load import PolicyError, check_principal, configured_policy_path, load_policy
+    from planc.passes.policy.load import PolicyError, check_principal, load_policy
 
     try:
         check_principal(principal)
-        path = Path(policy_file) if policy_file else configured_policy_path(registry)
+        path = Path(policy_file) if policy_file else (registry.policy if registry is not None else None)
         return load_policy(path) if path else None
     except PolicyError as error:
         raise UsageError(str(error)) from None

@@ -8,7 +8,12 @@ from pathlib import Path
 import click
 
 from planc.cli.files import read_file
-from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPTION
+from planc.cli.options import (
+    CONFIG_OPTION,
+    POLICY_OPTION,
+    PRINCIPAL_OPTION,
+    STORE_OPTION,
+)
 from planc.cli.plans import checked_to_run, optimized_plan
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, plan_arguments
@@ -37,12 +42,10 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
 
     Progress goes to stderr; stdout holds the result only.
     """
-    import asyncio
     import json
 
     from planc.backend.arguments import parse_arguments
     from planc.backend.hooks import Hooks
-    from planc.backend.interpreter import run_plan
     from planc.backend.values import RunError
 
     if approve and not sys.stdin.isatty():
@@ -66,61 +69,35 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         checked, schedule = optimized.checked, optimized.schedule
     from planc.backend.approve import approval_gate
     from planc.backend.progress import Progress, fan_out
+    from planc.backend.recorded_run import RecordedRun
 
     err = console(stderr=True)
     most = checked.cost.total.calls if checked.cost is not None else None
     progress = Progress(err, int(most.high) if most is not None and most.bounded else None)
-    sink = open(events, "w", encoding="utf-8") if events else None  # closed below
-    writer = (lambda event: sink.write(json.dumps(event, default=str) + "\n")) if sink else None
     options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
                "policy": str(Path(policy_file).resolve()) if policy_file else None,
-               "principal": principal, "finish": finish, "query": query}
-    runs, recorder = _start_recording(store, checked, registry, policy, arguments, options)
+               "finish": finish, "query": query}
+    runs = open_store(store)
+    recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
+                                  arguments=arguments, options=options)
+    click.echo(f"run: {recorded.run_id}", err=True)
+    sink = open(events, "w", encoding="utf-8") if events else None  # closed below
+    writer = (lambda event: sink.write(json.dumps(event, default=str) + "\n")) if sink else None
     hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
-                  events=fan_out(writer, progress.sink, recorder.event))
+                  events=fan_out(writer, progress.sink))
     try:
         with progress:
-            result = asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks,
-                                          policy=policy, principal=principal, recorder=recorder, schedule=schedule))
+            result = recorded.execute(hooks, schedule)
     except RunError as error:
-        runs.finish_run(recorder.run_id, "failed", message=str(error))
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
     finally:
         if sink:
             sink.close()
-    runs.finish_run(recorder.run_id, result.status, result.value, result.message)
     try:
-        print_result(result, finish, query, lambda: solver, recorder)
+        print_result(result, finish, query, lambda: solver, recorded.recorder)
     finally:
         runs.close()
-
-
-def _start_recording(store: str | None, checked, registry, policy, arguments, options: dict):
-    """The run store and the recorder of a new run; its id goes to stderr."""
-    from planc.store.stored import save_plan
-
-    runs = open_store(store)
-    options = {**options, "read": _keep_read_files(runs, registry, policy)}
-    recorder = runs.start_run(save_plan(checked, registry=registry, policy=policy), arguments, options)
-    click.echo(f"run: {recorder.run_id}", err=True)
-    return runs, recorder
-
-
-def _keep_read_files(runs, registry, policy) -> dict:
-    """The planc.toml, lock and policy a run reads, kept in the store by hash: replay reads them back,
-    so a run replays as it ran whatever has changed in the project since."""
-    from planc.registry.lock import lock_path
-
-    read = {"config": None, "lock": None, "policy": runs.keep_file(policy.text) if policy is not None else None}
-    if registry is not None and registry.source is not None:
-        try:
-            read["config"] = runs.keep_file(registry.source.read_text(encoding="utf-8"))
-            lock = lock_path(registry.source)
-            read["lock"] = runs.keep_file(lock.read_text(encoding="utf-8")) if lock.is_file() else None
-        except (OSError, UnicodeDecodeError):
-            read["config"] = None  # it changed under us: replay reads the project's files instead
-    return read
 
 
 @click.command("compile")
@@ -130,8 +107,8 @@ def _keep_read_files(runs, registry, policy) -> dict:
 @POLICY_OPTION
 def compile_command(plan: str, output: str, config: str | None, policy_file: str | None) -> None:
     """Check PLAN and write it as a stored plan that `planc run` runs. Exit 0 ok, 1 with errors."""
-    from planc.store.stored import dump, save_plan
     from planc.passes.check import check
+    from planc.store.stored import dump, save_plan
 
     registry = find_registry(config, plan=plan)
     policy = find_policy(policy_file, registry, 'User::"anonymous"')

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
 from planc.cli.files import read_file
-from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPTION
+from planc.cli.options import (
+    CONFIG_OPTION,
+    POLICY_OPTION,
+    PRINCIPAL_OPTION,
+    STORE_OPTION,
+)
 from planc.cli.plans import checked_to_run
 from planc.cli.project import find_policy, find_registry
 from planc.cli.runs import open_store, print_result, solver_client
@@ -17,26 +21,13 @@ from planc.cli.usage import UsageError
 
 def _as_run(run: dict, store: str | None, principal: str):
     """The registry and policy `run` ran with, from the files it kept; None when it kept none."""
-    from planc.passes.policy.load import PolicyError, check_principal, configured_policy_path, policy_from_text
-    from planc.registry.config import ConfigError, registry_from_text
+    from planc.backend.recorded_run import as_it_ran
+    from planc.passes.policy.load import PolicyError
+    from planc.registry.config import ConfigError
 
-    options = run["options"]
-    read = options.get("read")
-    if read is None or (read["config"] is None and options.get("config") is not None):
-        return None  # recorded before runs kept their files, or its planc.toml could not be read
     runs = open_store(store)
     try:
-        registry = None
-        if read.get("config") is not None:
-            lock = runs.file(read["lock"]) if read.get("lock") else None
-            registry = registry_from_text(runs.file(read["config"]), Path(options["config"]), locked=lock is not None,
-                                          lock_text=lock)
-        policy = None
-        if read.get("policy") is not None:
-            check_principal(principal)
-            path = Path(options["policy"]) if options.get("policy") else configured_policy_path(registry)
-            policy = policy_from_text(runs.file(read["policy"]), path)
-        return registry, policy
+        return as_it_ran(runs, run, principal)
     except (ConfigError, PolicyError) as error:
         raise UsageError(f"run {run['id']}: {error}") from None
     finally:
@@ -169,12 +160,9 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
 
     Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error.
     """
-    import asyncio
-
-    from planc.backend.interpreter import run_plan
-    from planc.store.run_store import Replay
-    from planc.store.stored import dump
+    from planc.backend.recorded_run import RecordedRun
     from planc.backend.values import RunError
+    from planc.store.stored import dump
 
     run = _stored_run(store, run_id)
     given = config is not None or policy_file is not None
@@ -187,15 +175,15 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
         policy = find_policy(policy_file, registry, principal)
     text = read_file(plan_file) if plan_file else dump(run["plan"])
     checked = checked_to_run(text, plan_file or run_id, registry, policy, principal)
-    replay = Replay(run)
+    replay = RecordedRun.replay(run, checked, registry=registry, policy=policy, principal=principal)
     try:
-        result = asyncio.run(run_plan(checked, registry=registry, arguments=run["arguments"], policy=policy,
-                                      principal=principal, recorder=replay))
+        result = replay.execute()
     except RunError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
     options = run["options"]
-    print_result(result, options.get("finish", "output"), options.get("query"), lambda: solver_client(registry), replay)
+    print_result(result, options.get("finish", "output"), options.get("query"), lambda: solver_client(registry),
+                 replay.recorder)
 
 
 def _as_recorded(run: dict, config: str | None, policy_file: str | None, principal: str):
@@ -221,12 +209,9 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     again only if its tool is idempotent, else the run stops with "outcome unknown".
     Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error.
     """
-    import asyncio
-
-    from planc.backend.interpreter import run_plan
-    from planc.store.run_store import Resume
-    from planc.store.stored import StoredPlanError, dump, load_plan
+    from planc.backend.recorded_run import RecordedRun
     from planc.backend.values import RunError
+    from planc.store.stored import StoredPlanError, dump, load_plan
 
     run = _stored_run(store, run_id)
     if run["status"] in ("ok", "error"):
@@ -241,20 +226,17 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
         click.echo(f"error: {run_id}: {error}", err=True)
         sys.exit(1)
     runs = open_store(store)
-    recorder = Resume(runs, run)
+    resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal)
     click.echo(f"run: {run_id} (resumed)", err=True)
     try:
-        result = asyncio.run(run_plan(checked, registry=registry, arguments=run["arguments"], policy=policy,
-                                      principal=principal, recorder=recorder))
+        result = resumed.execute()
     except RunError as error:
-        runs.finish_run(run_id, "failed", message=str(error))
         runs.close()
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
-    runs.finish_run(run_id, result.status, result.value, result.message)
     options = run["options"]
     try:
         print_result(result, options.get("finish", "output"), options.get("query"), lambda: solver_client(registry),
-                     recorder)
+                     resumed.recorder)
     finally:
         runs.close()

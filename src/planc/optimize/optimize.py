@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import attrs
 
-from planc.passes.check import CheckResult, recheck
+from planc.analysis.step_effects import StepEffects, step_effects
 from planc.diagnostics import Diagnostic, sort_key
 from planc.diagnostics.build import diagnostic
 from planc.optimize.common_calls import Reuse, common_calls
 from planc.optimize.remove_steps import remove_steps
 from planc.optimize.schedule import Schedule, schedule
-from planc.analysis.step_effects import StepEffects, step_effects
+from planc.passes.check import CheckResult, recheck
 from planc.syntax import ast
 from planc.syntax.printer import print_plan
 

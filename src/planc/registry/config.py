@@ -19,8 +19,15 @@ from pathlib import Path
 import attrs
 
 from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import (MODEL_PROVIDERS, MODEL_TIMEOUT_S, TOOL_TIMEOUT_S, Limits, McpServer, ModelConfig,
-                                         PlanDeclaration)
+from planc.registry.declarations import (
+    MODEL_PROVIDERS,
+    MODEL_TIMEOUT_S,
+    TOOL_TIMEOUT_S,
+    Limits,
+    McpServer,
+    ModelConfig,
+    PlanDeclaration,
+)
 from planc.registry.declared_plans import DeclaredPlans, tool_name
 from planc.registry.errors import ConfigError
 from planc.registry.lock import load_locked_tools

@@ -26,6 +26,7 @@ from planc.registry.errors import ConfigError
 from planc.registry.lock import LOCK_FORMAT, LOCK_VERSION, entry, lock_path, read_lock
 from planc.registry.registry import Registry
 
+
 class SyncError(Exception):
     """A sync that cannot happen at all: no MCP SDK, or a lock that cannot be written."""
 

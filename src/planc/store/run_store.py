@@ -216,6 +216,7 @@ class Replay:
 
     def __init__(self, run: dict) -> None:
         self.run = run
+        self.run_id = run["id"]
         self.by_step = _calls_by_step(run)
 
     def replayed(self, call: Call, step) -> Skip:
@@ -251,6 +252,9 @@ class Replay:
 
     def finished(self, call: Call, result, error) -> None:
         pass
+
+    def event(self, event: dict) -> None:
+        pass  # a replay writes nothing
 
 
 class Resume(Recorder):

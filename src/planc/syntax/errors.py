@@ -12,7 +12,14 @@ from typing import NamedTuple
 
 from planc.diagnostics import Diagnostic, Fix
 from planc.diagnostics.build import diagnostic
-from planc.syntax.failure import CLOSERS, KEYWORDS, OPENERS, VALUE_STARTS, ParseFailure, clip
+from planc.syntax.failure import (
+    CLOSERS,
+    KEYWORDS,
+    OPENERS,
+    VALUE_STARTS,
+    ParseFailure,
+    clip,
+)
 
 PYTHON_WORDS = {"def", "import", "from", "class", "for", "while", "if", "return", "print",
                 "async", "await", "with", "lambda", "try", "elif", "else"}

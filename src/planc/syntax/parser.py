@@ -193,7 +193,9 @@ class _Automaton:
 
     def _repair(self, failure: ParseFailure) -> bool:
         """Report `failure`; apply its repair to the token list in place if there is one."""
-        from planc.syntax.errors import explain  # only a plan with a syntax error pays for it
+        from planc.syntax.errors import (
+            explain,  # only a plan with a syntax error pays for it
+        )
 
         tokens, index = failure.tokens, failure.index
         explanation = explain(failure)

@@ -14,7 +14,7 @@ import attrs
 
 from planc.diagnostics import Diagnostic
 from planc.diagnostics.build import diagnostic
-from planc.passes.cost.cost_range import CostRange, Range
+from planc.passes.cost.cost_range import CostRange
 from planc.passes.cost.cost_words import dollars
 from planc.syntax import ast
 

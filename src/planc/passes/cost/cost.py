@@ -32,15 +32,15 @@ import math
 
 import attrs
 
-from planc.diagnostics import Diagnostic, sort_key
-from planc.diagnostics.build import diagnostic
 from planc.analysis.agent_tools import agent_effects, agent_tools
-from planc.passes.cost.budget import over_budget
-from planc.passes.context import CheckContext
-from planc.passes.cost.cost_range import UNBOUNDED, CostRange, Range
-from planc.passes.cost.list_bounds import ListBounds, largest_argument
 from planc.analysis.literals import literal_value
 from planc.analysis.reads import reads
+from planc.diagnostics import Diagnostic, sort_key
+from planc.diagnostics.build import diagnostic
+from planc.passes.context import CheckContext
+from planc.passes.cost.budget import over_budget
+from planc.passes.cost.cost_range import UNBOUNDED, CostRange, Range
+from planc.passes.cost.list_bounds import ListBounds, largest_argument
 from planc.registry.builtins import CONTROL_STEPS
 from planc.syntax import ast
 

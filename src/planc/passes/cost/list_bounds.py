@@ -16,8 +16,8 @@ from collections.abc import Mapping
 
 import attrs
 
-from planc.passes.cost.cost_range import UNBOUNDED, Range
 from planc.analysis.literals import NOT_LITERAL, literal_value
+from planc.passes.cost.cost_range import UNBOUNDED, Range
 from planc.registry.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks, walk_steps

@@ -135,11 +135,6 @@ def _validation_message(error: str) -> str:
     return message
 
 
-def configured_policy_path(registry) -> Path | None:
-    """The policy file a registry's planc.toml names (`policy = "..."`, relative to its folder)."""
-    return registry.policy if registry is not None else None
-
-
 def check_principal(text: str) -> str:
     """`text` when it is an entity uid as Cedar writes it (`User::"alice"`), else a PolicyError."""
     if not PRINCIPAL.match(text):

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import attrs
 
+from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.diagnostics import Diagnostic
 from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
-from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.passes.policy.decide import Decision, decide
 from planc.registry.tool import Tool
 from planc.syntax import ast

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 
-from planc.diagnostics import Fix
-from planc.diagnostics.build import diagnostic
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.analysis.schema_words import describe, describe_value
 from planc.analysis.schemas import BOOLEAN, NULL, compatible, enum_of, json_equal, kinds
+from planc.diagnostics import Fix
+from planc.diagnostics.build import diagnostic
 from planc.syntax import ast
 
 ORDERING = ("<", "<=", ">", ">=")

@@ -19,17 +19,33 @@ from __future__ import annotations
 
 import attrs
 
+from planc.analysis.literals import (
+    NOT_LITERAL,
+    Problem,
+    Validators,
+    constrains,
+    literal_value,
+)
+from planc.analysis.schema_words import describe, describe_value, missing_hints
+from planc.analysis.schemas import (
+    BOOLEAN,
+    LENGTH,
+    SCALARS,
+    STRING,
+    Missing,
+    compatible,
+    items_of,
+    list_of,
+    read,
+    record_of,
+)
 from planc.diagnostics import Diagnostic, sort_key
 from planc.diagnostics.build import diagnostic
-from planc.passes.types.conditions import Conditions
 from planc.passes.context import CheckContext
+from planc.passes.resolve.resolve import ARGS
+from planc.passes.types.conditions import Conditions
 from planc.passes.types.control_steps import agent_input, control_result
 from planc.passes.types.foreign_holes import foreign_holes
-from planc.analysis.literals import NOT_LITERAL, Problem, Validators, constrains, literal_value
-from planc.passes.resolve.resolve import ARGS
-from planc.analysis.schema_words import describe, describe_value, missing_hints
-from planc.analysis.schemas import (BOOLEAN, LENGTH, SCALARS, STRING, Missing, compatible, items_of, list_of, read,
-                                  record_of)
 from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS
 from planc.syntax import ast
 from planc.syntax.templates import BINDINGS

@@ -1,0 +1,123 @@
+"""A run recorded in the run store, from its first row to its last: what `planc run`, `replay` and `resume` do.
+
+`RecordedRun.record` starts a new run: it keeps the files the run reads (planc.toml, its lock,
+the policy) by hash, stores the plan as compiled and commits the run's row. `resume` continues
+a run whose process died, in the same record; `replay` runs a recorded run again from its
+record, writing nothing. `execute` runs the plan, with every event recorded, and commits how the
+run ended: ok, error (an exit with status error) or failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from planc.backend.hooks import Hooks
+from planc.backend.interpreter import RunResult, run_plan
+from planc.backend.progress import fan_out
+from planc.backend.values import RunError
+from planc.optimize.schedule import Schedule
+from planc.passes.check import CheckResult
+from planc.passes.policy.load import Policy
+from planc.registry.lock import lock_path
+from planc.registry.registry import Registry
+from planc.store.run_store import Recorder, Replay, Resume, RunStore
+
+
+@attrs.define
+class RecordedRun:
+    """One run of a checked plan and its record; `store` is None for a replay, which writes nothing."""
+
+    checked: CheckResult
+    registry: Registry | None
+    policy: Policy | None
+    principal: str
+    arguments: Mapping
+    recorder: Recorder | Replay | Resume
+    store: RunStore | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.recorder.run_id
+
+    @classmethod
+    def record(cls, store: RunStore, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
+               principal: str, arguments: Mapping, options: Mapping) -> RecordedRun:
+        """A new run of `checked` in `store`; `options` (how it runs: config, policy, finish, ...) are kept
+        with it, so that a replay or a resume runs it the same way."""
+        from planc.store.stored import save_plan
+
+        options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy)}
+        recorder = store.start_run(save_plan(checked, registry=registry, policy=policy), arguments, options)
+        return cls(checked, registry, policy, principal, arguments, recorder, store)
+
+    @classmethod
+    def resume(cls, store: RunStore, run: dict, checked: CheckResult, *, registry: Registry | None,
+               policy: Policy | None, principal: str) -> RecordedRun:
+        """`run` (a run whose process died) continued in its own record."""
+        return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run), store)
+
+    @classmethod
+    def replay(cls, run: dict, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
+               principal: str) -> RecordedRun:
+        """`run` again, every tool and model result from its record: nothing is called, nothing written."""
+        return cls(checked, registry, policy, principal, run["arguments"], Replay(run))
+
+    def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None) -> RunResult:
+        """Run the plan and record how it ended; a RunError (the run failed) once that is recorded."""
+        hooks = attrs.evolve(hooks, events=fan_out(hooks.events, self.recorder.event))
+        try:
+            result = asyncio.run(run_plan(self.checked, registry=self.registry, arguments=self.arguments, hooks=hooks,
+                                          policy=self.policy, principal=self.principal, recorder=self.recorder,
+                                          schedule=schedule))
+        except RunError as error:
+            self._finish("failed", message=str(error))
+            raise
+        self._finish(result.status, result.value, result.message)
+        return result
+
+    def _finish(self, status: str, output=None, message: str | None = None) -> None:
+        if self.store is not None:
+            self.store.finish_run(self.run_id, status, output, message)
+
+
+def keep_read_files(store: RunStore, registry: Registry | None, policy: Policy | None) -> dict:
+    """The planc.toml, lock and policy a run reads, kept in the store by hash: replay reads them back,
+    so a run replays as it ran whatever has changed in the project since."""
+    read = {"config": None, "lock": None, "policy": store.keep_file(policy.text) if policy is not None else None}
+    if registry is not None and registry.source is not None:
+        try:
+            read["config"] = store.keep_file(registry.source.read_text(encoding="utf-8"))
+            lock = lock_path(registry.source)
+            read["lock"] = store.keep_file(lock.read_text(encoding="utf-8")) if lock.is_file() else None
+        except (OSError, UnicodeDecodeError):
+            read["config"] = None  # it changed under us: replay reads the project's files instead
+    return read
+
+
+def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | None, Policy | None] | None:
+    """The registry and policy `run` ran with, from the files it kept; None when it kept none.
+
+    A ConfigError or PolicyError when a kept file no longer loads (planc changed since).
+    """
+    from planc.passes.policy.load import check_principal, policy_from_text
+    from planc.registry.config import registry_from_text
+
+    options = run["options"]
+    read = options.get("read")
+    if read is None or (read["config"] is None and options.get("config") is not None):
+        return None  # recorded before runs kept their files, or its planc.toml could not be read
+    registry = None
+    if read.get("config") is not None:
+        lock = store.file(read["lock"]) if read.get("lock") else None
+        registry = registry_from_text(store.file(read["config"]), Path(options["config"]), locked=lock is not None,
+                                      lock_text=lock)
+    policy = None
+    if read.get("policy") is not None:
+        check_principal(principal)
+        path = Path(options["policy"]) if options.get("policy") else registry.policy
+        policy = policy_from_text(store.file(read["policy"]), path)
+    return registry, policy
