@@ -37,6 +37,7 @@ def over_budget(steps: list[tuple[ast.Step, str, CostRange]], budget: Budget) ->
     """E401 for each budget the plan may exceed; `steps` are its top-level steps, their paths and costs.
 
     >>> from planc.syntax.parser import parse
+    >>> from planc.passes.cost.cost_range import Range
     >>> (step,) = parse("a()").plan.pipelines[0].steps
     >>> [d.message for d in over_budget([(step, "1", CostRange(calls=Range(1, 3)))], Budget(calls=2))]
     ['over budget: the plan may make up to 3 tool calls, and `--max-calls` is 2']
