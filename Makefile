@@ -25,6 +25,7 @@ corpus: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -c "from planc.explain import render_markdown; print(render_markdown(), end='')" > docs/diagnostics.md
+	$(BIN)/python -c "import pathlib, planc.explain as e; p = pathlib.Path('docs/language.md'); p.write_text(e.with_control_steps(p.read_text()))"
 
 bench: $(STAMP)  # every benchmark, each against its baseline in the same run (a few minutes)
 	$(BIN)/python bench/parse.py

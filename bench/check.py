@@ -1,4 +1,4 @@
-"""Checking against a registry costs little more than parsing (issue 3's budget: at most 3x).
+"""Checking against a registry costs little more than parsing (the budget: at most 3x).
 
     .venv/bin/python bench/check.py
 

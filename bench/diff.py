@@ -1,4 +1,4 @@
-"""`planc diff` of two 1,000-step plans that differ in 10 places (issue 7's budget: under 1 s).
+"""`planc diff` of two 1,000-step plans that differ in 10 places (the budget: under 1 s).
 
     .venv/bin/python bench/diff.py
 

@@ -1,4 +1,4 @@
-"""The `planc` command as a user runs it (DESIGN section 8)."""
+"""The `planc` command as a user runs it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The cost pass: what a plan may cost before it runs (DESIGN section 6, issue 4).
+"""The cost pass: what a plan may cost before it runs.
 
 The unit tests take one rule each. The property tests build random plans over
 a random registry and compare the pass with two walks written here, simply:

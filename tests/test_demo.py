@@ -1,4 +1,4 @@
-"""The embedded example runs on a fresh clone: `planc run examples/incidents/<plan>` (DESIGN section 9)."""
+"""The embedded example runs on a fresh clone: `planc run examples/incidents/<plan>`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`planc diff` and `planc.diff.diff_plans`: plans compared step by step (issue 7).
+"""`planc diff` and `planc.diff.diff_plans`: plans compared step by step.
 
 The corpus (`corpus/diff/`) holds the named cases with their change lists; here: the
 command's exit codes and output, and properties over random plans.

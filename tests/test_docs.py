@@ -7,7 +7,7 @@ import pytest
 
 import planc
 from planc.diagnostics.codes import CODES
-from planc.explain import check_example, render_markdown
+from planc.explain import check_example, render_markdown, with_control_steps
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -15,6 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_diagnostics_doc_is_current():
     assert (ROOT / "docs" / "diagnostics.md").read_text(encoding="utf-8") == render_markdown(), \
         "docs/diagnostics.md is stale: run `make docs`"
+
+
+def test_control_step_reference_is_current():
+    page = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+    assert page == with_control_steps(page), "docs/language.md's control steps are stale: run `make docs`"
 
 
 @pytest.mark.parametrize("code", sorted(CODES))

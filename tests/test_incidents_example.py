@@ -1,4 +1,4 @@
-"""The embedded example's data and tools (DESIGN section 9, examples/incidents/).
+"""The embedded example's data and tools (examples/incidents/).
 
 Every test works on its own copy of the database in a temporary folder (through
 `PLANC_INCIDENTS_DB`), never on the repository's file. The declarations in planc.toml and the

@@ -1,4 +1,4 @@
-"""MCP servers in the registry (DESIGN section 5): `planc registry sync` against real servers
+"""MCP servers in the registry: `planc registry sync` against real servers
 (mcp-server-git over a fresh repository, mcp-server-time), then `planc check` from the lock alone."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""MCP tools at run time (DESIGN sections 5 and 7): `planc run` against the real mcp-server-git (over a
+"""MCP tools at run time: `planc run` against the real mcp-server-git (over a
 fresh repository) and mcp-server-time, the lock compared with the live servers before the first step,
 and a tool's error as a failed step."""
 

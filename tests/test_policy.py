@@ -1,4 +1,4 @@
-"""The policy pass and `planc.policy.decide`, with real Cedar (DESIGN section 6, docs/policy.md)."""
+"""The policy pass and `planc.policy.decide`, with real Cedar (docs/policy.md)."""
 
 from __future__ import annotations
 

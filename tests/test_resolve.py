@@ -1,4 +1,4 @@
-"""The resolve pass: what every reference, label and bare name refers to (DESIGN section 3)."""
+"""The resolve pass: what every reference, label and bare name refers to."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`planc resume`: a `planc run` killed with SIGKILL mid-run, then resumed (issue 6 acceptance).
+"""`planc resume`: a `planc run` killed with SIGKILL mid-run, then resumed.
 
 Each attempt starts `planc run` as a process of its own (forked from one that has imported planc:
 `cli.planc_forks`) and kills it with SIGKILL at a point chosen at random, once the test has seen

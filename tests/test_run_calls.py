@@ -1,4 +1,4 @@
-"""The call-count property (issue 5): a run makes no more tool calls than the cost pass's most.
+"""The call-count property: a run makes no more tool calls than the cost pass's most.
 
 Every valid case under corpus/registry/ (expecting `ok` or only warnings) that
 uses only the corpus registry's tools (no plan called as a tool) runs against

@@ -1,4 +1,4 @@
-"""The run store (DESIGN section 7): `planc run` records, `planc runs`, `planc show-run`, `planc replay`."""
+"""The run store: `planc run` records, `planc runs`, `planc show-run`, `planc replay`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The types pass: what a user sees when a value cannot fit where it goes (DESIGN sections 3, 4 and 6).
+"""The types pass: what a user sees when a value cannot fit where it goes.
 
 Every case checks a plan against a small registry and looks at the code, the
 exact text it points at, and what the message and hints say.

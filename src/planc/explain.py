@@ -1,7 +1,9 @@
-"""The diagnostic codes' examples run, and docs/diagnostics.md written from the table of codes.
+"""The reference pages generated from planc's own tables, so they cannot drift from the code.
 
-The table (`planc.diagnostics.codes`) is plain data at the bottom of the layers; running an
-example needs the passes, the policy and the optimizer, so it happens up here.
+docs/diagnostics.md comes from the table of codes (`planc.diagnostics.codes`), each example run
+through the check; the table is plain data at the bottom of the layers, and running an example
+needs the passes, the policy and the optimizer, so it happens up here. The control-step reference
+in docs/language.md comes from the control steps' declarations (`planc.registry.builtins`).
 """
 
 from __future__ import annotations
@@ -80,3 +82,26 @@ def render_markdown() -> str:
                     "```", ""]
         out += ["```", code.example.rstrip("\n"), "```", "", "```text", captured.get().rstrip("\n"), "```", ""]
     return "\n".join(out)
+
+
+CONTROL_STEPS_BEGIN = "<!-- control steps: generated from src/planc/registry/builtins.py by `make docs` -->"
+CONTROL_STEPS_END = "<!-- end of control steps -->"
+
+
+def render_control_steps() -> str:
+    """The control-step reference of docs/language.md: each step's signature, rules and meaning."""
+    from planc.registry.builtins import CONTROL_STEPS
+    from planc.registry.signatures import groups, signature
+
+    out = []
+    for tool in CONTROL_STEPS.values():
+        out += ["```", signature(tool), "```", ""]
+        out += [" ".join([tool.description, *groups(tool)]), ""]
+    return "\n".join(out)
+
+
+def with_control_steps(page: str) -> str:
+    """`page` (docs/language.md) with its generated control-step reference made current."""
+    start = page.index(CONTROL_STEPS_BEGIN) + len(CONTROL_STEPS_BEGIN)
+    end = page.index(CONTROL_STEPS_END)
+    return page[:start] + "\n\n" + render_control_steps() + page[end:]

@@ -1,4 +1,4 @@
-"""The embedded example's tools and data: incidents in an SQLite database (DESIGN section 9).
+"""The embedded example's tools and data: incidents in an SQLite database.
 
 `incidents.data` generates the database (seeded, standard library only); `incidents.tools`
 holds the functions that `planc.toml` declares as tools. The database is

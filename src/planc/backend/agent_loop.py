@@ -1,4 +1,4 @@
-"""The `agent` step's loop and `infer`'s question (DESIGN section 3), whatever dispatches the tools.
+"""The `agent` step's loop and `infer`'s question, whatever dispatches the tools.
 
 An agent either returns output conforming to its `output_schema` with
 `final: true`, or `{}` with `final: false` when its budget ran out; it never

@@ -1,4 +1,4 @@
-"""What a program embedding planc can decide during a run: the hooks of DESIGN section 7."""
+"""What a program embedding planc can decide during a run: the hooks."""
 
 from __future__ import annotations
 

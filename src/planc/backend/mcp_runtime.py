@@ -1,4 +1,4 @@
-"""MCP servers at run time (DESIGN sections 5 and 7): started once per run, checked against the lock.
+"""MCP servers at run time: started once per run, checked against the lock.
 
 `McpRuntime.open` starts every server the run may call over stdio with the official `mcp` SDK
 (the servers of the tools the checked plan calls; every locked server when the plan has an

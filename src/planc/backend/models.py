@@ -1,4 +1,4 @@
-"""Models by role (DESIGN section 7): an OpenAI-compatible chat-completions client over httpx.
+"""Models by role: an OpenAI-compatible chat-completions client over httpx.
 
 `[models.ROLE]` in planc.toml says where a role's model is: `agent` uses its
 `model` argument's role (`chat` by default), `infer` the `judge` role, the

@@ -1,4 +1,4 @@
-"""`planc check --format json`: one object per plan file (DESIGN section 8)."""
+"""`planc check --format json`: one object per plan file."""
 
 from __future__ import annotations
 

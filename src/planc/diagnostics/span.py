@@ -1,7 +1,7 @@
 """Positions and spans in the source text.
 
 Offsets are 0-based, lines and columns 1-based, all counted in code points
-(Python string indices), as DESIGN section 4 asks.
+(Python string indices), as every tool that reads planc's JSON output counts them.
 
 The parser makes a span for every node, so a span made there holds only its
 two offsets and the source's `Lines`, and works out a line and column when

@@ -1,4 +1,4 @@
-"""A diff as data: `planc diff --format json` (DESIGN section 8), and one line per change for
+"""A diff as data: `planc diff --format json`, and one line per change for
 the corpus."""
 
 from __future__ import annotations

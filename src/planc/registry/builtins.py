@@ -1,4 +1,4 @@
-"""The control steps (DESIGN section 3): reserved names the interpreter intercepts.
+"""The control steps: reserved names the interpreter intercepts.
 
 They are declared here, once, like any other tool: parameters as JSON Schema
 (with `x-planc` marking conditions and blocks), which are required, the pipe
@@ -19,35 +19,58 @@ STRING = {"type": "string"}
 CONTROL = Effects(read_only=True, deterministic=True, idempotent=True, destructive=False, open_world=False)
 
 
-def _control(name, params, required=(), pipe=None, one_of=(), at_most_one=(), required_when=(), binds=None,
-             effects=CONTROL) -> Tool:
+def _control(name, description, params, required=(), pipe=None, one_of=(), at_most_one=(), required_when=(),
+             binds=None, effects=CONTROL) -> Tool:
     return Tool(name=name, params=params, required=tuple(required), pipe=pipe, one_of=tuple(one_of),
                 at_most_one=tuple(at_most_one), required_when=tuple(required_when),
-                binds=binds or {}, effects=effects, provider="builtin")
+                binds=binds or {}, effects=effects, provider="builtin", description=description)
 
 
 CONTROL_STEPS: dict[str, Tool] = {tool.name: tool for tool in (
-    _control("map", {"over": LIST, "do": BLOCK, "concurrency": {"type": "integer", "minimum": 1, "default": 1}},
+    _control("map", "Runs the block `do` once per item of `over`, with `item` and `index` bound in it, up to "
+             "`concurrency` items at once. The result is the list of the block's results, in order.",
+             {"over": LIST, "do": BLOCK, "concurrency": {"type": "integer", "minimum": 1, "default": 1}},
              required=["over", "do"], pipe="over", binds={"do": ("item", "index")}),
-    _control("filter", {"over": LIST, "where": CONDITION, "do": BLOCK, "infer": STRING},
+    _control("filter", "Keeps the items of `over` for which the condition `where` holds (a bare name there is a "
+             "field of the item), the block `do` returns true, or the judge model answers yes to `infer`. The "
+             "result is the kept items, in order.",
+             {"over": LIST, "where": CONDITION, "do": BLOCK, "infer": STRING},
              required=["over"], pipe="over", one_of=[("where", "do", "infer")],
              binds={"where": ("item", ITEM_FIELDS), "do": ("item", "index"), "infer": ("item", "index")}),
-    _control("reduce", {"over": LIST, "do": BLOCK, "initial": ANY},
+    _control("reduce", "Runs the block `do` once per item of `over`, in order, with `item`, `index` and "
+             "`accumulator` (the block's last result, `initial` at first) bound. The result is the last "
+             "accumulator.",
+             {"over": LIST, "do": BLOCK, "initial": ANY},
              required=["over", "do"], pipe="over", binds={"do": ("item", "index", "accumulator")}),
-    _control("decide", {"when": CONDITION, "infer": STRING, "then": BLOCK, "else": BLOCK},
+    _control("decide", "Runs the block `then` when the condition `when` holds (or the judge model answers yes to "
+             "`infer`), else the block `else`. The result is the branch's result (null if none ran).",
+             {"when": CONDITION, "infer": STRING, "then": BLOCK, "else": BLOCK},
              required=["then"], one_of=[("when", "infer")]),
-    _control("exit", {"value": ANY, "when": CONDITION, "infer": STRING,
+    _control("exit", "Ends the plan when `when` holds (or the judge says yes to `infer`; always when neither is "
+             "given), with `output` (else `value`) as the plan's result, and `status` and `message`. Inside a "
+             "block it ends the whole plan it is written in; inside a declared plan, that plan, whose result "
+             "is then its `output`. When it does not exit, its result is `value`.",
+             {"value": ANY, "when": CONDITION, "infer": STRING,
                       "status": {"enum": ["ok", "error"], "default": "ok"}, "message": STRING, "output": ANY},
              pipe="value", at_most_one=[("when", "infer")]),
-    _control("agent", {"context": ANY, "prompt": STRING, "output_schema": {"type": "object"},
+    _control("agent", "Asks a model (the role `model`) to do `prompt`, calling the registry's tools (those "
+             "`tools` names or matches, all by default) for up to `max_iterations` rounds, and to answer with "
+             "an object that conforms to `output_schema`. The result is `{output, iterations, tools_called, "
+             "final}`; `final` is false, and `output` `{}`, when the rounds ran out.",
+             {"context": ANY, "prompt": STRING, "output_schema": {"type": "object"},
                        "tools": {"type": "array", "items": STRING, "minItems": 1},
                        "max_iterations": {"type": "integer", "minimum": 1, "default": 8},
                        "model": {"type": "string", "default": "chat"}, "system_prompt": STRING},
              required=["prompt", "output_schema"], pipe="context", effects=Effects()),
-    _control("ask", {"question": STRING, "when_unanswered": {"enum": ["fail", "default", "skip"], "default": "fail"},
+    _control("ask", "Asks the person running the plan `question`; the result is the answer. Unanswered (no one "
+             "to ask), it fails, gives `default`, or gives null (`skip`), as `when_unanswered` says.",
+             {"question": STRING, "when_unanswered": {"enum": ["fail", "default", "skip"], "default": "fail"},
                      "default": ANY},
-             required=["question"], required_when=[("when_unanswered", "default", "default")], effects=Effects(read_only=True, destructive=False, open_world=True)),
-    _control("reshape", {"value": ANY}, required=["value"]),
+             required=["question"], required_when=[("when_unanswered", "default", "default")],
+             effects=Effects(read_only=True, destructive=False, open_world=True)),
+    _control("reshape", "The result is `value`, with its references and templates filled in: builds a record "
+             "or a list from earlier results, at no cost.",
+             {"value": ANY}, required=["value"]),
 )}
 
 

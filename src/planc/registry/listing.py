@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from planc.registry.registry import Registry
+from planc.registry.signatures import type_text
 from planc.registry.tool import Tool
 
 
@@ -31,18 +32,9 @@ def registry_table(registry: Registry):
         table.add_column(column)
     for name in sorted(registry.tools):
         tool = registry.tools[name]
-        params = ", ".join(f"{p}{'*' if p in tool.required else ''}: {_type(s)}" for p, s in tool.params.items())
+        params = ", ".join(f"{p}{'*' if p in tool.required else ''}: {type_text(s)}" for p, s in tool.params.items())
         table.add_row(name, params, tool.pipe or "", _effects(tool), tool.provider)
     return table
-
-
-def _type(schema) -> str:
-    kind = schema.get("type")
-    if kind == "array" and isinstance(schema.get("items"), dict) and "type" in schema["items"]:
-        return f"list[{schema['items']['type']}]"
-    if "enum" in schema:
-        return " | ".join(repr(value) for value in schema["enum"])
-    return str(kind) if kind else "any"
 
 
 def _effects(tool: Tool) -> str:

@@ -1,7 +1,7 @@
 """`planc.lock.json`: the MCP servers' tools as last synced, and the Tools planc makes of them.
 
 `planc registry sync` (mcp_sync.py) writes the lock; `planc check` reads it, so MCP tools
-resolve offline, without starting a server (DESIGN section 5). The format, version 1:
+resolve offline, without starting a server. The format, version 1:
 
     {"format": "planc.lock", "version": 1,
      "servers": {NAME: {"command": [...],

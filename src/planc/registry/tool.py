@@ -1,4 +1,4 @@
-"""What planc knows about a tool: its parameters, result, effects and cost (DESIGN section 5)."""
+"""What planc knows about a tool: its parameters, result, effects and cost."""
 
 from __future__ import annotations
 

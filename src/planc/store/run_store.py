@@ -1,4 +1,4 @@
-"""The run store (DESIGN section 7): every run, its stored plan, its tool calls and events, in SQLite.
+"""The run store: every run, its stored plan, its tool calls and events, in SQLite.
 
 Before a tool is called an intent row is committed; after, its result. `Replay` feeds a
 recorded run's results back to the interpreter instead of calling any tool, and stops

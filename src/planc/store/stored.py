@@ -1,4 +1,4 @@
-"""Stored plans (DESIGN section 7): `planc compile` writes one, `planc run` loads it.
+"""Stored plans: `planc compile` writes one, `planc run` loads it.
 
 A stored plan is JSON: the source text, its canonical text, the tree with spans, a
 fingerprint of every tool it calls, the hash of the policy it was checked under, and a

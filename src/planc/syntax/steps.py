@@ -1,4 +1,4 @@
-"""Step numbering and step paths (DESIGN section 3, "Step paths").
+"""Step numbering and step paths.
 
 Top-level steps are numbered 1, 2, 3... in text order across pipelines. The
 steps of a block are numbered from 1 inside it, and their path adds the

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import attrs
 
-# What a policy can read about a call (DESIGN section 6). `args` is declared with no
+# What a policy can read about a call. `args` is declared with no
 # attributes: its keys differ from tool to tool, so a policy must test `context.args has NAME`
 # before it reads one, and an unguarded read is reported when the file is loaded.
 REQUEST_SCHEMA = {"": {
