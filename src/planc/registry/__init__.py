@@ -1,12 +1,23 @@
-"""Tool declarations: planc.toml, the control steps, MCP servers (through the lock file) and plans."""
+"""Tool declarations: planc.toml, the control steps, MCP servers (through the lock file) and plans.
 
-from planc.registry.config import (
-    ConfigError,
-    find_config,
-    load_registry,
-    registry_from_text,
-)
-from planc.registry.registry import Registry
-from planc.registry.tool import Cost, Effects, Tool
+The names below load their modules when first used, so a check with no planc.toml never reads TOML.
+"""
 
-__all__ = ["ConfigError", "Cost", "Effects", "Registry", "Tool", "find_config", "load_registry", "registry_from_text"]
+from importlib import import_module
+
+_WHERE = {"ConfigError": "planc.registry.errors", "find_config": "planc.registry.config",
+          "load_registry": "planc.registry.config", "registry_from_text": "planc.registry.config",
+          "Registry": "planc.registry.registry", "Cost": "planc.registry.tool", "Effects": "planc.registry.tool",
+          "Tool": "planc.registry.tool"}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'planc.registry' has no attribute {name!r}")
+    return getattr(import_module(_WHERE[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
