@@ -112,30 +112,16 @@ class McpRuntime:
 
 
 def needed_servers(checked, registry) -> list[str]:
-    """The servers whose tools the plan calls; every locked server if it has an `agent` step."""
+    """The servers whose tools the plan, or a declared plan it calls, calls; every locked server when any
+    of them has an `agent` step (its tools are chosen when it runs)."""
     if registry is None:
         return []
-    servers = {tool.provider.split(":", 1)[1] for tool in checked.resolution.tools.values()
-               if tool.provider.startswith("mcp:")}
-    if _has_agent(checked):
-        servers |= {tool.provider.split(":", 1)[1] for tool in registry.tools.values()
-                    if tool.provider.startswith("mcp:")}
+    plans = [checked, *(checked.context.plans.values() if checked.context is not None else ())]
+    tools = [tool for plan in plans if plan.resolution is not None for tool in plan.resolution.tools.values()]
+    if any(tool.name == "agent" and tool.provider == "builtin" for tool in tools):
+        tools = list(registry.tools.values())
+    servers = {tool.server for tool in tools if tool.server is not None}
     return sorted(server for server in servers if server in registry.servers)
-
-
-def _has_agent(checked) -> bool:
-    from planc.syntax.steps import step_blocks
-
-    def walk(pipelines) -> bool:
-        for pipeline in pipelines:
-            for step in pipeline.steps:
-                if step.tool.text == "agent":
-                    return True
-                if any(walk(block.pipelines) for block, _ in step_blocks(step)):
-                    return True
-        return False
-
-    return walk(checked.plan.pipelines)
 
 
 def drift(server: str, locked: dict, live: list[dict]) -> None:
