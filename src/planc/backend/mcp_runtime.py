@@ -57,6 +57,7 @@ class McpRuntime:
             raise RunError("the plan calls MCP tools, and running them needs the MCP SDK: "
                            "pip install 'planc[mcp]'") from None
         from planc.registry.mcp_sync import (
+            StdoutNoise,
             _all_tools,
             _describe,
             _tail,
@@ -76,15 +77,16 @@ class McpRuntime:
             command = server.command
             parameters = server_parameters(server, folder)
             errlog = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
+            noise = StdoutNoise()
             try:  # the transports' task groups stay open in `stack`: no cancel scope may wrap their entry
                 read, write = await stack.enter_async_context(stdio_client(parameters, errlog=errlog))
-                session = await stack.enter_async_context(ClientSession(read, write))
+                session = await stack.enter_async_context(ClientSession(read, write, message_handler=noise))
                 with anyio.fail_after(MCP_START_TIMEOUT_S):
                     await session.initialize()
                     live = await _all_tools(session)
             except Exception as error:  # noqa: BLE001 - a server that cannot start stops the run
                 raise RunError(f"MCP server `{name}` (`{shlex.join(command)}`) cannot be used: "
-                               f"{_describe(error, command[0], MCP_START_TIMEOUT_S)}{_tail(errlog)}") from None
+                               f"{_describe(error, command[0], MCP_START_TIMEOUT_S)}{noise.said()}{_tail(errlog)}") from None
             drift(name, lock["servers"].get(name, {}).get("tools", {}), live)
             self.sessions[name] = session
 

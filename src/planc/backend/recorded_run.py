@@ -24,6 +24,7 @@ from planc.passes.check import CheckResult
 from planc.passes.policy.load import Policy
 from planc.registry.lock import lock_path
 from planc.registry.registry import Registry
+from planc.registry.tool import Tool
 from planc.store.run_store import Recorder, Replay, Resume, RunStore
 
 
@@ -50,7 +51,8 @@ class RecordedRun:
         with it, so that a replay or a resume runs it the same way."""
         from planc.store.stored import save_plan
 
-        options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy)}
+        options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy),
+                   "code_tools": code_tools(registry)}
         recorder = store.start_run(save_plan(checked, registry=registry, policy=policy), arguments, options)
         return cls(checked, registry, policy, principal, arguments, recorder, store)
 
@@ -98,6 +100,14 @@ def keep_read_files(store: RunStore, registry: Registry | None, policy: Policy |
     return read
 
 
+def code_tools(registry: Registry | None) -> dict:
+    """The Python tools of `registry`, as data: a replay builds the registry from them rather than importing
+    the modules of those declared in code."""
+    if registry is None:
+        return {}
+    return {name: tool.to_data() for name, tool in registry.tools.items() if tool.provider.startswith("python:")}
+
+
 def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | None, Policy | None] | None:
     """The registry and policy `run` ran with, from the files it kept; None when it kept none.
 
@@ -113,8 +123,10 @@ def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | No
     registry = None
     if read.get("config") is not None:
         lock = store.file(read["lock"]) if read.get("lock") else None
+        kept = options.get("code_tools")
         registry = registry_from_text(store.file(read["config"]), Path(options["config"]), locked=lock is not None,
-                                      lock_text=lock)
+                                      lock_text=lock, code_tools={name: Tool.from_data(data) for name, data in kept.items()}
+                                      if kept is not None else None)
     policy = None
     if read.get("policy") is not None:
         check_principal(principal)

@@ -14,6 +14,7 @@ The tools of declared MCP servers come from `planc.lock.json` beside the file (l
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
@@ -67,10 +68,13 @@ def load_registry(path: Path, *, locked: bool = True) -> Registry:
     return registry_from_text(text, path, locked=locked)
 
 
-def registry_from_text(text: str, path: Path, *, locked: bool = True, lock_text: str | None = None) -> Registry:
+def registry_from_text(text: str, path: Path, *, locked: bool = True, lock_text: str | None = None,
+                       code_tools: Mapping[str, Tool] | None = None) -> Registry:
     """The Registry declared by `text`, reported as if read from `path` (which need not exist).
 
     The MCP tools come from `lock_text` when given (a recorded run's copy), else from the lock beside `path`.
+    A tool declared in code (`@planc.tool`, no `params` in its table) comes from `code_tools` when given
+    (a recorded run keeps them), so its module is not imported.
 
     >>> registry_from_text('[models.default]\\nbase_url = 5\\nmodel = "m"', Path("planc.toml"))
     Traceback (most recent call last):
@@ -83,12 +87,12 @@ def registry_from_text(text: str, path: Path, *, locked: bool = True, lock_text:
     except tomllib.TOMLDecodeError as error:
         found = re.search(r"\(at line (\d+)", str(error))
         raise ConfigError(path, int(found.group(1)) if found else None, f"not valid TOML: {error}") from None
-    return _Reader(path, text).registry(data, locked, lock_text)
+    return _Reader(path, text, code_tools).registry(data, locked, lock_text)
 
 
 class _Reader:
-    def __init__(self, path: Path, text: str) -> None:
-        self.path, self.lines = path, text.split("\n")
+    def __init__(self, path: Path, text: str, code_tools: Mapping[str, Tool] | None = None) -> None:
+        self.path, self.lines, self.code_tools = path, text.split("\n"), code_tools
         self.folder = path.parent.resolve()
 
     def fail(self, message: str, table: str | None = None, key: str | None = None):
@@ -283,6 +287,10 @@ class _Reader:
 
         if provider.count(":") != 2:
             self.fail(f"`provider = {provider!r}` must be \"python:module:function\"", where, "provider")
+        if self.code_tools is not None:  # as a recorded run kept it
+            if name not in self.code_tools:
+                self.fail(f"the run kept no declaration of `{name}`, whose parameters come from its code", where)
+            return self.code_tools[name]
         try:
             return load_function_tool(provider, name, self.folder)
         except Exception as error:  # whatever importing user code raises, the config names it
