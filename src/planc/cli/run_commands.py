@@ -66,7 +66,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     from planc.backend.interpreter import run_arguments
 
     try:
-        run_arguments(checked, arguments)  # refused before the run is recorded
+        arguments = run_arguments(checked, arguments)  # refused before the run is recorded; recorded with defaults
     except RunError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
