@@ -14,7 +14,7 @@ from planc.passes.cost.cost import CostReport, cost
 from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
 from planc.passes.policy.policy import PolicyFacts, policy
 from planc.passes.resolve.resolve import Resolution, resolve
-from planc.passes.resolve.signatures import name_parameters
+from planc.passes.resolve.signatures import with_registry_hints
 from planc.passes.types.types import Typing, types
 from planc.registry.declared_plans import PlanFile, plan_of
 from planc.registry.registry import Registry
@@ -90,7 +90,7 @@ def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResul
     if parsed.plan is None:
         diagnostics = parsed.diagnostics
         if context.registry is not None:
-            diagnostics = [name_parameters(d, text, context.registry) if d.code == "E102" else d for d in diagnostics]
+            diagnostics = [with_registry_hints(d, text, context.registry) for d in diagnostics]
         return CheckResult(source, None, tuple(diagnostics), context=context)
     diagnostics = list(parsed.diagnostics)
     context = attrs.evolve(context, plans=_called_plans(parsed.plan, context.registry))
