@@ -22,6 +22,7 @@ import attrs
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.declarations import (
     MODEL_PROVIDERS,
+    MODEL_RETRIES,
     MODEL_TIMEOUT_S,
     TOOL_TIMEOUT_S,
     Limits,
@@ -42,7 +43,7 @@ TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns",
              "timeout_s"}
 PLAN_KEYS = {"file", "description", "params", "returns"}
 MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s"}
-MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s"}
+MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retries"}
 LIMIT_KEYS = {field.name for field in attrs.fields(Limits)}
 EFFECT_KEYS = {field.name for field in attrs.fields(Effects) if field.init and field.name != "declared"}
 COST_KEYS = {field.name for field in attrs.fields(Cost)}
@@ -342,5 +343,9 @@ class _Reader:
         api_key_env = table.get("api_key_env")
         if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
             self.fail(f"`api_key_env` of {what} must name an environment variable", where, "api_key_env")
+        retries = table.get("retries", MODEL_RETRIES)
+        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
+            self.fail(f"`retries` of {what} must be a whole number from 0 to 10, found {retries!r}", where, "retries")
         return ModelConfig(name=name, base_url=table["base_url"], model=table["model"], provider=provider,
-                           api_key_env=api_key_env, timeout_s=self.seconds(table, "timeout_s", where, MODEL_TIMEOUT_S))
+                           api_key_env=api_key_env, timeout_s=self.seconds(table, "timeout_s", where, MODEL_TIMEOUT_S),
+                           retries=retries)
