@@ -16,12 +16,12 @@ from pathlib import Path
 import attrs
 
 from planc.backend.hooks import Hooks
-from planc.backend.interpreter import RunResult, run_plan
+from planc.backend.interpreter import RunResult, run_arguments, run_plan
 from planc.backend.progress import fan_out
 from planc.backend.values import RunError
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
-from planc.passes.policy.load import Policy
+from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
 from planc.registry.lock import lock_path
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
@@ -84,6 +84,36 @@ class RecordedRun:
     def _finish(self, status: str, output=None, message: str | None = None) -> None:
         if self.store is not None:
             self.store.finish_run(self.run_id, status, output, message)
+
+
+def run(checked: CheckResult, *, arguments: Mapping | None = None, hooks: Hooks = Hooks(),
+        registry: Registry | None = None, policy: Policy | None = None, principal: str | None = None,
+        store: str | Path | None = None, schedule: Schedule | None = None) -> RunResult:
+    """Run `checked` (what `planc.check` returned, without errors) and return its result.
+
+    It runs against what it was checked with: the registry, policy and principal of its check,
+    unless given here. `arguments` are its `$args` (checked against a declared plan's `params`).
+    With `store` (a path), the run is recorded there as `planc run` records it, so `planc replay`
+    and `planc resume` can take it up. A RunError says what failed and where.
+    """
+    context = checked.context
+    registry = registry if registry is not None else (context.registry if context is not None else None)
+    policy = policy if policy is not None else (context.policy if context is not None else None)
+    principal = principal or (context.principal if context is not None else DEFAULT_PRINCIPAL)
+    arguments = run_arguments(checked, arguments or {})
+    if store is None:
+        return asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks, policy=policy,
+                                    principal=principal, schedule=schedule))
+    runs = RunStore(store)
+    try:
+        recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
+                                      arguments=arguments, options={"config": str(registry.source.resolve())
+                                                                    if registry is not None and registry.source
+                                                                    else None, "policy": None, "finish": "output",
+                                                                    "query": None})
+        return recorded.execute(hooks, schedule)
+    finally:
+        runs.close()
 
 
 def keep_read_files(store: RunStore, registry: Registry | None, policy: Policy | None) -> dict:

@@ -104,13 +104,18 @@ class RunStore:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute(sql, params)
 
-    def start_run(self, stored_plan: dict, arguments, options: dict | None = None) -> Recorder:
-        """A new run of `stored_plan`; `options` says how it runs, so that replay and resume can do the same."""
+    def start_run(self, stored_plan: dict | None, arguments, options: dict | None = None) -> Recorder:
+        """A new run of `stored_plan` (None while a model is writing the plan: `set_plan` records it then);
+        `options` says how it runs, so that replay and resume can do the same."""
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
         self._write("INSERT INTO runs (id, started_at, status, plan, arguments, options) "
                     "VALUES (?, ?, 'running', ?, ?, ?)",
                     (run_id, time.time(), _json(stored_plan), _json(dict(arguments or {})), _json(options or {})))
         return Recorder(self, run_id)
+
+    def set_plan(self, run_id: str, stored_plan: dict) -> None:
+        """The plan a run runs, once a model has written it and it checked."""
+        self._write("UPDATE runs SET plan = ? WHERE id = ?", (_json(stored_plan), run_id))
 
     def keep_file(self, text: str) -> str:
         """Keep `text` (a file a run read), once however many runs read it; its hash names it."""
