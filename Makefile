@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/planc check examples/incidents/triage.plan
 	$(BIN)/planc run examples/incidents/triage.plan
+	$(BIN)/python examples/incidents/plan_demo.py
 
 test: $(STAMP)  # HYPOTHESIS_PROFILE=ci for the full hypothesis counts (.ci/run sets it)
 	$(BIN)/pytest -q tests src/planc

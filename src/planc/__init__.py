@@ -30,6 +30,7 @@ _API = {
     "save_plan": "planc.store.stored",
     "tool": "planc.registry.python_tools",
     "load_registry": "planc.registry.config",
+    "load_policy": "planc.passes.policy.load",
     "render_repair": "planc.diagnostics.render_repair",
     "run": "planc.backend.recorded_run",
     "RunResult": "planc.backend.interpreter",
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from planc.diagnostics.render_repair import render_repair
     from planc.planning.planner import Planned, plan
     from planc.planning.prompt import system_prompt
+    from planc.passes.policy.load import load_policy
     from planc.registry.config import load_registry
     from planc.passes.check import CheckResult, check
     from planc.registry.python_tools import tool

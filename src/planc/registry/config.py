@@ -60,8 +60,9 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
-def load_registry(path: Path, *, locked: bool = True) -> Registry:
+def load_registry(path: str | Path, *, locked: bool = True) -> Registry:
     """The Registry that `path` declares; `locked=False` leaves out the MCP tools of the lock."""
+    path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -69,7 +70,7 @@ def load_registry(path: Path, *, locked: bool = True) -> Registry:
     return registry_from_text(text, path, locked=locked)
 
 
-def registry_from_text(text: str, path: Path, *, locked: bool = True, lock_text: str | None = None,
+def registry_from_text(text: str, path: str | Path, *, locked: bool = True, lock_text: str | None = None,
                        code_tools: Mapping[str, Tool] | None = None) -> Registry:
     """The Registry declared by `text`, reported as if read from `path` (which need not exist).
 
@@ -83,6 +84,7 @@ def registry_from_text(text: str, path: Path, *, locked: bool = True, lock_text:
     """
     import tomllib  # only where there is a planc.toml: finding none, `planc check` never reads TOML
 
+    path = Path(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
