@@ -131,14 +131,18 @@ class _Reader:
     def registry(self, data: dict, locked: bool, lock_text: str | None) -> Registry:
         self.only(data, TOP_LEVEL, None, "planc.toml")
         limits = self.limits(data.get("limits", {}))
-        tools = {name: self.tool(name, table) for name, table in self.tables(data, "tools").items()}
+        server_tables = self.tables(data, "mcp")
+        tools = {}
+        for name, table in self.tables(data, "tools").items():
+            self.tool_name(name, server_tables)
+            tools[name] = self.tool(name, table)
         plans = {name: self.plan(name, table) for name, table in self.tables(data, "plans").items()}
         for plan in plans.values():
             tools[tool_name(plan.name)] = Tool(name=tool_name(plan.name), params=plan.params,
                                                required=tuple(p for p, s in plan.params.items() if "default" not in s),
                                                returns=plan.returns, description=plan.description,
                                                provider=f"plan:{plan.name}")
-        servers = {name: self.server(name, table) for name, table in self.tables(data, "mcp").items()}
+        servers = {name: self.server(name, table) for name, table in server_tables.items()}
         if locked:  # the MCP tools, as planc.lock.json beside this file has them
             for name, tool in load_locked_tools(self.path, servers, lock_text).items():
                 tools.setdefault(name, tool)
@@ -150,11 +154,23 @@ class _Reader:
         tables = data.get(key, {})
         if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
             self.fail(f"`{key}` must hold one table per name, like `[{key}.NAME]`", None, key)
+        what = key[:-1] if key != "mcp" else "server"
         for name in tables:
-            if not NAME.match(name) or "__" in name:
-                self.fail(f"`{name}` cannot name a {key[:-1] if key != 'mcp' else 'server'}: names are letters, "
-                          "digits and single underscores (`__` separates a server from its tool)", f"{key}.{name}")
+            if not NAME.match(name):
+                self.fail(f"`{name}` cannot name a {what}: names are letters, digits and underscores", f"{key}.{name}")
+            if "__" in name and key != "tools":
+                self.fail(f"`{name}` cannot name a {what}: `__` separates a server from its tool, so a {what}'s "
+                          "name has no `__`", f"{key}.{name}")
         return tables
+
+    def tool_name(self, name: str, servers: dict) -> None:
+        """A tool's name may have `__` (graph-style registries name tools `builtin__git_diff`), unless the part
+        before it is a declared MCP server's, or `plan`: those names are the server's tools and the plans."""
+        owner = name.split("__", 1)[0] if "__" in name else None
+        if owner is not None and (owner in servers or owner == "plan"):
+            whose = f"MCP server `{owner}`" if owner in servers else "declared plans (`plan__NAME`)"
+            self.fail(f"`{name}` cannot name a tool: names that start with `{owner}__` are the {whose}'s",
+                      f"tools.{name}")
 
     def path_value(self, data: dict, key: str) -> Path | None:
         if key not in data:
