@@ -38,5 +38,11 @@ COMMANDS = {
 
 @click.group(cls=LazyGroup, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="planc")
-def main() -> None:
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour in the output: on a terminal (auto), always, or never. NO_COLOR set means never, "
+                   "unless --color always.")
+def main(color: str) -> None:
     """planc: a compiler toolchain for agent plans."""
+    from planc.cli import printing
+
+    printing.COLOR = color

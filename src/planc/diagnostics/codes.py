@@ -356,6 +356,13 @@ _ALL = [
              "always_unequal": "{value} is not a value of `{typed}`, so this comparison is always true",
          },
          'search(query: "outages") |> filter(where: status == "closed")', registry=INCIDENT_TOOLS),
+    Code("W504", "an ignore comment names an error",
+         "`# planc: ignore[W501]` at the end of a line silences those warnings and notes on that line (a comment "
+         "alone on its line speaks for the next line; with no list, every warning and note there). An error "
+         "cannot be silenced: a plan with an error is refused whatever a comment says, so naming an error code "
+         "in such a comment does nothing but this warning.",
+         {"error_code": "`{name}` is an error, and an error cannot be ignored: the plan is refused while it has one"},
+         'search(query: "outages", limt: 5)  # planc: ignore[E201]', registry=INCIDENT_TOOLS),
     Code("N600", "repeated call reused",
          "`planc optimize` (and `planc run --optimize`) removed a call that repeats an earlier one, and what "
          "read its result (references to it, and the step it piped into) reads the earlier call's. Legal "

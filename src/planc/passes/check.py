@@ -11,6 +11,7 @@ from planc.gc_pause import gc_paused
 from planc.passes.context import CheckContext, Facts
 from planc.passes.cost.budget import Budget
 from planc.passes.cost.cost import CostReport, cost
+from planc.passes.ignores import apply_ignores
 from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
 from planc.passes.policy.policy import PolicyFacts, policy
 from planc.passes.resolve.resolve import Resolution, resolve
@@ -98,6 +99,7 @@ def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResul
         found, reported = run_pass(parsed.plan, context)
         context = attrs.evolve(context, facts=attrs.evolve(context.facts, **{field: found}))
         diagnostics.extend(reported)
+    diagnostics = apply_ignores(diagnostics, parsed.comments, parsed.lines)
     diagnostics.sort(key=sort_key)
     return CheckResult(source, parsed.plan, tuple(diagnostics), context.facts, context)
 

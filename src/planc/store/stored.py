@@ -201,6 +201,15 @@ def _verify_hash(stored: Mapping) -> None:
                               f"(expected {stored.get('hash')}, found {found})")
 
 
+def stored_source(text: str) -> str:
+    """The plan text a stored plan holds, once it is read strictly and its hash verified: what `planc check`,
+    `show`, `optimize` and `policy explain` read from a compiled plan (a StoredPlanError otherwise)."""
+    stored = migrate(_read(text))
+    _check_fields(stored)
+    _verify_hash(stored)
+    return stored["source"]
+
+
 def load_plan(text: str, *, registry=None, policy=None, principal: str | None = None, arguments=None):
     """The CheckResult of the stored plan `text`, re-checked against the current `registry` and `policy`.
 
