@@ -16,7 +16,7 @@ LAYERS = (
     ("registry",),
     ("analysis",),
     ("passes",),
-    ("optimize", "diff"),
+    ("optimize", "diff", "pictures"),
     ("backend", "store", "planning"),
     ("cli", "corpus", "explain", "__init__"),
 )
