@@ -18,7 +18,7 @@ LAYERS = (
     ("passes",),
     ("optimize", "diff", "pictures"),
     ("backend", "store", "planning"),
-    ("cli", "corpus", "explain", "__init__"),
+    ("cli", "lsp", "corpus", "explain", "__init__"),
 )
 
 
