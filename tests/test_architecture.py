@@ -16,7 +16,7 @@ LAYERS = (
     ("registry",),
     ("analysis",),
     ("passes",),
-    ("optimize", "diff"),
+    ("optimize", "diff", "decoding"),
     ("backend", "store"),
     ("cli", "corpus", "explain", "__init__"),
 )
