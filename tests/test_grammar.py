@@ -21,10 +21,12 @@ from pathlib import Path
 import jsonschema
 import llguidance
 import pytest
+from cli import invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from profiles import examples
 
+import planc
 from planc import parse
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.corpus import load_cases
@@ -149,7 +151,7 @@ FEATURES = {
     "a tab": lambda text, lexed: "\t" in text,
     "CRLF line ends": lambda text, lexed: "\r\n" in text,
     "blank lines": lambda text, lexed: "\n\n" in text.strip(),
-    "tokens with no space between": lambda text, lexed: "|>summarize(" in text.replace(" ", "") and ")|>" in text,
+    "tokens with no space between": lambda text, lexed: ")|>" in text and bool(re.search(r"\w:[\w\"]", text)),
     "a triple-quoted string over lines": lambda text, lexed: any(
         t[3].startswith('"""') and "\n" in t[3] for t in lexed.tokens if t[2] == "STRING"),
     "escapes in a string": lambda text, lexed: any(
@@ -293,3 +295,43 @@ def test_an_integer_literal_is_a_number_jsonschema_calls_an_integer(text):
         return
     value = literal_value(parsed.plan.pipelines[0].steps[0].args[0].value)
     assert jsonschema.Draft202012Validator({"type": "integer"}).is_valid(value)
+
+
+# The command.
+
+@pytest.mark.parametrize("format", FORMATS)
+def test_the_command_prints_a_grammar_llguidance_reads(format, tmp_path):
+    result = invoke("grammar", "--format", format)
+    assert result.exit_code == 0, result.output
+    Decoder(result.stdout, format)
+    config = CORPUS / "registry" / "planc.toml"
+    narrowed = invoke("grammar", "--format", format, "--config", config)
+    assert narrowed.exit_code == 0, narrowed.output
+    assert narrowed.stdout == export_grammar(load_registry(config), format=format)
+    assert Decoder(narrowed.stdout, format).accepts('search(query: "x", limit: 5)')
+    assert not Decoder(narrowed.stdout, format).accepts('search(query: "x", limt: 5)')
+
+
+def test_the_command_is_lark_by_default_and_finds_the_nearest_planc_toml(tmp_path, monkeypatch):
+    (tmp_path / "planc.toml").write_text('[tools.only]\nparams = { n = { type = "integer" } }\n', encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    result = invoke("grammar")
+    assert result.exit_code == 0
+    assert result.stdout == export_grammar(load_registry(tmp_path / "planc.toml"), format="lark")
+    decoder = Decoder(result.stdout, "lark")
+    assert decoder.accepts("only(n: 2)") and not decoder.accepts("other(n: 2)") and not decoder.accepts('only(n: "2")')
+
+
+def test_a_bad_planc_toml_is_exit_2_with_one_message(tmp_path):
+    (tmp_path / "planc.toml").write_text("[tools.x]\nparams = 3\n", encoding="utf-8")
+    result = invoke("grammar", "--config", tmp_path / "planc.toml")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "planc.toml:2" in result.stderr
+
+
+def test_the_api_is_planc_export_grammar_and_refuses_an_unknown_format():
+    assert planc.export_grammar is export_grammar and "export_grammar" in planc.__all__
+    with pytest.raises(ValueError, match="unknown grammar format"):
+        planc.export_grammar(format="ebnf")

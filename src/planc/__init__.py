@@ -23,6 +23,7 @@ _API = {
     "Severity": "planc.diagnostics",
     "Span": "planc.diagnostics",
     "check": "planc.passes.check",
+    "export_grammar": "planc.decoding",
     "extract": "planc.syntax.extract",
     "parse": "planc.syntax.parser",
     "load_plan": "planc.store.stored",
@@ -34,6 +35,7 @@ _API = {
 __all__ = list(_API)
 
 if TYPE_CHECKING:
+    from planc.decoding import export_grammar
     from planc.diagnostics import Diagnostic, Fix, Position, Severity, Span
     from planc.passes.check import CheckResult, check
     from planc.registry.python_tools import tool

@@ -31,6 +31,7 @@ COMMANDS = {
     "resume": "planc.cli.store_commands:resume_command",
     "policy": "planc.cli.registry_commands:policy_group",
     "registry": "planc.cli.registry_commands:registry_group",
+    "grammar": "planc.cli.grammar_commands:grammar_command",
 }
 
 
