@@ -51,8 +51,12 @@ def to_gbnf(grammar: Grammar, header: str) -> str:
     lines += [f"{names[name]} ::= {write(replace(expr, spaced), leaf)}" for name, expr in grammar.rules.items()
               if name != grammar.start]
     lines.append("")
-    lines += [f"{names[name]} ::= {write(_characters(pattern), leaf)}"
-              for name, pattern in grammar.terminals.items() if name not in grammar.ignore]
+    for name, pattern in grammar.terminals.items():
+        if name in grammar.ignore:
+            continue
+        if name in grammar.notes:
+            lines.append(f"# {names[name]}: {grammar.notes[name]}")
+        lines.append(f"{names[name]} ::= {write(_characters(pattern), leaf)}")
     # `ws` is recursive, not `space+`: the same text, but llguidance's GBNF reader then keeps it a
     # rule, made of `space` lexemes, rather than melting it into the lexemes around it (as it
     # does with any rule of lexemes only): a lexeme `NAME ws "="` would make its greedy lexer read

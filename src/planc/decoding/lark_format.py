@@ -27,7 +27,10 @@ def to_lark(grammar: Grammar, header: str) -> str:
     lines += ["", f"{grammar.start}: {write(start, _leaf)}"]
     lines += [f"{name}: {write(expr, _leaf)}" for name, expr in grammar.rules.items() if name != grammar.start]
     lines.append("")
-    lines += [f"{name}: /{_pattern(pattern)}/" for name, pattern in grammar.terminals.items()]
+    for name, pattern in grammar.terminals.items():
+        if name in grammar.notes:
+            lines.append(f"// {name}: {grammar.notes[name]}")
+        lines.append(f"{name}: /{_pattern(pattern)}/")
     # One `%ignore` of one terminal, the same as the start rule's: with several, or with another
     # terminal matching the same text, llguidance's lexer may take the wrong one and fail.
     lines.append(f"{skip}: ({' | '.join(grammar.ignore)})+")

@@ -38,13 +38,16 @@ def read_grammar() -> Grammar:
     built = tables()
     literals = Grammar(START, rules, {}, ()).literals()
     terminals: dict[str, regex.Regex] = {}
+    notes: dict[str, str] = {}
     for terminal in built.terminals:
         if terminal.literal is not None and terminal.literal in literals:
             continue  # an anonymous literal such as "(": it stays a Literal in the rules
         pattern = regex.greedy(_known_escapes(regex.read(terminal.regexp)))
-        reserved = [word for word in literals if re.fullmatch(terminal.regexp, word)]
+        reserved = sorted(word for word in literals if re.fullmatch(terminal.regexp, word))
         terminals[terminal.name] = regex.without_words(pattern, reserved) if reserved else pattern
-    return Grammar(START, rules, terminals, tuple(built.ignore)).pruned()
+        if reserved:
+            notes[terminal.name] = f"/{terminal.regexp}/ but none of the keywords: {', '.join(reserved)}"
+    return Grammar(START, rules, terminals, tuple(built.ignore), notes).pruned()
 
 
 def _known_escapes(pattern: regex.Regex) -> regex.Regex:

@@ -69,6 +69,7 @@ class Grammar:
     rules: Mapping[str, Expr]  # name -> expansion, in the order they are written
     terminals: Mapping[str, Expr]  # name -> pattern over characters, with the lexer's meaning (see regex.py)
     ignore: tuple[str, ...]  # the terminals that may stand between any two lexemes
+    notes: Mapping[str, str] = attrs.field(factory=dict)  # terminal -> what it is, where its pattern says it poorly
 
     def rule(self, name: str) -> Expr:
         if name not in self.rules:
@@ -98,7 +99,8 @@ class Grammar:
             if name in rules:
                 pending += [node.name for node in walk(rules[name]) if isinstance(node, Symbol)]
         return Grammar(self.start, {n: e for n, e in rules.items() if n in reached},
-                       {n: t for n, t in self.terminals.items() if n in reached}, self.ignore)
+                       {n: t for n, t in self.terminals.items() if n in reached}, self.ignore,
+                       {n: note for n, note in self.notes.items() if n in reached})
 
 
 def walk(expr: Expr) -> Iterator[Expr]:

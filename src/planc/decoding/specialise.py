@@ -56,6 +56,7 @@ class _Specialiser:
         self.rules: dict[str, Expr] = {}  # per tool: step_TOOL, TOOL_arg
         self.values: dict[str, Expr] = {}  # what typed positions hold, shared by the tools
         self.terminals = dict(grammar.terminals)
+        self.notes: dict[str, str] = {}
         self.taken = {name.lower() for name in [*grammar.rules, *grammar.terminals]}
         self.name_pattern = re.compile(self._regexp_of(self._own_terminal(STEP)))
         self.keywords = grammar.literals()
@@ -84,7 +85,8 @@ class _Specialiser:
             if name == STEP:
                 rules.update(self.rules)
                 rules.update(self.values)
-        return Grammar(self.grammar.start, rules, self.terminals, self.grammar.ignore).pruned()
+        return Grammar(self.grammar.start, rules, self.terminals, self.grammar.ignore,
+                       {**self.grammar.notes, **self.notes}).pruned()
 
     # What a parameter may hold.
 
@@ -150,7 +152,8 @@ class _Specialiser:
         return Symbol(self.typed[("bound_path",)])
 
     def _integer(self) -> Symbol:
-        return self._terminal("INTEGER", regex.read(INTEGER_PATTERN))
+        return self._terminal("INTEGER", regex.read(INTEGER_PATTERN),
+                              "a NUMBER whose fraction is only zeros and whose exponent is not negative: an integer")
 
     def _template(self) -> Symbol:
         """A one-line string with at least one template hole (`syntax/templates.py`'s HOLE) in it."""
@@ -160,15 +163,17 @@ class _Specialiser:
             if (len(items) == 3 and items[0] == items[2] and isinstance(items[1], Many)
                     and items[1].low == 0 and items[1].high is None):
                 body = items[1]
-                return self._terminal("TEMPLATE", Seq((items[0], body, regex.read(HOLE.pattern), body, items[2])))
+                return self._terminal("TEMPLATE", Seq((items[0], body, regex.read(HOLE.pattern), body, items[2])),
+                                      "a one-line STRING with a template hole in it")
         raise GrammarError("STRING has no one-line form `\"...\"` to build template strings from")
 
-    def _terminal(self, name: str, pattern: regex.Regex) -> Symbol:
+    def _terminal(self, name: str, pattern: regex.Regex, note: str) -> Symbol:
         if name not in self.terminals:
             if name.lower() in self.taken:
                 raise GrammarError(f"grammar/plan.lark already has a `{name}`")
             self.taken.add(name.lower())
             self.terminals[name] = pattern
+            self.notes[name] = note
         return Symbol(name)
 
     def _keyword(self, word: str) -> Literal:
