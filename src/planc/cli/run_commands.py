@@ -42,8 +42,6 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
 
     Progress goes to stderr; stdout holds the result only.
     """
-    import json
-
     from planc.backend.arguments import parse_arguments
     from planc.backend.hooks import Hooks
     from planc.backend.values import RunError
@@ -77,12 +75,12 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
                "policy": str(Path(policy_file).resolve()) if policy_file else None,
                "finish": finish, "query": query}
+    sink = _events_file(events) if events else None  # before the run is recorded: a bad path runs nothing
     runs = open_store(store)
     recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
                                   arguments=arguments, options=options)
     click.echo(f"run: {recorded.run_id}", err=True)
-    sink = open(events, "w", encoding="utf-8") if events else None  # closed below
-    writer = (lambda event: sink.write(json.dumps(event, default=str) + "\n")) if sink else None
+    writer = _events_writer(sink, events) if sink else None
     hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
                   events=fan_out(writer, progress.sink))
     try:
@@ -98,6 +96,29 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         print_result(result, finish, query, lambda: solver, recorded.recorder)
     finally:
         runs.close()
+
+
+def _events_file(path: str):
+    """`--events FILE` opened for writing, or a UsageError naming it (a missing folder, no permission)."""
+    try:
+        return open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed when the run ends
+    except OSError as error:
+        raise UsageError(f"--events {path}: cannot write the events there: {error.strerror}") from None
+
+
+def _events_writer(sink, path: str):
+    """Each event as a JSON line in `sink`; a failure to write it (a full disk) fails the run, naming the file."""
+    import json
+
+    from planc.backend.values import RunError
+
+    def write(event: dict) -> None:
+        try:
+            sink.write(json.dumps(event, default=str) + "\n")
+        except OSError as error:
+            raise RunError(f"--events {path}: cannot write the events there: {error.strerror}") from None
+
+    return write
 
 
 @click.command("compile")
