@@ -24,7 +24,8 @@ from planc.passes.check import CheckResult
 from planc.passes.policy.load import Policy
 from planc.registry.lock import lock_path
 from planc.registry.registry import Registry
-from planc.store.run_store import Recorder, Replay, Resume, RunStore
+from planc.store.recorders import Recorder, Replay, Resume
+from planc.store.run_store import RunStore
 
 
 @attrs.define
@@ -51,7 +52,8 @@ class RecordedRun:
         from planc.store.stored import save_plan
 
         options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy)}
-        recorder = store.start_run(save_plan(checked, registry=registry, policy=policy), arguments, options)
+        recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
+                                                   options))
         return cls(checked, registry, policy, principal, arguments, recorder, store)
 
     @classmethod

@@ -126,12 +126,17 @@ def _step_lines(run: dict):
 
 def _call_line(call: dict, prefix: str = "") -> str:
     took = f" ({call['finished_at'] - call['started_at']:.3f}s)" if call["finished_at"] else ""
-    if call["error"] is not None:
-        ended = f" failed: {call['error']}"
-    elif call["finished_at"] is None:
-        ended = ": no result recorded (the run stopped during the call)"
-    else:
+    outcome = call["outcome"]
+    if outcome == "ok":
         ended = f" -> {_short(call['output'])}"
+    elif outcome != "unknown":
+        ended = f" {outcome.replace('_', ' ')}: {call['error']}"
+    elif call["error"] is not None:
+        ended = f": outcome unknown: {call['error']}"
+    elif call["finished_at"] is not None:
+        ended = ": outcome unknown: the run was interrupted during the call"
+    else:
+        ended = ": outcome unknown: no result recorded (the run stopped during the call)"
     return f"{prefix}{call['tool']} {_short(call['input'])}{took}{ended}"
 
 
