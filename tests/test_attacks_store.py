@@ -30,6 +30,36 @@ def _called(name, **args):
 def send(text):
     _called("send", text=text)
     return {"sent": text}
+
+
+class Thing:
+    pass
+
+
+def weird(kind):
+    """A result of the `kind` asked for, most of which JSON cannot hold."""
+    _called("weird", kind=kind)
+    if kind == "circular":
+        items = [1, 2]
+        items.append({"back": items})
+        return {"items": items}
+    if kind == "deep":
+        value = []
+        for _ in range(5000):
+            value = [value]
+        return value
+    return {
+        "long_integer": lambda: {"n": 10 ** 5000},
+        "object": lambda: {"items": [1, 2, 3, Thing()]},
+        "nan": lambda: {"score": float("nan")},
+        "infinity": lambda: [float("inf")],
+        "set": lambda: {"items": [0, 1, 2, {"a", "b"}]},
+        "bytes": lambda: {"body": b"\\x00\\xff"},
+        "int_keys": lambda: {"by_id": {1: "a"}},
+        "surrogate": lambda: {"text": "\\ud800"},
+        "large": lambda: "x" * 5000,
+        "tuples": lambda: {"pair": (1, 2), "nested": [(3, (4,))]},
+    }[kind]()
 '''
 
 TOML = '''
@@ -38,6 +68,15 @@ provider = "python:{module}:send"
 params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 effects = {{ idempotent = false }}
+
+[tools.weird]
+provider = "python:{module}:weird"
+params = {{ kind = {{ type = "string" }} }}
+required = ["kind"]
+effects = {{ idempotent = true }}  # a refused result is never asked for again, idempotent or not
+
+[limits]
+result_bytes = 4096
 '''
 
 
@@ -86,3 +125,105 @@ def test_events_into_a_missing_folder_is_one_usage_message_and_nothing_runs(proj
         "Error: --events no/such/folder/events.jsonl: cannot write the events there: No such file or directory"]
     assert calls(project) == []
     assert stored_runs(project / "runs.sqlite") == []  # not even a run left `running`
+
+
+def run_id_of(result) -> str:
+    return next(line.split()[1] for line in result.stderr.splitlines() if line.startswith("run: "))
+
+
+def shown(run_id: str) -> dict:
+    result = invoke("show-run", run_id, "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+# --- results are recorded or refused, never a traceback after the effect
+
+REFUSED = {
+    "circular": "at $.items[2].back: a circular reference: the value contains itself",
+    "deep": "at $" + "[0]" * 256 + ": nesting deeper than 256 levels",
+    "long_integer": "at $.n: an integer of more than 4,300 digits, which JSON readers cannot take back",
+    "object": "at $.items[3]: an object of type `Thing`: a result is JSON data",
+    "nan": "at $.score: nan, which JSON cannot hold",
+    "infinity": "at $[0]: inf, which JSON cannot hold",
+    "set": "at $.items[3]: a set, whose order is not defined (return a sorted list)",
+    "bytes": "at $.body: bytes, which have no one text form",
+    "int_keys": "at $.by_id: a key that is not a string (1, int): JSON keys are strings",
+    "surrogate": "at $.text: a string that is not valid Unicode (it holds a lone surrogate)",
+    "large": "at $: the result is 5,002 bytes as JSON, more than `[limits] result_bytes` (4,096)",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REFUSED))
+def test_a_result_json_cannot_hold_is_refused_recorded_and_never_asked_for_again(project, kind):
+    write_plan(project, f'weird(kind: "{kind}")\nsend(text: "after")\n')
+    result = invoke("run", "p.plan")
+    clean(result)
+    assert result.exit_code == 1
+    message = f"step 1: `weird` returned a result that cannot be recorded, {REFUSED[kind]}"
+    assert result.stderr.splitlines()[-1].startswith(f"error: {message}"), result.stderr
+    assert calls(project) == [{"tool": "weird", "kind": kind}]  # made once, and nothing after it
+    run_id = run_id_of(result)
+    record = shown(run_id)
+    assert record["status"] == "failed" and record["message"].startswith(message)
+    assert [(call["tool"], call["outcome"], call["output"]) for call in record["calls"]] == [("weird", "refused", None)]
+
+    resumed = invoke("resume", run_id)  # the effect happened: resume fails as the run did, calling nothing
+    clean(resumed)
+    assert resumed.exit_code == 1 and resumed.stderr.splitlines()[-1] == f"error: {record['message']}"
+    replayed = invoke("replay", run_id)
+    clean(replayed)
+    assert replayed.exit_code == 1 and replayed.stderr.splitlines()[-1] == f"error: {record['message']}"
+    assert len(calls(project)) == 1
+
+
+def test_tuples_are_lists_in_the_run_the_record_and_the_replay(project):
+    write_plan(project, 'weird(kind: "tuples")\n')
+    result = invoke("run", "p.plan")
+    clean(result)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"pair": [1, 2], "nested": [[3, [4]]]}
+    record = shown(run_id_of(result))
+    assert record["calls"][0]["outcome"] == "ok" and record["calls"][0]["output"] == {"pair": [1, 2],
+                                                                                      "nested": [[3, [4]]]}
+    replayed = invoke("replay", run_id_of(result))
+    assert replayed.exit_code == 0 and replayed.stdout == result.stdout
+    assert len(calls(project)) == 1
+
+
+from model_server import model_server  # noqa: E402,F401  (the loopback model server fixture)
+
+
+def test_a_model_reply_above_result_bytes_is_refused_like_a_tools_result(project, model_server):
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text().replace("result_bytes = 4096", "result_bytes = 32")
+                    + f'\n[models.judge]\nbase_url = "{model_server.url}"\nmodel = "m"\n', encoding="utf-8")
+    model_server.play("answer_yes")
+    write_plan(project, 'decide(infer: "Is it on fire?", then: { send(text: "fire") })\n')
+    result = invoke("run", "p.plan")
+    clean(result)
+    assert result.exit_code == 1
+    assert "step 1: the `judge` model returned a result that cannot be recorded, at $: the result is" in result.stderr
+    assert "more than `[limits] result_bytes` (32)" in result.stderr
+    record = shown(run_id_of(result))
+    assert record["status"] == "failed"
+    assert [(call["tool"], call["outcome"]) for call in record["calls"]] == [("model:judge", "refused")]
+    assert calls(project) == [] and len(model_server.bodies()) == 1
+
+
+def test_an_mcp_result_above_result_bytes_is_refused_like_a_python_tools(mcp_project, tmp_path, monkeypatch):
+    from test_mcp_run import copy_project
+
+    config, repo, synced = mcp_project
+    assert synced.exit_code == 0, synced.output
+    copied = copy_project((config, repo, None), tmp_path,
+                          toml=config.read_text(encoding="utf-8") + "\n[limits]\nresult_bytes = 32\n")
+    monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
+    (tmp_path / "p.plan").write_text(f'git__git_status(repo_path: "{repo}")\n', encoding="utf-8")
+    result = invoke("run", "--config", copied, tmp_path / "p.plan")
+    clean(result)
+    assert result.exit_code == 1
+    assert "step 1: `git__git_status` returned a result that cannot be recorded, at $: the result is" in result.stderr
+    record = shown(run_id_of(result))
+    assert record["status"] == "failed"
+    assert [(call["tool"], call["outcome"]) for call in record["calls"]] == [("git__git_status", "refused")]

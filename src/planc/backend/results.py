@@ -23,10 +23,29 @@ import json
 import math
 import re
 
+from planc.backend.values import ToolFailed
+
 MAX_DEPTH = 256  # far below the interpreter's recursion limit, so JSON writes and reads it back
 MAX_INT_DIGITS = 4300  # the longest integer Python reads back from JSON by default
 _INT_LIMIT = 10**MAX_INT_DIGITS
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class ResultRefused(ToolFailed):
+    """A call returned a result that cannot be recorded or used: the call failed, and since it returned
+    (its effect happened) its completion is recorded, so that it is never made again."""
+
+    outcome = "refused"  # as the run store records it
+
+
+def usable(value, what: str, limit_bytes: int | None):
+    """`value`, the result of `what` (`step 2: `search``), as plain JSON data, or ResultRefused saying where
+    and what is wrong."""
+    try:
+        return plain(value, limit_bytes)
+    except NotPlain as error:
+        raise ResultRefused(f"{what} returned a result that cannot be recorded, {error}; the call was made, "
+                            f"and is not made again") from None
 
 
 class NotPlain(Exception):

@@ -63,7 +63,10 @@ class Session:
 
         if self.calls_tools:
             self.client(role, step, path)  # a model that is not configured fails here, before the step asks it
-        return StepModel(lambda: self.client(role, step, path), role, path, self.recorder, step)
+        from planc.backend.dispatch import result_bytes
+
+        return StepModel(lambda: self.client(role, step, path), role, path, self.recorder, step,
+                         result_bytes(self.registry))
 
     def client(self, role: str, step: ast.Step, path: str):
         """The model client of `role` (`[models.<role>]`, else `[models.default]`), made once per run."""
