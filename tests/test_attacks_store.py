@@ -58,6 +58,7 @@ def weird(kind):
         "int_keys": lambda: {"by_id": {1: "a"}},
         "surrogate": lambda: {"text": "\\ud800"},
         "large": lambda: "x" * 5000,
+        "two_megabytes": lambda: [f"{i:06d}" + "x" * 994 for i in range(2000)],
         "tuples": lambda: {"pair": (1, 2), "nested": [(3, (4,))]},
     }[kind]()
 '''
@@ -186,6 +187,28 @@ def test_tuples_are_lists_in_the_run_the_record_and_the_replay(project):
     record = shown(run_id_of(result))
     assert record["calls"][0]["outcome"] == "ok" and record["calls"][0]["output"] == {"pair": [1, 2],
                                                                                       "nested": [[3, [4]]]}
+    replayed = invoke("replay", run_id_of(result))
+    assert replayed.exit_code == 0 and replayed.stdout == result.stdout
+    assert len(calls(project)) == 1
+
+
+def test_a_large_result_is_stored_once_and_read_back_wherever_it_was(project):
+    """A result is in its call's row, two events and the run's output: the store holds it once."""
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text().replace("result_bytes = 4096", "result_bytes = 4194304"), encoding="utf-8")
+    write_plan(project, 'weird(kind: "two_megabytes")\n')
+    result = invoke("run", "p.plan")
+    clean(result)
+    assert result.exit_code == 0, result.stderr
+    value = json.loads(result.stdout)
+    size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    assert size > 2_000_000
+    store = project / "runs.sqlite"
+    assert not store.with_name("runs.sqlite-wal").exists()  # the run's connection closed: one file holds it all
+    assert size < store.stat().st_size < size * 1.1 + 200_000  # once, not four times
+    record = shown(run_id_of(result))
+    finished = [event["result"] for event in record["events"] if event["event"] in ("tool_finished", "step_finished")]
+    assert record["calls"][0]["output"] == record["output"] == finished[0] == finished[1] == value
     replayed = invoke("replay", run_id_of(result))
     assert replayed.exit_code == 0 and replayed.stdout == result.stdout
     assert len(calls(project)) == 1

@@ -208,7 +208,9 @@ def test_a_store_written_before_run_options_opens_and_replays(project, monkeypat
     with sqlite3.connect(database) as db:  # back to the first schema: no `runs.options`, user_version 0
         db.execute("ALTER TABLE runs DROP COLUMN options")
         db.execute("ALTER TABLE calls DROP COLUMN outcome")
+        db.execute("ALTER TABLE events DROP COLUMN refs")
         db.execute("DROP TABLE files")
+        db.execute("DROP TABLE large_values")
         db.execute("PRAGMA user_version = 0")
     monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
     replayed = invoke("replay", run_id)
@@ -221,12 +223,14 @@ def test_a_store_written_before_run_options_opens_and_replays(project, monkeypat
 
 
 def test_a_store_of_the_previous_schema_gets_each_calls_outcome(project, monkeypatch):
-    """Schema 3 had no `calls.outcome`: opening it adds the column and fills it from what the rows say,
-    a timeout recorded as a failure then being an unknown outcome."""
+    """Schema 3 had no `calls.outcome` (nor large values kept once): opening it adds the column and fills
+    it from what the rows say, a timeout recorded as a failure then being an unknown outcome."""
     run_id, _ = record(project)
     database = project / ".planc" / "runs.sqlite"
     with sqlite3.connect(database) as db:  # as planc wrote it with schema 3
         db.execute("ALTER TABLE calls DROP COLUMN outcome")
+        db.execute("ALTER TABLE events DROP COLUMN refs")
+        db.execute("DROP TABLE large_values")
         db.execute("PRAGMA user_version = 3")
         timeout = "step 3/do.1[1]: `notify` failed: CallTimedOut: no result within 1 s"
         db.execute("UPDATE calls SET output = NULL, error = ? WHERE sequence = 3", (timeout,))

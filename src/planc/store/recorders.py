@@ -18,11 +18,10 @@ make a call again whose effect may have happened unless that is safe:
 
 from __future__ import annotations
 
-import time
-
 from planc.backend.hooks import Call, Skip
 from planc.backend.values import RunError, ToolFailed
-from planc.store.run_store import RunStore, plain_json, to_json
+from planc.store.large_values import to_json
+from planc.store.run_store import RunStore, plain_json
 
 
 def outcome_of(error: Exception | None) -> str:
@@ -48,20 +47,15 @@ class Recorder:
     def started(self, call: Call) -> None:
         self.sequence += 1
         self.open[id(call)] = self.sequence
-        self.store.write("INSERT INTO calls (run_id, sequence, step, tool, input, started_at) VALUES (?, ?, ?, ?, ?, ?)",
-                         (self.run_id, self.sequence, call.step, call.tool.name, to_json(dict(call.args)), time.time()))
+        self.store.call_started(self.run_id, self.sequence, call.step, call.tool.name, dict(call.args))
 
     def finished(self, call: Call, result, error: Exception | None) -> None:
-        sequence = self.open.pop(id(call))
-        self.store.write("UPDATE calls SET output = ?, error = ?, outcome = ?, finished_at = ? "
-                         "WHERE run_id = ? AND sequence = ?",
-                         (None if error is not None else to_json(result), str(error) if error is not None else None,
-                          outcome_of(error), time.time(), self.run_id, sequence))
+        self.store.call_ended(self.run_id, self.open.pop(id(call)), outcome_of(error), result,
+                              str(error) if error is not None else None)
 
     def event(self, event: dict) -> None:
         self.events += 1
-        self.store.write("INSERT INTO events (run_id, sequence, at, event) VALUES (?, ?, ?, ?)",
-                         (self.run_id, self.events, time.time(), to_json(event)))
+        self.store.event(self.run_id, self.events, event)
 
 
 def _calls_by_step(run: dict) -> dict[str, list[dict]]:

@@ -6,15 +6,19 @@ tells the store, and what a replay or a resume answers from it, is `planc.store.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+from planc.store.large_values import Values, keep, keep_event, to_json
+
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
-SCHEMA_VERSION = 4  # 2: runs.options; 3: files; 4: calls.outcome
+SCHEMA_VERSION = 4  # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs
 
 # How a call ended. An intent row with no outcome yet (its process died during the call) is unknown.
 OUTCOMES = {
@@ -33,7 +37,7 @@ CREATE TABLE IF NOT EXISTS runs (
     finished_at REAL,
     status TEXT NOT NULL,          -- running, ok, error (exit status error), failed (RunError), interrupted
     plan TEXT NOT NULL,            -- the stored plan (planc.store.stored) it ran
-    arguments TEXT NOT NULL,       -- JSON
+    arguments TEXT NOT NULL,       -- JSON (each JSON column may hold a reference to a large value instead)
     output TEXT,                   -- JSON of the plan's result
     message TEXT,
     options TEXT                   -- JSON: how it ran (config, policy, principal, finish, query); replay reuses it
@@ -60,13 +64,19 @@ CREATE TABLE IF NOT EXISTS events (
     sequence INTEGER NOT NULL,
     at REAL NOT NULL,
     event TEXT NOT NULL,           -- JSON
+    refs TEXT,                     -- JSON: the event's large fields (null in `event`) -> their large_values hash
     PRIMARY KEY (run_id, sequence)
+);
+CREATE TABLE IF NOT EXISTS large_values (  -- each JSON text longer than a page, once (store/large_values.py)
+    hash TEXT PRIMARY KEY,         -- sha256 of the text
+    json TEXT NOT NULL
 );
 """
 
 # What a store of an older schema lacks, added by `_migrate`: (table, column, its declaration, how to fill it).
 ADDED_COLUMNS = (
     ("runs", "options", "TEXT", None),
+    ("events", "refs", "TEXT", None),
     ("calls", "outcome", "TEXT",
      # A timeout was recorded as a failure before outcomes: its effect is just as unknown as any other's.
      "CASE WHEN finished_at IS NULL THEN NULL WHEN error IS NULL THEN 'ok' "
@@ -76,10 +86,6 @@ ADDED_COLUMNS = (
 
 class RunStoreError(Exception):
     """A run store that cannot be opened, or a run it does not hold."""
-
-
-def to_json(value) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)  # key order kept: replay prints what the run did
 
 
 def plain_json(value):
@@ -117,25 +123,47 @@ class RunStore:
     def close(self) -> None:
         self.db.close()
 
-    def write(self, sql: str, params=()) -> None:
-        """`sql` in one committed transaction."""
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One committed transaction: what is written inside is all there, or none of it."""
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
-            self.db.execute(sql, params)
+            yield self.db
 
     def start_run(self, stored_plan: dict, arguments, options: dict | None = None) -> str:
         """A new run of `stored_plan`, and its id; `options` says how it runs, so that replay and resume
         can do the same."""
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
-        self.write("INSERT INTO runs (id, started_at, status, plan, arguments, options) "
-                   "VALUES (?, ?, 'running', ?, ?, ?)",
-                   (run_id, time.time(), to_json(stored_plan), to_json(dict(arguments or {})), to_json(options or {})))
+        with self.transaction() as db:
+            db.execute("INSERT INTO runs (id, started_at, status, plan, arguments, options) "
+                       "VALUES (?, ?, 'running', ?, ?, ?)",
+                       (run_id, time.time(), to_json(stored_plan), keep(db, dict(arguments or {})),
+                        to_json(options or {})))
         return run_id
+
+    def call_started(self, run_id: str, sequence: int, step: str, tool: str, arguments) -> None:
+        """The intent row of a call about to be made."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, started_at) VALUES (?, ?, ?, ?, ?, ?)",
+                       (run_id, sequence, step, tool, keep(db, arguments), time.time()))
+
+    def call_ended(self, run_id: str, sequence: int, outcome: str, output=None, error: str | None = None) -> None:
+        """How the call of row `sequence` ended: its outcome, and its output (when ok) or error."""
+        with self.transaction() as db:
+            db.execute("UPDATE calls SET output = ?, error = ?, outcome = ?, finished_at = ? "
+                       "WHERE run_id = ? AND sequence = ?",
+                       (keep(db, output) if outcome == "ok" else None, error, outcome, time.time(), run_id, sequence))
+
+    def event(self, run_id: str, sequence: int, event: dict) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT INTO events (run_id, sequence, at, event, refs) VALUES (?, ?, ?, ?, ?)",
+                       (run_id, sequence, time.time(), *keep_event(db, event)))
 
     def keep_file(self, text: str) -> str:
         """Keep `text` (a file a run read), once however many runs read it; its hash names it."""
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        self.write("INSERT OR IGNORE INTO files (hash, text) VALUES (?, ?)", (digest, text))
+        with self.transaction() as db:
+            db.execute("INSERT OR IGNORE INTO files (hash, text) VALUES (?, ?)", (digest, text))
         return digest
 
     def file(self, digest: str) -> str:
@@ -145,8 +173,9 @@ class RunStore:
         return row[0]
 
     def finish_run(self, run_id: str, status: str, output=None, message: str | None = None) -> None:
-        self.write("UPDATE runs SET finished_at = ?, status = ?, output = ?, message = ? WHERE id = ?",
-                   (time.time(), status, to_json(output), message, run_id))
+        with self.transaction() as db:
+            db.execute("UPDATE runs SET finished_at = ?, status = ?, output = ?, message = ? WHERE id = ?",
+                       (time.time(), status, keep(db, output), message, run_id))
 
     def last_event(self, run_id: str) -> int:
         """The sequence of `run_id`'s last event (0 for none): a resumed run's events come after it."""
@@ -168,15 +197,15 @@ class RunStore:
             raise RunStoreError(f"{self.path}: no run `{run_id}`")
         calls = self.db.execute("SELECT sequence, step, tool, input, output, error, started_at, finished_at, outcome "
                                 "FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
-        events = self.db.execute("SELECT at, event FROM events WHERE run_id = ? ORDER BY sequence", (run_id,))
+        events = self.db.execute("SELECT at, event, refs FROM events WHERE run_id = ? ORDER BY sequence", (run_id,))
+        value = Values(self.db)
         return {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
-                "plan": json.loads(row[4]), "arguments": json.loads(row[5]),
-                "output": json.loads(row[6]) if row[6] is not None else None, "message": row[7],
+                "plan": json.loads(row[4]), "arguments": value(row[5]), "output": value(row[6]), "message": row[7],
                 "options": json.loads(row[8]) if row[8] is not None else {},
-                "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": json.loads(c[3]),
-                           "output": json.loads(c[4]) if c[4] is not None else None, "error": c[5],
-                           "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown"} for c in calls],
-                "events": [{"at": at, **json.loads(event)} for at, event in events]}
+                "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": value(c[3]), "output": value(c[4]),
+                           "error": c[5], "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown"}
+                          for c in calls],
+                "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]}
 
 
 __all__ = ["DEFAULT_PATH", "OUTCOMES", "RunStore", "RunStoreError"]
