@@ -9,14 +9,22 @@ reached the user.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import time
 
 import pytest
-from cli import invoke
+from cli import HANG_GUARD_S, invoke, planc_process
 from tool_project import tool_project
+
+POLL_S = 0.005  # between two looks at what a process has done
 
 TOOLS = '''
 import json
+import os
+import threading
 from pathlib import Path
 
 SPY = Path(__file__).with_name("calls.log")
@@ -30,6 +38,14 @@ def _called(name, **args):
 def send(text):
     _called("send", text=text)
     return {"sent": text}
+
+
+def hold(text):
+    """With PLANC_TEST_HOLD set, wait for what never comes (the test interrupts planc meanwhile)."""
+    _called("hold", text=text)
+    if os.environ.get("PLANC_TEST_HOLD"):
+        threading.Event().wait()
+    return {"held": text}
 
 
 class Thing:
@@ -70,6 +86,12 @@ params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 effects = {{ idempotent = false }}
 
+[tools.hold]
+provider = "python:{module}:hold"
+params = {{ text = {{ type = "string" }} }}
+required = ["text"]
+effects = {{ idempotent = true }}
+
 [tools.weird]
 provider = "python:{module}:weird"
 params = {{ kind = {{ type = "string" }} }}
@@ -98,6 +120,10 @@ def calls(project) -> list[dict]:
     """Every call the spies saw, in order."""
     log = project / "calls.log"
     return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
+
+
+def shown_runs(project) -> list[tuple]:
+    return stored_runs(project / "runs.sqlite")
 
 
 def stored_runs(store) -> list[tuple]:
@@ -250,3 +276,86 @@ def test_an_mcp_result_above_result_bytes_is_refused_like_a_python_tools(mcp_pro
     record = shown(run_id_of(result))
     assert record["status"] == "failed"
     assert [(call["tool"], call["outcome"]) for call in record["calls"]] == [("git__git_status", "refused")]
+
+
+
+# --- interrupted runs say so
+
+
+def started(project, *args, hold: bool = True) -> subprocess.Popen:
+    """`planc ARGS` as a process of its own in `project` (signals need one), `hold` making `hold` wait."""
+    env = {**os.environ, "PLANC_STORE": str(project / "runs.sqlite")}
+    if hold:
+        env["PLANC_TEST_HOLD"] = "1"
+    return planc_process(*args, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_until(process: subprocess.Popen, what: str, seen) -> None:
+    """Look (`seen()`) until it is true, so long as `process` runs: never a guess at how long it takes."""
+    deadline = time.monotonic() + HANG_GUARD_S  # a guard against a hung test, not a claim about speed
+    while not seen():
+        if process.poll() is not None:
+            pytest.fail(f"planc ended ({process.returncode}) before {what}:\n{process.communicate()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"planc never got to {what}")
+        time.sleep(POLL_S)
+
+
+def interrupt(process: subprocess.Popen, number: int) -> tuple[int, str, str]:
+    process.send_signal(number)
+    out, err = process.communicate(timeout=HANG_GUARD_S)
+    return process.returncode, out, err
+
+
+def outcomes(record: dict) -> list[tuple]:
+    return [(call["tool"], call["input"].get("text"), call["outcome"]) for call in record["calls"]]
+
+
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_call_ends_the_run_interrupted_and_resume_finishes_it(project, number):
+    write_plan(project, 'send(text: "one")\nhold(text: "two")\nsend(text: "three")\n')
+    process = started(project, "run", "p.plan")
+    wait_until(process, "the call of hold", lambda: len(calls(project)) == 2)
+    code, out, err = interrupt(process, number)  # the tool's thread is still blocked: planc exits anyway
+    assert "Traceback" not in err and out == ""
+    assert code == 130, err
+    run_id = next(line.split()[1] for line in err.splitlines() if line.startswith("run: "))
+    name = signal.Signals(number).name
+    assert err.splitlines()[-1] == (f"error: interrupted by {name}: run {run_id} is recorded as interrupted, and "
+                                    f"`planc resume {run_id}` continues it")
+    record = shown(run_id)
+    assert record["status"] == "interrupted" and record["finished_at"] is not None
+    assert outcomes(record) == [("send", "one", "ok"), ("hold", "two", "unknown")]
+    assert record["events"][-1]["event"] == "run_finished" and record["events"][-1]["status"] == "interrupted"
+    assert "hold {\"text\": \"two\"}" in invoke("show-run", run_id).stdout
+
+    replayed = invoke("replay", run_id)  # ends as the run did
+    clean(replayed)
+    assert replayed.exit_code == 130 and replayed.stderr.splitlines()[-1] == f"error: {record['message']}"
+
+    resumed = invoke("resume", run_id)  # hold is idempotent: made again; send is not: never twice
+    clean(resumed)
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads(resumed.stdout) == {"sent": "three"}
+    assert [(call["tool"], call["text"]) for call in calls(project)] == [
+        ("send", "one"), ("hold", "two"), ("hold", "two"), ("send", "three")]
+    record = shown(run_id)
+    assert record["status"] == "ok"
+    assert outcomes(record) == [("send", "one", "ok"), ("hold", "two", "ok"), ("send", "three", "ok")]
+
+
+def test_a_resume_interrupted_in_turn_is_recorded_interrupted_again(project):
+    write_plan(project, 'hold(text: "one")\nsend(text: "two")\n')
+    first = started(project, "run", "p.plan")
+    wait_until(first, "the first call of hold", lambda: len(calls(project)) == 1)
+    assert interrupt(first, signal.SIGINT)[0] == 130
+    run_id = shown_runs(project)[0][0]
+    second = started(project, "resume", run_id)
+    wait_until(second, "the second call of hold", lambda: len(calls(project)) == 2)
+    code, out, err = interrupt(second, signal.SIGTERM)
+    assert (code, out) == (130, "") and "Traceback" not in err
+    assert err.splitlines()[-1].startswith("error: interrupted by SIGTERM: run ")
+    record = shown(run_id)
+    assert record["status"] == "interrupted" and outcomes(record) == [("hold", "one", "unknown")]
+    assert [call["tool"] for call in calls(project)] == ["hold", "hold"]  # send never started

@@ -9,6 +9,7 @@ recorded through the same `recorded_call`. A failure of the tool goes to `on_too
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 
 from planc.backend.hooks import Abort, Call, Proceed, Replace, Skip
@@ -124,12 +125,17 @@ async def recorded_call(recorder, call: Call, make: Callable[[], Awaitable], *, 
     The intent is committed before the work starts, so a store that cannot record it stops the run
     before the call. The call's end is recorded whatever it is: its result; or what it raised, as
     `explain(error)` says it (the error itself is raised); or a result that is not JSON data or is
-    larger than `limit_bytes`, refused (ResultRefused) after its effect, never lost to a traceback.
+    larger than `limit_bytes`, refused (ResultRefused) after its effect, never lost to a traceback;
+    or, when the run is interrupted during it, that its outcome is unknown.
     """
     if recorder is not None:
         recorder.started(call)
     try:
         result = usable(await make(), what, limit_bytes)
+    except asyncio.CancelledError:  # the run was interrupted during the call: it may have had its effect
+        if recorder is not None:
+            recorder.abandoned(call)
+        raise
     except Exception as error:
         if recorder is not None:
             recorder.finished(call, None, explain(error))

@@ -4,12 +4,11 @@
 the policy) by hash, stores the plan as compiled and commits the run's row. `resume` continues
 a run whose process died, in the same record; `replay` runs a recorded run again from its
 record, writing nothing. `execute` runs the plan, with every event recorded, and commits how the
-run ended: ok, error (an exit with status error) or failed.
+run ended: ok, error (an exit with status error), failed, or interrupted (SIGINT or SIGTERM).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import attrs
 
 from planc.backend.hooks import Hooks
 from planc.backend.interpreter import RunResult, run_plan
+from planc.backend.interrupts import Interrupted, Interrupts
 from planc.backend.progress import fan_out
 from planc.backend.values import RunError
 from planc.optimize.schedule import Schedule
@@ -68,17 +68,29 @@ class RecordedRun:
         """`run` again, every tool and model result from its record: nothing is called, nothing written."""
         return cls(checked, registry, policy, principal, run["arguments"], Replay(run))
 
-    def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None) -> RunResult:
-        """Run the plan and record how it ended; a RunError (the run failed) once that is recorded."""
+    def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
+                interrupts: Interrupts | None = None) -> RunResult:
+        """Run the plan and record how it ended; a RunError (the run failed) once that is recorded, and
+        Interrupted when SIGINT or SIGTERM stopped it (`interrupts`, in force since before the run was
+        recorded; one of its own otherwise)."""
         hooks = attrs.evolve(hooks, events=fan_out(hooks.events, self.recorder.event))
-        try:
-            result = asyncio.run(run_plan(self.checked, registry=self.registry, arguments=self.arguments, hooks=hooks,
-                                          policy=self.policy, principal=self.principal, recorder=self.recorder,
-                                          schedule=schedule))
-        except RunError as error:
-            self._finish("failed", message=str(error))
-            raise
-        self._finish(result.status, result.value, result.message)
+        with interrupts or Interrupts() as signals:
+            try:
+                result = signals.run(run_plan(self.checked, registry=self.registry, arguments=self.arguments,
+                                              hooks=hooks, policy=self.policy, principal=self.principal,
+                                              recorder=self.recorder, schedule=schedule))
+            except Interrupted as error:
+                if self.store is not None:
+                    error = Interrupted(f"{error}: run {self.run_id} is recorded as interrupted, and "
+                                        f"`planc resume {self.run_id}` continues it")
+                if hooks.events is not None:
+                    hooks.events({"event": "run_finished", "status": "interrupted"})
+                self._finish("interrupted", message=str(error))
+                raise error from None
+            except RunError as error:
+                self._finish("failed", message=str(error))
+                raise
+            self._finish(result.status, result.value, result.message)
         return result
 
     def _finish(self, status: str, output=None, message: str | None = None) -> None:

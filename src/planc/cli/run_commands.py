@@ -17,7 +17,7 @@ from planc.cli.options import (
 from planc.cli.plans import checked_to_run, optimized_plan
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, plan_arguments
-from planc.cli.runs import open_store, print_result, solver_client
+from planc.cli.runs import open_store, print_result, run_failed, solver_client
 from planc.cli.usage import UsageError
 
 
@@ -38,7 +38,7 @@ from planc.cli.usage import UsageError
 def run_command(plan: str, config: str | None, policy_file: str | None, principal: str, args: tuple[str, ...],
                 events: str | None, finish: str, query: str | None, approve: bool, optimize: bool,
                 store: str | None) -> None:
-    """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error.
+    """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error, 130 interrupted.
 
     Progress goes to stderr; stdout holds the result only.
     """
@@ -66,6 +66,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         optimized = optimized_plan(checked, plan)
         checked, schedule = optimized.checked, optimized.schedule
     from planc.backend.approve import approval_gate
+    from planc.backend.interrupts import Interrupts
     from planc.backend.progress import Progress, fan_out
     from planc.backend.recorded_run import RecordedRun
 
@@ -77,21 +78,21 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
                "finish": finish, "query": query}
     sink = _events_file(events) if events else None  # before the run is recorded: a bad path runs nothing
     runs = open_store(store)
-    recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
-                                  arguments=arguments, options=options)
-    click.echo(f"run: {recorded.run_id}", err=True)
-    writer = _events_writer(sink, events) if sink else None
-    hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
-                  events=fan_out(writer, progress.sink))
-    try:
-        with progress:
-            result = recorded.execute(hooks, schedule)
-    except RunError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
-    finally:
-        if sink:
-            sink.close()
+    with Interrupts() as interrupts:  # a signal from the moment the run is recorded ends it as interrupted
+        recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
+                                      arguments=arguments, options=options)
+        click.echo(f"run: {recorded.run_id}", err=True)
+        writer = _events_writer(sink, events) if sink else None
+        hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
+                      events=fan_out(writer, progress.sink))
+        try:
+            with progress:
+                result = recorded.execute(hooks, schedule, interrupts)
+        except RunError as error:
+            run_failed(error)
+        finally:
+            if sink:
+                sink.close()
     try:
         print_result(result, finish, query, lambda: solver, recorded.recorder)
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import click
 
@@ -17,6 +18,14 @@ def open_store(store: str | None):
         return RunStore(store or DEFAULT_PATH)
     except RunStoreError as error:
         raise UsageError(str(error)) from None
+
+
+def run_failed(error) -> NoReturn:
+    """A run that failed (exit 1) or was interrupted by a signal (exit 130): its one line on stderr."""
+    from planc.backend.interrupts import Interrupted
+
+    click.echo(f"error: {error}", err=True)
+    sys.exit(130 if isinstance(error, Interrupted) else 1)
 
 
 def solver_client(registry):

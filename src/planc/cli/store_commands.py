@@ -15,7 +15,7 @@ from planc.cli.options import (
 )
 from planc.cli.plans import checked_to_run
 from planc.cli.project import find_policy, find_registry
-from planc.cli.runs import open_store, print_result, solver_client
+from planc.cli.runs import open_store, print_result, run_failed, solver_client
 from planc.cli.usage import UsageError
 
 
@@ -68,7 +68,7 @@ def runs_command(store: str | None, output_format: str) -> None:
         click.echo(json.dumps(listed, indent=2, ensure_ascii=False))
         return
     for run in listed:
-        click.echo(f"{run['id']}  {_when(run['started_at'])}  {run['status']:<8} {run['calls']} call"
+        click.echo(f"{run['id']}  {_when(run['started_at'])}  {run['status']:<11} {run['calls']} call"
                    f"{'s' if run['calls'] != 1 else ''}")
 
 
@@ -163,7 +163,8 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     It reads the planc.toml, lock and policy the run read, as the store kept them; --config or
     --policy replays against today's files instead.
 
-    Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error.
+    Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error, 130 a run
+    that was interrupted (as it was).
     """
     from planc.backend.recorded_run import RecordedRun
     from planc.backend.values import RunError
@@ -184,8 +185,7 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     try:
         result = replay.execute()
     except RunError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
+        run_failed(error)
     options = run["options"]
     print_result(result, options.get("finish", "output"), options.get("query"), lambda: solver_client(registry),
                  replay.recorder)
@@ -212,8 +212,9 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
 
     Calls with a recorded result come from the record; a call started and never finished is called
     again only if its tool is idempotent, else the run stops with "outcome unknown".
-    Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error.
+    Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error, 130 interrupted.
     """
+    from planc.backend.interrupts import Interrupts
     from planc.backend.recorded_run import RecordedRun
     from planc.backend.values import RunError
     from planc.store.stored import StoredPlanError, dump, load_plan
@@ -231,14 +232,14 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
         click.echo(f"error: {run_id}: {error}", err=True)
         sys.exit(1)
     runs = open_store(store)
-    resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal)
-    click.echo(f"run: {run_id} (resumed)", err=True)
-    try:
-        result = resumed.execute()
-    except RunError as error:
-        runs.close()
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
+    with Interrupts() as interrupts:
+        resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal)
+        click.echo(f"run: {run_id} (resumed)", err=True)
+        try:
+            result = resumed.execute(interrupts=interrupts)
+        except RunError as error:
+            runs.close()
+            run_failed(error)
     options = run["options"]
     try:
         print_result(result, options.get("finish", "output"), options.get("query"), lambda: solver_client(registry),

@@ -19,6 +19,7 @@ make a call again whose effect may have happened unless that is safe:
 from __future__ import annotations
 
 from planc.backend.hooks import Call, Skip
+from planc.backend.interrupts import Interrupted
 from planc.backend.values import RunError, ToolFailed
 from planc.store.large_values import to_json
 from planc.store.run_store import RunStore, plain_json
@@ -52,6 +53,9 @@ class Recorder:
     def finished(self, call: Call, result, error: Exception | None) -> None:
         self.store.call_ended(self.run_id, self.open.pop(id(call)), outcome_of(error), result,
                               str(error) if error is not None else None)
+
+    def abandoned(self, call: Call) -> None:
+        self.store.call_ended(self.run_id, self.open.pop(id(call)), "unknown")
 
     def event(self, event: dict) -> None:
         self.events += 1
@@ -108,8 +112,9 @@ class Replay:
     def replayed(self, call: Call, step) -> Skip:
         recorded = self.by_step.get(call.step) or []
         asked = plain_json(dict(call.args))
-        if self._failed_here(recorded):
-            raise RunError(self.run["message"] or f"run {self.run['id']} failed here", _node(step))
+        if self._ended_here(recorded):
+            ended = Interrupted if self.run["status"] == "interrupted" else RunError
+            raise ended(self.run["message"] or f"run {self.run['id']} {self.run['status']} here", _node(step))
         if not recorded:
             raise DivergenceError(f"step {call.step}: replay diverged: the plan calls `{call.tool.name}` with "
                                   f"{to_json(asked)}, and run {self.run['id']} recorded no call at this step",
@@ -125,19 +130,26 @@ class Replay:
                                   f"of `{call.tool.name}` here, and no result for it", _node(step))
         return Skip(held["output"])
 
-    def _failed_here(self, recorded: list[dict]) -> bool:
-        """Whether the recorded run failed at this call, so the replay fails as it did: the run failed,
-        and it stopped during this call (no result), or before it with no call left."""
-        if self.run["status"] != "failed":
+    def _ended_here(self, recorded: list[dict]) -> bool:
+        """Whether the recorded run failed or was interrupted at this call, so the replay ends as it did,
+        with the run's last message (a resume may have ended it there since): the run stopped during this
+        call (no result), at it (its outcome unknown, and no call started after), or before it with no
+        call left."""
+        if self.run["status"] not in ("failed", "interrupted"):
             return False
-        if recorded:
-            return _no_result(recorded[0])
-        return not any(self.by_step.values())
+        if not recorded:
+            return not any(self.by_step.values())
+        held = recorded[0]
+        return _no_result(held) or (held["outcome"] == "unknown" and not any(
+            call["started_at"] >= held["finished_at"] for call in self.run["calls"]))
 
     def started(self, call: Call) -> None:  # never reached: replayed() answers every call or raises
         raise DivergenceError(f"step {call.step}: replay would call `{call.tool.name}`")
 
     def finished(self, call: Call, result, error) -> None:
+        pass
+
+    def abandoned(self, call: Call) -> None:
         pass
 
     def event(self, event: dict) -> None:
