@@ -1,7 +1,8 @@
 """The one path every real tool call takes, at any depth: a plan's steps, blocks, declared plans, agents.
 
 In order: the policy decides with the real arguments; the arguments are validated against the
-tool's schemas; the gate is asked; the recorder commits the intent (or answers from its record);
+tool's schemas; the recorder answers from its record (a replay, a resume) or else the gate is asked
+(a refusal is recorded) and the recorder commits the intent;
 the tool is called; its result is made plain JSON data (or refused: `results.py`), recorded and
 validated against the tool's `returns`; events are sent before and after. Model inferences are
 recorded through the same `recorded_call`. A failure of the tool goes to `on_tool_error`, which may replace it.
@@ -34,12 +35,12 @@ class Dispatch:
         current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
         self.authorize(call, step, in_loop)
         self.validate(call, step)
-        gate = await self.hooks.gate(call) if self.hooks.gate else Proceed()
-        if isinstance(gate, Abort):
-            raise RunError(f"step {call.step}: stopped before calling `{tool.name}`: {gate.reason}", step.tool)
+        answer = self.from_record(call, step)
+        if answer is None:  # only a call that will really be made is put to the gate
+            answer = await self.approved(call, step)
         self.run.emit("tool_started", step=call.step, tool=tool.name, input=dict(call.args))
-        if isinstance(gate, Skip):
-            result = gate.result
+        if isinstance(answer, Skip):
+            result = answer.result
         elif tool.provider.startswith("plan:"):  # its own calls come this way, each recorded
             result = await self.run.declared_plan(call, step, in_loop)
         else:
@@ -47,6 +48,26 @@ class Dispatch:
         self.check_result(result, call, step)
         self.run.emit("tool_finished", step=call.step, tool=tool.name, result=result)
         return result
+
+    def from_record(self, call: Call, step: ast.Step) -> Skip | None:
+        """The call's result when the recorder holds it (a replay, a resume): it is neither asked for nor made
+        again. A declared plan is not recorded as a call: its own calls are."""
+        recorder = self.session.recorder
+        if recorder is None or call.tool.provider.startswith("plan:"):
+            return None
+        return recorder.replayed(call, step)
+
+    async def approved(self, call: Call, step: ast.Step) -> Proceed | Skip:
+        """The gate's answer; when it aborts, the run stops before the call, and the recorder keeps the refusal
+        (so that no resume makes the call)."""
+        gate = await self.hooks.gate(call) if self.hooks.gate else Proceed()
+        if not isinstance(gate, Abort):
+            return gate
+        error = RunError(f"step {call.step}: stopped before calling `{call.tool.name}`: {gate.reason}", step.tool)
+        recorder = self.session.recorder
+        if recorder is not None and not call.tool.provider.startswith("plan:"):
+            recorder.declined(call, str(error))
+        raise error
 
     def authorize(self, call: Call, step: ast.Step, in_loop: bool) -> None:
         """The policy, asked again with the real arguments: a denial stops the run before the call."""
@@ -61,12 +82,9 @@ class Dispatch:
             raise RunError(f"step {call.step}: the policy denies calling `{tool.name}` ({who})", step.tool)
 
     async def recorded(self, call: Call, step: ast.Step):
-        """The tool's result: from the record when the recorder holds it, else called, the recorder told
-        before and after; as JSON data (`results.plain`), or the call is refused."""
+        """The tool's result, called, the recorder told before and after; as JSON data (`results.plain`),
+        or the call is refused."""
         recorder = self.session.recorder
-        replayed = recorder.replayed(call, step) if recorder is not None else None
-        if replayed is not None:
-            return replayed.result
         registry = self.session.registry
         try:
             return await recorded_call(

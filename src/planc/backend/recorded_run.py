@@ -58,9 +58,10 @@ class RecordedRun:
 
     @classmethod
     def resume(cls, store: RunStore, run: dict, checked: CheckResult, *, registry: Registry | None,
-               policy: Policy | None, principal: str) -> RecordedRun:
-        """`run` (a run whose process died) continued in its own record."""
-        return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run), store)
+               policy: Policy | None, principal: str, unattended: bool = False) -> RecordedRun:
+        """`run` (a run that did not finish) continued in its own record; `unattended`: it was made under
+        --approve and nobody can be asked, so it makes no effectful call it had not made."""
+        return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run, unattended), store)
 
     @classmethod
     def replay(cls, run: dict, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,

@@ -30,6 +30,9 @@ class Recorder(Protocol):
     def finished(self, call: Call, result, error: Exception | None) -> None:
         """`call` returned `result`, or failed with `error`."""
 
+    def declined(self, call: Call, message: str) -> None:
+        """The gate refused `call` (`message` says so): it is not made, now or by any resume."""
+
     def abandoned(self, call: Call) -> None:
         """The run stopped waiting for `call` (it was interrupted): whether it had its effect is unknown."""
 

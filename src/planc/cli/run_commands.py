@@ -75,7 +75,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     progress = Progress(err, int(most.high) if most is not None and most.bounded else None)
     options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
                "policy": str(Path(policy_file).resolve()) if policy_file else None,
-               "finish": finish, "query": query}
+               "finish": finish, "query": query, "approve": approve}
     sink = _events_file(events) if events else None  # before the run is recorded: a bad path runs nothing
     runs = open_store(store)
     with Interrupts() as interrupts:  # a signal from the moment the run is recorded ends it as interrupted

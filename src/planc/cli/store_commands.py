@@ -14,6 +14,7 @@ from planc.cli.options import (
     STORE_OPTION,
 )
 from planc.cli.plans import checked_to_run
+from planc.cli.printing import console
 from planc.cli.project import find_policy, find_registry
 from planc.cli.runs import open_store, print_result, run_failed, solver_client
 from planc.cli.usage import UsageError
@@ -206,19 +207,26 @@ def _as_recorded(run: dict, config: str | None, policy_file: str | None, princip
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
+@click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful call it makes.")
 def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
-                   principal: str) -> None:
-    """Continue RUN, whose process died, in the same run record.
+                   principal: str, approve: bool) -> None:
+    """Continue RUN, which did not finish, in the same run record.
 
-    Calls with a recorded result come from the record; a call started and never finished is called
-    again only if its tool is idempotent, else the run stops with "outcome unknown".
+    Calls with a recorded outcome end as they did; a call whose outcome is unknown is called again
+    only if its tool is idempotent, else the run stops with "outcome unknown". A run made with
+    --approve asks again before every effectful call resume makes, and without a terminal makes none.
     Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error, 130 interrupted.
     """
+    from planc.backend.approve import approval_gate
+    from planc.backend.hooks import Hooks
     from planc.backend.interrupts import Interrupts
     from planc.backend.recorded_run import RecordedRun
     from planc.backend.values import RunError
     from planc.store.stored import StoredPlanError, dump, load_plan
 
+    if approve and not sys.stdin.isatty():
+        raise UsageError("--approve asks on the terminal before every effectful call, and standard input is "
+                         "not a terminal: resume in one, or leave out --approve")
     run = _stored_run(store, run_id)
     if run["status"] in ("ok", "error"):
         click.echo(f"error: run {run_id} already finished ({run['status']}): nothing to resume", err=True)
@@ -231,12 +239,18 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     except StoredPlanError as error:
         click.echo(f"error: {run_id}: {error}", err=True)
         sys.exit(1)
+    # The approval the run was made under holds for its resume: it asks on a terminal, and makes no
+    # effectful call the run has not made where it cannot ask.
+    asks = approve or (run["options"].get("approve", False) and sys.stdin.isatty())
+    unattended = run["options"].get("approve", False) and not asks
+    hooks = Hooks(gate=approval_gate(console(stderr=True)) if asks else None)
     runs = open_store(store)
     with Interrupts() as interrupts:
-        resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal)
+        resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
+                                     unattended=unattended)
         click.echo(f"run: {run_id} (resumed)", err=True)
         try:
-            result = resumed.execute(interrupts=interrupts)
+            result = resumed.execute(hooks, interrupts=interrupts)
         except RunError as error:
             runs.close()
             run_failed(error)

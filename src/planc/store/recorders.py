@@ -54,6 +54,10 @@ class Recorder:
         self.store.call_ended(self.run_id, self.open.pop(id(call)), outcome_of(error), result,
                               str(error) if error is not None else None)
 
+    def declined(self, call: Call, message: str) -> None:
+        self.sequence += 1
+        self.store.call_declined(self.run_id, self.sequence, call.step, call.tool.name, dict(call.args), message)
+
     def abandoned(self, call: Call) -> None:
         self.store.call_ended(self.run_id, self.open.pop(id(call)), "unknown")
 
@@ -149,6 +153,9 @@ class Replay:
     def finished(self, call: Call, result, error) -> None:
         pass
 
+    def declined(self, call: Call, message: str) -> None:
+        pass
+
     def abandoned(self, call: Call) -> None:
         pass
 
@@ -165,9 +172,11 @@ class Resume(Recorder):
     called and recorded.
     """
 
-    def __init__(self, store: RunStore, run: dict) -> None:
+    def __init__(self, store: RunStore, run: dict, unattended: bool = False) -> None:
         super().__init__(store, run["id"])
         self.run = run
+        # A run made under --approve, resumed with no terminal to ask on: no effectful call past the record.
+        self.unattended = unattended
         self.sequence = max((call["sequence"] for call in run["calls"]), default=0)
         self.events = store.last_event(run["id"])
         self.by_step = _calls_by_step(run)
@@ -176,6 +185,10 @@ class Resume(Recorder):
     def replayed(self, call: Call, step) -> Skip | None:
         recorded = self.by_step.get(call.step) or []
         if not recorded:
+            if self.unattended and not getattr(call.tool.effects, "read_only", False):
+                raise NotAsked(f"step {call.step}: run {self.run_id} was made under --approve, and `{call.tool.name}` "
+                               f"is an effectful call it has not made: with no terminal to ask on, resume does not "
+                               f"make it (resume it on a terminal, which asks)", _node(step))
             return None  # past the record: a real call
         held = recorded.pop(0)
         _same_call(held, call, plain_json(dict(call.args)), step, self.run_id, "resume")
@@ -197,6 +210,14 @@ class Resume(Recorder):
             super().started(call)
         else:
             self.open[id(call)] = sequence
+
+    def declined(self, call: Call, message: str) -> None:
+        if self.again.pop(id(call), None) is None:  # asked again for a call made before: its outcome stays unknown
+            super().declined(call, message)
+
+
+class NotAsked(RunError):
+    """A resumed run made under --approve reaches an effectful call it has not made, and cannot ask."""
 
 
 class OutcomeUnknown(RunError):

@@ -154,6 +154,14 @@ class RunStore:
                        "WHERE run_id = ? AND sequence = ?",
                        (keep(db, output) if outcome == "ok" else None, error, outcome, time.time(), run_id, sequence))
 
+    def call_declined(self, run_id: str, sequence: int, step: str, tool: str, arguments, message: str) -> None:
+        """The row of a call the gate refused: it was not made, and it ended as it started."""
+        now = time.time()
+        with self.transaction() as db:
+            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, error, started_at, finished_at, "
+                       "outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'not_approved')",
+                       (run_id, sequence, step, tool, keep(db, arguments), message, now, now))
+
     def event(self, run_id: str, sequence: int, event: dict) -> None:
         with self.transaction() as db:
             db.execute("INSERT INTO events (run_id, sequence, at, event, refs) VALUES (?, ?, ?, ?, ?)",
