@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 
 import pytest
-from cli import HANG_GUARD_S, invoke, planc_process
+from cli import HANG_GUARD_S, invoke, planc_executable, planc_process
 from tool_project import tool_project
 
 POLL_S = 0.005  # between two looks at what a process has done
@@ -47,6 +49,27 @@ def hold(text):
     if os.environ.get("PLANC_TEST_HOLD"):
         threading.Event().wait()
     return {"held": text}
+
+
+HELD = []  # the connection `lock` keeps, holding the store
+LOCKED = []
+
+
+def lock(store):
+    """Take the run store for this tool's own connection, the first time, and keep it: a second writer."""
+    _called("lock", store=store)
+    if not LOCKED:
+        import sqlite3
+        db = sqlite3.connect(store, isolation_level=None, check_same_thread=False)
+        db.execute("BEGIN EXCLUSIVE")
+        HELD.append(db)
+        LOCKED.append(True)
+    return {"locked": True}
+
+
+def release():
+    while HELD:
+        HELD.pop().rollback()
 
 
 class Thing:
@@ -93,6 +116,12 @@ params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 effects = {{ idempotent = true }}
 
+[tools.lock]
+provider = "python:{module}:lock"
+params = {{ store = {{ type = "string" }} }}
+required = ["store"]
+effects = {{ read_only = true }}
+
 [tools.weird]
 provider = "python:{module}:weird"
 params = {{ kind = {{ type = "string" }} }}
@@ -106,10 +135,13 @@ result_bytes = 4096
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    with tool_project(tmp_path, "attackstore", TOOLS, TOML):
+    with tool_project(tmp_path, "attackstore", TOOLS, TOML) as module:
         monkeypatch.chdir(tmp_path)
         monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
         yield tmp_path
+        tools = sys.modules.get(module)
+        if tools is not None:
+            tools.release()
 
 
 def write_plan(project, text: str, name: str = "p.plan") -> str:
@@ -471,3 +503,285 @@ def test_ctrl_c_at_the_approve_question_interrupts_and_only_a_terminal_resumes_i
     assert [call["text"] for call in calls(project)] == ["one", "two"]
     record = shown(run_id)
     assert record["status"] == "ok" and outcomes(record) == [("send", "one", "ok"), ("send", "two", "ok")]
+
+
+
+# --- store faults are clean
+
+BUSY_S = 0.2  # how long a write waits for another process holding the store, in these tests
+
+
+@pytest.fixture
+def busy_soon(monkeypatch):
+    monkeypatch.setattr("planc.store.faults.BUSY_TIMEOUT_S", BUSY_S)
+
+
+def integrity(store) -> str:
+    with sqlite3.connect(store) as db:
+        return db.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+def test_a_store_another_process_holds_is_one_message_and_nothing_starts(project, busy_soon):
+    write_plan(project, 'send(text: "one")\n')
+    first = invoke("run", "p.plan")
+    assert first.exit_code == 0, first.output
+    store = project / "runs.sqlite"
+    holder = sqlite3.connect(store, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another writer, mid-transaction
+    try:
+        result = invoke("run", "p.plan")
+        listed = invoke("runs", "--format", "json")  # reading goes on meanwhile
+        shown_meanwhile = invoke("show-run", run_id_of(first))
+    finally:
+        holder.rollback()
+        holder.close()
+    clean(result)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: {store}: cannot write to the run store: another process is writing to it, and has held it for "
+        f"more than {BUSY_S:g} s (database is locked)")
+    assert listed.exit_code == 0 and [run["status"] for run in json.loads(listed.stdout)] == ["ok"]
+    assert shown_meanwhile.exit_code == 0
+    assert [call["text"] for call in calls(project)] == ["one"]  # the second run made no call
+    assert integrity(store) == "ok" and [status for _, status in shown_runs(project)] == ["ok"]
+
+
+def test_a_store_taken_mid_run_stops_the_run_and_says_so(project, busy_soon):
+    store = project / "runs.sqlite"
+    write_plan(project, f'send(text: "one")\nlock(store: "{store}")\nsend(text: "two")\n')
+    result = invoke("run", "p.plan")  # `lock` takes the store: its own result cannot be recorded
+    clean(result)
+    assert result.exit_code == 1
+    run_id = run_id_of(result)
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith(f"error: {store}: cannot write to the run store: another process is writing to it"), last
+    assert last.endswith(f"(database is locked); and how it ended could not be recorded either: the store says the "
+                         f"run is still running, and `planc resume {run_id}` ends it from its record")
+    assert [call["tool"] for call in calls(project)] == ["send", "lock"]  # and nothing after the failure
+    sys.modules[next(name for name in sys.modules if name.startswith("attackstore_"))].release()
+
+    record = shown(run_id)  # what was recorded is all there: the run is `running`, `lock` has no outcome
+    assert record["status"] == "running" and outcomes(record) == [("send", "one", "ok"), ("lock", None, "unknown")]
+    resumed = invoke("resume", run_id)  # this process gave the run up: its lease is broken
+    clean(resumed)
+    assert resumed.exit_code == 0, resumed.output
+    assert [call["tool"] for call in calls(project)] == ["send", "lock", "lock", "send"]
+    assert shown(run_id)["status"] == "ok" and integrity(store) == "ok"
+
+
+def test_a_full_disk_mid_run_stops_the_run_and_loses_nothing_recorded(project, monkeypatch):
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text().replace("result_bytes = 4096", "result_bytes = 4194304"), encoding="utf-8")
+    write_plan(project, 'send(text: "zero")\n', "first.plan")
+    first = invoke("run", "first.plan")
+    assert first.exit_code == 0, first.output
+    store = project / "runs.sqlite"
+    with sqlite3.connect(store) as db:
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+    connect = sqlite3.connect
+
+    def on_a_small_disk(*args, **kwargs):  # room for the small rows of a run, not for a 2 MB result
+        db = connect(*args, **kwargs)
+        db.execute(f"PRAGMA max_page_count = {pages + 12}")
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", on_a_small_disk)
+    write_plan(project, 'send(text: "one")\nweird(kind: "two_megabytes")\nsend(text: "two")\n')
+    result = invoke("run", "p.plan")
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    clean(result)
+    assert result.exit_code == 1
+    run_id = run_id_of(result)
+    assert result.stderr.splitlines()[-1] == (f"error: {store}: cannot write to the run store: the disk is full "
+                                              f"(database or disk is full)")
+    assert [(call["tool"], call.get("text")) for call in calls(project)] == [
+        ("send", "zero"), ("send", "one"), ("weird", None)]  # nothing after the failure
+    assert integrity(store) == "ok"
+    record = shown(run_id)
+    assert record["status"] == "failed" and outcomes(record) == [("send", "one", "ok"), ("weird", None, "unknown")]
+    replayed_first = invoke("replay", run_id_of(first))  # what was recorded before is whole
+    assert replayed_first.exit_code == 0 and replayed_first.stdout == first.stdout
+
+    resumed = invoke("resume", run_id)  # with room again: `weird` is idempotent, made again; `send` not
+    clean(resumed)
+    assert resumed.exit_code == 0, resumed.output
+    assert [(call["tool"], call.get("text")) for call in calls(project)] == [
+        ("send", "zero"), ("send", "one"), ("weird", None), ("weird", None), ("send", "two")]
+
+
+def as_a_user():
+    """For `planc_process`: a process that, even run by root (as CI runs), cannot write what is read-only.
+
+    Root writes a read-only file regardless, through the capabilities that override file permissions;
+    dropped from the bounding set before planc starts, they are not planc's, as they are not a user's."""
+    if os.geteuid() != 0:
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def drop() -> None:
+        for capability in (1, 2, 3):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER
+            if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+    return drop
+
+
+def planc_as_a_user(project, *args) -> subprocess.CompletedProcess:
+    process = planc_process(*args, cwd=project, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=as_a_user())
+    out, err = process.communicate(timeout=HANG_GUARD_S)
+    assert "Traceback" not in err, err
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def test_a_read_only_store_is_read_and_never_written(project, monkeypatch):
+    folder = project / "store"
+    store = folder / "runs.sqlite"
+    monkeypatch.setenv("PLANC_STORE", str(store))
+    write_plan(project, 'send(text: "one")\n')
+    first = invoke("run", "p.plan")
+    assert first.exit_code == 0, first.output
+    run_id = run_id_of(first)
+    before = store.read_bytes()
+    store.chmod(0o444)
+    try:
+        for read_only_folder in (False, True):  # a read-only folder is where SQLite meets a read-only filesystem
+            if read_only_folder:
+                folder.chmod(0o555)
+            ran = planc_as_a_user(project, "run", "p.plan")
+            assert ran.returncode == 2 and ran.stdout == "", ran.stderr
+            assert ran.stderr.splitlines()[-1] == (f"Error: {store}: cannot write to the run store: it is read-only "
+                                                   f"(attempt to write a readonly database)"), ran.stderr
+            listed = planc_as_a_user(project, "runs", "--format", "json")
+            assert listed.returncode == 0 and [run["id"] for run in json.loads(listed.stdout)] == [run_id]
+            record = planc_as_a_user(project, "show-run", run_id, "--format", "json")
+            assert record.returncode == 0 and json.loads(record.stdout)["status"] == "ok"
+            replayed = planc_as_a_user(project, "replay", run_id)
+            assert replayed.returncode == 0 and replayed.stdout == first.stdout
+    finally:
+        folder.chmod(0o755)
+        store.chmod(0o644)
+    assert [call["text"] for call in calls(project)] == ["one"]  # only the first run's call
+    assert store.read_bytes() == before
+
+
+def test_a_store_on_a_read_only_filesystem_is_read(project):
+    """A real read-only filesystem: a tmpfs mounted read-only in a mount namespace of the test's own."""
+    mount = shutil.which("mount")
+    if os.geteuid() != 0 or not shutil.which("unshare") or not mount:
+        pytest.skip("needs root, unshare and mount")
+    write_plan(project, 'send(text: "one")\n')
+    first = invoke("run", "p.plan")
+    assert first.exit_code == 0, first.output
+    run_id, planc = run_id_of(first), planc_executable()
+    place = project / "mounted"
+    place.mkdir()
+    script = (f"set -e; mount -t tmpfs -o size=16m tmpfs {place}; cp {project / 'runs.sqlite'} {place}; "
+              f"mount -o remount,ro {place}; cd {project}; export PLANC_STORE={place / 'runs.sqlite'}; "
+              f"{planc} runs; {planc} show-run {run_id}; {planc} run p.plan || echo \"run: $?\"")
+    done = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True,
+                          timeout=HANG_GUARD_S)
+    if "mount:" in done.stderr and done.returncode != 0:
+        pytest.skip(f"no mount namespace here: {done.stderr.strip()}")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(run_id) and " ok " in lines[0]
+    assert lines[1].startswith(f"run {run_id}: ok") and lines[-1] == "run: 2"
+    assert done.stderr.splitlines()[-1].startswith(f"Error: {place / 'runs.sqlite'}: cannot open the run store: it is "
+                                                   f"on a read-only filesystem (")
+    assert [call["text"] for call in calls(project)] == ["one"]
+
+
+def test_a_full_disk_for_real_stops_the_run(project):
+    """A real full disk: a 1 MB tmpfs, mounted in a mount namespace of the test's own, for a 2 MB result."""
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("mount"):
+        pytest.skip("needs root, unshare and mount")
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text().replace("result_bytes = 4096", "result_bytes = 4194304"), encoding="utf-8")
+    write_plan(project, 'send(text: "one")\nweird(kind: "two_megabytes")\nsend(text: "two")\n')
+    place, kept = project / "small-disk", project / "kept"
+    place.mkdir()
+    kept.mkdir()
+    script = (f"set -e; mount -t tmpfs -o size=1m tmpfs {place}; cd {project}; "
+              f"PLANC_STORE={place / 'runs.sqlite'} {planc_executable()} run p.plan || echo \"run: $?\"; "
+              f"cp {place}/runs.sqlite* {kept}")
+    done = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True,
+                          timeout=HANG_GUARD_S)
+    if "mount:" in done.stderr and done.returncode != 0:
+        pytest.skip(f"no mount namespace here: {done.stderr.strip()}")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.splitlines()[-1] == "run: 1"
+    assert done.stderr.splitlines()[-1] == (f"error: {place / 'runs.sqlite'}: cannot write to the run store: the disk "
+                                            f"is full (database or disk is full)")
+    assert [(call["tool"], call.get("text")) for call in calls(project)] == [("send", "one"), ("weird", None)]
+    store = kept / "runs.sqlite"
+    assert integrity(store) == "ok"
+    (run_id, status), = stored_runs(store)
+    assert status == "failed"
+    record = invoke("show-run", run_id, "--store", store, "--format", "json")
+    assert outcomes(json.loads(record.stdout)) == [("send", "one", "ok"), ("weird", None, "unknown")]
+
+
+def test_a_file_that_is_not_a_run_store_is_one_message_for_every_command(project):
+    broken = project / "broken.db"
+    garbage = bytes(range(256)) * 64
+    broken.write_bytes(garbage)
+    write_plan(project, 'send(text: "one")\n')
+    said = "cannot open the run store: it is not a planc run store, or it is damaged (file is not a database)"
+    for args in (("run", "p.plan"), ("runs",), ("show-run", "some-run"), ("replay", "some-run"),
+                 ("resume", "some-run")):
+        result = invoke(*args, "--store", broken)
+        clean(result)
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr.splitlines() == [f"Error: {broken}: {said}"], (args, result.stderr)
+    assert calls(project) == [] and broken.read_bytes() == garbage
+
+
+def test_a_damaged_store_is_one_message_and_no_call(project):
+    write_plan(project, 'weird(kind: "tuples")\n')
+    first = invoke("run", "p.plan")
+    assert first.exit_code == 0, first.output
+    damaged = project / "damaged.db"
+    intact = (project / "runs.sqlite").read_bytes()
+    page = 4096
+    damaged.write_bytes(intact[:page] + b"\xff" * (len(intact) - page))  # every table's pages but the schema's
+    for args in (("show-run", run_id_of(first)), ("replay", run_id_of(first)), ("run", "p.plan")):
+        result = invoke(*args, "--store", damaged)
+        clean(result)
+        assert result.exit_code == 2, (args, result.output)
+        line, = result.stderr.splitlines()
+        assert line.startswith(f"Error: {damaged}: cannot ") and "it is not a planc run store, or it is damaged" in line
+    assert len(calls(project)) == 1
+
+
+def test_two_resumes_of_one_run_at_once_the_second_is_refused(project):
+    write_plan(project, 'send(text: "one")\nhold(text: "two")\nsend(text: "three")\n')
+    run = started(project, "run", "p.plan")
+    wait_until(run, "the run's call of hold", lambda: len(calls(project)) == 2)
+    run_id = shown_runs(project)[0][0]
+    while_it_runs = invoke("resume", run_id)  # the run's own process holds it
+    clean(while_it_runs)
+    assert while_it_runs.exit_code == 1
+    assert while_it_runs.stderr.splitlines()[-1].startswith(
+        f"error: run {run_id} is being recorded by process {run.pid} (since ")
+    run.kill()  # SIGKILL: it never gives the run back
+    run.communicate(timeout=HANG_GUARD_S)
+
+    first = started(project, "resume", run_id)
+    wait_until(first, "the first resume's call of hold", lambda: len(calls(project)) == 3)
+    second = invoke("resume", run_id)
+    clean(second)
+    assert second.exit_code == 1
+    assert second.stderr.splitlines()[-1].startswith(f"error: run {run_id} is being recorded by process {first.pid}")
+    assert "one process at a time records into a run" in second.stderr
+    first.kill()
+    first.communicate(timeout=HANG_GUARD_S)
+
+    third = invoke("resume", run_id)  # its holder is gone: the lease is broken
+    clean(third)
+    assert third.exit_code == 0, third.output
+    assert [(call["tool"], call["text"]) for call in calls(project)] == [
+        ("send", "one"), ("hold", "two"), ("hold", "two"), ("hold", "two"), ("send", "three")]
+    assert shown(run_id)["status"] == "ok" and integrity(project / "runs.sqlite") == "ok"

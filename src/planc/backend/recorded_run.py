@@ -9,6 +9,7 @@ run ended: ok, error (an exit with status error), failed, or interrupted (SIGINT
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from planc.passes.policy.load import Policy
 from planc.registry.lock import lock_path
 from planc.registry.registry import Registry
 from planc.store.recorders import Recorder, Replay, Resume
-from planc.store.run_store import RunStore
+from planc.store.run_store import RunStore, RunStoreError
 
 
 @attrs.define
@@ -85,7 +86,8 @@ class RecordedRun:
                     error = Interrupted(f"{error}: run {self.run_id} is recorded as interrupted, and "
                                         f"`planc resume {self.run_id}` continues it")
                 if hooks.events is not None:
-                    hooks.events({"event": "run_finished", "status": "interrupted"})
+                    with contextlib.suppress(RunError):  # an events file or a store that fails: the status says it
+                        hooks.events({"event": "run_finished", "status": "interrupted"})
                 self._finish("interrupted", message=str(error))
                 raise error from None
             except RunError as error:
@@ -95,8 +97,17 @@ class RecordedRun:
         return result
 
     def _finish(self, status: str, output=None, message: str | None = None) -> None:
-        if self.store is not None:
+        """Record how the run ended; when the store cannot, a RunStoreError saying both how it ended and
+        that the record still says `running` (which a resume ends, from what was recorded)."""
+        if self.store is None:
+            return
+        try:
             self.store.finish_run(self.run_id, status, output, message)
+        except RunStoreError as error:
+            ended = message if status in ("failed", "interrupted") and message else f"the run ended {status}"
+            why = "either" if str(error) == message else f"({error})"
+            raise RunStoreError(f"{ended}; and how it ended could not be recorded {why}: the store says the run is "
+                                f"still running, and `planc resume {self.run_id}` ends it from its record") from None
 
 
 def keep_read_files(store: RunStore, registry: Registry | None, policy: Policy | None) -> dict:

@@ -69,6 +69,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     from planc.backend.interrupts import Interrupts
     from planc.backend.progress import Progress, fan_out
     from planc.backend.recorded_run import RecordedRun
+    from planc.store.run_store import RunStoreError
 
     err = console(stderr=True)
     most = checked.cost.total.calls if checked.cost is not None else None
@@ -79,8 +80,11 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     sink = _events_file(events) if events else None  # before the run is recorded: a bad path runs nothing
     runs = open_store(store)
     with Interrupts() as interrupts:  # a signal from the moment the run is recorded ends it as interrupted
-        recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
-                                      arguments=arguments, options=options)
+        try:
+            recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
+                                          arguments=arguments, options=options)
+        except RunStoreError as error:  # nothing ran: an I/O problem, as a store that cannot be opened
+            raise UsageError(str(error)) from None
         click.echo(f"run: {recorded.run_id}", err=True)
         writer = _events_writer(sink, events) if sink else None
         hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,

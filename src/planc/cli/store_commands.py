@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -26,19 +27,22 @@ def _as_run(run: dict, store: str | None, principal: str):
     from planc.passes.policy.load import PolicyError
     from planc.registry.config import ConfigError
 
-    runs = open_store(store)
+    from planc.store.run_store import RunStoreError
+
+    runs = open_store(store, read_only=True)
     try:
         return as_it_ran(runs, run, principal)
-    except (ConfigError, PolicyError) as error:
+    except (ConfigError, PolicyError, RunStoreError) as error:
         raise UsageError(f"run {run['id']}: {error}") from None
     finally:
         runs.close()
 
 
 def _stored_run(store: str | None, run_id: str):
+    """The record of `run_id`, read without writing to the store."""
     from planc.store.run_store import RunStoreError
 
-    runs = open_store(store)
+    runs = open_store(store, read_only=True)
     try:
         return runs.run(run_id)
     except RunStoreError as error:
@@ -60,11 +64,17 @@ def runs_command(store: str | None, output_format: str) -> None:
     """List the recorded runs."""
     import json
 
-    runs = open_store(store)
-    try:
-        listed = runs.runs()
-    finally:
-        runs.close()
+    from planc.store.run_store import DEFAULT_PATH, RunStoreError
+
+    listed = []
+    if Path(store or DEFAULT_PATH).exists():  # no store: no runs, and nothing is written to say so
+        runs = open_store(store, read_only=True)
+        try:
+            listed = runs.runs()
+        except RunStoreError as error:
+            raise UsageError(str(error)) from None
+        finally:
+            runs.close()
     if output_format == "json":
         click.echo(json.dumps(listed, indent=2, ensure_ascii=False))
         return
@@ -192,6 +202,25 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
                  replay.recorder)
 
 
+def _leased_run(runs, run_id: str) -> dict:
+    """`run_id`'s record once this process holds its lease: exit 1 while another live process records into
+    it (or when it has finished), exit 2 when the store cannot be written."""
+    from planc.store.run_store import RunLeased, RunStoreError
+
+    try:
+        runs.take_lease(run_id)
+    except RunLeased as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+    try:
+        return runs.run(run_id)
+    except RunStoreError as error:
+        runs.give_back(run_id)
+        raise UsageError(str(error)) from None
+
+
 def _as_recorded(run: dict, config: str | None, policy_file: str | None, principal: str):
     """The planc.toml, policy file and principal to replay or resume `run` with: what it ran with,
     unless the command line says otherwise."""
@@ -246,6 +275,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     hooks = Hooks(gate=approval_gate(console(stderr=True)) if asks else None)
     runs = open_store(store)
     with Interrupts() as interrupts:
+        run = _leased_run(runs, run_id)  # as it is now that this process alone records into it
         resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
                                      unattended=unattended)
         click.echo(f"run: {run_id} (resumed)", err=True)

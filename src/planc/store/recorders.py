@@ -22,7 +22,7 @@ from planc.backend.hooks import Call, Skip
 from planc.backend.interrupts import Interrupted
 from planc.backend.values import RunError, ToolFailed
 from planc.store.large_values import to_json
-from planc.store.run_store import RunStore, plain_json
+from planc.store.run_store import RunStore, RunStoreError, plain_json
 
 
 def outcome_of(error: Exception | None) -> str:
@@ -32,7 +32,12 @@ def outcome_of(error: Exception | None) -> str:
 
 
 class Recorder:
-    """The interpreter's `recorder` while recording: commits an intent row, then the outcome."""
+    """The interpreter's `recorder` while recording: commits an intent row, then the outcome.
+
+    Once the store fails to take a write (RunStoreError: a full disk, another process holding it),
+    every later one fails with that same error, so no call starts whose intent a store that has
+    failed might or might not keep: the run stops, and says why.
+    """
 
     calls_tools = True
 
@@ -41,6 +46,16 @@ class Recorder:
         self.sequence = 0
         self.events = 0
         self.open: dict[int, int] = {}  # id(call) -> its sequence
+        self.failed: RunStoreError | None = None
+
+    def write(self, write, *args) -> None:
+        if self.failed is not None:
+            raise self.failed
+        try:
+            write(self.run_id, *args)
+        except RunStoreError as error:
+            self.failed = error
+            raise
 
     def replayed(self, call: Call, step) -> None:
         return None  # recording: every call is real
@@ -48,22 +63,22 @@ class Recorder:
     def started(self, call: Call) -> None:
         self.sequence += 1
         self.open[id(call)] = self.sequence
-        self.store.call_started(self.run_id, self.sequence, call.step, call.tool.name, dict(call.args))
+        self.write(self.store.call_started, self.sequence, call.step, call.tool.name, dict(call.args))
 
     def finished(self, call: Call, result, error: Exception | None) -> None:
-        self.store.call_ended(self.run_id, self.open.pop(id(call)), outcome_of(error), result,
-                              str(error) if error is not None else None)
+        self.write(self.store.call_ended, self.open.pop(id(call)), outcome_of(error), result,
+                   str(error) if error is not None else None)
 
     def declined(self, call: Call, message: str) -> None:
         self.sequence += 1
-        self.store.call_declined(self.run_id, self.sequence, call.step, call.tool.name, dict(call.args), message)
+        self.write(self.store.call_declined, self.sequence, call.step, call.tool.name, dict(call.args), message)
 
     def abandoned(self, call: Call) -> None:
-        self.store.call_ended(self.run_id, self.open.pop(id(call)), "unknown")
+        self.write(self.store.call_ended, self.open.pop(id(call)), "unknown")
 
     def event(self, event: dict) -> None:
         self.events += 1
-        self.store.event(self.run_id, self.events, event)
+        self.write(self.store.event, self.events, event)
 
 
 def _calls_by_step(run: dict) -> dict[str, list[dict]]:

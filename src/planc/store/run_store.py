@@ -2,6 +2,11 @@
 
 Before a tool is called an intent row is committed; after, its outcome and result. What a run
 tells the store, and what a replay or a resume answers from it, is `planc.store.recorders`'.
+
+Every failure of the store (another process holding it, a full disk, a read-only or damaged
+file) is a RunStoreError naming the store (`faults.py`), never SQLite's exception. A command
+that only reads (`planc runs`, `show-run`, `replay`) opens the store with `read_only`: it reads
+a store it cannot write, a read-only file or one on a read-only filesystem.
 """
 
 from __future__ import annotations
@@ -15,10 +20,13 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from planc.store import faults
+from planc.store.faults import RunLeased, RunStoreError, cannot_write, store_failure
 from planc.store.large_values import Values, keep, keep_event, to_json
+from planc.store.lease import Holder, holds
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
-SCHEMA_VERSION = 4  # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs
+SCHEMA_VERSION = 4  # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases
 
 # How a call ended. An intent row with no outcome yet (its process died during the call) is unknown.
 OUTCOMES = {
@@ -71,6 +79,13 @@ CREATE TABLE IF NOT EXISTS large_values (  -- each JSON text longer than a page,
     hash TEXT PRIMARY KEY,         -- sha256 of the text
     json TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS leases (  -- the process recording into a run now (store/lease.py)
+    run_id TEXT PRIMARY KEY REFERENCES runs(id),
+    pid INTEGER NOT NULL,
+    pid_started TEXT,              -- when that process started, where the system says: pids are reused
+    token TEXT NOT NULL,           -- the lease's own: one process tells its leases apart
+    taken_at REAL NOT NULL
+);
 """
 
 # What a store of an older schema lacks, added by `_migrate`: (table, column, its declaration, how to fill it).
@@ -84,27 +99,62 @@ ADDED_COLUMNS = (
 )
 
 
-class RunStoreError(Exception):
-    """A run store that cannot be opened, or a run it does not hold."""
-
-
 def plain_json(value):
     """`value` as it reads back from JSON: what a recorded input is compared with."""
     return json.loads(to_json(value))
 
 
 class RunStore:
-    def __init__(self, path: str | Path = DEFAULT_PATH) -> None:
+    def __init__(self, path: str | Path = DEFAULT_PATH, *, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.leases: dict[str, Holder] = {}  # run id -> the lease this store took on it
+        if read_only and not self.path.is_file():
+            raise RunStoreError(f"{self.path}: there is no run store here")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=FULL")
-            self.db.executescript(SCHEMA)
-            self._migrate()
+            if not read_only:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = self._open()
         except (OSError, sqlite3.Error) as error:
-            raise RunStoreError(f"{self.path}: cannot open the run store: {error}") from None
+            if not (read_only and cannot_write(error)):
+                raise store_failure(self.path, "open", error) from None
+            self.db = self._open_to_read()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=faults.BUSY_TIMEOUT_S)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(SCHEMA)
+            self.db = db
+            self._migrate()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _open_to_read(self) -> sqlite3.Connection:
+        """The store opened only to read it: where its folder cannot be written (a read-only filesystem),
+        SQLite cannot make the files it reads a WAL store with, and reads it as a file no one changes."""
+        uri = self.path.resolve().as_uri()
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            try:
+                db = sqlite3.connect(uri + query, uri=True, isolation_level=None, check_same_thread=False)
+            except sqlite3.Error as error:
+                failed = error
+                continue
+            try:
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+                db.execute("SELECT 1 FROM runs LIMIT 1").fetchall()
+            except sqlite3.Error as error:
+                db.close()
+                failed = error
+                continue
+            if version < SCHEMA_VERSION:
+                db.close()
+                raise RunStoreError(f"{self.path}: cannot read the run store: an older planc wrote it, and it cannot "
+                                    f"be brought up to date here, as it cannot be written")
+            return db
+        raise store_failure(self.path, "open", failed)
 
     def _migrate(self) -> None:
         """Bring a store written by an older planc up to this schema: add the columns it lacks
@@ -121,25 +171,81 @@ class RunStore:
             self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
+        for holder in self.leases.values():
+            holder.give_back()
         self.db.close()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One committed transaction: what is written inside is all there, or none of it."""
-        with self.db:
-            self.db.execute("BEGIN IMMEDIATE")
+        """One committed transaction: what is written inside is all there, or none of it; a RunStoreError
+        when it cannot be written."""
+        try:
+            with self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+                yield self.db
+        except sqlite3.Error as error:
+            if self.db.in_transaction:  # a commit that failed leaves it open
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.rollback()
+            raise store_failure(self.path, "write to", error) from None
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """Reads, a RunStoreError when the store cannot be read."""
+        try:
             yield self.db
+        except sqlite3.Error as error:
+            raise store_failure(self.path, "read", error) from None
+        except LookupError as error:  # a reference to a value the store does not hold
+            raise RunStoreError(f"{self.path}: cannot read the run store: it is damaged ({error})") from None
 
     def start_run(self, stored_plan: dict, arguments, options: dict | None = None) -> str:
         """A new run of `stored_plan`, and its id; `options` says how it runs, so that replay and resume
         can do the same."""
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+        holder = Holder()
         with self.transaction() as db:
             db.execute("INSERT INTO runs (id, started_at, status, plan, arguments, options) "
                        "VALUES (?, ?, 'running', ?, ?, ?)",
                        (run_id, time.time(), to_json(stored_plan), keep(db, dict(arguments or {})),
                         to_json(options or {})))
+            self._lease(db, run_id, holder)
         return run_id
+
+    def take_lease(self, run_id: str) -> None:
+        """Take `run_id` to record into it (a resume): refused (RunLeased) while a live process holds it, and
+        for a run that has finished; it is `running` again until it finishes."""
+        holder = Holder()
+        with self.transaction() as db:
+            row = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise RunStoreError(f"{self.path}: no run `{run_id}`")
+            if row[0] in ("ok", "error"):
+                raise RunLeased(f"run {run_id} already finished ({row[0]}): nothing to resume")
+            lease = db.execute("SELECT pid, pid_started, token, taken_at FROM leases WHERE run_id = ?",
+                               (run_id,)).fetchone()
+            if lease is not None and holds(*lease[:3]):
+                raise RunLeased(f"run {run_id} is being recorded by process {lease[0]} (since "
+                                f"{time.strftime('%H:%M:%S', time.localtime(lease[3]))}): one process at a time "
+                                f"records into a run, so it is resumed once that process has ended")
+            db.execute("UPDATE runs SET status = 'running', finished_at = NULL, message = NULL WHERE id = ?",
+                       (run_id,))
+            self._lease(db, run_id, holder)
+
+    def _lease(self, db: sqlite3.Connection, run_id: str, holder: Holder) -> None:
+        db.execute("INSERT OR REPLACE INTO leases (run_id, pid, pid_started, token, taken_at) VALUES (?, ?, ?, ?, ?)",
+                   (run_id, holder.pid, holder.started, holder.token, time.time()))
+        holder.take()  # the transaction commits, or the exception leaves the holder unused
+        self.leases[run_id] = holder
+
+    def give_back(self, run_id: str) -> None:
+        """Give back the lease on `run_id` without finishing the run (a resume that did not start)."""
+        holder = self.leases.pop(run_id, None)
+        if holder is not None:
+            holder.give_back()
+            with contextlib.suppress(RunStoreError):  # a lease whose holder has gone is broken anyway
+                with self.transaction() as db:
+                    db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
 
     def call_started(self, run_id: str, sequence: int, step: str, tool: str, arguments) -> None:
         """The intent row of a call about to be made."""
@@ -175,30 +281,44 @@ class RunStore:
         return digest
 
     def file(self, digest: str) -> str:
-        row = self.db.execute("SELECT text FROM files WHERE hash = ?", (digest,)).fetchone()
+        with self.reading() as db:
+            row = db.execute("SELECT text FROM files WHERE hash = ?", (digest,)).fetchone()
         if row is None:
             raise RunStoreError(f"{self.path}: no file with hash {digest}")
         return row[0]
 
     def finish_run(self, run_id: str, status: str, output=None, message: str | None = None) -> None:
-        with self.transaction() as db:
-            db.execute("UPDATE runs SET finished_at = ?, status = ?, output = ?, message = ? WHERE id = ?",
-                       (time.time(), status, keep(db, output), message, run_id))
+        """How the run ended; its lease is given back with it."""
+        holder = self.leases.pop(run_id, None)
+        try:
+            with self.transaction() as db:
+                db.execute("UPDATE runs SET finished_at = ?, status = ?, output = ?, message = ? WHERE id = ?",
+                           (time.time(), status, keep(db, output), message, run_id))
+                if holder is not None:
+                    db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
+        finally:
+            if holder is not None:
+                holder.give_back()  # this process is done with the run: a lease left in the store is broken
 
     def last_event(self, run_id: str) -> int:
         """The sequence of `run_id`'s last event (0 for none): a resumed run's events come after it."""
-        return self.db.execute("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE run_id = ?",
-                               (run_id,)).fetchone()[0]
+        with self.reading() as db:
+            return db.execute("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0]
 
     def runs(self) -> list[dict]:
-        rows = self.db.execute(
-            "SELECT r.id, r.started_at, r.finished_at, r.status, r.message, "
-            "(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id AND c.outcome IS NOT 'not_approved') "
-            "FROM runs r ORDER BY r.started_at, r.id").fetchall()
+        with self.reading() as db:
+            rows = db.execute(
+                "SELECT r.id, r.started_at, r.finished_at, r.status, r.message, "
+                "(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id AND c.outcome IS NOT 'not_approved') "
+                "FROM runs r ORDER BY r.started_at, r.id").fetchall()
         return [{"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3], "message": row[4],
                  "calls": row[5]} for row in rows]
 
     def run(self, run_id: str) -> dict:
+        with self.reading():
+            return self._run(run_id)
+
+    def _run(self, run_id: str) -> dict:
         row = self.db.execute("SELECT id, started_at, finished_at, status, plan, arguments, output, message, options "
                               "FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
@@ -216,4 +336,4 @@ class RunStore:
                 "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]}
 
 
-__all__ = ["DEFAULT_PATH", "OUTCOMES", "RunStore", "RunStoreError"]
+__all__ = ["DEFAULT_PATH", "OUTCOMES", "RunLeased", "RunStore", "RunStoreError"]
