@@ -266,6 +266,7 @@ def test_a_large_result_is_stored_once_and_read_back_wherever_it_was(project):
     assert not store.with_name("runs.sqlite-wal").exists()  # the run's connection closed: one file holds it all
     assert size < store.stat().st_size < size * 1.1 + 200_000  # once, not four times
     record = shown(run_id_of(result))
+    assert record["status"] == "ok" and outcomes(record) == [("weird", None, "ok")]
     finished = [event["result"] for event in record["events"] if event["event"] in ("tool_finished", "step_finished")]
     assert record["calls"][0]["output"] == record["output"] == finished[0] == finished[1] == value
     replayed = invoke("replay", run_id_of(result))
