@@ -17,7 +17,7 @@ LAYERS = (
     ("analysis",),
     ("passes",),
     ("optimize", "diff"),
-    ("backend", "store"),
+    ("backend", "store", "planning"),
     ("cli", "corpus", "explain", "__init__"),
 )
 

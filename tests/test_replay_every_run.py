@@ -59,6 +59,9 @@ def expected(run: dict) -> tuple[int, str, str]:
     if run["status"] in ("failed", "interrupted"):
         return (1 if run["status"] == "failed" else 130), "", f"error: {run['message']}\n"
     options = run["options"]
+    planned = options.get("planned")
+    if planned is not None and not planned["run"]:  # `planc plan` printed the plan it checked
+        return 0, run["output"], ""
     finish = options.get("finish", "output")
     if finish == "solver":
         report = next(call for call in run["calls"] if call["step"] == "finish")["output"]["content"].strip()

@@ -56,17 +56,20 @@ class StepModel:
         return self.connected().endpoint
 
     async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
-                   response_format: Mapping | None = None) -> Reply:
+                   response_format: Mapping | None = None, extra: Mapping | None = None) -> Reply:
         current_stop().check(self.path, getattr(self.step, "tool", None))  # no inference after a failure
         if self.recorder is None:
-            return await self.connected().chat(messages, tools=tools, response_format=response_format)
+            return await self.connected().chat(messages, tools=tools, response_format=response_format, extra=extra)
         asked: dict = {"messages": list(messages), "tools": [tool.name for tool in tools or ()]}
         if response_format is not None:
             asked["response_format"] = dict(response_format)
+        if extra:
+            asked["extra"] = dict(extra)
         call = Call(self.path, model_tool(self.role), asked)
 
         async def reply() -> dict:
-            return (await self.connected().chat(messages, tools=tools, response_format=response_format)).to_data()
+            return (await self.connected().chat(messages, tools=tools, response_format=response_format,
+                                                extra=extra)).to_data()
 
         try:
             replayed = self.recorder.replayed(call, self.step)

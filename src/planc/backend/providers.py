@@ -41,9 +41,13 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
         timeout, source = tool.timeout_s, "its `timeout_s`"
     else:
         timeout, source = registry.limits.timeout_s if registry is not None else TOOL_TIMEOUT_S, "`[limits] timeout_s`"
+    timer = asyncio.timeout(timeout)  # in this task: a failure reaches the run with no turn of the loop between
     try:
-        return await asyncio.wait_for(_call(tool, args, registry, mcp), timeout)
+        async with timer:
+            return await _call(tool, args, registry, mcp)
     except TimeoutError:
+        if not timer.expired():  # the tool's own TimeoutError: its failure, like any other
+            raise
         raise CallTimedOut(f"no result within {timeout:g} s ({source}); whether it had its effect is unknown") from None
 
 

@@ -9,6 +9,7 @@ run ended: ok, error (an exit with status error), failed, or interrupted (SIGINT
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,15 +17,16 @@ from pathlib import Path
 import attrs
 
 from planc.backend.hooks import Hooks
-from planc.backend.interpreter import RunResult, run_plan
+from planc.backend.interpreter import RunResult, run_arguments, run_plan
 from planc.backend.interrupts import Interrupted, Interrupts
 from planc.backend.progress import fan_out
 from planc.backend.values import RunError
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
-from planc.passes.policy.load import Policy
+from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
 from planc.registry.lock import lock_path
 from planc.registry.registry import Registry
+from planc.registry.tool import Tool
 from planc.store.recorders import Recorder, Replay, Resume
 from planc.store.run_store import RunStore, RunStoreError
 
@@ -52,7 +54,8 @@ class RecordedRun:
         with it, so that a replay or a resume runs it the same way."""
         from planc.store.stored import save_plan
 
-        options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy)}
+        options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy),
+                   "code_tools": code_tools(registry)}
         recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
                                                    options))
         return cls(checked, registry, policy, principal, arguments, recorder, store)
@@ -110,6 +113,36 @@ class RecordedRun:
                                 f"still running, and `planc resume {self.run_id}` ends it from its record") from None
 
 
+def run(checked: CheckResult, *, arguments: Mapping | None = None, hooks: Hooks = Hooks(),
+        registry: Registry | None = None, policy: Policy | None = None, principal: str | None = None,
+        store: str | Path | None = None, schedule: Schedule | None = None) -> RunResult:
+    """Run `checked` (what `planc.check` returned, without errors) and return its result.
+
+    It runs against what it was checked with: the registry, policy and principal of its check,
+    unless given here. `arguments` are its `$args` (checked against a declared plan's `params`).
+    With `store` (a path), the run is recorded there as `planc run` records it, so `planc replay`
+    and `planc resume` can take it up. A RunError says what failed and where.
+    """
+    context = checked.context
+    registry = registry if registry is not None else (context.registry if context is not None else None)
+    policy = policy if policy is not None else (context.policy if context is not None else None)
+    principal = principal or (context.principal if context is not None else DEFAULT_PRINCIPAL)
+    arguments = run_arguments(checked, arguments or {})
+    if store is None:
+        return asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks, policy=policy,
+                                    principal=principal, schedule=schedule))
+    runs = RunStore(store)
+    try:
+        recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
+                                      arguments=arguments, options={"config": str(registry.source.resolve())
+                                                                    if registry is not None and registry.source
+                                                                    else None, "policy": None, "finish": "output",
+                                                                    "query": None})
+        return recorded.execute(hooks, schedule)
+    finally:
+        runs.close()
+
+
 def keep_read_files(store: RunStore, registry: Registry | None, policy: Policy | None) -> dict:
     """The planc.toml, lock and policy a run reads, kept in the store by hash: replay reads them back,
     so a run replays as it ran whatever has changed in the project since."""
@@ -122,6 +155,14 @@ def keep_read_files(store: RunStore, registry: Registry | None, policy: Policy |
         except (OSError, UnicodeDecodeError):
             read["config"] = None  # it changed under us: replay reads the project's files instead
     return read
+
+
+def code_tools(registry: Registry | None) -> dict:
+    """The Python tools of `registry`, as data: a replay builds the registry from them rather than importing
+    the modules of those declared in code."""
+    if registry is None:
+        return {}
+    return {name: tool.to_data() for name, tool in registry.tools.items() if tool.provider.startswith("python:")}
 
 
 def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | None, Policy | None] | None:
@@ -139,8 +180,10 @@ def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | No
     registry = None
     if read.get("config") is not None:
         lock = store.file(read["lock"]) if read.get("lock") else None
+        kept = options.get("code_tools")
         registry = registry_from_text(store.file(read["config"]), Path(options["config"]), locked=lock is not None,
-                                      lock_text=lock)
+                                      lock_text=lock, code_tools={name: Tool.from_data(data) for name, data in kept.items()}
+                                      if kept is not None else None)
     policy = None
     if read.get("policy") is not None:
         check_principal(principal)

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from planc.cli.files import read_file
+from planc.cli.files import plan_paths, read_file, read_plan
 from planc.cli.options import (
     CONFIG_OPTION,
     POLICY_OPTION,
     PRINCIPAL_OPTION,
     budget_options,
 )
-from planc.cli.plans import parse_or_exit
+from planc.cli.plans import parse_or_exit, print_syntax_errors
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, plan_arguments
 from planc.cli.usage import UsageError
@@ -31,21 +31,51 @@ FORMATS = ["text", "json", "repair", "sarif", "line"]
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
               help="How to print diagnostics.")
 @click.option("--extract", is_flag=True, help="Take the plan out of a model reply (markdown fence or prose).")
+@click.option("--fix", is_flag=True, help="Apply the fixes the diagnostics carry, and rewrite the files.")
+@click.option("--diff", "show_diff", is_flag=True, help="With --fix: print the fixes as a diff, and write nothing.")
+@click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
+@click.option("--ignore", "ignored", multiple=True, metavar="CODE[,CODE]",
+              help="Leave out these warnings and notes (errors cannot be ignored).")
 def check_command(plans: tuple[str, ...], config: str | None, policy_file: str | None, principal: str,
                   max_usd: float | None, max_calls: int | None, max_inferences: int | None,
-                  output_format: str, extract: bool) -> None:
-    """Parse PLANS and run every pass; nothing runs. Exit 0 without errors, 1 with errors."""
+                  output_format: str, extract: bool, fix: bool, show_diff: bool, strict: bool,
+                  ignored: tuple[str, ...]) -> None:
+    """Parse PLANS (files, or folders of .plan files; a compiled plan too) and run every pass; nothing
+    runs. Exit 0 without errors, 1 with errors (or warnings, with --strict), 2 when a file cannot be read."""
     from planc.passes.check import check
 
-    registry = find_registry(config, plan=plans[0])
-    policy = find_policy(policy_file, registry, principal)
+    if show_diff and not fix:
+        raise UsageError("--diff shows what --fix would change: give both")
+    leave_out = ignored_codes(ignored)
+    policy_of: dict = {}
 
     def checked(path: str):
-        return check(read_file(path), extract_plan=extract, registry=registry,
-                     arguments=plan_arguments(registry, path), policy=policy, principal=principal,
-                     max_usd=max_usd, max_calls=max_calls, max_inferences=max_inferences)
+        registry = find_registry(config, plan=path)
+        if id(registry) not in policy_of:
+            policy_of[id(registry)] = (registry, find_policy(policy_file, registry, principal))
+        result = check(read_plan(path), extract_plan=extract, registry=registry,
+                       arguments=plan_arguments(registry, path), policy=policy_of[id(registry)][1],
+                       principal=principal, max_usd=max_usd, max_calls=max_calls, max_inferences=max_inferences)
+        if fix:
+            result = fixed(path, result, show_diff, lambda text: check(text, extract_plan=extract, registry=registry,
+                           arguments=plan_arguments(registry, path), policy=policy_of[id(registry)][1],
+                           principal=principal, max_usd=max_usd, max_calls=max_calls, max_inferences=max_inferences))
+        return without(result, leave_out)
 
-    results = [(path, checked(path)) for path in plans]
+    results, unreadable = [], []
+    for path in plan_paths(plans):
+        try:
+            results.append((path, checked(path)))
+        except UsageError as error:  # one file that cannot be read does not stop the others
+            unreadable.append(error.message)
+    print_results(results, output_format)
+    for message in dict.fromkeys(unreadable):  # a planc.toml or policy that cannot be read: said once
+        click.echo(f"Error: {message}", err=True)
+    failed = any(not result.ok or (strict and result.diagnostics) for _, result in results)
+    sys.exit(2 if unreadable else 1 if failed else 0)
+
+
+def print_results(results, output_format: str) -> None:
     if output_format == "json":
         from planc.diagnostics.render_json import render_json
 
@@ -68,31 +98,89 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
                 click.echo(render_line(diagnostic, path))
     else:
         print_checked(results)
-    sys.exit(0 if all(result.ok for _, result in results) else 1)
+
+
+def ignored_codes(given: tuple[str, ...]) -> frozenset[str]:
+    """The codes `--ignore` names; naming an error is a usage error, as errors cannot be ignored."""
+    from planc.diagnostics.codes import CODES
+
+    codes = frozenset(code.strip().upper() for option in given for code in option.split(",") if code.strip())
+    for code in sorted(codes):
+        if code not in CODES:
+            raise UsageError(f"--ignore {code}: no such diagnostic code")
+        if code.startswith("E"):
+            raise UsageError(f"--ignore {code}: {code} is an error, and errors cannot be ignored")
+    return codes
+
+
+def without(result, codes: frozenset[str]):
+    """`result` less the diagnostics of `codes` (warnings and notes only)."""
+    if not codes:
+        return result
+    import attrs
+
+    return attrs.evolve(result, diagnostics=tuple(d for d in result.diagnostics if d.code not in codes))
+
+
+def fixed(path: str, result, show_diff: bool, recheck):
+    """`result` with the fixes its diagnostics carry applied to the file at `path` (printed as a diff
+    instead, with `show_diff`); the check of the fixed text."""
+    from planc.diagnostics.fixes import apply_fixes
+
+    text = apply_fixes(result.source, result.diagnostics)
+    if text == result.source:
+        return result
+    if show_diff:
+        import difflib
+
+        click.echo("".join(difflib.unified_diff(result.source.splitlines(keepends=True), text.splitlines(keepends=True),
+                                                f"{path}", f"{path} (fixed)")), nl=False)
+        return result
+    if path == "-":
+        raise UsageError("--fix rewrites files, and this plan came from standard input: use --fix --diff")
+    with open(path, "w", encoding="utf-8", newline="") as file:
+        file.write(text)
+    return recheck(text)
 
 
 @click.command("fmt")
-@click.argument("plan")
-@click.option("--check", "check_only", is_flag=True, help="Exit 1 if the file is not in canonical form.")
-@click.option("--write", is_flag=True, help="Rewrite the file in canonical form.")
-def fmt_command(plan: str, check_only: bool, write: bool) -> None:
-    """Print PLAN in the canonical form."""
+@click.argument("plans", nargs=-1, required=True)
+@click.option("--check", "check_only", is_flag=True, help="Exit 1 if a file is not in canonical form.")
+@click.option("--write", is_flag=True, help="Rewrite the files in canonical form.")
+def fmt_command(plans: tuple[str, ...], check_only: bool, write: bool) -> None:
+    """Print PLANS in the canonical form (files, or folders of .plan files). Exit 1 when a file is not in
+    canonical form (--check) or has syntax errors, 2 when one cannot be read."""
     from planc.syntax.format import format_source
+    from planc.syntax.parser import parse
 
-    result = parse_or_exit(plan, 2)
-    formatted = format_source(result)
-    if check_only:
-        if formatted != result.source:
-            click.echo(f"{plan}: would be reformatted", err=True)
-            sys.exit(1)
-        return
-    if write:
-        if plan == "-":
-            raise UsageError("--write needs a file, not standard input")
-        if formatted != result.source:
-            Path(plan).write_text(formatted, encoding="utf-8")
-        return
-    click.echo(formatted, nl=False)
+    paths = plan_paths(plans)
+    if len(paths) > 1 and not (check_only or write):
+        raise UsageError("several files are formatted with --check or --write")
+    failed = unreadable = False
+    for path in paths:
+        try:
+            result = parse(read_file(path))
+        except UsageError as error:
+            click.echo(f"Error: {error.message}", err=True)
+            unreadable = True
+            continue
+        if result.plan is None:
+            print_syntax_errors(path, result)
+            failed = True
+            continue
+        formatted = format_source(result)
+        if check_only:
+            if formatted != result.source:
+                click.echo(f"{path}: would be reformatted", err=True)
+                failed = True
+        elif write:
+            if path == "-":
+                raise UsageError("--write needs a file, not standard input")
+            if formatted != result.source:
+                Path(path).write_text(formatted, encoding="utf-8")
+        else:
+            click.echo(formatted, nl=False)
+    sys.exit(2 if unreadable else 1 if failed else 0)
 
 
 @click.command("show")
@@ -105,7 +193,7 @@ def show_command(plan: str, config: str | None, output_format: str) -> None:
     from planc.passes.check import check
     from planc.syntax.steps import step_paths
 
-    source = parse_or_exit(plan, 1).source
+    source = parse_or_exit(plan, read_plan(plan)).source
     registry = find_registry(config, plan=plan)
     result = check(source, registry=registry, arguments=plan_arguments(registry, plan))
     paths = step_paths(result.plan)

@@ -12,27 +12,36 @@ from planc.cli.printing import console, print_checked
 from planc.cli.project import plan_arguments
 
 
-def parse_or_exit(path: str, exit_code: int, text: str | None = None):
+SYNTAX_ERROR = 1  # the exit code of every command given a plan with syntax errors: the input must be fixed
+
+
+def parse_or_exit(path: str, text: str | None = None):
     """The ParseResult of `path` (or of `text`, when it was already read from it), or print its
-    syntax errors and exit."""
-    return parse_all_or_exit([(path, text)], exit_code)[0]
+    syntax errors and exit 1."""
+    return parse_all_or_exit([(path, text)])[0]
 
 
-def parse_all_or_exit(files: list[tuple[str, str | None]], exit_code: int) -> list:
+def parse_all_or_exit(files: list[tuple[str, str | None]]) -> list:
     """The ParseResult of every (path, text or None to read it) in `files`; when any has syntax
-    errors, print those of every file and exit."""
+    errors, print those of every file and exit 1."""
     from planc.syntax.parser import parse
 
     results = [parse(read_file(path) if text is None else text) for path, text in files]
     if any(result.plan is None for result in results):
-        from planc.diagnostics.render_text import render_text
-
-        err = console(stderr=True)
         for (path, _), result in zip(files, results):
-            for diagnostic in result.diagnostics if result.plan is None else ():
-                err.print(render_text(diagnostic, result.source, path))
-        sys.exit(exit_code)
+            if result.plan is None:
+                print_syntax_errors(path, result)
+        sys.exit(SYNTAX_ERROR)
     return results
+
+
+def print_syntax_errors(path: str, result) -> None:
+    """The syntax errors of `result` (a ParseResult of `path` with no plan), on standard error."""
+    from planc.diagnostics.render_text import render_text
+
+    err = console(stderr=True)
+    for diagnostic in result.diagnostics:
+        err.print(render_text(diagnostic, result.source, path))
 
 
 def checked_to_run(text: str, name: str, registry, policy, principal: str):

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 
+COLOR = "auto"  # `planc --color`: auto, always or never
+
+
 def console(stderr: bool = False):
-    """A rich console on stdout (or stderr); rich loads only when something prints through it."""
+    """A rich console on stdout (or stderr), coloured as `--color` and NO_COLOR say; rich loads only when
+    something prints through it."""
+    import os
+
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    never = COLOR == "never" or (COLOR == "auto" and os.environ.get("NO_COLOR", "") != "")
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, force_terminal=True if COLOR == "always" else None,
+                   no_color=never, color_system=None if never else "auto")
 
 
 def print_checked(results, stderr: bool = False) -> None:

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from planc.cli.files import read_file
+from planc.cli.files import read_plan
 from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry
@@ -36,7 +36,7 @@ def policy_explain_command(plan: str, config: str | None, policy_file: str | Non
     policy = find_policy(policy_file, registry, principal)
     if policy is None:
         raise UsageError("no policy: name one with --policy, or with `policy = \"...\"` in planc.toml")
-    result = check(read_file(plan), registry=registry, policy=policy, principal=principal)
+    result = check(read_plan(plan), registry=registry, policy=policy, principal=principal)
     if result.plan is None:  # syntax errors: there are no steps to explain
         print_checked([(plan, result)])
         sys.exit(1)

@@ -61,6 +61,13 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     except ValueError as error:
         raise UsageError(str(error)) from None
     checked = checked_to_run(read_file(plan), plan, registry, policy, principal)
+    from planc.backend.interpreter import run_arguments
+
+    try:
+        arguments = run_arguments(checked, arguments)  # refused before the run is recorded; recorded with defaults
+    except RunError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
     schedule = None
     if optimize:
         optimized = optimized_plan(checked, plan)

@@ -190,6 +190,10 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     else:
         registry = find_registry(config, plan=plan_file)
         policy = find_policy(policy_file, registry, principal)
+    planned = run["options"].get("planned")
+    if planned is not None and plan_file is None:
+        _replay_planning(run, planned, registry, policy, principal)
+        return
     text = read_file(plan_file) if plan_file else dump(run["plan"])
     checked = checked_to_run(text, plan_file or run_id, registry, policy, principal)
     replay = RecordedRun.replay(run, checked, registry=registry, policy=policy, principal=principal)
@@ -219,6 +223,25 @@ def _leased_run(runs, run_id: str) -> dict:
     except RunStoreError as error:
         runs.give_back(run_id)
         raise UsageError(str(error)) from None
+
+
+def _replay_planning(run: dict, planned: dict, registry, policy, principal: str) -> None:
+    """A `planc plan` run again from its record: the model's answers, then the plan's calls if it ran."""
+    from planc.backend.models import ModelError
+    from planc.cli.planning_commands import finish_planning
+    from planc.passes.cost.budget import Budget
+    from planc.planning.planner import plan
+    from planc.store.recorders import Replay
+
+    replay = Replay(run)
+    try:
+        outcome = plan(planned["task"], registry=registry, policy=policy, principal=principal,
+                       budget=Budget(*planned["budget"]), role=planned["role"], rounds=planned["rounds"],
+                       grammar=planned["grammar"], recorder=replay)
+    except ModelError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    finish_planning(outcome, None, replay, registry, policy, principal, run["arguments"], {**planned, "output": None})
 
 
 def _as_recorded(run: dict, config: str | None, policy_file: str | None, principal: str):
@@ -259,6 +282,10 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     run = _stored_run(store, run_id)
     if run["status"] in ("ok", "error"):
         click.echo(f"error: run {run_id} already finished ({run['status']}): nothing to resume", err=True)
+        sys.exit(1)
+    if run["plan"] is None:
+        click.echo(f"error: run {run_id} stopped while a model was writing its plan: there is no plan to resume; "
+                   "plan the task again", err=True)
         sys.exit(1)
     config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
     registry = find_registry(config, plan=None)

@@ -215,6 +215,17 @@ _ALL = [
          "a plan already being run, directly or through other plans, would never end.",
          {"cycle": "calling `{name}` never ends: {cycle}"},
          'plan__loop()', registry=INCIDENT_TOOLS + '\n[plans.loop]\nfile = "docs/examples/loop.plan"\n'),
+    Code("E211", "a declared plan this step calls cannot run",
+         "A plan declared under `[plans.NAME]` is checked with every plan that calls it, as part of the "
+         "call: when its file cannot be read, or has errors of its own (syntax, names, types), the "
+         "calling step is refused before anything runs. The hints list the plan's errors at their place "
+         "in its file. (What the policy says of the plan's steps is judged for each caller, under the "
+         "caller's principal and loops: a denial there is an E400 at the calling step.)",
+         {
+             "unreadable": "`{name}` cannot run: {problem}",
+             "errors": "`{name}` cannot run: {file} has {count} error{plural}",
+         },
+         'plan__broken()', registry=INCIDENT_TOOLS + '\n[plans.broken]\nfile = "docs/examples/broken.plan"\n'),
     Code("E300", "argument value does not match the parameter's type",
          "A literal argument is validated against the JSON Schema of its parameter, and the message "
          "says in words what was expected and what was found. A reference, a template or a piped "
@@ -345,6 +356,13 @@ _ALL = [
              "always_unequal": "{value} is not a value of `{typed}`, so this comparison is always true",
          },
          'search(query: "outages") |> filter(where: status == "closed")', registry=INCIDENT_TOOLS),
+    Code("W504", "an ignore comment names an error",
+         "`# planc: ignore[W501]` at the end of a line silences those warnings and notes on that line (a comment "
+         "alone on its line speaks for the next line; with no list, every warning and note there). An error "
+         "cannot be silenced: a plan with an error is refused whatever a comment says, so naming an error code "
+         "in such a comment does nothing but this warning.",
+         {"error_code": "`{name}` is an error, and an error cannot be ignored: the plan is refused while it has one"},
+         'search(query: "outages", limt: 5)  # planc: ignore[E201]', registry=INCIDENT_TOOLS),
     Code("N600", "repeated call reused",
          "`planc optimize` (and `planc run --optimize`) removed a call that repeats an earlier one, and what "
          "read its result (references to it, and the step it piped into) reads the earlier call's. Legal "

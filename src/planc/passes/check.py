@@ -11,10 +11,11 @@ from planc.gc_pause import gc_paused
 from planc.passes.context import CheckContext, Facts
 from planc.passes.cost.budget import Budget
 from planc.passes.cost.cost import CostReport, cost
+from planc.passes.ignores import apply_ignores
 from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
 from planc.passes.policy.policy import PolicyFacts, policy
 from planc.passes.resolve.resolve import Resolution, resolve
-from planc.passes.resolve.signatures import name_parameters
+from planc.passes.resolve.signatures import with_registry_hints
 from planc.passes.types.types import Typing, types
 from planc.registry.declared_plans import PlanFile, plan_of
 from planc.registry.registry import Registry
@@ -90,7 +91,7 @@ def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResul
     if parsed.plan is None:
         diagnostics = parsed.diagnostics
         if context.registry is not None:
-            diagnostics = [name_parameters(d, text, context.registry) if d.code == "E102" else d for d in diagnostics]
+            diagnostics = [with_registry_hints(d, text, context.registry) for d in diagnostics]
         return CheckResult(source, None, tuple(diagnostics), context=context)
     diagnostics = list(parsed.diagnostics)
     context = attrs.evolve(context, plans=_called_plans(parsed.plan, context.registry))
@@ -98,6 +99,7 @@ def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResul
         found, reported = run_pass(parsed.plan, context)
         context = attrs.evolve(context, facts=attrs.evolve(context.facts, **{field: found}))
         diagnostics.extend(reported)
+    diagnostics = apply_ignores(diagnostics, parsed.comments, parsed.lines)
     diagnostics.sort(key=sort_key)
     return CheckResult(source, parsed.plan, tuple(diagnostics), context.facts, context)
 

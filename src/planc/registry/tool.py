@@ -61,3 +61,21 @@ class Tool:
     def kind(self, param: str) -> str:
         """"condition", "block" or "value"."""
         return self.params.get(param, {}).get("x-planc", "value")
+
+    def to_data(self) -> dict:
+        """A registry tool's declaration as JSON data (control steps' groups and bindings left out):
+        what a run keeps of a tool declared in code, so that a replay needs not import it.
+
+        >>> tool = Tool("a", {"x": {"type": "integer"}}, ("x",), effects=Effects(read_only=True, declared=True))
+        >>> Tool.from_data(tool.to_data()) == tool and Tool.from_data(tool.to_data()).effects.declared
+        True
+        """
+        return {"name": self.name, "params": dict(self.params), "required": list(self.required), "pipe": self.pipe,
+                "returns": self.returns, "returns_at_most": self.returns_at_most,
+                "effects": {**attrs.asdict(self.effects)}, "cost": attrs.asdict(self.cost),
+                "description": self.description, "timeout_s": self.timeout_s, "provider": self.provider}
+
+    @classmethod
+    def from_data(cls, data: Mapping) -> Tool:
+        return cls(**{**data, "required": tuple(data["required"]), "effects": Effects(**data["effects"]),
+                      "cost": Cost(**data["cost"])})

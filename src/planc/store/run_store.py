@@ -199,9 +199,9 @@ class RunStore:
         except LookupError as error:  # a reference to a value the store does not hold
             raise RunStoreError(f"{self.path}: cannot read the run store: it is damaged ({error})") from None
 
-    def start_run(self, stored_plan: dict, arguments, options: dict | None = None) -> str:
-        """A new run of `stored_plan`, and its id; `options` says how it runs, so that replay and resume
-        can do the same."""
+    def start_run(self, stored_plan: dict | None, arguments, options: dict | None = None) -> str:
+        """A new run of `stored_plan` (None while a model is writing the plan: `set_plan` records it then),
+        and its id; `options` says how it runs, so that replay and resume can do the same."""
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
         holder = Holder()
         with self.transaction() as db:
@@ -272,6 +272,11 @@ class RunStore:
         with self.transaction() as db:
             db.execute("INSERT INTO events (run_id, sequence, at, event, refs) VALUES (?, ?, ?, ?, ?)",
                        (run_id, sequence, time.time(), *keep_event(db, event)))
+
+    def set_plan(self, run_id: str, stored_plan: dict) -> None:
+        """The plan a run runs, once a model has written it and it checked."""
+        with self.transaction() as db:
+            db.execute("UPDATE runs SET plan = ? WHERE id = ?", (to_json(stored_plan), run_id))
 
     def keep_file(self, text: str) -> str:
         """Keep `text` (a file a run read), once however many runs read it; its hash names it."""

@@ -71,8 +71,9 @@ class Policy:
     text: str = attrs.field(default="", repr=False)  # the file's text (a stored plan keeps its hash)
 
 
-def load_policy(path: Path) -> Policy:
+def load_policy(path: str | Path) -> Policy:
     """The Policy in the file at `path`."""
+    path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:

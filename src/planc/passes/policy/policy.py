@@ -49,21 +49,40 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
     """
     if context.policy is None:
         return PolicyFacts({}), []
-    resolution = context.learned("resolution")
     decisions: dict[ast.Step, Decision] = {}
-    diagnostics = []
-    for step, piped, in_loop in _calls(plan.pipelines, in_loop=False):
+    diagnostics: list[Diagnostic] = []
+    _judge(plan, context.learned("resolution"), context, decisions, diagnostics)
+    return PolicyFacts(decisions), diagnostics
+
+
+def _judge(plan: ast.Plan, resolution, context: CheckContext, decisions: dict, diagnostics: list,
+           caller: tuple[ast.Step, str, bool, str] | None = None) -> None:
+    """Judge every step of `plan` (its facts in `resolution`), and every step of the declared plans it
+    calls, as part of the call: under the caller's principal, inside its loops, at paths under its own.
+
+    `caller` is, for the steps of a declared plan, (the calling step, its path, whether it runs per
+    item, the plan's file as written): a denial there is the calling step's error.
+    """
+    prefix, in_caller_loop = (caller[1] + "/", caller[2]) if caller else ("", False)
+    for step, piped, in_loop in _calls(plan.pipelines, in_loop=in_caller_loop):
         # Without a registry any tool name is accepted, and judged by the conservative effects.
         tool = resolution.tools.get(step) or (Tool(step.tool.text) if context.registry is None else None)
         if tool is None:  # an unknown tool, already reported by resolve
             continue
         args, dynamic = _arguments(step, tool, piped)
-        path = resolution.paths[step]
-        decision = decisions[step] = decide(context.policy, context.principal, tool, args, step=path,
-                                            in_loop=in_loop, dynamic=dynamic)
+        path = prefix + resolution.paths[step]
+        decision = decide(context.policy, context.principal, tool, args, step=path, in_loop=in_loop,
+                          dynamic=dynamic)
+        if caller is None:
+            decisions[step] = decision
         if not decision.allowed:
-            diagnostics.append(_denied(step, path, decision, context))
-    return PolicyFacts(decisions), diagnostics
+            diagnostics.append(_denied(step, path, decision, context, caller))
+        declared = context.plans.get(tool.provider[len("plan:"):]) if tool.provider.startswith("plan:") else None
+        if declared is not None and declared.ok:
+            written = context.registry.plans[tool.provider[len("plan:"):]].written
+            at = caller[0] if caller else step
+            _judge(declared.plan, declared.resolution, context, decisions, diagnostics,
+                   (at, path, in_loop, written) if caller is None else (at, path, in_loop, caller[3]))
 
 
 def _calls(pipelines, in_loop: bool):
@@ -94,7 +113,7 @@ def _arguments(step: ast.Step, tool: Tool, piped: bool) -> tuple[dict, list[str]
     return args, dynamic
 
 
-def _denied(step: ast.Step, path: str, decision: Decision, context: CheckContext) -> Diagnostic:
+def _denied(step: ast.Step, path: str, decision: Decision, context: CheckContext, caller=None) -> Diagnostic:
     hints = [rule.reason for rule in decision.policies if rule.reason]
     if not decision.policies and not decision.problem:
         hints.append("a call is allowed only when some `permit` policy matches it and no `forbid` policy does")
@@ -105,6 +124,11 @@ def _denied(step: ast.Step, path: str, decision: Decision, context: CheckContext
                      "named in `context.dynamic`, with no value in `context.args`")
     hints += decision.errors
     at, tool, principal = step.tool.span, step.tool.text, context.principal
+    if caller is not None:  # a step of a declared plan: the error is the calling step's
+        where = step.tool.span.start
+        hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "
+                        f"which this step runs")
+        at = caller[0].tool.span
     names = " and ".join(f"`{rule.name}`" for rule in decision.policies)
     if len(decision.policies) > 1:
         return diagnostic("E400", "forbidden_many", at, step=path, hints=hints, tool=tool, names=names,
