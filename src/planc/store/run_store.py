@@ -125,8 +125,7 @@ class RunStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(SCHEMA)
-            self.db = db
-            self._migrate()
+            _migrate(db)
         except BaseException:
             db.close()
             raise
@@ -155,20 +154,6 @@ class RunStore:
                                     f"be brought up to date here, as it cannot be written")
             return db
         raise store_failure(self.path, "open", failed)
-
-    def _migrate(self) -> None:
-        """Bring a store written by an older planc up to this schema: add the columns it lacks
-        (`ADDED_COLUMNS`); the tables it lacks SCHEMA made."""
-        if self.db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
-            return
-        with self.db:
-            self.db.execute("BEGIN IMMEDIATE")
-            for table, column, declaration, fill in ADDED_COLUMNS:
-                if column not in {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}:
-                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
-                    if fill is not None:
-                        self.db.execute(f"UPDATE {table} SET {column} = {fill}")
-            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         for holder in self.leases.values():
@@ -339,6 +324,21 @@ class RunStore:
                            "error": c[5], "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown"}
                           for c in calls],
                 "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]}
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a store written by an older planc up to this schema: add the columns it lacks
+    (`ADDED_COLUMNS`); the tables it lacks SCHEMA made."""
+    if db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+        return
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        for table, column, declaration, fill in ADDED_COLUMNS:
+            if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+                if fill is not None:
+                    db.execute(f"UPDATE {table} SET {column} = {fill}")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 __all__ = ["DEFAULT_PATH", "OUTCOMES", "RunLeased", "RunStore", "RunStoreError"]
