@@ -237,6 +237,17 @@ def test_a_result_json_cannot_hold_is_refused_recorded_and_never_asked_for_again
     assert len(calls(project)) == 1
 
 
+@pytest.mark.parametrize("value, said", [('"\\ud800"', "at $: a string that is not valid Unicode"),
+                                         ("NaN", "at $: nan, which JSON cannot hold")])
+def test_an_argument_json_cannot_hold_is_refused_before_the_run(project, value, said):
+    write_plan(project, 'send(text: "one")\n')
+    result = invoke("run", "p.plan", "--arg", f"x={value}")
+    clean(result)
+    assert result.exit_code == 2 and result.stderr.splitlines() == [f"Error: --arg x: {said}" + (
+        " (it holds a lone surrogate)" if "Unicode" in said else "")]
+    assert calls(project) == [] and shown_runs(project) == []
+
+
 def test_tuples_are_lists_in_the_run_the_record_and_the_replay(project):
     write_plan(project, 'weird(kind: "tuples")\n')
     result = invoke("run", "p.plan")
