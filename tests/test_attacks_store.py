@@ -135,13 +135,18 @@ result_bytes = 4096
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    with tool_project(tmp_path, "attackstore", TOOLS, TOML) as module:
+    with tool_project(tmp_path, "attackstore", TOOLS, TOML):
         monkeypatch.chdir(tmp_path)
         monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
         yield tmp_path
-        tools = sys.modules.get(module)
-        if tools is not None:
-            tools.release()
+        release(tmp_path)
+
+
+def release(project) -> None:
+    """Let go of the store, if the project's `lock` tool (run in this process) holds it."""
+    tools = sys.modules.get(f"attackstore_{project.name.replace('-', '_')}")  # as tool_project names it
+    if tools is not None:
+        tools.release()
 
 
 def write_plan(project, text: str, name: str = "p.plan") -> str:
@@ -167,6 +172,21 @@ def stored_runs(store) -> list[tuple]:
         return db.execute("SELECT id, status FROM runs ORDER BY started_at, id").fetchall()
 
 
+def run_id_of(result) -> str:
+    return next(line.split()[1] for line in result.stderr.splitlines() if line.startswith("run: "))
+
+
+def shown(run_id: str) -> dict:
+    result = invoke("show-run", run_id, "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def outcomes(record: dict) -> list[tuple]:
+    """(tool, its `text` argument, outcome) of each call `record` holds."""
+    return [(call["tool"], call["input"].get("text"), call["outcome"]) for call in record["calls"]]
+
+
 def clean(result) -> None:
     """No traceback reached the user, whatever the command printed."""
     assert "Traceback" not in result.output, result.output
@@ -185,16 +205,6 @@ def test_events_into_a_missing_folder_is_one_usage_message_and_nothing_runs(proj
         "Error: --events no/such/folder/events.jsonl: cannot write the events there: No such file or directory"]
     assert calls(project) == []
     assert stored_runs(project / "runs.sqlite") == []  # not even a run left `running`
-
-
-def run_id_of(result) -> str:
-    return next(line.split()[1] for line in result.stderr.splitlines() if line.startswith("run: "))
-
-
-def shown(run_id: str) -> dict:
-    result = invoke("show-run", run_id, "--format", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 # --- results are recorded or refused, never a traceback after the effect
@@ -351,10 +361,6 @@ def interrupt(process: subprocess.Popen, number: int) -> tuple[int, str, str]:
     process.send_signal(number)
     out, err = process.communicate(timeout=HANG_GUARD_S)
     return process.returncode, out, err
-
-
-def outcomes(record: dict) -> list[tuple]:
-    return [(call["tool"], call["input"].get("text"), call["outcome"]) for call in record["calls"]]
 
 
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
@@ -570,7 +576,7 @@ def test_a_store_taken_mid_run_stops_the_run_and_says_so(project, busy_soon):
     assert last.endswith(f"(database is locked); and how it ended could not be recorded either: the store says the "
                          f"run is still running, and `planc resume {run_id}` ends it from its record")
     assert [call["tool"] for call in calls(project)] == ["send", "lock"]  # and nothing after the failure
-    sys.modules[next(name for name in sys.modules if name.startswith("attackstore_"))].release()
+    release(project)
 
     record = shown(run_id)  # what was recorded is all there: the run is `running`, `lock` has no outcome
     assert record["status"] == "running" and outcomes(record) == [("send", "one", "ok"), ("lock", None, "unknown")]
