@@ -16,9 +16,9 @@ LAYERS = (
     ("registry",),
     ("analysis",),
     ("passes",),
-    ("optimize", "diff"),
+    ("optimize", "diff", "pictures"),
     ("backend", "store", "planning"),
-    ("cli", "corpus", "explain", "__init__"),
+    ("cli", "lsp", "corpus", "explain", "__init__"),
 )
 
 

@@ -55,6 +55,11 @@ async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp):
     if tool.provider.startswith("mcp:") and mcp is not None:
         server = tool.provider.split(":", 1)[1]
         return await mcp.call(server, tool.name.removeprefix(f"{server}__"), dict(args))
+    if tool.provider.startswith("sql:"):
+        from planc.registry.sql_tools import run_query
+
+        path = Path(tool.provider[len("sql:"):])
+        return await in_thread(lambda **arguments: run_query(path, tool.query, arguments), args)
     if tool.provider.startswith("python:"):
         function = _python_function(tool.provider, registry)
         if not inspect.iscoroutinefunction(function):

@@ -34,6 +34,7 @@ COMMANDS = {
     "plan": "planc.cli.planning_commands:plan_command",
     "policy": "planc.cli.registry_commands:policy_group",
     "registry": "planc.cli.registry_commands:registry_group",
+    "lsp": "planc.cli.lsp_commands:lsp_command",
 }
 
 

@@ -186,9 +186,11 @@ def fmt_command(plans: tuple[str, ...], check_only: bool, write: bool) -> None:
 @click.command("show")
 @click.argument("plan")
 @CONFIG_OPTION
-@click.option("--format", "output_format", type=click.Choice(["tree", "json"]), default="tree", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["tree", "json", "mermaid", "dot"]), default="tree",
+              show_default=True, help="The tree (text or JSON), or the data-flow graph (Mermaid or Graphviz DOT).")
 def show_command(plan: str, config: str | None, output_format: str) -> None:
-    """Show the tree of PLAN, what each step may cost, and which steps can change anything."""
+    """Show the tree of PLAN, what each step may cost, and which steps can change anything; or its data-flow
+    graph, as a Mermaid flowchart or in Graphviz's DOT."""
     from planc.analysis.blast_radius import blast_radius
     from planc.passes.check import check
     from planc.syntax.steps import step_paths
@@ -196,6 +198,16 @@ def show_command(plan: str, config: str | None, output_format: str) -> None:
     source = parse_or_exit(plan, read_plan(plan)).source
     registry = find_registry(config, plan=plan)
     result = check(source, registry=registry, arguments=plan_arguments(registry, plan))
+    if output_format in ("mermaid", "dot"):
+        from planc.pictures.graph import plan_graph
+
+        graph = plan_graph(result, registry, "standard input" if plan == "-" else plan)
+        if output_format == "dot":
+            from planc.pictures.dot import render_dot as render
+        else:
+            from planc.pictures.mermaid import render_mermaid as render
+        click.echo(render(graph), nl=False)
+        return
     paths = step_paths(result.plan)
     costs, radius = result.cost, blast_radius(result.resolution, registry)
     if output_format == "json":

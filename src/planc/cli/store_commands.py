@@ -86,14 +86,20 @@ def runs_command(store: str | None, output_format: str) -> None:
 @click.command("show-run")
 @click.argument("run_id", metavar="RUN")
 @STORE_OPTION
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "html"]), default="text",
+              show_default=True)
 def show_run_command(run_id: str, store: str | None, output_format: str) -> None:
-    """Show one recorded run step by step: each step's result, and the calls it made."""
+    """Show one recorded run step by step: each step's result, and the calls it made (html: one page)."""
     import json
 
     run = _stored_run(store, run_id)
     if output_format == "json":
         click.echo(json.dumps(run, indent=2, ensure_ascii=False))
+        return
+    if output_format == "html":
+        from planc.pictures.run_page import render_run_page
+
+        click.echo(render_run_page(run), nl=False)
         return
     click.echo(f"run {run['id']}: {run['status']}, started {_when(run['started_at'])}, "
                f"finished {_when(run['finished_at'])}")

@@ -40,10 +40,13 @@ CONFIG_NAME = "planc.toml"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits"}
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
-             "timeout_s"}
+             "timeout_s", "query"}
 PLAN_KEYS = {"file", "description", "params", "returns"}
 MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s"}
 MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retries"}
+# What an SQL tool may do: read, nothing else (enforced when it runs).
+SQL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=False,
+                      declared=True)
 LIMIT_KEYS = {field.name for field in attrs.fields(Limits)}
 EFFECT_KEYS = {field.name for field in attrs.fields(Effects) if field.init and field.name != "declared"}
 COST_KEYS = {field.name for field in attrs.fields(Cost)}
@@ -277,7 +280,9 @@ class _Reader:
             self.fail(f"`{name}` is a control step: the name is reserved", where)
         self.only(table, TOOL_KEYS, where, what)
         provider = self.text(table, "provider", where, what)
-        if "params" not in table and provider.startswith("python:"):
+        if provider.startswith("sql:") or "query" in table:
+            tool = self.sql_tool(name, provider, table, where)
+        elif "params" not in table and provider.startswith("python:"):
             tool = self.python_tool(name, provider, where)  # its parameters from the function's signature
         else:
             tool = Tool(name=name, params=self.params(table.get("params", {}), where, what), provider=provider)
@@ -299,6 +304,35 @@ class _Reader:
         if "timeout_s" in table:  # else `[limits] timeout_s`, when it is called
             declared["timeout_s"] = self.seconds(table, "timeout_s", where, None)
         return attrs.evolve(tool, **declared)
+
+    def sql_tool(self, name: str, provider: str, table: dict, where: str) -> Tool:
+        """A tool that runs one read-only query: its parameters are the query's, its result the rows.
+        The query is prepared here, against the database, so its mistakes are planc.toml's."""
+        from planc.registry.sql_tools import SqlError, prepare, query_parameters
+
+        if not provider.startswith("sql:") or len(provider) == 4:
+            self.fail(f"`query` is for SQL tools: `provider` must be \"sql:PATH\", the SQLite database", where,
+                      "provider")
+        if not isinstance(table.get("query"), str) or not table["query"].strip():
+            self.fail(f"SQL tool `{name}` needs `query`, the SELECT it runs", where, "query")
+        if "effects" in table:
+            self.fail("an SQL tool only reads, and planc makes sure of it: it takes no `effects`", where, "effects")
+        query, path = table["query"], self.folder / provider[len("sql:"):]
+        try:
+            names = query_parameters(query)
+            columns = prepare(path, query)
+        except SqlError as error:
+            self.fail(f"the query of SQL tool `{name}` cannot be used: {error}", where, "query")
+        declared = table.get("params")
+        params = self.params(declared, where, f"tool `{name}`") if declared is not None else {n: {} for n in names}
+        if set(params) != set(names):
+            missing, extra = sorted(set(names) - set(params)), sorted(set(params) - set(names))
+            said = [f"the query reads {', '.join(f':{n}' for n in missing)}, which `params` does not declare"] if missing else []
+            said += [f"`params` declares {', '.join(extra)}, which the query does not read"] if extra else []
+            self.fail(f"SQL tool `{name}`: {'; and '.join(said)}", where, "params")
+        rows = {"type": "array", "items": {"type": "object", "properties": {column: {} for column in columns}}}
+        return Tool(name=name, params=params, required=tuple(p for p, s in params.items() if "default" not in s),
+                    returns=rows, effects=SQL_EFFECTS, provider=f"sql:{path}", query=query)
 
     def python_tool(self, name: str, provider: str, where: str) -> Tool:
         """A tool whose parameters come from its `@planc.tool` function: the one case that imports it."""

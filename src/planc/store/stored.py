@@ -64,13 +64,19 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+# Fields a tool's declaration gained after stored plans existed: hashed only when set, so the plans
+# compiled before them stay fresh.
+LATER_FIELDS = frozenset({"query"})
+
+
 def _plain(value):
     """A tool declaration's value as JSON-ready data: attrs classes by field (those equality compares),
     mappings, sequences."""
     import attrs
 
     if attrs.has(type(value)):
-        return {field.name: _plain(getattr(value, field.name)) for field in attrs.fields(type(value)) if field.eq}
+        return {field.name: _plain(getattr(value, field.name)) for field in attrs.fields(type(value))
+                if field.eq and not (field.name in LATER_FIELDS and getattr(value, field.name) == field.default)}
     if isinstance(value, Mapping):
         return {str(key): _plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
