@@ -578,8 +578,8 @@ def test_a_store_taken_mid_run_stops_the_run_and_says_so(project, busy_soon):
     assert [call["tool"] for call in calls(project)] == ["send", "lock"]  # and nothing after the failure
     release(project)
 
-    record = shown(run_id)  # what was recorded is all there: the run is `running`, `lock` has no outcome
-    assert record["status"] == "running" and outcomes(record) == [("send", "one", "ok"), ("lock", None, "unknown")]
+    record = shown(run_id)  # all there: the run, whose process is gone, shows as interrupted; `lock` has no outcome
+    assert record["status"] == "interrupted" and outcomes(record) == [("send", "one", "ok"), ("lock", None, "unknown")]
     resumed = invoke("resume", run_id)  # this process gave the run up: its lease is broken
     clean(resumed)
     assert resumed.exit_code == 0, resumed.output

@@ -76,7 +76,7 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
         arguments = parse_arguments(args)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    runs = open_store(store)
+    runs = open_store(store, registry)
     planned_options = {"task": task, "role": role, "rounds": rounds, "grammar": grammar, "run": then_run,
                        "budget": [max_usd, max_calls, max_inferences], "output": output}
     options = {"config": str(registry.source.resolve()), "principal": principal, "finish": "output", "query": None,

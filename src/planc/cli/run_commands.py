@@ -85,7 +85,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
                "policy": str(Path(policy_file).resolve()) if policy_file else None,
                "finish": finish, "query": query, "approve": approve}
     sink = _events_file(events) if events else None  # before the run is recorded: a bad path runs nothing
-    runs = open_store(store)
+    runs = open_store(store, registry)
     with Interrupts() as interrupts:  # a signal from the moment the run is recorded ends it as interrupted
         try:
             recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,

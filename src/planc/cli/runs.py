@@ -10,13 +10,14 @@ import click
 from planc.cli.usage import UsageError
 
 
-def open_store(store: str | None, read_only: bool = False):
-    """The run store at `store` (default .planc/runs.sqlite), or a UsageError; `read_only` for a command
-    that only reads it (there is none then: a UsageError too)."""
-    from planc.store.run_store import DEFAULT_PATH, RunStore, RunStoreError
+def open_store(store: str | None, registry=None, read_only: bool = False):
+    """The run store (`--store`, else where the project keeps it: `project.store_path`), or a UsageError;
+    `read_only` for a command that only reads it (there is none then: a UsageError too)."""
+    from planc.cli.project import store_path
+    from planc.store.run_store import RunStore, RunStoreError
 
     try:
-        return RunStore(store or DEFAULT_PATH, read_only=read_only)
+        return RunStore(store_path(store, registry), read_only=read_only)
     except RunStoreError as error:
         raise UsageError(str(error)) from None
 

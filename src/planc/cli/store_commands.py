@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -39,12 +38,13 @@ def _as_run(run: dict, store: str | None, principal: str):
 
 
 def _stored_run(store: str | None, run_id: str):
-    """The record of `run_id`, read without writing to the store."""
+    """The record of the run `run_id` names (its id, a unique prefix of it, or `last`), read without
+    writing to the store."""
     from planc.store.run_store import RunStoreError
 
     runs = open_store(store, read_only=True)
     try:
-        return runs.run(run_id)
+        return runs.run(runs.find(run_id))
     except RunStoreError as error:
         raise UsageError(str(error)) from None
     finally:
@@ -64,10 +64,11 @@ def runs_command(store: str | None, output_format: str) -> None:
     """List the recorded runs."""
     import json
 
-    from planc.store.run_store import DEFAULT_PATH, RunStoreError
+    from planc.cli.project import store_path
+    from planc.store.run_store import RunStoreError
 
     listed = []
-    if Path(store or DEFAULT_PATH).exists():  # no store: no runs, and nothing is written to say so
+    if store_path(store).exists():  # no store: no runs, and nothing is written to say so
         runs = open_store(store, read_only=True)
         try:
             listed = runs.runs()
@@ -84,7 +85,7 @@ def runs_command(store: str | None, output_format: str) -> None:
 
 
 @click.command("show-run")
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN")  # its id, a unique start of it, or `last`
 @STORE_OPTION
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "html"]), default="text",
               show_default=True)
@@ -166,7 +167,7 @@ def _short(value) -> str:
 
 
 @click.command("replay")
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN")  # its id, a unique start of it, or `last`
 @STORE_OPTION
 @CONFIG_OPTION
 @POLICY_OPTION
@@ -188,6 +189,7 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     from planc.store.stored import dump
 
     run = _stored_run(store, run_id)
+    run_id = run["id"]
     given = config is not None or policy_file is not None
     config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
     kept = None if given else _as_run(run, store, principal)
@@ -260,7 +262,7 @@ def _as_recorded(run: dict, config: str | None, policy_file: str | None, princip
 
 
 @click.command("resume")
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN")  # its id, a unique start of it, or `last`
 @STORE_OPTION
 @CONFIG_OPTION
 @POLICY_OPTION
@@ -286,6 +288,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
         raise UsageError("--approve asks on the terminal before every effectful call, and standard input is "
                          "not a terminal: resume in one, or leave out --approve")
     run = _stored_run(store, run_id)
+    run_id = run["id"]
     if run["status"] in ("ok", "error"):
         click.echo(f"error: run {run_id} already finished ({run['status']}): nothing to resume", err=True)
         sys.exit(1)

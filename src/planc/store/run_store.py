@@ -301,8 +301,38 @@ class RunStore:
                 "SELECT r.id, r.started_at, r.finished_at, r.status, r.message, "
                 "(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id AND c.outcome IS NOT 'not_approved') "
                 "FROM runs r ORDER BY r.started_at, r.id").fetchall()
-        return [{"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3], "message": row[4],
-                 "calls": row[5]} for row in rows]
+            return [self._as_seen(db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
+                                       "message": row[4], "calls": row[5]}) for row in rows]
+
+    def find(self, name: str) -> str:
+        """The id of the run `name` names: its id, a prefix of one id only, or `last` (the latest started)."""
+        with self.reading() as db:
+            if name == "last":
+                row = db.execute("SELECT id FROM runs ORDER BY started_at DESC, id DESC LIMIT 1").fetchone()
+                if row is None:
+                    raise RunStoreError(f"{self.path}: no run yet, so no `last` run")
+                return row[0]
+            found = [row[0] for row in db.execute("SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id",
+                                                  (len(name), name))]
+        if name in found:
+            return name
+        if not found:
+            raise RunStoreError(f"{self.path}: no run `{name}`")
+        if len(found) > 1:
+            shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+            raise RunStoreError(f"{self.path}: `{name}` is the start of {len(found)} runs ({shown}): give more of it")
+        return found[0]
+
+    def _as_seen(self, db: sqlite3.Connection, run: dict) -> dict:
+        """`run` as it is: a run still `running` whose process is gone (no live process holds it) was
+        interrupted, and can be resumed."""
+        if run["status"] != "running":
+            return run
+        lease = db.execute("SELECT pid, pid_started, token FROM leases WHERE run_id = ?", (run["id"],)).fetchone()
+        if lease is not None and holds(*lease):
+            return run
+        return {**run, "status": "interrupted",
+                "message": f"its process is gone: `planc resume {run['id']}` continues it"}
 
     def run(self, run_id: str) -> dict:
         with self.reading():
@@ -317,13 +347,13 @@ class RunStore:
                                 "FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
         events = self.db.execute("SELECT at, event, refs FROM events WHERE run_id = ? ORDER BY sequence", (run_id,))
         value = Values(self.db)
-        return {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
+        return self._as_seen(self.db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
                 "plan": json.loads(row[4]), "arguments": value(row[5]), "output": value(row[6]), "message": row[7],
                 "options": json.loads(row[8]) if row[8] is not None else {},
                 "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": value(c[3]), "output": value(c[4]),
                            "error": c[5], "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown"}
                           for c in calls],
-                "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]}
+                "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]})
 
 
 def _migrate(db: sqlite3.Connection) -> None:
