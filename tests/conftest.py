@@ -66,6 +66,16 @@ def mcp_project(tmp_path_factory):
     return config, repo, invoke("registry", "sync", "--config", str(config))
 
 
+@pytest.fixture(scope="session")
+def ray_address():
+    """The address of a real local Ray cluster (2 CPUs), started once for the session's Ray tests
+    (test_ray, test_batch) and shut down after them: starting one takes seconds."""
+    from ray_cluster import ray_cluster
+
+    with ray_cluster() as address:
+        yield address
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "last: run after every other test (it checks what the others left)")
 

@@ -9,6 +9,8 @@ import pytest
 from cli import invoke
 from tool_project import tool_project
 
+from planc.store.run_store import SCHEMA_VERSION
+
 TOOLS = '''
 import os
 from pathlib import Path
@@ -82,6 +84,8 @@ def test_a_run_is_recorded_with_intent_and_result_rows(project):
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         status, plan = db.execute("SELECT status, plan FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if plan.startswith("@"):  # a stored plan is kept once, however many runs (a batch's) run it
+            plan = db.execute("SELECT json FROM large_values WHERE hash = ?", (plan[1:],)).fetchone()[0]
         rows = db.execute("SELECT sequence, step, tool, input, output, error, finished_at FROM calls "
                           "WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
         assert db.execute("SELECT COUNT(*) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0] > 0
@@ -202,10 +206,22 @@ def test_replay_uses_the_planc_toml_the_run_used_from_any_folder(project, tmp_pa
     assert replayed.stdout == output
 
 
+def before_batches(db) -> None:
+    """The store as planc wrote it before schema 5: no batches, and a run's plan in its row."""
+    db.execute("UPDATE runs SET plan = (SELECT json FROM large_values WHERE hash = substr(plan, 2)) "
+               "WHERE plan LIKE '@%'")
+    db.execute("CREATE TABLE runs_before AS SELECT id, started_at, finished_at, status, plan, arguments, output, "
+               "message, options FROM runs")  # SQLite's DROP COLUMN trips over the schema's comments
+    db.execute("DROP TABLE runs")
+    db.execute("ALTER TABLE runs_before RENAME TO runs")
+    db.execute("DROP TABLE batches")
+
+
 def test_a_store_written_before_run_options_opens_and_replays(project, monkeypatch):
     run_id, output = record(project)
     database = project / ".planc" / "runs.sqlite"
     with sqlite3.connect(database) as db:  # back to the first schema: no `runs.options`, user_version 0
+        before_batches(db)
         db.execute("ALTER TABLE runs DROP COLUMN options")
         db.execute("ALTER TABLE calls DROP COLUMN outcome")
         db.execute("ALTER TABLE events DROP COLUMN refs")
@@ -217,7 +233,7 @@ def test_a_store_written_before_run_options_opens_and_replays(project, monkeypat
     assert replayed.exit_code == 0, replayed.output
     assert replayed.stdout == output
     with sqlite3.connect(database) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert "options" in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
         assert db.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 0
 
@@ -228,6 +244,7 @@ def test_a_store_of_the_previous_schema_gets_each_calls_outcome(project, monkeyp
     run_id, _ = record(project)
     database = project / ".planc" / "runs.sqlite"
     with sqlite3.connect(database) as db:  # as planc wrote it with schema 3
+        before_batches(db)
         db.execute("ALTER TABLE calls DROP COLUMN outcome")
         db.execute("ALTER TABLE events DROP COLUMN refs")
         db.execute("DROP TABLE large_values")
@@ -244,7 +261,7 @@ def test_a_store_of_the_previous_schema_gets_each_calls_outcome(project, monkeyp
     assert [call["outcome"] for call in json.loads(shown.stdout)["calls"]] == ["ok", "ok", "unknown", "failed",
                                                                               "unknown"]
     with sqlite3.connect(database) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert db.execute("SELECT outcome FROM calls ORDER BY sequence").fetchall() == [
             ("ok",), ("ok",), ("unknown",), ("failed",), (None,)]  # an intent row: no outcome yet, read as unknown
     text = invoke("show-run", run_id).stdout

@@ -3,9 +3,10 @@
 In order: the policy decides with the real arguments; the arguments are validated against the
 tool's schemas; the recorder answers from its record (a replay, a resume) or else the gate is asked
 (a refusal is recorded) and the recorder commits the intent;
-the tool is called; its result is made plain JSON data (or refused: `results.py`), recorded and
-validated against the tool's `returns`; events are sent before and after. Model inferences are
-recorded through the same `recorded_call`. A failure of the tool goes to `on_tool_error`, which may replace it.
+the tool is called (here, or on the run's executor: `executor_for`); its result is made plain JSON
+data (or refused: `results.py`), recorded and validated against the tool's `returns`; events are
+sent before and after. Model inferences are recorded through the same `recorded_call`. A failure
+of the tool goes to `on_tool_error`, which may replace it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 
 from planc.backend.hooks import Abort, Call, Proceed, Replace, Skip
-from planc.backend.providers import CallTimedOut, call_provider
+from planc.backend.providers import UnknownOutcome, call_provider
 from planc.backend.results import usable
 from planc.backend.stop import current as current_stop
 from planc.backend.values import RunError, ToolFailed
@@ -44,7 +45,7 @@ class Dispatch:
         elif tool.provider.startswith("plan:"):  # its own calls come this way, each recorded
             result = await self.run.declared_plan(call, step, in_loop)
         else:
-            result = await self.recorded(call, step)
+            result = await self.recorded(call, step, in_loop)
         self.check_result(result, call, step)
         self.run.emit("tool_finished", step=call.step, tool=tool.name, result=result)
         return result
@@ -81,14 +82,21 @@ class Dispatch:
             who = ", ".join(rule.name for rule in decision.policies) or "no policy permits it"
             raise RunError(f"step {call.step}: the policy denies calling `{tool.name}` ({who})", step.tool)
 
-    async def recorded(self, call: Call, step: ast.Step):
+    def executor_for(self, in_loop: bool):
+        """Where a Python tool's call is made: on the run's executor (a Ray cluster) when it may run beside
+        others, in a loop's item or under a schedule; else (None) in this process, where a lone call
+        is made for less."""
+        return self.session.executor if in_loop or self.run.by_schedule else None
+
+    async def recorded(self, call: Call, step: ast.Step, in_loop: bool):
         """The tool's result, called, the recorder told before and after; as JSON data (`results.plain`),
         or the call is refused."""
         recorder = self.session.recorder
         registry = self.session.registry
         try:
+            executor = self.executor_for(in_loop)
             return await recorded_call(
-                recorder, call, lambda: call_provider(call.tool, call.args, registry, self.session.mcp),
+                recorder, call, lambda: call_provider(call.tool, call.args, registry, self.session.mcp, executor),
                 what=f"step {call.step}: `{call.tool.name}`", explain=lambda error: recorded_error(call, error),
                 limit_bytes=result_bytes(registry))
         except RunError:
@@ -165,10 +173,10 @@ async def recorded_call(recorder, call: Call, make: Callable[[], Awaitable], *, 
 
 def recorded_error(call: Call, error: Exception) -> Exception:
     """What the run store records of a tool call that raised `error`: the run's own message for it (a
-    timeout keeps its kind, as its outcome is unknown rather than failed)."""
+    timeout or a lost worker keeps its kind, as its outcome is unknown rather than failed)."""
     if isinstance(error, RunError):
         return error
-    return (CallTimedOut if isinstance(error, CallTimedOut) else ToolFailed)(failed(call, error))
+    return (type(error) if isinstance(error, UnknownOutcome) else ToolFailed)(failed(call, error))
 
 
 def result_bytes(registry) -> int:

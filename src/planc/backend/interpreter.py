@@ -42,7 +42,7 @@ class RunResult:
 
 async def run_plan(checked: CheckResult, *, registry: Registry | None = None, arguments: Mapping | None = None,
                    hooks: Hooks = Hooks(), policy=None, principal: str = DEFAULT_PRINCIPAL,
-                   recorder=None, schedule: Schedule | None = None) -> RunResult:
+                   recorder=None, schedule: Schedule | None = None, executor=None) -> RunResult:
     """Run `checked` (a plan `planc.check` accepted); RunError says what failed and where.
 
     With a `schedule` of its steps (`planc.optimize.optimize.optimize`), each top-level step starts
@@ -50,11 +50,14 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
 
     `recorder` (a `planc.backend.session.Recorder`: the run store's), if given, is told of every
     real tool call and model inference, and may answer it from its record instead (a replay).
+
+    `executor` (a connected `planc.backend.ray_executor.RayExecutor`), if given, makes the Python tool
+    calls of loop items and scheduled steps; everything else about them stays in this process.
     """
     if not checked.ok:
         raise RunError("the plan has errors: `planc check` it first")
-    session = Session(checked, registry, recorder)
-    run = Run(checked, session, hooks, policy, principal)
+    session = Session(checked, registry, recorder, executor)
+    run = Run(checked, session, hooks, policy, principal, by_schedule=schedule is not None)
     scope = Scope(ChainMap(), checked.resolution.targets, run_arguments(checked, arguments or {}))
     run.emit("run_started")
     try:
@@ -107,8 +110,10 @@ def missing_arguments(checked: CheckResult, arguments: Mapping) -> None:
 class Run:
     """One run of a checked plan: it walks the steps and hands each to its handler or to the dispatch."""
 
-    def __init__(self, checked: CheckResult, session: Session, hooks: Hooks, policy, principal: str) -> None:
+    def __init__(self, checked: CheckResult, session: Session, hooks: Hooks, policy, principal: str,
+                 by_schedule: bool = False) -> None:
         self.checked, self.session, self.hooks = checked, session, hooks
+        self.by_schedule = by_schedule  # its top-level steps run as a schedule allows, side by side
         self.registry = session.registry
         self.tools = dict(checked.resolution.tools)  # step -> Tool, for the plan and the declared plans it ran
         self.dispatch = Dispatch(self, policy, principal)

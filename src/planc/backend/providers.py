@@ -1,11 +1,12 @@
 """Call a tool's implementation: a Python function or an MCP server's tool, within its timeout.
 
-A synchronous function runs in a thread of its own, so a run can have as many calls in flight
-as its `map`s and schedule ask for; the thread is a daemon, so a tool that never returns cannot
-keep planc from exiting. Every call is bounded by the tool's `timeout_s` (or `[limits]
-timeout_s`): past it the run stops waiting, and whether the call had its effect is unknown
-(`CallTimedOut`). A tool that raises SystemExit or KeyboardInterrupt has failed; it does not
-end planc.
+A Python function runs in this process, unless the run's executor takes the call (`planc run
+--executor ray`: `ray_executor.py`). Here a synchronous function runs in a thread of its own, so
+a run can have as many calls in flight as its `map`s and schedule ask for; the thread is a
+daemon, so a tool that never returns cannot keep planc from exiting. Every call is bounded by
+the tool's `timeout_s` (or `[limits] timeout_s`): past it the run stops waiting, and whether the
+call had its effect is unknown (`CallTimedOut`). A tool that raises SystemExit or
+KeyboardInterrupt has failed; it does not end planc.
 """
 
 from __future__ import annotations
@@ -24,19 +25,25 @@ from planc.registry.registry import Registry
 from planc.registry.tool import Tool
 
 
-class CallTimedOut(Exception):
-    """A call gave no result within its timeout: whether it had its effect is unknown."""
+class UnknownOutcome(Exception):
+    """A call whose result never came: whether it had its effect is unknown."""
 
     outcome = "unknown"  # as the run store records it: resume calls it again only if that is safe
+
+
+class CallTimedOut(UnknownOutcome):
+    """A call gave no result within its timeout."""
 
 
 class ToolExited(Exception):
     """A tool raised SystemExit or KeyboardInterrupt: a failed call, never the end of planc."""
 
 
-async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mcp=None):
+async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mcp=None, executor=None):
     """The result of calling `tool` with `args`: sync functions run in a thread, async ones are awaited,
-    MCP tools go to the run's servers (`mcp`, a backend.mcp_runtime.McpRuntime)."""
+    MCP tools go to the run's servers (`mcp`, a backend.mcp_runtime.McpRuntime); a Python tool's call
+    goes to `executor` instead when there is one (a backend.ray_executor.RayExecutor). Past the
+    timeout the call is cancelled: a thread is left to itself, an executor's task is stopped."""
     if tool.timeout_s is not None:
         timeout, source = tool.timeout_s, "its `timeout_s`"
     else:
@@ -44,14 +51,14 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
     timer = asyncio.timeout(timeout)  # in this task: a failure reaches the run with no turn of the loop between
     try:
         async with timer:
-            return await _call(tool, args, registry, mcp)
+            return await _call(tool, args, registry, mcp, executor)
     except TimeoutError:
         if not timer.expired():  # the tool's own TimeoutError: its failure, like any other
             raise
         raise CallTimedOut(f"no result within {timeout:g} s ({source}); whether it had its effect is unknown") from None
 
 
-async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp):
+async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp, executor):
     if tool.provider.startswith("mcp:") and mcp is not None:
         server = tool.provider.split(":", 1)[1]
         return await mcp.call(server, tool.name.removeprefix(f"{server}__"), dict(args))
@@ -60,6 +67,8 @@ async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp):
 
         path = Path(tool.provider[len("sql:"):])
         return await in_thread(lambda **arguments: run_query(path, tool.query, arguments), args)
+    if tool.provider.startswith("python:") and executor is not None:
+        return await executor.call(tool, args)
     if tool.provider.startswith("python:"):
         function = _python_function(tool.provider, registry)
         if not inspect.iscoroutinefunction(function):
@@ -67,7 +76,7 @@ async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp):
         try:
             return await function(**args)
         except (SystemExit, KeyboardInterrupt) as error:
-            raise ToolExited(_exited(error)) from None
+            raise ToolExited(exited(error)) from None
     kind = tool.provider.split(":", 1)[0] or "none"
     raise RunError(f"`{tool.name}` is provided by `{tool.provider or 'nothing'}`: running {kind} tools is not built yet")
 
@@ -85,7 +94,7 @@ async def in_thread(function, args: Mapping):
         try:
             value, error = function(**args), None
         except (SystemExit, KeyboardInterrupt) as raised:
-            value, error = None, ToolExited(_exited(raised))
+            value, error = None, ToolExited(exited(raised))
         except BaseException as raised:  # noqa: BLE001 - whatever the tool raised is the tool's error
             value, error = None, raised
         try:
@@ -97,7 +106,7 @@ async def in_thread(function, args: Mapping):
     return await future
 
 
-def _exited(error: BaseException) -> str:
+def exited(error: BaseException) -> str:
     return f"the tool raised {type(error).__name__}({', '.join(map(repr, error.args))})"
 
 
@@ -112,4 +121,9 @@ def _load(provider: str, folder: Path | None):
     try:
         return import_provider(provider, folder)
     except (ImportError, AttributeError) as error:
-        raise RunError(f"cannot load the tool `{provider}`: {error}") from None
+        raise RunError(not_loaded(provider, error)) from None
+
+
+def not_loaded(provider: str, error: Exception) -> str:
+    """What the run says when the function `provider` names cannot be imported, here or in a worker."""
+    return f"cannot load the tool `{provider}`: {error}"

@@ -24,6 +24,7 @@ from planc.backend.values import RunError
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
 from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
+from planc.registry.declarations import Executor
 from planc.registry.lock import lock_path
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
@@ -49,15 +50,16 @@ class RecordedRun:
 
     @classmethod
     def record(cls, store: RunStore, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
-               principal: str, arguments: Mapping, options: Mapping) -> RecordedRun:
+               principal: str, arguments: Mapping, options: Mapping,
+               batch: tuple[str, int] | None = None) -> RecordedRun:
         """A new run of `checked` in `store`; `options` (how it runs: config, policy, finish, ...) are kept
-        with it, so that a replay or a resume runs it the same way."""
+        with it, so that a replay or a resume runs it the same way; `batch`: the batch and line it runs."""
         from planc.store.stored import save_plan
 
         options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy),
                    "code_tools": code_tools(registry)}
         recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
-                                                   options))
+                                                   options, batch))
         return cls(checked, registry, policy, principal, arguments, recorder, store)
 
     @classmethod
@@ -74,30 +76,45 @@ class RecordedRun:
         return cls(checked, registry, policy, principal, run["arguments"], Replay(run))
 
     def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
-                interrupts: Interrupts | None = None) -> RunResult:
+                interrupts: Interrupts | None = None, executor=None) -> RunResult:
         """Run the plan and record how it ended; a RunError (the run failed) once that is recorded, and
         Interrupted when SIGINT or SIGTERM stopped it (`interrupts`, in force since before the run was
-        recorded; one of its own otherwise)."""
-        hooks = attrs.evolve(hooks, events=fan_out(hooks.events, self.recorder.event))
+        recorded; one of its own otherwise). `executor`: as `run_plan` takes it."""
         with interrupts or Interrupts() as signals:
             try:
-                result = signals.run(run_plan(self.checked, registry=self.registry, arguments=self.arguments,
-                                              hooks=hooks, policy=self.policy, principal=self.principal,
-                                              recorder=self.recorder, schedule=schedule))
+                return signals.run(self.running(hooks, schedule, executor))
             except Interrupted as error:
-                if self.store is not None:
-                    error = Interrupted(f"{error}: run {self.run_id} is recorded as interrupted, and "
-                                        f"`planc resume {self.run_id}` continues it")
-                if hooks.events is not None:
-                    with contextlib.suppress(RunError):  # an events file or a store that fails: the status says it
-                        hooks.events({"event": "run_finished", "status": "interrupted"})
-                self._finish("interrupted", message=str(error))
-                raise error from None
-            except RunError as error:
-                self._finish("failed", message=str(error))
-                raise
-            self._finish(result.status, result.value, result.message)
+                raise self.interrupted(error, hooks) from None
+
+    async def running(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None, executor=None) -> RunResult:
+        """Run the plan, with every event recorded, and record how it ended: ok, error, or failed (a RunError,
+        raised once recorded). A cancellation (a signal) goes through: `interrupted` records it."""
+        try:
+            result = await run_plan(self.checked, registry=self.registry, arguments=self.arguments,
+                                    hooks=self.recorded_hooks(hooks), policy=self.policy, principal=self.principal,
+                                    recorder=self.recorder, schedule=schedule, executor=executor)
+        except Interrupted:
+            raise
+        except RunError as error:
+            self._finish("failed", message=str(error))
+            raise
+        self._finish(result.status, result.value, result.message)
         return result
+
+    def interrupted(self, error: Interrupted, hooks: Hooks = Hooks()) -> Interrupted:
+        """Record that a signal stopped the run (`error` says which); what the run then says of itself."""
+        if self.store is not None:
+            error = Interrupted(f"{error}: run {self.run_id} is recorded as interrupted, and "
+                                f"`planc resume {self.run_id}` continues it")
+        events = self.recorded_hooks(hooks).events
+        with contextlib.suppress(RunError):  # an events file or a store that fails: the status says it
+            events({"event": "run_finished", "status": "interrupted"})
+        self._finish("interrupted", message=str(error))
+        return error
+
+    def recorded_hooks(self, hooks: Hooks) -> Hooks:
+        """`hooks` with every event also told to the recorder."""
+        return attrs.evolve(hooks, events=fan_out(hooks.events, self.recorder.event))
 
     def _finish(self, status: str, output=None, message: str | None = None) -> None:
         """Record how the run ended; when the store cannot, a RunStoreError saying both how it ended and
@@ -115,32 +132,68 @@ class RecordedRun:
 
 def run(checked: CheckResult, *, arguments: Mapping | None = None, hooks: Hooks = Hooks(),
         registry: Registry | None = None, policy: Policy | None = None, principal: str | None = None,
-        store: str | Path | None = None, schedule: Schedule | None = None) -> RunResult:
+        store: str | Path | None = None, schedule: Schedule | None = None, executor: str | None = None,
+        ray_address: str | None = None) -> RunResult:
     """Run `checked` (what `planc.check` returned, without errors) and return its result.
 
     It runs against what it was checked with: the registry, policy and principal of its check,
     unless given here. `arguments` are its `$args` (checked against a declared plan's `params`).
     With `store` (a path), the run is recorded there as `planc run` records it, so `planc replay`
-    and `planc resume` can take it up. A RunError says what failed and where.
+    and `planc resume` can take it up. `executor` ("local" or "ray"; default: planc.toml's
+    `[executor]`) and `ray_address` say where the Python tool calls of loop items and scheduled
+    steps are made, as `planc run --executor` does. A RunError says what failed and where;
+    RayUnavailable, that the Ray cluster cannot be reached (nothing ran).
     """
     context = checked.context
     registry = registry if registry is not None else (context.registry if context is not None else None)
     policy = policy if policy is not None else (context.policy if context is not None else None)
     principal = principal or (context.principal if context is not None else DEFAULT_PRINCIPAL)
     arguments = run_arguments(checked, arguments or {})
-    if store is None:
-        return asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks, policy=policy,
-                                    principal=principal, schedule=schedule))
-    runs = RunStore(store)
+    how = choose_executor(registry, executor, ray_address)
+    connected = connect_executor(how, registry, Path(store) if store is not None else None)
     try:
-        recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
-                                      arguments=arguments, options={"config": str(registry.source.resolve())
-                                                                    if registry is not None and registry.source
-                                                                    else None, "policy": None, "finish": "output",
-                                                                    "query": None})
-        return recorded.execute(hooks, schedule)
+        if store is None:
+            return asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks, policy=policy,
+                                        principal=principal, schedule=schedule, executor=connected))
+        runs = RunStore(store)
+        try:
+            recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
+                                          arguments=arguments, options={"config": str(registry.source.resolve())
+                                                                        if registry is not None and registry.source
+                                                                        else None, "policy": None, "finish": "output",
+                                                                        "query": None, "executor": attrs.asdict(how)})
+            return recorded.execute(hooks, schedule, executor=connected)
+        finally:
+            runs.close()
     finally:
-        runs.close()
+        if connected is not None:
+            connected.close()
+
+
+def choose_executor(registry: Registry | None, kind: str | None, address: str | None, recorded: Mapping | None = None):
+    """The executor a run uses (an `Executor` declaration): `kind` and `address` where given (a command's
+    options), else as the run was recorded (a resume's `recorded` options), else planc.toml's `[executor]`.
+    A ValueError for an address given to the local executor."""
+    declared = registry.executor if registry is not None else Executor()
+    if recorded is not None:
+        declared = Executor(**recorded)
+    if kind is not None and kind != declared.kind:
+        declared = Executor(kind)
+    if address is not None:
+        if declared.kind != "ray":
+            raise ValueError("a Ray address is only read with the Ray executor (--executor ray)")
+        declared = attrs.evolve(declared, address=address)
+    return declared
+
+
+def connect_executor(how: Executor, registry: Registry | None, store: Path | None):
+    """The connected executor `how` declares, None for this process; RayUnavailable when it cannot connect."""
+    if how.kind != "ray":
+        return None
+    from planc.backend.ray_executor import RayExecutor
+
+    folder = registry.folder if registry is not None else Path.cwd()
+    return RayExecutor.connect(how.address, folder, store)
 
 
 def keep_read_files(store: RunStore, registry: Registry | None, policy: Policy | None) -> dict:

@@ -1,4 +1,5 @@
-"""What one run holds open from before its first step to after its last: its recorder, MCP servers and models.
+"""What one run holds open from before its first step to after its last: its recorder, MCP servers and models,
+and the executor its Python tool calls may be made on.
 
 The recorder is the run store's side of a run (`planc.store.run_store`): it is told of every real
 tool call and model inference, and a replay answers them from its record, so a replay starts no
@@ -41,10 +42,14 @@ class Recorder(Protocol):
 
 
 class Session:
-    """The recorder, MCP servers and models of one run; `open` before the first step, `close` after the last."""
+    """The recorder, MCP servers and models of one run; `open` before the first step, `close` after the last.
 
-    def __init__(self, checked, registry: Registry | None, recorder: Recorder | None = None) -> None:
+    The `executor` (a backend.ray_executor.RayExecutor, or None: this process) is connected before the run
+    and closed by whoever connected it, as a batch's runs share one."""
+
+    def __init__(self, checked, registry: Registry | None, recorder: Recorder | None = None, executor=None) -> None:
         self.registry, self.recorder = registry, recorder
+        self.executor = executor
         self.mcp = McpRuntime(checked, registry)
         self.clients: dict = {}  # role -> ModelClient, made on first use
 

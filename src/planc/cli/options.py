@@ -22,3 +22,15 @@ def budget_options(command):
                              ("--max-usd", click.FloatRange(min=0), "cost more dollars")):
         command = click.option(name, type=kind, help=f"E401 when the plan may {what} than this.")(command)
     return command
+
+
+def executor_options(command):
+    """`--executor local|ray` and `--ray-address ADDR`: where the Python tool calls of loop items are made."""
+    command = click.option("--ray-address", metavar="ADDR",
+                           help="The Ray cluster to use (host:port, ray://host:port or auto; default: planc.toml's "
+                                "[executor] address, else $RAY_ADDRESS, else a local cluster of this machine)."
+                           )(command)
+    return click.option("--executor", type=click.Choice(["local", "ray"]),
+                        help="Where the Python tool calls of map/filter/reduce items and of --optimize's parallel "
+                             "steps are made: this process, or Ray tasks (default: planc.toml's [executor], else "
+                             "local).")(command)

@@ -13,11 +13,12 @@ from planc.cli.options import (
     POLICY_OPTION,
     PRINCIPAL_OPTION,
     STORE_OPTION,
+    executor_options,
 )
 from planc.cli.plans import checked_to_run, optimized_plan
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, plan_arguments
-from planc.cli.runs import open_store, print_result, run_failed, solver_client
+from planc.cli.runs import executor_for, open_store, print_result, run_failed, solver_client
 from planc.cli.usage import UsageError
 
 
@@ -35,12 +36,14 @@ from planc.cli.usage import UsageError
 @click.option("--optimize", is_flag=True,
               help="Run the plan as `planc optimize` rewrites it, independent steps at the same time; notes on stderr.")
 @STORE_OPTION
+@executor_options
 def run_command(plan: str, config: str | None, policy_file: str | None, principal: str, args: tuple[str, ...],
                 events: str | None, finish: str, query: str | None, approve: bool, optimize: bool,
-                store: str | None) -> None:
+                store: str | None, executor: str | None, ray_address: str | None) -> None:
     """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error, 130 interrupted.
 
-    Progress goes to stderr; stdout holds the result only.
+    Progress goes to stderr; stdout holds the result only. With --executor ray, the Python tool calls of
+    map/filter/reduce items (and of the steps --optimize runs side by side) are Ray tasks.
     """
     from planc.backend.arguments import parse_arguments
     from planc.backend.hooks import Hooks
@@ -81,12 +84,15 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     err = console(stderr=True)
     most = checked.cost.total.calls if checked.cost is not None else None
     progress = Progress(err, int(most.high) if most is not None and most.bounded else None)
-    options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
-               "policy": str(Path(policy_file).resolve()) if policy_file else None,
-               "finish": finish, "query": query, "approve": approve}
     sink = _events_file(events) if events else None  # before the run is recorded: a bad path runs nothing
     runs = open_store(store, registry)
-    with Interrupts() as interrupts:  # a signal from the moment the run is recorded ends it as interrupted
+    # Connected before the run is recorded: a cluster that cannot be reached records nothing. A signal from
+    # the moment the run is recorded ends it as interrupted.
+    with executor_for(executor, ray_address, registry, runs.path) as (how, connected), Interrupts() as interrupts:
+        options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
+                   "policy": str(Path(policy_file).resolve()) if policy_file else None,
+                   "finish": finish, "query": query, "approve": approve,
+                   "executor": {"kind": how.kind, "address": how.address}}
         try:
             recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
                                           arguments=arguments, options=options)
@@ -98,7 +104,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
                       events=fan_out(writer, progress.sink))
         try:
             with progress:
-                result = recorded.execute(hooks, schedule, interrupts)
+                result = recorded.execute(hooks, schedule, interrupts, connected)
         except RunError as error:
             run_failed(error)
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import NoReturn
 
@@ -20,6 +21,32 @@ def open_store(store: str | None, registry=None, read_only: bool = False):
         return RunStore(store_path(store, registry), read_only=read_only)
     except RunStoreError as error:
         raise UsageError(str(error)) from None
+
+
+@contextlib.contextmanager
+def executor_for(kind: str | None, address: str | None, registry, store, recorded=None):
+    """The executor runs use, as declared (`--executor`, `--ray-address`, a resumed run's record, planc.toml)
+    and connected (None: this process), as `(declaration, connected)`, closed after; a UsageError when
+    it cannot be connected, before anything runs."""
+    from planc.backend.recorded_run import choose_executor, connect_executor
+
+    try:
+        how = choose_executor(registry, kind, address, recorded)
+    except ValueError as error:
+        raise UsageError(f"--ray-address: {error}") from None
+    connected = None
+    if how.kind != "local":
+        from planc.backend.ray_executor import RayUnavailable
+
+        try:
+            connected = connect_executor(how, registry, store)
+        except RayUnavailable as error:
+            raise UsageError(str(error)) from None
+    try:
+        yield how, connected
+    finally:
+        if connected is not None:
+            connected.close()
 
 
 def run_failed(error) -> NoReturn:

@@ -12,11 +12,12 @@ from planc.cli.options import (
     POLICY_OPTION,
     PRINCIPAL_OPTION,
     STORE_OPTION,
+    executor_options,
 )
 from planc.cli.plans import checked_to_run
 from planc.cli.printing import console
 from planc.cli.project import find_policy, find_registry
-from planc.cli.runs import open_store, print_result, run_failed, solver_client
+from planc.cli.runs import executor_for, open_store, print_result, run_failed, solver_client
 from planc.cli.usage import UsageError
 
 
@@ -268,13 +269,15 @@ def _as_recorded(run: dict, config: str | None, policy_file: str | None, princip
 @POLICY_OPTION
 @PRINCIPAL_OPTION
 @click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful call it makes.")
+@executor_options
 def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
-                   principal: str, approve: bool) -> None:
+                   principal: str, approve: bool, executor: str | None, ray_address: str | None) -> None:
     """Continue RUN, which did not finish, in the same run record.
 
     Calls with a recorded outcome end as they did; a call whose outcome is unknown is called again
     only if its tool is idempotent, else the run stops with "outcome unknown". A run made with
     --approve asks again before every effectful call resume makes, and without a terminal makes none.
+    Its calls are made as the run's were (--executor), unless --executor says otherwise.
     Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error, 130 interrupted.
     """
     from planc.backend.approve import approval_gate
@@ -310,13 +313,15 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     unattended = run["options"].get("approve", False) and not asks
     hooks = Hooks(gate=approval_gate(console(stderr=True)) if asks else None)
     runs = open_store(store)
-    with Interrupts() as interrupts:
+    recorded = run["options"].get("executor")
+    with executor_for(executor, ray_address, registry, runs.path, recorded) as (_, connected), \
+            Interrupts() as interrupts:
         run = _leased_run(runs, run_id)  # as it is now that this process alone records into it
         resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
                                      unattended=unattended)
         click.echo(f"run: {run_id} (resumed)", err=True)
         try:
-            result = resumed.execute(hooks, interrupts=interrupts)
+            result = resumed.execute(hooks, interrupts=interrupts, executor=connected)
         except RunError as error:
             runs.close()
             run_failed(error)

@@ -21,10 +21,12 @@ import attrs
 
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.declarations import (
+    EXECUTORS,
     MODEL_PROVIDERS,
     MODEL_RETRIES,
     MODEL_TIMEOUT_S,
     Budgets,
+    Executor,
     TOOL_TIMEOUT_S,
     Limits,
     McpServer,
@@ -39,7 +41,8 @@ from planc.registry.tool import Cost, Effects, Tool
 
 CONFIG_NAME = "planc.toml"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "budget", "principal"}
+TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "budget", "principal",
+             "executor"}
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
              "timeout_s", "query"}
 PLAN_KEYS = {"file", "description", "params", "returns"}
@@ -50,6 +53,7 @@ SQL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, dest
                       declared=True)
 LIMIT_KEYS = {field.name for field in attrs.fields(Limits)}
 BUDGET_KEYS = {field.name for field in attrs.fields(Budgets)}
+EXECUTOR_KEYS = {field.name for field in attrs.fields(Executor)}
 PRINCIPAL = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*::"(?:[^"\\]|\\.)*"\Z')
 EFFECT_KEYS = {field.name for field in attrs.fields(Effects) if field.init and field.name != "declared"}
 COST_KEYS = {field.name for field in attrs.fields(Cost)}
@@ -155,7 +159,8 @@ class _Reader:
         models = {name: self.model(name, table) for name, table in self.tables(data, "models").items()}
         return Registry(tools=tools, source=self.path, servers=servers, plans=DeclaredPlans(plans), models=models,
                         policy=self.path_value(data, "policy"), store=self.path_value(data, "store"), limits=limits,
-                        budget=self.budget(data.get("budget", {})), principal=self.principal(data))
+                        budget=self.budget(data.get("budget", {})), principal=self.principal(data),
+                        executor=self.executor(data.get("executor", {})))
 
     def tables(self, data: dict, key: str) -> dict:
         tables = data.get(key, {})
@@ -278,6 +283,19 @@ class _Reader:
                 kind = "a whole number" if whole else "a number"
                 self.fail(f"`{key}` must be {kind} of at least 0, found {value!r}", "budget", key)
         return Budgets(**table)
+
+    def executor(self, table) -> Executor:
+        if not isinstance(table, dict):
+            self.fail('`executor` must be a table, like `[executor]` with `kind = "ray"`', None, "executor")
+        self.only(table, EXECUTOR_KEYS, "executor", "`[executor]`")
+        kind = table.get("kind", EXECUTORS[0])
+        if kind not in EXECUTORS:
+            self.fail(f"`kind` must be one of {', '.join(map(repr, EXECUTORS))}, found {kind!r}", "executor", "kind")
+        address = table.get("address")
+        if address is not None and (not isinstance(address, str) or not address):
+            self.fail(f"`address` must be a Ray cluster's address, like \"10.0.0.5:6379\", found {address!r}",
+                      "executor", "address")
+        return Executor(kind, address)
 
     def principal(self, data: dict) -> str | None:
         value = data.get("principal")

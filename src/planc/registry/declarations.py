@@ -20,6 +20,8 @@ MODEL_TIMEOUT_S = 60.0  # one chat completion
 MODEL_RETRIES = 3  # a model that fails for a moment is tried again this many times
 MODEL_PROVIDERS = ("openai",)  # any OpenAI-compatible chat-completions endpoint
 DEFAULT_MODEL_ROLE = "default"  # the `[models.*]` table a role without its own falls back to
+EXECUTORS = ("local", "ray")  # where the Python tool calls of `map` items and scheduled steps are made
+RAY_RETRIES = 3  # how many times Ray may run an idempotent tool's call again after losing its worker
 
 
 @attrs.frozen
@@ -38,6 +40,15 @@ class Budgets:
     max_usd: float | None = None
     max_calls: int | None = None
     max_inferences: int | None = None
+
+
+@attrs.frozen
+class Executor:
+    """`[executor]`: where the Python tool calls of `map`, `filter` and `reduce` items (and of the steps an
+    optimized schedule runs side by side) are made: in this process, or as tasks on a Ray cluster."""
+
+    kind: str = EXECUTORS[0]
+    address: str | None = None  # the Ray cluster's; None: $RAY_ADDRESS, else a local cluster of this machine
 
 
 @attrs.frozen

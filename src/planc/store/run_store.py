@@ -1,4 +1,4 @@
-"""The run store: every run, its stored plan, its tool calls and events, in SQLite.
+"""The run store: every run, its stored plan, its tool calls and events, and the batches runs belong to, in SQLite.
 
 Before a tool is called an intent row is committed; after, its outcome and result. What a run
 tells the store, and what a replay or a resume answers from it, is `planc.store.recorders`'.
@@ -26,7 +26,7 @@ from planc.store.large_values import Values, keep, keep_event, to_json
 from planc.store.lease import Holder, holds
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
-SCHEMA_VERSION = 4  # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases
+SCHEMA_VERSION = 5  # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases; 5: batches
 
 # How a call ended. An intent row with no outcome yet (its process died during the call) is unknown.
 OUTCOMES = {
@@ -44,11 +44,22 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at REAL NOT NULL,
     finished_at REAL,
     status TEXT NOT NULL,          -- running, ok, error (exit status error), failed (RunError), interrupted
-    plan TEXT NOT NULL,            -- the stored plan (planc.store.stored) it ran
+    plan TEXT NOT NULL,            -- JSON: the stored plan (planc.store.stored) it ran
     arguments TEXT NOT NULL,       -- JSON (each JSON column may hold a reference to a large value instead)
     output TEXT,                   -- JSON of the plan's result
     message TEXT,
-    options TEXT                   -- JSON: how it ran (config, policy, principal, finish, query); replay reuses it
+    options TEXT,                  -- JSON: how it ran (config, policy, principal, finish, query, executor)
+    batch TEXT,
+    batch_line INTEGER             -- `planc batch`: the batch (`batches.id`) and the line it runs; NULL for none
+);
+CREATE TABLE IF NOT EXISTS batches (  -- `planc batch`: one plan, a run per line of arguments
+    id TEXT PRIMARY KEY,
+    started_at REAL NOT NULL,
+    finished_at REAL,              -- when every line had run (or was refused); NULL until then
+    plan TEXT NOT NULL,            -- JSON: the stored plan every line runs
+    lines TEXT NOT NULL,           -- JSON: [[line number, its arguments]], every line of the file but blank ones
+    refused TEXT NOT NULL,         -- JSON: {line number: why the check refused it}; such a line never runs
+    options TEXT NOT NULL          -- JSON: how its runs run (config, policy, principal, executor, parallel)
 );
 CREATE TABLE IF NOT EXISTS calls (
     run_id TEXT NOT NULL REFERENCES runs(id),
@@ -91,6 +102,8 @@ CREATE TABLE IF NOT EXISTS leases (  -- the process recording into a run now (st
 # What a store of an older schema lacks, added by `_migrate`: (table, column, its declaration, how to fill it).
 ADDED_COLUMNS = (
     ("runs", "options", "TEXT", None),
+    ("runs", "batch", "TEXT", None),
+    ("runs", "batch_line", "INTEGER", None),
     ("events", "refs", "TEXT", None),
     ("calls", "outcome", "TEXT",
      # A timeout was recorded as a failure before outcomes: its effect is just as unknown as any other's.
@@ -184,18 +197,69 @@ class RunStore:
         except LookupError as error:  # a reference to a value the store does not hold
             raise RunStoreError(f"{self.path}: cannot read the run store: it is damaged ({error})") from None
 
-    def start_run(self, stored_plan: dict | None, arguments, options: dict | None = None) -> str:
+    def start_run(self, stored_plan: dict | None, arguments, options: dict | None = None,
+                  batch: tuple[str, int] | None = None) -> str:
         """A new run of `stored_plan` (None while a model is writing the plan: `set_plan` records it then),
-        and its id; `options` says how it runs, so that replay and resume can do the same."""
-        run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+        and its id; `options` says how it runs, so that replay and resume can do the same; `batch`, the
+        batch and line it runs (`start_batch`)."""
+        run_id = _new_id()
         holder = Holder()
+        batch_id, line = batch or (None, None)
         with self.transaction() as db:
-            db.execute("INSERT INTO runs (id, started_at, status, plan, arguments, options) "
-                       "VALUES (?, ?, 'running', ?, ?, ?)",
-                       (run_id, time.time(), to_json(stored_plan), keep(db, dict(arguments or {})),
-                        to_json(options or {})))
+            db.execute("INSERT INTO runs (id, started_at, status, plan, arguments, options, batch, batch_line) "
+                       "VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
+                       (run_id, time.time(), keep(db, stored_plan), keep(db, dict(arguments or {})),
+                        to_json(options or {}), batch_id, line))
             self._lease(db, run_id, holder)
         return run_id
+
+    def start_batch(self, stored_plan: dict, lines: list[tuple[int, dict | None]], refused: dict[int, str],
+                    options: dict) -> str:
+        """A new batch of runs of `stored_plan`, one per line of arguments, and its id: `lines` holds each
+        line's number and arguments, `refused` why the check refused a line (it never runs)."""
+        batch_id = _new_id()
+        with self.transaction() as db:
+            db.execute("INSERT INTO batches (id, started_at, plan, lines, refused, options) VALUES (?, ?, ?, ?, ?, ?)",
+                       (batch_id, time.time(), keep(db, stored_plan), keep(db, [list(line) for line in lines]),
+                        keep(db, {str(number): why for number, why in refused.items()}), to_json(options)))
+        return batch_id
+
+    def refuse_lines(self, batch_id: str, refused: dict[int, str]) -> None:
+        """More lines of the batch that the check refuses (checked again when the batch is resumed)."""
+        with self.transaction() as db:
+            row = db.execute("SELECT refused FROM batches WHERE id = ?", (batch_id,)).fetchone()
+            kept = {**Values(db)(row[0]), **{str(number): why for number, why in refused.items()}}
+            db.execute("UPDATE batches SET refused = ? WHERE id = ?", (keep(db, kept), batch_id))
+
+    def finish_batch(self, batch_id: str) -> None:
+        """Every line of the batch has run, or was refused."""
+        with self.transaction() as db:
+            db.execute("UPDATE batches SET finished_at = ? WHERE id = ?", (time.time(), batch_id))
+
+    def batch(self, batch_id: str) -> dict:
+        """The batch `batch_id`: its plan, lines, refusals and options, and its runs by line (id and status,
+        as `_as_seen`), the latest run of a line when it has several."""
+        with self.reading() as db:
+            row = db.execute("SELECT id, started_at, finished_at, plan, lines, refused, options FROM batches "
+                             "WHERE id = ?", (batch_id,)).fetchone()
+            if row is None:
+                raise RunStoreError(f"{self.path}: no batch `{batch_id}`")
+            value = Values(db)
+            runs = {}
+            for run_id, status, line in db.execute("SELECT id, status, batch_line FROM runs WHERE batch = ? "
+                                                   "ORDER BY started_at, id", (batch_id,)):
+                runs[line] = self._as_seen(db, {"id": run_id, "status": status})
+            return {"id": row[0], "started_at": row[1], "finished_at": row[2], "plan": value(row[3]),
+                    "lines": [tuple(line) for line in value(row[4])],
+                    "refused": {int(number): why for number, why in value(row[5]).items()},
+                    "options": json.loads(row[6]), "runs": runs}
+
+    def batch_calls(self, batch_id: str) -> list[str]:
+        """The tool of every call the batch's runs made (a call the gate refused was not made)."""
+        with self.reading() as db:
+            return [row[0] for row in db.execute(
+                "SELECT c.tool FROM calls c JOIN runs r ON c.run_id = r.id WHERE r.batch = ? "
+                "AND c.outcome IS NOT 'not_approved'", (batch_id,))]
 
     def take_lease(self, run_id: str) -> None:
         """Take `run_id` to record into it (a resume): refused (RunLeased) while a live process holds it, and
@@ -261,7 +325,7 @@ class RunStore:
     def set_plan(self, run_id: str, stored_plan: dict) -> None:
         """The plan a run runs, once a model has written it and it checked."""
         with self.transaction() as db:
-            db.execute("UPDATE runs SET plan = ? WHERE id = ?", (to_json(stored_plan), run_id))
+            db.execute("UPDATE runs SET plan = ? WHERE id = ?", (keep(db, stored_plan), run_id))
 
     def keep_file(self, text: str) -> str:
         """Keep `text` (a file a run read), once however many runs read it; its hash names it."""
@@ -299,28 +363,32 @@ class RunStore:
         with self.reading() as db:
             rows = db.execute(
                 "SELECT r.id, r.started_at, r.finished_at, r.status, r.message, "
-                "(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id AND c.outcome IS NOT 'not_approved') "
-                "FROM runs r ORDER BY r.started_at, r.id").fetchall()
+                "(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id AND c.outcome IS NOT 'not_approved'), "
+                "r.batch, r.batch_line FROM runs r ORDER BY r.started_at, r.id").fetchall()
             return [self._as_seen(db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
-                                       "message": row[4], "calls": row[5]}) for row in rows]
+                                       "message": row[4], "calls": row[5], "batch": row[6], "batch_line": row[7]})
+                    for row in rows]
 
-    def find(self, name: str) -> str:
-        """The id of the run `name` names: its id, a prefix of one id only, or `last` (the latest started)."""
+    def find(self, name: str, table: str = "runs") -> str:
+        """The id of the run (or, with `table="batches"`, the batch) `name` names: its id, a prefix of one id
+        only, or `last` (the latest started)."""
+        kind = {"runs": "run", "batches": "batch"}[table]
         with self.reading() as db:
             if name == "last":
-                row = db.execute("SELECT id FROM runs ORDER BY started_at DESC, id DESC LIMIT 1").fetchone()
+                row = db.execute(f"SELECT id FROM {table} ORDER BY started_at DESC, id DESC LIMIT 1").fetchone()
                 if row is None:
-                    raise RunStoreError(f"{self.path}: no run yet, so no `last` run")
+                    raise RunStoreError(f"{self.path}: no {kind} yet, so no `last` {kind}")
                 return row[0]
-            found = [row[0] for row in db.execute("SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id",
+            found = [row[0] for row in db.execute(f"SELECT id FROM {table} WHERE substr(id, 1, ?) = ? ORDER BY id",
                                                   (len(name), name))]
         if name in found:
             return name
         if not found:
-            raise RunStoreError(f"{self.path}: no run `{name}`")
+            raise RunStoreError(f"{self.path}: no {kind} `{name}`")
         if len(found) > 1:
             shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-            raise RunStoreError(f"{self.path}: `{name}` is the start of {len(found)} runs ({shown}): give more of it")
+            raise RunStoreError(f"{self.path}: `{name}` is the start of {len(found)} {table} ({shown}): give more "
+                                f"of it")
         return found[0]
 
     def _as_seen(self, db: sqlite3.Connection, run: dict) -> dict:
@@ -339,8 +407,8 @@ class RunStore:
             return self._run(run_id)
 
     def _run(self, run_id: str) -> dict:
-        row = self.db.execute("SELECT id, started_at, finished_at, status, plan, arguments, output, message, options "
-                              "FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = self.db.execute("SELECT id, started_at, finished_at, status, plan, arguments, output, message, options, "
+                              "batch, batch_line FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunStoreError(f"{self.path}: no run `{run_id}`")
         calls = self.db.execute("SELECT sequence, step, tool, input, output, error, started_at, finished_at, outcome "
@@ -348,12 +416,17 @@ class RunStore:
         events = self.db.execute("SELECT at, event, refs FROM events WHERE run_id = ? ORDER BY sequence", (run_id,))
         value = Values(self.db)
         return self._as_seen(self.db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
-                "plan": json.loads(row[4]), "arguments": value(row[5]), "output": value(row[6]), "message": row[7],
-                "options": json.loads(row[8]) if row[8] is not None else {},
+                "plan": value(row[4]), "arguments": value(row[5]), "output": value(row[6]), "message": row[7],
+                "options": json.loads(row[8]) if row[8] is not None else {}, "batch": row[9], "batch_line": row[10],
                 "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": value(c[3]), "output": value(c[4]),
                            "error": c[5], "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown"}
                           for c in calls],
                 "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]})
+
+
+def _new_id() -> str:
+    """A new run's or batch's id: when it started, and 8 random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
 
 
 def _migrate(db: sqlite3.Connection) -> None:
