@@ -207,6 +207,19 @@ def list_of(items: list) -> dict:
     return schema
 
 
+def type_of(value) -> dict:
+    """The type of a JSON value, as a literal of it in a plan has: a run argument known before the run.
+
+    >>> type_of({"team": "ENG", "ids": [1, 2]})["properties"]["ids"]
+    {'type': 'array', 'minItems': 2, 'maxItems': 2, 'items': {'type': 'integer'}}
+    """
+    if isinstance(value, list):
+        return list_of([type_of(item) for item in value])
+    if isinstance(value, dict):
+        return record_of({key: type_of(item) for key, item in value.items()})
+    return {"type": value_kind(value)}
+
+
 def record_of(fields: dict) -> dict:
     """The type of a record literal whose values have the types `fields` (None: unknown)."""
     return {"type": "object", "properties": {key: {} if value is None else value for key, value in fields.items()},

@@ -1,4 +1,4 @@
-"""Progress of `planc run` on stderr, built on the events hook (hooks.py).
+"""Progress of `planc run` on stderr, built on the events hook (hooks.py); and of `planc batch` (`BatchProgress`).
 
 On a terminal, a rich progress display: a spinner with the step running now
 and the tool calls made (out of the cost pass's most, when it is bounded),
@@ -148,3 +148,41 @@ class Progress:
             from rich.text import Text
 
             self.display.console.print(Text(text, style="dim"))  # a style= here would dim the live display too
+
+
+class BatchProgress:
+    """The stderr progress of `planc batch`, given each run as it ends (`finished`): on a terminal a bar of the
+    lines run, with what became of them so far; elsewhere a plain line per run:
+
+        line 12: ok (run 20250101-120000-1a2b3c4d)
+    """
+
+    def __init__(self, console, total: int) -> None:
+        self.console = console
+        self.counts: dict[str, int] = {}
+        self.display = None
+        if console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as RichProgress
+
+            self.display = RichProgress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(),
+                                        TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                                        transient=True)
+            self.task = self.display.add_task("", total=total)
+
+    def __enter__(self) -> BatchProgress:
+        if self.display is not None:
+            self.display.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.display is not None:
+            self.display.stop()
+
+    def finished(self, line: int, run_id: str, outcome: str) -> None:
+        self.counts[outcome] = self.counts.get(outcome, 0) + 1
+        if self.display is None:
+            self.console.print(f"line {line}: {outcome} (run {run_id})", markup=False, highlight=False)
+            return
+        so_far = ", ".join(f"{count} {name}" for name, count in self.counts.items())
+        self.display.update(self.task, advance=1, description=so_far)

@@ -25,6 +25,7 @@ COMMANDS = {
     "optimize": "planc.cli.optimize_commands:optimize_command",
     "run": "planc.cli.run_commands:run_command",
     "compile": "planc.cli.run_commands:compile_command",
+    "batch": "planc.cli.batch_commands:batch_command",
     "runs": "planc.cli.store_commands:runs_command",
     "show-run": "planc.cli.store_commands:show_run_command",
     "replay": "planc.cli.store_commands:replay_command",
