@@ -7,7 +7,8 @@ arguments and how a reference is written (`$3` or `$hits`):
   replaced by a placeholder, and the `own` of the steps of its blocks. Equal `own`: the
   same step text up to what its references and its piped input are.
 - `deep`: `own` plus the `deep` of every step it reads (through a reference or `|>`) and of
-  the steps of its blocks. Equal `deep`: the same computation on the same inputs, all the way up.
+  the steps of its blocks, and which of the steps it reads are one step. Equal `deep`: the
+  same computation on the same inputs, all the way up.
 - `used`: `own` plus who reads the step: the `own` of each reader, and through which of
   its inputs. `flow`: the same with `deep`. They tell apart two identical steps of which
   only one is used, and find a step again whose own input changed.
@@ -35,6 +36,10 @@ class StepPrints:
     # input), then those its blocks' steps read. Steps with equal `deep` have inputs with
     # equal `deep`, one for one.
     inputs: dict
+    # Step -> the steps its references read (not its piped input), then those its blocks' steps'
+    # references read: which steps these are is what no fingerprint says (`own` and `used` count
+    # "a reference", `deep` and `flow` what the step read computes).
+    refs: dict
 
 
 class Fingerprints:
@@ -47,7 +52,7 @@ class Fingerprints:
         return self._ids.setdefault(shape, len(self._ids))
 
     def of(self, view: PlanView) -> StepPrints:
-        prints = StepPrints({}, {}, {}, {}, {})
+        prints = StepPrints({}, {}, {}, {}, {}, {})
         readers = defaultdict(list)
         for step in _post_order(frame_steps(view.plan.pipelines), view):  # a block's steps before their step
             for slot, target in enumerate(self._fingerprint(step, view, prints)):
@@ -66,12 +71,19 @@ class Fingerprints:
         piped = view.piped_from.get(step)
         own = prints.own[step] = self._intern(("step", step.tool.text, args))
         frames = view.blocks(step).values()
+        direct = reads + ([piped] if piped is not None else [])
+        inputs = prints.inputs[step] = tuple(direct) + tuple(target for frame in frames for inner in frame
+                                                             for target in prints.inputs[inner])
+        # Which of its inputs are one step (each as the number of the distinct step it is): a step
+        # that reads one `search()` twice does not compute on the same inputs as one that reads two
+        # of them, though each input computes the same.
+        distinct: dict = {}
+        shared = tuple(distinct.setdefault(target, len(distinct)) for target in inputs)
         blocks = tuple(tuple(prints.deep[inner] for inner in frame) for frame in frames)
         prints.deep[step] = self._intern(("deep", own, tuple(prints.deep[target] for target in reads),
-                                          prints.deep[piped] if piped is not None else None, blocks))
-        direct = reads + ([piped] if piped is not None else [])
-        prints.inputs[step] = tuple(direct) + tuple(target for frame in frames for inner in frame
-                                                    for target in prints.inputs[inner])
+                                          prints.deep[piped] if piped is not None else None, blocks, shared))
+        prints.refs[step] = tuple(reads) + tuple(target for frame in frames for inner in frame
+                                                 for target in prints.refs[inner])
         return direct
 
 

@@ -13,6 +13,10 @@ computation), `own` (the same step).
    computation (a step's inputs follow from the step that reads them).
 2. In each gap between the pairs that keep their order, patience alignment of the free
    steps by each fingerprint in turn, inputs following as in 1.
+
+   In rounds 1 and 2 a step's fingerprint goes with the steps its references read that are
+   matched already (`_Matcher._keys`): look-alikes that read steps matched with others are
+   not the same step.
 3. The free steps left with an equal `deep` fingerprint anywhere in the frame (moves).
 4. In each gap, steps of the same tool, the most similar first (`Comparison.similarity`).
 5. Anywhere in the frame, steps of the same tool with at least half their arguments and
@@ -25,7 +29,7 @@ steps is matched in about O(n log n).
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 
 import attrs
 
@@ -99,9 +103,9 @@ class _Matcher:
         for prints in self.keys:
             self._unique(steps_a, steps_b, prints)
         for prints in self.keys:
-            keys_a, keys_b = getattr(self.prints_a, prints), getattr(self.prints_b, prints)
+            key_a, key_b = self._keys(prints)
             for free_a, free_b in self._gaps(steps_a, steps_b):
-                aligned = align([keys_a[steps_a[i]] for i in free_a], [keys_b[steps_b[j]] for j in free_b])
+                aligned = align([key_a(steps_a[i]) for i in free_a], [key_b(steps_b[j]) for j in free_b])
                 self._pair_with_inputs([(steps_a[free_a[i]], steps_b[free_b[j]]) for i, j in aligned])
         self._moved_identical(steps_a, steps_b)
         for free_a, free_b in self._gaps(steps_a, steps_b):
@@ -112,10 +116,32 @@ class _Matcher:
 
     def _unique(self, steps_a: list, steps_b: list, prints: str) -> None:
         """Round 1: free steps whose fingerprint occurs once among the free steps of each side."""
-        keys_a, keys_b = getattr(self.prints_a, prints), getattr(self.prints_b, prints)
-        unique_a = _unique([a for a in steps_a if a not in self.partners], keys_a)
-        unique_b = _unique([b for b in steps_b if b not in self.partners_b], keys_b)
+        key_a, key_b = self._keys(prints)
+        unique_a = _unique([a for a in steps_a if a not in self.partners], key_a)
+        unique_b = _unique([b for b in steps_b if b not in self.partners_b], key_b)
         self._pair_with_inputs([(a, unique_b[key]) for key, a in unique_a.items() if key in unique_b])
+
+    def _keys(self, prints: str) -> tuple:
+        """What rounds 1 and 2 match steps of A and of B by: the fingerprint `prints`, and the steps
+        the step's references read as far as the pairs made so far tell them apart (a matched one
+        as its B step, a free one as None).
+
+        A fingerprint says what a reference reads at most up to what that step computes, so steps
+        with equal fingerprints can read steps that are already matched with others: `search(limit:
+        $1)` and `search(limit: $2)` after `$1` and `$2` were matched with different steps. Paired
+        by where they stand, such a step would take the place of its look-alike that reads the
+        partner, and the diff would show a changed reference and a removed step, not one removed step."""
+        prints_a, prints_b = getattr(self.prints_a, prints), getattr(self.prints_b, prints)
+        refs_a, refs_b = self.prints_a.refs, self.prints_b.refs
+        partners, partners_b = self.partners, self.partners_b
+
+        def key_a(a: ast.Step) -> tuple:
+            return prints_a[a], tuple(partners.get(target) for target in refs_a[a])
+
+        def key_b(b: ast.Step) -> tuple:
+            return prints_b[b], tuple(target if target in partners_b else None for target in refs_b[b])
+
+        return key_a, key_b
 
     def _pair_with_inputs(self, pairs: list) -> None:
         """Pair `pairs` (in text order) and, from each, the inputs they read in this frame that
@@ -185,9 +211,8 @@ class _Matcher:
                 self.pair(a, b)
 
 
-def _unique(steps: list, prints: dict) -> dict:
-    """Fingerprint -> its step, for the fingerprints that occur once among `steps`, in their order."""
-    counts = defaultdict(int)
-    for step in steps:
-        counts[prints[step]] += 1
-    return {prints[step]: step for step in steps if counts[prints[step]] == 1}
+def _unique(steps: list, key) -> dict:
+    """Key -> its step, for the keys (`key(step)`) that occur once among `steps`, in their order."""
+    keys = [key(step) for step in steps]
+    counts = Counter(keys)
+    return {k: step for k, step in zip(keys, steps) if counts[k] == 1}
