@@ -294,9 +294,10 @@ def _model_and_index(draw):
     return model, draw(st.integers(0, len(model) - 1))
 
 
-def _step(tool: str, label: str, args: dict | None = None, piped: bool = False) -> dict:
-    """A step of a model written out by hand; a `map` has `search()` in its block."""
-    block = [_step("search", label)] if tool == "map" else None
+def _step(tool: str, label: str, args: dict | None = None, piped: bool = False, block: list | None = None) -> dict:
+    """A step of a model written out by hand; a `map`'s block is `search()` unless given."""
+    if tool == "map" and block is None:
+        block = [_step("search", label)]
     return {"tool": tool, "args": args or {}, "block": block, "piped": piped, "label": label}
 
 
@@ -312,11 +313,20 @@ LOOKALIKES_READING_ONE_STEP_TWICE = [
     _step("search", "s0"), _step("search", "s1"), _step("search", "s2", {"limit": (0, "")}, piped=True),
     _step("search", "s3", {"limit": (1, "")}, piped=True), _step("search", "s4", {"limit": (1, "")}, piped=True)]
 
+# A `map` removed whose block reads two alike steps, `$1` and `$3`: step 3, read only from inside
+# the `map`, looked read like B's step 1, read by step 2, since a reader inside a block counted as
+# itself, `search(query: $3)`, not as the `map` around it.
+MAP_READING_LOOKALIKES = [
+    _step("search", "s0", {"query": "1"}), _step("search", "s1", {"query": (0, "")}),
+    _step("search", "s2", {"query": "1"}),
+    _step("map", "s3", block=[_step("search", "s3", {"query": (2, "")}), _step("search", "s3", {"query": (0, "")})])]
+
 
 @SETTINGS
 @given(_model_and_index(), st.randoms(use_true_random=False))
 @example((LOOKALIKES_IN_A_PIPELINE, 4), random.Random(0))
 @example((LOOKALIKES_READING_ONE_STEP_TWICE, 2), random.Random(0))
+@example((MAP_READING_LOOKALIKES, 3), random.Random(0))
 def test_a_step_nobody_reads_removed_anywhere_is_one_removed_step(model_and_index, rng):
     model, index = model_and_index
     following = model[index + 1] if index + 1 < len(model) else None

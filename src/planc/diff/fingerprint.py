@@ -9,9 +9,10 @@ arguments and how a reference is written (`$3` or `$hits`):
 - `deep`: `own` plus the `deep` of every step it reads (through a reference or `|>`) and of
   the steps of its blocks, and which of the steps it reads are one step. Equal `deep`: the
   same computation on the same inputs, all the way up.
-- `used`: `own` plus who reads the step: the `own` of each reader, and through which of
-  its inputs. `flow`: the same with `deep`. They tell apart two identical steps of which
-  only one is used, and find a step again whose own input changed.
+- `used`: `own` plus who reads the step: the `own` of each reader (a step inside a block
+  reads through the step whose block it is), and through which of its inputs. `flow`: the
+  same with `deep`. They tell apart two identical steps of which only one is used, and find
+  a step again whose own input changed.
 
 Fingerprints of both plans are interned in one table, so equal structure gets equal ids.
 """
@@ -53,18 +54,26 @@ class Fingerprints:
 
     def of(self, view: PlanView) -> StepPrints:
         prints = StepPrints({}, {}, {}, {}, {}, {})
+        steps = list(_post_order(frame_steps(view.plan.pipelines), view))  # a block's steps before their step
+        for step, _ in steps:
+            self._fingerprint(step, view, prints)
+        # Who reads a step, as seen from its frame: a step inside a block that reads it counts as
+        # the step whose block that is (whose `own` has the block's steps), so a step read from
+        # inside a `map` is not taken for one read by a look-alike of that step elsewhere.
+        frame_of = dict(steps)
         readers = defaultdict(list)
-        for step in _post_order(frame_steps(view.plan.pipelines), view):  # a block's steps before their step
-            for slot, target in enumerate(self._fingerprint(step, view, prints)):
-                readers[target].append((prints.own[step], slot))
+        for step, frame in steps:
+            for slot, target in enumerate(prints.inputs[step]):
+                if frame_of.get(target) is frame:
+                    readers[target].append((prints.own[step], slot))
         for step, deep in prints.deep.items():
             read_by = tuple(sorted(readers[step]))
             prints.used[step] = self._intern(("used", prints.own[step], read_by))
             prints.flow[step] = self._intern(("flow", deep, read_by))
         return prints
 
-    def _fingerprint(self, step: ast.Step, view: PlanView, prints: StepPrints) -> list[ast.Step]:
-        """Fingerprint `step`; the steps it reads itself."""
+    def _fingerprint(self, step: ast.Step, view: PlanView, prints: StepPrints) -> None:
+        """Fingerprint `step` (all but `used` and `flow`), the steps of its blocks done already."""
         reads: list[ast.Step] = []
         args = tuple((arg.name.text, _shape(arg.value, view, prints, reads))
                      for arg in sorted(step.args, key=lambda arg: arg.name.text))
@@ -84,14 +93,14 @@ class Fingerprints:
                                           prints.deep[piped] if piped is not None else None, blocks, shared))
         prints.refs[step] = tuple(reads) + tuple(target for frame in frames for inner in frame
                                                  for target in prints.refs[inner])
-        return direct
 
 
-def _post_order(steps, view: PlanView):
+def _post_order(steps: list, view: PlanView):
+    """Each of `steps` and of the steps of their blocks, each with its frame (the list it is in)."""
     for step in steps:
         for frame in view.blocks(step).values():
             yield from _post_order(frame, view)
-        yield step
+        yield step, steps
 
 
 def _shape(expr, view: PlanView, prints: StepPrints, reads: list) -> tuple:
