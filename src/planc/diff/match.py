@@ -15,8 +15,8 @@ computation), `own` (the same step).
    steps by each fingerprint in turn, inputs following as in 1.
 
    In rounds 1 and 2 a step's fingerprint goes with the steps its references read that are
-   matched already (`_Matcher._keys`): look-alikes that read steps matched with others are
-   not the same step.
+   matched already (`_Matcher._keys`), and still must when the pair is made: look-alikes
+   that read steps matched with others are not the same step.
 3. The free steps left with an equal `deep` fingerprint anywhere in the frame (moves).
 4. In each gap, steps of the same tool, the most similar first (`Comparison.similarity`).
 5. Anywhere in the frame, steps of the same tool with at least half their arguments and
@@ -122,36 +122,37 @@ class _Matcher:
         self._pair_with_inputs([(a, unique_b[key]) for key, a in unique_a.items() if key in unique_b])
 
     def _keys(self, prints: str) -> tuple:
-        """What rounds 1 and 2 match steps of A and of B by: the fingerprint `prints`, and the steps
-        the step's references read as far as the pairs made so far tell them apart (a matched one
-        as its B step, a free one as None).
+        """What rounds 1 and 2 match a step of A and one of B by: the fingerprint `prints`, and the
+        steps its references read as far as the pairs made so far tell (`_reads_a`, `_reads_b`)."""
+        prints_a, prints_b = getattr(self.prints_a, prints), getattr(self.prints_b, prints)
+        return (lambda a: (prints_a[a], self._reads_a(a))), (lambda b: (prints_b[b], self._reads_b(b)))
+
+    def _reads_a(self, a: ast.Step) -> tuple:
+        """The steps `a`'s references read, each as its partner, or None while it has none.
 
         A fingerprint says what a reference reads at most up to what that step computes, so steps
         with equal fingerprints can read steps that are already matched with others: `search(limit:
         $1)` and `search(limit: $2)` after `$1` and `$2` were matched with different steps. Paired
         by where they stand, such a step would take the place of its look-alike that reads the
         partner, and the diff would show a changed reference and a removed step, not one removed step."""
-        prints_a, prints_b = getattr(self.prints_a, prints), getattr(self.prints_b, prints)
-        refs_a, refs_b = self.prints_a.refs, self.prints_b.refs
-        partners, partners_b = self.partners, self.partners_b
+        return tuple(self.partners.get(target) for target in self.prints_a.refs[a])
 
-        def key_a(a: ast.Step) -> tuple:
-            return prints_a[a], tuple(partners.get(target) for target in refs_a[a])
-
-        def key_b(b: ast.Step) -> tuple:
-            return prints_b[b], tuple(target if target in partners_b else None for target in refs_b[b])
-
-        return key_a, key_b
+    def _reads_b(self, b: ast.Step) -> tuple:
+        """The steps `b`'s references read, each as itself once it has a partner, or None before:
+        equal to `_reads_a` of an A step exactly when the pairs made so far do not tell them apart."""
+        return tuple(target if target in self.partners_b else None for target in self.prints_b.refs[b])
 
     def _pair_with_inputs(self, pairs: list) -> None:
         """Pair `pairs` (in text order) and, from each, the inputs they read in this frame that
         are the same computation: the last pair first, so a step's inputs follow from the step
-        that reads them rather than from where they stand."""
+        that reads them rather than from where they stand. A pair whose steps read steps that the
+        pairs made by then tell apart is left out: the key it was found by was taken before some
+        of those pairs were made (another pair's inputs, in the same round)."""
         deep_a, deep_b = self.prints_a.deep, self.prints_b.deep
         pending = list(pairs)
         while pending:
             a, b = pending.pop()
-            if a in self.partners or b in self.partners_b:
+            if a in self.partners or b in self.partners_b or self._reads_a(a) != self._reads_b(b):
                 continue
             self.pair(a, b)
             pending += [(x, y) for x, y in zip(self.prints_a.inputs[a], self.prints_b.inputs[b])
