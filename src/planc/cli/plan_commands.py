@@ -14,9 +14,9 @@ from planc.cli.options import (
     PRINCIPAL_OPTION,
     budget_options,
 )
-from planc.cli.plans import parse_or_exit, print_syntax_errors
+from planc.cli.plans import NO_CONFIG, parse_or_exit, print_syntax_errors, undeclared_tools
 from planc.cli.printing import console, print_checked
-from planc.cli.project import find_policy, find_registry, plan_arguments
+from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for
 from planc.cli.usage import UsageError
 
 FORMATS = ["text", "json", "repair", "sarif", "line"]
@@ -36,7 +36,7 @@ FORMATS = ["text", "json", "repair", "sarif", "line"]
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
 @click.option("--ignore", "ignored", multiple=True, metavar="CODE[,CODE]",
               help="Leave out these warnings and notes (errors cannot be ignored).")
-def check_command(plans: tuple[str, ...], config: str | None, policy_file: str | None, principal: str,
+def check_command(plans: tuple[str, ...], config: str | None, policy_file: str | None, principal: str | None,
                   max_usd: float | None, max_calls: int | None, max_inferences: int | None,
                   output_format: str, extract: bool, fix: bool, show_diff: bool, strict: bool,
                   ignored: tuple[str, ...]) -> None:
@@ -52,14 +52,18 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
     def checked(path: str):
         registry = find_registry(config, plan=path)
         if id(registry) not in policy_of:
-            policy_of[id(registry)] = (registry, find_policy(policy_file, registry, principal))
-        result = check(read_plan(path), extract_plan=extract, registry=registry,
-                       arguments=plan_arguments(registry, path), policy=policy_of[id(registry)][1],
-                       principal=principal, max_usd=max_usd, max_calls=max_calls, max_inferences=max_inferences)
+            who = principal_for(registry, principal)
+            policy_of[id(registry)] = (registry, who, find_policy(policy_file, registry, who))
+        _, who, policy = policy_of[id(registry)]
+
+        def check_text(text: str):
+            return check(text, extract_plan=extract, registry=registry, arguments=plan_arguments(registry, path),
+                         policy=policy, principal=who, max_usd=max_usd, max_calls=max_calls,
+                         max_inferences=max_inferences)
+
+        result = check_text(read_plan(path))
         if fix:
-            result = fixed(path, result, show_diff, lambda text: check(text, extract_plan=extract, registry=registry,
-                           arguments=plan_arguments(registry, path), policy=policy_of[id(registry)][1],
-                           principal=principal, max_usd=max_usd, max_calls=max_calls, max_inferences=max_inferences))
+            result = fixed(path, result, show_diff, check_text)
         return without(result, leave_out)
 
     results, unreadable = [], []
@@ -71,7 +75,12 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
     print_results(results, output_format)
     for message in dict.fromkeys(unreadable):  # a planc.toml or policy that cannot be read: said once
         click.echo(f"Error: {message}", err=True)
-    failed = any(not result.ok or (strict and result.diagnostics) for _, result in results)
+    unchecked = [path for path, result in results
+                 if result.context is not None and result.context.registry is None and undeclared_tools(result)]
+    if unchecked:
+        click.echo(f"warning: no planc.toml was found for {', '.join(unchecked)}: the tools {'they call' if len(unchecked) > 1 else 'it calls'} were not "
+                   f"checked (their names, arguments, effects and costs); {NO_CONFIG}", err=True)
+    failed = any(not result.ok or (strict and result.diagnostics) for _, result in results) or (strict and unchecked)
     sys.exit(2 if unreadable else 1 if failed else 0)
 
 
