@@ -44,11 +44,13 @@ class Lexed(NamedTuple):
 
 # Character-level mistakes, tried after every terminal of the grammar.
 # Each maps to (terminal meant or ERROR, code, message, fix text or None).
+# The string-like ones repeat runs of plain characters possessively (`*+`), as the grammar's
+# STRING does, so that an unclosed string of 10 MB costs linear time and little memory.
 _MISTAKES = {
-    "E_TRIPLE": r'"""(?:(?!""")[\s\S])*\Z',
+    "E_TRIPLE": r'"""[^"]*+(?:"(?!"")[^"]*+)*+\Z',  # no closing `"""` before the end of the text
     "E_ZEROS": r"-?0[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?",
-    "E_UNTERMINATED": r'"(?:\\.|[^"\\\n])*',
-    "E_SINGLE": r"'(?:\\.|[^'\\\n])*'?",
+    "E_UNTERMINATED": r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+',
+    "E_SINGLE": r"'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+'?",
     "E_CURLY": r"[“”„](?:[^“”\n])*[“”]?",
     "E_FENCE": r"(?:```|~~~)[^\n]*",
     "E_PIPE": r"\|\|?",
