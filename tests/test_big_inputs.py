@@ -1,4 +1,4 @@
-"""Big inputs stay bounded: huge strings in little memory.
+"""Big inputs stay bounded: huge strings in little memory, and 20,000 diagnostics printed briefly.
 
 Times are never asserted (bench/big_inputs.py measures them); what is asserted is what a user
 would notice: the memory a check takes, what is printed, and that nothing else changed.
@@ -6,15 +6,22 @@ would notice: the memory a check takes, what is printed, and that nothing else c
 
 from __future__ import annotations
 
+import io
+import json
 import re
 import tracemalloc
 
 import pytest
+from cli import invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from profiles import examples
+from rich.console import Console
 
 import planc
+from planc.cli.printing import print_diagnostics
+from planc.diagnostics import Diagnostic, Fix, Lines, Span
+from planc.diagnostics.render_text import render_text
 from planc.syntax.grammar import tables
 from planc.syntax.lexer import _MISTAKES
 
@@ -84,3 +91,91 @@ def test_an_unclosed_huge_string_is_one_E101_in_little_memory(text):
         tracemalloc.stop()
     assert [d.code for d in result.diagnostics] == ["E101"]
     assert peak < 20 * len(text)
+
+
+# --- many diagnostics ------------------------------------------------------------------------
+
+@pytest.fixture
+def many(tmp_path, monkeypatch):
+    """plan.plan with 150 errors (E206, each with a fix) and one warning-free summary line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plan.plan").write_text("summarize(style: bullets)\n" * 150, encoding="utf-8")
+    return tmp_path
+
+
+def test_text_prints_the_first_100_diagnostics_and_counts_the_rest(many):
+    result = invoke("check", "plan.plan")
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert sum(line.startswith("error[E206]") for line in lines) == 100
+    assert lines[-3:-1] == ["... and 50 more errors; use --max-diagnostics 0 to show them all", "plan.plan: 150 errors"]
+    assert "--> plan.plan:100:18" in result.stdout and "--> plan.plan:101:18" not in result.stdout
+
+
+@pytest.mark.parametrize("option, shown", [("0", 150), ("7", 7), ("150", 150), ("149", 149)])
+def test_max_diagnostics(many, option, shown):
+    result = invoke("check", "--max-diagnostics", option, "plan.plan")
+    assert result.stdout.count("error[E206]") == shown
+    assert ("more error" in result.stdout) == (shown < 150)
+    assert result.exit_code == 1 and "plan.plan: 150 errors" in result.stdout
+
+
+def test_the_limit_counts_across_files_and_says_what_is_left_by_severity(many):
+    (many / "other.plan").write_text('search(query: "x")\nsummarize(style: bullets)\n', encoding="utf-8")
+    result = invoke("check", "--max-diagnostics", "150", "plan.plan", "other.plan")
+    assert result.stdout.count("error[E206]") == 150
+    assert "... and 1 more error; use --max-diagnostics 0 to show them all" in result.stdout
+    assert "other.plan: 1 error" in result.stdout
+    assert invoke("check", "--max-diagnostics", "-1", "plan.plan").exit_code == 2
+
+
+@pytest.mark.parametrize("output_format, per_diagnostic", [("line", 1), ("json", None), ("sarif", None), ("repair", None)])
+def test_the_other_formats_print_every_diagnostic(many, output_format, per_diagnostic):
+    result = invoke("check", "--format", output_format, "plan.plan")
+    assert result.exit_code == 1
+    if output_format == "line":
+        assert len(result.stdout.splitlines()) == 150
+    elif output_format == "json":
+        assert len(json.loads(result.stdout)["diagnostics"]) == 150
+    elif output_format == "sarif":
+        assert len(json.loads(result.stdout)["runs"][0]["results"]) == 150
+    else:
+        assert result.stdout.count("E206") == 150
+
+
+def test_commands_that_refuse_a_plan_print_the_first_100_of_its_syntax_errors(many):
+    (many / "broken.plan").write_text("search(\n" + "a(x: 'single')\n" * 150, encoding="utf-8")
+    result = invoke("fmt", "broken.plan")
+    assert result.exit_code == 1
+    assert result.stderr.count("error[") == 100
+    assert "more errors; run `planc check --max-diagnostics 0` to show them all" in result.stderr
+
+
+# Messages, hints and lines with what rich treats specially: control codes, tabs, wide characters.
+TEXTS = st.lists(st.sampled_from(["a", " ", "\t", "\r", "\x07", "\x0b", "é", "界", "[bold]", "`", "\\"]),
+                 max_size=8).map("".join)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(line=TEXTS, message=TEXTS, hints=st.lists(TEXTS, max_size=2), start=st.integers(0, 14),
+       width=st.integers(0, 20), code=st.sampled_from(["E100", "W502", "N600"]), step=st.sampled_from([None, "2/do.1"]),
+       replacement=st.one_of(st.none(), TEXTS))
+def test_text_without_a_terminal_is_what_rich_prints(line, message, hints, start, width, code, step, replacement):
+    source = f"first line\n{line}x\nlast\tline"
+    start = min(start, len(source))
+    end = min(start + width, len(source))
+    span = Span(start, end, Lines(source))
+    fix = Fix(span, replacement) if replacement is not None else None
+    diagnostic = Diagnostic(code, message, span, step, tuple(hints), fix)
+    by_rich = Console(file=io.StringIO(), highlight=False, soft_wrap=True)
+    by_rich.print(render_text(diagnostic, source, "plan.plan"))
+    written = Console(file=io.StringIO(), highlight=False, soft_wrap=True)
+    print_diagnostics(written, [diagnostic], source, "plan.plan")
+    assert written.file.getvalue() == by_rich.file.getvalue()
+
+
+def test_a_terminal_still_gets_colour(many):
+    result = planc.check((many / "plan.plan").read_text(encoding="utf-8"))
+    terminal = Console(file=io.StringIO(), force_terminal=True, color_system="standard", highlight=False, soft_wrap=True)
+    print_diagnostics(terminal, result.diagnostics[:1], result.source, "plan.plan")
+    assert "\x1b[" in terminal.file.getvalue() and "error[E206]" in terminal.file.getvalue()

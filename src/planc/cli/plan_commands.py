@@ -15,7 +15,7 @@ from planc.cli.options import (
     budget_options,
 )
 from planc.cli.plans import parse_or_exit, print_syntax_errors
-from planc.cli.printing import console, print_checked
+from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked
 from planc.cli.project import find_policy, find_registry, plan_arguments
 from planc.cli.usage import UsageError
 
@@ -36,10 +36,13 @@ FORMATS = ["text", "json", "repair", "sarif", "line"]
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
 @click.option("--ignore", "ignored", multiple=True, metavar="CODE[,CODE]",
               help="Leave out these warnings and notes (errors cannot be ignored).")
+@click.option("--max-diagnostics", type=click.IntRange(min=0), default=MAX_DIAGNOSTICS, show_default=True,
+              help="The text format prints this many diagnostics and counts the rest (0: all). "
+                   "The other formats print every one.")
 def check_command(plans: tuple[str, ...], config: str | None, policy_file: str | None, principal: str,
                   max_usd: float | None, max_calls: int | None, max_inferences: int | None,
                   output_format: str, extract: bool, fix: bool, show_diff: bool, strict: bool,
-                  ignored: tuple[str, ...]) -> None:
+                  ignored: tuple[str, ...], max_diagnostics: int) -> None:
     """Parse PLANS (files, or folders of .plan files; a compiled plan too) and run every pass; nothing
     runs. Exit 0 without errors, 1 with errors (or warnings, with --strict), 2 when a file cannot be read."""
     from planc.passes.check import check
@@ -68,14 +71,14 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
             results.append((path, checked(path)))
         except UsageError as error:  # one file that cannot be read does not stop the others
             unreadable.append(error.message)
-    print_results(results, output_format)
+    print_results(results, output_format, max_diagnostics)
     for message in dict.fromkeys(unreadable):  # a planc.toml or policy that cannot be read: said once
         click.echo(f"Error: {message}", err=True)
     failed = any(not result.ok or (strict and result.diagnostics) for _, result in results)
     sys.exit(2 if unreadable else 1 if failed else 0)
 
 
-def print_results(results, output_format: str) -> None:
+def print_results(results, output_format: str, max_diagnostics: int = MAX_DIAGNOSTICS) -> None:
     if output_format == "json":
         from planc.diagnostics.render_json import render_json
 
@@ -97,7 +100,7 @@ def print_results(results, output_format: str) -> None:
             for diagnostic in result.diagnostics:
                 click.echo(render_line(diagnostic, path))
     else:
-        print_checked(results)
+        print_checked(results, limit=max_diagnostics, show_all="use --max-diagnostics 0 to show them all")
 
 
 def ignored_codes(given: tuple[str, ...]) -> frozenset[str]:
