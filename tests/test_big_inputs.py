@@ -179,3 +179,57 @@ def test_a_terminal_still_gets_colour(many):
     terminal = Console(file=io.StringIO(), force_terminal=True, color_system="standard", highlight=False, soft_wrap=True)
     print_diagnostics(terminal, result.diagnostics[:1], result.source, "plan.plan")
     assert "\x1b[" in terminal.file.getvalue() and "error[E206]" in terminal.file.getvalue()
+
+
+# --- the plan size limit ---------------------------------------------------------------------
+
+def _registry(toml: str):
+    from pathlib import Path
+
+    from planc.registry import registry_from_text
+
+    return registry_from_text(toml, Path("planc.toml"))
+
+
+SMALL = _registry("[limits]\nplan_bytes = 40\n")
+
+
+def test_a_plan_over_the_limit_is_E106_at_the_text_past_it_before_it_is_parsed():
+    text = 'search(query: "outages in the last week", limit: 50)\n  |> summarize(style: bullets)'
+    result = planc.check(text, registry=SMALL)
+    [error] = result.diagnostics  # no E206: the plan was not parsed
+    assert not result.ok and result.plan is None
+    assert (error.code, error.message) == ("E106", "the plan is 83 bytes, over the limit of 40 bytes; raise "
+                                                   "`plan_bytes` under `[limits]` in planc.toml to check it")
+    assert error.hints == ("to check this plan, write `plan_bytes = 1048576` under `[limits]` in planc.toml",)
+    assert error.span.start_offset == 40 and error.span.end_offset == len(text)
+
+
+def test_the_limit_counts_bytes_of_utf8_and_a_plan_at_the_limit_is_checked():
+    at_limit = planc.check('a(x: "' + "é" * 16 + '")', registry=SMALL)  # 40 bytes: parsed and checked
+    assert at_limit.plan is not None and [d.code for d in at_limit.diagnostics] == ["E200"]  # `a` is no tool of it
+    [error] = planc.check('a(x: "' + "é" * 17 + '")', registry=SMALL).diagnostics
+    assert error.code == "E106" and "42 bytes" in error.message
+    assert error.span.start_offset == 6 + 17  # the first character that does not fit: the closing quote
+    [error] = planc.check('a(x: "' + "€" * 12 + "\")", registry=SMALL).diagnostics  # 3 bytes each: 6 + 36 + 2
+    assert error.span.start_offset == 6 + 11  # the euro sign the limit cuts in two is past it
+
+
+def test_without_a_registry_the_default_limit_applies():
+    over = "a" * (64 * 2**20 + 1)
+    [error] = planc.check(over).diagnostics
+    assert error.code == "E106" and error.message.startswith(
+        "the plan is 67,108,865 bytes (64 MiB), over the limit of 67,108,864 bytes (64 MiB);")
+    assert error.span.start_offset == 64 * 2**20
+
+
+def test_every_command_that_checks_refuses_it(tmp_path, monkeypatch):
+    from cli import invoke
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "planc.toml").write_text("[limits]\nplan_bytes = 40\n", encoding="utf-8")
+    (tmp_path / "plan.plan").write_text('search(query: "outages in the last week", limit: 50)\n', encoding="utf-8")
+    for command in (["check"], ["check", "--format", "json"], ["run"], ["show"], ["optimize"], ["compile", "-o", "x.json"]):
+        result = invoke(*command, "plan.plan")
+        assert result.exit_code == 1 and "E106" in result.output and "Traceback" not in result.output, command
+    assert not (tmp_path / "x.json").exists()

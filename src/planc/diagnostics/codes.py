@@ -140,6 +140,15 @@ _ALL = [
          "The same argument is given twice in one step; keep one.",
          {"twice": "the argument `{name}` is given twice in this step"},
          'search(query: "outages", limit: 5, limit: 10)'),
+    Code("E106", "plan too large",
+         "A plan (or, with `--extract`, the model reply it is taken from) larger than `plan_bytes` of "
+         "`[limits]` in planc.toml, 64 MiB unless it says otherwise, is refused before it is parsed, so a "
+         "runaway input is a clear error rather than minutes of work and memory. The size is counted in "
+         "bytes of UTF-8; the error points at the text past the limit, and says how to raise it.",
+         {"too_large": "the plan is {size}, over the limit of {limit}; raise `plan_bytes` under `[limits]` in "
+                       "planc.toml to check it"},
+         'search(query: "outages in the last week", limit: 50)\n  |> summarize(style: "bullets")',
+         registry="[limits]\nplan_bytes = 40\n"),
     Code("E200", "unknown tool",
          "The step calls a tool that is neither a control step nor declared in the registry "
          "(planc.toml, its MCP lock, its plans). The hint names the closest tools.",
