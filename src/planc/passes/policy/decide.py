@@ -3,6 +3,10 @@
 `planc check` asks for every step with the literal arguments (the others are named in
 `context.dynamic`); the interpreter asks again before every dispatch with the real values.
 Both go through `decide`, so a policy means the same thing before and during a run.
+
+Planc fails closed where Cedar does not: Cedar skips a policy it cannot evaluate for a request
+(`context.args.amount > 1000` when the amount is a decimal), so a `forbid` that errors would
+silently allow. Here any policy that cannot be evaluated denies the call, and says why.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ ACTION = 'Action::"call"'
 LONG = range(-(2**63), 2**63)
 # Record keys that Cedar's JSON reads as an entity, an extension value or an expression.
 ESCAPES = frozenset({"__entity", "__extn", "__expr"})
+# How Cedar reports a policy it could not evaluate for a request.
+EVALUATION_ERROR = re.compile(r"error while evaluating policy `(policy\d+)`: (.*)", re.DOTALL)
 
 
 @attrs.frozen
@@ -27,10 +33,13 @@ class Decision:
     """What the policy said about one call."""
 
     allowed: bool
-    policies: tuple[Rule, ...]  # the permits that allowed it, or the forbids that denied it (none: no permit matched)
-    errors: tuple[str, ...]  # the policies that could not be evaluated, and why (they do not apply)
+    # The permits that allowed it; or what denied it: the forbids that matched it, or the policies
+    # that could not be evaluated for it (`failed`). None: no permit matched, or a `problem`.
+    policies: tuple[Rule, ...]
+    errors: tuple[str, ...]  # Cedar's words for each policy that could not be evaluated (they deny the call)
     request: Mapping  # principal, action, resource and context, as the policy saw them
     problem: str | None = None  # why the call could not be put to the policy at all (it is then denied)
+    failed: tuple[tuple[Rule, str], ...] = ()  # each policy that could not be evaluated, with Cedar's error
 
 
 def decide(policy: Policy, principal: str, tool: Tool, args: Mapping, *, step: str, in_loop: bool,
@@ -59,11 +68,27 @@ def decide(policy: Policy, principal: str, tool: Tool, args: Mapping, *, step: s
         return Decision(False, (), (), request, problem=str(error))
     entity = {"uid": {"type": "Tool", "id": tool.name}, "attrs": tool_attributes(tool), "parents": []}
     answer = cedarpy.is_authorized({**request, "context": {**context, "args": cedar_args}}, policy.policy_set, [entity])
+    return _decision(answer, request, policy)
+
+
+def _decision(answer, request: Mapping, policy: Policy) -> Decision:
+    """What Cedar's `answer` to `request` means, failing closed."""
+    import cedarpy
+
+    cedar_errors = answer.diagnostics.errors
     if answer.decision is cedarpy.Decision.NoDecision:  # Cedar could not read the request (a malformed principal)
-        return Decision(False, (), (), request, problem="; ".join(answer.diagnostics.errors))
+        return Decision(False, (), (), request, problem="; ".join(cedar_errors))
     rules = policy.rules
     errors = tuple(re.sub(r"policy `(policy\d+)`", lambda m: f"policy `{rules[m[1]].name if m[1] in rules else m[1]}`", error)
-                   for error in answer.diagnostics.errors)
+                   for error in cedar_errors)
+    failed = []
+    for error in cedar_errors:
+        found = EVALUATION_ERROR.fullmatch(error)
+        if found is None or found[1] not in rules:  # an error planc cannot tie to a policy: still a refusal
+            return Decision(False, (), errors, request, problem="; ".join(errors))
+        failed.append((rules[found[1]], found[2]))
+    if failed:
+        return Decision(False, tuple(rule for rule, _ in failed), errors, request, failed=tuple(failed))
     deciding = tuple(rules[policy_id] for policy_id in answer.diagnostics.reasons if policy_id in rules)
     return Decision(answer.allowed, deciding, errors, request)
 

@@ -13,9 +13,9 @@ import attrs
 
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.diagnostics import Diagnostic
-from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.policy.decide import Decision, decide
+from planc.passes.policy.denial import denial
 from planc.registry.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
@@ -76,7 +76,7 @@ def _judge(plan: ast.Plan, resolution, context: CheckContext, decisions: dict, d
         if caller is None:
             decisions[step] = decision
         if not decision.allowed:
-            diagnostics.append(_denied(step, path, decision, context, caller))
+            diagnostics.append(denial(step, path, decision, context.principal, context.policy, caller))
         declared = context.plans.get(tool.provider[len("plan:"):]) if tool.provider.startswith("plan:") else None
         if declared is not None and declared.ok:
             written = context.registry.plans[tool.provider[len("plan:"):]].written
@@ -112,31 +112,3 @@ def _arguments(step: ast.Step, tool: Tool, piped: bool) -> tuple[dict, list[str]
             args[name] = value
     return args, dynamic
 
-
-def _denied(step: ast.Step, path: str, decision: Decision, context: CheckContext, caller=None) -> Diagnostic:
-    hints = [rule.reason for rule in decision.policies if rule.reason]
-    if not decision.policies and not decision.problem:
-        hints.append("a call is allowed only when some `permit` policy matches it and no `forbid` policy does")
-    dynamic = decision.request["context"]["dynamic"]
-    if dynamic:
-        listed = ", ".join(f"`{arg}`" for arg in dynamic)
-        hints.append(f"{listed} {'is' if len(dynamic) == 1 else 'are'} only known at run time: "
-                     "named in `context.dynamic`, with no value in `context.args`")
-    hints += decision.errors
-    at, tool, principal = step.tool.span, step.tool.text, context.principal
-    if caller is not None:  # a step of a declared plan: the error is the calling step's
-        where = step.tool.span.start
-        hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "
-                        f"which this step runs")
-        at = caller[0].tool.span
-    names = " and ".join(f"`{rule.name}`" for rule in decision.policies)
-    if len(decision.policies) > 1:
-        return diagnostic("E400", "forbidden_many", at, step=path, hints=hints, tool=tool, names=names,
-                          principal=principal)
-    if decision.policies:
-        return diagnostic("E400", "forbidden", at, step=path, hints=hints, tool=tool, names=names, principal=principal)
-    if decision.problem:
-        return diagnostic("E400", "unjudged", at, step=path, hints=hints, tool=tool, principal=principal,
-                          problem=decision.problem)
-    return diagnostic("E400", "no_permit", at, step=path, hints=hints, tool=tool, principal=principal,
-                      policy=context.policy.path.name)
