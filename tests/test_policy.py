@@ -255,6 +255,22 @@ def test_a_value_cedar_cannot_hold_is_denied_for_that_reason():
     assert not any("no policy" in hint for hint in result.diagnostics[0].hints)
 
 
+def test_the_batch_decides_as_one_call_at_a_time_would():
+    from planc.passes.policy.decide import Ask, decide_all
+
+    policy = policy_from_text(AMOUNTS, Path("policy.cedar"))
+    asks = [Ask(REGISTRY.tools["close_incident"], {"id": "x"}, "1", False),
+            Ask(Tool("transfer"), {"amount": 5000.5}, "2", True),
+            Ask(Tool("transfer"), {"amount": 0.123456}, "3", False),
+            Ask(Tool("close_incident"), {"id": "y"}, "4", False, ("note",)),  # another tool of the same name
+            Ask(Tool("email"), {"to": "a@partner.io"}, "5/do.1", True)]
+    alone = [decide(policy, 'User::"a"', ask.tool, ask.args, step=ask.step, in_loop=ask.in_loop, dynamic=ask.dynamic)
+             for ask in asks]
+    assert decide_all(policy, 'User::"a"', asks) == alone
+    assert [decision.allowed for decision in alone] == [True, False, False, True, False]
+    assert decide_all(policy, 'User::"a"', []) == []
+
+
 SPY_TOOLS = '''
 import json, os
 
