@@ -62,19 +62,23 @@ KINDS = {
 }
 
 
+def checked_with_peak(text: str):
+    """`planc.check(text)`, and the most memory Python held for it at once (bytes)."""
+    planc.check("warm_up()")  # what is loaded once is not the plan's
+    tracemalloc.start()
+    try:
+        return planc.check(text), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_plan_with_a_huge_string_checks_in_memory_proportional_to_it(kind):
     written, meant = KINDS[kind]
     quote = '"""' if "\n" in written else '"'
     count = HUGE // len(written)
     text = f"note(text: {quote}{written * count}{quote})\n"
-    planc.check("warm_up()")
-    tracemalloc.start()
-    try:
-        result = planc.check(text)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    result, peak = checked_with_peak(text)
     assert result.ok and result.diagnostics == ()
     [string] = [arg.value for arg in result.plan.pipelines[0].steps[0].args]
     assert "".join(string.parts) == meant * count
@@ -83,12 +87,7 @@ def test_a_plan_with_a_huge_string_checks_in_memory_proportional_to_it(kind):
 
 @pytest.mark.parametrize("text", ['note(text: "' + "y" * HUGE, 'note(text: """' + "y\n" * (HUGE // 2)])
 def test_an_unclosed_huge_string_is_one_E101_in_little_memory(text):
-    tracemalloc.start()
-    try:
-        result = planc.check(text)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    result, peak = checked_with_peak(text)
     assert [d.code for d in result.diagnostics] == ["E101"]
     assert peak < 20 * len(text)
 
