@@ -16,7 +16,7 @@ LAYERS = (
     ("registry",),
     ("analysis",),
     ("passes",),
-    ("optimize", "diff", "pictures"),
+    ("optimize", "diff", "pictures", "decoding"),
     ("backend", "store", "planning"),
     ("cli", "lsp", "corpus", "explain", "__init__"),
 )

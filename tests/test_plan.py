@@ -220,3 +220,14 @@ def test_planning_from_python_returns_the_plan_its_check_and_the_rounds(project,
     assert planned.ok and planned.text == CANONICAL and len(planned.rounds) == 2
     assert planned.rounds[0].repair == REPAIR and planned.rounds[1].repair is None
     assert [d.code for d in planned.rounds[0].checked.diagnostics] == ["E201", "E206"]
+
+
+@pytest.mark.parametrize("grammar", ["lark", "gbnf"])
+def test_the_grammar_goes_with_each_request_and_the_bare_plan_is_asked_for(project, model_server, grammar):  # noqa: F811
+    model_server.reply('search(query: "disk full", limit: 5)\n')
+    result = invoke("plan", "--grammar", grammar, "Find disk incidents")
+    assert result.exit_code == 0 and result.stdout == 'search(query: "disk full", limit: 5)\n', result.output
+    (body,) = model_server.bodies()
+    sent = body["grammar"] if grammar == "gbnf" else body["structured_outputs"]["grammar"]
+    assert sent == planc.export_grammar(registry=load_registry(project / "planc.toml"), format=grammar)
+    assert "search" in sent and "Answer with the plan alone" in body["messages"][0]["content"]

@@ -23,6 +23,7 @@ _API = {
     "Severity": "planc.diagnostics",
     "Span": "planc.diagnostics",
     "check": "planc.passes.check",
+    "export_grammar": "planc.decoding",
     "extract": "planc.syntax.extract",
     "parse": "planc.syntax.parser",
     "load_plan": "planc.store.stored",
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from planc.backend.hooks import Hooks
     from planc.backend.interpreter import RunResult
     from planc.backend.recorded_run import run
+    from planc.decoding import export_grammar
     from planc.diagnostics import Diagnostic, Fix, Position, Severity, Span
     from planc.diagnostics.render_repair import render_repair
     from planc.planning.planner import Planned, plan

@@ -27,6 +27,8 @@ from planc.registry.tool import Tool
 class CallTimedOut(Exception):
     """A call gave no result within its timeout: whether it had its effect is unknown."""
 
+    outcome = "unknown"  # as the run store records it: resume calls it again only if that is safe
+
 
 class ToolExited(Exception):
     """A tool raised SystemExit or KeyboardInterrupt: a failed call, never the end of planc."""

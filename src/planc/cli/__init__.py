@@ -35,6 +35,7 @@ COMMANDS = {
     "policy": "planc.cli.registry_commands:policy_group",
     "registry": "planc.cli.registry_commands:registry_group",
     "lsp": "planc.cli.lsp_commands:lsp_command",
+    "grammar": "planc.cli.grammar_commands:grammar_command",
 }
 
 

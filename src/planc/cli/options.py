@@ -11,7 +11,8 @@ POLICY_OPTION = click.option("--policy", "policy_file", type=click.Path(dir_okay
 PRINCIPAL_OPTION = click.option("--principal", default='User::"anonymous"', show_default=True,
                                 help="Who the plan runs for, as a Cedar entity.")
 STORE_OPTION = click.option("--store", type=click.Path(dir_okay=False), envvar="PLANC_STORE",
-                            help="The run store (default: $PLANC_STORE, else .planc/runs.sqlite).")
+                            help="The run store (default: $PLANC_STORE, else planc.toml's `store`, else "
+                                 ".planc/runs.sqlite beside the planc.toml, else in the working directory).")
 
 
 def budget_options(command):

@@ -10,7 +10,7 @@ import click
 from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPTION, budget_options
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry
-from planc.cli.runs import open_store, print_result
+from planc.cli.runs import open_store, print_result, run_failed
 from planc.cli.usage import UsageError
 
 
@@ -62,6 +62,8 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     from planc.backend.recorded_run import code_tools, keep_read_files
     from planc.passes.cost.budget import Budget
     from planc.planning.planner import plan
+    from planc.store.recorders import Recorder
+    from planc.store.run_store import RunStoreError
 
     if args and not then_run:
         raise UsageError("--arg is only read with --run")
@@ -74,13 +76,16 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
         arguments = parse_arguments(args)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    runs = open_store(store)
+    runs = open_store(store, registry)
     planned_options = {"task": task, "role": role, "rounds": rounds, "grammar": grammar, "run": then_run,
                        "budget": [max_usd, max_calls, max_inferences], "output": output}
     options = {"config": str(registry.source.resolve()), "principal": principal, "finish": "output", "query": None,
                "policy": str(Path(policy_file).resolve()) if policy_file else None, "planned": planned_options,
                "read": keep_read_files(runs, registry, policy), "code_tools": code_tools(registry)}
-    recorder = runs.start_run(None, arguments, options)
+    try:
+        recorder = Recorder(runs, runs.start_run(None, arguments, options))
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
     click.echo(f"run: {recorder.run_id}", err=True)
     try:
         planned = plan(task, registry=registry, policy=policy, principal=principal,
@@ -130,8 +135,7 @@ def finish_planning(planned, runs, recorder, registry, policy, principal: str, a
     try:
         result = recorded.execute()
     except RunError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
+        run_failed(error)
     print_result(result, "output", None, None, recorder)
 
 

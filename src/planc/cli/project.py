@@ -39,3 +39,44 @@ def find_policy(policy_file: str | None, registry, principal: str):
 def plan_arguments(registry, path: str):
     """The `params` of the plan file `path` when planc.toml declares it, which type its `$args`."""
     return registry.plan_arguments(Path(path)) if registry and path != "-" else None
+
+
+def principal_for(registry, principal: str) -> str:
+    """Who the plan runs for: `--principal` when given, else planc.toml's `principal`, else the default."""
+    import click
+
+    given = click.get_current_context().get_parameter_source("principal") is not click.core.ParameterSource.DEFAULT
+    return principal if given or registry is None or registry.principal is None else registry.principal
+
+
+def budget_for(registry, max_usd: float | None, max_calls: int | None, max_inferences: int | None):
+    """The budget a plan is checked against: each `--max-*` option given, else planc.toml's `[budget]`."""
+    from planc.passes.cost.budget import Budget
+
+    declared = registry.budget if registry is not None else None
+    return Budget(max_usd if max_usd is not None else getattr(declared, "max_usd", None),
+                  max_calls if max_calls is not None else getattr(declared, "max_calls", None),
+                  max_inferences if max_inferences is not None else getattr(declared, "max_inferences", None))
+
+
+def store_path(store: str | None, registry=None) -> Path:
+    """Where the run store is: `--store` (or $PLANC_STORE), else planc.toml's `store`, else `.planc/runs.sqlite`
+    beside the planc.toml in use (the one named or found from the working directory), else under the
+    working directory. Finding it needs only `store` of planc.toml: a command that reads the store does
+    not load the tools."""
+    if store:
+        return Path(store)
+    if registry is not None and registry.source is not None:
+        return registry.store or registry.folder / ".planc" / "runs.sqlite"
+    from planc.registry.config import find_config
+
+    config = find_config(Path.cwd())
+    if config is None:
+        return Path(".planc") / "runs.sqlite"
+    import tomllib
+
+    try:
+        declared = tomllib.loads(config.read_text(encoding="utf-8")).get("store")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise UsageError(f"{config}: cannot read where the run store is: {error}") from None
+    return config.parent / declared if isinstance(declared, str) else config.parent / ".planc" / "runs.sqlite"

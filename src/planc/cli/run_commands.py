@@ -17,7 +17,7 @@ from planc.cli.options import (
 from planc.cli.plans import checked_to_run, optimized_plan
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, plan_arguments
-from planc.cli.runs import open_store, print_result, solver_client
+from planc.cli.runs import open_store, print_result, run_failed, solver_client
 from planc.cli.usage import UsageError
 
 
@@ -38,12 +38,10 @@ from planc.cli.usage import UsageError
 def run_command(plan: str, config: str | None, policy_file: str | None, principal: str, args: tuple[str, ...],
                 events: str | None, finish: str, query: str | None, approve: bool, optimize: bool,
                 store: str | None) -> None:
-    """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error.
+    """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error, 130 interrupted.
 
     Progress goes to stderr; stdout holds the result only.
     """
-    import json
-
     from planc.backend.arguments import parse_arguments
     from planc.backend.hooks import Hooks
     from planc.backend.values import RunError
@@ -75,36 +73,64 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         optimized = optimized_plan(checked, plan)
         checked, schedule = optimized.checked, optimized.schedule
     from planc.backend.approve import approval_gate
+    from planc.backend.interrupts import Interrupts
     from planc.backend.progress import Progress, fan_out
     from planc.backend.recorded_run import RecordedRun
+    from planc.store.run_store import RunStoreError
 
     err = console(stderr=True)
     most = checked.cost.total.calls if checked.cost is not None else None
     progress = Progress(err, int(most.high) if most is not None and most.bounded else None)
     options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
                "policy": str(Path(policy_file).resolve()) if policy_file else None,
-               "finish": finish, "query": query}
-    runs = open_store(store)
-    recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
-                                  arguments=arguments, options=options)
-    click.echo(f"run: {recorded.run_id}", err=True)
-    sink = open(events, "w", encoding="utf-8") if events else None  # closed below
-    writer = (lambda event: sink.write(json.dumps(event, default=str) + "\n")) if sink else None
-    hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
-                  events=fan_out(writer, progress.sink))
-    try:
-        with progress:
-            result = recorded.execute(hooks, schedule)
-    except RunError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
-    finally:
-        if sink:
-            sink.close()
+               "finish": finish, "query": query, "approve": approve}
+    sink = _events_file(events) if events else None  # before the run is recorded: a bad path runs nothing
+    runs = open_store(store, registry)
+    with Interrupts() as interrupts:  # a signal from the moment the run is recorded ends it as interrupted
+        try:
+            recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
+                                          arguments=arguments, options=options)
+        except RunStoreError as error:  # nothing ran: an I/O problem, as a store that cannot be opened
+            raise UsageError(str(error)) from None
+        click.echo(f"run: {recorded.run_id}", err=True)
+        writer = _events_writer(sink, events) if sink else None
+        hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
+                      events=fan_out(writer, progress.sink))
+        try:
+            with progress:
+                result = recorded.execute(hooks, schedule, interrupts)
+        except RunError as error:
+            run_failed(error)
+        finally:
+            if sink:
+                sink.close()
     try:
         print_result(result, finish, query, lambda: solver, recorded.recorder)
     finally:
         runs.close()
+
+
+def _events_file(path: str):
+    """`--events FILE` opened for writing, or a UsageError naming it (a missing folder, no permission)."""
+    try:
+        return open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed when the run ends
+    except OSError as error:
+        raise UsageError(f"--events {path}: cannot write the events there: {error.strerror}") from None
+
+
+def _events_writer(sink, path: str):
+    """Each event as a JSON line in `sink`; a failure to write it (a full disk) fails the run, naming the file."""
+    import json
+
+    from planc.backend.values import RunError
+
+    def write(event: dict) -> None:
+        try:
+            sink.write(json.dumps(event, default=str) + "\n")
+        except OSError as error:
+            raise RunError(f"--events {path}: cannot write the events there: {error.strerror}") from None
+
+    return write
 
 
 @click.command("compile")

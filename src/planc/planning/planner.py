@@ -113,7 +113,7 @@ def grammar_request(registry: Registry | None, grammar: str) -> Mapping:
     grammar of vLLM (and other servers built on llguidance) for its Lark dialect."""
     if grammar not in GRAMMAR_FORMATS:
         raise ValueError(f"the grammar formats are {', '.join(GRAMMAR_FORMATS)}, not {grammar!r}")
-    from planc.decoding import grammar_text
+    from planc.decoding import export_grammar
 
-    text = grammar_text(registry=registry, format=grammar)
+    text = export_grammar(registry=registry, format=grammar)
     return {"grammar": text} if grammar == "gbnf" else {"structured_outputs": {"grammar": text}}

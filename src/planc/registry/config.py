@@ -24,6 +24,7 @@ from planc.registry.declarations import (
     MODEL_PROVIDERS,
     MODEL_RETRIES,
     MODEL_TIMEOUT_S,
+    Budgets,
     TOOL_TIMEOUT_S,
     Limits,
     McpServer,
@@ -38,7 +39,7 @@ from planc.registry.tool import Cost, Effects, Tool
 
 CONFIG_NAME = "planc.toml"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits"}
+TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "budget", "principal"}
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
              "timeout_s", "query"}
 PLAN_KEYS = {"file", "description", "params", "returns"}
@@ -48,6 +49,8 @@ MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retr
 SQL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=False,
                       declared=True)
 LIMIT_KEYS = {field.name for field in attrs.fields(Limits)}
+BUDGET_KEYS = {field.name for field in attrs.fields(Budgets)}
+PRINCIPAL = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*::"(?:[^"\\]|\\.)*"\Z')
 EFFECT_KEYS = {field.name for field in attrs.fields(Effects) if field.init and field.name != "declared"}
 COST_KEYS = {field.name for field in attrs.fields(Cost)}
 
@@ -151,7 +154,8 @@ class _Reader:
                 tools.setdefault(name, tool)
         models = {name: self.model(name, table) for name, table in self.tables(data, "models").items()}
         return Registry(tools=tools, source=self.path, servers=servers, plans=DeclaredPlans(plans), models=models,
-                        policy=self.path_value(data, "policy"), store=self.path_value(data, "store"), limits=limits)
+                        policy=self.path_value(data, "policy"), store=self.path_value(data, "store"), limits=limits,
+                        budget=self.budget(data.get("budget", {})), principal=self.principal(data))
 
     def tables(self, data: dict, key: str) -> dict:
         tables = data.get(key, {})
@@ -263,6 +267,23 @@ class _Reader:
         return Cost(**table)
 
     # --- the tables
+
+    def budget(self, table) -> Budgets:
+        if not isinstance(table, dict):
+            self.fail("`budget` must be a table, like `[budget]` with `max_calls = 100`", None, "budget")
+        self.only(table, BUDGET_KEYS, "budget", "`[budget]`")
+        for key, value in table.items():
+            whole = key != "max_usd"
+            if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) or value < 0:
+                kind = "a whole number" if whole else "a number"
+                self.fail(f"`{key}` must be {kind} of at least 0, found {value!r}", "budget", key)
+        return Budgets(**table)
+
+    def principal(self, data: dict) -> str | None:
+        value = data.get("principal")
+        if value is not None and (not isinstance(value, str) or not PRINCIPAL.match(value)):
+            self.fail(f"`principal` must be a Cedar entity like 'User::\"alice\"', found {value!r}", None, "principal")
+        return value
 
     def limits(self, table) -> Limits:
         if not isinstance(table, dict):

@@ -32,6 +32,15 @@ class Limits:
 
 
 @attrs.frozen
+class Budgets:
+    """`[budget]`: the most a plan may cost before it is refused (E401); a command's options say otherwise."""
+
+    max_usd: float | None = None
+    max_calls: int | None = None
+    max_inferences: int | None = None
+
+
+@attrs.frozen
 class McpServer:
     """`[mcp.NAME]`: a server started over stdio, whose tools come from planc.lock.json."""
 
