@@ -8,7 +8,7 @@ import sys
 import click
 
 from planc.cli.files import is_stored_plan, read_file
-from planc.cli.printing import console, print_checked
+from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked, print_some
 from planc.cli.project import plan_arguments
 
 
@@ -28,20 +28,18 @@ def parse_all_or_exit(files: list[tuple[str, str | None]]) -> list:
 
     results = [parse(read_file(path) if text is None else text) for path, text in files]
     if any(result.plan is None for result in results):
+        left = MAX_DIAGNOSTICS
         for (path, _), result in zip(files, results):
             if result.plan is None:
-                print_syntax_errors(path, result)
+                left = print_syntax_errors(path, result, left)
         sys.exit(SYNTAX_ERROR)
     return results
 
 
-def print_syntax_errors(path: str, result) -> None:
-    """The syntax errors of `result` (a ParseResult of `path` with no plan), on standard error."""
-    from planc.diagnostics.render_text import render_text
-
-    err = console(stderr=True)
-    for diagnostic in result.diagnostics:
-        err.print(render_text(diagnostic, result.source, path))
+def print_syntax_errors(path: str, result, left: int = MAX_DIAGNOSTICS) -> int:
+    """The syntax errors of `result` (a ParseResult of `path` with no plan), on standard error: the first
+    `left` of them, the rest counted; how many more may be printed after them."""
+    return print_some(console(stderr=True), result.diagnostics, result.source, path, left)
 
 
 def checked_to_run(text: str, name: str, registry, policy, principal: str, *, extract: bool = False,

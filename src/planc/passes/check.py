@@ -12,6 +12,7 @@ from planc.passes.context import CheckContext, Facts
 from planc.passes.cost.budget import Budget
 from planc.passes.cost.cost import CostReport, cost
 from planc.passes.ignores import apply_ignores
+from planc.passes.plan_size import oversized
 from planc.passes.policy.load import Policy, principal_of
 from planc.passes.policy.policy import PolicyFacts, policy
 from planc.passes.resolve.resolve import Resolution, resolve
@@ -88,6 +89,9 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
 
 
 def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResult:
+    too_large = oversized(source, context.registry)
+    if too_large is not None:
+        return CheckResult(source, None, (too_large,), context=context)
     text = extract(source) if extract_plan else source
     parsed = parse(text)
     if parsed.plan is None:
