@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/planc check examples/incidents/triage.plan
 	$(BIN)/planc run examples/incidents/triage.plan
+	$(BIN)/python examples/incidents/plan_demo.py
 
 test: $(STAMP)  # HYPOTHESIS_PROFILE=ci for the full hypothesis counts (.ci/run sets it)
 	$(BIN)/pytest -q tests src/planc
@@ -33,6 +34,8 @@ bench: $(STAMP)  # every benchmark, each against its baseline in the same run (a
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/diff.py
+	$(BIN)/python bench/plan.py
+	$(BIN)/python bench/big_inputs.py
 
 clean:  # .pytest_cache holds hypothesis's example database too
 	rm -rf $(VENV) build dist .pytest_cache .hypothesis

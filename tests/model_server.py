@@ -21,7 +21,7 @@ RECORDINGS = Path(__file__).resolve().parent / "recordings"
 
 class ModelServer:
     def __init__(self) -> None:
-        self.replies: deque[tuple[int, str, bytes]] = deque()
+        self.replies: deque[tuple[int, str, bytes, dict]] = deque()
         self.requests: list[dict] = []
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.thread = threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
@@ -31,12 +31,21 @@ class ModelServer:
         """The base URL, as `[models.NAME] base_url` takes it."""
         return f"http://127.0.0.1:{self.http.server_address[1]}/v1"
 
-    def play(self, *names: str, status: int = 200) -> None:
-        """Queue the recordings `names` (`answer_yes` is recordings/answer_yes.json)."""
+    def play(self, *names: str, status: int = 200, headers: dict | None = None) -> None:
+        """Queue the recordings `names` (`answer_yes` is recordings/answer_yes.json), sent with `status`
+        and `headers`."""
         for name in names:
             path = RECORDINGS / (name if "." in name else f"{name}.json")
             kind = "text/html" if path.suffix == ".html" else "application/json"
-            self.replies.append((status, kind, path.read_bytes()))
+            self.replies.append((status, kind, path.read_bytes(), dict(headers or {})))
+
+    def reply(self, content: str) -> None:
+        """Queue an answer whose text is `content`, as a chat completion."""
+        body = {"id": "chatcmpl-scripted", "object": "chat.completion", "model": "planc-test-model",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                             "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+        self.replies.append((200, "application/json", json.dumps(body).encode(), {}))
 
     def bodies(self) -> list[dict]:
         return [request["body"] for request in self.requests]
@@ -57,12 +66,14 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             server.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
             if server.replies:
-                status, kind, reply = server.replies.popleft()
+                status, kind, reply, headers = server.replies.popleft()
             else:
-                status, kind = 500, "application/json"
+                status, kind, headers = 500, "application/json", {}
                 reply = json.dumps({"error": {"message": "no recorded response left"}}).encode()
             self.send_response(status)
             self.send_header("Content-Type", kind)
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(reply)))
             self.end_headers()
             self.wfile.write(reply)

@@ -16,9 +16,9 @@ LAYERS = (
     ("registry",),
     ("analysis",),
     ("passes",),
-    ("optimize", "diff"),
-    ("backend", "store"),
-    ("cli", "corpus", "explain", "__init__"),
+    ("optimize", "diff", "pictures", "decoding"),
+    ("backend", "store", "planning"),
+    ("cli", "lsp", "corpus", "explain", "__init__"),
 )
 
 

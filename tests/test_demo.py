@@ -51,3 +51,14 @@ def test_the_other_example_plans_run(tmp_path, plan):
     result = planc("run", f"examples/incidents/{plan}", database=tmp_path / "incidents.sqlite")
     assert result.returncode == 0, result.stderr
     json.loads(result.stdout)
+
+
+def test_the_planning_demo_repairs_the_scripted_models_plan_and_runs_it(tmp_path):
+    database = tmp_path / "incidents.sqlite"
+    env = {"PATH": str(Path(planc_executable()).parent), "PLANC_INCIDENTS_DB": str(database), "HOME": str(tmp_path)}
+    done = subprocess.run([str(Path(planc_executable()).with_name("python")), "examples/incidents/plan_demo.py"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Did you mean `limit`?" in done.stdout and '--- round 2: the model answered' in done.stdout
+    assert '--- the checked plan\ndisk = search(query: "disk", limit: 50)' in done.stdout
+    assert outbox(database) == [("notify", "#incidents")]

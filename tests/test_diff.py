@@ -96,16 +96,16 @@ def test_standard_input_is_one_of_the_plans(files):
     assert result.exit_code == 1 and len(json.loads(result.output)["changes"]) == 2
 
 
-def test_a_plan_with_syntax_errors_is_exit_2_with_its_diagnostics(files):
+def test_a_plan_with_syntax_errors_is_exit_1_with_its_diagnostics(files):
     result = invoke("diff", files("a.plan", A), files("b.plan", 'search(query: "x"\n'))
-    assert result.exit_code == 2
+    assert result.exit_code == 1  # as `planc check` and `planc fmt` say of a syntax error
     assert "error[E100]" in result.output and "b.plan:1:" in result.output
     assert "Traceback" not in result.output
 
 
 def test_syntax_errors_in_both_plans_are_all_reported(files):
     result = invoke("diff", files("a.plan", "search(query: 'x')\n"), files("b.plan", 'search(query: "x"\n'))
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "a.plan:1:" in result.stderr and "b.plan:1:" in result.stderr and result.stdout == ""
 
 

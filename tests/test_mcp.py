@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli import HANG_GUARD_S, invoke
+from cli import HANG_GUARD_S, invoke, planc_completed
 from mcp_servers import GIT_SERVER, TIME_SERVER, toml_list
 
 import planc
@@ -227,3 +227,18 @@ def test_sync_rewrites_a_broken_lock(tmp_path):
     result = invoke("registry", "sync", "--config", str(tmp_path / "planc.toml"))
     assert result.exit_code == 0, result.output
     assert "time__get_current_time" in load_registry(tmp_path / "planc.toml").tools
+
+
+def test_a_server_that_writes_garbage_on_stdout_is_one_clean_message(tmp_path):
+    pytest.importorskip("mcp")
+    (tmp_path / "noisy.py").write_text(
+        "import sys, threading\n"
+        "for i in range(5):\n"
+        "    print(f'not json {i}', flush=True)\n"
+        "threading.Event().wait()\n", encoding="utf-8")
+    (tmp_path / "planc.toml").write_text(f"[mcp.noisy]\ncommand = {toml_list([sys.executable, 'noisy.py'])}\n",
+                                         encoding="utf-8")
+    done = planc_completed("registry", "sync", "--config", tmp_path / "planc.toml", "--timeout", "0.5")
+    assert done.returncode == 1 and "Traceback" not in done.stderr  # the SDK logs one per line by itself
+    assert "it wrote 5 lines that are not MCP on its standard output (`not json 0`" in done.stderr
+    assert done.stderr.count("MCP server `noisy`") == 1

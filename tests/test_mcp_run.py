@@ -126,6 +126,26 @@ def test_a_changed_description_is_refused_before_any_call(project, tmp_path):
     assert not [event for event in events(tmp_path / "events.jsonl") if event["event"] == "tool_started"]
 
 
+def test_drift_in_a_server_only_a_declared_plan_uses_is_refused_before_the_first_step(project, tmp_path):
+    """The outer plan reads the clock, then calls a plan that reads git: the git server's drift stops the
+    run before the clock is read."""
+    def rug_pull(lock):
+        tools = lock["servers"]["git"]["tools"]
+        old = tools["git_status"]
+        tools["git_status"] = entry("git_status", old["description"] + " Also uploads it.", old["input_schema"],
+                                    old["output_schema"], old["annotations"])
+
+    config, repo, _ = project
+    (tmp_path / "status.plan").write_text(f'git__git_status(repo_path: "{repo}")\n', encoding="utf-8")
+    toml = config.read_text(encoding="utf-8") + '\n[plans.status]\nfile = "status.plan"\n'
+    copied = copy_project(project, tmp_path, rug_pull, toml)
+    result = run_plan(copied, tmp_path, 'time__get_current_time(timezone: "UTC")\nplan__status()\n',
+                      "--events", str(tmp_path / "events.jsonl"))
+    assert result.exit_code == 1 and "rug pull" in result.stderr and "`git_status`" in result.stderr
+    assert "Traceback" not in result.output
+    assert not [event for event in events(tmp_path / "events.jsonl") if event["event"] == "tool_started"]
+
+
 def test_a_changed_input_schema_names_what_changed(project, tmp_path):
     def rug_pull(lock):
         tools = lock["servers"]["time"]["tools"]

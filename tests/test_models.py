@@ -155,8 +155,51 @@ def test_an_http_error_is_a_model_error_with_the_status_endpoint_and_message(mod
 
 def test_an_error_page_that_is_not_json_is_quoted(model_server):
     model_server.play("bad_gateway.html", status=502)
+
+    async def main():
+        async with client(model_server, extra="retries = 0") as model:
+            return await model.chat([{"role": "user", "content": "x"}])
+
     with pytest.raises(ModelError, match=r"answered HTTP 502: <html><head><title>502 Bad Gateway"):
+        asyncio.run(main())
+    assert len(model_server.requests) == 1
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    """The waits between attempts, kept instead of slept."""
+    from planc.backend import models
+
+    waited = []
+
+    async def pause(seconds):
+        waited.append(seconds)
+
+    monkeypatch.setattr(models, "pause", pause)
+    return waited
+
+
+def test_a_transient_failure_is_tried_again_after_the_wait_the_server_asks_for(model_server, waits):
+    model_server.play("bad_gateway.html", status=503, headers={"Retry-After": "7"})
+    model_server.play("error_invalid_api_key", status=429)
+    model_server.play("answer_hello")
+    reply = asyncio.run(run(lambda model: model.chat([{"role": "user", "content": "Say hello."}]))(model_server))
+    assert reply.content == "Hello from the loopback model."
+    assert waits == [7.0, 1.0] and len(model_server.requests) == 3  # Retry-After, then the doubled backoff
+
+
+def test_retries_are_bounded_and_the_last_failure_is_said(model_server, waits):
+    model_server.play(*["bad_gateway.html"] * 4, status=503)
+    with pytest.raises(ModelError, match=r"answered HTTP 503: .* \(after 4 attempts\)"):
         asyncio.run(run(lambda model: model.chat([{"role": "user", "content": "x"}]))(model_server))
+    assert waits == [0.5, 1.0, 2.0] and len(model_server.requests) == 4
+
+
+def test_a_client_error_is_not_tried_again(model_server, waits):
+    model_server.play("error_invalid_api_key", status=401)
+    with pytest.raises(ModelError, match="HTTP 401"):
+        asyncio.run(run(lambda model: model.chat([{"role": "user", "content": "x"}]))(model_server))
+    assert waits == [] and len(model_server.requests) == 1
 
 
 def test_a_body_that_is_not_a_chat_completion_is_a_model_error(model_server):
@@ -172,18 +215,20 @@ def test_an_unreachable_server_is_a_model_error():
         asyncio.run(run(lambda model: model.chat([{"role": "user", "content": "x"}]))(closed))
 
 
-def test_a_server_that_does_not_answer_in_timeout_s_is_a_model_error():
+def test_a_server_that_does_not_answer_in_timeout_s_is_a_model_error(waits):
     with socket.create_server(("127.0.0.1", 0)) as silent:  # listens, never answers
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
-        model = ModelClient.for_role(registry(f'[models.judge]\nbase_url = "{url}"\nmodel = "m"\ntimeout_s = 0.2\n'),
-                                     "judge")
+        model = ModelClient.for_role(registry(f'[models.judge]\nbase_url = "{url}"\nmodel = "m"\ntimeout_s = 0.2\n'
+                                              'retries = 1\n'), "judge")
 
         async def main():
             async with model:
                 await model.chat([{"role": "user", "content": "x"}])
 
-        with pytest.raises(ModelError, match=r"did not answer within 0.2 s \(`timeout_s` of \[models.judge\]\)"):
+        with pytest.raises(ModelError, match=r"did not answer within 0.2 s \(`timeout_s` of \[models.judge\]\) "
+                                             r"\(after 2 attempts\)"):
             asyncio.run(main())
+    assert waits == [0.5]
 
 
 # --- the agent loop

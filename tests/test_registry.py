@@ -95,7 +95,9 @@ def test_without_a_registry_any_tool_is_accepted():
     ("[tools.x]\nfoo = 1\n", 2, "unknown key `foo`"),
     ("[tools.x]\nrequired = [\"a\"]\n", 2, "names no parameter"),
     ("[tools.x]\neffects = { read_only = \"yes\" }\n", 2, "true or false"),
-    ("[tools.x__y]\n", 1, "`__`"),
+    ("[mcp.x]\ncommand = [\"x\"]\n[tools.x__y]\n", 3, "the MCP server `x`'s"),
+    ("[tools.plan__y]\n", 1, "declared plans"),
+    ("[plans.x__y]\nfile = \"x.plan\"\n", 1, "`__`"),
     ("[mcp.git]\ncommand = \"mcp-server-git\"\n", 2, "list of strings"),
     ("colour = 1\n", 1, "unknown key `colour`"),
     ('\npolcy = "p.cedar"\n[tools.x]\n', 2, "did you mean `policy`?"),
@@ -204,3 +206,10 @@ def test_a_bad_models_table_is_refused_before_any_step(tmp_path, monkeypatch, co
     assert "Traceback" not in result.output
     assert not spy.exists()
     sys.modules.pop(module, None)
+
+
+def test_a_tool_name_with_a_double_underscore_is_allowed_when_no_server_owns_it():
+    """Plans written for graph-style registries call tools like `builtin__git_diff`."""
+    registry = registry_from_text('[tools.builtin__git_diff]\nparams = { path = { type = "string" } }\n',
+                                  Path("planc.toml"))
+    assert planc.check('builtin__git_diff(path: "a.py")', registry=registry).diagnostics == ()

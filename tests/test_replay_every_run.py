@@ -5,7 +5,8 @@ wrote (`$PLANC_STORE`, and every `*.sqlite` under the session's temporary folder
 finished run with `planc replay` in this process, where calling a tool, asking a model or starting
 an MCP server raises. A replay must print what `planc run` printed for that run: the result as
 JSON (`--finish output`), nothing (`none`) or the recorded report (`solver`), with the same exit
-status; a run that failed must fail again with the same message. A replay reads the planc.toml,
+status; a run that failed must fail again with the same message, and one that was interrupted end
+the same way again (exit 130). A replay reads the planc.toml,
 lock and policy the run kept in the store, so a run replays even when its test changed those files
 afterwards.
 """
@@ -55,9 +56,12 @@ def finished_runs(store: Path) -> list[dict]:
 
 def expected(run: dict) -> tuple[int, str, str]:
     """What `planc run` printed for `run`: exit status, stdout, and the error line on stderr."""
-    if run["status"] == "failed":
-        return 1, "", f"error: {run['message']}\n"
+    if run["status"] in ("failed", "interrupted"):
+        return (1 if run["status"] == "failed" else 130), "", f"error: {run['message']}\n"
     options = run["options"]
+    planned = options.get("planned")
+    if planned is not None and not planned["run"]:  # `planc plan` printed the plan it checked
+        return 0, run["output"], ""
     finish = options.get("finish", "output")
     if finish == "solver":
         report = next(call for call in run["calls"] if call["step"] == "finish")["output"]["content"].strip()

@@ -1,8 +1,9 @@
-"""`planc resume`: a `planc run` killed with SIGKILL mid-run, then resumed.
+"""`planc resume`: a `planc run` killed with SIGKILL mid-run, or stopped with Ctrl-C, or whose call
+timed out, then resumed.
 
 Each attempt starts `planc run` as a process of its own (forked from one that has imported planc:
-`cli.planc_forks`) and kills it with SIGKILL at a point chosen at random, once the test has seen
-the run get there:
+`cli.planc_forks`) and kills it with SIGKILL (or interrupts it with SIGINT) at a point chosen at
+random, once the test has seen the run get there:
 
 - `recorded`: the run's row is in the store;
 - `before N`: the N-th call's intent row is in the store and its tool waits (nothing done yet);
@@ -16,6 +17,12 @@ delay: the test waits for a connection, a line, or a row, each bounded by the pr
 The run is then resumed (in this process; without the socket the tools run straight through):
 no acknowledged call is lost, no `send` is made twice, the store stays intact, and the outcome is
 the one the store predicts: "outcome unknown" exactly when a `send` was started and not finished.
+SIGKILL leaves the run `running` and the call in flight an intent row; SIGINT ends the run itself,
+recorded `interrupted` (exit 130) with the call in flight's outcome unknown.
+
+A call that hangs past its `timeout_s` (its tool waits at the gate for a "go" that never comes) ends
+the run by itself: the run fails at the timeout, the process exits though the tool's thread is still
+blocked, the call's outcome is unknown, and resume treats it as it treats any unknown call.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import os
 import random
 import select
+import signal
 import socket
 import sqlite3
 import time
@@ -71,6 +79,13 @@ def send(text):
         f.write(text + "\\n")
     gate.hold(f"sent {text}")
     return {"sent": text}
+
+
+def stall(text):
+    Gate().hold(f"stall {text}")  # in the timed-out run, the "go" never comes
+    with open(os.environ["PLANC_TEST_SENT"], "a") as f:
+        f.write(text + "\\n")
+    return {"sent": text}
 '''
 
 TOML = '''
@@ -85,6 +100,20 @@ provider = "python:{module}:send"
 params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 effects = {{ idempotent = false }}
+
+[tools.stall]
+provider = "python:{module}:stall"
+params = {{ text = {{ type = "string" }} }}
+required = ["text"]
+effects = {{ idempotent = false }}
+timeout_s = 1  # never reached but in the run that waits for a "go" that never comes
+
+[tools.stall_idempotent]
+provider = "python:{module}:stall"
+params = {{ text = {{ type = "string" }} }}
+required = ["text"]
+effects = {{ idempotent = true }}
+timeout_s = 1
 '''
 
 PLAN = '''read(n: 6)
@@ -109,21 +138,22 @@ def rows(store: Path, sql: str) -> list[tuple]:
 
 
 def finished_calls(store: Path) -> list[tuple]:
+    """The calls whose result is recorded."""
     with sqlite3.connect(store) as db:
         return db.execute("SELECT sequence, step, tool, input, output FROM calls "
-                          "WHERE finished_at IS NOT NULL ORDER BY sequence").fetchall()
+                          "WHERE outcome = 'ok' ORDER BY sequence").fetchall()
 
 
 class Run:
     """`planc run p.plan` as a process of its own, its tools held at the test's gate."""
 
-    def __init__(self, forks, folder: Path, store: Path, sent: Path, name: str) -> None:
+    def __init__(self, forks, folder: Path, store: Path, sent: Path, name: str, plan: str = "p.plan") -> None:
         self.store, self.err = store, folder / f"{name}.err"
         self.listener = socket.create_server(("127.0.0.1", 0))
         env = {**os.environ, "PLANC_TEST_SENT": str(sent),
                "PLANC_TEST_GATE": "127.0.0.1:%d" % self.listener.getsockname()[1]}
         env.pop("PLANC_STORE", None)
-        self.process = forks.start("run", "--store", store, "p.plan", cwd=folder, env=env, stderr=self.err)
+        self.process = forks.start("run", "--store", store, plan, cwd=folder, env=env, stderr=self.err)
         self.calls = []  # each call's line to its tool
 
     def still_running(self, what: str) -> None:
@@ -182,47 +212,67 @@ class Run:
         self.wait_until(f"the result row of call {n}", lambda: rows(
             self.store, f"SELECT 1 FROM calls WHERE sequence = {n} AND finished_at IS NOT NULL"))
 
-    def kill(self) -> None:
-        self.process.kill()  # SIGKILL
-        self.process.wait()
+    def stop(self, how: str) -> int:
+        """Kill the run (SIGKILL) or interrupt it (SIGINT, and it ends by itself); its exit status."""
+        if how == "SIGKILL":
+            self.process.kill()
+        elif self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGINT)  # the process is not reaped before it ends: the pid is its own
+        code = self.process.wait()
+        self.close()
+        return code
+
+    def close(self) -> None:
         for connection, line in self.calls:
             line.close()
             connection.close()
         self.listener.close()
 
 
-def test_sigkill_then_resume_never_repeats_a_non_idempotent_call(tmp_path, monkeypatch):
+@pytest.fixture
+def project(tmp_path, monkeypatch):
     module = f"resumetools_{tmp_path.name.replace('-', '_')}"
     (tmp_path / f"{module}.py").write_text(TOOLS, encoding="utf-8")
     (tmp_path / "planc.toml").write_text(TOML.format(module=module), encoding="utf-8")
     (tmp_path / "p.plan").write_text(PLAN, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
+def test_a_run_stopped_then_resumed_never_repeats_a_non_idempotent_call(project, how):
     rng = random.Random(6)
     points = rng.sample(POINTS, len(POINTS)) + [rng.choice(POINTS) for _ in range(KILLS - len(POINTS))]
     outcomes, landed = Counter(), Counter()
     with planc_forks() as forks:
         for attempt, point in enumerate(points, 1):
-            outcomes[attempt_once(forks, tmp_path, attempt, point, landed)] += 1
+            outcomes[attempt_once(forks, project, attempt, point, landed, how)] += 1
     assert outcomes["resumed"] + outcomes["unknown"] >= KILLS, outcomes  # every kill landed mid-run
     assert outcomes["resumed"] > 0 and outcomes["unknown"] > 0, outcomes
     assert set(landed) == {"recorded", "before", "during", "after"}, landed
-    print(outcomes, landed)
+    print(how, outcomes, landed)
 
 
-def attempt_once(forks, tmp_path: Path, attempt: int, point: tuple[str, int], landed: Counter) -> str:
-    """Run, kill at `point`, resume: "resumed" or "unknown"."""
+def attempt_once(forks, tmp_path: Path, attempt: int, point: tuple[str, int], landed: Counter, how: str) -> str:
+    """Run, stop at `point` (`how`: SIGKILL or SIGINT), resume: "resumed" or "unknown"."""
     store, sent = tmp_path / f"runs{attempt}.sqlite", tmp_path / f"sent{attempt}.log"
     run = Run(forks, tmp_path, store, sent, f"run{attempt}")
     try:
         run.drive_to(point)
     finally:
-        run.kill()
-    where = f"attempt {attempt}, killed at {point}"
+        code = run.stop(how)
+    where = f"attempt {attempt}, {how} at {point}"
     with sqlite3.connect(store) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
         (run_id, status), = db.execute("SELECT id, status FROM runs").fetchall()
-        open_calls = db.execute("SELECT sequence, tool FROM calls WHERE finished_at IS NULL").fetchall()
-    assert status == "running", where  # the run was held mid-run: it cannot have finished
+        open_calls = db.execute("SELECT sequence, tool FROM calls WHERE outcome IS NULL OR outcome = 'unknown'"
+                                ).fetchall()
+        unrecorded = db.execute("SELECT COUNT(*) FROM calls WHERE outcome IS NULL").fetchone()[0]
+    if how == "SIGKILL":  # the run was held mid-run: it cannot have finished
+        assert status == "running", where
+    else:  # it ended itself, saying so, and recorded how each call in flight ended
+        assert (code, status, unrecorded) == (130, "interrupted", 0), f"{where}: {run.err.read_text()}"
+        assert "Traceback" not in run.err.read_text(), where
     acknowledged = finished_calls(store)
     kind, n = point
     if kind in ("before", "during"):
@@ -251,3 +301,35 @@ def attempt_once(forks, tmp_path: Path, attempt: int, point: tuple[str, int], la
     assert "outcome unknown" in resumed.stderr, f"{where}: {resumed.stderr}"
     assert unknown, f"{where}: outcome unknown, with no send left unfinished"
     return "unknown"
+
+
+@pytest.mark.parametrize("tool, idempotent", [("stall", False), ("stall_idempotent", True)])
+def test_a_call_that_hangs_past_its_timeout_ends_the_run_and_resumes_as_any_unknown_call(project, tool, idempotent):
+    (project / "stall.plan").write_text(f'read(n: 1)\n{tool}(text: "s")\nread(n: 2)\n', encoding="utf-8")
+    store, sent = project / "stall.sqlite", project / "stall.log"
+    with planc_forks() as forks:
+        run = Run(forks, project, store, sent, "stall", plan="stall.plan")
+        try:
+            run.go(run.next_call("read 1"))
+            run.next_call("stall s")  # and never "go": the tool's thread waits for ever
+            code = run.process.wait()  # the run ends by itself, at the timeout, its tool still waiting
+        finally:
+            run.close()
+    err = run.err.read_text()
+    assert code == 1 and "Traceback" not in err, err
+    assert err.splitlines()[-1].startswith(f"error: step 2: `{tool}` failed: CallTimedOut: no result within 1 s")
+    with sqlite3.connect(store) as db:
+        (run_id, status), = db.execute("SELECT id, status FROM runs").fetchall()
+        rows = db.execute("SELECT tool, outcome FROM calls ORDER BY sequence").fetchall()
+    assert status == "failed" and rows == [("read", "ok"), (tool, "unknown")]
+    assert not sent.exists()
+
+    resumed = invoke("resume", run_id, "--store", store,
+                     env={"PLANC_TEST_SENT": str(sent), "PLANC_TEST_GATE": None, "PLANC_STORE": None})
+    assert "Traceback" not in resumed.output
+    if idempotent:  # made again, once, and the run goes on to its end
+        assert resumed.exit_code == 0, resumed.output
+        assert sent.read_text().split() == ["s"] and '"m1"' in resumed.stdout
+    else:
+        assert resumed.exit_code == 1 and "step 2: outcome unknown" in resumed.stderr, resumed.output
+        assert "it timed out" in resumed.stderr and not sent.exists()

@@ -207,16 +207,49 @@ def test_a_store_written_before_run_options_opens_and_replays(project, monkeypat
     database = project / ".planc" / "runs.sqlite"
     with sqlite3.connect(database) as db:  # back to the first schema: no `runs.options`, user_version 0
         db.execute("ALTER TABLE runs DROP COLUMN options")
+        db.execute("ALTER TABLE calls DROP COLUMN outcome")
+        db.execute("ALTER TABLE events DROP COLUMN refs")
         db.execute("DROP TABLE files")
+        db.execute("DROP TABLE large_values")
         db.execute("PRAGMA user_version = 0")
     monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
     replayed = invoke("replay", run_id)
     assert replayed.exit_code == 0, replayed.output
     assert replayed.stdout == output
     with sqlite3.connect(database) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
         assert "options" in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
         assert db.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 0
+
+
+def test_a_store_of_the_previous_schema_gets_each_calls_outcome(project, monkeypatch):
+    """Schema 3 had no `calls.outcome` (nor large values kept once): opening it adds the column and fills
+    it from what the rows say, a timeout recorded as a failure then being an unknown outcome."""
+    run_id, _ = record(project)
+    database = project / ".planc" / "runs.sqlite"
+    with sqlite3.connect(database) as db:  # as planc wrote it with schema 3
+        db.execute("ALTER TABLE calls DROP COLUMN outcome")
+        db.execute("ALTER TABLE events DROP COLUMN refs")
+        db.execute("DROP TABLE large_values")
+        db.execute("PRAGMA user_version = 3")
+        timeout = "step 3/do.1[1]: `notify` failed: CallTimedOut: no result within 1 s"
+        db.execute("UPDATE calls SET output = NULL, error = ? WHERE sequence = 3", (timeout,))
+        db.execute("UPDATE runs SET status = 'failed', message = ?, output = NULL", (timeout,))
+        db.execute("UPDATE calls SET output = NULL, error = 'step 3/do.1[2]: `notify` failed: ValueError: no' "
+                   "WHERE sequence = 4")
+        db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, started_at) "
+                   "VALUES (?, 5, '4', 'notify', '{}', 0)", (run_id,))
+    shown = invoke("show-run", run_id, "--format", "json")
+    assert shown.exit_code == 0, shown.output
+    assert [call["outcome"] for call in json.loads(shown.stdout)["calls"]] == ["ok", "ok", "unknown", "failed",
+                                                                              "unknown"]
+    with sqlite3.connect(database) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("SELECT outcome FROM calls ORDER BY sequence").fetchall() == [
+            ("ok",), ("ok",), ("unknown",), ("failed",), (None,)]  # an intent row: no outcome yet, read as unknown
+    text = invoke("show-run", run_id).stdout
+    assert "notify {\"channel\": \"#ops\", \"text\": \"disk 2\"} (" in text and ": outcome unknown: step 3/do.1[1]" in text
+    assert " failed: step 3/do.1[2]: `notify` failed: ValueError: no" in text
 
 
 def test_replay_reads_the_files_the_run_read_even_after_they_changed(project, monkeypatch):

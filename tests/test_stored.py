@@ -16,7 +16,7 @@ from planc.registry import registry_from_text
 from planc.store.stored import MIGRATIONS, StoredPlanError, dump, load_plan, save_plan
 
 TESTS = Path(__file__).resolve().parent
-FIXTURE = TESTS / "fixtures" / "stored_v1.json"
+FIXTURES = {version: TESTS / "fixtures" / f"stored_{version}.json" for version in ("v1", "v2")}
 CORPUS = TESTS.parent / "corpus"
 
 TOOLS = '''
@@ -67,7 +67,8 @@ def compiled(project) -> dict:
 
 def test_a_compiled_plan_runs_as_the_text_does(project):
     stored = compiled(project)
-    assert stored["format"] == "planc.plan" and stored["version"] == 1 and stored["source"] == PLAN
+    assert stored["format"] == "planc.plan" and stored["version"] == 2 and stored["source"] == PLAN
+    assert stored["plans"] == {}  # it calls no declared plan
     assert sorted(stored["registry"]["tools"]) == ["notify", "search"] and stored["policy"] is None
     assert (project / "p.json").read_text(encoding="utf-8").endswith("}\n")
     from_text, from_stored = invoke("run", "p.plan"), invoke("run", "p.json")
@@ -124,10 +125,10 @@ def test_a_changed_policy_is_refused(project):
 
 def test_a_future_version_and_other_formats_are_refused(project):
     stored = compiled(project)
-    stored["version"] = 2
-    with pytest.raises(StoredPlanError, match="version 2, newer than this planc: this planc reads versions 1"):
+    stored["version"] = 3
+    with pytest.raises(StoredPlanError, match="version 3, newer than this planc: this planc reads versions 1, 2"):
         load_plan(dump(stored))
-    stored.update(format="other", version=1)
+    stored.update(format="other", version=2)
     with pytest.raises(StoredPlanError, match="not a stored plan"):
         load_plan(dump(stored))
 
@@ -137,12 +138,14 @@ def test_an_older_version_goes_through_its_migration(project, monkeypatch):
 
     text = dump(compiled(project))
     registry = planc.registry.load_registry(project / "planc.toml")
-    monkeypatch.setattr(module, "VERSION", 2)  # as if the format changed after version 1
-    with pytest.raises(StoredPlanError, match="version 1, which this planc cannot read: it reads versions 2"):
+    monkeypatch.setattr(module, "VERSION", 3)  # as if the format changed after version 2
+    monkeypatch.setitem(module.STORED_PLAN["properties"], "version", {"const": 3})
+    monkeypatch.delitem(MIGRATIONS, 1)
+    with pytest.raises(StoredPlanError, match="version 2, which this planc cannot read: it reads versions 3"):
         load_plan(text, registry=registry)
     migrated = []
-    monkeypatch.setitem(MIGRATIONS, 1, lambda plan: migrated.append(plan["version"]) or {**plan, "note": "v2"})
-    assert load_plan(text, registry=registry).ok and migrated == [1]
+    monkeypatch.setitem(MIGRATIONS, 2, lambda plan: migrated.append(plan["version"]) or dict(plan))
+    assert load_plan(text, registry=registry).ok and migrated == [2]
     tampered = text.replace('"disk', '"dusk', 1)
     with pytest.raises(StoredPlanError, match="content hash does not match"):  # checked before migrating
         load_plan(tampered, registry=registry)
@@ -177,18 +180,29 @@ def fixture_registry():
 
 
 def test_the_committed_version_1_plan_still_loads():
-    text = FIXTURE.read_text(encoding="utf-8")
+    """Version 1 did not record declared plans' files: it migrates, and calling none, it loads."""
+    registry = fixture_registry()
+    checked = load_plan(FIXTURES["v1"].read_text(encoding="utf-8"), registry=registry)
+    assert checked.ok and checked.source == FIXTURE_PLAN and checked.steps == 4
+    assert dump(save_plan(checked, registry=registry)) == FIXTURES["v2"].read_text(encoding="utf-8")
+
+
+def test_the_committed_version_2_plan_still_loads():
+    text = FIXTURES["v2"].read_text(encoding="utf-8")
     registry = fixture_registry()
     checked = load_plan(text, registry=registry)
     assert checked.ok and checked.source == FIXTURE_PLAN and checked.steps == 4
     assert dump(save_plan(checked, registry=registry)) == text
 
 
-def write_fixture() -> None:  # run by hand when there is no fixture: `python -c "import test_stored as t; t.write_fixture()"`
+def write_fixture() -> None:  # by hand, for a new version: `python -c "import test_stored as t; t.write_fixture()"`
+    from planc.store.stored import VERSION
+
     registry = fixture_registry()
     checked = planc.check(FIXTURE_PLAN, registry=registry)
-    FIXTURE.parent.mkdir(exist_ok=True)
-    FIXTURE.write_text(dump(save_plan(checked, registry=registry)), encoding="utf-8")
+    path = TESTS / "fixtures" / f"stored_v{VERSION}.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(dump(save_plan(checked, registry=registry)), encoding="utf-8")
 
 
 def ok_cases():

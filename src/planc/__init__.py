@@ -23,18 +23,37 @@ _API = {
     "Severity": "planc.diagnostics",
     "Span": "planc.diagnostics",
     "check": "planc.passes.check",
+    "export_grammar": "planc.decoding",
     "extract": "planc.syntax.extract",
     "parse": "planc.syntax.parser",
     "load_plan": "planc.store.stored",
     "print_plan": "planc.syntax.printer",
     "save_plan": "planc.store.stored",
     "tool": "planc.registry.python_tools",
+    "load_registry": "planc.registry.config",
+    "load_policy": "planc.passes.policy.load",
+    "render_repair": "planc.diagnostics.render_repair",
+    "run": "planc.backend.recorded_run",
+    "RunResult": "planc.backend.interpreter",
+    "Hooks": "planc.backend.hooks",
+    "plan": "planc.planning.planner",
+    "Planned": "planc.planning.planner",
+    "system_prompt": "planc.planning.prompt",
 }
 
 __all__ = list(_API)
 
 if TYPE_CHECKING:
+    from planc.backend.hooks import Hooks
+    from planc.backend.interpreter import RunResult
+    from planc.backend.recorded_run import run
+    from planc.decoding import export_grammar
     from planc.diagnostics import Diagnostic, Fix, Position, Severity, Span
+    from planc.diagnostics.render_repair import render_repair
+    from planc.planning.planner import Planned, plan
+    from planc.planning.prompt import system_prompt
+    from planc.passes.policy.load import load_policy
+    from planc.registry.config import load_registry
     from planc.passes.check import CheckResult, check
     from planc.registry.python_tools import tool
     from planc.store.stored import load_plan, save_plan

@@ -2,20 +2,24 @@
 
 Before every effectful call (a tool whose `effects.read_only` is false) it
 shows the step path, the tool, its effects and the rendered input on stderr,
-and asks y/n. Yes calls the tool; no (or end of input, or Ctrl-C) aborts the
-run before the call. Read-only calls pass without a question. The question
-blocks the event loop on purpose: one question at a time, even from the items
-of a `map` running concurrently, and Ctrl-C reaches it.
+and asks y/n. Yes calls the tool; no (or end of input) aborts the run before
+the call. Read-only calls pass without a question. The question blocks the
+event loop on purpose: one question at a time, even from the items of a `map`
+running concurrently. Ctrl-C (or SIGTERM) at the question interrupts the run
+(`interrupts.py`) rather than answering it: the call is not made, and a resume
+asks again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Iterator
 from typing import ContextManager
 
 from planc.backend.hooks import Abort, Call, Proceed
+from planc.backend.interrupts import asking
 
 
 def describe(call: Call):
@@ -54,9 +58,12 @@ def approval_gate(console, ask: Callable[[str], bool] | None = None,
         with (pause or _nothing)():
             console.print(describe(call))
             try:
-                yes = answer(f"Call [bold]{call.tool.name}[/bold]?")
-            except (EOFError, KeyboardInterrupt):
+                with asking():
+                    yes = answer(f"Call [bold]{call.tool.name}[/bold]?")
+            except EOFError:
                 yes = False
+            except KeyboardInterrupt:  # the run is interrupted: the task stops here, the call unmade
+                raise asyncio.CancelledError from None
         return Proceed() if yes else Abort(f"`{call.tool.name}` was not approved")
 
     return gate

@@ -1,19 +1,24 @@
 """The one path every real tool call takes, at any depth: a plan's steps, blocks, declared plans, agents.
 
 In order: the policy decides with the real arguments; the arguments are validated against the
-tool's schemas; the gate is asked; the recorder commits the intent (or answers from its record);
-the tool is called; its result is recorded and validated against the tool's `returns`; events are
-sent before and after. A failure of the tool goes to `on_tool_error`, which may replace it.
+tool's schemas; the recorder answers from its record (a replay, a resume) or else the gate is asked
+(a refusal is recorded) and the recorder commits the intent;
+the tool is called; its result is made plain JSON data (or refused: `results.py`), recorded and
+validated against the tool's `returns`; events are sent before and after. Model inferences are
+recorded through the same `recorded_call`. A failure of the tool goes to `on_tool_error`, which may replace it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 
 from planc.backend.hooks import Abort, Call, Proceed, Replace, Skip
 from planc.backend.providers import CallTimedOut, call_provider
+from planc.backend.results import usable
 from planc.backend.stop import current as current_stop
 from planc.backend.values import RunError, ToolFailed
+from planc.registry.declarations import RESULT_BYTES
 from planc.syntax import ast
 
 
@@ -30,12 +35,12 @@ class Dispatch:
         current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
         self.authorize(call, step, in_loop)
         self.validate(call, step)
-        gate = await self.hooks.gate(call) if self.hooks.gate else Proceed()
-        if isinstance(gate, Abort):
-            raise RunError(f"step {call.step}: stopped before calling `{tool.name}`: {gate.reason}", step.tool)
+        answer = self.from_record(call, step)
+        if answer is None:  # only a call that will really be made is put to the gate
+            answer = await self.approved(call, step)
         self.run.emit("tool_started", step=call.step, tool=tool.name, input=dict(call.args))
-        if isinstance(gate, Skip):
-            result = gate.result
+        if isinstance(answer, Skip):
+            result = answer.result
         elif tool.provider.startswith("plan:"):  # its own calls come this way, each recorded
             result = await self.run.declared_plan(call, step, in_loop)
         else:
@@ -44,45 +49,53 @@ class Dispatch:
         self.run.emit("tool_finished", step=call.step, tool=tool.name, result=result)
         return result
 
+    def from_record(self, call: Call, step: ast.Step) -> Skip | None:
+        """The call's result when the recorder holds it (a replay, a resume): it is neither asked for nor made
+        again. A declared plan is not recorded as a call: its own calls are."""
+        recorder = self.session.recorder
+        if recorder is None or call.tool.provider.startswith("plan:"):
+            return None
+        return recorder.replayed(call, step)
+
+    async def approved(self, call: Call, step: ast.Step) -> Proceed | Skip:
+        """The gate's answer; when it aborts, the run stops before the call, and the recorder keeps the refusal
+        (so that no resume makes the call)."""
+        gate = await self.hooks.gate(call) if self.hooks.gate else Proceed()
+        if not isinstance(gate, Abort):
+            return gate
+        error = RunError(f"step {call.step}: stopped before calling `{call.tool.name}`: {gate.reason}", step.tool)
+        recorder = self.session.recorder
+        if recorder is not None and not call.tool.provider.startswith("plan:"):
+            recorder.declined(call, str(error))
+        raise error
+
     def authorize(self, call: Call, step: ast.Step, in_loop: bool) -> None:
-        """The policy, asked again with the real arguments: a denial stops the run before the call."""
+        """The policy, asked again with the real arguments: a denial stops the run before the call, with
+        the message `planc check` gives it (E400)."""
         if self.policy is None:
             return
         from planc.passes.policy.decide import decide
+        from planc.passes.policy.denial import denial
 
-        tool = call.tool
-        decision = decide(self.policy, self.principal, tool, call.args, step=call.step, in_loop=in_loop)
+        decision = decide(self.policy, self.principal, call.tool, call.args, step=call.step, in_loop=in_loop)
         if not decision.allowed:
-            who = ", ".join(rule.name for rule in decision.policies) or "no policy permits it"
-            raise RunError(f"step {call.step}: the policy denies calling `{tool.name}` ({who})", step.tool)
+            denied = denial(step, call.step, decision, self.principal, self.policy)
+            raise RunError(f"step {call.step}: {denied.message}", step.tool)
 
     async def recorded(self, call: Call, step: ast.Step):
-        """The tool's result: from the record when the recorder holds it, else called, the recorder told
-        before and after."""
+        """The tool's result, called, the recorder told before and after; as JSON data (`results.plain`),
+        or the call is refused."""
         recorder = self.session.recorder
-        replayed = recorder.replayed(call, step) if recorder is not None else None
-        if replayed is not None:
-            return replayed.result
-        if recorder is not None:
-            recorder.started(call)
+        registry = self.session.registry
         try:
-            try:
-                result = await call_provider(call.tool, call.args, self.session.registry, self.session.mcp)
-            except RunError:
-                raise
-            except Exception as error:  # whatever the tool raised is the tool's error, and so is a timeout
-                if recorder is not None:  # recorded as it ended: `on_tool_error` may yet replace it for the run
-                    recorder.finished(call, None, error.__class__(failed(call, error)) if isinstance(
-                        error, CallTimedOut) else ToolFailed(failed(call, error)))
-                    recorder = None
-                result = await self.tool_failed(call, step, error)
-        except RunError as error:
-            if recorder is not None:
-                recorder.finished(call, None, error)
+            return await recorded_call(
+                recorder, call, lambda: call_provider(call.tool, call.args, registry, self.session.mcp),
+                what=f"step {call.step}: `{call.tool.name}`", explain=lambda error: recorded_error(call, error),
+                limit_bytes=result_bytes(registry))
+        except RunError:
             raise
-        if recorder is not None:
-            recorder.finished(call, result, None)
-        return result
+        except Exception as error:  # recorded as it ended: `on_tool_error` may yet replace it for the run
+            return await self.tool_failed(call, step, error)
 
     async def tool_failed(self, call: Call, step: ast.Step, error: Exception):
         action = await self.hooks.on_tool_error(call, error) if self.hooks.on_tool_error else None
@@ -121,6 +134,47 @@ class Dispatch:
             where = "/".join(str(part) for part in error.absolute_path) or "the result"
             raise ToolFailed(f"step {call.step}: `{tool.name}` returned a result its declaration does not allow "
                              f"(at {where}: {error.message})", step.tool)
+
+
+async def recorded_call(recorder, call: Call, make: Callable[[], Awaitable], *, what: str,
+                        explain: Callable[[Exception], Exception], limit_bytes: int | None):
+    """`await make()` (the real work of `call`, `what` in messages) as plain JSON data, `recorder` (if any)
+    told before and after.
+
+    The intent is committed before the work starts, so a store that cannot record it stops the run
+    before the call. The call's end is recorded whatever it is: its result; or what it raised, as
+    `explain(error)` says it (the error itself is raised); or a result that is not JSON data or is
+    larger than `limit_bytes`, refused (ResultRefused) after its effect, never lost to a traceback;
+    or, when the run is interrupted during it, that its outcome is unknown.
+    """
+    if recorder is not None:
+        recorder.started(call)
+    try:
+        result = usable(await make(), what, limit_bytes)
+    except asyncio.CancelledError:  # the run was interrupted during the call: it may have had its effect
+        if recorder is not None:
+            recorder.abandoned(call)
+        raise
+    except Exception as error:
+        if recorder is not None:
+            recorder.finished(call, None, explain(error))
+        raise
+    if recorder is not None:
+        recorder.finished(call, result, None)
+    return result
+
+
+def recorded_error(call: Call, error: Exception) -> Exception:
+    """What the run store records of a tool call that raised `error`: the run's own message for it (a
+    timeout keeps its kind, as its outcome is unknown rather than failed)."""
+    if isinstance(error, RunError):
+        return error
+    return (CallTimedOut if isinstance(error, CallTimedOut) else ToolFailed)(failed(call, error))
+
+
+def result_bytes(registry) -> int:
+    """`[limits] result_bytes`: the largest result, as JSON, a call may return."""
+    return registry.limits.result_bytes if registry is not None else RESULT_BYTES
 
 
 def failed(call: Call, error: Exception) -> str:

@@ -55,8 +55,7 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
         raise RunError("the plan has errors: `planc check` it first")
     session = Session(checked, registry, recorder)
     run = Run(checked, session, hooks, policy, principal)
-    scope = Scope(ChainMap(), checked.resolution.targets, dict(arguments or {}))
-    missing_arguments(checked, scope.arguments)
+    scope = Scope(ChainMap(), checked.resolution.targets, run_arguments(checked, arguments or {}))
     run.emit("run_started")
     try:
         await session.open()  # the MCP servers the run may call, checked against the lock before any step
@@ -72,6 +71,27 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
         await session.close()  # never raises: servers and models are closed whatever happened
     run.emit("run_finished", status=result.status)
     return result
+
+
+def run_arguments(checked: CheckResult, arguments: Mapping) -> dict:
+    """The arguments a run of `checked` gets: checked against its declared `params` when it is a declared
+    plan (over their defaults, each of the declared type, no other), as a call of `plan__NAME` is; and
+    every `$args.NAME` it reads given. A RunError, before any step, otherwise."""
+    params = checked.context.arguments if checked.context is not None else None
+    if params is not None:
+        unknown = sorted(set(arguments) - set(params))
+        if unknown:
+            declared = ", ".join(f"`{name}`" for name in params) or "none"
+            raise RunError(f"the plan declares no parameter `{unknown[0]}`; its parameters are {declared}")
+        arguments = with_defaults(params, arguments)
+        from jsonschema.validators import validator_for
+
+        for name, value in arguments.items():
+            error = next(iter(validator_for(params[name])(params[name]).iter_errors(value)), None)
+            if error is not None:
+                raise RunError(f"the argument `{name}` is invalid: {error.message}")
+    missing_arguments(checked, arguments)
+    return dict(arguments)
 
 
 def missing_arguments(checked: CheckResult, arguments: Mapping) -> None:
@@ -167,22 +187,14 @@ class Run:
 
     async def declared_plan(self, call: Call, step: ast.Step, in_loop: bool):
         """Run the declared plan that `call` (of `plan__NAME`) calls, inside this run, with the call's arguments
-        over its declared defaults; its steps' paths are under the calling step's."""
-        from planc.passes.check import check
-
+        over its declared defaults; its steps' paths are under the calling step's, and it runs in the
+        caller's loops. It was checked with the plan that calls it, so it runs as checked then."""
         name = call.tool.provider[len("plan:"):]
-        file = self.registry.plans.file(name)
-        params = file.declaration.params
-        if file.text is None:
-            raise RunError(f"step {call.step}: the plan `{name}`: {file.problem}", step.tool)
-        checked = check(file.text, registry=self.registry, arguments=params, policy=self.dispatch.policy,
-                        principal=self.dispatch.principal)
-        if not checked.ok:
-            first = next(d for d in checked.diagnostics if d.is_error)
-            raise RunError(f"step {call.step}: the plan `{name}` ({file.declaration.written}) has errors: "
-                           f"{first.code} {first.message}", step.tool)
-        defaults = {param: schema["default"] for param, schema in params.items() if "default" in schema}
-        arguments = {**defaults, **call.args}
+        checked = self.checked.context.plans.get(name) if self.checked.context is not None else None
+        if checked is None or not checked.ok:  # only when the caller was not checked with the registry
+            raise RunError(f"step {call.step}: the plan `{name}` was not checked with this plan: check it first",
+                           step.tool)
+        arguments = with_defaults(self.registry.plans[name].params, call.args)
         missing_arguments(checked, arguments)
         self.tools.update(checked.resolution.tools)
         scope = Scope(ChainMap(), checked.resolution.targets, arguments)
@@ -195,3 +207,8 @@ class Run:
                                  step.tool) from None
             return exit_.output
 
+
+def with_defaults(params: Mapping[str, Mapping], arguments: Mapping) -> dict:
+    """`arguments` over the defaults a declared plan's `params` give."""
+    defaults = {param: schema["default"] for param, schema in params.items() if "default" in schema}
+    return {**defaults, **arguments}

@@ -57,6 +57,7 @@ class McpRuntime:
             raise RunError("the plan calls MCP tools, and running them needs the MCP SDK: "
                            "pip install 'planc[mcp]'") from None
         from planc.registry.mcp_sync import (
+            StdoutNoise,
             _all_tools,
             _describe,
             _tail,
@@ -76,15 +77,16 @@ class McpRuntime:
             command = server.command
             parameters = server_parameters(server, folder)
             errlog = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
+            noise = StdoutNoise()
             try:  # the transports' task groups stay open in `stack`: no cancel scope may wrap their entry
                 read, write = await stack.enter_async_context(stdio_client(parameters, errlog=errlog))
-                session = await stack.enter_async_context(ClientSession(read, write))
+                session = await stack.enter_async_context(ClientSession(read, write, message_handler=noise))
                 with anyio.fail_after(MCP_START_TIMEOUT_S):
                     await session.initialize()
                     live = await _all_tools(session)
             except Exception as error:  # noqa: BLE001 - a server that cannot start stops the run
                 raise RunError(f"MCP server `{name}` (`{shlex.join(command)}`) cannot be used: "
-                               f"{_describe(error, command[0], MCP_START_TIMEOUT_S)}{_tail(errlog)}") from None
+                               f"{_describe(error, command[0], MCP_START_TIMEOUT_S)}{noise.said()}{_tail(errlog)}") from None
             drift(name, lock["servers"].get(name, {}).get("tools", {}), live)
             self.sessions[name] = session
 
@@ -112,30 +114,16 @@ class McpRuntime:
 
 
 def needed_servers(checked, registry) -> list[str]:
-    """The servers whose tools the plan calls; every locked server if it has an `agent` step."""
+    """The servers whose tools the plan, or a declared plan it calls, calls; every locked server when any
+    of them has an `agent` step (its tools are chosen when it runs)."""
     if registry is None:
         return []
-    servers = {tool.provider.split(":", 1)[1] for tool in checked.resolution.tools.values()
-               if tool.provider.startswith("mcp:")}
-    if _has_agent(checked):
-        servers |= {tool.provider.split(":", 1)[1] for tool in registry.tools.values()
-                    if tool.provider.startswith("mcp:")}
+    plans = [checked, *(checked.context.plans.values() if checked.context is not None else ())]
+    tools = [tool for plan in plans if plan.resolution is not None for tool in plan.resolution.tools.values()]
+    if any(tool.name == "agent" and tool.provider == "builtin" for tool in tools):
+        tools = list(registry.tools.values())
+    servers = {tool.server for tool in tools if tool.server is not None}
     return sorted(server for server in servers if server in registry.servers)
-
-
-def _has_agent(checked) -> bool:
-    from planc.syntax.steps import step_blocks
-
-    def walk(pipelines) -> bool:
-        for pipeline in pipelines:
-            for step in pipeline.steps:
-                if step.tool.text == "agent":
-                    return True
-                if any(walk(block.pipelines) for block, _ in step_blocks(step)):
-                    return True
-        return False
-
-    return walk(checked.plan.pipelines)
 
 
 def drift(server: str, locked: dict, live: list[dict]) -> None:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from planc.backend.dispatch import recorded_call
 from planc.backend.hooks import Call
 from planc.backend.models import ModelClient, ModelError, Reply
 from planc.backend.stop import current as current_stop
 from planc.backend.values import ToolFailed
+from planc.registry.declarations import RESULT_BYTES
 from planc.registry.tool import Effects, Tool
 
 # What asking a model may do: nothing in the world (so it may be asked again), not deterministic.
@@ -33,8 +35,10 @@ class StepModel:
     replay needs neither the endpoint nor its API key.
     """
 
-    def __init__(self, connect: Callable[[], ModelClient], role: str, path: str, recorder=None, step=None) -> None:
+    def __init__(self, connect: Callable[[], ModelClient], role: str, path: str, recorder=None, step=None,
+                 limit_bytes: int = RESULT_BYTES) -> None:
         self.connect, self.role, self.path, self.recorder, self.step = connect, role, path, recorder, step
+        self.limit_bytes = limit_bytes  # `[limits] result_bytes`: a longer reply is refused like a tool's result
         self.client: ModelClient | None = None  # once connected
 
     def connected(self) -> ModelClient:
@@ -52,25 +56,27 @@ class StepModel:
         return self.connected().endpoint
 
     async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
-                   response_format: Mapping | None = None) -> Reply:
+                   response_format: Mapping | None = None, extra: Mapping | None = None) -> Reply:
         current_stop().check(self.path, getattr(self.step, "tool", None))  # no inference after a failure
         if self.recorder is None:
-            return await self.connected().chat(messages, tools=tools, response_format=response_format)
+            return await self.connected().chat(messages, tools=tools, response_format=response_format, extra=extra)
         asked: dict = {"messages": list(messages), "tools": [tool.name for tool in tools or ()]}
         if response_format is not None:
             asked["response_format"] = dict(response_format)
+        if extra:
+            asked["extra"] = dict(extra)
         call = Call(self.path, model_tool(self.role), asked)
+
+        async def reply() -> dict:
+            return (await self.connected().chat(messages, tools=tools, response_format=response_format,
+                                                extra=extra)).to_data()
+
         try:
             replayed = self.recorder.replayed(call, self.step)
-        except ToolFailed as error:  # the recorded inference failed: fail as the model did
+            if replayed is not None:
+                return Reply.from_data(replayed.result)
+            # The reply the run goes on with is the one recorded, as replay will read it back.
+            return Reply.from_data(await recorded_call(self.recorder, call, reply, what=f"the `{self.role}` model",
+                                                       explain=lambda error: error, limit_bytes=self.limit_bytes))
+        except ToolFailed as error:  # a reply refused, or a recorded inference that failed: fail as the model did
             raise ModelError(str(error)) from None
-        if replayed is not None:
-            return Reply.from_data(replayed.result)
-        self.recorder.started(call)
-        try:
-            reply = await self.connected().chat(messages, tools=tools, response_format=response_format)
-        except Exception as error:
-            self.recorder.finished(call, None, error)
-            raise
-        self.recorder.finished(call, reply.to_data(), None)
-        return reply

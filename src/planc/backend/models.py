@@ -10,6 +10,7 @@ an unreachable server, a body that is not a chat completion) is a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,34 @@ from planc.registry.tool import Tool
 
 if TYPE_CHECKING:
     import httpx
+
+
+BACKOFF_S = 0.5  # the first wait before trying a model again; it doubles each time
+MAX_WAIT_S = 30.0  # the longest wait between two attempts, whatever `Retry-After` asks
+pause = asyncio.sleep  # how a retry waits (a test may stand in for it)
+
+
+def retry_after(value: str | None) -> float | None:
+    """The seconds a `Retry-After` header asks to wait (a number of seconds, or an HTTP date).
+
+    >>> retry_after("2"), retry_after(None), retry_after("soon")
+    (2.0, None, None)
+    """
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    import datetime
+
+    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
 class ModelError(Exception):
@@ -131,9 +160,15 @@ class ModelClient:
             self._http = None
 
     async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
-                   response_format: Mapping | None = None) -> Reply:
-        """One chat completion: `messages` in the OpenAI format; `tools` the model may call."""
-        body: dict = {"model": self.config.model, "messages": list(messages)}
+                   response_format: Mapping | None = None, extra: Mapping | None = None) -> Reply:
+        """One chat completion: `messages` in the OpenAI format; `tools` the model may call; `extra`, fields
+        of the request body an endpoint takes beyond OpenAI's (a grammar).
+
+        A transient failure (HTTP 429 or 5xx, a timeout) is tried again, up to
+        `retries` more times (`[models.NAME]`), after the wait the server asks for in `Retry-After`, else
+        after a wait that doubles each time.
+        """
+        body: dict = {"model": self.config.model, "messages": list(messages), **(extra or {})}
         if tools:
             body["tools"] = [tool_definition(tool) for tool in tools]
         if response_format is not None:
@@ -142,22 +177,41 @@ class ModelClient:
 
         if self._http is None:
             self._http = httpx.AsyncClient(timeout=self.config.timeout_s)
-        try:
-            response = await self._http.post(self.endpoint, json=body, headers=self.headers)
-        except httpx.TimeoutException:
-            raise ModelError(f"{self.endpoint} did not answer within {self.config.timeout_s:g} s "
-                             f"(`timeout_s` of [models.{self.config.name}])") from None
-        except httpx.HTTPError as error:
-            raise ModelError(f"cannot reach {self.endpoint}: {error or type(error).__name__}") from None
-        return self._reply(response)
+        for attempt in range(self.config.retries + 1):
+            wait = None
+            try:
+                response = await self._http.post(self.endpoint, json=body, headers=self.headers)
+            except httpx.TimeoutException:
+                failure = ModelError(f"{self.endpoint} did not answer within {self.config.timeout_s:g} s "
+                                     f"(`timeout_s` of [models.{self.config.name}])")
+            except httpx.HTTPError as error:  # nothing listens there: not a passing fault
+                raise ModelError(f"cannot reach {self.endpoint}: {error or type(error).__name__}") from None
+            else:
+                if response.status_code != 429 and response.status_code < 500:
+                    return self._reply(response)
+                failure = self._failure(response)
+                wait = retry_after(response.headers.get("Retry-After"))
+            if attempt == self.config.retries:
+                if attempt:
+                    raise ModelError(f"{failure} (after {attempt + 1} attempts)")
+                raise failure
+            await pause(min(wait if wait is not None else BACKOFF_S * 2**attempt, MAX_WAIT_S))
+        raise AssertionError("unreachable")
 
-    def _reply(self, response: httpx.Response) -> Reply:
+    def _failure(self, response: httpx.Response) -> ModelError:
         try:
             data = response.json()
         except ValueError:
             data = None
+        return ModelError(f"{self.endpoint} answered HTTP {response.status_code}: {_error_message(data, response)}")
+
+    def _reply(self, response: httpx.Response) -> Reply:
         if response.status_code >= 400:
-            raise ModelError(f"{self.endpoint} answered HTTP {response.status_code}: {_error_message(data, response)}")
+            raise self._failure(response)
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
         if not isinstance(data, dict):
             raise ModelError(f"{self.endpoint} answered with a body that is not a JSON object: {excerpt(response.text)}")
         try:

@@ -27,6 +27,8 @@ from planc.registry.tool import Tool
 class CallTimedOut(Exception):
     """A call gave no result within its timeout: whether it had its effect is unknown."""
 
+    outcome = "unknown"  # as the run store records it: resume calls it again only if that is safe
+
 
 class ToolExited(Exception):
     """A tool raised SystemExit or KeyboardInterrupt: a failed call, never the end of planc."""
@@ -39,9 +41,13 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
         timeout, source = tool.timeout_s, "its `timeout_s`"
     else:
         timeout, source = registry.limits.timeout_s if registry is not None else TOOL_TIMEOUT_S, "`[limits] timeout_s`"
+    timer = asyncio.timeout(timeout)  # in this task: a failure reaches the run with no turn of the loop between
     try:
-        return await asyncio.wait_for(_call(tool, args, registry, mcp), timeout)
+        async with timer:
+            return await _call(tool, args, registry, mcp)
     except TimeoutError:
+        if not timer.expired():  # the tool's own TimeoutError: its failure, like any other
+            raise
         raise CallTimedOut(f"no result within {timeout:g} s ({source}); whether it had its effect is unknown") from None
 
 
@@ -49,6 +55,11 @@ async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp):
     if tool.provider.startswith("mcp:") and mcp is not None:
         server = tool.provider.split(":", 1)[1]
         return await mcp.call(server, tool.name.removeprefix(f"{server}__"), dict(args))
+    if tool.provider.startswith("sql:"):
+        from planc.registry.sql_tools import run_query
+
+        path = Path(tool.provider[len("sql:"):])
+        return await in_thread(lambda **arguments: run_query(path, tool.query, arguments), args)
     if tool.provider.startswith("python:"):
         function = _python_function(tool.provider, registry)
         if not inspect.iscoroutinefunction(function):

@@ -4,27 +4,31 @@
 the policy) by hash, stores the plan as compiled and commits the run's row. `resume` continues
 a run whose process died, in the same record; `replay` runs a recorded run again from its
 record, writing nothing. `execute` runs the plan, with every event recorded, and commits how the
-run ended: ok, error (an exit with status error) or failed.
+run ended: ok, error (an exit with status error), failed, or interrupted (SIGINT or SIGTERM).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
 
 from planc.backend.hooks import Hooks
-from planc.backend.interpreter import RunResult, run_plan
+from planc.backend.interpreter import RunResult, run_arguments, run_plan
+from planc.backend.interrupts import Interrupted, Interrupts
 from planc.backend.progress import fan_out
 from planc.backend.values import RunError
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
-from planc.passes.policy.load import Policy
+from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
 from planc.registry.lock import lock_path
 from planc.registry.registry import Registry
-from planc.store.run_store import Recorder, Replay, Resume, RunStore
+from planc.registry.tool import Tool
+from planc.store.recorders import Recorder, Replay, Resume
+from planc.store.run_store import RunStore, RunStoreError
 
 
 @attrs.define
@@ -50,15 +54,18 @@ class RecordedRun:
         with it, so that a replay or a resume runs it the same way."""
         from planc.store.stored import save_plan
 
-        options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy)}
-        recorder = store.start_run(save_plan(checked, registry=registry, policy=policy), arguments, options)
+        options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy),
+                   "code_tools": code_tools(registry)}
+        recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
+                                                   options))
         return cls(checked, registry, policy, principal, arguments, recorder, store)
 
     @classmethod
     def resume(cls, store: RunStore, run: dict, checked: CheckResult, *, registry: Registry | None,
-               policy: Policy | None, principal: str) -> RecordedRun:
-        """`run` (a run whose process died) continued in its own record."""
-        return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run), store)
+               policy: Policy | None, principal: str, unattended: bool = False) -> RecordedRun:
+        """`run` (a run that did not finish) continued in its own record; `unattended`: it was made under
+        --approve and nobody can be asked, so it makes no effectful call it had not made."""
+        return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run, unattended), store)
 
     @classmethod
     def replay(cls, run: dict, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
@@ -66,22 +73,74 @@ class RecordedRun:
         """`run` again, every tool and model result from its record: nothing is called, nothing written."""
         return cls(checked, registry, policy, principal, run["arguments"], Replay(run))
 
-    def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None) -> RunResult:
-        """Run the plan and record how it ended; a RunError (the run failed) once that is recorded."""
+    def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
+                interrupts: Interrupts | None = None) -> RunResult:
+        """Run the plan and record how it ended; a RunError (the run failed) once that is recorded, and
+        Interrupted when SIGINT or SIGTERM stopped it (`interrupts`, in force since before the run was
+        recorded; one of its own otherwise)."""
         hooks = attrs.evolve(hooks, events=fan_out(hooks.events, self.recorder.event))
-        try:
-            result = asyncio.run(run_plan(self.checked, registry=self.registry, arguments=self.arguments, hooks=hooks,
-                                          policy=self.policy, principal=self.principal, recorder=self.recorder,
-                                          schedule=schedule))
-        except RunError as error:
-            self._finish("failed", message=str(error))
-            raise
-        self._finish(result.status, result.value, result.message)
+        with interrupts or Interrupts() as signals:
+            try:
+                result = signals.run(run_plan(self.checked, registry=self.registry, arguments=self.arguments,
+                                              hooks=hooks, policy=self.policy, principal=self.principal,
+                                              recorder=self.recorder, schedule=schedule))
+            except Interrupted as error:
+                if self.store is not None:
+                    error = Interrupted(f"{error}: run {self.run_id} is recorded as interrupted, and "
+                                        f"`planc resume {self.run_id}` continues it")
+                if hooks.events is not None:
+                    with contextlib.suppress(RunError):  # an events file or a store that fails: the status says it
+                        hooks.events({"event": "run_finished", "status": "interrupted"})
+                self._finish("interrupted", message=str(error))
+                raise error from None
+            except RunError as error:
+                self._finish("failed", message=str(error))
+                raise
+            self._finish(result.status, result.value, result.message)
         return result
 
     def _finish(self, status: str, output=None, message: str | None = None) -> None:
-        if self.store is not None:
+        """Record how the run ended; when the store cannot, a RunStoreError saying both how it ended and
+        that the record still says `running` (which a resume ends, from what was recorded)."""
+        if self.store is None:
+            return
+        try:
             self.store.finish_run(self.run_id, status, output, message)
+        except RunStoreError as error:
+            ended = message if status in ("failed", "interrupted") and message else f"the run ended {status}"
+            why = "either" if str(error) == message else f"({error})"
+            raise RunStoreError(f"{ended}; and how it ended could not be recorded {why}: the store says the run is "
+                                f"still running, and `planc resume {self.run_id}` ends it from its record") from None
+
+
+def run(checked: CheckResult, *, arguments: Mapping | None = None, hooks: Hooks = Hooks(),
+        registry: Registry | None = None, policy: Policy | None = None, principal: str | None = None,
+        store: str | Path | None = None, schedule: Schedule | None = None) -> RunResult:
+    """Run `checked` (what `planc.check` returned, without errors) and return its result.
+
+    It runs against what it was checked with: the registry, policy and principal of its check,
+    unless given here. `arguments` are its `$args` (checked against a declared plan's `params`).
+    With `store` (a path), the run is recorded there as `planc run` records it, so `planc replay`
+    and `planc resume` can take it up. A RunError says what failed and where.
+    """
+    context = checked.context
+    registry = registry if registry is not None else (context.registry if context is not None else None)
+    policy = policy if policy is not None else (context.policy if context is not None else None)
+    principal = principal or (context.principal if context is not None else DEFAULT_PRINCIPAL)
+    arguments = run_arguments(checked, arguments or {})
+    if store is None:
+        return asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks, policy=policy,
+                                    principal=principal, schedule=schedule))
+    runs = RunStore(store)
+    try:
+        recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
+                                      arguments=arguments, options={"config": str(registry.source.resolve())
+                                                                    if registry is not None and registry.source
+                                                                    else None, "policy": None, "finish": "output",
+                                                                    "query": None})
+        return recorded.execute(hooks, schedule)
+    finally:
+        runs.close()
 
 
 def keep_read_files(store: RunStore, registry: Registry | None, policy: Policy | None) -> dict:
@@ -96,6 +155,14 @@ def keep_read_files(store: RunStore, registry: Registry | None, policy: Policy |
         except (OSError, UnicodeDecodeError):
             read["config"] = None  # it changed under us: replay reads the project's files instead
     return read
+
+
+def code_tools(registry: Registry | None) -> dict:
+    """The Python tools of `registry`, as data: a replay builds the registry from them rather than importing
+    the modules of those declared in code."""
+    if registry is None:
+        return {}
+    return {name: tool.to_data() for name, tool in registry.tools.items() if tool.provider.startswith("python:")}
 
 
 def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | None, Policy | None] | None:
@@ -113,8 +180,10 @@ def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | No
     registry = None
     if read.get("config") is not None:
         lock = store.file(read["lock"]) if read.get("lock") else None
+        kept = options.get("code_tools")
         registry = registry_from_text(store.file(read["config"]), Path(options["config"]), locked=lock is not None,
-                                      lock_text=lock)
+                                      lock_text=lock, code_tools={name: Tool.from_data(data) for name, data in kept.items()}
+                                      if kept is not None else None)
     policy = None
     if read.get("policy") is not None:
         check_principal(principal)

@@ -30,6 +30,12 @@ class Recorder(Protocol):
     def finished(self, call: Call, result, error: Exception | None) -> None:
         """`call` returned `result`, or failed with `error`."""
 
+    def declined(self, call: Call, message: str) -> None:
+        """The gate refused `call` (`message` says so): it is not made, now or by any resume."""
+
+    def abandoned(self, call: Call) -> None:
+        """The run stopped waiting for `call` (it was interrupted): whether it had its effect is unknown."""
+
     def event(self, event: dict) -> None:
         """One of the run's events."""
 
@@ -63,7 +69,10 @@ class Session:
 
         if self.calls_tools:
             self.client(role, step, path)  # a model that is not configured fails here, before the step asks it
-        return StepModel(lambda: self.client(role, step, path), role, path, self.recorder, step)
+        from planc.backend.dispatch import result_bytes
+
+        return StepModel(lambda: self.client(role, step, path), role, path, self.recorder, step,
+                         result_bytes(self.registry))
 
     def client(self, role: str, step: ast.Step, path: str):
         """The model client of `role` (`[models.<role>]`, else `[models.default]`), made once per run."""

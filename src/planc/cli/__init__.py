@@ -29,12 +29,23 @@ COMMANDS = {
     "show-run": "planc.cli.store_commands:show_run_command",
     "replay": "planc.cli.store_commands:replay_command",
     "resume": "planc.cli.store_commands:resume_command",
+    "init": "planc.cli.init_commands:init_command",
+    "prompt": "planc.cli.planning_commands:prompt_command",
+    "plan": "planc.cli.planning_commands:plan_command",
     "policy": "planc.cli.registry_commands:policy_group",
     "registry": "planc.cli.registry_commands:registry_group",
+    "lsp": "planc.cli.lsp_commands:lsp_command",
+    "grammar": "planc.cli.grammar_commands:grammar_command",
 }
 
 
 @click.group(cls=LazyGroup, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="planc")
-def main() -> None:
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour in the output: on a terminal (auto), always, or never. NO_COLOR set means never, "
+                   "unless --color always.")
+def main(color: str) -> None:
     """planc: a compiler toolchain for agent plans."""
+    from planc.cli import printing
+
+    printing.COLOR = color

@@ -21,13 +21,14 @@ def diff_command(plan_a: str, plan_b: str, output_format: str) -> None:
     """Compare plan A with plan B (plan text or stored plans) step by step.
 
     Steps are matched by what they do and read, not by number: formatting, comments and
-    labels change nothing. Exit 0 same, 1 different, 2 a file that cannot be read or parsed.
+    labels change nothing. Exit 0 same, 1 different (or a plan with syntax errors), 2 a file that
+    cannot be read.
     """
     from planc.diff import diff_trees
 
     if plan_a == "-" and plan_b == "-":
         raise UsageError("only one of A and B can be standard input (`-`)")
-    parsed_a, parsed_b = parse_all_or_exit([(plan_a, _plan_text(plan_a)), (plan_b, _plan_text(plan_b))], 2)
+    parsed_a, parsed_b = parse_all_or_exit([(plan_a, _plan_text(plan_a)), (plan_b, _plan_text(plan_b))])
     diff = diff_trees(parsed_a.plan, parsed_b.plan)
     if output_format == "json":
         from planc.diff.render_json import render_json

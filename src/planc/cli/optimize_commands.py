@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from planc.cli.files import read_file
+from planc.cli.files import read_plan
 from planc.cli.options import CONFIG_OPTION
 from planc.cli.plans import optimized_plan
 from planc.cli.printing import print_checked
@@ -22,7 +22,7 @@ def optimize_command(plan: str, config: str | None) -> None:
     from planc.passes.check import check
 
     registry = find_registry(config, plan=plan)
-    checked = check(read_file(plan), registry=registry, arguments=plan_arguments(registry, plan))
+    checked = check(read_plan(plan), registry=registry, arguments=plan_arguments(registry, plan))
     if not checked.ok:
         print_checked([(plan, checked)], stderr=True)
         sys.exit(1)

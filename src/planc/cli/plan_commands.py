@@ -7,16 +7,16 @@ from pathlib import Path
 
 import click
 
-from planc.cli.files import read_file
+from planc.cli.files import plan_paths, read_file, read_plan
 from planc.cli.options import (
     CONFIG_OPTION,
     POLICY_OPTION,
     PRINCIPAL_OPTION,
     budget_options,
 )
-from planc.cli.plans import parse_or_exit
-from planc.cli.printing import console, print_checked
-from planc.cli.project import find_policy, find_registry, plan_arguments
+from planc.cli.plans import NO_CONFIG, parse_or_exit, print_syntax_errors, undeclared_tools
+from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked
+from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for
 from planc.cli.usage import UsageError
 
 FORMATS = ["text", "json", "repair", "sarif", "line"]
@@ -31,21 +31,64 @@ FORMATS = ["text", "json", "repair", "sarif", "line"]
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
               help="How to print diagnostics.")
 @click.option("--extract", is_flag=True, help="Take the plan out of a model reply (markdown fence or prose).")
-def check_command(plans: tuple[str, ...], config: str | None, policy_file: str | None, principal: str,
+@click.option("--fix", is_flag=True, help="Apply the fixes the diagnostics carry, and rewrite the files.")
+@click.option("--diff", "show_diff", is_flag=True, help="With --fix: print the fixes as a diff, and write nothing.")
+@click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
+@click.option("--ignore", "ignored", multiple=True, metavar="CODE[,CODE]",
+              help="Leave out these warnings and notes (errors cannot be ignored).")
+@click.option("--max-diagnostics", type=click.IntRange(min=0), default=MAX_DIAGNOSTICS, show_default=True,
+              help="The text format prints this many diagnostics and counts the rest (0: all). "
+                   "The other formats print every one.")
+def check_command(plans: tuple[str, ...], config: str | None, policy_file: str | None, principal: str | None,
                   max_usd: float | None, max_calls: int | None, max_inferences: int | None,
-                  output_format: str, extract: bool) -> None:
-    """Parse PLANS and run every pass; nothing runs. Exit 0 without errors, 1 with errors."""
+                  output_format: str, extract: bool, fix: bool, show_diff: bool, strict: bool,
+                  ignored: tuple[str, ...], max_diagnostics: int) -> None:
+    """Parse PLANS (files, or folders of .plan files; a compiled plan too) and run every pass; nothing
+    runs. Exit 0 without errors, 1 with errors (or warnings, with --strict), 2 when a file cannot be read."""
     from planc.passes.check import check
 
-    registry = find_registry(config, plan=plans[0])
-    policy = find_policy(policy_file, registry, principal)
+    if show_diff and not fix:
+        raise UsageError("--diff shows what --fix would change: give both")
+    leave_out = ignored_codes(ignored)
+    policy_of: dict = {}
 
     def checked(path: str):
-        return check(read_file(path), extract_plan=extract, registry=registry,
-                     arguments=plan_arguments(registry, path), policy=policy, principal=principal,
-                     max_usd=max_usd, max_calls=max_calls, max_inferences=max_inferences)
+        registry = find_registry(config, plan=path)
+        if id(registry) not in policy_of:
+            who = principal_for(registry, principal)
+            policy_of[id(registry)] = (registry, who, find_policy(policy_file, registry, who))
+        _, who, policy = policy_of[id(registry)]
 
-    results = [(path, checked(path)) for path in plans]
+        def check_text(text: str):
+            return check(text, extract_plan=extract, registry=registry, arguments=plan_arguments(registry, path),
+                         policy=policy, principal=who, max_usd=max_usd, max_calls=max_calls,
+                         max_inferences=max_inferences)
+
+        result = check_text(read_plan(path))
+        if fix:
+            result = fixed(path, result, show_diff, check_text)
+        return without(result, leave_out)
+
+    results, unreadable = [], []
+    for path in plan_paths(plans):
+        try:
+            results.append((path, checked(path)))
+        except UsageError as error:  # one file that cannot be read does not stop the others
+            unreadable.append(error.message)
+    print_results(results, output_format, max_diagnostics)
+    for message in dict.fromkeys(unreadable):  # a planc.toml or policy that cannot be read: said once
+        click.echo(f"Error: {message}", err=True)
+    unchecked = [path for path, result in results
+                 if result.context is not None and result.context.registry is None and undeclared_tools(result)]
+    if unchecked:
+        calls = "they call" if len(unchecked) > 1 else "it calls"
+        click.echo(f"warning: no planc.toml was found for {', '.join(unchecked)}: the tools {calls} were not "
+                   f"checked (their names, arguments, effects and costs); {NO_CONFIG}", err=True)
+    failed = any(not result.ok or (strict and result.diagnostics) for _, result in results) or (strict and unchecked)
+    sys.exit(2 if unreadable else 1 if failed else 0)
+
+
+def print_results(results, output_format: str, max_diagnostics: int = MAX_DIAGNOSTICS) -> None:
     if output_format == "json":
         from planc.diagnostics.render_json import render_json
 
@@ -67,47 +110,120 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
             for diagnostic in result.diagnostics:
                 click.echo(render_line(diagnostic, path))
     else:
-        print_checked(results)
-    sys.exit(0 if all(result.ok for _, result in results) else 1)
+        print_checked(results, limit=max_diagnostics, show_all="use --max-diagnostics 0 to show them all")
+
+
+def ignored_codes(given: tuple[str, ...]) -> frozenset[str]:
+    """The codes `--ignore` names; naming an error is a usage error, as errors cannot be ignored."""
+    from planc.diagnostics.codes import CODES
+
+    codes = frozenset(code.strip().upper() for option in given for code in option.split(",") if code.strip())
+    for code in sorted(codes):
+        if code not in CODES:
+            raise UsageError(f"--ignore {code}: no such diagnostic code")
+        if code.startswith("E"):
+            raise UsageError(f"--ignore {code}: {code} is an error, and errors cannot be ignored")
+    return codes
+
+
+def without(result, codes: frozenset[str]):
+    """`result` less the diagnostics of `codes` (warnings and notes only)."""
+    if not codes:
+        return result
+    import attrs
+
+    return attrs.evolve(result, diagnostics=tuple(d for d in result.diagnostics if d.code not in codes))
+
+
+def fixed(path: str, result, show_diff: bool, recheck):
+    """`result` with the fixes its diagnostics carry applied to the file at `path` (printed as a diff
+    instead, with `show_diff`); the check of the fixed text."""
+    from planc.diagnostics.fixes import apply_fixes
+
+    text = apply_fixes(result.source, result.diagnostics)
+    if text == result.source:
+        return result
+    if show_diff:
+        import difflib
+
+        click.echo("".join(difflib.unified_diff(result.source.splitlines(keepends=True), text.splitlines(keepends=True),
+                                                f"{path}", f"{path} (fixed)")), nl=False)
+        return result
+    if path == "-":
+        raise UsageError("--fix rewrites files, and this plan came from standard input: use --fix --diff")
+    with open(path, "w", encoding="utf-8", newline="") as file:
+        file.write(text)
+    return recheck(text)
 
 
 @click.command("fmt")
-@click.argument("plan")
-@click.option("--check", "check_only", is_flag=True, help="Exit 1 if the file is not in canonical form.")
-@click.option("--write", is_flag=True, help="Rewrite the file in canonical form.")
-def fmt_command(plan: str, check_only: bool, write: bool) -> None:
-    """Print PLAN in the canonical form."""
+@click.argument("plans", nargs=-1, required=True)
+@click.option("--check", "check_only", is_flag=True, help="Exit 1 if a file is not in canonical form.")
+@click.option("--write", is_flag=True, help="Rewrite the files in canonical form.")
+def fmt_command(plans: tuple[str, ...], check_only: bool, write: bool) -> None:
+    """Print PLANS in the canonical form (files, or folders of .plan files). Exit 1 when a file is not in
+    canonical form (--check) or has syntax errors, 2 when one cannot be read."""
     from planc.syntax.format import format_source
+    from planc.syntax.parser import parse
 
-    result = parse_or_exit(plan, 2)
-    formatted = format_source(result)
-    if check_only:
-        if formatted != result.source:
-            click.echo(f"{plan}: would be reformatted", err=True)
-            sys.exit(1)
-        return
-    if write:
-        if plan == "-":
-            raise UsageError("--write needs a file, not standard input")
-        if formatted != result.source:
-            Path(plan).write_text(formatted, encoding="utf-8")
-        return
-    click.echo(formatted, nl=False)
+    paths = plan_paths(plans)
+    if len(paths) > 1 and not (check_only or write):
+        raise UsageError("several files are formatted with --check or --write")
+    failed = unreadable = False
+    for path in paths:
+        try:
+            result = parse(read_file(path))
+        except UsageError as error:
+            click.echo(f"Error: {error.message}", err=True)
+            unreadable = True
+            continue
+        if result.plan is None:
+            print_syntax_errors(path, result)
+            failed = True
+            continue
+        formatted = format_source(result)
+        if check_only:
+            if formatted != result.source:
+                click.echo(f"{path}: would be reformatted", err=True)
+                failed = True
+        elif write:
+            if path == "-":
+                raise UsageError("--write needs a file, not standard input")
+            if formatted != result.source:
+                Path(path).write_text(formatted, encoding="utf-8")
+        else:
+            click.echo(formatted, nl=False)
+    sys.exit(2 if unreadable else 1 if failed else 0)
 
 
 @click.command("show")
 @click.argument("plan")
 @CONFIG_OPTION
-@click.option("--format", "output_format", type=click.Choice(["tree", "json"]), default="tree", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["tree", "json", "mermaid", "dot"]), default="tree",
+              show_default=True, help="The tree (text or JSON), or the data-flow graph (Mermaid or Graphviz DOT).")
 def show_command(plan: str, config: str | None, output_format: str) -> None:
-    """Show the tree of PLAN, what each step may cost, and which steps can change anything."""
+    """Show the tree of PLAN, what each step may cost, and which steps can change anything; or its data-flow
+    graph, as a Mermaid flowchart or in Graphviz's DOT."""
     from planc.analysis.blast_radius import blast_radius
     from planc.passes.check import check
     from planc.syntax.steps import step_paths
 
-    source = parse_or_exit(plan, 1).source
+    source = parse_or_exit(plan, read_plan(plan)).source
     registry = find_registry(config, plan=plan)
     result = check(source, registry=registry, arguments=plan_arguments(registry, plan))
+    if result.plan is None:  # too large to check (E106): there is no tree to show
+        print_checked([(plan, result)], stderr=True)
+        sys.exit(1)
+    if output_format in ("mermaid", "dot"):
+        from planc.pictures.graph import plan_graph
+
+        graph = plan_graph(result, registry, "standard input" if plan == "-" else plan)
+        if output_format == "dot":
+            from planc.pictures.dot import render_dot as render
+        else:
+            from planc.pictures.mermaid import render_mermaid as render
+        click.echo(render(graph), nl=False)
+        return
     paths = step_paths(result.plan)
     costs, radius = result.cost, blast_radius(result.resolution, registry)
     if output_format == "json":

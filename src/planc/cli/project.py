@@ -39,3 +39,38 @@ def find_policy(policy_file: str | None, registry, principal: str):
 def plan_arguments(registry, path: str):
     """The `params` of the plan file `path` when planc.toml declares it, which type its `$args`."""
     return registry.plan_arguments(Path(path)) if registry and path != "-" else None
+
+
+def principal_for(registry, principal: str | None) -> str:
+    """Who the plan runs for: `--principal`, else planc.toml's `principal`, else anonymous; checked."""
+    from planc.passes.policy.load import PolicyError, check_principal, principal_of
+
+    principal = principal_of(principal, registry)
+    try:
+        check_principal(principal)
+    except PolicyError as error:
+        raise UsageError(str(error)) from None
+    return principal
+
+
+def store_path(store: str | None, registry=None) -> Path:
+    """Where the run store is: `--store` (or $PLANC_STORE), else planc.toml's `store`, else `.planc/runs.sqlite`
+    beside the planc.toml in use (the one named or found from the working directory), else under the
+    working directory. Finding it needs only `store` of planc.toml: a command that reads the store does
+    not load the tools."""
+    if store:
+        return Path(store)
+    if registry is not None and registry.source is not None:
+        return registry.store or registry.folder / ".planc" / "runs.sqlite"
+    from planc.registry.config import find_config
+
+    config = find_config(Path.cwd())
+    if config is None:
+        return Path(".planc") / "runs.sqlite"
+    import tomllib
+
+    try:
+        declared = tomllib.loads(config.read_text(encoding="utf-8")).get("store")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise UsageError(f"{config}: cannot read where the run store is: {error}") from None
+    return config.parent / declared if isinstance(declared, str) else config.parent / ".planc" / "runs.sqlite"

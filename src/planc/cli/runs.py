@@ -2,21 +2,59 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
 
 import click
 
 from planc.cli.usage import UsageError
 
 
-def open_store(store: str | None):
-    """The run store at `store` (default .planc/runs.sqlite), or a UsageError."""
-    from planc.store.run_store import DEFAULT_PATH, RunStore, RunStoreError
+def open_store(store: str | None, registry=None, read_only: bool = False):
+    """The run store (`--store`, else where the project keeps it: `project.store_path`), or a UsageError;
+    `read_only` for a command that only reads it (there is none then: a UsageError too)."""
+    from planc.cli.project import store_path
+    from planc.store.run_store import RunStore, RunStoreError
 
     try:
-        return RunStore(store or DEFAULT_PATH)
+        return RunStore(store_path(store, registry), read_only=read_only)
     except RunStoreError as error:
         raise UsageError(str(error)) from None
+
+
+@contextmanager
+def tool_output_to_stderr() -> Iterator[None]:
+    """While the plan runs, what its tools print goes to stderr: stdout holds the result alone.
+
+    Both the Python-level `sys.stdout` (a tool's `print()`, in any thread) and file descriptor 1 (a
+    tool's subprocess, a C library) point at stderr until the run ends."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 to move aside (a closed stdout): Python's stdout alone
+        saved = None
+    else:
+        os.dup2(2, 1)
+    stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stdout = stdout
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def run_failed(error) -> NoReturn:
+    """A run that failed (exit 1) or was interrupted by a signal (exit 130): its one line on stderr."""
+    from planc.backend.interrupts import Interrupted
+
+    click.echo(f"error: {error}", err=True)
+    sys.exit(130 if isinstance(error, Interrupted) else 1)
 
 
 def solver_client(registry):

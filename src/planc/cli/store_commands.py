@@ -14,8 +14,9 @@ from planc.cli.options import (
     STORE_OPTION,
 )
 from planc.cli.plans import checked_to_run
+from planc.cli.printing import console
 from planc.cli.project import find_policy, find_registry
-from planc.cli.runs import open_store, print_result, solver_client
+from planc.cli.runs import open_store, print_result, run_failed, solver_client, tool_output_to_stderr
 from planc.cli.usage import UsageError
 
 
@@ -25,21 +26,25 @@ def _as_run(run: dict, store: str | None, principal: str):
     from planc.passes.policy.load import PolicyError
     from planc.registry.config import ConfigError
 
-    runs = open_store(store)
+    from planc.store.run_store import RunStoreError
+
+    runs = open_store(store, read_only=True)
     try:
         return as_it_ran(runs, run, principal)
-    except (ConfigError, PolicyError) as error:
+    except (ConfigError, PolicyError, RunStoreError) as error:
         raise UsageError(f"run {run['id']}: {error}") from None
     finally:
         runs.close()
 
 
 def _stored_run(store: str | None, run_id: str):
+    """The record of the run `run_id` names (its id, a unique prefix of it, or `last`), read without
+    writing to the store."""
     from planc.store.run_store import RunStoreError
 
-    runs = open_store(store)
+    runs = open_store(store, read_only=True)
     try:
-        return runs.run(run_id)
+        return runs.run(runs.find(run_id))
     except RunStoreError as error:
         raise UsageError(str(error)) from None
     finally:
@@ -59,30 +64,43 @@ def runs_command(store: str | None, output_format: str) -> None:
     """List the recorded runs."""
     import json
 
-    runs = open_store(store)
-    try:
-        listed = runs.runs()
-    finally:
-        runs.close()
+    from planc.cli.project import store_path
+    from planc.store.run_store import RunStoreError
+
+    listed = []
+    if store_path(store).exists():  # no store: no runs, and nothing is written to say so
+        runs = open_store(store, read_only=True)
+        try:
+            listed = runs.runs()
+        except RunStoreError as error:
+            raise UsageError(str(error)) from None
+        finally:
+            runs.close()
     if output_format == "json":
         click.echo(json.dumps(listed, indent=2, ensure_ascii=False))
         return
     for run in listed:
-        click.echo(f"{run['id']}  {_when(run['started_at'])}  {run['status']:<8} {run['calls']} call"
+        click.echo(f"{run['id']}  {_when(run['started_at'])}  {run['status']:<11} {run['calls']} call"
                    f"{'s' if run['calls'] != 1 else ''}")
 
 
 @click.command("show-run")
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN")  # its id, a unique start of it, or `last`
 @STORE_OPTION
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "html"]), default="text",
+              show_default=True)
 def show_run_command(run_id: str, store: str | None, output_format: str) -> None:
-    """Show one recorded run step by step: each step's result, and the calls it made."""
+    """Show one recorded run step by step: each step's result, and the calls it made (html: one page)."""
     import json
 
     run = _stored_run(store, run_id)
     if output_format == "json":
         click.echo(json.dumps(run, indent=2, ensure_ascii=False))
+        return
+    if output_format == "html":
+        from planc.pictures.run_page import render_run_page
+
+        click.echo(render_run_page(run), nl=False)
         return
     click.echo(f"run {run['id']}: {run['status']}, started {_when(run['started_at'])}, "
                f"finished {_when(run['finished_at'])}")
@@ -126,12 +144,17 @@ def _step_lines(run: dict):
 
 def _call_line(call: dict, prefix: str = "") -> str:
     took = f" ({call['finished_at'] - call['started_at']:.3f}s)" if call["finished_at"] else ""
-    if call["error"] is not None:
-        ended = f" failed: {call['error']}"
-    elif call["finished_at"] is None:
-        ended = ": no result recorded (the run stopped during the call)"
-    else:
+    outcome = call["outcome"]
+    if outcome == "ok":
         ended = f" -> {_short(call['output'])}"
+    elif outcome != "unknown":
+        ended = f" {outcome.replace('_', ' ')}: {call['error']}"
+    elif call["error"] is not None:
+        ended = f": outcome unknown: {call['error']}"
+    elif call["finished_at"] is not None:
+        ended = ": outcome unknown: the run was interrupted during the call"
+    else:
+        ended = ": outcome unknown: no result recorded (the run stopped during the call)"
     return f"{prefix}{call['tool']} {_short(call['input'])}{took}{ended}"
 
 
@@ -144,27 +167,29 @@ def _short(value) -> str:
 
 
 @click.command("replay")
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN")  # its id, a unique start of it, or `last`
 @STORE_OPTION
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
 @click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
               help="Replay this plan (text or stored) against the record instead of the run's own.")
-def replay_command(run_id: str, store: str | None, config: str | None, policy_file: str | None, principal: str,
+def replay_command(run_id: str, store: str | None, config: str | None, policy_file: str | None, principal: str | None,
                    plan_file: str | None) -> None:
     """Run RUN's plan again as it ran, every tool and model result from the record: nothing is called.
 
     It reads the planc.toml, lock and policy the run read, as the store kept them; --config or
     --policy replays against today's files instead.
 
-    Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error.
+    Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error, 130 a run
+    that was interrupted (as it was).
     """
     from planc.backend.recorded_run import RecordedRun
     from planc.backend.values import RunError
     from planc.store.stored import dump
 
     run = _stored_run(store, run_id)
+    run_id = run["id"]
     given = config is not None or policy_file is not None
     config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
     kept = None if given else _as_run(run, store, principal)
@@ -173,67 +198,140 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     else:
         registry = find_registry(config, plan=plan_file)
         policy = find_policy(policy_file, registry, principal)
+    planned = run["options"].get("planned")
+    if planned is not None and plan_file is None:
+        _replay_planning(run, planned, registry, policy, principal)
+        return
     text = read_file(plan_file) if plan_file else dump(run["plan"])
-    checked = checked_to_run(text, plan_file or run_id, registry, policy, principal)
+    checked = checked_to_run(text, plan_file or run_id, registry, policy, principal, budget=_budget_of(run))
     replay = RecordedRun.replay(run, checked, registry=registry, policy=policy, principal=principal)
     try:
         result = replay.execute()
     except RunError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
+        run_failed(error)
     options = run["options"]
     print_result(result, options.get("finish", "output"), options.get("query"), lambda: solver_client(registry),
                  replay.recorder)
 
 
+def _leased_run(runs, run_id: str) -> dict:
+    """`run_id`'s record once this process holds its lease: exit 1 while another live process records into
+    it (or when it has finished), exit 2 when the store cannot be written."""
+    from planc.store.run_store import RunLeased, RunStoreError
+
+    try:
+        runs.take_lease(run_id)
+    except RunLeased as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+    try:
+        return runs.run(run_id)
+    except RunStoreError as error:
+        runs.give_back(run_id)
+        raise UsageError(str(error)) from None
+
+
+def _replay_planning(run: dict, planned: dict, registry, policy, principal: str) -> None:
+    """A `planc plan` run again from its record: the model's answers, then the plan's calls if it ran."""
+    from planc.backend.models import ModelError
+    from planc.cli.planning_commands import finish_planning
+    from planc.passes.cost.budget import Budget
+    from planc.planning.planner import plan
+    from planc.store.recorders import Replay
+
+    replay = Replay(run)
+    try:
+        outcome = plan(planned["task"], registry=registry, policy=policy, principal=principal,
+                       budget=Budget(*planned["budget"]), role=planned["role"], rounds=planned["rounds"],
+                       grammar=planned["grammar"], recorder=replay)
+    except ModelError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    finish_planning(outcome, None, replay, registry, policy, principal, run["arguments"], {**planned, "output": None})
+
+
+def _budget_of(run: dict):
+    """The `--max-*` budgets `run` was checked with: its replay and resume are checked with them too."""
+    from planc.passes.cost.budget import Budget
+
+    options = run["options"]
+    return Budget(*options.get("budget") or (options.get("planned") or {}).get("budget") or (None, None, None))
+
+
 def _as_recorded(run: dict, config: str | None, policy_file: str | None, principal: str):
     """The planc.toml, policy file and principal to replay or resume `run` with: what it ran with,
     unless the command line says otherwise."""
+    from planc.passes.policy.load import DEFAULT_PRINCIPAL
+
     options = run["options"]
-    given = click.get_current_context().get_parameter_source("principal") is not click.core.ParameterSource.DEFAULT
     return (config or options.get("config"), policy_file or options.get("policy"),
-            principal if given else options.get("principal", principal))
+            principal or options.get("principal") or DEFAULT_PRINCIPAL)
 
 
 @click.command("resume")
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN")  # its id, a unique start of it, or `last`
 @STORE_OPTION
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
+@click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful call it makes.")
 def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
-                   principal: str) -> None:
-    """Continue RUN, whose process died, in the same run record.
+                   principal: str | None, approve: bool) -> None:
+    """Continue RUN, which did not finish, in the same run record.
 
-    Calls with a recorded result come from the record; a call started and never finished is called
-    again only if its tool is idempotent, else the run stops with "outcome unknown".
-    Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error.
+    Calls with a recorded outcome end as they did; a call whose outcome is unknown is called again
+    only if its tool is idempotent, else the run stops with "outcome unknown". A run made with
+    --approve asks again before every effectful call resume makes, and without a terminal makes none.
+    Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error, 130 interrupted.
     """
+    from planc.backend.approve import approval_gate
+    from planc.backend.hooks import Hooks
+    from planc.backend.interrupts import Interrupts
     from planc.backend.recorded_run import RecordedRun
     from planc.backend.values import RunError
     from planc.store.stored import StoredPlanError, dump, load_plan
 
+    if approve and not sys.stdin.isatty():
+        raise UsageError("--approve asks on the terminal before every effectful call, and standard input is "
+                         "not a terminal: resume in one, or leave out --approve")
     run = _stored_run(store, run_id)
+    run_id = run["id"]
     if run["status"] in ("ok", "error"):
         click.echo(f"error: run {run_id} already finished ({run['status']}): nothing to resume", err=True)
+        sys.exit(1)
+    if run["plan"] is None:
+        click.echo(f"error: run {run_id} stopped while a model was writing its plan: there is no plan to resume; "
+                   "plan the task again", err=True)
         sys.exit(1)
     config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
     registry = find_registry(config, plan=None)
     policy = find_policy(policy_file, registry, principal)
     try:
-        checked = load_plan(dump(run["plan"]), registry=registry, policy=policy, principal=principal)
+        budget = _budget_of(run)
+        checked = load_plan(dump(run["plan"]), registry=registry, policy=policy, principal=principal,
+                            max_usd=budget.usd, max_calls=budget.calls, max_inferences=budget.inferences)
     except StoredPlanError as error:
         click.echo(f"error: {run_id}: {error}", err=True)
         sys.exit(1)
+    # The approval the run was made under holds for its resume: it asks on a terminal, and makes no
+    # effectful call the run has not made where it cannot ask.
+    asks = approve or (run["options"].get("approve", False) and sys.stdin.isatty())
+    unattended = run["options"].get("approve", False) and not asks
+    hooks = Hooks(gate=approval_gate(console(stderr=True)) if asks else None)
     runs = open_store(store)
-    resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal)
-    click.echo(f"run: {run_id} (resumed)", err=True)
-    try:
-        result = resumed.execute()
-    except RunError as error:
-        runs.close()
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
+    with Interrupts() as interrupts:
+        run = _leased_run(runs, run_id)  # as it is now that this process alone records into it
+        resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
+                                     unattended=unattended)
+        click.echo(f"run: {run_id} (resumed)", err=True)
+        try:
+            with tool_output_to_stderr():
+                result = resumed.execute(hooks, interrupts=interrupts)
+        except RunError as error:
+            runs.close()
+            run_failed(error)
     options = run["options"]
     try:
         print_result(result, options.get("finish", "output"), options.get("query"), lambda: solver_client(registry),

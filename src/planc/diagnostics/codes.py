@@ -140,6 +140,15 @@ _ALL = [
          "The same argument is given twice in one step; keep one.",
          {"twice": "the argument `{name}` is given twice in this step"},
          'search(query: "outages", limit: 5, limit: 10)'),
+    Code("E106", "plan too large",
+         "A plan (or, with `--extract`, the model reply it is taken from) larger than `plan_bytes` of "
+         "`[limits]` in planc.toml, 64 MiB unless it says otherwise, is refused before it is parsed, so a "
+         "runaway input is a clear error rather than minutes of work and memory. The size is counted in "
+         "bytes of UTF-8; the error points at the text past the limit, and says how to raise it.",
+         {"too_large": "the plan is {size}, over the limit of {limit}; raise `plan_bytes` under `[limits]` in "
+                       "planc.toml to check it"},
+         'search(query: "outages in the last week", limit: 50)\n  |> summarize(style: "bullets")',
+         registry="[limits]\nplan_bytes = 40\n"),
     Code("E200", "unknown tool",
          "The step calls a tool that is neither a control step nor declared in the registry "
          "(planc.toml, its MCP lock, its plans). The hint names the closest tools.",
@@ -215,6 +224,17 @@ _ALL = [
          "a plan already being run, directly or through other plans, would never end.",
          {"cycle": "calling `{name}` never ends: {cycle}"},
          'plan__loop()', registry=INCIDENT_TOOLS + '\n[plans.loop]\nfile = "docs/examples/loop.plan"\n'),
+    Code("E211", "a declared plan this step calls cannot run",
+         "A plan declared under `[plans.NAME]` is checked with every plan that calls it, as part of the "
+         "call: when its file cannot be read, or has errors of its own (syntax, names, types), the "
+         "calling step is refused before anything runs. The hints list the plan's errors at their place "
+         "in its file. (What the policy says of the plan's steps is judged for each caller, under the "
+         "caller's principal and loops: a denial there is an E400 at the calling step.)",
+         {
+             "unreadable": "`{name}` cannot run: {problem}",
+             "errors": "`{name}` cannot run: {file} has {count} error{plural}",
+         },
+         'plan__broken()', registry=INCIDENT_TOOLS + '\n[plans.broken]\nfile = "docs/examples/broken.plan"\n'),
     Code("E300", "argument value does not match the parameter's type",
          "A literal argument is validated against the JSON Schema of its parameter, and the message "
          "says in words what was expected and what was found. A reference, a template or a piped "
@@ -277,15 +297,23 @@ _ALL = [
          "steps inside blocks included, is put to it as a call before anything runs "
          "(docs/policy.md has the request). A step the policy denies is reported at its tool, "
          "naming the `forbid` policies that denied it by their `@id` (or their position in the "
-         "file), with their `@reason`; or, when no `permit` policy matches, saying so. Arguments "
+         "file), with their `@reason`; or, when no `permit` policy matches, saying so. A policy that "
+         "cannot be evaluated for the call (Cedar's type error: `context.args.amount > 1000` when the "
+         "amount is a decimal) denies it, named with Cedar's error, and so does an argument Cedar cannot "
+         "hold (more than four decimal places, an integer beyond 64 bits), named with the reason. Arguments "
          "only known at run time are named in `context.dynamic`; the interpreter asks the policy "
-         "again with their values before the call.",
+         "again with their values before the call, and stops the run with the same message.",
          {
              "forbidden": "calling `{tool}` is forbidden by policy {names} (for {principal})",
              "forbidden_many": "calling `{tool}` is forbidden by policies {names} (for {principal})",
              "no_permit": "calling `{tool}` is not permitted (for {principal}): no policy of {policy} permits it",
-             # The call could not be put to the policy; `problem` is Cedar's own words.
+             # The call could not be put to the policy; `problem` is Cedar's own words, or the value Cedar cannot hold.
              "unjudged": "calling `{tool}` is not permitted (for {principal}): {problem}",
+             # A policy Cedar could not evaluate for the call denies it; `error` is Cedar's, `errors` each policy's.
+             "unevaluated": "calling `{tool}` is denied (for {principal}): policy {names} could not be evaluated "
+                            "for it: {error}",
+             "unevaluated_many": "calling `{tool}` is denied (for {principal}): policies {names} could not be "
+                                 "evaluated for it: {errors}",
          },
          'search(query: "outages")\nnotify(channel: "#ops", text: "{$1.length} outages")',
          registry=INCIDENT_TOOLS, policy=NO_DESTRUCTIVE),
@@ -345,6 +373,13 @@ _ALL = [
              "always_unequal": "{value} is not a value of `{typed}`, so this comparison is always true",
          },
          'search(query: "outages") |> filter(where: status == "closed")', registry=INCIDENT_TOOLS),
+    Code("W504", "an ignore comment names an error",
+         "`# planc: ignore[W501]` at the end of a line silences those warnings and notes on that line (a comment "
+         "alone on its line speaks for the next line; with no list, every warning and note there). An error "
+         "cannot be silenced: a plan with an error is refused whatever a comment says, so naming an error code "
+         "in such a comment does nothing but this warning.",
+         {"error_code": "`{name}` is an error, and an error cannot be ignored: the plan is refused while it has one"},
+         'search(query: "outages", limt: 5)  # planc: ignore[E201]', registry=INCIDENT_TOOLS),
     Code("N600", "repeated call reused",
          "`planc optimize` (and `planc run --optimize`) removed a call that repeats an earlier one, and what "
          "read its result (references to it, and the step it piped into) reads the earlier call's. Legal "

@@ -29,7 +29,8 @@ def _problem(source: str, diagnostic: Diagnostic) -> str:
     if quoted.strip():
         parts.append(f"   The text in question: {_quote(quoted)}")
     for hint in diagnostic.hints:
-        parts.append(f"   - {hint[0].upper()}{hint[1:]}")
+        if "`planc " not in hint:  # the model cannot run a command: only the person reading a terminal can
+            parts.append(f"   - {hint[0].upper()}{hint[1:]}")
     if diagnostic.fix is not None:
         original = diagnostic.fix.span.text(source)
         if original:

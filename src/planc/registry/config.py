@@ -14,6 +14,7 @@ The tools of declared MCP servers come from `planc.lock.json` beside the file (l
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
@@ -21,7 +22,9 @@ import attrs
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.declarations import (
     MODEL_PROVIDERS,
+    MODEL_RETRIES,
     MODEL_TIMEOUT_S,
+    Budgets,
     TOOL_TIMEOUT_S,
     Limits,
     McpServer,
@@ -36,13 +39,18 @@ from planc.registry.tool import Cost, Effects, Tool
 
 CONFIG_NAME = "planc.toml"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits"}
+TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "budget", "principal"}
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
-             "timeout_s"}
+             "timeout_s", "query"}
 PLAN_KEYS = {"file", "description", "params", "returns"}
 MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s"}
-MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s"}
+MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retries"}
+# What an SQL tool may do: read, nothing else (enforced when it runs).
+SQL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=False,
+                      declared=True)
 LIMIT_KEYS = {field.name for field in attrs.fields(Limits)}
+BUDGET_KEYS = {field.name for field in attrs.fields(Budgets)}
+PRINCIPAL = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*::"(?:[^"\\]|\\.)*"\Z')
 EFFECT_KEYS = {field.name for field in attrs.fields(Effects) if field.init and field.name != "declared"}
 COST_KEYS = {field.name for field in attrs.fields(Cost)}
 
@@ -58,8 +66,9 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
-def load_registry(path: Path, *, locked: bool = True) -> Registry:
+def load_registry(path: str | Path, *, locked: bool = True) -> Registry:
     """The Registry that `path` declares; `locked=False` leaves out the MCP tools of the lock."""
+    path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -67,10 +76,13 @@ def load_registry(path: Path, *, locked: bool = True) -> Registry:
     return registry_from_text(text, path, locked=locked)
 
 
-def registry_from_text(text: str, path: Path, *, locked: bool = True, lock_text: str | None = None) -> Registry:
+def registry_from_text(text: str, path: str | Path, *, locked: bool = True, lock_text: str | None = None,
+                       code_tools: Mapping[str, Tool] | None = None) -> Registry:
     """The Registry declared by `text`, reported as if read from `path` (which need not exist).
 
     The MCP tools come from `lock_text` when given (a recorded run's copy), else from the lock beside `path`.
+    A tool declared in code (`@planc.tool`, no `params` in its table) comes from `code_tools` when given
+    (a recorded run keeps them), so its module is not imported.
 
     >>> registry_from_text('[models.default]\\nbase_url = 5\\nmodel = "m"', Path("planc.toml"))
     Traceback (most recent call last):
@@ -78,17 +90,18 @@ def registry_from_text(text: str, path: Path, *, locked: bool = True, lock_text:
     """
     import tomllib  # only where there is a planc.toml: finding none, `planc check` never reads TOML
 
+    path = Path(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         found = re.search(r"\(at line (\d+)", str(error))
         raise ConfigError(path, int(found.group(1)) if found else None, f"not valid TOML: {error}") from None
-    return _Reader(path, text).registry(data, locked, lock_text)
+    return _Reader(path, text, code_tools).registry(data, locked, lock_text)
 
 
 class _Reader:
-    def __init__(self, path: Path, text: str) -> None:
-        self.path, self.lines = path, text.split("\n")
+    def __init__(self, path: Path, text: str, code_tools: Mapping[str, Tool] | None = None) -> None:
+        self.path, self.lines, self.code_tools = path, text.split("\n"), code_tools
         self.folder = path.parent.resolve()
 
     def fail(self, message: str, table: str | None = None, key: str | None = None):
@@ -124,30 +137,47 @@ class _Reader:
     def registry(self, data: dict, locked: bool, lock_text: str | None) -> Registry:
         self.only(data, TOP_LEVEL, None, "planc.toml")
         limits = self.limits(data.get("limits", {}))
-        tools = {name: self.tool(name, table) for name, table in self.tables(data, "tools").items()}
+        server_tables = self.tables(data, "mcp")
+        tools = {}
+        for name, table in self.tables(data, "tools").items():
+            self.tool_name(name, server_tables)
+            tools[name] = self.tool(name, table)
         plans = {name: self.plan(name, table) for name, table in self.tables(data, "plans").items()}
         for plan in plans.values():
             tools[tool_name(plan.name)] = Tool(name=tool_name(plan.name), params=plan.params,
                                                required=tuple(p for p, s in plan.params.items() if "default" not in s),
                                                returns=plan.returns, description=plan.description,
                                                provider=f"plan:{plan.name}")
-        servers = {name: self.server(name, table) for name, table in self.tables(data, "mcp").items()}
+        servers = {name: self.server(name, table) for name, table in server_tables.items()}
         if locked:  # the MCP tools, as planc.lock.json beside this file has them
             for name, tool in load_locked_tools(self.path, servers, lock_text).items():
                 tools.setdefault(name, tool)
         models = {name: self.model(name, table) for name, table in self.tables(data, "models").items()}
         return Registry(tools=tools, source=self.path, servers=servers, plans=DeclaredPlans(plans), models=models,
-                        policy=self.path_value(data, "policy"), store=self.path_value(data, "store"), limits=limits)
+                        policy=self.path_value(data, "policy"), store=self.path_value(data, "store"), limits=limits,
+                        budget=self.budget(data.get("budget", {})), principal=self.principal(data))
 
     def tables(self, data: dict, key: str) -> dict:
         tables = data.get(key, {})
         if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
             self.fail(f"`{key}` must hold one table per name, like `[{key}.NAME]`", None, key)
+        what = key[:-1] if key != "mcp" else "server"
         for name in tables:
-            if not NAME.match(name) or "__" in name:
-                self.fail(f"`{name}` cannot name a {key[:-1] if key != 'mcp' else 'server'}: names are letters, "
-                          "digits and single underscores (`__` separates a server from its tool)", f"{key}.{name}")
+            if not NAME.match(name):
+                self.fail(f"`{name}` cannot name a {what}: names are letters, digits and underscores", f"{key}.{name}")
+            if "__" in name and key != "tools":
+                self.fail(f"`{name}` cannot name a {what}: `__` separates a server from its tool, so a {what}'s "
+                          "name has no `__`", f"{key}.{name}")
         return tables
+
+    def tool_name(self, name: str, servers: dict) -> None:
+        """A tool's name may have `__` (graph-style registries name tools `builtin__git_diff`), unless the part
+        before it is a declared MCP server's, or `plan`: those names are the server's tools and the plans."""
+        owner = name.split("__", 1)[0] if "__" in name else None
+        if owner is not None and (owner in servers or owner == "plan"):
+            whose = f"MCP server `{owner}`" if owner in servers else "declared plans (`plan__NAME`)"
+            self.fail(f"`{name}` cannot name a tool: names that start with `{owner}__` are the {whose}'s",
+                      f"tools.{name}")
 
     def path_value(self, data: dict, key: str) -> Path | None:
         if key not in data:
@@ -238,6 +268,23 @@ class _Reader:
 
     # --- the tables
 
+    def budget(self, table) -> Budgets:
+        if not isinstance(table, dict):
+            self.fail("`budget` must be a table, like `[budget]` with `max_calls = 100`", None, "budget")
+        self.only(table, BUDGET_KEYS, "budget", "`[budget]`")
+        for key, value in table.items():
+            whole = key != "max_usd"
+            if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) or value < 0:
+                kind = "a whole number" if whole else "a number"
+                self.fail(f"`{key}` must be {kind} of at least 0, found {value!r}", "budget", key)
+        return Budgets(**table)
+
+    def principal(self, data: dict) -> str | None:
+        value = data.get("principal")
+        if value is not None and (not isinstance(value, str) or not PRINCIPAL.match(value)):
+            self.fail(f"`principal` must be a Cedar entity like 'User::\"alice\"', found {value!r}", None, "principal")
+        return value
+
     def limits(self, table) -> Limits:
         if not isinstance(table, dict):
             self.fail("`limits` must be a table, like `[limits]` with `timeout_s = 30`", None, "limits")
@@ -254,7 +301,9 @@ class _Reader:
             self.fail(f"`{name}` is a control step: the name is reserved", where)
         self.only(table, TOOL_KEYS, where, what)
         provider = self.text(table, "provider", where, what)
-        if "params" not in table and provider.startswith("python:"):
+        if provider.startswith("sql:") or "query" in table:
+            tool = self.sql_tool(name, provider, table, where)
+        elif "params" not in table and provider.startswith("python:"):
             tool = self.python_tool(name, provider, where)  # its parameters from the function's signature
         else:
             tool = Tool(name=name, params=self.params(table.get("params", {}), where, what), provider=provider)
@@ -277,12 +326,45 @@ class _Reader:
             declared["timeout_s"] = self.seconds(table, "timeout_s", where, None)
         return attrs.evolve(tool, **declared)
 
+    def sql_tool(self, name: str, provider: str, table: dict, where: str) -> Tool:
+        """A tool that runs one read-only query: its parameters are the query's, its result the rows.
+        The query is prepared here, against the database, so its mistakes are planc.toml's."""
+        from planc.registry.sql_tools import SqlError, prepare, query_parameters
+
+        if not provider.startswith("sql:") or len(provider) == 4:
+            self.fail(f"`query` is for SQL tools: `provider` must be \"sql:PATH\", the SQLite database", where,
+                      "provider")
+        if not isinstance(table.get("query"), str) or not table["query"].strip():
+            self.fail(f"SQL tool `{name}` needs `query`, the SELECT it runs", where, "query")
+        if "effects" in table:
+            self.fail("an SQL tool only reads, and planc makes sure of it: it takes no `effects`", where, "effects")
+        query, path = table["query"], self.folder / provider[len("sql:"):]
+        try:
+            names = query_parameters(query)
+            columns = prepare(path, query)
+        except SqlError as error:
+            self.fail(f"the query of SQL tool `{name}` cannot be used: {error}", where, "query")
+        declared = table.get("params")
+        params = self.params(declared, where, f"tool `{name}`") if declared is not None else {n: {} for n in names}
+        if set(params) != set(names):
+            missing, extra = sorted(set(names) - set(params)), sorted(set(params) - set(names))
+            said = [f"the query reads {', '.join(f':{n}' for n in missing)}, which `params` does not declare"] if missing else []
+            said += [f"`params` declares {', '.join(extra)}, which the query does not read"] if extra else []
+            self.fail(f"SQL tool `{name}`: {'; and '.join(said)}", where, "params")
+        rows = {"type": "array", "items": {"type": "object", "properties": {column: {} for column in columns}}}
+        return Tool(name=name, params=params, required=tuple(p for p, s in params.items() if "default" not in s),
+                    returns=rows, effects=SQL_EFFECTS, provider=f"sql:{path}", query=query)
+
     def python_tool(self, name: str, provider: str, where: str) -> Tool:
         """A tool whose parameters come from its `@planc.tool` function: the one case that imports it."""
         from planc.registry.python_tools import load_function_tool
 
         if provider.count(":") != 2:
             self.fail(f"`provider = {provider!r}` must be \"python:module:function\"", where, "provider")
+        if self.code_tools is not None:  # as a recorded run kept it
+            if name not in self.code_tools:
+                self.fail(f"the run kept no declaration of `{name}`, whose parameters come from its code", where)
+            return self.code_tools[name]
         try:
             return load_function_tool(provider, name, self.folder)
         except Exception as error:  # whatever importing user code raises, the config names it
@@ -334,5 +416,9 @@ class _Reader:
         api_key_env = table.get("api_key_env")
         if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
             self.fail(f"`api_key_env` of {what} must name an environment variable", where, "api_key_env")
+        retries = table.get("retries", MODEL_RETRIES)
+        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
+            self.fail(f"`retries` of {what} must be a whole number from 0 to 10, found {retries!r}", where, "retries")
         return ModelConfig(name=name, base_url=table["base_url"], model=table["model"], provider=provider,
-                           api_key_env=api_key_env, timeout_s=self.seconds(table, "timeout_s", where, MODEL_TIMEOUT_S))
+                           api_key_env=api_key_env, timeout_s=self.seconds(table, "timeout_s", where, MODEL_TIMEOUT_S),
+                           retries=retries)

@@ -17,6 +17,7 @@ RESULT_BYTES = 16 * 2**20  # the largest tool result a run takes, as JSON
 PLAN_BYTES = 64 * 2**20  # the largest plan text a check reads
 MCP_START_TIMEOUT_S = 30.0  # starting an MCP server and listing its tools
 MODEL_TIMEOUT_S = 60.0  # one chat completion
+MODEL_RETRIES = 3  # a model that fails for a moment is tried again this many times
 MODEL_PROVIDERS = ("openai",)  # any OpenAI-compatible chat-completions endpoint
 DEFAULT_MODEL_ROLE = "default"  # the `[models.*]` table a role without its own falls back to
 
@@ -28,6 +29,15 @@ class Limits:
     timeout_s: float = TOOL_TIMEOUT_S  # a tool call that declares no `timeout_s` of its own
     result_bytes: int = RESULT_BYTES  # a larger tool result is refused: the call fails, its completion recorded
     plan_bytes: int = PLAN_BYTES  # a larger plan is refused before it is parsed
+
+
+@attrs.frozen
+class Budgets:
+    """`[budget]`: the most a plan may cost before it is refused (E401); a command's options say otherwise."""
+
+    max_usd: float | None = None
+    max_calls: int | None = None
+    max_inferences: int | None = None
 
 
 @attrs.frozen
@@ -51,6 +61,7 @@ class ModelConfig:
     provider: str = MODEL_PROVIDERS[0]
     api_key_env: str | None = None  # the environment variable holding the API key
     timeout_s: float = MODEL_TIMEOUT_S
+    retries: int = MODEL_RETRIES  # more attempts after a transient failure (429, 5xx, a timeout)
 
 
 @attrs.frozen

@@ -113,6 +113,55 @@ def write_lock(path: Path, lock: dict) -> None:
         raise
 
 
+class StdoutNoise:
+    """A session's `message_handler` that keeps what a server wrote on its standard output that is not MCP.
+
+    The SDK logs every such line with a traceback; planc says it once, in the server's error, instead.
+    """
+
+    SHOWN = 3
+
+    def __init__(self) -> None:
+        _quiet_sdk_parse_errors()
+        self.lines: list[str] = []
+        self.count = 0
+
+    async def __call__(self, message) -> None:
+        if isinstance(message, Exception):
+            self.count += 1
+            if len(self.lines) < self.SHOWN:
+                self.lines.append(_bad_line(message))
+
+    def said(self) -> str:
+        if not self.count:
+            return ""
+        shown = ", ".join(f"`{line}`" for line in self.lines) + (", ..." if self.count > self.SHOWN else "")
+        return (f"; it wrote {self.count} line{'s' if self.count > 1 else ''} that {'are' if self.count > 1 else 'is'}"
+                f" not MCP on its standard output ({shown}): a server writes only protocol messages there, and its "
+                "logs on standard error")
+
+
+def _bad_line(error: Exception) -> str:
+    errors = getattr(error, "errors", None)
+    found = errors()[0].get("input") if callable(errors) and errors() else None
+    text = found if isinstance(found, str) else str(error)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _quiet_sdk_parse_errors() -> None:
+    """Drop the SDK's log record (with a traceback) for each line of a server's stdout that is not MCP."""
+    import logging
+
+    stdio = logging.getLogger("mcp.client.stdio")
+    if not any(isinstance(each, _NoParseErrors) for each in stdio.filters):
+        stdio.addFilter(_NoParseErrors())
+
+
+class _NoParseErrors:
+    def filter(self, record) -> bool:
+        return not record.getMessage().startswith("Failed to parse JSONRPC message")
+
+
 def server_parameters(server: McpServer, folder: Path):
     """How the SDK starts `server` over stdio: its command, in the folder of planc.toml, with its `env`."""
     from mcp import StdioServerParameters
@@ -134,15 +183,16 @@ async def _list_server(server: McpServer, folder: Path, timeout: float) -> dict 
         return ServerFailure(server=server.name, command=command, message=message)
 
     parameters = server_parameters(server, folder)
+    noise = StdoutNoise()
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:  # the server's stderr
         try:
             with anyio.fail_after(timeout):
                 async with stdio_client(parameters, errlog=errlog) as (read, write):
-                    async with ClientSession(read, write) as session:
+                    async with ClientSession(read, write, message_handler=noise) as session:
                         await session.initialize()
                         tools = await _all_tools(session)
         except Exception as error:  # noqa: BLE001 - any failure of a server is reported, not raised
-            return failure(_describe(error, command[0], timeout) + _tail(errlog))
+            return failure(_describe(error, command[0], timeout) + noise.said() + _tail(errlog))
     return {tool["name"]: entry(tool["name"], tool.get("description"), tool.get("inputSchema") or {"type": "object"},
                                 tool.get("outputSchema"), tool.get("annotations"))
             for tool in sorted(tools, key=lambda tool: tool["name"])}

@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 
 from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import Limits, McpServer, ModelConfig, PlanDeclaration
+from planc.registry.declarations import Budgets, Limits, McpServer, ModelConfig, PlanDeclaration
 from planc.registry.declared_plans import DeclaredPlans
 from planc.registry.tool import Tool
 
@@ -25,6 +25,8 @@ class Registry:
     policy: Path | None = None  # `policy`: the Cedar policy file, from the folder of planc.toml
     store: Path | None = None  # `store`: the run store, from the folder of planc.toml
     limits: Limits = Limits()  # `[limits]`
+    budget: Budgets = Budgets()  # `[budget]`
+    principal: str | None = None  # `principal`: who plans run for, unless a command says
 
     def lookup(self, name: str) -> Tool | None:
         return CONTROL_STEPS.get(name) or self.tools.get(name)

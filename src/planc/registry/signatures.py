@@ -106,3 +106,31 @@ def _bounds(schema: Mapping) -> str:
     if high is not None:
         return f" <= {high}"
     return ""
+
+
+def example_call(tool: Tool, given: dict[str, str | None] | None = None) -> str:
+    """`tool(...)` with its required parameters, each a plausible literal of its type, or as `given`
+    (None: left out, as a piped parameter is)."""
+    given = given or {}
+    args = [f"{name}: {given[name] if name in given else _example_value(tool.params[name], name)}"
+            for name in tool.params if (name in tool.required or name in given) and given.get(name, "") is not None]
+    return f"{tool.name}({', '.join(args)})"
+
+
+def _example_value(schema, name: str) -> str:
+    if "default" in schema:
+        return json.dumps(schema["default"], ensure_ascii=False)
+    if "enum" in schema and schema["enum"]:
+        return json.dumps(schema["enum"][0], ensure_ascii=False)
+    kind = schema.get("type")
+    if kind == "integer" or kind == "number":
+        return json.dumps(schema.get("minimum", 1))
+    if kind == "boolean":
+        return "true"
+    if kind == "array":
+        return "[]"
+    if kind == "object":
+        return "{}"
+    if kind == "string" and "pattern" in schema and schema["pattern"].startswith("^#"):
+        return '"#general"'  # a channel, as the pattern says
+    return json.dumps(name.replace("_", " "))

@@ -47,7 +47,8 @@ class Tool:
     cost: Cost = Cost()
     description: str = ""
     timeout_s: float | None = None  # how long a call may take at run time; None: `[limits] timeout_s`
-    provider: str = ""  # "python:module:function", "mcp:server", "plan:NAME" or "builtin"
+    provider: str = ""  # "python:module:function", "mcp:server", "sql:/path/to.sqlite", "plan:NAME" or "builtin"
+    query: str | None = None  # an SQL tool's query
     one_of: tuple[tuple[str, ...], ...] = ()  # groups of parameters of which exactly one is given
     at_most_one: tuple[tuple[str, ...], ...] = ()  # groups of parameters of which one at most is given
     required_when: tuple[tuple[str, object, str], ...] = ()  # (param, value, needed): `needed` when param == value
@@ -61,3 +62,22 @@ class Tool:
     def kind(self, param: str) -> str:
         """"condition", "block" or "value"."""
         return self.params.get(param, {}).get("x-planc", "value")
+
+    def to_data(self) -> dict:
+        """A registry tool's declaration as JSON data (control steps' groups and bindings left out):
+        what a run keeps of a tool declared in code, so that a replay needs not import it.
+
+        >>> tool = Tool("a", {"x": {"type": "integer"}}, ("x",), effects=Effects(read_only=True, declared=True))
+        >>> Tool.from_data(tool.to_data()) == tool and Tool.from_data(tool.to_data()).effects.declared
+        True
+        """
+        return {"name": self.name, "params": dict(self.params), "required": list(self.required), "pipe": self.pipe,
+                "returns": self.returns, "returns_at_most": self.returns_at_most,
+                "effects": {**attrs.asdict(self.effects)}, "cost": attrs.asdict(self.cost),
+                "description": self.description, "timeout_s": self.timeout_s, "provider": self.provider,
+                "query": self.query}
+
+    @classmethod
+    def from_data(cls, data: Mapping) -> Tool:
+        return cls(**{**data, "required": tuple(data["required"]), "effects": Effects(**data["effects"]),
+                      "cost": Cost(**data["cost"])})

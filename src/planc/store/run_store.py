@@ -1,33 +1,51 @@
 """The run store: every run, its stored plan, its tool calls and events, in SQLite.
 
-Before a tool is called an intent row is committed; after, its result. `Replay` feeds a
-recorded run's results back to the interpreter instead of calling any tool, and stops
-with a divergence error when the plan asks for a call the record does not hold.
+Before a tool is called an intent row is committed; after, its outcome and result. What a run
+tells the store, and what a replay or a resume answers from it, is `planc.store.recorders`'.
+
+Every failure of the store (another process holding it, a full disk, a read-only or damaged
+file) is a RunStoreError naming the store (`faults.py`), never SQLite's exception. A command
+that only reads (`planc runs`, `show-run`, `replay`) opens the store with `read_only`: it reads
+a store it cannot write, a read-only file or one on a read-only filesystem.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
-from planc.backend.hooks import Call, Skip
-from planc.backend.values import RunError, ToolFailed
+from planc.store import faults
+from planc.store.faults import RunLeased, RunStoreError, cannot_write, store_failure
+from planc.store.large_values import Values, keep, keep_event, to_json
+from planc.store.lease import Holder, holds
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
-SCHEMA_VERSION = 3  # 2: runs.options; 3: files
+SCHEMA_VERSION = 4  # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases
+
+# How a call ended. An intent row with no outcome yet (its process died during the call) is unknown.
+OUTCOMES = {
+    "ok": "it returned, and its result is recorded",
+    "failed": "it raised, or failed in the tool; the error is recorded",
+    "unknown": "whether it had its effect is not known: it timed out, the run was interrupted during it, "
+               "or its process died",
+    "refused": "it returned (its effect happened), and its result was refused: it cannot be recorded or used",
+    "not_approved": "it was not made: the question of --approve was answered no",
+}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
     started_at REAL NOT NULL,
     finished_at REAL,
-    status TEXT NOT NULL,          -- running, ok, error (exit status error), failed (RunError)
+    status TEXT NOT NULL,          -- running, ok, error (exit status error), failed (RunError), interrupted
     plan TEXT NOT NULL,            -- the stored plan (planc.store.stored) it ran
-    arguments TEXT NOT NULL,       -- JSON
+    arguments TEXT NOT NULL,       -- JSON (each JSON column may hold a reference to a large value instead)
     output TEXT,                   -- JSON of the plan's result
     message TEXT,
     options TEXT                   -- JSON: how it ran (config, policy, principal, finish, query); replay reuses it
@@ -38,10 +56,11 @@ CREATE TABLE IF NOT EXISTS calls (
     step TEXT NOT NULL,
     tool TEXT NOT NULL,
     input TEXT NOT NULL,           -- JSON
-    output TEXT,                   -- JSON; NULL until finished, or when it failed
+    output TEXT,                   -- JSON; NULL until finished, or when it did not end ok
     error TEXT,
     started_at REAL NOT NULL,
     finished_at REAL,
+    outcome TEXT,                  -- OUTCOMES; NULL while the call is made (or its process died during it)
     PRIMARY KEY (run_id, sequence)
 );
 CREATE TABLE IF NOT EXISTS files (    -- what a run read (planc.toml, its lock, the policy), by content
@@ -53,271 +72,303 @@ CREATE TABLE IF NOT EXISTS events (
     sequence INTEGER NOT NULL,
     at REAL NOT NULL,
     event TEXT NOT NULL,           -- JSON
+    refs TEXT,                     -- JSON: the event's large fields (null in `event`) -> their large_values hash
     PRIMARY KEY (run_id, sequence)
+);
+CREATE TABLE IF NOT EXISTS large_values (  -- each JSON text longer than a page, once (store/large_values.py)
+    hash TEXT PRIMARY KEY,         -- sha256 of the text
+    json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS leases (  -- the process recording into a run now (store/lease.py)
+    run_id TEXT PRIMARY KEY REFERENCES runs(id),
+    pid INTEGER NOT NULL,
+    pid_started TEXT,              -- when that process started, where the system says: pids are reused
+    token TEXT NOT NULL,           -- the lease's own: one process tells its leases apart
+    taken_at REAL NOT NULL
 );
 """
 
+# What a store of an older schema lacks, added by `_migrate`: (table, column, its declaration, how to fill it).
+ADDED_COLUMNS = (
+    ("runs", "options", "TEXT", None),
+    ("events", "refs", "TEXT", None),
+    ("calls", "outcome", "TEXT",
+     # A timeout was recorded as a failure before outcomes: its effect is just as unknown as any other's.
+     "CASE WHEN finished_at IS NULL THEN NULL WHEN error IS NULL THEN 'ok' "
+     "WHEN error LIKE '%failed: CallTimedOut: %' THEN 'unknown' ELSE 'failed' END"),
+)
 
-class RunStoreError(Exception):
-    """A run store that cannot be opened, or a run it does not hold."""
 
-
-def _json(value) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)  # key order kept: replay prints what the run did
-
-
-def _plain(value):
+def plain_json(value):
     """`value` as it reads back from JSON: what a recorded input is compared with."""
-    return json.loads(_json(value))
+    return json.loads(to_json(value))
 
 
 class RunStore:
-    def __init__(self, path: str | Path = DEFAULT_PATH) -> None:
+    def __init__(self, path: str | Path = DEFAULT_PATH, *, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.leases: dict[str, Holder] = {}  # run id -> the lease this store took on it
+        if read_only and not self.path.is_file():
+            raise RunStoreError(f"{self.path}: there is no run store here")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=FULL")
-            self.db.executescript(SCHEMA)
-            self._migrate()
+            if not read_only:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = self._open()
         except (OSError, sqlite3.Error) as error:
-            raise RunStoreError(f"{self.path}: cannot open the run store: {error}") from None
+            if not (read_only and cannot_write(error)):
+                raise store_failure(self.path, "open", error) from None
+            self.db = self._open_to_read()
 
-    def _migrate(self) -> None:
-        """Bring a store written by an older planc up to this schema: version 1 had no `runs.options`
-        (added here), version 2 no `files` (made by SCHEMA)."""
-        if self.db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
-            return
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
-        with self.db:
-            self.db.execute("BEGIN IMMEDIATE")
-            if "options" not in columns:
-                self.db.execute("ALTER TABLE runs ADD COLUMN options TEXT")
-            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=faults.BUSY_TIMEOUT_S)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(SCHEMA)
+            _migrate(db)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _open_to_read(self) -> sqlite3.Connection:
+        """The store opened only to read it: where its folder cannot be written (a read-only filesystem),
+        SQLite cannot make the files it reads a WAL store with, and reads it as a file no one changes."""
+        uri = self.path.resolve().as_uri()
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            try:
+                db = sqlite3.connect(uri + query, uri=True, isolation_level=None, check_same_thread=False)
+            except sqlite3.Error as error:
+                failed = error
+                continue
+            try:
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+                db.execute("SELECT 1 FROM runs LIMIT 1").fetchall()
+            except sqlite3.Error as error:
+                db.close()
+                failed = error
+                continue
+            if version < SCHEMA_VERSION:
+                db.close()
+                raise RunStoreError(f"{self.path}: cannot read the run store: an older planc wrote it, and it cannot "
+                                    f"be brought up to date here, as it cannot be written")
+            return db
+        raise store_failure(self.path, "open", failed)
 
     def close(self) -> None:
+        for holder in self.leases.values():
+            holder.give_back()
         self.db.close()
 
-    def _write(self, sql: str, params=()) -> None:
-        with self.db:  # one committed transaction
-            self.db.execute("BEGIN IMMEDIATE")
-            self.db.execute(sql, params)
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One committed transaction: what is written inside is all there, or none of it; a RunStoreError
+        when it cannot be written."""
+        try:
+            with self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+                yield self.db
+        except sqlite3.Error as error:
+            if self.db.in_transaction:  # a commit that failed leaves it open
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.rollback()
+            raise store_failure(self.path, "write to", error) from None
 
-    def start_run(self, stored_plan: dict, arguments, options: dict | None = None) -> Recorder:
-        """A new run of `stored_plan`; `options` says how it runs, so that replay and resume can do the same."""
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """Reads, a RunStoreError when the store cannot be read."""
+        try:
+            yield self.db
+        except sqlite3.Error as error:
+            raise store_failure(self.path, "read", error) from None
+        except LookupError as error:  # a reference to a value the store does not hold
+            raise RunStoreError(f"{self.path}: cannot read the run store: it is damaged ({error})") from None
+
+    def start_run(self, stored_plan: dict | None, arguments, options: dict | None = None) -> str:
+        """A new run of `stored_plan` (None while a model is writing the plan: `set_plan` records it then),
+        and its id; `options` says how it runs, so that replay and resume can do the same."""
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
-        self._write("INSERT INTO runs (id, started_at, status, plan, arguments, options) "
-                    "VALUES (?, ?, 'running', ?, ?, ?)",
-                    (run_id, time.time(), _json(stored_plan), _json(dict(arguments or {})), _json(options or {})))
-        return Recorder(self, run_id)
+        holder = Holder()
+        with self.transaction() as db:
+            db.execute("INSERT INTO runs (id, started_at, status, plan, arguments, options) "
+                       "VALUES (?, ?, 'running', ?, ?, ?)",
+                       (run_id, time.time(), to_json(stored_plan), keep(db, dict(arguments or {})),
+                        to_json(options or {})))
+            self._lease(db, run_id, holder)
+        return run_id
+
+    def take_lease(self, run_id: str) -> None:
+        """Take `run_id` to record into it (a resume): refused (RunLeased) while a live process holds it, and
+        for a run that has finished; it is `running` again until it finishes."""
+        holder = Holder()
+        with self.transaction() as db:
+            row = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise RunStoreError(f"{self.path}: no run `{run_id}`")
+            if row[0] in ("ok", "error"):
+                raise RunLeased(f"run {run_id} already finished ({row[0]}): nothing to resume")
+            lease = db.execute("SELECT pid, pid_started, token, taken_at FROM leases WHERE run_id = ?",
+                               (run_id,)).fetchone()
+            if lease is not None and holds(*lease[:3]):
+                raise RunLeased(f"run {run_id} is being recorded by process {lease[0]} (since "
+                                f"{time.strftime('%H:%M:%S', time.localtime(lease[3]))}): one process at a time "
+                                f"records into a run, so it is resumed once that process has ended")
+            db.execute("UPDATE runs SET status = 'running', finished_at = NULL, message = NULL WHERE id = ?",
+                       (run_id,))
+            self._lease(db, run_id, holder)
+
+    def _lease(self, db: sqlite3.Connection, run_id: str, holder: Holder) -> None:
+        db.execute("INSERT OR REPLACE INTO leases (run_id, pid, pid_started, token, taken_at) VALUES (?, ?, ?, ?, ?)",
+                   (run_id, holder.pid, holder.started, holder.token, time.time()))
+        holder.take()  # the transaction commits, or the exception leaves the holder unused
+        self.leases[run_id] = holder
+
+    def give_back(self, run_id: str) -> None:
+        """Give back the lease on `run_id` without finishing the run (a resume that did not start)."""
+        holder = self.leases.pop(run_id, None)
+        if holder is not None:
+            holder.give_back()
+            with contextlib.suppress(RunStoreError):  # a lease whose holder has gone is broken anyway
+                with self.transaction() as db:
+                    db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
+
+    def call_started(self, run_id: str, sequence: int, step: str, tool: str, arguments) -> None:
+        """The intent row of a call about to be made."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, started_at) VALUES (?, ?, ?, ?, ?, ?)",
+                       (run_id, sequence, step, tool, keep(db, arguments), time.time()))
+
+    def call_ended(self, run_id: str, sequence: int, outcome: str, output=None, error: str | None = None) -> None:
+        """How the call of row `sequence` ended: its outcome, and its output (when ok) or error."""
+        with self.transaction() as db:
+            db.execute("UPDATE calls SET output = ?, error = ?, outcome = ?, finished_at = ? "
+                       "WHERE run_id = ? AND sequence = ?",
+                       (keep(db, output) if outcome == "ok" else None, error, outcome, time.time(), run_id, sequence))
+
+    def call_declined(self, run_id: str, sequence: int, step: str, tool: str, arguments, message: str) -> None:
+        """The row of a call the gate refused: it was not made, and it ended as it started."""
+        now = time.time()
+        with self.transaction() as db:
+            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, error, started_at, finished_at, "
+                       "outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'not_approved')",
+                       (run_id, sequence, step, tool, keep(db, arguments), message, now, now))
+
+    def event(self, run_id: str, sequence: int, event: dict) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT INTO events (run_id, sequence, at, event, refs) VALUES (?, ?, ?, ?, ?)",
+                       (run_id, sequence, time.time(), *keep_event(db, event)))
+
+    def set_plan(self, run_id: str, stored_plan: dict) -> None:
+        """The plan a run runs, once a model has written it and it checked."""
+        with self.transaction() as db:
+            db.execute("UPDATE runs SET plan = ? WHERE id = ?", (to_json(stored_plan), run_id))
 
     def keep_file(self, text: str) -> str:
         """Keep `text` (a file a run read), once however many runs read it; its hash names it."""
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        self._write("INSERT OR IGNORE INTO files (hash, text) VALUES (?, ?)", (digest, text))
+        with self.transaction() as db:
+            db.execute("INSERT OR IGNORE INTO files (hash, text) VALUES (?, ?)", (digest, text))
         return digest
 
     def file(self, digest: str) -> str:
-        row = self.db.execute("SELECT text FROM files WHERE hash = ?", (digest,)).fetchone()
+        with self.reading() as db:
+            row = db.execute("SELECT text FROM files WHERE hash = ?", (digest,)).fetchone()
         if row is None:
             raise RunStoreError(f"{self.path}: no file with hash {digest}")
         return row[0]
 
     def finish_run(self, run_id: str, status: str, output=None, message: str | None = None) -> None:
-        self._write("UPDATE runs SET finished_at = ?, status = ?, output = ?, message = ? WHERE id = ?",
-                    (time.time(), status, _json(output), message, run_id))
+        """How the run ended; its lease is given back with it."""
+        holder = self.leases.pop(run_id, None)
+        try:
+            with self.transaction() as db:
+                db.execute("UPDATE runs SET finished_at = ?, status = ?, output = ?, message = ? WHERE id = ?",
+                           (time.time(), status, keep(db, output), message, run_id))
+                if holder is not None:
+                    db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
+        finally:
+            if holder is not None:
+                holder.give_back()  # this process is done with the run: a lease left in the store is broken
+
+    def last_event(self, run_id: str) -> int:
+        """The sequence of `run_id`'s last event (0 for none): a resumed run's events come after it."""
+        with self.reading() as db:
+            return db.execute("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0]
 
     def runs(self) -> list[dict]:
-        rows = self.db.execute(
-            "SELECT r.id, r.started_at, r.finished_at, r.status, r.message, "
-            "(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id) FROM runs r ORDER BY r.started_at, r.id").fetchall()
-        return [{"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3], "message": row[4],
-                 "calls": row[5]} for row in rows]
+        with self.reading() as db:
+            rows = db.execute(
+                "SELECT r.id, r.started_at, r.finished_at, r.status, r.message, "
+                "(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id AND c.outcome IS NOT 'not_approved') "
+                "FROM runs r ORDER BY r.started_at, r.id").fetchall()
+            return [self._as_seen(db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
+                                       "message": row[4], "calls": row[5]}) for row in rows]
+
+    def find(self, name: str) -> str:
+        """The id of the run `name` names: its id, a prefix of one id only, or `last` (the latest started)."""
+        with self.reading() as db:
+            if name == "last":
+                row = db.execute("SELECT id FROM runs ORDER BY started_at DESC, id DESC LIMIT 1").fetchone()
+                if row is None:
+                    raise RunStoreError(f"{self.path}: no run yet, so no `last` run")
+                return row[0]
+            found = [row[0] for row in db.execute("SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id",
+                                                  (len(name), name))]
+        if name in found:
+            return name
+        if not found:
+            raise RunStoreError(f"{self.path}: no run `{name}`")
+        if len(found) > 1:
+            shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+            raise RunStoreError(f"{self.path}: `{name}` is the start of {len(found)} runs ({shown}): give more of it")
+        return found[0]
+
+    def _as_seen(self, db: sqlite3.Connection, run: dict) -> dict:
+        """`run` as it is: a run still `running` whose process is gone (no live process holds it) was
+        interrupted, and can be resumed."""
+        if run["status"] != "running":
+            return run
+        lease = db.execute("SELECT pid, pid_started, token FROM leases WHERE run_id = ?", (run["id"],)).fetchone()
+        if lease is not None and holds(*lease):
+            return run
+        return {**run, "status": "interrupted",
+                "message": f"its process is gone: `planc resume {run['id']}` continues it"}
 
     def run(self, run_id: str) -> dict:
+        with self.reading():
+            return self._run(run_id)
+
+    def _run(self, run_id: str) -> dict:
         row = self.db.execute("SELECT id, started_at, finished_at, status, plan, arguments, output, message, options "
                               "FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunStoreError(f"{self.path}: no run `{run_id}`")
-        calls = self.db.execute("SELECT sequence, step, tool, input, output, error, started_at, finished_at "
+        calls = self.db.execute("SELECT sequence, step, tool, input, output, error, started_at, finished_at, outcome "
                                 "FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
-        events = self.db.execute("SELECT at, event FROM events WHERE run_id = ? ORDER BY sequence", (run_id,))
-        return {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
-                "plan": json.loads(row[4]), "arguments": json.loads(row[5]),
-                "output": json.loads(row[6]) if row[6] is not None else None, "message": row[7],
+        events = self.db.execute("SELECT at, event, refs FROM events WHERE run_id = ? ORDER BY sequence", (run_id,))
+        value = Values(self.db)
+        return self._as_seen(self.db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
+                "plan": json.loads(row[4]), "arguments": value(row[5]), "output": value(row[6]), "message": row[7],
                 "options": json.loads(row[8]) if row[8] is not None else {},
-                "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": json.loads(c[3]),
-                           "output": json.loads(c[4]) if c[4] is not None else None, "error": c[5],
-                           "started_at": c[6], "finished_at": c[7]} for c in calls],
-                "events": [{"at": at, **json.loads(event)} for at, event in events]}
+                "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": value(c[3]), "output": value(c[4]),
+                           "error": c[5], "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown"}
+                          for c in calls],
+                "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]})
 
 
-class Recorder:
-    """The interpreter's `recorder` while recording: commits an intent row, then the result."""
-
-    calls_tools = True
-
-    def __init__(self, store: RunStore, run_id: str) -> None:
-        self.store, self.run_id = store, run_id
-        self.sequence = 0
-        self.events = 0
-        self.open: dict[int, int] = {}  # id(call) -> its sequence
-
-    def replayed(self, call: Call, step) -> None:
-        return None  # recording: every call is real
-
-    def started(self, call: Call) -> None:
-        self.sequence += 1
-        self.open[id(call)] = self.sequence
-        self.store._write("INSERT INTO calls (run_id, sequence, step, tool, input, started_at) "
-                          "VALUES (?, ?, ?, ?, ?, ?)",
-                          (self.run_id, self.sequence, call.step, call.tool.name, _json(dict(call.args)), time.time()))
-
-    def finished(self, call: Call, result, error: Exception | None) -> None:
-        sequence = self.open.pop(id(call))
-        self.store._write("UPDATE calls SET output = ?, error = ?, finished_at = ? WHERE run_id = ? AND sequence = ?",
-                          (None if error is not None else _json(result), str(error) if error is not None else None,
-                           time.time(), self.run_id, sequence))
-
-    def event(self, event: dict) -> None:
-        self.events += 1
-        self.store._write("INSERT INTO events (run_id, sequence, at, event) VALUES (?, ?, ?, ?)",
-                          (self.run_id, self.events, time.time(), _json(event)))
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a store written by an older planc up to this schema: add the columns it lacks
+    (`ADDED_COLUMNS`); the tables it lacks SCHEMA made."""
+    if db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+        return
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        for table, column, declaration, fill in ADDED_COLUMNS:
+            if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+                if fill is not None:
+                    db.execute(f"UPDATE {table} SET {column} = {fill}")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
-def _calls_by_step(run: dict) -> dict[str, list[dict]]:
-    """The run's recorded calls by step path, in the order they were made."""
-    by_step: dict[str, list[dict]] = {}
-    for call in run["calls"]:
-        by_step.setdefault(call["step"], []).append(call)
-    return by_step
-
-
-def _same_call(held: dict, call: Call, asked, step, run_id, doing: str) -> None:
-    """A DivergenceError unless the plan's `call` (input `asked`) is the recorded call `held`."""
-    if held["tool"] != call.tool.name:
-        raise DivergenceError(f"step {call.step}: {doing} diverged: the plan calls `{call.tool.name}`, and run "
-                              f"{run_id} recorded `{held['tool']}` here", _node(step))
-    if held["input"] != asked:
-        raise DivergenceError(f"step {call.step}: {doing} diverged: `{call.tool.name}` is called with "
-                              f"{_difference(held['input'], asked)}", _node(step))
-
-
-def _node(step):
-    """Where an error about a call points: the step's tool name; nothing for a call outside any step (the finish)."""
-    return getattr(step, "tool", None)
-
-
-class Replay:
-    """The interpreter's `recorder` while replaying: every call's result comes from the record."""
-
-    calls_tools = False  # every call is answered from the record, or the replay stops
-
-    def __init__(self, run: dict) -> None:
-        self.run = run
-        self.run_id = run["id"]
-        self.by_step = _calls_by_step(run)
-
-    def replayed(self, call: Call, step) -> Skip:
-        recorded = self.by_step.get(call.step) or []
-        asked = _plain(dict(call.args))
-        if self._failed_here(recorded):
-            raise RunError(self.run["message"] or f"run {self.run['id']} failed here", _node(step))
-        if not recorded:
-            raise DivergenceError(f"step {call.step}: replay diverged: the plan calls `{call.tool.name}` with "
-                                  f"{_json(asked)}, and run {self.run['id']} recorded no call at this step",
-                                  _node(step))
-        held = recorded[0]
-        _same_call(held, call, asked, step, self.run["id"], "replay")
-        recorded.pop(0)
-        if held["error"] is not None:
-            raise ToolFailed(held["error"], _node(step))
-        if held["finished_at"] is None:
-            raise DivergenceError(f"step {call.step}: replay cannot go on: run {self.run['id']} recorded the call "
-                                  f"of `{call.tool.name}` here, and no result for it", _node(step))
-        return Skip(held["output"])
-
-    def _failed_here(self, recorded: list[dict]) -> bool:
-        """Whether the recorded run failed at this call, so the replay fails as it did: the run failed,
-        and it stopped during this call (an intent row, no result), or before it with no call left."""
-        if self.run["status"] != "failed":
-            return False
-        if recorded:
-            return recorded[0]["finished_at"] is None
-        return not any(self.by_step.values())
-
-    def started(self, call: Call) -> None:  # never reached: replayed() answers every call or raises
-        raise DivergenceError(f"step {call.step}: replay would call `{call.tool.name}`")
-
-    def finished(self, call: Call, result, error) -> None:
-        pass
-
-    def event(self, event: dict) -> None:
-        pass  # a replay writes nothing
-
-
-class Resume(Recorder):
-    """The interpreter's `recorder` while resuming a run whose process died, recording into the same run.
-
-    A call with a recorded result takes it from the record; a call with an intent row and no result is
-    called again only when its tool is idempotent (the same intent row then gets the result), else the
-    run stops with "outcome unknown"; a call past the record is called and recorded.
-    """
-
-    def __init__(self, store: RunStore, run: dict) -> None:
-        super().__init__(store, run["id"])
-        self.run = run
-        self.sequence = max((call["sequence"] for call in run["calls"]), default=0)
-        self.events = store.db.execute("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE run_id = ?",
-                                       (run["id"],)).fetchone()[0]
-        self.by_step = _calls_by_step(run)
-        self.again: dict[int, int] = {}  # id(call) -> the sequence of the intent row it is called again for
-
-    def replayed(self, call: Call, step) -> Skip | None:
-        recorded = self.by_step.get(call.step) or []
-        if not recorded:
-            return None  # past the record: a real call
-        held = recorded.pop(0)
-        _same_call(held, call, _plain(dict(call.args)), step, self.run_id, "resume")
-        if held["finished_at"] is not None:
-            if held["error"] is not None:
-                raise ToolFailed(held["error"], _node(step))
-            return Skip(held["output"])
-        effects = call.tool.effects
-        if not (getattr(effects, "idempotent", False) or getattr(effects, "read_only", False)):
-            raise OutcomeUnknown(f"step {call.step}: outcome unknown: run {self.run_id} recorded the call of "
-                                 f"`{call.tool.name}` here and no result, and `{call.tool.name}` is not "
-                                 f"idempotent, so it is not called again", _node(step))
-        self.again[id(call)] = held["sequence"]
-        return None
-
-    def started(self, call: Call) -> None:
-        sequence = self.again.pop(id(call), None)
-        if sequence is None:
-            super().started(call)
-        else:
-            self.open[id(call)] = sequence
-
-
-class OutcomeUnknown(RunError):
-    """A resumed run reaches a non-idempotent call that was started and has no recorded result."""
-
-
-class DivergenceError(RunError):
-    """A replayed plan asks for a call its record does not hold."""
-
-
-def _difference(recorded: dict, asked: dict) -> str:
-    parts = []
-    for name in sorted(set(recorded) | set(asked)):
-        if name not in asked:
-            parts.append(f"no `{name}` (recorded {_json(recorded[name])})")
-        elif name not in recorded:
-            parts.append(f"`{name}`: {_json(asked[name])} (not recorded)")
-        elif recorded[name] != asked[name]:
-            parts.append(f"`{name}`: {_json(asked[name])} where {_json(recorded[name])} was recorded")
-    return "; ".join(parts) or f"{_json(asked)} where {_json(recorded)} was recorded"
-
-
-__all__ = ["DEFAULT_PATH", "DivergenceError", "OutcomeUnknown", "Recorder", "Replay", "Resume", "RunStore", "RunStoreError"]
+__all__ = ["DEFAULT_PATH", "OUTCOMES", "RunLeased", "RunStore", "RunStoreError"]

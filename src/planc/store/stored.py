@@ -1,10 +1,12 @@
 """Stored plans: `planc compile` writes one, `planc run` loads it.
 
 A stored plan is JSON: the source text, its canonical text, the tree with spans, a
-fingerprint of every tool it calls, the hash of the policy it was checked under, and a
-content hash over all of that. Loading verifies the hash, migrates an older version
-through `MIGRATIONS`, re-checks the source against the current registry and policy,
-and refuses a plan whose tools or policy changed since it was compiled.
+fingerprint of every tool it calls, the hash of the file of every declared plan it can
+reach (directly or through other plans), the hash of the policy it was checked under,
+and a content hash over all of that. Loading reads it strictly (no duplicate key, every
+field of its type: `STORED_PLAN`), verifies the hash, migrates an older version through
+`MIGRATIONS`, re-checks the source against the current registry and policy, and refuses
+a plan whose tools, declared plans or policy changed since it was compiled.
 """
 
 from __future__ import annotations
@@ -14,11 +16,39 @@ import json
 from collections.abc import Callable, Mapping
 
 FORMAT = "planc.plan"
-VERSION = 1
+VERSION = 2  # 2: `plans`, the files of the declared plans it can reach
+
+
+def _no_plans_recorded(stored: dict) -> dict:
+    """Version 1 did not record the declared plans' files: `plans` is null, unknown, and loading refuses
+    such a plan if it calls any declared plan."""
+    return {**stored, "plans": None}
+
+
 # version -> the function that turns a stored plan of that version into one of the next
-# version. Version 1 is the first: none yet. A change of format adds one entry here (and
-# keeps tests/fixtures/stored_v1.json loading).
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
+# version. A change of format adds one entry here (and keeps the committed fixtures loading).
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _no_plans_recorded}
+
+_DIGEST = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+# What a stored plan of the current version holds; anything else is refused before it is used.
+STORED_PLAN = {
+    "type": "object",
+    "required": ["format", "version", "source", "canonical", "ast", "registry", "policy", "plans", "hash"],
+    "additionalProperties": False,
+    "properties": {
+        "format": {"const": FORMAT},
+        "version": {"const": VERSION},
+        "source": {"type": "string"},
+        "canonical": {"type": "string"},
+        "ast": {"type": "object"},
+        "registry": {"type": "object", "required": ["fingerprint", "tools"], "additionalProperties": False,
+                     "properties": {"fingerprint": _DIGEST,
+                                    "tools": {"type": "object", "additionalProperties": _DIGEST}}},
+        "policy": {"anyOf": [_DIGEST, {"type": "null"}]},
+        "plans": {"anyOf": [{"type": "object", "additionalProperties": _DIGEST}, {"type": "null"}]},
+        "hash": _DIGEST,
+    },
+}
 
 
 class StoredPlanError(Exception):
@@ -34,13 +64,19 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+# Fields a tool's declaration gained after stored plans existed: hashed only when set, so the plans
+# compiled before them stay fresh.
+LATER_FIELDS = frozenset({"query"})
+
+
 def _plain(value):
     """A tool declaration's value as JSON-ready data: attrs classes by field (those equality compares),
     mappings, sequences."""
     import attrs
 
     if attrs.has(type(value)):
-        return {field.name: _plain(getattr(value, field.name)) for field in attrs.fields(type(value)) if field.eq}
+        return {field.name: _plain(getattr(value, field.name)) for field in attrs.fields(type(value))
+                if field.eq and not (field.name in LATER_FIELDS and getattr(value, field.name) == field.default)}
     if isinstance(value, Mapping):
         return {str(key): _plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -71,6 +107,12 @@ def _content_hash(stored: Mapping) -> str:
     return _sha256(canonical_json({key: value for key, value in stored.items() if key != "hash"}))
 
 
+def _plan_files(checked, registry) -> dict:
+    """name -> the hash of the file of every declared plan `checked` can reach."""
+    plans = checked.context.plans if checked.context is not None else {}
+    return {name: _sha256(registry.plans.file(name).text or "") for name in sorted(plans)}
+
+
 def save_plan(checked, *, registry=None, policy=None) -> dict:
     """The stored form of `checked` (a CheckResult without errors), compiled against `registry` and `policy`."""
     from planc.syntax.data import to_data
@@ -88,6 +130,7 @@ def save_plan(checked, *, registry=None, policy=None) -> dict:
         "registry": {"fingerprint": _fingerprint(tools),
                      "tools": {name: tool_hash(tools[name]) for name in sorted(tools)}},
         "policy": _policy_hash(policy),
+        "plans": _plan_files(checked, registry),
     }
     # The hash is over the JSON as it is read back, so a value JSON changes (a tuple) still verifies.
     stored = json.loads(canonical_json(stored))
@@ -102,9 +145,11 @@ def dump(stored: Mapping) -> str:
 
 def _read(text: str) -> dict:
     try:
-        stored = json.loads(text)
+        stored = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as error:
         raise StoredPlanError(f"not a stored plan: not JSON ({error})") from None
+    except ValueError as error:  # a duplicate key: which of its values would count is anybody's guess
+        raise StoredPlanError(f"not a stored plan: {error}") from None
     if not isinstance(stored, dict) or stored.get("format") != FORMAT:
         found = stored.get("format") if isinstance(stored, dict) else None
         raise StoredPlanError(f"not a stored plan: `format` is {json.dumps(found)}, not \"{FORMAT}\"")
@@ -116,6 +161,25 @@ def _read(text: str) -> dict:
         raise StoredPlanError(f"stored plan is version {version}, newer than this planc: {readable} "
                               "(upgrade planc, or compile the plan again)")
     return stored
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    found: dict = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {json.dumps(key)} appears twice in one object")
+        found[key] = value
+    return found
+
+
+def _check_fields(stored: dict) -> None:
+    """Every field of `stored` (of the current version) of its type, before any is used."""
+    from jsonschema.validators import validator_for
+
+    error = next(iter(validator_for(STORED_PLAN)(STORED_PLAN).iter_errors(stored)), None)
+    if error is not None:
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
+        raise StoredPlanError(f"not a valid stored plan: at `{where or '.'}`: {error.message}")
 
 
 def _readable() -> list[int]:
@@ -143,18 +207,29 @@ def _verify_hash(stored: Mapping) -> None:
                               f"(expected {stored.get('hash')}, found {found})")
 
 
-def load_plan(text: str, *, registry=None, policy=None, principal: str | None = None, arguments=None):
+def stored_source(text: str) -> str:
+    """The plan text a stored plan holds, once it is read strictly and its hash verified: what `planc check`,
+    `show`, `optimize` and `policy explain` read from a compiled plan (a StoredPlanError otherwise)."""
+    stored = migrate(_read(text))
+    _check_fields(stored)
+    _verify_hash(stored)
+    return stored["source"]
+
+
+def load_plan(text: str, *, registry=None, policy=None, principal: str | None = None, arguments=None,
+              **limits):
     """The CheckResult of the stored plan `text`, re-checked against the current `registry` and `policy`.
 
     Refused with StoredPlanError when it is not a stored plan, is of an unknown version, was
     modified, has errors now, or a tool it calls or the policy changed since it was compiled.
+    `limits` are the budgets of `check` (`max_usd`, `max_calls`, `max_inferences`).
     """
     from planc.passes.check import check
-    from planc.passes.policy.load import DEFAULT_PRINCIPAL
 
     stored = migrate(_read(text))
+    _check_fields(stored)
     _verify_hash(stored)
-    declared = (stored.get("registry") or {}).get("tools") or {}
+    declared = stored["registry"]["tools"]
     stale = []
     for name in sorted(declared):
         tool = registry.lookup(name) if registry is not None else None
@@ -162,17 +237,27 @@ def load_plan(text: str, *, registry=None, policy=None, principal: str | None = 
             stale.append(f"tool `{name}` was removed from the registry")
         elif tool_hash(tool) != declared[name]:
             stale.append(f"the declaration of tool `{name}` changed")
-    if stored.get("policy") != _policy_hash(policy):
-        stale.append("the policy was added" if stored.get("policy") is None
+    if stored["policy"] != _policy_hash(policy):
+        stale.append("the policy was added" if stored["policy"] is None
                      else "the policy was removed" if policy is None else "the policy changed")
     if stale:
         raise StoredPlanError(f"stored plan is stale: {'; '.join(stale)} since it was compiled; compile it again")
     checked = check(stored["source"], registry=registry, policy=policy, arguments=arguments,
-                    principal=principal or DEFAULT_PRINCIPAL)
+                    principal=principal, **limits)
     errors = [d for d in checked.diagnostics if d.is_error]
     if checked.plan is None or errors:
         listed = "; ".join(f"{d.code} {d.span.start.line}:{d.span.start.column} {d.message}" for d in errors)
         raise StoredPlanError(f"stored plan has errors against the current registry and policy: {listed}")
+    files = _plan_files(checked, registry)
+    if stored["plans"] is None and files:
+        raise StoredPlanError(f"stored plan is stale: it calls the declared plans {', '.join(files)}, and it was "
+                              "compiled by a planc that did not record their files; compile it again")
+    changed = [name for name in sorted({*files, *(stored["plans"] or {})})
+               if stored["plans"] is not None and files.get(name) != stored["plans"].get(name)]
+    if changed:
+        raise StoredPlanError(f"stored plan is stale: the file of the declared plan{'s' if len(changed) > 1 else ''} "
+                              f"{', '.join(f'`{name}`' for name in changed)} changed since it was compiled; "
+                              "compile it again")
     now = _used_tools(checked)
     if set(now) != set(declared):  # a name that was a control step, or the other way round
         raise StoredPlanError("stored plan is stale: it calls tools "

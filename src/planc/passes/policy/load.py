@@ -51,6 +51,14 @@ class PolicyError(Exception):
         super().__init__(where + message)
 
 
+def principal_of(given: str | None, registry) -> str:
+    """Who a plan runs for: `given`, else the `principal` its planc.toml declares, else anonymous."""
+    if given is not None:
+        return given
+    declared = registry.principal if registry is not None else None
+    return declared if declared is not None else DEFAULT_PRINCIPAL
+
+
 @attrs.frozen
 class Rule:
     """One policy of the file: what decisions name it by, and what it does."""
@@ -71,8 +79,9 @@ class Policy:
     text: str = attrs.field(default="", repr=False)  # the file's text (a stored plan keeps its hash)
 
 
-def load_policy(path: Path) -> Policy:
+def load_policy(path: str | Path) -> Policy:
     """The Policy in the file at `path`."""
+    path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:

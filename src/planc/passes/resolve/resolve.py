@@ -26,6 +26,7 @@ from planc.syntax.steps import block_name, children, step_paths, walk_steps
 from planc.syntax.templates import BINDINGS
 
 ARGS = "args"
+SHOWN = 10  # the errors of a declared plan an E211 lists
 UNKNOWN = "whatever an unknown tool binds"
 LATER = "steps can only read the results of steps before them"
 # Other languages' spellings of the literals, as models write them.
@@ -49,7 +50,7 @@ def resolve(plan: ast.Plan, context: CheckContext) -> tuple[Resolution, list[Dia
     >>> [(d.code, d.message) for d in diagnostics]
     [('E203', '`$2` refers to step 2, which comes after this step')]
     """
-    resolver = _Resolver(plan, context.registry)
+    resolver = _Resolver(plan, context.registry, context.plans)
     resolver.visit_steps(plan.pipelines, frames=(), bound=frozenset(), prefix="")
     resolver.check_labels()
     resolution = Resolution(resolver.targets, resolver.paths, resolver.tools)
@@ -68,7 +69,8 @@ class _Frame:
 class _Resolver:
     """One walk over the plan: it numbers the steps and resolves every name on the way."""
 
-    def __init__(self, plan: ast.Plan, registry: Registry | None) -> None:
+    def __init__(self, plan: ast.Plan, registry: Registry | None, plans=None) -> None:
+        self.plans = plans or {}  # the declared plans the plan calls, each checked
         self.plan = plan
         self.registry = registry
         self.tools: dict[ast.Step, Tool] = {}
@@ -125,12 +127,29 @@ class _Resolver:
         self.tools[step] = tool
         self.diagnostics.extend(check_arguments(step, tool, piped, self.registry, path))
         if tool.provider.startswith("plan:"):
-            cycle = self.registry.plans.cycle_from(tool.provider[len("plan:"):])
-            if cycle:
-                self.diagnostics.append(diagnostic(
-                    "E210", "cycle", step.tool.span, step=path, name=name, cycle=" -> ".join(cycle),
-                    hints=["a plan cannot call itself, directly or through other plans"]))
+            self.diagnostics.extend(self.declared_plan(step, tool.provider[len("plan:"):], path))
         return tool
+
+    def declared_plan(self, step: ast.Step, plan: str, path: str) -> list[Diagnostic]:
+        """E210 when calling the declared plan `plan` never ends; E211 when it cannot run."""
+        name = step.tool.text
+        cycle = self.registry.plans.cycle_from(plan)
+        if cycle:
+            return [diagnostic("E210", "cycle", step.tool.span, step=path, name=name, cycle=" -> ".join(cycle),
+                               hints=["a plan cannot call itself, directly or through other plans"])]
+        file = self.registry.plans.file(plan)
+        if file.text is None:
+            return [diagnostic("E211", "unreadable", step.tool.span, step=path, name=name, problem=file.problem)]
+        checked = self.plans.get(plan)
+        errors = [d for d in checked.diagnostics if d.is_error] if checked is not None else []
+        if not errors:
+            return []
+        written = file.declaration.written
+        hints = [f"{written}:{d.span.start.line}:{d.span.start.column}: {d.code} {d.message}" for d in errors[:SHOWN]]
+        if len(errors) > SHOWN:
+            hints.append(f"and {len(errors) - SHOWN} more: `planc check {written}` shows them all")
+        return [diagnostic("E211", "errors", step.tool.span, step=path, hints=hints, name=name, file=written,
+                           count=len(errors), plural="s" if len(errors) > 1 else "")]
 
     def visit_arg(self, arg: ast.Arg, step, frames, bound, binds, path: str) -> None:
         """Resolve an argument's value; `binds` are the names its parameter binds (a block's, a condition's)."""

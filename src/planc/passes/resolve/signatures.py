@@ -24,11 +24,39 @@ def unknown_tool(step: ast.Step, registry: Registry, path: str) -> Diagnostic:
     import difflib  # only for a plan with a mistake
 
     name = step.tool.text
-    close = difflib.get_close_matches(name, registry.names(), n=3, cutoff=0.6)
-    hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"] if close else []
-    source = f" in {registry.source.name}" if registry.source else ""
-    hints.append(f"the tools{source} are listed by `planc registry list`")
+    names = registry.names()
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    if close:
+        hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"]
+    elif len(names) <= LISTED:
+        hints = [f"the tools are {_listed(names)}"]
+    else:  # too many to list: the nearest, by how alike their names are
+        nearest = difflib.get_close_matches(name, names, n=LISTED // 2, cutoff=0)
+        hints = [f"the tools nearest to `{name}` are {_listed(nearest)} (of {len(names)})"]
     return diagnostic("E200", "unknown_tool", step.tool.span, step=path, hints=hints, name=name)
+
+
+LISTED = 16  # an unknown name's hint lists every tool up to this many, else the nearest half of it
+
+
+def _listed(names) -> str:
+    return ", ".join(f"`{name}`" for name in names)
+
+
+def with_registry_hints(diagnostic: Diagnostic, text: str, registry: Registry) -> Diagnostic:
+    """A syntax diagnostic whose hints say more with the registry: the parameters of the step's tool for a
+    positional argument (E102), and an example that calls this registry's own tools."""
+    from planc.registry.signatures import example_call
+    from planc.syntax.errors import PLAN_HINT
+
+    if diagnostic.code == "E102":
+        diagnostic = name_parameters(diagnostic, text, registry)
+    if PLAN_HINT in diagnostic.hints and registry.tools:
+        tool = registry.tools[min(registry.tools)]
+        ours = f"a plan is steps like `{example_call(tool)}`, one per line, `|>` between steps to pipe a result on"
+        diagnostic = attrs.evolve(diagnostic, hints=tuple(ours if hint == PLAN_HINT else hint
+                                                          for hint in diagnostic.hints))
+    return diagnostic
 
 
 def check_arguments(step: ast.Step, tool: Tool, piped: bool, registry: Registry | None,

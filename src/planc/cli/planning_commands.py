@@ -1,0 +1,153 @@
+"""`planc prompt` and `planc plan`: the model's half of the loop."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPTION, budget_options
+from planc.cli.printing import console, print_checked
+from planc.cli.project import find_policy, find_registry, principal_for
+from planc.cli.runs import open_store, print_result, run_failed, tool_output_to_stderr
+from planc.cli.usage import UsageError
+
+
+@click.command("prompt")
+@CONFIG_OPTION
+@click.option("--bare", is_flag=True, help="Ask for the bare plan, as a grammar-constrained decoder writes it, "
+                                          "rather than a fenced block.")
+def prompt_command(config: str | None, bare: bool) -> None:
+    """Print the system prompt that teaches a model to write plans for this registry.
+
+    Its size goes to stderr, in characters and (about) tokens.
+    """
+    from planc.planning.prompt import estimated_tokens, system_prompt
+
+    registry = find_registry(config)
+    text = system_prompt(registry, fenced=not bare)
+    click.echo(text, nl=False)
+    where = f"for {registry.source}" if registry is not None else "with no planc.toml: the control steps only"
+    click.echo(f"prompt {where}: {len(text):,} characters, about {estimated_tokens(text):,} tokens", err=True)
+
+
+@click.command("plan")
+@click.argument("task")
+@CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
+@budget_options
+@click.option("--model", "role", default="planner", show_default=True,
+              help="The model role to ask ([models.ROLE] in planc.toml, else [models.default]).")
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="How many answers the model may give: the first, and a repair of each failing one.")
+@click.option("--grammar", type=click.Choice(["lark", "gbnf"]),
+              help="Send the grammar of the language, specialised to the registry, with each request.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the checked plan to FILE.")
+@click.option("--run", "then_run", is_flag=True, help="Run the checked plan, as `planc run` would.")
+@click.option("--arg", "args", multiple=True, metavar="NAME=VALUE", help="With --run: a run argument.")
+@click.option("--arg-json", "json_args", multiple=True, metavar="NAME=JSON", help="With --run: a run argument as JSON.")
+@STORE_OPTION
+def plan_command(task: str, config: str | None, policy_file: str | None, principal: str | None, max_usd: float | None,
+                 max_calls: int | None, max_inferences: int | None, role: str, rounds: int, grammar: str | None,
+                 output: str | None, then_run: bool, args: tuple[str, ...], json_args: tuple[str, ...],
+                 store: str | None) -> None:
+    """Ask a model for a plan that does TASK, and repair it with planc's diagnostics until it checks.
+
+    Prints the checked plan (or writes it with -o); exit 1 with the last diagnostics when the rounds
+    run out. The exchange is recorded in the run store: `planc show-run` shows it, `planc replay`
+    reproduces it with no model. With --run the plan then runs, exit codes as `planc run`.
+    """
+    from planc.backend.arguments import parse_arguments
+    from planc.backend.models import ModelError
+    from planc.backend.recorded_run import code_tools, keep_read_files
+    from planc.passes.cost.budget import Budget
+    from planc.planning.planner import plan
+    from planc.store.recorders import Recorder
+    from planc.store.run_store import RunStoreError
+
+    if (args or json_args) and not then_run:
+        raise UsageError("--arg and --arg-json are only read with --run")
+    registry = find_registry(config)
+    if registry is None:
+        raise UsageError("planc plan needs a planc.toml (here or above, or --config): the tools to plan with "
+                         "and [models.*] to ask")
+    principal = principal_for(registry, principal)
+    policy = find_policy(policy_file, registry, principal)
+    try:
+        arguments = parse_arguments(args, json_args)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    runs = open_store(store, registry)
+    planned_options = {"task": task, "role": role, "rounds": rounds, "grammar": grammar, "run": then_run,
+                       "budget": [max_usd, max_calls, max_inferences], "output": output}
+    options = {"config": str(registry.source.resolve()), "principal": principal, "finish": "output", "query": None,
+               "policy": str(Path(policy_file).resolve()) if policy_file else None, "planned": planned_options,
+               "read": keep_read_files(runs, registry, policy), "code_tools": code_tools(registry)}
+    try:
+        recorder = Recorder(runs, runs.start_run(None, arguments, options))
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+    click.echo(f"run: {recorder.run_id}", err=True)
+    try:
+        planned = plan(task, registry=registry, policy=policy, principal=principal,
+                       budget=Budget(max_usd, max_calls, max_inferences), role=role, rounds=rounds, grammar=grammar,
+                       recorder=recorder)
+    except ModelError as error:
+        runs.finish_run(recorder.run_id, "failed", message=str(error))
+        runs.close()
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    finish_planning(planned, runs, recorder, registry, policy, principal, arguments, planned_options)
+
+
+def finish_planning(planned, runs, recorder, registry, policy, principal: str, arguments, planned_options) -> None:
+    """Say how the planning went, record it, and print, write or run the plan: what `planc plan` does after
+    the model's last answer, and what its replay does after the recorded one."""
+    from planc.backend.recorded_run import RecordedRun
+    from planc.backend.values import RunError
+    from planc.store.stored import save_plan
+
+    err = console(stderr=True)
+    for number, round_ in enumerate(planned.rounds, start=1):
+        errors = sum(d.is_error for d in round_.checked.diagnostics)
+        said = "checks" if round_.checked.ok else f"{errors} error{'s' if errors != 1 else ''}"
+        err.print(f"round {number}: {said}" + ("; the diagnostics went back to the model" if round_.repair else ""),
+                  highlight=False)
+    if not planned.ok:
+        print_checked([("reply", planned.checked)], stderr=True)
+        message = f"no plan checked after {len(planned.rounds)} round{'s' if len(planned.rounds) > 1 else ''}"
+        _finish(runs, recorder, "failed", message=message)
+        click.echo(f"error: {message}", err=True)
+        sys.exit(1)
+    text = planned.text
+    _set_plan(runs, recorder, save_plan(planned.checked, registry=registry, policy=policy))
+    if not planned_options["run"]:
+        _finish(runs, recorder, "ok", output=text)
+        if planned_options["output"]:
+            try:
+                Path(planned_options["output"]).write_text(text, encoding="utf-8")
+            except OSError as error:
+                raise UsageError(f"{planned_options['output']}: {error.strerror}") from None
+            click.echo(f"wrote {planned_options['output']}", err=True)
+        else:
+            click.echo(text, nl=False)
+        return
+    recorded = RecordedRun(planned.checked, registry, policy, principal, arguments, recorder, runs)
+    try:
+        with tool_output_to_stderr():
+            result = recorded.execute()
+    except RunError as error:
+        run_failed(error)
+    print_result(result, "output", None, None, recorder)
+
+
+def _set_plan(runs, recorder, stored) -> None:
+    if runs is not None:
+        runs.set_plan(recorder.run_id, stored)
+
+
+def _finish(runs, recorder, status: str, output=None, message: str | None = None) -> None:
+    if runs is not None:
+        runs.finish_run(recorder.run_id, status, output, message)

@@ -1,0 +1,150 @@
+"""The system prompt that teaches a model to write plans for one registry (`planc prompt`).
+
+It holds the language in brief, every tool of the registry as a signature in the language's own
+syntax with what it returns, what it may change and its description, the control steps, a few
+short examples that call this registry's own tools (each checked before it is shown), and the
+answer format. It is deterministic: the same registry gives the same text.
+"""
+
+from __future__ import annotations
+
+from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.registry import Registry
+from planc.registry.signatures import example_call, groups, signature
+from planc.registry.tool import Tool
+
+LANGUAGE = """\
+You write plans in planc's plan language. A plan is a list of steps; each step calls a tool with
+named arguments. Nothing runs until the plan is checked, so write only calls the tools below allow.
+
+The language:
+- A step is `tool(name: value, ...)`. Arguments are always named. Put one step per line.
+- Steps are numbered 1, 2, 3... in text order; `$3` is the result of step 3. `hits = search(...)`
+  labels a step, and `$hits` is its result. `$2.items[0].title` reads into a result; `.length` is
+  the length of a list or a string. A step reads only steps before it.
+- `a(...) |> b(...)` passes the result of `a` to the parameter of `b` marked `(piped)`.
+- Values: "strings" in double quotes, numbers, true, false, null, [lists], {records: ...}.
+- Every string is a template: "Found {$1.length} incidents, first {$1[0].id}".
+- A block `{ ... }` holds steps; in the `do` block of `map`, `filter` and `reduce`, `item` and
+  `index` are the current item and its position. Inside a block, refer to its steps by label.
+- Conditions (`==`, `!=`, `<`, `<=`, `>`, `>=`, `contains`, `and`, `or`, `not`) go only in `where`
+  of `filter` and `when` of `decide` and `exit`. In `where`, a bare name is a field of the item.
+- `$args.NAME` reads an argument given to the run. Comments start with `#`.
+"""
+
+SIGNATURES = """\
+Signatures: a required parameter is bare, `name?:` may be left out, `= value` is the default,
+`(piped)` is filled by `|>`; `block` is `{ ... }`; `condition` is a comparison like `x > 1`."""
+
+FENCED_ANSWER = """\
+Answer with exactly one fenced code block (```) holding the whole plan. Say nothing inside the
+block but the plan; a short sentence before it is fine."""
+
+BARE_ANSWER = "Answer with the plan alone: its steps, one per line, and nothing else."
+
+FOUND = '"{$found.length} found"'  # a template reading the example's first step
+TOKEN_CHARS = 4  # about this many characters to a token, for English text and code
+
+
+def system_prompt(registry: Registry | None = None, *, fenced: bool = True) -> str:
+    """The system prompt for `registry` (only the control steps without one). `fenced=False` asks for
+    the bare plan, as a grammar-constrained decoder produces it.
+
+    >>> text = system_prompt()
+    >>> "map(over: list (piped), do: block, concurrency: integer >= 1 = 1)" in text
+    True
+    """
+    parts = [LANGUAGE, SIGNATURES, ""]
+    tools = [registry.tools[name] for name in sorted(registry.tools)] if registry is not None else []
+    if tools:
+        parts.append("Tools:")
+        parts += [_tool_entry(tool) for tool in tools]
+        parts.append("")
+    parts.append("Control steps (planc runs these itself):")
+    parts += [_tool_entry(tool) for tool in CONTROL_STEPS.values()]
+    shown = examples(registry)
+    if shown:
+        parts += ["", "Examples:"]
+        for example in shown:
+            parts += ["```", example.rstrip("\n"), "```"]
+    parts += ["", FENCED_ANSWER if fenced else BARE_ANSWER]
+    return "\n".join(parts) + "\n"
+
+
+def estimated_tokens(text: str) -> int:
+    """About how many tokens `text` is, for a budget: its characters over four, rounded up.
+
+    >>> estimated_tokens("x" * 10)
+    3
+    """
+    return -(-len(text) // TOKEN_CHARS)
+
+
+def _tool_entry(tool: Tool) -> str:
+    lines = [f"- {signature(tool)}"]
+    description = tool.description.strip()
+    if description and description[-1] not in ".!?":
+        description += "."
+    about = " ".join(part for part in (description, *groups(tool)) if part)
+    if tool.provider != "builtin":
+        about = f"{about} {_effects(tool)}".strip()
+    if about:
+        lines.append(f"  {about}")
+    return "\n".join(lines)
+
+
+def _effects(tool: Tool) -> str:
+    effects = tool.effects
+    if effects.read_only:
+        return "Only reads."
+    words = ["Changes things"]
+    if effects.destructive:
+        words.append("may destroy data")
+    if not effects.idempotent:
+        words.append("not safe to repeat")
+    return ", ".join(words) + "."
+
+
+def examples(registry: Registry | None) -> list[str]:
+    """A few short plans that call `registry`'s own tools, each checked clean against it."""
+    from planc.passes.check import check
+
+    tools = [registry.tools[name] for name in sorted(registry.tools)] if registry is not None else []
+    found: dict[str, str] = {}  # one example of each kind
+    for kind, text in _candidates(tools):
+        if kind not in found and check(text, registry=registry).diagnostics == ():
+            found[kind] = text
+    if len(found) > 1:
+        found.pop("call", None)  # a lone call says least: shown only when nothing better checks
+    return list(found.values())
+
+
+def _candidates(tools: list[Tool]):
+    """Example plans, most telling first; the caller keeps those that check clean."""
+    plain = sorted((tool for tool in tools if not tool.provider.startswith("plan:")),
+                   key=lambda tool: not tool.effects.read_only)  # readers first: the gentlest examples
+    listing = [tool for tool in plain if tool.effects.read_only and (tool.returns or {}).get("type") == "array"]
+    for lister in listing:
+        fields = ((lister.returns.get("items") or {}).get("properties") or {})
+        for tool in plain:  # a tool that takes a field of each item: look each one up
+            linked = next((name for name in tool.required if name in fields and tool is not lister), None)
+            if linked is not None:
+                yield "each", (f"{example_call(lister)}\n"
+                               f"  |> map(concurrency: 4, do: {{ {example_call(tool, {linked: f'item.{linked}'})} }})\n")
+        for tool in plain:  # a tool that takes the whole list from a pipe
+            if tool.pipe is not None and tool is not lister and (tool.params[tool.pipe].get("type") == "array"):
+                yield "pipe", f"{example_call(lister)}\n  |> {example_call(tool, {tool.pipe: None})}\n"
+        for tool in plain:  # tell someone when there is anything to tell
+            text = _message_param(tool)
+            if text is not None and not tool.effects.read_only:
+                told = example_call(tool, {text: FOUND})
+                yield "decide", (f"found = {example_call(lister)}\n"
+                                 f"decide(when: $found.length > 0, then: {{\n  {told}\n}})\n")
+    for tool in plain:
+        yield "call", f"{example_call(tool)}\n"
+
+
+def _message_param(tool: Tool) -> str | None:
+    """The required parameter of `tool` that takes a message's text, if it has one."""
+    return next((name for name in tool.required if name in ("text", "message", "body", "content")
+                 and tool.params[name].get("type") == "string"), None)

@@ -1,0 +1,255 @@
+"""The run store's side of a run (`planc.backend.session.Recorder`): recording, replaying, resuming.
+
+`Recorder` commits an intent row before each call and its outcome after. `Replay` feeds a
+recorded run's results back to the interpreter instead of calling anything, and stops with a
+divergence error when the plan asks for a call the record does not hold. `Resume` continues a
+run in its own record: what the record holds comes from it, the rest is called and recorded.
+
+Each call's row has an outcome (`planc.store.run_store.OUTCOMES`). Replay and resume never
+make a call again whose effect may have happened unless that is safe:
+
+| outcome | replay | resume |
+|---|---|---|
+| ok | its result | its result |
+| failed, refused | fails as the run did | fails as the run did |
+| not_approved | stops as the run did | stops as the run did: no resume makes it |
+| unknown | fails as the run did | calls it again only if its tool is idempotent |
+"""
+
+from __future__ import annotations
+
+from planc.backend.hooks import Call, Skip
+from planc.backend.interrupts import Interrupted
+from planc.backend.values import RunError, ToolFailed
+from planc.store.large_values import to_json
+from planc.store.run_store import RunStore, RunStoreError, plain_json
+
+
+def outcome_of(error: Exception | None) -> str:
+    """How a call ended, from what it raised: `ok`, else the error's own `outcome` (a timeout's is
+    `unknown`, a refused result's `refused`), else `failed`."""
+    return "ok" if error is None else getattr(error, "outcome", "failed")
+
+
+class Recorder:
+    """The interpreter's `recorder` while recording: commits an intent row, then the outcome.
+
+    Once the store fails to take a write (RunStoreError: a full disk, another process holding it),
+    every later one fails with that same error, so no call starts whose intent a store that has
+    failed might or might not keep: the run stops, and says why.
+    """
+
+    calls_tools = True
+
+    def __init__(self, store: RunStore, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+        self.sequence = 0
+        self.events = 0
+        self.open: dict[int, int] = {}  # id(call) -> its sequence
+        self.failed: RunStoreError | None = None
+
+    def write(self, write, *args) -> None:
+        if self.failed is not None:
+            raise self.failed
+        try:
+            write(self.run_id, *args)
+        except RunStoreError as error:
+            self.failed = error
+            raise
+
+    def replayed(self, call: Call, step) -> None:
+        return None  # recording: every call is real
+
+    def started(self, call: Call) -> None:
+        self.sequence += 1
+        self.open[id(call)] = self.sequence
+        self.write(self.store.call_started, self.sequence, call.step, call.tool.name, dict(call.args))
+
+    def finished(self, call: Call, result, error: Exception | None) -> None:
+        self.write(self.store.call_ended, self.open.pop(id(call)), outcome_of(error), result,
+                   str(error) if error is not None else None)
+
+    def declined(self, call: Call, message: str) -> None:
+        self.sequence += 1
+        self.write(self.store.call_declined, self.sequence, call.step, call.tool.name, dict(call.args), message)
+
+    def abandoned(self, call: Call) -> None:
+        self.write(self.store.call_ended, self.open.pop(id(call)), "unknown")
+
+    def event(self, event: dict) -> None:
+        self.events += 1
+        self.write(self.store.event, self.events, event)
+
+
+def _calls_by_step(run: dict) -> dict[str, list[dict]]:
+    """The run's recorded calls by step path, in the order they were made."""
+    by_step: dict[str, list[dict]] = {}
+    for call in run["calls"]:
+        by_step.setdefault(call["step"], []).append(call)
+    return by_step
+
+
+def _same_call(held: dict, call: Call, asked, step, run_id, doing: str) -> None:
+    """A DivergenceError unless the plan's `call` (input `asked`) is the recorded call `held`."""
+    if held["tool"] != call.tool.name:
+        raise DivergenceError(f"step {call.step}: {doing} diverged: the plan calls `{call.tool.name}`, and run "
+                              f"{run_id} recorded `{held['tool']}` here", _node(step))
+    if held["input"] != asked:
+        raise DivergenceError(f"step {call.step}: {doing} diverged: `{call.tool.name}` is called with "
+                              f"{_difference(held['input'], asked)}", _node(step))
+
+
+def _node(step):
+    """Where an error about a call points: the step's tool name; nothing for a call outside any step (the finish)."""
+    return getattr(step, "tool", None)
+
+
+def _recorded_end(held: dict, step) -> None:
+    """Raise what the run was told when the call `held` failed, was refused or was not approved."""
+    if held["outcome"] in ("failed", "refused"):
+        raise ToolFailed(held["error"], _node(step))
+    if held["outcome"] == "not_approved":
+        raise RunError(held["error"], _node(step))
+
+
+def _no_result(held: dict) -> bool:
+    """Whether the run never learnt how the call `held` ended: its process died or was interrupted during it.
+    (A call that timed out is unknown too, but the run was told so: its error is recorded.)"""
+    return held["outcome"] == "unknown" and held["error"] is None
+
+
+class Replay:
+    """The interpreter's `recorder` while replaying: every call's result comes from the record."""
+
+    calls_tools = False  # every call is answered from the record, or the replay stops
+
+    def __init__(self, run: dict) -> None:
+        self.run = run
+        self.run_id = run["id"]
+        self.by_step = _calls_by_step(run)
+
+    def replayed(self, call: Call, step) -> Skip:
+        recorded = self.by_step.get(call.step) or []
+        asked = plain_json(dict(call.args))
+        if self._ended_here(recorded):
+            ended = Interrupted if self.run["status"] == "interrupted" else RunError
+            raise ended(self.run["message"] or f"run {self.run['id']} {self.run['status']} here", _node(step))
+        if not recorded:
+            raise DivergenceError(f"step {call.step}: replay diverged: the plan calls `{call.tool.name}` with "
+                                  f"{to_json(asked)}, and run {self.run['id']} recorded no call at this step",
+                                  _node(step))
+        held = recorded[0]
+        _same_call(held, call, asked, step, self.run["id"], "replay")
+        recorded.pop(0)
+        _recorded_end(held, step)
+        if held["outcome"] == "unknown":
+            if held["error"] is not None:  # it timed out: the run was told that, and failed or went on
+                raise ToolFailed(held["error"], _node(step))
+            raise DivergenceError(f"step {call.step}: replay cannot go on: run {self.run['id']} recorded the call "
+                                  f"of `{call.tool.name}` here, and no result for it", _node(step))
+        return Skip(held["output"])
+
+    def _ended_here(self, recorded: list[dict]) -> bool:
+        """Whether the recorded run failed or was interrupted at this call, so the replay ends as it did,
+        with the run's last message (a resume may have ended it there since): the run stopped during this
+        call (no result), at it (its outcome unknown, and no call started after), or before it with no
+        call left."""
+        if self.run["status"] not in ("failed", "interrupted"):
+            return False
+        if not recorded:
+            return not any(self.by_step.values())
+        held = recorded[0]
+        return _no_result(held) or (held["outcome"] == "unknown" and not any(
+            call["started_at"] >= held["finished_at"] for call in self.run["calls"]))
+
+    def started(self, call: Call) -> None:  # never reached: replayed() answers every call or raises
+        raise DivergenceError(f"step {call.step}: replay would call `{call.tool.name}`")
+
+    def finished(self, call: Call, result, error) -> None:
+        pass
+
+    def declined(self, call: Call, message: str) -> None:
+        pass
+
+    def abandoned(self, call: Call) -> None:
+        pass
+
+    def event(self, event: dict) -> None:
+        pass  # a replay writes nothing
+
+
+class Resume(Recorder):
+    """The interpreter's `recorder` while resuming a run, recording into the same run.
+
+    A call with a recorded outcome ends as it did; a call whose outcome is unknown (an intent row
+    and no result, or a timeout) is called again only when its tool is idempotent (the same row
+    then gets the outcome), else the run stops with "outcome unknown"; a call past the record is
+    called and recorded.
+    """
+
+    def __init__(self, store: RunStore, run: dict, unattended: bool = False) -> None:
+        super().__init__(store, run["id"])
+        self.run = run
+        # A run made under --approve, resumed with no terminal to ask on: no effectful call past the record.
+        self.unattended = unattended
+        self.sequence = max((call["sequence"] for call in run["calls"]), default=0)
+        self.events = store.last_event(run["id"])
+        self.by_step = _calls_by_step(run)
+        self.again: dict[int, int] = {}  # id(call) -> the sequence of the row it is called again for
+
+    def replayed(self, call: Call, step) -> Skip | None:
+        recorded = self.by_step.get(call.step) or []
+        if not recorded:
+            if self.unattended and not getattr(call.tool.effects, "read_only", False):
+                raise NotAsked(f"step {call.step}: run {self.run_id} was made under --approve, and `{call.tool.name}` "
+                               f"is an effectful call it has not made: with no terminal to ask on, resume does not "
+                               f"make it (resume it on a terminal, which asks)", _node(step))
+            return None  # past the record: a real call
+        held = recorded.pop(0)
+        _same_call(held, call, plain_json(dict(call.args)), step, self.run_id, "resume")
+        _recorded_end(held, step)
+        if held["outcome"] == "ok":
+            return Skip(held["output"])
+        effects = call.tool.effects
+        if not (getattr(effects, "idempotent", False) or getattr(effects, "read_only", False)):
+            how = "it timed out" if held["error"] is not None else "no result is recorded"
+            raise OutcomeUnknown(f"step {call.step}: outcome unknown: run {self.run_id} made the call of "
+                                 f"`{call.tool.name}` here and {how}, and `{call.tool.name}` is not "
+                                 f"idempotent, so it is not called again", _node(step))
+        self.again[id(call)] = held["sequence"]
+        return None
+
+    def started(self, call: Call) -> None:
+        sequence = self.again.pop(id(call), None)
+        if sequence is None:
+            super().started(call)
+        else:
+            self.open[id(call)] = sequence
+
+    def declined(self, call: Call, message: str) -> None:
+        if self.again.pop(id(call), None) is None:  # asked again for a call made before: its outcome stays unknown
+            super().declined(call, message)
+
+
+class NotAsked(RunError):
+    """A resumed run made under --approve reaches an effectful call it has not made, and cannot ask."""
+
+
+class OutcomeUnknown(RunError):
+    """A resumed run reaches a non-idempotent call that was started and whose outcome is unknown."""
+
+
+class DivergenceError(RunError):
+    """A replayed plan asks for a call its record does not hold."""
+
+
+def _difference(recorded: dict, asked: dict) -> str:
+    parts = []
+    for name in sorted(set(recorded) | set(asked)):
+        if name not in asked:
+            parts.append(f"no `{name}` (recorded {to_json(recorded[name])})")
+        elif name not in recorded:
+            parts.append(f"`{name}`: {to_json(asked[name])} (not recorded)")
+        elif recorded[name] != asked[name]:
+            parts.append(f"`{name}`: {to_json(asked[name])} where {to_json(recorded[name])} was recorded")
+    return "; ".join(parts) or f"{to_json(asked)} where {to_json(recorded)} was recorded"

@@ -1,0 +1,233 @@
+"""The model's half of the loop: `planc prompt`, and `planc plan` against a local OpenAI-compatible server
+that answers as a model would, with repair rounds, the policy, the run store and replay."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from cli import invoke
+from model_server import ModelServer, model_server  # noqa: F401  (the fixture)
+
+import planc
+from planc.planning.prompt import examples, system_prompt
+from planc.registry import load_registry
+
+TOML = '''
+[tools.search]
+description = "Full-text search over incidents"
+provider = "python:{module}:search"
+params = {{ query = {{ type = "string" }}, limit = {{ type = "integer", minimum = 1, default = 10 }} }}
+required = ["query"]
+returns = {{ type = "array", items = {{ type = "object", properties = {{ id = {{ type = "string" }}, title = {{ type = "string" }} }} }} }}
+returns_at_most = "limit"
+effects = {{ read_only = true }}
+
+[tools.notify]
+description = "Post a message to a channel"
+provider = "python:{module}:notify"
+params = {{ channel = {{ type = "string" }}, text = {{ type = "string" }} }}
+required = ["channel", "text"]
+
+[models.planner]
+base_url = "{url}"
+model = "planner-test"
+retries = 0
+'''
+
+TOOLS = '''
+import os
+
+def _called(line):
+    with open(os.environ["PLANC_TEST_SPY"], "a", encoding="utf-8") as spy:
+        spy.write(line + "\\n")
+
+def search(query, limit=10):
+    _called(f"search {query} {limit}")
+    return [{"id": f"I{i}", "title": f"{query} {i}"} for i in range(min(limit, 3))]
+
+def notify(channel, text):
+    _called(f"notify {channel} {text}")
+    return {"sent": True}
+'''
+
+FIRST = '''Here is my plan:
+```
+hits = search(query: "disk full", limt: 5)
+notify(channel: ops, text: "{$hits.length} incidents")
+```
+It searches, then notifies.'''
+
+REPAIR = '''Your plan has 2 problems. Fix them and send the whole corrected plan again.
+
+1. `search` has no parameter `limt` (E201, line 3, column 35).
+   The text in question: `limt`
+   - Did you mean `limit`?
+
+2. bare word `ops`: a value here must be a string, number, reference or list (E206, line 4, column 17).
+   The text in question: `ops`
+   - Did you mean the string "ops"?
+   - Replace `ops` with `"ops"`.
+'''
+
+FIXED = '''```
+# find them, then tell #ops
+hits = search(query: "disk full", limit: 5)
+notify(channel: "#ops", text: "{$hits.length} incidents")
+```'''
+
+CANONICAL = '''# find them, then tell #ops
+hits = search(query: "disk full", limit: 5)
+notify(channel: "#ops", text: "{$hits.length} incidents")
+'''
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, model_server):  # noqa: F811
+    module = f"plantools_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(TOOLS, encoding="utf-8")
+    (tmp_path / "planc.toml").write_text(textwrap.dedent(TOML.format(module=module, url=model_server.url)),
+                                         encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANC_TEST_SPY", str(tmp_path / "spy.log"))
+    monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
+    yield tmp_path
+    import sys
+
+    sys.modules.pop(module, None)
+
+
+def calls(project) -> list[str]:
+    spy = project / "spy.log"
+    return spy.read_text(encoding="utf-8").splitlines() if spy.exists() else []
+
+
+def run_id(result) -> str:
+    return next(line.removeprefix("run: ") for line in result.stderr.splitlines() if line.startswith("run: "))
+
+
+# --- the prompt -------------------------------------------------------------------------------------
+
+def test_the_prompt_teaches_the_language_the_registry_and_the_answer_format(project):
+    result = invoke("prompt")
+    assert result.exit_code == 0
+    text = result.stdout
+    assert "search(query: string, limit: integer >= 1 = 10) -> list[{id: string, title: string}]" in text
+    assert "  Full-text search over incidents. Only reads." in text
+    assert "notify(channel: string, text: string)\n  Post a message to a channel. Changes things" in text
+    assert "map(over: list (piped), do: block, concurrency: integer >= 1 = 1)" in text
+    assert "Answer with exactly one fenced code block" in text
+    assert invoke("prompt").stdout == text  # the same registry, the same prompt
+    assert "characters, about" in result.stderr and "tokens" in result.stderr
+
+
+def test_every_example_in_a_prompt_checks_clean_and_calls_the_registrys_own_tools(project):
+    registry = load_registry(project / "planc.toml")
+    shown = examples(registry)
+    assert shown and all(planc.check(text, registry=registry).diagnostics == () for text in shown)
+    assert all("search(" in text for text in shown)
+
+
+def test_the_prompt_of_the_embedded_example_shows_checked_examples():
+    from pathlib import Path
+
+    registry = load_registry(Path(__file__).resolve().parents[1] / "examples" / "incidents" / "planc.toml")
+    text = system_prompt(registry)
+    shown = examples(registry)
+    assert len(shown) >= 2 and all(example.rstrip("\n") in text for example in shown)
+    assert all(planc.check(example, registry=registry).diagnostics == () for example in shown)
+
+
+# --- the loop ----------------------------------------------------------------------------------------
+
+def test_a_reply_with_two_mistakes_is_repaired_in_the_same_conversation(project, model_server):  # noqa: F811
+    model_server.reply(FIRST)
+    model_server.reply(FIXED)
+    result = invoke("plan", "Tell #ops how many disk-full incidents there are")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == CANONICAL
+    assert "round 1: 2 errors; the diagnostics went back to the model" in result.stderr
+    assert "round 2: checks" in result.stderr
+    first, second = model_server.bodies()
+    assert first["model"] == "planner-test"
+    assert first["messages"][0]["role"] == "system" and "search(query: string" in first["messages"][0]["content"]
+    assert first["messages"][1] == {"role": "user", "content": "Tell #ops how many disk-full incidents there are"}
+    assert second["messages"][:2] == first["messages"]
+    assert second["messages"][2] == {"role": "assistant", "content": FIRST}
+    assert second["messages"][3] == {"role": "user", "content": REPAIR}  # exactly what the model was sent
+    assert calls(project) == []  # planning calls no tool
+
+
+def test_when_the_rounds_run_out_the_last_diagnostics_are_said(project, model_server):  # noqa: F811
+    model_server.reply(FIRST)
+    model_server.reply(FIRST)
+    result = invoke("plan", "--rounds", "2", "Tell #ops")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "error[E201]" in result.stderr and "error[E206]" in result.stderr
+    assert "no plan checked after 2 rounds" in result.stderr and "Traceback" not in result.output
+    assert len(model_server.requests) == 2
+    runs = json.loads(invoke("runs", "--format", "json").stdout)
+    assert [run["status"] for run in runs] == ["failed"]
+
+
+def test_a_plan_the_policy_refuses_goes_back_as_a_repair(project, model_server):  # noqa: F811
+    (project / "policy.cedar").write_text('@id("no-notify")\nforbid(principal, action, resource == Tool::"notify");\n'
+                                          'permit(principal, action, resource);\n', encoding="utf-8")
+    model_server.reply(FIXED)
+    model_server.reply('```\nsearch(query: "disk full", limit: 5)\n```')
+    result = invoke("plan", "--policy", "policy.cedar", "Tell #ops")
+    assert result.exit_code == 0, result.output
+    repair = model_server.bodies()[1]["messages"][3]["content"]
+    assert "calling `notify` is forbidden by policy `no-notify`" in repair and "(E400," in repair
+    assert result.stdout == 'search(query: "disk full", limit: 5)\n'
+
+
+def test_a_planning_session_replays_with_the_server_stopped(project, model_server):  # noqa: F811
+    model_server.reply(FIRST)
+    model_server.reply(FIXED)
+    planned = invoke("plan", "--run", "Tell #ops how many disk-full incidents there are")
+    assert planned.exit_code == 0, planned.output
+    assert calls(project) == ['search disk full 5', 'notify #ops 3 incidents']
+    recorded = json.loads(invoke("show-run", run_id(planned), "--format", "json").stdout)
+    assert [call["tool"] for call in recorded["calls"]] == ["model:planner", "model:planner", "search", "notify"]
+    model_server.stop()
+    replayed = invoke("replay", run_id(planned))
+    assert replayed.exit_code == 0, replayed.output
+    assert replayed.stdout == planned.stdout and calls(project) == ['search disk full 5', 'notify #ops 3 incidents']
+    assert "round 1: 2 errors" in replayed.stderr
+
+
+def test_a_transient_error_is_tried_again(project, model_server, monkeypatch):  # noqa: F811
+    from planc.backend import models
+
+    async def pause(seconds):
+        pass
+
+    monkeypatch.setattr(models, "pause", pause)
+    toml = (project / "planc.toml").read_text().replace("retries = 0", "retries = 2")
+    (project / "planc.toml").write_text(toml, encoding="utf-8")
+    model_server.play("bad_gateway.html", status=503)
+    model_server.reply(FIXED)
+    result = invoke("plan", "Tell #ops")
+    assert result.exit_code == 0 and result.stdout == CANONICAL and len(model_server.requests) == 2
+
+
+def test_planning_from_python_returns_the_plan_its_check_and_the_rounds(project, model_server):  # noqa: F811
+    model_server.reply(FIRST)
+    model_server.reply(FIXED)
+    planned = planc.plan("Tell #ops", registry=planc.load_registry(project / "planc.toml"))
+    assert planned.ok and planned.text == CANONICAL and len(planned.rounds) == 2
+    assert planned.rounds[0].repair == REPAIR and planned.rounds[1].repair is None
+    assert [d.code for d in planned.rounds[0].checked.diagnostics] == ["E201", "E206"]
+
+
+@pytest.mark.parametrize("grammar", ["lark", "gbnf"])
+def test_the_grammar_goes_with_each_request_and_the_bare_plan_is_asked_for(project, model_server, grammar):  # noqa: F811
+    model_server.reply('search(query: "disk full", limit: 5)\n')
+    result = invoke("plan", "--grammar", grammar, "Find disk incidents")
+    assert result.exit_code == 0 and result.stdout == 'search(query: "disk full", limit: 5)\n', result.output
+    (body,) = model_server.bodies()
+    sent = body["grammar"] if grammar == "gbnf" else body["structured_outputs"]["grammar"]
+    assert sent == planc.export_grammar(registry=load_registry(project / "planc.toml"), format=grammar)
+    assert "search" in sent and "Answer with the plan alone" in body["messages"][0]["content"]
