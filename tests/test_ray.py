@@ -208,7 +208,8 @@ def test_a_policy_denial_inside_a_map_stops_the_run_before_the_items_call(projec
     plan = 'map(over: ["a", "b", "c", "d", "e"], do: { send(text: item) })\n'
     on_ray, _ = run(project, plan, "--executor", "ray", "--ray-address", ray_address)
     assert on_ray.returncode == 1
-    assert on_ray.stderr.splitlines()[-1] == "error: step 1/do.1[2]: the policy denies calling `send` (no-c)"
+    assert on_ray.stderr.splitlines()[-1] == (
+        "error: step 1/do.1[2]: calling `send` is forbidden by policy `no-c` (for User::\"anonymous\")")
     assert [what for _, what in spied(project)] == ["send a", "send b"]  # none for "c", and no later item
     run_record = recorded(project / "runs.sqlite")
     assert run_record["status"] == "failed" and [call["input"] for call in run_record["calls"]] == [

@@ -14,6 +14,9 @@ from planc.analysis.agent_tools import agent_effects, agent_tools
 from planc.registry.registry import Registry
 from planc.registry.tool import Effects
 
+# Each group with the word a step in it is marked by (in the pictures of `planc show`, in `planc diff`).
+GROUP_WORDS = (("effectful", "effectful"), ("destructive", "destructive"), ("open_world", "open-world"))
+
 
 @attrs.frozen
 class BlastRadius:
@@ -26,6 +29,19 @@ class BlastRadius:
     def to_json(self) -> dict:
         return {group: [{"path": path, "tool": tool} for path, tool in getattr(self, group)]
                 for group in ("effectful", "destructive", "open_world")}
+
+    def words(self) -> dict[str, tuple[str, ...]]:
+        """Step path -> the words of the groups it is in (`effectful`, `destructive`, `open-world`, in
+        that order), for the steps in any.
+
+        >>> BlastRadius((("1", "send"), ("2", "page")), (("2", "page"),), ()).words()
+        {'1': ('effectful',), '2': ('effectful', 'destructive')}
+        """
+        words: dict[str, tuple[str, ...]] = {}
+        for group, word in GROUP_WORDS:
+            for path, _ in getattr(self, group):
+                words[path] = words.get(path, ()) + (word,)
+        return words
 
 
 def blast_radius(resolution, registry: Registry | None) -> BlastRadius:

@@ -75,9 +75,10 @@ def read_lines(text: str) -> list[tuple[int, Mapping | None, str | None]]:
 
 
 def check_line(plan: CheckResult, stored: Mapping, number: int, arguments: Mapping | None, *, registry, policy,
-               principal: str) -> Line:
+               principal: str, budget: list) -> Line:
     """Line `number`, whose `arguments` are to run `plan` (checked, and `stored` as the store keeps it):
-    the plan as it checks with them, or why it is refused."""
+    the plan as it checks with them (and `budget`: `[max_usd, max_calls, max_inferences]`), or why it is
+    refused."""
     if arguments is None:
         return Line(number, None, refused="not a JSON object of arguments")
     try:
@@ -86,11 +87,17 @@ def check_line(plan: CheckResult, stored: Mapping, number: int, arguments: Mappi
         return Line(number, arguments, refused=str(error))
     types = {name: type_of(value) for name, value in arguments.items()}
     try:
-        checked = load_plan(dump(stored), registry=registry, policy=policy, principal=principal, arguments=types)
+        checked = load_plan(dump(stored), registry=registry, policy=policy, principal=principal, arguments=types,
+                            **limits(budget))
     except StoredPlanError as error:
         return Line(number, arguments, refused=str(error).removeprefix("stored plan has errors against the current "
                                                                        "registry and policy: "))
     return Line(number, arguments, checked=checked)
+
+
+def limits(budget: list) -> dict:
+    """`[max_usd, max_calls, max_inferences]` as `check`'s and `load_plan`'s keyword arguments."""
+    return dict(zip(("max_usd", "max_calls", "max_inferences"), budget))
 
 
 @attrs.define

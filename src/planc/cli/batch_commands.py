@@ -13,11 +13,12 @@ from planc.cli.options import (
     POLICY_OPTION,
     PRINCIPAL_OPTION,
     STORE_OPTION,
+    budget_options,
     executor_options,
 )
 from planc.cli.plans import checked_to_run
 from planc.cli.printing import console
-from planc.cli.project import find_policy, find_registry, plan_arguments
+from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for
 from planc.cli.runs import executor_for, open_store
 from planc.cli.usage import UsageError
 
@@ -36,25 +37,28 @@ PARALLEL = 4  # runs in flight, unless --parallel says
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
+@budget_options
 @STORE_OPTION
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="The summary at the end: a table, or one JSON object.")
 def batch_command(plan: str | None, args_file: str | None, resume: str | None, parallel: int | None,
                   executor: str | None, ray_address: str | None, config: str | None, policy_file: str | None,
-                  principal: str, store: str | None, output_format: str) -> None:
+                  principal: str | None, max_usd: float | None, max_calls: int | None, max_inferences: int | None,
+                  store: str | None, output_format: str) -> None:
     """Run PLAN once per line of --args FILE, each run recorded in the run store with the batch's id.
 
     Every line is checked before any runs: a line that is not a JSON object of arguments, or with which
-    the plan does not check, is reported as refused and never runs. The summary at the end counts the
+    the plan does not check (the --max-* budgets included), is reported as refused and never runs. The summary at the end counts the
     lines ok, failed, exited (an exit step with status error), refused and interrupted, and what they
     cost. `planc batch --resume BATCH` finishes a batch that was stopped: only what did not finish.
 
     Exit 0 when every line ran ok, 1 when any did not, 2 usage, 130 interrupted.
     """
+    budget = [max_usd, max_calls, max_inferences]
     if resume is not None:
-        if plan or args_file or config or policy_file:
-            raise UsageError("--resume BATCH takes the plan, its arguments, planc.toml and the policy from the "
-                             "batch's record: leave out PLAN, --args, --config and --policy")
+        if plan or args_file or config or policy_file or budget != [None, None, None]:
+            raise UsageError("--resume BATCH takes the plan, its arguments, planc.toml, the policy and the budgets "
+                             "from the batch's record: leave out PLAN, --args, --config, --policy and --max-*")
         _resume_batch(resume, parallel, executor, ray_address, principal, store, output_format)
         return
     if plan is None or args_file is None:
@@ -62,39 +66,42 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
                          "`planc batch --resume BATCH`")
     from planc.store.stored import save_plan
 
+    from planc.passes.cost.budget import Budget
+
     registry = find_registry(config, plan=plan)
+    principal = principal_for(registry, principal)
     policy = find_policy(policy_file, registry, principal)
-    checked = checked_to_run(read_file(plan), plan, registry, policy, principal)
+    checked = checked_to_run(read_file(plan), plan, registry, policy, principal, budget=Budget(*budget))
     stored = save_plan(checked, registry=registry, policy=policy)
     from planc.backend.batch import check_line, read_lines
 
     found = read_lines(read_file(args_file))
-    lines = [check_line(checked, stored, number, arguments, registry=registry, policy=policy, principal=principal)
-             for number, arguments, _ in found]
+    lines = [check_line(checked, stored, number, arguments, registry=registry, policy=policy, principal=principal,
+                        budget=budget) for number, arguments, _ in found]
     wrong = {number: why for number, _, why in found if why is not None}  # why a line holds no arguments
     refused = {line.number: wrong.get(line.number, line.refused) for line in lines if line.refused is not None}
     _report_refused(refused)
     runs = open_store(store, registry)
     options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
                "policy": str(Path(policy_file).resolve()) if policy_file else None, "principal": principal,
-               "params": plan_arguments(registry, plan), "parallel": parallel or PARALLEL}
+               "params": plan_arguments(registry, plan), "parallel": parallel or PARALLEL, "budget": budget}
     with executor_for(executor, ray_address, registry, runs.path) as (how, connected):
         options["executor"] = {"kind": how.kind, "address": how.address}
         batch_id = runs.start_batch(stored, [(number, arguments) for number, arguments, _ in found], refused,
                                     options)
         click.echo(f"batch: {batch_id}", err=True)
         run_options = {"config": options["config"], "policy": options["policy"], "finish": "output", "query": None,
-                       "approve": False, "executor": options["executor"]}
+                       "approve": False, "budget": budget, "executor": options["executor"]}
         starts = [(line.number, _recorder(runs, line, registry, policy, principal, run_options, batch_id))
                   for line in lines if line.refused is None]
         _run_lines(runs, batch_id, starts, parallel or PARALLEL, connected)
     _summary(runs, batch_id, registry, lines, output_format)
 
 
-def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_address: str | None, principal: str,
-                  store: str | None, output_format: str) -> None:
+def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_address: str | None,
+                  principal: str | None, store: str | None, output_format: str) -> None:
     """Finish the batch `name` names: resume each run that was cut short, start each line that never did."""
-    from planc.backend.batch import check_line
+    from planc.backend.batch import check_line, limits
     from planc.backend.recorded_run import RecordedRun
     from planc.store.run_store import RunStoreError
     from planc.store.stored import StoredPlanError, dump, load_plan
@@ -105,13 +112,13 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
     except RunStoreError as error:
         raise UsageError(str(error)) from None
     batch_id, options = batch["id"], batch["options"]
-    given = click.get_current_context().get_parameter_source("principal") is not click.core.ParameterSource.DEFAULT
-    principal = principal if given else options["principal"]
+    principal = principal or options["principal"]
     registry = find_registry(options["config"], plan=None)
     policy = find_policy(options["policy"], registry, principal)
+    budget = options["budget"]
     try:
         checked = load_plan(dump(batch["plan"]), registry=registry, policy=policy, principal=principal,
-                            arguments=options["params"])
+                            arguments=options["params"], **limits(budget))
     except StoredPlanError as error:
         click.echo(f"error: batch {batch_id}: {error}", err=True)
         sys.exit(1)
@@ -122,7 +129,7 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
                    err=True)
         sys.exit(1)
     lines = [check_line(checked, batch["plan"], number, arguments, registry=registry, policy=policy,
-                        principal=principal)
+                        principal=principal, budget=budget)
              for number, arguments in batch["lines"] if number not in batch["refused"]]
     refused = {line.number: line.refused for line in lines
                if line.refused is not None and line.number not in batch["runs"]}
@@ -130,7 +137,7 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
     if refused:
         runs.refuse_lines(batch_id, refused)
     run_options = {"config": options["config"], "policy": options["policy"], "finish": "output", "query": None,
-                   "approve": False, "executor": options["executor"]}
+                   "approve": False, "budget": budget, "executor": options["executor"]}
 
     def resumed(run_id: str):
         def start():

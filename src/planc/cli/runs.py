@@ -1,9 +1,11 @@
-"""What `planc run`, `replay` and `resume` share: the run store, the solver, and the end of a run."""
+"""What `planc run`, `replay`, `resume` and `batch` share: the run store, the executor, the solver, and the end of a run."""
 
 from __future__ import annotations
 
-import contextlib
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NoReturn
 
 import click
@@ -23,7 +25,7 @@ def open_store(store: str | None, registry=None, read_only: bool = False):
         raise UsageError(str(error)) from None
 
 
-@contextlib.contextmanager
+@contextmanager
 def executor_for(kind: str | None, address: str | None, registry, store, recorded=None):
     """The executor runs use, as declared (`--executor`, `--ray-address`, a resumed run's record, planc.toml)
     and connected (None: this process), as `(declaration, connected)`, closed after; a UsageError when
@@ -47,6 +49,30 @@ def executor_for(kind: str | None, address: str | None, registry, store, recorde
     finally:
         if connected is not None:
             connected.close()
+
+
+@contextmanager
+def tool_output_to_stderr() -> Iterator[None]:
+    """While the plan runs, what its tools print goes to stderr: stdout holds the result alone.
+
+    Both the Python-level `sys.stdout` (a tool's `print()`, in any thread) and file descriptor 1 (a
+    tool's subprocess, a C library) point at stderr until the run ends."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 to move aside (a closed stdout): Python's stdout alone
+        saved = None
+    else:
+        os.dup2(2, 1)
+    stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stdout = stdout
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def run_failed(error) -> NoReturn:

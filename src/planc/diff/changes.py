@@ -41,6 +41,9 @@ class Change:
     args: dict  # argument name -> ArgChange: the changed ones, or all of an added or removed step
     text_a: str | None  # the step in A, in canonical form
     text_b: str | None
+    # What the steps it touches may do, once a registry was asked (`risk.py`): some of `risk.RISKS`,
+    # none for a change of steps that are read-only and closed-world; None when no registry was asked.
+    risk: tuple[str, ...] | None = None
 
 
 @attrs.frozen

@@ -7,10 +7,12 @@ arguments and how a reference is written (`$3` or `$hits`):
   replaced by a placeholder, and the `own` of the steps of its blocks. Equal `own`: the
   same step text up to what its references and its piped input are.
 - `deep`: `own` plus the `deep` of every step it reads (through a reference or `|>`) and of
-  the steps of its blocks. Equal `deep`: the same computation on the same inputs, all the way up.
-- `used`: `own` plus who reads the step: the `own` of each reader, and through which of
-  its inputs. `flow`: the same with `deep`. They tell apart two identical steps of which
-  only one is used, and find a step again whose own input changed.
+  the steps of its blocks, and which of the steps it reads are one step. Equal `deep`: the
+  same computation on the same inputs, all the way up.
+- `used`: `own` plus who reads the step: the `own` of each reader (a step inside a block
+  reads through the step whose block it is), and through which of its inputs. `flow`: the
+  same with `deep`. They tell apart two identical steps of which only one is used, and find
+  a step again whose own input changed.
 
 Fingerprints of both plans are interned in one table, so equal structure gets equal ids.
 """
@@ -35,6 +37,10 @@ class StepPrints:
     # input), then those its blocks' steps read. Steps with equal `deep` have inputs with
     # equal `deep`, one for one.
     inputs: dict
+    # Step -> the steps its references read (not its piped input), then those its blocks' steps'
+    # references read: which steps these are is what no fingerprint says (`own` and `used` count
+    # "a reference", `deep` and `flow` what the step read computes).
+    refs: dict
 
 
 class Fingerprints:
@@ -47,39 +53,54 @@ class Fingerprints:
         return self._ids.setdefault(shape, len(self._ids))
 
     def of(self, view: PlanView) -> StepPrints:
-        prints = StepPrints({}, {}, {}, {}, {})
+        prints = StepPrints({}, {}, {}, {}, {}, {})
+        steps = list(_post_order(frame_steps(view.plan.pipelines), view))  # a block's steps before their step
+        for step, _ in steps:
+            self._fingerprint(step, view, prints)
+        # Who reads a step, as seen from its frame: a step inside a block that reads it counts as
+        # the step whose block that is (whose `own` has the block's steps), so a step read from
+        # inside a `map` is not taken for one read by a look-alike of that step elsewhere.
+        frame_of = dict(steps)
         readers = defaultdict(list)
-        for step in _post_order(frame_steps(view.plan.pipelines), view):  # a block's steps before their step
-            for slot, target in enumerate(self._fingerprint(step, view, prints)):
-                readers[target].append((prints.own[step], slot))
+        for step, frame in steps:
+            for slot, target in enumerate(prints.inputs[step]):
+                if frame_of.get(target) is frame:
+                    readers[target].append((prints.own[step], slot))
         for step, deep in prints.deep.items():
             read_by = tuple(sorted(readers[step]))
             prints.used[step] = self._intern(("used", prints.own[step], read_by))
             prints.flow[step] = self._intern(("flow", deep, read_by))
         return prints
 
-    def _fingerprint(self, step: ast.Step, view: PlanView, prints: StepPrints) -> list[ast.Step]:
-        """Fingerprint `step`; the steps it reads itself."""
+    def _fingerprint(self, step: ast.Step, view: PlanView, prints: StepPrints) -> None:
+        """Fingerprint `step` (all but `used` and `flow`), the steps of its blocks done already."""
         reads: list[ast.Step] = []
         args = tuple((arg.name.text, _shape(arg.value, view, prints, reads))
                      for arg in sorted(step.args, key=lambda arg: arg.name.text))
         piped = view.piped_from.get(step)
         own = prints.own[step] = self._intern(("step", step.tool.text, args))
         frames = view.blocks(step).values()
+        direct = reads + ([piped] if piped is not None else [])
+        inputs = prints.inputs[step] = tuple(direct) + tuple(target for frame in frames for inner in frame
+                                                             for target in prints.inputs[inner])
+        # Which of its inputs are one step (each as the number of the distinct step it is): a step
+        # that reads one `search()` twice does not compute on the same inputs as one that reads two
+        # of them, though each input computes the same.
+        distinct: dict = {}
+        shared = tuple(distinct.setdefault(target, len(distinct)) for target in inputs)
         blocks = tuple(tuple(prints.deep[inner] for inner in frame) for frame in frames)
         prints.deep[step] = self._intern(("deep", own, tuple(prints.deep[target] for target in reads),
-                                          prints.deep[piped] if piped is not None else None, blocks))
-        direct = reads + ([piped] if piped is not None else [])
-        prints.inputs[step] = tuple(direct) + tuple(target for frame in frames for inner in frame
-                                                    for target in prints.inputs[inner])
-        return direct
+                                          prints.deep[piped] if piped is not None else None, blocks, shared))
+        prints.refs[step] = tuple(reads) + tuple(target for frame in frames for inner in frame
+                                                 for target in prints.refs[inner])
 
 
-def _post_order(steps, view: PlanView):
+def _post_order(steps: list, view: PlanView):
+    """Each of `steps` and of the steps of their blocks, each with its frame (the list it is in)."""
     for step in steps:
         for frame in view.blocks(step).values():
             yield from _post_order(frame, view)
-        yield step
+        yield step, steps
 
 
 def _shape(expr, view: PlanView, prints: StepPrints, reads: list) -> tuple:

@@ -13,6 +13,10 @@ computation), `own` (the same step).
    computation (a step's inputs follow from the step that reads them).
 2. In each gap between the pairs that keep their order, patience alignment of the free
    steps by each fingerprint in turn, inputs following as in 1.
+
+   In rounds 1 and 2 a step's fingerprint goes with the steps its references read that are
+   matched already (`_Matcher._keys`), and still must when the pair is made: look-alikes
+   that read steps matched with others are not the same step.
 3. The free steps left with an equal `deep` fingerprint anywhere in the frame (moves).
 4. In each gap, steps of the same tool, the most similar first (`Comparison.similarity`).
 5. Anywhere in the frame, steps of the same tool with at least half their arguments and
@@ -25,7 +29,7 @@ steps is matched in about O(n log n).
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 
 import attrs
 
@@ -99,9 +103,9 @@ class _Matcher:
         for prints in self.keys:
             self._unique(steps_a, steps_b, prints)
         for prints in self.keys:
-            keys_a, keys_b = getattr(self.prints_a, prints), getattr(self.prints_b, prints)
+            key_a, key_b = self._keys(prints)
             for free_a, free_b in self._gaps(steps_a, steps_b):
-                aligned = align([keys_a[steps_a[i]] for i in free_a], [keys_b[steps_b[j]] for j in free_b])
+                aligned = align([key_a(steps_a[i]) for i in free_a], [key_b(steps_b[j]) for j in free_b])
                 self._pair_with_inputs([(steps_a[free_a[i]], steps_b[free_b[j]]) for i, j in aligned])
         self._moved_identical(steps_a, steps_b)
         for free_a, free_b in self._gaps(steps_a, steps_b):
@@ -112,20 +116,43 @@ class _Matcher:
 
     def _unique(self, steps_a: list, steps_b: list, prints: str) -> None:
         """Round 1: free steps whose fingerprint occurs once among the free steps of each side."""
-        keys_a, keys_b = getattr(self.prints_a, prints), getattr(self.prints_b, prints)
-        unique_a = _unique([a for a in steps_a if a not in self.partners], keys_a)
-        unique_b = _unique([b for b in steps_b if b not in self.partners_b], keys_b)
+        key_a, key_b = self._keys(prints)
+        unique_a = _unique([a for a in steps_a if a not in self.partners], key_a)
+        unique_b = _unique([b for b in steps_b if b not in self.partners_b], key_b)
         self._pair_with_inputs([(a, unique_b[key]) for key, a in unique_a.items() if key in unique_b])
+
+    def _keys(self, prints: str) -> tuple:
+        """What rounds 1 and 2 match a step of A and one of B by: the fingerprint `prints`, and the
+        steps its references read as far as the pairs made so far tell (`_reads_a`, `_reads_b`)."""
+        prints_a, prints_b = getattr(self.prints_a, prints), getattr(self.prints_b, prints)
+        return (lambda a: (prints_a[a], self._reads_a(a))), (lambda b: (prints_b[b], self._reads_b(b)))
+
+    def _reads_a(self, a: ast.Step) -> tuple:
+        """The steps `a`'s references read, each as its partner, or None while it has none.
+
+        A fingerprint says what a reference reads at most up to what that step computes, so steps
+        with equal fingerprints can read steps that are already matched with others: `search(limit:
+        $1)` and `search(limit: $2)` after `$1` and `$2` were matched with different steps. Paired
+        by where they stand, such a step would take the place of its look-alike that reads the
+        partner, and the diff would show a changed reference and a removed step, not one removed step."""
+        return tuple(self.partners.get(target) for target in self.prints_a.refs[a])
+
+    def _reads_b(self, b: ast.Step) -> tuple:
+        """The steps `b`'s references read, each as itself once it has a partner, or None before:
+        equal to `_reads_a` of an A step exactly when the pairs made so far do not tell them apart."""
+        return tuple(target if target in self.partners_b else None for target in self.prints_b.refs[b])
 
     def _pair_with_inputs(self, pairs: list) -> None:
         """Pair `pairs` (in text order) and, from each, the inputs they read in this frame that
         are the same computation: the last pair first, so a step's inputs follow from the step
-        that reads them rather than from where they stand."""
+        that reads them rather than from where they stand. A pair whose steps read steps that the
+        pairs made by then tell apart is left out: the key it was found by was taken before some
+        of those pairs were made (another pair's inputs, in the same round)."""
         deep_a, deep_b = self.prints_a.deep, self.prints_b.deep
         pending = list(pairs)
         while pending:
             a, b = pending.pop()
-            if a in self.partners or b in self.partners_b:
+            if a in self.partners or b in self.partners_b or self._reads_a(a) != self._reads_b(b):
                 continue
             self.pair(a, b)
             pending += [(x, y) for x, y in zip(self.prints_a.inputs[a], self.prints_b.inputs[b])
@@ -185,9 +212,8 @@ class _Matcher:
                 self.pair(a, b)
 
 
-def _unique(steps: list, prints: dict) -> dict:
-    """Fingerprint -> its step, for the fingerprints that occur once among `steps`, in their order."""
-    counts = defaultdict(int)
-    for step in steps:
-        counts[prints[step]] += 1
-    return {prints[step]: step for step in steps if counts[prints[step]] == 1}
+def _unique(steps: list, key) -> dict:
+    """Key -> its step, for the keys (`key(step)`) that occur once among `steps`, in their order."""
+    keys = [key(step) for step in steps]
+    counts = Counter(keys)
+    return {k: step for k, step in zip(keys, steps) if counts[k] == 1}

@@ -22,7 +22,6 @@ from planc.syntax.steps import step_blocks
 
 ARGS_NODE = "args"  # the node of the run's arguments, when a step reads `$args`
 PIPE, REFERENCE = "pipe", "reference"
-EFFECTS = ("effectful", "destructive", "open-world")  # the blast radius's groups, in the words nodes carry
 
 
 @attrs.frozen
@@ -31,7 +30,7 @@ class Node:
     path: str
     tool: str
     label: str | None
-    effects: tuple[str, ...]  # those of EFFECTS the step has; none: read-only
+    effects: tuple[str, ...]  # the words of the blast radius's groups the step is in; none: read-only
 
     @property
     def title(self) -> str:
@@ -80,11 +79,7 @@ def plan_graph(result: CheckResult, registry: Registry | None, title: str) -> Gr
 class _Builder:
     def __init__(self, result: CheckResult, registry: Registry | None) -> None:
         self.plan, self.resolution = result.plan, result.resolution
-        radius = blast_radius(self.resolution, registry)
-        self.effects: dict[str, tuple[str, ...]] = {}
-        for word, group in zip(EFFECTS, (radius.effectful, radius.destructive, radius.open_world)):
-            for path, _ in group:
-                self.effects[path] = self.effects.get(path, ()) + (word,)
+        self.effects = blast_radius(self.resolution, registry).words()
         self.ids: dict[ast.Step, str] = {}
         self.clusters = 0
         self.edges: dict[tuple[str, str, str], list[str]] = {}  # (source, target, kind) -> arguments, in order
