@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -253,3 +255,41 @@ def test_resume_makes_an_mcp_call_killed_after_its_effect_again_only_when_its_se
         assert resumed.exit_code == 1
         assert "step 1: outcome unknown" in resumed.stderr and "`keyed__send` is not idempotent, so" in resumed.stderr
         assert given == [(key, "a")] and sent == [(key, "a")]
+
+
+# --- docs/registry.md's example runs as it reads
+
+
+def documented_example() -> tuple[dict[str, str], str, str]:
+    """The files of docs/registry.md's idempotency example (each code block under a "`NAME`:" line), the
+    command of its console block and what it prints."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "registry.md").read_text(encoding="utf-8")
+    section = page[page.index("## Idempotency keys"):page.index("## Effects")]
+    files = dict(re.findall(r"^`([\w.]+)`:\n\n```\w*\n(.*?)```", section, re.M | re.S))
+    console = re.search(r"```console\n\$ (.*?)\n(.*?)```", section, re.S)
+    return files, console.group(1), console.group(2)
+
+
+def test_the_documented_example_runs_and_its_resume_sends_nothing_twice(tmp_path, monkeypatch):
+    files, command, printed = documented_example()
+    assert sorted(files) == ["notify.plan", "outbox.py", "planc.toml"] and command == "planc run notify.plan"
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
+    try:
+        ran = invoke(*command.split()[1:])
+        assert ran.exit_code == 0 and ran.stdout == printed, ran.output
+        run_id = run_id_of(ran)
+        with sqlite3.connect(tmp_path / "runs.sqlite") as db:  # as if killed during the second call
+            db.execute("UPDATE calls SET outcome = NULL, output = NULL, finished_at = NULL WHERE sequence = 2")
+            db.execute("UPDATE runs SET status = 'running', output = NULL, finished_at = NULL")
+        resumed = invoke("resume", run_id)
+    finally:
+        sys.modules.pop("outbox", None)
+    assert resumed.exit_code == 0, resumed.output
+    assert [item["first_time"] for item in json.loads(resumed.stdout)] == [True, False]  # made again, known
+    with sqlite3.connect(tmp_path / "outbox.sqlite") as db:
+        assert db.execute("SELECT channel FROM sent ORDER BY channel").fetchall() == [("#db",), ("#ops",)]
+        assert {key for key, in db.execute("SELECT key FROM sent")} == {
+            key for *_, key in recorded(tmp_path / "runs.sqlite", run_id)}

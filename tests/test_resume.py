@@ -30,6 +30,7 @@ blocked, the call's outcome is unknown, and resume treats it as it treats any un
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -158,10 +159,16 @@ POINTS = ([("recorded", 0)] + [("before", n) for n in range(1, len(CALLS) + 1)]
           + [("after", n) for n in range(1, len(CALLS))])  # after the last call the run ends by itself
 
 
+def opened(*args, **options):
+    """A connection to a run store, closed when the block ends: left to the garbage collector, each would
+    hold its file open for a while, and the kills of these tests open hundreds."""
+    return contextlib.closing(sqlite3.connect(*args, **options))
+
+
 def rows(store: Path, sql: str) -> list[tuple]:
     """`sql` over the store through a read-only connection; none while the store or its tables do not exist."""
     try:
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+        with opened(f"file:{store}?mode=ro", uri=True) as db:
             return db.execute(sql).fetchall()
     except sqlite3.DatabaseError:  # not created yet, or not yet a whole database
         return []
@@ -169,7 +176,7 @@ def rows(store: Path, sql: str) -> list[tuple]:
 
 def finished_calls(store: Path) -> list[tuple]:
     """The calls whose result is recorded."""
-    with sqlite3.connect(store) as db:
+    with opened(store) as db:
         return db.execute("SELECT sequence, step, tool, input, output FROM calls "
                           "WHERE outcome = 'ok' ORDER BY sequence").fetchall()
 
@@ -294,7 +301,7 @@ def attempt_once(forks, tmp_path: Path, attempt: int, point: tuple[str, int], la
     finally:
         code = run.stop(how)
     where = f"attempt {attempt}, {how} at {point}"
-    with sqlite3.connect(store) as db:
+    with opened(store) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
         (run_id, status), = db.execute("SELECT id, status FROM runs").fetchall()
         open_calls = db.execute("SELECT sequence, tool FROM calls WHERE outcome IS NULL OR outcome = 'unknown'"
@@ -318,7 +325,7 @@ def attempt_once(forks, tmp_path: Path, attempt: int, point: tuple[str, int], la
 
     resumed = invoke("resume", run_id, "--store", store,
                      env={"PLANC_TEST_SENT": str(sent), "PLANC_TEST_GATE": None, "PLANC_STORE": None})
-    with sqlite3.connect(store) as db:
+    with opened(store) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
     after = finished_calls(store)
     assert all(call in after for call in acknowledged), f"{where}: an acknowledged call was lost"
@@ -357,7 +364,7 @@ def attempt_keyed(forks, tmp_path: Path, attempt: int, point: tuple[str, int], l
     finally:
         run.stop("SIGKILL")
     where = f"attempt {attempt}, SIGKILL at {point}"
-    with sqlite3.connect(store) as db:
+    with opened(store) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
         (run_id, status), = db.execute("SELECT id, status FROM runs").fetchall()
         unfinished = {key for key, in db.execute("SELECT idempotency_key FROM calls "
@@ -371,7 +378,7 @@ def attempt_keyed(forks, tmp_path: Path, attempt: int, point: tuple[str, int], l
     assert resumed.exit_code == 0, f"{where}: {resumed.output}"  # never "outcome unknown"
     assert "Traceback" not in resumed.output and '"more"' in resumed.stdout, where
     assert all(call in finished_calls(store) for call in acknowledged), f"{where}: an acknowledged call was lost"
-    with sqlite3.connect(store) as db:
+    with opened(store) as db:
         assert db.execute("SELECT status FROM runs").fetchone()[0] == "ok", where
         rows = db.execute("SELECT step, input, idempotency_key, outcome FROM calls WHERE tool = 'send_keyed' "
                           "ORDER BY sequence").fetchall()
@@ -404,7 +411,7 @@ def test_a_call_that_hangs_past_its_timeout_ends_the_run_and_resumes_as_any_unkn
     err = run.err.read_text()
     assert code == 1 and "Traceback" not in err, err
     assert err.splitlines()[-1].startswith(f"error: step 2: `{tool}` failed: CallTimedOut: no result within 1 s")
-    with sqlite3.connect(store) as db:
+    with opened(store) as db:
         (run_id, status), = db.execute("SELECT id, status FROM runs").fetchall()
         rows = db.execute("SELECT tool, outcome FROM calls ORDER BY sequence").fetchall()
     assert status == "failed" and rows == [("read", "ok"), (tool, "unknown")]
