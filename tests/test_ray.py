@@ -54,10 +54,20 @@ def check(n):
 
 def send(text):
     spy(f"send {text}")
-    if text.startswith("hold") and attempts(f"send {text}") == 1:  # only its first attempt waits
+    hold(text, f"send {text}")
+    return {"sent": text}
+
+
+def keyed(text, key):
+    spy(f"keyed {text} {key}")
+    hold(text, f"keyed {text} {key}")
+    return {"sent": text}
+
+
+def hold(text, what):
+    if text.startswith("hold") and attempts(what) == 1:  # only a call's first attempt waits
         while not Path(RELEASE).exists():
             time.sleep(0.01)
-    return {"sent": text}
 '''
 
 TOML = '''
@@ -85,6 +95,12 @@ provider = "python:{module}:send"
 params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 effects = {{ idempotent = true }}
+
+[tools.keyed]
+provider = "python:{module}:keyed"
+params = {{ text = {{ type = "string" }} }}
+required = ["text"]
+idempotency_key = "key"
 
 [tools.stall]
 provider = "python:{module}:send"
@@ -231,7 +247,7 @@ def kill_during(project: Path, tool: str, ray_address: str):
     (project / "p.plan").write_text(f'map(over: ["a", "hold"], do: {{ {tool}(text: item) }})\n', encoding="utf-8")
     process = planc_process("run", "p.plan", "--store", "runs.sqlite", "--executor", "ray", "--ray-address",
                             ray_address, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    worker = wait_for(lambda: next((pid for pid, what in spied(project) if what == "send hold"), None),
+    worker = wait_for(lambda: next((pid for pid, what in spied(project) if what.split()[1:2] == ["hold"]), None),
                       "the call in its worker", process)
     os.kill(worker, signal.SIGKILL)
     process.communicate(timeout=HANG_GUARD_S)
@@ -263,6 +279,17 @@ def test_a_worker_lost_during_an_idempotent_call_is_retried_and_the_run_finishes
     run_record = recorded(project / "runs.sqlite")
     assert run_record["status"] == "ok" and [call["outcome"] for call in run_record["calls"]] == ["ok", "ok"]
     assert run_record["output"] == [{"sent": "a"}, {"sent": "hold"}]
+
+
+def test_a_worker_lost_during_a_call_that_takes_its_key_is_retried_with_the_same_key(project, ray_address):
+    process, worker = kill_during(project, "keyed", ray_address)  # `keyed` is not idempotent: it takes keys
+    assert process.returncode == 0
+    attempts = [(pid, what.split()[2]) for pid, what in spied(project) if what.startswith("keyed hold ")]
+    assert len(attempts) == 2 and attempts[0][0] == worker != attempts[1][0]
+    run_record = recorded(project / "runs.sqlite")
+    held = run_record["calls"][-1]
+    assert held["outcome"] == "ok" and held["idempotency_key"] == attempts[0][1] == attempts[1][1]
+    assert len(held["idempotency_key"]) == 64
 
 
 def test_a_call_past_its_timeout_is_cancelled_and_its_worker_stopped(project, ray_address):

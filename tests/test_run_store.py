@@ -207,7 +207,7 @@ def test_replay_uses_the_planc_toml_the_run_used_from_any_folder(project, tmp_pa
 
 
 def before_batches(db) -> None:
-    """The store as planc wrote it before schema 5: no batches, and a run's plan in its row."""
+    """The store as planc wrote it before schema 6: no batches, and a run's plan in its row."""
     db.execute("UPDATE runs SET plan = (SELECT json FROM large_values WHERE hash = substr(plan, 2)) "
                "WHERE plan LIKE '@%'")
     db.execute("CREATE TABLE runs_before AS SELECT id, started_at, finished_at, status, plan, arguments, output, "
@@ -224,6 +224,7 @@ def test_a_store_written_before_run_options_opens_and_replays(project, monkeypat
         before_batches(db)
         db.execute("ALTER TABLE runs DROP COLUMN options")
         db.execute("ALTER TABLE calls DROP COLUMN outcome")
+        db.execute("ALTER TABLE calls DROP COLUMN idempotency_key")
         db.execute("ALTER TABLE events DROP COLUMN refs")
         db.execute("DROP TABLE files")
         db.execute("DROP TABLE large_values")
@@ -246,6 +247,7 @@ def test_a_store_of_the_previous_schema_gets_each_calls_outcome(project, monkeyp
     with sqlite3.connect(database) as db:  # as planc wrote it with schema 3
         before_batches(db)
         db.execute("ALTER TABLE calls DROP COLUMN outcome")
+        db.execute("ALTER TABLE calls DROP COLUMN idempotency_key")
         db.execute("ALTER TABLE events DROP COLUMN refs")
         db.execute("DROP TABLE large_values")
         db.execute("PRAGMA user_version = 3")

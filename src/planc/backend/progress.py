@@ -64,10 +64,15 @@ def line(event: dict) -> str | None:
     '[3/do.1[4]] get {"id": "I4"}'
     >>> line({"event": "step_started", "step": "3", "tool": "map"})
     '[3] map ...'
+    >>> line({"event": "tool_finished", "step": "2", "tool": "get", "error": "...", "replacement": {}})
+    '[2] get -> failed, replaced by object'
     """
     kind, step = event.get("event"), event.get("step")
     if kind == "tool_started":
         return f"[{step}] {event['tool']} {_short(json.dumps(event.get('input', {}), ensure_ascii=False, default=str))}"
+    if kind == "tool_finished" and "error" in event:
+        replaced = f", replaced by {summary(event['replacement'])}" if "replacement" in event else ""
+        return f"[{step}] {event['tool']} -> failed{replaced}"
     if kind == "tool_finished":
         return f"[{step}] {event['tool']} -> {summary(event.get('result'))}"
     if kind == "step_started" and event.get("tool") in CONTROL_STEPS:
@@ -83,30 +88,21 @@ def line(event: dict) -> str | None:
     return None
 
 
-class Progress:
-    """The stderr progress of one run: `sink` takes the events; use it in `with` around the run."""
+class LiveDisplay:
+    """A rich progress display on a terminal (`display`; None elsewhere), one task in it, shown inside `with`.
 
-    def __init__(self, console, total_calls: int | None = None) -> None:
+    `columns(progress)` gives its columns from the module `rich.progress`, imported only for a terminal."""
+
+    def __init__(self, console, columns, description: str, total: int | None) -> None:
         self.console = console
-        self.calls = 0
-        self.tools: dict[str, str] = {}  # step path -> tool name, for step_finished events
         self.display = None
         if console.is_terminal:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                SpinnerColumn,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-            from rich.progress import Progress as RichProgress
+            from rich import progress
 
-            columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TextColumn("tool calls"), TimeElapsedColumn()]
-            self.display = RichProgress(*columns, console=console, transient=True)
-            self.task = self.display.add_task("starting", total=total_calls)
+            self.display = progress.Progress(*columns(progress), console=console, transient=True)
+            self.task = self.display.add_task(description, total=total)
 
-    def __enter__(self) -> Progress:
+    def __enter__(self):
         if self.display is not None:
             self.display.start()
         return self
@@ -114,6 +110,17 @@ class Progress:
     def __exit__(self, *exc_info: object) -> None:
         if self.display is not None:
             self.display.stop()
+
+
+class Progress(LiveDisplay):
+    """The stderr progress of one run: `sink` takes the events; use it in `with` around the run."""
+
+    def __init__(self, console, total_calls: int | None = None) -> None:
+        super().__init__(console, lambda rich: [
+            rich.SpinnerColumn(), rich.TextColumn("{task.description}"), rich.BarColumn(), rich.MofNCompleteColumn(),
+            rich.TextColumn("tool calls"), rich.TimeElapsedColumn()], "starting", total_calls)
+        self.calls = 0
+        self.tools: dict[str, str] = {}  # step path -> tool name, for step_finished events
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -150,7 +157,7 @@ class Progress:
             self.display.console.print(Text(text, style="dim"))  # a style= here would dim the live display too
 
 
-class BatchProgress:
+class BatchProgress(LiveDisplay):
     """The stderr progress of `planc batch`, given each run as it ends (`finished`): on a terminal a bar of the
     lines run, with what became of them so far; elsewhere a plain line per run:
 
@@ -158,26 +165,10 @@ class BatchProgress:
     """
 
     def __init__(self, console, total: int) -> None:
-        self.console = console
+        super().__init__(console, lambda rich: [
+            rich.TextColumn("runs"), rich.BarColumn(), rich.MofNCompleteColumn(), rich.TextColumn("{task.description}"),
+            rich.TimeElapsedColumn()], "", total)
         self.counts: dict[str, int] = {}
-        self.display = None
-        if console.is_terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-            from rich.progress import Progress as RichProgress
-
-            self.display = RichProgress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(),
-                                        TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
-                                        transient=True)
-            self.task = self.display.add_task("", total=total)
-
-    def __enter__(self) -> BatchProgress:
-        if self.display is not None:
-            self.display.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self.display is not None:
-            self.display.stop()
 
     def finished(self, line: int, run_id: str, outcome: str) -> None:
         self.counts[outcome] = self.counts.get(outcome, 0) + 1

@@ -12,7 +12,9 @@ limits. The run chooses which calls come here (`Dispatch.executor_for`); this mo
 - At most once. Ray runs a task again when its worker dies, unless told not to: a tool that is not
   idempotent (nor read-only) runs with no retry, so a worker lost during its call is a call whose
   outcome is unknown (`WorkerLost`), as a killed local run's is; an idempotent one may be run again,
-  `RAY_RETRIES` times at most. What the tool raises is its failure, never retried, as in this process.
+  `RAY_RETRIES` times at most, and so may one that takes the call's idempotency key, which is in the
+  task's arguments (`providers._call`), so every attempt gets the same key and the tool knows a call
+  it has acted on. What the tool raises is its failure, never retried, as in this process.
 - A call past its timeout, or a run interrupted during it, cancels its task; a task that is running
   is stopped with its worker (`force`), since a tool need not ever look for a cancellation.
 
@@ -97,9 +99,10 @@ class RayExecutor:
             self.ray.shutdown()
 
     async def call(self, tool: Tool, args: Mapping):
-        """`tool`'s result for `args`, made in a Ray task; what the tool raised, or WorkerLost."""
+        """`tool`'s result for `args` (its idempotency key among them when it takes one), made in a Ray task;
+        what the tool raised, or WorkerLost."""
         effects = tool.effects
-        retries = RAY_RETRIES if effects.idempotent or effects.read_only else 0
+        retries = RAY_RETRIES if effects.idempotent or effects.read_only or tool.takes_key else 0
         ref = self.task.options(max_retries=retries, retry_exceptions=False, name=tool.name).remote(
             tool.provider, dict(args))
         try:

@@ -9,6 +9,7 @@ import click
 
 from planc.cli.files import read_file
 from planc.cli.options import (
+    ANSWERS_OPTION,
     CONFIG_OPTION,
     POLICY_OPTION,
     PRINCIPAL_OPTION,
@@ -19,7 +20,7 @@ from planc.cli.options import (
 from planc.cli.plans import checked_to_run, optimized_plan
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for
-from planc.cli.runs import executor_for, open_store, print_result, run_failed, solver_client, tool_output_to_stderr
+from planc.cli.runs import ask_hook, executor_for, open_store, print_result, run_failed, solver_client, tool_output_to_stderr
 from planc.cli.usage import UsageError
 
 
@@ -36,6 +37,7 @@ from planc.cli.usage import UsageError
               help="Print the plan's result as JSON, nothing, or the `solver` model's report on it (--query).")
 @click.option("--query", help="With --finish solver: what the report answers.")
 @click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful tool call.")
+@ANSWERS_OPTION
 @click.option("--optimize", is_flag=True,
               help="Run the plan as `planc optimize` rewrites it, independent steps at the same time; notes on stderr.")
 @click.option("--extract", is_flag=True, help="Take the plan out of a model reply (markdown fence or prose).")
@@ -44,8 +46,9 @@ from planc.cli.usage import UsageError
 @executor_options
 def run_command(plan: str, config: str | None, policy_file: str | None, principal: str | None,
                 args: tuple[str, ...], json_args: tuple[str, ...], events: str | None, finish: str, query: str | None,
-                approve: bool, optimize: bool, extract: bool, max_usd: float | None, max_calls: int | None,
-                max_inferences: int | None, store: str | None, executor: str | None, ray_address: str | None) -> None:
+                approve: bool, answers_file: str | None, optimize: bool, extract: bool, max_usd: float | None,
+                max_calls: int | None, max_inferences: int | None, store: str | None, executor: str | None,
+                ray_address: str | None) -> None:
     """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error, 130 interrupted.
 
     Progress goes to stderr; stdout holds the result only. With --executor ray, the Python tool calls of
@@ -94,6 +97,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     err = console(stderr=True)
     most = checked.cost.total.calls if checked.cost is not None else None
     progress = Progress(err, int(most.high) if most is not None and most.bounded else None)
+    answer = ask_hook(answers_file, err, progress.paused)  # a file that cannot be used: exit 2, nothing run
     sink = _events_file(events) if events else None  # before the run is recorded: a bad path runs nothing
     runs = open_store(store, registry)
     # Connected before the run is recorded: a cluster that cannot be reached records nothing. A signal from
@@ -112,7 +116,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         click.echo(f"run: {recorded.run_id}", err=True)
         writer = _events_writer(sink, events) if sink else None
         hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
-                      events=fan_out(writer, progress.sink))
+                      events=fan_out(writer, progress.sink), interlocutor=answer)
         try:
             with progress, tool_output_to_stderr():
                 result = recorded.execute(hooks, schedule, interrupts, connected)

@@ -8,6 +8,7 @@ import click
 
 from planc.cli.files import read_file
 from planc.cli.options import (
+    ANSWERS_OPTION,
     CONFIG_OPTION,
     POLICY_OPTION,
     PRINCIPAL_OPTION,
@@ -17,7 +18,7 @@ from planc.cli.options import (
 from planc.cli.plans import checked_to_run
 from planc.cli.printing import console
 from planc.cli.project import find_policy, find_registry
-from planc.cli.runs import executor_for, open_store, print_result, run_failed, solver_client, tool_output_to_stderr
+from planc.cli.runs import ask_hook, executor_for, open_store, print_result, run_failed, solver_client, tool_output_to_stderr
 from planc.cli.usage import UsageError
 
 
@@ -278,15 +279,19 @@ def _as_recorded(run: dict, config: str | None, policy_file: str | None, princip
 @POLICY_OPTION
 @PRINCIPAL_OPTION
 @click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful call it makes.")
+@ANSWERS_OPTION
 @executor_options
 def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
-                   principal: str | None, approve: bool, executor: str | None, ray_address: str | None) -> None:
+                   principal: str | None, approve: bool, answers_file: str | None, executor: str | None,
+                   ray_address: str | None) -> None:
     """Continue RUN, which did not finish, in the same run record.
 
     Calls with a recorded outcome end as they did; a call whose outcome is unknown is called again
-    only if its tool is idempotent, else the run stops with "outcome unknown". A run made with
-    --approve asks again before every effectful call resume makes, and without a terminal makes none.
-    Its calls are made as the run's were (--executor), unless --executor says otherwise.
+    only if its tool is idempotent or takes the call's idempotency key (it is given the same key),
+    else the run stops with "outcome unknown". A question `ask` left open is asked again (--answers).
+    A run made with --approve asks again before every effectful call resume makes, and without a
+    terminal makes none. Its calls are made as the run's were (--executor), unless --executor says
+    otherwise.
     Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error, 130 interrupted.
     """
     from planc.backend.approve import approval_gate
@@ -322,7 +327,8 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     # effectful call the run has not made where it cannot ask.
     asks = approve or (run["options"].get("approve", False) and sys.stdin.isatty())
     unattended = run["options"].get("approve", False) and not asks
-    hooks = Hooks(gate=approval_gate(console(stderr=True)) if asks else None)
+    err = console(stderr=True)
+    hooks = Hooks(gate=approval_gate(err) if asks else None, interlocutor=ask_hook(answers_file, err))
     runs = open_store(store)
     recorded = run["options"].get("executor")
     with executor_for(executor, ray_address, registry, runs.path, recorded) as (_, connected), \

@@ -66,7 +66,7 @@ def _sha256(text: str) -> str:
 
 # Fields a tool's declaration gained after stored plans existed: hashed only when set, so the plans
 # compiled before them stay fresh.
-LATER_FIELDS = frozenset({"query"})
+LATER_FIELDS = frozenset({"query", "idempotency_key"})
 
 
 def _plain(value):
