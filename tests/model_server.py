@@ -3,7 +3,8 @@
 The recordings are files in tests/recordings/: bodies as an OpenAI-compatible
 server sends them. `play` queues them; each POST takes the next one and is
 recorded in `requests` (path, headers, JSON body). A request with nothing
-left to play gets a 500, so a test that asks more than it recorded fails.
+left to play gets a 400 (which no client tries again), so a test that asks
+more than it recorded fails at once.
 """
 
 from __future__ import annotations
@@ -47,6 +48,14 @@ class ModelServer:
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
         self.replies.append((200, "application/json", json.dumps(body).encode(), {}))
 
+    def call(self, name: str, arguments: dict, id: str = "call_1") -> None:
+        """Queue a reply that asks for one tool call, as a chat completion."""
+        call = {"id": id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        body = {"id": "chatcmpl-scripted", "object": "chat.completion", "model": "planc-test-model",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                             "finish_reason": "tool_calls"}]}
+        self.replies.append((200, "application/json", json.dumps(body).encode(), {}))
+
     def bodies(self) -> list[dict]:
         return [request["body"] for request in self.requests]
 
@@ -68,7 +77,7 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             if server.replies:
                 status, kind, reply, headers = server.replies.popleft()
             else:
-                status, kind, headers = 500, "application/json", {}
+                status, kind, headers = 400, "application/json", {}
                 reply = json.dumps({"error": {"message": "no recorded response left"}}).encode()
             self.send_response(status)
             self.send_header("Content-Type", kind)

@@ -176,11 +176,29 @@ def test_infer_costs_an_inference_per_evaluation(registry):
 
 def test_an_agent_makes_up_to_max_iterations_inferences_and_calls(registry):
     cost = total('agent(prompt: "p", output_schema: {type: "object"}, tools: ["get", "search"])', registry)
-    assert cost["inferences"] == [1, 8] and cost["calls"] == [0, 8]
+    assert cost["inferences"] == [1, 9] and cost["calls"] == [0, 8]  # 8 rounds, and the repair role's one fix-up
     assert cost["usd"] == [0.0, 0.08] and cost["latency_ms"]["sequential"] == [0, 320]
     cost = total('agent(prompt: "p", output_schema: {type: "object"}, tools: ["s*"], max_iterations: 3)', registry)
-    assert cost["inferences"] == [1, 3] and cost["usd"] == [0.0, 1.5]  # summarize, the costliest
+    assert cost["inferences"] == [1, 4] and cost["usd"] == [0.0, 1.5]  # summarize, the costliest
     assert total('agent(prompt: "p", output_schema: {type: "object"})')["calls"] == [0, 8]
+
+
+def test_a_check_is_called_up_to_repairs_plus_one_times_and_each_repair_adds_a_round(registry):
+    text = 'agent(prompt: "p", output_schema: {type: "object"}, tools: ["get"], max_iterations: 3, check: "summarize"REPAIRS)'
+    cost = total(text.replace("REPAIRS", ""), registry)  # two repairs by default
+    assert cost["inferences"] == [1, 6] and cost["calls"] == [0, 8]  # 5 rounds of `get`, 3 checks
+    assert cost["usd"] == [0.0, 0.05 + 1.5]
+    cost = total(text.replace("REPAIRS", ", repairs: 0"), registry)
+    assert cost["inferences"] == [1, 4] and cost["calls"] == [0, 4] and cost["usd"] == [0.0, 0.53]
+
+
+def test_a_continuing_turn_costs_its_own_rounds(registry):
+    text = ('a = agent(prompt: "p", output_schema: {type: "object"}, tools: ["get"], max_iterations: 2)\n'
+            'agent(prompt: "q", output_schema: {type: "object"}, continue: $a, max_iterations: 3)')
+    cost = cost_of(text, registry)
+    first, second = (cost.cost.steps[step].to_json() for step in cost.plan.pipelines[0].steps + cost.plan.pipelines[1].steps)
+    assert (first["inferences"], first["calls"]) == ([1, 3], [0, 2])
+    assert (second["inferences"], second["calls"], second["usd"]) == ([1, 4], [0, 3], [0.0, 0.03])  # `get`, not `*`
 
 
 def test_reshape_and_ask_are_free(registry):
