@@ -18,12 +18,16 @@ from pathlib import Path
 import pytest
 
 RECORDINGS = Path(__file__).resolve().parent / "recordings"
+HOLD = object()  # in the queue of replies: wait for the test before answering
+HANG_GUARD_S = 300  # a held request waits at most this long: a guard against a hung test
 
 
 class ModelServer:
     def __init__(self) -> None:
         self.replies: deque[tuple[int, str, bytes, dict]] = deque()
         self.requests: list[dict] = []
+        self.waiting, self.released = threading.Event(), threading.Event()
+        self.stopping = False
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.thread = threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
@@ -48,6 +52,11 @@ class ModelServer:
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
         self.replies.append((200, "application/json", json.dumps(body).encode(), {}))
 
+    def hold(self) -> None:
+        """Queue a pause: the request that takes it is recorded, sets `waiting`, and is answered (with the
+        next reply queued) only once `released` is set."""
+        self.replies.append(HOLD)
+
     def call(self, name: str, arguments: dict, id: str = "call_1") -> None:
         """Queue a reply that asks for one tool call, as a chat completion."""
         call = {"id": id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
@@ -64,6 +73,8 @@ class ModelServer:
         return self
 
     def stop(self) -> None:
+        self.stopping = True
+        self.released.set()
         self.http.shutdown()
         self.http.server_close()
         self.thread.join()
@@ -74,6 +85,12 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             server.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
+            if server.replies and server.replies[0] is HOLD:
+                server.replies.popleft()
+                server.waiting.set()
+                server.released.wait(HANG_GUARD_S)
+                if server.stopping:  # whoever asked is gone: nothing to answer
+                    return
             if server.replies:
                 status, kind, reply, headers = server.replies.popleft()
             else:

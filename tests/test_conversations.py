@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 
 import pytest
-from cli import invoke
+from cli import HANG_GUARD_S, invoke, planc_process
 from model_server import model_server  # noqa: F401  (the fixture)
 from tool_project import tool_project
 
@@ -175,6 +176,30 @@ def test_three_turns_of_one_conversation_each_see_the_turns_before(project, mode
     replayed = invoke("replay", run_id(result))  # the conversation is in the record: no model is asked
     assert replayed.exit_code == 0 and replayed.stdout == result.stdout
     assert len(model_server.requests) == asked and len(calls(project)) == 1
+
+
+def test_a_conversation_killed_during_a_turn_resumes_from_its_record(project, model_server):
+    model_server.play("tool_call_search")
+    model_server.reply(answer("high", "disk full"))
+    model_server.reply(answer("high", "INC-7 proves it"))
+    model_server.hold()  # the third turn's inference: the run is killed while the model is asked
+    model_server.reply(answer("high", "INC-7: disk full"))
+    (project / "p.plan").write_text(THREE_TURNS, encoding="utf-8")
+    process = planc_process("run", "p.plan", cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert model_server.waiting.wait(HANG_GUARD_S), "the run never asked for the third turn"
+    finally:
+        process.kill()
+        _, stderr = process.communicate()
+    killed = model_server.bodies()[-1]
+    assert len(model_server.requests) == 4 and len(calls(project)) == 1
+
+    resumed = invoke("resume", stderr.decode().split("run: ")[1].split()[0])
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads(resumed.stdout)["output"] == {"severity": "high", "summary": "INC-7: disk full"}
+    # The first two turns came from the record; the turn in flight was asked again, in the same conversation.
+    assert len(model_server.requests) == 5 and model_server.bodies()[-1]["messages"] == killed["messages"]
+    assert len(calls(project)) == 1
 
 
 def test_a_continuing_step_that_widens_the_tools_is_refused_before_anything_runs(project, model_server):
@@ -394,3 +419,62 @@ def test_tools_called_says_which_tool_in_which_round(project, model_server):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["tools_called"] == [{"tool": "search", "round": 1}, {"tool": "search", "round": 2}]
     assert len(calls(project)) == 2
+
+
+INNER = 'filter(over: ["disk", "memory"], infer: "Is {item} urgent?")\n'
+CALLS_INNER = f'agent(prompt: "Triage", output_schema: {SCHEMA}, tools: ["plan__inner"], max_iterations: 2)\n'
+
+
+def declare_inner(project, text: str = INNER) -> None:
+    (project / "inner.plan").write_text(text, encoding="utf-8")
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text() + '\n[plans.inner]\nfile = "inner.plan"\n', encoding="utf-8")
+
+
+def test_an_agent_that_calls_a_declared_plan_counts_the_plans_inferences(project, model_server):
+    declare_inner(project)
+    (project / "p.plan").write_text(CALLS_INNER, encoding="utf-8")
+    refused = invoke("check", "p.plan", "--max-inferences", "3", "--format", "line")
+    assert refused.exit_code == 1, refused.output
+    assert "p.plan:1:1: E401 over budget: the plan may make up to 7 model inferences, and `--max-inferences` is 3" in \
+        refused.output
+    assert invoke("check", "p.plan", "--max-inferences", "7").exit_code == 0
+
+    model_server.call("plan__inner", {})
+    model_server.reply("yes")
+    model_server.reply("no")
+    model_server.reply(answer("high", "disk"))
+    result = run(project, CALLS_INNER)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["tools_called"] == [{"tool": "plan__inner", "round": 1}]
+    recorded = json.loads(invoke("show-run", run_id(result), "--format", "json").stdout)
+    assert [(call["step"], call["tool"]) for call in recorded["calls"]] == [
+        ("1", "model:chat"), ("1/agent.1/plan__inner/1[0]", "model:judge"),
+        ("1/agent.1/plan__inner/1[1]", "model:judge"), ("1", "model:chat")]  # 4 inferences, within 1 to 7
+
+
+def test_an_agent_in_a_declared_plan_that_may_call_that_plan_is_a_cycle(project, model_server):
+    declare_inner(project, f'agent(prompt: "Go deeper", output_schema: {SCHEMA})\n')
+    result = check(project, 'plan__inner()')
+    assert result.exit_code == 1
+    assert "p.plan:1:1: E210 calling `plan__inner` never ends: inner -> inner" in result.output, result.output
+    named = check(project, CALLS_INNER)  # an agent offered it: the plan cannot run, and is not offered
+    assert "E210" not in named.output
+
+
+def test_a_declared_plan_run_itself_is_held_to_its_returns_at_its_finish(project, model_server):
+    (project / "report.plan").write_text('search(query: "disk", limit: 2)\nreshape(value: {count: $1.length})\n')
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text() + '\n[plans.report]\nfile = "report.plan"\n'
+                    'returns = { type = "object", required = ["count"], properties = { count = { type = "string" } } }\n')
+    result = invoke("run", "report.plan")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.splitlines()[-1] == ("error: the plan's result is not what its declared `returns` allows "
+                                              "(at count: 2 is not of type 'string')")
+    assert run_record(run_id(result))["status"] == "failed" and len(calls(project)) == 1
+    replayed = invoke("replay", run_id(result))  # as it ran: the same failure, from the record
+    assert replayed.exit_code == 1 and replayed.stderr.splitlines()[-1] == result.stderr.splitlines()[-1]
+
+    toml.write_text(toml.read_text().replace('count = { type = "string" }', 'count = { type = "integer" }'))
+    conforming = invoke("run", "report.plan")
+    assert conforming.exit_code == 0 and json.loads(conforming.stdout) == {"count": 2}
