@@ -16,7 +16,10 @@ from cli import HANG_GUARD_S, invoke, planc_process
 from model_server import model_server  # noqa: F401  (the fixture)
 from tool_project import tool_project
 
+import planc
 from planc.backend.agent_loop import SYSTEM_PROMPT, task
+from planc.optimize.optimize import optimize
+from planc.registry import load_registry
 
 TOOLS = '''
 import json, os
@@ -478,3 +481,16 @@ def test_a_declared_plan_run_itself_is_held_to_its_returns_at_its_finish(project
     toml.write_text(toml.read_text().replace('count = { type = "string" }', 'count = { type = "integer" }'))
     conforming = invoke("run", "report.plan")
     assert conforming.exit_code == 0 and json.loads(conforming.stdout) == {"count": 2}
+
+
+def test_the_turns_of_one_conversation_keep_their_order_under_the_optimizer(project):
+    text = (f'a = agent(prompt: "a", output_schema: {SCHEMA}, tools: ["search"])\n'
+            f'b = agent(prompt: "b", output_schema: {SCHEMA}, continue: $a)\n'
+            f'c = agent(prompt: "c", output_schema: {SCHEMA}, continue: $a)\n'
+            f'd = agent(prompt: "d", output_schema: {SCHEMA}, tools: ["search"])\n')
+
+    checked = planc.check(text, registry=load_registry(project / "planc.toml"))
+    waves = [[checked.resolution.paths[step] for step in wave] for wave in optimize(checked).schedule.waves()]
+    assert waves == [["1"], ["2"], ["3"], ["4"]]  # `d` reads nothing, but `c` keeps its place before it
+    alone = planc.check(text.replace("continue: $a", 'tools: ["search"]'), registry=load_registry(project / "planc.toml"))
+    assert [len(wave) for wave in optimize(alone).schedule.waves()] == [4]  # read-only agents on their own: at once

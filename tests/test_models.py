@@ -42,8 +42,8 @@ def run(coroutine_function):
     return main
 
 
-def agent(server, *recordings, tools=(SEARCH,), call_tool=None, system_prompt=None, repairs=True, **options):
-    """Run an agent turn against `server` playing `recordings`; with `repairs`, the `repair` role is the
+def agent(server, *recordings, tools=(SEARCH,), call_tool=None, system_prompt=None, repair_role=True, **options):
+    """Run an agent turn against `server` playing `recordings`; with `repair_role`, the `repair` role is the
     same server's model `repair-model`."""
     server.play(*recordings)
     calls = []
@@ -55,7 +55,7 @@ def agent(server, *recordings, tools=(SEARCH,), call_tool=None, system_prompt=No
     async def main(model):
         turn = Turn("Triage the incident.", TRIAGE, list(tools), **options)
         repairer = client(server, "repair", extra='[models.repair]\nbase_url = "' + server.url + '"\n'
-                          'model = "repair-model"\n') if repairs else None
+                          'model = "repair-model"\n') if repair_role else None
         try:
             return await run_agent(model, turn, record, [system_message(system_prompt)], repairer)
         finally:
@@ -371,3 +371,18 @@ def test_an_answer_other_than_yes_or_no_is_an_error_naming_it(model_server):
     with pytest.raises(ModelError, match=r"the model answered 'Probably yes, since the outage lasted over an hour.' "
                                          r"to the yes/no question 'Is INC-7 urgent\?': only yes or no is an answer"):
         asyncio.run(run(lambda model: ask_yes_no(model, "Is INC-7 urgent?"))(model_server))
+
+
+def test_a_repair_turn_adds_a_round_even_when_the_rounds_are_used_up(model_server):
+    checked = []
+
+    async def check(answer):
+        checked.append(answer["summary"])
+        return [] if len(checked) == 2 else ["name the host"]
+
+    result, _ = agent(model_server, "answer_triage_fenced", "answer_triage", max_iterations=1, check=check,
+                      check_name="names_host", repairs=1)
+    assert result == {"output": {"severity": "high", "summary": "Disk full on db-1"}, "iterations": 2,
+                      "tools_called": [], "final": True}
+    assert checked == ["Stale cache", "Disk full on db-1"]
+    assert "tools" not in model_server.bodies()[1]  # the repair round is the last: it offers no tools

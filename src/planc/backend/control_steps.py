@@ -188,9 +188,10 @@ async def run_agent(run, step, path, scope, piped, in_loop):
             return [str(error)]
 
     name = value(step, "check", scope)
-    turn = Turn(value(step, "prompt", scope), value(step, "output_schema", scope), _turn_tools(run, step, path, scope,
-                conversation), value(step, "context", scope, piped), value(step, "max_iterations", scope),
-                check if name is not None else None, name or "", value(step, "repairs", scope))
+    turn = Turn(prompt=value(step, "prompt", scope), output_schema=value(step, "output_schema", scope),
+                tools=_turn_tools(run, step, path, scope, conversation), context=value(step, "context", scope, piped),
+                max_iterations=value(step, "max_iterations", scope), check=check if name is not None else None,
+                check_name=name or "", repairs=value(step, "repairs", scope))
     try:
         return await agent_loop(run.session.model(conversation.role, step, path), turn, call_tool,
                                 conversation.messages, run.session.model("repair", step, path, instead=conversation.role))

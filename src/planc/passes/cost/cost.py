@@ -145,10 +145,8 @@ class _Coster:
         tool = self.resolution.tools.get(step)
         if tool is None:
             run = _Run(_call(0, 0), ordered=True)
-        elif tool.provider.startswith("plan:"):
-            run = _Run(self.call_cost(tool), ordered=True)
-        elif tool.provider != "builtin":
-            run = _Run(self.call_cost(tool), ordered=not tool.effects.read_only)
+        elif tool.provider != "builtin":  # a declared plan keeps its place: its calls are not looked into
+            run = _Run(self.call_cost(tool), ordered=tool.provider.startswith("plan:") or not tool.effects.read_only)
         else:
             run = COST_RULES[tool.name](self, step)
         self.steps[step] = run.cost
