@@ -54,8 +54,8 @@ def agent_turns(plan: ast.Plan, resolution, registry: Registry | None, source: s
                 found.append(diagnostic("E212", "kept", step.arg(name).name.span, step=path, param=name,
                                         first=first_path, hints=[f"remove `{name}`, or begin a new conversation"]))
         found.extend(_widened(step, first, first_path, path, registry))
-        for outer, enclosing in maps:
-            if first not in enclosing and outer not in reported:
+        for outer, body in maps:
+            if outer not in reported and first not in set(_steps(body.pipelines)):
                 problem = _concurrency(outer)
                 if problem is not None:
                     reported.add(outer)
@@ -66,16 +66,13 @@ def agent_turns(plan: ast.Plan, resolution, registry: Registry | None, source: s
 
 
 def _agents(pipelines, maps: tuple) -> Iterator[tuple[ast.Step, tuple]]:
-    """(agent step, the `map` steps around it, each with the steps of its body), in text order."""
+    """(agent step, the `map` steps around it, each with its body), in text order."""
     for pipeline in pipelines:
         for step in pipeline.steps:
             if step.tool.text == "agent":
                 yield step, maps
             for block, _ in step_blocks(step):
-                inner = maps
-                if step.tool.text == "map":
-                    inner = (*maps, (step, frozenset(_steps(block.pipelines))))
-                yield from _agents(block.pipelines, inner)
+                yield from _agents(block.pipelines, (*maps, (step, block)) if step.tool.text == "map" else maps)
 
 
 def _steps(pipelines) -> Iterator[ast.Step]:
