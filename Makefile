@@ -35,6 +35,7 @@ bench: $(STAMP)  # every benchmark, each against its baseline in the same run (a
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/diff.py
 	$(BIN)/python bench/plan.py
+	$(BIN)/python bench/big_inputs.py
 
 clean:  # .pytest_cache holds hypothesis's example database too
 	rm -rf $(VENV) build dist .pytest_cache .hypothesis

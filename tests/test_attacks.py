@@ -1,4 +1,4 @@
-"""Attacks on planc's promises where plans nest, loop, time out and fail.
+"""Attacks on planc's promises where plans nest, loop, time out and fail, and where the policy cannot judge.
 
 Each test uses spy tools that append every call to a file, and asserts the exact calls made (none
 where planc refuses), the exit code, the run's recorded status and that no traceback is shown.
@@ -90,6 +90,13 @@ file = "bad.plan"
 
 [plans.gone]
 file = "gone.plan"
+
+[plans.pay]
+file = "pay.plan"
+params = {{ amount = {{ type = "number" }} }}
+
+[plans.pay_odd]
+file = "pay_odd.plan"
 '''
 
 POLICY = '''
@@ -107,7 +114,9 @@ permit(principal, action, resource);
 
 FILES = {"policy.cedar": POLICY,
          "inner.plan": 'append(text: "inner {$args.limit}")\n',
-         "bad.plan": 'append(text: 5)\n'}
+         "bad.plan": 'append(text: 5)\n',
+         "pay.plan": 'transfer(amount: $args.amount)\n',
+         "pay_odd.plan": 'append(text: "paying")\ntransfer(amount: 5000.5)\n'}
 
 
 @pytest.fixture
@@ -137,6 +146,55 @@ def run(project, text: str, *args: str):
     result = invoke("run", "p.plan", *args)
     assert "Traceback" not in result.output
     return result
+
+
+# --- the policy fails closed ------------------------------------------------------------------------
+
+# Cedar's own words when `big-transfers` compares a decimal with a long: Cedar would skip the policy.
+UNEVALUATED = ("calling `transfer` is denied (for User::\"anonymous\"): policy `big-transfers` could not be "
+               "evaluated for it: type error: expected long, got decimal")
+UNHOLDABLE = ("calling `transfer` is not permitted (for User::\"anonymous\"): `context.args.amount` is 0.123456, "
+              "which Cedar cannot hold: a decimal has at most 4 digits after the point")
+
+
+def test_a_forbid_cedar_cannot_evaluate_refuses_the_plan_before_any_call(project):
+    text = 'append(text: "first")\ntransfer(amount: 5000.5)\n'
+    (project / "p.plan").write_text(text, encoding="utf-8")
+    check = invoke("check", "--format", "line", "p.plan")
+    assert check.exit_code == 1 and check.output == f"p.plan:2:1: E400 {UNEVALUATED}\n"
+    result = run(project, text)
+    assert result.exit_code == 1 and UNEVALUATED in result.output
+    assert calls(project) == [] and statuses(project) == []  # refused before the run was recorded
+
+
+def test_a_run_time_value_cedar_cannot_evaluate_stops_the_run_before_its_call(project):
+    result = run(project, 'transfer(amount: 1)\nreshape(value: 5000.5)\ntransfer(amount: $2)\nappend(text: "after")\n')
+    assert result.exit_code == 1 and f"step 3: {UNEVALUATED}" in result.output
+    assert calls(project) == ["transfer 1"] and statuses(project) == ["failed"]
+
+
+@pytest.mark.parametrize("text, args, recorded", [
+    ('append(text: "first")\ntransfer(amount: 0.123456)\n', (), []),  # refused at check time
+    ('append(text: "first")\ntransfer(amount: $args.amount)\n', ("--arg", "amount=0.123456"), ["failed"]),  # at run time
+])
+def test_a_value_cedar_cannot_hold_is_refused_saying_so(project, text, args, recorded):
+    result = run(project, text, *args)
+    assert result.exit_code == 1 and UNHOLDABLE in result.output and "no policy" not in result.output
+    assert calls(project) == (["append first"] if recorded else []) and statuses(project) == recorded
+
+
+def test_a_declared_plan_whose_step_cedar_cannot_evaluate_is_its_callers_error(project):
+    result = run(project, 'append(text: "first")\nplan__pay_odd()\n')
+    assert result.exit_code == 1 and UNEVALUATED in result.output and "step 2/2 is `transfer` in pay_odd.plan" in result.output
+    assert calls(project) == [] and statuses(project) == []
+
+
+def test_a_declared_plan_given_a_value_cedar_cannot_evaluate_stops_before_its_call(project):
+    result = run(project, 'append(text: "first")\nplan__pay(amount: 5000.5)\nappend(text: "after")\n')
+    assert result.exit_code == 1 and f"step 2/1: {UNEVALUATED}" in result.output
+    assert calls(project) == ["append first"] and statuses(project) == ["failed"]
+    assert run(project, 'plan__pay(amount: 5000)\n').exit_code == 1 and calls(project) == ["append first"]
+    assert run(project, 'plan__pay(amount: 5)\n').exit_code == 0 and calls(project) == ["append first", "transfer 5"]
 
 
 # --- declared plans are checked with their callers ----------------------------------------------

@@ -442,6 +442,8 @@ def test_an_agent_that_calls_a_declared_plan_counts_the_plans_inferences(project
     assert "p.plan:1:1: E401 over budget: the plan may make up to 7 model inferences, and `--max-inferences` is 3" in \
         refused.output
     assert invoke("check", "p.plan", "--max-inferences", "7").exit_code == 0
+    refused_run = invoke("run", "p.plan", "--max-inferences", "3")
+    assert refused_run.exit_code == 1 and "E401" in refused_run.output and model_server.requests == []
 
     model_server.call("plan__inner", {})
     model_server.reply("yes")

@@ -208,6 +208,141 @@ def test_null_is_absent_and_a_fraction_is_a_decimal():
     assert not decide(policy, 'User::"a"', Tool("t"), {"ratio": 0.75}, step="1", in_loop=False).allowed
 
 
+# --- failing closed: a policy that cannot be evaluated denies -------------------------------
+
+AMOUNTS = ALLOW_ALL + ('@id("big-transfers")\nforbid(principal, action, resource)\n'
+                       '  when { context.args has amount && context.args.amount > 1000 };\n'
+                       'forbid(principal, action, resource) when { context.args has to && context.args.to like "*@partner.io" };\n')
+DENIED_DECIMAL = ('calling `transfer` is denied (for User::"anonymous"): policy `big-transfers` could not be '
+                  'evaluated for it: type error: expected long, got decimal')
+DENIED_SET = ('calling `email` is denied (for User::"anonymous"): policy `policy 3 of policy.cedar` could not be '
+              'evaluated for it: type error: expected string, got set')
+UNHOLDABLE = ('calling `transfer` is not permitted (for User::"anonymous"): `context.args.amount` is 0.123456, '
+              'which Cedar cannot hold: a decimal has at most 4 digits after the point')
+
+
+def test_a_forbid_that_cannot_be_evaluated_denies_naming_the_policy_and_cedars_error():
+    result = checked('transfer(amount: 5000.5)\nemail(to: ["a@partner.io", "b@example.com"])\n'
+                     'transfer(amount: 5000)\ntransfer(amount: 5)\nemail(to: "a@example.com")', AMOUNTS, registry=None)
+    assert [(step, message) for step, message, *_ in denials(result)] == [
+        ("1", DENIED_DECIMAL), ("2", DENIED_SET),
+        ("3", 'calling `transfer` is forbidden by policy `big-transfers` (for User::"anonymous")')]
+    decision = next(iter(result.policy.decisions.values()))
+    assert not decision.allowed and [(rule.name, error) for rule, error in decision.failed] == [
+        ("big-transfers", "type error: expected long, got decimal")]
+    assert "cannot be evaluated for a call denies it" in result.diagnostics[0].hints[0]
+
+
+def test_a_permit_that_cannot_be_evaluated_denies_too_whatever_else_permits():
+    text = ALLOW_ALL + '@id("small-only")\npermit(principal, action, resource) when { context.args has n && context.args.n < 10 };'
+    decision = decide(policy_from_text(text, Path("policy.cedar")), 'User::"a"', Tool("t"), {"n": "ten"},
+                      step="1", in_loop=False)
+    assert not decision.allowed and [rule.name for rule in decision.policies] == ["small-only"]
+
+
+def test_several_policies_that_cannot_be_evaluated_are_all_named():
+    text = ALLOW_ALL + ('@id("a")\nforbid(principal, action, resource) when { context.args has x && context.args.x > 1 };\n'
+                        '@id("b")\nforbid(principal, action, resource) when { context.args has x && context.args.x like "y" };')
+    result = checked('t(x: [1])', text, registry=None)
+    assert [message for _, message, *_ in denials(result)] == [
+        'calling `t` is denied (for User::"anonymous"): policies `a` and `b` could not be evaluated for it: '
+        '`a`: type error: expected long, got set; `b`: type error: expected string, got set']
+
+
+def test_a_value_cedar_cannot_hold_is_denied_for_that_reason():
+    result = checked('transfer(amount: 0.123456)', AMOUNTS, registry=None)
+    assert [message for _, message, *_ in denials(result)] == [UNHOLDABLE]
+    assert not any("no policy" in hint for hint in result.diagnostics[0].hints)
+
+
+def test_the_batch_decides_as_one_call_at_a_time_would():
+    from planc.passes.policy.decide import Ask, decide_all
+
+    policy = policy_from_text(AMOUNTS, Path("policy.cedar"))
+    asks = [Ask(REGISTRY.tools["close_incident"], {"id": "x"}, "1", False),
+            Ask(Tool("transfer"), {"amount": 5000.5}, "2", True),
+            Ask(Tool("transfer"), {"amount": 0.123456}, "3", False),
+            Ask(Tool("close_incident"), {"id": "y"}, "4", False, ("note",)),  # another tool of the same name
+            Ask(Tool("email"), {"to": "a@partner.io"}, "5/do.1", True)]
+    alone = [decide(policy, 'User::"a"', ask.tool, ask.args, step=ask.step, in_loop=ask.in_loop, dynamic=ask.dynamic)
+             for ask in asks]
+    assert decide_all(policy, 'User::"a"', asks) == alone
+    assert [decision.allowed for decision in alone] == [True, False, False, True, False]
+    assert decide_all(policy, 'User::"a"', []) == []
+
+
+SPY_TOOLS = '''
+import json, os
+
+def source(kind):
+    return {"amount": {"decimal": 5000.5, "fine": 0.123456, "small": 5}[kind]}
+
+def transfer(amount):
+    with open(os.environ["PLANC_TEST_CALLS"], "a") as log:
+        log.write(json.dumps({"tool": "transfer", "amount": amount}) + "\\n")
+    return {"sent": amount}
+'''
+SPY_TOML = '''
+policy = "policy.cedar"
+
+[tools.source]
+provider = "python:{module}:source"
+params = {{ kind = {{ type = "string" }} }}
+returns = {{ type = "object", properties = {{ amount = {{ type = "number" }} }} }}
+effects = {{ read_only = true }}
+
+[tools.transfer]
+provider = "python:{module}:transfer"
+params = {{ amount = {{ type = "number" }} }}
+'''
+
+
+@pytest.fixture
+def spied(tmp_path, monkeypatch):
+    """A project whose `transfer` appends each call to calls.jsonl, under the AMOUNTS policy."""
+    from tool_project import tool_project
+
+    with tool_project(tmp_path, "spytools", SPY_TOOLS, SPY_TOML, {"policy.cedar": AMOUNTS, "calls.jsonl": ""}):
+        monkeypatch.setenv("PLANC_TEST_CALLS", str(tmp_path / "calls.jsonl"))
+        monkeypatch.chdir(tmp_path)
+        yield tmp_path
+
+
+def test_check_and_run_refuse_a_literal_the_policy_cannot_evaluate(spied):
+    (spied / "plan.plan").write_text("transfer(amount: 5000.5)\n", encoding="utf-8")
+    check = invoke("check", "--format", "line", "plan.plan")
+    assert check.exit_code == 1 and check.output == f"plan.plan:1:1: E400 {DENIED_DECIMAL}\n"
+    run = invoke("run", "plan.plan")
+    assert run.exit_code == 1 and DENIED_DECIMAL in run.output and "Traceback" not in run.output
+    assert (spied / "calls.jsonl").read_text() == ""
+
+
+@pytest.mark.parametrize("kind, message", [("decimal", DENIED_DECIMAL), ("fine", UNHOLDABLE)])
+def test_run_refuses_a_run_time_value_the_policy_cannot_judge_before_the_call(spied, kind, message):
+    (spied / "plan.plan").write_text(f'source(kind: "{kind}")\ntransfer(amount: $1.amount)\n', encoding="utf-8")
+    assert invoke("check", "plan.plan").exit_code == 0  # the amount is only known at run time
+    run = invoke("run", "plan.plan")
+    assert run.exit_code == 1 and "Traceback" not in run.output
+    assert f"step 2: {message}" in run.output
+    assert (spied / "calls.jsonl").read_text() == ""
+
+
+def test_run_calls_the_tool_when_the_policy_can_judge_the_value(spied):
+    (spied / "plan.plan").write_text('source(kind: "small")\ntransfer(amount: $1.amount)\n', encoding="utf-8")
+    assert invoke("run", "plan.plan").exit_code == 0
+    assert [json.loads(line) for line in (spied / "calls.jsonl").read_text().splitlines()] == [
+        {"tool": "transfer", "amount": 5}]
+
+
+def test_the_real_planc_process_refuses_with_no_traceback(spied):
+    from cli import planc_completed
+
+    (spied / "plan.plan").write_text('source(kind: "decimal")\ntransfer(amount: $1.amount)\n', encoding="utf-8")
+    done = planc_completed("run", "plan.plan", cwd=spied)
+    assert done.returncode == 1 and DENIED_DECIMAL in done.stderr and "Traceback" not in done.stderr + done.stdout
+    assert (spied / "calls.jsonl").read_text() == ""
+
+
 # --- loading ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, line, message", [

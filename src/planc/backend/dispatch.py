@@ -70,16 +70,17 @@ class Dispatch:
         raise error
 
     def authorize(self, call: Call, step: ast.Step, in_loop: bool) -> None:
-        """The policy, asked again with the real arguments: a denial stops the run before the call."""
+        """The policy, asked again with the real arguments: a denial stops the run before the call, with
+        the message `planc check` gives it (E400)."""
         if self.policy is None:
             return
         from planc.passes.policy.decide import decide
+        from planc.passes.policy.denial import denial
 
-        tool = call.tool
-        decision = decide(self.policy, self.principal, tool, call.args, step=call.step, in_loop=in_loop)
+        decision = decide(self.policy, self.principal, call.tool, call.args, step=call.step, in_loop=in_loop)
         if not decision.allowed:
-            who = ", ".join(rule.name for rule in decision.policies) or "no policy permits it"
-            raise RunError(f"step {call.step}: the policy denies calling `{tool.name}` ({who})", step.tool)
+            denied = denial(step, call.step, decision, self.principal, self.policy)
+            raise RunError(f"step {call.step}: {denied.message}", step.tool)
 
     async def recorded(self, call: Call, step: ast.Step):
         """The tool's result, called, the recorder told before and after; as JSON data (`results.plain`),

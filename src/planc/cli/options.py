@@ -8,8 +8,8 @@ CONFIG_OPTION = click.option("--config", type=click.Path(dir_okay=False),
                              help="The planc.toml to use (default: the nearest one above the plan, else above the working directory).")
 POLICY_OPTION = click.option("--policy", "policy_file", type=click.Path(dir_okay=False),
                              help="A Cedar policy file that judges every step (default: `policy` in planc.toml).")
-PRINCIPAL_OPTION = click.option("--principal", default='User::"anonymous"', show_default=True,
-                                help="Who the plan runs for, as a Cedar entity.")
+PRINCIPAL_OPTION = click.option("--principal", help='Who the plan runs for, as a Cedar entity (default: `principal` '
+                                                   'in planc.toml, else User::"anonymous").')
 STORE_OPTION = click.option("--store", type=click.Path(dir_okay=False), envvar="PLANC_STORE",
                             help="The run store (default: $PLANC_STORE, else planc.toml's `store`, else "
                                  ".planc/runs.sqlite beside the planc.toml, else in the working directory).")

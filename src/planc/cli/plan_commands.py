@@ -14,9 +14,9 @@ from planc.cli.options import (
     PRINCIPAL_OPTION,
     budget_options,
 )
-from planc.cli.plans import parse_or_exit, print_syntax_errors
-from planc.cli.printing import console, print_checked
-from planc.cli.project import find_policy, find_registry, plan_arguments
+from planc.cli.plans import NO_CONFIG, parse_or_exit, print_syntax_errors, undeclared_tools
+from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked
+from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for
 from planc.cli.usage import UsageError
 
 FORMATS = ["text", "json", "repair", "sarif", "line"]
@@ -36,10 +36,13 @@ FORMATS = ["text", "json", "repair", "sarif", "line"]
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
 @click.option("--ignore", "ignored", multiple=True, metavar="CODE[,CODE]",
               help="Leave out these warnings and notes (errors cannot be ignored).")
-def check_command(plans: tuple[str, ...], config: str | None, policy_file: str | None, principal: str,
+@click.option("--max-diagnostics", type=click.IntRange(min=0), default=MAX_DIAGNOSTICS, show_default=True,
+              help="The text format prints this many diagnostics and counts the rest (0: all). "
+                   "The other formats print every one.")
+def check_command(plans: tuple[str, ...], config: str | None, policy_file: str | None, principal: str | None,
                   max_usd: float | None, max_calls: int | None, max_inferences: int | None,
                   output_format: str, extract: bool, fix: bool, show_diff: bool, strict: bool,
-                  ignored: tuple[str, ...]) -> None:
+                  ignored: tuple[str, ...], max_diagnostics: int) -> None:
     """Parse PLANS (files, or folders of .plan files; a compiled plan too) and run every pass; nothing
     runs. Exit 0 without errors, 1 with errors (or warnings, with --strict), 2 when a file cannot be read."""
     from planc.passes.check import check
@@ -52,14 +55,18 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
     def checked(path: str):
         registry = find_registry(config, plan=path)
         if id(registry) not in policy_of:
-            policy_of[id(registry)] = (registry, find_policy(policy_file, registry, principal))
-        result = check(read_plan(path), extract_plan=extract, registry=registry,
-                       arguments=plan_arguments(registry, path), policy=policy_of[id(registry)][1],
-                       principal=principal, max_usd=max_usd, max_calls=max_calls, max_inferences=max_inferences)
+            who = principal_for(registry, principal)
+            policy_of[id(registry)] = (registry, who, find_policy(policy_file, registry, who))
+        _, who, policy = policy_of[id(registry)]
+
+        def check_text(text: str):
+            return check(text, extract_plan=extract, registry=registry, arguments=plan_arguments(registry, path),
+                         policy=policy, principal=who, max_usd=max_usd, max_calls=max_calls,
+                         max_inferences=max_inferences)
+
+        result = check_text(read_plan(path))
         if fix:
-            result = fixed(path, result, show_diff, lambda text: check(text, extract_plan=extract, registry=registry,
-                           arguments=plan_arguments(registry, path), policy=policy_of[id(registry)][1],
-                           principal=principal, max_usd=max_usd, max_calls=max_calls, max_inferences=max_inferences))
+            result = fixed(path, result, show_diff, check_text)
         return without(result, leave_out)
 
     results, unreadable = [], []
@@ -68,14 +75,20 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
             results.append((path, checked(path)))
         except UsageError as error:  # one file that cannot be read does not stop the others
             unreadable.append(error.message)
-    print_results(results, output_format)
+    print_results(results, output_format, max_diagnostics)
     for message in dict.fromkeys(unreadable):  # a planc.toml or policy that cannot be read: said once
         click.echo(f"Error: {message}", err=True)
-    failed = any(not result.ok or (strict and result.diagnostics) for _, result in results)
+    unchecked = [path for path, result in results
+                 if result.context is not None and result.context.registry is None and undeclared_tools(result)]
+    if unchecked:
+        calls = "they call" if len(unchecked) > 1 else "it calls"
+        click.echo(f"warning: no planc.toml was found for {', '.join(unchecked)}: the tools {calls} were not "
+                   f"checked (their names, arguments, effects and costs); {NO_CONFIG}", err=True)
+    failed = any(not result.ok or (strict and result.diagnostics) for _, result in results) or (strict and unchecked)
     sys.exit(2 if unreadable else 1 if failed else 0)
 
 
-def print_results(results, output_format: str) -> None:
+def print_results(results, output_format: str, max_diagnostics: int = MAX_DIAGNOSTICS) -> None:
     if output_format == "json":
         from planc.diagnostics.render_json import render_json
 
@@ -97,7 +110,7 @@ def print_results(results, output_format: str) -> None:
             for diagnostic in result.diagnostics:
                 click.echo(render_line(diagnostic, path))
     else:
-        print_checked(results)
+        print_checked(results, limit=max_diagnostics, show_all="use --max-diagnostics 0 to show them all")
 
 
 def ignored_codes(given: tuple[str, ...]) -> frozenset[str]:
@@ -198,6 +211,9 @@ def show_command(plan: str, config: str | None, output_format: str) -> None:
     source = parse_or_exit(plan, read_plan(plan)).source
     registry = find_registry(config, plan=plan)
     result = check(source, registry=registry, arguments=plan_arguments(registry, plan))
+    if result.plan is None:  # too large to check (E106): there is no tree to show
+        print_checked([(plan, result)], stderr=True)
+        sys.exit(1)
     if output_format in ("mermaid", "dot"):
         from planc.pictures.graph import plan_graph
 

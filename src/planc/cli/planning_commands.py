@@ -9,8 +9,8 @@ import click
 
 from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPTION, budget_options
 from planc.cli.printing import console, print_checked
-from planc.cli.project import find_policy, find_registry
-from planc.cli.runs import open_store, print_result, run_failed
+from planc.cli.project import find_policy, find_registry, principal_for
+from planc.cli.runs import open_store, print_result, run_failed, tool_output_to_stderr
 from planc.cli.usage import UsageError
 
 
@@ -47,10 +47,12 @@ def prompt_command(config: str | None, bare: bool) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the checked plan to FILE.")
 @click.option("--run", "then_run", is_flag=True, help="Run the checked plan, as `planc run` would.")
 @click.option("--arg", "args", multiple=True, metavar="NAME=VALUE", help="With --run: a run argument.")
+@click.option("--arg-json", "json_args", multiple=True, metavar="NAME=JSON", help="With --run: a run argument as JSON.")
 @STORE_OPTION
-def plan_command(task: str, config: str | None, policy_file: str | None, principal: str, max_usd: float | None,
+def plan_command(task: str, config: str | None, policy_file: str | None, principal: str | None, max_usd: float | None,
                  max_calls: int | None, max_inferences: int | None, role: str, rounds: int, grammar: str | None,
-                 output: str | None, then_run: bool, args: tuple[str, ...], store: str | None) -> None:
+                 output: str | None, then_run: bool, args: tuple[str, ...], json_args: tuple[str, ...],
+                 store: str | None) -> None:
     """Ask a model for a plan that does TASK, and repair it with planc's diagnostics until it checks.
 
     Prints the checked plan (or writes it with -o); exit 1 with the last diagnostics when the rounds
@@ -65,15 +67,16 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     from planc.store.recorders import Recorder
     from planc.store.run_store import RunStoreError
 
-    if args and not then_run:
-        raise UsageError("--arg is only read with --run")
+    if (args or json_args) and not then_run:
+        raise UsageError("--arg and --arg-json are only read with --run")
     registry = find_registry(config)
     if registry is None:
         raise UsageError("planc plan needs a planc.toml (here or above, or --config): the tools to plan with "
                          "and [models.*] to ask")
+    principal = principal_for(registry, principal)
     policy = find_policy(policy_file, registry, principal)
     try:
-        arguments = parse_arguments(args)
+        arguments = parse_arguments(args, json_args)
     except ValueError as error:
         raise UsageError(str(error)) from None
     runs = open_store(store, registry)
@@ -133,7 +136,8 @@ def finish_planning(planned, runs, recorder, registry, policy, principal: str, a
         return
     recorded = RecordedRun(planned.checked, registry, policy, principal, arguments, recorder, runs)
     try:
-        result = recorded.execute()
+        with tool_output_to_stderr():
+            result = recorded.execute()
     except RunError as error:
         run_failed(error)
     print_result(result, "output", None, None, recorder)

@@ -8,7 +8,7 @@ import sys
 import click
 
 from planc.cli.files import is_stored_plan, read_file
-from planc.cli.printing import console, print_checked
+from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked, print_some
 from planc.cli.project import plan_arguments
 
 
@@ -28,40 +28,70 @@ def parse_all_or_exit(files: list[tuple[str, str | None]]) -> list:
 
     results = [parse(read_file(path) if text is None else text) for path, text in files]
     if any(result.plan is None for result in results):
+        left = MAX_DIAGNOSTICS
         for (path, _), result in zip(files, results):
             if result.plan is None:
-                print_syntax_errors(path, result)
+                left = print_syntax_errors(path, result, left)
         sys.exit(SYNTAX_ERROR)
     return results
 
 
-def print_syntax_errors(path: str, result) -> None:
-    """The syntax errors of `result` (a ParseResult of `path` with no plan), on standard error."""
-    from planc.diagnostics.render_text import render_text
-
-    err = console(stderr=True)
-    for diagnostic in result.diagnostics:
-        err.print(render_text(diagnostic, result.source, path))
+def print_syntax_errors(path: str, result, left: int = MAX_DIAGNOSTICS) -> int:
+    """The syntax errors of `result` (a ParseResult of `path` with no plan), on standard error: the first
+    `left` of them, the rest counted; how many more may be printed after them."""
+    return print_some(console(stderr=True), result.diagnostics, result.source, path, left)
 
 
-def checked_to_run(text: str, name: str, registry, policy, principal: str):
-    """`text` (plan text, or a stored plan from `planc compile`) checked for running; refused: exit 1."""
+def checked_to_run(text: str, name: str, registry, policy, principal: str, *, extract: bool = False,
+                   budget=None):
+    """`text` (plan text, or a stored plan from `planc compile`) checked for running; refused: exit 1.
+
+    With `extract` the plan is taken out of a model reply first; `budget` (a Budget) adds the
+    `--max-*` limits. With no planc.toml, a plan that calls any tool but the control steps is
+    refused: nothing declares what those tools are."""
+    limits = {"max_usd": budget.usd, "max_calls": budget.calls, "max_inferences": budget.inferences} if budget else {}
     if is_stored_plan(text):
         from planc.store.stored import StoredPlanError, load_plan
 
         try:
-            return load_plan(text, registry=registry, policy=policy, principal=principal)
+            checked = load_plan(text, registry=registry, policy=policy, principal=principal, **limits)
         except StoredPlanError as error:
             click.echo(f"error: {name}: {error}", err=True)
             sys.exit(1)
-    from planc.passes.check import check
+    else:
+        from planc.passes.check import check
+        from planc.syntax.extract import extract as extract_plan
 
-    checked = check(text, registry=registry, arguments=plan_arguments(registry, name),
-                    policy=policy, principal=principal)
-    if not checked.ok:
-        print_checked([(name, checked)], stderr=True)
+        # The plan taken out of the reply, the rest blanked (so lines and columns are the reply's): what
+        # the run records as its plan, and its replay checks again.
+        text = extract_plan(text) if extract else text
+        checked = check(text, registry=registry, arguments=plan_arguments(registry, name),
+                        policy=policy, principal=principal, **limits)
+        if not checked.ok:
+            print_checked([(name, checked)], stderr=True)
+            sys.exit(1)
+    if registry is None and (names := undeclared_tools(checked)):
+        listed = ", ".join(f"`{tool}`" for tool in names)
+        click.echo(f"error: {name}: no planc.toml declares {listed}, so nothing says what to call: {NO_CONFIG}",
+                   err=True)
         sys.exit(1)
     return checked
+
+
+# What to do when no planc.toml is found, said wherever its absence matters.
+NO_CONFIG = ("declare the tools in a planc.toml beside the plan or above it (`planc init` writes a "
+             "starting one), or name one with --config")
+
+
+def undeclared_tools(checked) -> list[str]:
+    """The names the plan calls that are neither control steps nor declared: every tool it calls,
+    when it was checked without a registry."""
+    from planc.syntax.steps import walk_steps
+
+    if checked.plan is None:
+        return []
+    known = checked.resolution.tools if checked.resolution is not None else {}
+    return sorted({step.tool.text for step, _ in walk_steps(checked.plan.pipelines) if step not in known})
 
 
 def optimized_plan(checked, path: str):

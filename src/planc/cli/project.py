@@ -47,22 +47,16 @@ def plan_returns(registry, path: str):
     return declared.returns if declared is not None else None
 
 
-def principal_for(registry, principal: str) -> str:
-    """Who the plan runs for: `--principal` when given, else planc.toml's `principal`, else the default."""
-    import click
+def principal_for(registry, principal: str | None) -> str:
+    """Who the plan runs for: `--principal`, else planc.toml's `principal`, else anonymous; checked."""
+    from planc.passes.policy.load import PolicyError, check_principal, principal_of
 
-    given = click.get_current_context().get_parameter_source("principal") is not click.core.ParameterSource.DEFAULT
-    return principal if given or registry is None or registry.principal is None else registry.principal
-
-
-def budget_for(registry, max_usd: float | None, max_calls: int | None, max_inferences: int | None):
-    """The budget a plan is checked against: each `--max-*` option given, else planc.toml's `[budget]`."""
-    from planc.passes.cost.budget import Budget
-
-    declared = registry.budget if registry is not None else None
-    return Budget(max_usd if max_usd is not None else getattr(declared, "max_usd", None),
-                  max_calls if max_calls is not None else getattr(declared, "max_calls", None),
-                  max_inferences if max_inferences is not None else getattr(declared, "max_inferences", None))
+    principal = principal_of(principal, registry)
+    try:
+        check_principal(principal)
+    except PolicyError as error:
+        raise UsageError(str(error)) from None
+    return principal
 
 
 def store_path(store: str | None, registry=None) -> Path:

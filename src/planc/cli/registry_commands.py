@@ -9,7 +9,7 @@ import click
 from planc.cli.files import read_plan
 from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION
 from planc.cli.printing import console, print_checked
-from planc.cli.project import find_policy, find_registry
+from planc.cli.project import find_policy, find_registry, principal_for
 from planc.cli.usage import UsageError
 
 
@@ -24,7 +24,7 @@ def policy_group() -> None:
 @POLICY_OPTION
 @PRINCIPAL_OPTION
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def policy_explain_command(plan: str, config: str | None, policy_file: str | None, principal: str,
+def policy_explain_command(plan: str, config: str | None, policy_file: str | None, principal: str | None,
                            output_format: str) -> None:
     """Show, per step of PLAN, the policy's decision and the policies that made it.
 
@@ -33,6 +33,7 @@ def policy_explain_command(plan: str, config: str | None, policy_file: str | Non
     from planc.passes.check import check
 
     registry = find_registry(config, plan=plan)
+    principal = principal_for(registry, principal)
     policy = find_policy(policy_file, registry, principal)
     if policy is None:
         raise UsageError("no policy: name one with --policy, or with `policy = \"...\"` in planc.toml")

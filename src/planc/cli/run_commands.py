@@ -13,11 +13,12 @@ from planc.cli.options import (
     POLICY_OPTION,
     PRINCIPAL_OPTION,
     STORE_OPTION,
+    budget_options,
 )
 from planc.cli.plans import checked_to_run, optimized_plan
 from planc.cli.printing import console, print_checked
-from planc.cli.project import find_policy, find_registry, plan_arguments, plan_returns
-from planc.cli.runs import open_store, print_result, run_failed, solver_client
+from planc.cli.project import find_policy, find_registry, plan_arguments, plan_returns, principal_for
+from planc.cli.runs import open_store, print_result, run_failed, solver_client, tool_output_to_stderr
 from planc.cli.usage import UsageError
 
 
@@ -26,7 +27,9 @@ from planc.cli.usage import UsageError
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
-@click.option("--arg", "args", multiple=True, metavar="NAME=VALUE", help="A run argument, read by `$args.NAME`.")
+@click.option("--arg", "args", multiple=True, metavar="NAME=VALUE",
+              help="A run argument, read by `$args.NAME`, as its declared type (a string keeps the text).")
+@click.option("--arg-json", "json_args", multiple=True, metavar="NAME=JSON", help="A run argument given as JSON.")
 @click.option("--events", type=click.Path(dir_okay=False), help="Write the run's events to FILE as JSON lines.")
 @click.option("--finish", type=click.Choice(["output", "none", "solver"]), default="output", show_default=True,
               help="Print the plan's result as JSON, nothing, or the `solver` model's report on it (--query).")
@@ -34,10 +37,13 @@ from planc.cli.usage import UsageError
 @click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful tool call.")
 @click.option("--optimize", is_flag=True,
               help="Run the plan as `planc optimize` rewrites it, independent steps at the same time; notes on stderr.")
+@click.option("--extract", is_flag=True, help="Take the plan out of a model reply (markdown fence or prose).")
+@budget_options
 @STORE_OPTION
-def run_command(plan: str, config: str | None, policy_file: str | None, principal: str, args: tuple[str, ...],
-                events: str | None, finish: str, query: str | None, approve: bool, optimize: bool,
-                store: str | None) -> None:
+def run_command(plan: str, config: str | None, policy_file: str | None, principal: str | None,
+                args: tuple[str, ...], json_args: tuple[str, ...], events: str | None, finish: str, query: str | None, approve: bool,
+                optimize: bool, extract: bool, max_usd: float | None, max_calls: int | None,
+                max_inferences: int | None, store: str | None) -> None:
     """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error, 130 interrupted.
 
     Progress goes to stderr; stdout holds the result only.
@@ -54,13 +60,17 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     if query is not None and finish != "solver":
         raise UsageError("--query is only read with --finish solver")
     registry = find_registry(config, plan=plan)
+    principal = principal_for(registry, principal)
     policy = find_policy(policy_file, registry, principal)
     solver = solver_client(registry) if finish == "solver" else None  # before any tool runs
+    from planc.passes.cost.budget import Budget
+
+    checked = checked_to_run(read_file(plan), plan, registry, policy, principal, extract=extract,
+                             budget=Budget(max_usd, max_calls, max_inferences))
     try:
-        arguments = parse_arguments(args)
+        arguments = parse_arguments(args, json_args, checked.typing.arguments if checked.typing else None)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    checked = checked_to_run(read_file(plan), plan, registry, policy, principal)
     from planc.backend.interpreter import run_arguments
 
     try:
@@ -83,7 +93,8 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     progress = Progress(err, int(most.high) if most is not None and most.bounded else None)
     options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
                "policy": str(Path(policy_file).resolve()) if policy_file else None,
-               "finish": finish, "query": query, "approve": approve, "returns": plan_returns(registry, plan)}
+               "finish": finish, "query": query, "approve": approve,
+               "budget": [max_usd, max_calls, max_inferences], "returns": plan_returns(registry, plan)}
     sink = _events_file(events) if events else None  # before the run is recorded: a bad path runs nothing
     runs = open_store(store, registry)
     with Interrupts() as interrupts:  # a signal from the moment the run is recorded ends it as interrupted
@@ -97,7 +108,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
                       events=fan_out(writer, progress.sink))
         try:
-            with progress:
+            with progress, tool_output_to_stderr():
                 result = recorded.execute(hooks, schedule, interrupts)
         except RunError as error:
             run_failed(error)
@@ -144,7 +155,7 @@ def compile_command(plan: str, output: str, config: str | None, policy_file: str
     from planc.store.stored import dump, save_plan
 
     registry = find_registry(config, plan=plan)
-    policy = find_policy(policy_file, registry, 'User::"anonymous"')
+    policy = find_policy(policy_file, registry, principal_for(registry, None))
     checked = check(read_file(plan), registry=registry, arguments=plan_arguments(registry, plan), policy=policy)
     if not checked.ok:
         print_checked([(plan, checked)], stderr=True)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NoReturn
 
 import click
@@ -20,6 +23,30 @@ def open_store(store: str | None, registry=None, read_only: bool = False):
         return RunStore(store_path(store, registry), read_only=read_only)
     except RunStoreError as error:
         raise UsageError(str(error)) from None
+
+
+@contextmanager
+def tool_output_to_stderr() -> Iterator[None]:
+    """While the plan runs, what its tools print goes to stderr: stdout holds the result alone.
+
+    Both the Python-level `sys.stdout` (a tool's `print()`, in any thread) and file descriptor 1 (a
+    tool's subprocess, a C library) point at stderr until the run ends."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 to move aside (a closed stdout): Python's stdout alone
+        saved = None
+    else:
+        os.dup2(2, 1)
+    stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stdout = stdout
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def run_failed(error) -> NoReturn:

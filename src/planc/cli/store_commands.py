@@ -16,7 +16,7 @@ from planc.cli.options import (
 from planc.cli.plans import checked_to_run
 from planc.cli.printing import console
 from planc.cli.project import find_policy, find_registry
-from planc.cli.runs import open_store, print_result, run_failed, solver_client
+from planc.cli.runs import open_store, print_result, run_failed, solver_client, tool_output_to_stderr
 from planc.cli.usage import UsageError
 
 
@@ -174,7 +174,7 @@ def _short(value) -> str:
 @PRINCIPAL_OPTION
 @click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
               help="Replay this plan (text or stored) against the record instead of the run's own.")
-def replay_command(run_id: str, store: str | None, config: str | None, policy_file: str | None, principal: str,
+def replay_command(run_id: str, store: str | None, config: str | None, policy_file: str | None, principal: str | None,
                    plan_file: str | None) -> None:
     """Run RUN's plan again as it ran, every tool and model result from the record: nothing is called.
 
@@ -203,7 +203,7 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
         _replay_planning(run, planned, registry, policy, principal)
         return
     text = read_file(plan_file) if plan_file else dump(run["plan"])
-    checked = checked_to_run(text, plan_file or run_id, registry, policy, principal)
+    checked = checked_to_run(text, plan_file or run_id, registry, policy, principal, budget=_budget_of(run))
     replay = RecordedRun.replay(run, checked, registry=registry, policy=policy, principal=principal)
     try:
         result = replay.execute()
@@ -252,13 +252,22 @@ def _replay_planning(run: dict, planned: dict, registry, policy, principal: str)
     finish_planning(outcome, None, replay, registry, policy, principal, run["arguments"], {**planned, "output": None})
 
 
+def _budget_of(run: dict):
+    """The `--max-*` budgets `run` was checked with: its replay and resume are checked with them too."""
+    from planc.passes.cost.budget import Budget
+
+    options = run["options"]
+    return Budget(*options.get("budget") or (options.get("planned") or {}).get("budget") or (None, None, None))
+
+
 def _as_recorded(run: dict, config: str | None, policy_file: str | None, principal: str):
     """The planc.toml, policy file and principal to replay or resume `run` with: what it ran with,
     unless the command line says otherwise."""
+    from planc.passes.policy.load import DEFAULT_PRINCIPAL
+
     options = run["options"]
-    given = click.get_current_context().get_parameter_source("principal") is not click.core.ParameterSource.DEFAULT
     return (config or options.get("config"), policy_file or options.get("policy"),
-            principal if given else options.get("principal", principal))
+            principal or options.get("principal") or DEFAULT_PRINCIPAL)
 
 
 @click.command("resume")
@@ -269,7 +278,7 @@ def _as_recorded(run: dict, config: str | None, policy_file: str | None, princip
 @PRINCIPAL_OPTION
 @click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful call it makes.")
 def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
-                   principal: str, approve: bool) -> None:
+                   principal: str | None, approve: bool) -> None:
     """Continue RUN, which did not finish, in the same run record.
 
     Calls with a recorded outcome end as they did; a call whose outcome is unknown is called again
@@ -300,7 +309,9 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     registry = find_registry(config, plan=None)
     policy = find_policy(policy_file, registry, principal)
     try:
-        checked = load_plan(dump(run["plan"]), registry=registry, policy=policy, principal=principal)
+        budget = _budget_of(run)
+        checked = load_plan(dump(run["plan"]), registry=registry, policy=policy, principal=principal,
+                            max_usd=budget.usd, max_calls=budget.calls, max_inferences=budget.inferences)
     except StoredPlanError as error:
         click.echo(f"error: {run_id}: {error}", err=True)
         sys.exit(1)
@@ -316,7 +327,8 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
                                      unattended=unattended)
         click.echo(f"run: {run_id} (resumed)", err=True)
         try:
-            result = resumed.execute(hooks, interrupts=interrupts)
+            with tool_output_to_stderr():
+                result = resumed.execute(hooks, interrupts=interrupts)
         except RunError as error:
             runs.close()
             run_failed(error)

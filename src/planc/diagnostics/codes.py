@@ -140,6 +140,15 @@ _ALL = [
          "The same argument is given twice in one step; keep one.",
          {"twice": "the argument `{name}` is given twice in this step"},
          'search(query: "outages", limit: 5, limit: 10)'),
+    Code("E106", "plan too large",
+         "A plan (or, with `--extract`, the model reply it is taken from) larger than `plan_bytes` of "
+         "`[limits]` in planc.toml, 64 MiB unless it says otherwise, is refused before it is parsed, so a "
+         "runaway input is a clear error rather than minutes of work and memory. The size is counted in "
+         "bytes of UTF-8; the error points at the text past the limit, and says how to raise it.",
+         {"too_large": "the plan is {size}, over the limit of {limit}; raise `plan_bytes` under `[limits]` in "
+                       "planc.toml to check it"},
+         'search(query: "outages in the last week", limit: 50)\n  |> summarize(style: "bullets")',
+         registry="[limits]\nplan_bytes = 40\n"),
     Code("E200", "unknown tool",
          "The step calls a tool that is neither a control step nor declared in the registry "
          "(planc.toml, its MCP lock, its plans), or an agent's `check` names a tool the registry does not "
@@ -313,15 +322,23 @@ _ALL = [
          "steps inside blocks included, is put to it as a call before anything runs "
          "(docs/policy.md has the request). A step the policy denies is reported at its tool, "
          "naming the `forbid` policies that denied it by their `@id` (or their position in the "
-         "file), with their `@reason`; or, when no `permit` policy matches, saying so. Arguments "
+         "file), with their `@reason`; or, when no `permit` policy matches, saying so. A policy that "
+         "cannot be evaluated for the call (Cedar's type error: `context.args.amount > 1000` when the "
+         "amount is a decimal) denies it, named with Cedar's error, and so does an argument Cedar cannot "
+         "hold (more than four decimal places, an integer beyond 64 bits), named with the reason. Arguments "
          "only known at run time are named in `context.dynamic`; the interpreter asks the policy "
-         "again with their values before the call.",
+         "again with their values before the call, and stops the run with the same message.",
          {
              "forbidden": "calling `{tool}` is forbidden by policy {names} (for {principal})",
              "forbidden_many": "calling `{tool}` is forbidden by policies {names} (for {principal})",
              "no_permit": "calling `{tool}` is not permitted (for {principal}): no policy of {policy} permits it",
-             # The call could not be put to the policy; `problem` is Cedar's own words.
+             # The call could not be put to the policy; `problem` is Cedar's own words, or the value Cedar cannot hold.
              "unjudged": "calling `{tool}` is not permitted (for {principal}): {problem}",
+             # A policy Cedar could not evaluate for the call denies it; `error` is Cedar's, `errors` each policy's.
+             "unevaluated": "calling `{tool}` is denied (for {principal}): policy {names} could not be evaluated "
+                            "for it: {error}",
+             "unevaluated_many": "calling `{tool}` is denied (for {principal}): policies {names} could not be "
+                                 "evaluated for it: {errors}",
          },
          'search(query: "outages")\nnotify(channel: "#ops", text: "{$1.length} outages")',
          registry=INCIDENT_TOOLS, policy=NO_DESTRUCTIVE),

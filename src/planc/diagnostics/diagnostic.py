@@ -15,6 +15,9 @@ class Severity(str, Enum):
     NOTE = "note"
 
 
+SEVERITIES = {"E": Severity.ERROR, "W": Severity.WARNING, "N": Severity.NOTE}  # by a code's first letter
+
+
 @attrs.frozen
 class Fix:
     """Replace the text at `span` with `replacement`; an empty span inserts."""
@@ -37,7 +40,7 @@ class Diagnostic:
 
     @property
     def severity(self) -> Severity:
-        return {"E": Severity.ERROR, "W": Severity.WARNING, "N": Severity.NOTE}[self.code[0]]
+        return SEVERITIES[self.code[0]]
 
     @property
     def is_error(self) -> bool:

@@ -37,6 +37,23 @@ class Lines:
         self._starts: list[int] | None = None
 
     def position(self, offset: int) -> Position:
+        starts = self._line_starts()
+        line = bisect_right(starts, offset)
+        return Position(offset, line, offset - starts[line - 1] + 1)
+
+    def line(self, number: int) -> str:
+        """Line `number` (from 1) without its newline; "" past the last line.
+
+        >>> Lines("a\\nbc\\n").line(2), Lines("a\\nbc\\n").line(3), Lines("a").line(5)
+        ('bc', '', '')
+        """
+        starts = self._line_starts()
+        if not 1 <= number <= len(starts):
+            return ""
+        end = starts[number] - 1 if number < len(starts) else len(self.source)
+        return self.source[starts[number - 1] : end]
+
+    def _line_starts(self) -> list[int]:
         starts = self._starts
         if starts is None:
             starts = self._starts = [0]
@@ -45,8 +62,7 @@ class Lines:
             while newline >= 0:
                 starts.append(newline + 1)
                 newline = find("\n", newline + 1)
-        line = bisect_right(starts, offset)
-        return Position(offset, line, offset - starts[line - 1] + 1)
+        return starts
 
 
 class Span(tuple):

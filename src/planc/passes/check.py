@@ -12,7 +12,8 @@ from planc.passes.context import CheckContext, Facts
 from planc.passes.cost.budget import Budget
 from planc.passes.cost.cost import CostReport, cost
 from planc.passes.ignores import apply_ignores
-from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
+from planc.passes.plan_size import oversized
+from planc.passes.policy.load import Policy, principal_of
 from planc.passes.policy.policy import PolicyFacts, policy
 from planc.passes.resolve.resolve import Resolution, resolve
 from planc.passes.resolve.signatures import with_registry_hints
@@ -63,7 +64,7 @@ class CheckResult:
 
 def check(source: str, *, extract_plan: bool = False, registry: Registry | None = None,
           arguments: Mapping[str, Mapping] | None = None, policy: Policy | None = None,
-          principal: str = DEFAULT_PRINCIPAL, max_usd: float | None = None, max_calls: int | None = None,
+          principal: str | None = None, max_usd: float | None = None, max_calls: int | None = None,
           max_inferences: int | None = None) -> CheckResult:
     """Check plan text without running anything.
 
@@ -72,19 +73,24 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
     known and any other tool name is accepted. `arguments` (JSON Schema per run
     argument) types `$args`, as a plan's declared `params` do. With a `policy`
     (`planc.passes.policy.load.load_policy`), every step is judged as a call by
-    `principal`. `max_usd`, `max_calls` and `max_inferences` are budgets: a plan
-    that may cost more is E401.
+    `principal` (default: the registry's `principal`, else anonymous). `max_usd`,
+    `max_calls` and `max_inferences` are budgets, each defaulting to the
+    registry's `[budget]`: a plan that may cost more is E401.
 
     >>> check('search(query: "x") |> summarize(style: bullets)').diagnostics[0].code
     'E206'
     """
     with gc_paused():
         context = CheckContext(source=source, registry=registry, arguments=arguments, policy=policy,
-                               principal=principal, budget=Budget(max_usd, max_calls, max_inferences))
+                               principal=principal_of(principal, registry),
+                               budget=Budget.of(max_usd, max_calls, max_inferences, registry and registry.budget))
         return _check(source, extract_plan, context)
 
 
 def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResult:
+    too_large = oversized(source, context.registry)
+    if too_large is not None:
+        return CheckResult(source, None, (too_large,), context=context)
     text = extract(source) if extract_plan else source
     parsed = parse(text)
     if parsed.plan is None:

@@ -20,7 +20,7 @@ from planc.backend.model_calls import StepModel
 from planc.diagnostics.render_repair import render_repair
 from planc.passes.check import CheckResult, check
 from planc.passes.cost.budget import Budget
-from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
+from planc.passes.policy.load import Policy
 from planc.planning.prompt import system_prompt
 from planc.registry.registry import Registry
 
@@ -67,7 +67,7 @@ class Planned:
 
 
 async def plan_async(task: str, *, registry: Registry | None, policy: Policy | None = None,
-                     principal: str = DEFAULT_PRINCIPAL, budget: Budget = Budget(), role: str = ROLE,
+                     principal: str | None = None, budget: Budget = Budget(), role: str = ROLE,
                      rounds: int = ROUNDS, grammar: str | None = None, recorder=None) -> Planned:
     """Ask the `role` model for a plan that does `task`, repairing it in the same conversation up to
     `rounds` times in all. `grammar` ("lark" or "gbnf") sends the plan language's grammar, specialised to

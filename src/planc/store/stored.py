@@ -216,14 +216,15 @@ def stored_source(text: str) -> str:
     return stored["source"]
 
 
-def load_plan(text: str, *, registry=None, policy=None, principal: str | None = None, arguments=None):
+def load_plan(text: str, *, registry=None, policy=None, principal: str | None = None, arguments=None,
+              **limits):
     """The CheckResult of the stored plan `text`, re-checked against the current `registry` and `policy`.
 
     Refused with StoredPlanError when it is not a stored plan, is of an unknown version, was
     modified, has errors now, or a tool it calls or the policy changed since it was compiled.
+    `limits` are the budgets of `check` (`max_usd`, `max_calls`, `max_inferences`).
     """
     from planc.passes.check import check
-    from planc.passes.policy.load import DEFAULT_PRINCIPAL
 
     stored = migrate(_read(text))
     _check_fields(stored)
@@ -242,7 +243,7 @@ def load_plan(text: str, *, registry=None, policy=None, principal: str | None = 
     if stale:
         raise StoredPlanError(f"stored plan is stale: {'; '.join(stale)} since it was compiled; compile it again")
     checked = check(stored["source"], registry=registry, policy=policy, arguments=arguments,
-                    principal=principal or DEFAULT_PRINCIPAL)
+                    principal=principal, **limits)
     errors = [d for d in checked.diagnostics if d.is_error]
     if checked.plan is None or errors:
         listed = "; ".join(f"{d.code} {d.span.start.line}:{d.span.start.column} {d.message}" for d in errors)

@@ -42,13 +42,23 @@ class Lexed(NamedTuple):
     lines: Lines
 
 
+# The grammar's STRING as the lexer matches it. `"(\\.|[^"\\\n])*"` repeats a group once per
+# character, and Python's `re` keeps a backtracking record for every repetition of a group (about
+# 120 bytes a character: gigabytes for a string of 10 MB). Written as runs of plain characters
+# between escapes, each run and the whole repeated possessively (`*+`), it keeps no state per
+# character. It is the same language (tests/test_big_inputs.py compares the two): no character of a
+# run can start what follows it, so giving one back could never make a match. The grammar keeps its
+# own spelling, which the decoders' formats (docs/grammar.md) can say and this one could not.
+LINEAR_STRING = r'(?:"""[^"\\]*+(?:(?:\\.|"(?!""))[^"\\]*+)*+"""|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+")'
+
 # Character-level mistakes, tried after every terminal of the grammar.
 # Each maps to (terminal meant or ERROR, code, message, fix text or None).
+# The string-like ones repeat runs of plain characters possessively, as LINEAR_STRING does.
 _MISTAKES = {
-    "E_TRIPLE": r'"""(?:(?!""")[\s\S])*\Z',
+    "E_TRIPLE": r'"""[^"]*+(?:"(?!"")[^"]*+)*+\Z',  # no closing `"""` before the end of the text
     "E_ZEROS": r"-?0[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?",
-    "E_UNTERMINATED": r'"(?:\\.|[^"\\\n])*',
-    "E_SINGLE": r"'(?:\\.|[^'\\\n])*'?",
+    "E_UNTERMINATED": r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+',
+    "E_SINGLE": r"'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+'?",
     "E_CURLY": r"[“”„](?:[^“”\n])*[“”]?",
     "E_FENCE": r"(?:```|~~~)[^\n]*",
     "E_PIPE": r"\|\|?",
@@ -79,7 +89,7 @@ class _Lexer:
                 else:
                     literals.append((value, terminal.name))
             else:
-                patterns[terminal.name] = terminal.regexp
+                patterns[terminal.name] = LINEAR_STRING if terminal.name == "STRING" else terminal.regexp
         # Ignored whitespace is matched as the optional prefix of every token, not as a
         # token of its own: half as many matches. Other ignored terminals are comments.
         spaces = [name for name in ignore if re.fullmatch(patterns[name], " ")]

@@ -60,13 +60,23 @@ def _holes(body: str):
         brace = body.find("{", position)
         if brace < 0:
             return
-        backslashes = len(body[:brace]) - len(body[:brace].rstrip("\\"))
-        match = HOLE.match(body, brace) if backslashes % 2 == 0 else None
+        match = HOLE.match(body, brace) if not escaped(body, brace) else None
         if match:
             yield match
             position = match.end()
         else:
             position = brace + 1
+
+
+def escaped(text: str, brace: int) -> bool:
+    """Whether the brace at `brace` of `text` follows an odd run of backslashes (`\\{`).
+
+    Counted back from the brace, so a string with many braces is read in linear time.
+    """
+    before = brace
+    while before > 0 and text[before - 1] == "\\":
+        before -= 1
+    return (brace - before) % 2 == 1
 
 
 def _unescape(body, start, end, body_start, lines, diagnostics) -> str:

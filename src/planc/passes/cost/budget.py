@@ -26,6 +26,15 @@ class Budget:
     usd: float | None = None
     calls: int | None = None
     inferences: int | None = None
+    declared: frozenset[str] = frozenset()  # the limits planc.toml's `[budget]` set, named so in E401
+
+    @classmethod
+    def of(cls, usd: float | None, calls: int | None, inferences: int | None, declared=None) -> Budget:
+        """The limits given, each one not given taken from `declared` (planc.toml's `[budget]`)."""
+        given = {"usd": usd, "calls": calls, "inferences": inferences}
+        taken = {field: getattr(declared, f"max_{field}", None) for field, value in given.items()
+                 if value is None and declared is not None and getattr(declared, f"max_{field}", None) is not None}
+        return cls(**{**given, **taken}, declared=frozenset(taken))
 
 
 # The field of Budget and of CostRange, the option that sets it, and what it counts.
@@ -47,6 +56,8 @@ def over_budget(steps: list[tuple[ast.Step, str, CostRange]], budget: Budget) ->
         limit = getattr(budget, field)
         if limit is None:
             continue
+        if field in budget.declared:
+            option = f"[budget] max_{field}"
         before = 0.0
         for step, path, cost in steps:
             most = getattr(cost, field).high

@@ -1,25 +1,47 @@
-"""Decide one call to a tool: the Cedar request it makes, and what the policy says about it.
+"""Decide calls to tools: the Cedar request each makes, and what the policy says about it.
 
 `planc check` asks for every step with the literal arguments (the others are named in
 `context.dynamic`); the interpreter asks again before every dispatch with the real values.
-Both go through `decide`, so a policy means the same thing before and during a run.
+Both go through `decide_all` (`decide` is one call of it), so a policy means the same thing
+before and during a run.
+
+Planc fails closed where Cedar does not: Cedar skips a policy it cannot evaluate for a request
+(`context.args.amount > 1000` when the amount is a decimal), so a `forbid` that errors would
+silently allow. Here any policy that cannot be evaluated denies the call, and says why.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from planc.passes.policy.load import Policy, Rule
+from planc.passes.policy.load import PRINCIPAL, Policy, Rule
 from planc.registry.tool import Tool
 
 ACTION = 'Action::"call"'
+ACTION_UID = {"type": "Action", "id": "call"}  # ACTION as Cedar reads it without parsing it
 LONG = range(-(2**63), 2**63)
 # Record keys that Cedar's JSON reads as an entity, an extension value or an expression.
 ESCAPES = frozenset({"__entity", "__extn", "__expr"})
+BATCH = 1_000  # requests per call into Cedar: enough to spread its cost, few enough that Cedar's answers stay small
+# How Cedar reports a policy it could not evaluate for a request.
+EVALUATION_ERROR = re.compile(r"error while evaluating policy `(policy\d+)`: (.*)", re.DOTALL)
+
+
+@attrs.frozen
+class Ask:
+    """One call to put to the policy: `tool` with `args` at step path `step`; `dynamic` names the
+    arguments whose values are only known at run time (absent from `args`)."""
+
+    tool: Tool
+    args: Mapping
+    step: str
+    in_loop: bool
+    dynamic: Iterable[str] = ()
 
 
 @attrs.frozen
@@ -27,10 +49,13 @@ class Decision:
     """What the policy said about one call."""
 
     allowed: bool
-    policies: tuple[Rule, ...]  # the permits that allowed it, or the forbids that denied it (none: no permit matched)
-    errors: tuple[str, ...]  # the policies that could not be evaluated, and why (they do not apply)
+    # The permits that allowed it; or what denied it: the forbids that matched it, or the policies
+    # that could not be evaluated for it (`failed`). None: no permit matched, or a `problem`.
+    policies: tuple[Rule, ...]
+    errors: tuple[str, ...]  # Cedar's words for each policy that could not be evaluated (they deny the call)
     request: Mapping  # principal, action, resource and context, as the policy saw them
     problem: str | None = None  # why the call could not be put to the policy at all (it is then denied)
+    failed: tuple[tuple[Rule, str], ...] = ()  # each policy that could not be evaluated, with Cedar's error
 
 
 def decide(policy: Policy, principal: str, tool: Tool, args: Mapping, *, step: str, in_loop: bool,
@@ -49,23 +74,115 @@ def decide(policy: Policy, principal: str, tool: Tool, args: Mapping, *, step: s
     >>> decision.allowed, [rule.name for rule in decision.policies], decision.request["context"]["dynamic"]
     (True, ['policy 1 of p.cedar'], ['over'])
     """
+    return decide_all(policy, principal, [Ask(tool, args, step, in_loop, dynamic)])[0]
+
+
+def decide_all(policy: Policy, principal: str, asks: Sequence[Ask]) -> list[Decision]:
+    """The decision on each of `asks`, in order: one Cedar request each, all sent in one batch.
+
+    A batch because most of a request's cost is the call into Cedar, not Cedar's decision.
+
+    >>> from pathlib import Path
+    >>> from planc.passes.policy.load import policy_from_text
+    >>> policy = policy_from_text('permit(principal, action, resource);\\n@id("big")\\nforbid(principal, action, resource)'
+    ...                           ' when { context.args has amount && context.args.amount > 1000 };', Path("p.cedar"))
+    >>> [(d.allowed, [rule.name for rule in d.policies]) for d in decide_all(policy, 'User::"a"', [
+    ...     Ask(Tool("pay"), {"amount": 5}, "1", False), Ask(Tool("pay"), {"amount": 5000}, "2", False),
+    ...     Ask(Tool("pay"), {"amount": 5000.5}, "3", False)])]
+    [(True, ['policy 1 of p.cedar']), (False, ['big']), (False, ['big'])]
+    """
     import cedarpy
 
-    context = {"args": dict(args), "dynamic": sorted(dynamic), "step": step, "in_loop": in_loop}
-    request = {"principal": principal, "action": ACTION, "resource": f"Tool::{json.dumps(tool.name)}", "context": context}
-    try:
-        cedar_args = cedar_value(context["args"])
-    except ValueError as error:
-        return Decision(False, (), (), request, problem=str(error))
-    entity = {"uid": {"type": "Tool", "id": tool.name}, "attrs": tool_attributes(tool), "parents": []}
-    answer = cedarpy.is_authorized({**request, "context": {**context, "args": cedar_args}}, policy.policy_set, [entity])
+    decisions: list[Decision | None] = []
+    requests: list[dict] = []  # each call's request as the policy sees it (and `planc policy explain` shows it)
+    batches: list[tuple[dict, list[tuple[int, dict]]]] = []  # (tool name -> its entity, [(index, Cedar's request)])
+    entities_of: dict[int, str] = {}  # id(tool) -> its entity: a plan calls the same tools again and again
+    for index, ask in enumerate(asks):
+        context = {"args": dict(ask.args), "dynamic": sorted(ask.dynamic), "step": ask.step, "in_loop": ask.in_loop}
+        name = ask.tool.name
+        request = {"principal": principal, "action": ACTION, "resource": f"Tool::{json.dumps(name)}", "context": context}
+        requests.append(request)
+        try:
+            cedar_args = cedar_value(context["args"])
+        except ValueError as error:
+            decisions.append(Decision(False, (), (), request, problem=str(error)))
+            continue
+        decisions.append(None)
+        # The same request with uids Cedar need not parse again: most of a request's cost is Cedar's reading it.
+        cedar_request = {"principal": _uid(principal), "action": ACTION_UID, "resource": {"type": "Tool", "id": name},
+                         "context": {**context, "args": cedar_args}}
+        entity = entities_of.get(id(ask.tool)) or entities_of.setdefault(
+            id(ask.tool), _entity(name, tuple(tool_attributes(ask.tool).items())))
+        # A batch holds one entity per tool name: two tools of one name (from two registries) go to two.
+        batch = next((batch for batch in batches if batch[0].get(name, entity) == entity), None)
+        if batch is None:
+            batches.append(batch := ({}, []))
+        batch[0][name] = entity
+        batch[1].append((index, cedar_request))
+    for entities, calls in batches:
+        known = _entities(tuple(sorted(entities.values())))
+        for start in range(0, len(calls), BATCH):
+            chunk = calls[start : start + BATCH]
+            answers = cedarpy.is_authorized_batch([request for _, request in chunk], policy.policy_set, known)
+            for (index, _), answer in zip(chunk, answers):
+                decisions[index] = _decision(answer, requests[index], policy)
+    return decisions
+
+
+def _decision(answer, request: Mapping, policy: Policy) -> Decision:
+    """What Cedar's `answer` to `request` means, failing closed."""
+    import cedarpy
+
+    cedar_errors = answer.diagnostics.errors
     if answer.decision is cedarpy.Decision.NoDecision:  # Cedar could not read the request (a malformed principal)
-        return Decision(False, (), (), request, problem="; ".join(answer.diagnostics.errors))
+        return Decision(False, (), (), request, problem="; ".join(cedar_errors))
     rules = policy.rules
     errors = tuple(re.sub(r"policy `(policy\d+)`", lambda m: f"policy `{rules[m[1]].name if m[1] in rules else m[1]}`", error)
-                   for error in answer.diagnostics.errors)
+                   for error in cedar_errors)
+    failed = []
+    for error in cedar_errors:
+        found = EVALUATION_ERROR.fullmatch(error)
+        if found is None or found[1] not in rules:  # an error planc cannot tie to a policy: still a refusal
+            return Decision(False, (), errors, request, problem="; ".join(errors))
+        failed.append((rules[found[1]], found[2]))
+    if failed:
+        return Decision(False, tuple(rule for rule, _ in failed), errors, request, failed=tuple(failed))
     deciding = tuple(rules[policy_id] for policy_id in answer.diagnostics.reasons if policy_id in rules)
     return Decision(answer.allowed, deciding, errors, request)
+
+
+@functools.lru_cache(maxsize=64)
+def _uid(entity: str) -> dict | str:
+    """`entity` (`User::"alice"`) as the uid Cedar reads without parsing, as Cedar itself reads it; the text
+    itself when it is not a plain entity uid (Cedar's answer to the request then says what is wrong).
+
+    >>> _uid('User::"alice"'), _uid('Org::Team :: "o\\\\"ps"'), _uid("alice")
+    ({'type': 'User', 'id': 'alice'}, {'type': 'Org::Team', 'id': 'o"ps'}, 'alice')
+    """
+    import cedarpy
+
+    if not PRINCIPAL.match(entity):  # a uid and nothing else: it cannot change the policy it is read in
+        return entity
+    try:
+        read = json.loads(cedarpy.policies_to_json_str(f"permit(principal == {entity}, action, resource);"))
+    except ValueError:
+        return entity
+    [policy] = read["staticPolicies"].values()
+    return policy["principal"]["entity"]
+
+
+@functools.lru_cache(maxsize=4096)
+def _entity(name: str, attributes: tuple[tuple[str, object], ...]) -> str:
+    """The `Tool` entity `name` with `attributes` (`tool_attributes`' items) as Cedar's JSON, made once per tool."""
+    return json.dumps({"uid": {"type": "Tool", "id": name}, "attrs": dict(attributes), "parents": []})
+
+
+@functools.lru_cache(maxsize=256)
+def _entities(entities: tuple[str, ...]):
+    """The entities of a batch, parsed by Cedar once per set of tools (at run time, once per tool)."""
+    import cedarpy
+
+    return cedarpy.Entities.from_json_str("[" + ",".join(entities) + "]")
 
 
 def tool_attributes(tool: Tool) -> dict:

@@ -44,6 +44,8 @@ def explain_table(result: CheckResult, policy: Policy, principal: str):
 
 
 def _decided_by(decision: Decision, policy: Policy) -> str:
+    if decision.failed:  # they deny because they could not be evaluated, whatever their effect
+        return "\n".join(f"{rule.name} (line {rule.line}): could not be evaluated" for rule, _ in decision.failed)
     if decision.policies:
         return "\n".join(f"{rule.effect} {rule.name} (line {rule.line})" for rule in decision.policies)
     return "" if decision.problem else f"no permit in {policy.path.name}"

@@ -51,6 +51,14 @@ class PolicyError(Exception):
         super().__init__(where + message)
 
 
+def principal_of(given: str | None, registry) -> str:
+    """Who a plan runs for: `given`, else the `principal` its planc.toml declares, else anonymous."""
+    if given is not None:
+        return given
+    declared = registry.principal if registry is not None else None
+    return declared if declared is not None else DEFAULT_PRINCIPAL
+
+
 @attrs.frozen
 class Rule:
     """One policy of the file: what decisions name it by, and what it does."""

@@ -13,9 +13,9 @@ import attrs
 
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.diagnostics import Diagnostic
-from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
-from planc.passes.policy.decide import Decision, decide
+from planc.passes.policy.decide import Ask, Decision, decide_all
+from planc.passes.policy.denial import denial
 from planc.registry.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
@@ -49,16 +49,26 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
     """
     if context.policy is None:
         return PolicyFacts({}), []
+    asked: list[tuple[ast.Step, Ask, tuple | None]] = []
+    _judge(plan, context.learned("resolution"), context, asked)
+    # Every step's request decided together: Cedar takes them in batches, as most of a request's
+    # cost is the call into Cedar. Each is still its own request, with its own decision.
+    decided = decide_all(context.policy, context.principal, [ask for _, ask, _ in asked])
     decisions: dict[ast.Step, Decision] = {}
     diagnostics: list[Diagnostic] = []
-    _judge(plan, context.learned("resolution"), context, decisions, diagnostics)
+    for (step, ask, caller), decision in zip(asked, decided):
+        if caller is None:
+            decisions[step] = decision
+        if not decision.allowed:
+            diagnostics.append(denial(step, ask.step, decision, context.principal, context.policy, caller))
     return PolicyFacts(decisions), diagnostics
 
 
-def _judge(plan: ast.Plan, resolution, context: CheckContext, decisions: dict, diagnostics: list,
+def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list,
            caller: tuple[ast.Step, str, bool, str] | None = None) -> None:
-    """Judge every step of `plan` (its facts in `resolution`), and every step of the declared plans it
-    calls, as part of the call: under the caller's principal, inside its loops, at paths under its own.
+    """Put every step of `plan` (its facts in `resolution`), and every step of the declared plans it
+    calls, to the policy as part of the call: under the caller's principal, inside its loops, at paths
+    under its own. Each is appended to `asked` as (step, its Ask, its caller).
 
     `caller` is, for the steps of a declared plan, (the calling step, its path, whether it runs per
     item, the plan's file as written): a denial there is the calling step's error.
@@ -71,17 +81,12 @@ def _judge(plan: ast.Plan, resolution, context: CheckContext, decisions: dict, d
             continue
         args, dynamic = _arguments(step, tool, piped)
         path = prefix + resolution.paths[step]
-        decision = decide(context.policy, context.principal, tool, args, step=path, in_loop=in_loop,
-                          dynamic=dynamic)
-        if caller is None:
-            decisions[step] = decision
-        if not decision.allowed:
-            diagnostics.append(_denied(step, path, decision, context, caller))
+        asked.append((step, Ask(tool, args, step=path, in_loop=in_loop, dynamic=dynamic), caller))
         declared = context.plans.get(tool.provider[len("plan:"):]) if tool.provider.startswith("plan:") else None
         if declared is not None and declared.ok:
             written = context.registry.plans[tool.provider[len("plan:"):]].written
             at = caller[0] if caller else step
-            _judge(declared.plan, declared.resolution, context, decisions, diagnostics,
+            _judge(declared.plan, declared.resolution, context, asked,
                    (at, path, in_loop, written) if caller is None else (at, path, in_loop, caller[3]))
 
 
@@ -112,31 +117,3 @@ def _arguments(step: ast.Step, tool: Tool, piped: bool) -> tuple[dict, list[str]
             args[name] = value
     return args, dynamic
 
-
-def _denied(step: ast.Step, path: str, decision: Decision, context: CheckContext, caller=None) -> Diagnostic:
-    hints = [rule.reason for rule in decision.policies if rule.reason]
-    if not decision.policies and not decision.problem:
-        hints.append("a call is allowed only when some `permit` policy matches it and no `forbid` policy does")
-    dynamic = decision.request["context"]["dynamic"]
-    if dynamic:
-        listed = ", ".join(f"`{arg}`" for arg in dynamic)
-        hints.append(f"{listed} {'is' if len(dynamic) == 1 else 'are'} only known at run time: "
-                     "named in `context.dynamic`, with no value in `context.args`")
-    hints += decision.errors
-    at, tool, principal = step.tool.span, step.tool.text, context.principal
-    if caller is not None:  # a step of a declared plan: the error is the calling step's
-        where = step.tool.span.start
-        hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "
-                        f"which this step runs")
-        at = caller[0].tool.span
-    names = " and ".join(f"`{rule.name}`" for rule in decision.policies)
-    if len(decision.policies) > 1:
-        return diagnostic("E400", "forbidden_many", at, step=path, hints=hints, tool=tool, names=names,
-                          principal=principal)
-    if decision.policies:
-        return diagnostic("E400", "forbidden", at, step=path, hints=hints, tool=tool, names=names, principal=principal)
-    if decision.problem:
-        return diagnostic("E400", "unjudged", at, step=path, hints=hints, tool=tool, principal=principal,
-                          problem=decision.problem)
-    return diagnostic("E400", "no_permit", at, step=path, hints=hints, tool=tool, principal=principal,
-                      policy=context.policy.path.name)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from planc.diagnostics import Diagnostic, Fix, Lines, Span
 from planc.diagnostics.build import diagnostic
 from planc.syntax import ast
-from planc.syntax.templates import HOLE
+from planc.syntax.templates import HOLE, escaped
 
 PATH = r"[$#]?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+)(?:\.[A-Za-z0-9_]+|\[[0-9]+\])*"
 FOREIGN = re.compile(
@@ -46,7 +46,7 @@ def foreign_holes(string: ast.String, source: str, spell: Callable[[str], str | 
         text = match.group()
         if match["single"] is not None and HOLE.fullmatch(text):
             continue  # a planc hole
-        if _escaped(raw, match.start()):
+        if escaped(raw, raw.index("{", match.start())):
             continue
         inner = match["double"] or match["dollar"] or match["single"]
         replacement = _planc_spelling(inner, spell)
@@ -68,10 +68,3 @@ def _planc_spelling(inner: str, spell: Callable[[str], str | None]) -> str | Non
     spelled = head if head.startswith("$") else spell(head)
     return "{" + spelled + path["rest"] + "}" if spelled else None
 
-
-def _escaped(raw: str, index: int) -> bool:
-    brace = raw.index("{", index)
-    before = brace
-    while before > 0 and raw[before - 1] == "\\":
-        before -= 1
-    return (brace - before) % 2 == 1

@@ -64,6 +64,9 @@ class Typing:
     """
 
     types: dict  # Step or expression -> JSON Schema of its value; None: unknown
+    # The run arguments' types: the plan's declared `params`, else for each `$args.NAME` given as a
+    # parameter the schema of the first parameter it is given as (so `--arg NAME=...` reads it so).
+    arguments: dict = attrs.field(factory=dict)
 
     def of(self, node) -> dict | None:
         return self.types.get(node)
@@ -84,7 +87,7 @@ def types(plan: ast.Plan, context: CheckContext) -> tuple[Typing, list[Diagnosti
     checker.visit_steps(plan.pipelines, {})
     checker.report_unused()
     checker.diagnostics.extend(agent_turns(plan, resolution, context.registry, context.source))
-    return Typing(checker.types), sorted(checker.diagnostics, key=sort_key)
+    return Typing(checker.types, checker.arguments), sorted(checker.diagnostics, key=sort_key)
 
 
 class _Checker(Conditions):
@@ -94,6 +97,8 @@ class _Checker(Conditions):
         self.resolution = resolution
         self.source = context.source
         arguments = context.arguments
+        self.arguments = dict(arguments) if arguments is not None else {}
+        self.arguments_declared = arguments is not None
         self.args_type = None if arguments is None else {
             "type": "object", "properties": dict(arguments), "additionalProperties": False}
         self.types: dict = {}
@@ -239,6 +244,12 @@ class _Checker(Conditions):
             return head if head in env else None
         return f"${head}" if any(head in level for level in self.labels) else None
 
+    def learn_argument(self, ref: ast.Ref, schema) -> None:
+        """`$args.NAME` given as a parameter of `schema`: the type an undeclared argument is read as."""
+        if (len(ref.accessors) == 1 and type(ref.accessors[0]) is ast.Field and schema
+                and self.resolution.targets.get(ref) == ARGS):
+            self.arguments.setdefault(ref.accessors[0].name, schema)
+
     def check_value(self, expr, schema, what: str) -> None:
         """E300/E302 for the value `expr` of a parameter whose schema is `schema`."""
         kind = type(expr)
@@ -252,6 +263,8 @@ class _Checker(Conditions):
             if problem:
                 self.diagnostics.append(self.wrong_literal(problem, what))
             return
+        if kind is ast.Ref and not self.arguments_declared:
+            self.learn_argument(expr, schema)
         found = self.types.get(expr)
         if not compatible(found, schema) or kind is ast.Block:
             self.diagnostics.append(diagnostic("E300", "wrong_value", expr.span, step=self.path, what=what,
