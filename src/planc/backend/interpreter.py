@@ -42,8 +42,11 @@ class RunResult:
 
 async def run_plan(checked: CheckResult, *, registry: Registry | None = None, arguments: Mapping | None = None,
                    hooks: Hooks = Hooks(), policy=None, principal: str = DEFAULT_PRINCIPAL,
-                   recorder=None, schedule: Schedule | None = None) -> RunResult:
+                   recorder=None, schedule: Schedule | None = None, returns: Mapping | None = None) -> RunResult:
     """Run `checked` (a plan `planc.check` accepted); RunError says what failed and where.
+
+    `returns` (a declared plan's `returns`, when it is run itself) is what its result must conform to:
+    a result it does not allow fails the run at its finish, as a call of `plan__NAME` would fail.
 
     With a `schedule` of its steps (`planc.optimize.optimize.optimize`), each top-level step starts
     as soon as the steps it waits for have finished, rather than after the step before it.
@@ -69,6 +72,14 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
         result = RunResult(exit_.output, exit_.status, exit_.message)
     finally:
         await session.close()  # never raises: servers and models are closed whatever happened
+    if returns is not None and result.status == "ok":
+        from jsonschema.validators import validator_for
+
+        error = next(iter(validator_for(returns)(returns).iter_errors(result.value)), None)
+        if error is not None:
+            where = "/".join(str(part) for part in error.absolute_path) or "the result"
+            raise RunError(f"the plan's result is not what its declared `returns` allows (at {where}: "
+                           f"{error.message})")
     run.emit("run_finished", status=result.status)
     return result
 

@@ -42,6 +42,7 @@ class RecordedRun:
     arguments: Mapping
     recorder: Recorder | Replay | Resume
     store: RunStore | None = None
+    returns: Mapping | None = None  # what the result must conform to: the `returns` of a declared plan run itself
 
     @property
     def run_id(self) -> str:
@@ -58,20 +59,22 @@ class RecordedRun:
                    "code_tools": code_tools(registry)}
         recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
                                                    options))
-        return cls(checked, registry, policy, principal, arguments, recorder, store)
+        return cls(checked, registry, policy, principal, arguments, recorder, store, options.get("returns"))
 
     @classmethod
     def resume(cls, store: RunStore, run: dict, checked: CheckResult, *, registry: Registry | None,
                policy: Policy | None, principal: str, unattended: bool = False) -> RecordedRun:
         """`run` (a run that did not finish) continued in its own record; `unattended`: it was made under
         --approve and nobody can be asked, so it makes no effectful call it had not made."""
-        return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run, unattended), store)
+        return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run, unattended), store,
+                   run["options"].get("returns"))
 
     @classmethod
     def replay(cls, run: dict, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
                principal: str) -> RecordedRun:
         """`run` again, every tool and model result from its record: nothing is called, nothing written."""
-        return cls(checked, registry, policy, principal, run["arguments"], Replay(run))
+        return cls(checked, registry, policy, principal, run["arguments"], Replay(run),
+                   returns=run["options"].get("returns"))
 
     def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
                 interrupts: Interrupts | None = None) -> RunResult:
@@ -83,7 +86,7 @@ class RecordedRun:
             try:
                 result = signals.run(run_plan(self.checked, registry=self.registry, arguments=self.arguments,
                                               hooks=hooks, policy=self.policy, principal=self.principal,
-                                              recorder=self.recorder, schedule=schedule))
+                                              recorder=self.recorder, schedule=schedule, returns=self.returns))
             except Interrupted as error:
                 if self.store is not None:
                     error = Interrupted(f"{error}: run {self.run_id} is recorded as interrupted, and "

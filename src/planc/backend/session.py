@@ -12,6 +12,7 @@ from typing import Protocol
 from planc.backend.hooks import Call, Skip
 from planc.backend.mcp_runtime import McpRuntime
 from planc.backend.values import RunError
+from planc.registry.declarations import DEFAULT_MODEL_ROLE
 from planc.registry.registry import Registry
 from planc.syntax import ast
 
@@ -63,9 +64,14 @@ class Session:
         for client in self.clients.values():
             await client.aclose()
 
-    def model(self, role: str, step: ast.Step, path: str):
-        """The model of `role` as the step at `path` asks it, every inference through the recorder."""
+    def model(self, role: str, step: ast.Step, path: str, instead: str | None = None):
+        """The model of `role` as the step at `path` asks it, every inference through the recorder; the model of
+        the role `instead` when planc.toml declares neither `[models.<role>]` nor `[models.default]`."""
         from planc.backend.model_calls import StepModel
+
+        models = self.registry.models if self.registry is not None else {}
+        if instead is not None and role not in models and DEFAULT_MODEL_ROLE not in models:
+            role = instead
 
         if self.calls_tools:
             self.client(role, step, path)  # a model that is not configured fails here, before the step asks it

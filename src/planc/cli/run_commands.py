@@ -17,7 +17,7 @@ from planc.cli.options import (
 )
 from planc.cli.plans import checked_to_run, optimized_plan
 from planc.cli.printing import console, print_checked
-from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for
+from planc.cli.project import find_policy, find_registry, plan_arguments, plan_returns, principal_for
 from planc.cli.runs import open_store, print_result, run_failed, solver_client, tool_output_to_stderr
 from planc.cli.usage import UsageError
 
@@ -94,7 +94,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
                "policy": str(Path(policy_file).resolve()) if policy_file else None,
                "finish": finish, "query": query, "approve": approve,
-               "budget": [max_usd, max_calls, max_inferences]}
+               "budget": [max_usd, max_calls, max_inferences], "returns": plan_returns(registry, plan)}
     sink = _events_file(events) if events else None  # before the run is recorded: a bad path runs nothing
     runs = open_store(store, registry)
     with Interrupts() as interrupts:  # a signal from the moment the run is recorded ends it as interrupted
