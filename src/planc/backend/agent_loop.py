@@ -32,7 +32,7 @@ LAST_ROUND = "This is your last round and no tools are left: answer now. " + ANS
 YES_NO_PROMPT = "Answer the question with one word: yes or no."
 FENCED = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.S)
 
-CallTool = Callable[[str, dict], Awaitable[object]]
+CallTool = Callable[[str, dict, str], Awaitable[object]]  # (name, arguments, the model's id of the call)
 
 
 class ToolFailure(Exception):
@@ -118,7 +118,7 @@ async def _tool_result(call: ToolCall, offered: dict[str, Tool], call_tool: Call
     else:
         called.append(call.name)
         try:
-            result = await call_tool(call.name, call.arguments)
+            result = await call_tool(call.name, call.arguments, call.id)
         except ToolFailure as failure:
             result = {"error": f"`{call.name}` failed: {failure}"}
     return {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result, ensure_ascii=False)}
