@@ -15,15 +15,14 @@ import os
 import queue
 import signal
 import socket
-import subprocess
 import threading
-import time
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from cli import HANG_GUARD_S, invoke, planc_completed, planc_process
+from cli import HANG_GUARD_S, invoke, planc_completed
 from model_server import model_server  # noqa: F401  (the fixture)
+from test_attacks_store import started, wait_until
 from tool_project import tool_project
 
 from planc.store.run_store import RunStore
@@ -159,30 +158,12 @@ def test_failures_and_exits_are_events_too(project):
         ("step_exited", "error", "nothing to do"), ("run_finished", "error", "nothing to do")]
 
 
-def started(project, *args, **env) -> subprocess.Popen:
-    """`planc ARGS` as a process of its own in `project` (a signal needs one), with `env` over the test's."""
-    return planc_process(*args, cwd=project, env={**os.environ, **env}, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-
-
-def wait_for(process: subprocess.Popen, what: str, seen) -> None:
-    """Look (`seen()`) until it is true, so long as `process` runs: never a guess at how long it takes."""
-    deadline = time.monotonic() + HANG_GUARD_S  # a guard against a hung test, not a claim about speed
-    while not seen():
-        if process.poll() is not None:
-            pytest.fail(f"planc ended ({process.returncode}) before {what}:\n{process.communicate()}")
-        if time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"planc never got to {what}")
-        time.sleep(0.005)
-
-
-def test_a_resumed_run_numbers_its_events_on_from_the_last_one_recorded(project, spans):
+def test_a_resumed_run_numbers_its_events_on_from_the_last_one_recorded(project, spans, monkeypatch):
     write_plan(project, 'search(query: "disk", limit: 1)\nhold(x: 7)\n')
     with Collector() as collector:
-        first = started(project, "run", "p.plan", "--events", "first.jsonl", "--otel",
-                        OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, PLANC_TEST_HOLD="1")
-        wait_for(first, "the call of hold", lambda: calls(project) == ["search", "hold"])
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+        first = started(project, "run", "p.plan", "--events", "first.jsonl", "--otel")
+        wait_until(first, "the call of hold", lambda: calls(project) == ["search", "hold"])
         first.send_signal(signal.SIGINT)
         out, err = first.communicate(timeout=HANG_GUARD_S)
         clean(err)
@@ -205,6 +186,7 @@ def test_a_resumed_run_numbers_its_events_on_from_the_last_one_recorded(project,
     # The interrupted run's spans were sent as it ended: the call it was in ended with it.
     root = next(span for span in interrupted if not span["parent"])
     assert root["attributes"]["planc.run.status"] == "interrupted" and root["status"] == "ERROR"
+    assert root["attributes"]["error.type"] == "Interrupted" and root["message"] == err.splitlines()[-1][len("error: "):]
     held = next(span for span in interrupted if span["name"] == "execute_tool hold")
     assert held["status"] == "ERROR" and held["message"] == "the run ended interrupted while this was running"
     # The resumed run is a trace of its own, under the same run id.
@@ -336,6 +318,7 @@ def test_an_exit_with_status_error_is_an_error_span_and_exit_4(project, spans):
     for name in ("step 2/then.1 exit", "step 2 decide", "invoke_workflow p.plan"):
         [span] = named(finished, name)
         assert (span.status.status_code.name, span.status.description) == ("ERROR", "found some"), name
+        assert span.attributes["error.type"] == "Exited"
     assert named(finished, "invoke_workflow p.plan")[0].attributes["planc.run.status"] == "error"
 
 

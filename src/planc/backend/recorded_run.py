@@ -91,7 +91,8 @@ class RecordedRun:
                                         f"`planc resume {self.run_id}` continues it")
                 if hooks.events is not None:
                     with contextlib.suppress(RunError):  # an events file or a store that fails: the status says it
-                        hooks.events({"event": "run_finished", "status": "interrupted"})
+                        hooks.events({"event": "run_finished", "status": "interrupted", "error": str(error),
+                                      "error_type": type(error).__name__})
                 self._finish("interrupted", message=str(error))
                 raise error from None
             except RunError as error:

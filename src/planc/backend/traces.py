@@ -120,9 +120,9 @@ class RunSpans:
         if self.root is None:
             return
         self.root.set_attribute("planc.run.status", status)
-        if status != "ok":
+        if status != "ok":  # an exit with status error, a failure, an interruption
             message = event.get("error") or event.get("message") or f"the run ended {status}"
-            failed(self.root, event.get("error_type", status), message, at)
+            failed(self.root, event.get("error_type", "Exited" if status == "error" else "_OTHER"), message, at)
         self.root.end(end_time=at)
         self.root = None
 
