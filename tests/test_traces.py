@@ -440,11 +440,13 @@ def _value(value):
     return getattr(value, value.WhichOneof("value"))
 
 
-def test_planc_run_otel_sends_the_spans_to_an_otlp_http_collector(project):
+@pytest.mark.parametrize("service", [None, "incident-triage"])
+def test_planc_run_otel_sends_the_spans_to_an_otlp_http_collector(project, service):
     write_plan(project, 'search(query: "disk", limit: 2)\nplan__top(limit: 2)\n')
+    named_service = {"OTEL_SERVICE_NAME": service} if service else {}
     with Collector() as collector:
         done = planc_completed("run", "p.plan", "--otel", cwd=project,
-                               env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
+                               env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, **named_service})
         clean(done.stderr)
         assert done.returncode == 0, done.stderr
         received = collector.spans()
@@ -458,7 +460,7 @@ def test_planc_run_otel_sends_the_spans_to_an_otlp_http_collector(project):
         ("step 2/1 search", "execute_tool plan__top"), ("execute_tool search", "step 2/1 search"),
         ("step 2/2 filter", "execute_tool plan__top")])
     assert {span["trace"] for span in received} == {received[0]["trace"]}
-    assert {span["service"] for span in received} == {"planc"}
+    assert {span["service"] for span in received} == {service or "planc"}
     [root] = [span for span in received if not span["parent"]]
     assert root["attributes"] == {"gen_ai.operation.name": "invoke_workflow", "planc.run.id": run_id,
                                   "planc.plan": "p.plan", "planc.run.status": "ok"}
