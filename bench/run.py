@@ -1,6 +1,6 @@
 """What the interpreter costs per step, and how well `map` overlaps slow tools.
 
-    .venv/bin/python bench/run.py             # the three tables (about 25 s)
+    .venv/bin/python bench/run.py             # the four tables (about 30 s)
     .venv/bin/python bench/run.py --profile   # cProfile of the 1,000-step async plan
     .venv/bin/python bench/run.py --quick     # fewer samples, for a smoke run
 
