@@ -3,8 +3,9 @@
 `RecordedRun.record` starts a new run: it keeps the files the run reads (planc.toml, its lock,
 the policy) by hash, stores the plan as compiled and commits the run's row. `resume` continues
 a run whose process died, in the same record; `replay` runs a recorded run again from its
-record, writing nothing. `execute` runs the plan, with every event stamped with the run's id, its
-number in the run and its time (`events.py`) and recorded, and commits how the run ended: ok, error (an exit with status error), failed, or interrupted (SIGINT or SIGTERM).
+record, writing nothing. `execute` runs the plan, every event stamped with the run's id, its number
+in the run and its time (`events.py`) and recorded, and commits how the run ended: ok, error (an
+exit with status error), failed, or interrupted (SIGINT or SIGTERM).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ class Session:
     def emit(self, event: str, error: Exception | None = None, **fields) -> None:
         """Send one of the run's events (`event` names it) to the events hook, if there is one.
 
-        An event about an `error` carries its message and kind (`error_type`: ToolFailed, CallTimedOut,
+        An event about an `error` carries its message and kind (`error_type`: ToolFailed, ModelError,
         ...); a sink that fails then (an events file on a full disk) does not hide that error.
         """
         if self.events is None:

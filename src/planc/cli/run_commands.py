@@ -96,8 +96,8 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
                "policy": str(Path(policy_file).resolve()) if policy_file else None,
                "finish": finish, "query": query, "approve": approve}
-    sink = events_file(events) if events else None  # before the run is recorded: a bad path runs nothing
-    traces = run_traces(otel, Path(plan).name, plan)  # so is --otel without OpenTelemetry
+    traces = run_traces(otel, Path(plan).name, plan)  # before the run is recorded, so that --otel without
+    sink = events_file(events) if events else None  # OpenTelemetry, or an --events FILE it cannot write, runs nothing
     runs = open_store(store, registry)
     with traces as spans:  # sent once the result is out
         with Interrupts() as interrupts:  # a signal from the moment the run is recorded ends it as interrupted

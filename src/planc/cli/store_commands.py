@@ -322,8 +322,8 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     # effectful call the run has not made where it cannot ask.
     asks = approve or (run["options"].get("approve", False) and sys.stdin.isatty())
     unattended = run["options"].get("approve", False) and not asks
-    sink = events_file(events) if events else None  # before the run is taken up: a bad path resumes nothing
-    traces = run_traces(otel, run_id)
+    traces = run_traces(otel, run_id)  # before the run is taken up, so that --otel without OpenTelemetry,
+    sink = events_file(events) if events else None  # or an --events FILE it cannot write, resumes nothing
     runs = open_store(store)
     with traces as spans:
         with Interrupts() as interrupts:
