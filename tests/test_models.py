@@ -48,9 +48,9 @@ def agent(server, *recordings, tools=(SEARCH,), call_tool=None, system_prompt=No
     server.play(*recordings)
     calls = []
 
-    async def record(name, arguments):
+    async def record(name, arguments, call_id):
         calls.append((name, arguments))
-        return await call_tool(name, arguments) if call_tool else [{"id": "INC-7", "title": "Disk full on db-1"}]
+        return await call_tool(name, arguments, call_id) if call_tool else [{"id": "INC-7", "title": "Disk full on db-1"}]
 
     async def main(model):
         turn = Turn("Triage the incident.", TRIAGE, list(tools), **options)
@@ -266,7 +266,7 @@ def test_the_context_is_sent_and_the_system_prompt_is_added_to_the_built_in_one(
 
 
 def test_a_tool_failure_goes_back_as_an_error_result(model_server):
-    async def failing(name, arguments):
+    async def failing(name, arguments, call_id):
         raise ToolFailure("the index is being rebuilt")
 
     result, calls = agent(model_server, "tool_call_search", "answer_triage", call_tool=failing)
@@ -277,7 +277,7 @@ def test_a_tool_failure_goes_back_as_an_error_result(model_server):
 
 
 def test_any_other_exception_of_the_callback_stops_the_agent(model_server):
-    async def aborting(name, arguments):
+    async def aborting(name, arguments, call_id):
         raise RuntimeError("the gate aborted the run")
 
     with pytest.raises(RuntimeError, match="the gate aborted the run"):

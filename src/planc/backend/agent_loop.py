@@ -44,7 +44,7 @@ REPAIR_PROMPT = ("You correct JSON so that it conforms to a JSON Schema, changin
                  "Answer with only the corrected JSON object.")
 FENCED = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.S)
 
-CallTool = Callable[[str, dict], Awaitable[object]]
+CallTool = Callable[[str, dict, str], Awaitable[object]]  # (name, arguments, the model's id of the call)
 Check = Callable[[dict], Awaitable[list[str]]]  # the problems of an answer; none: it passes
 
 
@@ -225,7 +225,7 @@ async def _tool_result(call: ToolCall, offered: dict[str, Tool], call_tool: Call
     else:
         called.append({"tool": call.name, "round": round_})
         try:
-            result = await call_tool(call.name, call.arguments)
+            result = await call_tool(call.name, call.arguments, call.id)
         except ToolFailure as failure:
             result = {"error": f"`{call.name}` failed: {failure}"}
     return {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result, ensure_ascii=False)}

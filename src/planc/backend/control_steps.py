@@ -168,10 +168,10 @@ async def run_agent(run, step, path, scope, piped, in_loop):
     scope.conversations[step] = conversation
     calls = checks = 0
 
-    async def call_tool(name: str, arguments: dict):
+    async def call_tool(name: str, arguments: dict, call_id: str):
         nonlocal calls
         calls += 1
-        call = Call(f"{path}/agent.{calls}/{name}", registry.tools[name], arguments)
+        call = Call(f"{path}/agent.{calls}/{name}", registry.tools[name], arguments, call_id)
         try:
             return await run.dispatch(call, step, in_loop)
         except ToolFailed as error:  # goes back to the model, which may try again

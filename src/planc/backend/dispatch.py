@@ -4,7 +4,8 @@ In order: the policy decides with the real arguments; the arguments are validate
 tool's schemas; the recorder answers from its record (a replay, a resume) or else the gate is asked
 (a refusal is recorded) and the recorder commits the intent;
 the tool is called; its result is made plain JSON data (or refused: `results.py`), recorded and
-validated against the tool's `returns`; events are sent before and after. Model inferences are
+validated against the tool's `returns`; events are sent before and after (`tool_finished`, or
+`tool_failed`). Model inferences are
 recorded through the same `recorded_call`. A failure of the tool goes to `on_tool_error`, which may replace it.
 """
 
@@ -38,14 +39,19 @@ class Dispatch:
         answer = self.from_record(call, step)
         if answer is None:  # only a call that will really be made is put to the gate
             answer = await self.approved(call, step)
-        self.run.emit("tool_started", step=call.step, tool=tool.name, input=dict(call.args))
-        if isinstance(answer, Skip):
-            result = answer.result
-        elif tool.provider.startswith("plan:"):  # its own calls come this way, each recorded
-            result = await self.run.declared_plan(call, step, in_loop)
-        else:
-            result = await self.recorded(call, step)
-        self.check_result(result, call, step)
+        self.run.emit("tool_started", step=call.step, tool=tool.name, input=dict(call.args),
+                      **({"call_id": call.id} if call.id is not None else {}))
+        try:
+            if isinstance(answer, Skip):
+                result = answer.result
+            elif tool.provider.startswith("plan:"):  # its own calls come this way, each recorded
+                result = await self.run.declared_plan(call, step, in_loop)
+            else:
+                result = await self.recorded(call, step)
+            self.check_result(result, call, step)
+        except Exception as error:
+            self.run.emit("tool_failed", error, step=call.step, tool=tool.name)
+            raise
         self.run.emit("tool_finished", step=call.step, tool=tool.name, result=result)
         return result
 

@@ -16,6 +16,7 @@ class Call:
     step: str  # the step path, `3/do.1[4]` inside the fifth item of a map
     tool: Tool
     args: Mapping
+    id: str | None = None  # the model's id of the call, for a call an agent's model asked for
 
 
 @attrs.frozen
@@ -53,5 +54,5 @@ class Replace:
 class Hooks:
     gate: Callable[[Call], Awaitable[Proceed | Skip | Abort]] | None = None
     on_tool_error: Callable[[Call, Exception], Awaitable[Propagate | Replace | Abort]] | None = None
-    events: Callable[[dict], None] | None = None  # run/step/tool started and finished
+    events: Callable[[dict], None] | None = None  # the run, its steps, tool calls and inferences: events.py
     interlocutor: Callable[[str], Awaitable[str | None]] | None = None  # answers `ask`; None: unanswered

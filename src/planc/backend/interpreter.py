@@ -56,32 +56,40 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     """
     if not checked.ok:
         raise RunError("the plan has errors: `planc check` it first")
-    session = Session(checked, registry, recorder)
+    session = Session(checked, registry, recorder, hooks.events)
     run = Run(checked, session, hooks, policy, principal)
     scope = Scope(ChainMap(), checked.resolution.targets, run_arguments(checked, arguments or {}))
     run.emit("run_started")
     try:
-        await session.open()  # the MCP servers the run may call, checked against the lock before any step
-        with plan_stop(nested=False):
-            if schedule is None:
-                value = await run.pipelines(checked.plan.pipelines, scope, prefix="", suffix="", in_loop=False)
-            else:
-                value = await run.scheduled(checked.plan.pipelines, schedule, scope)
-        result = RunResult(value)
-    except Exited as exit_:
-        result = RunResult(exit_.output, exit_.status, exit_.message)
-    finally:
-        await session.close()  # never raises: servers and models are closed whatever happened
-    if returns is not None and result.status == "ok":
-        from jsonschema.validators import validator_for
-
-        error = next(iter(validator_for(returns)(returns).iter_errors(result.value)), None)
-        if error is not None:
-            where = "/".join(str(part) for part in error.absolute_path) or "the result"
-            raise RunError(f"the plan's result is not what its declared `returns` allows (at {where}: "
-                           f"{error.message})")
-    run.emit("run_finished", status=result.status)
+        try:
+            await session.open()  # the MCP servers the run may call, checked against the lock before any step
+            with plan_stop(nested=False):
+                if schedule is None:
+                    value = await run.pipelines(checked.plan.pipelines, scope, prefix="", suffix="", in_loop=False)
+                else:
+                    value = await run.scheduled(checked.plan.pipelines, schedule, scope)
+            result = RunResult(value)
+        except Exited as exit_:
+            result = RunResult(exit_.output, exit_.status, exit_.message)
+        finally:
+            await session.close()  # never raises: servers and models are closed whatever happened
+        if returns is not None and result.status == "ok":
+            _check_returns(returns, result.value)
+    except RunError as error:
+        run.emit("run_finished", error, status="failed")
+        raise
+    run.emit("run_finished", status=result.status, **({"message": result.message} if result.message else {}))
     return result
+
+
+def _check_returns(returns: dict, value) -> None:
+    """A RunError when the plan's result is not what its declared `returns` allows."""
+    from jsonschema.validators import validator_for
+
+    error = next(iter(validator_for(returns)(returns).iter_errors(value)), None)
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "the result"
+        raise RunError(f"the plan's result is not what its declared `returns` allows (at {where}: {error.message})")
 
 
 def run_arguments(checked: CheckResult, arguments: Mapping) -> dict:
@@ -122,11 +130,8 @@ class Run:
         self.checked, self.session, self.hooks = checked, session, hooks
         self.registry = session.registry
         self.tools = dict(checked.resolution.tools)  # step -> Tool, for the plan and the declared plans it ran
+        self.emit = session.emit  # the run's events
         self.dispatch = Dispatch(self, policy, principal)
-
-    def emit(self, event: str, **fields) -> None:
-        if self.hooks.events is not None:
-            self.hooks.events({"event": event, **fields})
 
     async def pipelines(self, pipelines, scope: Scope, prefix: str, suffix: str, in_loop: bool):
         """Run `pipelines` (a plan's or a block's); the result is the last step's.
@@ -192,6 +197,11 @@ class Run:
                 result = await self.dispatch(Call(path, tool, args), step, in_loop)
         except Exception as error:  # a failure, or an exit: either ends the plan
             stop.set(error)
+            if isinstance(error, Exited):
+                self.emit("step_exited", step=path, status=error.status,
+                          **({"message": error.message} if error.message else {}))
+            else:
+                self.emit("step_failed", error, step=path)
             raise
         self.emit("step_finished", step=path, result=result)
         return result

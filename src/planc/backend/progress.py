@@ -17,26 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from planc.registry.builtins import CONTROL_STEPS
 
 INPUT_CHARS = 80
-
-
-def fan_out(*sinks: Callable[[dict], None] | None) -> Callable[[dict], None] | None:
-    """One event sink that hands every event to each of `sinks` (None ones left out)."""
-    live = [sink for sink in sinks if sink is not None]
-    if not live:
-        return None
-    if len(live) == 1:
-        return live[0]
-
-    def sink(event: dict) -> None:
-        for each in live:
-            each(event)
-
-    return sink
 
 
 def summary(value: object) -> str:

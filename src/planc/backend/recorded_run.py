@@ -3,8 +3,9 @@
 `RecordedRun.record` starts a new run: it keeps the files the run reads (planc.toml, its lock,
 the policy) by hash, stores the plan as compiled and commits the run's row. `resume` continues
 a run whose process died, in the same record; `replay` runs a recorded run again from its
-record, writing nothing. `execute` runs the plan, with every event recorded, and commits how the
-run ended: ok, error (an exit with status error), failed, or interrupted (SIGINT or SIGTERM).
+record, writing nothing. `execute` runs the plan, every event stamped with the run's id, its number
+in the run and its time (`events.py`) and recorded, and commits how the run ended: ok, error (an
+exit with status error), failed, or interrupted (SIGINT or SIGTERM).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import attrs
 from planc.backend.hooks import Hooks
 from planc.backend.interpreter import RunResult, run_arguments, run_plan
 from planc.backend.interrupts import Interrupted, Interrupts
-from planc.backend.progress import fan_out
+from planc.backend.events import Stamp, fan_out
 from planc.backend.values import RunError
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
@@ -81,7 +82,8 @@ class RecordedRun:
         """Run the plan and record how it ended; a RunError (the run failed) once that is recorded, and
         Interrupted when SIGINT or SIGTERM stopped it (`interrupts`, in force since before the run was
         recorded; one of its own otherwise)."""
-        hooks = attrs.evolve(hooks, events=fan_out(hooks.events, self.recorder.event))
+        hooks = attrs.evolve(hooks, events=Stamp(self.run_id, self.recorder.events,
+                                                 fan_out(hooks.events, self.recorder.event)))
         with interrupts or Interrupts() as signals:
             try:
                 result = signals.run(run_plan(self.checked, registry=self.registry, arguments=self.arguments,
@@ -93,7 +95,8 @@ class RecordedRun:
                                         f"`planc resume {self.run_id}` continues it")
                 if hooks.events is not None:
                     with contextlib.suppress(RunError):  # an events file or a store that fails: the status says it
-                        hooks.events({"event": "run_finished", "status": "interrupted"})
+                        hooks.events({"event": "run_finished", "status": "interrupted", "error": str(error),
+                                      "error_type": type(error).__name__})
                 self._finish("interrupted", message=str(error))
                 raise error from None
             except RunError as error:

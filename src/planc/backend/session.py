@@ -1,4 +1,5 @@
-"""What one run holds open from before its first step to after its last: its recorder, MCP servers and models.
+"""What one run holds open from before its first step to after its last: its recorder, MCP servers,
+models, and the sink its events go to (`events.py`).
 
 The recorder is the run store's side of a run (`planc.store.run_store`): it is told of every real
 tool call and model inference, and a replay answers them from its record, so a replay starts no
@@ -7,6 +8,8 @@ MCP server and needs no model endpoint.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from typing import Protocol
 
 from planc.backend.hooks import Call, Skip
@@ -42,12 +45,28 @@ class Recorder(Protocol):
 
 
 class Session:
-    """The recorder, MCP servers and models of one run; `open` before the first step, `close` after the last."""
+    """The recorder, MCP servers, models and events of one run; `open` before the first step, `close` after
+    the last."""
 
-    def __init__(self, checked, registry: Registry | None, recorder: Recorder | None = None) -> None:
-        self.registry, self.recorder = registry, recorder
+    def __init__(self, checked, registry: Registry | None, recorder: Recorder | None = None,
+                 events: Callable[[dict], None] | None = None) -> None:
+        self.registry, self.recorder, self.events = registry, recorder, events
         self.mcp = McpRuntime(checked, registry)
         self.clients: dict = {}  # role -> ModelClient, made on first use
+
+    def emit(self, event: str, error: Exception | None = None, **fields) -> None:
+        """Send one of the run's events (`event` names it) to the events hook, if there is one.
+
+        An event about an `error` carries its message and kind (`error_type`: ToolFailed, ModelError,
+        ...); a sink that fails then (an events file on a full disk) does not hide that error.
+        """
+        if self.events is None:
+            return
+        if error is None:
+            self.events({"event": event, **fields})
+            return
+        with contextlib.suppress(RunError):
+            self.events({"event": event, **fields, "error": str(error), "error_type": type(error).__name__})
 
     @property
     def calls_tools(self) -> bool:
@@ -65,8 +84,9 @@ class Session:
             await client.aclose()
 
     def model(self, role: str, step: ast.Step, path: str, instead: str | None = None):
-        """The model of `role` as the step at `path` asks it, every inference through the recorder; the model of
-        the role `instead` when planc.toml declares neither `[models.<role>]` nor `[models.default]`."""
+        """The model of `role` as the step at `path` asks it, every inference through the recorder and sent
+        as events; the model of the role `instead` when planc.toml declares neither `[models.<role>]` nor
+        `[models.default]`."""
         from planc.backend.model_calls import StepModel
 
         models = self.registry.models if self.registry is not None else {}
@@ -76,9 +96,11 @@ class Session:
         if self.calls_tools:
             self.client(role, step, path)  # a model that is not configured fails here, before the step asks it
         from planc.backend.dispatch import result_bytes
+        from planc.backend.models import role_config
 
         return StepModel(lambda: self.client(role, step, path), role, path, self.recorder, step,
-                         result_bytes(self.registry))
+                         result_bytes(self.registry), emit=self.emit,
+                         config=role_config(self.registry, role) if self.registry is not None else None)
 
     def client(self, role: str, step: ast.Step, path: str):
         """The model client of `role` (`[models.<role>]`, else `[models.default]`), made once per run."""

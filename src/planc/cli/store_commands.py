@@ -9,6 +9,8 @@ import click
 from planc.cli.files import read_file
 from planc.cli.options import (
     CONFIG_OPTION,
+    EVENTS_OPTION,
+    OTEL_OPTION,
     POLICY_OPTION,
     PRINCIPAL_OPTION,
     STORE_OPTION,
@@ -16,7 +18,16 @@ from planc.cli.options import (
 from planc.cli.plans import checked_to_run
 from planc.cli.printing import console
 from planc.cli.project import find_policy, find_registry
-from planc.cli.runs import open_store, print_result, run_failed, solver_client, tool_output_to_stderr
+from planc.cli.runs import (
+    events_file,
+    events_writer,
+    open_store,
+    print_result,
+    run_failed,
+    run_traces,
+    solver_client,
+    tool_output_to_stderr,
+)
 from planc.cli.usage import UsageError
 
 
@@ -277,16 +288,20 @@ def _as_recorded(run: dict, config: str | None, policy_file: str | None, princip
 @POLICY_OPTION
 @PRINCIPAL_OPTION
 @click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful call it makes.")
+@EVENTS_OPTION
+@OTEL_OPTION
 def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
-                   principal: str | None, approve: bool) -> None:
+                   principal: str | None, approve: bool, events: str | None, otel: bool) -> None:
     """Continue RUN, which did not finish, in the same run record.
 
     Calls with a recorded outcome end as they did; a call whose outcome is unknown is called again
     only if its tool is idempotent, else the run stops with "outcome unknown". A run made with
     --approve asks again before every effectful call resume makes, and without a terminal makes none.
+    Its events are numbered on from the last the run recorded.
     Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error, 130 interrupted.
     """
     from planc.backend.approve import approval_gate
+    from planc.backend.events import fan_out
     from planc.backend.hooks import Hooks
     from planc.backend.interrupts import Interrupts
     from planc.backend.recorded_run import RecordedRun
@@ -319,22 +334,29 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     # effectful call the run has not made where it cannot ask.
     asks = approve or (run["options"].get("approve", False) and sys.stdin.isatty())
     unattended = run["options"].get("approve", False) and not asks
-    hooks = Hooks(gate=approval_gate(console(stderr=True)) if asks else None)
+    traces = run_traces(otel, run_id)  # before the run is taken up, so that --otel without OpenTelemetry,
+    sink = events_file(events) if events else None  # or an --events FILE it cannot write, resumes nothing
     runs = open_store(store)
-    with Interrupts() as interrupts:
-        run = _leased_run(runs, run_id)  # as it is now that this process alone records into it
-        resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
-                                     unattended=unattended)
-        click.echo(f"run: {run_id} (resumed)", err=True)
+    with traces as spans:
+        with Interrupts() as interrupts:
+            run = _leased_run(runs, run_id)  # as it is now that this process alone records into it
+            resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
+                                         unattended=unattended)
+            click.echo(f"run: {run_id} (resumed)", err=True)
+            hooks = Hooks(gate=approval_gate(console(stderr=True)) if asks else None,
+                          events=fan_out(events_writer(sink, events), spans))
+            try:
+                with tool_output_to_stderr():
+                    result = resumed.execute(hooks, interrupts=interrupts)
+            except RunError as error:
+                runs.close()
+                run_failed(error)
+            finally:
+                if sink:
+                    sink.close()
+        options = run["options"]
         try:
-            with tool_output_to_stderr():
-                result = resumed.execute(hooks, interrupts=interrupts)
-        except RunError as error:
+            print_result(result, options.get("finish", "output"), options.get("query"),
+                         lambda: solver_client(registry), resumed.recorder)
+        finally:
             runs.close()
-            run_failed(error)
-    options = run["options"]
-    try:
-        print_result(result, options.get("finish", "output"), options.get("query"), lambda: solver_client(registry),
-                     resumed.recorder)
-    finally:
-        runs.close()
