@@ -1,6 +1,6 @@
 """What the interpreter costs per step, and how well `map` overlaps slow tools.
 
-    .venv/bin/python bench/run.py             # the three tables (about 25 s)
+    .venv/bin/python bench/run.py             # the four tables (about 30 s)
     .venv/bin/python bench/run.py --profile   # cProfile of the 1,000-step async plan
     .venv/bin/python bench/run.py --quick     # fewer samples, for a smoke run
 
@@ -23,6 +23,11 @@ plan once, and times only `run_plan` (a fresh event loop per sample, as `planc r
     declared read-only and deterministic) joined by a final `reshape`, run one step after the
     other and as `planc run --optimize` runs it (`optimize`, then `run_plan` with its schedule).
     The ideal speedup is the cost pass's sequential latency over its critical path (8x here).
+(4) What a run's events cost: the 1,000-step async plan of (1) with no events sink (the baseline),
+    with each event stamped (`planc.backend.events.Stamp`) and kept in a list, and with the stamped
+    events also made into OpenTelemetry spans (`planc.backend.traces.RunSpans`, the SDK's batch
+    processor, an exporter that drops them: the SDK's cost, not a network's). Skipped without the
+    `otel` extra.
 
 Times are the best of N samples (each sample loops at least 50 ms for the fast rows), garbage
 collector on, gc.collect() before each sample.
@@ -44,6 +49,8 @@ import time
 from pathlib import Path
 
 import planc
+from planc.backend.events import Stamp
+from planc.backend.hooks import Hooks
 from planc.backend.interpreter import run_plan
 from planc.registry import load_registry
 
@@ -172,9 +179,9 @@ class Bench:
             sys.exit(f"a generated plan should check clean: {[(d.code, d.message) for d in errors[:3]]}")
         return result
 
-    def runner(self, text: str, expected, optimized: bool = False):
-        """A function that runs the checked `text` once (as `--optimize` does, if `optimized`); its result
-        is checked against `expected` first."""
+    def runner(self, text: str, expected, optimized: bool = False, hooks=Hooks):
+        """A function that runs the checked `text` once (as `--optimize` does, if `optimized`; with the
+        hooks `hooks()` makes); its result is checked against `expected` first."""
         checked, schedule = self.checked(text), None
         if optimized:
             from planc.optimize.optimize import optimize
@@ -183,7 +190,7 @@ class Bench:
             checked, schedule = result.checked, result.schedule
 
         def run():
-            return asyncio.run(run_plan(checked, registry=self.registry, schedule=schedule))
+            return asyncio.run(run_plan(checked, registry=self.registry, schedule=schedule, hooks=hooks()))
 
         value = run().value
         if value != expected:
@@ -258,6 +265,43 @@ def optimize_row(bench: Bench, repeat: int) -> tuple[float, float, float]:
     return sequential, optimized, total.sequential_ms.high / total.critical_ms.high
 
 
+def events_rows(bench: Bench, repeat: int) -> list[tuple[str, float]]:
+    """(what, seconds per run) for the 1,000-step async plan: no events sink, events stamped, and spans."""
+    text, expected = steps_plan("aecho"), STEPS - 1
+    kept: list = []
+
+    def stamped():
+        kept.clear()
+        return Hooks(events=Stamp("bench", 0, kept.append))
+
+    rows = [("no events sink (baseline)", best(bench.runner(text, expected), repeat)),
+            ("events stamped, kept in a list", best(bench.runner(text, expected, hooks=stamped), repeat))]
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+        from planc.backend.events import fan_out
+        from planc.backend.traces import RunSpans
+    except ImportError:
+        return rows
+
+    class Dropped(SpanExporter):
+        def export(self, spans):
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Dropped()))
+    tracer = provider.get_tracer("bench")
+
+    def traced():
+        kept.clear()
+        return Hooks(events=Stamp("bench", 0, fan_out(kept.append, RunSpans(tracer, "bench"))))
+
+    rows.append(("events stamped, kept, and made into spans", best(bench.runner(text, expected, hooks=traced), repeat)))
+    provider.shutdown()
+    return rows
+
+
 def profile(bench: Bench) -> None:
     import cProfile
     import pstats
@@ -288,6 +332,7 @@ def main() -> None:
         overhead = overhead_rows(bench, repeat)
         slow = map_rows(bench, 2 if options.quick else 5)
         fan_out = optimize_row(bench, 3 if options.quick else 7)
+        events = events_rows(bench, repeat)
 
     workers = min(32, (os.cpu_count() or 1) + 4)
     print(f"planc run benchmark: Python {platform.python_version()} ({platform.machine()}), "
@@ -324,6 +369,11 @@ def main() -> None:
     print(f"{'LLMCompiler-style fan-out':28} {sequential * 1e3:13.1f} {optimized * 1e3:12.1f} {speedup:7.2f}x "
           f"{ideal:5.1f}x {speedup / ideal:8.0%}")
     print("(ideal = the cost pass's sequential latency / its critical path under the schedule)")
+    print(f"\nwhat the events cost: {STEPS:,} steps aecho(x: n), each with 4 events (step and tool, started and finished)")
+    print(f"{'':46} {'ms/run':>8} {'us/step':>8} {'vs none':>10}")
+    print("-" * 75)
+    for what, seconds in events:
+        print(f"{what:46} {seconds * 1e3:8.2f} {seconds / STEPS * 1e6:8.2f} {seconds / events[0][1]:9.2f}x")
     print(f"(run took {time.perf_counter() - wall:.0f} s)")
 
 

@@ -42,6 +42,11 @@ def _temporary_files_in_memory() -> None:
 _temporary_files_in_memory()
 
 
+# A run is traced only where a test asks (tests/test_traces.py), whatever the environment says.
+for _variable in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+    os.environ.pop(_variable, None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def session_run_store(tmp_path_factory):
     """Runs record into a store of the test session's own, never into the working directory's .planc."""

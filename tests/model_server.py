@@ -3,7 +3,8 @@
 The recordings are files in tests/recordings/: bodies as an OpenAI-compatible
 server sends them. `play` queues them; each POST takes the next one and is
 recorded in `requests` (path, headers, JSON body). A request with nothing
-left to play gets a 500, so a test that asks more than it recorded fails.
+left to play gets a 400 (which no client tries again), so a test that asks
+more than it recorded fails at once.
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ from pathlib import Path
 import pytest
 
 RECORDINGS = Path(__file__).resolve().parent / "recordings"
+HOLD = object()  # in the queue of replies: wait for the test before answering
+HANG_GUARD_S = 300  # a held request waits at most this long: a guard against a hung test
 
 
 class ModelServer:
     def __init__(self) -> None:
         self.replies: deque[tuple[int, str, bytes, dict]] = deque()
         self.requests: list[dict] = []
+        self.waiting, self.released = threading.Event(), threading.Event()
+        self.stopping = False
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.thread = threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
@@ -47,6 +52,19 @@ class ModelServer:
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
         self.replies.append((200, "application/json", json.dumps(body).encode(), {}))
 
+    def hold(self) -> None:
+        """Queue a pause: the request that takes it is recorded, sets `waiting`, and is answered (with the
+        next reply queued) only once `released` is set."""
+        self.replies.append(HOLD)
+
+    def call(self, name: str, arguments: dict, id: str = "call_1") -> None:
+        """Queue a reply that asks for one tool call, as a chat completion."""
+        call = {"id": id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        body = {"id": "chatcmpl-scripted", "object": "chat.completion", "model": "planc-test-model",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                             "finish_reason": "tool_calls"}]}
+        self.replies.append((200, "application/json", json.dumps(body).encode(), {}))
+
     def bodies(self) -> list[dict]:
         return [request["body"] for request in self.requests]
 
@@ -55,6 +73,8 @@ class ModelServer:
         return self
 
     def stop(self) -> None:
+        self.stopping = True
+        self.released.set()
         self.http.shutdown()
         self.http.server_close()
         self.thread.join()
@@ -65,10 +85,16 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             server.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
+            if server.replies and server.replies[0] is HOLD:
+                server.replies.popleft()
+                server.waiting.set()
+                server.released.wait(HANG_GUARD_S)
+                if server.stopping:  # whoever asked is gone: nothing to answer
+                    return
             if server.replies:
                 status, kind, reply, headers = server.replies.popleft()
             else:
-                status, kind, headers = 500, "application/json", {}
+                status, kind, headers = 400, "application/json", {}
                 reply = json.dumps({"error": {"message": "no recorded response left"}}).encode()
             self.send_response(status)
             self.send_header("Content-Type", kind)

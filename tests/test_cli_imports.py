@@ -68,3 +68,15 @@ def test_the_package_api_loads_on_first_use(tmp_path):
 
     assert planc.check is check and planc.save_plan is save_plan
     assert check(PLAN).ok
+
+
+def test_a_run_loads_no_opentelemetry_unless_it_is_traced(tmp_path, monkeypatch):
+    (tmp_path / "planc.toml").write_text("", encoding="utf-8")
+    (tmp_path / "plan.plan").write_text("reshape(value: 1)\n", encoding="utf-8")
+    store = str(tmp_path / "runs.sqlite")
+    modules = loaded_by_command(["run", "plan.plan", "--store", store], tmp_path)
+    assert "planc.backend.interpreter" in modules
+    assert sorted(name for name in modules if name.startswith("opentelemetry")) == []
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")  # the SDK's own switch: no spans, so none to send anywhere
+    traced = loaded_by_command(["run", "plan.plan", "--store", store, "--otel"], tmp_path)
+    assert "planc.backend.traces" in traced

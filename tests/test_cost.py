@@ -11,6 +11,7 @@ below `most`'s.
 from __future__ import annotations
 
 import math
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,11 +177,29 @@ def test_infer_costs_an_inference_per_evaluation(registry):
 
 def test_an_agent_makes_up_to_max_iterations_inferences_and_calls(registry):
     cost = total('agent(prompt: "p", output_schema: {type: "object"}, tools: ["get", "search"])', registry)
-    assert cost["inferences"] == [1, 8] and cost["calls"] == [0, 8]
+    assert cost["inferences"] == [1, 9] and cost["calls"] == [0, 8]  # 8 rounds, and the repair role's one fix-up
     assert cost["usd"] == [0.0, 0.08] and cost["latency_ms"]["sequential"] == [0, 320]
     cost = total('agent(prompt: "p", output_schema: {type: "object"}, tools: ["s*"], max_iterations: 3)', registry)
-    assert cost["inferences"] == [1, 3] and cost["usd"] == [0.0, 1.5]  # summarize, the costliest
+    assert cost["inferences"] == [1, 4] and cost["usd"] == [0.0, 1.5]  # summarize, the costliest
     assert total('agent(prompt: "p", output_schema: {type: "object"})')["calls"] == [0, 8]
+
+
+def test_a_check_is_called_up_to_repairs_plus_one_times_and_each_repair_adds_a_round(registry):
+    text = 'agent(prompt: "p", output_schema: {type: "object"}, tools: ["get"], max_iterations: 3, check: "summarize"REPAIRS)'
+    cost = total(text.replace("REPAIRS", ""), registry)  # two repairs by default
+    assert cost["inferences"] == [1, 6] and cost["calls"] == [0, 8]  # 5 rounds of `get`, 3 checks
+    assert cost["usd"] == [0.0, 0.05 + 1.5]
+    cost = total(text.replace("REPAIRS", ", repairs: 0"), registry)
+    assert cost["inferences"] == [1, 4] and cost["calls"] == [0, 4] and cost["usd"] == [0.0, 0.53]
+
+
+def test_a_continuing_turn_costs_its_own_rounds(registry):
+    text = ('a = agent(prompt: "p", output_schema: {type: "object"}, tools: ["get"], max_iterations: 2)\n'
+            'agent(prompt: "q", output_schema: {type: "object"}, continue: $a, max_iterations: 3)')
+    cost = cost_of(text, registry)
+    first, second = (cost.cost.steps[step].to_json() for step in cost.plan.pipelines[0].steps + cost.plan.pipelines[1].steps)
+    assert (first["inferences"], first["calls"]) == ([1, 3], [0, 2])
+    assert (second["inferences"], second["calls"], second["usd"]) == ([1, 4], [0, 3], [0.0, 0.03])  # `get`, not `*`
 
 
 def test_reshape_and_ask_are_free(registry):
@@ -294,6 +313,18 @@ class ToolSpec:
 
 
 @dataclass
+class PlanSpec:
+    """A plan declared under `[plans.NAME]`, which agents may call as the tool `plan__NAME`."""
+
+    name: str
+    pipelines: list
+
+    @property
+    def tool(self) -> str:
+        return f"plan__{self.name}"
+
+
+@dataclass
 class StepSpec:
     kind: str  # call, map, filter_do, filter_infer, filter_where, reduce, decide, agent, exit
     tool: ToolSpec | None = None
@@ -312,8 +343,12 @@ class StepSpec:
             self.kind == "call" and self.tool.returns_list)
 
 
-def render_registry(tools: list[ToolSpec]) -> str:
+def render_registry(tools: list[ToolSpec], declared: list[PlanSpec] = (), folder: Path | None = None) -> str:
+    """planc.toml for `tools` and the `declared` plans, whose files are written in `folder`."""
     out = []
+    for plan in declared:
+        (folder / f"{plan.name}.plan").write_text(render(plan.pipelines), encoding="utf-8")
+        out += [f"[plans.{plan.name}]", f'file = "{plan.name}.plan"', 'params = { n = { type = "integer" } }', ""]
     for tool in tools:
         limit = {"type": "integer", "minimum": 0}
         limit.update({key: value for key, value in (("maximum", tool.maximum), ("default", tool.default))
@@ -387,33 +422,39 @@ def tool_specs(draw, name: str) -> ToolSpec:
 
 @st.composite
 def plans(draw):
+    """Tools, the plans declared beside them (whose agents call tools), and a plan whose agents may call
+    both."""
     tools = [draw(tool_specs(f"t{number}")) for number in range(draw(st.integers(1, 4)))]
-    top: list = []  # top-level steps in order: what `$n` reads
-    pipelines = []
-    for _ in range(draw(st.integers(1, 4))):
-        pipelines.append(draw(_pipeline(tools, top, depth=0)))
-    return tools, pipelines
+    # A declared plan's agents name their tools: one offered every tool could call its own plan again.
+    declared = [PlanSpec(f"p{number}", draw(_steps(tools, None))) for number in range(draw(st.integers(0, 2)))]
+    return tools, draw(_steps(tools, declared)), declared
 
 
 @st.composite
-def _pipeline(draw, tools, top, depth):
+def _steps(draw, tools, declared):
+    top: list = []  # top-level steps in order: what `$n` reads
+    return [draw(_pipeline(tools, top, 0, declared)) for _ in range(draw(st.integers(1, 4)))]
+
+
+@st.composite
+def _pipeline(draw, tools, top, depth, declared):
     """A step, and maybe a step that takes its result from the pipe; top-level steps join `top`."""
-    head = draw(_step(tools, top, depth, piped=False))
+    head = draw(_step(tools, top, depth, False, declared))
     pipeline = [head]
     if head.makes_list and draw(st.booleans()):
-        pipeline.append(draw(_step(tools, top, depth, piped=True)))
+        pipeline.append(draw(_step(tools, top, depth, True, declared)))
     if depth == 0:
         top.extend(pipeline)
     return pipeline
 
 
 @st.composite
-def _block(draw, tools, top, depth):
-    return [draw(_pipeline(tools, top, depth + 1)) for _ in range(draw(st.integers(1, 2)))]
+def _block(draw, tools, top, depth, declared):
+    return [draw(_pipeline(tools, top, depth + 1, declared)) for _ in range(draw(st.integers(1, 2)))]
 
 
 @st.composite
-def _step(draw, tools, top, depth, piped):
+def _step(draw, tools, top, depth, piped, declared):
     kinds = ["call", "map", "filter_do", "filter_infer", "filter_where", "reduce"]
     if not piped:
         kinds += ["decide", "agent", "exit"]
@@ -434,18 +475,19 @@ def _step(draw, tools, top, depth, piped):
         literals = st.integers(0, 4).map(lambda n: ("literal", n))
         step.over = ("pipe",) if piped else draw(st.sampled_from(refs) | literals if refs else literals)
     if kind in ("map", "filter_do", "reduce"):
-        step.body = draw(_block(tools, top, depth))
+        step.body = draw(_block(tools, top, depth, declared))
     if kind == "map":
         step.concurrency = draw(st.none() | st.integers(1, 3))
     if kind == "decide":
         step.infer = draw(st.booleans())
-        step.body = draw(_block(tools, top, depth))
-        step.other = draw(st.none() | _block(tools, top, depth))
+        step.body = draw(_block(tools, top, depth, declared))
+        step.other = draw(st.none() | _block(tools, top, depth, declared))
     if kind == "exit":
         step.infer = draw(st.booleans())
     if kind == "agent":
-        step.agent_tools = draw(st.none() | st.lists(st.sampled_from([tool.name for tool in tools]), min_size=1,
-                                                     max_size=3, unique=True) | st.just(["t*"]))
+        names = [tool.name for tool in tools] + [plan.tool for plan in declared or ()]
+        named = st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True) | st.just(["t*"])
+        step.agent_tools = draw(named if declared is None else st.none() | named)
         step.iterations = draw(st.none() | st.integers(1, 4))
     return step
 
@@ -462,22 +504,34 @@ class Spent:
             setattr(self, name, getattr(self, name) + (0 if each == 0 or times == 0 else each * times))
 
 
-def _matched(step: StepSpec, tools: list[ToolSpec]) -> list[ToolSpec]:
-    if step.agent_tools is None or step.agent_tools == ["t*"]:
+def _matched(step: StepSpec, tools: list[ToolSpec], declared: list[PlanSpec]) -> list:
+    """The tools and declared plans the agent `step` may call."""
+    if step.agent_tools == ["t*"]:
         return tools
-    return [tool for tool in tools if tool.name in step.agent_tools]
+    every = [*tools, *declared]
+    if step.agent_tools is None:
+        return every
+    return [tool for tool in every if getattr(tool, "tool", tool.name) in step.agent_tools]
 
 
-def most(pipelines, tools, top_lengths: dict, top: bool) -> Spent:
+def _one_call(called, tools) -> Spent:
+    """What one call of a tool costs, or the most one run of a declared plan may spend."""
+    if isinstance(called, PlanSpec):
+        return most(called.pipelines, tools, {}, top=True)
+    return Spent(1, 0, called.usd or 0)
+
+
+def most(pipelines, tools, top_lengths: dict, top: bool, declared=()) -> Spent:
     """What the costliest run of `pipelines` could spend: every list at its longest, no exit.
 
-    `top_lengths` holds the longest result of each top-level step, by number, for `$n`.
+    `top_lengths` holds the longest result of each top-level step, by number, for `$n`; `declared` are
+    the plans an agent may call.
     """
     spent = Spent()
     for pipeline in pipelines:
         length = None
         for step in pipeline:
-            length = _most_step(step, tools, top_lengths, length, spent)
+            length = _most_step(step, tools, top_lengths, length, spent, declared)
             if top:
                 top_lengths[len(top_lengths) + 1] = length
     return spent
@@ -488,13 +542,13 @@ def _over_length(step: StepSpec, top_lengths, piped_length):
     return rest[0] if kind == "literal" else top_lengths[rest[0]] if kind == "ref" else piped_length
 
 
-def _most_step(step: StepSpec, tools, top_lengths, piped_length, spent: Spent):
+def _most_step(step: StepSpec, tools, top_lengths, piped_length, spent: Spent, declared):
     if step.kind == "call":
         spent.add(Spent(1, 0, step.tool.usd or 0))
         return step.tool.longest(step.limit) if step.tool.returns_list else None
     if step.kind == "decide":
-        then = most(step.body, tools, top_lengths, top=False)
-        other = most(step.other or [], tools, top_lengths, top=False)
+        then = most(step.body, tools, top_lengths, False, declared)
+        other = most(step.other or [], tools, top_lengths, False, declared)
         spent.add(Spent(max(then.calls, other.calls), max(then.inferences, other.inferences) + step.infer,
                         max(then.usd, other.usd)))
         return None
@@ -503,14 +557,17 @@ def _most_step(step: StepSpec, tools, top_lengths, piped_length, spent: Spent):
         return None
     if step.kind == "agent":
         rounds = step.iterations or 8
-        matched = _matched(step, tools)
-        spent.add(Spent(rounds if matched else 0, rounds, rounds * max((t.usd or 0 for t in matched), default=0)))
+        calls = [_one_call(called, tools) for called in _matched(step, tools, declared)]
+        worst = Spent(*(max((getattr(call, name) for call in calls), default=0)
+                        for name in ("calls", "inferences", "usd")))
+        spent.add(Spent(0, rounds + 1, 0))  # its rounds, and the repair role's fix-up
+        spent.add(worst, times=rounds)
         return None
     length = _over_length(step, top_lengths, piped_length)
     if step.kind == "filter_infer":
         spent.add(Spent(0, 1, 0), times=length)
     elif step.kind != "filter_where":
-        spent.add(most(step.body, tools, top_lengths, top=False), times=length)
+        spent.add(most(step.body, tools, top_lengths, False, declared), times=length)
     return None if step.kind == "reduce" else length
 
 
@@ -518,24 +575,24 @@ class Exited(Exception):
     """An `exit` ended the run."""
 
 
-def run(pipelines, tools, top_lengths: dict, draw, spent: Spent, top: bool) -> None:
+def run(pipelines, tools, top_lengths: dict, draw, spent: Spent, top: bool, declared=()) -> None:
     """One run of `pipelines` with random choices: list lengths, branches, exits, agent rounds."""
     for pipeline in pipelines:
         length = None
         for step in pipeline:
-            length = _run_step(step, tools, top_lengths, length, draw, spent)
+            length = _run_step(step, tools, top_lengths, length, draw, spent, declared)
             if top:
                 top_lengths[len(top_lengths) + 1] = length
 
 
-def _run_step(step: StepSpec, tools, top_lengths, piped_length, draw, spent: Spent):
+def _run_step(step: StepSpec, tools, top_lengths, piped_length, draw, spent: Spent, declared):
     if step.kind == "call":
         spent.add(Spent(1, 0, step.tool.usd or 0))
         return draw(st.integers(0, min(step.tool.longest(step.limit), 4))) if step.tool.returns_list else None
     if step.kind == "decide":
         spent.add(Spent(0, int(step.infer), 0))
         branch = step.body if draw(st.booleans()) else step.other or []
-        run(branch, tools, top_lengths, draw, spent, top=False)
+        run(branch, tools, top_lengths, draw, spent, False, declared)
         return None
     if step.kind == "exit":
         spent.add(Spent(0, int(step.infer), 0))
@@ -543,12 +600,20 @@ def _run_step(step: StepSpec, tools, top_lengths, piped_length, draw, spent: Spe
             raise Exited
         return None
     if step.kind == "agent":
-        matched = _matched(step, tools)
+        matched = _matched(step, tools, declared)
         rounds = draw(st.integers(1, step.iterations or 8))
-        spent.add(Spent(0, rounds, 0))
+        spent.add(Spent(0, rounds + int(draw(st.booleans())), 0))  # and maybe the repair role's fix-up
         for _ in range(rounds if matched else 0):
-            if draw(st.booleans()):  # this round calls a tool
-                spent.add(Spent(1, 0, draw(st.sampled_from(matched)).usd or 0))
+            if not draw(st.booleans()):  # this round calls no tool
+                continue
+            called = draw(st.sampled_from(matched))
+            if isinstance(called, ToolSpec):
+                spent.add(Spent(1, 0, called.usd or 0))
+                continue
+            try:  # an exit in a declared plan ends that plan, and the agent goes on
+                run(called.pipelines, tools, {}, draw, spent, True)
+            except Exited:
+                pass
         return None
     length = _over_length(step, top_lengths, piped_length)
     kept = 0
@@ -556,7 +621,7 @@ def _run_step(step: StepSpec, tools, top_lengths, piped_length, draw, spent: Spe
         if step.kind == "filter_infer":
             spent.add(Spent(0, 1, 0))
         elif step.kind != "filter_where":
-            run(step.body, tools, top_lengths, draw, spent, top=False)
+            run(step.body, tools, top_lengths, draw, spent, False, declared)
         kept += draw(st.booleans()) if step.kind.startswith("filter") else 1
     return None if step.kind == "reduce" else kept
 
@@ -564,33 +629,51 @@ def _run_step(step: StepSpec, tools, top_lengths, piped_length, draw, spent: Spe
 PROPERTY = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+def checked(tools, pipelines, declared):
+    """The check of `pipelines` against `tools` and the `declared` plans (written to a folder of their own)."""
+    with tempfile.TemporaryDirectory(prefix="planc-cost-") as folder:
+        registry = registry_from_text(render_registry(tools, declared, Path(folder)), Path(folder) / "planc.toml")
+        return planc.check(render(pipelines), registry=registry)
+
+
 @PROPERTY
 @given(plans())
 def test_the_most_is_never_below_what_the_costliest_run_spends(plan):
-    tools, pipelines = plan
+    tools, pipelines, declared = plan
     text = render(pipelines)
-    result = planc.check(text, registry=registry_from_text(render_registry(tools), Path("planc.toml")))
+    result = checked(tools, pipelines, declared)
     assert not [d for d in result.diagnostics if d.is_error], (text, result.diagnostics)
     cost = result.cost.total
-    worst = most(pipelines, tools, {}, top=True)
+    worst = most(pipelines, tools, {}, True, declared)
     assert cost.calls.high >= worst.calls, text
     assert cost.inferences.high >= worst.inferences, text
     assert cost.usd.high >= worst.usd - 1e-9, text
     if math.inf in (worst.calls, worst.inferences):
-        assert "W500" in [d.code for d in result.diagnostics], text
+        assert "W500" in [d.code for d in result.diagnostics] + [
+            d.code for plan in result.context.plans.values() for d in plan.diagnostics], text
 
 
 @PROPERTY
 @given(plans(), st.data())
 def test_every_run_spends_within_the_range(plan, data):
-    tools, pipelines = plan
+    tools, pipelines, declared = plan
     text = render(pipelines)
-    cost = planc.check(text, registry=registry_from_text(render_registry(tools), Path("planc.toml"))).cost.total
+    cost = checked(tools, pipelines, declared).cost.total
     spent = Spent()
     try:
-        run(pipelines, tools, {}, data.draw, spent, top=True)
+        run(pipelines, tools, {}, data.draw, spent, True, declared)
     except Exited:
         pass
     assert cost.calls.low <= spent.calls <= cost.calls.high, text
     assert cost.inferences.low <= spent.inferences <= cost.inferences.high, text
     assert cost.usd.low - 1e-9 <= spent.usd <= cost.usd.high + 1e-9, text
+
+
+def test_the_property_covers_agents_that_call_declared_plans():
+    """The plans the properties draw include agents offered declared plans that spend inferences."""
+    tools = [ToolSpec("t0", False, False, None, False, None, None, True, 0.01)]
+    inner = PlanSpec("p0", [[StepSpec("filter_infer", over=("literal", 2))]])
+    agent = StepSpec("agent", agent_tools=["plan__p0"], iterations=2)
+    cost = checked(tools, [[agent]], [inner]).cost.total
+    assert (cost.inferences.low, cost.inferences.high) == (1, 3 + 2 * 2)
+    assert most([[agent]], tools, {}, True, [inner]).inferences == 7

@@ -39,3 +39,40 @@ def test_embedded_example_checks_clean_against_its_registry():
     registry = load_registry(ROOT / "examples" / "incidents" / "planc.toml")
     source = (ROOT / "examples" / "incidents" / "triage.plan").read_text(encoding="utf-8")
     assert planc.check(source, registry=registry).diagnostics == ()
+
+
+def _fenced(text: str, info: str) -> list[str]:
+    import re
+
+    return re.findall(rf"```{info}\n(.*?)```", text, re.S)
+
+
+def test_the_agent_examples_check_clean_and_the_cost_example_is_what_planc_says(tmp_path, monkeypatch):
+    import sqlite3
+
+    from cli import invoke
+
+    from planc.registry import load_registry
+
+    page = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+    section = page[page.index("\n## Agents\n"):page.index("\n## Step paths\n")]
+    [toml] = _fenced(section, "toml")
+    (tmp_path / "planc.toml").write_text(toml + '\n[plans.ask_twice]\nfile = "ask_twice.plan"\n', encoding="utf-8")
+    (tmp_path / "ask_twice.plan").write_text('filter(over: ["disk", "memory"], infer: "Is {item} urgent?")\n')
+    with sqlite3.connect(tmp_path / "findings.sqlite") as db:
+        db.execute("CREATE TABLE findings (id TEXT, summary TEXT, status TEXT)")
+    db.close()
+    registry = load_registry(tmp_path / "planc.toml")
+    examples = _fenced(section, "plan")
+    assert len(examples) == 3
+    for example in examples:
+        assert planc.check(example, registry=registry).diagnostics == (), example
+
+    cost_page = (ROOT / "docs" / "cost.md").read_text(encoding="utf-8")
+    [shown] = [block for block in _fenced(cost_page, "") if block.startswith("$ planc check --max-inferences 3")]
+    command, *output = shown.splitlines(keepends=True)
+    plan = next(line for line in output if line.startswith("1 | ")).removeprefix("1 | ")
+    (tmp_path / "plan.plan").write_text(plan, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*command.split()[2:])
+    assert result.exit_code == 1 and result.stderr + result.stdout == "".join(output)

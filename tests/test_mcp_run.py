@@ -13,6 +13,7 @@ import pytest
 from cli import invoke
 from mcp_servers import TIME_SERVER, toml_list
 
+from planc.backend.events import STAMP
 from planc.backend.mcp_runtime import needed_servers
 from planc.passes.check import check
 from planc.registry import ConfigError, load_registry
@@ -61,7 +62,8 @@ def test_git_status_through_planc_run(project, tmp_path):
     assert result.exit_code == 0, result.output
     status = json.loads(result.stdout)
     assert isinstance(status, str) and f"On branch {branch}" in status and "NEW" in status
-    started = [event for event in events(tmp_path / "events.jsonl") if event["event"] == "tool_started"]
+    started = [{field: value for field, value in event.items() if field not in STAMP}
+               for event in events(tmp_path / "events.jsonl") if event["event"] == "tool_started"]
     assert started == [{"event": "tool_started", "step": "1", "tool": "git__git_status",
                         "input": {"repo_path": str(repo)}, "stack": []}]
 

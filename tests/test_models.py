@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from model_server import ModelServer, model_server  # noqa: F401  (the fixture)
 
-from planc.backend.agent_loop import ToolFailure, ask_yes_no, run_agent
+from planc.backend.agent_loop import SYSTEM_PROMPT, ToolFailure, Turn, ask_yes_no, run_agent, system_message
 from planc.backend.models import ModelClient, ModelError, ToolCall
 from planc.registry.config import ConfigError, registry_from_text
 from planc.registry.tool import Tool
@@ -42,17 +42,27 @@ def run(coroutine_function):
     return main
 
 
-def agent(server, *recordings, tools=(SEARCH,), call_tool=None, **options):
+def agent(server, *recordings, tools=(SEARCH,), call_tool=None, system_prompt=None, repair_role=True, **options):
+    """Run an agent turn against `server` playing `recordings`; with `repair_role`, the `repair` role is the
+    same server's model `repair-model`."""
     server.play(*recordings)
     calls = []
 
-    async def record(name, arguments):
+    async def record(name, arguments, call_id):
         calls.append((name, arguments))
-        return await call_tool(name, arguments) if call_tool else [{"id": "INC-7", "title": "Disk full on db-1"}]
+        return await call_tool(name, arguments, call_id) if call_tool else [{"id": "INC-7", "title": "Disk full on db-1"}]
 
-    result = asyncio.run(run(lambda model: run_agent(model, "Triage the incident.", TRIAGE, list(tools), record,
-                                                     **options))(server))
-    return result, calls
+    async def main(model):
+        turn = Turn("Triage the incident.", TRIAGE, list(tools), **options)
+        repairer = client(server, "repair", extra='[models.repair]\nbase_url = "' + server.url + '"\n'
+                          'model = "repair-model"\n') if repair_role else None
+        try:
+            return await run_agent(model, turn, record, [system_message(system_prompt)], repairer)
+        finally:
+            if repairer is not None:
+                await repairer.aclose()
+
+    return asyncio.run(run(main)(server)), calls
 
 
 # --- the client
@@ -237,7 +247,7 @@ def test_a_server_that_does_not_answer_in_timeout_s_is_a_model_error(waits):
 def test_a_tool_call_goes_to_the_callback_and_its_result_back_to_the_model(model_server):
     result, calls = agent(model_server, "tool_call_search", "answer_triage")
     assert result == {"output": {"severity": "high", "summary": "Disk full on db-1"}, "iterations": 2,
-                      "tools_called": ["search"], "final": True}
+                      "tools_called": [{"tool": "search", "round": 1}], "final": True}
     assert calls == [("search", {"query": "disk full", "limit": 3})]
     first, second = model_server.bodies()
     assert [tool["function"]["name"] for tool in first["tools"]] == ["search"]
@@ -248,26 +258,26 @@ def test_a_tool_call_goes_to_the_callback_and_its_result_back_to_the_model(model
                                      "content": json.dumps([{"id": "INC-7", "title": "Disk full on db-1"}])}
 
 
-def test_the_context_and_the_system_prompt_are_sent(model_server):
+def test_the_context_is_sent_and_the_system_prompt_is_added_to_the_built_in_one(model_server):
     agent(model_server, "answer_triage", context={"id": "INC-7"}, system_prompt="You triage incidents.")
     [body] = model_server.bodies()
-    assert body["messages"][0] == {"role": "system", "content": "You triage incidents."}
+    assert body["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT + "\n\nYou triage incidents."}
     assert 'Context (JSON):\n{"id": "INC-7"}' in body["messages"][1]["content"]
 
 
 def test_a_tool_failure_goes_back_as_an_error_result(model_server):
-    async def failing(name, arguments):
+    async def failing(name, arguments, call_id):
         raise ToolFailure("the index is being rebuilt")
 
     result, calls = agent(model_server, "tool_call_search", "answer_triage", call_tool=failing)
-    assert result["final"] is True and result["tools_called"] == ["search"]
+    assert result["final"] is True and result["tools_called"] == [{"tool": "search", "round": 1}]
     assert model_server.bodies()[1]["messages"][3] == {
         "role": "tool", "tool_call_id": "call_search_1",
         "content": json.dumps({"error": "`search` failed: the index is being rebuilt"})}
 
 
 def test_any_other_exception_of_the_callback_stops_the_agent(model_server):
-    async def aborting(name, arguments):
+    async def aborting(name, arguments, call_id):
         raise RuntimeError("the gate aborted the run")
 
     with pytest.raises(RuntimeError, match="the gate aborted the run"):
@@ -286,24 +296,41 @@ def test_calls_the_agent_cannot_make_are_errors_and_not_dispatched(model_server)
 def test_tool_calls_are_at_most_max_iterations_in_all(model_server):
     result, calls = agent(model_server, "tool_call_two", "tool_call_two", "answer_triage", tools=(GET, COUNT),
                           max_iterations=3)
-    assert result["final"] is True and result["tools_called"] == ["get_incident", "count", "get_incident"]
+    assert result["final"] is True and result["tools_called"] == [
+        {"tool": "get_incident", "round": 1}, {"tool": "count", "round": 1}, {"tool": "get_incident", "round": 2}]
     assert json.loads(model_server.bodies()[2]["messages"][-2]["content"]) == {
         "error": "`count` was not called: this agent may make 3 tool calls and made them all"}
 
 
-def test_a_schema_mismatch_gets_one_repair_round(model_server):
-    result, _ = agent(model_server, "answer_triage_wrong", "answer_triage")
+def test_a_schema_mismatch_goes_to_the_repair_role_and_uses_no_round(model_server):
+    result, _ = agent(model_server, "answer_triage_wrong", "answer_triage", max_iterations=1)
+    assert result == {"output": {"severity": "high", "summary": "Disk full on db-1"}, "iterations": 1,
+                      "tools_called": [], "final": True}
+    first, repair = model_server.bodies()
+    assert (first["model"], repair["model"]) == ("test-model", "repair-model")
+    assert [m["role"] for m in repair["messages"]] == ["system", "user"] and "tools" not in repair
+    asked = repair["messages"][1]["content"]
+    assert asked.startswith("The JSON Schema:\n" + json.dumps(TRIAGE)) and '{"severity": "urgent"}' in asked
+    assert asked.endswith("What does not conform:\n- at $.severity: 'urgent' is not one of ['low', 'high']\n"
+                          "- at $: 'summary' is a required property")
+
+
+def test_a_mismatch_the_repair_role_cannot_fix_goes_back_to_the_agent_and_costs_a_round(model_server):
+    result, _ = agent(model_server, "answer_triage_wrong", "answer_triage_wrong", "answer_triage")
     assert result == {"output": {"severity": "high", "summary": "Disk full on db-1"}, "iterations": 2,
                       "tools_called": [], "final": True}
-    repair = model_server.bodies()[1]["messages"][-1]
-    assert repair["role"] == "user" and repair["content"].startswith("Your answer does not conform to the output schema:")
-    assert "- at $: 'summary' is a required property" in repair["content"]
-    assert "- at $.severity: 'urgent' is not one of ['low', 'high']" in repair["content"]
+    models = [body["model"] for body in model_server.bodies()]
+    assert models == ["test-model", "repair-model", "test-model"]  # the fix-up is tried once
+    correction = model_server.bodies()[2]["messages"][-1]
+    assert correction["role"] == "user" and correction["content"].startswith(
+        "Your answer does not conform to the output schema:\n- at $.severity: 'urgent' is not one of")
 
 
-def test_a_second_mismatch_ends_the_agent_without_output(model_server):
-    result, _ = agent(model_server, "answer_triage_wrong", "answer_triage_wrong")
+def test_mismatches_until_the_budget_runs_out_end_without_output(model_server):
+    result, _ = agent(model_server, "answer_triage_wrong", "answer_triage_wrong", "answer_triage_wrong",
+                      max_iterations=2)
     assert result == {"output": {}, "iterations": 2, "tools_called": [], "final": False}
+    assert len(model_server.requests) == 3
 
 
 def test_a_malformed_answer_costs_a_round(model_server):
@@ -322,7 +349,7 @@ def test_when_the_budget_runs_out_the_output_is_empty_and_not_final(model_server
 
 def test_the_last_round_offers_no_tools_and_its_calls_are_not_made(model_server):
     result, calls = agent(model_server, "tool_call_search", "tool_call_search", max_iterations=2)
-    assert result == {"output": {}, "iterations": 2, "tools_called": ["search"], "final": False}
+    assert result == {"output": {}, "iterations": 2, "tools_called": [{"tool": "search", "round": 1}], "final": False}
     assert len(calls) == 1
     first, last = model_server.bodies()
     assert "tools" in first and "tools" not in last
@@ -344,3 +371,18 @@ def test_an_answer_other_than_yes_or_no_is_an_error_naming_it(model_server):
     with pytest.raises(ModelError, match=r"the model answered 'Probably yes, since the outage lasted over an hour.' "
                                          r"to the yes/no question 'Is INC-7 urgent\?': only yes or no is an answer"):
         asyncio.run(run(lambda model: ask_yes_no(model, "Is INC-7 urgent?"))(model_server))
+
+
+def test_a_repair_turn_adds_a_round_even_when_the_rounds_are_used_up(model_server):
+    checked = []
+
+    async def check(answer):
+        checked.append(answer["summary"])
+        return [] if len(checked) == 2 else ["name the host"]
+
+    result, _ = agent(model_server, "answer_triage_fenced", "answer_triage", max_iterations=1, check=check,
+                      check_name="names_host", repairs=1)
+    assert result == {"output": {"severity": "high", "summary": "Disk full on db-1"}, "iterations": 2,
+                      "tools_called": [], "final": True}
+    assert checked == ["Stale cache", "Disk full on db-1"]
+    assert "tools" not in model_server.bodies()[1]  # the repair round is the last: it offers no tools

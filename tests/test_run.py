@@ -226,7 +226,7 @@ def test_an_agent_calls_its_tools_through_the_same_dispatch(project, model_serve
     events = []
     result = asyncio.run(run_plan(checked, registry=registry, hooks=Hooks(events=events.append)))
     assert result.value == {"output": {"severity": "high", "summary": "Disk full on db-1"}, "iterations": 2,
-                            "tools_called": ["search"], "final": True}
+                            "tools_called": [{"tool": "search", "round": 1}], "final": True}
     assert calls(project) == [{"tool": "search", "query": "disk full", "limit": 3}]
     assert [e["step"] for e in events if e["event"] == "tool_started"] == ["1/agent.1/search"]
     offered = [tool["function"]["name"] for tool in model_server.bodies()[0]["tools"]]

@@ -187,13 +187,14 @@ def test_model_inferences_are_recorded_and_replayed_without_the_model(project, m
     shown = invoke("show-run", run_id).stdout.splitlines()
     assert shown[1].startswith("step 1 agent -> ") and shown[2].startswith('  model:chat {"messages": ')
     assert shown[3].startswith('  search {"query": "disk full", "limit": 3}')
-    assert shown[5].startswith('step 2 filter -> ["search"]') and shown[6].startswith("  model:judge ")
+    assert shown[5].startswith('step 2 filter -> [{"tool": "search", "round": 1}]')
+    assert shown[6].startswith("  model:judge ")
     asked = len(model_server.bodies())
     monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")  # every tool raises
     monkeypatch.delenv("PLANC_TEST_MODEL_KEY")  # and the model's key is gone: replay needs neither
     replayed = invoke("replay", run_id)
     assert replayed.exit_code == 0, replayed.output
-    assert replayed.stdout == result.stdout and json.loads(replayed.stdout) == ["search"]
+    assert replayed.stdout == result.stdout and json.loads(replayed.stdout) == [{"tool": "search", "round": 1}]
     assert len(model_server.bodies()) == asked  # the model was not asked again
 
 

@@ -62,6 +62,14 @@ def test_the_query_is_the_tool_its_params_its_parameters_and_its_rows_records(pr
                                          {"id": "I3", "title": "incident 3", "severity": 4}]
 
 
+def test_a_parameter_left_out_takes_its_declared_default(project):
+    declare(project, params='{ team = { type = "string" }, limit = { type = "integer", minimum = 1, default = 2 } }')
+    (project / "p.plan").write_text('team_incidents(team: "web")\n', encoding="utf-8")
+    result = invoke("run", "p.plan")
+    assert result.exit_code == 0, result.output
+    assert [row["id"] for row in json.loads(result.stdout)] == ["I0", "I2"]
+
+
 def test_a_map_over_the_rows_is_a_bounded_loop_and_fields_are_checked(project):
     declare(project)
     registry = load_registry(project / "planc.toml")

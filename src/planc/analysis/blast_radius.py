@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from planc.analysis.agent_tools import agent_effects, agent_tools
+from planc.analysis.agent_tools import agent_check_tool, agent_effects, agent_tools
 from planc.registry.registry import Registry
 from planc.registry.tool import Effects
 
@@ -58,7 +58,7 @@ def blast_radius(resolution, registry: Registry | None) -> BlastRadius:
         if tool is None:
             effects = Effects()
         elif tool.name == "agent" and tool.provider == "builtin":
-            effects = agent_effects(agent_tools(step, registry))
+            effects = agent_effects(agent_tools(step, registry), agent_check_tool(step, registry))
         else:
             effects = tool.effects
         for group, member in (("effectful", not effects.read_only), ("destructive", effects.destructive),

@@ -68,7 +68,7 @@ def rendered_input(step: ast.Step, scope: Scope, piped) -> dict:
 async def block(run, step: ast.Step, name: str, path: str, scope: Scope, in_loop: bool, item: int | None = None):
     """Run the block of `step`'s argument `name`, its results visible only inside it."""
     block_node, label = next((found, label) for found, label in step_blocks(step) if label == name)
-    inner = attrs.evolve(scope, results=scope.results.new_child())
+    inner = attrs.evolve(scope, results=scope.results.new_child(), conversations=scope.conversations.new_child())
     suffix = "" if item is None else f"[{item}]"
     return await run.pipelines(block_node.pipelines, inner, f"{path}/{label}.", suffix, in_loop)
 
@@ -180,33 +180,82 @@ async def run_ask(run, step, path, scope, piped, in_loop):
 
 
 async def run_agent(run, step, path, scope, piped, in_loop):
-    from planc.analysis.agent_tools import matching_tools
-    from planc.backend.agent_loop import ToolFailure
+    from planc.backend.agent_loop import CheckFailed, ToolFailure, Turn, check_problems
     from planc.backend.agent_loop import run_agent as agent_loop
     from planc.backend.models import ModelError
 
     registry = run.registry
-    client = run.session.model(value(step, "model", scope), step, path)
-    tools = matching_tools(registry, value(step, "tools", scope) or ["*"])
-    calls = 0
+    conversation = _conversation(run, step, path, scope)
+    scope.conversations[step] = conversation
+    calls = checks = 0
 
-    async def call_tool(name: str, arguments: dict):
+    async def call_tool(name: str, arguments: dict, call_id: str):
         nonlocal calls
         calls += 1
         call = Call(f"{path}/agent.{calls}/{name}", registry.tools[name], arguments,
-                    scope=TemplateScope(scope, run.names))
+                    scope=TemplateScope(scope, run.names), id=call_id)
         try:
             return await run.dispatch(call, step, in_loop)
         except ToolFailed as error:  # goes back to the model, which may try again
             raise ToolFailure(str(error)) from None
 
+    async def check(answer: dict) -> list[str]:
+        nonlocal checks
+        checks += 1
+        tool = registry.tools[name]  # the check takes the answer's fields it declares
+        call = Call(f"{path}/check.{checks}/{name}", tool, {key: answer[key] for key in tool.params if key in answer})
+        try:
+            return check_problems(await run.dispatch(call, step, in_loop))
+        except ToolFailed as error:  # a check that raises fails: the model is told why
+            return [str(error)]
+
+    name = value(step, "check", scope)
+    turn = Turn(prompt=value(step, "prompt", scope), output_schema=value(step, "output_schema", scope),
+                tools=_turn_tools(run, step, path, scope, conversation), context=value(step, "context", scope, piped),
+                max_iterations=value(step, "max_iterations", scope), check=check if name is not None else None,
+                check_name=name or "", repairs=value(step, "repairs", scope))
     try:
-        return await agent_loop(client, value(step, "prompt", scope), value(step, "output_schema", scope), tools,
-                                call_tool, context=value(step, "context", scope, piped),
-                                max_iterations=value(step, "max_iterations", scope),
-                                system_prompt=value(step, "system_prompt", scope))
-    except ModelError as error:
+        return await agent_loop(run.session.model(conversation.role, step, path), turn, call_tool,
+                                conversation.messages, run.session.model("repair", step, path, instead=conversation.role))
+    except (ModelError, CheckFailed) as error:
         raise RunError(f"step {path}: {error}", step.tool) from None
+
+
+def _conversation(run, step, path: str, scope: Scope):
+    """The conversation `step` continues (`continue: $review`), or a new one."""
+    from planc.analysis.agent_tools import continued
+    from planc.backend.agent_loop import Conversation, system_message
+
+    if step.arg("continue") is None:
+        return Conversation(value(step, "model", scope), _offered(run, value(step, "tools", scope) or ["*"]),
+                            [system_message(value(step, "system_prompt", scope))])
+    earlier = continued(step, scope.targets)
+    if earlier is None or earlier not in scope.conversations:  # the check refuses this: a plan that was not checked
+        raise RunError(f"step {path}: `continue` refers to no agent step that has run", step.tool)
+    return scope.conversations[earlier]
+
+
+def _turn_tools(run, step, path: str, scope: Scope, conversation) -> list:
+    """The tools this turn offers: the conversation's, or those of them `tools` names."""
+    patterns = value(step, "tools", scope)
+    if step.arg("continue") is None or patterns is None:
+        return conversation.tools
+    tools = _offered(run, patterns)
+    widened = [tool.name for tool in tools if tool not in conversation.tools]
+    if widened:
+        raise RunError(f"step {path}: `tools` offers `{widened[0]}`, which the conversation it continues does not "
+                       "offer", step.tool)
+    return tools
+
+
+def _offered(run, patterns) -> list:
+    """The registry's tools that `patterns` match and that can run (a declared plan leading back to itself cannot)."""
+    from planc.analysis.agent_tools import matching_tools, runnable
+
+    if run.registry is None:  # no tool to offer: the step fails when it asks for a model
+        return []
+    plans = run.checked.context.plans if run.checked.context is not None else None
+    return [tool for tool in matching_tools(run.registry, patterns) if runnable(tool, plans)]
 
 
 # The handler of each control step.

@@ -6,9 +6,9 @@ schemas; the recorder answers from its record (a replay, a resume) or else the g
 refusal is recorded) and the recorder commits the intent (with the key); the tool is called, given
 its key when it takes one (here, or on the run's executor: `executor_for`); its result is made plain
 JSON data (or refused: `results.py`), recorded and validated against the tool's `returns`; events
-are sent before and after. Model inferences are recorded through the same `recorded_call`. A
-failure of the tool goes to `on_tool_error`, which may replace it: `tool_finished` then reports the
-tool's error and the replacement, each in its own field.
+are sent before and after (`tool_finished`, or `tool_failed`). Model inferences are recorded
+through the same `recorded_call`. A failure of the tool goes to `on_tool_error`, which may replace
+it: `tool_finished` then reports the tool's error and the replacement, each in its own field.
 """
 
 from __future__ import annotations
@@ -47,23 +47,25 @@ class Dispatch:
         answer = self.from_record(call, step)
         if answer is None:  # only a call that will really be made is put to the gate
             answer = await self.approved(call, step)
-        self.run.emit("tool_started", step=call.step, tool=tool.name, input=dict(call.args))
-        if isinstance(answer, Skip):
-            result = answer.result
-        elif tool.provider.startswith("plan:"):  # its own calls come this way, each recorded
-            result = await self.run.declared_plan(call, step, in_loop)
-        else:
-            try:
-                result = await self.recorded(call, in_loop)
-            except ToolFailed as refused:  # its result refused: the call was made, and ended so
-                self.run.emit("tool_finished", step=call.step, tool=tool.name, error=str(refused))
-                raise
-            except RunError:
-                raise
-            except Exception as error:  # the tool's own failure: `on_tool_error` may yet replace it for the run
-                return await self.tool_failed(call, step, error)
+        self.run.emit("tool_started", step=call.step, tool=tool.name, input=dict(call.args),
+                      **({"call_id": call.id} if call.id is not None else {}))
+        try:
+            if isinstance(answer, Skip):
+                result = answer.result
+            elif tool.provider.startswith("plan:"):  # its own calls come this way, each recorded
+                result = await self.run.declared_plan(call, step, in_loop)
+            else:
+                try:
+                    result = await self.recorded(call, in_loop)
+                except RunError:
+                    raise
+                except Exception as error:  # the tool's own failure: `on_tool_error` may yet replace it for the run
+                    return await self.tool_failed(call, step, error)
+            self.check_result(result, call, step)
+        except Exception as error:
+            self.run.emit("tool_failed", error, step=call.step, tool=tool.name)
+            raise
         self.run.emit("tool_finished", step=call.step, tool=tool.name, result=result)
-        self.check_result(result, call, step)
         return result
 
     def from_record(self, call: Call, step: ast.Step) -> Skip | None:
@@ -118,16 +120,16 @@ class Dispatch:
             limit_bytes=result_bytes(registry))
 
     async def tool_failed(self, call: Call, step: ast.Step, error: Exception):
-        """The tool raised `error` (it is recorded so): `on_tool_error` says what the run makes of it, and
-        `tool_finished` reports the error, and the replacement when there is one."""
+        """The tool raised `error` (it is recorded so): `on_tool_error` says what the run makes of it. A
+        replacement is the call's result, and `tool_finished` reports the error and the replacement; else
+        the failure is raised (and reported as `tool_failed`)."""
         action = await self.hooks.on_tool_error(call, error) if self.hooks.on_tool_error else None
         message = failed(call, error)
         if isinstance(action, Replace):
-            self.run.emit("tool_finished", step=call.step, tool=call.tool.name, error=message,
-                          replacement=action.result)
             self.check_result(action.result, call, step)
+            self.run.emit("tool_finished", ToolFailed(message), step=call.step, tool=call.tool.name,
+                          replacement=action.result)
             return action.result
-        self.run.emit("tool_finished", step=call.step, tool=call.tool.name, error=message)
         if isinstance(action, Abort):
             raise Aborted(f"step {call.step}: `{call.tool.name}` failed, and the run stops: {action.reason}",
                           step.tool, results=self.run.finished, error=error)

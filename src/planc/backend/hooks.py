@@ -42,6 +42,7 @@ class Call:
     scope: Mapping = attrs.field(factory=dict)
     stack: tuple[PlanCall, ...] = ()  # the declared plans it is in, outermost first
     key: str | None = None  # its idempotency key (planc.backend.idempotency), given by the dispatch
+    id: str | None = None  # the model's id of the call, for a call an agent's model asked for
 
 
 @attrs.frozen
@@ -95,5 +96,5 @@ class Unanswered:
 class Hooks:
     gate: Callable[[Call], Awaitable[Proceed | Skip | Abort]] | None = None
     on_tool_error: Callable[[Call, Exception], Awaitable[Propagate | Replace | Abort]] | None = None
-    events: Callable[[dict], None] | None = None  # run/step/tool/inference started and finished
+    events: Callable[[dict], None] | None = None  # the run, its steps, tool calls and inferences: events.py
     interlocutor: Callable[[Question], Awaitable[object]] | None = None  # an answer, or Unanswered

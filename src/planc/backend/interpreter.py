@@ -43,8 +43,12 @@ class RunResult:
 
 async def run_plan(checked: CheckResult, *, registry: Registry | None = None, arguments: Mapping | None = None,
                    hooks: Hooks = Hooks(), policy=None, principal: str = DEFAULT_PRINCIPAL,
-                   recorder=None, schedule: Schedule | None = None, executor=None) -> RunResult:
+                   recorder=None, schedule: Schedule | None = None, returns: Mapping | None = None,
+                   executor=None) -> RunResult:
     """Run `checked` (a plan `planc.check` accepted); RunError says what failed and where.
+
+    `returns` (a declared plan's `returns`, when it is run itself) is what its result must conform to:
+    a result it does not allow fails the run at its finish, as a call of `plan__NAME` would fail.
 
     With a `schedule` of its steps (`planc.optimize.optimize.optimize`), each top-level step starts
     as soon as the steps it waits for have finished, rather than after the step before it.
@@ -57,24 +61,40 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     """
     if not checked.ok:
         raise RunError("the plan has errors: `planc check` it first")
-    session = Session(checked, registry, recorder, executor)
+    session = Session(checked, registry, recorder, hooks.events, executor)
     run = Run(checked, session, hooks, policy, principal, by_schedule=schedule is not None)
     scope = Scope(ChainMap(), checked.resolution.targets, run_arguments(checked, arguments or {}))
     run.emit("run_started")
     try:
-        await session.open()  # the MCP servers the run may call, checked against the lock before any step
-        with plan_stop(nested=False):
-            if schedule is None:
-                value = await run.pipelines(checked.plan.pipelines, scope, prefix="", suffix="", in_loop=False)
-            else:
-                value = await run.scheduled(checked.plan.pipelines, schedule, scope)
-        result = RunResult(value)
-    except Exited as exit_:
-        result = RunResult(exit_.output, exit_.status, exit_.message)
-    finally:
-        await session.close()  # never raises: servers and models are closed whatever happened
-    run.emit("run_finished", status=result.status)
+        try:
+            await session.open()  # the MCP servers the run may call, checked against the lock before any step
+            with plan_stop(nested=False):
+                if schedule is None:
+                    value = await run.pipelines(checked.plan.pipelines, scope, prefix="", suffix="", in_loop=False)
+                else:
+                    value = await run.scheduled(checked.plan.pipelines, schedule, scope)
+            result = RunResult(value)
+        except Exited as exit_:
+            result = RunResult(exit_.output, exit_.status, exit_.message)
+        finally:
+            await session.close()  # never raises: servers and models are closed whatever happened
+        if returns is not None and result.status == "ok":
+            _check_returns(returns, result.value)
+    except RunError as error:
+        run.emit("run_finished", error, status="failed")
+        raise
+    run.emit("run_finished", status=result.status, **({"message": result.message} if result.message else {}))
     return result
+
+
+def _check_returns(returns: dict, value) -> None:
+    """A RunError when the plan's result is not what its declared `returns` allows."""
+    from jsonschema.validators import validator_for
+
+    error = next(iter(validator_for(returns)(returns).iter_errors(value)), None)
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "the result"
+        raise RunError(f"the plan's result is not what its declared `returns` allows (at {where}: {error.message})")
 
 
 def run_arguments(checked: CheckResult, arguments: Mapping) -> dict:
@@ -120,14 +140,8 @@ class Run:
         self.names = template_names(checked)  # step -> the names a template reads its result by, likewise
         self.finished: dict[str, object] = {}  # step path -> result, of every step that has finished
         self.asking = asyncio.Lock()  # one `ask` question at a time, even from a map's items running at once
+        self.emit = session.emit  # the run's events
         self.dispatch = Dispatch(self, policy, principal)
-
-    def emit(self, event: str, **fields) -> None:
-        """Send an event to the events hook; one about a step also carries the declared plans it is in."""
-        if self.hooks.events is not None:
-            if "step" in fields:
-                fields["stack"] = plan_stack.as_data(plan_stack.current())
-            self.hooks.events({"event": event, **fields})
 
     async def pipelines(self, pipelines, scope: Scope, prefix: str, suffix: str, in_loop: bool):
         """Run `pipelines` (a plan's or a block's); the result is the last step's.
@@ -198,6 +212,11 @@ class Run:
                 result = await self.dispatch(call, step, in_loop)
         except Exception as error:  # a failure, or an exit: either ends the plan
             stop.set(error)
+            if isinstance(error, Exited):
+                self.emit("step_exited", step=path, status=error.status,
+                          **({"message": error.message} if error.message else {}))
+            else:
+                self.emit("step_failed", error, step=path)
             raise
         self.finished[path] = result
         self.emit("step_finished", step=path, result=result)

@@ -17,7 +17,7 @@ from planc.backend.hooks import Call
 from planc.backend.models import ModelClient, ModelError, Reply
 from planc.backend.stop import current as current_stop
 from planc.backend.values import ToolFailed
-from planc.registry.declarations import RESULT_BYTES
+from planc.registry.declarations import RESULT_BYTES, ModelConfig
 from planc.registry.tool import Effects, Tool
 
 # What asking a model may do: nothing in the world (so it may be asked again), not deterministic.
@@ -29,16 +29,20 @@ def model_tool(role: str) -> Tool:
 
 
 class StepModel:
-    """The model of `role` as the step at `path` asks it: every `chat` goes through `recorder`.
+    """The model of `role` as the step at `path` asks it: every `chat` goes through `recorder`, and sends
+    `model_started`, then `model_finished` (with the reply's token usage) or `model_failed`, to `emit`.
 
     `connect` gives the real client; it is only called when an inference is really made, so a
-    replay needs neither the endpoint nor its API key.
+    replay needs neither the endpoint nor its API key. `config`, the role's `[models.*]`, names the
+    model in the events.
     """
 
     def __init__(self, connect: Callable[[], ModelClient], role: str, path: str, recorder=None, step=None,
-                 limit_bytes: int = RESULT_BYTES) -> None:
+                 limit_bytes: int = RESULT_BYTES, emit: Callable[..., None] | None = None,
+                 config: ModelConfig | None = None) -> None:
         self.connect, self.role, self.path, self.recorder, self.step = connect, role, path, recorder, step
         self.limit_bytes = limit_bytes  # `[limits] result_bytes`: a longer reply is refused like a tool's result
+        self.emit, self.config = emit, config
         self.client: ModelClient | None = None  # once connected
 
     def connected(self) -> ModelClient:
@@ -58,6 +62,27 @@ class StepModel:
     async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
                    response_format: Mapping | None = None, extra: Mapping | None = None) -> Reply:
         current_stop().check(self.path, getattr(self.step, "tool", None))  # no inference after a failure
+        self.sent("model_started", **self.named())
+        try:
+            reply = await self.recorded(messages, tools, response_format, extra)
+        except Exception as error:
+            self.sent("model_failed", error)
+            raise
+        self.sent("model_finished", usage=dict(reply.usage))
+        return reply
+
+    def sent(self, event: str, error: Exception | None = None, **fields) -> None:
+        if self.emit is not None:
+            self.emit(event, error, step=self.path, role=self.role, **fields)
+
+    def named(self) -> dict:
+        """What the events say of the model: its name, its provider and where it answers."""
+        config = self.config
+        return {} if config is None else {"model": config.model, "provider": config.provider, "url": config.base_url}
+
+    async def recorded(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None, response_format: Mapping | None,
+                       extra: Mapping | None) -> Reply:
+        """The reply, from the record (a replay, a resume) or asked for and recorded."""
         if self.recorder is None:
             return await self.connected().chat(messages, tools=tools, response_format=response_format, extra=extra)
         asked: dict = {"messages": list(messages), "tools": [tool.name for tool in tools or ()]}

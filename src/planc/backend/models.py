@@ -123,6 +123,11 @@ def tool_definition(tool: Tool) -> dict:
     return {"type": "function", "function": function}
 
 
+def role_config(registry: Registry, role: str) -> ModelConfig | None:
+    """The model of `role`: `[models.<role>]`, else `[models.default]`; None when planc.toml has neither."""
+    return registry.models.get(role, registry.models.get(DEFAULT_MODEL_ROLE))
+
+
 class ModelClient:
     """A chat-completions client for one `[models.NAME]`; use it in `async with`, or `aclose()` it."""
 
@@ -141,12 +146,12 @@ class ModelClient:
     @classmethod
     def for_role(cls, registry: Registry, role: str) -> ModelClient:
         """The client for `role`: `[models.<role>]`, else `[models.default]`."""
-        name = role if role in registry.models else DEFAULT_MODEL_ROLE
-        if name not in registry.models:
+        config = role_config(registry, role)
+        if config is None:
             where = registry.source or "planc.toml"
             raise ModelError(f"no model for the role `{role}`: {where} has neither [models.{role}] "
                              f"nor [models.{DEFAULT_MODEL_ROLE}]")
-        return cls(registry.models[name])
+        return cls(config)
 
     async def __aenter__(self) -> ModelClient:
         return self

@@ -17,26 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from planc.registry.builtins import CONTROL_STEPS
 
 INPUT_CHARS = 80
-
-
-def fan_out(*sinks: Callable[[dict], None] | None) -> Callable[[dict], None] | None:
-    """One event sink that hands every event to each of `sinks` (None ones left out)."""
-    live = [sink for sink in sinks if sink is not None]
-    if not live:
-        return None
-    if len(live) == 1:
-        return live[0]
-
-    def sink(event: dict) -> None:
-        for each in live:
-            each(event)
-
-    return sink
 
 
 def summary(value: object) -> str:
@@ -66,11 +51,13 @@ def line(event: dict) -> str | None:
     '[3] map ...'
     >>> line({"event": "tool_finished", "step": "2", "tool": "get", "error": "...", "replacement": {}})
     '[2] get -> failed, replaced by object'
+    >>> line({"event": "tool_failed", "step": "2", "tool": "get", "error": "...", "error_type": "ToolFailed"})
+    '[2] get -> failed'
     """
     kind, step = event.get("event"), event.get("step")
     if kind == "tool_started":
         return f"[{step}] {event['tool']} {_short(json.dumps(event.get('input', {}), ensure_ascii=False, default=str))}"
-    if kind == "tool_finished" and "error" in event:
+    if kind == "tool_failed" or (kind == "tool_finished" and "error" in event):
         replaced = f", replaced by {summary(event['replacement'])}" if "replacement" in event else ""
         return f"[{step}] {event['tool']} -> failed{replaced}"
     if kind == "tool_finished":

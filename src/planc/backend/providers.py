@@ -69,7 +69,8 @@ async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp, key: 
         from planc.registry.sql_tools import run_query
 
         path = Path(tool.provider[len("sql:"):])
-        return await in_thread(lambda **arguments: run_query(path, tool.query, arguments), args)
+        defaults = {param: schema["default"] for param, schema in tool.params.items() if "default" in schema}
+        return await in_thread(lambda **arguments: run_query(path, tool.query, arguments), {**defaults, **args})
     if tool.provider.startswith("python:"):
         if tool.idempotency_key is not None and key is not None:
             args = {**args, tool.idempotency_key: key}

@@ -3,8 +3,9 @@
 `RecordedRun.record` starts a new run: it keeps the files the run reads (planc.toml, its lock,
 the policy) by hash, stores the plan as compiled and commits the run's row. `resume` continues
 a run whose process died, in the same record; `replay` runs a recorded run again from its
-record, writing nothing. `execute` runs the plan, with every event recorded, and commits how the
-run ended: ok, error (an exit with status error), failed, or interrupted (SIGINT or SIGTERM).
+record, writing nothing. `execute` runs the plan, every event stamped with the run's id, its number
+in the run and its time (`events.py`) and recorded, and commits how the run ended: ok, error (an
+exit with status error), failed, or interrupted (SIGINT or SIGTERM).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import attrs
 from planc.backend.hooks import Hooks
 from planc.backend.interpreter import RunResult, run_arguments, run_plan
 from planc.backend.interrupts import Interrupted, Interrupts
-from planc.backend.progress import fan_out
+from planc.backend.events import Stamp, fan_out
 from planc.backend.values import RunError
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
@@ -43,6 +44,7 @@ class RecordedRun:
     arguments: Mapping
     recorder: Recorder | Replay | Resume
     store: RunStore | None = None
+    returns: Mapping | None = None  # what the result must conform to: the `returns` of a declared plan run itself
 
     @property
     def run_id(self) -> str:
@@ -60,20 +62,22 @@ class RecordedRun:
                    "code_tools": code_tools(registry)}
         recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
                                                    options, batch))
-        return cls(checked, registry, policy, principal, arguments, recorder, store)
+        return cls(checked, registry, policy, principal, arguments, recorder, store, options.get("returns"))
 
     @classmethod
     def resume(cls, store: RunStore, run: dict, checked: CheckResult, *, registry: Registry | None,
                policy: Policy | None, principal: str, unattended: bool = False) -> RecordedRun:
         """`run` (a run that did not finish) continued in its own record; `unattended`: it was made under
         --approve and nobody can be asked, so it makes no effectful call it had not made."""
-        return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run, unattended), store)
+        return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run, unattended), store,
+                   run["options"].get("returns"))
 
     @classmethod
     def replay(cls, run: dict, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
                principal: str) -> RecordedRun:
         """`run` again, every tool and model result from its record: nothing is called, nothing written."""
-        return cls(checked, registry, policy, principal, run["arguments"], Replay(run))
+        return cls(checked, registry, policy, principal, run["arguments"], Replay(run),
+                   returns=run["options"].get("returns"))
 
     def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
                 interrupts: Interrupts | None = None, executor=None) -> RunResult:
@@ -87,12 +91,13 @@ class RecordedRun:
                 raise self.interrupted(error, hooks) from None
 
     async def running(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None, executor=None) -> RunResult:
-        """Run the plan, with every event recorded, and record how it ended: ok, error, or failed (a RunError,
-        raised once recorded). A cancellation (a signal) goes through: `interrupted` records it."""
+        """Run the plan, with every event stamped and recorded, and record how it ended: ok, error, or failed
+        (a RunError, raised once recorded). A cancellation (a signal) goes through: `interrupted` records it."""
         try:
             result = await run_plan(self.checked, registry=self.registry, arguments=self.arguments,
                                     hooks=self.recorded_hooks(hooks), policy=self.policy, principal=self.principal,
-                                    recorder=self.recorder, schedule=schedule, executor=executor)
+                                    recorder=self.recorder, schedule=schedule, returns=self.returns,
+                                    executor=executor)
         except Interrupted:
             raise
         except RunError as error:
@@ -108,13 +113,16 @@ class RecordedRun:
                                 f"`planc resume {self.run_id}` continues it")
         events = self.recorded_hooks(hooks).events
         with contextlib.suppress(RunError):  # an events file or a store that fails: the status says it
-            events({"event": "run_finished", "status": "interrupted"})
+            events({"event": "run_finished", "status": "interrupted", "error": str(error),
+                    "error_type": type(error).__name__})
         self._finish("interrupted", message=str(error))
         return error
 
     def recorded_hooks(self, hooks: Hooks) -> Hooks:
-        """`hooks` with every event also told to the recorder."""
-        return attrs.evolve(hooks, events=fan_out(hooks.events, self.recorder.event))
+        """`hooks` with every event stamped (`events.Stamp`, numbered after those already recorded) and also
+        told to the recorder."""
+        return attrs.evolve(hooks, events=Stamp(self.run_id, self.recorder.events,
+                                                fan_out(hooks.events, self.recorder.event)))
 
     def _finish(self, status: str, output=None, message: str | None = None) -> None:
         """Record how the run ended; when the store cannot, a RunStoreError saying both how it ended and

@@ -1,5 +1,5 @@
-"""What one run holds open from before its first step to after its last: its recorder, MCP servers and models,
-and the executor its Python tool calls may be made on.
+"""What one run holds open from before its first step to after its last: its recorder, MCP servers,
+models, the sink its events go to (`events.py`), and the executor its Python tool calls may be made on.
 
 The recorder is the run store's side of a run (`planc.store.run_store`): it is told of every real
 tool call and model inference, and a replay answers them from its record, so a replay starts no
@@ -8,12 +8,16 @@ MCP server and needs no model endpoint.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import Callable
 from typing import Protocol
 
+from planc.backend import plan_stack
 from planc.backend.hooks import Call, Skip
 from planc.backend.mcp_runtime import McpRuntime
 from planc.backend.values import RunError
+from planc.registry.declarations import DEFAULT_MODEL_ROLE
 from planc.registry.registry import Registry
 from planc.syntax import ast
 
@@ -44,19 +48,36 @@ class Recorder(Protocol):
 
 
 class Session:
-    """The recorder, MCP servers and models of one run; `open` before the first step, `close` after the last.
+    """The recorder, MCP servers, models and events of one run; `open` before the first step, `close` after
+    the last.
 
-    `run_id` is the run's: the recorder's, or one of its own for a run that is not recorded.
-
-    The `executor` (a backend.ray_executor.RayExecutor, or None: this process) is connected before the run
+    `run_id` is the run's: the recorder's, or one of its own for a run that is not recorded. The
+    `executor` (a backend.ray_executor.RayExecutor, or None: this process) is connected before the run
     and closed by whoever connected it, as a batch's runs share one."""
 
-    def __init__(self, checked, registry: Registry | None, recorder: Recorder | None = None, executor=None) -> None:
-        self.registry, self.recorder = registry, recorder
+    def __init__(self, checked, registry: Registry | None, recorder: Recorder | None = None,
+                 events: Callable[[dict], None] | None = None, executor=None) -> None:
+        self.registry, self.recorder, self.events = registry, recorder, events
         self.executor = executor
         self.run_id = recorder.run_id if recorder is not None else uuid.uuid4().hex
         self.mcp = McpRuntime(checked, registry)
         self.clients: dict = {}  # role -> ModelClient, made on first use
+
+    def emit(self, event: str, error: Exception | None = None, **fields) -> None:
+        """Send one of the run's events (`event` names it) to the events hook, if there is one.
+
+        An event about an `error` carries its message and kind (`error_type`: ToolFailed, ModelError,
+        ...); a sink that fails then (an events file on a full disk) does not hide that error.
+        """
+        if self.events is None:
+            return
+        if "step" in fields:  # an event about a step also carries the declared plans it is in
+            fields["stack"] = plan_stack.as_data(plan_stack.current())
+        if error is None:
+            self.events({"event": event, **fields})
+            return
+        with contextlib.suppress(RunError):
+            self.events({"event": event, **fields, "error": str(error), "error_type": type(error).__name__})
 
     @property
     def calls_tools(self) -> bool:
@@ -73,16 +94,24 @@ class Session:
         for client in self.clients.values():
             await client.aclose()
 
-    def model(self, role: str, step: ast.Step, path: str):
-        """The model of `role` as the step at `path` asks it, every inference through the recorder."""
+    def model(self, role: str, step: ast.Step, path: str, instead: str | None = None):
+        """The model of `role` as the step at `path` asks it, every inference through the recorder and sent
+        as events; the model of the role `instead` when planc.toml declares neither `[models.<role>]` nor
+        `[models.default]`."""
         from planc.backend.model_calls import StepModel
+
+        models = self.registry.models if self.registry is not None else {}
+        if instead is not None and role not in models and DEFAULT_MODEL_ROLE not in models:
+            role = instead
 
         if self.calls_tools:
             self.client(role, step, path)  # a model that is not configured fails here, before the step asks it
         from planc.backend.dispatch import result_bytes
+        from planc.backend.models import role_config
 
         return StepModel(lambda: self.client(role, step, path), role, path, self.recorder, step,
-                         result_bytes(self.registry))
+                         result_bytes(self.registry), emit=self.emit,
+                         config=role_config(self.registry, role) if self.registry is not None else None)
 
     def client(self, role: str, step: ast.Step, path: str):
         """The model client of `role` (`[models.<role>]`, else `[models.default]`), made once per run."""

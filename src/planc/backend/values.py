@@ -10,6 +10,7 @@ scanned again, so a tool's output cannot inject a reference.
 from __future__ import annotations
 
 import json
+from collections import ChainMap
 from collections.abc import Mapping
 
 import attrs
@@ -67,6 +68,8 @@ class Scope:
     arguments: Mapping  # $args
     bindings: Mapping = attrs.field(factory=dict)  # item, index, accumulator
     fields: Mapping | None = None  # the current item, in a filter condition
+    # Agent step -> its conversation (`agent_loop.Conversation`), visible where its results are.
+    conversations: ChainMap = attrs.field(factory=ChainMap)
 
     def bind(self, **names) -> Scope:
         return attrs.evolve(self, bindings={**self.bindings, **names})

@@ -48,7 +48,8 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
     """Run PLAN once per line of --args FILE, each run recorded in the run store with the batch's id.
 
     Every line is checked before any runs: a line that is not a JSON object of arguments, or with which
-    the plan does not check (the --max-* budgets included), is reported as refused and never runs. The summary at the end counts the
+    the plan does not check, is reported as refused and never runs; the --max-* budgets hold as for
+    `planc run`. The summary at the end counts the
     lines ok, failed, exited (an exit step with status error), refused and interrupted, and what they
     cost. `planc batch --resume BATCH` finishes a batch that was stopped: only what did not finish.
 

@@ -17,6 +17,13 @@ STORE_OPTION = click.option("--store", type=click.Path(dir_okay=False), envvar="
                             help="The run store (default: $PLANC_STORE, else planc.toml's `store`, else "
                                  ".planc/runs.sqlite beside the planc.toml, else in the working directory).")
 
+EVENTS_OPTION = click.option("--events", type=click.Path(dir_okay=False),
+                             help="Write the run's events to FILE as JSON lines, each with its time, run and number.")
+OTEL_OPTION = click.option("--otel", is_flag=True,
+                           help="Send the run as OpenTelemetry spans over OTLP/HTTP, where OTEL_EXPORTER_OTLP_ENDPOINT "
+                                "says (default http://localhost:4318); setting that variable does the same. Needs "
+                                "pip install 'planc[otel]'.")
+
 
 def budget_options(command):
     """`--max-usd`, `--max-calls`, `--max-inferences`: a plan that may cost more is E401."""

@@ -41,6 +41,12 @@ def plan_arguments(registry, path: str):
     return registry.plan_arguments(Path(path)) if registry and path != "-" else None
 
 
+def plan_returns(registry, path: str):
+    """The `returns` of the plan file `path` when planc.toml declares it: what its result must conform to."""
+    declared = registry.plans.for_file(Path(path)) if registry and path != "-" else None
+    return declared.returns if declared is not None else None
+
+
 def principal_for(registry, principal: str | None) -> str:
     """Who the plan runs for: `--principal`, else planc.toml's `principal`, else anonymous; checked."""
     from planc.passes.policy.load import PolicyError, check_principal, principal_of

@@ -11,6 +11,8 @@ from planc.cli.files import read_file
 from planc.cli.options import (
     ANSWERS_OPTION,
     CONFIG_OPTION,
+    EVENTS_OPTION,
+    OTEL_OPTION,
     POLICY_OPTION,
     PRINCIPAL_OPTION,
     STORE_OPTION,
@@ -19,8 +21,19 @@ from planc.cli.options import (
 )
 from planc.cli.plans import checked_to_run, optimized_plan
 from planc.cli.printing import console, print_checked
-from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for
-from planc.cli.runs import ask_hook, executor_for, open_store, print_result, run_failed, solver_client, tool_output_to_stderr
+from planc.cli.project import find_policy, find_registry, plan_arguments, plan_returns, principal_for
+from planc.cli.runs import (
+    ask_hook,
+    events_file,
+    events_writer,
+    executor_for,
+    open_store,
+    print_result,
+    run_failed,
+    run_traces,
+    solver_client,
+    tool_output_to_stderr,
+)
 from planc.cli.usage import UsageError
 
 
@@ -32,7 +45,8 @@ from planc.cli.usage import UsageError
 @click.option("--arg", "args", multiple=True, metavar="NAME=VALUE",
               help="A run argument, read by `$args.NAME`, as its declared type (a string keeps the text).")
 @click.option("--arg-json", "json_args", multiple=True, metavar="NAME=JSON", help="A run argument given as JSON.")
-@click.option("--events", type=click.Path(dir_okay=False), help="Write the run's events to FILE as JSON lines.")
+@EVENTS_OPTION
+@OTEL_OPTION
 @click.option("--finish", type=click.Choice(["output", "none", "solver"]), default="output", show_default=True,
               help="Print the plan's result as JSON, nothing, or the `solver` model's report on it (--query).")
 @click.option("--query", help="With --finish solver: what the report answers.")
@@ -45,10 +59,10 @@ from planc.cli.usage import UsageError
 @STORE_OPTION
 @executor_options
 def run_command(plan: str, config: str | None, policy_file: str | None, principal: str | None,
-                args: tuple[str, ...], json_args: tuple[str, ...], events: str | None, finish: str, query: str | None,
-                approve: bool, answers_file: str | None, optimize: bool, extract: bool, max_usd: float | None,
-                max_calls: int | None, max_inferences: int | None, store: str | None, executor: str | None,
-                ray_address: str | None) -> None:
+                args: tuple[str, ...], json_args: tuple[str, ...], events: str | None, otel: bool, finish: str,
+                query: str | None, approve: bool, answers_file: str | None, optimize: bool, extract: bool,
+                max_usd: float | None, max_calls: int | None, max_inferences: int | None, store: str | None,
+                executor: str | None, ray_address: str | None) -> None:
     """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error, 130 interrupted.
 
     Progress goes to stderr; stdout holds the result only. With --executor ray, the Python tool calls of
@@ -90,7 +104,8 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         checked, schedule = optimized.checked, optimized.schedule
     from planc.backend.approve import approval_gate
     from planc.backend.interrupts import Interrupts
-    from planc.backend.progress import Progress, fan_out
+    from planc.backend.events import fan_out
+    from planc.backend.progress import Progress
     from planc.backend.recorded_run import RecordedRun
     from planc.store.run_store import RunStoreError
 
@@ -98,60 +113,39 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     most = checked.cost.total.calls if checked.cost is not None else None
     progress = Progress(err, int(most.high) if most is not None and most.bounded else None)
     answer = ask_hook(answers_file, err, progress.paused)  # a file that cannot be used: exit 2, nothing run
-    sink = _events_file(events) if events else None  # before the run is recorded: a bad path runs nothing
+    traces = run_traces(otel, Path(plan).name, plan)  # before the run is recorded, so that --otel without
+    sink = events_file(events) if events else None  # OpenTelemetry, or an --events FILE it cannot write, runs nothing
     runs = open_store(store, registry)
     # Connected before the run is recorded: a cluster that cannot be reached records nothing. A signal from
     # the moment the run is recorded ends it as interrupted.
-    with executor_for(executor, ray_address, registry, runs.path) as (how, connected), Interrupts() as interrupts:
-        options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
-                   "policy": str(Path(policy_file).resolve()) if policy_file else None,
-                   "finish": finish, "query": query, "approve": approve,
-                   "budget": [max_usd, max_calls, max_inferences],
-                   "executor": {"kind": how.kind, "address": how.address}}
+    with traces as spans:  # sent once the result is out
+        with executor_for(executor, ray_address, registry, runs.path) as (how, connected), \
+                Interrupts() as interrupts:
+            options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
+                       "policy": str(Path(policy_file).resolve()) if policy_file else None,
+                       "finish": finish, "query": query, "approve": approve,
+                       "budget": [max_usd, max_calls, max_inferences], "returns": plan_returns(registry, plan),
+                       "executor": {"kind": how.kind, "address": how.address}}
+            try:
+                recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
+                                              arguments=arguments, options=options)
+            except RunStoreError as error:  # nothing ran: an I/O problem, as a store that cannot be opened
+                raise UsageError(str(error)) from None
+            click.echo(f"run: {recorded.run_id}", err=True)
+            hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
+                          events=fan_out(events_writer(sink, events), progress.sink, spans), interlocutor=answer)
+            try:
+                with progress, tool_output_to_stderr():
+                    result = recorded.execute(hooks, schedule, interrupts, connected)
+            except RunError as error:
+                run_failed(error)
+            finally:
+                if sink:
+                    sink.close()
         try:
-            recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
-                                          arguments=arguments, options=options)
-        except RunStoreError as error:  # nothing ran: an I/O problem, as a store that cannot be opened
-            raise UsageError(str(error)) from None
-        click.echo(f"run: {recorded.run_id}", err=True)
-        writer = _events_writer(sink, events) if sink else None
-        hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
-                      events=fan_out(writer, progress.sink), interlocutor=answer)
-        try:
-            with progress, tool_output_to_stderr():
-                result = recorded.execute(hooks, schedule, interrupts, connected)
-        except RunError as error:
-            run_failed(error)
+            print_result(result, finish, query, lambda: solver, recorded.recorder)
         finally:
-            if sink:
-                sink.close()
-    try:
-        print_result(result, finish, query, lambda: solver, recorded.recorder)
-    finally:
-        runs.close()
-
-
-def _events_file(path: str):
-    """`--events FILE` opened for writing, or a UsageError naming it (a missing folder, no permission)."""
-    try:
-        return open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed when the run ends
-    except OSError as error:
-        raise UsageError(f"--events {path}: cannot write the events there: {error.strerror}") from None
-
-
-def _events_writer(sink, path: str):
-    """Each event as a JSON line in `sink`; a failure to write it (a full disk) fails the run, naming the file."""
-    import json
-
-    from planc.backend.values import RunError
-
-    def write(event: dict) -> None:
-        try:
-            sink.write(json.dumps(event, default=str) + "\n")
-        except OSError as error:
-            raise RunError(f"--events {path}: cannot write the events there: {error.strerror}") from None
-
-    return write
+            runs.close()
 
 
 @click.command("compile")

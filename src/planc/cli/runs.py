@@ -1,7 +1,9 @@
-"""What `planc run`, `replay`, `resume` and `batch` share: the run store, the executor, the solver, and the end of a run."""
+"""What `planc run`, `replay`, `resume` and `batch` share: the run store, the executor, the events file, the
+traces, the solver, and the end of a run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -87,6 +89,59 @@ def ask_hook(answers_file: str | None, console, pause=None):
         except ValueError as error:
             raise UsageError(str(error)) from None
     return interlocutor(console, answers=answers, source=answers_file, terminal=sys.stdin.isatty(), pause=pause)
+
+
+def events_file(path: str):
+    """`--events FILE` opened for writing, or a UsageError naming it (a missing folder, no permission)."""
+    try:
+        return open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed when the run ends
+    except OSError as error:
+        raise UsageError(f"--events {path}: cannot write the events there: {error.strerror}") from None
+
+
+def events_writer(sink, path: str):
+    """Each event as a JSON line in `sink` (None: no writer); a failure to write it (a full disk) fails the run,
+    naming the file."""
+    if sink is None:
+        return None
+    import json
+
+    from planc.backend.values import RunError
+
+    def write(event: dict) -> None:
+        try:
+            sink.write(json.dumps(event, default=str) + "\n")
+        except OSError as error:
+            raise RunError(f"--events {path}: cannot write the events there: {error.strerror}") from None
+
+    return write
+
+
+# Either turns traces on without --otel, as for any OpenTelemetry program.
+OTLP_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+INSTALL_OTEL = "pip install 'planc[otel]'"
+
+
+def run_traces(otel: bool, name: str, plan: str | None = None):
+    """A context manager around a run that gives the events sink of its spans (`planc.backend.traces`), or
+    None when the run is not traced: traced with `--otel`, or when an OTLP endpoint variable is set.
+
+    Without OpenTelemetry installed, `--otel` is a UsageError before anything is recorded, and a variable
+    set is a warning (the run goes on untraced).
+    """
+    variable = next((each for each in OTLP_VARIABLES if os.environ.get(each)), None)
+    if not otel and variable is None:
+        return contextlib.nullcontext()
+    try:
+        from planc.backend.traces import traced
+    except ImportError:
+        if otel:
+            raise UsageError(f"--otel sends the run as OpenTelemetry spans, and OpenTelemetry is not installed: "
+                             f"{INSTALL_OTEL}") from None
+        click.echo(f"warning: {variable} is set, and this run is not traced: OpenTelemetry is not installed "
+                   f"({INSTALL_OTEL})", err=True)
+        return contextlib.nullcontext()
+    return traced(name, plan, warn=lambda text: click.echo(f"warning: {text}", err=True))
 
 
 def run_failed(error) -> NoReturn:

@@ -10,6 +10,8 @@ from planc.cli.files import read_file
 from planc.cli.options import (
     ANSWERS_OPTION,
     CONFIG_OPTION,
+    EVENTS_OPTION,
+    OTEL_OPTION,
     POLICY_OPTION,
     PRINCIPAL_OPTION,
     STORE_OPTION,
@@ -18,7 +20,18 @@ from planc.cli.options import (
 from planc.cli.plans import checked_to_run
 from planc.cli.printing import console
 from planc.cli.project import find_policy, find_registry
-from planc.cli.runs import ask_hook, executor_for, open_store, print_result, run_failed, solver_client, tool_output_to_stderr
+from planc.cli.runs import (
+    ask_hook,
+    events_file,
+    events_writer,
+    executor_for,
+    open_store,
+    print_result,
+    run_failed,
+    run_traces,
+    solver_client,
+    tool_output_to_stderr,
+)
 from planc.cli.usage import UsageError
 
 
@@ -280,10 +293,12 @@ def _as_recorded(run: dict, config: str | None, policy_file: str | None, princip
 @PRINCIPAL_OPTION
 @click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful call it makes.")
 @ANSWERS_OPTION
+@EVENTS_OPTION
+@OTEL_OPTION
 @executor_options
 def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
-                   principal: str | None, approve: bool, answers_file: str | None, executor: str | None,
-                   ray_address: str | None) -> None:
+                   principal: str | None, approve: bool, answers_file: str | None, events: str | None, otel: bool,
+                   executor: str | None, ray_address: str | None) -> None:
     """Continue RUN, which did not finish, in the same run record.
 
     Calls with a recorded outcome end as they did; a call whose outcome is unknown is called again
@@ -291,10 +306,11 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     else the run stops with "outcome unknown". A question `ask` left open is asked again (--answers).
     A run made with --approve asks again before every effectful call resume makes, and without a
     terminal makes none. Its calls are made as the run's were (--executor), unless --executor says
-    otherwise.
+    otherwise. Its events are numbered on from the last the run recorded.
     Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error, 130 interrupted.
     """
     from planc.backend.approve import approval_gate
+    from planc.backend.events import fan_out
     from planc.backend.hooks import Hooks
     from planc.backend.interrupts import Interrupts
     from planc.backend.recorded_run import RecordedRun
@@ -328,24 +344,31 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     asks = approve or (run["options"].get("approve", False) and sys.stdin.isatty())
     unattended = run["options"].get("approve", False) and not asks
     err = console(stderr=True)
-    hooks = Hooks(gate=approval_gate(err) if asks else None, interlocutor=ask_hook(answers_file, err))
+    answer = ask_hook(answers_file, err)  # a file that cannot be used: exit 2, nothing resumed
+    traces = run_traces(otel, run_id)  # before the run is taken up, so that --otel without OpenTelemetry,
+    sink = events_file(events) if events else None  # or an --events FILE it cannot write, resumes nothing
     runs = open_store(store)
-    recorded = run["options"].get("executor")
-    with executor_for(executor, ray_address, registry, runs.path, recorded) as (_, connected), \
-            Interrupts() as interrupts:
-        run = _leased_run(runs, run_id)  # as it is now that this process alone records into it
-        resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
-                                     unattended=unattended)
-        click.echo(f"run: {run_id} (resumed)", err=True)
+    with traces as spans:
+        with executor_for(executor, ray_address, registry, runs.path, run["options"].get("executor")) as \
+                (_, connected), Interrupts() as interrupts:
+            run = _leased_run(runs, run_id)  # as it is now that this process alone records into it
+            resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
+                                         unattended=unattended)
+            click.echo(f"run: {run_id} (resumed)", err=True)
+            hooks = Hooks(gate=approval_gate(err) if asks else None,
+                          events=fan_out(events_writer(sink, events), spans), interlocutor=answer)
+            try:
+                with tool_output_to_stderr():
+                    result = resumed.execute(hooks, interrupts=interrupts, executor=connected)
+            except RunError as error:
+                runs.close()
+                run_failed(error)
+            finally:
+                if sink:
+                    sink.close()
+        options = run["options"]
         try:
-            with tool_output_to_stderr():
-                result = resumed.execute(hooks, interrupts=interrupts, executor=connected)
-        except RunError as error:
+            print_result(result, options.get("finish", "output"), options.get("query"),
+                         lambda: solver_client(registry), resumed.recorder)
+        finally:
             runs.close()
-            run_failed(error)
-    options = run["options"]
-    try:
-        print_result(result, options.get("finish", "output"), options.get("query"), lambda: solver_client(registry),
-                     resumed.recorder)
-    finally:
-        runs.close()

@@ -151,8 +151,9 @@ _ALL = [
          registry="[limits]\nplan_bytes = 40\n"),
     Code("E200", "unknown tool",
          "The step calls a tool that is neither a control step nor declared in the registry "
-         "(planc.toml, its MCP lock, its plans). The hint names the closest tools.",
-         {"unknown_tool": "unknown tool `{name}`"},
+         "(planc.toml, its MCP lock, its plans), or an agent's `check` names a tool the registry does not "
+         "have. The hint names the closest tools.",
+         {"unknown_tool": "unknown tool `{name}`", "unknown_check": "`check` names `{name}`, which is not a tool"},
          'serch(query: "outages", limit: 5)', registry=INCIDENT_TOOLS),
     Code("E201", "unknown argument for this tool",
          "The tool has no parameter of that name. The hint names the closest parameters, or all "
@@ -235,6 +236,25 @@ _ALL = [
              "errors": "`{name}` cannot run: {file} has {count} error{plural}",
          },
          'plan__broken()', registry=INCIDENT_TOOLS + '\n[plans.broken]\nfile = "docs/examples/broken.plan"\n'),
+    Code("E212", "a conversation that cannot continue this way",
+         "`agent(..., continue: $review)` sends its prompt into the conversation of the earlier agent step "
+         "`$review`: its messages, tool calls and results, with the same model and system prompt. So "
+         "`continue` takes a reference to an agent step (not a part of its result), a continuing step "
+         "does not give `model` or `system_prompt`, and its `tools` may narrow the tools the "
+         "conversation's first step offered but never add one. The turns of one conversation are taken "
+         "in text order: from inside a `map` whose items run at the same time they would interleave, so "
+         "a `map` whose body continues a conversation begun outside it needs `concurrency: 1` (one "
+         "follow-up per item, in order).",
+         {
+             "not_agent": "`continue` takes a reference to an earlier agent step, like `$review`, found {found}",
+             "kept": "`{param}` cannot change in a conversation: a continuing step keeps the first step's (step {first})",
+             "widened": "`{pattern}` offers `{tool}`, which the conversation's first step (step {first}) does not offer",
+             "concurrency": "this `map` runs {concurrency} items at once, and its body continues the conversation "
+                            "of step {first}: its turns would interleave",
+         },
+         'review = agent(prompt: "Review the outages", output_schema: {type: "object"}, tools: ["search"])\n'
+         'agent(prompt: "Tell the team", output_schema: {type: "object"}, continue: $review, tools: ["notify"])',
+         registry=INCIDENT_TOOLS),
     Code("E300", "argument value does not match the parameter's type",
          "A literal argument is validated against the JSON Schema of its parameter, and the message "
          "says in words what was expected and what was found. A reference, a template or a piped "
@@ -279,8 +299,9 @@ _ALL = [
     Code("E303", "invalid control-step input",
          "A control step's input that cannot work: a one-of group given twice or not at all (both "
          "`where` and `do` on a `filter`, neither `when` nor `infer` on a `decide`), an agent's "
-         "`output_schema` that is not a JSON Schema of an object, `max_iterations` below 1, or "
-         "`tools: []`.",
+         "`output_schema` that is not a JSON Schema of an object, `max_iterations` below 1, "
+         "`tools: []`, a `check` that is not a tool's name or whose required parameters the output schema "
+         "does not require (the check is called with the answer's fields), or `repairs` without a `check`.",
          {
              "none_of": "`{tool}` gives none of {options}: it takes exactly one",
              "more_than_one": "`{tool}` gives more than one of {options}: it takes exactly one",
@@ -290,6 +311,10 @@ _ALL = [
              "schema_not_record": "`output_schema` must be a JSON Schema of an object, found {found}",
              "not_object_schema": "`output_schema` must be an object schema (`type: \"object\"`), found {found}",
              "invalid_schema": "`output_schema` is not a valid JSON Schema: {error}",
+             "check_not_name": "`check` names a tool: it takes the tool's name as a string",
+             "repairs_without_check": "`repairs` counts the repairs of a failed `check`, and this agent has no `check`",
+             # The check is called with the answer's fields as its arguments.
+             "check_needs": "the check `{tool}` needs `{param}`, which the output schema does not require",
          },
          'agent(prompt: "List the release risks", output_schema: {type: "array", items: {type: "string"}})'),
     Code("E400", "call denied by policy",

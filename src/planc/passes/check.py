@@ -18,12 +18,11 @@ from planc.passes.policy.policy import PolicyFacts, policy
 from planc.passes.resolve.resolve import Resolution, resolve
 from planc.passes.resolve.signatures import with_registry_hints
 from planc.passes.types.types import Typing, types
-from planc.registry.declared_plans import PlanFile, plan_of
+from planc.registry.declared_plans import PlanFile
 from planc.registry.registry import Registry
 from planc.syntax.ast import Plan
 from planc.syntax.extract import extract
 from planc.syntax.parser import parse
-from planc.syntax.steps import walk_steps
 
 # The passes, in the order they run: each `pass(plan, context) -> (facts, diagnostics)` reads the
 # facts of the passes before it from `context.facts`, and its own go into the field named here.
@@ -115,8 +114,7 @@ def _called_plans(plan: Plan, registry: Registry | None) -> dict[str, CheckResul
     against its `params`; a plan that takes part in a cycle (E210) is left out."""
     if registry is None or not registry.plans:
         return {}
-    called = {name for step, _ in walk_steps(plan.pipelines)
-              if (name := plan_of(step.tool.text)) is not None and name in registry.plans}
+    called = registry.plans.called_by(plan.pipelines)
     return {name: registry.plans.checked(name, lambda file: _check_declared(file, registry))
             for name in registry.plans.reachable(called) if registry.plans.cycle_from(name) is None}
 

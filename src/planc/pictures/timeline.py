@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import attrs
 
+from planc.syntax.steps import enclosing_paths
+
 MODEL = "model:"  # a model inference is recorded as a call of the pseudo-tool `model:ROLE`
 
 
@@ -81,9 +83,7 @@ def rows(run: dict) -> list[Row]:
 
 def _owner(path: str, steps: dict) -> str:
     """The innermost step of `steps` that `path` is in, or "" for none."""
-    while path and path not in steps:
-        path = path[:max(path.rfind("/"), path.rfind("["), 0)]
-    return path
+    return next((enclosing for enclosing in enclosing_paths(path) if enclosing in steps), "")
 
 
 def _call_row(call: dict, depth: int) -> Row:

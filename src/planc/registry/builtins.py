@@ -9,6 +9,7 @@ types passes check them exactly as they check registry tools.
 from __future__ import annotations
 
 from planc.registry.tool import BLOCK, CONDITION, Effects, Tool
+from planc.syntax import ast
 
 # What a filter condition binds: a bare name there is a field of the current item.
 ITEM_FIELDS = "fields of the item"
@@ -56,11 +57,17 @@ CONTROL_STEPS: dict[str, Tool] = {tool.name: tool for tool in (
     _control("agent", "Asks a model (the role `model`) to do `prompt`, calling the registry's tools (those "
              "`tools` names or matches, all by default) for up to `max_iterations` rounds, and to answer with "
              "an object that conforms to `output_schema`. The result is `{output, iterations, tools_called, "
-             "final}`; `final` is false, and `output` `{}`, when the rounds ran out.",
+             "final}`; `final` is false, and `output` `{}`, when the rounds ran out. `system_prompt` is added "
+             "to the built-in one. `continue: $step` sends the prompt into the conversation of an earlier "
+             "agent step instead of a new one (same model and system prompt; `tools` may only narrow its "
+             "tools). `check` names a tool or `plan__NAME` called with the answer; when it fails, its "
+             "problems go back into the conversation, up to `repairs` times, and then the step fails.",
              {"context": ANY, "prompt": STRING, "output_schema": {"type": "object"},
                        "tools": {"type": "array", "items": STRING, "minItems": 1},
                        "max_iterations": {"type": "integer", "minimum": 1, "default": 8},
-                       "model": {"type": "string", "default": "chat"}, "system_prompt": STRING},
+                       "model": {"type": "string", "default": "chat"}, "system_prompt": STRING,
+                       "continue": ANY, "check": STRING,
+                       "repairs": {"type": "integer", "minimum": 0, "default": 2}},
              required=["prompt", "output_schema"], pipe="context", effects=Effects()),
     _control("ask", "Asks the person running the plan `question`; the result is the answer. Unanswered (no one "
              "to ask), it fails, gives `default`, or gives null (`skip`), as `when_unanswered` says.",
@@ -77,3 +84,26 @@ CONTROL_STEPS: dict[str, Tool] = {tool.name: tool for tool in (
 def param_binds(tool: Tool | None, param: str) -> tuple[str, ...]:
     """The names `tool`'s parameter `param` binds inside its value (a block's, a condition's)."""
     return tool.binds.get(param, ()) if tool is not None else ()
+
+
+def agent_patterns(step: ast.Step) -> list[str] | None:
+    """The tool names and `*` patterns an `agent` step's `tools` writes; `["*"]` when it has no `tools`; None
+    when they are not literal strings (known only when it runs).
+
+    >>> from planc.syntax.parser import parse
+    >>> agent_patterns(parse('agent(prompt: "x", output_schema: {}, tools: ["a", "b*"])').plan.pipelines[0].steps[0])
+    ['a', 'b*']
+    """
+    arg = step.arg("tools")
+    if arg is None:
+        return ["*"]
+    if type(arg.value) is not ast.ListExpr or any(type(item) is not ast.String or item.text is None
+                                                  for item in arg.value.items):
+        return None
+    return [item.text for item in arg.value.items]
+
+
+def agent_check(step: ast.Step) -> str | None:
+    """The tool an `agent` step's `check` names, when it is a literal string."""
+    arg = step.arg("check")
+    return arg.value.text if arg is not None and type(arg.value) is ast.String else None

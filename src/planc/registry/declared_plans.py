@@ -16,6 +16,7 @@ however many plans call it.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -89,13 +90,28 @@ class DeclaredPlans(Mapping[str, PlanDeclaration]):
         return self._files[name]
 
     def calls(self, name: str) -> frozenset[str]:
-        """The declared plans that the plan `name` calls in its text (none when it cannot be parsed)."""
+        """The declared plans that the plan `name` may call (none when it cannot be parsed)."""
+        plan = self.file(name).plan
+        return self.called_by(plan.pipelines) if plan is not None else frozenset()
+
+    def called_by(self, pipelines) -> frozenset[str]:
+        """The declared plans the steps of `pipelines` may call: as steps, as an agent's tools (its `tools`
+        patterns, every plan without them or when they are not literal), or as an agent's `check`. A step
+        that continues a conversation offers none of its own: its tools are among its first step's."""
+        from planc.registry.builtins import agent_check, agent_patterns
         from planc.syntax.steps import walk_steps
 
-        plan = self.file(name).plan
-        steps = walk_steps(plan.pipelines) if plan is not None else ()
-        return frozenset(callee for step, _ in steps
-                         if (callee := plan_of(step.tool.text)) is not None and callee in self.declarations)
+        called: set[str] = set()
+        for step, _ in walk_steps(pipelines):
+            names = [step.tool.text]
+            if step.tool.text == "agent":
+                names.append(agent_check(step) or "")
+                patterns = [] if step.arg("continue") is not None else agent_patterns(step) or ["*"]
+                names += [tool_name(plan) for plan in self.declarations
+                          if any(fnmatch.fnmatchcase(tool_name(plan), pattern) for pattern in patterns)]
+            called.update(callee for written in names
+                          if (callee := plan_of(written)) is not None and callee in self.declarations)
+        return frozenset(called)
 
     def cycle_from(self, name: str) -> list[str] | None:
         """A cycle of plan calls reachable from `name` (`["a", "b", "a"]`), or None."""

@@ -18,6 +18,7 @@ make a call again whose effect may have happened unless that is safe:
 
 from __future__ import annotations
 
+from planc.backend.events import STAMP, seconds
 from planc.backend.hooks import Call, Skip
 from planc.backend.interrupts import Interrupted
 from planc.backend.values import RunError, ToolFailed
@@ -44,7 +45,7 @@ class Recorder:
     def __init__(self, store: RunStore, run_id: str) -> None:
         self.store, self.run_id = store, run_id
         self.sequence = 0
-        self.events = 0
+        self.events = 0  # the number of the run's last event recorded
         self.open: dict[int, int] = {}  # id(call) -> its sequence
         self.failed: RunStoreError | None = None
 
@@ -77,8 +78,10 @@ class Recorder:
         self.write(self.store.call_ended, self.open.pop(id(call)), "unknown")
 
     def event(self, event: dict) -> None:
-        self.events += 1
-        self.write(self.store.event, self.events, event)
+        """A stamped event (`planc.backend.events`): kept under its number and time."""
+        self.events = event["seq"]
+        self.write(self.store.event, event["seq"], seconds(event["time"]),
+                   {field: value for field, value in event.items() if field not in STAMP})
 
 
 def _calls_by_step(run: dict) -> dict[str, list[dict]]:
@@ -122,6 +125,7 @@ class Replay:
     """The interpreter's `recorder` while replaying: every call's result comes from the record."""
 
     calls_tools = False  # every call is answered from the record, or the replay stops
+    events = 0  # a replay's events are numbered from 1 again
 
     def __init__(self, run: dict) -> None:
         self.run = run

@@ -322,10 +322,11 @@ class RunStore:
                        "outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'not_approved')",
                        (run_id, sequence, step, tool, keep(db, arguments), message, now, now))
 
-    def event(self, run_id: str, sequence: int, event: dict) -> None:
+    def event(self, run_id: str, sequence: int, at: float, event: dict) -> None:
+        """The run's event number `sequence`, which happened at `at` (seconds since the epoch)."""
         with self.transaction() as db:
             db.execute("INSERT INTO events (run_id, sequence, at, event, refs) VALUES (?, ?, ?, ?, ?)",
-                       (run_id, sequence, time.time(), *keep_event(db, event)))
+                       (run_id, sequence, at, *keep_event(db, event)))
 
     def set_plan(self, run_id: str, stored_plan: dict) -> None:
         """The plan a run runs, once a model has written it and it checked."""

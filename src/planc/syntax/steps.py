@@ -5,6 +5,10 @@ steps of a block are numbered from 1 inside it, and their path adds the
 argument that holds the block: `3/do.2`, `3/then.1`, `3/do.2/else.1`. When
 one argument holds several blocks (a list of blocks), the second is `do2`,
 the third `do3`.
+
+At run time a path says more: the item of a block it runs for (`3/do.2[4]`: the block of
+the map's fifth item), the steps of a declared plan under the step that calls it (`2/1`),
+an agent's tool calls (`1/agent.2/search`) and a judged item (`2[0]`).
 """
 
 from __future__ import annotations
@@ -35,6 +39,19 @@ def walk_steps(pipelines, prefix: str = "") -> Iterator[tuple[ast.Step, str]]:
             yield step, path
             for block, name in step_blocks(step):
                 yield from walk_steps(block.pipelines, f"{path}/{name}.")
+
+
+def enclosing_paths(path: str) -> Iterator[str]:
+    """`path`, then every run-time path it is inside, innermost first.
+
+    >>> list(enclosing_paths("3/do.1[4]/2"))
+    ['3/do.1[4]/2', '3/do.1[4]', '3/do.1', '3']
+    >>> list(enclosing_paths("1/agent.2/search")), list(enclosing_paths("2[0]"))
+    (['1/agent.2/search', '1/agent.2', '1'], ['2[0]', '2'])
+    """
+    while path:
+        yield path
+        path = path[:max(path.rfind("/"), path.rfind("["), 0)]
 
 
 def step_blocks(step: ast.Step) -> Iterator[tuple[ast.Block, str]]:

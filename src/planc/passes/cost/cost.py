@@ -12,9 +12,13 @@ themselves; what they run is not:
   evaluation (per item for `filter`).
 - `decide` costs its condition and then one of its branches: the least of
   the branches' least, the most of their most.
-- `agent` makes 1 to `max_iterations` inferences (default 8) and, one per
-  round, up to `max_iterations` calls of the tools it may call (the costliest
-  of them each time).
+- `agent` makes 1 to `max_iterations` rounds (default 8), one inference
+  each, and one more inference when its answer needs the `repair` role's
+  fix-up; and, one per round, up to `max_iterations` calls of the tools it
+  may call (the costliest of them each time: a declared plan costs what its
+  own plan may cost). With a `check`, it calls the check up to `repairs + 1`
+  times, and each repair adds a round. A step that continues a conversation
+  costs its own turn: the turns before it are counted at their own steps.
 - After a step that may `exit`, the steps that follow may not run: their
   least is nothing.
 
@@ -32,7 +36,7 @@ import math
 
 import attrs
 
-from planc.analysis.agent_tools import agent_effects, agent_tools
+from planc.analysis.agent_tools import agent_check_tool, agent_effects, agent_tools
 from planc.analysis.literals import literal_value
 from planc.analysis.reads import reads
 from planc.diagnostics import Diagnostic, sort_key
@@ -141,10 +145,8 @@ class _Coster:
         tool = self.resolution.tools.get(step)
         if tool is None:
             run = _Run(_call(0, 0), ordered=True)
-        elif tool.provider.startswith("plan:"):
-            run = _Run(self.plan_cost(tool.provider[len("plan:"):]), ordered=True)
-        elif tool.provider != "builtin":
-            run = _Run(_call(tool.cost.usd, tool.cost.latency_ms), ordered=not tool.effects.read_only)
+        elif tool.provider != "builtin":  # a declared plan keeps its place: its calls are not looked into
+            run = _Run(self.call_cost(tool), ordered=tool.provider.startswith("plan:") or not tool.effects.read_only)
         else:
             run = COST_RULES[tool.name](self, step)
         self.steps[step] = run.cost
@@ -185,16 +187,26 @@ class _Coster:
 
     def _agent(self, step: ast.Step) -> _Run:
         most = largest_argument(step, AGENT, "max_iterations", self.typing)
-        rounds = Range(1, UNBOUNDED if most is None else max(1, most))
-        tools = agent_tools(step, self.registry)
+        check = agent_check_tool(step, self.registry)
+        repairs = largest_argument(step, AGENT, "repairs", self.typing) if check is not None else 0
+        # Each repair of a failed check adds a round; the repair role's one fix-up is an inference of its own.
+        rounds = UNBOUNDED if most is None or repairs is None else max(1, most) + repairs
+        tools = agent_tools(step, self.registry, self.resolution.targets, self.plans)
         if tools is None:  # each round may call a tool planc knows nothing of
             call = _call(0, 0)
-        elif tools:
-            call = _call(max(tool.cost.usd for tool in tools), max(tool.cost.latency_ms for tool in tools))
         else:
-            call = CostRange()
-        calls = call.most_only().times(rounds)
-        return _Run(CostRange(inferences=rounds) + calls, ordered=not agent_effects(tools).read_only)
+            call = functools.reduce(CostRange.either, map(self.call_cost, tools), CostRange())
+        calls = call.most_only().times(Range(0, rounds))
+        checks = self.call_cost(check).most_only().times(Range(0, rounds if repairs is None else repairs + 1)) \
+            if check is not None else CostRange()
+        ordered = not agent_effects(tools, check).read_only or step.arg("continue") is not None
+        return _Run(CostRange(inferences=Range(1, rounds + 1)) + calls + checks, ordered=ordered)
+
+    def call_cost(self, tool) -> CostRange:
+        """What one call of `tool` may cost: a declared plan's own total, else one call at its declared cost."""
+        if tool.provider.startswith("plan:"):
+            return self.plan_cost(tool.provider[len("plan:"):])
+        return _call(tool.cost.usd, tool.cost.latency_ms)
 
     def _ask(self, step: ast.Step) -> _Run:
         return _Run()

@@ -127,19 +127,43 @@ class _Resolver:
         self.tools[step] = tool
         self.diagnostics.extend(check_arguments(step, tool, piped, self.registry, path))
         if tool.provider.startswith("plan:"):
-            self.diagnostics.extend(self.declared_plan(step, tool.provider[len("plan:"):], path))
+            self.diagnostics.extend(self.declared_plan(name, step.tool.span, tool.provider[len("plan:"):], path))
+        if tool is CONTROL_STEPS["agent"] and step.arg("check") is not None:
+            self.diagnostics.extend(self.agent_check(step.arg("check").value, path))
         return tool
 
-    def declared_plan(self, step: ast.Step, plan: str, path: str) -> list[Diagnostic]:
-        """E210 when calling the declared plan `plan` never ends; E211 when it cannot run."""
-        name = step.tool.text
+    def agent_check(self, value: ast.Expr, path: str) -> list[Diagnostic]:
+        """What an agent's `check` names: a tool of the registry (E200 otherwise), written as a string (E303),
+        and, for a declared plan, one that can run (E210, E211)."""
+        name = value.text if type(value) is ast.String else None
+        if name is None:
+            return [diagnostic("E303", "check_not_name", value.span, step=path,
+                               hints=['write the tool\'s name as a string, like `check: "validate"`'])]
+        if self.registry is None:
+            return []
+        tool = self.registry.tools.get(name)
+        if tool is None:
+            import difflib  # only for a plan with a mistake
+
+            close = difflib.get_close_matches(name, sorted(self.registry.tools), n=3, cutoff=0.6)
+            hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"] if close else []
+            return [diagnostic("E200", "unknown_check", value.span, step=path, name=name,
+                               hints=hints + ["`check` names a tool of the registry or a declared plan `plan__NAME`"])]
+        if tool.provider.startswith("plan:"):
+            return self.declared_plan(name, value.span, tool.provider[len("plan:"):], path)
+        return []
+
+    def declared_plan(self, name: str, span, plan: str, path: str) -> list[Diagnostic]:
+        """E210 when calling the declared plan `plan` (as `name`, written at `span`) never ends; E211 when it
+        cannot run."""
         cycle = self.registry.plans.cycle_from(plan)
         if cycle:
-            return [diagnostic("E210", "cycle", step.tool.span, step=path, name=name, cycle=" -> ".join(cycle),
-                               hints=["a plan cannot call itself, directly or through other plans"])]
+            return [diagnostic("E210", "cycle", span, step=path, name=name, cycle=" -> ".join(cycle),
+                               hints=["a plan cannot call itself, directly or through other plans (an agent's "
+                                      "tools and check included)"])]
         file = self.registry.plans.file(plan)
         if file.text is None:
-            return [diagnostic("E211", "unreadable", step.tool.span, step=path, name=name, problem=file.problem)]
+            return [diagnostic("E211", "unreadable", span, step=path, name=name, problem=file.problem)]
         checked = self.plans.get(plan)
         errors = [d for d in checked.diagnostics if d.is_error] if checked is not None else []
         if not errors:
@@ -148,7 +172,7 @@ class _Resolver:
         hints = [f"{written}:{d.span.start.line}:{d.span.start.column}: {d.code} {d.message}" for d in errors[:SHOWN]]
         if len(errors) > SHOWN:
             hints.append(f"and {len(errors) - SHOWN} more: `planc check {written}` shows them all")
-        return [diagnostic("E211", "errors", step.tool.span, step=path, hints=hints, name=name, file=written,
+        return [diagnostic("E211", "errors", span, step=path, hints=hints, name=name, file=written,
                            count=len(errors), plural="s" if len(errors) > 1 else "")]
 
     def visit_arg(self, arg: ast.Arg, step, frames, bound, binds, path: str) -> None:

@@ -17,7 +17,10 @@ from planc.analysis.schemas import LIST, kinds
 from planc.diagnostics import Diagnostic, Span
 from planc.diagnostics.build import diagnostic
 
-AGENT_FIELDS = {"iterations": {"type": "integer", "minimum": 0}, "tools_called": LIST, "final": {"type": "boolean"}}
+TOOL_CALLED = {"type": "object", "properties": {"tool": {"type": "string"}, "round": {"type": "integer", "minimum": 1}},
+               "required": ["tool", "round"], "additionalProperties": False}
+AGENT_FIELDS = {"iterations": {"type": "integer", "minimum": 0}, "tools_called": {**LIST, "items": TOOL_CALLED},
+                "final": {"type": "boolean"}}
 OBJECT_SCHEMA = '`{type: "object", properties: {...}}`'
 
 

@@ -9,7 +9,8 @@ step's type is its tool's `returns`; control steps derive theirs
   values that cannot be compared.
 - E301: a field that the type read from does not have.
 - E302: a condition where a value is expected, or a value where a condition is.
-- E303: an agent's `output_schema`, `max_iterations` or `tools` that cannot work.
+- E303: an agent's `output_schema`, `max_iterations`, `tools`, `check` or `repairs` that cannot work.
+- E212: an agent's `continue` that cannot continue its conversation this way (`agent_turns.py`).
 - W501: the result of a read-only step is never used.
 - W502: a hole from another template language in a string (`foreign_holes.py`).
 - W503: `==`/`!=` with a literal outside the `enum` of the other side.
@@ -43,6 +44,7 @@ from planc.diagnostics import Diagnostic, sort_key
 from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.resolve.resolve import ARGS
+from planc.passes.types.agent_turns import agent_turns
 from planc.passes.types.conditions import Conditions
 from planc.passes.types.control_steps import agent_input, control_result
 from planc.passes.types.foreign_holes import foreign_holes
@@ -84,6 +86,7 @@ def types(plan: ast.Plan, context: CheckContext) -> tuple[Typing, list[Diagnosti
     checker = _Checker(resolution, context)
     checker.visit_steps(plan.pipelines, {})
     checker.report_unused()
+    checker.diagnostics.extend(agent_turns(plan, resolution, context.registry, context.source))
     return Typing(checker.types, checker.arguments), sorted(checker.diagnostics, key=sort_key)
 
 
