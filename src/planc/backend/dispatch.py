@@ -15,8 +15,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 
-import attrs
-
 from planc.backend import plan_stack
 from planc.backend.hooks import Abort, Call, Proceed, Replace, Skip
 from planc.backend.idempotency import idempotency_key
@@ -37,8 +35,8 @@ class Dispatch:
         self.validators: dict[int, tuple] = {}  # id(schema) -> (schema, its jsonschema validator)
 
     async def __call__(self, call: Call, step: ast.Step, in_loop: bool):
-        call = attrs.evolve(call, key=idempotency_key(self.session.run_id, call.step, call.args),
-                            stack=plan_stack.current())
+        call = Call(call.step, call.tool, call.args, call.scope, plan_stack.current(),  # not attrs.evolve: 5x as slow
+                    idempotency_key(self.session.run_id, call.step, call.args))
         tool = call.tool
         current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
         self.authorize(call, step, in_loop)
