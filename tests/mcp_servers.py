@@ -1,4 +1,5 @@
-"""The real MCP servers the tests talk to (the dev extra installs them), and a git repository for them."""
+"""The real MCP servers the tests talk to (the dev extra installs them, and keyed_mcp_server.py is written
+with the SDK), and a git repository for them."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ def executable(name: str) -> str | None:
 
 
 GIT_SERVER, TIME_SERVER = executable("mcp-server-git"), executable("mcp-server-time")
+KEYED_SERVER = [sys.executable, str(Path(__file__).with_name("keyed_mcp_server.py"))]  # records each `_meta`
 
 
 def toml_list(parts) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import sqlite3
@@ -20,6 +19,7 @@ import time
 
 import pytest
 from cli import HANG_GUARD_S, invoke, planc_executable, planc_process
+from terminal import Terminal, needs_a_terminal
 from tool_project import tool_project
 
 POLL_S = 0.005  # between two looks at what a process has done
@@ -416,59 +416,17 @@ def test_a_resume_interrupted_in_turn_is_recorded_interrupted_again(project):
 # --- resume honours the approval the run was made under
 
 
-class Terminal:
+def on_a_terminal(project, *args) -> Terminal:
     """`planc ARGS` in `project` with standard input and error on a pseudo-terminal, as a person runs it."""
-
-    def __init__(self, project, *args) -> None:
-        self.master, slave = os.openpty()
-        env = {**os.environ, "PLANC_STORE": str(project / "runs.sqlite"), "TERM": "xterm", "COLUMNS": "100"}
-        self.process = planc_process(*args, cwd=project, stdin=slave, stderr=slave, stdout=subprocess.PIPE, env=env)
-        os.close(slave)
-        self.screen = b""
-
-    def read(self) -> bool:
-        """What planc shows next; False once it has closed the terminal (it has ended)."""
-        if not select.select([self.master], [], [], HANG_GUARD_S)[0]:
-            self.process.kill()
-            pytest.fail(f"planc showed nothing for {HANG_GUARD_S} s:\n{self.screen.decode(errors='replace')}")
-        try:
-            chunk = os.read(self.master, 65536)
-        except OSError:  # EIO: the other side is closed
-            return False
-        self.screen += chunk
-        return bool(chunk)
-
-    def questions(self, count: int) -> None:
-        """Read until the `count`-th question is on the screen."""
-        while self.screen.count(b"[y/n]") < count:
-            if not self.read():
-                pytest.fail(f"planc ended before question {count}:\n{self.screen.decode(errors='replace')}")
-
-    def type(self, text: bytes) -> None:
-        os.write(self.master, text)
-
-    def end(self) -> tuple[int, str, str]:
-        """Exit status, stdout and the screen, once planc has ended."""
-        while self.read():
-            pass
-        code = self.process.wait(timeout=HANG_GUARD_S)
-        out = self.process.stdout.read().decode()
-        self.process.stdout.close()
-        os.close(self.master)
-        screen = self.screen.decode(errors="replace")
-        assert "Traceback" not in screen, screen
-        return code, out, screen
-
-
-needs_a_terminal = pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+    return Terminal(*args, cwd=project, env={"PLANC_STORE": str(project / "runs.sqlite")})
 
 
 @needs_a_terminal
 def test_a_call_refused_at_approve_is_never_made_by_resume(project):
     write_plan(project, 'send(text: "one")\n')
-    terminal = Terminal(project, "run", "p.plan", "--approve")
-    terminal.questions(1)
-    terminal.type(b"n\n")
+    terminal = on_a_terminal(project, "run", "p.plan", "--approve")
+    terminal.until("[y/n]", 1)
+    terminal.type("n\n")
     code, out, screen = terminal.end()
     assert (code, out) == (1, "") and "`send` was not approved" in screen
     run_id = shown_runs(project)[0][0]
@@ -479,7 +437,7 @@ def test_a_call_refused_at_approve_is_never_made_by_resume(project):
     resumed = invoke("resume", run_id)  # no terminal: the refusal stands, nothing is asked or made
     clean(resumed)
     assert resumed.exit_code == 1 and resumed.stderr.splitlines()[-1] == f"error: {record['message']}"
-    terminal = Terminal(project, "resume", run_id)  # on a terminal too: the answer was no, and it is kept
+    terminal = on_a_terminal(project, "resume", run_id)  # on a terminal too: the answer was no, and it is kept
     code, out, screen = terminal.end()
     assert code == 1 and "[y/n]" not in screen and record["message"] in " ".join(screen.split())
     unasked = invoke("resume", run_id, "--approve")  # --approve cannot ask without a terminal
@@ -494,10 +452,10 @@ def test_a_call_refused_at_approve_is_never_made_by_resume(project):
 @needs_a_terminal
 def test_ctrl_c_at_the_approve_question_interrupts_and_only_a_terminal_resumes_it(project):
     write_plan(project, 'send(text: "one")\nsend(text: "two")\n')
-    terminal = Terminal(project, "run", "p.plan", "--approve")
-    terminal.questions(1)
-    terminal.type(b"y\n")
-    terminal.questions(2)
+    terminal = on_a_terminal(project, "run", "p.plan", "--approve")
+    terminal.until("[y/n]", 1)
+    terminal.type("y\n")
+    terminal.until("[y/n]", 2)
     terminal.process.send_signal(signal.SIGINT)
     code, out, screen = terminal.end()
     assert (code, out) == (130, "") and "interrupted by SIGINT" in screen
@@ -513,9 +471,9 @@ def test_ctrl_c_at_the_approve_question_interrupts_and_only_a_terminal_resumes_i
         f"made: with no terminal to ask on, resume does not make it (resume it on a terminal, which asks)")
     assert [call["text"] for call in calls(project)] == ["one"]
 
-    terminal = Terminal(project, "resume", run_id)  # on a terminal it asks, for the call not made only
-    terminal.questions(1)
-    terminal.type(b"y\n")
+    terminal = on_a_terminal(project, "resume", run_id)  # on a terminal it asks, for the call not made only
+    terminal.until("[y/n]", 1)
+    terminal.type("y\n")
     code, out, screen = terminal.end()
     assert code == 0 and json.loads(out) == {"sent": "two"} and screen.count("[y/n]") == 1
     assert [call["text"] for call in calls(project)] == ["one", "two"]

@@ -65,7 +65,7 @@ def test_git_status_through_planc_run(project, tmp_path):
     started = [{field: value for field, value in event.items() if field not in STAMP}
                for event in events(tmp_path / "events.jsonl") if event["event"] == "tool_started"]
     assert started == [{"event": "tool_started", "step": "1", "tool": "git__git_status",
-                        "input": {"repo_path": str(repo)}}]
+                        "input": {"repo_path": str(repo)}, "stack": []}]
 
 
 def test_current_time_through_planc_run(project, tmp_path):

@@ -105,6 +105,11 @@ def test_without_a_registry_any_tool_is_accepted():
     ("[mcp.x]\ncommand = [\"x\"]\nenv = { A = 1 }\n", 3, "`env` must be a table"),
     ("store = 5\n", 1, "`store` must be a path"),
     ('[models.default]\nprovider = "http://x"\nbase_url = "http://x/v1"\nmodel = "m"\n', 2, "not supported"),
+    ('[tools.x]\nprovider = "python:m:f"\nparams = { key = {} }\nidempotency_key = "key"\n', 3,
+     "cannot be one of the `params` a plan gives too"),
+    ('[tools.x]\nprovider = "python:m:f"\nparams = {}\nidempotency_key = 5\n', 4, "must name a parameter"),
+    ('[tools.x]\nprovider = "http://x"\nidempotency_key = "key"\n', 3, "`idempotency_keys = true`"),
+    ('[mcp.x]\ncommand = ["x"]\nidempotency_keys = "yes"\n', 3, "`idempotency_keys` must be true or false"),
 ])
 def test_a_malformed_planc_toml_says_where_and_what(toml, line, words):
     with pytest.raises(ConfigError) as error:

@@ -17,6 +17,9 @@ delay: the test waits for a connection, a line, or a row, each bounded by the pr
 The run is then resumed (in this process; without the socket the tools run straight through):
 no acknowledged call is lost, no `send` is made twice, the store stays intact, and the outcome is
 the one the store predicts: "outcome unknown" exactly when a `send` was started and not finished.
+The same run with `send_keyed`, which takes each call's idempotency key and acts once per key, is
+never "outcome unknown": resume makes the unfinished call again with the key of its intent row, and
+the tool, knowing the key, does not send twice.
 SIGKILL leaves the run `running` and the call in flight an intent row; SIGINT ends the run itself,
 recorded `interrupted` (exit 130) with the call in flight's outcome unknown.
 
@@ -27,6 +30,8 @@ blocked, the call's outcome is unknown, and resume treats it as it treats any un
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import random
 import select
@@ -39,6 +44,8 @@ from pathlib import Path
 
 import pytest
 from cli import invoke, planc_forks
+
+from planc.backend.idempotency import idempotency_key
 
 KILLS = 50
 POLL_S = 0.005  # between two looks at the store or the socket
@@ -81,6 +88,21 @@ def send(text):
     return {"sent": text}
 
 
+def send_keyed(text, *, idempotency_key):
+    """`send`, deduplicated by the call's idempotency key: it sends once per key, and returns the same."""
+    gate = Gate()
+    gate.hold(f"send {text}")
+    with open(os.environ["PLANC_TEST_KEYS"], "a") as f:  # every call the tool is given, with its key
+        f.write(f"{idempotency_key} {text}\\n")
+    sent = os.environ["PLANC_TEST_SENT"]
+    done = {line.split()[0] for line in open(sent)} if os.path.exists(sent) else set()
+    if idempotency_key not in done:
+        with open(sent, "a") as f:  # one short append: the effect and the key it was made for
+            f.write(f"{idempotency_key} {text}\\n")
+    gate.hold(f"sent {text}")
+    return {"sent": text}
+
+
 def stall(text):
     Gate().hold(f"stall {text}")  # in the timed-out run, the "go" never comes
     with open(os.environ["PLANC_TEST_SENT"], "a") as f:
@@ -100,6 +122,13 @@ provider = "python:{module}:send"
 params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 effects = {{ idempotent = false }}
+
+[tools.send_keyed]
+provider = "python:{module}:send_keyed"
+params = {{ text = {{ type = "string" }} }}
+required = ["text"]
+effects = {{ idempotent = false }}
+idempotency_key = "idempotency_key"
 
 [tools.stall]
 provider = "python:{module}:stall"
@@ -122,16 +151,24 @@ read(n: 2)
 reshape(value: {sent: $2, more: $3})
 '''
 
+KEYED_PLAN = PLAN.replace("send(", "send_keyed(")
+
 CALLS = ["read 6"] + [f"send m{i}" for i in range(6)] + ["read 2"]  # what the run's calls say, in order
 POINTS = ([("recorded", 0)] + [("before", n) for n in range(1, len(CALLS) + 1)]
           + [("during", n) for n, call in enumerate(CALLS, 1) if call.startswith("send")]
           + [("after", n) for n in range(1, len(CALLS))])  # after the last call the run ends by itself
 
 
+def opened(*args, **options):
+    """A connection to a run store, closed when the block ends: left to the garbage collector, each would
+    hold its file open for a while, and the kills of these tests open hundreds."""
+    return contextlib.closing(sqlite3.connect(*args, **options))
+
+
 def rows(store: Path, sql: str) -> list[tuple]:
     """`sql` over the store through a read-only connection; none while the store or its tables do not exist."""
     try:
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+        with opened(f"file:{store}?mode=ro", uri=True) as db:
             return db.execute(sql).fetchall()
     except sqlite3.DatabaseError:  # not created yet, or not yet a whole database
         return []
@@ -139,7 +176,7 @@ def rows(store: Path, sql: str) -> list[tuple]:
 
 def finished_calls(store: Path) -> list[tuple]:
     """The calls whose result is recorded."""
-    with sqlite3.connect(store) as db:
+    with opened(store) as db:
         return db.execute("SELECT sequence, step, tool, input, output FROM calls "
                           "WHERE outcome = 'ok' ORDER BY sequence").fetchall()
 
@@ -147,10 +184,11 @@ def finished_calls(store: Path) -> list[tuple]:
 class Run:
     """`planc run p.plan` as a process of its own, its tools held at the test's gate."""
 
-    def __init__(self, forks, folder: Path, store: Path, sent: Path, name: str, plan: str = "p.plan") -> None:
+    def __init__(self, forks, folder: Path, store: Path, sent: Path, name: str, plan: str = "p.plan",
+                 keys: Path | None = None) -> None:
         self.store, self.err = store, folder / f"{name}.err"
         self.listener = socket.create_server(("127.0.0.1", 0))
-        env = {**os.environ, "PLANC_TEST_SENT": str(sent),
+        env = {**os.environ, "PLANC_TEST_SENT": str(sent), "PLANC_TEST_KEYS": str(keys or os.devnull),
                "PLANC_TEST_GATE": "127.0.0.1:%d" % self.listener.getsockname()[1]}
         env.pop("PLANC_STORE", None)
         self.process = forks.start("run", "--store", store, plan, cwd=folder, env=env, stderr=self.err)
@@ -235,6 +273,7 @@ def project(tmp_path, monkeypatch):
     (tmp_path / f"{module}.py").write_text(TOOLS, encoding="utf-8")
     (tmp_path / "planc.toml").write_text(TOML.format(module=module), encoding="utf-8")
     (tmp_path / "p.plan").write_text(PLAN, encoding="utf-8")
+    (tmp_path / "keyed.plan").write_text(KEYED_PLAN, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -262,7 +301,7 @@ def attempt_once(forks, tmp_path: Path, attempt: int, point: tuple[str, int], la
     finally:
         code = run.stop(how)
     where = f"attempt {attempt}, {how} at {point}"
-    with sqlite3.connect(store) as db:
+    with opened(store) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
         (run_id, status), = db.execute("SELECT id, status FROM runs").fetchall()
         open_calls = db.execute("SELECT sequence, tool FROM calls WHERE outcome IS NULL OR outcome = 'unknown'"
@@ -286,7 +325,7 @@ def attempt_once(forks, tmp_path: Path, attempt: int, point: tuple[str, int], la
 
     resumed = invoke("resume", run_id, "--store", store,
                      env={"PLANC_TEST_SENT": str(sent), "PLANC_TEST_GATE": None, "PLANC_STORE": None})
-    with sqlite3.connect(store) as db:
+    with opened(store) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
     after = finished_calls(store)
     assert all(call in after for call in acknowledged), f"{where}: an acknowledged call was lost"
@@ -301,6 +340,60 @@ def attempt_once(forks, tmp_path: Path, attempt: int, point: tuple[str, int], la
     assert "outcome unknown" in resumed.stderr, f"{where}: {resumed.stderr}"
     assert unknown, f"{where}: outcome unknown, with no send left unfinished"
     return "unknown"
+
+
+def test_a_call_that_takes_its_idempotency_key_is_made_again_with_it_and_has_its_effect_once(project):
+    rng = random.Random(15)
+    points = rng.sample(POINTS, len(POINTS)) + [rng.choice(POINTS) for _ in range(KILLS - len(POINTS))]
+    landed, made_again = Counter(), 0
+    with planc_forks() as forks:
+        for attempt, point in enumerate(points, 1):
+            made_again += attempt_keyed(forks, project, attempt, point, landed)
+    assert sum(landed.values()) == KILLS and set(landed) == {"recorded", "before", "during", "after"}, landed
+    assert made_again == landed["during"] > 0  # each killed after its effect, before its result was recorded
+    print("keyed", landed, made_again)
+
+
+def attempt_keyed(forks, tmp_path: Path, attempt: int, point: tuple[str, int], landed: Counter) -> int:
+    """Run keyed.plan, SIGKILL it at `point`, resume it: it always finishes, every `send_keyed` had its effect
+    once, and a call made again got the key of its intent row. How many calls the tool was given twice."""
+    store, sent, keys = (tmp_path / f"keyed{attempt}.{name}" for name in ("sqlite", "sent", "keys"))
+    run = Run(forks, tmp_path, store, sent, f"keyed{attempt}", plan="keyed.plan", keys=keys)
+    try:
+        run.drive_to(point)
+    finally:
+        run.stop("SIGKILL")
+    where = f"attempt {attempt}, SIGKILL at {point}"
+    with opened(store) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
+        (run_id, status), = db.execute("SELECT id, status FROM runs").fetchall()
+        unfinished = {key for key, in db.execute("SELECT idempotency_key FROM calls "
+                                                 "WHERE tool = 'send_keyed' AND outcome IS NULL")}
+    assert status == "running", where
+    acknowledged = finished_calls(store)
+    landed[point[0]] += 1
+
+    resumed = invoke("resume", run_id, "--store", store, env={
+        "PLANC_TEST_SENT": str(sent), "PLANC_TEST_KEYS": str(keys), "PLANC_TEST_GATE": None, "PLANC_STORE": None})
+    assert resumed.exit_code == 0, f"{where}: {resumed.output}"  # never "outcome unknown"
+    assert "Traceback" not in resumed.output and '"more"' in resumed.stdout, where
+    assert all(call in finished_calls(store) for call in acknowledged), f"{where}: an acknowledged call was lost"
+    with opened(store) as db:
+        assert db.execute("SELECT status FROM runs").fetchone()[0] == "ok", where
+        rows = db.execute("SELECT step, input, idempotency_key, outcome FROM calls WHERE tool = 'send_keyed' "
+                          "ORDER BY sequence").fetchall()
+    expected = [(f"2/do.1[{i}]", {"text": f"m{i}"}) for i in range(6)]
+    assert [(step, json.loads(given)) for step, given, _, _ in rows] == expected, where  # one row each
+    row_keys = [key for _, _, key, _ in rows]
+    assert row_keys == [idempotency_key(run_id, step, given) for step, given in expected], where
+    assert {outcome for *_, outcome in rows} == {"ok"}, where
+    effects = [line.split() for line in sent.read_text().splitlines()]
+    assert sorted(effects) == sorted([key, f"m{i}"] for i, key in enumerate(row_keys)), f"{where}: sent {effects}"
+    given_keys = Counter(line.split()[0] for line in keys.read_text().splitlines())
+    twice = {key for key, count in given_keys.items() if count > 1}
+    assert set(given_keys) == set(row_keys) and max(given_keys.values()) <= 2, where
+    assert twice == (unfinished if point[0] == "during" else set()), where  # made again with its own key
+    return len(twice)
 
 
 @pytest.mark.parametrize("tool, idempotent", [("stall", False), ("stall_idempotent", True)])
@@ -318,7 +411,7 @@ def test_a_call_that_hangs_past_its_timeout_ends_the_run_and_resumes_as_any_unkn
     err = run.err.read_text()
     assert code == 1 and "Traceback" not in err, err
     assert err.splitlines()[-1].startswith(f"error: step 2: `{tool}` failed: CallTimedOut: no result within 1 s")
-    with sqlite3.connect(store) as db:
+    with opened(store) as db:
         (run_id, status), = db.execute("SELECT id, status FROM runs").fetchall()
         rows = db.execute("SELECT tool, outcome FROM calls ORDER BY sequence").fetchall()
     assert status == "failed" and rows == [("read", "ok"), (tool, "unknown")]

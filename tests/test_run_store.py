@@ -209,6 +209,7 @@ def test_a_store_written_before_run_options_opens_and_replays(project, monkeypat
     with sqlite3.connect(database) as db:  # back to the first schema: no `runs.options`, user_version 0
         db.execute("ALTER TABLE runs DROP COLUMN options")
         db.execute("ALTER TABLE calls DROP COLUMN outcome")
+        db.execute("ALTER TABLE calls DROP COLUMN idempotency_key")
         db.execute("ALTER TABLE events DROP COLUMN refs")
         db.execute("DROP TABLE files")
         db.execute("DROP TABLE large_values")
@@ -218,7 +219,7 @@ def test_a_store_written_before_run_options_opens_and_replays(project, monkeypat
     assert replayed.exit_code == 0, replayed.output
     assert replayed.stdout == output
     with sqlite3.connect(database) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
         assert "options" in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
         assert db.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 0
 
@@ -230,6 +231,7 @@ def test_a_store_of_the_previous_schema_gets_each_calls_outcome(project, monkeyp
     database = project / ".planc" / "runs.sqlite"
     with sqlite3.connect(database) as db:  # as planc wrote it with schema 3
         db.execute("ALTER TABLE calls DROP COLUMN outcome")
+        db.execute("ALTER TABLE calls DROP COLUMN idempotency_key")
         db.execute("ALTER TABLE events DROP COLUMN refs")
         db.execute("DROP TABLE large_values")
         db.execute("PRAGMA user_version = 3")
@@ -245,7 +247,7 @@ def test_a_store_of_the_previous_schema_gets_each_calls_outcome(project, monkeyp
     assert [call["outcome"] for call in json.loads(shown.stdout)["calls"]] == ["ok", "ok", "unknown", "failed",
                                                                               "unknown"]
     with sqlite3.connect(database) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
         assert db.execute("SELECT outcome FROM calls ORDER BY sequence").fetchall() == [
             ("ok",), ("ok",), ("unknown",), ("failed",), (None,)]  # an intent row: no outcome yet, read as unknown
     text = invoke("show-run", run_id).stdout

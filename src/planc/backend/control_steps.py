@@ -13,7 +13,8 @@ import asyncio
 
 import attrs
 
-from planc.backend.hooks import Call
+from planc.backend.hooks import Call, Unanswered
+from planc.backend.questions import answer
 from planc.backend.stop import current as current_stop
 from planc.backend.stop import settle
 from planc.backend.values import (
@@ -21,6 +22,7 @@ from planc.backend.values import (
     Exited,
     RunError,
     Scope,
+    TemplateScope,
     ToolFailed,
     evaluate,
     render,
@@ -41,6 +43,26 @@ def value(step: ast.Step, name: str, scope: Scope, piped=NOTHING):
     if name == declared.pipe and piped is not NOTHING:
         return piped
     return declared.params.get(name, {}).get("default")
+
+
+def rendered_input(step: ast.Step, scope: Scope, piped) -> dict:
+    """What `step_started` shows of a control step's input: each argument that is one value for the whole
+    step (not a block, a condition, or a template rendered per item) and its piped input. An argument
+    the step reads only in some cases (`exit`'s `output` when it exits) may not render here: it is left
+    out, and the step fails on it only if it reads it."""
+    declared = CONTROL_STEPS[step.tool.text]
+    shown = {}
+    for arg in step.args:
+        name = arg.name.text
+        if declared.kind(name) != "value" or declared.binds.get(name):
+            continue
+        try:
+            shown[name] = evaluate(arg.value, scope)
+        except RunError:
+            continue
+    if piped is not NOTHING and declared.pipe is not None and declared.pipe not in shown:
+        shown[declared.pipe] = piped
+    return shown
 
 
 async def block(run, step: ast.Step, name: str, path: str, scope: Scope, in_loop: bool, item: int | None = None):
@@ -146,16 +168,15 @@ async def run_reshape(run, step, path, scope, piped, in_loop):
 
 async def run_ask(run, step, path, scope, piped, in_loop):
     question = value(step, "question", scope)
-    interlocutor = run.hooks.interlocutor
-    answer = await interlocutor(question) if interlocutor else None
-    if answer is not None:
-        return answer
+    said = await answer(run, step, path, question)
+    if not isinstance(said, Unanswered):
+        return said
     unanswered = value(step, "when_unanswered", scope)
     if unanswered == "default":
         return value(step, "default", scope)
     if unanswered == "skip":
         return None
-    raise RunError(f"step {path}: nobody answered `{question}`", step.tool)
+    raise RunError(f"step {path}: nobody answered `{question}`: {said.reason}", step.tool)
 
 
 async def run_agent(run, step, path, scope, piped, in_loop):
@@ -171,7 +192,8 @@ async def run_agent(run, step, path, scope, piped, in_loop):
     async def call_tool(name: str, arguments: dict, call_id: str):
         nonlocal calls
         calls += 1
-        call = Call(f"{path}/agent.{calls}/{name}", registry.tools[name], arguments, call_id)
+        call = Call(f"{path}/agent.{calls}/{name}", registry.tools[name], arguments,
+                    scope=TemplateScope(scope, run.names), id=call_id)
         try:
             return await run.dispatch(call, step, in_loop)
         except ToolFailed as error:  # goes back to the model, which may try again

@@ -1,12 +1,14 @@
 """The one path every real tool call takes, at any depth: a plan's steps, blocks, declared plans, agents.
 
-In order: the policy decides with the real arguments; the arguments are validated against the
-tool's schemas; the recorder answers from its record (a replay, a resume) or else the gate is asked
-(a refusal is recorded) and the recorder commits the intent;
-the tool is called; its result is made plain JSON data (or refused: `results.py`), recorded and
-validated against the tool's `returns`; events are sent before and after (`tool_finished`, or
-`tool_failed`). Model inferences are
-recorded through the same `recorded_call`. A failure of the tool goes to `on_tool_error`, which may replace it.
+In order: the call gets its idempotency key (`idempotency.py`) and the stack of declared plans it is
+in; the policy decides with the real arguments; the arguments are validated against the tool's
+schemas; the recorder answers from its record (a replay, a resume) or else the gate is asked (a
+refusal is recorded) and the recorder commits the intent (with the key); the tool is called, given
+its key when it takes one; its result is made plain JSON data (or refused: `results.py`), recorded
+and validated against the tool's `returns`; events are sent before and after (`tool_finished`, or
+`tool_failed`). Model inferences are recorded through the same `recorded_call`. A failure of the
+tool goes to `on_tool_error`, which may replace it: `tool_finished` then reports the tool's error
+and the replacement, each in its own field.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 
+from planc.backend import plan_stack
 from planc.backend.hooks import Abort, Call, Proceed, Replace, Skip
+from planc.backend.idempotency import idempotency_key
 from planc.backend.providers import CallTimedOut, call_provider
 from planc.backend.results import usable
 from planc.backend.stop import current as current_stop
-from planc.backend.values import RunError, ToolFailed
+from planc.backend.values import Aborted, RunError, ToolFailed
 from planc.registry.declarations import RESULT_BYTES
 from planc.syntax import ast
 
@@ -32,6 +36,8 @@ class Dispatch:
         self.validators: dict[int, tuple] = {}  # id(schema) -> (schema, its jsonschema validator)
 
     async def __call__(self, call: Call, step: ast.Step, in_loop: bool):
+        call = Call(call.step, call.tool, call.args, call.scope, plan_stack.current(),  # not attrs.evolve: 5x as slow
+                    idempotency_key(self.session.run_id, call.step, call.args))
         tool = call.tool
         current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
         self.authorize(call, step, in_loop)
@@ -47,7 +53,12 @@ class Dispatch:
             elif tool.provider.startswith("plan:"):  # its own calls come this way, each recorded
                 result = await self.run.declared_plan(call, step, in_loop)
             else:
-                result = await self.recorded(call, step)
+                try:
+                    result = await self.recorded(call)
+                except (ToolFailed, RunError):  # its result refused (the call was made), or the run's trouble
+                    raise
+                except Exception as error:  # the tool's own failure: `on_tool_error` may yet replace it
+                    return await self.tool_failed(call, step, error)
             self.check_result(result, call, step)
         except Exception as error:
             self.run.emit("tool_failed", error, step=call.step, tool=tool.name)
@@ -69,7 +80,8 @@ class Dispatch:
         gate = await self.hooks.gate(call) if self.hooks.gate else Proceed()
         if not isinstance(gate, Abort):
             return gate
-        error = RunError(f"step {call.step}: stopped before calling `{call.tool.name}`: {gate.reason}", step.tool)
+        error = Aborted(f"step {call.step}: stopped before calling `{call.tool.name}`: {gate.reason}", step.tool,
+                        results=self.run.finished)
         recorder = self.session.recorder
         if recorder is not None and not call.tool.provider.startswith("plan:"):
             recorder.declined(call, str(error))
@@ -88,28 +100,31 @@ class Dispatch:
             denied = denial(step, call.step, decision, self.principal, self.policy)
             raise RunError(f"step {call.step}: {denied.message}", step.tool)
 
-    async def recorded(self, call: Call, step: ast.Step):
-        """The tool's result, called, the recorder told before and after; as JSON data (`results.plain`),
-        or the call is refused."""
-        recorder = self.session.recorder
+    async def recorded(self, call: Call):
+        """The tool's result, called with its key if it takes one, the recorder told before and after; as
+        JSON data (`results.plain`), or the call is refused. What the tool raised is raised."""
         registry = self.session.registry
-        try:
-            return await recorded_call(
-                recorder, call, lambda: call_provider(call.tool, call.args, registry, self.session.mcp),
-                what=f"step {call.step}: `{call.tool.name}`", explain=lambda error: recorded_error(call, error),
-                limit_bytes=result_bytes(registry))
-        except RunError:
-            raise
-        except Exception as error:  # recorded as it ended: `on_tool_error` may yet replace it for the run
-            return await self.tool_failed(call, step, error)
+        return await recorded_call(
+            self.session.recorder, call,
+            lambda: call_provider(call.tool, call.args, registry, self.session.mcp, key=call.key),
+            what=f"step {call.step}: `{call.tool.name}`", explain=lambda error: recorded_error(call, error),
+            limit_bytes=result_bytes(registry))
 
     async def tool_failed(self, call: Call, step: ast.Step, error: Exception):
+        """The tool raised `error` (it is recorded so): `on_tool_error` says what the run makes of it. A
+        replacement is the call's result, and `tool_finished` reports the error and the replacement; else
+        the call fails (and `tool_failed` reports it)."""
         action = await self.hooks.on_tool_error(call, error) if self.hooks.on_tool_error else None
+        message = failed(call, error)
         if isinstance(action, Replace):
+            self.check_result(action.result, call, step)
+            self.run.emit("tool_finished", step=call.step, tool=call.tool.name, error=message,
+                          replacement=action.result)
             return action.result
         if isinstance(action, Abort):
-            raise RunError(f"step {call.step}: `{call.tool.name}` failed, and the run stops: {action.reason}", step.tool)
-        raise ToolFailed(failed(call, error), step.tool)
+            raise Aborted(f"step {call.step}: `{call.tool.name}` failed, and the run stops: {action.reason}",
+                          step.tool, results=self.run.finished, error=error)
+        raise ToolFailed(message, step.tool)
 
     def validator(self, schema: Mapping):
         """The jsonschema validator of `schema`, made once per run (the schema kept, so its id stays its own)."""

@@ -1,4 +1,17 @@
-"""What a program embedding planc can decide during a run: the hooks."""
+"""What a program embedding planc can decide during a run: the hooks.
+
+- `gate(call)`, before every real tool dispatch at any depth (a plan's steps, blocks, declared plans,
+  an agent's tools): `Proceed`, `Skip` with a result to use instead, or `Abort`. It is not asked for a
+  call the record answers (a replay, a resume), nor for control steps, which call no tool.
+- `on_tool_error(call, error)`, when a dispatched call raised: `Propagate` (the step fails), `Replace`
+  with a result the run goes on with, or `Abort`.
+- `events(event)`: every run, step, tool call and inference as it starts and finishes (docs/api.md).
+- `interlocutor(question)`: the answer to an `ask` step, or `Unanswered`. Questions come one at a
+  time, even from the items of a `map` running at once.
+
+An `Abort` stops the run with `planc.backend.values.Aborted`, which holds the results of the steps
+that finished (the partial state) and, when `on_tool_error` aborted, the tool's error.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +23,35 @@ from planc.registry.tool import Tool
 
 
 @attrs.frozen
+class PlanCall:
+    """A declared plan being run: `plan__NAME` (`plan` is NAME) called at the step path `step`."""
+
+    plan: str
+    step: str
+
+
+@attrs.frozen
 class Call:
     """One real tool dispatch, about to happen or done."""
 
-    step: str  # the step path, `3/do.1[4]` inside the fifth item of a map
+    step: str  # the step path, `3/do.1[4]` inside the fifth item of a map, `2/1` in a declared plan called at 2
     tool: Tool
-    args: Mapping
+    args: Mapping  # the rendered arguments
+    # What its templates were rendered against: `$1`, `$label`, `$args`, and `item`, `index`, `accumulator`
+    # inside a block (planc.backend.values.TemplateScope).
+    scope: Mapping = attrs.field(factory=dict)
+    stack: tuple[PlanCall, ...] = ()  # the declared plans it is in, outermost first
+    key: str | None = None  # its idempotency key (planc.backend.idempotency), given by the dispatch
     id: str | None = None  # the model's id of the call, for a call an agent's model asked for
+
+
+@attrs.frozen
+class Question:
+    """What an `ask` step asks: `text`, at the step path `step`, in the declared plans of `stack`."""
+
+    step: str
+    text: str
+    stack: tuple[PlanCall, ...] = ()
 
 
 @attrs.frozen
@@ -51,8 +86,15 @@ class Replace:
 
 
 @attrs.frozen
+class Unanswered:
+    """Nobody answered the question; `reason` says why (the step's error when it has `when_unanswered: "fail"`)."""
+
+    reason: str = "nobody is there to ask"
+
+
+@attrs.frozen
 class Hooks:
     gate: Callable[[Call], Awaitable[Proceed | Skip | Abort]] | None = None
     on_tool_error: Callable[[Call, Exception], Awaitable[Propagate | Replace | Abort]] | None = None
     events: Callable[[dict], None] | None = None  # the run, its steps, tool calls and inferences: events.py
-    interlocutor: Callable[[str], Awaitable[str | None]] | None = None  # answers `ask`; None: unanswered
+    interlocutor: Callable[[Question], Awaitable[object]] | None = None  # an answer, or Unanswered

@@ -18,13 +18,14 @@ from collections.abc import Mapping
 
 import attrs
 
-from planc.backend.control_steps import CONTROL_HANDLERS
+from planc.backend import plan_stack
+from planc.backend.control_steps import CONTROL_HANDLERS, rendered_input
 from planc.backend.dispatch import Dispatch
 from planc.backend.hooks import Call, Hooks
 from planc.backend.session import Session
 from planc.backend.stop import Stopped, plan_stop, settle
 from planc.backend.stop import current as current_stop
-from planc.backend.values import NOTHING, Exited, RunError, Scope, ToolFailed, evaluate
+from planc.backend.values import NOTHING, Exited, RunError, Scope, TemplateScope, ToolFailed, evaluate
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
 from planc.passes.policy.load import DEFAULT_PRINCIPAL
@@ -130,8 +131,16 @@ class Run:
         self.checked, self.session, self.hooks = checked, session, hooks
         self.registry = session.registry
         self.tools = dict(checked.resolution.tools)  # step -> Tool, for the plan and the declared plans it ran
-        self.emit = session.emit  # the run's events
+        self.names = template_names(checked)  # step -> the names a template reads its result by, likewise
+        self.finished: dict[str, object] = {}  # step path -> result, of every step that has finished
+        self.asking = asyncio.Lock()  # one `ask` question at a time, even from a map's items running at once
         self.dispatch = Dispatch(self, policy, principal)
+
+    def emit(self, event: str, error: Exception | None = None, **fields) -> None:
+        """Send one of the run's events (Session.emit); one about a step also carries the declared plans it is in."""
+        if "step" in fields:
+            fields["stack"] = plan_stack.as_data(plan_stack.current())
+        self.session.emit(event, error, **fields)
 
     async def pipelines(self, pipelines, scope: Scope, prefix: str, suffix: str, in_loop: bool):
         """Run `pipelines` (a plan's or a block's); the result is the last step's.
@@ -180,21 +189,26 @@ class Run:
         return tasks[-1].result() if tasks else None
 
     async def step(self, step: ast.Step, path: str, scope: Scope, piped, in_loop: bool):
-        """Run one step; when it fails or exits, its plan stops: nothing starts in it after."""
+        """Run one step; when it fails or exits, its plan stops: nothing starts in it after.
+
+        `step_started` carries its rendered input: a tool's arguments, as the call gets them; a control
+        step's values (its blocks and conditions run inside it)."""
         stop = current_stop()
         stop.check(path, step.tool)
-        self.emit("step_started", step=path, tool=step.tool.text)
+        tool = self.tools.get(step)
         try:
-            tool = self.tools.get(step)
-            if tool is not None and tool.provider == "builtin":
+            arguments = self.arguments(step, tool, path, scope, piped)
+        except Exception as error:  # it fails as it starts
+            self.emit("step_started", step=path, tool=step.tool.text)
+            stop.set(error)
+            raise
+        self.emit("step_started", step=path, tool=step.tool.text, input=arguments)
+        try:
+            if tool.provider == "builtin":
                 result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, piped, in_loop)
             else:
-                if tool is None:
-                    raise RunError(f"step {path}: no registry declares the tool `{step.tool.text}`", step.tool)
-                args = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}
-                if piped is not NOTHING and tool.pipe:
-                    args[tool.pipe] = piped
-                result = await self.dispatch(Call(path, tool, args), step, in_loop)
+                call = Call(path, tool, arguments, scope=TemplateScope(scope, self.names))
+                result = await self.dispatch(call, step, in_loop)
         except Exception as error:  # a failure, or an exit: either ends the plan
             stop.set(error)
             if isinstance(error, Exited):
@@ -203,8 +217,20 @@ class Run:
             else:
                 self.emit("step_failed", error, step=path)
             raise
+        self.finished[path] = result
         self.emit("step_finished", step=path, result=result)
         return result
+
+    def arguments(self, step: ast.Step, tool, path: str, scope: Scope, piped) -> dict:
+        """The step's rendered input: a tool's arguments (piped input included), a control step's values."""
+        if tool is None:
+            raise RunError(f"step {path}: no registry declares the tool `{step.tool.text}`", step.tool)
+        if tool.provider == "builtin":
+            return rendered_input(step, scope, piped)
+        args = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}
+        if piped is not NOTHING and tool.pipe:
+            args[tool.pipe] = piped
+        return args
 
     async def declared_plan(self, call: Call, step: ast.Step, in_loop: bool):
         """Run the declared plan that `call` (of `plan__NAME`) calls, inside this run, with the call's arguments
@@ -218,15 +244,26 @@ class Run:
         arguments = with_defaults(self.registry.plans[name].params, call.args)
         missing_arguments(checked, arguments)
         self.tools.update(checked.resolution.tools)
+        self.names.update(template_names(checked))
         scope = Scope(ChainMap(), checked.resolution.targets, arguments)
         try:
-            with plan_stop(nested=True):
+            with plan_stop(nested=True), plan_stack.calling(name, call.step):
                 return await self.pipelines(checked.plan.pipelines, scope, f"{call.step}/", "", in_loop)
         except Exited as exit_:
             if exit_.status == "error":
                 raise ToolFailed(f"step {call.step}: the plan `{name}` exited with status error: {exit_.message}",
                                  step.tool) from None
             return exit_.output
+
+
+def template_names(checked: CheckResult) -> dict[ast.Step, tuple[str, ...]]:
+    """The names a template of `checked` reads each step's result by: `$3` for a top-level step, `$label`
+    for a labelled one."""
+    names = {}
+    for step, path in checked.resolution.paths.items():
+        found = (f"${path}",) if "/" not in path else ()
+        names[step] = found + ((f"${step.label.text}",) if step.label is not None else ())
+    return names
 
 
 def with_defaults(params: Mapping[str, Mapping], arguments: Mapping) -> dict:

@@ -8,8 +8,9 @@ compares them with `planc.lock.json` (the same `tool_hash`): a locked tool that 
 has changed (description, input schema, output schema or annotations) is a "rug pull", refused
 with a RunError naming the server, the tool and what changed, and nothing runs.
 
-`call` sends `tools/call` (the dispatch bounds it by the server's `timeout_s`). The result is the `structuredContent` when the server gives one, else the text
-content, JSON-decoded when it parses as JSON. An `isError` result raises `McpToolError` with the
+`call` sends `tools/call`, with the call's idempotency key in `_meta` (under `MCP_META_KEY`), and the
+dispatch bounds it by the server's `timeout_s`. The result is the `structuredContent` when the server
+gives one, else the text content, JSON-decoded when it parses as JSON. An `isError` result raises `McpToolError` with the
 server's message, which the interpreter turns into a failed step (or gives back to an agent).
 `aclose` stops every server; the interpreter calls it in `run_plan`'s `finally`, so servers are
 shut down on success, errors and cancellation alike. `open` and `aclose` must run in the same
@@ -27,6 +28,7 @@ from planc.backend.values import RunError
 from planc.registry.declarations import MCP_START_TIMEOUT_S
 from planc.registry.errors import ConfigError
 from planc.registry.lock import ENTRY_KEYS, entry, lock_path, read_lock
+from planc.registry.tool import MCP_META_KEY
 
 _CHANGES = {"description": "its description", "input_schema": "its input schema",
             "output_schema": "its output schema", "annotations": "its annotations"}
@@ -90,13 +92,14 @@ class McpRuntime:
             drift(name, lock["servers"].get(name, {}).get("tools", {}), live)
             self.sessions[name] = session
 
-    async def call(self, server: str, tool: str, arguments: dict):
-        """The result of the MCP tool `tool` of `server`; McpToolError if it fails. The dispatch bounds it
-        by the server's `timeout_s`."""
+    async def call(self, server: str, tool: str, arguments: dict, key: str | None = None):
+        """The result of the MCP tool `tool` of `server`, sent the call's idempotency `key` in `_meta`;
+        McpToolError if it fails. The dispatch bounds it by the server's `timeout_s`."""
         session = self.sessions.get(server)
         if session is None:
             raise RunError(f"MCP server `{server}` was not started for this run")
-        result = await session.call_tool(tool, arguments)
+        meta = {MCP_META_KEY: key} if key is not None else None
+        result = await session.call_tool(tool, arguments, meta=meta)
         if result.is_error:
             raise McpToolError(_text(result.content) or "the server reported an error and gave no message")
         if result.structured_content is not None:

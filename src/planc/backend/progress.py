@@ -49,10 +49,15 @@ def line(event: dict) -> str | None:
     '[3/do.1[4]] get {"id": "I4"}'
     >>> line({"event": "step_started", "step": "3", "tool": "map"})
     '[3] map ...'
+    >>> line({"event": "tool_finished", "step": "2", "tool": "get", "error": "...", "replacement": {}})
+    '[2] get -> failed, replaced by object'
     """
     kind, step = event.get("event"), event.get("step")
     if kind == "tool_started":
         return f"[{step}] {event['tool']} {_short(json.dumps(event.get('input', {}), ensure_ascii=False, default=str))}"
+    if kind == "tool_finished" and "error" in event:
+        replaced = f", replaced by {summary(event['replacement'])}" if "replacement" in event else ""
+        return f"[{step}] {event['tool']} -> failed{replaced}"
     if kind == "tool_finished":
         return f"[{step}] {event['tool']} -> {summary(event.get('result'))}"
     if kind == "step_started" and event.get("tool") in CONTROL_STEPS:

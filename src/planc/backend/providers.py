@@ -34,9 +34,11 @@ class ToolExited(Exception):
     """A tool raised SystemExit or KeyboardInterrupt: a failed call, never the end of planc."""
 
 
-async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mcp=None):
+async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mcp=None, key: str | None = None):
     """The result of calling `tool` with `args`: sync functions run in a thread, async ones are awaited,
-    MCP tools go to the run's servers (`mcp`, a backend.mcp_runtime.McpRuntime)."""
+    MCP tools go to the run's servers (`mcp`, a backend.mcp_runtime.McpRuntime). `key`, the call's
+    idempotency key, goes to a Python tool that takes one (in its `idempotency_key` parameter) and to
+    every MCP tool (in `_meta`)."""
     if tool.timeout_s is not None:
         timeout, source = tool.timeout_s, "its `timeout_s`"
     else:
@@ -44,17 +46,17 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
     timer = asyncio.timeout(timeout)  # in this task: a failure reaches the run with no turn of the loop between
     try:
         async with timer:
-            return await _call(tool, args, registry, mcp)
+            return await _call(tool, args, registry, mcp, key)
     except TimeoutError:
         if not timer.expired():  # the tool's own TimeoutError: its failure, like any other
             raise
         raise CallTimedOut(f"no result within {timeout:g} s ({source}); whether it had its effect is unknown") from None
 
 
-async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp):
+async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp, key: str | None):
     if tool.provider.startswith("mcp:") and mcp is not None:
         server = tool.provider.split(":", 1)[1]
-        return await mcp.call(server, tool.name.removeprefix(f"{server}__"), dict(args))
+        return await mcp.call(server, tool.name.removeprefix(f"{server}__"), dict(args), key)
     if tool.provider.startswith("sql:"):
         from planc.registry.sql_tools import run_query
 
@@ -63,6 +65,8 @@ async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp):
         return await in_thread(lambda **arguments: run_query(path, tool.query, arguments), {**defaults, **args})
     if tool.provider.startswith("python:"):
         function = _python_function(tool.provider, registry)
+        if tool.idempotency_key is not None and key is not None:
+            args = {**args, tool.idempotency_key: key}
         if not inspect.iscoroutinefunction(function):
             return await in_thread(function, args)
         try:

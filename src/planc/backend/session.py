@@ -9,6 +9,7 @@ MCP server and needs no model endpoint.
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Callable
 from typing import Protocol
 
@@ -24,6 +25,7 @@ class Recorder(Protocol):
     """What a run tells the run store, and what the store may answer from its record."""
 
     calls_tools: bool  # false for a replay: every call is answered from the record
+    run_id: str  # the run's id in the store: a resumed run keeps its own, and so its calls' idempotency keys
 
     def replayed(self, call: Call, step: ast.Step | None) -> Skip | None:
         """The recorded result of `call` (a Skip), or None to make the call."""
@@ -46,11 +48,15 @@ class Recorder(Protocol):
 
 class Session:
     """The recorder, MCP servers, models and events of one run; `open` before the first step, `close` after
-    the last."""
+    the last.
+
+    `run_id` is the run's: the recorder's, or one of its own for a run that is not recorded.
+    """
 
     def __init__(self, checked, registry: Registry | None, recorder: Recorder | None = None,
                  events: Callable[[dict], None] | None = None) -> None:
         self.registry, self.recorder, self.events = registry, recorder, events
+        self.run_id = recorder.run_id if recorder is not None else uuid.uuid4().hex
         self.mcp = McpRuntime(checked, registry)
         self.clients: dict = {}  # role -> ModelClient, made on first use
 

@@ -46,6 +46,21 @@ class ToolFailed(RunError):
     """
 
 
+class Aborted(RunError):
+    """A hook aborted the run (the gate, or `on_tool_error`): a hard stop, which no agent takes as a tool's
+    error and no caller asks about again.
+
+    `results` is the partial state: the result of every step that had finished, by step path. `error`
+    is the tool's own error when `on_tool_error` aborted, so a caller can show why the step failed.
+    """
+
+    def __init__(self, message: str, node=None, *, results: Mapping | None = None,
+                 error: Exception | None = None) -> None:
+        super().__init__(message, node)
+        self.results = dict(results or {})
+        self.error = error
+
+
 @attrs.frozen
 class Scope:
     results: Mapping  # Step -> its result (the steps that ran so far, shared)
@@ -58,6 +73,37 @@ class Scope:
 
     def bind(self, **names) -> Scope:
         return attrs.evolve(self, bindings={**self.bindings, **names})
+
+
+class TemplateScope(Mapping):
+    """What a template can read at one point of a run, by the names it reads them with: `$3` and `$label`
+    (the steps that have run, as `names` calls them), `$args`, and `item`, `index` and `accumulator`
+    where a block binds them. Read when first asked (a gate that never looks costs nothing).
+
+    >>> scope = Scope({"s1": [1, 2]}, {}, {"n": 2}, {"item": 1, "index": 0})
+    >>> dict(TemplateScope(scope, {"s1": ("$1", "$hits")}))
+    {'$1': [1, 2], '$hits': [1, 2], '$args': {'n': 2}, 'item': 1, 'index': 0}
+    """
+
+    def __init__(self, scope: Scope, names: Mapping) -> None:
+        self._scope, self._names = scope, names  # names: Step -> the names its result is read by
+        self._values: dict | None = None
+
+    def _read(self) -> dict:
+        if self._values is None:
+            scope = self._scope
+            results = {name: result for step, result in scope.results.items() for name in self._names.get(step, ())}
+            self._values = {**results, "$args": dict(scope.arguments), **scope.bindings}
+        return self._values
+
+    def __getitem__(self, name: str):
+        return self._read()[name]
+
+    def __iter__(self):
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
 
 
 def evaluate(expr: ast.Expr, scope: Scope):

@@ -10,6 +10,9 @@ POLICY_OPTION = click.option("--policy", "policy_file", type=click.Path(dir_okay
                              help="A Cedar policy file that judges every step (default: `policy` in planc.toml).")
 PRINCIPAL_OPTION = click.option("--principal", help='Who the plan runs for, as a Cedar entity (default: `principal` '
                                                    'in planc.toml, else User::"anonymous").')
+ANSWERS_OPTION = click.option("--answers", "answers_file", type=click.Path(dir_okay=False),
+                              help="Answer `ask` steps from FILE, a JSON object from a step path or question to "
+                                   "its answer (on a terminal, what it does not answer is asked).")
 STORE_OPTION = click.option("--store", type=click.Path(dir_okay=False), envvar="PLANC_STORE",
                             help="The run store (default: $PLANC_STORE, else planc.toml's `store`, else "
                                  ".planc/runs.sqlite beside the planc.toml, else in the working directory).")

@@ -9,6 +9,7 @@ import click
 
 from planc.cli.files import read_file
 from planc.cli.options import (
+    ANSWERS_OPTION,
     CONFIG_OPTION,
     EVENTS_OPTION,
     OTEL_OPTION,
@@ -21,6 +22,7 @@ from planc.cli.plans import checked_to_run, optimized_plan
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, plan_arguments, plan_returns, principal_for
 from planc.cli.runs import (
+    ask_hook,
     events_file,
     events_writer,
     open_store,
@@ -47,6 +49,7 @@ from planc.cli.usage import UsageError
               help="Print the plan's result as JSON, nothing, or the `solver` model's report on it (--query).")
 @click.option("--query", help="With --finish solver: what the report answers.")
 @click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful tool call.")
+@ANSWERS_OPTION
 @click.option("--optimize", is_flag=True,
               help="Run the plan as `planc optimize` rewrites it, independent steps at the same time; notes on stderr.")
 @click.option("--extract", is_flag=True, help="Take the plan out of a model reply (markdown fence or prose).")
@@ -54,8 +57,8 @@ from planc.cli.usage import UsageError
 @STORE_OPTION
 def run_command(plan: str, config: str | None, policy_file: str | None, principal: str | None,
                 args: tuple[str, ...], json_args: tuple[str, ...], events: str | None, otel: bool, finish: str,
-                query: str | None, approve: bool, optimize: bool, extract: bool, max_usd: float | None,
-                max_calls: int | None, max_inferences: int | None, store: str | None) -> None:
+                query: str | None, approve: bool, answers_file: str | None, optimize: bool, extract: bool,
+                max_usd: float | None, max_calls: int | None, max_inferences: int | None, store: str | None) -> None:
     """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error, 130 interrupted.
 
     Progress goes to stderr; stdout holds the result only.
@@ -104,6 +107,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     err = console(stderr=True)
     most = checked.cost.total.calls if checked.cost is not None else None
     progress = Progress(err, int(most.high) if most is not None and most.bounded else None)
+    answer = ask_hook(answers_file, err, progress.paused)  # a file that cannot be used: exit 2, nothing run
     options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
                "policy": str(Path(policy_file).resolve()) if policy_file else None,
                "finish": finish, "query": query, "approve": approve,
@@ -120,7 +124,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
                 raise UsageError(str(error)) from None
             click.echo(f"run: {recorded.run_id}", err=True)
             hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
-                          events=fan_out(events_writer(sink, events), progress.sink, spans))
+                          events=fan_out(events_writer(sink, events), progress.sink, spans), interlocutor=answer)
             try:
                 with progress, tool_output_to_stderr():
                     result = recorded.execute(hooks, schedule, interrupts)

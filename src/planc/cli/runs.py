@@ -104,6 +104,20 @@ def run_traces(otel: bool, name: str, plan: str | None = None):
     return traced(name, plan, warn=lambda text: click.echo(f"warning: {text}", err=True))
 
 
+def ask_hook(answers_file: str | None, console, pause=None):
+    """The interlocutor of `planc run` and `resume`: `--answers FILE` (read now: a UsageError for a file that
+    cannot be used, before anything runs), then the person when standard input is a terminal."""
+    from planc.backend.interlocutors import interlocutor, read_answers
+
+    answers = None
+    if answers_file is not None:
+        try:
+            answers = read_answers(answers_file)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    return interlocutor(console, answers=answers, source=answers_file, terminal=sys.stdin.isatty(), pause=pause)
+
+
 def run_failed(error) -> NoReturn:
     """A run that failed (exit 1) or was interrupted by a signal (exit 130): its one line on stderr."""
     from planc.backend.interrupts import Interrupted

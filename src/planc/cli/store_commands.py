@@ -8,6 +8,7 @@ import click
 
 from planc.cli.files import read_file
 from planc.cli.options import (
+    ANSWERS_OPTION,
     CONFIG_OPTION,
     EVENTS_OPTION,
     OTEL_OPTION,
@@ -19,6 +20,7 @@ from planc.cli.plans import checked_to_run
 from planc.cli.printing import console
 from planc.cli.project import find_policy, find_registry
 from planc.cli.runs import (
+    ask_hook,
     events_file,
     events_writer,
     open_store,
@@ -290,14 +292,17 @@ def _as_recorded(run: dict, config: str | None, policy_file: str | None, princip
 @click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful call it makes.")
 @EVENTS_OPTION
 @OTEL_OPTION
+@ANSWERS_OPTION
 def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
-                   principal: str | None, approve: bool, events: str | None, otel: bool) -> None:
+                   principal: str | None, approve: bool, events: str | None, otel: bool,
+                   answers_file: str | None) -> None:
     """Continue RUN, which did not finish, in the same run record.
 
     Calls with a recorded outcome end as they did; a call whose outcome is unknown is called again
-    only if its tool is idempotent, else the run stops with "outcome unknown". A run made with
-    --approve asks again before every effectful call resume makes, and without a terminal makes none.
-    Its events are numbered on from the last the run recorded.
+    only if its tool is idempotent or takes the call's idempotency key (it is given the same key),
+    else the run stops with "outcome unknown". A question `ask` left open is asked again (--answers).
+    A run made with --approve asks again before every effectful call resume makes, and without a
+    terminal makes none. Its events are numbered on from the last the run recorded.
     Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error, 130 interrupted.
     """
     from planc.backend.approve import approval_gate
@@ -334,6 +339,8 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     # effectful call the run has not made where it cannot ask.
     asks = approve or (run["options"].get("approve", False) and sys.stdin.isatty())
     unattended = run["options"].get("approve", False) and not asks
+    err = console(stderr=True)
+    answer = ask_hook(answers_file, err)  # a file that cannot be used: exit 2, nothing resumed
     traces = run_traces(otel, run_id)  # before the run is taken up, so that --otel without OpenTelemetry,
     sink = events_file(events) if events else None  # or an --events FILE it cannot write, resumes nothing
     runs = open_store(store)
@@ -343,7 +350,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
             resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
                                          unattended=unattended)
             click.echo(f"run: {run_id} (resumed)", err=True)
-            hooks = Hooks(gate=approval_gate(console(stderr=True)) if asks else None,
+            hooks = Hooks(gate=approval_gate(err) if asks else None, interlocutor=answer,
                           events=fan_out(events_writer(sink, events), spans))
             try:
                 with tool_output_to_stderr():

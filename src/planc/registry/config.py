@@ -41,9 +41,9 @@ CONFIG_NAME = "planc.toml"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "budget", "principal"}
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
-             "timeout_s", "query"}
+             "timeout_s", "query", "idempotency_key"}
 PLAN_KEYS = {"file", "description", "params", "returns"}
-MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s"}
+MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s", "idempotency_keys"}
 MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retries"}
 # What an SQL tool may do: read, nothing else (enforced when it runs).
 SQL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=False,
@@ -307,6 +307,8 @@ class _Reader:
             tool = self.python_tool(name, provider, where)  # its parameters from the function's signature
         else:
             tool = Tool(name=name, params=self.params(table.get("params", {}), where, what), provider=provider)
+        if "idempotency_key" in table:
+            tool = self.key_parameter(tool, table, where)
         params = tool.params
         declared: dict = {}  # what the table says, over what the function declares
         if "required" in table:
@@ -325,6 +327,23 @@ class _Reader:
         if "timeout_s" in table:  # else `[limits] timeout_s`, when it is called
             declared["timeout_s"] = self.seconds(table, "timeout_s", where, None)
         return attrs.evolve(tool, **declared)
+
+    def key_parameter(self, tool: Tool, table: dict, where: str) -> Tool:
+        """`idempotency_key = "PARAM"`: the Python function's parameter that receives each call's idempotency
+        key. planc fills it, so it is not a parameter of the plan's."""
+        if not tool.provider.startswith("python:"):
+            self.fail("`idempotency_key` names the parameter of a Python function that receives each call's "
+                      "idempotency key; an MCP server's tools take it in `_meta` (`idempotency_keys = true` in "
+                      "its `[mcp.NAME]` table says they deduplicate by it)", where, "idempotency_key")
+        key = table["idempotency_key"]
+        if not isinstance(key, str) or not NAME.match(key):
+            self.fail(f"`idempotency_key` must name a parameter of the function, found {key!r}", where,
+                      "idempotency_key")
+        if key in table.get("params", {}):
+            self.fail(f"`{key}` receives each call's idempotency key, which planc gives: it cannot be one of "
+                      "the `params` a plan gives too", where, "params")
+        return attrs.evolve(tool, idempotency_key=key, params={p: s for p, s in tool.params.items() if p != key},
+                            required=tuple(p for p in tool.required if p != key))
 
     def sql_tool(self, name: str, provider: str, table: dict, where: str) -> Tool:
         """A tool that runs one read-only query: its parameters are the query's, its result the rows.
@@ -394,7 +413,8 @@ class _Reader:
                       'like { GIT_DIR = "." }', where, "env")
         return McpServer(name=name, command=tuple(command), env=env,
                          trust_annotations=self.flag(table, "trust_annotations", where),
-                         timeout_s=self.seconds(table, "timeout_s", where, None))
+                         timeout_s=self.seconds(table, "timeout_s", where, None),
+                         idempotency_keys=self.flag(table, "idempotency_keys", where))
 
     def model(self, name: str, table: dict) -> ModelConfig:
         where, what = f"models.{name}", f"model `{name}`"

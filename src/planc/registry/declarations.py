@@ -49,6 +49,7 @@ class McpServer:
     env: Mapping[str, str] = attrs.field(factory=dict)  # over a minimal inherited environment
     trust_annotations: bool = False  # take the tools' MCP annotations as declared effects
     timeout_s: float | None = None  # each call of its tools; None: `[limits] timeout_s`
+    idempotency_keys: bool = False  # its tools deduplicate calls by the idempotency key planc sends in `_meta`
 
 
 @attrs.frozen

@@ -35,7 +35,7 @@ import attrs
 
 from planc.registry.declarations import McpServer
 from planc.registry.errors import ConfigError
-from planc.registry.tool import Effects, Tool
+from planc.registry.tool import MCP_META_KEY, Effects, Tool
 
 LOCK_NAME = "planc.lock.json"
 LOCK_FORMAT = "planc.lock"
@@ -127,10 +127,11 @@ def locked_tools(lock: Mapping, servers: Mapping[str, McpServer]) -> dict[str, T
         locked = lock["servers"].get(server)
         if locked is None:
             continue
-        trust = servers[server].trust_annotations
+        declared = servers[server]
         for name in sorted(locked["tools"]):
-            tool = to_tool(server, name, locked["tools"][name], trust)
-            tools[tool.name] = attrs.evolve(tool, timeout_s=servers[server].timeout_s)
+            tool = to_tool(server, name, locked["tools"][name], declared.trust_annotations)
+            tools[tool.name] = attrs.evolve(tool, timeout_s=declared.timeout_s,
+                                            idempotency_key=MCP_META_KEY if declared.idempotency_keys else None)
     return tools
 
 

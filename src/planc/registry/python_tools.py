@@ -5,7 +5,9 @@
 
 Parameters and the result get JSON Schemas from their annotations (str, int,
 float, bool, None, list[...], dict[...], Optional/unions, Literal, TypedDict);
-a parameter with a default is optional. planc.toml refers to the function as
+a parameter with a default is optional. The parameter that receives each
+call's idempotency key (`idempotency_key="request_id"`, or a keyword-only
+parameter named `idempotency_key`) is planc's to fill, not a plan's. planc.toml refers to the function as
 `provider = "python:module:function"`; when it declares the tool's `params`
 itself, checking a plan never imports the module.
 """
@@ -24,16 +26,19 @@ from pathlib import Path
 from planc.registry.tool import Cost, Effects, Tool
 
 MARK = "__planc_tool__"
+KEY_PARAMETER = "idempotency_key"  # a keyword-only parameter of this name receives the call's idempotency key
 
 
 def tool(function: Callable | None = None, *, name: str | None = None, pipe: str | None = None,
          returns_at_most: str | None = None, read_only: bool | None = None, deterministic: bool | None = None,
          idempotent: bool | None = None, destructive: bool | None = None, open_world: bool | None = None,
-         usd: float = 0.0, latency_ms: float = 0.0):
+         usd: float = 0.0, latency_ms: float = 0.0, idempotency_key: str | None = None):
     """Declare a Python function as a planc tool (usable bare, `@tool`, or with options).
 
     A read-only tool is not destructive unless it says so. An effect option left out takes the
-    conservative default; a tool given none declares no effects.
+    conservative default; a tool given none declares no effects. `idempotency_key` names the parameter
+    that receives each call's idempotency key (a keyword-only `idempotency_key` parameter does without
+    naming): the tool deduplicates by it, so a resume may call it again with the same key.
     """
     options = (read_only, deterministic, idempotent, destructive, open_world)
 
@@ -43,7 +48,8 @@ def tool(function: Callable | None = None, *, name: str | None = None, pipe: str
                           open_world=open_world is not False,
                           declared=any(option is not None for option in options))
         setattr(function, MARK, tool_from_function(function, name=name, pipe=pipe, returns_at_most=returns_at_most,
-                                                   effects=effects, cost=Cost(usd=usd, latency_ms=latency_ms)))
+                                                   effects=effects, cost=Cost(usd=usd, latency_ms=latency_ms),
+                                                   idempotency_key=idempotency_key))
         return function
 
     return declare(function) if function is not None else declare
@@ -51,13 +57,22 @@ def tool(function: Callable | None = None, *, name: str | None = None, pipe: str
 
 def tool_from_function(function: Callable, *, name: str | None = None, pipe: str | None = None,
                        returns_at_most: str | None = None, effects: Effects = Effects(),
-                       cost: Cost = Cost()) -> Tool:
-    """The Tool a function declares through its signature and type hints."""
+                       cost: Cost = Cost(), idempotency_key: str | None = None) -> Tool:
+    """The Tool a function declares through its signature and type hints.
+
+    >>> def send(text: str, *, idempotency_key: str) -> dict: ...
+    >>> made = tool_from_function(send)
+    >>> dict(made.params), made.required, made.idempotency_key
+    ({'text': {'type': 'string'}}, ('text',), 'idempotency_key')
+    """
     hints = typing.get_type_hints(function, include_extras=False)
     signature = inspect.signature(function)
+    key = idempotency_key or key_parameter(signature)
+    if key is not None and key not in signature.parameters:
+        raise TypeError(f"{function.__qualname__}: `idempotency_key={key!r}` names no parameter")
     params, required = {}, []
     for param in signature.parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name == key:
             continue
         schema = schema_of(hints.get(param.name, typing.Any))
         if param.default is inspect.Parameter.empty:
@@ -72,7 +87,13 @@ def tool_from_function(function: Callable, *, name: str | None = None, pipe: str
     qualified = f"python:{function.__module__}:{function.__qualname__}"
     return Tool(name=name or function.__name__, params=params, required=tuple(required), pipe=pipe,
                 returns=returns or None, returns_at_most=returns_at_most, effects=effects, cost=cost,
-                description=inspect.getdoc(function) or "", provider=qualified)
+                description=inspect.getdoc(function) or "", provider=qualified, idempotency_key=key)
+
+
+def key_parameter(signature: inspect.Signature) -> str | None:
+    """`idempotency_key` when the function has a keyword-only parameter of that name: it takes the call's key."""
+    param = signature.parameters.get(KEY_PARAMETER)
+    return KEY_PARAMETER if param is not None and param.kind is param.KEYWORD_ONLY else None
 
 
 def schema_of(annotation) -> dict:

@@ -28,6 +28,9 @@ class Cost:
     latency_ms: float = 0.0
 
 
+# Where an MCP `tools/call` request carries the call's idempotency key: `params._meta`, under this name.
+MCP_META_KEY = "planc/idempotency_key"
+
 # JSON Schema marks for the parameter kinds only control steps have.
 CONDITION = {"x-planc": "condition"}
 BLOCK = {"x-planc": "block"}
@@ -49,10 +52,20 @@ class Tool:
     timeout_s: float | None = None  # how long a call may take at run time; None: `[limits] timeout_s`
     provider: str = ""  # "python:module:function", "mcp:server", "sql:/path/to.sqlite", "plan:NAME" or "builtin"
     query: str | None = None  # an SQL tool's query
+    # Where the tool takes the idempotency key of each call, and deduplicates by it: the parameter of a
+    # Python function that receives it, or MCP_META_KEY for an MCP tool whose server declares that it
+    # does (every MCP tool is sent the key in `_meta`); None: it takes none. Never a plan's parameter.
+    idempotency_key: str | None = None
     one_of: tuple[tuple[str, ...], ...] = ()  # groups of parameters of which exactly one is given
     at_most_one: tuple[tuple[str, ...], ...] = ()  # groups of parameters of which one at most is given
     required_when: tuple[tuple[str, object, str], ...] = ()  # (param, value, needed): `needed` when param == value
     binds: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)  # param -> names its block binds
+
+    @property
+    def takes_key(self) -> bool:
+        """Whether the tool takes its calls' idempotency keys and deduplicates by them: calling it again with
+        the same key is safe, idempotent or not."""
+        return self.idempotency_key is not None
 
     @property
     def server(self) -> str | None:
@@ -75,7 +88,7 @@ class Tool:
                 "returns": self.returns, "returns_at_most": self.returns_at_most,
                 "effects": {**attrs.asdict(self.effects)}, "cost": attrs.asdict(self.cost),
                 "description": self.description, "timeout_s": self.timeout_s, "provider": self.provider,
-                "query": self.query}
+                "query": self.query, "idempotency_key": self.idempotency_key}
 
     @classmethod
     def from_data(cls, data: Mapping) -> Tool:

@@ -13,7 +13,7 @@ make a call again whose effect may have happened unless that is safe:
 | ok | its result | its result |
 | failed, refused | fails as the run did | fails as the run did |
 | not_approved | stops as the run did | stops as the run did: no resume makes it |
-| unknown | fails as the run did | calls it again only if its tool is idempotent |
+| unknown | fails as the run did | calls it again only if that is safe (`safe_again`) |
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class Recorder:
     def started(self, call: Call) -> None:
         self.sequence += 1
         self.open[id(call)] = self.sequence
-        self.write(self.store.call_started, self.sequence, call.step, call.tool.name, dict(call.args))
+        self.write(self.store.call_started, self.sequence, call.step, call.tool.name, dict(call.args), call.key)
 
     def finished(self, call: Call, result, error: Exception | None) -> None:
         self.write(self.store.call_ended, self.open.pop(id(call)), outcome_of(error), result,
@@ -186,9 +186,10 @@ class Resume(Recorder):
     """The interpreter's `recorder` while resuming a run, recording into the same run.
 
     A call with a recorded outcome ends as it did; a call whose outcome is unknown (an intent row
-    and no result, or a timeout) is called again only when its tool is idempotent (the same row
-    then gets the outcome), else the run stops with "outcome unknown"; a call past the record is
-    called and recorded.
+    and no result, or a timeout) is called again only when that is safe (the same row then gets
+    the outcome): its tool is idempotent, or it takes the idempotency key the call was made with
+    and is given the same key; else the run stops with "outcome unknown". A call past the record
+    is called and recorded.
     """
 
     def __init__(self, store: RunStore, run: dict, unattended: bool = False) -> None:
@@ -214,12 +215,11 @@ class Resume(Recorder):
         _recorded_end(held, step)
         if held["outcome"] == "ok":
             return Skip(held["output"])
-        effects = call.tool.effects
-        if not (getattr(effects, "idempotent", False) or getattr(effects, "read_only", False)):
+        if not safe_again(call, held):
             how = "it timed out" if held["error"] is not None else "no result is recorded"
             raise OutcomeUnknown(f"step {call.step}: outcome unknown: run {self.run_id} made the call of "
                                  f"`{call.tool.name}` here and {how}, and `{call.tool.name}` is not "
-                                 f"idempotent, so it is not called again", _node(step))
+                                 f"idempotent{_no_key(call, held)}, so it is not called again", _node(step))
         self.again[id(call)] = held["sequence"]
         return None
 
@@ -233,6 +233,25 @@ class Resume(Recorder):
     def declined(self, call: Call, message: str) -> None:
         if self.again.pop(id(call), None) is None:  # asked again for a call made before: its outcome stays unknown
             super().declined(call, message)
+
+
+def safe_again(call: Call, held: dict) -> bool:
+    """Whether `call`, made before as `held` with an unknown outcome, may be made again: its tool is
+    idempotent (or read-only), or it takes the call's idempotency key, the call was made with it, and it
+    is the same key now (the tool then knows the call, and does not act twice)."""
+    effects = call.tool.effects
+    if getattr(effects, "idempotent", False) or getattr(effects, "read_only", False):
+        return True
+    return call.tool.takes_key and held.get("idempotency_key") is not None and held["idempotency_key"] == call.key
+
+
+def _no_key(call: Call, held: dict) -> str:
+    """Why a tool that takes idempotency keys is not called again all the same (empty when it takes none)."""
+    if not call.tool.takes_key:
+        return ""
+    if held.get("idempotency_key") is None:
+        return " and the call was recorded without an idempotency key"
+    return " and the call was made with another idempotency key than it would have now"
 
 
 class NotAsked(RunError):

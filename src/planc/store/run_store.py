@@ -26,7 +26,8 @@ from planc.store.large_values import Values, keep, keep_event, to_json
 from planc.store.lease import Holder, holds
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
-SCHEMA_VERSION = 4  # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases
+# 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases; 5: calls.idempotency_key
+SCHEMA_VERSION = 5
 
 # How a call ended. An intent row with no outcome yet (its process died during the call) is unknown.
 OUTCOMES = {
@@ -61,6 +62,7 @@ CREATE TABLE IF NOT EXISTS calls (
     started_at REAL NOT NULL,
     finished_at REAL,
     outcome TEXT,                  -- OUTCOMES; NULL while the call is made (or its process died during it)
+    idempotency_key TEXT,          -- the call's (backend/idempotency.py); NULL for a model's, or before schema 5
     PRIMARY KEY (run_id, sequence)
 );
 CREATE TABLE IF NOT EXISTS files (    -- what a run read (planc.toml, its lock, the policy), by content
@@ -96,6 +98,7 @@ ADDED_COLUMNS = (
      # A timeout was recorded as a failure before outcomes: its effect is just as unknown as any other's.
      "CASE WHEN finished_at IS NULL THEN NULL WHEN error IS NULL THEN 'ok' "
      "WHEN error LIKE '%failed: CallTimedOut: %' THEN 'unknown' ELSE 'failed' END"),
+    ("calls", "idempotency_key", "TEXT", None),  # a call made before keys had none, and was given none
 )
 
 
@@ -232,11 +235,12 @@ class RunStore:
                 with self.transaction() as db:
                     db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
 
-    def call_started(self, run_id: str, sequence: int, step: str, tool: str, arguments) -> None:
-        """The intent row of a call about to be made."""
+    def call_started(self, run_id: str, sequence: int, step: str, tool: str, arguments, key: str | None = None) -> None:
+        """The intent row of a call about to be made, with its idempotency key."""
         with self.transaction() as db:
-            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, started_at) VALUES (?, ?, ?, ?, ?, ?)",
-                       (run_id, sequence, step, tool, keep(db, arguments), time.time()))
+            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, started_at, idempotency_key) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (run_id, sequence, step, tool, keep(db, arguments), time.time(), key))
 
     def call_ended(self, run_id: str, sequence: int, outcome: str, output=None, error: str | None = None) -> None:
         """How the call of row `sequence` ended: its outcome, and its output (when ok) or error."""
@@ -344,15 +348,16 @@ class RunStore:
                               "FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunStoreError(f"{self.path}: no run `{run_id}`")
-        calls = self.db.execute("SELECT sequence, step, tool, input, output, error, started_at, finished_at, outcome "
-                                "FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
+        calls = self.db.execute("SELECT sequence, step, tool, input, output, error, started_at, finished_at, outcome, "
+                                "idempotency_key FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
         events = self.db.execute("SELECT at, event, refs FROM events WHERE run_id = ? ORDER BY sequence", (run_id,))
         value = Values(self.db)
         return self._as_seen(self.db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
                 "plan": json.loads(row[4]), "arguments": value(row[5]), "output": value(row[6]), "message": row[7],
                 "options": json.loads(row[8]) if row[8] is not None else {},
                 "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": value(c[3]), "output": value(c[4]),
-                           "error": c[5], "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown"}
+                           "error": c[5], "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown",
+                           "idempotency_key": c[9]}
                           for c in calls],
                 "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]})
 
