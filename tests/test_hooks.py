@@ -159,15 +159,16 @@ def test_tool_finished_reports_the_tools_error_and_the_replacement_apart(project
     assert [call["tool"] for call in calls(project)] == ["fails"]
 
 
-def test_a_failed_call_is_reported_finished_with_its_error(project):
+def test_a_failed_call_is_reported_failed_with_its_error(project):
     (project / "p.plan").write_text('fails(x: 1)\nnotify(channel: "#x", text: "never")\n')
     result = invoke("run", "p.plan", "--events", "e.jsonl")
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert result.stderr.splitlines()[-1] == "error: step 1: `fails` failed: ValueError: no such thing"
     events = [json.loads(line) for line in (project / "e.jsonl").read_text().splitlines()]
-    assert [event for event in events if event["event"] == "tool_finished"] == [
-        {"event": "tool_finished", "step": "1", "tool": "fails",
-         "error": "step 1: `fails` failed: ValueError: no such thing", "stack": []}]
+    ended = [{key: event[key] for key in ("event", "step", "tool", "error", "error_type", "stack") if key in event}
+             for event in events if event["event"] in ("tool_finished", "tool_failed")]
+    assert ended == [{"event": "tool_failed", "step": "1", "tool": "fails", "error": "step 1: `fails` failed: "
+                      "ValueError: no such thing", "error_type": "ToolFailed", "stack": []}]
     assert "[1] fails -> failed" in result.stderr.splitlines()
     assert [call["tool"] for call in calls(project)] == ["fails"]
 

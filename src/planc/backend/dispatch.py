@@ -37,7 +37,7 @@ class Dispatch:
 
     async def __call__(self, call: Call, step: ast.Step, in_loop: bool):
         call = Call(call.step, call.tool, call.args, call.scope, plan_stack.current(),  # not attrs.evolve: 5x as slow
-                    idempotency_key(self.session.run_id, call.step, call.args))
+                    idempotency_key(self.session.run_id, call.step, call.args), call.id)
         tool = call.tool
         current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
         self.authorize(call, step, in_loop)

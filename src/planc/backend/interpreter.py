@@ -136,7 +136,7 @@ class Run:
         self.asking = asyncio.Lock()  # one `ask` question at a time, even from a map's items running at once
         self.dispatch = Dispatch(self, policy, principal)
 
-    def emit(self, event: str, error: Exception | None = None, **fields) -> None:
+    def emit(self, event: str, error: Exception | None = None, /, **fields) -> None:
         """Send one of the run's events (Session.emit); one about a step also carries the declared plans it is in."""
         if "step" in fields:
             fields["stack"] = plan_stack.as_data(plan_stack.current())

@@ -60,7 +60,7 @@ class Session:
         self.mcp = McpRuntime(checked, registry)
         self.clients: dict = {}  # role -> ModelClient, made on first use
 
-    def emit(self, event: str, error: Exception | None = None, **fields) -> None:
+    def emit(self, event: str, error: Exception | None = None, /, **fields) -> None:
         """Send one of the run's events (`event` names it) to the events hook, if there is one.
 
         An event about an `error` carries its message and kind (`error_type`: ToolFailed, ModelError,
