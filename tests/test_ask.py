@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sqlite3
+import sys
+import threading
 
 import pytest
 from cli import invoke
@@ -17,6 +20,7 @@ from test_run import project as tools_project  # noqa: F401  (the recording tool
 
 from planc.backend.hooks import Hooks, Question, Unanswered
 from planc.backend.interpreter import run_plan
+from planc.backend.interrupts import Interrupts, TerminalLine
 
 OWNERS = '''map(over: ["web", "db", "cache"], concurrency: 3, do: {
   owner = ask(question: "Who owns {item}?")
@@ -171,3 +175,34 @@ def test_questions_are_asked_one_at_a_time_whatever_the_interlocutor(project):
         asyncio.run(run_plan(checked, registry=registry, hooks=Hooks(interlocutor=interlocutor)))
     assert max(most) == 1 and asked[:2] == ["1/do.1[0]", "1/do.1[1]"]
     assert sent(project) == ["web: web?"]
+
+
+@needs_a_terminal
+@pytest.mark.parametrize("typed, read", [(b"alice\n", "alice"), (b"\n", ""), (b"\x04", EOFError)])
+def test_the_terminal_line_reads_as_input_does(monkeypatch, typed, read):
+    master, slave = os.openpty()
+    with open(slave, encoding="utf-8") as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        os.write(master, typed)
+        if read is EOFError:
+            with pytest.raises(EOFError):
+                TerminalLine().readline()
+        else:
+            assert TerminalLine().readline() == read
+    os.close(master)
+
+
+@needs_a_terminal
+@pytest.mark.parametrize("when", ["before the read", "from another thread"])
+def test_a_signal_ends_the_wait_for_an_answer_whenever_it_comes(monkeypatch, when):
+    """`input()` would miss a signal that comes just before it starts to read, and wait for ever."""
+    master, slave = os.openpty()
+    with open(slave, encoding="utf-8") as stdin, Interrupts():
+        monkeypatch.setattr(sys, "stdin", stdin)
+        if when == "before the read":
+            os.kill(os.getpid(), signal.SIGINT)
+        else:
+            threading.Thread(target=os.kill, args=(os.getpid(), signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            TerminalLine().readline()  # nothing is ever typed
+    os.close(master)

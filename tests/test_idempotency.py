@@ -137,8 +137,9 @@ def test_the_key_is_planc_s_to_give_never_the_plan_s(project):
         assert result.exit_code == 1 and "E201" in result.output and f"`{parameter}`" in result.output
     assert calls(project) == []
     listed = json.loads(invoke("registry", "list", "--format", "json").stdout)
-    assert {tool["name"]: sorted(tool["params"]) for tool in listed["tools"]} == {
-        "page": ["who"], "plain": ["text"], "post": ["channel", "text"], "send": ["text"]}
+    assert {tool["name"]: (sorted(tool["params"]), tool["idempotency_key"]) for tool in listed["tools"]} == {
+        "page": (["who"], "token"), "plain": (["text"], None), "post": (["channel", "text"], "request_id"),
+        "send": (["text"], "idempotency_key")}
 
 
 def test_a_call_recorded_without_a_key_is_not_made_again_on_resume(project):

@@ -267,7 +267,8 @@ def test_a_worker_lost_during_a_non_idempotent_call_is_an_unknown_outcome_and_th
     (project / "release").touch()  # were it ever made again, it would now return
     resumed = planc_completed("resume", run_record["id"], "--store", "runs.sqlite", cwd=project)
     assert resumed.returncode == 1
-    assert "outcome unknown" in resumed.stderr and "Traceback" not in resumed.stderr
+    assert "outcome unknown" in resumed.stderr and "its Ray worker was lost" in resumed.stderr
+    assert "Traceback" not in resumed.stderr
     assert [what for _, what in spied(project)] == ["send a", "send hold"]
 
 

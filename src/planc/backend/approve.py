@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import ContextManager
 
 from planc.backend.hooks import Abort, Call, Proceed
-from planc.backend.interrupts import asking
+from planc.backend.interrupts import TerminalLine
 
 
 def describe(call: Call):
@@ -48,7 +48,7 @@ def approval_gate(console, ask: Callable[[str], bool] | None = None,
     def terminal(question: str) -> bool:
         from rich.prompt import Confirm
 
-        return Confirm.ask(question, console=console, default=False)
+        return Confirm.ask(question, console=console, default=False, stream=TerminalLine())
 
     answer = ask or terminal
 
@@ -58,8 +58,7 @@ def approval_gate(console, ask: Callable[[str], bool] | None = None,
         with (pause or _nothing)():
             console.print(describe(call))
             try:
-                with asking():
-                    yes = answer(f"Call [bold]{call.tool.name}[/bold]?")
+                yes = answer(f"Call [bold]{call.tool.name}[/bold]?")
             except EOFError:
                 yes = False
             except KeyboardInterrupt:  # the run is interrupted: the task stops here, the call unmade

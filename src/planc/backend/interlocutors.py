@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import ContextManager
 
 from planc.backend.hooks import Question, Unanswered
-from planc.backend.interrupts import asking
+from planc.backend.interrupts import TerminalLine
 
 HOW_TO_ANSWER = "give the answers with `--answers FILE` (a JSON object from a step path or question to its answer)"
 
@@ -65,8 +65,8 @@ def _ask_on_the_terminal(console, question: Question):
     from rich.markup import escape
 
     try:
-        with asking():
-            typed = console.input(f"[dim]step {escape(question.step)}[/dim] [bold]{escape(question.text)}[/bold] ")
+        typed = console.input(f"[dim]step {escape(question.step)}[/dim] [bold]{escape(question.text)}[/bold] ",
+                              stream=TerminalLine())
     except EOFError:
         return Unanswered(f"the terminal's input ended before an answer; {HOW_TO_ANSWER}")
     except KeyboardInterrupt:  # the run is interrupted: the task stops here, the question unanswered

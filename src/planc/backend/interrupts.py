@@ -7,15 +7,19 @@ the run's task: it stops at its next await, every call in flight records its out
 on the way out (the dispatch does), nothing new starts, and `run` raises Interrupted, which the
 run's record turns into the status `interrupted`.
 
-A question on the terminal (`--approve`) blocks the task, so a signal then also stops waiting for
-the answer (`asking`); the question is not answered no.
+A question on the terminal (`--approve`, `ask`) blocks the task, so a signal then also stops waiting
+for the answer; the question is not answered. The answer is read by `TerminalLine`, not `input()`:
+`input()` misses a signal that comes just before it starts to read, and then waits for ever.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import select
 import signal
+import sys
 import threading
 from collections.abc import Coroutine, Iterator
 
@@ -23,6 +27,7 @@ from planc.backend.values import RunError
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _asking = 0  # questions on the terminal being asked now (the main thread's)
+_signalled = False  # a signal has come while `Interrupts` was in force: no question waits for an answer
 
 
 class Interrupted(RunError):
@@ -46,7 +51,10 @@ class Interrupts:
         return signal.Signals(self.received).name if self.received is not None else ""
 
     def __enter__(self) -> Interrupts:
+        global _signalled
         self._entered += 1
+        if self._entered == 1:
+            _signalled = False
         if self._entered == 1 and threading.current_thread() is threading.main_thread():
             for number in SIGNALS:
                 self._previous[number] = signal.signal(number, self._handle)
@@ -60,6 +68,8 @@ class Interrupts:
             self._previous = {}
 
     def _handle(self, number: int, frame) -> None:
+        global _signalled
+        _signalled = True
         if self.received is None:
             self.received = number
         task = self._task
@@ -90,10 +100,50 @@ class Interrupts:
 
 @contextlib.contextmanager
 def asking() -> Iterator[None]:
-    """While a question waits for its answer on the terminal, a signal raises KeyboardInterrupt in it."""
+    """While a question waits for its answer on the terminal, a signal raises KeyboardInterrupt in it; and
+    one that came already raises it at once."""
     global _asking
     _asking += 1
     try:
+        if _signalled:
+            raise KeyboardInterrupt
         yield
     finally:
         _asking -= 1
+
+
+class TerminalLine:
+    """Standard input read a line at a time, as `input()` reads it (without the newline; EOFError at the
+    end), for rich's prompts (`stream=`), but with every signal waking the wait: Python's handler of a
+    signal runs between two bytecodes, so one that comes as `input()` starts its read is handled only
+    once the read returns, and a question would wait for ever. Here the signal also writes to a pipe the
+    wait watches (`signal.set_wakeup_fd`); KeyboardInterrupt (`asking`) ends the wait.
+    """
+
+    def readline(self) -> str:
+        terminal = sys.stdin.fileno()
+        woken, wake = os.pipe()
+        os.set_blocking(wake, False)
+        previous = signal.set_wakeup_fd(wake) if threading.current_thread() is threading.main_thread() else None
+        try:
+            with asking():
+                line = b""
+                while not line.endswith(b"\n"):
+                    if terminal in select.select([terminal, woken], [], [])[0]:
+                        try:
+                            chunk = os.read(terminal, 4096)
+                        except OSError:  # the terminal has gone: the end of input
+                            chunk = b""
+                        if not chunk:
+                            break
+                        line += chunk
+                    else:  # a signal: its handler raises in a moment; read what it wrote meanwhile
+                        os.read(woken, 512)
+        finally:
+            if previous is not None:
+                signal.set_wakeup_fd(previous)
+            os.close(woken)
+            os.close(wake)
+        if not line:
+            raise EOFError
+        return line.decode("utf-8", errors="replace").rstrip("\r\n")

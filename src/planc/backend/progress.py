@@ -42,6 +42,9 @@ def _short(text: str, limit: int = INPUT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+ENDED_CALLS = ("tool_finished", "tool_failed")  # the events of a tool call that ended, as it ended
+
+
 def line(event: dict) -> str | None:
     """The plain line of an event, or None for the events that get none.
 
@@ -51,7 +54,7 @@ def line(event: dict) -> str | None:
     '[3] map ...'
     >>> line({"event": "tool_finished", "step": "2", "tool": "get", "error": "...", "replacement": {}})
     '[2] get -> failed, replaced by object'
-    >>> line({"event": "tool_failed", "step": "2", "tool": "get", "error": "...", "error_type": "ToolFailed"})
+    >>> line({"event": "tool_failed", "step": "2", "tool": "get", "error": "..."})
     '[2] get -> failed'
     """
     kind, step = event.get("event"), event.get("step")
@@ -127,7 +130,7 @@ class Progress(LiveDisplay):
             self.tools[event.get("step")] = event.get("tool")
         elif kind == "step_finished" and "tool" not in event:  # the interpreter names the tool on start only
             event = {**event, "tool": self.tools.pop(event.get("step"), None)}
-        elif kind == "tool_finished":
+        elif kind in ENDED_CALLS:
             self.calls += 1
         text = line(event)
         if self.display is None:
@@ -136,9 +139,9 @@ class Progress(LiveDisplay):
             return
         if kind in ("step_started", "tool_started", "inference_started"):
             self.display.update(self.task, description=f"[{event.get('step')}] {event.get('tool', 'infer')}")
-        if kind == "tool_finished":
+        if kind in ENDED_CALLS:
             self.display.update(self.task, completed=self.calls)
-        if text is not None and kind in ("tool_finished", "inference_finished", "run_finished"):
+        if text is not None and kind in (*ENDED_CALLS, "inference_finished", "run_finished"):
             from rich.text import Text
 
             self.display.console.print(Text(text, style="dim"))  # a style= here would dim the live display too

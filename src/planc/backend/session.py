@@ -13,7 +13,6 @@ import uuid
 from collections.abc import Callable
 from typing import Protocol
 
-from planc.backend import plan_stack
 from planc.backend.hooks import Call, Skip
 from planc.backend.mcp_runtime import McpRuntime
 from planc.backend.values import RunError
@@ -63,7 +62,7 @@ class Session:
         self.mcp = McpRuntime(checked, registry)
         self.clients: dict = {}  # role -> ModelClient, made on first use
 
-    def emit(self, event: str, error: Exception | None = None, **fields) -> None:
+    def emit(self, event: str, error: Exception | None = None, /, **fields) -> None:
         """Send one of the run's events (`event` names it) to the events hook, if there is one.
 
         An event about an `error` carries its message and kind (`error_type`: ToolFailed, ModelError,
@@ -71,8 +70,6 @@ class Session:
         """
         if self.events is None:
             return
-        if "step" in fields:  # an event about a step also carries the declared plans it is in
-            fields["stack"] = plan_stack.as_data(plan_stack.current())
         if error is None:
             self.events({"event": event, **fields})
             return

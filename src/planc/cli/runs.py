@@ -1,5 +1,5 @@
 """What `planc run`, `replay`, `resume` and `batch` share: the run store, the executor, the events file, the
-traces, the solver, and the end of a run."""
+traces, the answers to `ask`, the solver, and the end of a run."""
 
 from __future__ import annotations
 
@@ -77,20 +77,6 @@ def tool_output_to_stderr() -> Iterator[None]:
             os.close(saved)
 
 
-def ask_hook(answers_file: str | None, console, pause=None):
-    """The interlocutor of `planc run` and `resume`: `--answers FILE` (read now: a UsageError for a file that
-    cannot be used, before anything runs), then the person when standard input is a terminal."""
-    from planc.backend.interlocutors import interlocutor, read_answers
-
-    answers = None
-    if answers_file is not None:
-        try:
-            answers = read_answers(answers_file)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
-    return interlocutor(console, answers=answers, source=answers_file, terminal=sys.stdin.isatty(), pause=pause)
-
-
 def events_file(path: str):
     """`--events FILE` opened for writing, or a UsageError naming it (a missing folder, no permission)."""
     try:
@@ -142,6 +128,20 @@ def run_traces(otel: bool, name: str, plan: str | None = None):
                    f"({INSTALL_OTEL})", err=True)
         return contextlib.nullcontext()
     return traced(name, plan, warn=lambda text: click.echo(f"warning: {text}", err=True))
+
+
+def ask_hook(answers_file: str | None, console, pause=None):
+    """The interlocutor of `planc run` and `resume`: `--answers FILE` (read now: a UsageError for a file that
+    cannot be used, before anything runs), then the person when standard input is a terminal."""
+    from planc.backend.interlocutors import interlocutor, read_answers
+
+    answers = None
+    if answers_file is not None:
+        try:
+            answers = read_answers(answers_file)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    return interlocutor(console, answers=answers, source=answers_file, terminal=sys.stdin.isatty(), pause=pause)
 
 
 def run_failed(error) -> NoReturn:

@@ -292,9 +292,9 @@ def _as_recorded(run: dict, config: str | None, policy_file: str | None, princip
 @POLICY_OPTION
 @PRINCIPAL_OPTION
 @click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful call it makes.")
-@ANSWERS_OPTION
 @EVENTS_OPTION
 @OTEL_OPTION
+@ANSWERS_OPTION
 @executor_options
 def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
                    principal: str | None, approve: bool, answers_file: str | None, events: str | None, otel: bool,
@@ -355,8 +355,8 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
             resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
                                          unattended=unattended)
             click.echo(f"run: {run_id} (resumed)", err=True)
-            hooks = Hooks(gate=approval_gate(err) if asks else None,
-                          events=fan_out(events_writer(sink, events), spans), interlocutor=answer)
+            hooks = Hooks(gate=approval_gate(err) if asks else None, interlocutor=answer,
+                          events=fan_out(events_writer(sink, events), spans))
             try:
                 with tool_output_to_stderr():
                     result = resumed.execute(hooks, interrupts=interrupts, executor=connected)

@@ -10,7 +10,8 @@ from planc.registry.tool import Tool
 
 
 def registry_json(registry: Registry) -> dict:
-    """Every declared tool (control steps aside): parameters, pipe, returns, effects, cost."""
+    """Every declared tool (control steps aside): parameters, pipe, returns, effects, cost, and where it takes
+    each call's idempotency key."""
     return {"config": str(registry.source) if registry.source else None,
             "tools": [_tool_json(registry.tools[name]) for name in sorted(registry.tools)]}
 
@@ -21,6 +22,7 @@ def _tool_json(tool: Tool) -> dict:
         "params": dict(tool.params), "required": list(tool.required), "pipe": tool.pipe,
         "returns": tool.returns, "returns_at_most": tool.returns_at_most,
         "effects": attrs.asdict(tool.effects), "cost": attrs.asdict(tool.cost),
+        "idempotency_key": tool.idempotency_key,
     }
 
 

@@ -117,7 +117,8 @@ def _recorded_end(held: dict, step) -> None:
 
 def _no_result(held: dict) -> bool:
     """Whether the run never learnt how the call `held` ended: its process died or was interrupted during it.
-    (A call that timed out is unknown too, but the run was told so: its error is recorded.)"""
+    (A call that timed out, or whose Ray worker was lost, is unknown too, but the run was told so: its
+    error is recorded.)"""
     return held["outcome"] == "unknown" and held["error"] is None
 
 
@@ -147,7 +148,7 @@ class Replay:
         recorded.pop(0)
         _recorded_end(held, step)
         if held["outcome"] == "unknown":
-            if held["error"] is not None:  # it timed out: the run was told that, and failed or went on
+            if held["error"] is not None:  # it timed out (or lost its worker): the run was told, and failed or went on
                 raise ToolFailed(held["error"], _node(step))
             raise DivergenceError(f"step {call.step}: replay cannot go on: run {self.run['id']} recorded the call "
                                   f"of `{call.tool.name}` here, and no result for it", _node(step))
@@ -216,7 +217,8 @@ class Resume(Recorder):
         if held["outcome"] == "ok":
             return Skip(held["output"])
         if not safe_again(call, held):
-            how = "it timed out" if held["error"] is not None else "no result is recorded"
+            how = ("no result is recorded" if held["error"] is None
+                   else "its Ray worker was lost" if ": WorkerLost: " in held["error"] else "it timed out")
             raise OutcomeUnknown(f"step {call.step}: outcome unknown: run {self.run_id} made the call of "
                                  f"`{call.tool.name}` here and {how}, and `{call.tool.name}` is not "
                                  f"idempotent{_no_key(call, held)}, so it is not called again", _node(step))

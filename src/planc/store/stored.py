@@ -55,9 +55,14 @@ class StoredPlanError(Exception):
     """A stored plan that cannot be loaded: not one, tampered with, too new, or stale."""
 
 
+# One encoder, made once: json.dumps with options makes a new one each call, which costs more than a
+# small value's encoding (every tool call's idempotency key is over its canonical JSON).
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def canonical_json(data) -> str:
     """`data` as JSON with sorted keys and no optional whitespace: what the hashes are over."""
-    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _CANONICAL.encode(data)
 
 
 def _sha256(text: str) -> str:
