@@ -46,6 +46,18 @@ def leave(code):
     sys.exit(code)
 
 
+EXITED = threading.Event()  # set by a test's events hook when a plan has exited
+
+
+def wait_for_exit(i):
+    """Meet (as `meet` does), then return only once the plan has exited (the timeout is a guard against
+    a hung test, not a claim about speed)."""
+    _called(f"wait_for_exit {i}")
+    MEETING.wait()
+    EXITED.wait(timeout=120)
+    return i
+
+
 def meet(i):
     _called(f"meet {i}")
     MEETING.wait()  # every call of the map must be in flight at once to get past this
@@ -75,6 +87,11 @@ timeout_s = 0.5
 provider = "python:{module}:leave"
 params = {{ code = {{ type = "integer" }} }}
 required = ["code"]
+
+[tools.wait_for_exit]
+provider = "python:{module}:wait_for_exit"
+params = {{ i = {{ type = "integer" }} }}
+required = ["i"]
 
 [tools.meet]
 provider = "python:{module}:meet"
@@ -300,16 +317,31 @@ def test_missing_data_in_an_item_stops_the_map(project):
     assert calls(project) == [] and statuses(project) == ["failed"]
 
 
-def test_an_exit_in_a_map_item_ends_the_plan_and_starts_nothing_more(project):
-    """Items 0 and 1 run at once: item 0 exits after its call; item 1's call, already running,
-    finishes; items 2 and 3 never start."""
-    text = ('map(over: [0, 1, 2, 3], concurrency: 2, do: {\n'
-            '  transfer(amount: item)\n'
-            '  exit(when: item == 0, output: "stopped at 0")\n'
-            '})\nappend(text: "after")\n')
-    result = run(project, text)
-    assert result.exit_code == 0 and json.loads(result.stdout) == "stopped at 0"
-    assert sorted(calls(project)) == ["transfer 0", "transfer 1"] and statuses(project) == ["ok"]
+def test_an_exit_in_a_map_item_ends_the_plan_and_starts_nothing_more(project, monkeypatch):
+    """Items 0 and 1 run at once (their calls meet): item 0 exits after its call; item 1's call, already
+    running (it returns only once the exit has happened, as the events say), finishes; items 2 and 3
+    never start."""
+    import importlib
+
+    import planc
+    from planc.backend.hooks import Hooks
+
+    monkeypatch.setenv("PLANC_TEST_MEET", "2")
+    monkeypatch.syspath_prepend(str(project))  # the tools module, as planc imports it: one module, one EXITED
+    tools = importlib.import_module(f"attacktools_{project.name.replace('-', '_')}")
+    checked = planc.check('map(over: [0, 1, 2, 3], concurrency: 2, do: {\n'
+                          '  decide(when: item == 0, then: { meet(i: item) }, else: { wait_for_exit(i: item) })\n'
+                          '  exit(when: item == 0, output: "stopped at 0")\n'
+                          '})\nappend(text: "after")\n', registry=planc.load_registry(project / "planc.toml"))
+    assert checked.ok, checked.diagnostics
+
+    def events(event):
+        if event["event"] == "step_exited":  # sent once the plan's stop is set: nothing starts after it
+            tools.EXITED.set()
+
+    result = planc.run(checked, hooks=Hooks(events=events), store=project / "runs.sqlite")
+    assert (result.value, result.status) == ("stopped at 0", "ok")
+    assert sorted(calls(project)) == ["meet 0", "wait_for_exit 1"] and statuses(project) == ["ok"]
 
 
 # --- every call is bounded --------------------------------------------------------------------------
