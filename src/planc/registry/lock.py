@@ -26,7 +26,6 @@ Each locked tool TOOL of a server NAME declared in planc.toml becomes the Tool `
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -59,6 +58,8 @@ def canonical_json(value) -> str:
 
 def tool_hash(name: str, entry: Mapping) -> str:
     """sha256 over the canonical JSON (sorted keys, no spaces, UTF-8) of the tool's name and entry."""
+    import hashlib  # here: loading planc.toml without MCP servers never needs it (OpenSSL is slow to load)
+
     data = {"name": name, **{key: entry.get(key) for key in ENTRY_KEYS}}
     return "sha256:" + hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
 

@@ -9,16 +9,19 @@ Without a policy the pass does nothing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
-from planc.passes.policy.decide import Ask, Decision, decide_all
-from planc.passes.policy.denial import denial
 from planc.registry.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
+
+if TYPE_CHECKING:  # Cedar's side is imported when a plan is judged: a check without a policy never loads it
+    from planc.passes.policy.decide import Ask, Decision
 
 # The control steps whose blocks run once per item: a step inside one is `in_loop`.
 LOOPS = frozenset({"map", "filter", "reduce"})
@@ -49,6 +52,9 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
     """
     if context.policy is None:
         return PolicyFacts({}), []
+    from planc.passes.policy.decide import decide_all
+    from planc.passes.policy.denial import denial
+
     asked: list[tuple[ast.Step, Ask, tuple | None]] = []
     _judge(plan, context.learned("resolution"), context, asked)
     # Every step's request decided together: Cedar takes them in batches, as most of a request's
@@ -73,6 +79,8 @@ def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list,
     `caller` is, for the steps of a declared plan, (the calling step, its path, whether it runs per
     item, the plan's file as written): a denial there is the calling step's error.
     """
+    from planc.passes.policy.decide import Ask
+
     prefix, in_caller_loop = (caller[1] + "/", caller[2]) if caller else ("", False)
     for step, piped, in_loop in _calls(plan.pipelines, in_loop=in_caller_loop):
         # Without a registry any tool name is accepted, and judged by the conservative effects.
