@@ -294,3 +294,20 @@ def test_the_documented_example_runs_and_its_resume_sends_nothing_twice(tmp_path
         assert db.execute("SELECT channel FROM sent ORDER BY channel").fetchall() == [("#db",), ("#ops",)]
         assert {key for key, in db.execute("SELECT key FROM sent")} == {
             key for *_, key in recorded(tmp_path / "runs.sqlite", run_id)}
+
+
+@pytest.mark.parametrize("key, says, never", [("key", "deduplicates by its idempotency key", "not idempotent"),
+                                               (None, "not idempotent", "idempotency key")])
+def test_the_approve_question_says_whether_a_call_may_be_made_again(key, says, never):
+    from rich.console import Console
+
+    from planc.backend.approve import describe
+    from planc.backend.hooks import Call
+    from planc.registry.tool import Effects, Tool
+
+    effects = Effects(read_only=False, deterministic=False, idempotent=False, destructive=False, open_world=True)
+    tool = Tool("send", params={"text": {"type": "string"}}, effects=effects, idempotency_key=key)
+    console = Console(record=True, width=100)
+    console.print(describe(Call("1", tool, {"text": "hi"})))
+    shown = console.export_text()
+    assert says in shown and never not in shown and "open-world" in shown

@@ -30,8 +30,10 @@ def describe(call: Call):
     from rich.text import Text
 
     effects = call.tool.effects
+    # A tool that takes its calls' idempotency keys may be called again safely, idempotent or not.
     flags = [flag for flag, on in (("destructive", effects.destructive), ("open-world", effects.open_world),
-                                   ("not idempotent", not effects.idempotent)) if on]
+                                   ("not idempotent", not effects.idempotent and not call.tool.takes_key),
+                                   ("deduplicates by its idempotency key", call.tool.takes_key)) if on]
     title = Text.assemble(("step ", "dim"), (call.step, "bold"), ("  ", ""), (call.tool.name, "bold cyan"))
     rendered = json.dumps(dict(call.args), indent=2, ensure_ascii=False, default=str)
     body = Group(Text("effectful" + (f": {', '.join(flags)}" if flags else ""), style="yellow"),
