@@ -198,6 +198,21 @@ def test_a_planning_session_replays_with_the_server_stopped(project, model_serve
     assert "round 1: 2 errors" in replayed.stderr
 
 
+def test_a_planned_plan_that_asks_is_answered_from_answers_and_its_replay_asks_nobody(project,  # noqa: F811
+                                                                                       model_server):
+    model_server.reply('```\nchannel = ask(question: "Which channel?")\n'
+                       'notify(channel: "{$channel}", text: "hello")\n```')
+    (project / "answers.json").write_text('{"Which channel?": "#ops"}', encoding="utf-8")
+    planned = invoke("plan", "--run", "--answers", project / "answers.json", "Say hello where I say")
+    assert planned.exit_code == 0, planned.output
+    assert calls(project) == ["notify #ops hello"]
+    model_server.stop()
+    replayed = invoke("replay", run_id(planned))
+    assert replayed.exit_code == 0 and replayed.stdout == planned.stdout and calls(project) == ["notify #ops hello"]
+    unanswered = invoke("plan", "--answers", project / "answers.json", "Say hello")
+    assert unanswered.exit_code == 2 and "--answers are only read with --run" in unanswered.stderr
+
+
 def test_a_transient_error_is_tried_again(project, model_server, monkeypatch):  # noqa: F811
     from planc.backend import models
 

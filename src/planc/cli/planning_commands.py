@@ -7,10 +7,17 @@ from pathlib import Path
 
 import click
 
-from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPTION, budget_options
+from planc.cli.options import (
+    ANSWERS_OPTION,
+    CONFIG_OPTION,
+    POLICY_OPTION,
+    PRINCIPAL_OPTION,
+    STORE_OPTION,
+    budget_options,
+)
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, principal_for
-from planc.cli.runs import open_store, print_result, run_failed, tool_output_to_stderr
+from planc.cli.runs import ask_hook, open_store, print_result, run_failed, tool_output_to_stderr
 from planc.cli.usage import UsageError
 
 
@@ -48,11 +55,12 @@ def prompt_command(config: str | None, bare: bool) -> None:
 @click.option("--run", "then_run", is_flag=True, help="Run the checked plan, as `planc run` would.")
 @click.option("--arg", "args", multiple=True, metavar="NAME=VALUE", help="With --run: a run argument.")
 @click.option("--arg-json", "json_args", multiple=True, metavar="NAME=JSON", help="With --run: a run argument as JSON.")
+@ANSWERS_OPTION
 @STORE_OPTION
 def plan_command(task: str, config: str | None, policy_file: str | None, principal: str | None, max_usd: float | None,
                  max_calls: int | None, max_inferences: int | None, role: str, rounds: int, grammar: str | None,
                  output: str | None, then_run: bool, args: tuple[str, ...], json_args: tuple[str, ...],
-                 store: str | None) -> None:
+                 answers_file: str | None, store: str | None) -> None:
     """Ask a model for a plan that does TASK, and repair it with planc's diagnostics until it checks.
 
     Prints the checked plan (or writes it with -o); exit 1 with the last diagnostics when the rounds
@@ -67,13 +75,14 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     from planc.store.recorders import Recorder
     from planc.store.run_store import RunStoreError
 
-    if (args or json_args) and not then_run:
-        raise UsageError("--arg and --arg-json are only read with --run")
+    if (args or json_args or answers_file) and not then_run:
+        raise UsageError("--arg, --arg-json and --answers are only read with --run")
     registry = find_registry(config)
     if registry is None:
         raise UsageError("planc plan needs a planc.toml (here or above, or --config): the tools to plan with "
                          "and [models.*] to ask")
     principal = principal_for(registry, principal)
+    answer = ask_hook(answers_file, console(stderr=True)) if then_run else None  # a bad file: exit 2, nothing asked
     policy = find_policy(policy_file, registry, principal)
     try:
         arguments = parse_arguments(args, json_args)
@@ -99,12 +108,14 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
         runs.close()
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
-    finish_planning(planned, runs, recorder, registry, policy, principal, arguments, planned_options)
+    finish_planning(planned, runs, recorder, registry, policy, principal, arguments, planned_options, answer)
 
 
-def finish_planning(planned, runs, recorder, registry, policy, principal: str, arguments, planned_options) -> None:
+def finish_planning(planned, runs, recorder, registry, policy, principal: str, arguments, planned_options,
+                    interlocutor=None) -> None:
     """Say how the planning went, record it, and print, write or run the plan: what `planc plan` does after
     the model's last answer, and what its replay does after the recorded one."""
+    from planc.backend.hooks import Hooks
     from planc.backend.recorded_run import RecordedRun
     from planc.backend.values import RunError
     from planc.store.stored import save_plan
@@ -137,7 +148,7 @@ def finish_planning(planned, runs, recorder, registry, policy, principal: str, a
     recorded = RecordedRun(planned.checked, registry, policy, principal, arguments, recorder, runs)
     try:
         with tool_output_to_stderr():
-            result = recorded.execute()
+            result = recorded.execute(Hooks(interlocutor=interlocutor))
     except RunError as error:
         run_failed(error)
     print_result(result, "output", None, None, recorder)
