@@ -352,6 +352,20 @@ def test_a_cluster_that_cannot_be_reached_is_one_message_and_no_run(project):
     assert listed.exit_code == 0 and json.loads(listed.stdout) == []  # nothing ran, nothing was recorded
 
 
+def test_without_ray_installed_the_ray_executor_is_one_message_and_no_run(project, tmp_path):
+    blocked = tmp_path / "blocked" / "ray"  # a PYTHONPATH on which `import ray` fails, as without the extra
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text('raise ImportError("No module named \'ray\'")\n')
+    (project / "p.plan").write_text('map(over: [1], do: { square(n: item) })\n', encoding="utf-8")
+    result = planc_completed("run", "p.plan", "--store", "runs.sqlite", "--executor", "ray", cwd=project,
+                             env={**os.environ, "PYTHONPATH": str(blocked.parent)})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "Error: the Ray executor needs Ray: install it with `pip install 'planc[ray]'`"
+    assert spied(project) == []
+    listed = invoke("runs", "--store", str(project / "runs.sqlite"), "--format", "json")
+    assert listed.exit_code == 0 and json.loads(listed.stdout) == []  # nothing ran, nothing was recorded
+
+
 def test_a_ray_address_for_the_local_executor_and_an_unknown_executor_are_refused(project):
     result, _ = run(project, 'square(n: 1)\n', "--ray-address", "127.0.0.1:1")
     assert result.returncode == 2
