@@ -157,11 +157,18 @@ class Dispatch:
         tool = call.tool
         if tool.returns is None:
             return
-        error = next(iter(self.validator(tool.returns).iter_errors(result)), None)
-        if error is not None:
-            where = "/".join(str(part) for part in error.absolute_path) or "the result"
+        problem = result_problem(self.validator(tool.returns), result)
+        if problem is not None:
             raise ToolFailed(f"step {call.step}: `{tool.name}` returned a result its declaration does not allow "
-                             f"(at {where}: {error.message})", step.tool)
+                             f"({problem})", step.tool)
+
+
+def result_problem(validator, result) -> str | None:
+    """Why `result` breaks the schema of `validator` (`at items/0/id: 3 is not of type 'string'`), or None."""
+    error = next(iter(validator.iter_errors(result)), None)
+    if error is None:
+        return None
+    return f"at {'/'.join(str(part) for part in error.absolute_path) or 'the result'}: {error.message}"
 
 
 async def recorded_call(recorder, call: Call, make: Callable[[], Awaitable], *, what: str,

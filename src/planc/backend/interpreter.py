@@ -20,7 +20,7 @@ import attrs
 
 from planc.backend import plan_stack
 from planc.backend.control_steps import CONTROL_HANDLERS, rendered_input
-from planc.backend.dispatch import Dispatch
+from planc.backend.dispatch import Dispatch, result_problem
 from planc.backend.hooks import Call, Hooks
 from planc.backend.session import Session
 from planc.backend.stop import Stopped, plan_stop, settle
@@ -91,10 +91,9 @@ def _check_returns(returns: dict, value) -> None:
     """A RunError when the plan's result is not what its declared `returns` allows."""
     from jsonschema.validators import validator_for
 
-    error = next(iter(validator_for(returns)(returns).iter_errors(value)), None)
-    if error is not None:
-        where = "/".join(str(part) for part in error.absolute_path) or "the result"
-        raise RunError(f"the plan's result is not what its declared `returns` allows (at {where}: {error.message})")
+    problem = result_problem(validator_for(returns)(returns), value)
+    if problem is not None:
+        raise RunError(f"the plan's result is not what its declared `returns` allows ({problem})")
 
 
 def run_arguments(checked: CheckResult, arguments: Mapping) -> dict:
