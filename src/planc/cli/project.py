@@ -64,19 +64,21 @@ def store_path(store: str | None, registry=None) -> Path:
     beside the planc.toml in use (the one named or found from the working directory), else under the
     working directory. Finding it needs only `store` of planc.toml: a command that reads the store does
     not load the tools."""
+    from planc.store.run_store import DEFAULT_PATH
+
     if store:
         return Path(store)
     if registry is not None and registry.source is not None:
-        return registry.store or registry.folder / ".planc" / "runs.sqlite"
+        return registry.store or registry.folder / DEFAULT_PATH
     from planc.registry.config import find_config
 
     config = find_config(Path.cwd())
     if config is None:
-        return Path(".planc") / "runs.sqlite"
+        return DEFAULT_PATH
     import tomllib
 
     try:
         declared = tomllib.loads(config.read_text(encoding="utf-8")).get("store")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise UsageError(f"{config}: cannot read where the run store is: {error}") from None
-    return config.parent / declared if isinstance(declared, str) else config.parent / ".planc" / "runs.sqlite"
+    return config.parent / (declared if isinstance(declared, str) else DEFAULT_PATH)
