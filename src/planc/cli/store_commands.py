@@ -252,14 +252,13 @@ def _replay_planning(run: dict, planned: dict, registry, policy, principal: str)
     """A `planc plan` run again from its record: the model's answers, then the plan's calls if it ran."""
     from planc.backend.models import ModelError
     from planc.cli.planning_commands import finish_planning
-    from planc.passes.cost.budget import Budget
     from planc.planning.planner import plan
     from planc.store.recorders import Replay
 
     replay = Replay(run)
     try:
         outcome = plan(planned["task"], registry=registry, policy=policy, principal=principal,
-                       budget=Budget(*planned["budget"]), role=planned["role"], rounds=planned["rounds"],
+                       budget=_budget_of(run), role=planned["role"], rounds=planned["rounds"],
                        grammar=planned["grammar"], recorder=replay)
     except ModelError as error:
         click.echo(f"error: {error}", err=True)
@@ -315,7 +314,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     from planc.backend.interrupts import Interrupts
     from planc.backend.recorded_run import RecordedRun
     from planc.backend.values import RunError
-    from planc.store.stored import StoredPlanError, dump, load_plan
+    from planc.store.stored import dump
 
     if approve and not sys.stdin.isatty():
         raise UsageError("--approve asks on the terminal before every effectful call, and standard input is "
@@ -332,13 +331,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
     registry = find_registry(config, plan=None)
     policy = find_policy(policy_file, registry, principal)
-    try:
-        budget = _budget_of(run)
-        checked = load_plan(dump(run["plan"]), registry=registry, policy=policy, principal=principal,
-                            max_usd=budget.usd, max_calls=budget.calls, max_inferences=budget.inferences)
-    except StoredPlanError as error:
-        click.echo(f"error: {run_id}: {error}", err=True)
-        sys.exit(1)
+    checked = checked_to_run(dump(run["plan"]), run_id, registry, policy, principal, budget=_budget_of(run))
     # The approval the run was made under holds for its resume: it asks on a terminal, and makes no
     # effectful call the run has not made where it cannot ask.
     asks = approve or (run["options"].get("approve", False) and sys.stdin.isatty())
