@@ -139,13 +139,8 @@ class Run:
         self.names = template_names(checked)  # step -> the names a template reads its result by, likewise
         self.finished: dict[str, object] = {}  # step path -> result, of every step that has finished
         self.asking = asyncio.Lock()  # one `ask` question at a time, even from a map's items running at once
+        self.emit = session.emit  # the run's events
         self.dispatch = Dispatch(self, policy, principal)
-
-    def emit(self, event: str, error: Exception | None = None, /, **fields) -> None:
-        """Send one of the run's events (Session.emit); one about a step also carries the declared plans it is in."""
-        if "step" in fields:
-            fields["stack"] = plan_stack.as_data(plan_stack.current())
-        self.session.emit(event, error, **fields)
 
     async def pipelines(self, pipelines, scope: Scope, prefix: str, suffix: str, in_loop: bool):
         """Run `pipelines` (a plan's or a block's); the result is the last step's.

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Protocol
 
+from planc.backend import plan_stack
 from planc.backend.hooks import Call, Skip
 from planc.backend.mcp_runtime import McpRuntime
 from planc.backend.values import RunError
@@ -65,11 +66,15 @@ class Session:
     def emit(self, event: str, error: Exception | None = None, /, **fields) -> None:
         """Send one of the run's events (`event` names it) to the events hook, if there is one.
 
-        An event about an `error` carries its message and kind (`error_type`: ToolFailed, ModelError,
-        ...); a sink that fails then (an events file on a full disk) does not hide that error.
+        An event about a step (one with `step`: a step's, a tool call's, a model inference's) carries
+        `stack`, the declared plans it is in. An event about an `error` carries its message and kind
+        (`error_type`: ToolFailed, ModelError, ...); a sink that fails then (an events file on a full
+        disk) does not hide that error.
         """
         if self.events is None:
             return
+        if "step" in fields:
+            fields["stack"] = plan_stack.as_data(plan_stack.current())
         if error is None:
             self.events({"event": event, **fields})
             return
