@@ -30,6 +30,7 @@ from planc.backend.results import NotPlain, plain
 from planc.backend.stop import settle
 from planc.backend.values import RunError
 from planc.passes.check import CheckResult
+from planc.passes.cost.budget import Budget
 from planc.store.run_store import RunStoreError
 from planc.store.stored import StoredPlanError, dump, load_plan
 
@@ -88,16 +89,11 @@ def check_line(plan: CheckResult, stored: Mapping, number: int, arguments: Mappi
     types = {name: type_of(value) for name, value in arguments.items()}
     try:
         checked = load_plan(dump(stored), registry=registry, policy=policy, principal=principal, arguments=types,
-                            **limits(budget))
+                            **Budget(*budget).keywords())
     except StoredPlanError as error:
         return Line(number, arguments, refused=str(error).removeprefix("stored plan has errors against the current "
                                                                        "registry and policy: "))
     return Line(number, arguments, checked=checked)
-
-
-def limits(budget: list) -> dict:
-    """`[max_usd, max_calls, max_inferences]` as `check`'s and `load_plan`'s keyword arguments."""
-    return dict(zip(("max_usd", "max_calls", "max_inferences"), budget))
 
 
 @attrs.define

@@ -102,8 +102,9 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
 def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_address: str | None,
                   principal: str | None, store: str | None, output_format: str) -> None:
     """Finish the batch `name` names: resume each run that was cut short, start each line that never did."""
-    from planc.backend.batch import check_line, limits
+    from planc.backend.batch import check_line
     from planc.backend.recorded_run import RecordedRun
+    from planc.passes.cost.budget import Budget
     from planc.store.run_store import RunStoreError
     from planc.store.stored import StoredPlanError, dump, load_plan
 
@@ -119,7 +120,7 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
     budget = options["budget"]
     try:
         checked = load_plan(dump(batch["plan"]), registry=registry, policy=policy, principal=principal,
-                            arguments=options["params"], **limits(budget))
+                            arguments=options["params"], **Budget(*budget).keywords())
     except StoredPlanError as error:
         click.echo(f"error: batch {batch_id}: {error}", err=True)
         sys.exit(1)

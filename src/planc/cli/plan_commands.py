@@ -78,8 +78,7 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
     print_results(results, output_format, max_diagnostics)
     for message in dict.fromkeys(unreadable):  # a planc.toml or policy that cannot be read: said once
         click.echo(f"Error: {message}", err=True)
-    unchecked = [path for path, result in results
-                 if result.context is not None and result.context.registry is None and undeclared_tools(result)]
+    unchecked = [path for path, result in results if undeclared_tools(result)]
     if unchecked:
         calls = "they call" if len(unchecked) > 1 else "it calls"
         click.echo(f"warning: no planc.toml was found for {', '.join(unchecked)}: the tools {calls} were not "

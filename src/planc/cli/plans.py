@@ -49,7 +49,7 @@ def checked_to_run(text: str, name: str, registry, policy, principal: str, *, ex
     With `extract` the plan is taken out of a model reply first; `budget` (a Budget) adds the
     `--max-*` limits. With no planc.toml, a plan that calls any tool but the control steps is
     refused: nothing declares what those tools are."""
-    limits = {"max_usd": budget.usd, "max_calls": budget.calls, "max_inferences": budget.inferences} if budget else {}
+    limits = budget.keywords() if budget else {}
     if is_stored_plan(text):
         from planc.store.stored import StoredPlanError, load_plan
 
@@ -70,7 +70,7 @@ def checked_to_run(text: str, name: str, registry, policy, principal: str, *, ex
         if not checked.ok:
             print_checked([(name, checked)], stderr=True)
             sys.exit(1)
-    if registry is None and (names := undeclared_tools(checked)):
+    if names := undeclared_tools(checked):
         listed = ", ".join(f"`{tool}`" for tool in names)
         click.echo(f"error: {name}: no planc.toml declares {listed}, so nothing says what to call: {NO_CONFIG}",
                    err=True)
@@ -84,11 +84,11 @@ NO_CONFIG = ("declare the tools in a planc.toml beside the plan or above it (`pl
 
 
 def undeclared_tools(checked) -> list[str]:
-    """The names the plan calls that are neither control steps nor declared: every tool it calls,
-    when it was checked without a registry."""
+    """The tools the plan calls that nothing declares, so nothing checked: every one but the control
+    steps when it was checked without a planc.toml (with one, an unknown tool is an error, E200)."""
     from planc.syntax.steps import walk_steps
 
-    if checked.plan is None:
+    if checked.plan is None or checked.context is None or checked.context.registry is not None:
         return []
     known = checked.resolution.tools if checked.resolution is not None else {}
     return sorted({step.tool.text for step, _ in walk_steps(checked.plan.pipelines) if step not in known})

@@ -28,6 +28,10 @@ class Budget:
     inferences: int | None = None
     declared: frozenset[str] = frozenset()  # the limits planc.toml's `[budget]` set, named so in E401
 
+    def keywords(self) -> dict:
+        """The limits as `check`'s (and `load_plan`'s) keyword arguments: `max_usd`, `max_calls`, `max_inferences`."""
+        return {"max_usd": self.usd, "max_calls": self.calls, "max_inferences": self.inferences}
+
     @classmethod
     def of(cls, usd: float | None, calls: int | None, inferences: int | None, declared=None) -> Budget:
         """The limits given, each one not given taken from `declared` (planc.toml's `[budget]`)."""
