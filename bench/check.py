@@ -13,7 +13,9 @@ times, in one run:
    (`planc.check(text, registry=...)`: parse, resolve, types, cost); the budget is 3x;
 2. at 1,000, 10,000 and 100,000 steps: the check with the registry, and with the registry and a
    Cedar policy (`POLICY`: every step one request), per step, and each against the 1,000-step
-   row; the budget is 1.3x, so that a check stays linear in the plan's size.
+   row; the budget is 1.3x, so that a check stays linear in the plan's size;
+3. at 10,000 steps: the check with `POLICY` against the check with `POLICY` and `FLOW_RULES`,
+   rules that read where each argument's value came from; the budget is 1.2x.
 
 Best of 7 samples at 1,000 steps, 5 at 10,000 and 3 at 100,000, each looping at least 50 ms,
 garbage collector on.
@@ -59,6 +61,22 @@ forbid(principal, action, resource) when { context.args has p0 && context.args.p
 forbid(principal, action, resource == Tool::"tool7")
   when { context.dynamic.contains("p0") } unless { principal == User::"alice" };
 """
+
+
+# Rules on where values came from, as a deployer writes them (docs/policy.md): every request reads its
+# labels. The generated tools declare no labels, so every reference carries `untrusted`; no rule matches.
+FLOW_RULES = """\
+@id("no-untrusted-recipient")
+forbid(principal, action, resource) when
+  { context.sources has recipient && context.sources.recipient.contains("untrusted") };
+
+@id("untrusted-decides-nothing")
+forbid(principal, action, resource) when { context.control.contains("untrusted") && !resource.read_only };
+
+@id("private-stays-home")
+forbid(principal, action, resource) when { context.labels.contains("private") && resource.open_world };
+"""
+FLOW_STEPS = 10_000
 
 
 def make_registry(rng: random.Random) -> tuple[str, list[dict]]:
@@ -157,6 +175,27 @@ def linear(registry, tools: list[dict], sizes: dict[int, int]) -> None:
           f"{'PASS' if worst <= 1.3 else 'FAIL'}")
 
 
+def flow_policy(registry, tools: list[dict], repeat: int = 5) -> None:
+    """Table 3: at 10,000 steps, the check with the policy against the check with the policy and the flow
+    rules (`FLOW_RULES`, which read each request's `sources`, `labels` and `control`)."""
+    text = make_plan(random.Random(20261129), tools, FLOW_STEPS)
+    plain = policy_from_text(POLICY, Path("policy.cedar"))
+    flows = policy_from_text(POLICY + "\n" + FLOW_RULES, Path("policy.cedar"))
+    checked = planc.check(text, registry=registry, policy=flows)
+    if any(d.is_error for d in checked.diagnostics):
+        sys.exit(f"every step should be allowed: {[(d.code, d.message) for d in checked.diagnostics[:3]]}")
+    labelled = sum(1 for call in checked.flow.calls.values() for labels in call.sources.values() if labels)
+    without = best(lambda source: planc.check(source, registry=registry, policy=plain), text, repeat)
+    with_flow = best(lambda source: planc.check(source, registry=registry, policy=flows), text, repeat)
+    print(f"\n{FLOW_STEPS:,} steps ({labelled:,} labelled arguments): the policy, then the policy and "
+          f"{FLOW_RULES.count('@id')} rules on where values came from")
+    print(f"{'':34} {'ms':>9} {'us/step':>9}")
+    print(f"{'check with the policy':34} {without * 1e3:9.1f} {without / FLOW_STEPS * 1e6:9.2f}")
+    print(f"{'check with the policy + flow rules':34} {with_flow * 1e3:9.1f} {with_flow / FLOW_STEPS * 1e6:9.2f}")
+    ratio = with_flow / without
+    print(f"with flow rules / without: {ratio:.2f}x (budget <= 1.2x): {'PASS' if ratio <= 1.2 else 'FAIL'}")
+
+
 def cedar_costs(registry, tools: list[dict]) -> None:
     """Where a request's time goes: the same 1,000 requests (the steps of the 1,000-step plan) sent
     to Cedar as planc sent them before, and as it sends them now, with Cedar's own timings."""
@@ -219,6 +258,7 @@ def main() -> None:
         return
     against_parse(registry, make_plan(rng, tools))
     linear(registry, tools, {steps: repeat for steps, repeat in SIZES.items() if not arguments.quick or steps < 100_000})
+    flow_policy(registry, tools, 3 if arguments.quick else 5)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ plan once, and times only `run_plan` (a fresh event loop per sample, as `planc r
     (awaited), against the baselines measured in the same run: calling the function directly
     1,000 times in a loop, and awaiting the async function 1,000 times inside one event loop.
     Also `map` over 1,000 items whose block is trivial: `reshape(value: item)` (no tool at all)
-    and `echo(x: item)` (sync and async).
+    and `echo(x: item)` (sync and async); and 1,000 steps of `laecho`, the async tool declared with
+    labels, each given the result before it, so that every argument and result carries labels.
 (2) `map` over 100 items with a 10 ms tool (async `await asyncio.sleep(0.01)`, and sync
     `time.sleep(0.01)` run in threads) at concurrency 1, 10 and 50: wall time, speedup over
     concurrency 1, and the ideal speedup, 100 / ceil(100 / c) where c is the concurrency, bounded
@@ -108,6 +109,14 @@ required = ["x"]
 returns = {{ type = "integer" }}
 effects = {{ read_only = true }}
 
+[tools.laecho]
+provider = "python:{module}:aecho"
+params = {{ x = {{ type = "integer" }} }}
+required = ["x"]
+returns = {{ type = "integer" }}
+effects = {{ read_only = true }}
+labels = ["untrusted", "private"]
+
 [tools.numbers]
 provider = "python:{module}:numbers"
 params = {{ n = {{ type = "integer" }} }}
@@ -141,6 +150,12 @@ cost = {{ latency_ms = 50 }}
 
 def steps_plan(tool: str) -> str:
     return "".join(f"{tool}(x: {n})\n" for n in range(STEPS))
+
+
+def labelled_plan() -> str:
+    """1,000 steps of a tool whose results are labelled, each given the result before it: every argument
+    carries labels, and every result the union of its tool's and its argument's."""
+    return "laecho(x: 0)\n" + "".join(f"laecho(x: ${n})\n" for n in range(1, STEPS))
 
 
 def map_plan(block: str, items: int, concurrency: int = 1) -> str:
@@ -231,7 +246,8 @@ def overhead_rows(bench: Bench, repeat: int) -> list[tuple[str, int, float]]:
              ("run_plan: map 1,000 items, do: echo(item)", map_plan("echo(x: item)", ITEMS), ITEMS,
               list(range(ITEMS))),
              ("run_plan: map 1,000 items, do: aecho(item)", map_plan("aecho(x: item)", ITEMS), ITEMS,
-              list(range(ITEMS)))]
+              list(range(ITEMS))),
+             ("run_plan: 1,000 steps laecho(x: $prev), labelled", labelled_plan(), STEPS, 0)]
     for what, text, steps, expected in plans:
         rows.append((what, steps, best(bench.runner(text, expected), repeat)))
     return rows
@@ -346,7 +362,8 @@ def main() -> None:
         print(f"{what:46} {seconds * 1e3:8.2f} {per * 1e6:8.2f} {per / base:9.0f}x")
     per_await = overhead[1][2] / STEPS
     print(f"interpreter alone (run_plan minus the call it wraps): sync {(overhead[3][2] - overhead[2][2]) / STEPS * 1e6:.1f}"
-          f" us/step, async {(overhead[4][2] / STEPS - per_await) * 1e6:.1f} us/step")
+          f" us/step, async {(overhead[4][2] / STEPS - per_await) * 1e6:.1f} us/step, async with labelled values "
+          f"{(overhead[8][2] / STEPS - per_await) * 1e6:.1f} us/step (goal: at most 20)")
     print(f"\nmap over {SLOW_ITEMS} items with a 10 ms tool (slow = time.sleep in a thread, "
           f"aslow = await asyncio.sleep)")
     print(f"{'tool':>6} {'concurrency':>11} {'wall ms':>8} {'speedup':>8} {'ideal':>6} {'of ideal':>9}  bound by")

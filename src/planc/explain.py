@@ -28,7 +28,8 @@ def check_example(code: Code) -> CheckResult:
     where = ROOT / "planc.toml"
     registry = registry_from_text(code.registry, where) if code.registry else None
     policy = policy_from_text(code.policy, where.with_name("policy.cedar")) if code.policy else None
-    checked = check(code.example, extract_plan=code.extract, registry=registry, policy=policy, **code.budget)
+    checked = check(code.example, extract_plan=code.extract, registry=registry, policy=policy,
+                    approvals=code.approvals, **code.budget)
     if not code.optimize:
         return checked
     from planc.optimize.optimize import optimize

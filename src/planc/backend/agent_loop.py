@@ -63,6 +63,7 @@ class Conversation:
     role: str
     tools: list[Tool]
     messages: list[dict]
+    labels: frozenset[str] = frozenset()  # what it has been shown, as labels (passes/flow): all it may repeat
 
 
 @attrs.frozen

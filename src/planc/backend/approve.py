@@ -1,8 +1,10 @@
 """`planc run --approve`: the gate (hooks.py) on a terminal.
 
-Before every effectful call (a tool whose `effects.read_only` is false) it
-shows the step path, the tool, its effects and the rendered input on stderr,
-and asks y/n. Yes calls the tool; no (or end of input) aborts the run before
+Before every effectful call (a tool whose `effects.read_only` is false), and
+every call the policy refuses only for where its values came from (flagged),
+it shows the step path, the tool, its effects, the rendered input and each
+argument's labels on stderr, and asks y/n; a yes to a flagged call is a
+person letting it through, and the record keeps it. Yes calls the tool; no (or end of input) aborts the run before
 the call. Read-only calls pass without a question. The question blocks the
 event loop on purpose: one question at a time, even from the items of a `map`
 running concurrently. Ctrl-C (or SIGTERM) at the question interrupts the run
@@ -36,9 +38,17 @@ def describe(call: Call):
                                    ("deduplicates by its idempotency key", call.tool.takes_key)) if on]
     title = Text.assemble(("step ", "dim"), (call.step, "bold"), ("  ", ""), (call.tool.name, "bold cyan"))
     rendered = json.dumps(dict(call.args), indent=2, ensure_ascii=False, default=str)
-    body = Group(Text("effectful" + (f": {', '.join(flags)}" if flags else ""), style="yellow"),
-                 Syntax(rendered, "json", word_wrap=True, background_color="default"))
-    return Panel(body, title=title, title_align="left", border_style="yellow")
+    parts = [Text("read-only" if effects.read_only else "effectful" + (f": {', '.join(flags)}" if flags else ""),
+                  style="yellow"),
+             Syntax(rendered, "json", word_wrap=True, background_color="default")]
+    labelled = {name: labels for name, labels in call.sources.items() if labels}
+    if labelled or call.control:  # where the values came from
+        lines = [f"{name}: {', '.join(sorted(labels))}" for name, labels in labelled.items()]
+        lines += [f"(whether it runs): {', '.join(sorted(call.control))}"] if call.control else []
+        parts.append(Text("labels  " + "; ".join(lines), style="magenta"))
+    if call.flagged is not None:
+        parts.append(Text(f"flagged: {call.flagged}", style="bold red"))
+    return Panel(Group(*parts), title=title, title_align="left", border_style="red" if call.flagged else "yellow")
 
 
 def approval_gate(console, ask: Callable[[str], bool] | None = None,
@@ -55,7 +65,7 @@ def approval_gate(console, ask: Callable[[str], bool] | None = None,
     answer = ask or terminal
 
     async def gate(call: Call):
-        if call.tool.effects.read_only:
+        if call.tool.effects.read_only and call.flagged is None:
             return Proceed()
         with (pause or _nothing)():
             console.print(describe(call))

@@ -1,15 +1,23 @@
 """The control steps at run time: one handler each, in `CONTROL_HANDLERS`.
 
 A handler is `handler(run, step, path, scope, piped, in_loop)` and returns the
-step's result. A control step is never dispatched as a tool call and never
-gated; what it runs (its blocks' steps, an agent's tools) takes the dispatch
-like any other call. An argument left out takes the default its declaration
-in `planc.registry.builtins` gives.
+step's result (`piped` is the piped input, `Labelled` with its labels, or NOTHING).
+A control step is never dispatched as a tool call and never gated; what it runs
+(its blocks' steps, an agent's tools) takes the dispatch like any other call. An
+argument left out takes the default its declaration in `planc.registry.builtins`
+gives.
+
+Where values came from: a step's result carries what any call's carries (its
+arguments' labels and its control's, added by the interpreter); a handler whose
+result carries more (a block's results, a condition, what an agent read) returns
+it `Labelled` with those, as the flow pass's rule of the step (passes/flow/rules.py)
+says before the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import attrs
 
@@ -20,6 +28,7 @@ from planc.backend.stop import settle
 from planc.backend.values import (
     NOTHING,
     Exited,
+    Labelled,
     RunError,
     Scope,
     TemplateScope,
@@ -27,10 +36,13 @@ from planc.backend.values import (
     evaluate,
     render,
     truth,
+    unlabelled,
 )
+from planc.passes.flow.expressions import expr_labels, expr_view
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.labels import NO_LABELS, LabelView, union, union_all
 from planc.syntax import ast
-from planc.syntax.steps import step_blocks
+from planc.syntax.steps import step_blocks, walk_steps
 
 
 def value(step: ast.Step, name: str, scope: Scope, piped=NOTHING):
@@ -41,8 +53,31 @@ def value(step: ast.Step, name: str, scope: Scope, piped=NOTHING):
         return evaluate(arg.value, scope)
     declared = CONTROL_STEPS[step.tool.text]
     if name == declared.pipe and piped is not NOTHING:
-        return piped
+        return piped.value if type(piped) is Labelled else piped
     return declared.params.get(name, {}).get("default")
+
+
+def labels_of(step: ast.Step, name: str, scope: Scope, piped=NOTHING) -> LabelView:
+    """The labels of `step`'s argument `name`, as `value` finds it (a default carries none)."""
+    arg = step.arg(name)
+    if arg is not None:
+        return expr_view(arg.value, scope)
+    if name == CONTROL_STEPS[step.tool.text].pipe and type(piped) is Labelled:
+        return piped.view
+    return LabelView()
+
+
+def step_sources(step: ast.Step, tool, scope: Scope, piped_view: LabelView | None) -> dict[str, frozenset[str]]:
+    """The labels of each of `step`'s value arguments, its piped input's under its pipe parameter (what a
+    control step reads per item, `infer` of a filter, is its handler's)."""
+    sources = {}
+    for arg in step.args:
+        name = arg.name.text
+        if tool.kind(name) == "value" and not tool.binds.get(name):
+            sources[name] = expr_labels(arg.value, scope)
+    if piped_view is not None and tool.pipe and tool.pipe not in sources:
+        sources[tool.pipe] = piped_view.whole()
+    return sources
 
 
 def rendered_input(step: ast.Step, scope: Scope, piped) -> dict:
@@ -65,12 +100,13 @@ def rendered_input(step: ast.Step, scope: Scope, piped) -> dict:
     return shown
 
 
-async def block(run, step: ast.Step, name: str, path: str, scope: Scope, in_loop: bool, item: int | None = None):
-    """Run the block of `step`'s argument `name`, its results visible only inside it."""
+async def block(run, step: ast.Step, name: str, path: str, scope: Scope, in_loop: bool, item: int | None = None,
+                control: frozenset = NO_LABELS) -> Labelled:
+    """Run the block of `step`'s argument `name`, its results visible only inside it, under `control` too;
+    its result with its labels."""
     block_node, label = next((found, label) for found, label in step_blocks(step) if label == name)
-    inner = attrs.evolve(scope, results=scope.results.new_child(), conversations=scope.conversations.new_child())
     suffix = "" if item is None else f"[{item}]"
-    return await run.pipelines(block_node.pipelines, inner, f"{path}/{label}.", suffix, in_loop)
+    return await run.pipelines(block_node.pipelines, scope.inner(control), f"{path}/{label}.", suffix, in_loop)
 
 
 def items(step: ast.Step, path: str, scope: Scope, piped) -> list:
@@ -80,17 +116,24 @@ def items(step: ast.Step, path: str, scope: Scope, piped) -> list:
     return over
 
 
-async def each_item(run, step: ast.Step, path: str, scope: Scope, over: list, concurrency: int = 1) -> list:
-    """The `do` block's result for every item, at most `concurrency` items at once, in order."""
+async def each_item(run, step: ast.Step, path: str, scope: Scope, over: list, item_view: LabelView,
+                    concurrency: int = 1) -> list[Labelled]:
+    """The `do` block's result for every item (each carrying `item_view`), at most `concurrency` items at
+    once, in order."""
     limit = asyncio.Semaphore(concurrency)
+    views = {"item": item_view}
 
     async def one(index, item):
         async with limit:
-            return await block(run, step, "do", path, scope.bind(item=item, index=index), True, item=index)
+            return await block(run, step, "do", path, scope.bind(views, item=item, index=index), True, item=index)
 
     tasks = [asyncio.ensure_future(one(index, item)) for index, item in enumerate(over)]
     await settle(tasks)  # after a failure or an exit no item starts, and the items running finish their calls
     return [task.result() for task in tasks]
+
+
+def _carried(results) -> LabelView:
+    return LabelView(union_all(result.view.whole() for result in results))
 
 
 async def judge(run, question: str, step: ast.Step, path: str) -> bool:
@@ -108,12 +151,13 @@ async def judge(run, question: str, step: ast.Step, path: str) -> bool:
     return answer
 
 
-async def condition(run, step: ast.Step, path: str, scope: Scope) -> bool:
-    """A `decide`'s or `exit`'s `when` condition, or its `infer` question put to the judge."""
+async def condition(run, step: ast.Step, path: str, scope: Scope) -> tuple[bool, frozenset]:
+    """A `decide`'s or `exit`'s `when` condition, or its `infer` question put to the judge; and its labels."""
     if step.arg("when") is not None:
         when = step.arg("when").value
-        return truth(evaluate(when, scope), when)
-    return await judge(run, evaluate(step.arg("infer").value, scope), step, path)
+        return truth(evaluate(when, scope), when), expr_labels(when, scope)
+    infer = step.arg("infer").value
+    return await judge(run, evaluate(infer, scope), step, path), expr_labels(infer, scope)
 
 
 # --- the handlers
@@ -121,45 +165,79 @@ async def condition(run, step: ast.Step, path: str, scope: Scope) -> bool:
 
 async def run_map(run, step, path, scope, piped, in_loop):
     over = items(step, path, scope, piped)
-    return await each_item(run, step, path, scope, over, value(step, "concurrency", scope))
+    item_view = labels_of(step, "over", scope, piped).item()
+    results = await each_item(run, step, path, scope, over, item_view, value(step, "concurrency", scope))
+    return Labelled([result.value for result in results], _carried(results))
 
 
 async def run_filter(run, step, path, scope, piped, in_loop):
     over = items(step, path, scope, piped)
+    item_view = labels_of(step, "over", scope, piped).item()
     if step.arg("where") is not None:
         where = step.arg("where").value
-        return [item for item in over
-                if truth(evaluate(where, attrs.evolve(scope.bind(item=item), fields=item)), where)]
+        bound = scope.bind({"item": item_view})
+        kept = [item for item in over
+                if truth(evaluate(where, attrs.evolve(bound.bind(item=item), fields=item)), where)]
+        return Labelled(kept, LabelView(expr_labels(where, attrs.evolve(bound, field_view=item_view)) if over
+                                        else NO_LABELS))
     if step.arg("do") is not None:
-        kept = await each_item(run, step, path, scope, over)
-        return [item for item, keep in zip(over, kept) if truth(keep, step.arg("do").value)]
+        results = await each_item(run, step, path, scope, over, item_view)
+        return Labelled([item for item, keep in zip(over, results) if truth(keep.value, step.arg("do").value)],
+                        _carried(results))
     question = step.arg("infer").value
+    views = {"item": item_view}
     kept = [await judge(run, render(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]")
             for index, item in enumerate(over)]
-    return [item for item, keep in zip(over, kept) if keep]
+    return Labelled([item for item, keep in zip(over, kept) if keep],
+                    LabelView(expr_labels(question, scope.bind(views)) if over else NO_LABELS))
 
 
 async def run_reduce(run, step, path, scope, piped, in_loop):
-    accumulator = value(step, "initial", scope)
+    accumulator = Labelled(value(step, "initial", scope), LabelView(labels_of(step, "initial", scope).whole()))
+    views = {"item": labels_of(step, "over", scope, piped).item()}
     for index, item in enumerate(items(step, path, scope, piped)):
-        bound = scope.bind(item=item, index=index, accumulator=accumulator)
-        accumulator = await block(run, step, "do", path, bound, True, item=index)
+        bound = scope.bind({**views, "accumulator": LabelView(accumulator.view.whole())}, item=item, index=index,
+                           accumulator=accumulator.value)
+        done = await block(run, step, "do", path, bound, True, item=index)
+        accumulator = Labelled(done.value, LabelView(union(accumulator.view.whole(), done.view.whole())))
     return accumulator
 
 
 async def run_decide(run, step, path, scope, piped, in_loop):
-    branch = "then" if await condition(run, step, path, scope) else "else"
+    holds, decided = await condition(run, step, path, scope)
+    if may_exit(step):  # whether the steps after it run was decided here, whichever branch is taken
+        scope.gates.labels = union(scope.gates.labels, decided)
+    branch = "then" if holds else "else"
     if step.arg(branch) is None:
-        return None
-    return await block(run, step, branch, path, scope, in_loop)
+        return Labelled(None, LabelView(decided))
+    taken = await block(run, step, branch, path, scope, in_loop, control=decided)
+    return Labelled(taken.value, LabelView(union(decided, taken.view.whole())))
 
 
 async def run_exit(run, step, path, scope, piped, in_loop):
     passed = value(step, "value", scope, piped)
-    if (step.arg("when") or step.arg("infer")) is not None and not await condition(run, step, path, scope):
-        return passed
+    decided = NO_LABELS
+    if (step.arg("when") or step.arg("infer")) is not None:
+        holds, decided = await condition(run, step, path, scope)
+        # Whether any later step runs was decided here, and by what decided that this step runs.
+        scope.gates.labels = union(scope.gates.labels, union(decided, scope.control))
+        if not holds:
+            return Labelled(passed, LabelView(decided))
     output = value(step, "output", scope) if step.arg("output") is not None else passed
-    raise Exited(value(step, "status", scope), value(step, "message", scope), output)
+    given = union_all(step_sources(step, CONTROL_STEPS["exit"], scope, _view(piped)).values())
+    raise Exited(value(step, "status", scope), value(step, "message", scope), output,
+                 union(union(given, decided), scope.controlled()))
+
+
+@functools.lru_cache(maxsize=4096)
+def may_exit(step: ast.Step) -> bool:
+    """Whether a step in `step`'s blocks is an `exit` (the steps are nodes, hashed by identity)."""
+    return any(inner.tool.text == "exit" for block_node, _ in step_blocks(step)
+               for inner, _ in walk_steps(block_node.pipelines))
+
+
+def _view(piped) -> LabelView | None:
+    return piped.view if type(piped) is Labelled else None
 
 
 async def run_reshape(run, step, path, scope, piped, in_loop):
@@ -188,14 +266,29 @@ async def run_agent(run, step, path, scope, piped, in_loop):
     conversation = _conversation(run, step, path, scope)
     scope.conversations[step] = conversation
     calls = checks = 0
+    # What the model has been shown, as labels: its conversation, this step's arguments, the results of the
+    # tools it calls. Every argument it writes carries all of it, and so does its answer.
+    control = scope.controlled()
+    given = union_all(step_sources(step, CONTROL_STEPS["agent"], scope, _view(piped)).values())
+    conversation.labels = union(conversation.labels, union(given, control))
+
+    async def dispatched(call: Call):
+        result = await run.dispatch(call, step, in_loop)
+        value_, added = unlabelled(result)
+        read = union(union(call.tool.labels, control), added.whole() if added is not None else NO_LABELS)
+        conversation.labels = union(conversation.labels, read)
+        return value_
+
+    def labelled(arguments: dict) -> dict:
+        return {argument: conversation.labels for argument in arguments}
 
     async def call_tool(name: str, arguments: dict, call_id: str):
         nonlocal calls
         calls += 1
         call = Call(f"{path}/agent.{calls}/{name}", registry.tools[name], arguments,
-                    scope=TemplateScope(scope, run.names), id=call_id)
+                    scope=TemplateScope(scope, run.names), id=call_id, sources=labelled(arguments), control=control)
         try:
-            return await run.dispatch(call, step, in_loop)
+            return await dispatched(call)
         except ToolFailed as error:  # goes back to the model, which may try again
             raise ToolFailure(str(error)) from None
 
@@ -203,9 +296,10 @@ async def run_agent(run, step, path, scope, piped, in_loop):
         nonlocal checks
         checks += 1
         tool = registry.tools[name]  # the check takes the answer's fields it declares
-        call = Call(f"{path}/check.{checks}/{name}", tool, {key: answer[key] for key in tool.params if key in answer})
+        arguments = {key: answer[key] for key in tool.params if key in answer}
+        call = Call(f"{path}/check.{checks}/{name}", tool, arguments, sources=labelled(arguments), control=control)
         try:
-            return check_problems(await run.dispatch(call, step, in_loop))
+            return check_problems(await dispatched(call))
         except ToolFailed as error:  # a check that raises fails: the model is told why
             return [str(error)]
 
@@ -215,8 +309,10 @@ async def run_agent(run, step, path, scope, piped, in_loop):
                 max_iterations=value(step, "max_iterations", scope), check=check if name is not None else None,
                 check_name=name or "", repairs=value(step, "repairs", scope))
     try:
-        return await agent_loop(run.session.model(conversation.role, step, path), turn, call_tool,
-                                conversation.messages, run.session.model("repair", step, path, instead=conversation.role))
+        answered = await agent_loop(run.session.model(conversation.role, step, path), turn, call_tool,
+                                    conversation.messages,
+                                    run.session.model("repair", step, path, instead=conversation.role))
+        return Labelled(answered, LabelView(conversation.labels))
     except (ModelError, CheckFailed) as error:
         raise RunError(f"step {path}: {error}", step.tool) from None
 

@@ -1,7 +1,8 @@
 """The one path every real tool call takes, at any depth: a plan's steps, blocks, declared plans, agents.
 
 In order: the call gets its idempotency key (`idempotency.py`) and the stack of declared plans it is
-in; the policy decides with the real arguments; the arguments are validated against the tool's
+in; the policy decides with the real arguments and the labels they carry (a refusal owed to the labels
+alone flags the call, for the gate to let through or not); the arguments are validated against the tool's
 schemas; the recorder answers from its record (a replay, a resume) or else the gate is asked (a
 refusal is recorded) and the recorder commits the intent (with the key); the tool is called, given
 its key when it takes one (here, or on the run's executor: `executor_for`); its result is made plain
@@ -24,6 +25,7 @@ from planc.backend.results import usable
 from planc.backend.stop import current as current_stop
 from planc.backend.values import Aborted, RunError, ToolFailed
 from planc.registry.declarations import RESULT_BYTES
+from planc.registry.labels import SECRET, redacted
 from planc.syntax import ast
 
 
@@ -36,22 +38,23 @@ class Dispatch:
         self.validators: dict[int, tuple] = {}  # id(schema) -> (schema, its jsonschema validator)
 
     async def __call__(self, call: Call, step: ast.Step, in_loop: bool):
-        call = Call(call.step, call.tool, call.args, call.scope, plan_stack.current(),  # not attrs.evolve: 5x as slow
-                    idempotency_key(self.session.run_id, call.step, call.args), call.id)
-        tool = call.tool
         current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
-        self.authorize(call, step, in_loop)
+        call = Call(call.step, call.tool, call.args, call.scope, plan_stack.current(),  # not attrs.evolve: 5x as slow
+                    idempotency_key(self.session.run_id, call.step, call.args), call.id, call.sources, call.control,
+                    self.authorize(call, step, in_loop))
+        tool = call.tool
         self.validate(call, step)
         answer = self.from_record(call, step)
         if answer is None:  # only a call that will really be made is put to the gate
             answer = await self.approved(call, step)
-        self.run.emit("tool_started", step=call.step, tool=tool.name, input=dict(call.args),
+        self.run.emit("tool_started", step=call.step, tool=tool.name, input=call.shown_input(),
                       **({"call_id": call.id} if call.id is not None else {}))
         try:
             if isinstance(answer, Skip):
                 result = answer.result
             elif tool.provider.startswith("plan:"):  # its own calls come this way, each recorded
-                result = await self.run.declared_plan(call, step, in_loop)
+                labelled = await self.run.declared_plan(call, step, in_loop)
+                result = labelled.value
             else:
                 try:
                     result = await self.recorded(call, in_loop)
@@ -63,8 +66,9 @@ class Dispatch:
         except Exception as error:
             self.run.emit("tool_failed", error, step=call.step, tool=tool.name)
             raise
-        self.run.emit("tool_finished", step=call.step, tool=tool.name, result=result)
-        return result
+        self.run.emit("tool_finished", step=call.step, tool=tool.name,
+                      result=redacted(result) if SECRET in call.result_labels() else result)
+        return labelled if tool.provider.startswith("plan:") and not isinstance(answer, Skip) else result
 
     def from_record(self, call: Call, step: ast.Step) -> Skip | None:
         """The call's result when the recorder holds it (a replay, a resume): it is neither asked for nor made
@@ -76,7 +80,10 @@ class Dispatch:
 
     async def approved(self, call: Call, step: ast.Step) -> Proceed | Skip:
         """The gate's answer; when it aborts, the run stops before the call, and the recorder keeps the refusal
-        (so that no resume makes the call)."""
+        (so that no resume makes the call). A call the policy refuses for where its values came from
+        (`flagged`) is made only if the gate lets it through."""
+        if call.flagged is not None and self.hooks.gate is None:
+            raise RunError(f"step {call.step}: {call.flagged}", step.tool)
         gate = await self.hooks.gate(call) if self.hooks.gate else Proceed()
         if not isinstance(gate, Abort):
             return gate
@@ -87,18 +94,25 @@ class Dispatch:
             recorder.declined(call, str(error))
         raise error
 
-    def authorize(self, call: Call, step: ast.Step, in_loop: bool) -> None:
-        """The policy, asked again with the real arguments: a denial stops the run before the call, with
-        the message `planc check` gives it (E400)."""
+    def authorize(self, call: Call, step: ast.Step, in_loop: bool) -> str | None:
+        """The policy, asked again with the real arguments and the labels they carry: a denial stops the run
+        before the call, with the message `planc check` gives it (E400). A denial owed to the labels alone
+        is the call's flag instead: only the gate (a person) may let it through (`approved`)."""
         if self.policy is None:
-            return
-        from planc.passes.policy.decide import decide
+            return None
+        from planc.passes.policy.decide import Ask, decide_all
         from planc.passes.policy.denial import denial
+        from planc.passes.policy.policy import flow_blame
 
-        decision = decide(self.policy, self.principal, call.tool, call.args, step=call.step, in_loop=in_loop)
-        if not decision.allowed:
-            denied = denial(step, call.step, decision, self.principal, self.policy)
-            raise RunError(f"step {call.step}: {denied.message}", step.tool)
+        ask = Ask(call.tool, call.args, call.step, in_loop, (), call.sources, call.control)
+        [decision] = decide_all(self.policy, self.principal, [ask])
+        if decision.allowed:
+            return None
+        blame = flow_blame(self.policy, self.principal, ask, self.run.flow_of(call.step))
+        denied = denial(step, call.step, decision, self.principal, self.policy, blame=blame)
+        if blame is not None:  # the record of a run a person approved it in answers it, or else the gate
+            return denied.message
+        raise RunError(f"step {call.step}: {denied.message}", step.tool)
 
     def executor_for(self, in_loop: bool):
         """Where a Python tool's call is made: on the run's executor (a Ray cluster) when it may run beside

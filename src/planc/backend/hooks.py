@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 
+from planc.registry.labels import secret_arguments, union, union_all
 from planc.registry.tool import Tool
 
 
@@ -43,6 +44,20 @@ class Call:
     stack: tuple[PlanCall, ...] = ()  # the declared plans it is in, outermost first
     key: str | None = None  # its idempotency key (planc.backend.idempotency), given by the dispatch
     id: str | None = None  # the model's id of the call, for a call an agent's model asked for
+    # Where its values came from: each argument's labels, and the labels of what decided that it runs.
+    sources: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+    control: frozenset[str] = frozenset()
+    # Why the policy refuses it for where its values came from, when it does: then it is made only if the
+    # gate (a person) lets it through, and the record says so.
+    flagged: str | None = None
+
+    def result_labels(self) -> frozenset[str]:
+        """What its result carries: its tool's labels, its arguments' and its control's."""
+        return union(union(self.tool.labels, union_all(self.sources.values())), self.control)
+
+    def shown_input(self) -> dict:
+        """Its arguments as planc writes them anywhere (records, events): one labelled `secret` redacted."""
+        return secret_arguments(self.args, self.sources)
 
 
 @attrs.frozen

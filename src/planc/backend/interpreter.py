@@ -13,25 +13,41 @@ calls take the same path as any other.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import ChainMap
 from collections.abc import Mapping
 
 import attrs
 
 from planc.backend import plan_stack
-from planc.backend.control_steps import CONTROL_HANDLERS, rendered_input
+from planc.backend.control_steps import CONTROL_HANDLERS, rendered_input, step_sources
 from planc.backend.dispatch import Dispatch, result_problem
 from planc.backend.hooks import Call, Hooks
 from planc.backend.session import Session
 from planc.backend.stop import Stopped, plan_stop, settle
 from planc.backend.stop import current as current_stop
-from planc.backend.values import NOTHING, Exited, RunError, Scope, TemplateScope, ToolFailed, evaluate
+from planc.backend.values import (
+    NOTHING,
+    ArgsView,
+    Exited,
+    Labelled,
+    RunError,
+    Scope,
+    TemplateScope,
+    ToolFailed,
+    evaluate,
+    unlabelled,
+)
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
 from planc.passes.policy.load import DEFAULT_PRINCIPAL
 from planc.passes.resolve.resolve import ARGS
+from planc.registry.labels import SECRET, LabelView, redacted, secret_arguments, union, union_all, view_of
 from planc.registry.registry import Registry
 from planc.syntax import ast
+
+
+ITEM = re.compile(r"\[\d+\]")  # a map item's index in a run-time step path
 
 
 @attrs.frozen
@@ -39,6 +55,11 @@ class RunResult:
     value: object  # the plan's result: its last top-level step's, or an exit's output
     status: str = "ok"  # "ok" or "error" (an exit step with status error)
     message: str | None = None
+    labels: frozenset = frozenset()  # what the result carries (where it came from)
+
+    def kept(self):
+        """The result as planc writes it in a record: redacted when it is labelled `secret`."""
+        return redacted(self.value) if SECRET in self.labels else self.value
 
 
 async def run_plan(checked: CheckResult, *, registry: Registry | None = None, arguments: Mapping | None = None,
@@ -63,19 +84,19 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
         raise RunError("the plan has errors: `planc check` it first")
     session = Session(checked, registry, recorder, hooks.events, executor)
     run = Run(checked, session, hooks, policy, principal, by_schedule=schedule is not None)
-    scope = Scope(ChainMap(), checked.resolution.targets, run_arguments(checked, arguments or {}))
+    scope = Scope(ChainMap(), checked.resolution.targets, run_arguments(checked, arguments or {}))  # $args: no labels
     run.emit("run_started")
     try:
         try:
             await session.open()  # the MCP servers the run may call, checked against the lock before any step
             with plan_stop(nested=False):
                 if schedule is None:
-                    value = await run.pipelines(checked.plan.pipelines, scope, prefix="", suffix="", in_loop=False)
+                    last = await run.pipelines(checked.plan.pipelines, scope, prefix="", suffix="", in_loop=False)
                 else:
-                    value = await run.scheduled(checked.plan.pipelines, schedule, scope)
-            result = RunResult(value)
+                    last = await run.scheduled(checked.plan.pipelines, schedule, scope)
+            result = RunResult(last.value, labels=last.view.whole())
         except Exited as exit_:
-            result = RunResult(exit_.output, exit_.status, exit_.message)
+            result = RunResult(exit_.output, exit_.status, exit_.message, exit_.labels)
         finally:
             await session.close()  # never raises: servers and models are closed whatever happened
         if returns is not None and result.status == "ok":
@@ -142,20 +163,26 @@ class Run:
         self.emit = session.emit  # the run's events
         self.dispatch = Dispatch(self, policy, principal)
 
-    async def pipelines(self, pipelines, scope: Scope, prefix: str, suffix: str, in_loop: bool):
-        """Run `pipelines` (a plan's or a block's); the result is the last step's.
+    def flow_of(self, path: str):
+        """The check's flow of the step at run-time path `path` (a map item's `[k]` taken away), if it has one."""
+        flow = self.checked.flow
+        return flow.calls.get(ITEM.sub("", path)) if flow is not None else None
+
+    async def pipelines(self, pipelines, scope: Scope, prefix: str, suffix: str, in_loop: bool) -> Labelled:
+        """Run `pipelines` (a plan's or a block's); the result is the last step's, with its labels.
 
         Step paths are `prefix` + number + `suffix`: `3/do.2` + `[17]` in a map's 18th item.
         """
-        number, result = 0, None
+        number, result, last = 0, None, None
         for pipeline in pipelines:
             piped = NOTHING
             for step in pipeline.steps:
                 number += 1
-                result = await self.step(step, f"{prefix}{number}{suffix}", scope, piped, in_loop)
+                result = await self.step(step, f"{prefix}{number}{suffix}", scope, piped, in_loop,
+                                         scope.labels[last] if piped is not NOTHING else None)
                 scope.results[step] = result
-                piped = result
-        return result
+                piped, last = result, step
+        return Labelled(result, scope.labels[last] if last is not None else LabelView())
 
     async def scheduled(self, pipelines, schedule: Schedule, scope: Scope):
         """Run the top-level `pipelines`, each step once the steps `schedule` says it waits for have finished.
@@ -175,20 +202,24 @@ class Run:
             if any(task.cancelled() or task.exception() is not None for task in waits):
                 raise Stopped(f"step {path} did not start: a step it waits for failed", step.tool)
             piped = NOTHING if piped_from is None else scope.results[piped_from]
-            result = await self.step(step, path, scope, piped, False)
+            result = await self.step(step, path, scope, piped, False,
+                                     None if piped_from is None else scope.labels[piped_from])
             scope.results[step] = result
             return result
 
+        steps = []
         for pipeline in pipelines:
             piped_from = None
             for step in pipeline.steps:
+                steps.append(step)
                 index[step] = len(tasks)
                 tasks.append(asyncio.ensure_future(one(step, str(len(tasks) + 1), piped_from)))
                 piped_from = step
         await settle(tasks)
-        return tasks[-1].result() if tasks else None
+        return Labelled(tasks[-1].result(), scope.labels[steps[-1]]) if tasks else Labelled(None, LabelView())
 
-    async def step(self, step: ast.Step, path: str, scope: Scope, piped, in_loop: bool):
+    async def step(self, step: ast.Step, path: str, scope: Scope, piped, in_loop: bool,
+                   piped_view: LabelView | None = None):
         """Run one step; when it fails or exits, its plan stops: nothing starts in it after.
 
         `step_started` carries its rendered input: a tool's arguments, as the call gets them; a control
@@ -202,12 +233,15 @@ class Run:
             self.emit("step_started", step=path, tool=step.tool.text)
             stop.set(error)
             raise
-        self.emit("step_started", step=path, tool=step.tool.text, input=arguments)
+        sources, control = step_sources(step, tool, scope, piped_view), scope.controlled()
+        self.emit("step_started", step=path, tool=step.tool.text, input=secret_arguments(arguments, sources))
         try:
             if tool.provider == "builtin":
-                result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, piped, in_loop)
+                labelled_piped = piped if piped is NOTHING else Labelled(piped, piped_view or LabelView())
+                result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, labelled_piped, in_loop)
             else:
-                call = Call(path, tool, arguments, scope=TemplateScope(scope, self.names))
+                call = Call(path, tool, arguments, scope=TemplateScope(scope, self.names), sources=sources,
+                            control=control)
                 result = await self.dispatch(call, step, in_loop)
         except Exception as error:  # a failure, or an exit: either ends the plan
             stop.set(error)
@@ -217,8 +251,13 @@ class Run:
             else:
                 self.emit("step_failed", error, step=path)
             raise
+        # What any call's result carries (its own labels, its arguments', its control's), and what its
+        # handler or declared plan says it adds.
+        result, added = unlabelled(result)
+        carried = union(union(tool.labels, union_all(sources.values())), control)
+        view = scope.labels[step] = view_of(carried if added is None else union(carried, added.whole()), tool.returns)
         self.finished[path] = result
-        self.emit("step_finished", step=path, result=result)
+        self.emit("step_finished", step=path, result=redacted(result) if SECRET in view.whole() else result)
         return result
 
     def arguments(self, step: ast.Step, tool, path: str, scope: Scope, piped) -> dict:
@@ -245,15 +284,19 @@ class Run:
         missing_arguments(checked, arguments)
         self.tools.update(checked.resolution.tools)
         self.names.update(template_names(checked))
-        scope = Scope(ChainMap(), checked.resolution.targets, arguments)
+        # Its `$args` carry the labels of the caller's arguments; its steps run under the call's control.
+        scope = Scope(ChainMap(), checked.resolution.targets, arguments,
+                      args_view=ArgsView({param: LabelView(labels) for param, labels in call.sources.items()}),
+                      control=call.control)
         try:
             with plan_stop(nested=True), plan_stack.calling(name, call.step):
-                return await self.pipelines(checked.plan.pipelines, scope, f"{call.step}/", "", in_loop)
+                result = await self.pipelines(checked.plan.pipelines, scope, f"{call.step}/", "", in_loop)
+                return Labelled(result.value, result.view.adding(scope.gates.labels))
         except Exited as exit_:
             if exit_.status == "error":
                 raise ToolFailed(f"step {call.step}: the plan `{name}` exited with status error: {exit_.message}",
                                  step.tool) from None
-            return exit_.output
+            return Labelled(exit_.output, LabelView(union(exit_.labels, scope.gates.labels)))
 
 
 def template_names(checked: CheckResult) -> dict[ast.Step, tuple[str, ...]]:

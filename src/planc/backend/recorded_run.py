@@ -58,8 +58,10 @@ class RecordedRun:
         with it, so that a replay or a resume runs it the same way; `batch`: the batch and line it runs."""
         from planc.store.stored import save_plan
 
+        # `approvals`: it was checked for a person to let flagged calls through, so its replay and resume are too.
         options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy),
-                   "code_tools": code_tools(registry)}
+                   "code_tools": code_tools(registry),
+                   "approvals": checked.context.approvals if checked.context is not None else False}
         recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
                                                    options, batch))
         return cls(checked, registry, policy, principal, arguments, recorder, store, options.get("returns"))
@@ -103,7 +105,7 @@ class RecordedRun:
         except RunError as error:
             self._finish("failed", message=str(error))
             raise
-        self._finish(result.status, result.value, result.message)
+        self._finish(result.status, result.kept(), result.message)
         return result
 
     def interrupted(self, error: Interrupted, hooks: Hooks = Hooks()) -> Interrupted:

@@ -15,7 +15,9 @@ from collections.abc import Mapping
 
 import attrs
 
+from planc.passes.flow.flow import ArgsView
 from planc.passes.resolve.resolve import ARGS
+from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union
 from planc.syntax import ast
 from planc.syntax.printer import print_expr
 
@@ -29,11 +31,36 @@ class RunError(Exception):
 
 
 class Exited(Exception):
-    """An `exit` step ended the plan: `output` is the plan's result."""
+    """An `exit` step ended the plan: `output` is the plan's result, carrying `labels`."""
 
-    def __init__(self, status: str, message: str | None, output) -> None:
+    def __init__(self, status: str, message: str | None, output, labels: frozenset[str] = NO_LABELS) -> None:
         super().__init__(message)
-        self.status, self.message, self.output = status, message, output
+        self.status, self.message, self.output, self.labels = status, message, output, labels
+
+
+class Labelled:
+    """A step's result with the labels it carries, where its handler says what they are (a control step
+    whose result is not simply its arguments', a declared plan's, an agent's)."""
+
+    __slots__ = ("value", "view")
+
+    def __init__(self, value, view: LabelView) -> None:
+        self.value, self.view = value, view
+
+
+def unlabelled(result) -> tuple[object, LabelView | None]:
+    """`result`'s value, and its labels when it is `Labelled` (else None)."""
+    return (result.value, result.view) if type(result) is Labelled else (result, None)
+
+
+class Gates:
+    """The labels of the `exit` conditions asked so far in one plan being run: they decide whether every
+    later step of it runs."""
+
+    __slots__ = ("labels",)
+
+    def __init__(self) -> None:
+        self.labels = NO_LABELS
 
 
 NOTHING = object()  # no piped input
@@ -70,9 +97,43 @@ class Scope:
     fields: Mapping | None = None  # the current item, in a filter condition
     # Agent step -> its conversation (`agent_loop.Conversation`), visible where its results are.
     conversations: ChainMap = attrs.field(factory=ChainMap)
+    # Where the values came from (passes/flow): step -> the labels of its result, beside `results`; the
+    # labels of `$args`, of the bound names and of a filter's item; the labels of the conditions that
+    # decided that this scope runs, and of the `exit` conditions asked so far in its plan.
+    labels: ChainMap = attrs.field(factory=ChainMap)
+    args_view: ArgsView = attrs.field(factory=lambda: ArgsView({}))
+    binding_views: Mapping = attrs.field(factory=dict)
+    field_view: LabelView | None = None
+    control: frozenset = NO_LABELS
+    gates: Gates = attrs.field(factory=Gates)
 
-    def bind(self, **names) -> Scope:
-        return attrs.evolve(self, bindings={**self.bindings, **names})
+    def bind(self, views: Mapping | None = None, **names) -> Scope:
+        """The scope with `names` bound (and their labels, `views`; none given: they carry none)."""
+        return attrs.evolve(self, bindings={**self.bindings, **names},
+                            binding_views={**self.binding_views, **(views or {})})
+
+    def inner(self, control: frozenset = NO_LABELS) -> Scope:
+        """The scope of a block: its results visible only inside it, run under `control` too."""
+        return attrs.evolve(self, results=self.results.new_child(), labels=self.labels.new_child(),
+                            conversations=self.conversations.new_child(), control=union(self.control, control))
+
+    def controlled(self) -> frozenset:
+        """The labels that decide whether a step of this scope runs now."""
+        return union(self.control, self.gates.labels)
+
+    # What `passes.flow.expressions` reads the labels of an expression's value through.
+    def ref_view(self, ref: ast.Ref):
+        target = self.targets[ref]
+        if target == ARGS:
+            return self.args_view
+        return self.labels.get(target) or LabelView(UNTRUSTED_ONLY)  # not known: fail closed
+
+    def name_view(self, head: str) -> LabelView:
+        if head in self.binding_views:
+            return self.binding_views[head]
+        if head in self.bindings:  # bound to what carries nothing (`index`)
+            return LabelView()
+        return self.field_view if self.field_view is not None else LabelView(UNTRUSTED_ONLY)
 
 
 class TemplateScope(Mapping):

@@ -201,8 +201,8 @@ def fmt_command(plans: tuple[str, ...], check_only: bool, write: bool) -> None:
 @click.option("--format", "output_format", type=click.Choice(["tree", "json", "mermaid", "dot"]), default="tree",
               show_default=True, help="The tree (text or JSON), or the data-flow graph (Mermaid or Graphviz DOT).")
 def show_command(plan: str, config: str | None, output_format: str) -> None:
-    """Show the tree of PLAN, what each step may cost, and which steps can change anything; or its data-flow
-    graph, as a Mermaid flowchart or in Graphviz's DOT."""
+    """Show the tree of PLAN, what each step may cost, which steps can change anything and which labelled values
+    (where they came from) reach them; or its data-flow graph, as a Mermaid flowchart or in Graphviz's DOT."""
     from planc.analysis.blast_radius import blast_radius
     from planc.passes.check import check
     from planc.syntax.steps import step_paths
@@ -232,7 +232,7 @@ def show_command(plan: str, config: str | None, output_format: str) -> None:
 
         per_step = {step: {"cost": cost.to_json()} for step, cost in costs.steps.items()}
         data = to_data(result.plan, paths=paths, extra=per_step)
-        data.update(cost=costs.total.to_json(), blast_radius=radius.to_json())
+        data.update(cost=costs.total.to_json(), blast_radius=radius.to_json(), flows=result.flow.into_effects())
         click.echo(json.dumps(data, ensure_ascii=False))
         return
     from planc.analysis.blast_radius import blast_radius_lines
@@ -246,6 +246,12 @@ def show_command(plan: str, config: str | None, output_format: str) -> None:
                                                     "destructive and open-world)"))
     for line in blast_radius_lines(radius):
         out.print(f"  {line}", highlight=False, markup=False)
+    flows = result.flow.into_effects()
+    out.print("labelled values into calls that change the world:" + ("" if flows else " none"))
+    for flow in flows:
+        into = f"`{flow['argument']}`" if flow["argument"] else "whether it runs"
+        out.print(f"  step {flow['step']} `{flow['tool']}`: {into} <- {', '.join(flow['labels'])}: "
+                  + "; ".join(flow["from"]), highlight=False, markup=False)
 
 
 @click.command("corpus")

@@ -43,18 +43,20 @@ def print_syntax_errors(path: str, result, left: int = MAX_DIAGNOSTICS) -> int:
 
 
 def checked_to_run(text: str, name: str, registry, policy, principal: str, *, extract: bool = False,
-                   budget=None):
+                   budget=None, approvals: bool = False):
     """`text` (plan text, or a stored plan from `planc compile`) checked for running; refused: exit 1.
 
     With `extract` the plan is taken out of a model reply first; `budget` (a Budget) adds the
-    `--max-*` limits. With no planc.toml, a plan that calls any tool but the control steps is
+    `--max-*` limits; `approvals` (`--approve`) lets through to the run, where a person decides, the calls
+    the policy refuses only for where their values came from. With no planc.toml, a plan that calls any tool but the control steps is
     refused: nothing declares what those tools are."""
     limits = budget.keywords() if budget else {}
     if is_stored_plan(text):
         from planc.store.stored import StoredPlanError, load_plan
 
         try:
-            checked = load_plan(text, registry=registry, policy=policy, principal=principal, **limits)
+            checked = load_plan(text, registry=registry, policy=policy, principal=principal, approvals=approvals,
+                                **limits)
         except StoredPlanError as error:
             click.echo(f"error: {name}: {error}", err=True)
             sys.exit(1)
@@ -66,7 +68,7 @@ def checked_to_run(text: str, name: str, registry, policy, principal: str, *, ex
         # the run records as its plan, and its replay checks again.
         text = extract_plan(text) if extract else text
         checked = check(text, registry=registry, arguments=plan_arguments(registry, name),
-                        policy=policy, principal=principal, **limits)
+                        policy=policy, principal=principal, approvals=approvals, **limits)
         if not checked.ok:
             print_checked([(name, checked)], stderr=True)
             sys.exit(1)

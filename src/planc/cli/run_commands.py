@@ -86,7 +86,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     from planc.passes.cost.budget import Budget
 
     checked = checked_to_run(read_file(plan), plan, registry, policy, principal, extract=extract,
-                             budget=Budget(max_usd, max_calls, max_inferences))
+                             budget=Budget(max_usd, max_calls, max_inferences), approvals=approve)
     try:
         arguments = parse_arguments(args, json_args, checked.typing.arguments if checked.typing else None)
     except ValueError as error:

@@ -170,7 +170,18 @@ def _call_line(call: dict, prefix: str = "") -> str:
         ended = ": outcome unknown: the run was interrupted during the call"
     else:
         ended = ": outcome unknown: no result recorded (the run stopped during the call)"
-    return f"{prefix}{call['tool']} {_short(call['input'])}{took}{ended}"
+    return f"{prefix}{call['tool']} {_short(call['input'])}{took}{ended}{_labels_words(call.get('labels'))}"
+
+
+def _labels_words(labels: dict | None) -> str:
+    """Where a call's values came from, as the record keeps it: ` [to: untrusted; approved by a person]`."""
+    if not labels:
+        return ""
+    said = [f"{name}: {', '.join(found)}" for name, found in labels.get("sources", {}).items() if found]
+    said += [f"whether it ran: {', '.join(labels['control'])}"] if labels.get("control") else []
+    if "flagged" in labels:
+        said.append("let through by a person" if labels.get("approved") else "flagged, not let through")
+    return f" [{'; '.join(said)}]" if said else ""
 
 
 def _short(value) -> str:
@@ -218,7 +229,8 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
         _replay_planning(run, planned, registry, policy, principal)
         return
     text = read_file(plan_file) if plan_file else dump(run["plan"])
-    checked = checked_to_run(text, plan_file or run_id, registry, policy, principal, budget=_budget_of(run))
+    checked = checked_to_run(text, plan_file or run_id, registry, policy, principal, budget=_budget_of(run),
+                             approvals=run["options"].get("approvals", False))
     replay = RecordedRun.replay(run, checked, registry=registry, policy=policy, principal=principal)
     try:
         result = replay.execute()
@@ -331,7 +343,8 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
     registry = find_registry(config, plan=None)
     policy = find_policy(policy_file, registry, principal)
-    checked = checked_to_run(dump(run["plan"]), run_id, registry, policy, principal, budget=_budget_of(run))
+    checked = checked_to_run(dump(run["plan"]), run_id, registry, policy, principal, budget=_budget_of(run),
+                             approvals=approve or run["options"].get("approvals", False))
     # The approval the run was made under holds for its resume: it asks on a terminal, and makes no
     # effectful call the run has not made where it cannot ask.
     asks = approve or (run["options"].get("approve", False) and sys.stdin.isatty())

@@ -32,6 +32,7 @@ class Code:
     policy: str | None = None  # the Cedar policy (policy.cedar) the example is checked against
     budget: dict = attrs.field(factory=dict)  # `check`'s budget arguments for the example (`max_calls`, ...)
     optimize: bool = False  # a note of the optimizer's: the example is optimized after it is checked
+    approvals: bool = False  # the example is checked as for a run in which a person approves flagged calls
 
 
 # The tools the type examples call.
@@ -63,6 +64,26 @@ effects = { read_only = false, destructive = false }
 [tools.lookup]
 params = { id = { type = "string" } }
 required = ["id"]
+"""
+
+# The tools and policy of the flow examples: a bill anyone could have written, and a payment.
+FLOW_TOOLS = """\
+[tools.read_bill]
+params = { path = { type = "string" } }
+returns = { type = "object", properties = { iban = { type = "string" }, total = { type = "number" } } }
+effects = { read_only = true }
+
+[tools.pay]
+params = { recipient = { type = "string" }, amount = { type = "number" } }
+labels = []
+"""
+FLOW_POLICY = """\
+@id("no-untrusted-recipient")
+@reason("money goes only to recipients the user gave, not to one read from content others can write")
+forbid(principal, action, resource) when
+  { context.sources has recipient && context.sources.recipient.contains("untrusted") };
+
+permit(principal, action == Action::"call", resource);
 """
 
 # The policy of the E400 example.
@@ -327,7 +348,11 @@ _ALL = [
          "amount is a decimal) denies it, named with Cedar's error, and so does an argument Cedar cannot "
          "hold (more than four decimal places, an integer beyond 64 bits), named with the reason. Arguments "
          "only known at run time are named in `context.dynamic`; the interpreter asks the policy "
-         "again with their values before the call, and stops the run with the same message.",
+         "again with their values before the call, and stops the run with the same message. Each "
+         "argument's labels (where its value came from: `untrusted` for what a tool without declared "
+         "labels returned) are in `context.sources`, and the labels of the conditions that decide whether "
+         "the call runs in `context.control`; a call denied for them is reported at the reference that "
+         "carries the labels, naming the step and tool its value came from.",
          {
              "forbidden": "calling `{tool}` is forbidden by policy {names} (for {principal})",
              "forbidden_many": "calling `{tool}` is forbidden by policies {names} (for {principal})",
@@ -339,6 +364,10 @@ _ALL = [
                             "for it: {error}",
              "unevaluated_many": "calling `{tool}` is denied (for {principal}): policies {names} could not be "
                                  "evaluated for it: {errors}",
+             # Denied for where a value came from (`context.sources`, `context.control`): at the reference.
+             "flow": "calling `{tool}` with `{argument}` from {labels} data is forbidden by {names} (for {principal})",
+             "control": "calling `{tool}` is forbidden by {names} (for {principal}): whether it runs is decided "
+                        "by {labels} data",
          },
          'search(query: "outages")\nnotify(channel: "#ops", text: "{$1.length} outages")',
          registry=INCIDENT_TOOLS, policy=NO_DESTRUCTIVE),
@@ -405,6 +434,21 @@ _ALL = [
          "in such a comment does nothing but this warning.",
          {"error_code": "`{name}` is an error, and an error cannot be ignored: the plan is refused while it has one"},
          'search(query: "outages", limt: 5)  # planc: ignore[E201]', registry=INCIDENT_TOOLS),
+    Code("W505", "a call that runs only if a person approves where its values came from",
+         "With a person to ask (`planc run --approve`, or a program's gate), a call the policy refuses "
+         "only for where its values came from (its labels in `context.sources` or `context.control`, "
+         "E400 otherwise) is not refused before the run: when the run reaches it, the person is shown "
+         "the call and its labels and decides, and the record keeps that a person let it through. "
+         "Refused at the question, the run stops before the call. The warning points at the reference "
+         "that carries the labels and names the step and tool the value came from.",
+         {
+             "flow": "calling `{tool}` with `{argument}` from {labels} data is forbidden by {names} (for "
+                     "{principal}): it runs only if a person approves it",
+             "control": "calling `{tool}` is forbidden by {names} (for {principal}) as whether it runs is "
+                        "decided by {labels} data: it runs only if a person approves it",
+         },
+         'read_bill(path: "bill.txt")\npay(recipient: $1.iban, amount: 10)', registry=FLOW_TOOLS, policy=FLOW_POLICY,
+         approvals=True),
     Code("N600", "repeated call reused",
          "`planc optimize` (and `planc run --optimize`) removed a call that repeats an earlier one, and what "
          "read its result (references to it, and the step it piped into) reads the earlier call's. Legal "

@@ -11,6 +11,7 @@ from planc.gc_pause import gc_paused
 from planc.passes.context import CheckContext, Facts
 from planc.passes.cost.budget import Budget
 from planc.passes.cost.cost import CostReport, cost
+from planc.passes.flow.flow import FlowFacts, flow
 from planc.passes.ignores import apply_ignores
 from planc.passes.plan_size import oversized
 from planc.passes.policy.load import Policy, principal_of
@@ -26,7 +27,7 @@ from planc.syntax.parser import parse
 
 # The passes, in the order they run: each `pass(plan, context) -> (facts, diagnostics)` reads the
 # facts of the passes before it from `context.facts`, and its own go into the field named here.
-PASSES = (("resolution", resolve), ("typing", types), ("policy", policy), ("cost", cost))
+PASSES = (("resolution", resolve), ("typing", types), ("flow", flow), ("policy", policy), ("cost", cost))
 
 
 @attrs.frozen
@@ -54,6 +55,10 @@ class CheckResult:
         return self.facts.typing
 
     @property
+    def flow(self) -> FlowFacts | None:
+        return self.facts.flow
+
+    @property
     def policy(self) -> PolicyFacts | None:
         return self.facts.policy
 
@@ -65,7 +70,7 @@ class CheckResult:
 def check(source: str, *, extract_plan: bool = False, registry: Registry | None = None,
           arguments: Mapping[str, Mapping] | None = None, policy: Policy | None = None,
           principal: str | None = None, max_usd: float | None = None, max_calls: int | None = None,
-          max_inferences: int | None = None) -> CheckResult:
+          max_inferences: int | None = None, approvals: bool = False) -> CheckResult:
     """Check plan text without running anything.
 
     With `extract_plan`, the plan is first taken out of a model reply; spans
@@ -75,7 +80,9 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
     (`planc.passes.policy.load.load_policy`), every step is judged as a call by
     `principal` (default: the registry's `principal`, else anonymous). `max_usd`,
     `max_calls` and `max_inferences` are budgets, each defaulting to the
-    registry's `[budget]`: a plan that may cost more is E401.
+    registry's `[budget]`: a plan that may cost more is E401. With `approvals` (a person
+    will be asked during the run), a call the policy refuses only for where its values came
+    from is W505 rather than E400.
 
     >>> check('search(query: "x") |> summarize(style: bullets)').diagnostics[0].code
     'E206'
@@ -83,7 +90,8 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
     with gc_paused():
         context = CheckContext(source=source, registry=registry, arguments=arguments, policy=policy,
                                principal=principal_of(principal, registry),
-                               budget=Budget.of(max_usd, max_calls, max_inferences, registry and registry.budget))
+                               budget=Budget.of(max_usd, max_calls, max_inferences, registry and registry.budget),
+                               approvals=approvals)
         return _check(source, extract_plan, context)
 
 

@@ -14,6 +14,7 @@ from planc.registry.registry import Registry
 if TYPE_CHECKING:  # the facts' types belong to their passes, which import this module
     from planc.passes.check import CheckResult
     from planc.passes.cost.cost import CostReport
+    from planc.passes.flow.flow import FlowFacts
     from planc.passes.policy.policy import PolicyFacts
     from planc.passes.resolve.resolve import Resolution
     from planc.passes.types.types import Typing
@@ -25,6 +26,7 @@ class Facts:
 
     resolution: Resolution | None = None
     typing: Typing | None = None
+    flow: FlowFacts | None = None
     policy: PolicyFacts | None = None
     cost: CostReport | None = None
 
@@ -49,6 +51,9 @@ class CheckContext:
 
     `budget` is the most the plan may cost (`--max-usd`, `--max-calls`,
     `--max-inferences`); the cost pass reports E401 past it.
+
+    `approvals` says that a person will be asked before each call the policy refuses only for where its
+    values came from (`planc run --approve`): such a call is then W505, not E400.
     """
 
     source: str = ""
@@ -59,6 +64,7 @@ class CheckContext:
     policy: Policy | None = None
     principal: str = DEFAULT_PRINCIPAL
     budget: Budget = Budget()
+    approvals: bool = False  # a person will be asked about each flagged call when the run reaches it
 
     def learned(self, field: str):
         """What an earlier pass learned (`resolution`, `typing`, ...). A pass never runs another: the

@@ -137,7 +137,7 @@ def _row_body(row: Row, ended: str) -> str:
     if row.is_inference:
         body.append(f'<p><a href="#inference-{call["sequence"]}">the conversation</a></p>')
     else:
-        body += ["<h3>input</h3>", _value(call["input"])]
+        body += ["<h3>input</h3>", _value(call["input"]), _labels(call.get("labels"))]
     if call["error"] is not None:
         body += ["<h3>error</h3>", f'<pre class="error">{_text(call["error"])}</pre>']
     elif call["finished_at"] is None:
@@ -147,6 +147,21 @@ def _row_body(row: Row, ended: str) -> str:
     else:
         body += ["<h3>result</h3>", _value(call["output"])]
     return "".join(body)
+
+
+def _labels(labels: dict | None) -> str:
+    """Where the call's values came from, as the record keeps it: each labelled argument, what decided that
+    it ran, and whether a person let it through."""
+    if not labels:
+        return ""
+    items = [f"<li><code>{escape(name)}</code>: {escape(', '.join(found))}</li>"
+             for name, found in labels.get("sources", {}).items() if found]
+    if labels.get("control"):
+        items.append(f"<li>whether it ran: {escape(', '.join(labels['control']))}</li>")
+    if "flagged" in labels:
+        decided = "let through by a person" if labels.get("approved") else "not let through"
+        items.append(f'<li class="flagged">{decided}: {escape(labels["flagged"])}</li>')
+    return f'<h3>labels</h3><ul class="labels">{"".join(items)}</ul>' if items else ""
 
 
 def _inference(row: Row) -> str:

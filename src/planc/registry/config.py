@@ -35,6 +35,7 @@ from planc.registry.declarations import (
 )
 from planc.registry.declared_plans import DeclaredPlans, tool_name
 from planc.registry.errors import ConfigError
+from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, X_LABELS, label_set
 from planc.registry.lock import load_locked_tools
 from planc.registry.registry import Registry
 from planc.registry.tool import Cost, Effects, Tool
@@ -44,9 +45,9 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "budget", "principal",
              "executor"}
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
-             "timeout_s", "query", "idempotency_key"}
-PLAN_KEYS = {"file", "description", "params", "returns"}
-MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s", "idempotency_keys"}
+             "timeout_s", "query", "idempotency_key", "labels"}
+PLAN_KEYS = {"file", "description", "params", "returns", "labels"}
+MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s", "idempotency_keys", "labels"}
 MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retries"}
 # What an SQL tool may do: read, nothing else (enforced when it runs).
 SQL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=False,
@@ -151,7 +152,7 @@ class _Reader:
             tools[tool_name(plan.name)] = Tool(name=tool_name(plan.name), params=plan.params,
                                                required=tuple(p for p, s in plan.params.items() if "default" not in s),
                                                returns=plan.returns, description=plan.description,
-                                               provider=f"plan:{plan.name}")
+                                               provider=f"plan:{plan.name}", labels=plan.labels)
         servers = {name: self.server(name, table) for name, table in server_tables.items()}
         if locked:  # the MCP tools, as planc.lock.json beside this file has them
             for name, tool in load_locked_tools(self.path, servers, lock_text).items():
@@ -213,7 +214,34 @@ class _Reader:
             validator_for(schema).check_schema(schema)
         except SchemaError as error:
             self.fail(f"{what} is not a valid JSON Schema: {error.message}", where, key)
+        self.schema_labels(schema, where, key, what)
         return schema
+
+    def schema_labels(self, schema, where: str, key: str, what: str) -> None:
+        """Every `x-labels` in `schema` is a list of label names."""
+        if isinstance(schema, dict):
+            if X_LABELS in schema:
+                self.label_names(schema[X_LABELS], where, key, f"`{X_LABELS}` in {what}")
+            parts = schema.values()
+        elif isinstance(schema, list):
+            parts = schema
+        else:
+            return
+        for part in parts:
+            if isinstance(part, (dict, list)):
+                self.schema_labels(part, where, key, what)
+
+    def label_names(self, value, where: str, key: str, what: str) -> frozenset[str]:
+        if not isinstance(value, list) or not all(isinstance(name, str) and NAME.match(name) for name in value):
+            self.fail(f"{what} must be a list of label names, like [\"untrusted\"] or [] (trusted), found {value!r}",
+                      where, key)
+        return label_set(value)
+
+    def labels(self, table: dict, where: str, default: frozenset[str]) -> frozenset[str]:
+        """`labels = [...]`: what the results carry; left out, `default`."""
+        if "labels" not in table:
+            return default
+        return self.label_names(table["labels"], where, "labels", "`labels`")
 
     def params(self, params, where: str, what: str) -> dict:
         if not isinstance(params, dict):
@@ -344,6 +372,8 @@ class _Reader:
             declared["description"] = self.text(table, "description", where, what)
         if "timeout_s" in table:  # else `[limits] timeout_s`, when it is called
             declared["timeout_s"] = self.seconds(table, "timeout_s", where, None)
+        if "labels" in table:  # else `untrusted`, or what its `@planc.tool` function declares
+            declared["labels"] = self.labels(table, where, UNTRUSTED_ONLY)
         return attrs.evolve(tool, **declared)
 
     def key_parameter(self, tool: Tool, table: dict, where: str) -> Tool:
@@ -416,7 +446,8 @@ class _Reader:
         params = self.params(table.get("params", {}), where, what)
         returns = self.schema(table["returns"], where, "returns", f"`returns` of {what}") if "returns" in table else None
         return PlanDeclaration(name=name, file=self.folder / table["file"], written=table["file"], params=params,
-                               returns=returns, description=self.text(table, "description", where, what))
+                               returns=returns, description=self.text(table, "description", where, what),
+                               labels=self.labels(table, where, NO_LABELS))
 
     def server(self, name: str, table: dict) -> McpServer:
         where = f"mcp.{name}"
@@ -432,7 +463,8 @@ class _Reader:
         return McpServer(name=name, command=tuple(command), env=env,
                          trust_annotations=self.flag(table, "trust_annotations", where),
                          timeout_s=self.seconds(table, "timeout_s", where, None),
-                         idempotency_keys=self.flag(table, "idempotency_keys", where))
+                         idempotency_keys=self.flag(table, "idempotency_keys", where),
+                         labels=self.labels(table, where, UNTRUSTED_ONLY))
 
     def model(self, name: str, table: dict) -> ModelConfig:
         where, what = f"models.{name}", f"model `{name}`"

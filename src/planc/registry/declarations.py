@@ -12,6 +12,8 @@ from pathlib import Path
 
 import attrs
 
+from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY
+
 TOOL_TIMEOUT_S = 60.0  # a tool call, when neither the tool nor `[limits]` says otherwise
 RESULT_BYTES = 16 * 2**20  # the largest tool result a run takes, as JSON
 PLAN_BYTES = 64 * 2**20  # the largest plan text a check reads
@@ -61,6 +63,7 @@ class McpServer:
     trust_annotations: bool = False  # take the tools' MCP annotations as declared effects
     timeout_s: float | None = None  # each call of its tools; None: `[limits] timeout_s`
     idempotency_keys: bool = False  # its tools deduplicate calls by the idempotency key planc sends in `_meta`
+    labels: frozenset[str] = UNTRUSTED_ONLY  # what its tools' results carry (registry/labels.py)
 
 
 @attrs.frozen
@@ -86,3 +89,4 @@ class PlanDeclaration:
     params: Mapping[str, Mapping] = attrs.field(factory=dict)  # name -> JSON Schema; they type `$args`
     returns: Mapping | None = None
     description: str = ""
+    labels: frozenset[str] = NO_LABELS  # what its result carries besides what its own steps' results carry

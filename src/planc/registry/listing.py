@@ -10,8 +10,8 @@ from planc.registry.tool import Tool
 
 
 def registry_json(registry: Registry) -> dict:
-    """Every declared tool (control steps aside): parameters, pipe, returns, effects, cost, and where it takes
-    each call's idempotency key."""
+    """Every declared tool (control steps aside): parameters, pipe, returns, effects, cost, where it takes
+    each call's idempotency key, and the labels its results carry."""
     return {"config": str(registry.source) if registry.source else None,
             "tools": [_tool_json(registry.tools[name]) for name in sorted(registry.tools)]}
 
@@ -22,7 +22,7 @@ def _tool_json(tool: Tool) -> dict:
         "params": dict(tool.params), "required": list(tool.required), "pipe": tool.pipe,
         "returns": tool.returns, "returns_at_most": tool.returns_at_most,
         "effects": attrs.asdict(tool.effects), "cost": attrs.asdict(tool.cost),
-        "idempotency_key": tool.idempotency_key,
+        "idempotency_key": tool.idempotency_key, "labels": sorted(tool.labels),
     }
 
 
@@ -30,12 +30,13 @@ def registry_table(registry: Registry):
     from rich.table import Table
 
     table = Table(title=f"tools in {registry.source}" if registry.source else "tools")
-    for column in ("tool", "parameters", "pipe", "effects", "provider"):
+    for column in ("tool", "parameters", "pipe", "effects", "labels", "provider"):
         table.add_column(column)
     for name in sorted(registry.tools):
         tool = registry.tools[name]
         params = ", ".join(f"{p}{'*' if p in tool.required else ''}: {type_text(s)}" for p, s in tool.params.items())
-        table.add_row(name, params, tool.pipe or "", _effects(tool), tool.provider)
+        table.add_row(name, params, tool.pipe or "", _effects(tool), ", ".join(sorted(tool.labels)) or "none (trusted)",
+                      tool.provider)
     return table
 
 

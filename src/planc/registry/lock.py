@@ -132,7 +132,8 @@ def locked_tools(lock: Mapping, servers: Mapping[str, McpServer]) -> dict[str, T
         for name in sorted(locked["tools"]):
             tool = to_tool(server, name, locked["tools"][name], declared.trust_annotations)
             tools[tool.name] = attrs.evolve(tool, timeout_s=declared.timeout_s,
-                                            idempotency_key=MCP_META_KEY if declared.idempotency_keys else None)
+                                            idempotency_key=MCP_META_KEY if declared.idempotency_keys else None,
+                                            labels=declared.labels)
     return tools
 
 

@@ -23,6 +23,7 @@ import typing
 from collections.abc import Callable
 from pathlib import Path
 
+from planc.registry.labels import UNTRUSTED_ONLY
 from planc.registry.tool import Cost, Effects, Tool
 
 MARK = "__planc_tool__"
@@ -32,8 +33,11 @@ KEY_PARAMETER = "idempotency_key"  # a keyword-only parameter of this name recei
 def tool(function: Callable | None = None, *, name: str | None = None, pipe: str | None = None,
          returns_at_most: str | None = None, read_only: bool | None = None, deterministic: bool | None = None,
          idempotent: bool | None = None, destructive: bool | None = None, open_world: bool | None = None,
-         usd: float = 0.0, latency_ms: float = 0.0, idempotency_key: str | None = None):
+         usd: float = 0.0, latency_ms: float = 0.0, idempotency_key: str | None = None,
+         labels: typing.Iterable[str] | None = None):
     """Declare a Python function as a planc tool (usable bare, `@tool`, or with options).
+
+    `labels` are what its results carry (`untrusted` when left out; `labels=[]` declares it trusted).
 
     A read-only tool is not destructive unless it says so. An effect option left out takes the
     conservative default; a tool given none declares no effects. `idempotency_key` names the parameter
@@ -49,7 +53,8 @@ def tool(function: Callable | None = None, *, name: str | None = None, pipe: str
                           declared=any(option is not None for option in options))
         setattr(function, MARK, tool_from_function(function, name=name, pipe=pipe, returns_at_most=returns_at_most,
                                                    effects=effects, cost=Cost(usd=usd, latency_ms=latency_ms),
-                                                   idempotency_key=idempotency_key))
+                                                   idempotency_key=idempotency_key,
+                                                   labels=UNTRUSTED_ONLY if labels is None else labels))
         return function
 
     return declare(function) if function is not None else declare
@@ -57,7 +62,8 @@ def tool(function: Callable | None = None, *, name: str | None = None, pipe: str
 
 def tool_from_function(function: Callable, *, name: str | None = None, pipe: str | None = None,
                        returns_at_most: str | None = None, effects: Effects = Effects(),
-                       cost: Cost = Cost(), idempotency_key: str | None = None) -> Tool:
+                       cost: Cost = Cost(), idempotency_key: str | None = None,
+                       labels: typing.Iterable[str] = UNTRUSTED_ONLY) -> Tool:
     """The Tool a function declares through its signature and type hints.
 
     >>> def send(text: str, *, idempotency_key: str) -> dict: ...
@@ -87,7 +93,8 @@ def tool_from_function(function: Callable, *, name: str | None = None, pipe: str
     qualified = f"python:{function.__module__}:{function.__qualname__}"
     return Tool(name=name or function.__name__, params=params, required=tuple(required), pipe=pipe,
                 returns=returns or None, returns_at_most=returns_at_most, effects=effects, cost=cost,
-                description=inspect.getdoc(function) or "", provider=qualified, idempotency_key=key)
+                description=inspect.getdoc(function) or "", provider=qualified, idempotency_key=key,
+                labels=labels)
 
 
 def key_parameter(signature: inspect.Signature) -> str | None:

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 
 import attrs
 
+from planc.registry.labels import UNTRUSTED_ONLY, label_set
+
 
 @attrs.frozen
 class Effects:
@@ -60,6 +62,9 @@ class Tool:
     at_most_one: tuple[tuple[str, ...], ...] = ()  # groups of parameters of which one at most is given
     required_when: tuple[tuple[str, object, str], ...] = ()  # (param, value, needed): `needed` when param == value
     binds: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)  # param -> names its block binds
+    # What its results carry besides its arguments' labels (registry/labels.py): `untrusted` unless a
+    # declaration says otherwise (`labels = []` declares a tool trusted).
+    labels: frozenset[str] = attrs.field(default=UNTRUSTED_ONLY, converter=label_set)
 
     @property
     def takes_key(self) -> bool:
@@ -88,9 +93,9 @@ class Tool:
                 "returns": self.returns, "returns_at_most": self.returns_at_most,
                 "effects": {**attrs.asdict(self.effects)}, "cost": attrs.asdict(self.cost),
                 "description": self.description, "timeout_s": self.timeout_s, "provider": self.provider,
-                "query": self.query, "idempotency_key": self.idempotency_key}
+                "query": self.query, "idempotency_key": self.idempotency_key, "labels": sorted(self.labels)}
 
     @classmethod
     def from_data(cls, data: Mapping) -> Tool:
         return cls(**{**data, "required": tuple(data["required"]), "effects": Effects(**data["effects"]),
-                      "cost": Cost(**data["cost"])})
+                      "cost": Cost(**data["cost"]), "labels": data.get("labels", UNTRUSTED_ONLY)})

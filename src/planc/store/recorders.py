@@ -22,6 +22,7 @@ from planc.backend.events import STAMP, seconds
 from planc.backend.hooks import Call, Skip
 from planc.backend.interrupts import Interrupted
 from planc.backend.values import RunError, ToolFailed
+from planc.registry.labels import SECRET, is_redacted, redacted
 from planc.store.large_values import to_json
 from planc.store.run_store import RunStore, RunStoreError, plain_json
 
@@ -64,15 +65,18 @@ class Recorder:
     def started(self, call: Call) -> None:
         self.sequence += 1
         self.open[id(call)] = self.sequence
-        self.write(self.store.call_started, self.sequence, call.step, call.tool.name, dict(call.args), call.key)
+        self.write(self.store.call_started, self.sequence, call.step, call.tool.name, call.shown_input(), call.key,
+                   call_labels(call, made=True))
 
     def finished(self, call: Call, result, error: Exception | None) -> None:
-        self.write(self.store.call_ended, self.open.pop(id(call)), outcome_of(error), result,
+        self.write(self.store.call_ended, self.open.pop(id(call)), outcome_of(error),
+                   redacted(result) if SECRET in call.result_labels() else result,
                    str(error) if error is not None else None)
 
     def declined(self, call: Call, message: str) -> None:
         self.sequence += 1
-        self.write(self.store.call_declined, self.sequence, call.step, call.tool.name, dict(call.args), message)
+        self.write(self.store.call_declined, self.sequence, call.step, call.tool.name, call.shown_input(), message,
+                   call_labels(call, made=False))
 
     def abandoned(self, call: Call) -> None:
         self.write(self.store.call_ended, self.open.pop(id(call)), "unknown")
@@ -82,6 +86,16 @@ class Recorder:
         self.events = event["seq"]
         self.write(self.store.event, event["seq"], seconds(event["time"]),
                    {field: value for field, value in event.items() if field not in STAMP})
+
+
+def call_labels(call: Call, made: bool) -> dict:
+    """What the record keeps of where a call's values came from; for a call the policy flagged, why, and
+    whether a person let it through (it is `made`)."""
+    kept = {"sources": {name: sorted(labels) for name, labels in call.sources.items()},
+            "control": sorted(call.control)}
+    if call.flagged is not None:
+        kept.update(flagged=call.flagged, approved=made)
+    return kept
 
 
 def _calls_by_step(run: dict) -> dict[str, list[dict]]:
@@ -100,6 +114,15 @@ def _same_call(held: dict, call: Call, asked, step, run_id, doing: str) -> None:
     if held["input"] != asked:
         raise DivergenceError(f"step {call.step}: {doing} diverged: `{call.tool.name}` is called with "
                               f"{_difference(held['input'], asked)}", _node(step))
+
+
+def _usable(held: dict, call: Call, step):
+    """The recorded result of `held`, unless the record kept only its length and hash (it was `secret`)."""
+    if is_redacted(held["output"]):
+        raise DivergenceError(f"step {call.step}: the record keeps only the length and hash of what "
+                              f"`{call.tool.name}` returned, as it was labelled secret: it cannot be given again "
+                              "without calling the tool", _node(step))
+    return held["output"]
 
 
 def _node(step):
@@ -135,7 +158,7 @@ class Replay:
 
     def replayed(self, call: Call, step) -> Skip:
         recorded = self.by_step.get(call.step) or []
-        asked = plain_json(dict(call.args))
+        asked = plain_json(call.shown_input())
         if self._ended_here(recorded):
             ended = Interrupted if self.run["status"] == "interrupted" else RunError
             raise ended(self.run["message"] or f"run {self.run['id']} {self.run['status']} here", _node(step))
@@ -152,7 +175,7 @@ class Replay:
                 raise ToolFailed(held["error"], _node(step))
             raise DivergenceError(f"step {call.step}: replay cannot go on: run {self.run['id']} recorded the call "
                                   f"of `{call.tool.name}` here, and no result for it", _node(step))
-        return Skip(held["output"])
+        return Skip(_usable(held, call, step))
 
     def _ended_here(self, recorded: list[dict]) -> bool:
         """Whether the recorded run failed or was interrupted at this call, so the replay ends as it did,
@@ -212,10 +235,10 @@ class Resume(Recorder):
                                f"make it (resume it on a terminal, which asks)", _node(step))
             return None  # past the record: a real call
         held = recorded.pop(0)
-        _same_call(held, call, plain_json(dict(call.args)), step, self.run_id, "resume")
+        _same_call(held, call, plain_json(call.shown_input()), step, self.run_id, "resume")
         _recorded_end(held, step)
         if held["outcome"] == "ok":
-            return Skip(held["output"])
+            return Skip(_usable(held, call, step))
         if not safe_again(call, held):
             how = ("no result is recorded" if held["error"] is None
                    else "its Ray worker was lost" if ": WorkerLost: " in held["error"] else "it timed out")

@@ -27,8 +27,8 @@ from planc.store.lease import Holder, holds
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
 # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases; 5: calls.idempotency_key;
-# 6: batches, runs.batch and runs.batch_line
-SCHEMA_VERSION = 6
+# 6: batches, runs.batch and runs.batch_line; 7: calls.labels
+SCHEMA_VERSION = 7
 
 # How a call ended. An intent row with no outcome yet (its process died during the call) is unknown.
 OUTCOMES = {
@@ -75,6 +75,8 @@ CREATE TABLE IF NOT EXISTS calls (
     finished_at REAL,
     outcome TEXT,                  -- OUTCOMES; NULL while the call is made (or its process died during it)
     idempotency_key TEXT,          -- the call's (backend/idempotency.py); NULL for a model's, or before schema 5
+    labels TEXT,                   -- JSON: {"sources": {argument: [labels]}, "control": [labels]; for a call the policy
+                                   -- flagged, "flagged": why, "approved": whether a person let it through}
     PRIMARY KEY (run_id, sequence)
 );
 CREATE TABLE IF NOT EXISTS files (    -- what a run read (planc.toml, its lock, the policy), by content
@@ -113,6 +115,7 @@ ADDED_COLUMNS = (
      "CASE WHEN finished_at IS NULL THEN NULL WHEN error IS NULL THEN 'ok' "
      "WHEN error LIKE '%failed: CallTimedOut: %' THEN 'unknown' ELSE 'failed' END"),
     ("calls", "idempotency_key", "TEXT", None),  # a call made before keys had none, and was given none
+    ("calls", "labels", "TEXT", None),  # a call made before labels: nothing is known of where its values came from
 )
 
 
@@ -300,12 +303,13 @@ class RunStore:
                 with self.transaction() as db:
                     db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
 
-    def call_started(self, run_id: str, sequence: int, step: str, tool: str, arguments, key: str | None = None) -> None:
-        """The intent row of a call about to be made, with its idempotency key."""
+    def call_started(self, run_id: str, sequence: int, step: str, tool: str, arguments, key: str | None = None,
+                     labels: dict | None = None) -> None:
+        """The intent row of a call about to be made, with its idempotency key and its arguments' labels."""
         with self.transaction() as db:
-            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, started_at, idempotency_key) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (run_id, sequence, step, tool, keep(db, arguments), time.time(), key))
+            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, started_at, idempotency_key, labels) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (run_id, sequence, step, tool, keep(db, arguments), time.time(), key, _labels_json(labels)))
 
     def call_ended(self, run_id: str, sequence: int, outcome: str, output=None, error: str | None = None) -> None:
         """How the call of row `sequence` ended: its outcome, and its output (when ok) or error."""
@@ -314,13 +318,14 @@ class RunStore:
                        "WHERE run_id = ? AND sequence = ?",
                        (keep(db, output) if outcome == "ok" else None, error, outcome, time.time(), run_id, sequence))
 
-    def call_declined(self, run_id: str, sequence: int, step: str, tool: str, arguments, message: str) -> None:
+    def call_declined(self, run_id: str, sequence: int, step: str, tool: str, arguments, message: str,
+                      labels: dict | None = None) -> None:
         """The row of a call the gate refused: it was not made, and it ended as it started."""
         now = time.time()
         with self.transaction() as db:
             db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, error, started_at, finished_at, "
-                       "outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'not_approved')",
-                       (run_id, sequence, step, tool, keep(db, arguments), message, now, now))
+                       "outcome, labels) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'not_approved', ?)",
+                       (run_id, sequence, step, tool, keep(db, arguments), message, now, now, _labels_json(labels)))
 
     def event(self, run_id: str, sequence: int, at: float, event: dict) -> None:
         """The run's event number `sequence`, which happened at `at` (seconds since the epoch)."""
@@ -418,7 +423,8 @@ class RunStore:
         if row is None:
             raise RunStoreError(f"{self.path}: no run `{run_id}`")
         calls = self.db.execute("SELECT sequence, step, tool, input, output, error, started_at, finished_at, outcome, "
-                                "idempotency_key FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
+                                "idempotency_key, labels FROM calls WHERE run_id = ? ORDER BY sequence",
+                                (run_id,)).fetchall()
         events = self.db.execute("SELECT at, event, refs FROM events WHERE run_id = ? ORDER BY sequence", (run_id,))
         value = Values(self.db)
         return self._as_seen(self.db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
@@ -426,9 +432,13 @@ class RunStore:
                 "options": json.loads(row[8]) if row[8] is not None else {}, "batch": row[9], "batch_line": row[10],
                 "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": value(c[3]), "output": value(c[4]),
                            "error": c[5], "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown",
-                           "idempotency_key": c[9]}
+                           "idempotency_key": c[9], "labels": json.loads(c[10]) if c[10] is not None else None}
                           for c in calls],
                 "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]})
+
+
+def _labels_json(labels: dict | None) -> str | None:
+    return json.dumps(labels, sort_keys=True) if labels is not None else None
 
 
 def _new_id() -> str:

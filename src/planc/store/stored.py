@@ -222,7 +222,7 @@ def stored_source(text: str) -> str:
 
 
 def load_plan(text: str, *, registry=None, policy=None, principal: str | None = None, arguments=None,
-              **limits):
+              approvals: bool = False, **limits):
     """The CheckResult of the stored plan `text`, re-checked against the current `registry` and `policy`.
 
     Refused with StoredPlanError when it is not a stored plan, is of an unknown version, was
@@ -247,7 +247,7 @@ def load_plan(text: str, *, registry=None, policy=None, principal: str | None = 
                      else "the policy was removed" if policy is None else "the policy changed")
     if stale:
         raise StoredPlanError(f"stored plan is stale: {'; '.join(stale)} since it was compiled; compile it again")
-    checked = check(stored["source"], registry=registry, policy=policy, arguments=arguments,
+    checked = check(stored["source"], registry=registry, policy=policy, arguments=arguments, approvals=approvals,
                     principal=principal, **limits)
     errors = [d for d in checked.diagnostics if d.is_error]
     if checked.plan is None or errors:

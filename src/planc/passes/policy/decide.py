@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import attrs
 
 from planc.passes.policy.load import PRINCIPAL, Policy, Rule
+from planc.registry.labels import union_all
 from planc.registry.tool import Tool
 
 ACTION = 'Action::"call"'
@@ -35,13 +36,25 @@ EVALUATION_ERROR = re.compile(r"error while evaluating policy `(policy\d+)`: (.*
 @attrs.frozen
 class Ask:
     """One call to put to the policy: `tool` with `args` at step path `step`; `dynamic` names the
-    arguments whose values are only known at run time (absent from `args`)."""
+    arguments whose values are only known at run time (absent from `args`); `sources` holds each
+    argument's labels (where its value came from), `control` the labels of what decided that the call runs."""
 
     tool: Tool
     args: Mapping
     step: str
     in_loop: bool
     dynamic: Iterable[str] = ()
+    sources: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+    control: frozenset[str] = frozenset()
+
+    def without_labels(self, argument: str | None = None) -> Ask:
+        """The same call with the labels of `argument` (of everything, when None; of the control, when
+        "") taken away: what a refusal is blamed on is the labels whose removal allows the call."""
+        if argument is None:
+            return attrs.evolve(self, sources={name: frozenset() for name in self.sources}, control=frozenset())
+        if argument == "":
+            return attrs.evolve(self, control=frozenset())
+        return attrs.evolve(self, sources={**self.sources, argument: frozenset()})
 
 
 @attrs.frozen
@@ -59,10 +72,12 @@ class Decision:
 
 
 def decide(policy: Policy, principal: str, tool: Tool, args: Mapping, *, step: str, in_loop: bool,
-           dynamic: Iterable[str] = ()) -> Decision:
+           dynamic: Iterable[str] = (), sources: Mapping[str, frozenset[str]] | None = None,
+           control: frozenset[str] = frozenset()) -> Decision:
     """Whether `principal` may call `tool` with `args` at step path `step`.
 
-    `dynamic` names the arguments whose values are only known at run time (absent from `args`).
+    `dynamic` names the arguments whose values are only known at run time (absent from `args`);
+    `sources` gives each argument's labels, `control` those of what decided that the call runs.
 
     >>> from pathlib import Path
     >>> from planc.passes.policy.load import policy_from_text
@@ -74,7 +89,28 @@ def decide(policy: Policy, principal: str, tool: Tool, args: Mapping, *, step: s
     >>> decision.allowed, [rule.name for rule in decision.policies], decision.request["context"]["dynamic"]
     (True, ['policy 1 of p.cedar'], ['over'])
     """
-    return decide_all(policy, principal, [Ask(tool, args, step, in_loop, dynamic)])[0]
+    return decide_all(policy, principal, [Ask(tool, args, step, in_loop, dynamic, sources or {}, control)])[0]
+
+
+def blamed_labels(policy: Policy, principal: str, ask: Ask) -> str | None:
+    """Which labels the policy's denial of `ask` is owed to: the name of the argument whose labels, taken
+    away, let the call through ("" for its control labels); None when it is denied whatever its labels.
+
+    >>> from pathlib import Path
+    >>> from planc.passes.policy.load import policy_from_text
+    >>> policy = policy_from_text('permit(principal, action, resource);\\nforbid(principal, action, resource) when '
+    ...     '{ context.sources has to && context.sources.to.contains("untrusted") };', Path("p.cedar"))
+    >>> ask = Ask(Tool("send"), {}, "2", False, ["to"], {"to": frozenset({"untrusted"}), "text": frozenset()})
+    >>> blamed_labels(policy, 'User::"a"', ask)
+    'to'
+    """
+    blamable = [name for name, labels in ask.sources.items() if labels] + ([""] if ask.control else [])
+    if not blamable:
+        return None
+    decisions = decide_all(policy, principal, [ask.without_labels(), *(ask.without_labels(name) for name in blamable)])
+    if not decisions[0].allowed:
+        return None
+    return next((name for name, decision in zip(blamable, decisions[1:]) if decision.allowed), blamable[0])
 
 
 def decide_all(policy: Policy, principal: str, asks: Sequence[Ask]) -> list[Decision]:
@@ -98,7 +134,9 @@ def decide_all(policy: Policy, principal: str, asks: Sequence[Ask]) -> list[Deci
     batches: list[tuple[dict, list[tuple[int, dict]]]] = []  # (tool name -> its entity, [(index, Cedar's request)])
     entities_of: dict[int, str] = {}  # id(tool) -> its entity: a plan calls the same tools again and again
     for index, ask in enumerate(asks):
-        context = {"args": dict(ask.args), "dynamic": sorted(ask.dynamic), "step": ask.step, "in_loop": ask.in_loop}
+        context = {"args": dict(ask.args), "dynamic": sorted(ask.dynamic), "step": ask.step, "in_loop": ask.in_loop,
+                   "sources": {name: sorted(labels) for name, labels in ask.sources.items()},
+                   "labels": sorted(union_all(ask.sources.values())), "control": sorted(ask.control)}
         name = ask.tool.name
         request = {"principal": principal, "action": ACTION, "resource": f"Tool::{json.dumps(name)}", "context": context}
         requests.append(request)

@@ -6,6 +6,8 @@ with the real values before every call, stops the run with its message.
 
 from __future__ import annotations
 
+import attrs
+
 from planc.diagnostics import Diagnostic
 from planc.diagnostics.build import diagnostic
 from planc.passes.policy.decide import Decision
@@ -17,12 +19,17 @@ UNEVALUATED = ("a policy that cannot be evaluated for a call denies it: a value 
 
 
 def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy: Policy,
-           caller: tuple[ast.Step, str, bool, str] | None = None) -> Diagnostic:
+           caller: tuple[ast.Step, str, bool, str] | None = None, blame: Blame | None = None,
+           approvals: bool = False) -> Diagnostic:
     """E400 at `step`'s tool (step path `path`) for the call `decision` denied, asked by `principal` of `policy`.
 
     `caller` is, for a step of a declared plan, (the calling step, its path, whether it runs per
-    item, the plan's file as written): the error is then the calling step's.
+    item, the plan's file as written): the error is then the calling step's. `blame` is, for a call
+    denied for where its values came from, the argument and its labels (`flow_denial`); with `approvals`
+    such a call is a warning (W505), as a person will decide.
     """
+    if blame is not None and not decision.failed and not decision.problem:
+        return flow_denial(step, path, decision, principal, policy, caller, blame, approvals)
     hints = [rule.reason for rule in decision.policies if rule.reason and rule.effect == "forbid"]
     if not decision.policies and not decision.problem:
         hints.append("a call is allowed only when some `permit` policy matches it and no `forbid` policy does")
@@ -57,3 +64,47 @@ def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy
                           problem=decision.problem)
     return diagnostic("E400", "no_permit", at, step=path, hints=hints, tool=tool, principal=principal,
                       policy=policy.path.name)
+
+
+FLOW_HINT = ("labels say where a value came from (docs/policy.md, \"Where values came from\"); only a person lets "
+             "such a call through: `planc run --approve` asks before it")
+
+
+@attrs.frozen
+class Blame:
+    """What a call was denied for: the labels of `argument` ("" for its control labels), and the
+    references in it that carry them, each as (node, labels, where the value came from)."""
+
+    argument: str
+    labels: frozenset[str]
+    carriers: tuple = ()
+
+
+def flow_denial(step: ast.Step, path: str, decision: Decision, principal: str, policy: Policy,
+                caller, blame: Blame, approvals: bool = False) -> Diagnostic:
+    """E400 for a call denied for where a value came from: at the reference that carries the labels, with
+    the step and tool the value came from. With `approvals` (a person will be asked when the run reaches
+    it), W505 instead."""
+    labels = ", ".join(sorted(blame.labels))
+    rules = [f"`{rule.name}`" for rule in decision.policies]
+    names = (f"polic{'ies' if len(rules) > 1 else 'y'} {' and '.join(rules)}" if rules
+             else f"{policy.path.name} (no policy of it permits it)")
+    hints = [rule.reason for rule in decision.policies if rule.reason and rule.effect == "forbid"]
+    for _, carried, origin in blame.carriers:
+        what = f"`{blame.argument}` reads {origin}" if blame.argument else f"whether it runs is decided by {origin}"
+        hints.append(f"{what} ({', '.join(sorted(carried))})")
+    if not approvals:
+        hints.append(FLOW_HINT)
+    at = blame.carriers[0][0].span if blame.carriers else step.tool.span
+    tool = step.tool.text
+    if caller is not None:  # a step of a declared plan: the error is the calling step's
+        where = step.tool.span.start
+        hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "
+                        f"which this step runs")
+        at = caller[0].tool.span
+    code = "W505" if approvals else "E400"
+    if not blame.argument:
+        return diagnostic(code, "control", at, step=path, hints=hints, tool=tool, names=names,
+                          principal=principal, labels=labels)
+    return diagnostic(code, "flow", at, step=path, hints=hints, tool=tool, names=names, principal=principal,
+                      labels=labels, argument=blame.argument)

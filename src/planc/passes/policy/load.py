@@ -16,8 +16,8 @@ from pathlib import Path
 
 import attrs
 
-# What a policy can read about a call. `args` is declared with no
-# attributes: its keys differ from tool to tool, so a policy must test `context.args has NAME`
+# What a policy can read about a call. `args` and `sources` are declared with no
+# attributes: their keys differ from tool to tool, so a policy must test `context.args has NAME`
 # before it reads one, and an unguarded read is reported when the file is loaded.
 REQUEST_SCHEMA = {"": {
     "entityTypes": {
@@ -32,12 +32,17 @@ REQUEST_SCHEMA = {"": {
         "context": {"type": "Record", "attributes": {
             "args": {"type": "Record", "attributes": {}},
             "dynamic": {"type": "Set", "element": {"type": "String"}},
-            "step": {"type": "String"}, "in_loop": {"type": "Boolean"}}}}}},
+            "step": {"type": "String"}, "in_loop": {"type": "Boolean"},
+            # Each argument's labels (argument name -> set of labels), all of them together, and the labels
+            # of what decides that the call runs.
+            "sources": {"type": "Record", "attributes": {}},
+            "labels": {"type": "Set", "element": {"type": "String"}},
+            "control": {"type": "Set", "element": {"type": "String"}}}}}}},
 }}
 DEFAULT_PRINCIPAL = 'User::"anonymous"'
 # An entity uid as Cedar writes it: `User::"alice"`, `Org::Team::"ops"`.
 PRINCIPAL = re.compile(r'\s*[A-Za-z_]\w*(\s*::\s*[A-Za-z_]\w*)*\s*::\s*"(?:[^"\\]|\\.)*"\s*\Z')
-UNGUARDED = re.compile(r"attribute `args\.(\w+)` in context")
+UNGUARDED = re.compile(r"attribute `(args|sources)\.(\w+)` in context")
 # The messages of errors in Cedar's tokens (the others are about a whole policy).
 TOKEN_ERRORS = ("unexpected token", "invalid token")
 
@@ -139,8 +144,8 @@ def _validation_message(error: str) -> str:
     message = re.sub(r"^for policy `policy\d+`, ", "", error)
     guard = UNGUARDED.search(message)
     if guard:
-        message += (f"; a tool may have no argument `{guard[1]}` (or know it only at run time): "
-                    f"test `context.args has {guard[1]}` before reading it")
+        message += (f"; a tool may have no argument `{guard[2]}`{' (or know it only at run time)' if guard[1] == 'args' else ''}: "
+                    f"test `context.{guard[1]} has {guard[2]}` before reading it")
     return message
 
 

@@ -16,12 +16,14 @@ import attrs
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
+from planc.registry.labels import UNTRUSTED_ONLY
 from planc.registry.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
 
 if TYPE_CHECKING:  # Cedar's side is imported when a plan is judged: a check without a policy never loads it
     from planc.passes.policy.decide import Ask, Decision
+    from planc.passes.policy.denial import Blame
 
 # The control steps whose blocks run once per item: a step inside one is `in_loop`.
 LOOPS = frozenset({"map", "filter", "reduce"})
@@ -56,7 +58,8 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
     from planc.passes.policy.denial import denial
 
     asked: list[tuple[ast.Step, Ask, tuple | None]] = []
-    _judge(plan, context.learned("resolution"), context, asked)
+    flows = context.learned("flow").calls
+    _judge(plan, context.learned("resolution"), context, asked, flows)
     # Every step's request decided together: Cedar takes them in batches, as most of a request's
     # cost is the call into Cedar. Each is still its own request, with its own decision.
     decided = decide_all(context.policy, context.principal, [ask for _, ask, _ in asked])
@@ -66,11 +69,28 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
         if caller is None:
             decisions[step] = decision
         if not decision.allowed:
-            diagnostics.append(denial(step, ask.step, decision, context.principal, context.policy, caller))
+            blame = flow_blame(context.policy, context.principal, ask, flows.get(ask.step))
+            diagnostics.append(denial(step, ask.step, decision, context.principal, context.policy, caller, blame,
+                                      context.approvals))
     return PolicyFacts(decisions), diagnostics
 
 
-def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list,
+def flow_blame(policy, principal: str, ask, call) -> Blame | None:
+    """What the denial of `ask` is owed to when it is where its values came from (`call` is the flow pass's
+    `CallFlow` of the step, for the references that carry the labels); None otherwise."""
+    from planc.passes.policy.decide import blamed_labels
+    from planc.passes.policy.denial import Blame
+
+    argument = blamed_labels(policy, principal, ask)
+    if argument is None:
+        return None
+    if argument:
+        found = call.carriers(argument) if call is not None else []
+        return Blame(argument, ask.sources[argument], tuple(found))
+    return Blame("", ask.control, tuple(call.control_carriers()) if call is not None else ())
+
+
+def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list, flows,
            caller: tuple[ast.Step, str, bool, str] | None = None) -> None:
     """Put every step of `plan` (its facts in `resolution`), and every step of the declared plans it
     calls, to the policy as part of the call: under the caller's principal, inside its loops, at paths
@@ -89,12 +109,17 @@ def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list,
             continue
         args, dynamic = _arguments(step, tool, piped)
         path = prefix + resolution.paths[step]
-        asked.append((step, Ask(tool, args, step=path, in_loop=in_loop, dynamic=dynamic), caller))
+        call = flows.get(path)
+        if call is None:  # not walked by the flow pass: nothing is known of where its values came from
+            sources, control = {name: UNTRUSTED_ONLY for name in (*args, *dynamic)}, UNTRUSTED_ONLY
+        else:
+            sources, control = call.sources, call.control
+        asked.append((step, Ask(tool, args, path, in_loop, dynamic, sources, control), caller))
         declared = context.plans.get(tool.provider[len("plan:"):]) if tool.provider.startswith("plan:") else None
         if declared is not None and declared.ok:
             written = context.registry.plans[tool.provider[len("plan:"):]].written
             at = caller[0] if caller else step
-            _judge(declared.plan, declared.resolution, context, asked,
+            _judge(declared.plan, declared.resolution, context, asked, flows,
                    (at, path, in_loop, written) if caller is None else (at, path, in_loop, caller[3]))
 
 

@@ -1,0 +1,1 @@
+"""The inbox assistant's tools (examples/inbox/)."""

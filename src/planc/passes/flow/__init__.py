@@ -1,0 +1,1 @@
+"""The flow pass: where every argument's value came from (provenance labels), before anything runs."""

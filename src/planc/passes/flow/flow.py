@@ -1,0 +1,311 @@
+"""Flow: the labels every call's arguments carry, and the labels that decide whether it runs.
+
+A walk in text order over the plan, into blocks and into the declared plans it calls (under the
+caller's path, with `$args` carrying the labels of the caller's arguments). A step's result
+carries the labels its tool declares, those of every argument it was given, and its control
+labels; the control steps have their own rule each (`rules.py`). What the walk computes is an
+estimate that a run can only lower: an agent is taken to have read everything it may call, both
+branches of a `decide` to have run, every `exit` to have been asked before the steps after it.
+The policy pass reads it: each request's `context.sources` and `context.control`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from planc.diagnostics import Diagnostic
+from planc.passes.context import CheckContext
+from planc.passes.flow.expressions import Env, carriers, expr_labels, expr_view
+from planc.passes.resolve.resolve import ARGS
+from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all, view_of
+from planc.registry.tool import Tool
+from planc.syntax import ast
+from planc.syntax.printer import print_expr
+
+
+@attrs.frozen
+class CallFlow:
+    """What one step (at one step path) is given, as labels."""
+
+    step: ast.Step
+    tool: Tool | None
+    sources: Mapping[str, frozenset[str]]  # each value argument (the piped one too) -> its labels
+    control: frozenset[str]  # the labels of the conditions that decide whether it runs
+    result: LabelView  # what its result carries
+    env: Env = attrs.field(eq=False, repr=False)  # what its arguments were read in, for `carriers`
+    # The conditions that decide whether it runs (a `decide`'s around it, the `exit`s before it), each with
+    # what it was read in: where its control labels come from.
+    deciders: tuple = attrs.field(default=(), eq=False, repr=False)
+
+    def carriers(self, argument: str) -> list[tuple[object, frozenset[str], str]]:
+        """The references in `argument` that carry labels: (node, labels, where the value came from)."""
+        arg = self.step.arg(argument)
+        if arg is None:  # the piped input
+            return []
+        return [(node, labels, self.env.origin(node)) for node, labels in carriers(arg.value, self.env)]
+
+    def control_carriers(self) -> list[tuple[object, frozenset[str], str]]:
+        """The references in the conditions that decide whether it runs that carry labels."""
+        return [(node, labels, env.origin(node)) for expr, env in self.deciders for node, labels in carriers(expr, env)]
+
+
+@attrs.frozen
+class FlowFacts:
+    """The flow of every step of the plan and of the declared plans it calls, by step path."""
+
+    calls: Mapping[str, CallFlow] = attrs.field(factory=dict)
+
+    def into_effects(self) -> list[dict]:
+        """Each labelled value that reaches an argument of a call that may change the world (its tool is not
+        read-only), and each such call whose running labelled data decides (`argument` ""), in step order:
+        what a reviewer looks at first. Control steps are left out: what they run is listed itself.
+
+        >>> from planc.passes.check import check
+        >>> from planc.registry.registry import Registry
+        >>> registry = Registry(tools={"read": Tool("read"), "send": Tool("send", {"to": {}}, labels=[])})
+        >>> check('read() |> send(to: $1.iban)', registry=registry).facts.flow.into_effects()
+        [{'step': '2', 'tool': 'send', 'argument': 'to', 'labels': ['untrusted'], 'from': ['`$1.iban`, which `read` returned at step 1']}]
+        """
+        found = []
+        for path, call in self.calls.items():
+            tool = call.tool
+            if tool is None or tool.effects.read_only or tool.provider == "builtin":
+                continue
+            for argument, labels in call.sources.items():
+                if labels:
+                    origins = [origin for _, _, origin in call.carriers(argument)] or [f"the input piped into `{tool.name}`"]
+                    found.append({"step": path, "tool": tool.name, "argument": argument, "labels": sorted(labels),
+                                  "from": origins})
+            if call.control:
+                found.append({"step": path, "tool": tool.name, "argument": "", "labels": sorted(call.control),
+                              "from": [origin for _, _, origin in call.control_carriers()]})
+        return found
+
+
+class ArgsView:
+    """The labels of `$args`: each run argument's own."""
+
+    def __init__(self, views: Mapping[str, LabelView]) -> None:
+        self.views = views
+
+    def field(self, name: str) -> LabelView:
+        return self.views.get(name) or LabelView()
+
+    def item(self) -> LabelView:
+        return LabelView(self.whole())
+
+    def whole(self) -> frozenset[str]:
+        return union_all(view.whole() for view in self.views.values())
+
+    def read(self, accessors) -> LabelView:
+        if not accessors:
+            return LabelView(self.whole())
+        first = accessors[0]
+        return (self.field(first.name) if hasattr(first, "name") else self.item()).read(accessors[1:])
+
+
+@attrs.frozen
+class PlanEnv:
+    """What the expressions of one plan (or block) read, before a run: each earlier step's estimate."""
+
+    targets: Mapping  # the resolve pass's Ref -> Step or ARGS
+    paths: Mapping  # Step -> its path in this walk
+    tools: Mapping  # Step -> Tool
+    results: dict  # Step -> LabelView, shared by the blocks of one plan
+    args: ArgsView
+    calls: Mapping = attrs.field(factory=dict)  # the walk's CallFlow of each step path
+    bindings: Mapping[str, LabelView] = attrs.field(factory=dict)
+    fields: LabelView | None = None  # the current item, in a filter condition
+    binder: ast.Step | None = None  # the control step whose block binds `item`, `index`, `accumulator` here
+
+    def bind(self, **views: LabelView) -> PlanEnv:
+        return attrs.evolve(self, bindings={**self.bindings, **views})
+
+    def bound_by(self, step: ast.Step) -> PlanEnv:
+        return attrs.evolve(self, binder=step)
+
+    def with_fields(self, item: LabelView) -> PlanEnv:
+        return attrs.evolve(self, fields=item)
+
+    def ref_view(self, ref: ast.Ref):
+        target = self.targets.get(ref)
+        if target == ARGS:
+            return self.args
+        return self.results.get(target) or LabelView(UNTRUSTED_ONLY)  # not known: fail closed
+
+    def name_view(self, head: str) -> LabelView:
+        if head in self.bindings:
+            return self.bindings[head]
+        return self.fields if self.fields is not None else LabelView(UNTRUSTED_ONLY)
+
+    def origin(self, node, depth: int = 0) -> str:
+        """Where the value `node` reads came from, in words: the step and tool that returned it, and, when
+        that tool passed on labels it was given, where those came from."""
+        written = print_expr(node)
+        if type(node) is ast.Ref:
+            target = self.targets.get(node)
+            if target == ARGS:
+                return f"`{written}`, an argument of the plan"
+            tool = self.tools.get(target)
+            name = tool.name if tool is not None else target.tool.text
+            said = f"`{written}`, which `{name}` returned at step {self.paths.get(target, '?')}"
+            call = self.calls.get(self.paths.get(target))
+            if call is None or depth >= 4 or tool is None or expr_labels(node, self) <= tool.labels:
+                return said
+            for argument, labels in call.sources.items():
+                found = call.carriers(argument) if labels else []
+                if found:
+                    return f"{said}, from {call.env.origin(found[0][0], depth + 1)}"
+            return said
+        if self.binder is None:
+            return f"`{written}`, bound by the block it is in"
+        step = self.binder
+        what = "the accumulator" if node.head.text == "accumulator" else "an item"
+        return f"`{written}`, {what} of the list that `{step.tool.text}` at step {self.paths.get(step, '?')} goes over"
+
+
+def flow(plan: ast.Plan, context: CheckContext) -> tuple[FlowFacts, list[Diagnostic]]:
+    """The labels of every call of `plan`: its arguments', its control's and its result's.
+
+    >>> from planc.passes.check import check
+    >>> from planc.registry.registry import Registry
+    >>> registry = Registry(tools={"read": Tool("read"), "send": Tool("send", {"to": {}}, labels=[])})
+    >>> facts = check('read() |> send(to: $1.iban)', registry=registry).facts.flow
+    >>> sorted(facts.calls["2"].sources["to"]), sorted(facts.calls["2"].result.whole())
+    (['untrusted'], ['untrusted'])
+    """
+    from planc.passes.flow.rules import FLOW_RULES
+
+    walk = Walk(context, FLOW_RULES)
+    resolution = context.learned("resolution")
+    walk.plan(plan, resolution, {}, "", NO_LABELS)
+    return FlowFacts(walk.calls), []
+
+
+class Walk:
+    """One walk of a plan and the declared plans it calls."""
+
+    def __init__(self, context: CheckContext, rules: Mapping) -> None:
+        self.context, self.rules, self.registry = context, rules, context.registry
+        self.calls: dict[str, CallFlow] = {}
+        self.gates = NO_LABELS  # the conditions of the `exit`s asked so far in the plan being walked
+        self.deciders: tuple = ()  # (condition, env) of the `decide`s being walked and of those `exit`s
+        self.exits = NO_LABELS  # what the `exit`s of the plan being walked may end it with
+        self._carried: dict[str, frozenset[str]] = {}  # a tool's name -> what any call of it may return
+
+    def plan(self, plan: ast.Plan, resolution, args: Mapping[str, LabelView], prefix: str,
+             control: frozenset[str]) -> LabelView:
+        """Walk `plan` (its facts in `resolution`) with `$args` carrying `args`; what its result carries."""
+        paths = {step: prefix + path for step, path in resolution.paths.items()}
+        env = PlanEnv(resolution.targets, paths, resolution.tools, {}, ArgsView(args), self.calls)
+        saved = self.gates, self.exits, self.deciders
+        self.gates = self.exits = NO_LABELS
+        try:
+            last = self.pipelines(plan.pipelines, env, control)
+            return last.adding(union(self.gates, self.exits))
+        finally:
+            self.gates, self.exits, self.deciders = saved
+
+    def decided_by(self, condition, env: PlanEnv, walk_inside):
+        """`walk_inside()` with `condition` (read in `env`) among the conditions deciding what runs."""
+        saved = self.deciders
+        self.deciders = (*saved, (condition, env))
+        try:
+            return walk_inside()
+        finally:
+            self.deciders = saved
+
+    def pipelines(self, pipelines, env: PlanEnv, control: frozenset[str]) -> LabelView:
+        last = LabelView()
+        for pipeline in pipelines:
+            piped = None
+            for step in pipeline.steps:
+                last = env.results[step] = self.step(step, env, piped, control)
+                piped = last
+        return last
+
+    def block(self, step: ast.Step, name: str, env: PlanEnv, control: frozenset[str]) -> LabelView:
+        """Walk the block of `step`'s argument `name` (none: nothing); what its result carries."""
+        arg = step.arg(name)
+        if arg is None or type(arg.value) is not ast.Block:
+            return LabelView()
+        return self.pipelines(arg.value.pipelines, env, control)
+
+    def loop(self, step: ast.Step, name: str, env: PlanEnv, control: frozenset[str]) -> LabelView:
+        """Walk a block that runs once per item: again while an `exit` in it adds control, since a later
+        item runs after an earlier one asked it."""
+        while True:
+            before = self.gates
+            result = self.block(step, name, env, control)
+            if self.gates is before:
+                return result
+
+    def step(self, step: ast.Step, env: PlanEnv, piped: LabelView | None, control: frozenset[str]) -> LabelView:
+        resolution_tool = env.tools.get(step)
+        tool = resolution_tool or (Tool(step.tool.text) if self.registry is None else None)
+        control = union(control, self.gates)
+        views: dict[str, LabelView] = {}
+        for arg in step.args:  # what a control step reads per item (`infer` of a filter) is its rule's
+            name = arg.name.text
+            if tool is None or (tool.kind(name) == "value" and not tool.binds.get(name)):
+                views[name] = expr_view(arg.value, env)
+        if piped is not None and tool is not None and tool.pipe and tool.pipe not in views:
+            views[tool.pipe] = piped
+        sources = {name: view.whole() for name, view in views.items()}
+        if tool is None:  # an unknown tool, reported by resolve: what it returns is not known
+            result = LabelView(union(UNTRUSTED_ONLY, control))
+        else:  # what any call's result carries, and what the step's own rule adds
+            carried = union(union(tool.labels, union_all(sources.values())), control)
+            if tool.provider == "builtin" and tool.name in self.rules:
+                carried = union(carried, self.rules[tool.name](self, step, env, views, control))
+            elif tool.provider.startswith("plan:"):
+                carried = union(carried, self.declared_plan(step, tool, env, views, control))
+            result = view_of(carried, tool.returns)
+        self.calls[env.paths[step]] = CallFlow(step, tool, sources, control, result, env, self.deciders)
+        return result
+
+    def declared_plan(self, step: ast.Step, tool: Tool, env: PlanEnv, views: Mapping[str, LabelView],
+                      control: frozenset[str]) -> frozenset[str]:
+        """A call of `plan__NAME`: its steps walked under the caller's path with `$args` carrying the
+        caller's arguments; what its result carries from its own steps."""
+        checked = self.context.plans.get(tool.provider[len("plan:"):])
+        if checked is None or not checked.ok:  # not walked (a cycle, errors): what it returns is not known
+            return UNTRUSTED_ONLY
+        # `$args` carries each argument's labels whole, as a run passes them on with the call.
+        args = {name: LabelView(view.whole()) for name, view in views.items()}
+        return self.plan(checked.plan, checked.resolution, args, env.paths[step] + "/", control).whole()
+
+    def carried(self, tool: Tool) -> frozenset[str]:
+        """What any call of `tool` may return, whatever its arguments: its labels, and for a declared plan
+        those of every tool it may call, at any depth (what an agent calling it may read)."""
+        found = self._carried.get(tool.name)
+        if found is not None:
+            return found
+        self._carried[tool.name] = UNTRUSTED_ONLY  # a plan reached again while it is looked into
+        found = tool.labels
+        if tool.provider.startswith("plan:"):
+            checked = self.context.plans.get(tool.provider[len("plan:"):])
+            if checked is None or not checked.ok:
+                found = union(found, UNTRUSTED_ONLY)
+            else:
+                for inner_step, inner in checked.resolution.tools.items():
+                    is_agent = inner.provider == "builtin" and inner.name == "agent"
+                    found = union(found, self.may_read(inner_step, checked.resolution.targets) if is_agent
+                                  else self.carried(inner))
+        self._carried[tool.name] = found
+        return found
+
+    def may_read(self, step: ast.Step, targets: Mapping) -> frozenset[str]:
+        """What the agent `step` may read from the tools it may call and its check: all they may return
+        (every tool's, when they are not known before it runs)."""
+        from planc.analysis.agent_tools import agent_check_tool, agent_tools
+
+        if self.registry is None:
+            return UNTRUSTED_ONLY
+        tools = agent_tools(step, self.registry, targets, self.context.plans)
+        if tools is None:
+            tools = list(self.registry.tools.values())
+        check = agent_check_tool(step, self.registry)
+        return union_all(self.carried(tool) for tool in (*tools, *([check] if check is not None else [])))
