@@ -143,3 +143,14 @@ def test_every_control_step_has_a_rule_in_every_stage(stage):
 
     table = {"types": TYPE_RULES, "cost": COST_RULES, "run": CONTROL_HANDLERS}[stage]
     assert sorted(table) == sorted(CONTROL_STEPS)
+
+
+def test_every_control_step_has_a_flow_rule_or_carries_only_what_any_call_carries():
+    """A control step whose result carries more than its arguments' labels (a block's results, a condition,
+    what an agent read) has its own rule in the flow pass; the others are listed as carrying only what any
+    call carries, so that a new control step is a decision, not an omission."""
+    from planc.passes.flow.rules import CALL_RULE, FLOW_RULES
+    from planc.registry.builtins import CONTROL_STEPS
+
+    assert not set(FLOW_RULES) & CALL_RULE
+    assert sorted(set(FLOW_RULES) | CALL_RULE) == sorted(CONTROL_STEPS)

@@ -205,6 +205,12 @@ REFUSED_AT_CHECK = [
      'contacts()\nsend(to: $1[0].email, text: "hi")\n', ["contacts", "send alice@example.com hi"]),
     ("a template", 'read_inbox()\nsend(to: "{$1[0].sender}", text: "hi")\n', "$1[0].sender", "`read_inbox`",
      'contacts()\nsend(to: "{$1[0].email}", text: "hi")\n', ["contacts", "send alice@example.com hi"]),
+    ("a record", 'read_inbox()\nreshape(value: {who: $1[0].sender})\nsend(to: $2.who, text: "hi")\n', "$2.who",
+     "`reshape` returned at step 2", 'contacts()\nreshape(value: {who: $1[0].email})\nsend(to: $2.who, text: "hi")\n',
+     ["contacts", "send alice@example.com hi"]),
+    ("a list", 'read_inbox()\nreshape(value: ["x", $1[1].sender])\nsend(to: $2[1], text: "hi")\n', "$2[1]",
+     "`reshape` returned at step 2", 'contacts()\nreshape(value: ["x", $1[1].email])\nsend(to: $2[1], text: "hi")\n',
+     ["contacts", "send bob@example.com hi"]),
     ("a helper that returns what it is given", 'read_inbox()\nnote(text: $1[0].sender)\nsend(to: $2, text: "hi")\n',
      "$2", "from `$1[0].sender`, which `read_inbox` returned at step 1",
      'contacts()\nnote(text: $1[0].email)\nsend(to: $2, text: "hi")\n',
@@ -335,3 +341,82 @@ def test_a_conversation_carries_what_its_first_turn_read(agent_project, model_se
     code, diagnostics = checked(agent_project, text)
     assert code == 1 and written(text, diagnostics[0]) == "$2.output.to"
     assert calls(agent_project) == []
+
+
+# --- failing closed, declarations, secrets ------------------------------------------------------------
+
+def test_a_rule_that_cannot_read_a_label_set_denies(project):
+    # `like` takes a string; `context.sources.to` is a set: Cedar cannot evaluate the rule for the call.
+    (project / "policy.cedar").write_text('@id("odd")\nforbid(principal, action, resource) when '
+                                          '{ context.sources has to && context.sources.to like "*x*" };\n'
+                                          'permit(principal, action, resource);\n')
+    code, diagnostics = checked(project, 'send(to: "alice@example.com", text: "hi")\n')
+    assert code == 1 and "policy `odd` could not be evaluated" in diagnostics[0]["message"]
+    assert ran(project, 'send(to: "alice@example.com", text: "hi")\n').exit_code == 1
+    assert calls(project) == [] and statuses(project) == []
+
+
+@pytest.mark.parametrize("labels, words", [
+    ('"untrusted"', "`labels` must be a list of label names"),
+    ('["not a name"]', "`labels` must be a list of label names"),
+    ('[1]', "`labels` must be a list of label names"),
+])
+def test_a_bad_labels_declaration_is_a_planc_toml_error(project, labels, words):
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text().replace('[tools.note]\n', f'[tools.note]\nlabels = {labels}\n', 1)
+                    .replace('labels = []\n\n[tools.send]', '\n[tools.send]', 1))
+    write(project, 'note(text: "x")\n')
+    result = invoke("check", "p.plan")
+    assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output
+
+
+def test_an_x_labels_that_is_not_a_list_is_a_planc_toml_error(project):
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text().replace('x-labels = ["untrusted"]', 'x-labels = "untrusted"'))
+    write(project, 'note(text: "x")\n')
+    result = invoke("check", "p.plan")
+    assert result.exit_code == 2 and "`x-labels` in `returns` of `statement` must be a list" in result.output
+
+
+def test_registry_list_shows_each_tools_labels(project):
+    listed = invoke("registry", "list", "--format", "json")
+    assert listed.exit_code == 0
+    labels = {tool["name"]: tool["labels"] for tool in json.loads(listed.stdout)["tools"]}
+    assert labels["read_inbox"] == ["untrusted"] and labels["contacts"] == [] and labels["profile"] == ["private"]
+    text = invoke("registry", "list", env={"COLUMNS": "300"})
+    assert text.exit_code == 0 and "untrusted" in text.output and "none (trusted)" in text.output
+
+
+def test_a_secret_is_never_written_by_planc(project):
+    secret = "hunter2-the-password"
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text().replace('labels = ["private"]', 'labels = ["private", "secret"]'))
+    module = next(project.glob("flowtools_*.py"))
+    module.write_text(module.read_text().replace('"123-45-6789"', f'"{secret}"'))
+    events = project / "events.jsonl"
+    result = ran(project, 'profile()\nnote(text: $1.ssn)\nnote(text: "plain")\n', "--events", str(events))
+    assert result.exit_code == 0, result.output
+    assert calls(project) == ["profile", f"note {secret}", "note plain"]  # the tool itself got the value
+    written = events.read_bytes() + (project / "runs.sqlite").read_bytes()
+    for journal in project.glob("runs.sqlite-*"):
+        written += journal.read_bytes()
+    assert secret.encode() not in written
+    assert b"plain" in written  # what is not secret is kept as it is
+    shown = invoke("show-run", "last")
+    assert secret not in shown.output and "planc/redacted" in shown.output
+    replay = invoke("replay", "last")
+    assert replay.exit_code == 1 and "labelled secret" in replay.output and "Traceback" not in replay.output
+
+
+def test_an_inferred_gate_over_untrusted_mail_decides_nothing_that_acts(agent_project, model_server):
+    text = ('read_inbox()\ndecide(infer: "Is this urgent: {$1[0].subject}?", '
+            'then: { send(to: "alice@example.com", text: "urgent mail") })\n')
+    code, diagnostics = checked(agent_project, text)
+    assert code == 1 and written(text, diagnostics[0]) == "$1[0].subject"
+    assert "untrusted-decides-nothing" in diagnostics[0]["message"]
+    assert ran(agent_project, text).exit_code == 1
+    assert calls(agent_project) == [] and model_server.requests == [] and statuses(agent_project) == []
+    model_server.reply("yes")  # its twin asks about the user's own contacts
+    twin = ran(agent_project, text.replace("read_inbox()", "contacts()").replace("subject", "name"))
+    assert twin.exit_code == 0, twin.output
+    assert calls(agent_project) == ["contacts", "send alice@example.com urgent mail"] and statuses(agent_project) == ["ok"]

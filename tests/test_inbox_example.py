@@ -104,3 +104,20 @@ def test_only_a_person_lets_the_flagged_payment_through_and_the_record_says_so(i
         assert len(outbox(inbox)) == 1
         shown = invoke("show-run", run_id)
         assert "[amount: untrusted; recipient: untrusted; let through by a person]" in shown.output
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
+@pytest.mark.parametrize("answer, code", [(b"n\n", 1), (b"y\n", 0)])
+def test_approve_on_a_terminal_shows_the_labels_and_a_yes_lets_the_payment_through(inbox, answer, code):
+    from test_run_terminal import _on_a_terminal
+
+    (inbox / "p.plan").write_text((inbox / "pay_bill.plan").read_text())
+    returncode, stdout, screen = _on_a_terminal(inbox, answer, once=b"[y/n]")
+    assert returncode == code, screen
+    assert "Traceback" not in screen
+    assert "recipient: untrusted" in screen and "flagged" in screen and "recipients-from-the-user" in screen
+    assert len(outbox(inbox)) == (1 if code == 0 else 0)
+    with sqlite3.connect(inbox / "runs.sqlite") as db:
+        [(status,)] = db.execute("SELECT status FROM runs").fetchall()
+        [(labels,)] = db.execute("SELECT labels FROM calls WHERE tool = 'pay'").fetchall()
+    assert status == ("ok" if code == 0 else "failed") and json.loads(labels)["approved"] == (code == 0)

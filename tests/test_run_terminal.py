@@ -53,13 +53,15 @@ def test_no_aborts_the_run_before_the_call(project):
     assert [c["tool"] for c in calls(project)] == ["search"]
 
 
-def _on_a_terminal(project, answer: bytes, *args) -> tuple[int, str, str]:
-    """`planc run p.plan --approve` with stdin and stderr on a pseudo-terminal, typing `answer`."""
+def _on_a_terminal(project, answer: bytes, *args, once: bytes | None = None) -> tuple[int, str, str]:
+    """`planc run p.plan --approve` with stdin and stderr on a pseudo-terminal, typing `answer` (at once, or
+    when the screen shows `once`)."""
     master, slave = os.openpty()
     process = planc_process("run", "p.plan", "--approve", *args, cwd=project, stdin=slave, stderr=slave,
                             stdout=subprocess.PIPE, env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
     os.close(slave)
-    os.write(master, answer)
+    if once is None:
+        os.write(master, answer)
     screen = b""
     while True:  # until the terminal is closed: planc has ended (reading it then fails with EIO)
         if not select.select([master], [], [], HANG_GUARD_S)[0]:
@@ -72,6 +74,9 @@ def _on_a_terminal(project, answer: bytes, *args) -> tuple[int, str, str]:
         if not chunk:
             break
         screen += chunk
+        if once is not None and once in screen:
+            os.write(master, answer)
+            once = None
     process.wait(timeout=HANG_GUARD_S)
     stdout = process.stdout.read().decode()
     process.stdout.close()

@@ -75,6 +75,8 @@ def render_markdown() -> str:
             out += ["With this `planc.toml`:", "", "```toml", code.registry.rstrip("\n"), "```", ""]
         if code.optimize:
             out += ["Reported by `planc optimize example.plan` (and `planc run --optimize`).", ""]
+        if code.approvals:
+            out += ["Reported by `planc run --approve example.plan` (a person will be asked), before the run.", ""]
         if code.budget:
             options = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in code.budget.items())
             out += [f"Checked with `{options}`.", ""]

@@ -68,7 +68,7 @@ def approval_gate(console, ask: Callable[[str], bool] | None = None,
         if call.tool.effects.read_only and call.flagged is None:
             return Proceed()
         with (pause or _nothing)():
-            console.print(describe(call))
+            console.print(describe(call), soft_wrap=False)  # wrapped inside the panel: nothing in it is cut
             try:
                 yes = answer(f"Call [bold]{call.tool.name}[/bold]?")
             except EOFError:

@@ -84,7 +84,8 @@ def flow_agent(walk, step, env, views, control):
     return read
 
 
-# The rule of each control step that has one of its own (tests/test_architecture.py: every control step
-# but the pure ones, which carry only what any call carries).
+# The rule of each control step that has one of its own; every other control step carries only what any
+# call carries (`CALL_RULE`): tests/test_architecture.py holds the two together to the control steps.
 FLOW_RULES = {"map": flow_map, "filter": flow_filter, "reduce": flow_reduce, "decide": flow_decide,
               "exit": flow_exit, "agent": flow_agent}
+CALL_RULE = frozenset({"ask", "reshape"})
