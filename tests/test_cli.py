@@ -345,11 +345,11 @@ NESTED = 'hits = search(query: "x")\n  |> map(do: { get(id: item.id) |> summariz
 
 
 def _nodes(data):
-    """Every dictionary of the tree, but for the cost and blast radius `planc show` adds to it."""
+    """Every dictionary of the tree, but for the cost, blast radius and flows `planc show` adds to it."""
     if isinstance(data, dict):
         yield data
         for key, value in data.items():
-            if key not in ("cost", "blast_radius"):
+            if key not in ("cost", "blast_radius", "flows"):
                 yield from _nodes(value)
     elif isinstance(data, list):
         for value in data:

@@ -420,3 +420,21 @@ def test_an_inferred_gate_over_untrusted_mail_decides_nothing_that_acts(agent_pr
     twin = ran(agent_project, text.replace("read_inbox()", "contacts()").replace("subject", "name"))
     assert twin.exit_code == 0, twin.output
     assert calls(agent_project) == ["contacts", "send alice@example.com urgent mail"] and statuses(agent_project) == ["ok"]
+
+
+def test_an_agent_shown_a_secret_is_recorded_without_it(agent_project, model_server):
+    secret = "hunter2-the-password"
+    toml = agent_project / "planc.toml"  # secret, not private: the policy keeps private data from the model
+    toml.write_text(toml.read_text().replace('labels = ["private"]', 'labels = ["secret"]'))
+    module = next(agent_project.glob("flowtools_*.py"))
+    module.write_text(module.read_text().replace('"123-45-6789"', f'"{secret}"'))
+    model_server.reply(f'{{"to": "{secret}"}}')
+    events = agent_project / "events.jsonl"
+    result = ran(agent_project, f'profile() |> agent(prompt: "Which password is it?", tools: ["note"], '
+                                f'output_schema: {ANSWER_SCHEMA})\n', "--events", str(events))
+    assert result.exit_code == 0, result.output
+    assert secret in json.dumps(model_server.bodies()[0])  # the model was shown it: the plan asked for that
+    written = events.read_bytes() + b"".join(path.read_bytes() for path in agent_project.glob("runs.sqlite*"))
+    assert secret.encode() not in written
+    replay = invoke("replay", "last")
+    assert replay.exit_code == 1 and "labelled secret" in replay.output and "Traceback" not in replay.output

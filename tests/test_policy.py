@@ -140,8 +140,13 @@ def test_the_request_has_the_literal_args_and_names_the_dynamic_ones():
     assert seen["1"] == {"principal": 'User::"anonymous"', "action": 'Action::"call"', "resource": 'Tool::"search"',
                          "context": {"args": {"query": "disk", "limit": 5, "tags": ["db", "sev1"],
                                               "filter": {"team": "ops"}},
-                                     "dynamic": [], "step": "1", "in_loop": False}}
-    assert seen["2"]["context"] == {"args": {}, "dynamic": ["items", "title"], "step": "2", "in_loop": False}
+                                     "dynamic": [], "step": "1", "in_loop": False,
+                                     "sources": {"query": [], "limit": [], "tags": [], "filter": []}, "labels": [],
+                                     "control": []}}
+    # What `search` returned carries `untrusted` (it declares no labels), into the piped items and the title.
+    assert seen["2"]["context"] == {"args": {}, "dynamic": ["items", "title"], "step": "2", "in_loop": False,
+                                    "sources": {"items": ["untrusted"], "title": ["untrusted"]},
+                                    "labels": ["untrusted"], "control": []}
     assert seen["3"]["context"]["args"] == {"subject": "Disk {full}"}
     assert seen["3"]["context"]["dynamic"] == ["to"]
 
@@ -430,7 +435,8 @@ def test_policy_explain_json(project):
         ("1", "search", True), ("2", "summarize", True), ("3", "close_incident", False)]
     close = data["steps"][2]
     assert close["decided_by"] == [{"id": "no-destructive", "effect": "forbid", "line": 2}]
-    assert close["request"]["context"] == {"args": {"id": "INC-1"}, "dynamic": [], "step": "3", "in_loop": False}
+    assert close["request"]["context"] == {"args": {"id": "INC-1"}, "dynamic": [], "step": "3", "in_loop": False,
+                                           "sources": {"id": []}, "labels": [], "control": []}
     assert data["steps"][1]["request"]["context"]["dynamic"] == ["items"]
 
 
@@ -459,7 +465,7 @@ def test_every_policy_in_the_guide_loads():
     import re
 
     blocks = re.findall(r"```cedar\n(.*?)```", POLICY_DOC, re.DOTALL)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     for block in blocks:
         assert policy_from_text(block, Path("policy.cedar")).rules
     example = (ROOT / "examples" / "incidents" / "policy.cedar").read_text(encoding="utf-8")

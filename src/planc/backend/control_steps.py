@@ -40,7 +40,7 @@ from planc.backend.values import (
 )
 from planc.passes.flow.expressions import expr_labels, expr_view
 from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.labels import NO_LABELS, LabelView, union, union_all
+from planc.registry.labels import NO_LABELS, SECRET, LabelView, redacted, union, union_all
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks, walk_steps
 
@@ -136,15 +136,17 @@ def _carried(results) -> LabelView:
     return LabelView(union_all(result.view.whole() for result in results))
 
 
-async def judge(run, question: str, step: ast.Step, path: str) -> bool:
-    """An `infer` question put to the `judge` role: yes or no."""
+async def judge(run, question: str, step: ast.Step, path: str, shown: frozenset = NO_LABELS) -> bool:
+    """An `infer` question (whose text carries the labels `shown`) put to the `judge` role: yes or no."""
     from planc.backend.agent_loop import ask_yes_no
     from planc.backend.models import ModelError
 
     current_stop().check(path, step.tool)
-    run.emit("inference_started", step=path, question=question)
+    run.emit("inference_started", step=path, question=redacted(question) if SECRET in shown else question)
+    model = run.session.model("judge", step, path)
+    model.shown = lambda: shown
     try:
-        answer = await ask_yes_no(run.session.model("judge", step, path), question)
+        answer = await ask_yes_no(model, question)
     except ModelError as error:
         raise RunError(f"step {path}: {error}", step.tool) from None
     run.emit("inference_finished", step=path, answer=answer)
@@ -157,7 +159,8 @@ async def condition(run, step: ast.Step, path: str, scope: Scope) -> tuple[bool,
         when = step.arg("when").value
         return truth(evaluate(when, scope), when), expr_labels(when, scope)
     infer = step.arg("infer").value
-    return await judge(run, evaluate(infer, scope), step, path), expr_labels(infer, scope)
+    shown = expr_labels(infer, scope)
+    return await judge(run, evaluate(infer, scope), step, path, shown), shown
 
 
 # --- the handlers
@@ -185,11 +188,10 @@ async def run_filter(run, step, path, scope, piped, in_loop):
         return Labelled([item for item, keep in zip(over, results) if truth(keep.value, step.arg("do").value)],
                         _carried(results))
     question = step.arg("infer").value
-    views = {"item": item_view}
-    kept = [await judge(run, render(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]")
+    shown = expr_labels(question, scope.bind({"item": item_view})) if over else NO_LABELS
+    kept = [await judge(run, render(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]", shown)
             for index, item in enumerate(over)]
-    return Labelled([item for item, keep in zip(over, kept) if keep],
-                    LabelView(expr_labels(question, scope.bind(views)) if over else NO_LABELS))
+    return Labelled([item for item, keep in zip(over, kept) if keep], LabelView(shown))
 
 
 async def run_reduce(run, step, path, scope, piped, in_loop):
@@ -308,10 +310,11 @@ async def run_agent(run, step, path, scope, piped, in_loop):
                 tools=_turn_tools(run, step, path, scope, conversation), context=value(step, "context", scope, piped),
                 max_iterations=value(step, "max_iterations", scope), check=check if name is not None else None,
                 check_name=name or "", repairs=value(step, "repairs", scope))
+    chat, repair = (run.session.model(conversation.role, step, path),
+                    run.session.model("repair", step, path, instead=conversation.role))
+    chat.shown = repair.shown = lambda: conversation.labels
     try:
-        answered = await agent_loop(run.session.model(conversation.role, step, path), turn, call_tool,
-                                    conversation.messages,
-                                    run.session.model("repair", step, path, instead=conversation.role))
+        answered = await agent_loop(chat, turn, call_tool, conversation.messages, repair)
         return Labelled(answered, LabelView(conversation.labels))
     except (ModelError, CheckFailed) as error:
         raise RunError(f"step {path}: {error}", step.tool) from None

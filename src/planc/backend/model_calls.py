@@ -43,6 +43,9 @@ class StepModel:
         self.connect, self.role, self.path, self.recorder, self.step = connect, role, path, recorder, step
         self.limit_bytes = limit_bytes  # `[limits] result_bytes`: a longer reply is refused like a tool's result
         self.emit, self.config = emit, config
+        # What the messages it is sent carry, as labels (asked anew at each inference, as an agent's conversation
+        # grows): an inference shown a `secret` value is recorded by its length and hash only.
+        self.shown: Callable[[], frozenset] = frozenset
         self.client: ModelClient | None = None  # once connected
 
     def connected(self) -> ModelClient:
@@ -90,7 +93,8 @@ class StepModel:
             asked["response_format"] = dict(response_format)
         if extra:
             asked["extra"] = dict(extra)
-        call = Call(self.path, model_tool(self.role), asked)
+        shown = self.shown()
+        call = Call(self.path, model_tool(self.role), asked, sources={"messages": shown} if shown else {})
 
         async def reply() -> dict:
             return (await self.connected().chat(messages, tools=tools, response_format=response_format,

@@ -71,7 +71,7 @@ def _sha256(text: str) -> str:
 
 # Fields a tool's declaration gained after stored plans existed: hashed only when set, so the plans
 # compiled before them stay fresh.
-LATER_FIELDS = frozenset({"query", "idempotency_key"})
+LATER_FIELDS = frozenset({"query", "idempotency_key", "labels"})
 
 
 def _plain(value):
@@ -86,6 +86,8 @@ def _plain(value):
         return {str(key): _plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(item) for item in value]
+    if isinstance(value, frozenset):  # a tool's labels
+        return sorted(value)
     return value
 
 

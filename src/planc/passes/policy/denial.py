@@ -102,9 +102,11 @@ def flow_denial(step: ast.Step, path: str, decision: Decision, principal: str, p
         hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "
                         f"which this step runs")
         at = caller[0].tool.span
-    code = "W505" if approvals else "E400"
+    said = {"step": path, "hints": hints, "tool": tool, "names": names, "principal": principal, "labels": labels}
     if not blame.argument:
-        return diagnostic(code, "control", at, step=path, hints=hints, tool=tool, names=names,
-                          principal=principal, labels=labels)
-    return diagnostic(code, "flow", at, step=path, hints=hints, tool=tool, names=names, principal=principal,
-                      labels=labels, argument=blame.argument)
+        if approvals:
+            return diagnostic("W505", "control", at, **said)
+        return diagnostic("E400", "control", at, **said)
+    if approvals:
+        return diagnostic("W505", "flow", at, argument=blame.argument, **said)
+    return diagnostic("E400", "flow", at, argument=blame.argument, **said)

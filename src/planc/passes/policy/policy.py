@@ -3,7 +3,8 @@
 A step is the request docs/policy.md describes: the principal, the
 action `Action::"call"`, the resource `Tool::"<name>"` with the tool's effects, and a
 context with the literal arguments, the names of those only known at run time, the
-step path and whether the step runs once per item. A deny is E400 at the step's tool.
+step path, whether the step runs once per item, and where its values came from (the flow
+pass's labels of each argument and of its control). A deny is E400 at the step's tool.
 Without a policy the pass does nothing.
 """
 
@@ -42,6 +43,7 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
     >>> from pathlib import Path
     >>> from planc.passes.policy.load import policy_from_text
     >>> from planc.passes.context import Facts
+    >>> from planc.passes.flow.flow import flow
     >>> from planc.passes.resolve.resolve import resolve
     >>> from planc.syntax.parser import parse
     >>> rules = policy_from_text('@id("no-loops")\\nforbid(principal, action, resource) when { context.in_loop };'
@@ -49,6 +51,7 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
     >>> plan = parse('map(over: [1, 2], do: { notify(text: "hi") })').plan
     >>> context = CheckContext(policy=rules)
     >>> context = attrs.evolve(context, facts=Facts(resolution=resolve(plan, context)[0]))
+    >>> context = attrs.evolve(context, facts=attrs.evolve(context.facts, flow=flow(plan, context)[0]))
     >>> [(d.code, d.message, d.step) for d in policy(plan, context)[1]]
     [('E400', 'calling `notify` is forbidden by policy `no-loops` (for User::"anonymous")', '1/do.1')]
     """
