@@ -113,6 +113,10 @@ timeout_s = 3
 POLICY = '''
 @id("no-c")
 forbid(principal, action, resource == Tool::"send") when { context.args has text && context.args.text == "c" };
+@id("no-untrusted-nine")
+forbid(principal, action, resource == Tool::"send") when
+  { context.sources has text && context.sources.text.contains("untrusted") && context.args has text &&
+    context.args.text == "9" };
 permit(principal, action, resource);
 '''
 
@@ -230,6 +234,16 @@ def test_a_policy_denial_inside_a_map_stops_the_run_before_the_items_call(projec
     run_record = recorded(project / "runs.sqlite")
     assert run_record["status"] == "failed" and [call["input"] for call in run_record["calls"]] == [
         {"text": "a"}, {"text": "b"}]
+
+
+def test_the_labels_of_a_result_made_in_a_worker_reach_the_policy_before_the_next_call(project, ray_address):
+    # `square` declares no labels: what it returns in a worker is untrusted, and only the run knows the value.
+    plan = 'map(over: [1, 2, 3, 4], do: { sq = square(n: item); send(text: "{$sq.square}") })\n'
+    assert invoke("check", "--config", project / "planc.toml", "-", input=plan).exit_code == 0
+    on_ray, _ = run(project, plan, "--executor", "ray", "--ray-address", ray_address)
+    assert on_ray.returncode == 1 and "no-untrusted-nine" in on_ray.stderr.splitlines()[-1]
+    assert [what for _, what in spied(project)] == ["square 1", "send 1", "square 2", "send 4", "square 3"]
+    assert recorded(project / "runs.sqlite")["status"] == "failed"
 
 
 def test_independent_steps_under_optimize_are_made_in_workers(project, ray_address):
