@@ -104,6 +104,10 @@ def test_only_a_person_lets_the_flagged_payment_through_and_the_record_says_so(i
         assert len(outbox(inbox)) == 1
         shown = invoke("show-run", run_id)
         assert "[amount: untrusted; recipient: untrusted; let through by a person]" in shown.output
+        page = invoke("show-run", run_id, "--format", "html")
+        assert page.exit_code == 0
+        assert "<li><code>recipient</code>: untrusted</li>" in page.output
+        assert "let through by a person: calling `pay` with `recipient`" in page.output
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
