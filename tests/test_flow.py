@@ -17,6 +17,7 @@ import sqlite3
 import pytest
 from cli import invoke
 from model_server import model_server  # noqa: F401  (the fixture)
+from test_attacks import calls, statuses  # the spy's lines, and the recorded runs' statuses
 from tool_project import tool_project
 
 TOOLS = '''
@@ -159,19 +160,6 @@ def project(tmp_path, monkeypatch):
         monkeypatch.setenv("PLANC_TEST_SPY", str(tmp_path / "spy.log"))
         monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
         yield tmp_path
-
-
-def calls(project) -> list[str]:
-    spy = project / "spy.log"
-    return spy.read_text(encoding="utf-8").splitlines() if spy.exists() else []
-
-
-def statuses(project) -> list[str]:
-    store = project / "runs.sqlite"
-    if not store.exists():
-        return []
-    with sqlite3.connect(store) as db:
-        return [status for (status,) in db.execute("SELECT status FROM runs ORDER BY started_at, id")]
 
 
 def write(project, text: str) -> None:

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from planc.registry.labels import NO_LABELS, LabelView, union
 from planc.syntax import ast
+from planc.syntax.steps import children
 
 
 class Env(Protocol):
@@ -28,6 +29,8 @@ class Env(Protocol):
 
 def expr_labels(expr, env: Env) -> frozenset[str]:
     """Every label `expr`'s value carries."""
+    if type(expr) is ast.Literal:  # most arguments: nothing to read
+        return NO_LABELS
     return expr_view(expr, env).whole()
 
 
@@ -37,31 +40,11 @@ def expr_view(expr, env: Env) -> LabelView:
     if kind is ast.Ref:
         return env.ref_view(expr).read(expr.accessors)
     if kind is ast.Path:
-        if expr.head.text == "args":  # never bound by a block: the resolver reports it
-            return LabelView()
         return env.name_view(expr.head.text).read(expr.accessors)
     labels = NO_LABELS
-    for part in parts(expr):
-        labels = union(labels, expr_view(part, env).whole())
+    for part in children(expr):
+        labels = union(labels, expr_labels(part, env))
     return LabelView(labels)
-
-
-def parts(expr) -> tuple:
-    """The expressions `expr` is made of (a block is none: its steps have their own)."""
-    kind = type(expr)
-    if kind is ast.String:
-        return tuple(part.target for part in expr.parts if not isinstance(part, str))
-    if kind is ast.ListExpr:
-        return expr.items
-    if kind is ast.Record:
-        return tuple(entry.value for entry in expr.entries)
-    if kind is ast.Compare:
-        return (expr.left, expr.right)
-    if kind is ast.Not:
-        return (expr.operand,)
-    if kind in (ast.And, ast.Or):
-        return expr.operands
-    return ()
 
 
 def carriers(expr, env: Env) -> Iterator[tuple[object, frozenset[str]]]:
@@ -72,5 +55,5 @@ def carriers(expr, env: Env) -> Iterator[tuple[object, frozenset[str]]]:
         if labels:
             yield expr, labels
         return
-    for part in parts(expr):
+    for part in children(expr):
         yield from carriers(part, env)
