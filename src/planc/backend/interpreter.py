@@ -207,16 +207,14 @@ class Run:
             scope.results[step] = result
             return result
 
-        steps = []
         for pipeline in pipelines:
             piped_from = None
             for step in pipeline.steps:
-                steps.append(step)
                 index[step] = len(tasks)
                 tasks.append(asyncio.ensure_future(one(step, str(len(tasks) + 1), piped_from)))
                 piped_from = step
         await settle(tasks)
-        return Labelled(tasks[-1].result(), scope.labels[steps[-1]]) if tasks else Labelled(None, LabelView())
+        return Labelled(tasks[-1].result(), scope.labels[next(reversed(index))]) if tasks else Labelled(None, LabelView())
 
     async def step(self, step: ast.Step, path: str, scope: Scope, piped, in_loop: bool,
                    piped_view: LabelView | None = None):
