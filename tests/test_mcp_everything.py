@@ -70,8 +70,10 @@ def project(tmp_path_factory, model):
     require_everything()
     folder = tmp_path_factory.mktemp("everything")
     models = f'[models.helper]\nbase_url = "{model.url}"\nmodel = "scripted"\n'
+    (folder / "data").mkdir()
     (folder / "planc.toml").write_text(everything_toml('rename = { "get-env" = "environment" }\n'
-                                                       'sampling = "helper"\n', models), encoding="utf-8")
+                                                       'sampling = "helper"\nroots = ["data"]\n', models),
+                                       encoding="utf-8")
     synced = invoke("registry", "sync", "--config", folder / "planc.toml")
     assert synced.exit_code == 0, synced.output
     return folder, synced
@@ -211,11 +213,13 @@ def test_annotated_text_keeps_its_annotations(project, run):
                                       "annotations": {"audience": ["user", "assistant"], "priority": 1.0}}
 
 
-def test_roots_are_the_folder_of_planc_toml(project, run):
+def test_roots_are_the_folder_of_planc_toml_and_the_servers_roots(project, run):
     folder, _ = project
     ran = run("run", write(folder, "everything__get_roots_list()\n"))
     assert ran.exit_code == 0, ran.output
-    assert folder.resolve().as_uri() in json.loads(ran.stdout)
+    said = json.loads(ran.stdout)
+    assert "(2 total)" in said and f"URI: {folder.resolve().as_uri()}\n" in said
+    assert f"URI: {(folder / 'data').resolve().as_uri()}" in said
 
 
 def test_sampling_counts_in_the_inference_budget(project, run):
@@ -263,3 +267,42 @@ def test_two_tools_with_one_name_in_plans_fail_the_sync_naming_both(tmp_path):
     assert "the tools `echo` and `get-sum` of MCP server `everything` would both be `everything__echo`" in synced.output
     assert not (tmp_path / LOCK_NAME).exists() or "everything" not in \
         json.loads((tmp_path / LOCK_NAME).read_text())["servers"]
+
+
+def test_a_request_planc_cannot_tie_to_one_call_or_over_its_allowance_is_refused():
+    """Attack: a server asks while two of its calls are in flight (stdio says not which asked), or asks for
+    more inferences than one call may make: refused, and nothing is asked."""
+    pytest.importorskip("mcp")
+    import asyncio
+    import contextvars
+
+    from mcp import types
+
+    from planc.backend.mcp_runtime import InFlight, McpRuntime
+    from planc.registry.declarations import McpServer
+
+    asked = []
+
+    class Requests:
+        async def sample(self, server, flight, params):
+            asked.append(flight)
+            return "a reply"
+
+    runtime = McpRuntime.__new__(McpRuntime)
+    runtime.requests, runtime.in_flight = Requests(), {}
+    server = McpServer("s", ("s",), sampling="chat")
+    params = types.CreateMessageRequestParams(messages=[], max_tokens=5)
+    one, other = (InFlight(f"call {n}", None, contextvars.copy_context()) for n in (1, 2))
+
+    runtime.in_flight["s"] = [one, other]
+    refused = asyncio.run(runtime.sample(server, params))
+    assert isinstance(refused, types.ErrorData) and "2 of its calls are being made at once" in refused.message
+    runtime.in_flight["s"] = []
+    assert "no step of a plan is calling it" in asyncio.run(runtime.sample(server, params)).message
+    runtime.in_flight["s"] = [one]
+    assert asyncio.run(runtime.sample(server, params)) == "a reply" and asked == [one]
+    from planc.backend.mcp_requests import ServerRequests
+
+    spent = InFlight("call", None, contextvars.copy_context(), samples=1)  # one inference asked for already
+    over = asyncio.run(ServerRequests(run=None).sample(server, spent, params))
+    assert "one call may ask for 1 (`samples_per_call` of [mcp.s])" in over.message and spent.samples == 1

@@ -111,14 +111,17 @@ class Dispatch:
         """The tool's result, called with its key if it takes one, the recorder told before and after; as
         JSON data (`results.plain`), or the call is refused. What the tool raised is raised. An MCP server's
         requests during the call are answered for it (`mcp_runtime.calling`)."""
-        registry = self.session.registry
+        registry, mcp = self.session.registry, self.session.mcp
         executor = self.executor_for(in_loop)
-        calling.set((call, step))  # this task's: each call sets its own before it is made
-        return await recorded_call(
-            self.session.recorder, call,
-            lambda: call_provider(call.tool, call.args, registry, self.session.mcp, key=call.key, executor=executor),
-            what=f"step {call.step}: `{call.tool.name}`", explain=lambda error: recorded_error(call, error),
-            limit_bytes=result_bytes(registry))
+        token = calling.set((call, step))
+        try:
+            return await recorded_call(
+                self.session.recorder, call,
+                lambda: call_provider(call.tool, call.args, registry, mcp, key=call.key, executor=executor),
+                what=f"step {call.step}: `{call.tool.name}`", explain=lambda error: recorded_error(call, error),
+                limit_bytes=result_bytes(registry))
+        finally:
+            calling.reset(token)
 
     async def tool_failed(self, call: Call, step: ast.Step, error: Exception):
         """The tool raised `error` (it is recorded so): `on_tool_error` says what the run makes of it. A

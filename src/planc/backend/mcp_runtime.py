@@ -160,9 +160,10 @@ class McpRuntime:
     def asking(self, server: str) -> InFlight | str:
         """The call a request of `server` comes from, or why planc cannot answer it."""
         calls = self.in_flight.get(server) or []
-        if self.requests is None or len(calls) != 1 or calls[0] is None:
-            return ("no call of a plan is being made" if not calls or calls == [None] or self.requests is None else
-                    f"{len(calls)} calls are being made at once, and planc cannot tell which one asks")
+        if len(calls) > 1:
+            return f"{len(calls)} of its calls are being made at once, and planc cannot tell which one asks"
+        if not calls or calls[0] is None or self.requests is None:
+            return "no step of a plan is calling it"
         return calls[0]
 
     async def elicit(self, server, params):
@@ -233,7 +234,8 @@ async def _as_task(session, wire: str, arguments: dict, meta, progress):
                                          _meta=meta).model_dump(by_alias=True, mode="json", exclude_none=True)
     # The SDK's `send_request` holds a `tools/call` to the shape of a direct result; a task's creation is sent
     # through its dispatcher, as `send_request` itself sends, and read as what it is.
-    raw = await session._dispatcher.send_raw_request("tools/call", params, {"on_progress": progress} if progress else {})
+    options = {"on_progress": progress} if progress is not None else {}
+    raw = await session._dispatcher.send_raw_request("tools/call", params, options)
     task = types.CreateTaskResult.model_validate(raw).task
     said = None
     while True:

@@ -65,7 +65,8 @@ def line(event: dict) -> str | None:
     if kind == "tool_progress":
         done = [f"{event['progress']:g}" + (f"/{event['total']:g}" if event.get("total") is not None else "")] \
             if event.get("progress") is not None else []
-        return " ".join([f"[{step}] {event['tool']} ...", *done, *([_short(event["message"])] if event.get("message") else [])])
+        said = [_short(event["message"])] if event.get("message") else []
+        return " ".join([f"[{step}] {event['tool']} ...", *done, *said])
     if kind == "tool_failed" or (kind == "tool_finished" and "error" in event):
         replaced = f", replaced by {summary(event['replacement'])}" if "replacement" in event else ""
         return f"[{step}] {event['tool']} -> failed{replaced}"

@@ -447,7 +447,8 @@ class _Reader:
                       '(letters, digits and underscores, no `__`), like { "get-sum" = "add" }', where, "rename")
         roots = table.get("roots", [])
         if not isinstance(roots, list) or not all(isinstance(root, str) and root for root in roots):
-            self.fail('`roots` must be a list of folders, like ["data"] (from the folder of planc.toml)', where, "roots")
+            self.fail('`roots` must be a list of folders, like ["data"] (from the folder of planc.toml)', where,
+                      "roots")
         sampling = table.get("sampling")
         if sampling is not None and not (isinstance(sampling, str) and NAME.match(sampling)):
             self.fail('`sampling` must name a `[models]` role, like "chat"', where, "sampling")
