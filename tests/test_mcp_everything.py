@@ -161,13 +161,19 @@ def test_every_tool_the_server_offers_checks_runs_and_replays_without_server_or_
     assert starts(folder) == before + 1 and len(model.requests) == asked + 1  # no server, no model
 
 
+def progress_of(run, folder: Path, text: str):
+    """`planc run` of the plan `text` (which must succeed), and its `tool_progress` events."""
+    events = folder / "events.jsonl"
+    events.unlink(missing_ok=True)
+    ran = run("run", write(folder, text), "--events", events)
+    assert ran.exit_code == 0, ran.output
+    return ran, [json.loads(line) for line in events.read_text().splitlines() if '"tool_progress"' in line]
+
+
 def test_a_long_running_tools_progress_is_events_at_the_calls_step_path(project, run):
     folder, _ = project
-    plan = write(folder, 'map(over: [1], do: { everything__trigger_long_running_operation(duration: 1, steps: 3) })\n')
-    events = folder / "events.jsonl"
-    ran = run("run", plan, "--events", events)
-    assert ran.exit_code == 0, ran.output
-    progress = [json.loads(line) for line in events.read_text().splitlines() if '"tool_progress"' in line]
+    ran, progress = progress_of(
+        run, folder, 'map(over: [1], do: { everything__trigger_long_running_operation(duration: 1, steps: 3) })\n')
     assert [(event["step"], event["progress"], event["total"]) for event in progress] == \
         [("1/do.1[0]", 1.0, 3.0), ("1/do.1[0]", 2.0, 3.0), ("1/do.1[0]", 3.0, 3.0)]
     assert all(event["tool"] == "everything__trigger_long_running_operation" for event in progress)
@@ -176,13 +182,10 @@ def test_a_long_running_tools_progress_is_events_at_the_calls_step_path(project,
 
 def test_a_tool_that_requires_a_task_is_polled_until_done_with_its_status_as_progress(project, run):
     folder, _ = project
-    plan = write(folder, 'everything__simulate_research_query(topic: "owls")\n')
-    events = folder / "task_events.jsonl"
-    ran = run("run", plan, "--events", events)
-    assert ran.exit_code == 0, ran.output
+    ran, progress = progress_of(run, folder, 'everything__simulate_research_query(topic: "owls")\n')
     assert "# Research Report: owls" in json.loads(ran.stdout)
-    messages = [json.loads(line)["message"] for line in events.read_text().splitlines() if '"tool_progress"' in line]
-    assert "working: Generating report..." in messages
+    assert "working: Generating report..." in [event["message"] for event in progress]
+    assert {event["step"] for event in progress} == {"1"}
 
 
 def test_an_elicitation_inside_a_task_is_answered_from_answers(project, run):
@@ -306,3 +309,19 @@ def test_a_request_planc_cannot_tie_to_one_call_or_over_its_allowance_is_refused
     spent = InFlight("call", None, contextvars.copy_context(), samples=1)  # one inference asked for already
     over = asyncio.run(ServerRequests(run=None).sample(server, spent, params))
     assert "one call may ask for 1 (`samples_per_call` of [mcp.s])" in over.message and spent.samples == 1
+
+
+@pytest.mark.parametrize(("table", "said"), [
+    ('rename = { "get-sum" = "echo" }\n', "the tools `echo` and `get-sum` of MCP server `everything` would both be"),
+    ('sampling = "writer"\n', '`sampling = "writer"` names a role no `[models.writer]` (nor `[models.default]`)'),
+    ('rename = { "get-sum" = "get-sum" }\n', "`rename` must be a table from a tool's name on the server to a name"),
+])
+def test_a_planc_toml_whose_mcp_table_cannot_be_used_is_exit_2(project, tmp_path, table, said):
+    """Renames that clash after the sync, a sampling role no model answers, a name no plan can write: each a
+    configuration error before anything runs, starting no server."""
+    folder, _ = project
+    shutil.copy(folder / LOCK_NAME, tmp_path / LOCK_NAME)
+    (tmp_path / "planc.toml").write_text(everything_toml(table), encoding="utf-8")
+    checked = invoke("check", write(tmp_path, "everything__echo(message: \"hi\")\n"), "--config", tmp_path / "planc.toml")
+    assert checked.exit_code == 2 and said in checked.output and "Traceback" not in checked.output
+    assert starts(tmp_path) == 0
