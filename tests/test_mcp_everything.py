@@ -322,6 +322,7 @@ def test_a_planc_toml_whose_mcp_table_cannot_be_used_is_exit_2(project, tmp_path
     folder, _ = project
     shutil.copy(folder / LOCK_NAME, tmp_path / LOCK_NAME)
     (tmp_path / "planc.toml").write_text(everything_toml(table), encoding="utf-8")
-    checked = invoke("check", write(tmp_path, "everything__echo(message: \"hi\")\n"), "--config", tmp_path / "planc.toml")
+    plan = write(tmp_path, "everything__echo(message: \"hi\")\n")
+    checked = invoke("check", plan, "--config", tmp_path / "planc.toml")
     assert checked.exit_code == 2 and said in checked.output and "Traceback" not in checked.output
     assert starts(tmp_path) == 0
