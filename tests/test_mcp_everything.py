@@ -71,7 +71,7 @@ def project(tmp_path_factory, model):
     folder = tmp_path_factory.mktemp("everything")
     models = f'[models.helper]\nbase_url = "{model.url}"\nmodel = "scripted"\n'
     (folder / "data").mkdir()
-    (folder / "planc.toml").write_text(everything_toml('rename = { "get-env" = "environment" }\n'
+    (folder / "planc.toml").write_text(everything_toml('rename = { "get-env" = "environment", "get-envv" = "x" }\n'
                                                        'sampling = "helper"\nroots = ["data"]\n', models),
                                        encoding="utf-8")
     synced = invoke("registry", "sync", "--config", folder / "planc.toml")
@@ -117,6 +117,7 @@ def test_sync_locks_every_tool_under_its_own_name_and_names_it_for_plans(project
     assert "`get-sum` is `everything__get_sum` in plans" in synced.output
     assert "`get-env` is `everything__environment` in plans" in synced.output
     assert "`echo`" not in synced.output  # a name a plan can write already is not renamed
+    assert "warning: `rename` of [mcp.everything] names `get-envv`, which is not one of its tools" in synced.output
 
 
 def test_every_tool_the_server_offers_checks_runs_and_replays_without_server_or_model(project, run, model):

@@ -18,6 +18,8 @@ asked.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Mapping
 
 from planc.backend.hooks import Unanswered
@@ -95,12 +97,18 @@ def form_content(said, schema: Mapping) -> dict | None:
     >>> schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
     >>> form_content("Ada", schema), form_content({"name": "Ada"}, schema), form_content(3, schema)
     ({'name': 'Ada'}, {'name': 'Ada'}, None)
+    >>> form_content("42", {"type": "object", "properties": {"age": {"type": "integer"}}})
+    {'age': 42}
     """
     from jsonschema.validators import validator_for
 
     properties = schema.get("properties") or {}
     if not isinstance(said, dict) and len(properties) == 1:
-        said = {next(iter(properties)): said}
+        (field, wanted), = properties.items()
+        if isinstance(said, str) and wanted.get("type") not in (None, "string"):  # typed on a terminal
+            with contextlib.suppress(ValueError):
+                said = json.loads(said)
+        said = {field: said}
     if not isinstance(said, dict) or next(iter(validator_for(schema)(schema).iter_errors(said)), None) is not None:
         return None
     return said

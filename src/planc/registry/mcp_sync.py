@@ -53,6 +53,7 @@ class SyncResult:
     failures: tuple[ServerFailure, ...]
     kept: tuple[str, ...] = ()  # failed servers whose earlier lock entry was kept
     renamed: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)  # server -> {name on the wire: in plans}
+    unrenamed: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)  # server -> `rename` keys it has no tool of
 
 
 def sync(registry: Registry, timeout: float = MCP_START_TIMEOUT_S) -> SyncResult:
@@ -77,7 +78,7 @@ def sync(registry: Registry, timeout: float = MCP_START_TIMEOUT_S) -> SyncResult
                 group.start_soon(one, name)
 
     anyio.run(all_servers)
-    servers, counts, failures, kept, renamed = {}, {}, [], [], {}
+    servers, counts, failures, kept, renamed, unrenamed = {}, {}, [], [], {}, {}
     for name in sorted(listed):
         outcome = listed[name]
         if not isinstance(outcome, ServerFailure):
@@ -87,6 +88,7 @@ def sync(registry: Registry, timeout: float = MCP_START_TIMEOUT_S) -> SyncResult
                 outcome = ServerFailure(server=name, command=registry.servers[name].command, message=str(clash))
             else:
                 renamed[name] = {wire: plain for wire, plain in names.items() if wire != plain}
+                unrenamed[name] = tuple(sorted(set(registry.servers[name].rename) - set(names)))
         if isinstance(outcome, ServerFailure):
             failures.append(outcome)
             if name in previous:
@@ -99,7 +101,8 @@ def sync(registry: Registry, timeout: float = MCP_START_TIMEOUT_S) -> SyncResult
         write_lock(path, {"format": LOCK_FORMAT, "version": LOCK_VERSION, "servers": servers})
     except OSError as error:
         raise SyncError(f"{path}: cannot write it: {error.strerror or error}") from None
-    return SyncResult(path=path, counts=counts, failures=tuple(failures), kept=tuple(kept), renamed=renamed)
+    return SyncResult(path=path, counts=counts, failures=tuple(failures), kept=tuple(kept), renamed=renamed,
+                      unrenamed=unrenamed)
 
 
 def _previous(path: Path) -> dict:
