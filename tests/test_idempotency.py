@@ -203,7 +203,9 @@ def test_an_mcp_tool_gets_each_calls_key_in_meta(tmp_path, monkeypatch):
     rows = {given["text"]: key for _, _, given, key in recorded(tmp_path / "runs.sqlite", run_id_of(result))}
     received = lines(files["log"])
     assert sorted(request["text"] for request in received) == ["a", "b"]
-    for request in received:  # exactly the key its intent row holds, nothing else in `_meta`
+    # exactly the key its intent row holds and a progress token of its own, nothing else in `_meta`
+    assert len({request["meta"].pop("progress_token") for request in received}) == 2
+    for request in received:
         assert request["meta"] == {"planc/idempotency_key": rows[request["text"]]}
     assert rows["a"] != rows["b"]
 

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from planc.backend import plan_stack
 from planc.backend.hooks import Abort, Call, Proceed, Replace, Skip
 from planc.backend.idempotency import idempotency_key
+from planc.backend.mcp_runtime import calling
 from planc.backend.providers import UnknownOutcome, call_provider
 from planc.backend.results import usable
 from planc.backend.stop import current as current_stop
@@ -57,7 +58,7 @@ class Dispatch:
                 result = labelled.value
             else:
                 try:
-                    result = await self.recorded(call, in_loop)
+                    result = await self.recorded(call, step, in_loop)
                 except (ToolFailed, RunError):  # its result refused (the call was made), or the run's trouble
                     raise
                 except Exception as error:  # the tool's own failure: `on_tool_error` may yet replace it
@@ -120,16 +121,21 @@ class Dispatch:
         is made for less."""
         return self.session.executor if in_loop or self.run.by_schedule else None
 
-    async def recorded(self, call: Call, in_loop: bool):
+    async def recorded(self, call: Call, step: ast.Step, in_loop: bool):
         """The tool's result, called with its key if it takes one, the recorder told before and after; as
-        JSON data (`results.plain`), or the call is refused. What the tool raised is raised."""
-        registry = self.session.registry
+        JSON data (`results.plain`), or the call is refused. What the tool raised is raised. An MCP server's
+        requests during the call are answered for it (`mcp_runtime.calling`)."""
+        registry, mcp = self.session.registry, self.session.mcp
         executor = self.executor_for(in_loop)
-        return await recorded_call(
-            self.session.recorder, call,
-            lambda: call_provider(call.tool, call.args, registry, self.session.mcp, key=call.key, executor=executor),
-            what=f"step {call.step}: `{call.tool.name}`", explain=lambda error: recorded_error(call, error),
-            limit_bytes=result_bytes(registry))
+        token = calling.set((call, step))
+        try:
+            return await recorded_call(
+                self.session.recorder, call,
+                lambda: call_provider(call.tool, call.args, registry, mcp, key=call.key, executor=executor),
+                what=f"step {call.step}: `{call.tool.name}`", explain=lambda error: recorded_error(call, error),
+                limit_bytes=result_bytes(registry))
+        finally:
+            calling.reset(token)
 
     async def tool_failed(self, call: Call, step: ast.Step, error: Exception):
         """The tool raised `error` (it is recorded so): `on_tool_error` says what the run makes of it. A

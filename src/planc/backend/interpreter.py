@@ -23,6 +23,7 @@ from planc.backend import plan_stack
 from planc.backend.control_steps import CONTROL_HANDLERS, rendered_input, step_sources
 from planc.backend.dispatch import Dispatch, result_problem
 from planc.backend.hooks import Call, Hooks
+from planc.backend.mcp_requests import ServerRequests
 from planc.backend.session import Session
 from planc.backend.stop import Stopped, plan_stop, settle
 from planc.backend.stop import current as current_stop
@@ -162,6 +163,7 @@ class Run:
         self.asking = asyncio.Lock()  # one `ask` question at a time, even from a map's items running at once
         self.emit = session.emit  # the run's events
         self.dispatch = Dispatch(self, policy, principal)
+        session.mcp.requests = ServerRequests(self)  # what its MCP servers ask during its calls
 
     def flow_of(self, path: str):
         """The check's flow of the step at run-time path `path` (a map item's `[k]` taken away), if it has one."""

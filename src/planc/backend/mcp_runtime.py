@@ -8,10 +8,18 @@ compares them with `planc.lock.json` (the same `tool_hash`): a locked tool that 
 has changed (description, input schema, output schema or annotations) is a "rug pull", refused
 with a RunError naming the server, the tool and what changed, and nothing runs.
 
-`call` sends `tools/call`, with the call's idempotency key in `_meta` (under `MCP_META_KEY`), and the
-dispatch bounds it by the server's `timeout_s`. The result is the `structuredContent` when the server
-gives one, else the text content, JSON-decoded when it parses as JSON. An `isError` result raises `McpToolError` with the
-server's message, which the interpreter turns into a failed step (or gives back to an agent).
+`call` sends `tools/call` under the tool's name on the server (the lock's; plans may call it by another,
+`lock.plan_names`), with the call's idempotency key in `_meta` (under `MCP_META_KEY`) and a progress
+token, and the dispatch bounds it by the server's `timeout_s`. A tool the server runs only as a task
+(`execution.taskSupport` "required") is called as one: planc polls it until it ends, then takes its
+result. The result is the `structuredContent` when the server gives one, else the content
+(`plain_content`). An `isError` result raises `McpToolError` with the server's message, which the
+interpreter turns into a failed step (or gives back to an agent).
+
+During a call the server may ask planc for its roots, to elicit an answer, or to sample a model, and
+may report progress; `requests` (backend.mcp_requests.ServerRequests, set by the run) answers and
+reports for the call in flight. A server with two calls in flight at once cannot say which one asks:
+its elicitation and sampling requests are refused then.
 `aclose` stops every server; the interpreter calls it in `run_plan`'s `finally`, so servers are
 shut down on success, errors and cancellation alike. `open` and `aclose` must run in the same
 task (the SDK's transports are anyio task groups); calls may come from any task of the run.
@@ -19,16 +27,38 @@ task (the SDK's transports are anyio task groups); calls may come from any task 
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 import shlex
 import tempfile
 from contextlib import AsyncExitStack
 
+import attrs
+
 from planc.backend.values import RunError
 from planc.registry.declarations import MCP_START_TIMEOUT_S
 from planc.registry.errors import ConfigError
-from planc.registry.lock import ENTRY_KEYS, entry, lock_path, read_lock
-from planc.registry.tool import MCP_META_KEY
+from planc.registry.lock import ENTRY_KEYS, entry, lock_path, plan_names, read_lock
+from planc.registry.tool import MCP_META_KEY, Tool
+
+# The dispatch's call being made in this task, as (hooks.Call, ast.Step): what a server's request during it
+# is answered for.
+calling: contextvars.ContextVar = contextvars.ContextVar("planc_mcp_calling", default=None)
+
+TASK_TTL_MS = 3_600_000  # how long a server keeps a task's result for planc; the call's timeout ends it first
+POLL_S = 1.0  # how often a task's status is asked for when the server suggests no interval
+
+
+@attrs.define
+class InFlight:
+    """A call of a server's tool being made: the dispatch's call and step, the context it runs in (its stop
+    and declared plans, for what answers the server's requests), and the inferences it asked for."""
+
+    call: object
+    step: object
+    context: contextvars.Context
+    samples: int = 0
 
 _CHANGES = {"description": "its description", "input_schema": "its input schema",
             "output_schema": "its output schema", "annotations": "its annotations"}
@@ -45,6 +75,10 @@ class McpRuntime:
         self.registry = registry
         self.servers = needed_servers(checked, registry)
         self.sessions: dict = {}  # server name -> ClientSession
+        self.wire: dict[str, dict[str, str]] = {}  # server -> the tool's name in plans -> its name on the server
+        self.tasks: dict[str, set[str]] = {}  # server -> its tools (names on the server) that run only as tasks
+        self.in_flight: dict[str, list[InFlight]] = {}  # server -> its calls being made
+        self.requests = None  # a backend.mcp_requests.ServerRequests, set by the run
         self._stack: AsyncExitStack | None = None
 
     async def open(self) -> None:
@@ -53,7 +87,6 @@ class McpRuntime:
             return
         try:
             import anyio
-            from mcp import ClientSession
             from mcp.client.stdio import stdio_client
         except ImportError:
             raise RunError("the plan calls MCP tools, and running them needs the MCP SDK: "
@@ -63,6 +96,7 @@ class McpRuntime:
             _all_tools,
             _describe,
             _tail,
+            client_session,
             server_parameters,
         )
 
@@ -82,29 +116,72 @@ class McpRuntime:
             noise = StdoutNoise()
             try:  # the transports' task groups stay open in `stack`: no cancel scope may wrap their entry
                 read, write = await stack.enter_async_context(stdio_client(parameters, errlog=errlog))
-                session = await stack.enter_async_context(ClientSession(read, write, message_handler=noise))
+                session = await stack.enter_async_context(client_session(read, write, server, folder, noise, self))
                 with anyio.fail_after(MCP_START_TIMEOUT_S):
                     await session.initialize()
                     live = await _all_tools(session)
             except Exception as error:  # noqa: BLE001 - a server that cannot start stops the run
                 raise RunError(f"MCP server `{name}` (`{shlex.join(command)}`) cannot be used: "
                                f"{_describe(error, command[0], MCP_START_TIMEOUT_S)}{noise.said()}{_tail(errlog)}") from None
-            drift(name, lock["servers"].get(name, {}).get("tools", {}), live)
+            locked = lock["servers"].get(name, {}).get("tools", {})
+            drift(name, locked, live)
             self.sessions[name] = session
+            self.wire[name] = {plain: wire for wire, plain in plan_names(server, locked).items()}
+            self.tasks[name] = {tool["name"] for tool in live
+                                if (tool.get("execution") or {}).get("taskSupport") == "required"}
 
-    async def call(self, server: str, tool: str, arguments: dict, key: str | None = None):
-        """The result of the MCP tool `tool` of `server`, sent the call's idempotency `key` in `_meta`;
+    async def call(self, tool: Tool, arguments: dict, key: str | None = None):
+        """The result of the MCP tool `tool`, sent the call's idempotency `key` in `_meta` and a progress token;
         McpToolError if it fails. The dispatch bounds it by the server's `timeout_s`."""
+        server = tool.server
         session = self.sessions.get(server)
         if session is None:
             raise RunError(f"MCP server `{server}` was not started for this run")
+        wire = self.wire[server].get(tool.name.removeprefix(f"{server}__"), tool.name)
         meta = {MCP_META_KEY: key} if key is not None else None
-        result = await session.call_tool(tool, arguments, meta=meta)
+        here = calling.get()
+        flight = InFlight(*here, contextvars.copy_context()) if here is not None else None
+        progress = self.requests.progress(flight) if flight is not None and self.requests is not None else None
+        calls = self.in_flight.setdefault(server, [])
+        calls.append(flight)
+        try:
+            if wire in self.tasks[server]:
+                result = await _as_task(session, wire, arguments, meta, progress)
+            else:
+                result = await session.call_tool(wire, arguments, meta=meta, progress_callback=progress)
+        finally:
+            calls.remove(flight)
         if result.is_error:
             raise McpToolError(_text(result.content) or "the server reported an error and gave no message")
         if result.structured_content is not None:
             return result.structured_content
-        return _value(result.content)
+        return plain_content(result.content)
+
+    def asking(self, server: str) -> InFlight | str:
+        """The call a request of `server` comes from, or why planc cannot answer it."""
+        calls = self.in_flight.get(server) or []
+        if len(calls) > 1:
+            return f"{len(calls)} of its calls are being made at once, and planc cannot tell which one asks"
+        if not calls or calls[0] is None or self.requests is None:
+            return "no step of a plan is calling it"
+        return calls[0]
+
+    async def elicit(self, server, params):
+        """The answer to the elicitation request `params` of `server` (a McpServer), for the call in flight."""
+        return await self._answer(server, params, "elicit")
+
+    async def sample(self, server, params):
+        """The reply to the sampling request `params` of `server`, for the call in flight."""
+        return await self._answer(server, params, "sample")
+
+    async def _answer(self, server, params, kind: str):
+        from mcp import types
+
+        flight = self.asking(server.name)
+        if isinstance(flight, str):
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"planc refuses the request: {flight}")
+        answer = getattr(self.requests, kind)(server, flight, params)  # in the call's own context
+        return await asyncio.get_running_loop().create_task(answer, context=flight.context)
 
     async def aclose(self) -> None:
         """Stop every started server. A server that fails while stopping does not hide the run's outcome."""
@@ -147,15 +224,47 @@ def drift(server: str, locked: dict, live: list[dict]) -> None:
                            f"Review the server, then `planc registry sync`")
 
 
+async def _as_task(session, wire: str, arguments: dict, meta, progress):
+    """The result of the tool `wire` called as a task: created, its status polled (each status message reported
+    as progress) until it ends, then its result fetched."""
+    import anyio
+    from mcp import types
+
+    params = types.CallToolRequestParams(name=wire, arguments=arguments, task=types.TaskMetadata(ttl=TASK_TTL_MS),
+                                         _meta=meta).model_dump(by_alias=True, mode="json", exclude_none=True)
+    # The SDK's `send_request` holds a `tools/call` to the shape of a direct result; a task's creation is sent
+    # through its dispatcher, as `send_request` itself sends, and read as what it is.
+    options = {"on_progress": progress} if progress is not None else {}
+    raw = await session._dispatcher.send_raw_request("tools/call", params, options)
+    task = types.CreateTaskResult.model_validate(raw).task
+    said = None
+    while True:
+        if progress is not None and task.status_message and task.status_message != said:
+            said = task.status_message
+            await progress(None, None, f"{task.status}: {said}")
+        if task.status != "working":  # ended, or waiting for an answer that tasks/result brings the request for
+            break
+        await anyio.sleep((task.poll_interval or POLL_S * 1000) / 1000)
+        task = await session.send_request(
+            types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task.task_id)), types.GetTaskResult)
+    if task.status in ("failed", "cancelled"):
+        raise McpToolError(f"its task {task.status}" + (f": {task.status_message}" if task.status_message else ""))
+    return await session.send_request(
+        types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task.task_id)),
+        types.CallToolResult)
+
+
 def _text(content) -> str:
     return "\n".join(item.text for item in content if getattr(item, "type", None) == "text").strip()
 
 
-def _value(content):
-    """The text content of a result, JSON-decoded when it is JSON; other content as its JSON form."""
+def plain_content(content):
+    """A result's content as a plan's value: a text block is its text, JSON-decoded when it is JSON; a text
+    block with annotations, and any other block (an image, a resource), is the block itself as JSON (its
+    annotations kept). One block is its value; several, the list of their values; none, null."""
     values = []
     for item in content:
-        if getattr(item, "type", None) == "text":
+        if getattr(item, "type", None) == "text" and getattr(item, "annotations", None) is None:
             try:
                 values.append(json.loads(item.text))
             except ValueError:

@@ -56,10 +56,17 @@ def line(event: dict) -> str | None:
     '[2] get -> failed, replaced by object'
     >>> line({"event": "tool_failed", "step": "2", "tool": "get", "error": "..."})
     '[2] get -> failed'
+    >>> line({"event": "tool_progress", "step": "4", "tool": "index", "progress": 2.0, "total": 5.0, "message": None})
+    '[4] index ... 2/5'
     """
     kind, step = event.get("event"), event.get("step")
     if kind == "tool_started":
         return f"[{step}] {event['tool']} {_short(json.dumps(event.get('input', {}), ensure_ascii=False, default=str))}"
+    if kind == "tool_progress":
+        done = [f"{event['progress']:g}" + (f"/{event['total']:g}" if event.get("total") is not None else "")] \
+            if event.get("progress") is not None else []
+        said = [_short(event["message"])] if event.get("message") else []
+        return " ".join([f"[{step}] {event['tool']} ...", *done, *said])
     if kind == "tool_failed" or (kind == "tool_finished" and "error" in event):
         replaced = f", replaced by {summary(event['replacement'])}" if "replacement" in event else ""
         return f"[{step}] {event['tool']} -> failed{replaced}"
@@ -139,6 +146,8 @@ class Progress(LiveDisplay):
             return
         if kind in ("step_started", "tool_started", "inference_started"):
             self.display.update(self.task, description=f"[{event.get('step')}] {event.get('tool', 'infer')}")
+        if kind == "tool_progress":
+            self.display.update(self.task, description=text)
         if kind in ENDED_CALLS:
             self.display.update(self.task, completed=self.calls)
         if text is not None and kind in (*ENDED_CALLS, "inference_finished", "run_finished"):

@@ -63,8 +63,7 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
 
 async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp, key: str | None, executor):
     if tool.provider.startswith("mcp:") and mcp is not None:
-        server = tool.provider.split(":", 1)[1]
-        return await mcp.call(server, tool.name.removeprefix(f"{server}__"), dict(args), key)
+        return await mcp.call(tool, dict(args), key)
     if tool.provider.startswith("sql:"):
         from planc.registry.sql_tools import run_query
 

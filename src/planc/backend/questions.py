@@ -19,10 +19,12 @@ from planc.syntax import ast
 NO_INTERLOCUTOR = "no one is there to ask: the run has no interlocutor"
 
 
-async def answer(run, step: ast.Step, path: str, text: str):
-    """The answer to the question `text` of the `ask` step at `path`, or Unanswered with the reason."""
+async def answer(run, step: ast.Step, path: str, text: str, schema=None):
+    """The answer to the question `text` of the `ask` step at `path` (or of an MCP server, during the call at
+    `path`, which recorded with the `schema` it asks the answer to fit), or Unanswered with the reason."""
     question = Question(path, text, plan_stack.current())
-    call = Call(path, CONTROL_STEPS["ask"], {"question": text}, stack=question.stack)
+    asked = {"question": text, **({"schema": schema} if schema is not None else {})}
+    call = Call(path, CONTROL_STEPS["ask"], asked, stack=question.stack)
     recorder = run.session.recorder
     replayed = recorder.replayed(call, step) if recorder is not None else None
     if replayed is not None:

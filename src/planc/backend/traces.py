@@ -68,6 +68,8 @@ class RunSpans:
             self.ended(ENDS[kind], event, at)
         elif kind == "run_finished":
             self.finished_run(event, at)
+        elif kind == "tool_progress":
+            self.progressed(event, at)
 
     def started_run(self, event: dict, at: int) -> None:
         attributes = {"gen_ai.operation.name": "invoke_workflow"}
@@ -91,6 +93,14 @@ class RunSpans:
         if self.root is None:  # events without a `run_started` (a sink added mid-run)
             self.root = self.tracer.start_span(f"invoke_workflow {self.name}")
         return self.root
+
+    def progressed(self, event: dict, at: int) -> None:
+        """A tool's progress: an event `progress` on its call's open span."""
+        spans = [span for kind, span in self.open.get(event.get("step", ""), []) if kind == "tool"]
+        if spans:
+            attributes = {f"planc.progress.{field}": event[field] for field in ("progress", "total", "message")
+                          if event.get(field) is not None}
+            spans[-1].add_event("progress", attributes, timestamp=at)
 
     def ended(self, kind: str, event: dict, at: int) -> None:
         path = event.get("step", "")

@@ -92,6 +92,10 @@ def registry_sync_command(config: str | None, timeout: float) -> None:
         raise UsageError(str(error)) from None
     for server, count in result.counts.items():
         click.echo(f"{server}: {count} tool{'s' if count != 1 else ''} locked")
+        for wire, name in result.renamed.get(server, {}).items():
+            click.echo(f"  `{wire}` is `{server}__{name}` in plans")
+        for wire in result.unrenamed.get(server, ()):
+            click.echo(f"warning: `rename` of [mcp.{server}] names `{wire}`, which is not one of its tools", err=True)
     for failure in result.failures:
         kept = " (its earlier lock entry is kept)" if failure.server in result.kept else ""
         click.echo(f"error: {failure}{kept}", err=True)

@@ -21,6 +21,7 @@ import attrs
 
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.declarations import (
+    DEFAULT_MODEL_ROLE,
     EXECUTORS,
     MODEL_PROVIDERS,
     MODEL_RETRIES,
@@ -32,6 +33,7 @@ from planc.registry.declarations import (
     McpServer,
     ModelConfig,
     PlanDeclaration,
+    SAMPLES_PER_CALL,
 )
 from planc.registry.declared_plans import DeclaredPlans, tool_name
 from planc.registry.errors import ConfigError
@@ -47,7 +49,8 @@ TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "bu
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
              "timeout_s", "query", "idempotency_key", "labels"}
 PLAN_KEYS = {"file", "description", "params", "returns", "labels"}
-MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s", "idempotency_keys", "labels"}
+MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s", "idempotency_keys", "rename", "roots", "sampling",
+            "samples_per_call", "labels"}
 MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retries"}
 # What an SQL tool may do: read, nothing else (enforced when it runs).
 SQL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=False,
@@ -158,6 +161,7 @@ class _Reader:
             for name, tool in load_locked_tools(self.path, servers, lock_text).items():
                 tools.setdefault(name, tool)
         models = {name: self.model(name, table) for name, table in self.tables(data, "models").items()}
+        self.sampling_roles(servers, models)
         return Registry(tools=tools, source=self.path, servers=servers, plans=DeclaredPlans(plans), models=models,
                         policy=self.path_value(data, "policy"), store=self.path_value(data, "store"), limits=limits,
                         budget=self.budget(data.get("budget", {})), principal=self.principal(data),
@@ -464,7 +468,34 @@ class _Reader:
                          trust_annotations=self.flag(table, "trust_annotations", where),
                          timeout_s=self.seconds(table, "timeout_s", where, None),
                          idempotency_keys=self.flag(table, "idempotency_keys", where),
-                         labels=self.labels(table, where, UNTRUSTED_ONLY))
+                         labels=self.labels(table, where, UNTRUSTED_ONLY), **self.client(table, where))
+
+    def client(self, table: dict, where: str) -> dict:
+        """What planc, as the server's client, offers it: names for its tools, roots, a sampling role."""
+        rename = table.get("rename", {})
+        if not isinstance(rename, dict) or not all(isinstance(new, str) and NAME.match(new) and "__" not in new
+                                                   for new in rename.values()):
+            self.fail('`rename` must be a table from a tool\'s name on the server to a name a plan can write '
+                      '(letters, digits and underscores, no `__`), like { "get-sum" = "add" }', where, "rename")
+        roots = table.get("roots", [])
+        if not isinstance(roots, list) or not all(isinstance(root, str) and root for root in roots):
+            self.fail('`roots` must be a list of folders, like ["data"] (from the folder of planc.toml)', where,
+                      "roots")
+        sampling = table.get("sampling")
+        if sampling is not None and not (isinstance(sampling, str) and NAME.match(sampling)):
+            self.fail('`sampling` must name a `[models]` role, like "chat"', where, "sampling")
+        most = table.get("samples_per_call", SAMPLES_PER_CALL)
+        if isinstance(most, bool) or not isinstance(most, int) or most < 1:
+            self.fail(f"`samples_per_call` must be a whole number from 1, found {most!r}", where, "samples_per_call")
+        return {"rename": dict(rename), "roots": tuple(str((self.folder / root).resolve()) for root in roots),
+                "sampling": sampling, "samples_per_call": most}
+
+    def sampling_roles(self, servers: Mapping[str, McpServer], models: Mapping) -> None:
+        """A server's `sampling` role is one `[models]` answers: its own table, or `[models.default]`."""
+        for name, server in servers.items():
+            if server.sampling is not None and server.sampling not in models and DEFAULT_MODEL_ROLE not in models:
+                self.fail(f"`sampling = \"{server.sampling}\"` names a role no `[models.{server.sampling}]` (nor "
+                          "`[models.default]`) declares", f"mcp.{name}", "sampling")
 
     def model(self, name: str, table: dict) -> ModelConfig:
         where, what = f"models.{name}", f"model `{name}`"

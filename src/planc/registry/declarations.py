@@ -18,6 +18,7 @@ TOOL_TIMEOUT_S = 60.0  # a tool call, when neither the tool nor `[limits]` says 
 RESULT_BYTES = 16 * 2**20  # the largest tool result a run takes, as JSON
 PLAN_BYTES = 64 * 2**20  # the largest plan text a check reads
 MCP_START_TIMEOUT_S = 30.0  # starting an MCP server and listing its tools
+SAMPLES_PER_CALL = 1  # the model inferences a call of an MCP tool may ask for (`[mcp.NAME] sampling`)
 MODEL_TIMEOUT_S = 60.0  # one chat completion
 MODEL_RETRIES = 3  # a model that fails for a moment is tried again this many times
 MODEL_PROVIDERS = ("openai",)  # any OpenAI-compatible chat-completions endpoint
@@ -64,6 +65,10 @@ class McpServer:
     timeout_s: float | None = None  # each call of its tools; None: `[limits] timeout_s`
     idempotency_keys: bool = False  # its tools deduplicate calls by the idempotency key planc sends in `_meta`
     labels: frozenset[str] = UNTRUSTED_ONLY  # what its tools' results carry (registry/labels.py)
+    rename: Mapping[str, str] = attrs.field(factory=dict)  # a tool's name on the wire -> its name in plans
+    roots: tuple[str, ...] = ()  # folders offered as roots beside planc.toml's own (absolute)
+    sampling: str | None = None  # the `[models]` role that answers its sampling requests; None: refused
+    samples_per_call: int = SAMPLES_PER_CALL  # the most sampling requests one call of its tools may make
 
 
 @attrs.frozen

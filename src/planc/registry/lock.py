@@ -11,7 +11,9 @@ resolve offline, without starting a server. The format, version 1:
 `hash` is the sha256 of the tool's canonical JSON (see `tool_hash`); a lock whose hash does not
 match its entry was edited by hand and is refused, as is any other malformed lock.
 
-Each locked tool TOOL of a server NAME declared in planc.toml becomes the Tool `NAME__TOOL`:
+The lock keeps each tool under its name on the server, the name every call sends. In plans, a locked
+tool TOOL of a server NAME declared in planc.toml is the Tool `NAME__TOOL`, where TOOL is written as a
+plan can write it (`plan_name`: `get-sum` is `get_sum`) unless the server's `rename` names it:
 
 >>> schema = {"type": "object", "properties": {"max_count": {"type": "integer"}}, "required": []}
 >>> log = entry("git_log", "Show the log", schema, None, {"readOnlyHint": True})
@@ -27,7 +29,8 @@ Each locked tool TOOL of a server NAME declared in planc.toml becomes the Tool `
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import attrs
@@ -71,13 +74,52 @@ def entry(name: str, description, input_schema, output_schema, annotations) -> d
     return {**data, "hash": tool_hash(name, data)}
 
 
+class NameClash(ValueError):
+    """Two tools of one server that plans would call by the same name."""
+
+
+def plan_name(wire: str) -> str:
+    """How a plan writes the server's tool `wire`: each character a name cannot hold becomes `_`.
+
+    >>> plan_name("get-sum"), plan_name("files.read"), plan_name("2fa"), plan_name("git_status")
+    ('get_sum', 'files_read', '_2fa', 'git_status')
+    """
+    name = re.sub(r"[^A-Za-z0-9_]", "_", wire)
+    return name if name and not name[0].isdigit() else "_" + name
+
+
+def plan_names(server: McpServer, tools: Iterable[str]) -> dict[str, str]:
+    """Each of the server's `tools` (names on the wire) -> its name in plans: `rename`'s, else `plan_name`'s.
+
+    >>> plan_names(McpServer("e", ("e",), rename={"a.b": "ab"}), ["get-sum", "a.b"])
+    {'a.b': 'ab', 'get-sum': 'get_sum'}
+    >>> plan_names(McpServer("e", ("e",)), ["get-sum", "get_sum"])
+    Traceback (most recent call last):
+    ...
+    planc.registry.lock.NameClash: the tools `get-sum` and `get_sum` of MCP server `e` would both be `e__get_sum` in plans; name one of them with `rename = { "get-sum" = "..." }` in [mcp.e]
+    """
+    names: dict[str, str] = {}
+    taken: dict[str, str] = {}
+    for wire in sorted(tools):
+        name = server.rename.get(wire) or plan_name(wire)
+        if name in taken:
+            raise NameClash(f"the tools `{taken[name]}` and `{wire}` of MCP server `{server.name}` would both be "
+                            f"`{server.name}__{name}` in plans; name one of them with "
+                            f"`rename = {{ \"{taken[name]}\" = \"...\" }}` in [mcp.{server.name}]")
+        names[wire], taken[name] = name, wire
+    return names
+
+
 def load_locked_tools(config: Path, servers: Mapping[str, McpServer], text: str | None = None) -> dict[str, Tool]:
     """The Tools of the declared `servers` in the lock beside `config` (or in `text`, the lock's
     text); none if there is no lock."""
     path = lock_path(config)
     if not servers or (text is None and not path.is_file()):
         return {}
-    return locked_tools(read_lock(path, text), servers)
+    try:
+        return locked_tools(read_lock(path, text), servers)
+    except NameClash as clash:
+        raise ConfigError(config, None, str(clash)) from None
 
 
 def read_lock(path: Path, text: str | None = None) -> dict:
@@ -129,8 +171,8 @@ def locked_tools(lock: Mapping, servers: Mapping[str, McpServer]) -> dict[str, T
         if locked is None:
             continue
         declared = servers[server]
-        for name in sorted(locked["tools"]):
-            tool = to_tool(server, name, locked["tools"][name], declared.trust_annotations)
+        for wire, name in plan_names(declared, locked["tools"]).items():
+            tool = to_tool(server, name, locked["tools"][wire], declared.trust_annotations)
             tools[tool.name] = attrs.evolve(tool, timeout_s=declared.timeout_s,
                                             idempotency_key=MCP_META_KEY if declared.idempotency_keys else None,
                                             labels=declared.labels)
@@ -138,6 +180,7 @@ def locked_tools(lock: Mapping, servers: Mapping[str, McpServer]) -> dict[str, T
 
 
 def to_tool(server: str, name: str, locked: Mapping, trust: bool) -> Tool:
+    """The Tool `server__name` of a lock entry (`name`: the tool's name in plans)."""
     schema = locked["input_schema"]
     properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     params = {param: (value if isinstance(value, dict) else {}) for param, value in properties.items()}

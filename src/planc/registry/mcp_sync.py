@@ -5,6 +5,11 @@ so planc works without it until a sync is asked for), in the folder of planc.tom
 `env` over a minimal inherited environment. planc initialises the session, lists the tools
 (every page) and stops the server. Servers run concurrently, each within `timeout` seconds.
 
+planc declares the same client capabilities here as when it runs the tools (`client_session`), since a
+server may offer some tools only to clients that can answer its requests: roots, elicitation and
+sampling. Each tool is locked under its name on the server; its name in plans (`lock.plan_names`) is
+reported when it differs, and two tools that plans would call by one name fail their server's sync.
+
 A server that cannot be started, fails, or does not answer in time is a `ServerFailure` naming
 it and its command; its earlier entry in the lock, if any, is kept (what was approved stays
 approved) and the other servers are still synced. Servers no longer declared are dropped.
@@ -23,7 +28,7 @@ import attrs
 
 from planc.registry.declarations import MCP_START_TIMEOUT_S, McpServer
 from planc.registry.errors import ConfigError
-from planc.registry.lock import LOCK_FORMAT, LOCK_VERSION, entry, lock_path, read_lock
+from planc.registry.lock import LOCK_FORMAT, LOCK_VERSION, NameClash, entry, lock_path, plan_names, read_lock
 from planc.registry.registry import Registry
 
 
@@ -47,6 +52,8 @@ class SyncResult:
     counts: Mapping[str, int]  # server -> tools locked, for each server that answered
     failures: tuple[ServerFailure, ...]
     kept: tuple[str, ...] = ()  # failed servers whose earlier lock entry was kept
+    renamed: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)  # server -> {name on the wire: in plans}
+    unrenamed: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)  # server -> `rename` keys it has no tool of
 
 
 def sync(registry: Registry, timeout: float = MCP_START_TIMEOUT_S) -> SyncResult:
@@ -71,9 +78,17 @@ def sync(registry: Registry, timeout: float = MCP_START_TIMEOUT_S) -> SyncResult
                 group.start_soon(one, name)
 
     anyio.run(all_servers)
-    servers, counts, failures, kept = {}, {}, [], []
+    servers, counts, failures, kept, renamed, unrenamed = {}, {}, [], [], {}, {}
     for name in sorted(listed):
         outcome = listed[name]
+        if not isinstance(outcome, ServerFailure):
+            try:
+                names = plan_names(registry.servers[name], outcome)
+            except NameClash as clash:
+                outcome = ServerFailure(server=name, command=registry.servers[name].command, message=str(clash))
+            else:
+                renamed[name] = {wire: plain for wire, plain in names.items() if wire != plain}
+                unrenamed[name] = tuple(sorted(set(registry.servers[name].rename) - set(names)))
         if isinstance(outcome, ServerFailure):
             failures.append(outcome)
             if name in previous:
@@ -86,7 +101,8 @@ def sync(registry: Registry, timeout: float = MCP_START_TIMEOUT_S) -> SyncResult
         write_lock(path, {"format": LOCK_FORMAT, "version": LOCK_VERSION, "servers": servers})
     except OSError as error:
         raise SyncError(f"{path}: cannot write it: {error.strerror or error}") from None
-    return SyncResult(path=path, counts=counts, failures=tuple(failures), kept=tuple(kept))
+    return SyncResult(path=path, counts=counts, failures=tuple(failures), kept=tuple(kept), renamed=renamed,
+                      unrenamed=unrenamed)
 
 
 def _previous(path: Path) -> dict:
@@ -162,6 +178,31 @@ class _NoParseErrors:
         return not record.getMessage().startswith("Failed to parse JSONRPC message")
 
 
+def client_session(read, write, server: McpServer, folder: Path, noise: StdoutNoise, requests=None):
+    """The SDK's session with `server`, declaring planc's client capabilities: roots (the folder of planc.toml and
+    the server's `roots`), elicitation and sampling. `requests` (a backend.mcp_requests.ServerRequests) answers
+    the server's elicitation and sampling requests during a run's calls; without it (a sync, which calls no
+    tool) they are refused."""
+    from mcp import ClientSession, types
+
+    async def roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri=Path(root).as_uri(), name=Path(root).name or root)
+                                            for root in (str(folder.resolve()), *server.roots)])
+
+    async def elicitation(context, params):
+        if requests is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="planc answers no request while it lists tools")
+        return await requests.elicit(server, params)
+
+    async def sampling(context, params):
+        if requests is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="planc answers no request while it lists tools")
+        return await requests.sample(server, params)
+
+    return ClientSession(read, write, message_handler=noise, list_roots_callback=roots,
+                         elicitation_callback=elicitation, sampling_callback=sampling)
+
+
 def server_parameters(server: McpServer, folder: Path):
     """How the SDK starts `server` over stdio: its command, in the folder of planc.toml, with its `env`."""
     from mcp import StdioServerParameters
@@ -174,7 +215,6 @@ def server_parameters(server: McpServer, folder: Path):
 async def _list_server(server: McpServer, folder: Path, timeout: float) -> dict | ServerFailure:
     """Tool name -> lock entry for `server`, or what went wrong."""
     import anyio
-    from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
     command = server.command
@@ -188,7 +228,7 @@ async def _list_server(server: McpServer, folder: Path, timeout: float) -> dict 
         try:
             with anyio.fail_after(timeout):
                 async with stdio_client(parameters, errlog=errlog) as (read, write):
-                    async with ClientSession(read, write, message_handler=noise) as session:
+                    async with client_session(read, write, server, folder, noise) as session:
                         await session.initialize()
                         tools = await _all_tools(session)
         except Exception as error:  # noqa: BLE001 - any failure of a server is reported, not raised

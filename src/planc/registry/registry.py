@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.declarations import Budgets, Executor, Limits, McpServer, ModelConfig, PlanDeclaration
 from planc.registry.declared_plans import DeclaredPlans
 from planc.registry.tool import Tool
+
+WRITABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # a step's tool, as the grammar's NAME
 
 
 @attrs.frozen
@@ -33,7 +36,8 @@ class Registry:
         return CONTROL_STEPS.get(name) or self.tools.get(name)
 
     def names(self) -> list[str]:
-        return sorted({*CONTROL_STEPS, *self.tools})
+        """Every name a plan can call a tool by: what hints suggest, completion offers and grammars allow."""
+        return sorted(name for name in {*CONTROL_STEPS, *self.tools} if WRITABLE.match(name))
 
     @property
     def folder(self) -> Path:

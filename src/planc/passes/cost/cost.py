@@ -8,6 +8,8 @@ themselves; what they run is not:
 - `map`, `filter` (with `do`) and `reduce` run their block once per item, as
   many times as the list may have items (`list_bounds.py`); `map` runs up to
   `concurrency` items at once, so its critical path is one per wave.
+- A call of a tool whose MCP server may sample a model (`[mcp.NAME] sampling`)
+  costs up to its `samples_per_call` inferences too.
 - `filter`, `decide` and `exit` with `infer` cost one inference per
   evaluation (per item for `filter`).
 - `decide` costs its condition and then one of its branches: the least of
@@ -203,10 +205,13 @@ class _Coster:
         return _Run(CostRange(inferences=Range(1, rounds + 1)) + calls + checks, ordered=ordered)
 
     def call_cost(self, tool) -> CostRange:
-        """What one call of `tool` may cost: a declared plan's own total, else one call at its declared cost."""
+        """What one call of `tool` may cost: a declared plan's own total, else one call at its declared cost (and,
+        for a tool of an MCP server that may sample a model, up to `samples_per_call` inferences)."""
         if tool.provider.startswith("plan:"):
             return self.plan_cost(tool.provider[len("plan:"):])
-        return _call(tool.cost.usd, tool.cost.latency_ms)
+        server = self.registry.servers.get(tool.server) if self.registry is not None and tool.server else None
+        samples = CostRange(inferences=Range(0, server.samples_per_call)) if server and server.sampling else CostRange()
+        return _call(tool.cost.usd, tool.cost.latency_ms) + samples
 
     def _ask(self, step: ast.Step) -> _Run:
         return _Run()
