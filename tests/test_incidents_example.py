@@ -338,7 +338,7 @@ def test_the_signature_matches_the_declaration(name):
 SAMPLE_CALLS = {
     "search": {"query": "outage OR degraded", "limit": 30},
     "get_incident": {"id": "INC-1042"},
-    "count": {"query": "disk full"},
+    "tally": {"query": "disk full"},
     "summarize": None,  # filled with real incidents below
     "notify": {"channel": "#incidents", "text": "hello"},
     "email": {"to": "oncall@example.com", "subject": "Digest", "body": "All quiet."},
@@ -401,7 +401,7 @@ def test_the_rota_plan_maps_over_the_rows_of_the_sql_tool_and_leaves_the_databas
     assert [row["incidents"] for row in found] == [tools.count(f'"{service}"') for service, _ in expected]
     assert oncall.PATH.read_bytes() == committed  # read-only by construction: not a byte written
     calls = json.loads(invoke("show-run", "last", "--store", tmp_path / "runs.sqlite", "--format", "json").stdout)
-    assert [call["tool"] for call in calls["calls"]].count("count") == len(expected)
+    assert [call["tool"] for call in calls["calls"]].count("tally") == len(expected)
 
 
 def test_the_committed_rota_is_what_its_generator_builds(tmp_path):

@@ -1,4 +1,4 @@
-"""The control steps at run time: one handler each, in `CONTROL_HANDLERS`.
+"""The built-in steps at run time: one handler each, in `CONTROL_HANDLERS` (one for every pure step).
 
 A handler is `handler(run, step, path, scope, piped, in_loop)` and returns the
 step's result. A control step is never dispatched as a tool call and never
@@ -13,8 +13,11 @@ import asyncio
 
 import attrs
 
+from planc.backend import plan_stack
+from planc.backend.dispatch import recorded_call
 from planc.backend.hooks import Call, Unanswered
 from planc.backend.questions import answer
+from planc.backend.results import NotPlain, plain
 from planc.backend.stop import current as current_stop
 from planc.backend.stop import settle
 from planc.backend.values import (
@@ -29,6 +32,8 @@ from planc.backend.values import (
     truth,
 )
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.declarations import Limits
+from planc.registry.pure_steps import PURE_STEPS, PureStepError
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
 
@@ -179,6 +184,47 @@ async def run_ask(run, step, path, scope, piped, in_loop):
     raise RunError(f"step {path}: nobody answered `{question}`: {said.reason}", step.tool)
 
 
+async def run_pure(run, step, path, scope, piped, in_loop):
+    """A pure step: its implementation over its inputs, which are plain JSON data within `[limits]
+    result_bytes` and conform to its parameters, as any call's arguments must; so is its result. Bad input
+    fails the step, saying which step and why. `today` reads the clock: what it read is recorded like a
+    call, and a replay or a resume gives that.
+
+    This is where a pure step's result is made at run time (its value is returned to `Run.step`)."""
+    pure = PURE_STEPS[step.tool.text]
+    limits = run.registry.limits if run.registry is not None else Limits()
+    limit = limits.result_bytes
+    inputs = {name: found for name in pure.tool.params
+              if (found := value(step, name, scope, piped)) is not None or step.arg(name) is not None}
+    try:
+        inputs = plain(inputs, limit)
+    except NotPlain as error:
+        raise RunError(f"step {path}: `{pure.tool.name}` refuses its input, {error}", step.tool) from None
+    call = Call(path, pure.tool, inputs, stack=plan_stack.current())
+    run.dispatch.validate(call, step)  # what the check could not see (`$args`, a tool without `returns`)
+    if pure.tool.effects.deterministic:
+        return _pure_result(pure, inputs, limits, path, step)
+    recorder = run.session.recorder
+    replayed = recorder.replayed(call, step) if recorder is not None else None
+    if replayed is not None:
+        return replayed.result
+
+    async def read():
+        return _pure_result(pure, inputs, limits, path, step)
+    return await recorded_call(recorder, call, read, what=f"step {path}: `{pure.tool.name}`",
+                               explain=lambda error: error, limit_bytes=limit)
+
+
+def _pure_result(pure, inputs: dict, limits: Limits, path: str, step: ast.Step):
+    try:
+        return plain(pure(inputs, limits), limits.result_bytes)
+    except (PureStepError, NotPlain) as error:
+        raise RunError(f"step {path}: `{pure.tool.name}` failed: {error}", step.tool) from None
+    except Exception as error:  # noqa: BLE001  an input planc's types did not rule out: the step fails, not the run
+        raise RunError(f"step {path}: `{pure.tool.name}` failed: {type(error).__name__}: {error}", step.tool) \
+            from None
+
+
 async def run_agent(run, step, path, scope, piped, in_loop):
     from planc.backend.agent_loop import CheckFailed, ToolFailure, Turn, check_problems
     from planc.backend.agent_loop import run_agent as agent_loop
@@ -258,6 +304,7 @@ def _offered(run, patterns) -> list:
     return [tool for tool in matching_tools(run.registry, patterns) if runnable(tool, plans)]
 
 
-# The handler of each control step.
+# The handler of each built-in step.
 CONTROL_HANDLERS = {"map": run_map, "filter": run_filter, "reduce": run_reduce, "decide": run_decide,
-                    "exit": run_exit, "agent": run_agent, "ask": run_ask, "reshape": run_reshape}
+                    "exit": run_exit, "agent": run_agent, "ask": run_ask, "reshape": run_reshape,
+                    **dict.fromkeys(PURE_STEPS, run_pure)}
