@@ -344,3 +344,118 @@ def test_dates_agree_with_python(case):
 def test_every_pure_step_is_in_a_family_and_drawn_by_its_property():
     drawn = {"numbers": numbers_cases, "text": text_cases, "lists": lists_cases, "dates": dates_cases}
     assert set(drawn) == set(FAMILIES) == {pure.family for pure in PURE_STEPS.values()}
+
+
+# --- what a user sees
+
+def _family_examples():
+    page = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+    section = page[page.index("\n## Pure steps\n"):page.index("\n## Agents\n")]
+    found = []
+    for family in FAMILIES:
+        part = section[section.index(f"\n### {family.capitalize()}\n"):]
+        part = part[:part.find("\n### ", 1)] if "\n### " in part[1:] else part
+        found += [(family, plan, json.loads(result)) for plan, result in
+                  re.findall(r"```plan\n(.*?)```\n\n```json\n(.*?)```", part, re.S)]
+    return found
+
+
+def test_every_family_has_a_section_with_an_example_in_docs():
+    assert sorted({family for family, _, _ in _family_examples()}) == sorted(FAMILIES)
+
+
+@pytest.mark.parametrize(("family", "plan", "result"), _family_examples(), ids=lambda value: str(value)[:12])
+def test_the_documented_example_gives_the_documented_result(family, plan, result):
+    checked = planc.check(plan)
+    assert checked.diagnostics == (), checked.diagnostics
+    assert checked.cost.total.to_json()["calls"] == [0, 0] and checked.cost.total.to_json()["usd"] == [0.0, 0.0]
+    assert asyncio.run(run_plan(checked)).value == result
+
+
+# --- promises, attacked with the recording tools of test_run.py (each call appends a line to calls.jsonl)
+
+from test_run import calls  # noqa: E402
+from test_run import project  # noqa: E402,F401  (the recording tools' project)
+
+
+def _runs(project) -> list[tuple]:
+    with sqlite3.connect(project / "runs.sqlite") as db:
+        return db.execute("SELECT id, status, message FROM runs ORDER BY started_at").fetchall()
+
+
+def _recorded(project, run_id) -> list[tuple]:
+    with sqlite3.connect(project / "runs.sqlite") as db:
+        return db.execute("SELECT step, tool, output FROM calls WHERE run_id = ? ORDER BY sequence",
+                          (run_id,)).fetchall()
+
+
+BAD_INPUT = '''search(query: "disk", limit: 2) |> pluck(field: "title") |> hits = join(separator: ", ")
+notify(channel: "#ops", text: "{$hits}")
+total = sum(over: $1, field: "title")
+notify(channel: "#ops", text: "never sent: {$total}")
+'''
+
+
+def test_bad_input_at_run_time_fails_that_step_cleanly_and_nothing_after_it_runs(project):
+    (project / "p.plan").write_text(BAD_INPUT, encoding="utf-8")
+    result = invoke("run", "p.plan", "--store", project / "runs.sqlite")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "step 5: `sum` failed: item 0's `title` must be a number, found the string \"disk 0\"" in result.output
+    assert calls(project) == [{"tool": "search", "query": "disk", "limit": 2},
+                              {"tool": "notify", "channel": "#ops", "text": "disk 0, disk 1"}]
+    [(run_id, status, message)] = _runs(project)
+    assert status == "failed" and "`sum` failed" in message
+    assert [tool for _, tool, _ in _recorded(project, run_id)] == ["search", "notify"]  # a pure step is no call
+
+
+def test_an_input_past_result_bytes_fails_the_step_and_not_the_process(project):
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text() + "\n[limits]\nresult_bytes = 1000\n", encoding="utf-8")
+    text = 'search(query: "xxxx", limit: 1) |> pluck(field: "title") |> join() |> replace(old: "x", new: "' + \
+           "y" * 400 + '")\nnotify(channel: "#ops", text: "{$4}")\n'
+    (project / "p.plan").write_text(text, encoding="utf-8")
+    result = invoke("run", "p.plan", "--store", project / "runs.sqlite")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "`replace` failed: the result would have" in result.output
+    assert [call["tool"] for call in calls(project)] == ["search"]
+
+
+def test_pure_steps_cost_nothing_and_add_no_call_to_a_plan(project):
+    """The cost property for pure steps: adding them to a plan adds no call, inference or spend to its
+    range, and the run makes exactly the calls it made without them."""
+    bare = 'search(query: "disk", limit: 3)\nnotify(channel: "#ops", text: "{$1[0].title}")\n'
+    with_pure = ('search(query: "disk", limit: 3) |> sort(field: "severity", descending: true) |> take(count: 2)\n'
+                 '  |> pluck(field: "title") |> top = join(separator: "; ")\n'
+                 'n = count(over: $1)\nnow = today()\nnotify(channel: "#ops", text: "{$top} ({$n}, {$now})")\n')
+    registry = planc.load_registry(project / "planc.toml")
+    costs = [planc.check(text, registry=registry).cost.total.to_json() for text in (bare, with_pure)]
+    assert costs[0] == costs[1] and costs[1]["calls"] == [2, 2]
+    (project / "p.plan").write_text(with_pure, encoding="utf-8")
+    assert invoke("run", "p.plan", "--store", project / "runs.sqlite").exit_code == 0
+    assert [call["tool"] for call in calls(project)] == ["search", "notify"]
+
+
+def test_today_is_recorded_and_a_replay_gives_the_date_the_run_read(project):
+    (project / "p.plan").write_text('now = today()\nnotify(channel: "#ops", text: "{$now}")\n', encoding="utf-8")
+    first = invoke("run", "p.plan", "--store", project / "runs.sqlite")
+    assert first.exit_code == 0, first.output
+    [(run_id, _, _)] = _runs(project)
+    assert [(step, tool) for step, tool, _ in _recorded(project, run_id)] == [("1", "today"), ("2", "notify")]
+    replayed = invoke("replay", run_id, "--store", project / "runs.sqlite")
+    assert replayed.exit_code == 0 and replayed.stdout == first.stdout, replayed.output
+    with sqlite3.connect(project / "runs.sqlite") as db:  # as if the run had read another day
+        db.execute("UPDATE calls SET output = ? WHERE run_id = ? AND tool = 'today'", ('"1999-12-31"', run_id))
+    replayed = invoke("replay", run_id, "--store", project / "runs.sqlite")
+    # the replay takes the date from the record, not the clock, so `notify` now differs from what was recorded
+    assert replayed.exit_code == 1 and "Traceback" not in replayed.output
+    assert 'step 2: replay diverged: `notify` is called with `text`: "1999-12-31"' in replayed.output
+    assert len(calls(project)) == 1  # neither replay sent anything
+
+
+@pytest.mark.parametrize("name", ["sum", "today", "split", "group_by"])
+def test_a_planc_toml_tool_may_not_take_a_pure_steps_name(tmp_path, name):
+    (tmp_path / "planc.toml").write_text(f'[tools.{name}]\nprovider = "mcp:x"\n', encoding="utf-8")
+    (tmp_path / "p.plan").write_text(f"{name}()\n", encoding="utf-8")
+    result = invoke("check", tmp_path / "p.plan", "--config", tmp_path / "planc.toml")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"`{name}` is a pure step planc runs itself: the name is reserved" in result.output

@@ -313,8 +313,14 @@ def _same_list(name: str = "over"):
     return rule
 
 
-def _list_of(items: Mapping | None) -> Mapping:
-    return {"type": "array", "items": items} if items is not None else dict(LIST)
+def _list_of(items: Mapping | None, *bounded_by) -> Mapping:
+    """A list of `items`, with no more items than the shortest of the lists typed `bounded_by` (when known)."""
+    result = {"type": "array", "items": items} if items is not None else dict(LIST)
+    bounds = [schema["maxItems"] for schema in bounded_by
+              if isinstance(schema, Mapping) and isinstance(schema.get("maxItems"), int)]
+    if bounds:
+        result["maxItems"] = min(bounds)
+    return result
 
 
 def _both_integers(inputs: Mapping, literals: Mapping) -> Mapping:
@@ -330,13 +336,13 @@ def _group_type(inputs: Mapping, literals: Mapping) -> Mapping:
     group = {"type": "object", "properties": {"key": _field_type(inputs, literals) or {},
                                               "items": _same_list()(inputs, literals) or LIST},
              "required": ["key", "items"], "additionalProperties": False}
-    return {"type": "array", "items": group}
+    return _list_of(group, inputs.get("over"))
 
 
 def _zip_type(inputs: Mapping, literals: Mapping) -> Mapping:
     pair = {"type": "object", "properties": {side: _items(inputs.get(side)) or {} for side in ("left", "right")},
             "required": ["left", "right"], "additionalProperties": False}
-    return {"type": "array", "items": pair}
+    return _list_of(pair, inputs.get("left"), inputs.get("right"))
 
 
 # --- the declarations
@@ -425,7 +431,7 @@ _STEPS = (
           "in the order each key first occurs.", _over("the field to group by"), _group_type, _group_by,
           required=["over", "field"], pipe="over"),
     _pure("lists", "pluck", "Each item's `field`, in a list.", _over("the field to take"),
-          lambda inputs, literals: _list_of(_field_type(inputs, literals)), _values, required=["over", "field"],
+          lambda inputs, literals: _list_of(_field_type(inputs, literals), inputs.get("over")), _values, required=["over", "field"],
           pipe="over"),
     _pure("lists", "zip", "The items of `left` and `right` side by side: a list of `{left, right}`, as long "
           "as the shorter.", {"left": LIST, "right": LIST}, _zip_type,
