@@ -452,6 +452,27 @@ def test_today_is_recorded_and_a_replay_gives_the_date_the_run_read(project):
     assert len(calls(project)) == 1  # neither replay sent anything
 
 
+BASE = ['rows = spending(month: "2024-05")', 'map(over: [1, 2], do: { notify(channel: "#a", text: "{item}") })',
+        'notify(channel: "#b", text: "{$rows.length}")']
+
+
+@PROPERTY
+@given(st.lists(st.tuples(st.integers(0, len(BASE)), st.sampled_from(sorted(PURE_STEPS))), max_size=8))
+def test_pure_steps_anywhere_add_nothing_to_what_a_plan_may_cost(inserted):
+    """The cost property: any pure steps, anywhere (top level or in a block), leave the plan's range of
+    calls, inferences, dollars and latency exactly as it was."""
+    from planc.registry.signatures import example_call
+
+    registry = planc.load_registry(ROOT / "corpus" / "pure" / "planc.toml")
+    lines = list(BASE)
+    for position, name in sorted(inserted, reverse=True):
+        call = example_call(PURE_STEPS[name].tool)
+        lines.insert(position, call if position != 1 else f"map(over: [1], do: {{ {call} }})")
+    before, after = (planc.check("\n".join(text), registry=registry) for text in (BASE, lines))
+    assert after.ok, after.diagnostics
+    assert after.cost.total.to_json() == before.cost.total.to_json()
+
+
 @pytest.mark.parametrize("name", ["sum", "today", "split", "group_by"])
 def test_a_planc_toml_tool_may_not_take_a_pure_steps_name(tmp_path, name):
     (tmp_path / "planc.toml").write_text(f'[tools.{name}]\nprovider = "mcp:x"\n', encoding="utf-8")

@@ -10,6 +10,7 @@ in `planc.registry.builtins` gives.
 from __future__ import annotations
 
 import asyncio
+import math
 
 import attrs
 
@@ -185,25 +186,25 @@ async def run_ask(run, step, path, scope, piped, in_loop):
 
 
 async def run_pure(run, step, path, scope, piped, in_loop):
-    """A pure step: its implementation over its inputs, which are plain JSON data within `[limits]
-    result_bytes` and conform to its parameters, as any call's arguments must; so is its result. Bad input
-    fails the step, saying which step and why. `today` reads the clock: what it read is recorded like a
-    call, and a replay or a resume gives that.
+    """A pure step: its implementation over its inputs, which must conform to its parameters as any call's
+    arguments must. Its result must be plain JSON data within `[limits] result_bytes`. Bad input fails the
+    step, saying which step and why. `today` reads the clock: what it read is recorded like a call, and a
+    replay or a resume gives that.
 
     This is where a pure step's result is made at run time (its value is returned to `Run.step`)."""
     pure = PURE_STEPS[step.tool.text]
     limits = run.registry.limits if run.registry is not None else Limits()
-    limit = limits.result_bytes
-    inputs = {name: found for name in pure.tool.params
-              if (found := value(step, name, scope, piped)) is not None or step.arg(name) is not None}
-    try:
-        inputs = plain(inputs, limit)
-    except NotPlain as error:
-        raise RunError(f"step {path}: `{pure.tool.name}` refuses its input, {error}", step.tool) from None
-    call = Call(path, pure.tool, inputs, stack=plan_stack.current())
-    run.dispatch.validate(call, step)  # what the check could not see (`$args`, a tool without `returns`)
+    inputs = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}
+    if piped is not NOTHING and pure.tool.pipe not in inputs:
+        inputs[pure.tool.pipe] = piped
+    # The values of a plan are JSON data already (literals, `$args`, results); their types are what the
+    # check could not always see (`$args`, a tool without `returns`). The declared defaults conform.
+    run.dispatch.check_arguments(pure.tool, inputs, path, step)
+    for name, default in pure.defaults:
+        inputs.setdefault(name, default)
     if pure.tool.effects.deterministic:
         return _pure_result(pure, inputs, limits, path, step)
+    call = Call(path, pure.tool, inputs, stack=plan_stack.current())
     recorder = run.session.recorder
     replayed = recorder.replayed(call, step) if recorder is not None else None
     if replayed is not None:
@@ -212,17 +213,27 @@ async def run_pure(run, step, path, scope, piped, in_loop):
     async def read():
         return _pure_result(pure, inputs, limits, path, step)
     return await recorded_call(recorder, call, read, what=f"step {path}: `{pure.tool.name}`",
-                               explain=lambda error: error, limit_bytes=limit)
+                               explain=lambda error: error, limit_bytes=limits.result_bytes)
 
 
 def _pure_result(pure, inputs: dict, limits: Limits, path: str, step: ast.Step):
     try:
-        return plain(pure(inputs, limits), limits.result_bytes)
+        return _bounded(pure(inputs, limits), limits.result_bytes)
     except (PureStepError, NotPlain) as error:
         raise RunError(f"step {path}: `{pure.tool.name}` failed: {error}", step.tool) from None
     except Exception as error:  # noqa: BLE001  an input planc's types did not rule out: the step fails, not the run
         raise RunError(f"step {path}: `{pure.tool.name}` failed: {type(error).__name__}: {error}", step.tool) \
             from None
+
+
+def _bounded(result, limit: int):
+    """`result` as plain JSON data within `limit` bytes, or NotPlain; a number or a short string without
+    the walk `plain` makes (the result of most pure steps)."""
+    if result is None or type(result) in (bool, int) or (type(result) is float and math.isfinite(result)):
+        return result
+    if type(result) is str and 6 * len(result) + 2 <= limit:  # a character is at most 6 bytes of JSON: \u001f
+        return result
+    return plain(result, limit)
 
 
 async def run_agent(run, step, path, scope, piped, in_loop):

@@ -9,8 +9,8 @@ keyword arguments (a parameter left out and without a default is absent) and rai
 
 Every implementation is linear in its input (`sort` is n log n), so the bound on a step's
 input (`[limits] result_bytes`) bounds its work; `replace`, the one whose result can outgrow its
-input by a product, is told that bound and refuses past it; `matches` refuses a pattern longer
-than `[limits] regex_chars`. `today` is the one that is not a
+input by a product, and `join`, whose separator repeats, are told that bound and refuse past it;
+`matches` refuses a text past it and a pattern longer than `[limits] regex_chars`. `today` is the one that is not a
 function of its inputs: it reads the run's clock, and the run records what it read.
 
 >>> PURE_STEPS["split"].run(text="a,b", separator=",")
@@ -61,6 +61,7 @@ class PureStep:
     result: Callable[[Mapping, Mapping], Mapping | None]  # (input types, literal inputs) -> result type
     run: Callable[..., object]
     limited: bool = False  # its implementation takes `limits`, the run's `[limits]`
+    defaults: tuple = ()  # (parameter, default value) for each parameter that has a default
 
     def __call__(self, inputs: Mapping, limits: Limits):
         """The step's result for `inputs` (plain JSON data), or PureStepError."""
@@ -188,7 +189,18 @@ def _replace(text, old, new, limits):
     return text.replace(old, new)
 
 
+def _join(over, separator, limits):
+    length = sum(map(len, over)) + len(separator) * max(len(over) - 1, 0)
+    if length > limits.result_bytes:
+        raise PureStepError(f"the result would have {length} characters, more than `[limits] result_bytes` "
+                            f"({limits.result_bytes})")
+    return separator.join(over)
+
+
 def _matches(text, pattern, limits):
+    if len(text) > limits.result_bytes:
+        raise PureStepError(f"`text` has {len(text)} characters, more than `[limits] result_bytes` "
+                            f"({limits.result_bytes})")
     if len(pattern) > limits.regex_chars:
         raise PureStepError(f"`pattern` has {len(pattern)} characters, more than `[limits] regex_chars` "
                             f"({limits.regex_chars})")
@@ -352,7 +364,8 @@ def _pure(family, name, description, params, result, run, required=None, pipe=No
     required = [key for key, schema in params.items() if "default" not in schema] if required is None else required
     tool = Tool(name=name, params=params, required=tuple(required), pipe=pipe, effects=effects, provider="builtin",
                 description=description)
-    return PureStep(tool, family, result, run, "limits" in inspect.signature(run).parameters)
+    return PureStep(tool, family, result, run, "limits" in inspect.signature(run).parameters,
+                    tuple((key, schema["default"]) for key, schema in params.items() if "default" in schema))
 
 
 def _over(field_says: str) -> dict:
@@ -388,7 +401,7 @@ _STEPS = (
           lambda text, separator: text.split(separator), pipe="text"),
     _pure("text", "join", "The strings of `over` joined into one, with `separator` between them.",
           {"over": STRINGS, "separator": {"type": "string", "default": ""}}, _always(STRING),
-          lambda over, separator: separator.join(over), pipe="over"),
+          _join, pipe="over"),
     _pure("text", "lines", "The lines of `text`, without their line ends.", {"text": STRING}, _always(STRINGS),
           lambda text: text.splitlines(), pipe="text"),
     _pure("text", "lower", "`text` in lower case.", {"text": STRING}, _always(STRING), lambda text: text.lower(), pipe="text"),
