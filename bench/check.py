@@ -1,6 +1,6 @@
 """Checking against a registry costs little more than parsing, and stays linear with a policy.
 
-    .venv/bin/python bench/check.py           # both tables (about three minutes)
+    .venv/bin/python bench/check.py           # the three tables (about three minutes)
     .venv/bin/python bench/check.py --quick   # 1,000 and 10,000 steps only
     .venv/bin/python bench/check.py --profile # cProfile of the check with the policy, 10,000 steps
     .venv/bin/python bench/check.py --cedar   # where a Cedar request's time goes, before and now
