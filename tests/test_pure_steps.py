@@ -443,9 +443,13 @@ def test_today_is_recorded_and_a_replay_gives_the_date_the_run_read(project):
     assert [(step, tool) for step, tool, _ in _recorded(project, run_id)] == [("1", "today"), ("2", "notify")]
     replayed = invoke("replay", run_id, "--store", project / "runs.sqlite")
     assert replayed.exit_code == 0 and replayed.stdout == first.stdout, replayed.output
-    with sqlite3.connect(project / "runs.sqlite") as db:  # as if the run had read another day
+    # A copy of the store, as if the run had read another day (not `*.sqlite`: test_replay_every_run
+    # replays every store the session leaves, and this one no longer agrees with its own calls).
+    tampered = project / "tampered.db"
+    tampered.write_bytes((project / "runs.sqlite").read_bytes())
+    with sqlite3.connect(tampered) as db:
         db.execute("UPDATE calls SET output = ? WHERE run_id = ? AND tool = 'today'", ('"1999-12-31"', run_id))
-    replayed = invoke("replay", run_id, "--store", project / "runs.sqlite")
+    replayed = invoke("replay", run_id, "--store", tampered)
     # the replay takes the date from the record, not the clock, so `notify` now differs from what was recorded
     assert replayed.exit_code == 1 and "Traceback" not in replayed.output
     assert 'step 2: replay diverged: `notify` is called with `text`: "1999-12-31"' in replayed.output
