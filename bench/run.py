@@ -1,6 +1,6 @@
 """What the interpreter costs per step, and how well `map` overlaps slow tools.
 
-    .venv/bin/python bench/run.py             # the four tables (about 30 s)
+    .venv/bin/python bench/run.py             # the five tables (about 30 s)
     .venv/bin/python bench/run.py --profile   # cProfile of the 1,000-step async plan
     .venv/bin/python bench/run.py --quick     # fewer samples, for a smoke run
 
@@ -29,6 +29,10 @@ plan once, and times only `run_plan` (a fresh event loop per sample, as `planc r
     events also made into OpenTelemetry spans (`planc.backend.traces.RunSpans`, the SDK's batch
     processor, an exporter that drops them: the SDK's cost, not a network's). Skipped without the
     `otel` extra.
+(5) A pure step against a control step: `map` over 1,000 items doing a pure step (`round(value:
+    item)`, `upper(text: "{item}")`, `add(a: item, b: 1)`) or the control step `reshape` with the same
+    argument (`reshape(value: item)`, `reshape(value: "{item}")`, `reshape(value: [item, 1])`), all
+    six plans run in turn in each round, best of the rounds.
 
 Times are the best of N samples (each sample loops at least 50 ms for the fast rows), garbage
 collector on, gc.collect() before each sample.
@@ -253,6 +257,24 @@ def overhead_rows(bench: Bench, repeat: int) -> list[tuple[str, int, float]]:
     return rows
 
 
+def pure_rows(bench: Bench, repeat: int) -> list[tuple[str, str, float, float]]:
+    """(control block, pure block, seconds, seconds) for `map` over 1,000 items: each pure step against
+    `reshape` given the same argument, so both evaluate the same values. All the plans run in turn in
+    each round, so a busy moment of the machine falls on all of them."""
+    strings = [str(n) for n in range(ITEMS)]
+    pairs = [("reshape(value: item)", list(range(ITEMS)), "round(value: item)", list(range(ITEMS))),
+             ('reshape(value: "{item}")', strings, 'upper(text: "{item}")', strings),
+             ("reshape(value: [item, 1])", [[n, 1] for n in range(ITEMS)], "add(a: item, b: 1)",
+              list(range(1, ITEMS + 1)))]
+    runs = {block: bench.runner(map_plan(block, ITEMS), expected)
+            for control, first, pure, second in pairs for block, expected in ((control, first), (pure, second))}
+    found = dict.fromkeys(runs, math.inf)
+    for _ in range(repeat):
+        for block, run in runs.items():
+            found[block] = min(found[block], best(run, 1))
+    return [(control, pure, found[control], found[pure]) for control, _, pure, _ in pairs]
+
+
 def map_rows(bench: Bench, repeat: int) -> list[tuple[str, int, float, float, float]]:
     """(tool, concurrency, seconds, speedup, ideal) for the map table."""
     workers = min(32, (os.cpu_count() or 1) + 4)  # asyncio's default executor (ThreadPoolExecutor)
@@ -349,6 +371,7 @@ def main() -> None:
         slow = map_rows(bench, 2 if options.quick else 5)
         fan_out = optimize_row(bench, 3 if options.quick else 7)
         events = events_rows(bench, repeat)
+        pure_steps = pure_rows(bench, repeat)
 
     workers = min(32, (os.cpu_count() or 1) + 4)
     print(f"planc run benchmark: Python {platform.python_version()} ({platform.machine()}), "
@@ -391,6 +414,16 @@ def main() -> None:
     print("-" * 75)
     for what, seconds in events:
         print(f"{what:46} {seconds * 1e3:8.2f} {seconds / STEPS * 1e6:8.2f} {seconds / events[0][1]:9.2f}x")
+    print(f"\na pure step against the control step reshape with the same argument: map over {ITEMS:,} items, "
+          f"the plans in turn, best of {repeat} rounds")
+    print(f"{'control step':26} {'us/item':>8} | {'pure step':24} {'us/item':>8} {'pure / control':>15}")
+    print("-" * 87)
+    for control, pure, control_s, pure_s in pure_steps:
+        print(f"{control:26} {control_s / ITEMS * 1e6:8.1f} | {pure:24} {pure_s / ITEMS * 1e6:8.1f} "
+              f"{pure_s / control_s:14.2f}x")
+    worst = max(pure_s / control_s for _, _, control_s, pure_s in pure_steps)
+    print(f"the costliest pure step / its control step: {worst:.2f}x (budget <= 1.5x: a pure step's inputs are "
+          f"checked against its parameters, a control step's are not): {'PASS' if worst <= 1.5 else 'FAIL'}")
     print(f"(run took {time.perf_counter() - wall:.0f} s)")
 
 

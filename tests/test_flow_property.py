@@ -36,8 +36,8 @@ def toml(module: str, labels: dict[str, list[str]]) -> str:
         tables.append(f'[tools.{name}]\nprovider = "python:{module}:source"\nparams = {{ n = {{ type = "integer" }} }}\n'
                       f'returns = {SHAPE.format(x_labels=x_labels)}\nlabels = {json.dumps(declared)}\n'
                       'effects = { read_only = true }\n')
-    tables.append(f'[tools.echo]\nprovider = "python:{module}:echo"\nparams = {{ v = {{}} }}\nlabels = []\n'
-                  'effects = { read_only = true }\n')
+    tables.append(f'[tools.echo]\nprovider = "python:{module}:echo"\nparams = {{ v = {{}} }}\npipe = "v"\n'
+                  'labels = []\neffects = { read_only = true }\n')
     tables.append(f'[tools.sink]\nprovider = "python:{module}:sink"\nparams = {{ v = {{}} }}\npipe = "v"\nlabels = []\n')
     return "\n".join(tables)
 
@@ -65,7 +65,7 @@ def _step(draw, st, number: int, sources: list[int]) -> str:
             return f"$s{k}"
         return f"$s{k}" + draw(st.sampled_from(["", ".x", ".n", ".items", ".flag"]))
 
-    kind = draw(st.sampled_from(["echo", "sink", "pipe", "template", "list", "map", "filter", "reduce", "decide", "exit",
+    kind = draw(st.sampled_from(["echo", "sink", "pipe", "pure", "pure over", "template", "list", "map", "filter", "reduce", "decide", "exit",
                                  "reshape"]))
     if kind == "echo":
         return f"echo(v: {ref()})"
@@ -73,6 +73,10 @@ def _step(draw, st, number: int, sources: list[int]) -> str:
         return f"sink(v: {ref()})"
     if kind == "pipe":
         return f"echo(v: {ref()}) |> sink()"
+    if kind == "pure":  # a pure step: its result carries its arguments' labels, and no more
+        return f'upper(text: "{{{ref()}}}") |> sink()'
+    if kind == "pure over":
+        return f"sum(over: $s{draw(st.sampled_from(sources))}.items) |> echo()"
     if kind == "template":
         return f'sink(v: "about {{{ref()}}}")'
     if kind == "list":

@@ -338,7 +338,7 @@ def test_the_signature_matches_the_declaration(name):
 SAMPLE_CALLS = {
     "search": {"query": "outage OR degraded", "limit": 30},
     "get_incident": {"id": "INC-1042"},
-    "count": {"query": "disk full"},
+    "tally": {"query": "disk full"},
     "summarize": None,  # filled with real incidents below
     "notify": {"channel": "#incidents", "text": "hello"},
     "email": {"to": "oncall@example.com", "subject": "Digest", "body": "All quiet."},
@@ -380,7 +380,7 @@ def test_checking_never_imports_the_tools():
 
 # --- the plans ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("plan", ["triage", "digest", "gate", "rota"])
+@pytest.mark.parametrize("plan", ["triage", "digest", "gate", "rota", "busiest"])
 def test_the_example_plans_check_clean_with_the_example_policy(plan):
     result = invoke("check", "--config", str(CONFIG), str(EXAMPLE / f"{plan}.plan"))
     assert result.exit_code == 0, result.output
@@ -401,7 +401,20 @@ def test_the_rota_plan_maps_over_the_rows_of_the_sql_tool_and_leaves_the_databas
     assert [row["incidents"] for row in found] == [tools.count(f'"{service}"') for service, _ in expected]
     assert oncall.PATH.read_bytes() == committed  # read-only by construction: not a byte written
     calls = json.loads(invoke("show-run", "last", "--store", tmp_path / "runs.sqlite", "--format", "json").stdout)
-    assert [call["tool"] for call in calls["calls"]].count("count") == len(expected)
+    assert [call["tool"] for call in calls["calls"]].count("tally") == len(expected)
+
+
+def test_the_busiest_plan_ranks_services_with_pure_steps_and_calls_only_search_and_notify(db, tmp_path):
+    result = invoke("run", "--config", str(CONFIG), str(EXAMPLE / "busiest.plan"), "--store", tmp_path / "runs.sqlite")
+    assert result.exit_code == 0, result.output
+    counts: dict[str, int] = {}
+    for hit in tools.search("outage OR degraded OR error", limit=200):
+        if hit["status"] != "resolved":
+            counts[hit["service"]] = counts.get(hit["service"], 0) + 1
+    top = sorted(counts.items(), key=lambda pair: -pair[1])[:3]  # a stable sort: ties keep first-seen order
+    assert json.loads(result.stdout)["text"] == "Busiest services: " + ", ".join(f"{s} ({n})" for s, n in top)
+    calls = json.loads(invoke("show-run", "last", "--store", tmp_path / "runs.sqlite", "--format", "json").stdout)
+    assert [call["tool"] for call in calls["calls"]] == ["search", "notify"]
 
 
 def test_the_committed_rota_is_what_its_generator_builds(tmp_path):

@@ -72,7 +72,7 @@ max_calls = 2
 [tools.greet]
 provider = "python:{module}:greet"
 
-[tools.count]
+[tools.tally]
 provider = "python:{module}:count"
 
 [tools.hold]
@@ -271,7 +271,7 @@ def test_an_argument_declared_a_string_keeps_its_text(project):
 
 
 def test_an_undeclared_argument_is_read_as_the_parameter_it_is_given_to(project):
-    (project / "both.plan").write_text("greet(city: $args.city)\ncount(n: $args.n)\n")
+    (project / "both.plan").write_text("greet(city: $args.city)\ntally(n: $args.n)\n")
     result = invoke("run", project / "both.plan", "--arg", "city=007", "--arg", "n=7")
     assert result.exit_code == 0, result.output
     assert calls(project) == [{"tool": "greet", "city": "007"}, {"tool": "count", "n": 7}]

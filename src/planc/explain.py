@@ -89,22 +89,36 @@ def render_markdown() -> str:
 
 CONTROL_STEPS_BEGIN = "<!-- control steps: generated from src/planc/registry/builtins.py by `make docs` -->"
 CONTROL_STEPS_END = "<!-- end of control steps -->"
+PURE_STEPS_BEGIN = "<!-- pure steps: {family}: generated from src/planc/registry/pure_steps.py by `make docs` -->"
+PURE_STEPS_END = "<!-- end of pure steps: {family} -->"
 
 
-def render_control_steps() -> str:
-    """The control-step reference of docs/language.md: each step's signature, rules and meaning."""
-    from planc.registry.builtins import CONTROL_STEPS
+def render_steps(tools) -> str:
+    """A reference of built-in steps: each step's signature, rules and meaning."""
     from planc.registry.signatures import groups, signature
 
     out = []
-    for tool in CONTROL_STEPS.values():
+    for tool in tools:
         out += ["```", signature(tool), "```", ""]
         out += [" ".join([tool.description, *groups(tool)]), ""]
     return "\n".join(out)
 
 
 def with_control_steps(page: str) -> str:
-    """`page` (docs/language.md) with its generated control-step reference made current."""
-    start = page.index(CONTROL_STEPS_BEGIN) + len(CONTROL_STEPS_BEGIN)
-    end = page.index(CONTROL_STEPS_END)
-    return page[:start] + "\n\n" + render_control_steps() + page[end:]
+    """`page` (docs/language.md) with its generated references made current: the control steps, and the
+    pure steps of each family."""
+    from planc.registry.builtins import CONTROL_STEPS
+    from planc.registry.pure_steps import FAMILIES, PURE_STEPS
+
+    control = [tool for name, tool in CONTROL_STEPS.items() if name not in PURE_STEPS]
+    page = _replaced(page, CONTROL_STEPS_BEGIN, CONTROL_STEPS_END, render_steps(control))
+    for family in FAMILIES:
+        steps = [pure.tool for pure in PURE_STEPS.values() if pure.family == family]
+        page = _replaced(page, PURE_STEPS_BEGIN.format(family=family), PURE_STEPS_END.format(family=family),
+                         render_steps(steps))
+    return page
+
+
+def _replaced(page: str, begin: str, end: str, text: str) -> str:
+    start = page.index(begin) + len(begin)
+    return page[:start] + "\n\n" + text + page[page.index(end):]

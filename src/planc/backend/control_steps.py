@@ -1,4 +1,4 @@
-"""The control steps at run time: one handler each, in `CONTROL_HANDLERS`.
+"""The built-in steps at run time: one handler each, in `CONTROL_HANDLERS` (one for every pure step).
 
 A handler is `handler(run, step, path, scope, piped, in_loop)` and returns the
 step's result (`piped` is the piped input, `Labelled` with its labels, or NOTHING).
@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 
 import attrs
 
+from planc.backend import plan_stack
+from planc.backend.dispatch import recorded_call
 from planc.backend.hooks import Call, Unanswered
 from planc.backend.questions import answer
+from planc.backend.results import NotPlain, plain
 from planc.backend.stop import current as current_stop
 from planc.backend.stop import settle
 from planc.backend.values import (
@@ -40,7 +44,9 @@ from planc.backend.values import (
 )
 from planc.passes.flow.expressions import expr_labels, expr_view
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.declarations import Limits
 from planc.registry.labels import NO_LABELS, SECRET, LabelView, redacted, union, union_all
+from planc.registry.pure_steps import PURE_STEPS, PureStepError
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks, walk_steps
 
@@ -259,6 +265,57 @@ async def run_ask(run, step, path, scope, piped, in_loop):
     raise RunError(f"step {path}: nobody answered `{question}`: {said.reason}", step.tool)
 
 
+async def run_pure(run, step, path, scope, piped, in_loop):
+    """A pure step: its implementation over its inputs, which must conform to its parameters as any call's
+    arguments must. Its result must be plain JSON data within `[limits] result_bytes`. Bad input fails the
+    step, saying which step and why. `today` reads the clock: what it read is recorded like a call, and a
+    replay or a resume gives that.
+
+    This is where a pure step's result is made at run time (its value is returned to `Run.step`)."""
+    pure = PURE_STEPS[step.tool.text]
+    limits = run.registry.limits if run.registry is not None else Limits()
+    inputs = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}
+    if piped is not NOTHING and pure.tool.pipe not in inputs:
+        inputs[pure.tool.pipe] = piped.value  # its labels are the interpreter's: a pure step adds none
+    # The values of a plan are JSON data already (literals, `$args`, results); their types are what the
+    # check could not always see (`$args`, a tool without `returns`). The declared defaults conform.
+    run.dispatch.check_arguments(pure.tool, inputs, path, step)
+    for name, default in pure.defaults:
+        inputs.setdefault(name, default)
+    if pure.tool.effects.deterministic:
+        return _pure_result(pure, inputs, limits, path, step)
+    call = Call(path, pure.tool, inputs, stack=plan_stack.current())
+    recorder = run.session.recorder
+    replayed = recorder.replayed(call, step) if recorder is not None else None
+    if replayed is not None:
+        return replayed.result
+
+    async def read():
+        return _pure_result(pure, inputs, limits, path, step)
+    return await recorded_call(recorder, call, read, what=f"step {path}: `{pure.tool.name}`",
+                               explain=lambda error: error, limit_bytes=limits.result_bytes)
+
+
+def _pure_result(pure, inputs: dict, limits: Limits, path: str, step: ast.Step):
+    try:
+        return _bounded(pure(inputs, limits), limits.result_bytes)
+    except (PureStepError, NotPlain) as error:
+        raise RunError(f"step {path}: `{pure.tool.name}` failed: {error}", step.tool) from None
+    except Exception as error:  # noqa: BLE001  an input planc's types did not rule out: the step fails, not the run
+        raise RunError(f"step {path}: `{pure.tool.name}` failed: {type(error).__name__}: {error}", step.tool) \
+            from None
+
+
+def _bounded(result, limit: int):
+    """`result` as plain JSON data within `limit` bytes, or NotPlain; a number or a short string without
+    the walk `plain` makes (the result of most pure steps)."""
+    if result is None or type(result) in (bool, int) or (type(result) is float and math.isfinite(result)):
+        return result
+    if type(result) is str and 6 * len(result) + 2 <= limit:  # a character is at most 6 bytes of JSON: \u001f
+        return result
+    return plain(result, limit)
+
+
 async def run_agent(run, step, path, scope, piped, in_loop):
     from planc.backend.agent_loop import CheckFailed, ToolFailure, Turn, check_problems
     from planc.backend.agent_loop import run_agent as agent_loop
@@ -357,6 +414,7 @@ def _offered(run, patterns) -> list:
     return [tool for tool in matching_tools(run.registry, patterns) if runnable(tool, plans)]
 
 
-# The handler of each control step.
+# The handler of each built-in step.
 CONTROL_HANDLERS = {"map": run_map, "filter": run_filter, "reduce": run_reduce, "decide": run_decide,
-                    "exit": run_exit, "agent": run_agent, "ask": run_ask, "reshape": run_reshape}
+                    "exit": run_exit, "agent": run_agent, "ask": run_ask, "reshape": run_reshape,
+                    **dict.fromkeys(PURE_STEPS, run_pure)}

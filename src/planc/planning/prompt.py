@@ -1,7 +1,8 @@
 """The system prompt that teaches a model to write plans for one registry (`planc prompt`).
 
 It holds the language in brief, every tool of the registry as a signature in the language's own
-syntax with what it returns, what it may change and its description, the control steps, a few
+syntax with what it returns, what it may change and its description, the control steps, the pure
+steps (one line per family), a few
 short examples that call this registry's own tools (each checked before it is shown), and the
 answer format. It is deterministic: the same registry gives the same text.
 """
@@ -9,6 +10,7 @@ answer format. It is deterministic: the same registry gives the same text.
 from __future__ import annotations
 
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.pure_steps import FAMILIES, PURE_STEPS
 from planc.registry.registry import Registry
 from planc.registry.signatures import example_call, groups, signature
 from planc.registry.tool import Tool
@@ -36,6 +38,12 @@ SIGNATURES = """\
 Signatures: a required parameter is bare, `name?:` may be left out, `= value` is the default,
 `(piped)` is filled by `|>`; `block` is `{ ... }`; `condition` is a comparison like `x > 1`."""
 
+PURE_INTRO = """\
+Pure steps (planc computes these itself, free; no expressions exist, so arithmetic, text and dates
+are steps). The first parameter may be piped; `field` works on that field of each item; dates are
+"YYYY-MM-DD"; `group_by` gives [{key, items}], `zip` [{left, right}]; `matches` takes a regular
+expression without backreferences or lookarounds."""
+
 FENCED_ANSWER = """\
 Answer with exactly one fenced code block (```) holding the whole plan. Say nothing inside the
 block but the plan; a short sentence before it is fine."""
@@ -61,7 +69,8 @@ def system_prompt(registry: Registry | None = None, *, fenced: bool = True) -> s
         parts += [_tool_entry(tool) for tool in tools]
         parts.append("")
     parts.append("Control steps (planc runs these itself):")
-    parts += [_tool_entry(tool) for tool in CONTROL_STEPS.values()]
+    parts += [_tool_entry(tool) for name, tool in CONTROL_STEPS.items() if name not in PURE_STEPS]
+    parts += ["", PURE_INTRO, *_pure_families()]
     shown = examples(registry)
     if shown:
         parts += ["", "Examples:"]
@@ -91,6 +100,13 @@ def _tool_entry(tool: Tool) -> str:
     if about:
         lines.append(f"  {about}")
     return "\n".join(lines)
+
+
+def _pure_families() -> list[str]:
+    """The pure steps, one line per family: their signatures without their descriptions (their names say)."""
+    return [f"- {family}: " + "; ".join(signature(pure.tool).replace(" (piped)", "")
+                                         for pure in PURE_STEPS.values() if pure.family == family)
+            for family in FAMILIES]
 
 
 def _effects(tool: Tool) -> str:

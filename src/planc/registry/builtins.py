@@ -1,6 +1,8 @@
-"""The control steps: reserved names the interpreter intercepts.
+"""The built-in steps: reserved names the interpreter intercepts.
 
-They are declared here, once, like any other tool: parameters as JSON Schema
+`CONTROL_STEPS` is the one table of them: the control steps declared here, and the pure steps
+(numbers, text, lists, dates) declared with their implementations in `pure_steps.py`. They are
+declared once, like any other tool: parameters as JSON Schema
 (with `x-planc` marking conditions and blocks), which are required, the pipe
 parameter, the one-of groups, and the names a block binds. The resolve and
 types passes check them exactly as they check registry tools.
@@ -8,6 +10,7 @@ types passes check them exactly as they check registry tools.
 
 from __future__ import annotations
 
+from planc.registry.pure_steps import PURE_STEPS
 from planc.registry.tool import BLOCK, CONDITION, Effects, Tool
 from planc.syntax import ast
 
@@ -79,6 +82,7 @@ CONTROL_STEPS: dict[str, Tool] = {tool.name: tool for tool in (
     _control("reshape", "The result is `value`, with its references and templates filled in: builds a record "
              "or a list from earlier results, at no cost.",
              {"value": ANY}, required=["value"]),
+    *(pure.tool for pure in PURE_STEPS.values()),
 )}
 
 

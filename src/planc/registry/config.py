@@ -20,6 +20,7 @@ from pathlib import Path
 import attrs
 
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.pure_steps import PURE_STEPS
 from planc.registry.declarations import (
     DEFAULT_MODEL_ROLE,
     EXECUTORS,
@@ -339,16 +340,17 @@ class _Reader:
         if not isinstance(table, dict):
             self.fail("`limits` must be a table, like `[limits]` with `timeout_s = 30`", None, "limits")
         self.only(table, LIMIT_KEYS, "limits", "`[limits]`")
-        for key in ("result_bytes", "plan_bytes"):
+        for key, unit in (("result_bytes", "bytes"), ("plan_bytes", "bytes"), ("regex_chars", "characters")):
             value = table.get(key, 1)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                self.fail(f"`{key}` must be a whole number of bytes above 0, found {value!r}", "limits", key)
+                self.fail(f"`{key}` must be a whole number of {unit} above 0, found {value!r}", "limits", key)
         return Limits(**{**table, "timeout_s": self.seconds(table, "timeout_s", "limits", TOOL_TIMEOUT_S)})
 
     def tool(self, name: str, table: dict) -> Tool:
         where, what = f"tools.{name}", f"tool `{name}`"
         if name in CONTROL_STEPS:
-            self.fail(f"`{name}` is a control step: the name is reserved", where)
+            kind = "a pure step" if name in PURE_STEPS else "a control step"
+            self.fail(f"`{name}` is {kind} planc runs itself: the name is reserved", where)
         self.only(table, TOOL_KEYS, where, what)
         provider = self.text(table, "provider", where, what)
         if provider.startswith("sql:") or "query" in table:

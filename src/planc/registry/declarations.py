@@ -16,6 +16,7 @@ from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY
 
 TOOL_TIMEOUT_S = 60.0  # a tool call, when neither the tool nor `[limits]` says otherwise
 RESULT_BYTES = 16 * 2**20  # the largest tool result a run takes, as JSON
+REGEX_CHARS = 1000  # the longest pattern `matches` runs: its work is (text length) x (pattern states)
 PLAN_BYTES = 64 * 2**20  # the largest plan text a check reads
 MCP_START_TIMEOUT_S = 30.0  # starting an MCP server and listing its tools
 SAMPLES_PER_CALL = 1  # the model inferences a call of an MCP tool may ask for (`[mcp.NAME] sampling`)
@@ -34,6 +35,7 @@ class Limits:
     timeout_s: float = TOOL_TIMEOUT_S  # a tool call that declares no `timeout_s` of its own
     result_bytes: int = RESULT_BYTES  # a larger tool result is refused: the call fails, its completion recorded
     plan_bytes: int = PLAN_BYTES  # a larger plan is refused before it is parsed
+    regex_chars: int = REGEX_CHARS  # a longer `matches` pattern fails its step
 
 
 @attrs.frozen

@@ -3,7 +3,7 @@
 Counted: tool calls, model inferences, dollars and latency (the sequential
 sum, and the critical path). A tool call costs its declared `cost` (nothing
 when it declares none, but it is still a call). Control steps are free
-themselves; what they run is not:
+themselves, and the pure steps (`sum`, `split`, ...) are free; what control steps run is not:
 
 - `map`, `filter` (with `do`) and `reduce` run their block once per item, as
   many times as the list may have items (`list_bounds.py`); `map` runs up to
@@ -48,6 +48,7 @@ from planc.passes.cost.budget import over_budget
 from planc.passes.cost.cost_range import UNBOUNDED, CostRange, Range
 from planc.passes.cost.list_bounds import ListBounds, largest_argument
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.pure_steps import PURE_STEPS
 from planc.syntax import ast
 
 ONE = Range(1, 1)
@@ -219,6 +220,9 @@ class _Coster:
     def _reshape(self, step: ast.Step) -> _Run:
         return _Run()
 
+    def _pure(self, step: ast.Step) -> _Run:
+        return _Run()  # computed by planc, in the step: no call, no inference, no spend
+
     # --- what the control steps run
 
     def block(self, step: ast.Step, name: str) -> _Run:
@@ -257,7 +261,8 @@ AGENT = CONTROL_STEPS["agent"]
 
 # The cost rule of each control step: what it costs itself, and what it runs.
 COST_RULES = {"map": _Coster._map, "filter": _Coster._filter, "reduce": _Coster._reduce, "decide": _Coster._decide,
-              "exit": _Coster._exit, "agent": _Coster._agent, "ask": _Coster._ask, "reshape": _Coster._reshape}
+              "exit": _Coster._exit, "agent": _Coster._agent, "ask": _Coster._ask, "reshape": _Coster._reshape,
+              **dict.fromkeys(PURE_STEPS, _Coster._pure)}
 
 
 @functools.lru_cache(maxsize=1024)  # one per distinct declared cost, shared by every call

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from planc.passes.flow.expressions import expr_labels
 from planc.registry.labels import NO_LABELS, LabelView, union, union_all
+from planc.registry.pure_steps import PURE_STEPS
 
 
 def condition_labels(step, env) -> frozenset[str]:
@@ -84,8 +85,9 @@ def flow_agent(walk, step, env, views, control):
     return read
 
 
-# The rule of each control step that has one of its own; every other control step carries only what any
-# call carries (`CALL_RULE`): tests/test_architecture.py holds the two together to the control steps.
+# The rule of each control step that has one of its own; every other built-in step (`ask`, `reshape`, the
+# pure steps) carries only what any call carries (`CALL_RULE`): tests/test_architecture.py holds the two
+# together to the built-in steps.
 FLOW_RULES = {"map": flow_map, "filter": flow_filter, "reduce": flow_reduce, "decide": flow_decide,
               "exit": flow_exit, "agent": flow_agent}
-CALL_RULE = frozenset({"ask", "reshape"})
+CALL_RULE = frozenset({"ask", "reshape", *PURE_STEPS})

@@ -16,6 +16,7 @@ from planc.analysis.schema_words import describe, describe_value
 from planc.analysis.schemas import LIST, kinds
 from planc.diagnostics import Diagnostic, Span
 from planc.diagnostics.build import diagnostic
+from planc.registry.pure_steps import PURE_STEPS
 
 TOOL_CALLED = {"type": "object", "properties": {"tool": {"type": "string"}, "round": {"type": "integer", "minimum": 1}},
                "required": ["tool", "round"], "additionalProperties": False}
@@ -72,29 +73,30 @@ def _schema_error(text: str) -> tuple[str, str] | None:
     return None
 
 
-def control_result(name: str, inputs: Mapping, output_schema: Mapping | None = None) -> Mapping | None:
-    """The type of a control step's result from the types of its inputs (None: unknown).
+def control_result(name: str, inputs: Mapping, literals: Mapping | None = None) -> Mapping | None:
+    """The type of a built-in step's result from the types of its inputs (None: unknown).
 
     `inputs` maps each parameter given (or piped) to its value's type, and
-    `then`/`else`/`do` to their block's result type. `output_schema` is an
-    agent's, when it is a valid literal.
+    `then`/`else`/`do` to their block's result type. `literals` maps the
+    parameters written as literals to their values (an agent's `output_schema`
+    only when it is a valid schema).
 
     >>> control_result("map", {"over": {"type": "array", "maxItems": 5}, "do": {"type": "string"}})
     {'type': 'array', 'items': {'type': 'string'}, 'maxItems': 5}
     >>> control_result("filter", {"over": {"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 3}})
     {'type': 'array', 'items': {'type': 'integer'}, 'maxItems': 3}
     """
-    return TYPE_RULES[name](inputs, output_schema)
+    return TYPE_RULES[name](inputs, literals or {})
 
 
-def _map(inputs: Mapping, output_schema) -> Mapping:
+def _map(inputs: Mapping, literals) -> Mapping:
     result: dict = {"type": "array"}
     if inputs.get("do") is not None:
         result["items"] = inputs["do"]
     return _keep_bound(result, inputs.get("over"))
 
 
-def _filter(inputs: Mapping, output_schema) -> Mapping:
+def _filter(inputs: Mapping, literals) -> Mapping:
     over = inputs.get("over")
     if kinds(over) != {"array"}:
         return _keep_bound(dict(LIST), over)
@@ -104,18 +106,18 @@ def _filter(inputs: Mapping, output_schema) -> Mapping:
     return {key: value for key, value in over.items() if key not in ("minItems", "prefixItems")}
 
 
-def _decide(inputs: Mapping, output_schema) -> Mapping | None:
+def _decide(inputs: Mapping, literals) -> Mapping | None:
     then = inputs.get("then")
     return then if "else" in inputs and inputs["else"] == then else None
 
 
-def _agent(inputs: Mapping, output_schema) -> Mapping:
-    return {"type": "object", "properties": {"output": output_schema or {}, **AGENT_FIELDS},
+def _agent(inputs: Mapping, literals) -> Mapping:
+    return {"type": "object", "properties": {"output": literals.get("output_schema") or {}, **AGENT_FIELDS},
             "required": ["output", *AGENT_FIELDS], "additionalProperties": False}
 
 
-# The type rule of each control step: (the types of its inputs, an agent's output schema) -> its result's type.
-TYPE_RULES: dict[str, Callable[[Mapping, Mapping | None], Mapping | None]] = {
+# The type rule of each built-in step: (the types of its inputs, its literal inputs) -> its result's type.
+TYPE_RULES: dict[str, Callable[[Mapping, Mapping], Mapping | None]] = {
     "map": _map,
     "filter": _filter,
     "reduce": lambda inputs, _: inputs.get("do"),
@@ -124,6 +126,7 @@ TYPE_RULES: dict[str, Callable[[Mapping, Mapping | None], Mapping | None]] = {
     "agent": _agent,
     "ask": lambda inputs, _: None,  # whatever the person answers
     "reshape": lambda inputs, _: inputs.get("value"),
+    **{name: pure.result for name, pure in PURE_STEPS.items()},
 }
 
 

@@ -49,6 +49,7 @@ from planc.passes.types.conditions import Conditions
 from planc.passes.types.control_steps import agent_input, control_result
 from planc.passes.types.foreign_holes import foreign_holes
 from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS
+from planc.registry.pure_steps import PURE_STEPS
 from planc.syntax import ast
 from planc.syntax.templates import BINDINGS
 
@@ -138,8 +139,7 @@ class _Checker(Conditions):
         if tool is None:
             result = None
         elif tool.provider == "builtin":
-            schema = step.arg("output_schema") if tool is AGENT else None
-            result = control_result(tool.name, inputs, self.output_schemas.get(schema.value) if schema else None)
+            result = control_result(tool.name, inputs, self.literals(step, tool))
         else:
             result = tool.returns
         self.types[step] = result
@@ -147,6 +147,18 @@ class _Checker(Conditions):
             self.labels[-1].add(step.label.text)
         self.path = outer
         return result
+
+    def literals(self, step: ast.Step, tool) -> dict:
+        """The literal inputs a built-in step's type rule reads: a pure step's literal arguments; an agent's
+        `output_schema`, when it is a valid schema."""
+        if tool is AGENT:
+            schema = step.arg("output_schema")
+            known = self.output_schemas.get(schema.value) if schema is not None else None
+            return {"output_schema": known} if known is not None else {}
+        if tool.name not in PURE_STEPS:
+            return {}
+        return {arg.name.text: literal for arg in step.args
+                if (literal := literal_value(arg.value)) is not NOT_LITERAL}
 
     def visit_arg(self, arg: ast.Arg, tool, env: dict):
         """Check one argument against its parameter; the type of its value."""
