@@ -21,6 +21,7 @@ from planc.backend.hooks import Abort, Call, Proceed, Replace, Skip
 from planc.backend.idempotency import idempotency_key
 from planc.backend.providers import UnknownOutcome, call_provider
 from planc.backend.results import usable
+from planc.backend.spending import more_than_declared
 from planc.backend.stop import current as current_stop
 from planc.backend.values import Aborted, RunError, ToolFailed
 from planc.registry.declarations import RESULT_BYTES
@@ -40,8 +41,10 @@ class Dispatch:
                     idempotency_key(self.session.run_id, call.step, call.args), call.id)
         tool = call.tool
         current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
-        self.authorize(call, step, in_loop)
+        if not tool.provider.startswith("plan:"):  # a declared plan's own calls are counted as they are made
+            self.session.spending.call(tool, call.step, step.tool)
         self.validate(call, step)
+        self.authorize(call, step, in_loop)
         answer = self.from_record(call, step)
         if answer is None:  # only a call that will really be made is put to the gate
             answer = await self.approved(call, step)
@@ -97,7 +100,7 @@ class Dispatch:
 
         decision = decide(self.policy, self.principal, call.tool, call.args, step=call.step, in_loop=in_loop)
         if not decision.allowed:
-            denied = denial(step, call.step, decision, self.principal, self.policy)
+            denied = denial(step, call.step, decision, self.principal, self.policy, tool=call.tool.name)
             raise RunError(f"step {call.step}: {denied.message}", step.tool)
 
     def executor_for(self, in_loop: bool):
@@ -143,21 +146,35 @@ class Dispatch:
         return made[1]
 
     def validate(self, call: Call, step: ast.Step) -> None:
-        """The real arguments against the tool's parameter schemas, before the call."""
+        """The real arguments against the tool's signature, before the policy and the call: each declared and
+        of its parameter's schema, none required missing. A plan's were checked already; an agent's were
+        chosen by its model, which is told what is wrong (a ToolFailed goes back to it)."""
         tool = call.tool
+        problem = None
+        undeclared = sorted(set(call.args) - set(tool.params))
+        missing = [name for name in tool.required if name not in call.args]
+        if undeclared:
+            declared = ", ".join(f"`{name}`" for name in tool.params) or "none"
+            problem = f"`{tool.name}` has no parameter `{undeclared[0]}` (its parameters are {declared})"
+        elif missing:
+            problem = f"`{tool.name}` needs the argument `{missing[0]}`, which is missing"
         for name, value in call.args.items():
             schema = tool.params.get(name)
             error = next(iter(self.validator(schema).iter_errors(value)), None) if schema else None
-            if error is not None:
-                raise ToolFailed(f"step {call.step}: argument `{name}` of `{tool.name}` is invalid at run time: "
-                                 f"{error.message}", step.tool)
+            if problem is None and error is not None:
+                problem = f"argument `{name}` of `{tool.name}` is invalid at run time: {error.message}"
+        if problem is not None:
+            raise ToolFailed(f"step {call.step}: {problem}", step.tool)
 
     def check_result(self, result, call: Call, step: ast.Step) -> None:
-        """A result that breaks the tool's declared `returns` fails the step: later steps rely on it."""
+        """A result that breaks the tool's declared `returns` (or has more items than its `returns_at_most`
+        allows) fails the step: later steps, and the budget, rely on it."""
         tool = call.tool
-        if tool.returns is None:
+        if tool.returns is None and tool.returns_at_most is None:
             return
-        problem = result_problem(self.validator(tool.returns), result)
+        problem = more_than_declared(tool, call.args, result)
+        if problem is None and tool.returns is not None:
+            problem = result_problem(self.validator(tool.returns), result)
         if problem is not None:
             raise ToolFailed(f"step {call.step}: `{tool.name}` returned a result its declaration does not allow "
                              f"({problem})", step.tool)

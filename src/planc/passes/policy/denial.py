@@ -17,11 +17,12 @@ UNEVALUATED = ("a policy that cannot be evaluated for a call denies it: a value 
 
 
 def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy: Policy,
-           caller: tuple[ast.Step, str, bool, str] | None = None) -> Diagnostic:
+           caller: tuple[ast.Step, str, bool, str] | None = None, tool: str | None = None) -> Diagnostic:
     """E400 at `step`'s tool (step path `path`) for the call `decision` denied, asked by `principal` of `policy`.
 
     `caller` is, for a step of a declared plan, (the calling step, its path, whether it runs per
-    item, the plan's file as written): the error is then the calling step's.
+    item, the plan's file as written): the error is then the calling step's. `tool` names the tool called
+    when it is not the step's own (a call an `agent` step's model chose).
     """
     hints = [rule.reason for rule in decision.policies if rule.reason and rule.effect == "forbid"]
     if not decision.policies and not decision.problem:
@@ -33,7 +34,7 @@ def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy
         listed = ", ".join(f"`{arg}`" for arg in dynamic)
         hints.append(f"{listed} {'is' if len(dynamic) == 1 else 'are'} only known at run time: "
                      "named in `context.dynamic`, with no value in `context.args`")
-    at, tool = step.tool.span, step.tool.text
+    at, tool = step.tool.span, tool or step.tool.text
     if caller is not None:  # a step of a declared plan: the error is the calling step's
         where = step.tool.span.start
         hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "
