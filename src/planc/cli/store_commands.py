@@ -25,6 +25,7 @@ from planc.cli.runs import (
     events_file,
     events_writer,
     executor_for,
+    kept_files,
     open_store,
     print_result,
     run_failed,
@@ -339,7 +340,8 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     err = console(stderr=True)
     answer = ask_hook(answers_file, err)  # a file that cannot be used: exit 2, nothing resumed
     traces = run_traces(otel, run_id)  # before the run is taken up, so that --otel without OpenTelemetry,
-    sink = events_file(events) if events else None  # or an --events FILE it cannot write, resumes nothing
+    sink = events_file(events, kept_files(store, registry, None, policy_file)) if events else None  # or an --events
+    # FILE it cannot write (or must not), resumes nothing
     runs = open_store(store)
     with traces as spans:
         with executor_for(executor, ray_address, registry, runs.path, run["options"].get("executor")) as \

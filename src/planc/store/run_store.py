@@ -139,6 +139,7 @@ class RunStore:
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=faults.BUSY_TIMEOUT_S)
         try:
+            newer(db, self.path)  # before anything is written: a newer planc's store is left as it is
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(SCHEMA)
@@ -165,6 +166,9 @@ class RunStore:
                 db.close()
                 failed = error
                 continue
+            if version > SCHEMA_VERSION:
+                db.close()
+                newer(db, self.path, version)
             if version < SCHEMA_VERSION:
                 db.close()
                 raise RunStoreError(f"{self.path}: cannot read the run store: an older planc wrote it, and it cannot "
@@ -434,6 +438,17 @@ class RunStore:
 def _new_id() -> str:
     """A new run's or batch's id: when it started, and 8 random hex digits."""
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+
+
+def newer(db: sqlite3.Connection, path: Path, version: int | None = None) -> None:
+    """A RunStoreError when the store at `path` was written by a newer planc (its schema `version`, read from
+    `db` when not given): this planc can neither read nor migrate it, and must not write to it."""
+    if version is None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise RunStoreError(f"{path}: a newer planc wrote this run store (its schema is version {version}; this "
+                            f"planc reads up to version {SCHEMA_VERSION}): it is left untouched; use that planc, "
+                            "or another --store")
 
 
 def _migrate(db: sqlite3.Connection) -> None:
