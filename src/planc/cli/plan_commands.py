@@ -210,7 +210,7 @@ def show_command(plan: str, config: str | None, output_format: str) -> None:
     source = parse_or_exit(plan, read_plan(plan)).source
     registry = find_registry(config, plan=plan)
     result = check(source, registry=registry, arguments=plan_arguments(registry, plan))
-    if result.plan is None:  # too large to check (E106): there is no tree to show
+    if not result.ok:  # a plan with errors (or too large to check, E106): its errors, not a picture of it
         print_checked([(plan, result)], stderr=True)
         sys.exit(1)
     if output_format in ("mermaid", "dot"):

@@ -386,7 +386,9 @@ _ALL = [
          "`{ item.id }`), or starts with a label the string can read (`{{hits.title}}`). A lone word "
          "in single braces (`{name}`) is left alone, as a tool may do its own templating; `\\{` "
          "always writes a literal brace.",
-         {"foreign_hole": "`{text}` looks like a hole from another template language; planc leaves it as literal text"},
+         {"foreign_hole": "`{text}` looks like a hole from another template language; planc leaves it as literal text",
+          "foreign_hole_filled": "`{text}` looks like a hole from another template language; planc fills the `{hole}` "
+                                 "inside it and keeps the rest as literal text"},
          'search(query: "outages")\nnotify(channel: "#ops", text: "Top: {{$1[0].title}}")',
          registry=INCIDENT_TOOLS),
     Code("W503", "comparison with a value outside the `enum`",
