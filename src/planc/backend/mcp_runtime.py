@@ -19,7 +19,6 @@ task (the SDK's transports are anyio task groups); calls may come from any task 
 
 from __future__ import annotations
 
-import json
 import shlex
 import tempfile
 from contextlib import AsyncExitStack
@@ -29,6 +28,7 @@ from planc.registry.declarations import MCP_START_TIMEOUT_S
 from planc.registry.errors import ConfigError
 from planc.registry.lock import ENTRY_KEYS, entry, lock_path, read_lock
 from planc.registry.tool import MCP_META_KEY
+from planc.syntax.json_input import read_json
 
 _CHANGES = {"description": "its description", "input_schema": "its input schema",
             "output_schema": "its output schema", "annotations": "its annotations"}
@@ -157,7 +157,7 @@ def _value(content):
     for item in content:
         if getattr(item, "type", None) == "text":
             try:
-                values.append(json.loads(item.text))
+                values.append(read_json(item.text))
             except ValueError:
                 values.append(item.text)
         else:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from planc.store import faults
 from planc.store.faults import RunLeased, RunStoreError, cannot_write, store_failure
-from planc.store.large_values import Values, keep, keep_event, to_json
+from planc.store.large_values import Values, keep, keep_event, read_record, to_json
 from planc.store.lease import Holder, holds
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
@@ -260,7 +260,7 @@ class RunStore:
             return {"id": row[0], "started_at": row[1], "finished_at": row[2], "plan": value(row[3]),
                     "lines": [tuple(line) for line in value(row[4])],
                     "refused": {int(number): why for number, why in value(row[5]).items()},
-                    "options": json.loads(row[6]), "runs": runs}
+                    "options": read_record(row[6]), "runs": runs}
 
     def batch_calls(self, batch_id: str) -> list[str]:
         """The tool of every call the batch's runs made (a call the gate refused was not made)."""
@@ -427,7 +427,7 @@ class RunStore:
         value = Values(self.db)
         return self._as_seen(self.db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
                 "plan": value(row[4]), "arguments": value(row[5]), "output": value(row[6]), "message": row[7],
-                "options": json.loads(row[8]) if row[8] is not None else {}, "batch": row[9], "batch_line": row[10],
+                "options": read_record(row[8]) if row[8] is not None else {}, "batch": row[9], "batch_line": row[10],
                 "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": value(c[3]), "output": value(c[4]),
                            "error": c[5], "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown",
                            "idempotency_key": c[9]}
