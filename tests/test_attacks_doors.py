@@ -73,6 +73,10 @@ cost = {{ usd = 1.0 }}
 provider = "python:{module}:send"
 params = {{ to = {{ type = "string" }}, text = {{ type = "string" }} }}
 required = ["to", "text"]
+
+[plans.inner]
+file = "inner.plan"
+params = {{ limit = {{ type = "integer", default = 2 }} }}
 '''
 
 POLICY = '''
@@ -87,7 +91,8 @@ ANSWER = {"type": "object"}
 
 @pytest.fixture
 def project(tmp_path, monkeypatch, model_server):
-    with tool_project(tmp_path, "doortools", TOOLS, TOML, {"policy.cedar": POLICY}):
+    with tool_project(tmp_path, "doortools", TOOLS, TOML, {"policy.cedar": POLICY,
+                                                          "inner.plan": 'append(text: "inner {$args.limit}")\n'}):
         toml = tmp_path / "planc.toml"
         toml.write_text(toml.read_text() + f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "m"\n',
                         encoding="utf-8")
@@ -222,3 +227,117 @@ def test_events_never_overwrite_the_store_its_journal_the_plan_or_planc_toml(pro
     assert f"--events {target}: that is " in result.output and "give another file" in result.output
     assert {name: digest(project / name) for name in kept} == kept
     assert calls(project) == ["append first"] and statuses(project) == ["ok"]
+
+
+# --- 4. JSON of any depth is one clean error -----------------------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_a_model_reply_nested_past_reading_fails_its_inference_and_the_run(project, model_server):
+    model_server.replies.append((200, "application/json", DEEP.encode(), {}))
+    result = run(project, agent() + 'append(text: "after")\n')
+    assert result.exit_code == 1 and "body that is not a JSON object" in result.output
+    assert calls(project) == [] and statuses(project) == ["failed"]
+
+
+def test_deep_tool_call_arguments_and_answers_go_back_to_the_model(project, model_server):
+    body = {"id": "x", "object": "chat.completion", "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
+            "message": {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "send", "arguments": DEEP}}]}}]}
+    model_server.replies.append((200, "application/json", json.dumps(body).encode(), {}))
+    model_server.reply(DEEP)
+    model_server.reply('{"done": true}')
+    result = run(project, agent())
+    assert result.exit_code == 0, result.output
+    told = [message["content"] for message in model_server.bodies()[-1]["messages"] if message["role"] != "assistant"]
+    assert "nested deeper than 256 levels" in told[-2] and "nested deeper than 256 levels" in told[-1]
+    assert calls(project) == [] and statuses(project) == ["ok"]
+
+
+@pytest.mark.parametrize("name, command, code, words", [
+    ("deep.json", ("run", "deep.json"), 1, "this is JSON, not a plan"),  # not read as a stored plan
+    ("answers.json", ("run", "p.plan", "--answers", "answers.json"), 2, "nested deeper than 256 levels"),
+    ("planc.lock.json", ("registry", "list"), 2, "nested deeper than 256 levels"),
+    ("lines.jsonl", ("batch", "p.plan", "--args", "lines.jsonl"), 1, "line 1"),
+])
+def test_deep_json_in_any_file_planc_reads_is_one_clean_error(project, name, command, code, words):
+    (project / "p.plan").write_text('append(text: "x")\n', encoding="utf-8")
+    texts = {"deep.json": '{"format": "planc.plan", "version": 2, "x": ' + DEEP + "}", "answers.json": '{"q": ' + DEEP + "}",
+             "planc.lock.json": '{"format": "planc.lock", "servers": ' + DEEP + "}",
+             "lines.jsonl": '{"a": ' + DEEP + "}\n"}
+    (project / name).write_text(texts[name], encoding="utf-8")
+    if name == "planc.lock.json":  # read only for a planc.toml that declares an MCP server
+        with (project / "planc.toml").open("a", encoding="utf-8") as toml:
+            toml.write('\n[mcp.tickets]\ncommand = ["tickets-server"]\n')
+    result = invoke(*command)
+    assert result.exit_code == code and words in result.output, result.output[-2000:]
+    assert "Traceback" not in result.output and "RecursionError" not in result.output
+    assert calls(project) == [] and statuses(project) == []
+
+
+def test_a_store_record_nested_past_reading_is_one_clean_error(project):
+    assert run(project, 'append(text: "first")\n').exit_code == 0
+    with sqlite3.connect(project / "runs.sqlite") as db:
+        db.execute("UPDATE runs SET options = ?", ('{"a": ' + DEEP + "}",))
+    db.close()
+    run_id = json.loads(invoke("runs", "--format", "json").stdout)[0]["id"]
+    for command in (("show-run", run_id), ("replay", run_id)):
+        result = invoke(*command)
+        assert result.exit_code in (1, 2) and "nested deeper than 256 levels" in result.output, result.output[-2000:]
+        assert "Traceback" not in result.output
+    assert calls(project) == ["append first"]
+
+
+# --- 8. replay needs nothing but the record ---------------------------------------------------------------
+
+@pytest.mark.parametrize("change", ["moved", "reshaped"])
+def test_a_replay_needs_neither_the_sql_database_nor_its_shape(project, change):
+    with sqlite3.connect(project / "ops.sqlite") as db:
+        db.execute("CREATE TABLE incidents (id TEXT, title TEXT)")
+        db.executemany("INSERT INTO incidents VALUES (?, ?)", [("I1", "disk"), ("I2", "certificate")])
+    db.close()
+    with (project / "planc.toml").open("a", encoding="utf-8") as toml:
+        toml.write('\n[tools.incidents]\nprovider = "sql:ops.sqlite"\nquery = "SELECT id, title FROM incidents"\n')
+    ran = run(project, 'incidents() |> map(do: { append(text: item.title) })\n')
+    assert ran.exit_code == 0, ran.output
+    run_id = json.loads(invoke("runs", "--format", "json").stdout)[0]["id"]
+    if change == "moved":
+        (project / "ops.sqlite").rename(project / "elsewhere.sqlite")
+    else:
+        with sqlite3.connect(project / "ops.sqlite") as db:
+            db.execute("ALTER TABLE incidents RENAME COLUMN title TO summary")
+        db.close()
+    replayed = invoke("replay", run_id)
+    assert replayed.exit_code == 0 and "Traceback" not in replayed.output, replayed.output
+    assert replayed.stdout == ran.stdout and json.loads(replayed.stdout) == ["disk", "certificate"]
+    assert calls(project) == ["append disk", "append certificate"] and statuses(project) == ["ok"]
+
+
+# --- 9. a compiled plan keeps its declared params ---------------------------------------------------------
+
+def test_a_compiled_declared_plan_keeps_its_params_on_every_run_path(project):
+    assert invoke("compile", "inner.plan", "-o", "inner.json").exit_code == 0
+    for args, words in ((("--arg", "limit=many"), "`limit` is invalid"), (("--arg", "limt=3"), "no parameter `limt`")):
+        result = invoke("run", "inner.json", *args)
+        assert result.exit_code == 1 and words in result.output and "Traceback" not in result.output
+    (project / "lines.jsonl").write_text('{"limit": "many"}\n{"limt": 3}\n', encoding="utf-8")
+    batch = invoke("batch", "inner.json", "--args", "lines.jsonl")
+    assert batch.exit_code == 1 and "Traceback" not in batch.output
+    assert "`limit` is invalid" in batch.output and "no parameter `limt`" in batch.output
+    assert calls(project) == [] and statuses(project) == []
+    result = invoke("run", "inner.json")  # its declared default
+    assert result.exit_code == 0 and json.loads(result.stdout) == "inner 2"
+    assert calls(project) == ["append inner 2"] and statuses(project) == ["ok"]
+
+
+# --- 16. show-run says what happened, in the order it happened ----------------------------------------------
+
+def test_show_run_shows_a_step_the_policy_refused_as_failed(project):
+    result = run(project, 'append(text: "first")\nsend(to: $args.to, text: "x")\n', "--arg", "to=mallory")
+    assert result.exit_code == 1 and calls(project) == ["append first"] and statuses(project) == ["failed"]
+    run_id = json.loads(invoke("runs", "--format", "json").stdout)[0]["id"]
+    text = invoke("show-run", run_id).stdout.splitlines()
+    assert text[2].startswith("step 1 append") and text[3].startswith("step 2 send failed: step 2: calling `send`")
+    page = invoke("show-run", run_id, "--format", "html").stdout
+    assert 'data-step="2" data-tool="send" data-outcome="failed"' in page
