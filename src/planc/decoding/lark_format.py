@@ -46,10 +46,20 @@ def _free_name(name: str, grammar: Grammar) -> str:
 
 def _leaf(node) -> str:
     if isinstance(node, Literal):
-        return json.dumps(node.text, ensure_ascii=False)
+        return _string(node.text)
     if isinstance(node, Symbol):
         return node.name
     raise GrammarError(f"cannot write {node!r} in a rule")
+
+
+def _string(text: str) -> str:
+    """`text` as a Lark string: JSON's escapes, and `\\uXXXX` for every character a grammar string cannot
+    hold raw (a control character, DEL, a lone surrogate, any other that is not printable).
+
+    >>> print(_string('a"\\x7f\\x01\\ud800é'))
+    "a\\"\\u007f\\u0001\\ud800é"
+    """
+    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in json.dumps(text, ensure_ascii=False))
 
 
 def _pattern(node: regex.Regex, inside: bool = False) -> str:

@@ -24,6 +24,8 @@ from planc.syntax.templates import HOLE
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 INDENT = "  "
+# A surrogate with no partner: no UTF-8 text holds it raw, so it is written as its `\uXXXX` escape.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def print_plan(plan: ast.Plan) -> str:
@@ -83,7 +85,8 @@ def print_string(string: ast.String) -> str:
         if isinstance(part, ast.Hole):
             pieces.append("{" + print_expr(part.target) + "}")
         else:
-            escaped = json.dumps(part, ensure_ascii=False)[1:-1]
+            escaped = LONE_SURROGATE.sub(lambda match: "\\u%04x" % ord(match.group()),
+                                         json.dumps(part, ensure_ascii=False)[1:-1])
             pieces.append(HOLE.sub(lambda match: "\\" + match.group(), escaped))
     return '"' + "".join(pieces) + '"'
 
