@@ -56,3 +56,51 @@ def test_show_and_policy_explain_exit_1_on_a_plan_with_errors(folder, command):
     (folder / "p.plan").write_text('reshape(value: 1)\nreshape(value: $5)\n', encoding="utf-8")
     result = invoke(*command, "p.plan")
     assert result.exit_code == 1 and "E20" in result.stderr and "Traceback" not in result.output
+
+
+# --- 17. the check says all it knows ------------------------------------------------------------------------
+
+TOOLS_TOML = '''
+[tools.search]
+params = { query = { type = "string" } }
+required = ["query"]
+returns = { type = "array", items = { type = "object", properties = { ID = { type = "string" }, title = { type = "string" } } } }
+
+[tools.notify]
+params = { text = { type = "string" } }
+required = ["text"]
+'''
+
+
+def check_lines(folder, text: str):
+    (folder / "planc.toml").write_text(TOOLS_TOML, encoding="utf-8")
+    (folder / "p.plan").write_text(text, encoding="utf-8")
+    return invoke("check", "--format", "line", "p.plan")
+
+
+def test_a_step_with_an_unknown_tool_still_reports_its_arguments_errors(folder):
+    result = check_lines(folder, 'serch(query: item, at: index)\nmapp(over: [1], do: { notify(text: item) })\n')
+    assert result.exit_code == 1
+    assert result.output.splitlines() == ["p.plan:1:1: E200 unknown tool `serch`",
+                                          "p.plan:1:14: E207 `item` is not bound here",
+                                          "p.plan:1:24: E207 `index` is not bound here",
+                                          "p.plan:2:1: E200 unknown tool `mapp`"]  # a misspelt `map` may bind them
+
+
+def test_e301_on_a_misspelt_field_suggests_the_close_name_whatever_its_case(folder):
+    check_lines(folder, 'search(query: "x")\nnotify(text: $1[0].id)\n')
+    result = invoke("check", "p.plan")
+    assert result.exit_code == 1 and "E301" in result.output and "did you mean `ID`?" in result.output
+
+
+def test_a_label_on_a_pipelines_head_whose_result_the_plan_never_reads_is_moved_by_its_fix(folder):
+    text = 'hits = search(query: "x") |> map(do: { reshape(value: item.title) })\nnotify(text: "{$2}")\n'
+    result = check_lines(folder, text)
+    assert result.exit_code == 0 and result.output == (
+        "p.plan:1:1: W505 the label `hits` names the first step of its pipeline, whose result nothing reads; "
+        "step 2, the pipeline's result, is read\n")
+    assert invoke("check", "--fix", "p.plan").exit_code == 0
+    assert (folder / "p.plan").read_text(encoding="utf-8") == (
+        'search(query: "x") |> hits = map(do: { reshape(value: item.title) })\nnotify(text: "{$2}")\n')
+    assert check_lines(folder, 'hits = search(query: "x") |> map(do: { reshape(value: item.title) })\n'
+                               'notify(text: "{$hits}")\n').output == ""  # the label is read: as meant

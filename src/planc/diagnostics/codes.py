@@ -407,6 +407,15 @@ _ALL = [
          "in such a comment does nothing but this warning.",
          {"error_code": "`{name}` is an error, and an error cannot be ignored: the plan is refused while it has one"},
          'search(query: "outages", limt: 5)  # planc: ignore[E201]', registry=INCIDENT_TOOLS),
+    Code("W505", "label on a pipeline's first step",
+         "A label names one step. On the first step of a pipeline (`hits = search(...) |> map(...)`) it names "
+         "that step's result, not the pipeline's. When nothing reads the label while a reference reads the "
+         "pipeline's last step by its number, the label was meant for the last step; the fix moves it there "
+         "(`search(...) |> hits = map(...)`).",
+         {"head_label": "the label `{label}` names the first step of its pipeline, whose result nothing reads; "
+                        "step {last}, the pipeline's result, is read"},
+         'hits = search(query: "outages") |> map(do: { reshape(value: item.title) })\n'
+         'notify(channel: "#ops", text: "{$2}")', registry=INCIDENT_TOOLS),
     Code("N600", "repeated call reused",
          "`planc optimize` (and `planc run --optimize`) removed a call that repeats an earlier one, and what "
          "read its result (references to it, and the step it piped into) reads the earlier call's. Legal "

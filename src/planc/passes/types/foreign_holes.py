@@ -55,9 +55,12 @@ def foreign_holes(string: ast.String, source: str, spell: Callable[[str], str | 
             continue  # a lone `{name}` is as likely meant for a tool that does its own templating
         span = Span(start + match.start(), start + match.end(), lines)
         filled = HOLE.search(text, 1)  # `{{item}}`, `${item}`: the run fills the planc hole inside
-        form, fields = ("foreign_hole_filled", {"hole": filled.group()}) if filled else ("foreign_hole", {})
         hints, fix = ((f"did you mean `{replacement}`?",), Fix(span, replacement)) if replacement else ((HINT,), None)
-        yield diagnostic("W502", form, span, step=step, hints=hints, fix=fix, text=text, **fields)
+        if filled:
+            yield diagnostic("W502", "foreign_hole_filled", span, step=step, hints=hints, fix=fix, text=text,
+                             hole=filled.group())
+        else:
+            yield diagnostic("W502", "foreign_hole", span, step=step, hints=hints, fix=fix, text=text)
 
 
 def _planc_spelling(inner: str, spell: Callable[[str], str | None]) -> str | None:
