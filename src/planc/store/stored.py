@@ -242,8 +242,9 @@ def load_plan(text: str, *, registry=None, policy=None, principal: str | None = 
     arguments are `arguments` (the JSON Schema of each) when given, else the `params` it was compiled with.
     `limits` are the budgets of `check` (`max_usd`, `max_calls`, `max_inferences`).
     """
-    from planc.passes.check import check
+    from planc.passes.check import check, named_policy
 
+    policy = named_policy(policy, registry)
     stored = migrate(_read(text))
     _check_fields(stored)
     _verify_hash(stored)
