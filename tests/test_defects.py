@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from cli import invoke
+from model_server import model_server  # noqa: F401  (the fixture)
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -54,8 +55,9 @@ def test_w502_says_that_the_run_fills_a_planc_hole_inside_double_braces(folder):
 def test_show_and_policy_explain_exit_1_on_a_plan_with_errors(folder, command):
     (folder / "policy.cedar").write_text("permit(principal, action, resource);\n", encoding="utf-8")
     (folder / "p.plan").write_text('reshape(value: 1)\nreshape(value: $5)\n', encoding="utf-8")
-    result = invoke(*command, "p.plan")
+    result = invoke(*command, "p.plan")  # what can be shown is shown, and the errors said
     assert result.exit_code == 1 and "E20" in result.stderr and "Traceback" not in result.output
+    assert result.stdout != ""
 
 
 # --- 17. the check says all it knows ------------------------------------------------------------------------
@@ -104,3 +106,67 @@ def test_a_label_on_a_pipelines_head_whose_result_the_plan_never_reads_is_moved_
         'search(query: "x") |> hits = map(do: { reshape(value: item.title) })\nnotify(text: "{$2}")\n')
     assert check_lines(folder, 'hits = search(query: "x") |> map(do: { reshape(value: item.title) })\n'
                                'notify(text: "{$hits}")\n').output == ""  # the label is read: as meant
+
+
+# --- 13. effects mean one thing to every reader ---------------------------------------------------------------
+
+EFFECTS_TOOLS = '''
+import os
+
+
+def lookup(query):
+    with open(os.environ["PLANC_TEST_SPY"], "a", encoding="utf-8") as spy:
+        spy.write(f"lookup {query}\\n")
+    return [query]
+'''
+
+EFFECTS_TOML = '''
+policy = "policy.cedar"
+
+[tools.lookup]
+provider = "python:{module}:lookup"
+params = {{ query = {{ type = "string" }} }}
+required = ["query"]
+effects = {{ read_only = true }}
+'''
+
+
+@pytest.fixture
+def read_only_project(folder, monkeypatch, model_server):
+    from tool_project import tool_project
+
+    with tool_project(folder, "effecttools", EFFECTS_TOOLS, EFFECTS_TOML, {
+            "policy.cedar": "forbid(principal, action, resource) when { resource.destructive };\n"
+                            "permit(principal, action, resource);\n"}):
+        with (folder / "planc.toml").open("a", encoding="utf-8") as toml:
+            toml.write(f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "m"\n')
+        monkeypatch.setenv("PLANC_TEST_SPY", str(folder / "spy.log"))
+        yield folder
+
+
+def test_a_read_only_tool_is_not_destructive_to_any_reader(read_only_project):
+    listed = invoke("registry", "list", "--format", "json")
+    [tool] = json.loads(listed.stdout)["tools"]
+    assert tool["effects"]["destructive"] is False and tool["effects"]["idempotent"] is True
+    (read_only_project / "a.plan").write_text('lookup(query: "a")\n', encoding="utf-8")
+    (read_only_project / "b.plan").write_text('lookup(query: "a")\nlookup(query: "b")\n', encoding="utf-8")
+    shown = invoke("show", "--format", "json", "b.plan")
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["blast_radius"]["destructive"] == []
+    diff = invoke("diff", "--format", "json", "--config", "planc.toml", "a.plan", "b.plan")
+    assert all("destructive" not in change.get("risk", []) for change in json.loads(diff.stdout)["changes"])
+
+
+def test_an_agent_with_only_read_only_tools_runs_under_a_policy_forbidding_destructive_calls(read_only_project,
+                                                                                            model_server):
+    text = 'agent(prompt: "find a", output_schema: {type: "object"}, tools: ["lookup"])\n'
+    (read_only_project / "p.plan").write_text(text, encoding="utf-8")
+    assert invoke("check", "--format", "line", "p.plan").output == ""
+    model_server.call("lookup", {"query": "a"})
+    model_server.reply('{"found": "a"}')
+    ran = invoke("run", "p.plan")
+    assert ran.exit_code == 0, ran.output
+    assert json.loads(ran.stdout)["output"] == {"found": "a"}
+    assert (read_only_project / "spy.log").read_text(encoding="utf-8") == "lookup a\n"
+    shown = invoke("show", "--format", "json", "p.plan")
+    radius = json.loads(shown.stdout)["blast_radius"]  # open-world, as `lookup` does not say it is not
+    assert radius == {"effectful": [], "destructive": [], "open_world": [{"path": "1", "tool": "agent"}]}

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from planc.analysis.agent_tools import call_effects
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
@@ -87,6 +88,9 @@ def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list,
         tool = resolution.tools.get(step) or (Tool(step.tool.text) if context.registry is None else None)
         if tool is None:  # an unknown tool, already reported by resolve
             continue
+        if tool.name == "agent" and tool.provider == "builtin":  # judged by what the tools it may call may do
+            tool = attrs.evolve(tool, effects=call_effects(step, tool, context.registry, resolution.targets,
+                                                            context.plans))
         args, dynamic = _arguments(step, tool, piped)
         path = prefix + resolution.paths[step]
         asked.append((step, Ask(tool, args, step=path, in_loop=in_loop, dynamic=dynamic), caller))
