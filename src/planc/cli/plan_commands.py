@@ -203,16 +203,24 @@ def fmt_command(plans: tuple[str, ...], check_only: bool, write: bool) -> None:
 def show_command(plan: str, config: str | None, output_format: str) -> None:
     """Show the tree of PLAN, what each step may cost, and which steps can change anything; or its data-flow
     graph, as a Mermaid flowchart or in Graphviz's DOT."""
-    from planc.analysis.blast_radius import blast_radius
     from planc.passes.check import check
-    from planc.syntax.steps import step_paths
 
     source = parse_or_exit(plan, read_plan(plan)).source
     registry = find_registry(config, plan=plan)
     result = check(source, registry=registry, arguments=plan_arguments(registry, plan))
-    if not result.ok:  # a plan with errors (or too large to check, E106): its errors, not a picture of it
+    if result.plan is None:  # too large to check (E106): there is no tree to show
         print_checked([(plan, result)], stderr=True)
         sys.exit(1)
+    _show(result, plan, registry, output_format)
+    if not result.ok:  # drawn as far as it is known, and its errors said: not a plan to go on with
+        print_checked([(plan, result)], stderr=True)
+        sys.exit(1)
+
+
+def _show(result, plan: str, registry, output_format: str) -> None:
+    from planc.analysis.blast_radius import blast_radius
+    from planc.syntax.steps import step_paths
+
     if output_format in ("mermaid", "dot"):
         from planc.pictures.graph import plan_graph
 
