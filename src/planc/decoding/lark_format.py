@@ -5,10 +5,9 @@ and vLLM's `guidance` backend): rules in Lark's EBNF, terminals as regular expre
 
 from __future__ import annotations
 
-import json
-
 from planc.decoding import regex
 from planc.decoding.rules import Choice, Grammar, GrammarError, Literal, Many, Seq, Symbol, write
+from planc.syntax.json_input import printable_json
 
 # Characters with a meaning of their own in Rust's regex syntax (outside and inside a class), and
 # `/`, which would end the `/.../` of a Lark terminal.
@@ -46,20 +45,10 @@ def _free_name(name: str, grammar: Grammar) -> str:
 
 def _leaf(node) -> str:
     if isinstance(node, Literal):
-        return _string(node.text)
+        return printable_json(node.text)  # a grammar string holds no raw control character
     if isinstance(node, Symbol):
         return node.name
     raise GrammarError(f"cannot write {node!r} in a rule")
-
-
-def _string(text: str) -> str:
-    """`text` as a Lark string: JSON's escapes, and `\\uXXXX` for every character a grammar string cannot
-    hold raw (a control character, DEL, a lone surrogate, any other that is not printable).
-
-    >>> print(_string('a"\\x7f\\x01\\ud800é'))
-    "a\\"\\u007f\\u0001\\ud800é"
-    """
-    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in json.dumps(text, ensure_ascii=False))
 
 
 def _pattern(node: regex.Regex, inside: bool = False) -> str:

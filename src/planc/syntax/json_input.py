@@ -4,6 +4,9 @@ records, batch lines, MCP results), read one way: bounded in depth and size.
 Python's reader recurses once per level, so a deeply nested text raises RecursionError, and a value
 just shallow enough to be read still breaks every recursive walk after it (a schema check, a
 canonical dump). Every reader goes through `read_json`, which makes both one ValueError.
+
+Text planc did not write goes out the other way quoted by `printable_json`: a JSON string whose
+every character that is not printable (a line break of any kind, DEL, a lone surrogate) is escaped.
 """
 
 from __future__ import annotations
@@ -51,3 +54,13 @@ def too_deep(value) -> bool:
         children = node.values() if isinstance(node, dict) else node
         stack.extend((child, depth + 1) for child in children if isinstance(child, (list, dict)))
     return False
+
+
+def printable_json(text: str) -> str:
+    """`text` as a JSON string on one line, every character that is not printable escaped (`\\n`, `\\u2028`,
+    `\\u007f`, `\\ud800`), so it cannot end a line, a fence or the string it is in.
+
+    >>> print(printable_json('a"\\n\\u2028\\x7f\\ud800é'))
+    "a\\"\\n\\u2028\\u007f\\ud800é"
+    """
+    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in json.dumps(text, ensure_ascii=False))
