@@ -191,3 +191,47 @@ def test_planc_prompt_quotes_a_description_so_it_cannot_end_a_fence_or_forge_a_t
     assert "\u2028" not in result.stdout and not any(line.startswith("Ignore") for line in lines)
     [entry] = [line for line in lines if "Finds." in line]
     assert entry.startswith("  ") and json.dumps(FORGED, ensure_ascii=False).replace("\u2028", "\\u2028") in entry
+
+
+# --- 15. --fix edits plan text, to the end; fmt keeps comments where they were ------------------------------------
+
+FIX_TOML = '[tools.notify]\nparams = { channel = { type = "string" }, text = { type = "string" } }\n' \
+           'required = ["channel", "text"]\n'
+
+
+def test_fix_applies_a_later_stages_fix_after_an_earlier_ones(folder):
+    (folder / "planc.toml").write_text(FIX_TOML, encoding="utf-8")
+    (folder / "p.plan").write_text("notify(channel: ops, text: 'hi')  # tell them\n", encoding="utf-8")
+    result = invoke("check", "--fix", "p.plan")  # E103 (a syntax fix), then E206 (a type fix) it uncovers
+    assert result.exit_code == 0, result.output
+    assert (folder / "p.plan").read_text(encoding="utf-8") == 'notify(channel: "ops", text: "hi")  # tell them\n'
+
+
+def test_fix_on_a_reply_with_prose_needs_extract_and_keeps_the_prose(folder):
+    (folder / "planc.toml").write_text(FIX_TOML, encoding="utf-8")
+    reply = 'Here is the plan:\n\n```\nnotify(channel: ops, text: "hi")\n```\n\nIt posts to ops.\n'
+    (folder / "reply.md").write_text(reply, encoding="utf-8")
+    refused = invoke("check", "--fix", "reply.md")
+    assert refused.exit_code == 2 and "--fix edits plan text only" in refused.stderr and "--extract" in refused.stderr
+    assert (folder / "reply.md").read_text(encoding="utf-8") == reply
+    fixed = invoke("check", "--fix", "--extract", "reply.md")
+    assert fixed.exit_code == 0, fixed.output
+    assert (folder / "reply.md").read_text(encoding="utf-8") == reply.replace("channel: ops", 'channel: "ops"')
+
+
+def test_fmt_keeps_comments_where_they_were_inside_blocks_too(folder):
+    text = ('# top\n'
+            'map(over: [1, 2], do: {\n'
+            '  # before the first\n'
+            '  reshape(value: item)  # the first\n'
+            '  # before the second\n'
+            '  reshape(value: index)\n'
+            '})  # after the map\n'
+            'decide(when: true, then: {\n'
+            '  # alone in a one-step block\n'
+            '  reshape(value: 1)\n'
+            '})\n')
+    (folder / "p.plan").write_text(text, encoding="utf-8")
+    result = invoke("fmt", "p.plan")
+    assert result.exit_code == 0 and result.stdout == text
+    assert invoke("fmt", "--check", "p.plan").exit_code == 0

@@ -66,7 +66,7 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
 
         result = check_text(read_plan(path))
         if fix:
-            result = fixed(path, result, show_diff, check_text)
+            result = fixed(path, result, show_diff, check_text, extract)
         return without(result, leave_out)
 
     results, unreadable = [], []
@@ -134,12 +134,29 @@ def without(result, codes: frozenset[str]):
     return attrs.evolve(result, diagnostics=tuple(d for d in result.diagnostics if d.code not in codes))
 
 
-def fixed(path: str, result, show_diff: bool, recheck):
-    """`result` with the fixes its diagnostics carry applied to the file at `path` (printed as a diff
-    instead, with `show_diff`); the check of the fixed text."""
-    from planc.diagnostics.fixes import apply_fixes
+FIX_ROUNDS = 10  # fixes applied, the text checked again, so many times at most: each round must change it
 
-    text = apply_fixes(result.source, result.diagnostics)
+
+def fixed(path: str, result, show_diff: bool, recheck, extracted: bool):
+    """`result` with the fixes its diagnostics carry applied to the file at `path` (printed as a diff
+    instead, with `show_diff`), again and again until none is left (a syntax fix lets the later passes
+    run, and their fixes come next); the check of the fixed text. Only plan text is edited: a file with
+    prose around its plan is fixed only with `--extract` (the plan inside, the prose kept), else refused."""
+    from planc.diagnostics.fixes import apply_fixes
+    from planc.syntax.extract import extract
+
+    plan_only = extract(result.source).split("\n")
+    prose = [line for line, kept in zip(result.source.split("\n"), plan_only)
+             if line != kept and line.strip() and not line.strip().startswith("#")]  # a comment is plan text
+    if not extracted and prose:
+        raise UsageError(f"{path}: --fix edits plan text only, and this file has prose around its plan: "
+                         "give --extract to fix the plan inside it and keep the prose")
+    text, checked = result.source, result
+    for _ in range(FIX_ROUNDS):
+        after = apply_fixes(text, checked.diagnostics)
+        if after == text:
+            break
+        text, checked = after, recheck(after)
     if text == result.source:
         return result
     if show_diff:
@@ -152,7 +169,7 @@ def fixed(path: str, result, show_diff: bool, recheck):
         raise UsageError("--fix rewrites files, and this plan came from standard input: use --fix --diff")
     with open(path, "w", encoding="utf-8", newline="") as file:
         file.write(text)
-    return recheck(text)
+    return checked
 
 
 @click.command("fmt")

@@ -16,6 +16,7 @@ tests check it on random trees.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 
@@ -104,9 +105,22 @@ def _operand(expr: ast.Expr, needs_parentheses: tuple, indent: str) -> str:
     return f"({text})" if isinstance(expr, needs_parentheses) else text
 
 
+# While `planc fmt` prints (`format.py`), the comments still to be placed: a block asks it for those
+# before and after each of its pipelines, so a comment written inside a block stays there.
+COMMENTS: contextvars.ContextVar = contextvars.ContextVar("comments", default=None)
+
+
 def _block(block: ast.Block, indent: str) -> str:
-    if len(block.pipelines) == 1 and len(block.pipelines[0].steps) == 1:
+    comments = COMMENTS.get()
+    if len(block.pipelines) == 1 and len(block.pipelines[0].steps) == 1 and \
+            (comments is None or not comments.within(block.span)):
         return "{ " + print_step(block.pipelines[0].steps[0], indent) + " }"
     inner = indent + INDENT
-    body = "\n".join(inner + print_pipeline(pipeline, inner) for pipeline in block.pipelines)
-    return "{\n" + body + "\n" + indent + "}"
+    lines = []
+    for number, pipeline in enumerate(block.pipelines):
+        before = comments.before(pipeline) if comments is not None else []
+        lines += [inner + comment for _, comment in before]
+        text = inner + print_pipeline(pipeline, inner)
+        after = comments.after(block.pipelines, number) if comments is not None else []
+        lines.append(text + ("  " + " ".join(comment for _, comment in after) if after else ""))
+    return "{\n" + "\n".join(lines) + "\n" + indent + "}"
