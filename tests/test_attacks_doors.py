@@ -194,11 +194,12 @@ def digest(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_a_store_a_newer_planc_wrote_is_refused_untouched(project):
+def test_a_store_a_newer_planc_wrote_is_refused_untouched(project, monkeypatch):
     from planc.store.run_store import SCHEMA_VERSION
 
+    store = project / "newer.store"  # not `*.sqlite`: the session's replay of every run store leaves it alone
+    monkeypatch.setenv("PLANC_STORE", str(store))
     assert run(project, 'append(text: "first")\n').exit_code == 0
-    store = project / "runs.sqlite"
     with sqlite3.connect(store) as db:
         db.execute("PRAGMA journal_mode=DELETE")  # one file, so its hash is all of it
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")

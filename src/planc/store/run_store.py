@@ -137,9 +137,11 @@ class RunStore:
             self.db = self._open_to_read()
 
     def _open(self) -> sqlite3.Connection:
+        existed = self.path.exists()
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=faults.BUSY_TIMEOUT_S)
         try:
-            newer(db, self.path)  # before anything is written: a newer planc's store is left as it is
+            if existed:
+                newer(db, self.path)  # before anything is written: a newer planc's store is left as it is
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(SCHEMA)
