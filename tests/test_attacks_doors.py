@@ -277,9 +277,11 @@ def test_deep_json_in_any_file_planc_reads_is_one_clean_error(project, name, com
     assert calls(project) == [] and statuses(project) == []
 
 
-def test_a_store_record_nested_past_reading_is_one_clean_error(project):
+def test_a_store_record_nested_past_reading_is_one_clean_error(project, monkeypatch):
+    store = project / "tampered.store"  # not `*.sqlite`: the session's replay of every run store leaves it alone
+    monkeypatch.setenv("PLANC_STORE", str(store))
     assert run(project, 'append(text: "first")\n').exit_code == 0
-    with sqlite3.connect(project / "runs.sqlite") as db:
+    with sqlite3.connect(store) as db:
         db.execute("UPDATE runs SET options = ?", ('{"a": ' + DEEP + "}",))
     db.close()
     run_id = json.loads(invoke("runs", "--format", "json").stdout)[0]["id"]
