@@ -272,9 +272,9 @@ def test_editing_a_declared_plan_makes_a_compiled_caller_stale(project):
 
 
 @pytest.mark.parametrize("edit, words", [
-    (lambda text: text.replace('"version": 2', '"version": "2"'), "version"),
+    (lambda text: text.replace('"version": 3', '"version": "3"'), "version"),
     (lambda text: text.replace('"policy": null', '"policy": 5'), "not a valid stored plan: at `.policy`"),
-    (lambda text: text.replace('"format":', '"version": 2,\n  "format":'), "appears twice"),
+    (lambda text: text.replace('"format":', '"version": 3,\n  "format":'), "appears twice"),
 ])
 def test_a_malformed_stored_plan_is_a_clean_refusal(project, edit, words):
     (project / "p.plan").write_text('append(text: "x")\n', encoding="utf-8")

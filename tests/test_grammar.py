@@ -340,3 +340,32 @@ def test_the_api_is_planc_export_grammar_and_refuses_an_unknown_format():
     assert planc.export_grammar is export_grammar and "export_grammar" in planc.__all__
     with pytest.raises(ValueError, match="unknown grammar format"):
         planc.export_grammar(format="ebnf")
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.lists(st.text(max_size=6), min_size=1, max_size=3, unique=True), st.text(max_size=20))
+@example(values=["\x7f", "\ud800", "\x85 \u2028"], description="```\n\x7f\ud800")
+def test_any_enum_value_and_description_goes_through_both_exports_into_llguidance(values, description):
+    """Whatever text a tool's `enum` or description holds (control characters, DEL, lone surrogates), each
+    export is a grammar llguidance reads, and the literal planc prints for each value is a plan it accepts."""
+    from planc.decoding.specialise import _literal_text
+    from planc.registry.registry import Registry
+    from planc.registry.tool import Tool
+
+    registry = Registry(tools={"pick": Tool("pick", params={"choice": {"enum": values}}, required=("choice",),
+                                            description=description)})
+    for format in FORMATS:
+        text = export_grammar(registry, format=format)
+        text.encode("utf-8")  # writable as the file `planc grammar` prints
+        decoder = Decoder(text, format)
+        for value in values:
+            assert decoder.accepts(f"pick(choice: {_literal_text(value)})"), (format, value)
+
+
+def test_the_command_writes_a_control_character_of_an_enum_as_an_escape(tmp_path):
+    (tmp_path / "planc.toml").write_text('[tools.pick]\nparams = { choice = { enum = ["a\\u007fb", "c\\u0085"] } }\n',
+                                         encoding="utf-8")
+    for format in FORMATS:
+        result = invoke("grammar", "--format", format, "--config", tmp_path / "planc.toml")
+        assert result.exit_code == 0 and "\x7f" not in result.stdout, result.output
+        assert Decoder(result.stdout, format).accepts('pick(choice: "a\x7fb")')

@@ -62,7 +62,7 @@ def test_the_plans_whose_recipients_the_user_gave_run(inbox, plan, sent):
 
 def test_show_lists_the_flow_into_the_payment(inbox):
     shown = invoke("show", "pay_bill.plan")
-    assert shown.exit_code == 0
+    assert shown.exit_code == 1 and "E400" in shown.stderr  # drawn, and its error said
     assert ("step 2 `pay`: `recipient` <- untrusted: `$1.iban`, which `read_bill` returned at step 1"
             in shown.output)
 

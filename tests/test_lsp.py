@@ -367,3 +367,25 @@ def test_garbage_never_stops_the_server(lsp, tmp_path, text, line, character):
     code_actions(lsp, uri, span(0, 0, line, character))
     formatting(lsp, uri)
     assert lsp.server_errors()[errors:] == ""
+
+
+def test_no_request_can_stall_the_server_on_a_file_it_was_not_sent(tmp_path):
+    """A FIFO and a device named by a request (never opened), and a FIFO as the policy of a document's
+    planc.toml: the server reads none of them, and answers the next request."""
+    import os
+
+    fifo = tmp_path / "stall.plan"
+    os.mkfifo(fifo)
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "planc.toml").write_text(TOOLS, encoding="utf-8")  # its `policy = "policy.cedar"`
+    os.mkfifo(tmp_path / "p" / "policy.cedar")
+    with LspSession(tmp_path) as lsp:
+        for uri in (fifo.as_uri(), "file:///dev/zero", "file:///dev/stdin"):
+            assert hover(lsp, uri, 0, 0) is None
+            assert lsp.request("text_document_formatting", types.DocumentFormattingParams(
+                types.TextDocumentIdentifier(uri), types.FormattingOptions(2, True))) is None
+        uri = lsp.open(tmp_path / "p" / "plan.plan", 'search(query: "x")\n')
+        assert [d.code for d in lsp.diagnostics(uri)] == []
+        assert "not a regular file" in lsp.wait_shown("policy.cedar").message
+        assert "search(query: string" in hover(lsp, uri, 0, 2)
+        assert lsp.close() == 0

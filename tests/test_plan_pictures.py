@@ -298,18 +298,18 @@ def project(tmp_path, monkeypatch):
 
 
 def test_show_prints_the_mermaid_and_the_dot_of_a_plan(project):
-    mermaid = invoke("show", "p.plan", "--format", "mermaid")
-    assert mermaid.exit_code == 0, mermaid.output
+    mermaid = invoke("show", "p.plan", "--format", "mermaid")  # PLAN has errors: drawn, and exit 1
+    assert mermaid.exit_code == 1 and "E301" in mermaid.stderr, mermaid.output
     assert mermaid.stdout == render_mermaid(graph_of(PLAN))
     dot = invoke("show", "p.plan", "--format", "dot")
-    assert dot.exit_code == 0, dot.output
+    assert dot.exit_code == 1, dot.output
     assert dot.stdout == render_dot(graph_of(PLAN)) and dot.stdout.startswith("digraph plan {")
 
 
 def test_show_draws_a_plan_with_errors_and_refuses_one_that_does_not_parse(project):
     (project / "unknown.plan").write_text("frobnicate(x: 1) |> notify(text: $9)\n", encoding="utf-8")
-    drawn = invoke("show", "unknown.plan", "--format", "dot")
-    assert drawn.exit_code == 0 and '"s1" -> "s2"' in drawn.stdout
+    drawn = invoke("show", "unknown.plan", "--format", "dot")  # drawn, its errors said, exit 1
+    assert drawn.exit_code == 1 and '"s1" -> "s2"' in drawn.stdout and "E200" in drawn.stderr
     (project / "broken.plan").write_text("a(x: 1 2)\n", encoding="utf-8")
     refused = invoke("show", "broken.plan", "--format", "mermaid")
     assert refused.exit_code == 1 and refused.stdout == "" and "E100" in refused.stderr

@@ -16,7 +16,7 @@ from planc.registry import registry_from_text
 from planc.store.stored import MIGRATIONS, StoredPlanError, dump, load_plan, save_plan
 
 TESTS = Path(__file__).resolve().parent
-FIXTURES = {version: TESTS / "fixtures" / f"stored_{version}.json" for version in ("v1", "v2")}
+FIXTURES = {version: TESTS / "fixtures" / f"stored_{version}.json" for version in ("v1", "v2", "v3")}
 CORPUS = TESTS.parent / "corpus"
 
 TOOLS = '''
@@ -67,7 +67,7 @@ def compiled(project) -> dict:
 
 def test_a_compiled_plan_runs_as_the_text_does(project):
     stored = compiled(project)
-    assert stored["format"] == "planc.plan" and stored["version"] == 2 and stored["source"] == PLAN
+    assert stored["format"] == "planc.plan" and stored["version"] == 3 and stored["source"] == PLAN
     assert stored["plans"] == {}  # it calls no declared plan
     assert sorted(stored["registry"]["tools"]) == ["notify", "search"] and stored["policy"] is None
     assert (project / "p.json").read_text(encoding="utf-8").endswith("}\n")
@@ -125,10 +125,10 @@ def test_a_changed_policy_is_refused(project):
 
 def test_a_future_version_and_other_formats_are_refused(project):
     stored = compiled(project)
-    stored["version"] = 3
-    with pytest.raises(StoredPlanError, match="version 3, newer than this planc: this planc reads versions 1, 2"):
+    stored["version"] = 4
+    with pytest.raises(StoredPlanError, match="version 4, newer than this planc: this planc reads versions 1, 2, 3"):
         load_plan(dump(stored))
-    stored.update(format="other", version=2)
+    stored.update(format="other", version=3)
     with pytest.raises(StoredPlanError, match="not a stored plan"):
         load_plan(dump(stored))
 
@@ -138,14 +138,15 @@ def test_an_older_version_goes_through_its_migration(project, monkeypatch):
 
     text = dump(compiled(project))
     registry = planc.registry.load_registry(project / "planc.toml")
-    monkeypatch.setattr(module, "VERSION", 3)  # as if the format changed after version 2
-    monkeypatch.setitem(module.STORED_PLAN["properties"], "version", {"const": 3})
+    monkeypatch.setattr(module, "VERSION", 4)  # as if the format changed after version 3
+    monkeypatch.setitem(module.STORED_PLAN["properties"], "version", {"const": 4})
     monkeypatch.delitem(MIGRATIONS, 1)
-    with pytest.raises(StoredPlanError, match="version 2, which this planc cannot read: it reads versions 3"):
+    monkeypatch.delitem(MIGRATIONS, 2)
+    with pytest.raises(StoredPlanError, match="version 3, which this planc cannot read: it reads versions 4"):
         load_plan(text, registry=registry)
     migrated = []
-    monkeypatch.setitem(MIGRATIONS, 2, lambda plan: migrated.append(plan["version"]) or dict(plan))
-    assert load_plan(text, registry=registry).ok and migrated == [2]
+    monkeypatch.setitem(MIGRATIONS, 3, lambda plan: migrated.append(plan["version"]) or dict(plan))
+    assert load_plan(text, registry=registry).ok and migrated == [3]
     tampered = text.replace('"disk', '"dusk', 1)
     with pytest.raises(StoredPlanError, match="content hash does not match"):  # checked before migrating
         load_plan(tampered, registry=registry)
@@ -184,11 +185,19 @@ def test_the_committed_version_1_plan_still_loads():
     registry = fixture_registry()
     checked = load_plan(FIXTURES["v1"].read_text(encoding="utf-8"), registry=registry)
     assert checked.ok and checked.source == FIXTURE_PLAN and checked.steps == 4
-    assert dump(save_plan(checked, registry=registry)) == FIXTURES["v2"].read_text(encoding="utf-8")
+    assert dump(save_plan(checked, registry=registry)) == FIXTURES["v3"].read_text(encoding="utf-8")
 
 
 def test_the_committed_version_2_plan_still_loads():
-    text = FIXTURES["v2"].read_text(encoding="utf-8")
+    """Version 2 did not record a declared plan's `params`: it migrates with none."""
+    registry = fixture_registry()
+    checked = load_plan(FIXTURES["v2"].read_text(encoding="utf-8"), registry=registry)
+    assert checked.ok and checked.source == FIXTURE_PLAN and checked.steps == 4
+    assert dump(save_plan(checked, registry=registry)) == FIXTURES["v3"].read_text(encoding="utf-8")
+
+
+def test_the_committed_version_3_plan_still_loads():
+    text = FIXTURES["v3"].read_text(encoding="utf-8")
     registry = fixture_registry()
     checked = load_plan(text, registry=registry)
     assert checked.ok and checked.source == FIXTURE_PLAN and checked.steps == 4

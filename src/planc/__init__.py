@@ -32,6 +32,8 @@ _API = {
     "tool": "planc.registry.python_tools",
     "load_registry": "planc.registry.config",
     "load_policy": "planc.passes.policy.load",
+    "load_project": "planc.project",
+    "Project": "planc.project",
     "render_repair": "planc.diagnostics.render_repair",
     "run": "planc.backend.recorded_run",
     "RunResult": "planc.backend.interpreter",
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from planc.planning.planner import Planned, plan
     from planc.planning.prompt import system_prompt
     from planc.passes.policy.load import load_policy
+    from planc.project import Project, load_project
     from planc.registry.config import load_registry
     from planc.passes.check import CheckResult, check
     from planc.registry.python_tools import tool

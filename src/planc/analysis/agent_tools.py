@@ -83,11 +83,21 @@ def matching_tools(registry: Registry, patterns) -> list[Tool]:
             if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)]
 
 
+def call_effects(step: ast.Step, tool: Tool, registry: Registry | None, targets: Mapping | None = None,
+                 plans: Mapping | None = None) -> Effects:
+    """What calling `tool` at `step` may do, as every reader takes it: its declared effects, normalised; for an
+    `agent` step, what the tools it may call (and its check) may do, so an agent with read-only tools, or
+    none, is read-only."""
+    if tool.name == "agent" and tool.provider == "builtin":
+        return agent_effects(agent_tools(step, registry, targets, plans), agent_check_tool(step, registry))
+    return tool.effects.normalised()
+
+
 def agent_effects(tools: list[Tool] | None, check: Tool | None = None) -> Effects:
     """What an agent that may call `tools` and `check` may do: what any of them may do (None: anything)."""
     if tools is None:
         return Effects()
-    every = [tool.effects for tool in (*tools, *([check] if check is not None else []))]
+    every = [tool.effects.normalised() for tool in (*tools, *([check] if check is not None else []))]
     return Effects(read_only=all(e.read_only for e in every), deterministic=False,  # a model answers
                    idempotent=all(e.idempotent for e in every), destructive=any(e.destructive for e in every),
                    open_world=any(e.open_world for e in every))

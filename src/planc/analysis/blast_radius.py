@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from planc.analysis.agent_tools import agent_check_tool, agent_effects, agent_tools
+from planc.analysis.agent_tools import call_effects
 from planc.registry.registry import Registry
 from planc.registry.tool import Effects
 
@@ -55,12 +55,7 @@ def blast_radius(resolution, registry: Registry | None) -> BlastRadius:
     groups: dict[str, list] = {"effectful": [], "destructive": [], "open_world": []}
     for step, path in resolution.paths.items():
         tool = resolution.tools.get(step)
-        if tool is None:
-            effects = Effects()
-        elif tool.name == "agent" and tool.provider == "builtin":
-            effects = agent_effects(agent_tools(step, registry), agent_check_tool(step, registry))
-        else:
-            effects = tool.effects
+        effects = Effects() if tool is None else call_effects(step, tool, registry, resolution.targets)
         for group, member in (("effectful", not effects.read_only), ("destructive", effects.destructive),
                               ("open_world", effects.open_world)):
             if member:

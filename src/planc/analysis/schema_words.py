@@ -55,13 +55,17 @@ def missing_hints(written: str, key: str | int, missing: Missing) -> list[str]:
 
     >>> missing_hints("$1", "titel", Missing("an object", ("id", "title")))
     ['did you mean `title`?', 'the fields of `$1` are `id`, `title`']
+    >>> missing_hints("$1", "id", Missing("an object", ("ID", "name")))[0]
+    'did you mean `ID`?'
     """
     if isinstance(key, int):
         return []
     if missing.fields:
         import difflib  # only a plan with this error pays for it
 
-        close = difflib.get_close_matches(key, missing.fields, n=3, cutoff=0.6)
+        # Compared without case, so `ID` is offered for `id` as `title` is for `titel`.
+        lowered = {field.lower(): field for field in reversed(missing.fields)}
+        close = [lowered[found] for found in difflib.get_close_matches(key.lower(), lowered, n=3, cutoff=0.6)]
         hints = [f"did you mean {' or '.join(f'`{name}`' for name in close)}?"] if close else []
         hints.append(f"the fields of `{written}` are {_names(missing.fields, limit=20)}")
         return hints

@@ -34,6 +34,7 @@ from jsonschema.validators import validator_for
 
 from planc.backend.models import ModelClient, ModelError, Reply, ToolCall, excerpt
 from planc.registry.tool import Tool
+from planc.syntax.json_input import read_json
 
 SYSTEM_PROMPT = ("You are an agent inside a planc plan. Use the tools you are given when they help, "
                  "and never invent what a tool did not tell you.")
@@ -205,7 +206,7 @@ def parse_answer(reply: Reply) -> tuple[dict | None, str | None]:
         return None, "Your answer was empty"
     fenced = FENCED.fullmatch(text)
     try:
-        answer = json.loads(fenced.group(1) if fenced else text)
+        answer = read_json(fenced.group(1) if fenced else text)
     except ValueError as error:
         return None, f"Your answer is not JSON ({error}): {excerpt(text)}"
     if not isinstance(answer, dict):

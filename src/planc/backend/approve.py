@@ -31,7 +31,7 @@ def describe(call: Call):
     from rich.syntax import Syntax
     from rich.text import Text
 
-    effects = call.tool.effects
+    effects = call.tool.effects.normalised()
     # A tool that takes its calls' idempotency keys may be called again safely, idempotent or not.
     flags = [flag for flag, on in (("destructive", effects.destructive), ("open-world", effects.open_world),
                                    ("not idempotent", not effects.idempotent and not call.tool.takes_key),

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from planc.backend.results import NotPlain, plain
+from planc.syntax.json_input import read_json
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -56,9 +57,9 @@ def parse_arguments(pairs: Iterable[str], json_pairs: Iterable[str] = (),
 
 def _json(name: str, text: str):
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as error:
-        reason = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deeply"
+        return read_json(text)
+    except ValueError as error:
+        reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
         raise ValueError(f"--arg-json {name}: `{text}` is not JSON ({reason}); give text with --arg {name}=...") \
             from None
 
@@ -68,8 +69,8 @@ def _typed(text: str, schema: Mapping | None):
     else its JSON reading (an invalid one is refused by the run, saying why). Undeclared: the JSON
     reading, else the text."""
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON (or nested past what Python reads): the text
+        value = read_json(text)
+    except ValueError:  # not JSON (or nested past what planc reads): the text
         return text
     if schema is None:
         return value

@@ -17,7 +17,6 @@ a finished line is left as it is.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Mapping
 
 import attrs
@@ -33,6 +32,7 @@ from planc.passes.check import CheckResult
 from planc.passes.cost.budget import Budget
 from planc.store.run_store import RunStoreError
 from planc.store.stored import StoredPlanError, dump, load_plan
+from planc.syntax.json_input import read_json
 
 # What became of a line, in the order a summary lists them; a run's status as the store has it -> this.
 OUTCOMES = ("ok", "failed", "exited", "refused", "interrupted")
@@ -61,8 +61,8 @@ def read_lines(text: str) -> list[tuple[int, Mapping | None, str | None]]:
         if not line.strip():
             continue
         try:
-            value = plain(json.loads(line))
-        except (ValueError, RecursionError) as error:
+            value = plain(read_json(line))
+        except ValueError as error:
             lines.append((number, None, f"not JSON: {error}"))
             continue
         except NotPlain as error:

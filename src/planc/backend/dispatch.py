@@ -23,6 +23,7 @@ from planc.backend.idempotency import idempotency_key
 from planc.backend.mcp_runtime import calling
 from planc.backend.providers import UnknownOutcome, call_provider
 from planc.backend.results import usable
+from planc.backend.spending import more_than_declared
 from planc.backend.stop import current as current_stop
 from planc.backend.values import Aborted, RunError, ToolFailed
 from planc.registry.declarations import RESULT_BYTES
@@ -40,11 +41,13 @@ class Dispatch:
 
     async def __call__(self, call: Call, step: ast.Step, in_loop: bool):
         current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
-        call = Call(call.step, call.tool, call.args, call.scope, plan_stack.current(),  # not attrs.evolve: 5x as slow
+        tool = call.tool
+        if not tool.provider.startswith("plan:"):  # a declared plan's own calls are counted as they are made
+            self.session.spending.call(tool, call.step, step.tool)
+        self.validate(call, step)
+        call = Call(call.step, tool, call.args, call.scope, plan_stack.current(),  # not attrs.evolve: 5x as slow
                     idempotency_key(self.session.run_id, call.step, call.args), call.id, call.sources, call.control,
                     self.authorize(call, step, in_loop))
-        tool = call.tool
-        self.validate(call, step)
         answer = self.from_record(call, step)
         if answer is None:  # only a call that will really be made is put to the gate
             answer = await self.approved(call, step)
@@ -110,7 +113,7 @@ class Dispatch:
         if decision.allowed:
             return None
         blame = flow_blame(self.policy, self.principal, ask, self.run.flow_of(call.step))
-        denied = denial(step, call.step, decision, self.principal, self.policy, blame=blame)
+        denied = denial(step, call.step, decision, self.principal, self.policy, tool=call.tool.name, blame=blame)
         if blame is not None:  # the record of a run a person approved it in answers it, or else the gate
             return denied.message
         raise RunError(f"step {call.step}: {denied.message}", step.tool)
@@ -163,27 +166,43 @@ class Dispatch:
         return made[1]
 
     def validate(self, call: Call, step: ast.Step) -> None:
-        """The real arguments against the tool's parameter schemas, before the call."""
+        """The real arguments against the tool's signature, before the policy and the call (`check_arguments`).
+        A plan's were checked already; an agent's were chosen by its model, which is told what is wrong (a
+        ToolFailed goes back to it)."""
         self.check_arguments(call.tool, call.args, call.step, step)
 
     def check_arguments(self, tool, args: Mapping, path: str, step: ast.Step) -> None:
-        """`args` against `tool`'s parameter schemas: ToolFailed, saying which argument of the step at
-        `path` is wrong and why, when one does not conform."""
-        for name, value in args.items():
-            schema = tool.params.get(name)
-            if not schema or _surely_valid(value, schema):
-                continue
-            error = next(iter(self.validator(schema).iter_errors(value)), None)
-            if error is not None:
-                raise ToolFailed(f"step {path}: argument `{name}` of `{tool.name}` is invalid at run time: "
-                                 f"{error.message}", step.tool)
+        """`args` against `tool`'s signature: each declared and of its parameter's schema, none required
+        missing; ToolFailed, saying which argument of the step at `path` is wrong and why, otherwise."""
+        problem = None
+        undeclared = sorted(set(args) - set(tool.params))
+        missing = [name for name in tool.required if name not in args]
+        if undeclared:
+            declared = ", ".join(f"`{name}`" for name in tool.params) or "none"
+            problem = f"`{tool.name}` has no parameter `{undeclared[0]}` (its parameters are {declared})"
+        elif missing:
+            problem = f"`{tool.name}` needs the argument `{missing[0]}`, which is missing"
+        else:
+            for name, value in args.items():
+                schema = tool.params.get(name)
+                if not schema or _surely_valid(value, schema):
+                    continue
+                error = next(iter(self.validator(schema).iter_errors(value)), None)
+                if error is not None:
+                    problem = f"argument `{name}` of `{tool.name}` is invalid at run time: {error.message}"
+                    break
+        if problem is not None:
+            raise ToolFailed(f"step {path}: {problem}", step.tool)
 
     def check_result(self, result, call: Call, step: ast.Step) -> None:
-        """A result that breaks the tool's declared `returns` fails the step: later steps rely on it."""
+        """A result that breaks the tool's declared `returns` (or has more items than its `returns_at_most`
+        allows) fails the step: later steps, and the budget, rely on it."""
         tool = call.tool
-        if tool.returns is None:
+        if tool.returns is None and tool.returns_at_most is None:
             return
-        problem = result_problem(self.validator(tool.returns), result)
+        problem = more_than_declared(tool, call.args, result)
+        if problem is None and tool.returns is not None:
+            problem = result_problem(self.validator(tool.returns), result)
         if problem is not None:
             raise ToolFailed(f"step {call.step}: `{tool.name}` returned a result its declaration does not allow "
                              f"({problem})", step.tool)

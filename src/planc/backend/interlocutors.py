@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import ContextManager
 
 from planc.backend.hooks import Question, Unanswered
 from planc.backend.interrupts import TerminalLine
+from planc.syntax.json_input import read_json
 
 HOW_TO_ANSWER = "give the answers with `--answers FILE` (a JSON object from a step path or question to its answer)"
 
@@ -31,7 +31,7 @@ def read_answers(path: str) -> dict:
     except (OSError, UnicodeDecodeError) as error:
         raise ValueError(f"--answers {path}: cannot read it: {getattr(error, 'strerror', None) or error}") from None
     try:
-        answers = json.loads(text)
+        answers = read_json(text)
     except ValueError as error:
         raise ValueError(f"--answers {path}: not JSON: {error}") from None
     if not isinstance(answers, dict):

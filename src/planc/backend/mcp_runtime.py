@@ -41,6 +41,7 @@ from planc.registry.declarations import MCP_START_TIMEOUT_S
 from planc.registry.errors import ConfigError
 from planc.registry.lock import ENTRY_KEYS, entry, lock_path, plan_names, read_lock
 from planc.registry.tool import MCP_META_KEY, Tool
+from planc.syntax.json_input import read_json
 
 # The dispatch's call being made in this task, as (hooks.Call, ast.Step): what a server's request during it
 # is answered for.
@@ -266,7 +267,7 @@ def plain_content(content):
     for item in content:
         if getattr(item, "type", None) == "text" and getattr(item, "annotations", None) is None:
             try:
-                values.append(json.loads(item.text))
+                values.append(read_json(item.text))
             except ValueError:
                 values.append(item.text)
         else:

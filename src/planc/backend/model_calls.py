@@ -39,10 +39,11 @@ class StepModel:
 
     def __init__(self, connect: Callable[[], ModelClient], role: str, path: str, recorder=None, step=None,
                  limit_bytes: int = RESULT_BYTES, emit: Callable[..., None] | None = None,
-                 config: ModelConfig | None = None) -> None:
+                 config: ModelConfig | None = None, spending=None) -> None:
         self.connect, self.role, self.path, self.recorder, self.step = connect, role, path, recorder, step
         self.limit_bytes = limit_bytes  # `[limits] result_bytes`: a longer reply is refused like a tool's result
         self.emit, self.config = emit, config
+        self.spending = spending  # the run's budget (backend.spending.Spending): each inference counted before it
         # What the messages it is sent carry, as labels (asked anew at each inference, as an agent's conversation
         # grows): an inference shown a `secret` value is recorded by its length and hash only.
         self.shown: Callable[[], frozenset] = frozenset
@@ -65,6 +66,8 @@ class StepModel:
     async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
                    response_format: Mapping | None = None, extra: Mapping | None = None) -> Reply:
         current_stop().check(self.path, getattr(self.step, "tool", None))  # no inference after a failure
+        if self.spending is not None:
+            self.spending.inference(self.role, self.path, getattr(self.step, "tool", None))
         self.sent("model_started", **self.named())
         try:
             reply = await self.recorded(messages, tools, response_format, extra)

@@ -21,6 +21,7 @@ import attrs
 from planc.registry.declarations import DEFAULT_MODEL_ROLE, ModelConfig
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
+from planc.syntax.json_input import read_json
 
 if TYPE_CHECKING:
     import httpx
@@ -205,7 +206,7 @@ class ModelClient:
 
     def _failure(self, response: httpx.Response) -> ModelError:
         try:
-            data = response.json()
+            data = read_json(response.content)
         except ValueError:
             data = None
         return ModelError(f"{self.endpoint} answered HTTP {response.status_code}: {_error_message(data, response)}")
@@ -214,7 +215,7 @@ class ModelClient:
         if response.status_code >= 400:
             raise self._failure(response)
         try:
-            data = response.json()
+            data = read_json(response.content)
         except ValueError:
             data = None
         if not isinstance(data, dict):
@@ -241,7 +242,7 @@ def _tool_call(call: Mapping) -> ToolCall:
     raw = raw if isinstance(raw, str) else json.dumps(raw)  # some servers send the object itself
     error = None
     try:
-        arguments = json.loads(raw)
+        arguments = read_json(raw)
     except ValueError as problem:
         arguments, error = {}, f"the arguments are not JSON ({problem}): {excerpt(raw)}"
     if not isinstance(arguments, dict):

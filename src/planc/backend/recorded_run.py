@@ -221,11 +221,12 @@ def keep_read_files(store: RunStore, registry: Registry | None, policy: Policy |
 
 
 def code_tools(registry: Registry | None) -> dict:
-    """The Python tools of `registry`, as data: a replay builds the registry from them rather than importing
-    the modules of those declared in code."""
+    """The Python and SQL tools of `registry`, as data: a replay builds the registry from them rather than
+    importing the modules of those declared in code or reading the databases of the SQL ones."""
     if registry is None:
         return {}
-    return {name: tool.to_data() for name, tool in registry.tools.items() if tool.provider.startswith("python:")}
+    return {name: tool.to_data() for name, tool in registry.tools.items()
+            if tool.provider.startswith(("python:", "sql:"))}
 
 
 def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | None, Policy | None] | None:

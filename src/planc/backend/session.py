@@ -16,7 +16,9 @@ from typing import Protocol
 from planc.backend import plan_stack
 from planc.backend.hooks import Call, Skip
 from planc.backend.mcp_runtime import McpRuntime
+from planc.backend.spending import Spending
 from planc.backend.values import RunError
+from planc.passes.cost.budget import Budget
 from planc.registry.declarations import DEFAULT_MODEL_ROLE
 from planc.registry.registry import Registry
 from planc.syntax import ast
@@ -62,6 +64,8 @@ class Session:
         self.run_id = recorder.run_id if recorder is not None else uuid.uuid4().hex
         self.mcp = McpRuntime(checked, registry)
         self.clients: dict = {}  # role -> ModelClient, made on first use
+        context = getattr(checked, "context", None)
+        self.spending = Spending(context.budget if context is not None else Budget())  # counted before each call
 
     def emit(self, event: str, error: Exception | None = None, /, **fields) -> None:
         """Send one of the run's events (`event` names it) to the events hook, if there is one.
@@ -112,7 +116,7 @@ class Session:
         from planc.backend.models import role_config
 
         return StepModel(lambda: self.client(role, step, path), role, path, self.recorder, step,
-                         result_bytes(self.registry), emit=self.emit,
+                         result_bytes(self.registry), emit=self.emit, spending=self.spending,
                          config=role_config(self.registry, role) if self.registry is not None else None)
 
     def client(self, role: str, step: ast.Step, path: str):

@@ -60,9 +60,9 @@ def _plan_text(path: str) -> str:
     text = read_file(path)
     if not is_stored_plan(text):
         return text
-    import json
+    from planc.syntax.json_input import read_json
 
-    source = json.loads(text).get("source")
+    source = read_json(text).get("source")
     if not isinstance(source, str):
         raise UsageError(f"{path}: a stored plan without its source text (no string `source`)")
     return source

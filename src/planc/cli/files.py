@@ -60,10 +60,10 @@ def is_stored_plan(text: str) -> bool:
     """Whether `text` is a stored plan (`planc compile`'s JSON) rather than plan text."""
     if not text.lstrip().startswith("{"):
         return False
-    import json
+    from planc.syntax.json_input import read_json
 
     try:
-        data = json.loads(text)
+        data = read_json(text)
     except ValueError:
         return False
     return isinstance(data, dict) and data.get("format") == "planc.plan"

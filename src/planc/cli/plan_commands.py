@@ -66,7 +66,7 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
 
         result = check_text(read_plan(path))
         if fix:
-            result = fixed(path, result, show_diff, check_text)
+            result = fixed(path, result, show_diff, check_text, extract)
         return without(result, leave_out)
 
     results, unreadable = [], []
@@ -134,12 +134,29 @@ def without(result, codes: frozenset[str]):
     return attrs.evolve(result, diagnostics=tuple(d for d in result.diagnostics if d.code not in codes))
 
 
-def fixed(path: str, result, show_diff: bool, recheck):
-    """`result` with the fixes its diagnostics carry applied to the file at `path` (printed as a diff
-    instead, with `show_diff`); the check of the fixed text."""
-    from planc.diagnostics.fixes import apply_fixes
+FIX_ROUNDS = 10  # fixes applied, the text checked again, so many times at most: each round must change it
 
-    text = apply_fixes(result.source, result.diagnostics)
+
+def fixed(path: str, result, show_diff: bool, recheck, extracted: bool):
+    """`result` with the fixes its diagnostics carry applied to the file at `path` (printed as a diff
+    instead, with `show_diff`), again and again until none is left (a syntax fix lets the later passes
+    run, and their fixes come next); the check of the fixed text. Only plan text is edited: a file with
+    prose around its plan is fixed only with `--extract` (the plan inside, the prose kept), else refused."""
+    from planc.diagnostics.fixes import apply_fixes
+    from planc.syntax.extract import extract
+
+    plan_only = extract(result.source).split("\n")
+    prose = [line for line, kept in zip(result.source.split("\n"), plan_only)
+             if line != kept and line.strip() and not line.strip().startswith("#")]  # a comment is plan text
+    if not extracted and prose:
+        raise UsageError(f"{path}: --fix edits plan text only, and this file has prose around its plan: "
+                         "give --extract to fix the plan inside it and keep the prose")
+    text, checked = result.source, result
+    for _ in range(FIX_ROUNDS):
+        after = apply_fixes(text, checked.diagnostics)
+        if after == text:
+            break
+        text, checked = after, recheck(after)
     if text == result.source:
         return result
     if show_diff:
@@ -152,7 +169,7 @@ def fixed(path: str, result, show_diff: bool, recheck):
         raise UsageError("--fix rewrites files, and this plan came from standard input: use --fix --diff")
     with open(path, "w", encoding="utf-8", newline="") as file:
         file.write(text)
-    return recheck(text)
+    return checked
 
 
 @click.command("fmt")
@@ -203,9 +220,7 @@ def fmt_command(plans: tuple[str, ...], check_only: bool, write: bool) -> None:
 def show_command(plan: str, config: str | None, output_format: str) -> None:
     """Show the tree of PLAN, what each step may cost, which steps can change anything and which labelled values
     (where they came from) reach them; or its data-flow graph, as a Mermaid flowchart or in Graphviz's DOT."""
-    from planc.analysis.blast_radius import blast_radius
     from planc.passes.check import check
-    from planc.syntax.steps import step_paths
 
     source = parse_or_exit(plan, read_plan(plan)).source
     registry = find_registry(config, plan=plan)
@@ -213,6 +228,16 @@ def show_command(plan: str, config: str | None, output_format: str) -> None:
     if result.plan is None:  # too large to check (E106): there is no tree to show
         print_checked([(plan, result)], stderr=True)
         sys.exit(1)
+    _show(result, plan, registry, output_format)
+    if not result.ok:  # drawn as far as it is known, and its errors said: not a plan to go on with
+        print_checked([(plan, result)], stderr=True)
+        sys.exit(1)
+
+
+def _show(result, plan: str, registry, output_format: str) -> None:
+    from planc.analysis.blast_radius import blast_radius
+    from planc.syntax.steps import step_paths
+
     if output_format in ("mermaid", "dot"):
         from planc.pictures.graph import plan_graph
 

@@ -134,16 +134,18 @@ def finish_planning(planned, runs, recorder, registry, policy, principal: str, a
         sys.exit(1)
     text = planned.text
     _set_plan(runs, recorder, save_plan(planned.checked, registry=registry, policy=policy))
-    if not planned_options["run"]:
+    then_run, output = planned_options["run"], planned_options["output"]
+    if not then_run:
         _finish(runs, recorder, "ok", output=text)
-        if planned_options["output"]:
-            try:
-                Path(planned_options["output"]).write_text(text, encoding="utf-8")
-            except OSError as error:
-                raise UsageError(f"{planned_options['output']}: {error.strerror}") from None
-            click.echo(f"wrote {planned_options['output']}", err=True)
-        else:
-            click.echo(text, nl=False)
+    if output:  # written before it runs too (-o with --run), so the plan is kept whatever the run does
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise UsageError(f"{output}: {error.strerror}") from None
+        click.echo(f"wrote {output}", err=True)
+    elif not then_run:
+        click.echo(text, nl=False)
+    if not then_run:
         return
     recorded = RecordedRun(planned.checked, registry, policy, principal, arguments, recorder, runs)
     try:

@@ -28,7 +28,7 @@ def policy_explain_command(plan: str, config: str | None, policy_file: str | Non
                            output_format: str) -> None:
     """Show, per step of PLAN, the policy's decision and the policies that made it.
 
-    Exit 0 when every step is allowed, 1 when one is denied or PLAN has syntax errors.
+    Exit 0 when every step is allowed, 1 when one is denied or PLAN has other errors (printed on stderr).
     """
     from planc.passes.check import check
 
@@ -49,7 +49,12 @@ def policy_explain_command(plan: str, config: str | None, policy_file: str | Non
         click.echo(json.dumps(explain_json(result, policy, principal), ensure_ascii=False))
     else:
         console().print(explain_table(result, policy, principal))
-    sys.exit(0 if all(d.allowed for d in result.policy.decisions.values()) else 1)
+    others = [d for d in result.diagnostics if d.is_error and d.code != "E400"]  # a denial is the table's to say
+    if others:
+        import attrs
+
+        print_checked([(plan, attrs.evolve(result, diagnostics=others))], stderr=True)
+    sys.exit(0 if result.ok else 1)
 
 
 @click.group("registry")

@@ -27,6 +27,7 @@ from planc.cli.runs import (
     events_file,
     events_writer,
     executor_for,
+    kept_files,
     open_store,
     print_result,
     run_failed,
@@ -114,8 +115,8 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     progress = Progress(err, int(most.high) if most is not None and most.bounded else None)
     answer = ask_hook(answers_file, err, progress.paused)  # a file that cannot be used: exit 2, nothing run
     traces = run_traces(otel, Path(plan).name, plan)  # before the run is recorded, so that --otel without
-    sink = events_file(events) if events else None  # OpenTelemetry, or an --events FILE it cannot write, runs nothing
-    runs = open_store(store, registry)
+    sink = events_file(events, kept_files(store, registry, plan, policy_file)) if events else None  # OpenTelemetry,
+    runs = open_store(store, registry)  # or an --events FILE it cannot write (or must not), runs nothing
     # Connected before the run is recorded: a cluster that cannot be reached records nothing. A signal from
     # the moment the run is recorded ends it as interrupted.
     with traces as spans:  # sent once the result is out

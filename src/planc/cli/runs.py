@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import NoReturn
 
 import click
@@ -77,12 +78,42 @@ def tool_output_to_stderr() -> Iterator[None]:
             os.close(saved)
 
 
-def events_file(path: str):
-    """`--events FILE` opened for writing, or a UsageError naming it (a missing folder, no permission)."""
+def events_file(path: str, keep: dict[str, Path | str | None]):
+    """`--events FILE` opened for writing, or a UsageError naming it (a missing folder, no permission).
+
+    `keep` names the files the run reads or writes (what each is -> its path: the run store, the plan,
+    planc.toml): FILE is refused when it is one of them, or the store's journal files, before anything
+    is opened for writing, as opening it truncates it."""
+    for what, kept in keep.items():
+        if kept is None:
+            continue
+        journals = (Path(f"{kept}{suffix}") for suffix in ("-wal", "-shm", "-journal")) if what == "the run store" else ()
+        for candidate, said in ((Path(kept), what), *((journal, f"a journal file of {what}") for journal in journals)):
+            if same_file(Path(path), candidate):
+                raise UsageError(f"--events {path}: that is {said}, which writing the events would destroy; "
+                                 "give another file")
     try:
         return open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed when the run ends
     except OSError as error:
         raise UsageError(f"--events {path}: cannot write the events there: {error.strerror}") from None
+
+
+def kept_files(store: str | None, registry, plan: str | None, policy_file: str | None) -> dict:
+    """The files a run reads or writes, which its `--events` file must not be (`events_file`)."""
+    from planc.cli.project import store_path
+
+    return {"the run store": store_path(store, registry), "the plan": plan,
+            "planc.toml": registry.source if registry is not None else None,
+            "the policy": policy_file or (registry.policy if registry is not None else None)}
+
+
+def same_file(one: Path, other: Path) -> bool:
+    """Whether `one` and `other` name one file: the same file on disk (through links), or, for a file not
+    yet made, the same path."""
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return one.resolve() == other.resolve()
 
 
 def events_writer(sink, path: str):

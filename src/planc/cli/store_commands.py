@@ -25,6 +25,7 @@ from planc.cli.runs import (
     events_file,
     events_writer,
     executor_for,
+    kept_files,
     open_store,
     print_result,
     run_failed,
@@ -130,31 +131,21 @@ def show_run_command(run_id: str, store: str | None, output_format: str) -> None
 
 
 def _step_lines(run: dict):
-    """`run`'s steps in the order they started, indented by nesting: a tool step with its input, time
-    and result; any other call a step made (a model's, an `agent`'s tools') beneath it; calls outside
-    any step (the finish) last."""
-    steps: dict[str, dict] = {}  # path -> {"tool", "finished", "result"}
-    for event in run["events"]:
-        if event["event"] == "step_started":
-            steps[event["step"]] = {"tool": event["tool"], "finished": False}
-        elif event["event"] == "step_finished" and event["step"] in steps:
-            steps[event["step"]].update(finished=True, result=event.get("result"))
-    calls: dict[str, list[dict]] = {}
-    for call in run["calls"]:
-        owner = call["step"]  # an agent's tool call `1/agent.2/search` and a judged item `2[0]` belong to steps 1, 2
-        while owner and owner not in steps:
-            owner = owner[:max(owner.rfind("/"), owner.rfind("["), 0)]
-        calls.setdefault(owner, []).append(call)
-    for path, step in steps.items():
-        indent = "  " * path.count("/")
-        own = [call for call in calls.get(path, ()) if call["step"] == path and call["tool"] == step["tool"]]
-        if own:
-            yield indent + _call_line(own[0], f"step {path} ")
+    """`run`'s timeline (`planc.pictures.timeline.rows`) as lines, indented by nesting: a tool step with its
+    input, time and result; any other call a step made (a model's, an `agent`'s tools') beneath it; calls
+    outside any step (the planning rounds, the finish) among the steps, in the order they started."""
+    from planc.pictures.timeline import rows
+
+    for row in rows(run):
+        indent = "  " * row.depth
+        if row.call is not None:
+            prefix = f"step {row.path} " if row.is_step else "" if row.depth else f"{row.path}: "
+            yield indent + _call_line(row.call, prefix)
+        elif row.error is not None:
+            yield f"{indent}step {row.path} {row.tool} failed: {row.error}"
         else:
-            yield f"{indent}step {path} {step['tool']}" + (f" -> {_short(step['result'])}" if step["finished"]
-                                                          else " (did not finish)")
-        yield from (f"{indent}  {_call_line(call)}" for call in calls.get(path, ()) if call not in own)
-    yield from (_call_line(call, f"{call['step']}: ") for call in calls.get("", ()))
+            yield f"{indent}step {row.path} {row.tool}" + (f" -> {_short(row.result)}" if row.finished is not None
+                                                           else " (did not finish)")
 
 
 def _call_line(call: dict, prefix: str = "") -> str:
@@ -352,7 +343,8 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     err = console(stderr=True)
     answer = ask_hook(answers_file, err)  # a file that cannot be used: exit 2, nothing resumed
     traces = run_traces(otel, run_id)  # before the run is taken up, so that --otel without OpenTelemetry,
-    sink = events_file(events) if events else None  # or an --events FILE it cannot write, resumes nothing
+    sink = events_file(events, kept_files(store, registry, None, policy_file)) if events else None  # or an --events
+    # FILE it cannot write (or must not), resumes nothing
     runs = open_store(store)
     with traces as spans:
         with executor_for(executor, ray_address, registry, runs.path, run["options"].get("executor")) as \

@@ -5,10 +5,9 @@ and vLLM's `guidance` backend): rules in Lark's EBNF, terminals as regular expre
 
 from __future__ import annotations
 
-import json
-
 from planc.decoding import regex
 from planc.decoding.rules import Choice, Grammar, GrammarError, Literal, Many, Seq, Symbol, write
+from planc.syntax.json_input import printable_json
 
 # Characters with a meaning of their own in Rust's regex syntax (outside and inside a class), and
 # `/`, which would end the `/.../` of a Lark terminal.
@@ -46,7 +45,7 @@ def _free_name(name: str, grammar: Grammar) -> str:
 
 def _leaf(node) -> str:
     if isinstance(node, Literal):
-        return json.dumps(node.text, ensure_ascii=False)
+        return printable_json(node.text)  # a grammar string holds no raw control character
     if isinstance(node, Symbol):
         return node.name
     raise GrammarError(f"cannot write {node!r} in a rule")

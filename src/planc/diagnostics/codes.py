@@ -415,7 +415,9 @@ _ALL = [
          "`{ item.id }`), or starts with a label the string can read (`{{hits.title}}`). A lone word "
          "in single braces (`{name}`) is left alone, as a tool may do its own templating; `\\{` "
          "always writes a literal brace.",
-         {"foreign_hole": "`{text}` looks like a hole from another template language; planc leaves it as literal text"},
+         {"foreign_hole": "`{text}` looks like a hole from another template language; planc leaves it as literal text",
+          "foreign_hole_filled": "`{text}` looks like a hole from another template language; planc fills the `{hole}` "
+                                 "inside it and keeps the rest as literal text"},
          'search(query: "outages")\nnotify(channel: "#ops", text: "Top: {{$1[0].title}}")',
          registry=INCIDENT_TOOLS),
     Code("W503", "comparison with a value outside the `enum`",
@@ -449,6 +451,15 @@ _ALL = [
          },
          'read_bill(path: "bill.txt")\npay(recipient: $1.iban, amount: 10)', registry=FLOW_TOOLS, policy=FLOW_POLICY,
          approvals=True),
+    Code("W506", "label on a pipeline's first step",
+         "A label names one step. On the first step of a pipeline (`hits = search(...) |> map(...)`) it names "
+         "that step's result, not the pipeline's. When nothing reads the label while a reference reads the "
+         "pipeline's last step by its number, the label was meant for the last step; the fix moves it there "
+         "(`search(...) |> hits = map(...)`).",
+         {"head_label": "the label `{label}` names the first step of its pipeline, whose result nothing reads; "
+                        "step {last}, the pipeline's result, is read"},
+         'hits = search(query: "outages") |> map(do: { reshape(value: item.title) })\n'
+         'notify(channel: "#ops", text: "{$2}")', registry=INCIDENT_TOOLS),
     Code("N600", "repeated call reused",
          "`planc optimize` (and `planc run --optimize`) removed a call that repeats an earlier one, and what "
          "read its result (references to it, and the step it piped into) reads the earlier call's. Legal "

@@ -9,6 +9,7 @@ check: the document is checked without it, and `problem` says why, for the edito
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import attrs
@@ -25,6 +26,7 @@ class Project:
     registry: Registry | None = None
     policy: Policy | None = None
     problem: str | None = None  # why planc.toml or its policy is left out, `file:line: message`
+    policy_file: Path | None = None  # the policy planc.toml names, watched even when it is left out
 
     def arguments(self, document: Path | None):
         """The `params` that type the document's `$args`, when planc.toml declares it as a plan."""
@@ -50,8 +52,8 @@ class Projects:
             return loaded[1]
         project = _load(config)
         watched = [config, lock_path(config)]
-        if project.registry is not None and project.registry.policy is not None:
-            watched.append(project.registry.policy)
+        if project.policy_file is not None:
+            watched.append(project.policy_file)
         self._loaded[config] = ({path: _stamp(path) for path in watched}, project)
         return project
 
@@ -65,14 +67,41 @@ def _stamp(path: Path) -> tuple | None:
         return None
 
 
+# The largest planc.toml, lock or policy the server reads; past it, or not a regular file (a FIFO, a
+# device), it is not read at all: nothing may stall the server.
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why the server does not read `path` (None: it may, or it is absent and its reader says so)."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return f"{path}: not a regular file, so it is not read"
+    if status.st_size > MAX_FILE_BYTES:
+        return f"{path}: {status.st_size:,} bytes, more than the {MAX_FILE_BYTES:,} the language server reads"
+    return None
+
+
 def _load(config: Path) -> Project:
+    problem = _unreadable(config) or _unreadable(lock_path(config))
+    if problem is not None:
+        return Project(problem=problem)
     try:
         registry = load_registry(config)
     except ConfigError as error:
         return Project(problem=str(error))
     if registry.policy is None:
         return Project(registry)
+    named = registry.policy
+    # A policy that cannot be used is shown, and the document checked without it (the registry too, so
+    # that `check` does not load it again).
+    problem = _unreadable(named)
+    if problem is not None:
+        return Project(attrs.evolve(registry, policy=None), problem=problem, policy_file=named)
     try:
-        return Project(registry, load_policy(registry.policy))
+        return Project(registry, load_policy(named), policy_file=named)
     except PolicyError as error:
-        return Project(registry, problem=str(error))
+        return Project(attrs.evolve(registry, policy=None), problem=str(error), policy_file=named)

@@ -69,16 +69,24 @@ class PlancServer(LanguageServer):
         encoding = self.workspace.position_encoding  # a PositionEncodingKind or its plain string
         return str(getattr(encoding, "value", encoding) or "utf-16")
 
+    def document(self, uri: str):
+        """The document the client sent as `uri`; a LookupError for any other. The server reads no file for a
+        document it was not sent: a FIFO or a device would stall it, and a huge file would swamp it."""
+        document = self.workspace.text_documents.get(uri)
+        if document is None:
+            raise LookupError(f"{uri} is not an open document")
+        return document
+
     def current(self, uri: str) -> Checked:
         """The check of the document's text as it is now: the last one, or a new one if it is stale."""
-        source = self.workspace.get_text_document(uri).source
+        source = self.document(uri).source
         checked = self.checked.get(uri)
         if checked is None or checked.result.source != source:
             checked = self.check(uri)
         return checked
 
     def check(self, uri: str) -> Checked:
-        document = self.workspace.get_text_document(uri)
+        document = self.document(uri)
         path = document_path(uri)
         project = self.projects.for_document(path)
         if project.problem and project.problem not in self.problems_shown:
@@ -128,7 +136,7 @@ def guarded(handler):
 def publish(ls: PlancServer, uri: str) -> None:
     checked = ls.check(uri)
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-        uri=uri, version=ls.workspace.get_text_document(uri).version,
+        uri=uri, version=ls.document(uri).version,
         diagnostics=[lsp_diagnostic(d, checked.index) for d in checked.result.diagnostics]))
 
 
@@ -230,7 +238,7 @@ def _node_at(checked: Checked, position: types.Position):
 
 def completion(ls: PlancServer, params: types.CompletionParams) -> types.CompletionList:
     uri = params.text_document.uri
-    source = ls.workspace.get_text_document(uri).source
+    source = ls.document(uri).source
     offset = LineIndex(source, ls.encoding()).offset(params.position.line, params.position.character)
     wanted = completion_at(source, offset)
     items: list[types.CompletionItem] = []
@@ -257,7 +265,7 @@ def completion(ls: PlancServer, params: types.CompletionParams) -> types.Complet
 
 def formatting(ls: PlancServer, params: types.DocumentFormattingParams) -> list[types.TextEdit] | None:
     """The whole document in canonical form, as `planc fmt` prints it; nothing when it does not parse."""
-    source = ls.workspace.get_text_document(params.text_document.uri).source
+    source = ls.document(params.text_document.uri).source
     parsed = parse(source)
     if not parsed.ok:
         return None

@@ -78,7 +78,8 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
     known and any other tool name is accepted. `arguments` (JSON Schema per run
     argument) types `$args`, as a plan's declared `params` do. With a `policy`
     (`planc.passes.policy.load.load_policy`), every step is judged as a call by
-    `principal` (default: the registry's `principal`, else anonymous). `max_usd`,
+    `principal` (default: the registry's `principal`, else anonymous); without one, the policy the
+    registry's planc.toml names, if any, so that no check forgets it. `max_usd`,
     `max_calls` and `max_inferences` are budgets, each defaulting to the
     registry's `[budget]`: a plan that may cost more is E401. With `approvals` (a person
     will be asked during the run), a call the policy refuses only for where its values came
@@ -87,12 +88,25 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
     >>> check('search(query: "x") |> summarize(style: bullets)').diagnostics[0].code
     'E206'
     """
+    return _checked(source, extract_plan, registry, arguments, named_policy(policy, registry), principal,
+                    Budget.of(max_usd, max_calls, max_inferences, registry and registry.budget), approvals)
+
+
+def _checked(source: str, extract_plan: bool, registry: Registry | None, arguments, policy: Policy | None,
+             principal: str | None, budget: Budget, approvals: bool = False) -> CheckResult:
     with gc_paused():
         context = CheckContext(source=source, registry=registry, arguments=arguments, policy=policy,
-                               principal=principal_of(principal, registry),
-                               budget=Budget.of(max_usd, max_calls, max_inferences, registry and registry.budget),
-                               approvals=approvals)
+                               principal=principal_of(principal, registry), budget=budget, approvals=approvals)
         return _check(source, extract_plan, context)
+
+
+def named_policy(policy: Policy | None, registry: Registry | None) -> Policy | None:
+    """`policy`, else the policy the registry's planc.toml names (`policy = "..."`), loaded; else None."""
+    if policy is None and registry is not None and registry.policy is not None:
+        from planc.passes.policy.load import load_policy
+
+        return load_policy(registry.policy)
+    return policy
 
 
 def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResult:
@@ -130,7 +144,9 @@ def _called_plans(plan: Plan, registry: Registry | None) -> dict[str, CheckResul
 def _check_declared(file: PlanFile, registry: Registry) -> CheckResult:
     if file.text is None:  # unreadable: no plan, and nothing known of it
         return CheckResult("", None, ())
-    return check(file.text, registry=registry, arguments=file.declaration.params)
+    # Without a policy: its calls are judged as its caller's, for the caller's principal and in its loops.
+    return _checked(file.text, False, registry, file.declaration.params, None, None, Budget.of(None, None, None,
+                                                                                              registry.budget))
 
 
 def recheck(checked: CheckResult, source: str) -> CheckResult:

@@ -12,7 +12,7 @@ import json
 import time
 from html import escape
 
-from planc.pictures.timeline import Row, outcome, rows, span
+from planc.pictures.timeline import Row, row_outcome, rows, span
 
 SHOWN = 50_000  # characters of one value on the page; `--format json` has the whole record
 POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
@@ -107,8 +107,7 @@ def _timeline(found: list[Row], start: float, end: float) -> str:
 
 
 def _row(row: Row, start: float, end: float, total: float) -> str:
-    call = row.call
-    ended = outcome(call) if call is not None else ("ok" if row.finished is not None else "unfinished")
+    ended = row_outcome(row)
     classes = ["row", "inference" if row.is_inference else "step" if row.is_step else "call"]
     if ended not in ("ok", "unfinished", "unknown"):
         classes.append("failed")  # failed, or however else the record says a call went wrong
@@ -130,6 +129,8 @@ def _row(row: Row, start: float, end: float, total: float) -> str:
 def _row_body(row: Row, ended: str) -> str:
     call = row.call
     if call is None:
+        if row.error is not None:
+            return "<h3>error</h3>" + f'<pre class="error">{_text(row.error)}</pre>'
         if row.finished is None:
             return "<p>It did not finish: the run stopped while it ran (the run's message says why).</p>"
         return "<h3>result</h3>" + _value(row.result)

@@ -24,6 +24,7 @@ class Row:
     is_step: bool
     call: dict | None = None  # the recorded call: a tool step's own, or the call this row is
     result: object = None  # a control step's result, when it finished
+    error: str | None = None  # why the step failed (refused by the policy, its call failed, ...); None: it did not
 
     @property
     def took(self) -> float | None:
@@ -32,6 +33,14 @@ class Row:
     @property
     def is_inference(self) -> bool:
         return self.call is not None and self.call["tool"].startswith(MODEL)
+
+
+def row_outcome(row: Row) -> str:
+    """How a row ended: its call's outcome; for a step without a call of its own, `failed` when it failed,
+    `ok` when it finished, else `unfinished`."""
+    if row.call is not None:
+        return outcome(row.call)
+    return "failed" if row.error is not None else "ok" if row.finished is not None else "unfinished"
 
 
 def outcome(call: dict) -> str:
@@ -53,7 +62,8 @@ def span(run: dict) -> tuple[float, float]:
 
 def rows(run: dict) -> list[Row]:
     """The run's steps in the order they started, each followed by the calls it made but its own (a tool
-    step and its call are one row); then the calls made outside any step.
+    step and its call are one row); the calls made outside any step (the planning rounds, the finish)
+    among the top-level steps, in the order they started too.
 
     A call belongs to the innermost step whose path starts its own: an agent's tool call `1/agent.2/search`
     to step 1, a judged item `2[0]` to step 2.
@@ -61,9 +71,12 @@ def rows(run: dict) -> list[Row]:
     started: dict[str, dict] = {}
     for event in run["events"]:
         if event["event"] == "step_started":
-            started[event["step"]] = {"tool": event["tool"], "at": event["at"], "finished": None, "result": None}
+            started[event["step"]] = {"tool": event["tool"], "at": event["at"], "finished": None, "result": None,
+                                      "error": None}
         elif event["event"] == "step_finished" and event["step"] in started:
             started[event["step"]].update(finished=event["at"], result=event.get("result"))
+        elif event["event"] == "step_failed" and event["step"] in started:
+            started[event["step"]].update(finished=event["at"], error=event.get("error") or "it failed")
     made: dict[str, list[dict]] = {}
     for call in run["calls"]:
         made.setdefault(_owner(call["step"], started), []).append(call)
@@ -75,10 +88,20 @@ def rows(run: dict) -> list[Row]:
         if finished is None and own is not None:
             finished = own["finished_at"]  # the step failed with its call: it ended when the call did
         depth = path.count("/")
-        found.append(Row(path, step["tool"], step["at"], finished, depth, True, own, step["result"]))
+        found.append(Row(path, step["tool"], step["at"], finished, depth, True, own, step["result"], step["error"]))
         found += [_call_row(call, depth + 1) for call in calls if call is not own]
-    found += [_call_row(call, 0) for call in made.get("", ())]
-    return found
+    return _merged(found, [_call_row(call, 0) for call in made.get("", ())])
+
+
+def _merged(steps: list[Row], outside: list[Row]) -> list[Row]:
+    """`outside` (calls of no step, in the order they started) put among `steps` before the first top-level
+    step that started after them; a step's own rows stay with it."""
+    merged, waiting = [], list(outside)
+    for row in steps:
+        while waiting and row.depth == 0 and row.is_step and waiting[0].started < row.started:
+            merged.append(waiting.pop(0))
+        merged.append(row)
+    return merged + waiting
 
 
 def _owner(path: str, steps: dict) -> str:

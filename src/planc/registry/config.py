@@ -90,8 +90,8 @@ def registry_from_text(text: str, path: str | Path, *, locked: bool = True, lock
     """The Registry declared by `text`, reported as if read from `path` (which need not exist).
 
     The MCP tools come from `lock_text` when given (a recorded run's copy), else from the lock beside `path`.
-    A tool declared in code (`@planc.tool`, no `params` in its table) comes from `code_tools` when given
-    (a recorded run keeps them), so its module is not imported.
+    A tool declared in code (`@planc.tool`, no `params` in its table) or by an SQL query comes from
+    `code_tools` when given (a recorded run keeps them), so its module is not imported, nor its database read.
 
     >>> registry_from_text('[models.default]\\nbase_url = 5\\nmodel = "m"', Path("planc.toml"))
     Traceback (most recent call last):
@@ -411,6 +411,8 @@ class _Reader:
             self.fail(f"SQL tool `{name}` needs `query`, the SELECT it runs", where, "query")
         if "effects" in table:
             self.fail("an SQL tool only reads, and planc makes sure of it: it takes no `effects`", where, "effects")
+        if self.code_tools is not None and name in self.code_tools:  # as a recorded run kept it: no database read
+            return self.code_tools[name]
         query, path = table["query"], self.folder / provider[len("sql:"):]
         try:
             names = query_parameters(query)

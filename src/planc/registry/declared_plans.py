@@ -78,6 +78,8 @@ class DeclaredPlans(Mapping[str, PlanDeclaration]):
         if name not in self._files:
             declaration = self.declarations[name]
             try:
+                if declaration.file.exists() and not declaration.file.is_file():  # a FIFO would never end
+                    raise OSError(f"{declaration.written} is not a regular file")
                 with open(declaration.file, encoding="utf-8", newline="") as handle:  # spans are offsets into it
                     text = handle.read()
             except (OSError, UnicodeDecodeError) as error:

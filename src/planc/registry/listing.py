@@ -21,7 +21,8 @@ def _tool_json(tool: Tool) -> dict:
         "name": tool.name, "description": tool.description, "provider": tool.provider,
         "params": dict(tool.params), "required": list(tool.required), "pipe": tool.pipe,
         "returns": tool.returns, "returns_at_most": tool.returns_at_most,
-        "effects": attrs.asdict(tool.effects), "cost": attrs.asdict(tool.cost),
+        "effects": attrs.asdict(tool.effects.normalised(), filter=lambda field, _: field.eq),
+        "cost": attrs.asdict(tool.cost),
         "idempotency_key": tool.idempotency_key, "labels": sorted(tool.labels),
     }
 
@@ -41,5 +42,5 @@ def registry_table(registry: Registry):
 
 
 def _effects(tool: Tool) -> str:
-    flags = attrs.asdict(tool.effects)
+    flags = attrs.asdict(tool.effects.normalised(), filter=lambda field, _: field.eq)
     return " ".join(name.replace("_", "-") for name, on in flags.items() if on) or "none"

@@ -38,6 +38,7 @@ import attrs
 from planc.registry.declarations import McpServer
 from planc.registry.errors import ConfigError
 from planc.registry.tool import MCP_META_KEY, Effects, Tool
+from planc.syntax.json_input import read_json
 
 LOCK_NAME = "planc.lock.json"
 LOCK_FORMAT = "planc.lock"
@@ -129,9 +130,11 @@ def read_lock(path: Path, text: str | None = None) -> dict:
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(path, None, f"cannot read it: {getattr(error, 'strerror', None) or error}") from None
     try:
-        data = json.loads(text)
+        data = read_json(text)
     except json.JSONDecodeError as error:
         raise ConfigError(path, error.lineno, f"not valid JSON: {error.msg}; run `planc registry sync`") from None
+    except ValueError as error:
+        raise ConfigError(path, None, f"not a lock planc reads: {error}; run `planc registry sync`") from None
     return check_lock(data, path)
 
 

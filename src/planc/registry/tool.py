@@ -23,6 +23,16 @@ class Effects:
     # a declaration's hash: `effects = { destructive = true }` is the same effects as none at all.
     declared: bool = attrs.field(default=False, eq=False, repr=False)
 
+    def normalised(self) -> Effects:
+        """The effects as every reader takes them (the policy, `registry list`, `show`, `diff`'s risk, the
+        approval): a read-only tool changes nothing, so it is neither destructive nor anything but
+        idempotent, as MCP's annotations mean them.
+
+        >>> Effects(read_only=True).normalised().destructive, Effects().normalised().destructive
+        (False, True)
+        """
+        return attrs.evolve(self, destructive=False, idempotent=True) if self.read_only else self
+
 
 @attrs.frozen
 class Cost:

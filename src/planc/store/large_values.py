@@ -20,6 +20,9 @@ import hashlib
 import json
 import sqlite3
 
+from planc.store.faults import RunStoreError
+from planc.syntax.json_input import read_json
+
 LARGE_CHARS = 4096  # a page: shorter values stay inline, where they are read without another lookup
 REFERENCE = "@"
 
@@ -67,11 +70,11 @@ class Values:
             return None
         if column.startswith(REFERENCE):
             return self.large(column[len(REFERENCE):])
-        return json.loads(column)
+        return read_record(column)
 
     def event(self, column: str, refs: str | None) -> dict:
-        event = json.loads(column)
-        for field, digest in json.loads(refs or "{}").items():
+        event = read_record(column)
+        for field, digest in read_record(refs or "{}").items():
             event[field] = self.large(digest)
         return event
 
@@ -80,5 +83,14 @@ class Values:
             row = self.db.execute("SELECT json FROM large_values WHERE hash = ?", (digest,)).fetchone()
             if row is None:
                 raise LookupError(f"the large value {digest} is missing")
-            self.loaded[digest] = json.loads(row[0])
+            self.loaded[digest] = read_record(row[0])
         return self.loaded[digest]
+
+
+def read_record(text: str):
+    """A JSON column of the run store, read back; a RunStoreError when it cannot be (a store changed by hand
+    to hold what planc never writes: not JSON, or nested past what planc reads)."""
+    try:
+        return read_json(text)
+    except ValueError as error:
+        raise RunStoreError(f"a record of the run store cannot be read: {error}") from None

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from planc.store import faults
 from planc.store.faults import RunLeased, RunStoreError, cannot_write, store_failure
-from planc.store.large_values import Values, keep, keep_event, to_json
+from planc.store.large_values import Values, keep, keep_event, read_record, to_json
 from planc.store.lease import Holder, holds
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
@@ -140,8 +140,11 @@ class RunStore:
             self.db = self._open_to_read()
 
     def _open(self) -> sqlite3.Connection:
+        existed = self.path.exists()
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=faults.BUSY_TIMEOUT_S)
         try:
+            if existed:
+                newer(db, self.path)  # before anything is written: a newer planc's store is left as it is
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(SCHEMA)
@@ -168,6 +171,9 @@ class RunStore:
                 db.close()
                 failed = error
                 continue
+            if version > SCHEMA_VERSION:
+                db.close()
+                newer(db, self.path, version)
             if version < SCHEMA_VERSION:
                 db.close()
                 raise RunStoreError(f"{self.path}: cannot read the run store: an older planc wrote it, and it cannot "
@@ -259,7 +265,7 @@ class RunStore:
             return {"id": row[0], "started_at": row[1], "finished_at": row[2], "plan": value(row[3]),
                     "lines": [tuple(line) for line in value(row[4])],
                     "refused": {int(number): why for number, why in value(row[5]).items()},
-                    "options": json.loads(row[6]), "runs": runs}
+                    "options": read_record(row[6]), "runs": runs}
 
     def batch_calls(self, batch_id: str) -> list[str]:
         """The tool of every call the batch's runs made (a call the gate refused was not made)."""
@@ -429,7 +435,7 @@ class RunStore:
         value = Values(self.db)
         return self._as_seen(self.db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
                 "plan": value(row[4]), "arguments": value(row[5]), "output": value(row[6]), "message": row[7],
-                "options": json.loads(row[8]) if row[8] is not None else {}, "batch": row[9], "batch_line": row[10],
+                "options": read_record(row[8]) if row[8] is not None else {}, "batch": row[9], "batch_line": row[10],
                 "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": value(c[3]), "output": value(c[4]),
                            "error": c[5], "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown",
                            "idempotency_key": c[9], "labels": json.loads(c[10]) if c[10] is not None else None}
@@ -444,6 +450,17 @@ def _labels_json(labels: dict | None) -> str | None:
 def _new_id() -> str:
     """A new run's or batch's id: when it started, and 8 random hex digits."""
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+
+
+def newer(db: sqlite3.Connection, path: Path, version: int | None = None) -> None:
+    """A RunStoreError when the store at `path` was written by a newer planc (its schema `version`, read from
+    `db` when not given): this planc can neither read nor migrate it, and must not write to it."""
+    if version is None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise RunStoreError(f"{path}: a newer planc wrote this run store (its schema is version {version}; this "
+                            f"planc reads up to version {SCHEMA_VERSION}): it is left untouched; use that planc, "
+                            "or another --store")
 
 
 def _migrate(db: sqlite3.Connection) -> None:

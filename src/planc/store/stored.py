@@ -15,8 +15,10 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 
+from planc.syntax.json_input import read_json
+
 FORMAT = "planc.plan"
-VERSION = 2  # 2: `plans`, the files of the declared plans it can reach
+VERSION = 3  # 2: `plans`, the files of the declared plans it can reach; 3: `params`, its own declared params
 
 
 def _no_plans_recorded(stored: dict) -> dict:
@@ -25,15 +27,21 @@ def _no_plans_recorded(stored: dict) -> dict:
     return {**stored, "plans": None}
 
 
+def _no_params_recorded(stored: dict) -> dict:
+    """Version 2 did not record the `params` of a plan compiled from a declared plan's file: `params` is null,
+    and the plan's `$args` are as untyped as they were then."""
+    return {**stored, "params": None}
+
+
 # version -> the function that turns a stored plan of that version into one of the next
 # version. A change of format adds one entry here (and keeps the committed fixtures loading).
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _no_plans_recorded}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _no_plans_recorded, 2: _no_params_recorded}
 
 _DIGEST = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 # What a stored plan of the current version holds; anything else is refused before it is used.
 STORED_PLAN = {
     "type": "object",
-    "required": ["format", "version", "source", "canonical", "ast", "registry", "policy", "plans", "hash"],
+    "required": ["format", "version", "source", "canonical", "ast", "registry", "policy", "plans", "params", "hash"],
     "additionalProperties": False,
     "properties": {
         "format": {"const": FORMAT},
@@ -46,6 +54,8 @@ STORED_PLAN = {
                                     "tools": {"type": "object", "additionalProperties": _DIGEST}}},
         "policy": {"anyOf": [_DIGEST, {"type": "null"}]},
         "plans": {"anyOf": [{"type": "object", "additionalProperties": _DIGEST}, {"type": "null"}]},
+        # the JSON Schema of each run argument, when the plan is a declared plan's file with `params`
+        "params": {"anyOf": [{"type": "object", "additionalProperties": {"type": "object"}}, {"type": "null"}]},
         "hash": _DIGEST,
     },
 }
@@ -138,6 +148,8 @@ def save_plan(checked, *, registry=None, policy=None) -> dict:
                      "tools": {name: tool_hash(tools[name]) for name in sorted(tools)}},
         "policy": _policy_hash(policy),
         "plans": _plan_files(checked, registry),
+        "params": dict(checked.context.arguments) if checked.context and checked.context.arguments is not None
+        else None,
     }
     # The hash is over the JSON as it is read back, so a value JSON changes (a tuple) still verifies.
     stored = json.loads(canonical_json(stored))
@@ -152,7 +164,7 @@ def dump(stored: Mapping) -> str:
 
 def _read(text: str) -> dict:
     try:
-        stored = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        stored = read_json(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as error:
         raise StoredPlanError(f"not a stored plan: not JSON ({error})") from None
     except ValueError as error:  # a duplicate key: which of its values would count is anybody's guess
@@ -228,11 +240,13 @@ def load_plan(text: str, *, registry=None, policy=None, principal: str | None = 
     """The CheckResult of the stored plan `text`, re-checked against the current `registry` and `policy`.
 
     Refused with StoredPlanError when it is not a stored plan, is of an unknown version, was
-    modified, has errors now, or a tool it calls or the policy changed since it was compiled.
+    modified, has errors now, or a tool it calls or the policy changed since it was compiled. Its run
+    arguments are `arguments` (the JSON Schema of each) when given, else the `params` it was compiled with.
     `limits` are the budgets of `check` (`max_usd`, `max_calls`, `max_inferences`).
     """
-    from planc.passes.check import check
+    from planc.passes.check import check, named_policy
 
+    policy = named_policy(policy, registry)
     stored = migrate(_read(text))
     _check_fields(stored)
     _verify_hash(stored)
@@ -249,6 +263,7 @@ def load_plan(text: str, *, registry=None, policy=None, principal: str | None = 
                      else "the policy was removed" if policy is None else "the policy changed")
     if stale:
         raise StoredPlanError(f"stored plan is stale: {'; '.join(stale)} since it was compiled; compile it again")
+    arguments = arguments if arguments is not None else stored["params"]
     checked = check(stored["source"], registry=registry, policy=policy, arguments=arguments, approvals=approvals,
                     principal=principal, **limits)
     errors = [d for d in checked.diagnostics if d.is_error]

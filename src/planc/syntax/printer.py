@@ -16,6 +16,7 @@ tests check it on random trees.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 
@@ -24,6 +25,8 @@ from planc.syntax.templates import HOLE
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 INDENT = "  "
+# A surrogate with no partner: no UTF-8 text holds it raw, so it is written as its `\uXXXX` escape.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def print_plan(plan: ast.Plan) -> str:
@@ -83,7 +86,8 @@ def print_string(string: ast.String) -> str:
         if isinstance(part, ast.Hole):
             pieces.append("{" + print_expr(part.target) + "}")
         else:
-            escaped = json.dumps(part, ensure_ascii=False)[1:-1]
+            escaped = LONE_SURROGATE.sub(lambda match: "\\u%04x" % ord(match.group()),
+                                         json.dumps(part, ensure_ascii=False)[1:-1])
             pieces.append(HOLE.sub(lambda match: "\\" + match.group(), escaped))
     return '"' + "".join(pieces) + '"'
 
@@ -101,9 +105,22 @@ def _operand(expr: ast.Expr, needs_parentheses: tuple, indent: str) -> str:
     return f"({text})" if isinstance(expr, needs_parentheses) else text
 
 
+# While `planc fmt` prints (`format.py`), the comments still to be placed: a block asks it for those
+# before and after each of its pipelines, so a comment written inside a block stays there.
+COMMENTS: contextvars.ContextVar = contextvars.ContextVar("comments", default=None)
+
+
 def _block(block: ast.Block, indent: str) -> str:
-    if len(block.pipelines) == 1 and len(block.pipelines[0].steps) == 1:
+    comments = COMMENTS.get()
+    if len(block.pipelines) == 1 and len(block.pipelines[0].steps) == 1 and \
+            (comments is None or not comments.within(block.span)):
         return "{ " + print_step(block.pipelines[0].steps[0], indent) + " }"
     inner = indent + INDENT
-    body = "\n".join(inner + print_pipeline(pipeline, inner) for pipeline in block.pipelines)
-    return "{\n" + body + "\n" + indent + "}"
+    lines = []
+    for number, pipeline in enumerate(block.pipelines):
+        before = comments.before(pipeline) if comments is not None else []
+        lines += [inner + comment for _, comment in before]
+        text = inner + print_pipeline(pipeline, inner)
+        after = comments.after(block.pipelines, number) if comments is not None else []
+        lines.append(text + ("  " + " ".join(comment for _, comment in after) if after else ""))
+    return "{\n" + "\n".join(lines) + "\n" + indent + "}"

@@ -65,7 +65,7 @@ def over_budget(steps: list[tuple[ast.Step, str, CostRange]], budget: Budget) ->
         before = 0.0
         for step, path, cost in steps:
             most = getattr(cost, field).high
-            if _exceeds(before + most, limit):
+            if exceeds(before + most, limit):
                 total = sum(getattr(cost, field).high for _, _, cost in steps)
                 found.append(_over(step, path, option, noun, limit, total, before, most))
                 break
@@ -98,6 +98,6 @@ def _amount(value: float, noun: str | None) -> str:
     return f"{value:,.0f} {noun}{'s' if value != 1 else ''}"
 
 
-def _exceeds(value: float, limit: float) -> bool:
+def exceeds(value: float, limit: float) -> bool:
     """Whether `value` is over `limit`; sums of dollars carry float error, which is not over."""
     return value > limit and not math.isclose(value, limit, rel_tol=1e-9)

@@ -229,11 +229,9 @@ def tool_attributes(tool: Tool) -> dict:
     As in MCP's annotations, `destructive` and `idempotent` are about tools that change
     something: a read-only tool is neither destructive nor anything but idempotent.
     """
-    effects = tool.effects
-    read_only = effects.read_only
-    return {"read_only": read_only, "destructive": effects.destructive and not read_only,
-            "idempotent": effects.idempotent or read_only, "open_world": effects.open_world,
-            "server": tool.server or ""}
+    effects = tool.effects.normalised()
+    return {"read_only": effects.read_only, "destructive": effects.destructive, "idempotent": effects.idempotent,
+            "open_world": effects.open_world, "server": tool.server or ""}
 
 
 def cedar_value(value, where: str = "context.args"):

@@ -19,17 +19,18 @@ UNEVALUATED = ("a policy that cannot be evaluated for a call denies it: a value 
 
 
 def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy: Policy,
-           caller: tuple[ast.Step, str, bool, str] | None = None, blame: Blame | None = None,
-           approvals: bool = False) -> Diagnostic:
+           caller: tuple[ast.Step, str, bool, str] | None = None, tool: str | None = None,
+           blame: Blame | None = None, approvals: bool = False) -> Diagnostic:
     """E400 at `step`'s tool (step path `path`) for the call `decision` denied, asked by `principal` of `policy`.
 
     `caller` is, for a step of a declared plan, (the calling step, its path, whether it runs per
-    item, the plan's file as written): the error is then the calling step's. `blame` is, for a call
-    denied for where its values came from, the argument and its labels (`flow_denial`); with `approvals`
-    such a call is a warning (W505), as a person will decide.
+    item, the plan's file as written): the error is then the calling step's. `tool` names the tool called
+    when it is not the step's own (a call an `agent` step's model chose). `blame` is, for a call denied
+    for where its values came from, the argument and its labels (`flow_denial`); with `approvals` such a
+    call is a warning (W505), as a person will decide.
     """
     if blame is not None and not decision.failed and not decision.problem:
-        return flow_denial(step, path, decision, principal, policy, caller, blame, approvals)
+        return flow_denial(step, path, decision, principal, policy, caller, blame, approvals, tool)
     hints = [rule.reason for rule in decision.policies if rule.reason and rule.effect == "forbid"]
     if not decision.policies and not decision.problem:
         hints.append("a call is allowed only when some `permit` policy matches it and no `forbid` policy does")
@@ -40,7 +41,7 @@ def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy
         listed = ", ".join(f"`{arg}`" for arg in dynamic)
         hints.append(f"{listed} {'is' if len(dynamic) == 1 else 'are'} only known at run time: "
                      "named in `context.dynamic`, with no value in `context.args`")
-    at, tool = step.tool.span, step.tool.text
+    at, tool = step.tool.span, tool or step.tool.text
     if caller is not None:  # a step of a declared plan: the error is the calling step's
         where = step.tool.span.start
         hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "
@@ -81,7 +82,7 @@ class Blame:
 
 
 def flow_denial(step: ast.Step, path: str, decision: Decision, principal: str, policy: Policy,
-                caller, blame: Blame, approvals: bool = False) -> Diagnostic:
+                caller, blame: Blame, approvals: bool = False, tool: str | None = None) -> Diagnostic:
     """E400 for a call denied for where a value came from: at the reference that carries the labels, with
     the step and tool the value came from. With `approvals` (a person will be asked when the run reaches
     it), W505 instead."""
@@ -96,7 +97,7 @@ def flow_denial(step: ast.Step, path: str, decision: Decision, principal: str, p
     if not approvals:
         hints.append(FLOW_HINT)
     at = blame.carriers[0][0].span if blame.carriers else step.tool.span
-    tool = step.tool.text
+    tool = tool or step.tool.text
     if caller is not None:  # a step of a declared plan: the error is the calling step's
         where = step.tool.span.start
         hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "

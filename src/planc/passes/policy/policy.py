@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from planc.analysis.agent_tools import call_effects
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
@@ -73,8 +74,8 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
             decisions[step] = decision
         if not decision.allowed:
             blame = flow_blame(context.policy, context.principal, ask, flows.get(ask.step))
-            diagnostics.append(denial(step, ask.step, decision, context.principal, context.policy, caller, blame,
-                                      context.approvals))
+            diagnostics.append(denial(step, ask.step, decision, context.principal, context.policy, caller,
+                                      blame=blame, approvals=context.approvals))
     return PolicyFacts(decisions), diagnostics
 
 
@@ -110,6 +111,9 @@ def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list, flows
         tool = resolution.tools.get(step) or (Tool(step.tool.text) if context.registry is None else None)
         if tool is None:  # an unknown tool, already reported by resolve
             continue
+        if tool.name == "agent" and tool.provider == "builtin":  # judged by what the tools it may call may do
+            tool = attrs.evolve(tool, effects=call_effects(step, tool, context.registry, resolution.targets,
+                                                            context.plans))
         args, dynamic = _arguments(step, tool, piped)
         path = prefix + resolution.paths[step]
         call = flows.get(path)

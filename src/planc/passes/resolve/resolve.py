@@ -17,6 +17,7 @@ import attrs
 from planc.diagnostics import Diagnostic, Fix, sort_key
 from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
+from planc.passes.resolve.labels import misplaced_labels
 from planc.passes.resolve.signatures import check_arguments, unknown_tool
 from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS, param_binds
 from planc.registry.registry import Registry
@@ -53,6 +54,7 @@ def resolve(plan: ast.Plan, context: CheckContext) -> tuple[Resolution, list[Dia
     resolver = _Resolver(plan, context.registry, context.plans)
     resolver.visit_steps(plan.pipelines, frames=(), bound=frozenset(), prefix="")
     resolver.check_labels()
+    resolver.diagnostics.extend(misplaced_labels(plan.pipelines, resolver.targets, resolver.paths))
     resolution = Resolution(resolver.targets, resolver.paths, resolver.tools)
     return resolution, sorted(resolver.diagnostics, key=sort_key)
 
@@ -112,8 +114,10 @@ class _Resolver:
             path = self.paths[step] = f"{prefix}{number}"
             tool = self.resolve_tool(step, id(step) in piped, path)
             for arg in step.args:
-                # An unknown tool's E200 says it all: what its arguments bind is unknown too.
-                binds = (UNKNOWN,) if tool is None and self.registry is not None else param_binds(tool, arg.name.text)
+                # What an unknown tool's arguments bind is unknown when it may be a misspelt `map`, `filter` or
+                # `reduce`; else they bind nothing, and their own errors are reported beside E200.
+                unknown = tool is None and self.registry is not None and _may_bind(step)
+                binds = (UNKNOWN,) if unknown else param_binds(tool, arg.name.text)
                 self.visit_arg(arg, step, frames, bound, binds, path)
 
     def resolve_tool(self, step: ast.Step, piped: bool, path: str) -> Tool | None:
@@ -297,3 +301,14 @@ def iter_refs(plan: ast.Plan) -> Iterator[ast.Ref]:
                     yield node
                 elif not isinstance(node, ast.Block):
                     pending.extend(children(node))
+
+
+def _may_bind(step: ast.Step) -> bool:
+    """Whether `step`, whose tool is unknown, may be a control step that binds names: it is given a block
+    (`for_each(do: { ... })`), or its name is close to one's (`mapp`, `fitler`)."""
+    import difflib  # only for a plan with an unknown tool
+
+    if any(type(arg.value) is ast.Block for arg in step.args):
+        return True
+    binding = [name for name, tool in CONTROL_STEPS.items() if tool.binds]
+    return bool(difflib.get_close_matches(step.tool.text.lower(), binding, n=1, cutoff=0.6))

@@ -2,7 +2,8 @@
 
 Models write `{{E0.title}}` (Jinja, Mustache), `${{ steps.x }}` (GitHub
 Actions), `${item.id}` (JavaScript) or `{E0.title}` (Python's `str.format`).
-planc leaves all of them as literal text, so they are reported; a lone word in
+planc leaves all of them as literal text (but for a planc hole inside one, as
+`{{item}}`: that is filled, its braces kept), so they are reported; a lone word in
 single braces (`{name}`) is left alone unless it names a label or a binding
 here, as a tool may well do its own templating. The fix to
 the planc spelling is offered only where it is certain: the text inside
@@ -53,11 +54,13 @@ def foreign_holes(string: ast.String, source: str, spell: Callable[[str], str | 
         if match["single"] is not None and not replacement and not REFERENCE_LIKE.match(inner):
             continue  # a lone `{name}` is as likely meant for a tool that does its own templating
         span = Span(start + match.start(), start + match.end(), lines)
-        if replacement:
-            yield diagnostic("W502", "foreign_hole", span, step=step, hints=(f"did you mean `{replacement}`?",),
-                             fix=Fix(span, replacement), text=text)
+        filled = HOLE.search(text, 1)  # `{{item}}`, `${item}`: the run fills the planc hole inside
+        hints, fix = ((f"did you mean `{replacement}`?",), Fix(span, replacement)) if replacement else ((HINT,), None)
+        if filled:
+            yield diagnostic("W502", "foreign_hole_filled", span, step=step, hints=hints, fix=fix, text=text,
+                             hole=filled.group())
         else:
-            yield diagnostic("W502", "foreign_hole", span, step=step, hints=(HINT,), text=text)
+            yield diagnostic("W502", "foreign_hole", span, step=step, hints=hints, fix=fix, text=text)
 
 
 def _planc_spelling(inner: str, spell: Callable[[str], str | None]) -> str | None:

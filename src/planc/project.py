@@ -1,0 +1,125 @@
+"""A project: what a plan is checked and run against, opened one way for the command line and for Python.
+
+A project is the planc.toml found for a path (the one named, else the nearest at or above it), and what
+it says: the registry, the policy it names (loaded, so no check forgets it), who plans run for, the
+`[budget]`, and where the run store is. `planc check`, `planc run` and the other commands open it
+through the functions here (`cli/project.py` only turns their errors into messages), and
+`planc.load_project` gives the same to a program:
+
+    >>> import planc
+    >>> project = planc.load_project("examples/incidents")
+    >>> project.policy is not None, project.principal
+    (True, 'User::"anonymous"')
+    >>> project.check('search(query: "disk", limit: 5)').ok
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from planc.passes.cost.budget import Budget
+from planc.passes.policy.load import Policy, check_principal, load_policy, principal_of
+from planc.registry.config import find_config, load_registry
+from planc.registry.errors import ConfigError
+from planc.registry.registry import Registry
+
+
+def find_registry(config: str | Path | None, near: str | Path | None = None, *, locked: bool = True) -> Registry | None:
+    """The registry of the planc.toml `config`; else of the nearest planc.toml above `near` (a plan file or
+    a folder), then above the working directory; else None. A ConfigError when it cannot be loaded."""
+    path = Path(config) if config else None
+    if path is None and near is not None and str(near) != "-":
+        near = Path(near).resolve()
+        path = find_config(near if near.is_dir() else near.parent)
+    path = path or find_config(Path.cwd())
+    return load_registry(path, locked=locked) if path is not None else None
+
+
+def find_policy(policy_file: str | Path | None, registry: Registry | None, principal: str) -> Policy | None:
+    """The policy of `policy_file`, else the one planc.toml names, else None; `principal` checked. A
+    PolicyError when either cannot be used."""
+    check_principal(principal)
+    path = Path(policy_file) if policy_file else (registry.policy if registry is not None else None)
+    return load_policy(path) if path else None
+
+
+def principal_for(registry: Registry | None, principal: str | None) -> str:
+    """Who plans run for: `principal`, else planc.toml's, else anonymous; a PolicyError when it is not an entity."""
+    principal = principal_of(principal, registry)
+    check_principal(principal)
+    return principal
+
+
+def store_path(store: str | Path | None, registry: Registry | None = None) -> Path:
+    """Where the run store is: `store` (`--store`, $PLANC_STORE), else planc.toml's `store`, else
+    `.planc/runs.sqlite` beside the planc.toml in use, else under the working directory. Without a
+    registry only `store` of the nearest planc.toml is read (its tools are not loaded); a ConfigError when
+    it cannot be."""
+    from planc.store.run_store import DEFAULT_PATH  # not loaded by the commands that never open the store
+
+    if store:
+        return Path(store)
+    if registry is not None and registry.source is not None:
+        return registry.store or registry.folder / DEFAULT_PATH
+    config = find_config(Path.cwd())
+    if config is None:
+        return DEFAULT_PATH
+    import tomllib
+
+    try:
+        declared = tomllib.loads(config.read_text(encoding="utf-8")).get("store")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(config, None, f"cannot read where the run store is: {error}") from None
+    return config.parent / (declared if isinstance(declared, str) else DEFAULT_PATH)
+
+
+@attrs.frozen
+class Project:
+    """What a planc.toml says a plan is checked and run against: `planc check` and `planc run` use the same."""
+
+    registry: Registry | None
+    policy: Policy | None
+    principal: str
+    budget: Budget
+    store: Path
+
+    def arguments(self, path: str | Path | None) -> Mapping[str, Mapping] | None:
+        """The `params` of the plan file `path` when planc.toml declares it (`[plans.NAME]`), which type `$args`."""
+        return self.registry.plan_arguments(Path(path)) if self.registry is not None and path else None
+
+    def check(self, text: str, *, path: str | Path | None = None, extract_plan: bool = False,
+              max_usd: float | None = None, max_calls: int | None = None, max_inferences: int | None = None):
+        """`text` checked as `planc check` checks it (read from `path`, which gives a declared plan its
+        `params`): with the registry, policy and principal of the project, and its `[budget]` where
+        `max_usd`, `max_calls` and `max_inferences` (the commands' `--max-*`) say nothing."""
+        from planc.passes.check import check
+
+        return check(text, extract_plan=extract_plan, registry=self.registry, arguments=self.arguments(path),
+                     policy=self.policy, principal=self.principal, max_usd=max_usd, max_calls=max_calls,
+                     max_inferences=max_inferences)
+
+    def run(self, checked, *, arguments: Mapping | None = None, hooks=None, record: bool = True, **options):
+        """Run `checked` as `planc run` does: recorded in the project's run store (unless `record` is false),
+        with its registry, policy and principal. `options` go to `planc.run` (schedule, executor, ...)."""
+        from planc.backend.hooks import Hooks
+        from planc.backend.recorded_run import run
+
+        return run(checked, arguments=arguments, hooks=hooks or Hooks(), registry=self.registry, policy=self.policy,
+                   principal=self.principal, store=self.store if record else None, **options)
+
+
+def load_project(path: str | Path = ".", *, config: str | Path | None = None, policy: str | Path | None = None,
+                 principal: str | None = None, store: str | Path | None = None) -> Project:
+    """The project of `path` (a planc.toml, a plan file or a folder: the nearest planc.toml at or above
+    it), as the commands open it; `config`, `policy`, `principal` and `store` as their options say
+    otherwise. A ConfigError or PolicyError when planc.toml or the policy cannot be used."""
+    path = Path(path)
+    registry = find_registry(config or (path if path.is_file() and path.suffix == ".toml" else None), path)
+    who = principal_for(registry, principal)
+    return Project(registry, find_policy(policy, registry, who), who,
+                   Budget.of(None, None, None, registry.budget if registry is not None else None),
+                   store_path(store, registry))
