@@ -41,7 +41,7 @@ FENCED_ANSWER = """\
 Answer with exactly one fenced code block (```) holding the whole plan. Say nothing inside the
 block but the plan; a short sentence before it is fine."""
 
-BARE_ANSWER = "Answer with the plan alone: its steps, one per line, and nothing else. The plan:"
+BARE_ANSWER = "Answer with the plan alone: its steps, one per line, and nothing else."
 
 FOUND = '"{$found.length} found"'  # a template reading the example's first step
 TOKEN_CHARS = 4  # about this many characters to a token, for English text and code
@@ -50,8 +50,9 @@ TOKEN_CHARS = 4  # about this many characters to a token, for English text and c
 def system_prompt(registry: Registry | None = None, *, fenced: bool = True, policy: Policy | None = None,
                   principal: str | None = None) -> str:
     """The system prompt for `registry` (only the control steps without one). `fenced=False` asks for
-    the bare plan, as a grammar-constrained decoder produces it, and ends where the plan begins. A tool
-    `policy` forbids `principal` to call whatever its arguments is left out, named with the reason.
+    the bare plan, as a grammar-constrained decoder produces it. A tool `policy` forbids `principal` to
+    call whatever its arguments is left out (`forbidden` says which): naming it would only put it in
+    a small model's way.
 
     >>> text = system_prompt()
     >>> "map(over: list (piped), do: block, concurrency: integer >= 1 = 1)" in text
@@ -64,10 +65,6 @@ def system_prompt(registry: Registry | None = None, *, fenced: bool = True, poli
     if tools:
         parts.append("Tools:")
         parts += [_tool_entry(tool) for tool in tools]
-        parts.append("")
-    if refused:
-        parts.append("Never call these tools, which the policy forbids:")
-        parts += [f"- {name}: {reason}" for name, reason in refused.items()]
         parts.append("")
     parts.append("Control steps (planc runs these itself):")
     parts += [_tool_entry(tool) for tool in CONTROL_STEPS.values()]
