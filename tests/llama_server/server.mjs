@@ -39,23 +39,21 @@ async function grammarFor(text) {
 }
 
 async function complete(body) {
-    {
-        const stop = body.stop == null ? [] : [].concat(body.stop);
-        const result = await chat.generateResponse(history(body.messages ?? []), {
-            maxTokens: body.max_tokens ?? 256,
-            temperature: body.temperature ?? 0,
-            topP: body.top_p,
-            seed: body.seed,
-            grammar: body.grammar ? await grammarFor(body.grammar) : undefined,
-            customStopTriggers: stop.length ? stop : undefined,
-        });
-        const finish = result.metadata.stopReason === "maxTokens" ? "length" : "stop";
-        return {
-            id: `chatcmpl-${seen.length}`, object: "chat.completion", model: "smollm2",
-            choices: [{index: 0, message: {role: "assistant", content: result.response}, finish_reason: finish}],
-            usage: {prompt_tokens: 0, completion_tokens: 0, total_tokens: 0},
-        };
-    }
+    const stop = body.stop == null ? [] : [].concat(body.stop);
+    const result = await chat.generateResponse(history(body.messages ?? []), {
+        maxTokens: body.max_tokens ?? 256,
+        temperature: body.temperature ?? 0,
+        topP: body.top_p,
+        seed: body.seed,
+        grammar: body.grammar ? await grammarFor(body.grammar) : undefined,
+        customStopTriggers: stop.length ? stop : undefined,
+    });
+    const finish = result.metadata.stopReason === "maxTokens" ? "length" : "stop";
+    return {
+        id: `chatcmpl-${seen.length}`, object: "chat.completion", model: "smollm2",
+        choices: [{index: 0, message: {role: "assistant", content: result.response}, finish_reason: finish}],
+        usage: {prompt_tokens: 0, completion_tokens: 0, total_tokens: 0},
+    };
 }
 
 function send(response, status, value) {
