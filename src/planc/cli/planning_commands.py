@@ -23,18 +23,26 @@ from planc.cli.usage import UsageError
 
 @click.command("prompt")
 @CONFIG_OPTION
+@POLICY_OPTION
+@PRINCIPAL_OPTION
 @click.option("--bare", is_flag=True, help="Ask for the bare plan, as a grammar-constrained decoder writes it, "
                                           "rather than a fenced block.")
-def prompt_command(config: str | None, bare: bool) -> None:
+def prompt_command(config: str | None, policy_file: str | None, principal: str | None, bare: bool) -> None:
     """Print the system prompt that teaches a model to write plans for this registry.
 
-    Its size goes to stderr, in characters and (about) tokens.
+    The tools the policy forbids the principal whatever their arguments are left out (stderr names
+    them, with the policy's reason). Its size goes to stderr, in characters and (about) tokens.
     """
-    from planc.planning.prompt import estimated_tokens, system_prompt
+    from planc.planning.prompt import estimated_tokens, forbidden, system_prompt
 
     registry = find_registry(config)
-    text = system_prompt(registry, fenced=not bare)
+    principal = principal_for(registry, principal)
+    policy = find_policy(policy_file, registry, principal)
+    text = system_prompt(registry, fenced=not bare, policy=policy, principal=principal)
     click.echo(text, nl=False)
+    tools = [registry.tools[name] for name in sorted(registry.tools)] if registry is not None else []
+    for name, reason in forbidden(tools, policy, principal).items():
+        click.echo(f"left out: {name}, which the policy forbids ({reason})", err=True)
     where = f"for {registry.source}" if registry is not None else "with no planc.toml: the control steps only"
     click.echo(f"prompt {where}: {len(text):,} characters, about {estimated_tokens(text):,} tokens", err=True)
 

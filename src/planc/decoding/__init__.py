@@ -20,11 +20,15 @@ FORMATS = ("lark", "gbnf")
 __all__ = ["FORMATS", "GrammarError", "export_grammar"]
 
 
-def export_grammar(registry: Registry | None = None, format: str = "lark") -> str:
+def export_grammar(registry: Registry | None = None, format: str = "lark", full: bool = False) -> str:
     """The grammar of plans, as text in `format` ("lark" or "gbnf"): narrowed to `registry`'s tools,
-    their parameters and the types of their literals when given one, else the whole language.
+    their parameters and the types of their literals when given one. It is the decoder grammar
+    (`layout.py`: plans as `planc fmt` prints them, no comments) unless `full`, which gives every
+    text the parser takes.
 
-    >>> "start: IGNORED? plan IGNORED?" in export_grammar().splitlines()
+    >>> "start: IGNORED? plan IGNORED?" in export_grammar(full=True).splitlines()
+    True
+    >>> "start: plan" in export_grammar().splitlines()
     True
     """
     from planc.decoding.read import read_grammar
@@ -39,6 +43,12 @@ def export_grammar(registry: Registry | None = None, format: str = "lark") -> st
         grammar = specialise(grammar, registry)
         header += ("\nNarrowed to a registry: a step calls one of its tools or a control step, with that tool's "
                    "parameters;\na literal for a parameter of a plain type has that type.")
+    if not full:
+        from planc.decoding.layout import for_decoder
+
+        grammar = for_decoder(grammar)
+        header += ("\nFor a model to write: plans as `planc fmt` prints them, without comments, at least one step, "
+                   "\nending with the newline after the last one (`--full`: every text the parser takes).")
     header += "\nWhat the grammar leaves to `planc check` is in docs/grammar.md."
     if format == "lark":
         from planc.decoding.lark_format import to_lark

@@ -39,13 +39,14 @@ def to_gbnf(grammar: Grammar, header: str) -> str:
     def spaced(node):
         """A lexeme, with the whitespace and comments that may follow it."""
         lexeme = isinstance(node, Literal) or isinstance(node, Symbol) and node.terminal
-        return Seq((node, Many(Symbol(WS), 0, 1))) if lexeme else None
+        return Seq((node, Many(Symbol(WS), 0, 1))) if lexeme and grammar.ignore else None
 
     ignored = [_characters(grammar.terminals[name]) for name in grammar.ignore]
     to_end = [expr for expr in ignored if _runs_to_line_end(expr)]
     spaces = Choice(tuple(Seq((expr, Literal("\n"))) if expr in to_end else expr for expr in ignored))
-    root = Seq((Many(Symbol(WS), 0, 1), replace(grammar.rule(grammar.start), spaced))
-               + ((Many(Symbol(WS_END), 0, 1),) if to_end else ()))
+    root = replace(grammar.rule(grammar.start), spaced)
+    if grammar.ignore:
+        root = Seq((Many(Symbol(WS), 0, 1), root) + ((Many(Symbol(WS_END), 0, 1),) if to_end else ()))
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
     lines += ["", f"root ::= {write(root, leaf)}"]
     lines += [f"{names[name]} ::= {write(replace(expr, spaced), leaf)}" for name, expr in grammar.rules.items()
@@ -61,6 +62,8 @@ def to_gbnf(grammar: Grammar, header: str) -> str:
     # rule, made of `space` lexemes, rather than melting it into the lexemes around it (as it
     # does with any rule of lexemes only): a lexeme `NAME ws "="` would make its greedy lexer read
     # `search (` as the start of a label, and fail at the `(`.
+    if not grammar.ignore:  # the decoder grammar: every space is in the rules
+        return "\n".join(lines) + "\n"
     lines.append(f"{WS} ::= {SPACE} {WS}?")
     lines.append(f"{SPACE} ::= {write(spaces, leaf)}")
     if to_end:

@@ -22,7 +22,9 @@ def to_lark(grammar: Grammar, header: str) -> str:
     skip = _free_name("IGNORED", grammar)
     # llguidance applies `%ignore` only between two lexemes, never before the first one or after
     # the last, where the lexer takes whitespace and comments as well: the start rule says so.
-    start = Seq((Many(Symbol(skip), 0, 1), grammar.rule(grammar.start), Many(Symbol(skip), 0, 1)))
+    start = grammar.rule(grammar.start)
+    if grammar.ignore:
+        start = Seq((Many(Symbol(skip), 0, 1), start, Many(Symbol(skip), 0, 1)))
     lines += ["", f"{grammar.start}: {write(start, _leaf)}"]
     lines += [f"{name}: {write(expr, _leaf)}" for name, expr in grammar.rules.items() if name != grammar.start]
     lines.append("")
@@ -32,8 +34,9 @@ def to_lark(grammar: Grammar, header: str) -> str:
         lines.append(f"{name}: /{_pattern(pattern)}/")
     # One `%ignore` of one terminal, the same as the start rule's: with several, or with another
     # terminal matching the same text, llguidance's lexer may take the wrong one and fail.
-    lines.append(f"{skip}: ({' | '.join(grammar.ignore)})+")
-    lines.append(f"%ignore {skip}")
+    if grammar.ignore:
+        lines.append(f"{skip}: ({' | '.join(grammar.ignore)})+")
+        lines.append(f"%ignore {skip}")
     return "\n".join(lines) + "\n"
 
 

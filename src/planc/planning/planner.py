@@ -12,6 +12,7 @@ exchange and a replay reproduces it with no model.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping
 
 import attrs
@@ -28,6 +29,7 @@ ROLE = "planner"
 ROUNDS = 3
 PATH = "plan"  # the step path the planning inferences are recorded at
 GRAMMAR_FORMATS = ("lark", "gbnf")
+REPAIR_OPENING = "Your plan has "  # how every repair message begins (diagnostics.render_repair)
 
 
 @attrs.frozen
@@ -78,16 +80,22 @@ async def plan_async(task: str, *, registry: Registry | None, policy: Policy | N
         raise ValueError("planning needs at least one round")
     if registry is None:
         raise ValueError("planning needs a registry: the tools to plan with and the models to ask")
-    messages: list[dict] = [{"role": "system", "content": system_prompt(registry, fenced=grammar is None)},
-                            {"role": "user", "content": task}]
-    model = StepModel(lambda: ModelClient.for_role(registry, role), role, PATH, recorder)
+    from planc.backend.models import role_config
+
+    prompt = system_prompt(registry, fenced=grammar is None, policy=policy, principal=principal)
+    messages: list[dict] = [{"role": "system", "content": prompt}, {"role": "user", "content": task}]
+    model = StepModel(lambda: ModelClient.for_role(registry, role), role, PATH, recorder,
+                      config=role_config(registry, role))
     extra = grammar_request(registry, grammar) if grammar is not None else None
     done: list[Round] = []
     try:
         for number in range(1, rounds + 1):
             reply = await model.chat(messages, extra=extra)
             text = reply.content or ""
-            checked = check(text, extract_plan=True, registry=registry, policy=policy, principal=principal,
+            if grammar is not None:
+                text = complete_pipelines(text)
+            checked = check("" if echoes(text, messages[-1]["content"]) else text, extract_plan=True,
+                            registry=registry, policy=policy, principal=principal,
                             max_usd=budget.usd, max_calls=budget.calls, max_inferences=budget.inferences)
             if checked.ok or number == rounds:
                 done.append(Round(text, checked))
@@ -98,6 +106,41 @@ async def plan_async(task: str, *, registry: Registry | None, policy: Policy | N
     finally:
         await model.aclose()
     return Planned(task, tuple(done))
+
+
+def complete_pipelines(text: str) -> str:
+    r"""A reply written under the decoder grammar, without the pipeline the token limit cut off.
+
+    Under the grammar every pipeline ends with a newline and the next one starts at the beginning of
+    a line, so a reply that does not end with a newline stopped in its last pipeline: what is before
+    that one's first line is the plan the model finished (maybe nothing).
+
+    >>> complete_pipelines('a()\nb(x: 1)\n  |> c(y: "unfini')
+    'a()\n'
+    >>> complete_pipelines('a()\n')
+    'a()\n'
+    """
+    if text.endswith("\n"):
+        return text
+    starts = [m.start() for m in re.finditer(r"\n(?=[^ \n])", text)]
+    return text[: starts[-1] + 1] if starts else ""
+
+
+def echoes(reply: str, repair: str) -> bool:
+    r"""Whether `reply` repeats a repair message (a line of its prose, or most of it) rather than answering
+    it: small models do, and the plan lines the message quotes would then be checked as the answer.
+    The first message, the task, cannot be echoed: a task may well be a plan.
+
+    >>> sent = "Your plan has 1 problem. Fix it and send the whole corrected plan again.\n\n1. x"
+    >>> echoes("Your plan has 1 problem. Fix it and send the whole corrected plan again.", sent)
+    True
+    >>> echoes("search(query: \"disk\")", sent)
+    False
+    """
+    if not repair.startswith(REPAIR_OPENING):
+        return False
+    prose = {line.strip() for line in repair.splitlines() if len(line.strip()) > 30 and "`" not in line}
+    return any(line.strip() in prose for line in reply.splitlines())
 
 
 def plan(task: str, **options) -> Planned:

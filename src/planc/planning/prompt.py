@@ -9,6 +9,7 @@ answer format. It is deterministic: the same registry gives the same text.
 
 from __future__ import annotations
 
+from planc.passes.policy.load import Policy
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.pure_steps import FAMILIES, PURE_STEPS
 from planc.registry.registry import Registry
@@ -55,9 +56,12 @@ FOUND = '"{$found.length} found"'  # a template reading the example's first step
 TOKEN_CHARS = 4  # about this many characters to a token, for English text and code
 
 
-def system_prompt(registry: Registry | None = None, *, fenced: bool = True) -> str:
+def system_prompt(registry: Registry | None = None, *, fenced: bool = True, policy: Policy | None = None,
+                  principal: str | None = None) -> str:
     """The system prompt for `registry` (only the control steps without one). `fenced=False` asks for
-    the bare plan, as a grammar-constrained decoder produces it.
+    the bare plan, as a grammar-constrained decoder produces it. A tool `policy` forbids `principal` to
+    call whatever its arguments is left out (`forbidden` says which): naming it would only put it in
+    a small model's way.
 
     >>> text = system_prompt()
     >>> "map(over: list (piped), do: block, concurrency: integer >= 1 = 1)" in text
@@ -65,6 +69,8 @@ def system_prompt(registry: Registry | None = None, *, fenced: bool = True) -> s
     """
     parts = [LANGUAGE, SIGNATURES, ""]
     tools = [registry.tools[name] for name in sorted(registry.tools)] if registry is not None else []
+    refused = forbidden(tools, policy, principal)
+    tools = [tool for tool in tools if tool.name not in refused]
     if tools:
         parts.append("Tools:")
         parts += [_tool_entry(tool) for tool in tools]
@@ -72,7 +78,7 @@ def system_prompt(registry: Registry | None = None, *, fenced: bool = True) -> s
     parts.append("Control steps (planc runs these itself):")
     parts += [_tool_entry(tool) for name, tool in CONTROL_STEPS.items() if name not in PURE_STEPS]
     parts += ["", PURE_INTRO, *_pure_families()]
-    shown = examples(registry)
+    shown = examples(registry, set(refused))
     if shown:
         parts += ["", "Examples:"]
         for example in shown:
@@ -135,11 +141,26 @@ def _effects(tool: Tool) -> str:
     return ", ".join(words) + "."
 
 
-def examples(registry: Registry | None) -> list[str]:
-    """A few short plans that call `registry`'s own tools, each checked clean against it."""
+def forbidden(tools: list[Tool], policy: Policy | None, principal: str | None) -> dict[str, str]:
+    """The tools `policy` forbids `principal` to call whatever their arguments (each one's arguments
+    all unknown until the run), each with the reason its policy gives."""
+    if policy is None:
+        return {}
+    from planc.passes.policy.decide import Ask, decide_all
+    from planc.passes.policy.load import DEFAULT_PRINCIPAL
+
+    asks = [Ask(tool, {}, "1", False, dynamic=sorted(tool.params)) for tool in tools]
+    decisions = decide_all(policy, principal or DEFAULT_PRINCIPAL, asks) if asks else []
+    return {ask.tool.name: next((rule.reason for rule in decision.policies if rule.reason), "the policy denies it")
+            for ask, decision in zip(asks, decisions) if not decision.allowed}
+
+
+def examples(registry: Registry | None, leave_out: set[str] = frozenset()) -> list[str]:
+    """A few short plans that call `registry`'s own tools (but those in `leave_out`), each checked clean."""
     from planc.passes.check import check
 
-    tools = [registry.tools[name] for name in sorted(registry.tools)] if registry is not None else []
+    tools = [registry.tools[name] for name in sorted(registry.tools) if name not in leave_out] \
+        if registry is not None else []
     found: dict[str, str] = {}  # one example of each kind
     for kind, text in _candidates(tools):
         if kind not in found and check(text, registry=registry).diagnostics == ():

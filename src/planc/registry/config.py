@@ -52,7 +52,8 @@ TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns",
 PLAN_KEYS = {"file", "description", "params", "returns", "labels"}
 MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s", "idempotency_keys", "rename", "roots", "sampling",
             "samples_per_call", "labels"}
-MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retries"}
+MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retries", "max_tokens", "temperature",
+              "top_p", "seed", "stop"}
 # What an SQL tool may do: read, nothing else (enforced when it runs).
 SQL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=False,
                       declared=True)
@@ -526,4 +527,22 @@ class _Reader:
             self.fail(f"`retries` of {what} must be a whole number from 0 to 10, found {retries!r}", where, "retries")
         return ModelConfig(name=name, base_url=table["base_url"], model=table["model"], provider=provider,
                            api_key_env=api_key_env, timeout_s=self.seconds(table, "timeout_s", where, MODEL_TIMEOUT_S),
-                           retries=retries)
+                           retries=retries, sampling=self.sampling(table, where, what))
+
+    def sampling(self, table: dict, where: str, what: str) -> dict:
+        """The request fields of a model's table, each checked as OpenAI's API defines it."""
+        found: dict = {}
+        whole = lambda value: isinstance(value, int) and not isinstance(value, bool)  # noqa: E731
+        number = lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)  # noqa: E731
+        checks = (("max_tokens", lambda v: whole(v) and v >= 1, "a whole number of at least 1"),
+                  ("temperature", lambda v: number(v) and 0 <= v <= 2, "a number from 0 to 2"),
+                  ("top_p", lambda v: number(v) and 0 < v <= 1, "a number above 0 and at most 1"),
+                  ("seed", whole, "a whole number"),
+                  ("stop", lambda v: isinstance(v, str) and v or isinstance(v, list) and 0 < len(v) <= 4
+                   and all(isinstance(s, str) and s for s in v), "a string, or a list of 1 to 4 strings, none empty"))
+        for key, valid, meaning in checks:
+            if key in table:
+                if not valid(table[key]):
+                    self.fail(f"`{key}` of {what} must be {meaning}, found {table[key]!r}", where, key)
+                found[key] = table[key]
+        return found

@@ -84,6 +84,9 @@ class ModelConfig:
     api_key_env: str | None = None  # the environment variable holding the API key
     timeout_s: float = MODEL_TIMEOUT_S
     retries: int = MODEL_RETRIES  # more attempts after a transient failure (429, 5xx, a timeout)
+    # What every request to this model carries (`max_tokens`, `temperature`, `top_p`, `seed`, `stop`),
+    # as the request body spells it; a field left out is the server's to decide.
+    sampling: Mapping[str, object] = attrs.field(factory=dict)
 
 
 @attrs.frozen

@@ -108,6 +108,17 @@ def _bounds(schema: Mapping) -> str:
     return ""
 
 
+# Strings for parameters whose schema offers no example, by their format or their name.
+PLAUSIBLE_FORMATS = {"email": "oncall@example.com", "uri": "https://example.com/status", "date": "2024-05-01",
+                     "date-time": "2024-05-01T09:00:00Z"}
+PLAUSIBLE_STRINGS = {"query": "database timeout", "q": "database timeout", "id": "INC-1042", "to": "oncall@example.com",
+                     "email": "oncall@example.com", "subject": "Incident update", "title": "Open incidents",
+                     "text": "The database is back to normal.", "message": "The database is back to normal.",
+                     "body": "The database is back to normal.", "content": "The database is back to normal.",
+                     "note": "Fixed by a restart.", "channel": "#general", "name": "web", "service": "web",
+                     "url": "https://example.com/status", "path": "README.md", "repo_path": ".", "team": "platform"}
+
+
 def example_call(tool: Tool, given: dict[str, str | None] | None = None) -> str:
     """`tool(...)` with its required parameters, each a plausible literal of its type, or as `given`
     (None: left out, as a piped parameter is)."""
@@ -118,6 +129,11 @@ def example_call(tool: Tool, given: dict[str, str | None] | None = None) -> str:
 
 
 def _example_value(schema, name: str) -> str:
+    """A plausible literal for the parameter `name`: one its schema offers (an example, the default, an
+    enum member), else one its type, format or name suggests: never the parameter's own name, which
+    a small model copies as if it were the value to give."""
+    if isinstance(schema.get("examples"), list) and schema["examples"]:
+        return json.dumps(schema["examples"][0], ensure_ascii=False)
     if "default" in schema:
         return json.dumps(schema["default"], ensure_ascii=False)
     if "enum" in schema and schema["enum"]:
@@ -133,4 +149,6 @@ def _example_value(schema, name: str) -> str:
         return "{}"
     if kind == "string" and "pattern" in schema and schema["pattern"].startswith("^#"):
         return '"#general"'  # a channel, as the pattern says
-    return json.dumps(name.replace("_", " "))
+    if kind == "string" and schema.get("format") in PLAUSIBLE_FORMATS:
+        return json.dumps(PLAUSIBLE_FORMATS[schema["format"]])
+    return json.dumps(PLAUSIBLE_STRINGS.get(name.lower(), "web"))

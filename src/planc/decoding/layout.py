@@ -1,0 +1,159 @@
+"""The grammar as a model should write plans: the decoder grammar (`planc grammar`, without `--full`).
+
+The parser takes every text a person might type; a grammar that constrains a weak model should
+offer one way to write each plan, the way `planc fmt` prints it, so that the easiest path is a
+well-formed plan and not comment lines or whitespace until the token limit. From the parser's
+rules (narrowed to a registry or not) it makes a grammar where:
+
+- nothing is ignored: no comments, and the only spaces are those `planc fmt` prints (one after
+  `:` and `,`, around `=`, the comparisons, `and` and `or`; a newline ending each pipeline, `|>`
+  at the start of a line indented one level deeper, a block `{ step() }` inline when it holds one
+  step and else one pipeline a line, indented);
+- a plan has at least one step and ends with the newline after its last pipeline;
+- literals have their canonical spelling (`5`, not `05` or `5e0`; a string with only the escapes
+  the printer writes; a record key in quotes only when it is not a name); no trailing commas, no
+  `;`, no parentheses around values, and around conditions only where the printer writes them.
+
+Indentation depends on how deep a block is, so each rule that can hold a block is written once
+per depth, down to `DEPTH`; at the last depth a block is inline.
+"""
+
+from __future__ import annotations
+
+from planc.decoding import regex
+from planc.decoding.rules import EMPTY, NOTHING, Choice, Expr, Grammar, Literal, Many, Seq, Symbol, replace, walk
+
+PLAN, PIPELINE, STEP, BLOCK, KEY = "plan", "pipeline", "step", "block", "key"
+EXPR, AND, NOT, COMPARE = "expr", "and_expr", "not_expr", "compare"  # the conditions of grammar/plan.lark
+DEPTH = 5  # blocks nested deeper than this are written inline (one step) or not at all
+INDENT = "  "
+SPACED = {",": ", ", ":": ": ", "=": " = ", "or": " or ", "and": " and ", "not": "not ", "contains": " contains ",
+          **{op: f" {op} " for op in ("==", "!=", "<", "<=", ">", ">=")}}
+_SEPARATORS = {Many(Literal(","), 0, 1), Many(Literal(";"), 0, 1)}  # optional: the printer never writes them
+
+# Literals as the printer spells them: JSON numbers as Python prints them back (an integer without
+# leading zeros or `-0`; a fraction short enough to print as written), strings with the escapes
+# json.dumps writes and `\{` only before what would otherwise be a template hole; a record key in
+# quotes only when it is not a name.
+_INT = r"0|-?[1-9][0-9]*"
+_FRACTION = r"-?((0|[1-9][0-9]{0,14})\.0|(0|[1-9][0-9]{0,6})\.[0-9]{0,3}[1-9])"
+_HOLE = (r"\{(\$([0-9]|[1-9][0-9]{1,5}|[A-Za-z_][A-Za-z0-9_]*)|item|index|accumulator)"
+         r"(\.[A-Za-z_][A-Za-z0-9_]*|\[(0|[1-9][0-9]{0,5})\])*\}")
+_ESCAPE = r'\\["\\bfnrt]|\\u00(0[0-7]|0b|0e|0f|1[0-9a-f])'
+_CHAR = rf'[^"\\\x00-\x1f]|{_ESCAPE}|\\{_HOLE}'
+_KEY_CHAR = rf'[^"\\\x00-\x1f]|{_ESCAPE}'
+_NOT_NAME_START = rf'[^"\\\x00-\x1fA-Za-z_]|{_ESCAPE}'
+_NOT_NAME_PART = rf'[^"\\\x00-\x1fA-Za-z0-9_]|{_ESCAPE}'
+CANONICAL = {
+    "INT": r"0|[1-9][0-9]*",
+    "NUMBER": f"{_INT}|{_FRACTION}",
+    "INTEGER": _INT,
+    "STRING": f'"({_CHAR})*"',
+    "TEMPLATE": f'"({_CHAR})*{_HOLE}({_CHAR})*"',
+}
+KEY_STRING = ("KEY_STRING", rf'"(({_NOT_NAME_START}|[A-Za-z_][A-Za-z0-9_]*({_NOT_NAME_PART}))({_KEY_CHAR})*)?"')
+
+
+def for_decoder(grammar: Grammar, depth: int = DEPTH) -> Grammar:
+    """`grammar` (the parser's, or narrowed to a registry) as a decoder should follow it.
+
+    >>> from planc.decoding.read import read_grammar
+    >>> from planc.decoding.lark_format import to_lark
+    >>> print(to_lark(for_decoder(read_grammar()), "").split("pipeline_0: ")[1].splitlines()[0])
+    step_0 ("\\n" "  " "|> " step_1)*
+    """
+    terminals = {name: regex.read(CANONICAL[name]) if name in CANONICAL else pattern
+                 for name, pattern in grammar.terminals.items()}
+    terminals[KEY_STRING[0]] = regex.read(KEY_STRING[1])
+    rules = {name: _respaced(name, expr) for name, expr in grammar.rules.items()
+             if name not in (PLAN, PIPELINE, BLOCK)}
+    rules.update(_conditions())
+    nested = _reaching(rules, {STEP})  # the rules that hold steps, so maybe blocks: one per depth
+    written: dict[str, Expr] = {PLAN: Many(Seq((Symbol(_at(PIPELINE, 0)), Literal("\n"))), 1, None)}
+    written.update((name, expr) for name, expr in rules.items() if name not in nested)
+    for level in range(depth + 1):
+        deeper = level < depth
+
+        def leveled(node, level=level):
+            if isinstance(node, Symbol) and (node.name in nested or node.name == BLOCK):
+                return Symbol(_at(node.name, level))
+            return None
+
+        written.update((_at(name, level), replace(expr, leveled)) for name, expr in rules.items() if name in nested)
+        step, inner = Symbol(_at(STEP, level)), _indent(level + 1)
+        written[_at(PIPELINE, level)] = Seq((step, Many(piped_at(level, depth), 0, None)))
+        inline = Seq((Literal("{ "), step, Literal(" }")))
+        if not deeper:
+            written[_at(BLOCK, level)] = inline
+            continue
+        line = Seq((inner, Symbol(_at(PIPELINE, level + 1)), Literal("\n")))
+        first_alone = Seq((Symbol(_at(STEP, level + 1)), Literal("\n"), Many(line, 1, None)))
+        first_piped = Seq((Symbol(_at(STEP, level + 1)), Many(piped_at(level + 1, depth), 1, None), Literal("\n"),
+                           Many(line, 0, None)))
+        lines = Seq((Literal("{"), Literal("\n"), inner, Choice((first_alone, first_piped)), _indent(level),
+                     Literal("}")))
+        written[_at(BLOCK, level)] = Choice((inline, lines))
+    return Grammar(grammar.start, written, terminals, (), grammar.notes).pruned()
+
+
+def piped_at(level: int, depth: int) -> Expr:
+    """`|> step` on a line of its own after a step at `level`."""
+    if level >= depth:
+        return NOTHING
+    return Seq((Literal("\n"), _indent(level + 1), Literal("|> "), Symbol(_at(STEP, level + 1))))
+
+
+def _indent(level: int) -> Expr:
+    """The indentation of `level`, a lexeme per level: as one lexeme, a line's indentation would begin
+    like a deeper line's, and llguidance's lexer, having read the longer one's start, cannot go back."""
+    return Seq((Literal(INDENT),) * level)
+
+
+def _conditions() -> dict[str, Expr]:
+    """`or`, `and` and `not` with parentheses where the printer writes them, and nowhere else: around
+    an `or` inside an `and`, a `not` or another `or`; around an `and` inside an `and` or a `not`."""
+    def chain(operand: Expr, word: str) -> Expr:
+        return Seq((operand, Many(Seq((Literal(SPACED[word]), operand)), 1, None)))
+
+    def parenthesised(rule: str) -> Expr:
+        return Seq((Literal("("), Symbol(rule), Literal(")")))
+
+    or_operand = Choice((Symbol(AND), parenthesised("or_chain")))
+    and_operand = Choice((Symbol(NOT), parenthesised("or_chain"), parenthesised("and_chain")))
+    return {EXPR: Choice((Symbol(AND), chain(or_operand, "or"))), "or_chain": chain(or_operand, "or"),
+            AND: Choice((Symbol(NOT), chain(and_operand, "and"))), "and_chain": chain(and_operand, "and"),
+            NOT: Choice((Seq((Literal(SPACED["not"]), and_operand)), Symbol(COMPARE)))}
+
+
+def _at(name: str, level: int) -> str:
+    return f"{name}_{level}"
+
+
+def _respaced(name: str, expr: Expr) -> Expr:
+    """A rule with the spaces the printer writes around its literals, no optional separators, no
+    parenthesised values and (in a record key) no quoted names."""
+
+    def change(node):
+        if node in _SEPARATORS:
+            return EMPTY
+        if isinstance(node, Seq) and len(node.items) == 3 and node.items[0] == Literal("(") \
+                and node.items[2] == Literal(")"):
+            return NOTHING
+        if name == KEY:
+            return Symbol(KEY_STRING[0]) if node == Symbol("STRING") else None
+        if isinstance(node, Literal) and node.text in SPACED:
+            return Literal(SPACED[node.text])
+        return None
+
+    return replace(expr, change)
+
+
+def _reaching(rules: dict[str, Expr], targets: set[str]) -> set[str]:
+    """The rules from which one of `targets` can be reached (the targets included)."""
+    uses = {name: {node.name for node in walk(expr) if isinstance(node, Symbol)} for name, expr in rules.items()}
+    found = set(targets)
+    while True:
+        more = {name for name, used in uses.items() if name not in found and used & (found | {BLOCK, PIPELINE})}
+        if not more:
+            return found
+        found |= more
