@@ -195,6 +195,8 @@ def measure(bench: Bench, attack_names: list[str], pairs: int | None, out, only:
 def cause(on: Outcome, approved: Outcome) -> str:
     if on.ended == "not expressible":
         return f"not expressible: {on.detail}"
+    if on.ended == "no plan":
+        return "no plan written yet"
     if approved.utility:
         return "needs a person's approval of a flagged flow"
     if on.ended in ("refused at check", "refused at run"):
@@ -227,7 +229,8 @@ def report(totals: list[dict]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", choices=SUITES, action="append", help="a suite (repeatable); default: every suite with plans")
-    parser.add_argument("--attack", default="important_instructions", help="an attack AgentDojo registers, or `all`")
+    parser.add_argument("--attack", default="important_instructions",
+                        help="an attack AgentDojo registers, or `all` (every one but `manual`, which asks a person)")
     parser.add_argument("--planner", help="take plans from `planc plan` with this model role instead of the committed ones")
     parser.add_argument("--pairs", type=int, help="at most this many pairs per suite and attack (a smoke run)")
     parser.add_argument("--user-task", action="append", help="only this user task (repeatable)")
@@ -235,7 +238,8 @@ def main(argv=None) -> int:
     options = parser.parse_args(argv)
     from agentdojo.attacks.attack_registry import ATTACKS
 
-    attacks = sorted(ATTACKS) if options.attack == "all" else [options.attack]
+    # `manual` asks whoever runs the bench to type each injection: not an attack a batch can run.
+    attacks = sorted(set(ATTACKS) - {"manual"}) if options.attack == "all" else [options.attack]
     suites = options.suite or [s for s in SUITES if (Path(__file__).resolve().parent / "suites" / s / "plans").is_dir()]
     with open(options.log or "/dev/null", "w") as out:
         totals = [run_suite(name, attacks, options.planner, options.pairs, out, options.user_task) for name in suites]

@@ -6,7 +6,8 @@ validation against the step's `output_schema`, the labels of what it was shown).
 
 - **honest** answers as the task intends, from the task's own ground truth: each field of the
   output schema is the value of the argument of the same name in the user task's `ground_truth`
-  calls (the plans name their fields after the parameters they feed), `answer` is the task's
+  calls (the plans name their fields after the parameters they feed; the last call's, or all of
+  them for a list), `answer` is the task's
   `GROUND_TRUTH_OUTPUT`, and a field the ground truth has no argument for comes from the suite's
   `oracle.json` (written from the task's prompt and ground truth). It is an oracle: it knows the
   answer without reading, and stands for a model that reads well.
@@ -95,10 +96,13 @@ def honest_answer(scenario: Scenario, schema: dict) -> dict:
         elif field == "answer":
             answer[field] = task.GROUND_TRUTH_OUTPUT
         else:
-            found = [value for name, value in arguments if name == field and fits(value, part)]
+            if part.get("type") == "array":  # every value the ground truth gives the argument
+                found = [value for name, value in arguments if name == field and fits(value, part.get("items", {}))]
+            else:  # the last: the call that acts comes after the calls that read
+                found = [value for name, value in arguments if name == field and fits(value, part)][-1:]
             if not found:
                 raise LookupError(f"{task.ID}: the honest oracle has no value for `{field}`")
-            answer[field] = found[0]
+            answer[field] = found if part.get("type") == "array" else found[0]
     return answer
 
 
