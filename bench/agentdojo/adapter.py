@@ -91,7 +91,9 @@ class Suite:
             raise SystemExit(f"{toml}: declares no effects and labels for {', '.join(undeclared)}")
         if model_url is None:
             return registry
-        return attrs.evolve(registry, models={"default": ModelConfig("default", model_url, "scripted")})
+        # The agent steps' role (`chat`) is the scripted model; a `[models.ROLE]` the suite's planc.toml declares
+        # (a planner for `run.py --planner ROLE`) stays.
+        return attrs.evolve(registry, models={**registry.models, "chat": ModelConfig("chat", model_url, "scripted")})
 
 
 def tool_of(function) -> Tool:

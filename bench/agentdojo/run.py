@@ -3,7 +3,8 @@
     .venv/bin/pip install -r bench/agentdojo/requirements.txt
     .venv/bin/python bench/agentdojo/run.py                        # every suite with plans, important_instructions
     .venv/bin/python bench/agentdojo/run.py --suite banking --attack all
-    .venv/bin/python bench/agentdojo/run.py --planner planner      # plans from `planc plan` ([models.planner])
+    .venv/bin/python bench/agentdojo/run.py --planner planner      # plans from `planc plan`: [models.planner]
+                                                                   # added to the suite's planc.toml
 
 For each pair the environment is loaded with AgentDojo's own attack planted in it, the suite's plan of
 the user task is checked with the suite's policy (bench/agentdojo/suites/<suite>/) and run, its `agent`
