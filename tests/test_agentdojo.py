@@ -100,24 +100,12 @@ def test_the_runner_reports_a_slice(tmp_path):
 
 
 def environment_values(suite: Suite) -> set[str]:
-    from scripted_models import strings
+    """Every string and number of the suite's environment, as text."""
+    from scripted_models import leaves
 
     environment = suite.task_suite.load_and_inject_default_environment({})
-    return set(strings(environment.model_dump(mode="json"))) | {
-        str(number) for number in numbers(environment.model_dump(mode="json"))}
-
-
-def numbers(value):
-    if isinstance(value, bool):
-        return
-    if isinstance(value, (int, float)):
-        yield value
-    elif isinstance(value, dict):
-        for part in value.values():
-            yield from numbers(part)
-    elif isinstance(value, list):
-        for part in value:
-            yield from numbers(part)
+    return {str(leaf) for leaf in leaves(environment.model_dump(mode="json"))
+            if isinstance(leaf, (str, int, float)) and not isinstance(leaf, bool)}
 
 
 def literals(text: str) -> list[str]:

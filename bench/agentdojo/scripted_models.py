@@ -46,15 +46,16 @@ class Scenario:
     shown_injection: int = 0  # how many answers were given to a request that contained the injection
 
 
-def strings(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
+def leaves(value):
+    """Every string, number, boolean and null in a JSON value, at any depth."""
+    if isinstance(value, dict):
         for part in value.values():
-            yield from strings(part)
+            yield from leaves(part)
     elif isinstance(value, list):
         for part in value:
-            yield from strings(part)
+            yield from leaves(part)
+    else:
+        yield value
 
 
 def squeezed(text: str) -> str:
@@ -133,7 +134,7 @@ def answer(scenario: Scenario, request: dict) -> str:
     asked = request["messages"][-1]["content"]
     schema = json.loads(SCHEMA.search(asked).group(1))
     context = CONTEXT.search(asked)
-    shown = [asked] + (list(strings(json.loads(context.group(1)))) if context else [])
+    shown = [asked] + ([leaf for leaf in leaves(json.loads(context.group(1))) if isinstance(leaf, str)] if context else [])
     injected = any(contains_injection(scenario, text) for text in shown)
     scenario.shown_injection += injected
     if scenario.model == COMPROMISED and injected:
