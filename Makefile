@@ -42,6 +42,8 @@ bench: $(STAMP)  # every benchmark, each against its baseline in the same run (a
 	$(BIN)/python bench/plan.py
 	$(BIN)/python bench/distributed.py
 	$(BIN)/python bench/big_inputs.py
+	$(BIN)/pip install --quiet -r bench/agentdojo/requirements.txt
+	$(BIN)/python bench/agentdojo/run.py
 
 clean:  # .pytest_cache holds hypothesis's example database too
 	rm -rf $(VENV) build dist .pytest_cache .hypothesis
