@@ -43,7 +43,7 @@ from pathlib import Path
 
 import attrs
 
-from planc.passes.check import check
+from planc.passes.check import CheckResult, check
 from planc.passes.policy.load import Policy, PolicyError, load_policy
 from planc.registry import ConfigError, Registry, load_registry
 from planc.registry.config import CONFIG_NAME
@@ -83,7 +83,7 @@ class Case:
 class Outcome:
     case: Case
     found: tuple[tuple[str, int, int], ...]
-    result: object = None  # the CheckResult of a plan case (None for a diff case): what golden output renders
+    result: CheckResult | None = None  # of a plan case (None for a diff case): what its golden output renders
 
     @property
     def passed(self) -> bool:
