@@ -113,7 +113,7 @@ def test_every_recorded_run_replays_without_calling_anything(tmp_path_factory, m
             result = invoke("replay", run["id"], "--store", str(store))
             assert not isinstance(result.exception, Called), f"{store} {run['id']}: {result.exception}"
             where = f"{store} run {run['id']} ({run['status']}, {run['options']}):\n{result.output}"
-            if RACING_EXIT.search(run["plan"]["source"]):  # the known gap: replayed, calling nothing, and set aside
+            if RACING_EXIT.search((run["plan"] or {}).get("source", "")):  # the known gap: replayed, calling nothing, and set aside
                 assert result.exit_code in (0, 1), where
                 racing += 1
                 continue
