@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test corpus docs bench clean
+.PHONY: demo test corpus bless docs bench mutants clean
 
 $(STAMP): pyproject.toml tests/llama_server/package-lock.json
 	$(PYTHON) -m venv $(VENV)
@@ -22,12 +22,15 @@ demo: $(STAMP)
 	$(BIN)/planc run examples/incidents/triage.plan
 	$(BIN)/python examples/incidents/plan_demo.py
 
-test: $(STAMP)  # HYPOTHESIS_PROFILE=ci for the full hypothesis counts (.ci/run sets it)
+test: $(STAMP)  # the dev hypothesis profile, which it names at the end; HYPOTHESIS_PROFILE=ci (as .ci/run sets) for the full counts
 	$(BIN)/pytest -q tests src/planc
 	$(BIN)/planc corpus corpus --baseline corpus/baseline.json
 
 corpus: $(STAMP)
 	$(BIN)/planc corpus corpus --baseline corpus/baseline.json
+
+bless: $(STAMP)  # after a change to the corpus or to a message: the golden output and the baseline as they are now (review the diff)
+	$(BIN)/planc corpus corpus --baseline corpus/baseline.json --update-baseline --bless
 
 docs: $(STAMP)
 	$(BIN)/python -c "from planc.explain import render_markdown; print(render_markdown(), end='')" > docs/diagnostics.md
@@ -44,6 +47,9 @@ bench: $(STAMP)  # every benchmark, each against its baseline in the same run (a
 	$(BIN)/python bench/big_inputs.py
 	$(BIN)/pip install --quiet -r bench/agentdojo/requirements.txt
 	$(BIN)/python bench/agentdojo/run.py
+
+mutants: $(STAMP)  # break each safety rule on purpose: its tests must go red (a few minutes; docs/reliability.md)
+	$(BIN)/python bench/mutants.py
 
 clean:  # .pytest_cache holds hypothesis's example database too
 	rm -rf $(VENV) build dist .pytest_cache .hypothesis

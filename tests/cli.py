@@ -1,13 +1,19 @@
 """The `planc` command as the tests call it: in this process, or as a real process of its own.
 
 - `invoke(*args, input=None, env=None)`: `planc ARGS` in this process through click's CliRunner, the way
-  most tests call it (`result.exit_code`, `result.stdout`, `result.stderr`, `result.output`).
+  most tests call it (`result.exit_code`, `result.stdout`, `result.stderr`, `result.output`). The runner
+  catches whatever the command raises, so its output never holds a traceback: `invoke` fails the test
+  on any exception but SystemExit (how click ends a command), which a user would have seen as one.
 - `planc_process(*args, **popen)`: the installed console script started as a real process, for
   what needs one: a signal, a terminal, real standard streams, an environment of its own.
 - `planc_completed(*args, input=None, **options)`: the same, run to its end, output as text.
 - `planc_forks()`: real processes by the dozen (a test that kills planc again and again): each
   `planc ARGS` a process of its own, forked from one that has imported planc already, so that it
   pays for its work and not for Python's and planc's start-up.
+
+What `planc` printed for each run it recorded (a `run: ID` line on stderr), by `invoke` or
+`planc_completed`, is kept in `PRINTED` (the last command that ran it: a resume's, after a run's), so that
+tests/test_replay_every_run.py compares each replay with what its run really printed.
 
 A real process is waited for at most `HANG_GUARD_S` seconds: a guard against a hung test, never
 a claim about speed.
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -29,11 +36,29 @@ from click.testing import CliRunner, Result
 from planc.cli import main
 
 HANG_GUARD_S = 300
+RUN_LINE = re.compile(r"^run: (\S+)", re.MULTILINE)
+PRINTED: dict[str, tuple[int, str, str]] = {}  # run id -> (exit code, stdout, stderr) of the last command that ran it
+
+
+def journal_run(exit_code: int, stdout: str, stderr: str) -> None:
+    """Keep what a command that recorded a run printed, by the run's id."""
+    found = RUN_LINE.search(stderr)
+    if found:
+        PRINTED[found[1]] = (exit_code, stdout, stderr)
 
 
 def invoke(*args, input: str | None = None, env: dict[str, str | None] | None = None) -> Result:
-    """`planc ARGS` in this process; `env` is set in os.environ while it runs (None unsets)."""
-    return CliRunner().invoke(main, [str(arg) for arg in args], input=input, env=env)
+    """`planc ARGS` in this process; `env` is set in os.environ while it runs (None unsets). A test fails
+    here when the command raised anything but SystemExit: a traceback, had it run as `planc`."""
+    result = CliRunner().invoke(main, [str(arg) for arg in args], input=input, env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        import traceback
+
+        shown = "".join(traceback.format_exception(*result.exc_info))
+        raise AssertionError(f"`planc {' '.join(map(str, args))}` raised (a traceback for its user):\n{shown}"
+                             f"output:\n{result.output}")
+    journal_run(result.exit_code, result.stdout, result.stderr)
+    return result
 
 
 def planc_executable() -> str:
@@ -52,8 +77,10 @@ def planc_process(*args, **popen) -> subprocess.Popen:
 def planc_completed(*args, input: str | None = None, **options) -> subprocess.CompletedProcess:
     """`planc ARGS` as a real process run to its end, stdout and stderr captured as text; `options`
     (cwd, env, ...) go to subprocess.run."""
-    return subprocess.run([planc_executable(), *(str(arg) for arg in args)], input=input, capture_output=True,
+    done = subprocess.run([planc_executable(), *(str(arg) for arg in args)], input=input, capture_output=True,
                           text=True, timeout=HANG_GUARD_S, **options)
+    journal_run(done.returncode, done.stdout, done.stderr)
+    return done
 
 
 class Forked:

@@ -3,7 +3,12 @@
 pytest runs with `--import-mode=importlib`, which does not put the test folder
 on `sys.path`, so it is added here. The hypothesis profile (`profiles.py`,
 HYPOTHESIS_PROFILE: `dev` by default, `ci` for the full counts) is loaded before
-any test module is collected.
+any test module is collected, and the session ends with the profile's name and how
+many examples each property ran.
+
+A skipped test says why. Where PLANC_ALLOWED_SKIPS names a file of reasons (.ci/run
+sets it to .ci/allowed-skips), a test that skips for any other reason fails the
+session: CI installs what the tests need, so a skip there is a test that did not run.
 
 Temporary files (`tmp_path`, and the session's run store) go to /dev/shm when it
 has room and TMPDIR is not set: the run store commits every call with an fsync
@@ -87,3 +92,79 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("last") is not None)  # stable: the rest keep their order
+
+
+# --- how many examples each property ran ---------------------------------------------------------
+
+EXAMPLES: dict[str, int] = {}  # test id -> examples run, over every @given it ran (nested ones too)
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)  # inside hypothesis's own wrapper, which keeps its own note
+def pytest_runtest_call(item):
+    from hypothesis.statistics import collector
+
+    outer = collector.value
+
+    def note(stats):
+        cases = [case for key, phase in stats.items() if key.endswith("-phase") for case in phase.get("test-cases", [])]
+        EXAMPLES[item.nodeid] = EXAMPLES.get(item.nodeid, 0) + sum(case["status"] == "valid" for case in cases)
+        if outer is not None:
+            outer(stats)
+
+    with collector.with_value(note):
+        yield
+
+
+# --- skips: each with its reason; in CI, only the allowed ones --------------------------------------
+
+SKIPPED: list[tuple[str, str]] = []  # (test id, reason)
+NOT_ALLOWED: list[tuple[str, str]] = []
+
+
+def _skip_reason(report) -> str:
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and not hasattr(report, "wasxfail"):
+        SKIPPED.append((report.nodeid, _skip_reason(report)))
+
+
+def pytest_collectreport(report):
+    if report.skipped:
+        SKIPPED.append((report.nodeid, _skip_reason(report)))
+
+
+def allowed_skips(path: Path) -> list[str]:
+    """The reasons a test may skip for, one a line (the start of the reason; `#` starts a comment)."""
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return [line for line in lines if line]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    listed = os.environ.get("PLANC_ALLOWED_SKIPS")
+    if not listed:
+        return
+    allowed = allowed_skips(TESTS.parent / listed)  # relative to the project (an absolute path stays one)
+    NOT_ALLOWED[:] = [(test, reason) for test, reason in SKIPPED if not any(reason.startswith(a) for a in allowed)]
+    if NOT_ALLOWED and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter):
+    import profiles
+
+    write = terminalreporter.write_line
+    if EXAMPLES:
+        cap = "the full count each is written with" if profiles.PROFILE == "ci" else (
+            f"at most {profiles.DEV_EXAMPLES} each; HYPOTHESIS_PROFILE=ci (as .ci/run sets it) runs the full counts")
+        write(f"hypothesis profile `{profiles.PROFILE}` ({cap}): {len(EXAMPLES)} properties ran "
+              f"{sum(EXAMPLES.values())} examples:")
+        for test, count in sorted(EXAMPLES.items(), key=lambda pair: (pair[1], pair[0])):
+            write(f"  {count:>5}  {test}")
+    if NOT_ALLOWED:
+        write(f"{len(NOT_ALLOWED)} tests skipped for a reason {os.environ['PLANC_ALLOWED_SKIPS']} does not allow "
+              f"(CI is meant to run them):", red=True, bold=True)
+        for test, reason in NOT_ALLOWED:
+            write(f"  {test}: {reason}", red=True)

@@ -391,6 +391,8 @@ async def work(x):
 '''
 
 PROPERTY_TOML = '''
+policy = "policy.cedar"
+
 [tools.work]
 provider = "python:{module}:work"
 params = {{ x = {{ type = "integer" }} }}
@@ -407,17 +409,14 @@ permit(principal, action, resource);
 @pytest.fixture(scope="module")
 def property_project(tmp_path_factory):
     folder = tmp_path_factory.mktemp("property")
-    with tool_project(folder, "propertytools", PROPERTY_TOOLS, PROPERTY_TOML) as module:
+    with tool_project(folder, "propertytools", PROPERTY_TOOLS, PROPERTY_TOML,
+                      {"policy.cedar": PROPERTY_POLICY}) as module:
         import importlib
         import sys
 
-        from planc.passes.policy.load import policy_from_text
-        from planc.registry import load_registry
-
         sys.path.insert(0, str(folder))
-        try:
-            yield (load_registry(folder / "planc.toml"), policy_from_text(PROPERTY_POLICY, folder / "policy.cedar"),
-                   importlib.import_module(module))
+        try:  # the module `planc run` imports its tool from (the same one: by name), whose RECORD the test reads
+            yield folder, importlib.import_module(module)
         finally:
             sys.path.remove(str(folder))
 
@@ -448,29 +447,29 @@ def _plan(loops) -> tuple[str, dict]:
     return "\n".join(lines) + "\n", lists
 
 
-def test_no_call_starts_after_the_first_failure(property_project):
+def test_no_call_starts_after_the_first_failure(property_project, monkeypatch, tmp_path_factory):
     """For random plans of `map`s and `filter`s whose items fail in the tool, are denied by the policy or
-    exit: once the first of these has happened, no tool call starts anywhere in the run."""
-    import asyncio
+    exit, each run by `planc run`: once the first of these has happened, no tool call starts anywhere in
+    the run, and the run ends as that first one says: exit 1 and recorded `failed` after a failure or a
+    denial (the message naming the item's step), exit 0 with the exit's output after an exit, and the
+    plan's result when nothing stopped it."""
     import re
 
     from hypothesis import given, settings
     from hypothesis import strategies as st
     from profiles import examples
 
-    from planc.backend.hooks import Hooks
-    from planc.backend.interpreter import run_plan
-    from planc.backend.values import RunError
-    from planc.passes.check import check
-
-    registry, policy, tools = property_project
+    folder, tools = property_project
+    store = tmp_path_factory.mktemp("property-store") / "runs.sqlite"
+    hooked: list = []
+    # what `planc run` hands its events to (the --events file) gets them here, as they happen
+    monkeypatch.setattr("planc.cli.run_commands.events_writer", lambda sink, path: hooked[0])
 
     @settings(max_examples=examples(200))
     @given(st.lists(_loop(), min_size=1, max_size=3))
     def prop(loops):
         text, lists = _plan(loops)
-        checked = check(text, registry=registry, policy=policy)
-        assert checked.ok, [d.message for d in checked.diagnostics]
+        (folder / "p.plan").write_text(text, encoding="utf-8")
         tools.RECORD.clear()
 
         def event(event):
@@ -480,20 +479,27 @@ def test_no_call_starts_after_the_first_failure(property_project):
                 top, inner, index = found.groups()
                 item = lists[top][int(index)]
                 loop = loops[int(top) - 1]
-                denied = inner == "1" and item >= 900  # the policy refuses it before the call
-                exits = inner == "2" and loop[3] is not None and int(index) == loop[3]
-                if denied or exits:
-                    tools.RECORD.append(("stop", item))
+                if inner == "1" and item >= 900:  # the policy refuses it before the call
+                    tools.RECORD.append(("stop", item, step))
+                elif inner == "2" and loop[3] is not None and int(index) == loop[3]:
+                    tools.RECORD.append(("exit", item, step))
 
-        try:
-            asyncio.run(run_plan(checked, registry=registry, policy=policy, hooks=Hooks(events=event)))
-        except RunError:
-            pass
-        record = tools.RECORD
-        first = next((n for n, (kind, _) in enumerate(record) if kind in ("fail", "stop")), None)
+        hooked[:] = [event]
+        result = invoke("run", folder / "p.plan", "--config", folder / "planc.toml", "--store", store)
+        record = list(tools.RECORD)
+        first = next((entry for entry in record if entry[0] in ("fail", "stop", "exit")), None)
         if first is not None:
-            late = [entry for entry in record[first:] if entry[0] == "start"]
+            late = [entry for entry in record[record.index(first):] if entry[0] == "start"]
             assert late == [], f"{text}\n{record}"
+        run = json.loads(invoke("show-run", "last", "--store", store, "--format", "json").stdout)
+        said = f"{text}\n{record}\n{result.output}"
+        if first is None:
+            assert (result.exit_code, run["status"]) == (0, "ok"), said
+        elif first[0] == "exit":
+            assert (result.exit_code, run["status"], json.loads(result.stdout)) == (0, "ok", "exited"), said
+        else:
+            assert (result.exit_code, run["status"]) == (1, "failed"), said
+            assert result.stderr.splitlines()[-1].startswith("error: step "), said
 
     prop()
 

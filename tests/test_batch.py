@@ -76,6 +76,8 @@ def spied(project: Path) -> Counter:
 def batch_runs(store: Path) -> dict[int, tuple]:
     """The batch's runs by line: (id, status, finished_at); a line with two runs would show as a failure."""
     with sqlite3.connect(store) as db:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs'").fetchone():
+            return {}  # the store's file is there, its tables not yet: no run yet
         rows = db.execute("SELECT batch_line, id, status, finished_at FROM runs WHERE batch IS NOT NULL").fetchall()
     assert len(rows) == len({row[0] for row in rows}), "a line ran twice"
     return {row[0]: row[1:] for row in rows}

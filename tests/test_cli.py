@@ -492,24 +492,94 @@ ok
 """
 
 
-def test_corpus_passes_then_fails_when_a_rate_drops(tmp_path):
+def pinned_corpus(tmp_path) -> tuple[Path, Path]:
+    """A corpus of CORPUS as syntax.txt, its golden output and its baseline written as they are now."""
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "syntax.txt").write_text(CORPUS, encoding="utf-8")
     baseline = tmp_path / "baseline.json"
+    written = invoke("corpus", corpus, "--baseline", baseline, "--update-baseline", "--bless")
+    assert written.exit_code == 0, written.output
+    assert "syntax" in written.stdout and "3/3" in written.stdout
+    assert f"wrote {corpus / 'syntax.out'}" in written.stdout and f"wrote {baseline}" in written.stdout
+    assert invoke("corpus", corpus, "--baseline", baseline).exit_code == 0
+    return corpus, baseline
 
-    update = invoke("corpus", str(corpus), "--baseline", str(baseline), "--update")
-    assert update.exit_code == 0, update.output
-    assert json.loads(baseline.read_text())["total"] == {"passed": 3, "cases": 3}
-    assert "syntax" in update.stdout and "3/3" in update.stdout
 
-    assert invoke("corpus", str(corpus), "--baseline", str(baseline)).exit_code == 0
-
+def test_a_corpus_case_that_fails_fails_the_corpus(tmp_path):
+    corpus, baseline = pinned_corpus(tmp_path)
     (corpus / "syntax.txt").write_text(CORPUS.replace("E102 1:8", "E102 1:9"), encoding="utf-8")
-    dropped = invoke("corpus", str(corpus), "--baseline", str(baseline))
+    dropped = invoke("corpus", corpus, "--baseline", baseline)
     assert dropped.exit_code == 1
     assert "FAIL" in dropped.stdout and "positional argument" in dropped.stdout
-    assert "below baseline" in dropped.stderr
+    assert f"{baseline}: expectation changed: syntax: positional argument: E102 1:8 -> E102 1:9" in dropped.stderr
+
+
+def test_a_case_missing_added_or_renamed_fails_until_the_baseline_is_updated(tmp_path):
+    corpus, baseline = pinned_corpus(tmp_path)
+    without = CORPUS.split("==================\nfenced reply")[0]
+    (corpus / "syntax.txt").write_text(without, encoding="utf-8")
+    missing = invoke("corpus", corpus, "--baseline", baseline)
+    assert missing.exit_code == 1
+    assert missing.stderr.splitlines()[0] == (
+        f"{baseline}: missing: syntax: fenced reply (in the baseline, not in the corpus)")
+
+    (corpus / "syntax.txt").write_text(CORPUS.replace("valid pipeline", "a valid pipeline"), encoding="utf-8")
+    renamed = invoke("corpus", corpus, "--baseline", baseline)
+    assert renamed.exit_code == 1
+    assert renamed.stderr.splitlines()[0] == f"{baseline}: renamed: syntax: valid pipeline -> a valid pipeline"
+
+    (corpus / "other.txt").write_text(CORPUS, encoding="utf-8")
+    added = invoke("corpus", corpus, "--baseline", baseline)
+    assert f"{baseline}: added: other: valid pipeline (not in the baseline)" in added.stderr
+    assert f"{corpus / 'other.out'}: missing golden file, for the 1 error cases of other.txt" in added.stderr
+
+    updated = invoke("corpus", corpus, "--baseline", baseline, "--update-baseline", "--bless")
+    assert updated.exit_code == 0, updated.output
+    assert "baseline: renamed: syntax: valid pipeline -> a valid pipeline" in updated.stdout
+    assert invoke("corpus", corpus, "--baseline", baseline).exit_code == 0
+
+
+def test_a_whole_corpus_file_gone_is_named(tmp_path):
+    corpus, baseline = pinned_corpus(tmp_path)
+    (corpus / "syntax.txt").rename(corpus / "kept.txt")
+    (corpus / "kept.txt").write_text(CORPUS.split("==================\npositional")[0], encoding="utf-8")
+    (corpus / "syntax.out").unlink()
+    gone = invoke("corpus", corpus, "--baseline", baseline)
+    assert gone.exit_code == 1
+    assert f"{baseline}: missing: syntax (all 3 of its cases: its corpus file is gone)" in gone.stderr
+
+
+def test_golden_output_pins_the_whole_message_and_only_bless_changes_it(tmp_path, monkeypatch):
+    corpus, baseline = pinned_corpus(tmp_path)
+    golden = (corpus / "syntax.out").read_text(encoding="utf-8")
+    assert golden.startswith("==================\npositional argument\n==================\n"
+                             "error[E102]: positional argument `\"x\"`: arguments are passed by name\n"
+                             " --> plan.plan:1:8\n")
+    assert "\n--- repair\nYour plan has 1 problem." in golden and '\n--- json\n{"file": "plan.plan", ' in golden
+
+    import attrs
+
+    from planc.diagnostics import codes
+
+    e102 = codes.CODES["E102"]  # its message reworded, as a change to the table would
+    reworded = {form: text.replace("by name", "by their names") for form, text in e102.messages.items()}
+    monkeypatch.setitem(codes.CODES, "E102", attrs.evolve(e102, messages=reworded))
+    reworded = invoke("corpus", corpus, "--baseline", baseline)
+    assert reworded.exit_code == 1
+    assert reworded.stderr.startswith(f"{corpus / 'syntax.out'}: the output of `positional argument` differs from "
+                                      f"its golden output:\n")
+    assert "-error[E102]: positional argument `\"x\"`: arguments are passed by name" in reworded.stderr
+    assert "+error[E102]: positional argument `\"x\"`: arguments are passed by their names" in reworded.stderr
+    assert (corpus / "syntax.out").read_text(encoding="utf-8") == golden  # checking never writes it
+
+    blessed = invoke("corpus", corpus, "--baseline", baseline, "--bless")
+    assert blessed.exit_code == 0 and f"wrote {corpus / 'syntax.out'}" in blessed.stdout
+    assert "by their names" in (corpus / "syntax.out").read_text(encoding="utf-8")
+
+    (corpus / "syntax.out").unlink()
+    lost = invoke("corpus", corpus, "--baseline", baseline)
+    assert lost.exit_code == 1 and lost.stderr.startswith(f"{corpus / 'syntax.out'}: missing golden file")
 
 
 def test_corpus_with_a_malformed_case_exits_2(tmp_path):

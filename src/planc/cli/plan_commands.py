@@ -282,14 +282,19 @@ def _show(result, plan: str, registry, output_format: str) -> None:
 @click.command("corpus")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path),
-              help="Fail if a pass rate drops below this baseline.")
-@click.option("--update", is_flag=True, help="Write the current pass rates to --baseline.")
-def corpus_command(directory: Path, baseline: Path | None, update: bool) -> None:
-    """Check every case of the corpus in DIRECTORY against its expectation."""
-    import json
-
+              help="Fail on any difference from the cases this baseline pins.")
+@click.option("--update-baseline", "update", is_flag=True,
+              help="Write every case, its expectation and its outcome to --baseline, saying what changed.")
+@click.option("--bless", is_flag=True, help="Write the golden output of every error case (FILE.out beside FILE.txt) "
+                                            "as it is now, saying which files changed.")
+def corpus_command(directory: Path, baseline: Path | None, update: bool, bless: bool) -> None:
+    """Check every case of the corpus in DIRECTORY against its expectation, its golden output and its baseline."""
     from planc import corpus
+    from planc.corpus import baseline as pinned
+    from planc.corpus import golden
 
+    if update and baseline is None:
+        raise UsageError("--update-baseline writes the file --baseline names: give both")
     try:
         outcomes = [corpus.run_case(case) for case in corpus.load_cases(directory)]
     except corpus.CorpusError as error:
@@ -304,18 +309,35 @@ def corpus_command(directory: Path, baseline: Path | None, update: bool) -> None
         click.echo(f"{name:<24} {numbers['passed']:>4}/{numbers['cases']:<4} {corpus.rate(numbers):7.1%}")
     total = counts["total"]
     click.echo(f"{'total':<24} {total['passed']:>4}/{total['cases']:<4} {corpus.rate(total):7.1%}")
-    if baseline is None:
-        return
-    if update:
-        baseline.write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
-        click.echo(f"wrote {baseline}")
-        return
-    if not baseline.exists():
-        raise UsageError(f"{baseline}: no such baseline (create it with --update)")
-    try:
-        dropped = corpus.regressions(counts, corpus.load_baseline(baseline))
-    except corpus.CorpusError as error:
-        raise UsageError(str(error)) from None
-    for line in dropped:
-        click.echo(f"below baseline: {line}", err=True)
-    sys.exit(1 if dropped else 0)
+    problems = []
+    if bless:
+        for line in golden.bless(directory, outcomes):
+            click.echo(line)
+    else:
+        problems += golden.compare(directory, outcomes)
+    problems += golden.bad_messages(directory, outcomes)
+    if baseline is not None:
+        current = pinned.entries(outcomes)
+        if update:
+            try:
+                previous = pinned.load(baseline) if baseline.exists() else {}
+            except corpus.CorpusError as error:  # an older kind of baseline: every case is new to it
+                click.echo(f"baseline: {error}")
+                previous = {}
+            for line in pinned.compare(current, previous):
+                click.echo(f"baseline: {line}")
+            baseline.write_text(pinned.dumps(current), encoding="utf-8")
+            click.echo(f"wrote {baseline}")
+        elif not baseline.exists():
+            raise UsageError(f"{baseline}: no such baseline (create it with --update-baseline)")
+        else:
+            try:
+                problems += [f"{baseline}: {line}" for line in pinned.compare(current, pinned.load(baseline))]
+            except corpus.CorpusError as error:
+                raise UsageError(str(error)) from None
+    for line in problems:
+        click.echo(line, err=True)
+    if problems:
+        click.echo(f"{len(problems)} difference{'s' if len(problems) != 1 else ''} from what the corpus pins: if "
+                   f"they are meant, write them with --bless and --update-baseline (`make bless`)", err=True)
+    sys.exit(1 if problems else 0)

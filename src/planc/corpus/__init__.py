@@ -28,17 +28,22 @@ The cases under `diff/` are pairs of plans for `planc diff`: plan A, a `+++` lin
 `---`, then `same` or one change per line, `KIND A-PATH B-PATH TOOL [ARGUMENT...]` (`-` for
 no path; a changed step names its changed arguments), as `planc.diff.render_json.change_line`
 prints them. A case passes when the changes are exactly those.
+
+Two files pin the corpus down beyond pass or fail: the baseline (`baseline.py`) records every case,
+what it expects and whether it passed, so a case that disappears, appears, is renamed or changes its
+expectation is reported; and each corpus file's golden output (`golden.py`: `syntax.out` beside
+`syntax.txt`) holds the whole rendered output of its error cases, compared exactly. Within a file,
+case names are unique: they are how both name a case.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import attrs
 
-from planc.passes.check import check
+from planc.passes.check import CheckResult, check
 from planc.passes.policy.load import Policy, PolicyError, load_policy
 from planc.registry import ConfigError, Registry, load_registry
 from planc.registry.config import CONFIG_NAME
@@ -78,6 +83,7 @@ class Case:
 class Outcome:
     case: Case
     found: tuple[tuple[str, int, int], ...]
+    result: CheckResult | None = None  # of a plan case (None for a diff case): what its golden output renders
 
     @property
     def passed(self) -> bool:
@@ -127,7 +133,7 @@ def _cases(file: Path, root: Path, registry: Registry | None, policy: Policy | N
     headers = list(HEADER.finditer(text))
     if not headers:
         raise CorpusError(f"{file}: no case header (a name between two `===` lines)")
-    cases = []
+    cases, names = [], set()
     for number, header in enumerate(headers):
         body_end = headers[number + 1].start() if number + 1 < len(headers) else len(text)
         body = text[header.end() : body_end]
@@ -138,6 +144,9 @@ def _cases(file: Path, root: Path, registry: Registry | None, policy: Policy | N
             raise CorpusError(f"{where}: case has no `---` line before its expectation")
         source, expectation = (body[:split], body[split + 5 :]) if split >= 0 else ("", body[4:])
         name = header.group("name").strip()
+        if name in names:
+            raise CorpusError(f"{where}: a second case named `{name}` in this file (a name says which case it is)")
+        names.add(name)
         if file.relative_to(root).parts[0] == DIFF:
             cases.append(_diff_case(category, name, source, expectation, where))
             continue
@@ -202,7 +211,7 @@ def run_case(case: Case) -> Outcome:
     result = check(case.source, extract_plan=case.extract, registry=case.registry, policy=case.policy,
                    **case.budget)
     found = tuple((d.code, d.span.start.line, d.span.start.column) for d in result.diagnostics)
-    return Outcome(case, found)
+    return Outcome(case, found, result)
 
 
 def _diff_found(case: Case) -> tuple[str, ...]:
@@ -231,22 +240,3 @@ def tally(outcomes: list[Outcome]) -> dict:
 
 def rate(counts: dict) -> float:
     return counts["passed"] / counts["cases"] if counts["cases"] else 1.0
-
-
-def regressions(current: dict, baseline: dict) -> list[str]:
-    """What dropped below the baseline: the total rate or any category's."""
-    dropped = []
-    pairs = [("total", current["total"], baseline.get("total"))]
-    pairs += [(name, current["categories"].get(name, {"passed": 0, "cases": 0}), counts)
-              for name, counts in baseline.get("categories", {}).items()]
-    for name, now, before in pairs:
-        if before is not None and rate(now) < rate(before):
-            dropped.append(f"{name}: {rate(now):.1%} < baseline {rate(before):.1%}")
-    return dropped
-
-
-def load_baseline(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise CorpusError(f"{path}: not a baseline file: {error}") from None
