@@ -29,6 +29,7 @@ TASKS = [line for line in (EXAMPLE / "tasks.txt").read_text(encoding="utf-8").sp
 # a busy 2-core machine. bench/plan.py --model asks them all, with three rounds.
 ASKED, ROUNDS = 3, 2
 TYPING = {"E200", "E201", "E300", "E302"}  # an unknown tool or parameter, a literal of the wrong type
+EMPTY = "E104"
 DUPLICATE = "E105"  # a parameter given twice: the one syntax error no grammar refuses (the model does write it)
 
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
@@ -66,7 +67,9 @@ def test_under_the_decoder_grammar_every_reply_parses_and_calls_only_the_registr
         codes = {d.code for d in round_.checked.diagnostics}
         assert not TYPING & codes, round_.reply
         if round_.checked.plan is None:
-            assert codes == {DUPLICATE}, (round_.reply, round_.checked.diagnostics)
+            # A parameter given twice, or a reply the token limit cut off inside its first pipeline (what is
+            # kept of it is empty: the grammar makes every reply a plan, not a plan finished in time).
+            assert codes == {DUPLICATE} or codes == {EMPTY} and round_.reply == "", (round_.reply, codes)
             continue
         steps = {step.tool.text for pipeline in round_.checked.plan.pipelines for step in pipeline.steps}
         assert steps <= set(registry.names()), round_.reply
