@@ -107,15 +107,19 @@ class Scope:
     control: frozenset = NO_LABELS
     gates: Gates = attrs.field(factory=Gates)
 
+    # bind and inner make a scope per item of a loop: by the constructor, as attrs.evolve reads every field.
     def bind(self, views: Mapping | None = None, **names) -> Scope:
         """The scope with `names` bound (and their labels, `views`; none given: they carry none)."""
-        return attrs.evolve(self, bindings={**self.bindings, **names},
-                            binding_views={**self.binding_views, **(views or {})})
+        return Scope(self.results, self.targets, self.arguments, {**self.bindings, **names}, self.fields,
+                     self.conversations, self.labels, self.args_view,
+                     {**self.binding_views, **views} if views else self.binding_views, self.field_view, self.control,
+                     self.gates)
 
     def inner(self, control: frozenset = NO_LABELS) -> Scope:
         """The scope of a block: its results visible only inside it, run under `control` too."""
-        return attrs.evolve(self, results=self.results.new_child(), labels=self.labels.new_child(),
-                            conversations=self.conversations.new_child(), control=union(self.control, control))
+        return Scope(self.results.new_child(), self.targets, self.arguments, self.bindings, self.fields,
+                     self.conversations.new_child(), self.labels.new_child(), self.args_view, self.binding_views,
+                     self.field_view, union(self.control, control), self.gates)
 
     def controlled(self) -> frozenset:
         """The labels that decide whether a step of this scope runs now."""
