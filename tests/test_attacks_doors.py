@@ -14,6 +14,7 @@ import sqlite3
 import pytest
 from cli import invoke
 from model_server import model_server  # noqa: F401  (the fixture)
+from test_attacks import calls, run, statuses  # the spy's lines, a run of p.plan, the recorded statuses
 from tool_project import tool_project
 
 TOOLS = '''
@@ -100,26 +101,6 @@ def project(tmp_path, monkeypatch, model_server):
         monkeypatch.setenv("PLANC_TEST_SPY", str(tmp_path / "spy.log"))
         monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
         yield tmp_path
-
-
-def calls(project) -> list[str]:
-    spy = project / "spy.log"
-    return spy.read_text(encoding="utf-8").splitlines() if spy.exists() else []
-
-
-def statuses(project) -> list[str]:
-    store = project / "runs.sqlite"
-    if not store.exists():
-        return []
-    with sqlite3.connect(store) as db:
-        return [status for (status,) in db.execute("SELECT status FROM runs ORDER BY started_at, id")]
-
-
-def run(project, text: str, *args: str):
-    (project / "p.plan").write_text(text, encoding="utf-8")
-    result = invoke("run", "p.plan", *args)
-    assert "Traceback" not in result.output
-    return result
 
 
 def agent(tools: str = '["send"]', iterations: int = 4) -> str:
