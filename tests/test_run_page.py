@@ -94,8 +94,10 @@ def test_a_browser_shows_the_run_and_runs_nothing_from_it(failed_run):
     steps = {row.attributes["data-step"]: row for row in dom.find_all("details", "step")}
     assert list(steps) == ["1", "2", "3", "3/do.1[0]"]  # a row per step, in the order they started
     took = {path: row.find("span", "took").text() for path, row in steps.items()}
-    assert all(re.fullmatch(r"\d+(\.\d)? ms|\d+\.\d\d s", took[path]) for path in ("1", "2", "3/do.1[0]")), took
-    assert took["3"] == "did not finish"  # the map: its item failed
+    assert all(re.fullmatch(r"\d+(\.\d)? ms|\d+\.\d\d s", took[path]) for path in steps), took
+    # the map failed with its item: it ended then, and shows as failed, open, as its item does
+    assert [steps[path].attributes["data-outcome"] for path in ("3", "3/do.1[0]")] == ["failed", "failed"]
+    assert all("failed" in steps[path].attributes["class"].split() for path in ("3", "3/do.1[0]"))
     for row in steps.values():
         assert re.fullmatch(r"left:\d+\.\d\d%;width:\d+\.\d\d%", row.find("span", "bar").attributes["style"])
 
