@@ -88,7 +88,7 @@ def real_model(config: Path, tasks_file: Path, limit: int | None) -> None:
 
     import attrs
 
-    from planc.backend.models import role_config
+    from planc.backend.models.client import role_config
     from planc.registry.declarations import ModelConfig
 
     sys.path.insert(0, str(ROOT / "tests"))

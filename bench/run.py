@@ -25,8 +25,8 @@ plan once, and times only `run_plan` (a fresh event loop per sample, as `planc r
     other and as `planc run --optimize` runs it (`optimize`, then `run_plan` with its schedule).
     The ideal speedup is the cost pass's sequential latency over its critical path (8x here).
 (4) What a run's events cost: the 1,000-step async plan of (1) with no events sink (the baseline),
-    with each event stamped (`planc.backend.events.Stamp`) and kept in a list, and with the stamped
-    events also made into OpenTelemetry spans (`planc.backend.traces.RunSpans`, the SDK's batch
+    with each event stamped (`planc.backend.report.events.Stamp`) and kept in a list, and with the stamped
+    events also made into OpenTelemetry spans (`planc.backend.report.traces.RunSpans`, the SDK's batch
     processor, an exporter that drops them: the SDK's cost, not a network's). Skipped without the
     `otel` extra.
 (5) A pure step against a control step: `map` over 1,000 items doing a pure step (`round(value:
@@ -54,9 +54,9 @@ import time
 from pathlib import Path
 
 import planc
-from planc.backend.events import Stamp
-from planc.backend.hooks import Hooks
-from planc.backend.interpreter import run_plan
+from planc.backend.report.events import Stamp
+from planc.backend.calls.hooks import Hooks
+from planc.backend.run.interpreter import run_plan
 from planc.registry import load_registry
 
 STEPS = 1_000
@@ -318,8 +318,8 @@ def events_rows(bench: Bench, repeat: int) -> list[tuple[str, float]]:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-        from planc.backend.events import fan_out
-        from planc.backend.traces import RunSpans
+        from planc.backend.report.events import fan_out
+        from planc.backend.report.traces import RunSpans
     except ImportError:
         return rows
 

@@ -122,7 +122,7 @@ def test_a_project_runs_into_the_store_the_cli_reads_with_declared_params(projec
     assert opened.store == project / "records" / "runs.sqlite"
     checked = opened.check((project / "greet.plan").read_text(encoding="utf-8"), path=project / "greet.plan")
     assert opened.run(checked).value == "bob"  # its declared default, as `planc run greet.plan` gives it
-    with pytest.raises(planc.backend.values.RunError, match="no parameter `whom`"):
+    with pytest.raises(planc.backend.state.values.RunError, match="no parameter `whom`"):
         opened.run(checked, arguments={"whom": "x"})
     listed = invoke("runs", "--format", "json")
     assert listed.exit_code == 0 and [run["status"] for run in json.loads(listed.stdout)] == ["ok"]

@@ -1,5 +1,6 @@
-"""The architecture the folders promise: layers that only import downward, no import cycles, and every
-control step known to every stage that handles control steps."""
+"""The architecture the folders promise: layers that only import downward, backend folders that import only
+the folders they name, no import cycles, and every control step known to every stage that handles control
+steps."""
 
 from __future__ import annotations
 
@@ -20,6 +21,15 @@ LAYERS = (
     ("backend", "store", "planning"),
     ("cli", "lsp", "corpus", "explain", "project", "__init__"),
 )
+
+# Inside the backend, one folder per job; a folder imports itself and the folders named here, nothing else.
+BACKEND_FOLDERS = {
+    "state": (),  # a run's values and errors, and whether it must stop
+    "report": (),  # events, progress, traces: they read events, never the run
+    "calls": ("state",),  # the one dispatch and what makes a call
+    "models": ("state", "calls"),  # an inference is recorded as a call
+    "run": ("state", "calls", "models", "report"),  # the interpreter, the session, a recorded run, a batch
+}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -74,6 +84,29 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
                   for module, targets in graph.items() for target in targets if layer_of(target) > layer_of(module))
 
 
+def backend_folder(module: str) -> str | None:
+    """The backend folder `module` is in (None outside the backend); a backend module in no folder of
+    BACKEND_FOLDERS is an error, so that a new folder or a module left at the top is a decision."""
+    parts = module.split(".")
+    if parts[1:2] != ["backend"] or len(parts) == 2:
+        return None
+    if parts[2] not in BACKEND_FOLDERS:
+        raise AssertionError(f"{module} is in no backend folder: put it in one, or add `{parts[2]}` to BACKEND_FOLDERS")
+    return parts[2]
+
+
+def backend_crossings(graph: dict[str, set[str]]) -> list[str]:
+    """The imports from one backend folder into another that BACKEND_FOLDERS does not allow."""
+    found = []
+    for module, targets in graph.items():
+        folder = backend_folder(module)
+        for target in targets:
+            other = backend_folder(target)
+            if folder and other and other != folder and other not in BACKEND_FOLDERS[folder]:
+                found.append(f"{module} ({folder}/) imports {target} ({other}/)")
+    return sorted(found)
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan's algorithm)."""
     index: dict[str, int] = {}
@@ -113,6 +146,10 @@ def test_no_module_imports_a_layer_above_its_own():
     assert upward_imports(import_graph(SOURCE)) == []
 
 
+def test_each_backend_folder_imports_only_the_folders_it_names():
+    assert backend_crossings(import_graph(SOURCE)) == []
+
+
 def test_there_is_no_import_cycle():
     assert cycles(import_graph(SOURCE)) == []
 
@@ -134,9 +171,27 @@ def test_the_checks_find_an_upward_import_and_a_cycle(tmp_path):
     assert cycles(graph) == [["planc.cli.commands", "planc.syntax.lexer"]]
 
 
+def test_the_backend_check_finds_a_call_that_imports_the_interpreter(tmp_path):
+    """A module of `calls/` that imports `run/` (lazily) crosses the backend's folders the wrong way, and a
+    backend module outside every folder is refused."""
+    backend = tmp_path / "planc" / "backend"
+    for folder in ("calls", "run"):
+        (backend / folder).mkdir(parents=True)
+        (backend / folder / "__init__.py").write_text("")
+    (tmp_path / "planc" / "__init__.py").write_text("")
+    (backend / "__init__.py").write_text("")
+    (backend / "run" / "interpreter.py").write_text("from planc.backend.calls.dispatch import call\n")
+    (backend / "calls" / "dispatch.py").write_text("def call():\n    from planc.backend.run import interpreter\n")
+    assert backend_crossings(import_graph(tmp_path)) == [
+        "planc.backend.calls.dispatch (calls/) imports planc.backend.run.interpreter (run/)"]
+    (backend / "loose.py").write_text("")
+    with pytest.raises(AssertionError, match="planc.backend.loose is in no backend folder"):
+        backend_crossings(import_graph(tmp_path))
+
+
 @pytest.mark.parametrize("stage", ["types", "cost", "run"])
 def test_every_control_step_has_a_rule_in_every_stage(stage):
-    from planc.backend.control_steps import CONTROL_HANDLERS
+    from planc.backend.run.control_steps import CONTROL_HANDLERS
     from planc.passes.cost.cost import COST_RULES
     from planc.passes.types.control_steps import TYPE_RULES
     from planc.registry.builtins import CONTROL_STEPS

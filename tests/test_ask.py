@@ -18,9 +18,9 @@ from terminal import Terminal, needs_a_terminal
 from test_run import calls, check
 from test_run import project as tools_project  # noqa: F401  (the recording tools' project)
 
-from planc.backend.hooks import Hooks, Question, Unanswered
-from planc.backend.interpreter import run_plan
-from planc.backend.interrupts import Interrupts, TerminalLine
+from planc.backend.calls.hooks import Hooks, Question, Unanswered
+from planc.backend.run.interpreter import run_plan
+from planc.backend.state.interrupts import Interrupts, TerminalLine
 
 OWNERS = '''map(over: ["web", "db", "cache"], concurrency: 3, do: {
   owner = ask(question: "Who owns {item}?")

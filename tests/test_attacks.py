@@ -324,7 +324,7 @@ def test_an_exit_in_a_map_item_ends_the_plan_and_starts_nothing_more(project, mo
     import importlib
 
     import planc
-    from planc.backend.hooks import Hooks
+    from planc.backend.calls.hooks import Hooks
 
     monkeypatch.setenv("PLANC_TEST_MEET", "2")
     monkeypatch.syspath_prepend(str(project))  # the tools module, as planc imports it: one module, one EXITED

@@ -17,7 +17,7 @@ PLAN = 'search(query: "outages", limit: 5)\n  |> summarize(style: "bullets")\n'
 
 # Loaded by none of `planc check --format json` and `planc fmt`: each only where it is used.
 NOT_FOR_A_CHECK = ("rich", "jsonschema", "cedarpy", "httpx", "mcp", "difflib", "asyncio", "sqlite3", "tomllib",
-                   "planc.backend.interpreter", "planc.optimize.optimize", "planc.cli.run_commands",
+                   "planc.backend.run.interpreter", "planc.optimize.optimize", "planc.cli.run_commands",
                    "planc.cli.store_commands", "hashlib", "planc.passes.policy.decide")
 
 
@@ -75,8 +75,8 @@ def test_a_run_loads_no_opentelemetry_unless_it_is_traced(tmp_path, monkeypatch)
     (tmp_path / "plan.plan").write_text("reshape(value: 1)\n", encoding="utf-8")
     store = str(tmp_path / "runs.sqlite")
     modules = loaded_by_command(["run", "plan.plan", "--store", store], tmp_path)
-    assert "planc.backend.interpreter" in modules
+    assert "planc.backend.run.interpreter" in modules
     assert sorted(name for name in modules if name.startswith("opentelemetry")) == []
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")  # the SDK's own switch: no spans, so none to send anywhere
     traced = loaded_by_command(["run", "plan.plan", "--store", store, "--otel"], tmp_path)
-    assert "planc.backend.traces" in traced
+    assert "planc.backend.report.traces" in traced

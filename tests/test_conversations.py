@@ -17,7 +17,7 @@ from model_server import model_server  # noqa: F401  (the fixture)
 from tool_project import tool_project
 
 import planc
-from planc.backend.agent_loop import SYSTEM_PROMPT, task
+from planc.backend.models.agent_loop import SYSTEM_PROMPT, task
 from planc.optimize.optimize import optimize
 from planc.registry import load_registry
 

@@ -102,8 +102,8 @@ def test_run_time_labels_are_within_what_the_check_computed(tools_module):
     from hypothesis import strategies as st
     from profiles import examples
 
-    from planc.backend.hooks import Hooks, Proceed
-    from planc.backend.interpreter import run_plan
+    from planc.backend.calls.hooks import Hooks, Proceed
+    from planc.backend.run.interpreter import run_plan
     from planc.passes.check import check
     from planc.registry.config import registry_from_text
 

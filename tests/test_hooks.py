@@ -14,9 +14,9 @@ from cli import invoke
 from model_server import model_server  # noqa: F401  (the loopback model server fixture)
 from test_run import SCHEMA, calls, check, project, with_models  # noqa: F401  (the recording tools' project)
 
-from planc.backend.hooks import Abort, Hooks, PlanCall, Proceed, Replace
-from planc.backend.interpreter import run_plan
-from planc.backend.values import Aborted
+from planc.backend.calls.hooks import Abort, Hooks, PlanCall, Proceed, Replace
+from planc.backend.run.interpreter import run_plan
+from planc.backend.state.values import Aborted
 
 PLANS = '''
 [plans.inner]

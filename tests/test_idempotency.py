@@ -25,7 +25,7 @@ from mcp_servers import KEYED_SERVER, toml_list
 from tool_project import tool_project
 
 import planc
-from planc.backend.idempotency import idempotency_key
+from planc.backend.calls.idempotency import idempotency_key
 
 TOOLS = '''
 import json, os
@@ -303,8 +303,8 @@ def test_the_documented_example_runs_and_its_resume_sends_nothing_twice(tmp_path
 def test_the_approve_question_says_whether_a_call_may_be_made_again(key, says, never):
     from rich.console import Console
 
-    from planc.backend.approve import describe
-    from planc.backend.hooks import Call
+    from planc.backend.calls.approve import describe
+    from planc.backend.calls.hooks import Call
     from planc.registry.tool import Effects, Tool
 
     effects = Effects(read_only=False, deterministic=False, idempotent=False, destructive=False, open_world=True)

@@ -13,8 +13,8 @@ import pytest
 from cli import invoke
 
 import planc
-from planc.backend.hooks import Abort, Hooks, Proceed
-from planc.backend.values import RunError
+from planc.backend.calls.hooks import Abort, Hooks, Proceed
+from planc.backend.state.values import RunError
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "inbox"
 

@@ -282,7 +282,7 @@ def test_a_request_planc_cannot_tie_to_one_call_or_over_its_allowance_is_refused
 
     from mcp import types
 
-    from planc.backend.mcp_runtime import InFlight, McpRuntime
+    from planc.backend.calls.mcp_runtime import InFlight, McpRuntime
     from planc.registry.declarations import McpServer
 
     asked = []
@@ -305,7 +305,7 @@ def test_a_request_planc_cannot_tie_to_one_call_or_over_its_allowance_is_refused
     assert "no step of a plan is calling it" in asyncio.run(runtime.sample(server, params)).message
     runtime.in_flight["s"] = [one]
     assert asyncio.run(runtime.sample(server, params)) == "a reply" and asked == [one]
-    from planc.backend.mcp_requests import ServerRequests
+    from planc.backend.models.mcp_requests import ServerRequests
 
     spent = InFlight("call", None, contextvars.copy_context(), samples=1)  # one inference asked for already
     over = asyncio.run(ServerRequests(run=None).sample(server, spent, params))

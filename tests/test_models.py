@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from model_server import ModelServer, model_server  # noqa: F401  (the fixture)
 
-from planc.backend.agent_loop import SYSTEM_PROMPT, ToolFailure, Turn, ask_yes_no, run_agent, system_message
-from planc.backend.models import ModelClient, ModelError, ToolCall
+from planc.backend.models.agent_loop import SYSTEM_PROMPT, ToolFailure, Turn, ask_yes_no, run_agent, system_message
+from planc.backend.models.client import ModelClient, ModelError, ToolCall
 from planc.registry.config import ConfigError, registry_from_text
 from planc.registry.tool import Tool
 
@@ -178,14 +178,14 @@ def test_an_error_page_that_is_not_json_is_quoted(model_server):
 @pytest.fixture
 def waits(monkeypatch):
     """The waits between attempts, kept instead of slept."""
-    from planc.backend import models
+    from planc.backend.models import client
 
     waited = []
 
     async def pause(seconds):
         waited.append(seconds)
 
-    monkeypatch.setattr(models, "pause", pause)
+    monkeypatch.setattr(client, "pause", pause)
     return waited
 
 

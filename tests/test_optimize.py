@@ -15,8 +15,8 @@ from profiles import examples
 from tool_project import tool_project
 
 import planc
-from planc.backend.interpreter import run_plan
-from planc.backend.values import RunError
+from planc.backend.run.interpreter import run_plan
+from planc.backend.state.values import RunError
 from planc.optimize.optimize import optimize
 from planc.registry import load_registry
 

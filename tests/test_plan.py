@@ -215,12 +215,12 @@ def test_a_planned_plan_that_asks_is_answered_from_answers_and_its_replay_asks_n
 
 
 def test_a_transient_error_is_tried_again(project, model_server, monkeypatch):  # noqa: F811
-    from planc.backend import models
+    from planc.backend.models import client
 
     async def pause(seconds):
         pass
 
-    monkeypatch.setattr(models, "pause", pause)
+    monkeypatch.setattr(client, "pause", pause)
     toml = (project / "planc.toml").read_text().replace("retries = 0", "retries = 2")
     (project / "planc.toml").write_text(toml, encoding="utf-8")
     model_server.play("bad_gateway.html", status=503)

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from profiles import examples
 
 import planc
-from planc.backend.interpreter import run_plan
-from planc.backend.values import RunError
+from planc.backend.run.interpreter import run_plan
+from planc.backend.state.values import RunError
 from planc.registry.linear_regex import search as linear_search
 from planc.registry.pure_steps import FAMILIES, PURE_STEPS
 

@@ -396,7 +396,7 @@ def test_the_local_executor_never_imports_ray(project):
 
     (project / "p.plan").write_text('map(over: [1, 2], concurrency: 2, do: { square(n: item) })\n', encoding="utf-8")
     modules = loaded_by_command(["run", "p.plan", "--store", str(project / "runs.sqlite")], project)
-    assert "planc.backend.interpreter" in modules
-    assert "ray" not in modules and "planc.backend.ray_executor" not in modules
+    assert "planc.backend.run.interpreter" in modules
+    assert "ray" not in modules and "planc.backend.calls.ray_executor" not in modules
     with sqlite3.connect(project / "runs.sqlite") as db:
         assert db.execute("SELECT status FROM runs").fetchall() == [("ok",)]

@@ -97,9 +97,9 @@ def printed_as_recorded(run: dict) -> bool:
 
 
 def test_every_recorded_run_replays_without_calling_anything(tmp_path_factory, monkeypatch):
-    monkeypatch.setattr("planc.backend.dispatch.call_provider", refuse("called a tool"))
-    monkeypatch.setattr("planc.backend.models.ModelClient.chat", refuse("asked a model"))
-    monkeypatch.setattr("planc.backend.mcp_runtime.McpRuntime.open", refuse("started an MCP server"))
+    monkeypatch.setattr("planc.backend.calls.dispatch.call_provider", refuse("called a tool"))
+    monkeypatch.setattr("planc.backend.models.client.ModelClient.chat", refuse("asked a model"))
+    monkeypatch.setattr("planc.backend.calls.mcp_runtime.McpRuntime.open", refuse("started an MCP server"))
     replayed, seen, racing, kinds, older = 0, 0, 0, set(), []
     for store in stores(tmp_path_factory):
         for summary in finished_runs(store):

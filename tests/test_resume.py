@@ -45,7 +45,7 @@ from pathlib import Path
 import pytest
 from cli import invoke, planc_forks
 
-from planc.backend.idempotency import idempotency_key
+from planc.backend.calls.idempotency import idempotency_key
 
 KILLS = 50
 POLL_S = 0.005  # between two looks at the store or the socket

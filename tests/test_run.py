@@ -1,4 +1,4 @@
-"""`planc run` and `planc.backend.interpreter.run_plan` with real Python tools."""
+"""`planc run` and `planc.backend.run.interpreter.run_plan` with real Python tools."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from cli import invoke
 from tool_project import tool_project
 
 import planc
-from planc.backend.hooks import Abort, Hooks, Replace, Skip
-from planc.backend.interpreter import run_plan
-from planc.backend.values import RunError
+from planc.backend.calls.hooks import Abort, Hooks, Replace, Skip
+from planc.backend.run.interpreter import run_plan
+from planc.backend.state.values import RunError
 from planc.registry import load_registry
 
 TOOLS = '''

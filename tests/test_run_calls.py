@@ -27,10 +27,10 @@ import pytest
 
 import planc
 from planc import corpus
-from planc.backend.agent_loop import task
-from planc.backend.hooks import Hooks
-from planc.backend.interpreter import run_plan
-from planc.backend.values import RunError
+from planc.backend.models.agent_loop import task
+from planc.backend.calls.hooks import Hooks
+from planc.backend.run.interpreter import run_plan
+from planc.backend.state.values import RunError
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.declarations import ModelConfig
 from planc.syntax import ast

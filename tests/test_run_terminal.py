@@ -15,11 +15,11 @@ from model_server import model_server  # noqa: F401  (the loopback model server 
 from rich.console import Console
 from test_run import calls, check, project, run  # noqa: F401  (the project fixture: recording Python tools)
 
-from planc.backend.approve import approval_gate
-from planc.backend.hooks import Hooks
-from planc.backend.interpreter import run_plan
-from planc.backend.progress import Progress
-from planc.backend.values import RunError
+from planc.backend.calls.approve import approval_gate
+from planc.backend.calls.hooks import Hooks
+from planc.backend.run.interpreter import run_plan
+from planc.backend.report.progress import Progress
+from planc.backend.state.values import RunError
 
 PLAN = 'search(query: "disk", limit: 2)\nnotify(channel: "#ops", text: "found {$1.length}")'
 

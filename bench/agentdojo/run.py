@@ -30,8 +30,8 @@ from adapter import SUITES, Suite  # noqa: E402
 from scripted_models import COMPROMISED, HONEST, Scenario, serve  # noqa: E402
 
 import planc  # noqa: E402
-from planc.backend.hooks import Abort, Hooks, Proceed  # noqa: E402
-from planc.backend.values import RunError  # noqa: E402
+from planc.backend.calls.hooks import Abort, Hooks, Proceed  # noqa: E402
+from planc.backend.state.values import RunError  # noqa: E402
 
 TARGET = "gpt-4o-2024-05-13"  # the victim model's name some attacks address (important_instructions: "GPT-4")
 

@@ -35,9 +35,9 @@ _API = {
     "load_project": "planc.project",
     "Project": "planc.project",
     "render_repair": "planc.diagnostics.render_repair",
-    "run": "planc.backend.recorded_run",
-    "RunResult": "planc.backend.interpreter",
-    "Hooks": "planc.backend.hooks",
+    "run": "planc.backend.run.recorded_run",
+    "RunResult": "planc.backend.run.interpreter",
+    "Hooks": "planc.backend.calls.hooks",
     "plan": "planc.planning.planner",
     "Planned": "planc.planning.planner",
     "system_prompt": "planc.planning.prompt",
@@ -46,9 +46,9 @@ _API = {
 __all__ = list(_API)
 
 if TYPE_CHECKING:
-    from planc.backend.hooks import Hooks
-    from planc.backend.interpreter import RunResult
-    from planc.backend.recorded_run import run
+    from planc.backend.calls.hooks import Hooks
+    from planc.backend.run.interpreter import RunResult
+    from planc.backend.run.recorded_run import run
     from planc.decoding import export_grammar
     from planc.diagnostics import Diagnostic, Fix, Position, Severity, Span
     from planc.diagnostics.render_repair import render_repair

@@ -105,8 +105,8 @@ class Project:
     def run(self, checked, *, arguments: Mapping | None = None, hooks=None, record: bool = True, **options):
         """Run `checked` as `planc run` does: recorded in the project's run store (unless `record` is false),
         with its registry, policy and principal. `options` go to `planc.run` (schedule, executor, ...)."""
-        from planc.backend.hooks import Hooks
-        from planc.backend.recorded_run import run
+        from planc.backend.calls.hooks import Hooks
+        from planc.backend.run.recorded_run import run
 
         return run(checked, arguments=arguments, hooks=hooks or Hooks(), registry=self.registry, policy=self.policy,
                    principal=self.principal, store=self.store if record else None, **options)

@@ -74,7 +74,7 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
     policy = find_policy(policy_file, registry, principal)
     checked = checked_to_run(read_file(plan), plan, registry, policy, principal, budget=Budget(*budget))
     stored = save_plan(checked, registry=registry, policy=policy)
-    from planc.backend.batch import check_line, read_lines
+    from planc.backend.run.batch import check_line, read_lines
 
     found = read_lines(read_file(args_file))
     lines = [check_line(checked, stored, number, arguments, registry=registry, policy=policy, principal=principal,
@@ -102,8 +102,8 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
 def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_address: str | None,
                   principal: str | None, store: str | None, output_format: str) -> None:
     """Finish the batch `name` names: resume each run that was cut short, start each line that never did."""
-    from planc.backend.batch import check_line
-    from planc.backend.recorded_run import RecordedRun
+    from planc.backend.run.batch import check_line
+    from planc.backend.run.recorded_run import RecordedRun
     from planc.passes.cost.budget import Budget
     from planc.store.run_store import RunStoreError
     from planc.store.stored import StoredPlanError, dump, load_plan
@@ -163,7 +163,7 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
 
 def _recorder(runs, line, registry, policy, principal: str, options: dict, batch_id: str):
     """What starts `line`'s run: it records a new run of the line's checked plan, with the batch's id."""
-    from planc.backend.recorded_run import RecordedRun
+    from planc.backend.run.recorded_run import RecordedRun
 
     return lambda: RecordedRun.record(runs, line.checked, registry=registry, policy=policy, principal=principal,
                                       arguments=line.arguments, options=options, batch=(batch_id, line.number))
@@ -171,9 +171,9 @@ def _recorder(runs, line, registry, policy, principal: str, options: dict, batch
 
 def _run_lines(runs, batch_id: str, starts: list, parallel: int, executor) -> None:
     """Run `starts`, a bar (or a line per run) on stderr; the batch is recorded finished once all have run."""
-    from planc.backend.batch import Batch
-    from planc.backend.interrupts import Interrupted
-    from planc.backend.progress import BatchProgress
+    from planc.backend.run.batch import Batch
+    from planc.backend.state.interrupts import Interrupted
+    from planc.backend.report.progress import BatchProgress
     from planc.store.run_store import RunStoreError
 
     progress = BatchProgress(console(stderr=True), len(starts))
@@ -199,7 +199,7 @@ def _summary(runs, batch_id: str, registry, lines: list, output_format: str) -> 
     exit 1 unless every line ran ok."""
     import json
 
-    from planc.backend.batch import OUTCOMES, RUN_OUTCOMES
+    from planc.backend.run.batch import OUTCOMES, RUN_OUTCOMES
     from planc.passes.cost.cost_range import CostRange
 
     batch = runs.batch(batch_id)

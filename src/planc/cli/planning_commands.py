@@ -75,9 +75,9 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     run out. The exchange is recorded in the run store: `planc show-run` shows it, `planc replay`
     reproduces it with no model. With --run the plan then runs, exit codes as `planc run`.
     """
-    from planc.backend.arguments import parse_arguments
-    from planc.backend.models import ModelError
-    from planc.backend.recorded_run import code_tools, keep_read_files
+    from planc.backend.run.arguments import parse_arguments
+    from planc.backend.models.client import ModelError
+    from planc.backend.run.recorded_run import code_tools, keep_read_files
     from planc.passes.cost.budget import Budget
     from planc.planning.planner import plan
     from planc.store.recorders import Recorder
@@ -123,9 +123,9 @@ def finish_planning(planned, runs, recorder, registry, policy, principal: str, a
                     interlocutor=None) -> None:
     """Say how the planning went, record it, and print, write or run the plan: what `planc plan` does after
     the model's last answer, and what its replay does after the recorded one."""
-    from planc.backend.hooks import Hooks
-    from planc.backend.recorded_run import RecordedRun
-    from planc.backend.values import RunError
+    from planc.backend.calls.hooks import Hooks
+    from planc.backend.run.recorded_run import RecordedRun
+    from planc.backend.state.values import RunError
     from planc.store.stored import save_plan
 
     err = console(stderr=True)

@@ -69,9 +69,9 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     Progress goes to stderr; stdout holds the result only. With --executor ray, the Python tool calls of
     map/filter/reduce items (and of the steps --optimize runs side by side) are Ray tasks.
     """
-    from planc.backend.arguments import parse_arguments
-    from planc.backend.hooks import Hooks
-    from planc.backend.values import RunError
+    from planc.backend.run.arguments import parse_arguments
+    from planc.backend.calls.hooks import Hooks
+    from planc.backend.state.values import RunError
 
     if approve and not sys.stdin.isatty():
         raise UsageError("--approve asks on the terminal before every effectful call, and standard input is "
@@ -92,7 +92,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         arguments = parse_arguments(args, json_args, checked.typing.arguments if checked.typing else None)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    from planc.backend.interpreter import run_arguments
+    from planc.backend.run.interpreter import run_arguments
 
     try:
         arguments = run_arguments(checked, arguments)  # refused before the run is recorded; recorded with defaults
@@ -103,11 +103,11 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     if optimize:
         optimized = optimized_plan(checked, plan)
         checked, schedule = optimized.checked, optimized.schedule
-    from planc.backend.approve import approval_gate
-    from planc.backend.interrupts import Interrupts
-    from planc.backend.events import fan_out
-    from planc.backend.progress import Progress
-    from planc.backend.recorded_run import RecordedRun
+    from planc.backend.calls.approve import approval_gate
+    from planc.backend.state.interrupts import Interrupts
+    from planc.backend.report.events import fan_out
+    from planc.backend.report.progress import Progress
+    from planc.backend.run.recorded_run import RecordedRun
     from planc.store.run_store import RunStoreError
 
     err = console(stderr=True)

@@ -33,7 +33,7 @@ def executor_for(kind: str | None, address: str | None, registry, store, recorde
     """The executor runs use, as declared (`--executor`, `--ray-address`, a resumed run's record, planc.toml)
     and connected (None: this process), as `(declaration, connected)`, closed after; a UsageError when
     it cannot be connected, before anything runs."""
-    from planc.backend.recorded_run import choose_executor, connect_executor
+    from planc.backend.run.recorded_run import choose_executor, connect_executor
 
     try:
         how = choose_executor(registry, kind, address, recorded)
@@ -41,7 +41,7 @@ def executor_for(kind: str | None, address: str | None, registry, store, recorde
         raise UsageError(f"--ray-address: {error}") from None
     connected = None
     if how.kind != "local":
-        from planc.backend.ray_executor import RayUnavailable
+        from planc.backend.calls.ray_executor import RayUnavailable
 
         try:
             connected = connect_executor(how, registry, store)
@@ -123,7 +123,7 @@ def events_writer(sink, path: str):
         return None
     import json
 
-    from planc.backend.values import RunError
+    from planc.backend.state.values import RunError
 
     def write(event: dict) -> None:
         try:
@@ -140,7 +140,7 @@ INSTALL_OTEL = "pip install 'planc[otel]'"
 
 
 def run_traces(otel: bool, name: str, plan: str | None = None):
-    """A context manager around a run that gives the events sink of its spans (`planc.backend.traces`), or
+    """A context manager around a run that gives the events sink of its spans (`planc.backend.report.traces`), or
     None when the run is not traced: traced with `--otel`, or when an OTLP endpoint variable is set.
 
     Without OpenTelemetry installed, `--otel` is a UsageError before anything is recorded, and a variable
@@ -150,7 +150,7 @@ def run_traces(otel: bool, name: str, plan: str | None = None):
     if not otel and variable is None:
         return contextlib.nullcontext()
     try:
-        from planc.backend.traces import traced
+        from planc.backend.report.traces import traced
     except ImportError:
         if otel:
             raise UsageError(f"--otel sends the run as OpenTelemetry spans, and OpenTelemetry is not installed: "
@@ -164,7 +164,7 @@ def run_traces(otel: bool, name: str, plan: str | None = None):
 def ask_hook(answers_file: str | None, console, pause=None):
     """The interlocutor of `planc run` and `resume`: `--answers FILE` (read now: a UsageError for a file that
     cannot be used, before anything runs), then the person when standard input is a terminal."""
-    from planc.backend.interlocutors import interlocutor, read_answers
+    from planc.backend.models.interlocutors import interlocutor, read_answers
 
     answers = None
     if answers_file is not None:
@@ -177,7 +177,7 @@ def ask_hook(answers_file: str | None, console, pause=None):
 
 def run_failed(error) -> NoReturn:
     """A run that failed (exit 1) or was interrupted by a signal (exit 130): its one line on stderr."""
-    from planc.backend.interrupts import Interrupted
+    from planc.backend.state.interrupts import Interrupted
 
     click.echo(f"error: {error}", err=True)
     sys.exit(130 if isinstance(error, Interrupted) else 1)
@@ -185,7 +185,7 @@ def run_failed(error) -> NoReturn:
 
 def solver_client(registry):
     """The `solver` role's model client for `--finish solver`, or a usage error saying what is missing."""
-    from planc.backend.models import ModelClient, ModelError
+    from planc.backend.models.client import ModelClient, ModelError
 
     if registry is None:
         raise UsageError("--finish solver needs a model: no planc.toml here or above declares [models.solver] "
@@ -205,9 +205,9 @@ def print_result(result, finish: str, query: str | None, solver, recorder) -> No
     if finish == "solver":
         import asyncio
 
-        from planc.backend.finish import solver_report
-        from planc.backend.model_calls import StepModel
-        from planc.backend.models import ModelError
+        from planc.backend.models.finish import solver_report
+        from planc.backend.models.model_calls import StepModel
+        from planc.backend.models.client import ModelError
 
         model = StepModel(solver, "solver", "finish", recorder)  # the client made once an inference needs it
 

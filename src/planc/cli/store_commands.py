@@ -38,7 +38,7 @@ from planc.cli.usage import UsageError
 
 def _as_run(run: dict, store: str | None, principal: str):
     """The registry and policy `run` ran with, from the files it kept; None when it kept none."""
-    from planc.backend.recorded_run import as_it_ran
+    from planc.backend.run.recorded_run import as_it_ran
     from planc.passes.policy.load import PolicyError
     from planc.registry.config import ConfigError
 
@@ -178,7 +178,7 @@ def _labels_words(labels: dict | None) -> str:
 def _short(value) -> str:
     import json
 
-    from planc.backend.models import excerpt
+    from planc.backend.models.client import excerpt
 
     return excerpt(json.dumps(value, ensure_ascii=False), 100)
 
@@ -201,8 +201,8 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error, 130 a run
     that was interrupted (as it was).
     """
-    from planc.backend.recorded_run import RecordedRun
-    from planc.backend.values import RunError
+    from planc.backend.run.recorded_run import RecordedRun
+    from planc.backend.state.values import RunError
     from planc.store.stored import dump
 
     run = _stored_run(store, run_id)
@@ -253,7 +253,7 @@ def _leased_run(runs, run_id: str) -> dict:
 
 def _replay_planning(run: dict, planned: dict, registry, policy, principal: str) -> None:
     """A `planc plan` run again from its record: the model's answers, then the plan's calls if it ran."""
-    from planc.backend.models import ModelError
+    from planc.backend.models.client import ModelError
     from planc.cli.planning_commands import finish_planning
     from planc.planning.planner import plan
     from planc.store.recorders import Replay
@@ -311,12 +311,12 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     otherwise. Its events are numbered on from the last the run recorded.
     Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error, 130 interrupted.
     """
-    from planc.backend.approve import approval_gate
-    from planc.backend.events import fan_out
-    from planc.backend.hooks import Hooks
-    from planc.backend.interrupts import Interrupts
-    from planc.backend.recorded_run import RecordedRun
-    from planc.backend.values import RunError
+    from planc.backend.calls.approve import approval_gate
+    from planc.backend.report.events import fan_out
+    from planc.backend.calls.hooks import Hooks
+    from planc.backend.state.interrupts import Interrupts
+    from planc.backend.run.recorded_run import RecordedRun
+    from planc.backend.state.values import RunError
     from planc.store.stored import dump
 
     if approve and not sys.stdin.isatty():

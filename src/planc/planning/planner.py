@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from planc.backend.model_calls import StepModel
+from planc.backend.models.model_calls import StepModel
 from planc.diagnostics.render_repair import render_repair
 from planc.passes.check import CheckResult, check
 from planc.passes.cost.budget import Budget
@@ -74,13 +74,13 @@ async def plan_async(task: str, *, registry: Registry | None, policy: Policy | N
     """Ask the `role` model for a plan that does `task`, repairing it in the same conversation up to
     `rounds` times in all. `grammar` ("lark" or "gbnf") sends the plan language's grammar, specialised to
     the registry, with each request, for an endpoint that constrains its output to it."""
-    from planc.backend.models import ModelClient
+    from planc.backend.models.client import ModelClient
 
     if rounds < 1:
         raise ValueError("planning needs at least one round")
     if registry is None:
         raise ValueError("planning needs a registry: the tools to plan with and the models to ask")
-    from planc.backend.models import role_config
+    from planc.backend.models.client import role_config
 
     prompt = system_prompt(registry, fenced=grammar is None, policy=policy, principal=principal)
     messages: list[dict] = [{"role": "system", "content": prompt}, {"role": "user", "content": task}]

@@ -180,7 +180,7 @@ class _NoParseErrors:
 
 def client_session(read, write, server: McpServer, folder: Path, noise: StdoutNoise, requests=None):
     """The SDK's session with `server`, declaring planc's client capabilities: roots (the folder of planc.toml and
-    the server's `roots`), elicitation and sampling. `requests` (a backend.mcp_requests.ServerRequests) answers
+    the server's `roots`), elicitation and sampling. `requests` (a backend.models.mcp_requests.ServerRequests) answers
     the server's elicitation and sampling requests during a run's calls; without it (a sync, which calls no
     tool) they are refused."""
     from mcp import ClientSession, types

@@ -1,4 +1,4 @@
-"""The run store's side of a run (`planc.backend.session.Recorder`): recording, replaying, resuming.
+"""The run store's side of a run (`planc.backend.run.session.Recorder`): recording, replaying, resuming.
 
 `Recorder` commits an intent row before each call and its outcome after. `Replay` feeds a
 recorded run's results back to the interpreter instead of calling anything, and stops with a
@@ -18,10 +18,10 @@ make a call again whose effect may have happened unless that is safe:
 
 from __future__ import annotations
 
-from planc.backend.events import STAMP, seconds
-from planc.backend.hooks import Call, Skip
-from planc.backend.interrupts import Interrupted
-from planc.backend.values import RunError, ToolFailed
+from planc.backend.report.events import STAMP, seconds
+from planc.backend.calls.hooks import Call, Skip
+from planc.backend.state.interrupts import Interrupted
+from planc.backend.state.values import RunError, ToolFailed
 from planc.registry.labels import SECRET, is_redacted, redacted
 from planc.store.large_values import to_json
 from planc.store.run_store import RunStore, RunStoreError, plain_json
@@ -82,7 +82,7 @@ class Recorder:
         self.write(self.store.call_ended, self.open.pop(id(call)), "unknown")
 
     def event(self, event: dict) -> None:
-        """A stamped event (`planc.backend.events`): kept under its number and time."""
+        """A stamped event (`planc.backend.report.events`): kept under its number and time."""
         self.events = event["seq"]
         self.write(self.store.event, event["seq"], seconds(event["time"]),
                    {field: value for field, value in event.items() if field not in STAMP})

@@ -74,7 +74,7 @@ CREATE TABLE IF NOT EXISTS calls (
     started_at REAL NOT NULL,
     finished_at REAL,
     outcome TEXT,                  -- OUTCOMES; NULL while the call is made (or its process died during it)
-    idempotency_key TEXT,          -- the call's (backend/idempotency.py); NULL for a model's, or before schema 5
+    idempotency_key TEXT,          -- the call's (backend/calls/idempotency.py); NULL for a model's, or before schema 5
     labels TEXT,                   -- JSON: {"sources": {argument: [labels]}, "control": [labels]; for a call the policy
                                    -- flagged, "flagged": why, "approved": whether a person let it through}
     PRIMARY KEY (run_id, sequence)

@@ -5,7 +5,7 @@ run. A control step without a rule of its own (a pure step) carries only what an
 A rule is `rule(walk, step, env, views, control) -> frozenset`: `views` holds the labels of the
 step's value arguments (its piped input under its pipe parameter), `control` the labels that decide
 whether it runs. Blocks are walked with `walk.block` (once) or `walk.loop` (once per item). The
-run-time handlers (`backend/control_steps.py`) add the same labels from what really ran.
+run-time handlers (`backend/run/control_steps.py`) add the same labels from what really ran.
 """
 
 from __future__ import annotations

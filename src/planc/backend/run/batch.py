@@ -22,12 +22,12 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from planc.analysis.schemas import type_of
-from planc.backend.interpreter import run_arguments
-from planc.backend.interrupts import Interrupted, Interrupts
-from planc.backend.recorded_run import RecordedRun
-from planc.backend.results import NotPlain, plain
-from planc.backend.stop import settle
-from planc.backend.values import RunError
+from planc.backend.run.interpreter import run_arguments
+from planc.backend.state.interrupts import Interrupted, Interrupts
+from planc.backend.run.recorded_run import RecordedRun
+from planc.backend.calls.results import NotPlain, plain
+from planc.backend.state.stop import settle
+from planc.backend.state.values import RunError
 from planc.passes.check import CheckResult
 from planc.passes.cost.budget import Budget
 from planc.store.run_store import RunStoreError

@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Coroutine, Iterator
 
-from planc.backend.values import RunError
+from planc.backend.state.values import RunError
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _asking = 0  # questions on the terminal being asked now (the main thread's)

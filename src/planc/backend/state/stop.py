@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-from planc.backend.values import RunError
+from planc.backend.state.values import RunError
 
 
 class Stopped(RunError):

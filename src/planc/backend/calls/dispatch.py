@@ -17,15 +17,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 
-from planc.backend import plan_stack
-from planc.backend.hooks import Abort, Call, Proceed, Replace, Skip
-from planc.backend.idempotency import idempotency_key
-from planc.backend.mcp_runtime import calling
-from planc.backend.providers import UnknownOutcome, call_provider
-from planc.backend.results import usable
-from planc.backend.spending import more_than_declared
-from planc.backend.stop import current as current_stop
-from planc.backend.values import Aborted, RunError, ToolFailed
+from planc.backend.calls import plan_stack
+from planc.backend.calls.hooks import Abort, Call, Proceed, Replace, Skip
+from planc.backend.calls.idempotency import idempotency_key
+from planc.backend.calls.mcp_runtime import calling
+from planc.backend.calls.providers import UnknownOutcome, call_provider
+from planc.backend.calls.results import usable
+from planc.backend.calls.spending import more_than_declared
+from planc.backend.state.stop import current as current_stop
+from planc.backend.state.values import Aborted, RunError, ToolFailed
 from planc.registry.declarations import RESULT_BYTES
 from planc.registry.labels import SECRET, redacted
 from planc.syntax import ast

@@ -30,8 +30,8 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 
-from planc.backend.providers import ToolExited, UnknownOutcome, exited, not_loaded
-from planc.backend.values import RunError
+from planc.backend.calls.providers import ToolExited, UnknownOutcome, exited, not_loaded
+from planc.backend.state.values import RunError
 from planc.registry.declarations import RAY_RETRIES
 from planc.registry.python_tools import import_provider
 from planc.registry.tool import Tool

@@ -9,10 +9,10 @@ or it was interrupted, while the question was open).
 
 from __future__ import annotations
 
-from planc.backend import plan_stack
-from planc.backend.dispatch import recorded_call, result_bytes
-from planc.backend.hooks import Call, Question, Unanswered
-from planc.backend.stop import current as current_stop
+from planc.backend.calls import plan_stack
+from planc.backend.calls.dispatch import recorded_call, result_bytes
+from planc.backend.calls.hooks import Call, Question, Unanswered
+from planc.backend.state.stop import current as current_stop
 from planc.registry.builtins import CONTROL_STEPS
 from planc.syntax import ast
 

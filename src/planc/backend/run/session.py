@@ -13,11 +13,11 @@ import uuid
 from collections.abc import Callable
 from typing import Protocol
 
-from planc.backend import plan_stack
-from planc.backend.hooks import Call, Skip
-from planc.backend.mcp_runtime import McpRuntime
-from planc.backend.spending import Spending
-from planc.backend.values import RunError
+from planc.backend.calls import plan_stack
+from planc.backend.calls.hooks import Call, Skip
+from planc.backend.calls.mcp_runtime import McpRuntime
+from planc.backend.calls.spending import Spending
+from planc.backend.state.values import RunError
 from planc.passes.cost.budget import Budget
 from planc.registry.declarations import DEFAULT_MODEL_ROLE
 from planc.registry.registry import Registry
@@ -54,7 +54,7 @@ class Session:
     the last.
 
     `run_id` is the run's: the recorder's, or one of its own for a run that is not recorded. The
-    `executor` (a backend.ray_executor.RayExecutor, or None: this process) is connected before the run
+    `executor` (a backend.calls.ray_executor.RayExecutor, or None: this process) is connected before the run
     and closed by whoever connected it, as a batch's runs share one."""
 
     def __init__(self, checked, registry: Registry | None, recorder: Recorder | None = None,
@@ -104,7 +104,7 @@ class Session:
         """The model of `role` as the step at `path` asks it, every inference through the recorder and sent
         as events; the model of the role `instead` when planc.toml declares neither `[models.<role>]` nor
         `[models.default]`."""
-        from planc.backend.model_calls import StepModel
+        from planc.backend.models.model_calls import StepModel
 
         models = self.registry.models if self.registry is not None else {}
         if instead is not None and role not in models and DEFAULT_MODEL_ROLE not in models:
@@ -112,8 +112,8 @@ class Session:
 
         if self.calls_tools:
             self.client(role, step, path)  # a model that is not configured fails here, before the step asks it
-        from planc.backend.dispatch import result_bytes
-        from planc.backend.models import role_config
+        from planc.backend.calls.dispatch import result_bytes
+        from planc.backend.models.client import role_config
 
         return StepModel(lambda: self.client(role, step, path), role, path, self.recorder, step,
                          result_bytes(self.registry), emit=self.emit, spending=self.spending,
@@ -121,7 +121,7 @@ class Session:
 
     def client(self, role: str, step: ast.Step, path: str):
         """The model client of `role` (`[models.<role>]`, else `[models.default]`), made once per run."""
-        from planc.backend.models import ModelClient, ModelError
+        from planc.backend.models.client import ModelClient, ModelError
 
         if role not in self.clients:
             if self.registry is None:

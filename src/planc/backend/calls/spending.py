@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from planc.backend.values import RunError
+from planc.backend.state.values import RunError
 from planc.passes.cost.budget import LIMITS, Budget, exceeds
 from planc.passes.cost.cost_words import dollars
 from planc.registry.tool import Tool

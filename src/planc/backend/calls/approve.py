@@ -20,8 +20,8 @@ import json
 from collections.abc import Callable, Iterator
 from typing import ContextManager
 
-from planc.backend.hooks import Abort, Call, Proceed
-from planc.backend.interrupts import TerminalLine
+from planc.backend.calls.hooks import Abort, Call, Proceed
+from planc.backend.state.interrupts import TerminalLine
 
 
 def describe(call: Call):

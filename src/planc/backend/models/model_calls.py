@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from planc.backend.dispatch import recorded_call
-from planc.backend.hooks import Call
-from planc.backend.models import ModelClient, ModelError, Reply
-from planc.backend.stop import current as current_stop
-from planc.backend.values import ToolFailed
+from planc.backend.calls.dispatch import recorded_call
+from planc.backend.calls.hooks import Call
+from planc.backend.models.client import ModelClient, ModelError, Reply
+from planc.backend.state.stop import current as current_stop
+from planc.backend.state.values import ToolFailed
 from planc.registry.declarations import RESULT_BYTES, ModelConfig
 from planc.registry.tool import Effects, Tool
 
@@ -43,7 +43,7 @@ class StepModel:
         self.connect, self.role, self.path, self.recorder, self.step = connect, role, path, recorder, step
         self.limit_bytes = limit_bytes  # `[limits] result_bytes`: a longer reply is refused like a tool's result
         self.emit, self.config = emit, config
-        self.spending = spending  # the run's budget (backend.spending.Spending): each inference counted before it
+        self.spending = spending  # the run's budget (backend.calls.spending.Spending): each inference counted before it
         # What the messages it is sent carry, as labels (asked anew at each inference, as an agent's conversation
         # grows): an inference shown a `secret` value is recorded by its length and hash only.
         self.shown: Callable[[], frozenset] = frozenset

@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-from planc.backend.hooks import PlanCall
+from planc.backend.calls.hooks import PlanCall
 
 _STACK: ContextVar[tuple[PlanCall, ...]] = ContextVar("planc_plan_stack", default=())
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from planc.backend.models import ModelClient, ModelError
+from planc.backend.models.client import ModelClient, ModelError
 
 SYSTEM = ("You write the report a user asked for, from the result of a plan that was run for them. "
           "Answer the user's query from the result alone, and say so when the result does not hold the answer. "

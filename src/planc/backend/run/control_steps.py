@@ -22,14 +22,14 @@ import math
 
 import attrs
 
-from planc.backend import plan_stack
-from planc.backend.dispatch import recorded_call
-from planc.backend.hooks import Call, Unanswered
-from planc.backend.questions import answer
-from planc.backend.results import NotPlain, plain
-from planc.backend.stop import current as current_stop
-from planc.backend.stop import settle
-from planc.backend.values import (
+from planc.backend.calls import plan_stack
+from planc.backend.calls.dispatch import recorded_call
+from planc.backend.calls.hooks import Call, Unanswered
+from planc.backend.models.questions import answer
+from planc.backend.calls.results import NotPlain, plain
+from planc.backend.state.stop import current as current_stop
+from planc.backend.state.stop import settle
+from planc.backend.state.values import (
     NOTHING,
     Exited,
     Labelled,
@@ -144,8 +144,8 @@ def _carried(results) -> LabelView:
 
 async def judge(run, question: str, step: ast.Step, path: str, shown: frozenset = NO_LABELS) -> bool:
     """An `infer` question (whose text carries the labels `shown`) put to the `judge` role: yes or no."""
-    from planc.backend.agent_loop import ask_yes_no
-    from planc.backend.models import ModelError
+    from planc.backend.models.agent_loop import ask_yes_no
+    from planc.backend.models.client import ModelError
 
     current_stop().check(path, step.tool)
     run.emit("inference_started", step=path, question=redacted(question) if SECRET in shown else question)
@@ -317,9 +317,9 @@ def _bounded(result, limit: int):
 
 
 async def run_agent(run, step, path, scope, piped, in_loop):
-    from planc.backend.agent_loop import CheckFailed, ToolFailure, Turn, check_problems
-    from planc.backend.agent_loop import run_agent as agent_loop
-    from planc.backend.models import ModelError
+    from planc.backend.models.agent_loop import CheckFailed, ToolFailure, Turn, check_problems
+    from planc.backend.models.agent_loop import run_agent as agent_loop
+    from planc.backend.models.client import ModelError
 
     registry = run.registry
     conversation = _conversation(run, step, path, scope)
@@ -380,7 +380,7 @@ async def run_agent(run, step, path, scope, piped, in_loop):
 def _conversation(run, step, path: str, scope: Scope):
     """The conversation `step` continues (`continue: $review`), or a new one."""
     from planc.analysis.agent_tools import continued
-    from planc.backend.agent_loop import Conversation, system_message
+    from planc.backend.models.agent_loop import Conversation, system_message
 
     if step.arg("continue") is None:
         return Conversation(value(step, "model", scope), _offered(run, value(step, "tools", scope) or ["*"]),

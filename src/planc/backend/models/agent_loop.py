@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 from jsonschema.validators import validator_for
 
-from planc.backend.models import ModelClient, ModelError, Reply, ToolCall, excerpt
+from planc.backend.models.client import ModelClient, ModelError, Reply, ToolCall, excerpt
 from planc.registry.tool import Tool
 from planc.syntax.json_input import read_json
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import attrs
 
-from planc.backend.hooks import Hooks
-from planc.backend.interpreter import RunResult, run_arguments, run_plan
-from planc.backend.interrupts import Interrupted, Interrupts
-from planc.backend.events import Stamp, fan_out
-from planc.backend.values import RunError
+from planc.backend.calls.hooks import Hooks
+from planc.backend.run.interpreter import RunResult, run_arguments, run_plan
+from planc.backend.state.interrupts import Interrupted, Interrupts
+from planc.backend.report.events import Stamp, fan_out
+from planc.backend.state.values import RunError
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
 from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
@@ -200,7 +200,7 @@ def connect_executor(how: Executor, registry: Registry | None, store: Path | Non
     """The connected executor `how` declares, None for this process; RayUnavailable when it cannot connect."""
     if how.kind != "ray":
         return None
-    from planc.backend.ray_executor import RayExecutor
+    from planc.backend.calls.ray_executor import RayExecutor
 
     folder = registry.folder if registry is not None else Path.cwd()
     return RayExecutor.connect(how.address, folder, store)

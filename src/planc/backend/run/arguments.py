@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 
-from planc.backend.results import NotPlain, plain
+from planc.backend.calls.results import NotPlain, plain
 from planc.syntax.json_input import read_json
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -22,11 +22,11 @@ import contextlib
 import json
 from collections.abc import Mapping
 
-from planc.backend.hooks import Unanswered
-from planc.backend.mcp_runtime import InFlight
-from planc.backend.models import ModelError
-from planc.backend.questions import answer
-from planc.backend.values import RunError
+from planc.backend.calls.hooks import Unanswered
+from planc.backend.calls.mcp_runtime import InFlight
+from planc.backend.models.client import ModelError
+from planc.backend.models.questions import answer
+from planc.backend.state.values import RunError
 
 ACCEPT = (True, "accept", "yes")  # answers that accept a URL elicitation
 

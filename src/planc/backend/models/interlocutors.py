@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import ContextManager
 
-from planc.backend.hooks import Question, Unanswered
-from planc.backend.interrupts import TerminalLine
+from planc.backend.calls.hooks import Question, Unanswered
+from planc.backend.state.interrupts import TerminalLine
 from planc.syntax.json_input import read_json
 
 HOW_TO_ANSWER = "give the answers with `--answers FILE` (a JSON object from a step path or question to its answer)"

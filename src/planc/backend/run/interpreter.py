@@ -19,15 +19,15 @@ from collections.abc import Mapping
 
 import attrs
 
-from planc.backend import plan_stack
-from planc.backend.control_steps import CONTROL_HANDLERS, rendered_input, step_sources
-from planc.backend.dispatch import Dispatch, result_problem
-from planc.backend.hooks import Call, Hooks
-from planc.backend.mcp_requests import ServerRequests
-from planc.backend.session import Session
-from planc.backend.stop import Stopped, plan_stop, settle
-from planc.backend.stop import current as current_stop
-from planc.backend.values import (
+from planc.backend.calls import plan_stack
+from planc.backend.run.control_steps import CONTROL_HANDLERS, rendered_input, step_sources
+from planc.backend.calls.dispatch import Dispatch, result_problem
+from planc.backend.calls.hooks import Call, Hooks
+from planc.backend.models.mcp_requests import ServerRequests
+from planc.backend.run.session import Session
+from planc.backend.state.stop import Stopped, plan_stop, settle
+from planc.backend.state.stop import current as current_stop
+from planc.backend.state.values import (
     NOTHING,
     ArgsView,
     Exited,
@@ -75,10 +75,10 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     With a `schedule` of its steps (`planc.optimize.optimize.optimize`), each top-level step starts
     as soon as the steps it waits for have finished, rather than after the step before it.
 
-    `recorder` (a `planc.backend.session.Recorder`: the run store's), if given, is told of every
+    `recorder` (a `planc.backend.run.session.Recorder`: the run store's), if given, is told of every
     real tool call and model inference, and may answer it from its record instead (a replay).
 
-    `executor` (a connected `planc.backend.ray_executor.RayExecutor`), if given, makes the Python tool
+    `executor` (a connected `planc.backend.calls.ray_executor.RayExecutor`), if given, makes the Python tool
     calls of loop items and scheduled steps; everything else about them stays in this process.
     """
     if not checked.ok:

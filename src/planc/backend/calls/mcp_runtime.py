@@ -17,7 +17,7 @@ result. The result is the `structuredContent` when the server gives one, else th
 interpreter turns into a failed step (or gives back to an agent).
 
 During a call the server may ask planc for its roots, to elicit an answer, or to sample a model, and
-may report progress; `requests` (backend.mcp_requests.ServerRequests, set by the run) answers and
+may report progress; `requests` (backend.models.mcp_requests.ServerRequests, set by the run) answers and
 reports for the call in flight. A server with two calls in flight at once cannot say which one asks:
 its elicitation and sampling requests are refused then.
 `aclose` stops every server; the interpreter calls it in `run_plan`'s `finally`, so servers are
@@ -36,7 +36,7 @@ from contextlib import AsyncExitStack
 
 import attrs
 
-from planc.backend.values import RunError
+from planc.backend.state.values import RunError
 from planc.registry.declarations import MCP_START_TIMEOUT_S
 from planc.registry.errors import ConfigError
 from planc.registry.lock import ENTRY_KEYS, entry, lock_path, plan_names, read_lock
@@ -79,7 +79,7 @@ class McpRuntime:
         self.wire: dict[str, dict[str, str]] = {}  # server -> the tool's name in plans -> its name on the server
         self.tasks: dict[str, set[str]] = {}  # server -> its tools (names on the server) that run only as tasks
         self.in_flight: dict[str, list[InFlight]] = {}  # server -> its calls being made
-        self.requests = None  # a backend.mcp_requests.ServerRequests, set by the run
+        self.requests = None  # a backend.models.mcp_requests.ServerRequests, set by the run
         self._stack: AsyncExitStack | None = None
 
     async def open(self) -> None:

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from planc.backend.values import RunError
+from planc.backend.state.values import RunError
 from planc.registry.declarations import TOOL_TIMEOUT_S
 from planc.registry.python_tools import import_provider
 from planc.registry.registry import Registry
@@ -42,8 +42,8 @@ class ToolExited(Exception):
 async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mcp=None, key: str | None = None,
                         executor=None):
     """The result of calling `tool` with `args`: sync functions run in a thread, async ones are awaited,
-    MCP tools go to the run's servers (`mcp`, a backend.mcp_runtime.McpRuntime); a Python tool's call
-    goes to `executor` instead when there is one (a backend.ray_executor.RayExecutor). `key`, the
+    MCP tools go to the run's servers (`mcp`, a backend.calls.mcp_runtime.McpRuntime); a Python tool's call
+    goes to `executor` instead when there is one (a backend.calls.ray_executor.RayExecutor). `key`, the
     call's idempotency key, goes to a Python tool that takes one (in its `idempotency_key` parameter),
     wherever it runs, and to every MCP tool (in `_meta`). Past the timeout the call is cancelled: a
     thread is left to itself, an executor's task is stopped."""

@@ -9,7 +9,7 @@
 - `interlocutor(question)`: the answer to an `ask` step, or `Unanswered`. Questions come one at a
   time, even from the items of a `map` running at once.
 
-An `Abort` stops the run with `planc.backend.values.Aborted`, which holds the results of the steps
+An `Abort` stops the run with `planc.backend.state.values.Aborted`, which holds the results of the steps
 that finished (the partial state) and, when `on_tool_error` aborted, the tool's error.
 """
 
@@ -39,10 +39,10 @@ class Call:
     tool: Tool
     args: Mapping  # the rendered arguments
     # What its templates were rendered against: `$1`, `$label`, `$args`, and `item`, `index`, `accumulator`
-    # inside a block (planc.backend.values.TemplateScope).
+    # inside a block (planc.backend.state.values.TemplateScope).
     scope: Mapping = attrs.field(factory=dict)
     stack: tuple[PlanCall, ...] = ()  # the declared plans it is in, outermost first
-    key: str | None = None  # its idempotency key (planc.backend.idempotency), given by the dispatch
+    key: str | None = None  # its idempotency key (planc.backend.calls.idempotency), given by the dispatch
     id: str | None = None  # the model's id of the call, for a call an agent's model asked for
     # Where its values came from: each argument's labels, and the labels of what decided that it runs.
     sources: Mapping[str, frozenset[str]] = attrs.field(factory=dict)

@@ -23,7 +23,7 @@ import json
 import math
 import re
 
-from planc.backend.values import ToolFailed
+from planc.backend.state.values import ToolFailed
 
 MAX_DEPTH = 256  # far below the interpreter's recursion limit, so JSON writes and reads it back
 MAX_INT_DIGITS = 4300  # the longest integer Python reads back from JSON by default
@@ -66,7 +66,7 @@ def plain(value, limit_bytes: int | None = None):
     >>> plain({"tags": {"a"}})
     Traceback (most recent call last):
     ...
-    planc.backend.results.NotPlain: at $.tags: a set, whose order is not defined (return a sorted list)
+    planc.backend.calls.results.NotPlain: at $.tags: a set, whose order is not defined (return a sorted list)
     """
     try:
         converted = _plain(value, 0, set())
