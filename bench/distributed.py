@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 
 import planc
-from planc.backend.run.interpreter import run_plan
 from planc.backend.calls.ray_executor import RayExecutor
+from planc.backend.run.interpreter import run_plan
 from planc.registry import load_registry
 
 ITEMS = 200

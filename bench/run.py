@@ -54,8 +54,8 @@ import time
 from pathlib import Path
 
 import planc
-from planc.backend.report.events import Stamp
 from planc.backend.calls.hooks import Hooks
+from planc.backend.report.events import Stamp
 from planc.backend.run.interpreter import run_plan
 from planc.registry import load_registry
 

@@ -13,8 +13,8 @@ import pytest
 from cli import invoke
 from mcp_servers import TIME_SERVER, toml_list
 
-from planc.backend.report.events import STAMP
 from planc.backend.calls.mcp_runtime import needed_servers
+from planc.backend.report.events import STAMP
 from planc.passes.check import check
 from planc.registry import ConfigError, load_registry
 from planc.registry.lock import LOCK_NAME, entry

@@ -27,8 +27,8 @@ import pytest
 
 import planc
 from planc import corpus
-from planc.backend.models.agent_loop import task
 from planc.backend.calls.hooks import Hooks
+from planc.backend.models.agent_loop import task
 from planc.backend.run.interpreter import run_plan
 from planc.backend.state.values import RunError
 from planc.registry.builtins import CONTROL_STEPS

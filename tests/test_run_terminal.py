@@ -17,8 +17,8 @@ from test_run import calls, check, project, run  # noqa: F401  (the project fixt
 
 from planc.backend.calls.approve import approval_gate
 from planc.backend.calls.hooks import Hooks
-from planc.backend.run.interpreter import run_plan
 from planc.backend.report.progress import Progress
+from planc.backend.run.interpreter import run_plan
 from planc.backend.state.values import RunError
 
 PLAN = 'search(query: "disk", limit: 2)\nnotify(channel: "#ops", text: "found {$1.length}")'

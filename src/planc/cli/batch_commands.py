@@ -171,9 +171,9 @@ def _recorder(runs, line, registry, policy, principal: str, options: dict, batch
 
 def _run_lines(runs, batch_id: str, starts: list, parallel: int, executor) -> None:
     """Run `starts`, a bar (or a line per run) on stderr; the batch is recorded finished once all have run."""
+    from planc.backend.report.progress import BatchProgress
     from planc.backend.run.batch import Batch
     from planc.backend.state.interrupts import Interrupted
-    from planc.backend.report.progress import BatchProgress
     from planc.store.run_store import RunStoreError
 
     progress = BatchProgress(console(stderr=True), len(starts))

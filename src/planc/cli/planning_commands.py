@@ -75,8 +75,8 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     run out. The exchange is recorded in the run store: `planc show-run` shows it, `planc replay`
     reproduces it with no model. With --run the plan then runs, exit codes as `planc run`.
     """
-    from planc.backend.run.arguments import parse_arguments
     from planc.backend.models.client import ModelError
+    from planc.backend.run.arguments import parse_arguments
     from planc.backend.run.recorded_run import code_tools, keep_read_files
     from planc.passes.cost.budget import Budget
     from planc.planning.planner import plan

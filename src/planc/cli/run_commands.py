@@ -69,8 +69,8 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     Progress goes to stderr; stdout holds the result only. With --executor ray, the Python tool calls of
     map/filter/reduce items (and of the steps --optimize runs side by side) are Ray tasks.
     """
-    from planc.backend.run.arguments import parse_arguments
     from planc.backend.calls.hooks import Hooks
+    from planc.backend.run.arguments import parse_arguments
     from planc.backend.state.values import RunError
 
     if approve and not sys.stdin.isatty():
@@ -104,10 +104,10 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         optimized = optimized_plan(checked, plan)
         checked, schedule = optimized.checked, optimized.schedule
     from planc.backend.calls.approve import approval_gate
-    from planc.backend.state.interrupts import Interrupts
     from planc.backend.report.events import fan_out
     from planc.backend.report.progress import Progress
     from planc.backend.run.recorded_run import RecordedRun
+    from planc.backend.state.interrupts import Interrupts
     from planc.store.run_store import RunStoreError
 
     err = console(stderr=True)

@@ -312,10 +312,10 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error, 130 interrupted.
     """
     from planc.backend.calls.approve import approval_gate
-    from planc.backend.report.events import fan_out
     from planc.backend.calls.hooks import Hooks
-    from planc.backend.state.interrupts import Interrupts
+    from planc.backend.report.events import fan_out
     from planc.backend.run.recorded_run import RecordedRun
+    from planc.backend.state.interrupts import Interrupts
     from planc.backend.state.values import RunError
     from planc.store.stored import dump
 

@@ -18,8 +18,8 @@ make a call again whose effect may have happened unless that is safe:
 
 from __future__ import annotations
 
-from planc.backend.report.events import STAMP, seconds
 from planc.backend.calls.hooks import Call, Skip
+from planc.backend.report.events import STAMP, seconds
 from planc.backend.state.interrupts import Interrupted
 from planc.backend.state.values import RunError, ToolFailed
 from planc.registry.labels import SECRET, is_redacted, redacted

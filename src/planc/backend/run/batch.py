@@ -22,10 +22,10 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from planc.analysis.schemas import type_of
-from planc.backend.run.interpreter import run_arguments
-from planc.backend.state.interrupts import Interrupted, Interrupts
-from planc.backend.run.recorded_run import RecordedRun
 from planc.backend.calls.results import NotPlain, plain
+from planc.backend.run.interpreter import run_arguments
+from planc.backend.run.recorded_run import RecordedRun
+from planc.backend.state.interrupts import Interrupted, Interrupts
 from planc.backend.state.stop import settle
 from planc.backend.state.values import RunError
 from planc.passes.check import CheckResult

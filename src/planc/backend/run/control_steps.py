@@ -25,8 +25,8 @@ import attrs
 from planc.backend.calls import plan_stack
 from planc.backend.calls.dispatch import recorded_call
 from planc.backend.calls.hooks import Call, Unanswered
-from planc.backend.models.questions import answer
 from planc.backend.calls.results import NotPlain, plain
+from planc.backend.models.questions import answer
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.stop import settle
 from planc.backend.state.values import (

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 import attrs
 
 from planc.backend.calls import plan_stack
-from planc.backend.run.control_steps import CONTROL_HANDLERS, rendered_input, step_sources
 from planc.backend.calls.dispatch import Dispatch, result_problem
 from planc.backend.calls.hooks import Call, Hooks
 from planc.backend.models.mcp_requests import ServerRequests
+from planc.backend.run.control_steps import CONTROL_HANDLERS, rendered_input, step_sources
 from planc.backend.run.session import Session
 from planc.backend.state.stop import Stopped, plan_stop, settle
 from planc.backend.state.stop import current as current_stop

@@ -18,9 +18,9 @@ from pathlib import Path
 import attrs
 
 from planc.backend.calls.hooks import Hooks
+from planc.backend.report.events import Stamp, fan_out
 from planc.backend.run.interpreter import RunResult, run_arguments, run_plan
 from planc.backend.state.interrupts import Interrupted, Interrupts
-from planc.backend.report.events import Stamp, fan_out
 from planc.backend.state.values import RunError
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
