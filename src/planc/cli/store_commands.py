@@ -214,7 +214,7 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
         registry, policy = kept
     else:
         registry = find_registry(config, plan=plan_file)
-        policy = find_policy(policy_file, registry, principal)
+        policy = find_policy(policy_file, registry, principal, run["options"].get("principals", ()))
     planned = run["options"].get("planned")
     if planned is not None and plan_file is None:
         _replay_planning(run, planned, registry, policy, principal)
@@ -333,7 +333,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
         sys.exit(1)
     config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
     registry = find_registry(config, plan=None)
-    policy = find_policy(policy_file, registry, principal)
+    policy = find_policy(policy_file, registry, principal, run["options"].get("principals", ()))
     checked = checked_to_run(dump(run["plan"]), run_id, registry, policy, principal, budget=_budget_of(run),
                              approvals=approve or run["options"].get("approvals", False))
     # The approval the run was made under holds for its resume: it asks on a terminal, and makes no

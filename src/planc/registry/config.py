@@ -46,7 +46,7 @@ from planc.registry.tool import Cost, Effects, Tool
 CONFIG_NAME = "planc.toml"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "budget", "principal",
-             "executor"}
+             "principals", "executor"}
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
              "timeout_s", "query", "idempotency_key", "labels"}
 PLAN_KEYS = {"file", "description", "params", "returns", "labels"}
@@ -167,6 +167,7 @@ class _Reader:
         return Registry(tools=tools, source=self.path, servers=servers, plans=DeclaredPlans(plans), models=models,
                         policy=self.path_value(data, "policy"), store=self.path_value(data, "store"), limits=limits,
                         budget=self.budget(data.get("budget", {})), principal=self.principal(data),
+                        principals=self.principals(data.get("principals", {})),
                         executor=self.executor(data.get("executor", {})))
 
     def tables(self, data: dict, key: str) -> dict:
@@ -336,6 +337,28 @@ class _Reader:
         if value is not None and (not isinstance(value, str) or not PRINCIPAL.match(value)):
             self.fail(f"`principal` must be a Cedar entity like 'User::\"alice\"', found {value!r}", None, "principal")
         return value
+
+    def principals(self, table) -> tuple[dict, ...]:
+        """`[principals.'User::"alice"']`: each principal's `attributes` and `groups` (their values are checked
+        against what a policy can hold when the policy is loaded)."""
+        if not isinstance(table, dict) or not all(isinstance(value, dict) for value in table.values()):
+            self.fail("`principals` must hold one table per entity, like `[principals.'User::\"alice\"']`", None,
+                      "principals")
+        declared = []
+        for uid, entry in table.items():
+            where = f"principals.{uid}"
+            if not PRINCIPAL.match(uid):
+                self.fail(f"`[principals]` names {uid!r}, which is not a Cedar entity like 'User::\"alice\"'",
+                          None, "principals")
+            self.only(entry, {"attributes", "groups"}, where, f"`[principals.'{uid}']`")
+            attributes, groups = entry.get("attributes", {}), entry.get("groups", [])
+            if not isinstance(attributes, dict):
+                self.fail(f"`attributes` of {uid} must be a table, like `{{ org = \"acme\" }}`", None, "principals")
+            if not isinstance(groups, list) or not all(isinstance(g, str) and PRINCIPAL.match(g) for g in groups):
+                self.fail(f"`groups` of {uid} must be a list of Cedar entities, like ['Group::\"staff\"']", None,
+                          "principals")
+            declared.append({"uid": uid, "attributes": attributes, "groups": groups})
+        return tuple(declared)
 
     def limits(self, table) -> Limits:
         if not isinstance(table, dict):

@@ -41,7 +41,7 @@ def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy
         listed = ", ".join(f"`{arg}`" for arg in dynamic)
         hints.append(f"{listed} {'is' if len(dynamic) == 1 else 'are'} only known at run time: "
                      "named in `context.dynamic`, with no value in `context.args`")
-    at, tool = step.tool.span, tool or step.tool.text
+    at, tool = _blamed_argument(step, decision), tool or step.tool.text
     if caller is not None:  # a step of a declared plan: the error is the calling step's
         where = step.tool.span.start
         hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "
@@ -65,6 +65,15 @@ def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy
                           problem=decision.problem)
     return diagnostic("E400", "no_permit", at, step=path, hints=hints, tool=tool, principal=principal,
                       policy=policy.path.name)
+
+
+def _blamed_argument(step: ast.Step, decision: Decision):
+    """Where a denial points: at the value of the first argument the forbids that denied the call read (an
+    organisation the principal does not belong to), else at the step's tool."""
+    read = {name for rule in decision.policies if rule.effect == "forbid" for name in rule.reads}
+    if decision.allowed or decision.failed or decision.problem:
+        return step.tool.span
+    return next((arg.value.span for arg in step.args if arg.name.text in read), step.tool.span)
 
 
 FLOW_HINT = ("labels say where a value came from (docs/policy.md, \"Where values came from\"); only a person lets "
