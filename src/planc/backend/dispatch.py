@@ -71,7 +71,8 @@ class Dispatch:
             self.run.emit("tool_failed", error, step=call.step, tool=tool.name)
             raise
         self.run.emit("tool_finished", step=call.step, tool=tool.name,
-                      result=redacted(result) if SECRET in call.result_labels() else result)
+                      result=redacted(result) if SECRET in call.result_labels() else result,
+                      **({"usd": tool.cost.usd} if tool.cost.usd else {}))
         return labelled if tool.provider.startswith("plan:") and not isinstance(answer, Skip) else result
 
     def from_record(self, call: Call, step: ast.Step) -> Skip | None:

@@ -10,6 +10,8 @@ is safe to repeat).
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 from planc.backend.dispatch import recorded_call
@@ -66,16 +68,38 @@ class StepModel:
     async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
                    response_format: Mapping | None = None, extra: Mapping | None = None) -> Reply:
         current_stop().check(self.path, getattr(self.step, "tool", None))  # no inference after a failure
+        most = self.most_usd(messages, tools, response_format, extra)
         if self.spending is not None:
-            self.spending.inference(self.role, self.path, getattr(self.step, "tool", None))
+            self.spending.inference(self.role, self.path, getattr(self.step, "tool", None), most)
         self.sent("model_started", **self.named())
         try:
             reply = await self.recorded(messages, tools, response_format, extra)
         except Exception as error:
             self.sent("model_failed", error)
             raise
-        self.sent("model_finished", usage=dict(reply.usage))
+        usd = self.usd(reply.usage, most)
+        if self.spending is not None:
+            self.spending.paid(usd)
+        self.sent("model_finished", usage=dict(reply.usage), **({"usd": usd} if usd else {}))
         return reply
+
+    def most_usd(self, messages, tools, response_format, extra) -> float:
+        """The most the inference of this request may cost: every byte of it a token (no tokenizer makes a
+        token of less than one byte), and `max_tokens` out."""
+        if self.config is None or not (self.config.input_usd_per_million or self.config.output_usd_per_million):
+            return 0.0
+        request = [list(messages), [tool.to_data() for tool in tools or ()], response_format, extra]
+        return self.config.most_usd(len(json.dumps(request, ensure_ascii=False, default=str).encode()))
+
+    def usd(self, usage: Mapping, most: float) -> float:
+        """What an inference cost by the `usage` its reply reports; `most` when it reports none it can be priced
+        by (the bound it was allowed to spend), so that a silent server does not make the budget free."""
+        if self.config is None or not most:
+            return 0.0
+        tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (tokens_in, tokens_out)):
+            return most if math.isfinite(most) else 0.0
+        return self.config.usd(tokens_in, tokens_out)
 
     def sent(self, event: str, error: Exception | None = None, **fields) -> None:
         if self.emit is not None:

@@ -34,6 +34,7 @@ from planc.cli.runs import (
     tool_output_to_stderr,
 )
 from planc.cli.usage import UsageError
+from planc.passes.cost.cost_words import dollars
 
 
 def _as_run(run: dict, store: str | None, principal: str):
@@ -96,8 +97,9 @@ def runs_command(store: str | None, output_format: str) -> None:
         click.echo(json.dumps(listed, indent=2, ensure_ascii=False))
         return
     for run in listed:
+        spent = f"  {dollars(run['spent_usd'])}" if run["spent_usd"] else ""
         click.echo(f"{run['id']}  {_when(run['started_at'])}  {run['status']:<11} {run['calls']} call"
-                   f"{'s' if run['calls'] != 1 else ''}")
+                   f"{'s' if run['calls'] != 1 else ''}{spent}")
 
 
 @click.command("show-run")
@@ -122,6 +124,8 @@ def show_run_command(run_id: str, store: str | None, output_format: str) -> None
                f"finished {_when(run['finished_at'])}")
     if run["arguments"]:
         click.echo(f"arguments: {json.dumps(run['arguments'], ensure_ascii=False)}")
+    if run["spent_usd"]:
+        click.echo(f"spent: {dollars(run['spent_usd'])}")
     for line in _step_lines(run):
         click.echo(line)
     if run["message"]:

@@ -53,7 +53,7 @@ PLAN_KEYS = {"file", "description", "params", "returns", "labels"}
 MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s", "idempotency_keys", "rename", "roots", "sampling",
             "samples_per_call", "labels"}
 MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retries", "max_tokens", "temperature",
-              "top_p", "seed", "stop"}
+              "top_p", "seed", "stop", "input_usd_per_million", "output_usd_per_million"}
 # What an SQL tool may do: read, nothing else (enforced when it runs).
 SQL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=False,
                       declared=True)
@@ -548,9 +548,15 @@ class _Reader:
         retries = table.get("retries", MODEL_RETRIES)
         if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
             self.fail(f"`retries` of {what} must be a whole number from 0 to 10, found {retries!r}", where, "retries")
+        prices = {}
+        for key in ("input_usd_per_million", "output_usd_per_million"):
+            price = table.get(key, 0.0)
+            if isinstance(price, bool) or not isinstance(price, (int, float)) or not 0 <= price < float("inf"):
+                self.fail(f"`{key}` of {what} must be a number of dollars, at least 0, found {price!r}", where, key)
+            prices[key] = float(price)
         return ModelConfig(name=name, base_url=table["base_url"], model=table["model"], provider=provider,
                            api_key_env=api_key_env, timeout_s=self.seconds(table, "timeout_s", where, MODEL_TIMEOUT_S),
-                           retries=retries, sampling=self.sampling(table, where, what))
+                           retries=retries, sampling=self.sampling(table, where, what), **prices)
 
     def sampling(self, table: dict, where: str, what: str) -> dict:
         """The request fields of a model's table, each checked as OpenAI's API defines it."""
