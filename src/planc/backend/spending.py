@@ -35,14 +35,14 @@ class Spending:
         """Count one inference of the `role` model at step path `path`, or stop the run before it: before one
         that may cost up to `most_usd` where that would pass `--max-usd`. What it did cost is `paid` after it."""
         self.spend({"inferences": 1, "usd": most_usd}, f"step {path}: the `{role}` model was not asked", at,
-                   counted={"inferences": 1}, noun="inference may cost up to")
+                   counted={"inferences": 1}, this="inference may cost up to")
 
     def paid(self, usd: float) -> None:
         """Add what an inference cost, from the token usage its reply reports."""
         self.spent["usd"] += usd
 
     def spend(self, costs: Mapping[str, float], what: str, at, counted: Mapping[str, float] | None = None,
-              noun: str = "call costs") -> None:
+              this: str = "call costs") -> None:
         """Count `costs` (`counted` instead, when given: what is known to be spent before the thing is done),
         or stop the run before it (a RunError at `at`) when one of `costs` would pass its limit."""
         for field, option, noun in LIMITS:
@@ -56,7 +56,7 @@ class Spending:
                 spent = f"the run has made {had:,} {noun}{'s' if had != 1 else ''}"
             else:
                 amount = dollars(cost) if math.isfinite(cost) else "any amount (its model has no `max_tokens`)"
-                spent = f"the run has spent {dollars(self.spent[field])} and this {noun} {amount}"
+                spent = f"the run has spent {dollars(self.spent[field])} and this {this} {amount}"
             raise RunError(f"{what}: it would pass the budget: {spent}, and `{option}` is {limit}", at)
         for field, cost in (costs if counted is None else counted).items():
             self.spent[field] += cost
