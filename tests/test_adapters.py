@@ -14,7 +14,7 @@ import json
 import pytest
 from model_server import model_server  # noqa: F401  (the fixture)
 from test_attacks import calls, statuses  # the spy's lines, and the recorded runs' statuses
-from tool_project import tool_project
+from tool_project import spied_project
 
 import planc
 from planc.adapters.plan_tool import plan_tool
@@ -53,11 +53,8 @@ PLAN = "refund(order: $args.order)\n"
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    with tool_project(tmp_path, "adaptertools", TOOLS, TOML, {"policy.cedar": POLICY}):
-        monkeypatch.chdir(tmp_path)
-        monkeypatch.setenv("PLANC_TEST_SPY", str(tmp_path / "spy.log"))
-        monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
-        yield tmp_path
+    with spied_project(tmp_path, monkeypatch, "adaptertools", TOOLS, TOML, {"policy.cedar": POLICY}) as folder:
+        yield folder
 
 
 def test_the_tool_takes_the_plans_run_arguments_as_parameters(project):

@@ -13,7 +13,7 @@ import pytest
 from cli import invoke
 from model_server import model_server  # noqa: F401  (the fixture)
 from test_attacks import calls, run, statuses  # the spy's lines, a run of p.plan, the recorded statuses
-from tool_project import tool_project
+from tool_project import spied_project
 
 import planc
 
@@ -45,14 +45,9 @@ LONG = "x" * 20_000  # a prompt only known at run time: the check cannot price i
 
 @pytest.fixture
 def project(tmp_path, monkeypatch, model_server):
-    with tool_project(tmp_path, "pricedtools", TOOLS, TOML):
-        toml = tmp_path / "planc.toml"
-        toml.write_text(toml.read_text() + f'\n[models.chat]\nbase_url = "{model_server.url}"\nmodel = "m"\n{PRICES}',
-                        encoding="utf-8")
-        monkeypatch.chdir(tmp_path)
-        monkeypatch.setenv("PLANC_TEST_SPY", str(tmp_path / "spy.log"))
-        monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
-        yield tmp_path
+    model = f'\n[models.chat]\nbase_url = "{model_server.url}"\nmodel = "m"\n{PRICES}'
+    with spied_project(tmp_path, monkeypatch, "pricedtools", TOOLS, TOML + model) as folder:
+        yield folder
 
 
 AGENT = ('agent(prompt: $args.text, output_schema: {type: "object"}, tools: ["append"], max_iterations: 6)\n')

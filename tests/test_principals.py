@@ -14,7 +14,7 @@ import sqlite3
 import pytest
 from cli import invoke
 from test_attacks import calls, run, statuses  # the spy's lines, a run of p.plan, the recorded statuses
-from tool_project import tool_project
+from tool_project import spied_project
 
 import planc
 
@@ -77,11 +77,8 @@ when { context.args has org && principal.org != context.args.org };
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    with tool_project(tmp_path, "tenanttools", TOOLS, TOML, {"policy.cedar": POLICY}):
-        monkeypatch.chdir(tmp_path)
-        monkeypatch.setenv("PLANC_TEST_SPY", str(tmp_path / "spy.log"))
-        monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
-        yield tmp_path
+    with spied_project(tmp_path, monkeypatch, "tenanttools", TOOLS, TOML, {"policy.cedar": POLICY}) as folder:
+        yield folder
 
 
 def check(project, text: str, *args: str):
