@@ -45,7 +45,8 @@ POLICY = '''
 permit(principal, action, resource);
 
 @id("no-vip-refunds")
-forbid(principal, action, resource == Tool::"refund") when { context.args has order && context.args.order like "vip-*" };
+forbid(principal, action, resource == Tool::"refund")
+when { context.args has order && context.args.order like "vip-*" };
 '''
 
 PLAN = "refund(order: $args.order)\n"
@@ -69,6 +70,11 @@ def test_a_plan_that_does_not_check_is_no_tool(project):
     assert calls(project) == []
 
 
+def refund_tool(project):
+    """The plan as the tool `refund_order`, its runs recorded in the project's `runs.sqlite`."""
+    return plan_tool(PLAN, name="refund_order", project=planc.load_project(project, store=project / "runs.sqlite"))
+
+
 # --- LangGraph ------------------------------------------------------------------------------------------
 
 def langgraph_run(project, arguments: dict):
@@ -81,7 +87,7 @@ def langgraph_run(project, arguments: dict):
 
     from planc.adapters.langgraph_tool import langgraph_tool
 
-    tool = langgraph_tool(plan_tool(PLAN, name="refund_order", project=planc.load_project(project, store=project / "runs.sqlite")))
+    tool = langgraph_tool(refund_tool(project))
     model = GenericFakeChatModel(messages=iter([AIMessage(content="", tool_calls=[
         {"name": "refund_order", "args": arguments, "id": "call_1", "type": "tool_call"}])]))
     graph = StateGraph(MessagesState)
@@ -123,7 +129,7 @@ def agents_run(project, model_server, arguments: dict) -> tuple[str, dict]:
     from planc.adapters.openai_agents_tool import openai_agents_tool
 
     set_tracing_disabled(True)  # nothing is sent to OpenAI's trace exporter: the network is loopback only
-    tool = openai_agents_tool(plan_tool(PLAN, name="refund_order", project=planc.load_project(project, store=project / "runs.sqlite")))
+    tool = openai_agents_tool(refund_tool(project))
     model_server.call("refund_order", arguments)
     model_server.reply("done")
     client = AsyncOpenAI(base_url=model_server.url, api_key="test", max_retries=0)

@@ -123,5 +123,6 @@ def test_a_price_that_is_not_a_number_of_dollars_is_one_clean_message(project, p
     toml.write_text(toml.read_text().replace("input_usd_per_million = 10", f"input_usd_per_million = {price}"),
                     encoding="utf-8")
     result = run(project, AGENT, "--arg", "text=hi")
-    assert result.exit_code == 2 and "`input_usd_per_million` of model `chat` must be a number of dollars" in result.output
+    assert result.exit_code == 2
+    assert "`input_usd_per_million` of model `chat` must be a number of dollars" in result.output
     assert calls(project) == [] and statuses(project) == []

@@ -4,9 +4,10 @@ The check refuses a plan whose most may pass a budget (E401), but a most can be 
 rest on a tool's `returns_at_most`, which the tool may break. So every real call and every model
 inference is counted before it is made, and the one that would pass a limit is not made: the run
 stops there, naming the limit as E401 names it. An inference of a priced model (`[models.ROLE]
-input_usd_per_million`, `output_usd_per_million`) may cost, before it is made, its prompt (at most one
-token per byte of the request) and `max_tokens` out; once made, what its reply's `usage` says it cost. A tool that returns more items than its
-`returns_at_most` allows breaks its declaration, and that call fails (`more_than_declared`).
+input_usd_per_million`, `output_usd_per_million`) may cost, before it is made, its request (at most one
+token per byte) in and `max_tokens` out; once made, what its reply's `usage` says it cost. A tool that
+returns more items than its `returns_at_most` allows breaks its declaration, and that call fails
+(`more_than_declared`).
 """
 
 from __future__ import annotations

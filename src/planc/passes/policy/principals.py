@@ -100,7 +100,8 @@ def entity_types(principals: Sequence[Mapping]) -> dict:
                 raise ValueError(f"the principals of type `{kind}` give `{name}` different types: "
                                  f"{' and '.join(sorted(given))}")
             attributes[name] = {**json.loads(given.pop()), "required": all(name in attrs for attrs in attribute_sets)}
-        types[kind] = {"memberOfTypes": sorted(parents.get(kind, ())), "shape": {"type": "Record", "attributes": attributes}}
+        types[kind] = {"memberOfTypes": sorted(parents.get(kind, ())),
+                       "shape": {"type": "Record", "attributes": attributes}}
     return types
 
 
