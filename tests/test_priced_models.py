@@ -70,6 +70,19 @@ def test_the_run_stops_before_the_inference_that_would_pass_max_usd(project, mod
     assert calls(project) == ["append t0", "append t1", "append t2"] and statuses(project) == ["failed"]
 
 
+def test_resuming_the_stopped_run_counts_what_it_spent_from_the_record_and_asks_nothing_more(project, model_server):
+    """The resume answers the three inferences from the record, counting their recorded usage ($0.30): the
+    fourth would still pass the budget, so the model is not asked again, and the spend is not counted twice."""
+    script(model_server, 5)
+    assert run(project, AGENT, "--arg", f"text={LONG}", "--max-usd", "0.45").exit_code == 1
+    resumed = invoke("resume", "last")
+    assert "Traceback" not in resumed.output
+    assert resumed.exit_code == 1 and "the run has spent $0.30" in resumed.output
+    assert len(model_server.requests) == 3
+    assert calls(project) == ["append t0", "append t1", "append t2"] and statuses(project) == ["failed"]
+    assert "spent: $0.30" in invoke("show-run", "last").output
+
+
 def test_a_budget_the_run_stays_within_lets_every_inference_through_and_shows_the_spend(project, model_server):
     script(model_server, 2)
     result = run(project, AGENT, "--arg", f"text={LONG}", "--max-usd", "1")

@@ -155,6 +155,21 @@ def test_a_malformed_principal_is_one_clean_message(project, given, words):
     assert calls(project) == [] and statuses(project) == []
 
 
+@pytest.mark.parametrize("entry, words", [
+    ("""[principals.'Org::Team::"ops"']\nattributes = { org = "acme" }\n""", "has a namespace"),
+    ("""[principals.'Tool::"x"']\n""", "is a `Tool`"),
+    ("""[principals.'User::"eve"']\nattributes = { org = 0.123456 }\n""", "Cedar cannot hold"),
+    ("""[principals.'User::"eve"']\ngroups = "admins"\n""", "`groups` of User::\"eve\" must be a list"),
+    ("""[principals.'User::"eve"']\nrole = "admin"\n""", "unknown key `role`"),
+])
+def test_a_principal_planc_toml_declares_wrongly_is_one_clean_message(project, entry, words):
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text() + entry, encoding="utf-8")
+    result = run(project, 'read_invoice(id: 7, org: "acme")\n')
+    assert result.exit_code == 2 and words in result.output, result.output
+    assert calls(project) == [] and statuses(project) == []
+
+
 def test_principal_and_principal_json_naming_two_principals_is_refused(project):
     result = run(project, 'read_invoice(id: 7, org: "acme")\n', "--principal", 'User::"bob"',
                  "--principal-json", '{"uid": "User::\\"carol\\""}')

@@ -50,6 +50,7 @@ class StepModel:
         # grows): an inference shown a `secret` value is recorded by its length and hash only.
         self.shown: Callable[[], frozenset] = frozenset
         self.client: ModelClient | None = None  # once connected
+        self.made = False  # whether the last inference was made now, rather than answered from the record
 
     def connected(self) -> ModelClient:
         if self.client is None:
@@ -78,9 +79,10 @@ class StepModel:
             self.sent("model_failed", error)
             raise
         usd = self.usd(reply.usage, most)
-        if self.spending is not None:
+        if self.spending is not None:  # a reply from the record counts too: the budget is the whole run's
             self.spending.paid(usd)
-        self.sent("model_finished", usage=dict(reply.usage), **({"usd": usd} if usd else {}))
+        # `usd` only for an inference made now: what a run spent is the sum of its events' (`planc runs`).
+        self.sent("model_finished", usage=dict(reply.usage), **({"usd": usd} if usd and self.made else {}))
         return reply
 
     def most_usd(self, messages, tools, response_format, extra) -> float:
@@ -113,6 +115,7 @@ class StepModel:
     async def recorded(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None, response_format: Mapping | None,
                        extra: Mapping | None) -> Reply:
         """The reply, from the record (a replay, a resume) or asked for and recorded."""
+        self.made = True
         if self.recorder is None:
             return await self.connected().chat(messages, tools=tools, response_format=response_format, extra=extra)
         asked: dict = {"messages": list(messages), "tools": [tool.name for tool in tools or ()]}
@@ -132,6 +135,7 @@ class StepModel:
         try:
             replayed = self.recorder.replayed(call, self.step)
             if replayed is not None:
+                self.made = False
                 return Reply.from_data(replayed.result)
             # The reply the run goes on with is the one recorded, as replay will read it back.
             return Reply.from_data(await recorded_call(self.recorder, call, reply, what=f"the `{self.role}` model",

@@ -30,7 +30,8 @@ DEFAULT_PATH = Path(".planc") / "runs.sqlite"
 # 6: batches, runs.batch and runs.batch_line; 7: calls.labels
 SCHEMA_VERSION = 7
 # What run `r` spent, in dollars: the `usd` of its events (each inference of a priced model, by the usage its
-# reply reported; each call of a tool with a declared cost), as `spending.py` counted them during the run.
+# reply reported; each call of a tool with a declared cost), as `spending.py` counted them; a resumed run's
+# events carry it only for what the resume itself made, so nothing is counted twice.
 SPENT = "(SELECT COALESCE(SUM(json_extract(e.event, '$.usd')), 0) FROM events e WHERE e.run_id = r.id)"
 
 # How a call ended. An intent row with no outcome yet (its process died during the call) is unknown.
@@ -269,6 +270,12 @@ class RunStore:
                     "lines": [tuple(line) for line in value(row[4])],
                     "refused": {int(number): why for number, why in value(row[5]).items()},
                     "options": read_record(row[6]), "runs": runs}
+
+    def batch_spent(self, batch_id: str) -> float:
+        """What the batch's runs spent, in dollars (`SPENT`)."""
+        with self.reading() as db:
+            return db.execute(f"SELECT COALESCE(SUM({SPENT}), 0) FROM runs r WHERE r.batch = ?",
+                              (batch_id,)).fetchone()[0]
 
     def batch_calls(self, batch_id: str) -> list[str]:
         """The tool of every call the batch's runs made (a call the gate refused was not made)."""

@@ -17,7 +17,7 @@ from pathlib import Path
 import attrs
 
 from planc.passes.policy.cedar_json import PRINCIPAL
-from planc.passes.policy.principals import cedar_entities, entity_types, merged
+from planc.passes.policy.principals import cedar_entities, entity_types, merged, principal_data
 
 # What a policy can read about a call. `args` and `sources` are declared with no
 # attributes: their keys differ from tool to tool, so a policy must test `context.args has NAME`
@@ -141,6 +141,8 @@ def policy_from_text(text: str, path: Path, principals=()) -> Policy:
         raise PolicyError(path, line_of(templates[0]), "a template (`?principal`, `?resource`) applies to nothing "
                                                        "until it is linked; write the entity instead")
     try:
+        principals = tuple(principal_data(principal, f"principal {principal.get('uid')}" if isinstance(principal, Mapping)
+                                          else "a principal") for principal in principals)
         schema, entities = request_schema(principals), cedar_entities(principals)
     except ValueError as error:
         raise PolicyError(path, None, f"the principals do not fit a policy: {error}") from None
@@ -155,7 +157,7 @@ def policy_from_text(text: str, path: Path, principals=()) -> Policy:
         read = ARGUMENT_READ.findall(texts[number]) if number is not None and number < len(texts) else []
         rules[policy_id] = Rule(name, body["effect"], annotations.get("reason"), line_of(policy_id) or 1,
                                 frozenset(read))
-    return Policy(path, policy_set, rules, text, tuple(principals), entities)
+    return Policy(path, policy_set, rules, text, principals, entities)
 
 
 def request_schema(principals) -> dict:

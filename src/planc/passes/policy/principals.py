@@ -33,7 +33,11 @@ def principal_data(value, where: str = "the principal") -> dict:
     if unknown:
         raise ValueError(f"{where} has `{unknown[0]}`, which is not one of `uid`, `attributes`, `groups`")
     uid, attributes, groups = value.get("uid"), value.get("attributes", {}), value.get("groups", [])
-    for name, entity in (("uid", uid), *((f"groups[{n}]", group) for n, group in enumerate(groups or []))):
+    if not isinstance(attributes, Mapping):
+        raise ValueError(f"{where}'s `attributes` must be an object, found {attributes!r}")
+    if not isinstance(groups, list):
+        raise ValueError(f"{where}'s `groups` must be a list of entities, found {groups!r}")
+    for name, entity in (("uid", uid), *((f"groups[{n}]", group) for n, group in enumerate(groups))):
         if not isinstance(entity, str) or not PRINCIPAL.match(entity):
             raise ValueError(f"{where}'s `{name}` must be a Cedar entity like 'User::\"alice\"', found {entity!r}")
         if "::" in _type(entity):
@@ -41,10 +45,6 @@ def principal_data(value, where: str = "the principal") -> dict:
                              f"plain types (`User`, `Group`)")
         if _type(entity) == "Tool":
             raise ValueError(f"{where}'s `{name}` {entity} is a `Tool`, the type of what a plan calls")
-    if not isinstance(attributes, Mapping):
-        raise ValueError(f"{where}'s `attributes` must be an object, found {attributes!r}")
-    if not isinstance(groups, list):
-        raise ValueError(f"{where}'s `groups` must be a list of entities, found {groups!r}")
     cedar_value(dict(attributes), f"{where}'s attributes")  # a value Cedar cannot hold is refused now
     return {"uid": uid, "attributes": {name: item for name, item in attributes.items() if item is not None},
             "groups": list(groups)}
