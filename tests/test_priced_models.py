@@ -93,6 +93,7 @@ def test_a_budget_the_run_stays_within_lets_every_inference_through_and_shows_th
     assert shown.exit_code == 0 and "spent: $0.30" in shown.output
     listed = invoke("runs")
     assert listed.exit_code == 0 and listed.output.rstrip().endswith("$0.30")
+    assert "<dt>spent</dt><dd>$0.30</dd>" in invoke("show-run", "last", "--format", "html").output
 
 
 def test_a_reply_without_usage_is_charged_the_most_it_could_cost(project, model_server):
