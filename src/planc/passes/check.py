@@ -80,7 +80,8 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
     (`planc.passes.policy.load.load_policy`), every step is judged as a call by
     `principal` (default: the registry's `principal`, else anonymous; a principal with attributes and
     groups is `{"uid": 'User::"alice"', "attributes": {...}, "groups": [...]}`, which the policy then judges
-    with, and a ValueError when it is malformed); without one, the policy the registry's planc.toml names,
+    with: a ValueError when it is malformed, a PolicyError when the policy does not fit its attributes);
+    without one, the policy the registry's planc.toml names,
     if any, so that no check forgets it. `max_usd`,
     `max_calls` and `max_inferences` are budgets, each defaulting to the
     registry's `[budget]`: a plan that may cost more is E401. With `approvals` (a person
