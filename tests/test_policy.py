@@ -464,10 +464,17 @@ POLICY_DOC = (ROOT / "docs" / "policy.md").read_text(encoding="utf-8")
 def test_every_policy_in_the_guide_loads():
     import re
 
+    import tomllib
+
     blocks = re.findall(r"```cedar\n(.*?)```", POLICY_DOC, re.DOTALL)
-    assert len(blocks) == 3
+    assert len(blocks) == 4
+    # The multi-tenant policy reads what the guide's `[principals]` declares.
+    [declared] = [tomllib.loads(block)["principals"] for block in re.findall(r"```toml\n(.*?)```", POLICY_DOC, re.DOTALL)
+                  if "[principals" in block]
+    principals = [{"uid": uid, "attributes": entry.get("attributes", {}), "groups": entry.get("groups", [])}
+                  for uid, entry in declared.items()]
     for block in blocks:
-        assert policy_from_text(block, Path("policy.cedar")).rules
+        assert policy_from_text(block, Path("policy.cedar"), principals).rules
     example = (ROOT / "examples" / "incidents" / "policy.cedar").read_text(encoding="utf-8")
 
     def rules(text: str) -> list[str]:

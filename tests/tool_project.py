@@ -22,3 +22,14 @@ def tool_project(folder: Path, prefix: str, tools: str, toml: str, files: dict[s
         yield module
     finally:
         sys.modules.pop(module, None)
+
+
+@contextmanager
+def spied_project(folder: Path, monkeypatch, prefix: str, tools: str, toml: str, files: dict[str, str] | None = None):
+    """`tool_project`, worked in: the working directory is `folder`, the tools' spy writes `spy.log` there
+    (`PLANC_TEST_SPY`) and runs are recorded in its `runs.sqlite` (`PLANC_STORE`)."""
+    with tool_project(folder, prefix, tools, toml, files):
+        monkeypatch.chdir(folder)
+        monkeypatch.setenv("PLANC_TEST_SPY", str(folder / "spy.log"))
+        monkeypatch.setenv("PLANC_STORE", str(folder / "runs.sqlite"))
+        yield folder

@@ -16,13 +16,14 @@ through the functions here (`cli/project.py` only turns their errors into messag
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
 
 from planc.passes.cost.budget import Budget
-from planc.passes.policy.load import Policy, check_principal, load_policy, principal_of
+from planc.passes.policy.load import Policy, PolicyError, check_principal, load_policy, principal_of
+from planc.passes.policy.principals import merged, principal_data
 from planc.registry.config import find_config, load_registry
 from planc.registry.errors import ConfigError
 from planc.registry.registry import Registry
@@ -39,19 +40,39 @@ def find_registry(config: str | Path | None, near: str | Path | None = None, *, 
     return load_registry(path, locked=locked) if path is not None else None
 
 
-def find_policy(policy_file: str | Path | None, registry: Registry | None, principal: str) -> Policy | None:
-    """The policy of `policy_file`, else the one planc.toml names, else None; `principal` checked. A
-    PolicyError when either cannot be used."""
+def find_policy(policy_file: str | Path | None, registry: Registry | None, principal: str,
+                principals: Sequence[Mapping] = ()) -> Policy | None:
+    """The policy of `policy_file`, else the one planc.toml names, else None; `principal` checked. It judges
+    with planc.toml's `[principals]` and `principals` (a run's own, which replace those of the same uid). A
+    PolicyError when any of them cannot be used."""
     check_principal(principal)
     path = Path(policy_file) if policy_file else (registry.policy if registry is not None else None)
-    return load_policy(path) if path else None
+    declared = registry.principals if registry is not None else ()
+    return load_policy(path, merged(declared, principals)) if path else None
 
 
-def principal_for(registry: Registry | None, principal: str | None) -> str:
-    """Who plans run for: `principal`, else planc.toml's, else anonymous; a PolicyError when it is not an entity."""
-    principal = principal_of(principal, registry)
+def principal_for(registry: Registry | None, principal: str | Mapping | None) -> str:
+    """Who plans run for: `principal` (an entity, or a principal with attributes: `given_principal`), else
+    planc.toml's, else anonymous; a PolicyError when it is not an entity."""
+    principal = principal_of(given_principal(principal)[0], registry)
     check_principal(principal)
     return principal
+
+
+def given_principal(principal: str | Mapping | None) -> tuple[str | None, tuple[dict, ...]]:
+    """Who a caller says a run is for, and the principal with attributes it gives, if any: `principal` is an
+    entity (`User::"alice"`) or `{"uid": ..., "attributes": ..., "groups": ...}`. A PolicyError when it is neither.
+
+    >>> given_principal({"uid": 'User::"bo"', "attributes": {"org": "acme"}})
+    ('User::"bo"', ({'uid': 'User::"bo"', 'attributes': {'org': 'acme'}, 'groups': []},))
+    """
+    if principal is None or isinstance(principal, str):
+        return principal, ()
+    try:
+        data = principal_data(principal)
+    except ValueError as error:
+        raise PolicyError(None, None, str(error)) from None
+    return data["uid"], (data,)
 
 
 def store_path(store: str | Path | None, registry: Registry | None = None) -> Path:
@@ -113,13 +134,14 @@ class Project:
 
 
 def load_project(path: str | Path = ".", *, config: str | Path | None = None, policy: str | Path | None = None,
-                 principal: str | None = None, store: str | Path | None = None) -> Project:
+                 principal: str | Mapping | None = None, store: str | Path | None = None) -> Project:
     """The project of `path` (a planc.toml, a plan file or a folder: the nearest planc.toml at or above
-    it), as the commands open it; `config`, `policy`, `principal` and `store` as their options say
-    otherwise. A ConfigError or PolicyError when planc.toml or the policy cannot be used."""
+    it), as the commands open it; `config`, `policy`, `principal` (an entity, or a principal with attributes
+    and groups, as `--principal-json` gives it) and `store` as their options say otherwise. A ConfigError or
+    PolicyError when planc.toml or the policy cannot be used."""
     path = Path(path)
     registry = find_registry(config or (path if path.is_file() and path.suffix == ".toml" else None), path)
     who = principal_for(registry, principal)
-    return Project(registry, find_policy(policy, registry, who), who,
+    return Project(registry, find_policy(policy, registry, who, given_principal(principal)[1]), who,
                    Budget.of(None, None, None, registry.budget if registry is not None else None),
                    store_path(store, registry))

@@ -96,7 +96,7 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
         starts = [(line.number, _recorder(runs, line, registry, policy, principal, run_options, batch_id))
                   for line in lines if line.refused is None]
         _run_lines(runs, batch_id, starts, parallel or PARALLEL, connected)
-    _summary(runs, batch_id, registry, lines, output_format)
+    _summary(runs, batch_id, lines, output_format)
 
 
 def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_address: str | None,
@@ -158,7 +158,7 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
     click.echo(f"batch: {batch_id} (resumed: {len(starts)} of {len(batch['lines'])} lines to finish)", err=True)
     with executor_for(executor, ray_address, registry, runs.path, options["executor"]) as (_, connected):
         _run_lines(runs, batch_id, starts, parallel or options["parallel"], connected)
-    _summary(runs, batch_id, registry, lines, output_format)
+    _summary(runs, batch_id, lines, output_format)
 
 
 def _recorder(runs, line, registry, policy, principal: str, options: dict, batch_id: str):
@@ -194,7 +194,7 @@ def _report_refused(refused: dict[int, str]) -> None:
         click.echo(f"line {number}: refused: {why}", err=True)
 
 
-def _summary(runs, batch_id: str, registry, lines: list, output_format: str) -> None:
+def _summary(runs, batch_id: str, lines: list, output_format: str) -> None:
     """What became of every line of the batch, and what its runs cost (spent, and as the checks estimated);
     exit 1 unless every line ran ok."""
     import json
@@ -209,8 +209,7 @@ def _summary(runs, batch_id: str, registry, lines: list, output_format: str) -> 
         counts[RUN_OUTCOMES.get(run["status"], "interrupted")] += 1
     calls = runs.batch_calls(batch_id)
     inferences = sum(tool.startswith("model:") for tool in calls)
-    tools = registry.tools if registry is not None else {}
-    usd = sum(tools[tool].cost.usd for tool in calls if tool in tools)
+    usd = runs.batch_spent(batch_id)
     estimate = CostRange.total([line.checked.cost.total for line in lines
                                 if line.checked is not None and line.checked.cost is not None])
     spent = {"calls": len(calls) - inferences, "inferences": inferences, "usd": round(usd, 6)}

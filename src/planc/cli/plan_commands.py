@@ -11,12 +11,12 @@ from planc.cli.files import plan_paths, read_file, read_plan
 from planc.cli.options import (
     CONFIG_OPTION,
     POLICY_OPTION,
-    PRINCIPAL_OPTION,
+    PRINCIPAL_JSON_OPTION, PRINCIPAL_OPTION,
     budget_options,
 )
 from planc.cli.plans import NO_CONFIG, parse_or_exit, print_syntax_errors, undeclared_tools
 from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked
-from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for
+from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for, principal_given
 from planc.cli.usage import UsageError
 
 FORMATS = ["text", "json", "repair", "sarif", "line"]
@@ -27,6 +27,7 @@ FORMATS = ["text", "json", "repair", "sarif", "line"]
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
+@PRINCIPAL_JSON_OPTION
 @budget_options
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
               help="How to print diagnostics.")
@@ -40,6 +41,7 @@ FORMATS = ["text", "json", "repair", "sarif", "line"]
               help="The text format prints this many diagnostics and counts the rest (0: all). "
                    "The other formats print every one.")
 def check_command(plans: tuple[str, ...], config: str | None, policy_file: str | None, principal: str | None,
+                  principal_json: str | None,
                   max_usd: float | None, max_calls: int | None, max_inferences: int | None,
                   output_format: str, extract: bool, fix: bool, show_diff: bool, strict: bool,
                   ignored: tuple[str, ...], max_diagnostics: int) -> None:
@@ -52,11 +54,13 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
     leave_out = ignored_codes(ignored)
     policy_of: dict = {}
 
+    principal, principals = principal_given(principal, principal_json)
+
     def checked(path: str):
         registry = find_registry(config, plan=path)
         if id(registry) not in policy_of:
             who = principal_for(registry, principal)
-            policy_of[id(registry)] = (registry, who, find_policy(policy_file, registry, who))
+            policy_of[id(registry)] = (registry, who, find_policy(policy_file, registry, who, principals))
         _, who, policy = policy_of[id(registry)]
 
         def check_text(text: str):

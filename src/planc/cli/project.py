@@ -21,13 +21,14 @@ def find_registry(config: str | None, locked: bool = True, plan: str | None = No
         raise UsageError(str(error)) from None
 
 
-def find_policy(policy_file: str | None, registry, principal: str):
-    """The policy of `--policy`, or of planc.toml's `policy`, or None; and `principal` checked."""
+def find_policy(policy_file: str | None, registry, principal: str, principals=()):
+    """The policy of `--policy`, or of planc.toml's `policy`, or None, judging with planc.toml's `[principals]`
+    and `principals` (`--principal-json`'s); and `principal` checked."""
     from planc import project
     from planc.passes.policy.load import PolicyError
 
     try:
-        return project.find_policy(policy_file, registry, principal)
+        return project.find_policy(policy_file, registry, principal, principals)
     except PolicyError as error:
         raise UsageError(str(error)) from None
 
@@ -52,6 +53,24 @@ def principal_for(registry, principal: str | None) -> str:
         return project.principal_for(registry, principal)
     except PolicyError as error:
         raise UsageError(str(error)) from None
+
+
+def principal_given(principal: str | None, principal_json: str | None) -> tuple[str | None, tuple]:
+    """`--principal`, and the principal with attributes and groups of `--principal-json` (whose `uid` is then
+    who the plan runs for): a UsageError when the JSON is not one, or names someone else than `--principal`."""
+    from planc import project
+    from planc.passes.policy.load import PolicyError
+    from planc.syntax.json_input import read_json
+
+    if principal_json is None:
+        return principal, ()
+    try:
+        uid, given = project.given_principal(read_json(principal_json, max_bytes=1024 * 1024))
+    except (ValueError, PolicyError) as error:
+        raise UsageError(f"--principal-json: {error}") from None
+    if principal is not None and principal != uid:
+        raise UsageError(f"--principal {principal} and --principal-json's uid {uid} name two principals: give one")
+    return uid, given
 
 
 def store_path(store: str | None, registry=None) -> Path:

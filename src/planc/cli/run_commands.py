@@ -14,14 +14,14 @@ from planc.cli.options import (
     EVENTS_OPTION,
     OTEL_OPTION,
     POLICY_OPTION,
-    PRINCIPAL_OPTION,
+    PRINCIPAL_JSON_OPTION, PRINCIPAL_OPTION,
     STORE_OPTION,
     budget_options,
     executor_options,
 )
 from planc.cli.plans import checked_to_run, optimized_plan
 from planc.cli.printing import console, print_checked
-from planc.cli.project import find_policy, find_registry, plan_arguments, plan_returns, principal_for
+from planc.cli.project import find_policy, find_registry, plan_arguments, plan_returns, principal_for, principal_given
 from planc.cli.runs import (
     ask_hook,
     events_file,
@@ -43,6 +43,7 @@ from planc.cli.usage import UsageError
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
+@PRINCIPAL_JSON_OPTION
 @click.option("--arg", "args", multiple=True, metavar="NAME=VALUE",
               help="A run argument, read by `$args.NAME`, as its declared type (a string keeps the text).")
 @click.option("--arg-json", "json_args", multiple=True, metavar="NAME=JSON", help="A run argument given as JSON.")
@@ -60,6 +61,7 @@ from planc.cli.usage import UsageError
 @STORE_OPTION
 @executor_options
 def run_command(plan: str, config: str | None, policy_file: str | None, principal: str | None,
+                principal_json: str | None,
                 args: tuple[str, ...], json_args: tuple[str, ...], events: str | None, otel: bool, finish: str,
                 query: str | None, approve: bool, answers_file: str | None, optimize: bool, extract: bool,
                 max_usd: float | None, max_calls: int | None, max_inferences: int | None, store: str | None,
@@ -80,9 +82,10 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
         raise UsageError("--finish solver needs --query TEXT, the question the report answers")
     if query is not None and finish != "solver":
         raise UsageError("--query is only read with --finish solver")
+    principal, principals = principal_given(principal, principal_json)
     registry = find_registry(config, plan=plan)
     principal = principal_for(registry, principal)
-    policy = find_policy(policy_file, registry, principal)
+    policy = find_policy(policy_file, registry, principal, principals)
     solver = solver_client(registry) if finish == "solver" else None  # before any tool runs
     from planc.passes.cost.budget import Budget
 

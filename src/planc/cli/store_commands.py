@@ -34,6 +34,7 @@ from planc.cli.runs import (
     tool_output_to_stderr,
 )
 from planc.cli.usage import UsageError
+from planc.passes.cost.cost_words import dollars
 
 
 def _as_run(run: dict, store: str | None, principal: str):
@@ -96,8 +97,9 @@ def runs_command(store: str | None, output_format: str) -> None:
         click.echo(json.dumps(listed, indent=2, ensure_ascii=False))
         return
     for run in listed:
+        spent = f"  {dollars(run['spent_usd'])}" if run["spent_usd"] else ""
         click.echo(f"{run['id']}  {_when(run['started_at'])}  {run['status']:<11} {run['calls']} call"
-                   f"{'s' if run['calls'] != 1 else ''}")
+                   f"{'s' if run['calls'] != 1 else ''}{spent}")
 
 
 @click.command("show-run")
@@ -122,6 +124,8 @@ def show_run_command(run_id: str, store: str | None, output_format: str) -> None
                f"finished {_when(run['finished_at'])}")
     if run["arguments"]:
         click.echo(f"arguments: {json.dumps(run['arguments'], ensure_ascii=False)}")
+    if run["spent_usd"]:
+        click.echo(f"spent: {dollars(run['spent_usd'])}")
     for line in _step_lines(run):
         click.echo(line)
     if run["message"]:
@@ -214,7 +218,7 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
         registry, policy = kept
     else:
         registry = find_registry(config, plan=plan_file)
-        policy = find_policy(policy_file, registry, principal)
+        policy = find_policy(policy_file, registry, principal, run["options"].get("principals", ()))
     planned = run["options"].get("planned")
     if planned is not None and plan_file is None:
         _replay_planning(run, planned, registry, policy, principal)
@@ -333,7 +337,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
         sys.exit(1)
     config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
     registry = find_registry(config, plan=None)
-    policy = find_policy(policy_file, registry, principal)
+    policy = find_policy(policy_file, registry, principal, run["options"].get("principals", ()))
     checked = checked_to_run(dump(run["plan"]), run_id, registry, policy, principal, budget=_budget_of(run),
                              approvals=approve or run["options"].get("approvals", False))
     # The approval the run was made under holds for its resume: it asks on a terminal, and makes no

@@ -106,7 +106,7 @@ def load_cases(directory: Path) -> list[Case]:
 def _policy(registry: Registry | None) -> Policy | None:
     path = registry.policy if registry is not None else None
     try:
-        return load_policy(path) if path else None
+        return load_policy(path, registry.principals) if path else None
     except PolicyError as error:
         raise CorpusError(str(error)) from None
 

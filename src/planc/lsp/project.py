@@ -102,6 +102,6 @@ def _load(config: Path) -> Project:
     if problem is not None:
         return Project(attrs.evolve(registry, policy=None), problem=problem, policy_file=named)
     try:
-        return Project(registry, load_policy(named), policy_file=named)
+        return Project(registry, load_policy(named, registry.principals), policy_file=named)
     except PolicyError as error:
         return Project(attrs.evolve(registry, policy=None), problem=str(error), policy_file=named)

@@ -69,7 +69,7 @@ class CheckResult:
 
 def check(source: str, *, extract_plan: bool = False, registry: Registry | None = None,
           arguments: Mapping[str, Mapping] | None = None, policy: Policy | None = None,
-          principal: str | None = None, max_usd: float | None = None, max_calls: int | None = None,
+          principal: str | Mapping | None = None, max_usd: float | None = None, max_calls: int | None = None,
           max_inferences: int | None = None, approvals: bool = False) -> CheckResult:
     """Check plan text without running anything.
 
@@ -78,8 +78,11 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
     known and any other tool name is accepted. `arguments` (JSON Schema per run
     argument) types `$args`, as a plan's declared `params` do. With a `policy`
     (`planc.passes.policy.load.load_policy`), every step is judged as a call by
-    `principal` (default: the registry's `principal`, else anonymous); without one, the policy the
-    registry's planc.toml names, if any, so that no check forgets it. `max_usd`,
+    `principal` (default: the registry's `principal`, else anonymous; a principal with attributes and
+    groups is `{"uid": 'User::"alice"', "attributes": {...}, "groups": [...]}`, which the policy then judges
+    with: a ValueError when it is malformed, a PolicyError when the policy does not fit its attributes);
+    without one, the policy the registry's planc.toml names,
+    if any, so that no check forgets it. `max_usd`,
     `max_calls` and `max_inferences` are budgets, each defaulting to the
     registry's `[budget]`: a plan that may cost more is E401. With `approvals` (a person
     will be asked during the run), a call the policy refuses only for where its values came
@@ -88,7 +91,15 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
     >>> check('search(query: "x") |> summarize(style: bullets)').diagnostics[0].code
     'E206'
     """
-    return _checked(source, extract_plan, registry, arguments, named_policy(policy, registry), principal,
+    policy = named_policy(policy, registry)
+    if principal is not None and not isinstance(principal, str):
+        from planc.passes.policy.load import with_principals
+        from planc.passes.policy.principals import principal_data
+
+        principal = principal_data(principal)
+        policy = with_principals(policy, [principal]) if policy is not None else None
+        principal = principal["uid"]
+    return _checked(source, extract_plan, registry, arguments, policy, principal,
                     Budget.of(max_usd, max_calls, max_inferences, registry and registry.budget), approvals)
 
 
@@ -105,7 +116,7 @@ def named_policy(policy: Policy | None, registry: Registry | None) -> Policy | N
     if policy is None and registry is not None and registry.policy is not None:
         from planc.passes.policy.load import load_policy
 
-        return load_policy(registry.policy)
+        return load_policy(registry.policy, registry.principals)
     return policy
 
 

@@ -12,6 +12,7 @@ import json
 import time
 from html import escape
 
+from planc.passes.cost.cost_words import dollars
 from planc.pictures.timeline import Row, row_outcome, rows, span
 
 SHOWN = 50_000  # characters of one value on the page; `--format json` has the whole record
@@ -80,6 +81,7 @@ def _header(run: dict, took: float, inferences: int) -> str:
     options = run["options"]
     facts = [("started", _when(run["started_at"])), ("finished", _when(run["finished_at"])), ("took", _duration(took)),
              ("calls", f"{len(run['calls'])}, of which {inferences} model inference{'s' * (inferences != 1)}"),
+             ("spent", dollars(run["spent_usd"]) if run.get("spent_usd") else None),
              ("principal", options.get("principal")), ("planc.toml", options.get("config")),
              ("policy", options.get("policy")), ("task", (options.get("planned") or {}).get("task")),
              ("finish", options.get("finish") if options.get("finish") not in (None, "output") else None),

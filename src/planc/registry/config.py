@@ -46,14 +46,14 @@ from planc.registry.tool import Cost, Effects, Tool
 CONFIG_NAME = "planc.toml"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "budget", "principal",
-             "executor"}
+             "principals", "executor"}
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
              "timeout_s", "query", "idempotency_key", "labels"}
 PLAN_KEYS = {"file", "description", "params", "returns", "labels"}
 MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s", "idempotency_keys", "rename", "roots", "sampling",
             "samples_per_call", "labels"}
 MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retries", "max_tokens", "temperature",
-              "top_p", "seed", "stop"}
+              "top_p", "seed", "stop", "input_usd_per_million", "output_usd_per_million"}
 # What an SQL tool may do: read, nothing else (enforced when it runs).
 SQL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=False,
                       declared=True)
@@ -167,6 +167,7 @@ class _Reader:
         return Registry(tools=tools, source=self.path, servers=servers, plans=DeclaredPlans(plans), models=models,
                         policy=self.path_value(data, "policy"), store=self.path_value(data, "store"), limits=limits,
                         budget=self.budget(data.get("budget", {})), principal=self.principal(data),
+                        principals=self.principals(data.get("principals", {})),
                         executor=self.executor(data.get("executor", {})))
 
     def tables(self, data: dict, key: str) -> dict:
@@ -336,6 +337,28 @@ class _Reader:
         if value is not None and (not isinstance(value, str) or not PRINCIPAL.match(value)):
             self.fail(f"`principal` must be a Cedar entity like 'User::\"alice\"', found {value!r}", None, "principal")
         return value
+
+    def principals(self, table) -> tuple[dict, ...]:
+        """`[principals.'User::"alice"']`: each principal's `attributes` and `groups` (their values are checked
+        against what a policy can hold when the policy is loaded)."""
+        if not isinstance(table, dict) or not all(isinstance(value, dict) for value in table.values()):
+            self.fail("`principals` must hold one table per entity, like `[principals.'User::\"alice\"']`", None,
+                      "principals")
+        declared = []
+        for uid, entry in table.items():
+            where = f"principals.{uid}"
+            if not PRINCIPAL.match(uid):
+                self.fail(f"`[principals]` names {uid!r}, which is not a Cedar entity like 'User::\"alice\"'",
+                          None, "principals")
+            self.only(entry, {"attributes", "groups"}, where, f"`[principals.'{uid}']`")
+            attributes, groups = entry.get("attributes", {}), entry.get("groups", [])
+            if not isinstance(attributes, dict):
+                self.fail(f"`attributes` of {uid} must be a table, like `{{ org = \"acme\" }}`", None, "principals")
+            if not isinstance(groups, list) or not all(isinstance(g, str) and PRINCIPAL.match(g) for g in groups):
+                self.fail(f"`groups` of {uid} must be a list of Cedar entities, like ['Group::\"staff\"']", None,
+                          "principals")
+            declared.append({"uid": uid, "attributes": attributes, "groups": groups})
+        return tuple(declared)
 
     def limits(self, table) -> Limits:
         if not isinstance(table, dict):
@@ -525,9 +548,15 @@ class _Reader:
         retries = table.get("retries", MODEL_RETRIES)
         if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
             self.fail(f"`retries` of {what} must be a whole number from 0 to 10, found {retries!r}", where, "retries")
+        prices = {}
+        for key in ("input_usd_per_million", "output_usd_per_million"):
+            price = table.get(key, 0.0)
+            if isinstance(price, bool) or not isinstance(price, (int, float)) or not 0 <= price < float("inf"):
+                self.fail(f"`{key}` of {what} must be a number of dollars, at least 0, found {price!r}", where, key)
+            prices[key] = float(price)
         return ModelConfig(name=name, base_url=table["base_url"], model=table["model"], provider=provider,
                            api_key_env=api_key_env, timeout_s=self.seconds(table, "timeout_s", where, MODEL_TIMEOUT_S),
-                           retries=retries, sampling=self.sampling(table, where, what))
+                           retries=retries, sampling=self.sampling(table, where, what), **prices)
 
     def sampling(self, table: dict, where: str, what: str) -> dict:
         """The request fields of a model's table, each checked as OpenAI's API defines it."""

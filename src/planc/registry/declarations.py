@@ -7,6 +7,7 @@ reads a raw TOML table or supplies a default of its own.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -87,6 +88,25 @@ class ModelConfig:
     # What every request to this model carries (`max_tokens`, `temperature`, `top_p`, `seed`, `stop`),
     # as the request body spells it; a field left out is the server's to decide.
     sampling: Mapping[str, object] = attrs.field(factory=dict)
+    # What its tokens cost, in dollars per million (`input_usd_per_million`, `output_usd_per_million`).
+    input_usd_per_million: float = 0.0
+    output_usd_per_million: float = 0.0
+
+    def usd(self, input_tokens: float, output_tokens: float) -> float:
+        """What an inference of `input_tokens` in and `output_tokens` out costs, in dollars.
+
+        >>> ModelConfig("chat", "http://x/v1", "m", input_usd_per_million=0.5, output_usd_per_million=2).usd(1000, 500)
+        0.0015
+        """
+        return (input_tokens * self.input_usd_per_million + output_tokens * self.output_usd_per_million) / 1e6
+
+    def most_usd(self, input_tokens: float) -> float:
+        """The most an inference of `input_tokens` in may cost: its reply is at most `max_tokens` long, and
+        without `max_tokens` a priced reply has no bound (`math.inf`)."""
+        most_out = self.sampling.get("max_tokens")
+        if most_out is None:
+            return math.inf if self.output_usd_per_million else self.usd(input_tokens, 0)
+        return self.usd(input_tokens, most_out)
 
 
 @attrs.frozen

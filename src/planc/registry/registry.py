@@ -30,6 +30,7 @@ class Registry:
     limits: Limits = Limits()  # `[limits]`
     budget: Budgets = Budgets()  # `[budget]`
     principal: str | None = None  # `principal`: who plans run for, unless a command says
+    principals: tuple[Mapping, ...] = ()  # `[principals]`: entities with attributes and groups, for the policy
     executor: Executor = Executor()  # `[executor]`: where the calls of `map` items are made, unless a command says
 
     def lookup(self, name: str) -> Tool | None:

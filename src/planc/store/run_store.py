@@ -29,6 +29,10 @@ DEFAULT_PATH = Path(".planc") / "runs.sqlite"
 # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases; 5: calls.idempotency_key;
 # 6: batches, runs.batch and runs.batch_line; 7: calls.labels
 SCHEMA_VERSION = 7
+# What run `r` spent, in dollars: the `usd` of its events (each inference of a priced model, by the usage its
+# reply reported; each call of a tool with a declared cost), as `spending.py` counted them; a resumed run's
+# events carry it only for what the resume itself made, so nothing is counted twice.
+SPENT = "(SELECT COALESCE(SUM(json_extract(e.event, '$.usd')), 0) FROM events e WHERE e.run_id = r.id)"
 
 # How a call ended. An intent row with no outcome yet (its process died during the call) is unknown.
 OUTCOMES = {
@@ -267,6 +271,12 @@ class RunStore:
                     "refused": {int(number): why for number, why in value(row[5]).items()},
                     "options": read_record(row[6]), "runs": runs}
 
+    def batch_spent(self, batch_id: str) -> float:
+        """What the batch's runs spent, in dollars (`SPENT`)."""
+        with self.reading() as db:
+            return db.execute(f"SELECT COALESCE(SUM({SPENT}), 0) FROM runs r WHERE r.batch = ?",
+                              (batch_id,)).fetchone()[0]
+
     def batch_calls(self, batch_id: str) -> list[str]:
         """The tool of every call the batch's runs made (a call the gate refused was not made)."""
         with self.reading() as db:
@@ -381,9 +391,10 @@ class RunStore:
             rows = db.execute(
                 "SELECT r.id, r.started_at, r.finished_at, r.status, r.message, "
                 "(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id AND c.outcome IS NOT 'not_approved'), "
-                "r.batch, r.batch_line FROM runs r ORDER BY r.started_at, r.id").fetchall()
+                f"r.batch, r.batch_line, {SPENT} FROM runs r ORDER BY r.started_at, r.id").fetchall()
             return [self._as_seen(db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
-                                       "message": row[4], "calls": row[5], "batch": row[6], "batch_line": row[7]})
+                                       "message": row[4], "calls": row[5], "batch": row[6], "batch_line": row[7],
+                                       "spent_usd": row[8]})
                     for row in rows]
 
     def find(self, name: str, table: str = "runs") -> str:
@@ -425,7 +436,7 @@ class RunStore:
 
     def _run(self, run_id: str) -> dict:
         row = self.db.execute("SELECT id, started_at, finished_at, status, plan, arguments, output, message, options, "
-                              "batch, batch_line FROM runs WHERE id = ?", (run_id,)).fetchone()
+                              f"batch, batch_line, {SPENT} FROM runs r WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunStoreError(f"{self.path}: no run `{run_id}`")
         calls = self.db.execute("SELECT sequence, step, tool, input, output, error, started_at, finished_at, outcome, "
@@ -436,6 +447,7 @@ class RunStore:
         return self._as_seen(self.db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
                 "plan": value(row[4]), "arguments": value(row[5]), "output": value(row[6]), "message": row[7],
                 "options": read_record(row[8]) if row[8] is not None else {}, "batch": row[9], "batch_line": row[10],
+                "spent_usd": row[11],
                 "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": value(c[3]), "output": value(c[4]),
                            "error": c[5], "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown",
                            "idempotency_key": c[9], "labels": json.loads(c[10]) if c[10] is not None else None}

@@ -51,8 +51,10 @@ class Dispatch:
         answer = self.from_record(call, step)
         if answer is None:  # only a call that will really be made is put to the gate
             answer = await self.approved(call, step)
+        # `usd`: what the call costs when it is really made (not answered from the record): what the run spent.
         self.run.emit("tool_started", step=call.step, tool=tool.name, input=call.shown_input(),
-                      **({"call_id": call.id} if call.id is not None else {}))
+                      **({"call_id": call.id} if call.id is not None else {}),
+                      **({"usd": tool.cost.usd} if tool.cost.usd and not isinstance(answer, Skip) else {}))
         try:
             if isinstance(answer, Skip):
                 result = answer.result

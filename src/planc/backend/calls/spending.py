@@ -3,12 +3,16 @@
 The check refuses a plan whose most may pass a budget (E401), but a most can be unbounded (W500) or
 rest on a tool's `returns_at_most`, which the tool may break. So every real call and every model
 inference is counted before it is made, and the one that would pass a limit is not made: the run
-stops there, naming the limit as E401 names it. A tool that returns more items than its
-`returns_at_most` allows breaks its declaration, and that call fails (`more_than_declared`).
+stops there, naming the limit as E401 names it. An inference of a priced model (`[models.ROLE]
+input_usd_per_million`, `output_usd_per_million`) may cost, before it is made, its request (at most one
+token per byte) in and `max_tokens` out; once made, what its reply's `usage` says it cost. A tool that
+returns more items than its `returns_at_most` allows breaks its declaration, and that call fails
+(`more_than_declared`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from planc.backend.state.values import RunError
@@ -28,11 +32,20 @@ class Spending:
         """Count one call of `tool` at step path `path`, or stop the run before it (a RunError at `at`)."""
         self.spend({"calls": 1, "usd": tool.cost.usd}, f"step {path}: `{tool.name}` was not called", at)
 
-    def inference(self, role: str, path: str, at=None) -> None:
-        """Count one inference of the `role` model at step path `path`, or stop the run before it."""
-        self.spend({"inferences": 1}, f"step {path}: the `{role}` model was not asked", at)
+    def inference(self, role: str, path: str, at=None, most_usd: float = 0.0) -> None:
+        """Count one inference of the `role` model at step path `path`, or stop the run before it: before one
+        that may cost up to `most_usd` where that would pass `--max-usd`. What it did cost is `paid` after it."""
+        self.spend({"inferences": 1, "usd": most_usd}, f"step {path}: the `{role}` model was not asked", at,
+                   counted={"inferences": 1}, this="inference may cost up to")
 
-    def spend(self, costs: Mapping[str, float], what: str, at) -> None:
+    def paid(self, usd: float) -> None:
+        """Add what an inference cost, from the token usage its reply reports."""
+        self.spent["usd"] += usd
+
+    def spend(self, costs: Mapping[str, float], what: str, at, counted: Mapping[str, float] | None = None,
+              this: str = "call costs") -> None:
+        """Count `costs` (`counted` instead, when given: what is known to be spent before the thing is done),
+        or stop the run before it (a RunError at `at`) when one of `costs` would pass its limit."""
         for field, option, noun in LIMITS:
             limit, cost = getattr(self.budget, field), costs.get(field, 0)
             if limit is None or not cost or not exceeds(self.spent[field] + cost, limit):
@@ -43,9 +56,10 @@ class Spending:
                 had = self.spent[field]
                 spent = f"the run has made {had:,} {noun}{'s' if had != 1 else ''}"
             else:
-                spent = f"the run has spent {dollars(self.spent[field])} and this call costs {dollars(cost)}"
+                amount = dollars(cost) if math.isfinite(cost) else "any amount (its model has no `max_tokens`)"
+                spent = f"the run has spent {dollars(self.spent[field])} and this {this} {amount}"
             raise RunError(f"{what}: it would pass the budget: {spent}, and `{option}` is {limit}", at)
-        for field, cost in costs.items():
+        for field, cost in (costs if counted is None else counted).items():
             self.spent[field] += cost
 
 

@@ -10,6 +10,8 @@ is safe to repeat).
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 from planc.backend.calls.dispatch import recorded_call
@@ -48,6 +50,7 @@ class StepModel:
         # grows): an inference shown a `secret` value is recorded by its length and hash only.
         self.shown: Callable[[], frozenset] = frozenset
         self.client: ModelClient | None = None  # once connected
+        self.made = False  # whether the last inference was made now, rather than answered from the record
 
     def connected(self) -> ModelClient:
         if self.client is None:
@@ -66,16 +69,39 @@ class StepModel:
     async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
                    response_format: Mapping | None = None, extra: Mapping | None = None) -> Reply:
         current_stop().check(self.path, getattr(self.step, "tool", None))  # no inference after a failure
+        most = self.most_usd(messages, tools, response_format, extra)
         if self.spending is not None:
-            self.spending.inference(self.role, self.path, getattr(self.step, "tool", None))
+            self.spending.inference(self.role, self.path, getattr(self.step, "tool", None), most)
         self.sent("model_started", **self.named())
         try:
             reply = await self.recorded(messages, tools, response_format, extra)
         except Exception as error:
             self.sent("model_failed", error)
             raise
-        self.sent("model_finished", usage=dict(reply.usage))
+        usd = self.usd(reply.usage, most)
+        if self.spending is not None:  # a reply from the record counts too: the budget is the whole run's
+            self.spending.paid(usd)
+        # `usd` only for an inference made now: what a run spent is the sum of its events' (`planc runs`).
+        self.sent("model_finished", usage=dict(reply.usage), **({"usd": usd} if usd and self.made else {}))
         return reply
+
+    def most_usd(self, messages, tools, response_format, extra) -> float:
+        """The most the inference of this request may cost: every byte of it a token (no tokenizer makes a
+        token of less than one byte), and `max_tokens` out."""
+        if self.config is None or not (self.config.input_usd_per_million or self.config.output_usd_per_million):
+            return 0.0
+        request = [list(messages), [tool.to_data() for tool in tools or ()], response_format, extra]
+        return self.config.most_usd(len(json.dumps(request, ensure_ascii=False, default=str).encode()))
+
+    def usd(self, usage: Mapping, most: float) -> float:
+        """What an inference cost by the `usage` its reply reports; `most` when it reports none it can be priced
+        by (the bound it was allowed to spend), so that a silent server does not make the budget free."""
+        if self.config is None or not most:
+            return 0.0
+        tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (tokens_in, tokens_out)):
+            return most if math.isfinite(most) else 0.0
+        return self.config.usd(tokens_in, tokens_out)
 
     def sent(self, event: str, error: Exception | None = None, **fields) -> None:
         if self.emit is not None:
@@ -89,6 +115,7 @@ class StepModel:
     async def recorded(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None, response_format: Mapping | None,
                        extra: Mapping | None) -> Reply:
         """The reply, from the record (a replay, a resume) or asked for and recorded."""
+        self.made = True
         if self.recorder is None:
             return await self.connected().chat(messages, tools=tools, response_format=response_format, extra=extra)
         asked: dict = {"messages": list(messages), "tools": [tool.name for tool in tools or ()]}
@@ -108,6 +135,7 @@ class StepModel:
         try:
             replayed = self.recorder.replayed(call, self.step)
             if replayed is not None:
+                self.made = False
                 return Reply.from_data(replayed.result)
             # The reply the run goes on with is the one recorded, as replay will read it back.
             return Reply.from_data(await recorded_call(self.recorder, call, reply, what=f"the `{self.role}` model",

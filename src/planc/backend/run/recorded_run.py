@@ -60,6 +60,7 @@ class RecordedRun:
 
         # `approvals`: it was checked for a person to let flagged calls through, so its replay and resume are too.
         options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy),
+                   "principals": list(policy.principals) if policy is not None else [],
                    "code_tools": code_tools(registry),
                    "approvals": checked.context.approvals if checked.context is not None else False}
         recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
@@ -252,5 +253,5 @@ def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | No
     if read.get("policy") is not None:
         check_principal(principal)
         path = Path(options["policy"]) if options.get("policy") else registry.policy
-        policy = policy_from_text(store.file(read["policy"]), path)
+        policy = policy_from_text(store.file(read["policy"]), path, options.get("principals", ()))
     return registry, policy

@@ -16,7 +16,10 @@ themselves, and the pure steps (`sum`, `split`, ...) are free; what control step
   the branches' least, the most of their most.
 - `agent` makes 1 to `max_iterations` rounds (default 8), one inference
   each, and one more inference when its answer needs the `repair` role's
-  fix-up; and, one per round, up to `max_iterations` calls of the tools it
+  fix-up; an inference of a priced model (`[models.ROLE]`
+  `input_usd_per_million`, `output_usd_per_million`) costs up to its prompt
+  as written (a byte a token) and `max_tokens` out, and has no bound without
+  `max_tokens`; and, one per round, up to `max_iterations` calls of the tools it
   may call (the costliest of them each time: a declared plan costs what its
   own plan may cost). With a `check`, it calls the check up to `repairs + 1`
   times, and each repair adds a round. A step that continues a conversation
@@ -48,12 +51,13 @@ from planc.passes.cost.budget import over_budget
 from planc.passes.cost.cost_range import UNBOUNDED, CostRange, Range
 from planc.passes.cost.list_bounds import ListBounds, largest_argument
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.declarations import DEFAULT_MODEL_ROLE
 from planc.registry.pure_steps import PURE_STEPS
 from planc.syntax import ast
 
 ONE = Range(1, 1)
 NO_BOUND = CostRange(*(Range(0, UNBOUNDED) for _ in range(5)))
-INFERENCE = CostRange(inferences=ONE)
+REPAIR_ROLE = "repair"  # the role of an agent's one fix-up of an answer that does not fit its schema
 
 
 @attrs.frozen
@@ -170,7 +174,7 @@ class _Coster:
 
     def _filter(self, step: ast.Step) -> _Run:
         if step.arg("infer") is not None:
-            body = _Run(INFERENCE)
+            body = _Run(self.judged(step))
         else:
             body = self.block(step, "do")
         return attrs.evolve(body, cost=body.cost.times(self.fan_out(step, body)))
@@ -181,12 +185,12 @@ class _Coster:
 
     def _decide(self, step: ast.Step) -> _Run:
         then, otherwise = self.block(step, "then"), self.block(step, "else")
-        condition = INFERENCE if step.arg("infer") is not None else CostRange()
+        condition = self.judged(step) if step.arg("infer") is not None else CostRange()
         return _Run(condition + then.cost.either(otherwise.cost), then.may_exit or otherwise.may_exit,
                     then.ordered or otherwise.ordered)
 
     def _exit(self, step: ast.Step) -> _Run:
-        return _Run(INFERENCE if step.arg("infer") is not None else CostRange(), may_exit=True, ordered=True)
+        return _Run(self.judged(step) if step.arg("infer") is not None else CostRange(), may_exit=True, ordered=True)
 
     def _agent(self, step: ast.Step) -> _Run:
         most = largest_argument(step, AGENT, "max_iterations", self.typing)
@@ -203,7 +207,30 @@ class _Coster:
         checks = self.call_cost(check).most_only().times(Range(0, rounds if repairs is None else repairs + 1)) \
             if check is not None else CostRange()
         ordered = not agent_effects(tools, check).read_only or step.arg("continue") is not None
-        return _Run(CostRange(inferences=Range(1, rounds + 1)) + calls + checks, ordered=ordered)
+        model = step.arg("model")
+        role = literal_value(model.value) if model is not None else AGENT.params["model"]["default"]
+        role = role if isinstance(role, str) else None  # a role only known at run time: the costliest
+        each = self.inference_usd(role, step.arg("prompt"))
+        fix_up = self.inference_usd(REPAIR_ROLE, step.arg("prompt"), instead=role)
+        usd = Range(0, each).times(Range(1, rounds)) + Range(0, fix_up)
+        return _Run(CostRange(inferences=Range(1, rounds + 1), usd=usd) + calls + checks, ordered=ordered)
+
+    def judged(self, step: ast.Step) -> CostRange:
+        """One inference of the `judge` role, on the question `infer` asks."""
+        return CostRange(inferences=ONE, usd=Range(0, self.inference_usd("judge", step.arg("infer"))))
+
+    def inference_usd(self, role: str | None, prompt: ast.Arg | None, instead: str | None = None) -> float:
+        """The most one inference of the `role` model (`[models.<role>]`, else `[models.default]`, else
+        `instead`'s) may cost: the prompt as written (a byte a token at most; what only the run knows, it
+        counts then) and `max_tokens` out. Nothing for a model without prices; an unknown role, the costliest."""
+        models = self.registry.models if self.registry is not None else {}
+        if role is None:
+            return max((self.inference_usd(name, prompt) for name in models), default=0.0)
+        config = models.get(role, models.get(DEFAULT_MODEL_ROLE, models.get(instead) if instead else None))
+        if config is None:
+            return 0.0
+        written = literal_value(prompt.value) if prompt is not None else None
+        return config.most_usd(len(written.encode()) if isinstance(written, str) else 0)
 
     def call_cost(self, tool) -> CostRange:
         """What one call of `tool` may cost: a declared plan's own total, else one call at its declared cost (and,

@@ -19,15 +19,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from planc.passes.policy.load import PRINCIPAL, Policy, Rule
+from planc.passes.policy.cedar_json import cedar_value, entity_uid
+from planc.passes.policy.load import Policy, Rule
 from planc.registry.labels import union_all
 from planc.registry.tool import Tool
 
 ACTION = 'Action::"call"'
 ACTION_UID = {"type": "Action", "id": "call"}  # ACTION as Cedar reads it without parsing it
-LONG = range(-(2**63), 2**63)
-# Record keys that Cedar's JSON reads as an entity, an extension value or an expression.
-ESCAPES = frozenset({"__entity", "__extn", "__expr"})
 BATCH = 1_000  # requests per call into Cedar: enough to spread its cost, few enough that Cedar's answers stay small
 # How Cedar reports a policy it could not evaluate for a request.
 EVALUATION_ERROR = re.compile(r"error while evaluating policy `(policy\d+)`: (.*)", re.DOTALL)
@@ -147,7 +145,7 @@ def decide_all(policy: Policy, principal: str, asks: Sequence[Ask]) -> list[Deci
             continue
         decisions.append(None)
         # The same request with uids Cedar need not parse again: most of a request's cost is Cedar's reading it.
-        cedar_request = {"principal": _uid(principal), "action": ACTION_UID, "resource": {"type": "Tool", "id": name},
+        cedar_request = {"principal": entity_uid(principal), "action": ACTION_UID, "resource": {"type": "Tool", "id": name},
                          "context": {**context, "args": cedar_args}}
         entity = entities_of.get(id(ask.tool)) or entities_of.setdefault(
             id(ask.tool), _entity(name, tuple(tool_attributes(ask.tool).items())))
@@ -158,7 +156,7 @@ def decide_all(policy: Policy, principal: str, asks: Sequence[Ask]) -> list[Deci
         batch[0][name] = entity
         batch[1].append((index, cedar_request))
     for entities, calls in batches:
-        known = _entities(tuple(sorted(entities.values())))
+        known = _entities(tuple(sorted(entities.values())) + policy.entities)
         for start in range(0, len(calls), BATCH):
             chunk = calls[start : start + BATCH]
             answers = cedarpy.is_authorized_batch([request for _, request in chunk], policy.policy_set, known)
@@ -189,26 +187,6 @@ def _decision(answer, request: Mapping, policy: Policy) -> Decision:
     return Decision(answer.allowed, deciding, errors, request)
 
 
-@functools.lru_cache(maxsize=64)
-def _uid(entity: str) -> dict | str:
-    """`entity` (`User::"alice"`) as the uid Cedar reads without parsing, as Cedar itself reads it; the text
-    itself when it is not a plain entity uid (Cedar's answer to the request then says what is wrong).
-
-    >>> _uid('User::"alice"'), _uid('Org::Team :: "o\\\\"ps"'), _uid("alice")
-    ({'type': 'User', 'id': 'alice'}, {'type': 'Org::Team', 'id': 'o"ps'}, 'alice')
-    """
-    import cedarpy
-
-    if not PRINCIPAL.match(entity):  # a uid and nothing else: it cannot change the policy it is read in
-        return entity
-    try:
-        read = json.loads(cedarpy.policies_to_json_str(f"permit(principal == {entity}, action, resource);"))
-    except ValueError:
-        return entity
-    [policy] = read["staticPolicies"].values()
-    return policy["principal"]["entity"]
-
-
 @functools.lru_cache(maxsize=4096)
 def _entity(name: str, attributes: tuple[tuple[str, object], ...]) -> str:
     """The `Tool` entity `name` with `attributes` (`tool_attributes`' items) as Cedar's JSON, made once per tool."""
@@ -217,7 +195,8 @@ def _entity(name: str, attributes: tuple[tuple[str, object], ...]) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _entities(entities: tuple[str, ...]):
-    """The entities of a batch, parsed by Cedar once per set of tools (at run time, once per tool)."""
+    """The entities of a batch (its tools, the policy's principals), parsed by Cedar once per set of them (at
+    run time, once per tool)."""
     import cedarpy
 
     return cedarpy.Entities.from_json_str("[" + ",".join(entities) + "]")
@@ -232,37 +211,3 @@ def tool_attributes(tool: Tool) -> dict:
     effects = tool.effects.normalised()
     return {"read_only": effects.read_only, "destructive": effects.destructive, "idempotent": effects.idempotent,
             "open_world": effects.open_world, "server": tool.server or ""}
-
-
-def cedar_value(value, where: str = "context.args"):
-    """`value` (JSON) as Cedar's JSON reads it: a list is a set, `null` is absent, a fraction a decimal.
-
-    A value Cedar cannot hold is a ValueError, so that the call is refused rather than judged
-    without it.
-
-    >>> cedar_value({"to": "a@example.com", "cc": None, "ratio": 0.5, "ids": [1, 2]})
-    {'to': 'a@example.com', 'ratio': {'__extn': {'fn': 'decimal', 'arg': '0.5000'}}, 'ids': [1, 2]}
-    >>> cedar_value({"ratio": 0.12345})
-    Traceback (most recent call last):
-    ValueError: `context.args.ratio` is 0.12345, which Cedar cannot hold: a decimal has at most 4 digits after the point
-    """
-    if isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        if value in LONG:
-            return value
-        raise ValueError(f"`{where}` is {value}, which Cedar cannot hold: integers are 64-bit")
-    if isinstance(value, float):
-        if value.is_integer() and int(value) in LONG:
-            return int(value)
-        if round(value, 4) != value or abs(value) >= 2**63 / 10**4:
-            raise ValueError(f"`{where}` is {value}, which Cedar cannot hold: a decimal has at most 4 digits after the point")
-        return {"__extn": {"fn": "decimal", "arg": f"{value:.4f}"}}
-    if isinstance(value, list):
-        return [cedar_value(item, f"{where}[{index}]") for index, item in enumerate(value) if item is not None]
-    if isinstance(value, dict):
-        escapes = ESCAPES.intersection(value)
-        if escapes:
-            raise ValueError(f"`{where}` has the key `{min(escapes)}`, which Cedar reads as an entity or extension, not a field")
-        return {key: cedar_value(item, f"{where}.{key}") for key, item in value.items() if item is not None}
-    raise ValueError(f"`{where}` is not a JSON value: {type(value).__name__}")

@@ -1,6 +1,7 @@
 """E400: why the policy denied a call, in the same words at check time and at run time.
 
-The policy pass reports it at the step's tool; the interpreter, which asks the policy again
+The policy pass reports it at the step's tool (at an argument, when the `forbid` that denied the call
+reads it); the interpreter, which asks the policy again
 with the real values before every call, stops the run with its message.
 """
 
@@ -21,7 +22,8 @@ UNEVALUATED = ("a policy that cannot be evaluated for a call denies it: a value 
 def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy: Policy,
            caller: tuple[ast.Step, str, bool, str] | None = None, tool: str | None = None,
            blame: Blame | None = None, approvals: bool = False) -> Diagnostic:
-    """E400 at `step`'s tool (step path `path`) for the call `decision` denied, asked by `principal` of `policy`.
+    """E400 at `step`'s tool (step path `path`) for the call `decision` denied, asked by `principal` of `policy`;
+    at the argument a `forbid` that denied it reads, when it reads one of the step's (`context.args.org`).
 
     `caller` is, for a step of a declared plan, (the calling step, its path, whether it runs per
     item, the plan's file as written): the error is then the calling step's. `tool` names the tool called
@@ -41,7 +43,8 @@ def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy
         listed = ", ".join(f"`{arg}`" for arg in dynamic)
         hints.append(f"{listed} {'is' if len(dynamic) == 1 else 'are'} only known at run time: "
                      "named in `context.dynamic`, with no value in `context.args`")
-    at, tool = step.tool.span, tool or step.tool.text
+    # A call an agent's model chose has arguments of its own, not the step's: it is reported at the step's tool.
+    at, tool = _blamed_argument(step, decision) if tool is None else step.tool.span, tool or step.tool.text
     if caller is not None:  # a step of a declared plan: the error is the calling step's
         where = step.tool.span.start
         hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "
@@ -65,6 +68,15 @@ def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy
                           problem=decision.problem)
     return diagnostic("E400", "no_permit", at, step=path, hints=hints, tool=tool, principal=principal,
                       policy=policy.path.name)
+
+
+def _blamed_argument(step: ast.Step, decision: Decision):
+    """Where a denial points: at the value of the first argument the forbids that denied the call read (an
+    organisation the principal does not belong to), else at the step's tool."""
+    read = {name for rule in decision.policies if rule.effect == "forbid" for name in rule.reads}
+    if decision.allowed or decision.failed or decision.problem:
+        return step.tool.span
+    return next((arg.value.span for arg in step.args if arg.name.text in read), step.tool.span)
 
 
 FLOW_HINT = ("labels say where a value came from (docs/policy.md, \"Where values came from\"); only a person lets "

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import attrs
 
+from planc.passes.policy.cedar_json import PRINCIPAL
+from planc.passes.policy.principals import cedar_entities, entity_types, merged, principal_data
+
 # What a policy can read about a call. `args` and `sources` are declared with no
 # attributes: their keys differ from tool to tool, so a policy must test `context.args has NAME`
 # before it reads one, and an unguarded read is reported when the file is loaded.
@@ -40,8 +43,7 @@ REQUEST_SCHEMA = {"": {
             "control": {"type": "Set", "element": {"type": "String"}}}}}}},
 }}
 DEFAULT_PRINCIPAL = 'User::"anonymous"'
-# An entity uid as Cedar writes it: `User::"alice"`, `Org::Team::"ops"`.
-PRINCIPAL = re.compile(r'\s*[A-Za-z_]\w*(\s*::\s*[A-Za-z_]\w*)*\s*::\s*"(?:[^"\\]|\\.)*"\s*\Z')
+ARGUMENT_READ = re.compile(r"context\s*\.\s*args\s*\.\s*(\w+)")
 UNGUARDED = re.compile(r"attribute `(args|sources)\.(\w+)` in context")
 # The messages of errors in Cedar's tokens (the others are about a whole policy).
 TOKEN_ERRORS = ("unexpected token", "invalid token")
@@ -72,6 +74,7 @@ class Rule:
     effect: str  # "permit" or "forbid"
     reason: str | None  # its `@reason` annotation: why, in words, for the plan's author
     line: int
+    reads: frozenset[str] = frozenset()  # the arguments it reads (`context.args.NAME`): what a denial points at
 
 
 @attrs.frozen
@@ -82,20 +85,33 @@ class Policy:
     policy_set: object = attrs.field(repr=False)  # cedarpy.PolicySet, parsed once and reused
     rules: Mapping[str, Rule] = attrs.field(factory=dict)  # "policy0" -> Rule
     text: str = attrs.field(default="", repr=False)  # the file's text (a stored plan keeps its hash)
+    # The principals with attributes and groups it was validated with (`principals.principal_data`'s form, as
+    # a run records them), and the same as Cedar's entities, which every request is judged with.
+    principals: tuple[Mapping, ...] = ()
+    entities: tuple[str, ...] = attrs.field(default=(), repr=False)
 
 
-def load_policy(path: str | Path) -> Policy:
-    """The Policy in the file at `path`."""
+def with_principals(policy: Policy, principals) -> Policy:
+    """`policy` judging with `principals` too (`principal_data`'s form; one of a uid it already has replaces it):
+    validated again, as the shapes of the principals are part of what it reads. A PolicyError when it does not fit."""
+    if not principals:
+        return policy
+    return policy_from_text(policy.text, policy.path, merged(policy.principals, principals))
+
+
+def load_policy(path: str | Path, principals=()) -> Policy:
+    """The Policy in the file at `path`, judging with `principals` (`principals.principal_data`'s form)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise PolicyError(path, None, f"cannot read it: {getattr(error, 'strerror', None) or error}") from None
-    return policy_from_text(text, path)
+    return policy_from_text(text, path, principals)
 
 
-def policy_from_text(text: str, path: Path) -> Policy:
-    """The Policy that `text` holds, reported as if read from `path` (which need not exist).
+def policy_from_text(text: str, path: Path, principals=()) -> Policy:
+    """The Policy that `text` holds, reported as if read from `path` (which need not exist), validated
+    against the shape of plans' requests and of `principals` (`principals.principal_data`'s form).
 
     >>> policy = policy_from_text('@id("no-destructive")\\nforbid(principal, action, resource)\\n'
     ...                           '  when { resource.destructive };', Path("policy.cedar"))
@@ -114,6 +130,7 @@ def policy_from_text(text: str, path: Path) -> Policy:
     except ValueError as error:
         raise PolicyError(path, _parse_error_line(text, starts, str(error)), str(error)) from None
     lines = [text.count("\n", 0, start) + 1 for start in starts]
+    texts = [text[start:end] for start, end in zip(starts, [*starts[1:], len(text)])]
 
     def line_of(policy_id: str) -> int | None:
         number = _position(policy_id)
@@ -123,15 +140,38 @@ def policy_from_text(text: str, path: Path) -> Policy:
     if templates:
         raise PolicyError(path, line_of(templates[0]), "a template (`?principal`, `?resource`) applies to nothing "
                                                        "until it is linked; write the entity instead")
-    errors = cedarpy.validate_policies(text, REQUEST_SCHEMA).errors
+    try:
+        principals = tuple(principal_data(principal, f"principal {principal.get('uid')}" if isinstance(principal, Mapping)
+                                          else "a principal") for principal in principals)
+        schema, entities = request_schema(principals), cedar_entities(principals)
+    except ValueError as error:
+        raise PolicyError(path, None, f"the principals do not fit a policy: {error}") from None
+    errors = cedarpy.validate_policies(text, schema).errors
     if errors:
         raise PolicyError(path, line_of(errors[0].policy_id), _validation_message(errors[0].error))
     rules = {}
     for policy_id, body in est.get("staticPolicies", {}).items():
         annotations = body.get("annotations", {})
         name = annotations.get("id") or f"policy {_position(policy_id) + 1} of {path.name}"
-        rules[policy_id] = Rule(name, body["effect"], annotations.get("reason"), line_of(policy_id) or 1)
-    return Policy(path, policy_set, rules, text)
+        number = _position(policy_id)
+        read = ARGUMENT_READ.findall(texts[number]) if number is not None and number < len(texts) else []
+        rules[policy_id] = Rule(name, body["effect"], annotations.get("reason"), line_of(policy_id) or 1,
+                                frozenset(read))
+    return Policy(path, policy_set, rules, text, principals, entities)
+
+
+def request_schema(principals) -> dict:
+    """`REQUEST_SCHEMA` with the types of `principals`: their attributes, their groups, and that they may call.
+
+    >>> request_schema([])[""]["actions"]["call"]["appliesTo"]["principalTypes"]
+    ['User']
+    """
+    declared = entity_types(principals)
+    [schema] = REQUEST_SCHEMA.values()
+    applies = schema["actions"]["call"]["appliesTo"]
+    callers = sorted({"User", *declared})  # a group may be who a plan runs for too
+    return {"": {"entityTypes": {**schema["entityTypes"], **declared},
+                 "actions": {"call": {"appliesTo": {**applies, "principalTypes": callers}}}}}
 
 
 def _position(policy_id: str) -> int | None:
