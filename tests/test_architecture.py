@@ -18,7 +18,7 @@ LAYERS = (
     ("passes",),
     ("optimize", "diff", "pictures", "decoding"),
     ("backend", "store", "planning"),
-    ("cli", "lsp", "corpus", "explain", "project", "__init__"),
+    ("cli", "lsp", "mcp_server", "corpus", "explain", "project", "__init__"),
 )
 
 
