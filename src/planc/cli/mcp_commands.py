@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from planc.cli.options import CONFIG_OPTION
+from planc.cli.options import CONFIG_OPTION, STORE_OPTION
 from planc.cli.usage import UsageError
 
 
@@ -13,17 +13,19 @@ from planc.cli.usage import UsageError
 @click.option("--http", "address", metavar="HOST:PORT",
               help="Serve streamable HTTP at http://HOST:PORT/mcp rather than standard input and output "
                    "(port 0: a free one; the address goes to stderr).")
-def mcp_command(config: str | None, address: str | None) -> None:
+@STORE_OPTION
+def mcp_command(config: str | None, address: str | None, store: str | None) -> None:
     """Serve the project of planc.toml to MCP clients: describe, check_plan, run_plan, show_run.
 
-    The registry, policy, principal, budgets and run store are planc.toml's; a client chooses none of
-    them. Runs are recorded as `planc run` records them (`planc runs`, `show-run`, `resume`).
+    The registry, policy, principal, budgets and run store are planc.toml's (the store: --store first, as
+    for `planc run`); a client chooses none of them. Runs are recorded as `planc run` records them
+    (`planc runs`, `show-run`, `resume`).
     """
     try:
         import mcp.server.mcpserver  # noqa: F401
     except ImportError:
         raise UsageError("planc mcp needs the MCP SDK: pip install 'planc[mcp]'") from None
-    project = _project(config)
+    project = _project(config, store)
     from planc.mcp_server.server import serve_http, serve_stdio
 
     if address is None:
@@ -36,9 +38,9 @@ def mcp_command(config: str | None, address: str | None) -> None:
         raise UsageError(f"--http {address}: cannot listen there: {error.strerror or error}") from None
 
 
-def _project(config: str | None):
-    """The project planc.toml declares (`--config`, else the nearest above the working directory); a
-    UsageError without one, or when it cannot be used."""
+def _project(config: str | None, store: str | None):
+    """The project planc.toml declares (`--config`, else the nearest above the working directory), its runs
+    recorded in `store` when given; a UsageError without one, or when it cannot be used."""
     from pathlib import Path
 
     from planc.passes.policy.load import PolicyError
@@ -46,7 +48,7 @@ def _project(config: str | None):
     from planc.registry.errors import ConfigError
 
     try:
-        project = load_project(Path.cwd(), config=config)
+        project = load_project(Path.cwd(), config=config, store=store)
     except (ConfigError, PolicyError) as error:
         raise UsageError(str(error)) from None
     if project.registry is None:

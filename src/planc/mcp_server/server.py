@@ -177,6 +177,7 @@ def serve_http(project: Project, host: str, port: int) -> None:
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
+    listener.listen(128)  # connections wait from now on, so the line below may be acted on at once
     bound = listener.getsockname()[1]
     config = uvicorn.Config(server.mcp.streamable_http_app(host=host), log_level="warning")
     where = f"[{host}]" if family == socket.AF_INET6 else host
