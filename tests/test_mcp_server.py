@@ -220,6 +220,9 @@ def test_the_acceptance_session_over_stdio(project, tmp_path_factory):
     record = json.loads(shown.stdout)
     # The client wrote the plan: its literal carries `untrusted`, recorded with the call.
     assert record["calls"][0]["labels"]["sources"] == {"topic": ["untrusted"]}
+    replayed = invoke("replay", run_id)  # checked again with the labels it ran with; no tool called
+    assert replayed.exit_code == 0 and json.loads(replayed.stdout) == {"topic": "disk", "owner": "ops"}
+    assert calls(project) == ["lookup disk"]
     errlog.seek(0)
     no_traceback(errlog.read())
 
@@ -293,6 +296,8 @@ def test_a_declined_elicitation_makes_no_call(project):
         ran, _ = run_plan(project, 'send(text: "hello")', asked)
         assert ran["status"] == "failed" and "did not approve `send`" in ran["message"]
         assert len(asked.messages) == 1
+        record = json.loads(invoke("show-run", ran["run"], "--format", "json").stdout)
+        assert [call["outcome"] for call in record["calls"]] == ["not_approved"]
     assert calls(project) == [] and statuses(project) == ["failed"] * 3
 
 
@@ -331,6 +336,28 @@ def test_configured_labels_are_what_a_clients_plan_carries(project):
     ran, _ = run_plan(project, 'send(text: "hello")', asked)
     assert ran["status"] == "ok" and calls(project) == ["send hello"] and len(asked.messages) == 1
     assert "flagged" not in asked.messages[0]
+
+
+def test_what_a_client_writes_is_refused_at_the_literal_that_carries_it(project):
+    """The check `check_plan` and `run_plan` make: E400 at the client's literal, saying who wrote it; W505 where
+    a person will be asked; nothing for the same plan in a file."""
+    import planc
+
+    checked = planc.load_project(project)
+    plan = 'lookup(topic: "x")\nsend(text: "seen {$1.owner}")'
+    refused = checked.check(plan, written_by={"untrusted"})
+    [error] = refused.diagnostics
+    assert error.code == "E400" and plan[error.span.start.offset:error.span.end.offset] == '"seen {$1.owner}"'
+    assert "`text` reads `\"seen {$1.owner}\"`, which the plan's author wrote (untrusted)" in error.hints
+    assert [d.code for d in checked.check(plan, written_by={"untrusted"}, approvals=True).diagnostics] == ["W505"]
+    assert checked.check(plan).diagnostics == ()
+
+
+def test_a_reference_to_no_step_in_a_refused_argument_is_two_errors_not_a_traceback(project):
+    (project / "p.plan").write_text('send(text: "{$1}")\n', encoding="utf-8")
+    result = invoke("check", "p.plan")
+    assert result.exit_code == 1 and "E203" in result.output and "E400" in result.output
+    assert calls(project) == []
 
 
 # --- a client that goes away mid-run ---------------------------------------------------------------------
@@ -415,8 +442,16 @@ def test_without_a_planc_toml_it_says_so(tmp_path):
 
 
 def test_a_bad_address_is_a_usage_error(project):
+    import socket
+
     result = invoke("mcp", "--http", "nowhere")
     assert result.exit_code == 2 and "give HOST:PORT" in result.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = invoke("mcp", "--http", f"127.0.0.1:{port}")
+    assert result.exit_code == 2 and "cannot listen there" in result.stderr
 
 
 def test_the_example_client_does_the_acceptance_session(tmp_path):

@@ -153,6 +153,8 @@ class PlanEnv:
             target = self.targets.get(node)
             if target == ARGS:
                 return f"`{written}`, an argument of the plan"
+            if target is None:  # resolve reports it; what it would read is not known, so it counts as untrusted
+                return f"`{written}`, which reads no step before it"
             tool = self.tools.get(target)
             name = tool.name if tool is not None else target.tool.text
             said = f"`{written}`, which `{name}` returned at step {self.paths.get(target, '?')}"
