@@ -290,6 +290,23 @@ def test_an_accepted_elicitation_lets_a_flagged_call_through_where_answers_come_
     assert "step 1 calls `send`" in message and "flagged:" in message and "untrusted" in message
 
 
+def test_elicitation_over_http_accepted_then_declined(project):
+    person_answers(project)
+    accepting, declining = Asked(), Asked("decline")
+    with http_server(project) as (url, process):
+        async def main(asked):
+            async with http_session(url, asked) as session:
+                return answer(await session.call_tool("run_plan", {"plan": 'send(text: "hello")'}))
+
+        assert asyncio.run(main(accepting))["status"] == "ok"
+        assert asyncio.run(main(declining))["status"] == "failed"
+        process.terminate()
+        process.wait()
+        no_traceback(process.stderr.read())
+    assert len(accepting.messages) == len(declining.messages) == 1
+    assert calls(project) == ["send hello"] and statuses(project) == ["ok", "failed"]
+
+
 def test_a_declined_elicitation_makes_no_call(project):
     person_answers(project)
     for asked in (Asked("decline"), Asked("accept", approve=False), Asked("cancel")):
@@ -387,6 +404,16 @@ async def leave_mid_run(session: ClientSession, project: Path) -> None:
     raise WentAway
 
 
+def recorded_as_interrupted(project: Path) -> None:
+    """The server itself recorded the run as interrupted, by the client, and resumable (not only a run whose
+    process is gone)."""
+    run_id = wait_for_status(project, None, "interrupted")
+    record = json.loads(invoke("show-run", run_id, "--format", "json").stdout)
+    assert record["message"].startswith("the MCP client went away during the run")
+    assert f"`planc resume {run_id}` continues it" in record["message"]
+    assert [call["outcome"] for call in record["calls"]] == ["unknown"]  # `hold` was in flight
+
+
 def resume_after_release(project: Path) -> None:
     run_id = wait_for_status(project, None, "interrupted")
     assert calls(project) == ["hold a"]
@@ -408,10 +435,7 @@ def test_a_client_gone_mid_run_over_http_leaves_it_interrupted_and_resumable(pro
                     await leave_mid_run(session, project)
 
         asyncio.run(main())
-        run_id = wait_for_status(project, None, "interrupted")
-        record = json.loads(invoke("show-run", run_id, "--format", "json").stdout)
-        assert "the MCP client went away during the run" in record["message"]
-        assert f"planc resume {run_id}" in record["message"]
+        recorded_as_interrupted(project)
         process.terminate()
         process.wait()
         no_traceback(process.stderr.read())
@@ -430,6 +454,7 @@ def test_a_client_gone_mid_run_over_stdio_leaves_it_interrupted_and_resumable(pr
     asyncio.run(main())
     errlog.seek(0)
     no_traceback(errlog.read())
+    recorded_as_interrupted(project)
     resume_after_release(project)
 
 
