@@ -30,6 +30,7 @@ from planc.backend.hooks import Hooks
 from planc.backend.interpreter import run_arguments
 from planc.backend.interrupts import Interrupted
 from planc.backend.recorded_run import RecordedRun, choose_executor, connect_executor
+from planc.backend.ray_executor import RayUnavailable
 from planc.backend.values import RunError
 from planc.diagnostics.render_json import check_json
 from planc.diagnostics.render_repair import render_repair
@@ -100,11 +101,17 @@ class PlancServer:
             return {"ok": False, "status": "refused", "message": str(error)}
         project = self.project
         how = choose_executor(project.registry, None, None)
-        connected = connect_executor(how, project.registry, project.store)
         try:
-            recorded = RecordedRun.record(self.store, checked, registry=project.registry, policy=project.policy,
-                                          principal=project.principal, arguments=arguments,
-                                          options=self.options(how))
+            connected = connect_executor(how, project.registry, project.store)
+        except RayUnavailable as error:  # nothing ran, nothing recorded
+            return {"ok": False, "status": "failed", "message": str(error)}
+        try:
+            try:
+                recorded = RecordedRun.record(self.store, checked, registry=project.registry, policy=project.policy,
+                                              principal=project.principal, arguments=arguments,
+                                              options=self.options(how))
+            except RunStoreError as error:  # nothing ran: the store cannot be opened or written
+                return {"ok": False, "status": "failed", "message": str(error)}
             return await self.execute(recorded, ctx)
         finally:
             if connected is not None:
