@@ -246,21 +246,25 @@ def test_the_acceptance_session_over_http(project):
 
 # --- refusals, and what only a person may let through ---------------------------------------------------
 
-def run_plan(project: Path, plan: str, elicit=None, arguments=None) -> tuple[dict, str]:
+def run_plan(project: Path, plan: str, elicit=None, arguments=None) -> tuple[dict, list[str]]:
     """`run_plan` of `plan` in a stdio session (the client answering elicitation with `elicit`, if given):
-    what it answered, and the server's stderr."""
+    what it answered, and the progress it told; the server's stderr holds no traceback."""
     errlog = (project / "server.err").open("w+")
+    progress = []
+
+    async def told(done, total, message):
+        progress.append(message)
 
     async def main():
         async with stdio_session(project, errlog, elicit) as session:
             return answer(await session.call_tool("run_plan", {"plan": plan, **({"arguments": arguments}
-                                                                                  if arguments else {})}))
+                                                                                  if arguments else {})},
+                                                  progress_callback=told))
 
     ran = asyncio.run(main())
     errlog.seek(0)
-    said = errlog.read()
-    no_traceback(said)
-    return ran, said
+    no_traceback(errlog.read())
+    return ran, progress
 
 
 def test_a_refused_plan_is_the_tools_result_with_its_diagnostics(project):
@@ -328,8 +332,9 @@ def test_an_effectful_call_is_asked_about_and_made_once_approved(project):
 
 
 def test_a_client_without_elicitation_gets_no_effectful_call(project):
-    ran, _ = run_plan(project, 'lookup(topic: "x")\nnote(text: "seen")')
+    ran, progress = run_plan(project, 'lookup(topic: "x")\nnote(text: "seen")')
     assert ran["status"] == "failed" and "declared no elicitation capability" in ran["message"]
+    assert progress[-1] == "run finished: failed"  # a failed run's progress is told to its end
     assert calls(project) == ["lookup x"] and statuses(project) == ["failed"]
 
 

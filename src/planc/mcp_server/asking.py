@@ -100,9 +100,9 @@ class ProgressNotes:
         self.task = asyncio.create_task(self._send())
         return self
 
-    async def __aexit__(self, *exc_info) -> None:
+    async def __aexit__(self, kind, *exc_info) -> None:
         self.queue.put_nowait(None)
-        if exc_info[0] is None:
-            await self.task  # every notification out before the result
-        else:
+        if kind is not None and issubclass(kind, asyncio.CancelledError):  # the client is gone: nobody to tell
             self.task.cancel()
+        else:
+            await self.task  # every notification out before the answer, a failed run's too
