@@ -19,7 +19,7 @@ LAYERS = (
     ("passes",),
     ("optimize", "diff", "pictures", "decoding"),
     ("backend", "store", "planning"),
-    ("cli", "lsp", "corpus", "explain", "project", "adapters", "__init__"),
+    ("cli", "lsp", "mcp_server", "corpus", "explain", "project", "adapters", "__init__"),
 )
 
 # Inside the backend, one folder per job; a folder imports itself and the folders named here, nothing else.

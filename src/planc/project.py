@@ -113,15 +113,17 @@ class Project:
         return self.registry.plan_arguments(Path(path)) if self.registry is not None and path else None
 
     def check(self, text: str, *, path: str | Path | None = None, extract_plan: bool = False,
-              max_usd: float | None = None, max_calls: int | None = None, max_inferences: int | None = None):
+              max_usd: float | None = None, max_calls: int | None = None, max_inferences: int | None = None,
+              approvals: bool = False, written_by: frozenset[str] = frozenset()):
         """`text` checked as `planc check` checks it (read from `path`, which gives a declared plan its
         `params`): with the registry, policy and principal of the project, and its `[budget]` where
-        `max_usd`, `max_calls` and `max_inferences` (the commands' `--max-*`) say nothing."""
+        `max_usd`, `max_calls` and `max_inferences` (the commands' `--max-*`) say nothing. `approvals` and
+        `written_by` as `planc.check` takes them."""
         from planc.passes.check import check
 
         return check(text, extract_plan=extract_plan, registry=self.registry, arguments=self.arguments(path),
                      policy=self.policy, principal=self.principal, max_usd=max_usd, max_calls=max_calls,
-                     max_inferences=max_inferences)
+                     max_inferences=max_inferences, approvals=approvals, written_by=written_by)
 
     def run(self, checked, *, arguments: Mapping | None = None, hooks=None, record: bool = True, **options):
         """Run `checked` as `planc run` does: recorded in the project's run store (unless `record` is false),

@@ -36,6 +36,7 @@ COMMANDS = {
     "policy": "planc.cli.registry_commands:policy_group",
     "registry": "planc.cli.registry_commands:registry_group",
     "lsp": "planc.cli.lsp_commands:lsp_command",
+    "mcp": "planc.cli.mcp_commands:mcp_command",
     "grammar": "planc.cli.grammar_commands:grammar_command",
 }
 

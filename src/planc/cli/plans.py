@@ -43,12 +43,13 @@ def print_syntax_errors(path: str, result, left: int = MAX_DIAGNOSTICS) -> int:
 
 
 def checked_to_run(text: str, name: str, registry, policy, principal: str, *, extract: bool = False,
-                   budget=None, approvals: bool = False):
+                   budget=None, approvals: bool = False, written_by=frozenset()):
     """`text` (plan text, or a stored plan from `planc compile`) checked for running; refused: exit 1.
 
     With `extract` the plan is taken out of a model reply first; `budget` (a Budget) adds the
     `--max-*` limits; `approvals` (`--approve`) lets through to the run, where a person decides, the calls
-    the policy refuses only for where their values came from. With no planc.toml, a plan that calls any tool but the control steps is
+    the policy refuses only for where their values came from; `written_by`: the labels of whoever wrote the
+    plan (a run `planc mcp` made, resumed). With no planc.toml, a plan that calls any tool but the control steps is
     refused: nothing declares what those tools are."""
     limits = budget.keywords() if budget else {}
     if is_stored_plan(text):
@@ -56,7 +57,7 @@ def checked_to_run(text: str, name: str, registry, policy, principal: str, *, ex
 
         try:
             checked = load_plan(text, registry=registry, policy=policy, principal=principal, approvals=approvals,
-                                **limits)
+                                written_by=written_by, **limits)
         except StoredPlanError as error:
             click.echo(f"error: {name}: {error}", err=True)
             sys.exit(1)
@@ -68,7 +69,7 @@ def checked_to_run(text: str, name: str, registry, policy, principal: str, *, ex
         # the run records as its plan, and its replay checks again.
         text = extract_plan(text) if extract else text
         checked = check(text, registry=registry, arguments=plan_arguments(registry, name),
-                        policy=policy, principal=principal, approvals=approvals, **limits)
+                        policy=policy, principal=principal, approvals=approvals, written_by=written_by, **limits)
         if not checked.ok:
             print_checked([(name, checked)], stderr=True)
             sys.exit(1)

@@ -20,6 +20,7 @@ from planc.passes.resolve.resolve import Resolution, resolve
 from planc.passes.resolve.signatures import with_registry_hints
 from planc.passes.types.types import Typing, types
 from planc.registry.declared_plans import PlanFile
+from planc.registry.labels import label_set
 from planc.registry.registry import Registry
 from planc.syntax.ast import Plan
 from planc.syntax.extract import extract
@@ -70,7 +71,8 @@ class CheckResult:
 def check(source: str, *, extract_plan: bool = False, registry: Registry | None = None,
           arguments: Mapping[str, Mapping] | None = None, policy: Policy | None = None,
           principal: str | Mapping | None = None, max_usd: float | None = None, max_calls: int | None = None,
-          max_inferences: int | None = None, approvals: bool = False) -> CheckResult:
+          max_inferences: int | None = None, approvals: bool = False,
+          written_by: frozenset[str] = frozenset()) -> CheckResult:
     """Check plan text without running anything.
 
     With `extract_plan`, the plan is first taken out of a model reply; spans
@@ -86,7 +88,8 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
     `max_calls` and `max_inferences` are budgets, each defaulting to the
     registry's `[budget]`: a plan that may cost more is E401. With `approvals` (a person
     will be asked during the run), a call the policy refuses only for where its values came
-    from is W505 rather than E400.
+    from is W505 rather than E400. `written_by` are the labels of whoever wrote the plan, which its
+    literals and `$args` carry (an MCP client's plan: `planc mcp`).
 
     >>> check('search(query: "x") |> summarize(style: bullets)').diagnostics[0].code
     'E206'
@@ -100,14 +103,17 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
         policy = with_principals(policy, [principal]) if policy is not None else None
         principal = principal["uid"]
     return _checked(source, extract_plan, registry, arguments, policy, principal,
-                    Budget.of(max_usd, max_calls, max_inferences, registry and registry.budget), approvals)
+                    Budget.of(max_usd, max_calls, max_inferences, registry and registry.budget), approvals,
+                    label_set(written_by))
 
 
 def _checked(source: str, extract_plan: bool, registry: Registry | None, arguments, policy: Policy | None,
-             principal: str | None, budget: Budget, approvals: bool = False) -> CheckResult:
+             principal: str | None, budget: Budget, approvals: bool = False,
+             written_by: frozenset[str] = frozenset()) -> CheckResult:
     with gc_paused():
         context = CheckContext(source=source, registry=registry, arguments=arguments, policy=policy,
-                               principal=principal_of(principal, registry), budget=budget, approvals=approvals)
+                               principal=principal_of(principal, registry), budget=budget, approvals=approvals,
+                               written_by=written_by)
         return _check(source, extract_plan, context)
 
 

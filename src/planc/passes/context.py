@@ -54,6 +54,9 @@ class CheckContext:
 
     `approvals` says that a person will be asked before each call the policy refuses only for where its
     values came from (`planc run --approve`): such a call is then W505, not E400.
+
+    `written_by` are the labels of whoever wrote the plan, which its literals and `$args` carry: none for a
+    plan file or a task's plan, those planc.toml gives an MCP client's plan (`planc mcp`).
     """
 
     source: str = ""
@@ -65,6 +68,7 @@ class CheckContext:
     principal: str = DEFAULT_PRINCIPAL
     budget: Budget = Budget()
     approvals: bool = False  # a person will be asked about each flagged call when the run reaches it
+    written_by: frozenset[str] = frozenset()  # what the plan's literals and `$args` carry
 
     def learned(self, field: str):
         """What an earlier pass learned (`resolution`, `typing`, ...). A pass never runs another: the

@@ -32,6 +32,7 @@ from planc.registry.declarations import (
     TOOL_TIMEOUT_S,
     Limits,
     McpServer,
+    McpServing,
     ModelConfig,
     PlanDeclaration,
     SAMPLES_PER_CALL,
@@ -46,7 +47,7 @@ from planc.registry.tool import Cost, Effects, Tool
 CONFIG_NAME = "planc.toml"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "budget", "principal",
-             "principals", "executor"}
+             "principals", "executor", "mcp_server"}
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
              "timeout_s", "query", "idempotency_key", "labels"}
 PLAN_KEYS = {"file", "description", "params", "returns", "labels"}
@@ -60,6 +61,7 @@ SQL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, dest
 LIMIT_KEYS = {field.name for field in attrs.fields(Limits)}
 BUDGET_KEYS = {field.name for field in attrs.fields(Budgets)}
 EXECUTOR_KEYS = {field.name for field in attrs.fields(Executor)}
+SERVING_KEYS = {field.name for field in attrs.fields(McpServing)}
 PRINCIPAL = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*::"(?:[^"\\]|\\.)*"\Z')
 EFFECT_KEYS = {field.name for field in attrs.fields(Effects) if field.init and field.name != "declared"}
 COST_KEYS = {field.name for field in attrs.fields(Cost)}
@@ -168,7 +170,8 @@ class _Reader:
                         policy=self.path_value(data, "policy"), store=self.path_value(data, "store"), limits=limits,
                         budget=self.budget(data.get("budget", {})), principal=self.principal(data),
                         principals=self.principals(data.get("principals", {})),
-                        executor=self.executor(data.get("executor", {})))
+                        executor=self.executor(data.get("executor", {})),
+                        mcp_server=self.serving(data.get("mcp_server", {})))
 
     def tables(self, data: dict, key: str) -> dict:
         tables = data.get(key, {})
@@ -331,6 +334,14 @@ class _Reader:
             self.fail(f"`address` must be a Ray cluster's address, like \"10.0.0.5:6379\", found {address!r}",
                       "executor", "address")
         return Executor(kind, address)
+
+    def serving(self, table) -> McpServing:
+        if not isinstance(table, dict):
+            self.fail('`mcp_server` must be a table, like `[mcp_server]` with `labels = ["untrusted"]`', None,
+                      "mcp_server")
+        self.only(table, SERVING_KEYS, "mcp_server", "`[mcp_server]`")
+        return McpServing(self.labels(table, "mcp_server", UNTRUSTED_ONLY),
+                          self.flag(table, "answers_from_person", "mcp_server"))
 
     def principal(self, data: dict) -> str | None:
         value = data.get("principal")

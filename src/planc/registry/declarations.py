@@ -75,6 +75,16 @@ class McpServer:
 
 
 @attrs.frozen
+class McpServing:
+    """`[mcp_server]`: what `planc mcp` makes of the plans its clients send and of their answers."""
+
+    labels: frozenset[str] = UNTRUSTED_ONLY  # what a client's plan's literals and `$args` carry
+    # Whether a client's accepted elicitation is a person's decision, which may let through a call the policy
+    # refuses for where its values came from; false: such a call is refused whatever the client answers.
+    answers_from_person: bool = False
+
+
+@attrs.frozen
 class ModelConfig:
     """`[models.NAME]`: where the model of a role (or `default`) answers."""
 

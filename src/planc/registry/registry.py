@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 
 from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import Budgets, Executor, Limits, McpServer, ModelConfig, PlanDeclaration
+from planc.registry.declarations import Budgets, Executor, Limits, McpServer, McpServing, ModelConfig, PlanDeclaration
 from planc.registry.declared_plans import DeclaredPlans
 from planc.registry.tool import Tool
 
@@ -32,6 +32,7 @@ class Registry:
     principal: str | None = None  # `principal`: who plans run for, unless a command says
     principals: tuple[Mapping, ...] = ()  # `[principals]`: entities with attributes and groups, for the policy
     executor: Executor = Executor()  # `[executor]`: where the calls of `map` items are made, unless a command says
+    mcp_server: McpServing = McpServing()  # `[mcp_server]`: what `planc mcp` makes of its clients' plans
 
     def lookup(self, name: str) -> Tool | None:
         return CONTROL_STEPS.get(name) or self.tools.get(name)

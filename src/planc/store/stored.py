@@ -236,13 +236,14 @@ def stored_source(text: str) -> str:
 
 
 def load_plan(text: str, *, registry=None, policy=None, principal: str | None = None, arguments=None,
-              approvals: bool = False, **limits):
+              approvals: bool = False, written_by=frozenset(), **limits):
     """The CheckResult of the stored plan `text`, re-checked against the current `registry` and `policy`.
 
     Refused with StoredPlanError when it is not a stored plan, is of an unknown version, was
     modified, has errors now, or a tool it calls or the policy changed since it was compiled. Its run
     arguments are `arguments` (the JSON Schema of each) when given, else the `params` it was compiled with.
-    `limits` are the budgets of `check` (`max_usd`, `max_calls`, `max_inferences`).
+    `limits` are the budgets of `check` (`max_usd`, `max_calls`, `max_inferences`); `approvals` and
+    `written_by` as `check` takes them.
     """
     from planc.passes.check import check, named_policy
 
@@ -265,7 +266,7 @@ def load_plan(text: str, *, registry=None, policy=None, principal: str | None = 
         raise StoredPlanError(f"stored plan is stale: {'; '.join(stale)} since it was compiled; compile it again")
     arguments = arguments if arguments is not None else stored["params"]
     checked = check(stored["source"], registry=registry, policy=policy, arguments=arguments, approvals=approvals,
-                    principal=principal, **limits)
+                    principal=principal, written_by=written_by, **limits)
     errors = [d for d in checked.diagnostics if d.is_error]
     if checked.plan is None or errors:
         listed = "; ".join(f"{d.code} {d.span.start.line}:{d.span.start.column} {d.message}" for d in errors)

@@ -24,6 +24,15 @@ from planc.backend.calls.hooks import Abort, Call, Proceed
 from planc.backend.state.interrupts import TerminalLine
 
 
+def call_flags(call: Call) -> list[str]:
+    """What a person deciding on `call` should know of its tool's effects, in words."""
+    effects = call.tool.effects.normalised()
+    # A tool that takes its calls' idempotency keys may be called again safely, idempotent or not.
+    return [flag for flag, on in (("destructive", effects.destructive), ("open-world", effects.open_world),
+                                  ("not idempotent", not effects.idempotent and not call.tool.takes_key),
+                                  ("deduplicates by its idempotency key", call.tool.takes_key)) if on]
+
+
 def describe(call: Call):
     """The call as a rich renderable: step path, tool, effects and input."""
     from rich.console import Group
@@ -32,10 +41,7 @@ def describe(call: Call):
     from rich.text import Text
 
     effects = call.tool.effects.normalised()
-    # A tool that takes its calls' idempotency keys may be called again safely, idempotent or not.
-    flags = [flag for flag, on in (("destructive", effects.destructive), ("open-world", effects.open_world),
-                                   ("not idempotent", not effects.idempotent and not call.tool.takes_key),
-                                   ("deduplicates by its idempotency key", call.tool.takes_key)) if on]
+    flags = call_flags(call)
     title = Text.assemble(("step ", "dim"), (call.step, "bold"), ("  ", ""), (call.tool.name, "bold cyan"))
     rendered = json.dumps(dict(call.args), indent=2, ensure_ascii=False, default=str)
     parts = [Text("read-only" if effects.read_only else "effectful" + (f": {', '.join(flags)}" if flags else ""),

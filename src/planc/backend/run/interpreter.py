@@ -43,7 +43,7 @@ from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
 from planc.passes.policy.load import DEFAULT_PRINCIPAL
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.labels import SECRET, LabelView, redacted, secret_arguments, union, union_all, view_of
+from planc.registry.labels import NO_LABELS, SECRET, LabelView, redacted, secret_arguments, union, union_all, view_of
 from planc.registry.registry import Registry
 from planc.syntax import ast
 
@@ -85,7 +85,10 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
         raise RunError("the plan has errors: `planc check` it first")
     session = Session(checked, registry, recorder, hooks.events, executor)
     run = Run(checked, session, hooks, policy, principal, by_schedule=schedule is not None)
-    scope = Scope(ChainMap(), checked.resolution.targets, run_arguments(checked, arguments or {}))  # $args: no labels
+    # Its literals and `$args` carry the labels of whoever wrote it, as they did when it was checked.
+    written = checked.context.written_by if checked.context is not None else NO_LABELS
+    scope = Scope(ChainMap(), checked.resolution.targets, run_arguments(checked, arguments or {}),
+                  args_view=ArgsView({}, written), written=written)
     run.emit("run_started")
     try:
         try:

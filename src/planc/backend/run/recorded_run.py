@@ -62,7 +62,9 @@ class RecordedRun:
         options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy),
                    "principals": list(policy.principals) if policy is not None else [],
                    "code_tools": code_tools(registry),
-                   "approvals": checked.context.approvals if checked.context is not None else False}
+                   "approvals": checked.context.approvals if checked.context is not None else False,
+                   # `written_by`: whoever wrote it gave its literals their labels, in its replay and resume too.
+                   "written_by": sorted(checked.context.written_by) if checked.context is not None else []}
         recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
                                                    options, batch))
         return cls(checked, registry, policy, principal, arguments, recorder, store, options.get("returns"))

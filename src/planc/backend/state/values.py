@@ -106,6 +106,7 @@ class Scope:
     field_view: LabelView | None = None
     control: frozenset = NO_LABELS
     gates: Gates = attrs.field(factory=Gates)
+    written: frozenset = NO_LABELS  # what the plan's own literals carry: the labels of whoever wrote it
 
     # bind and inner make a scope per item of a loop: by the constructor, as attrs.evolve reads every field.
     def bind(self, views: Mapping | None = None, **names) -> Scope:
@@ -113,13 +114,13 @@ class Scope:
         return Scope(self.results, self.targets, self.arguments, {**self.bindings, **names}, self.fields,
                      self.conversations, self.labels, self.args_view,
                      {**self.binding_views, **views} if views else self.binding_views, self.field_view, self.control,
-                     self.gates)
+                     self.gates, self.written)
 
     def inner(self, control: frozenset = NO_LABELS) -> Scope:
         """The scope of a block: its results visible only inside it, run under `control` too."""
         return Scope(self.results.new_child(), self.targets, self.arguments, self.bindings, self.fields,
                      self.conversations.new_child(), self.labels.new_child(), self.args_view, self.binding_views,
-                     self.field_view, union(self.control, control), self.gates)
+                     self.field_view, union(self.control, control), self.gates, self.written)
 
     def controlled(self) -> frozenset:
         """The labels that decide whether a step of this scope runs now."""

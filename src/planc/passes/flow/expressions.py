@@ -2,9 +2,11 @@
 
 What an expression reads decides what it carries: a reference carries the labels of the result it
 reads (with the `x-labels` of the part it reads into), a bound name those of what it is bound to,
-a template, list, record or condition the union of its parts; a literal carries none. Where the
-labels of a result come from is the caller's to say (`Env`): the check's estimate before a run, the
-values' own labels during one.
+a template, list, record or condition the union of its parts and of what the plan writes itself.
+What the plan writes (a literal, a template's text) carries the labels of whoever wrote the plan
+(`Env.written`): none for a plan file, those `planc mcp` gives a client's. Where the labels of a
+result come from is the caller's to say (`Env`): the check's estimate before a run, the values' own
+labels during one.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from planc.syntax.steps import children
 class Env(Protocol):
     """Where the labels of what an expression reads come from."""
 
+    written: frozenset[str]  # what the plan's own text carries: the labels of whoever wrote it
+
     def ref_view(self, ref: ast.Ref) -> LabelView:
         """The labels of what `ref`'s name (`$2`, `$hits`, `$args`) stands for, before its accessors."""
 
@@ -30,7 +34,7 @@ class Env(Protocol):
 def expr_labels(expr, env: Env) -> frozenset[str]:
     """Every label `expr`'s value carries."""
     if type(expr) is ast.Literal:  # most arguments: nothing to read
-        return NO_LABELS
+        return env.written
     return expr_view(expr, env).whole()
 
 
@@ -41,15 +45,27 @@ def expr_view(expr, env: Env) -> LabelView:
         return env.ref_view(expr).read(expr.accessors)
     if kind is ast.Path:
         return env.name_view(expr.head.text).read(expr.accessors)
-    labels = NO_LABELS
+    labels = env.written if writes_text(expr) else NO_LABELS
     for part in children(expr):
         labels = union(labels, expr_labels(part, env))
     return LabelView(labels)
 
 
-def carriers(expr, env: Env) -> Iterator[tuple[object, frozenset[str]]]:
-    """Each reference or bound name in `expr` that carries labels, with them: what a refusal points at."""
+def writes_text(expr) -> bool:
+    """Whether `expr` is, or holds, text or a value the plan writes itself (a literal, a template's text),
+    rather than only what it reads."""
     kind = type(expr)
+    if kind is ast.String:
+        return not expr.parts or any(type(part) is str for part in expr.parts)
+    return kind is ast.Literal
+
+
+def carriers(expr, env: Env) -> Iterator[tuple[object, frozenset[str]]]:
+    """Each reference or bound name in `expr` that carries labels, and each value the plan writes when its
+    author's labels are not none, with them: what a refusal points at."""
+    kind = type(expr)
+    if env.written and writes_text(expr):
+        yield expr, env.written
     if kind in (ast.Ref, ast.Path):
         labels = expr_labels(expr, env)
         if labels:

@@ -1,7 +1,9 @@
 """Flow: the labels every call's arguments carry, and the labels that decide whether it runs.
 
 A walk in text order over the plan, into blocks and into the declared plans it calls (under the
-caller's path, with `$args` carrying the labels of the caller's arguments). A step's result
+caller's path, with `$args` carrying the labels of the caller's arguments). The plan's own literals and
+`$args` carry the labels of whoever wrote it (`CheckContext.written_by`); a declared plan's literals were
+written by the project, and carry none. A step's result
 carries the labels its tool declares, those of every argument it was given, and its control
 labels; the control steps have their own rule each (`rules.py`). What the walk computes is an
 estimate that a run can only lower: an agent is taken to have read everything it may call, both
@@ -17,7 +19,7 @@ import attrs
 
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
-from planc.passes.flow.expressions import Env, carriers, expr_labels, expr_view
+from planc.passes.flow.expressions import Env, carriers, expr_labels, expr_view, writes_text
 from planc.passes.resolve.resolve import ARGS
 from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all, view_of
 from planc.registry.tool import Tool
@@ -85,19 +87,19 @@ class FlowFacts:
 
 
 class ArgsView:
-    """The labels of `$args`: each run argument's own."""
+    """The labels of `$args`: each run argument's own; `rest`, those of any argument not in `views`."""
 
-    def __init__(self, views: Mapping[str, LabelView]) -> None:
-        self.views = views
+    def __init__(self, views: Mapping[str, LabelView], rest: frozenset[str] = NO_LABELS) -> None:
+        self.views, self.rest = views, rest
 
     def field(self, name: str) -> LabelView:
-        return self.views.get(name) or LabelView()
+        return self.views.get(name) or LabelView(self.rest)
 
     def item(self) -> LabelView:
         return LabelView(self.whole())
 
     def whole(self) -> frozenset[str]:
-        return union_all(view.whole() for view in self.views.values())
+        return union(self.rest, union_all(view.whole() for view in self.views.values()))
 
     def read(self, accessors) -> LabelView:
         if not accessors:
@@ -119,6 +121,7 @@ class PlanEnv:
     bindings: Mapping[str, LabelView] = attrs.field(factory=dict)
     fields: LabelView | None = None  # the current item, in a filter condition
     binder: ast.Step | None = None  # the control step whose block binds `item`, `index`, `accumulator` here
+    written: frozenset[str] = NO_LABELS  # what the plan's own literals carry: the labels of whoever wrote it
 
     def bind(self, **views: LabelView) -> PlanEnv:
         return attrs.evolve(self, bindings={**self.bindings, **views})
@@ -144,10 +147,14 @@ class PlanEnv:
         """Where the value `node` reads came from, in words: the step and tool that returned it, and, when
         that tool passed on labels it was given, where those came from."""
         written = print_expr(node)
+        if writes_text(node):
+            return f"`{written}`, which the plan's author wrote"
         if type(node) is ast.Ref:
             target = self.targets.get(node)
             if target == ARGS:
                 return f"`{written}`, an argument of the plan"
+            if target is None:  # resolve reports it; what it would read is not known, so it counts as untrusted
+                return f"`{written}`, which reads no step before it"
             tool = self.tools.get(target)
             name = tool.name if tool is not None else target.tool.text
             said = f"`{written}`, which `{name}` returned at step {self.paths.get(target, '?')}"
@@ -180,7 +187,7 @@ def flow(plan: ast.Plan, context: CheckContext) -> tuple[FlowFacts, list[Diagnos
 
     walk = Walk(context, FLOW_RULES)
     resolution = context.learned("resolution")
-    walk.plan(plan, resolution, {}, "", NO_LABELS)
+    walk.plan(plan, resolution, {}, "", NO_LABELS, context.written_by)
     return FlowFacts(walk.calls), []
 
 
@@ -196,10 +203,12 @@ class Walk:
         self._carried: dict[str, frozenset[str]] = {}  # a tool's name -> what any call of it may return
 
     def plan(self, plan: ast.Plan, resolution, args: Mapping[str, LabelView], prefix: str,
-             control: frozenset[str]) -> LabelView:
-        """Walk `plan` (its facts in `resolution`) with `$args` carrying `args`; what its result carries."""
+             control: frozenset[str], written: frozenset[str] = NO_LABELS) -> LabelView:
+        """Walk `plan` (its facts in `resolution`) with `$args` carrying `args` (and `written` those it does not
+        name), its literals `written`; what its result carries."""
         paths = {step: prefix + path for step, path in resolution.paths.items()}
-        env = PlanEnv(resolution.targets, paths, resolution.tools, {}, ArgsView(args), self.calls)
+        env = PlanEnv(resolution.targets, paths, resolution.tools, {}, ArgsView(args, written), self.calls,
+                      written=written)
         saved = self.gates, self.exits, self.deciders
         self.gates = self.exits = NO_LABELS
         try:

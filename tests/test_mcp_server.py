@@ -1,0 +1,500 @@
+"""`planc mcp`: planc as an MCP server, driven by the MCP SDK's own client over stdio and streamable HTTP.
+
+The project's tools are spies that append each call to `spy.log`; each test asserts the exact calls
+made, what the client was told, the statuses the run store recorded and that the server's stderr holds
+no traceback. `hold` blocks while the file `hold` exists (it writes `held` first), so a test can make a
+client go away mid-run at a moment it has observed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli import invoke, planc_completed, planc_executable, planc_process
+from test_attacks import calls, statuses  # the spy's lines, the recorded statuses
+from tool_project import tool_project
+
+pytest.importorskip("mcp.server.mcpserver")
+from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+TOOLS = '''
+import os, time
+
+SPY = os.environ["PLANC_TEST_SPY"]
+HERE = os.path.dirname(SPY)
+
+
+def _called(line):
+    with open(SPY, "a", encoding="utf-8") as spy:
+        spy.write(line + "\\n")
+
+
+def lookup(topic):
+    _called(f"lookup {topic}")
+    return {"topic": topic, "owner": "ops"}
+
+
+def send(text):
+    _called(f"send {text}")
+    return {"sent": text}
+
+
+def note(text):
+    _called(f"note {text}")
+    return text
+
+
+def hold(name):
+    """Say so (the file `held`), then wait while the file `hold` exists."""
+    _called(f"hold {name}")
+    open(os.path.join(HERE, "held"), "w").close()
+    while os.path.exists(os.path.join(HERE, "hold")):
+        time.sleep(0.01)
+    return name
+'''
+
+TOML = '''
+policy = "policy.cedar"
+store = "runs.sqlite"
+
+[tools.lookup]
+provider = "python:{module}:lookup"
+params = {{ topic = {{ type = "string" }} }}
+required = ["topic"]
+labels = []
+effects = {{ read_only = true, idempotent = true }}
+
+[tools.send]
+provider = "python:{module}:send"
+params = {{ text = {{ type = "string" }} }}
+required = ["text"]
+labels = []
+effects = {{ read_only = false, idempotent = false }}
+
+[tools.note]
+provider = "python:{module}:note"
+params = {{ text = {{ type = "string" }} }}
+required = ["text"]
+labels = []
+effects = {{ read_only = false, idempotent = false }}
+
+[tools.hold]
+provider = "python:{module}:hold"
+params = {{ name = {{ type = "string" }} }}
+required = ["name"]
+labels = []
+effects = {{ read_only = true, idempotent = true }}
+timeout_s = 600
+'''
+
+POLICY = '''
+permit(principal, action, resource);
+
+@id("no-untrusted-sends")
+@reason("what an agent wrote is not sent on")
+forbid(principal, action, resource == Tool::"send")
+when { context.sources has text && context.sources.text.contains("untrusted") };
+'''
+
+PERSON = "\n[mcp_server]\nanswers_from_person = true\n"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    with tool_project(tmp_path, "mcpservertools", TOOLS, TOML, {"policy.cedar": POLICY}):
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("PLANC_TEST_SPY", str(tmp_path / "spy.log"))
+        monkeypatch.delenv("PLANC_STORE", raising=False)
+        yield tmp_path
+
+
+def person_answers(project: Path) -> None:
+    """planc.toml says the client's answers come from a person."""
+    with open(project / "planc.toml", "a", encoding="utf-8") as toml:
+        toml.write(PERSON)
+
+
+def answer(result: types.CallToolResult) -> dict:
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+class Asked:
+    """An elicitation callback that answers `action` (approving, when it accepts) and keeps each message."""
+
+    def __init__(self, action: str = "accept", approve: bool = True) -> None:
+        self.action, self.approve, self.messages = action, approve, []
+
+    async def __call__(self, context, params):
+        self.messages.append(params.message)
+        return types.ElicitResult(action=self.action, content={"approve": self.approve}
+                                  if self.action == "accept" else None)
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(project: Path, errlog, elicit=None):
+    """A client session with `planc mcp` started over stdio in `project` (its stderr into `errlog`)."""
+    server = StdioServerParameters(command=planc_executable(), args=["mcp"], cwd=str(project), env=dict(os.environ))
+    async with stdio_client(server, errlog=errlog) as (read, write), \
+            ClientSession(read, write, elicitation_callback=elicit) as session:
+        await session.initialize()
+        yield session
+
+
+@contextlib.contextmanager
+def http_server(project: Path):
+    """`planc mcp --http 127.0.0.1:0` in `project`: its URL once it says it listens, and the process."""
+    process = planc_process("mcp", "--http", "127.0.0.1:0", cwd=project, env=dict(os.environ),
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        said = process.stderr.readline()
+        found = re.search(r"http://\S+", said)
+        assert found, said + process.stderr.read()
+        yield found[0], process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+        process.wait()
+
+
+@contextlib.asynccontextmanager
+async def http_session(url: str, elicit=None):
+    async with streamable_http_client(url) as (read, write), \
+            ClientSession(read, write, elicitation_callback=elicit) as session:
+        await session.initialize()
+        yield session
+
+
+def no_traceback(text: str) -> None:
+    assert "Traceback" not in text, text
+
+
+# --- the acceptance session ----------------------------------------------------------------------------
+
+TYPO = 'lokup(topic: "disk")'
+FIXED = 'lookup(topic: "disk")'
+
+
+async def acceptance(session: ClientSession) -> str:
+    """describe; a plan with a typo, its repair; the fixed plan run, with its progress; the run's id."""
+    described = await session.call_tool("describe", {})
+    assert "lookup(topic: string)" in described.content[0].text
+    checked = answer(await session.call_tool("check_plan", {"plan": TYPO}))
+    assert checked["ok"] is False
+    assert [d["code"] for d in checked["diagnostics"]] == ["E200"]
+    assert "Did you mean `lookup`?" in checked["repair"]
+    assert calls(Path.cwd()) == []  # checking calls nothing
+    progress = []
+
+    async def told(done, total, message):
+        progress.append(message)
+
+    ran = answer(await session.call_tool("run_plan", {"plan": FIXED}, progress_callback=told))
+    assert ran["status"] == "ok" and ran["result"] == {"topic": "disk", "owner": "ops"}
+    assert '[1] lookup {"topic": "disk"}' in progress and "run finished: ok" in progress
+    return ran["run"]
+
+
+def test_the_acceptance_session_over_stdio(project, tmp_path_factory):
+    errlog = (tmp_path_factory.mktemp("err") / "stderr").open("w+")
+
+    async def main():
+        async with stdio_session(project, errlog) as session:
+            return await acceptance(session)
+
+    run_id = asyncio.run(main())
+    assert calls(project) == ["lookup disk"]
+    listed = invoke("runs")
+    assert listed.exit_code == 0 and run_id in listed.stdout and "ok" in listed.stdout
+    shown = invoke("show-run", run_id, "--format", "json")
+    record = json.loads(shown.stdout)
+    # The client wrote the plan: its literal carries `untrusted`, recorded with the call.
+    assert record["calls"][0]["labels"]["sources"] == {"topic": ["untrusted"]}
+    replayed = invoke("replay", run_id)  # checked again with the labels it ran with; no tool called
+    assert replayed.exit_code == 0 and json.loads(replayed.stdout) == {"topic": "disk", "owner": "ops"}
+    assert calls(project) == ["lookup disk"]
+    errlog.seek(0)
+    no_traceback(errlog.read())
+
+
+def test_the_acceptance_session_over_http(project):
+    with http_server(project) as (url, process):
+        async def main():
+            async with http_session(url) as session:
+                run_id = await acceptance(session)
+                shown = answer(await session.call_tool("show_run", {"run": run_id}))
+                assert shown["id"] == run_id and shown["status"] == "ok"
+                return run_id
+
+        run_id = asyncio.run(main())
+        assert calls(project) == ["lookup disk"]
+        assert statuses(project) == ["ok"]
+        assert run_id in invoke("runs").stdout
+        process.terminate()
+        no_traceback(process.stderr.read())
+
+
+# --- refusals, and what only a person may let through ---------------------------------------------------
+
+def run_plan(project: Path, plan: str, elicit=None, arguments=None) -> tuple[dict, list[str]]:
+    """`run_plan` of `plan` in a stdio session (the client answering elicitation with `elicit`, if given):
+    what it answered, and the progress it told; the server's stderr holds no traceback."""
+    errlog = (project / "server.err").open("w+")
+    progress = []
+
+    async def told(done, total, message):
+        progress.append(message)
+
+    async def main():
+        async with stdio_session(project, errlog, elicit) as session:
+            return answer(await session.call_tool("run_plan", {"plan": plan, **({"arguments": arguments}
+                                                                                  if arguments else {})},
+                                                  progress_callback=told))
+
+    ran = asyncio.run(main())
+    errlog.seek(0)
+    no_traceback(errlog.read())
+    return ran, progress
+
+
+def test_a_refused_plan_is_the_tools_result_with_its_diagnostics(project):
+    """The client's literal is untrusted, and the policy keeps untrusted text from `send`: E400, nothing run."""
+    asked = Asked()
+    ran, _ = run_plan(project, 'send(text: "hello")', asked)
+    assert ran["status"] == "refused" and ran["ok"] is False
+    assert [d["code"] for d in ran["diagnostics"]] == ["E400"]
+    assert "no-untrusted-sends" in ran["diagnostics"][0]["message"]
+    assert ran["repair"].startswith("Your plan has 1 problem")
+    assert calls(project) == [] and statuses(project) == [] and asked.messages == []
+
+
+def test_arguments_carry_the_clients_labels_too(project):
+    ran, _ = run_plan(project, "send(text: $args.text)", Asked(), arguments={"text": "hello"})
+    assert ran["status"] == "refused" and [d["code"] for d in ran["diagnostics"]] == ["E400"]
+    assert calls(project) == [] and statuses(project) == []
+
+
+def test_an_accepted_elicitation_lets_a_flagged_call_through_where_answers_come_from_a_person(project):
+    person_answers(project)
+    asked = Asked()
+    ran, _ = run_plan(project, 'send(text: "hello")', asked)
+    assert ran["status"] == "ok" and ran["result"] == {"sent": "hello"}
+    assert calls(project) == ["send hello"] and statuses(project) == ["ok"]
+    [message] = asked.messages
+    assert "step 1 calls `send`" in message and "flagged:" in message and "untrusted" in message
+
+
+def test_elicitation_over_http_accepted_then_declined(project):
+    person_answers(project)
+    accepting, declining = Asked(), Asked("decline")
+    with http_server(project) as (url, process):
+        async def main(asked):
+            async with http_session(url, asked) as session:
+                return answer(await session.call_tool("run_plan", {"plan": 'send(text: "hello")'}))
+
+        assert asyncio.run(main(accepting))["status"] == "ok"
+        assert asyncio.run(main(declining))["status"] == "failed"
+        process.terminate()
+        process.wait()
+        no_traceback(process.stderr.read())
+    assert len(accepting.messages) == len(declining.messages) == 1
+    assert calls(project) == ["send hello"] and statuses(project) == ["ok", "failed"]
+
+
+def test_a_declined_elicitation_makes_no_call(project):
+    person_answers(project)
+    for asked in (Asked("decline"), Asked("accept", approve=False), Asked("cancel")):
+        ran, _ = run_plan(project, 'send(text: "hello")', asked)
+        assert ran["status"] == "failed" and "did not approve `send`" in ran["message"]
+        assert len(asked.messages) == 1
+        record = json.loads(invoke("show-run", ran["run"], "--format", "json").stdout)
+        assert [call["outcome"] for call in record["calls"]] == ["not_approved"]
+    assert calls(project) == [] and statuses(project) == ["failed"] * 3
+
+
+def test_an_effectful_call_is_asked_about_and_made_once_approved(project):
+    """`note` is effectful and not flagged: any client's yes lets it through, as `--approve` would."""
+    asked = Asked()
+    ran, _ = run_plan(project, 'lookup(topic: "x")\nnote(text: "seen {$1.owner}")', asked)
+    assert ran["status"] == "ok" and calls(project) == ["lookup x", "note seen ops"]
+    assert len(asked.messages) == 1 and "`note` (effectful" in asked.messages[0]
+    assert statuses(project) == ["ok"]
+
+
+def test_a_client_without_elicitation_gets_no_effectful_call(project):
+    ran, progress = run_plan(project, 'lookup(topic: "x")\nnote(text: "seen")')
+    assert ran["status"] == "failed" and "declared no elicitation capability" in ran["message"]
+    assert progress[-1] == "run finished: failed"  # a failed run's progress is told to its end
+    assert calls(project) == ["lookup x"] and statuses(project) == ["failed"]
+
+
+def test_without_a_person_no_answer_lets_a_flagged_call_through(project):
+    """planc.toml does not say the answers come from a person: `send` of untrusted text is refused before the
+    run, however willing the client; where it does but the client cannot be asked, the same."""
+    ran, _ = run_plan(project, 'send(text: "hello")', Asked())
+    assert ran["status"] == "refused"
+    person_answers(project)
+    ran, _ = run_plan(project, 'send(text: "hello")')
+    assert ran["status"] == "refused" and [d["code"] for d in ran["diagnostics"]] == ["E400"]
+    assert calls(project) == [] and statuses(project) == []
+
+
+def test_configured_labels_are_what_a_clients_plan_carries(project):
+    """`[mcp_server] labels = []`: the deployer trusts its client's plans, and the policy lets `send` through
+    (still asked about, being effectful)."""
+    with open(project / "planc.toml", "a", encoding="utf-8") as toml:
+        toml.write("\n[mcp_server]\nlabels = []\n")
+    asked = Asked()
+    ran, _ = run_plan(project, 'send(text: "hello")', asked)
+    assert ran["status"] == "ok" and calls(project) == ["send hello"] and len(asked.messages) == 1
+    assert "flagged" not in asked.messages[0]
+
+
+def test_what_a_client_writes_is_refused_at_the_literal_that_carries_it(project):
+    """The check `check_plan` and `run_plan` make: E400 at the client's literal, saying who wrote it; W505 where
+    a person will be asked; nothing for the same plan in a file."""
+    import planc
+
+    checked = planc.load_project(project)
+    plan = 'lookup(topic: "x")\nsend(text: "seen {$1.owner}")'
+    refused = checked.check(plan, written_by={"untrusted"})
+    [error] = refused.diagnostics
+    assert error.code == "E400" and plan[error.span.start.offset:error.span.end.offset] == '"seen {$1.owner}"'
+    assert "`text` reads `\"seen {$1.owner}\"`, which the plan's author wrote (untrusted)" in error.hints
+    assert [d.code for d in checked.check(plan, written_by={"untrusted"}, approvals=True).diagnostics] == ["W505"]
+    assert checked.check(plan).diagnostics == ()
+
+
+def test_a_reference_to_no_step_in_a_refused_argument_is_two_errors_not_a_traceback(project):
+    (project / "p.plan").write_text('send(text: "{$1}")\n', encoding="utf-8")
+    result = invoke("check", "p.plan")
+    assert result.exit_code == 1 and "E203" in result.output and "E400" in result.output
+    assert calls(project) == []
+
+
+# --- a client that goes away mid-run ---------------------------------------------------------------------
+
+async def until(path: Path) -> None:
+    """Return once `path` exists (the spy tool made it)."""
+    while not path.exists():
+        await asyncio.sleep(0.01)
+
+
+def wait_for_status(project: Path, run_id: str | None, status: str) -> str:
+    """The id of the one run, once `planc runs` shows it with `status`."""
+    while True:
+        shown = invoke("runs").stdout.split()
+        if status in shown:
+            return shown[0] if run_id is None else run_id
+
+
+class WentAway(Exception):
+    """What a test raises to leave its client session mid-call."""
+
+
+async def leave_mid_run(session: ClientSession, project: Path) -> None:
+    call = asyncio.ensure_future(session.call_tool("run_plan", {"plan": 'hold(name: "a")\nlookup(topic: "b")'}))
+    await until(project / "held")
+    call.cancel()
+    raise WentAway
+
+
+def recorded_as_interrupted(project: Path) -> None:
+    """The server itself recorded the run as interrupted, by the client, and resumable (not only a run whose
+    process is gone)."""
+    run_id = wait_for_status(project, None, "interrupted")
+    record = json.loads(invoke("show-run", run_id, "--format", "json").stdout)
+    assert record["message"].startswith("the MCP client went away during the run")
+    assert f"`planc resume {run_id}` continues it" in record["message"]
+    assert [call["outcome"] for call in record["calls"]] == ["unknown"]  # `hold` was in flight
+
+
+def resume_after_release(project: Path) -> None:
+    run_id = wait_for_status(project, None, "interrupted")
+    assert calls(project) == ["hold a"]
+    (project / "hold").unlink()
+    done = planc_completed("resume", run_id, cwd=project)
+    assert done.returncode == 0, done.stderr
+    no_traceback(done.stderr)
+    assert json.loads(done.stdout) == {"topic": "b", "owner": "ops"}
+    assert calls(project) == ["hold a", "hold a", "lookup b"]  # `hold` is idempotent: called again
+    assert statuses(project) == ["ok"]
+
+
+def test_a_client_gone_mid_run_over_http_leaves_it_interrupted_and_resumable(project):
+    (project / "hold").touch()
+    with http_server(project) as (url, process):
+        async def main():
+            with contextlib.suppress(WentAway, BaseExceptionGroup):
+                async with http_session(url) as session:
+                    await leave_mid_run(session, project)
+
+        asyncio.run(main())
+        recorded_as_interrupted(project)
+        process.terminate()
+        process.wait()
+        no_traceback(process.stderr.read())
+    resume_after_release(project)
+
+
+def test_a_client_gone_mid_run_over_stdio_leaves_it_interrupted_and_resumable(project):
+    (project / "hold").touch()
+    errlog = (project / "server.err").open("w+")
+
+    async def main():
+        with contextlib.suppress(WentAway, BaseExceptionGroup):
+            async with stdio_session(project, errlog) as session:
+                await leave_mid_run(session, project)
+
+    asyncio.run(main())
+    errlog.seek(0)
+    no_traceback(errlog.read())
+    recorded_as_interrupted(project)
+    resume_after_release(project)
+
+
+# --- the command itself ----------------------------------------------------------------------------------
+
+def test_without_a_planc_toml_it_says_so(tmp_path):
+    done = planc_completed("mcp", cwd=tmp_path)
+    assert done.returncode == 2 and "planc mcp serves the project of a planc.toml" in done.stderr
+    no_traceback(done.stderr)
+
+
+def test_a_bad_address_is_a_usage_error(project):
+    import socket
+
+    result = invoke("mcp", "--http", "nowhere")
+    assert result.exit_code == 2 and "give HOST:PORT" in result.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = invoke("mcp", "--http", f"127.0.0.1:{port}")
+    assert result.exit_code == 2 and "cannot listen there" in result.stderr
+
+
+def test_the_example_client_does_the_acceptance_session(tmp_path):
+    """examples/mcp_client.py, against a copy of examples/incidents."""
+    import shutil
+
+    example = Path(__file__).resolve().parents[1] / "examples"
+    project = tmp_path / "incidents"
+    shutil.copytree(example / "incidents", project, ignore=shutil.ignore_patterns(".planc", "__pycache__"))
+    done = subprocess.run([sys.executable, str(example / "mcp_client.py"), str(project)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Did you mean `search`?" in done.stdout and "run_plan: ok, run " in done.stdout
+    run_id = re.search(r"run_plan: ok, run (\S+)", done.stdout)[1]
+    listed = planc_completed("runs", cwd=project)
+    assert run_id in listed.stdout
