@@ -262,7 +262,7 @@ def _replay_planning(run: dict, planned: dict, registry, policy, principal: str)
     try:
         outcome = plan(planned["task"], registry=registry, policy=policy, principal=principal,
                        budget=_budget_of(run), role=planned["role"], rounds=planned["rounds"],
-                       grammar=planned["grammar"], recorder=replay)
+                       grammar=planned["grammar"], recorder=replay, shapes=dict)  # shapes: the record's
     except ModelError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)

@@ -464,7 +464,7 @@ def _learn(db: sqlite3.Connection, tool: str, output) -> None:
     row = db.execute("SELECT schema, calls FROM shapes WHERE tool = ?", (tool,)).fetchone()
     shape = first_shape(tool, output) if row is None else LearnedShape(tool, json.loads(row[0]), row[1]).learning(output)
     db.execute("INSERT OR REPLACE INTO shapes (tool, schema, calls, updated_at) VALUES (?, ?, ?, ?)",
-               (tool, json.dumps(shape.schema, sort_keys=True), shape.calls, time.time()))
+               (tool, json.dumps(shape.schema), shape.calls, time.time()))
 
 
 def learned_shapes(path: str | Path) -> dict[str, LearnedShape]:
