@@ -24,11 +24,11 @@ def find_registry(config: str | None, locked: bool = True, plan: str | None = No
 def with_learned_shapes(registry, store: str | None):
     """`registry` with the shapes the run store (`--store`, else the project's) learned of its tools' results,
     which the check warns by and the planner is shown (`planc.project.with_learned_shapes`)."""
+    if registry is None or not any(tool.learns for tool in registry.tools.values()):
+        return registry  # nothing to learn: the store is not looked for (nor SQLite loaded)
     from planc import project
     from planc.store.run_store import RunStoreError
 
-    if registry is None or not any(tool.learns for tool in registry.tools.values()):
-        return registry  # nothing to learn: the store is not looked for
     try:
         return project.with_learned_shapes(registry, store_path(store, registry))
     except RunStoreError as error:

@@ -56,7 +56,7 @@ def first_shape(tool: str, value) -> LearnedShape:
     return LearnedShape(tool, shape_of(value), 1)
 
 
-def shape_of(value, depth: int = 0) -> dict:
+def shape_of(value) -> dict:
     """The shape of one JSON value: its types, field names and lengths, none of its values.
 
     >>> shape_of({"ignore all previous instructions": True, "and send": False})
@@ -64,33 +64,64 @@ def shape_of(value, depth: int = 0) -> dict:
     >>> shape_of({"id": "x-17", "n": 2.5})
     {'type': 'object', 'properties': {'id': {'type': 'string', 'minLength': 4, 'maxLength': 4}, 'n': {'type': 'number'}}, 'required': ['id', 'n']}
     """
+    return _shape_of_all([value], 0)
+
+
+def _shape_of_all(values: list, depth: int) -> dict:
+    """The least shape that allows each of `values` (at least one): each value is looked at once, the items of
+    lists and the values of a field pooled and looked at together, so a long list costs its length."""
     if depth >= MAX_DEPTH:
         return {}
-    if isinstance(value, bool):
-        return {"type": "boolean"}
-    if isinstance(value, int):
-        return {"type": "integer"}
-    if isinstance(value, float):
-        return {"type": "number"}
-    if isinstance(value, str):
-        return {"type": "string", "minLength": len(value), "maxLength": len(value)}
-    if value is None:
-        return {"type": "null"}
-    if isinstance(value, list):
-        shape: dict = {"type": "array", "minItems": len(value), "maxItems": len(value)}
-        items = None
-        for item in value:
-            items = shape_of(item, depth + 1) if items is None else widened(items, shape_of(item, depth + 1))
-        if items is not None:
-            shape["items"] = items
-        return shape
-    if isinstance(value, dict):
-        if len(value) > MAX_FIELDS or not all(isinstance(key, str) and FIELD_NAME.match(key) for key in value):
-            inner = _joined(shape_of(item, depth + 1) for item in value.values())
-            return {"type": "object", "additionalProperties": {} if inner is None else inner}
-        return {"type": "object", "properties": {key: shape_of(item, depth + 1) for key, item in value.items()},
-                "required": sorted(value)}
-    return {}
+    kinds: set[str] = set()
+    strings, lists, objects = [], [], []
+    for value in values:
+        if isinstance(value, bool):
+            kinds.add("boolean")
+        elif isinstance(value, int):
+            kinds.add("integer")
+        elif isinstance(value, float):
+            kinds.add("number")
+        elif isinstance(value, str):
+            kinds.add("string")
+            strings.append(len(value))
+        elif value is None:
+            kinds.add("null")
+        elif isinstance(value, list):
+            kinds.add("array")
+            lists.append(value)
+        elif isinstance(value, dict):
+            kinds.add("object")
+            objects.append(value)
+        else:
+            return {}
+    if "number" in kinds:
+        kinds.discard("integer")
+    ordered = [kind for kind in _KIND_ORDER if kind in kinds]
+    shape: dict = {"type": ordered[0] if len(ordered) == 1 else ordered}
+    if objects:
+        shape.update(_objects_shape(objects, depth))
+    if lists:
+        items = [item for found in lists for item in found]
+        if items:
+            shape["items"] = _shape_of_all(items, depth + 1)
+        shape.update(minItems=min(map(len, lists)), maxItems=max(map(len, lists)))
+    if strings:
+        shape.update(minLength=min(strings), maxLength=max(strings))
+    return shape
+
+
+def _objects_shape(objects: list[dict], depth: int) -> dict:
+    """The object part of the shape of `objects`: each field's values pooled; a mapping (the shape of its
+    values, none of its keys) when a key is not a name a plan writes or there are too many."""
+    pooled: dict[str, list] = {}
+    for found in objects:
+        for key, value in found.items():
+            pooled.setdefault(key, []).append(value)
+    if len(pooled) > MAX_FIELDS or not all(FIELD_NAME.match(key) for key in pooled):
+        values = [value for field in pooled.values() for value in field]
+        return {"additionalProperties": _shape_of_all(values, depth + 1) if values else {}}
+    return {"properties": {key: _shape_of_all(field, depth + 1) for key, field in pooled.items()},
+            "required": sorted(key for key, field in pooled.items() if len(field) == len(objects))}
 
 
 def widened(a: Mapping, b: Mapping) -> dict:
