@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 
 import pytest
-from cli import HANG_GUARD_S, invoke, planc_process
+from cli import HANG_GUARD_S, invoke, journal_run, planc_process
 from model_server import model_server  # noqa: F401  (the fixture)
 from test_attacks import calls, statuses
 from tool_project import tool_project
@@ -220,6 +220,7 @@ def test_planc_plan_shows_each_round_the_shapes_learned_by_then_and_replays_them
     finally:
         model_server.released.set()
     out, err = planning.communicate(timeout=HANG_GUARD_S)
+    journal_run(planning.returncode, out, err)  # what test_replay_every_run compares the replay with
     assert planning.returncode == 0, err
     assert out == 'lookup(id: "A")\n' and "Traceback" not in err
     first, second = (body["messages"][0]["content"] for body in model_server.bodies())
@@ -243,3 +244,19 @@ def test_a_store_of_the_schema_before_shapes_gains_the_table(tmp_path):
     store.close()
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_planning_record_without_the_shapes_a_replay_would_read_is_a_clean_divergence(project, model_server):  # noqa: F811
+    toml = (project / "planc.toml").read_text(encoding="utf-8")
+    declared = toml.replace('labels = []\neffects = { read_only = true }\n\n[tools.fetch]',
+                            'labels = []\nreturns = { type = "object" }\neffects = { read_only = true }\n\n[tools.fetch]')
+    assert declared != toml
+    (project / "declared.toml").write_text(declared, encoding="utf-8")
+    model_server.reply('```\nlookup(id: "A")\n```')
+    planned = invoke("plan", "--config", "declared.toml", "Look up incident A")  # no tool learns: nothing read
+    assert planned.exit_code == 0, planned.output
+    run_id = next(line.split()[1] for line in planned.stderr.splitlines() if line.startswith("run: "))
+    replayed = invoke("replay", run_id, "--config", "planc.toml")  # here `lookup` learns: a round reads shapes
+    assert replayed.exit_code == 1 and "Traceback" not in replayed.output
+    assert "replay diverged: the plan calls `planc:learned_shapes`" in replayed.stderr
+    assert len(model_server.requests) == 1 and calls(project) == []
