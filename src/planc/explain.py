@@ -8,6 +8,7 @@ in docs/language.md comes from the control steps' declarations (`planc.registry.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import attrs
@@ -27,6 +28,11 @@ def check_example(code: Code) -> CheckResult:
     the optimizer's notes added, for a code of the optimizer's)."""
     where = ROOT / "planc.toml"
     registry = registry_from_text(code.registry, where) if code.registry else None
+    if code.learned:
+        from planc.registry.learned_shapes import LearnedShape
+
+        registry = registry.learning({tool: LearnedShape(tool, schema, calls)
+                                      for tool, (schema, calls) in code.learned.items()})
     policy = policy_from_text(code.policy, where.with_name("policy.cedar")) if code.policy else None
     checked = check(code.example, extract_plan=code.extract, registry=registry, policy=policy,
                     approvals=code.approvals, **code.budget)
@@ -80,6 +86,9 @@ def render_markdown() -> str:
         if code.budget:
             options = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in code.budget.items())
             out += [f"Checked with `{options}`.", ""]
+        for tool, (schema, calls) in code.learned.items():
+            out += [f"With the shape of `{tool}`'s results the run store learned from {calls} calls "
+                    "(`planc registry shapes`):", "", "```json", json.dumps(schema), "```", ""]
         if code.policy:
             out += ["With this `policy.cedar` (`--policy policy.cedar`):", "", "```cedar", code.policy.rstrip("\n"),
                     "```", ""]

@@ -98,6 +98,16 @@ def store_path(store: str | Path | None, registry: Registry | None = None) -> Pa
     return config.parent / (declared if isinstance(declared, str) else DEFAULT_PATH)
 
 
+def with_learned_shapes(registry: Registry | None, store: Path) -> Registry | None:
+    """`registry` with the shapes the run store at `store` learned of its tools' results (none when there is
+    no store there: nothing is made). A RunStoreError when the store cannot be read."""
+    if registry is None or not any(tool.learns for tool in registry.tools.values()):
+        return registry
+    from planc.store.run_store import learned_shapes
+
+    return registry.learning(learned_shapes(store))
+
+
 @attrs.frozen
 class Project:
     """What a planc.toml says a plan is checked and run against: `planc check` and `planc run` use the same."""
@@ -139,11 +149,13 @@ def load_project(path: str | Path = ".", *, config: str | Path | None = None, po
                  principal: str | Mapping | None = None, store: str | Path | None = None) -> Project:
     """The project of `path` (a planc.toml, a plan file or a folder: the nearest planc.toml at or above
     it), as the commands open it; `config`, `policy`, `principal` (an entity, or a principal with attributes
-    and groups, as `--principal-json` gives it) and `store` as their options say otherwise. A ConfigError or
-    PolicyError when planc.toml or the policy cannot be used."""
+    and groups, as `--principal-json` gives it) and `store` as their options say otherwise; its tools with
+    the shapes its run store learned (`with_learned_shapes`). A ConfigError or PolicyError when planc.toml or
+    the policy cannot be used, a RunStoreError when the store cannot be read."""
     path = Path(path)
     registry = find_registry(config or (path if path.is_file() and path.suffix == ".toml" else None), path)
     who = principal_for(registry, principal)
-    return Project(registry, find_policy(policy, registry, who, given_principal(principal)[1]), who,
-                   Budget.of(None, None, None, registry.budget if registry is not None else None),
-                   store_path(store, registry))
+    runs = store_path(store, registry)
+    policy = find_policy(policy, registry, who, given_principal(principal)[1])
+    return Project(with_learned_shapes(registry, runs), policy, who,
+                   Budget.of(None, None, None, registry.budget if registry is not None else None), runs)

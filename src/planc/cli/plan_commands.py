@@ -11,12 +11,14 @@ from planc.cli.files import plan_paths, read_file, read_plan
 from planc.cli.options import (
     CONFIG_OPTION,
     POLICY_OPTION,
-    PRINCIPAL_JSON_OPTION, PRINCIPAL_OPTION,
+    PRINCIPAL_JSON_OPTION,
+    PRINCIPAL_OPTION,
+    STORE_OPTION,
     budget_options,
 )
 from planc.cli.plans import NO_CONFIG, parse_or_exit, print_syntax_errors, undeclared_tools
 from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked
-from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for, principal_given
+from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for, principal_given, with_learned_shapes
 from planc.cli.usage import UsageError
 
 FORMATS = ["text", "json", "repair", "sarif", "line"]
@@ -40,13 +42,15 @@ FORMATS = ["text", "json", "repair", "sarif", "line"]
 @click.option("--max-diagnostics", type=click.IntRange(min=0), default=MAX_DIAGNOSTICS, show_default=True,
               help="The text format prints this many diagnostics and counts the rest (0: all). "
                    "The other formats print every one.")
+@STORE_OPTION
 def check_command(plans: tuple[str, ...], config: str | None, policy_file: str | None, principal: str | None,
                   principal_json: str | None,
                   max_usd: float | None, max_calls: int | None, max_inferences: int | None,
                   output_format: str, extract: bool, fix: bool, show_diff: bool, strict: bool,
-                  ignored: tuple[str, ...], max_diagnostics: int) -> None:
+                  ignored: tuple[str, ...], max_diagnostics: int, store: str | None) -> None:
     """Parse PLANS (files, or folders of .plan files; a compiled plan too) and run every pass; nothing
-    runs. Exit 0 without errors, 1 with errors (or warnings, with --strict), 2 when a file cannot be read."""
+    runs. A tool without `returns` is checked with the shape the run store learned of its results, if any
+    (W507). Exit 0 without errors, 1 with errors (or warnings, with --strict), 2 when a file cannot be read."""
     from planc.passes.check import check
 
     if show_diff and not fix:
@@ -57,11 +61,12 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
     principal, principals = principal_given(principal, principal_json)
 
     def checked(path: str):
-        registry = find_registry(config, plan=path)
-        if id(registry) not in policy_of:
-            who = principal_for(registry, principal)
-            policy_of[id(registry)] = (registry, who, find_policy(policy_file, registry, who, principals))
-        _, who, policy = policy_of[id(registry)]
+        found = find_registry(config, plan=path)
+        if id(found) not in policy_of:
+            who = principal_for(found, principal)
+            policy_of[id(found)] = (found, with_learned_shapes(found, store), who,
+                                    find_policy(policy_file, found, who, principals))
+        _, registry, who, policy = policy_of[id(found)]
 
         def check_text(text: str):
             return check(text, extract_plan=extract, registry=registry, arguments=plan_arguments(registry, path),

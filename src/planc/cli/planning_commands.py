@@ -16,7 +16,7 @@ from planc.cli.options import (
     budget_options,
 )
 from planc.cli.printing import console, print_checked
-from planc.cli.project import find_policy, find_registry, principal_for
+from planc.cli.project import find_policy, find_registry, principal_for, with_learned_shapes
 from planc.cli.runs import ask_hook, open_store, print_result, run_failed, tool_output_to_stderr
 from planc.cli.usage import UsageError
 
@@ -27,15 +27,18 @@ from planc.cli.usage import UsageError
 @PRINCIPAL_OPTION
 @click.option("--bare", is_flag=True, help="Ask for the bare plan, as a grammar-constrained decoder writes it, "
                                           "rather than a fenced block.")
-def prompt_command(config: str | None, policy_file: str | None, principal: str | None, bare: bool) -> None:
+@STORE_OPTION
+def prompt_command(config: str | None, policy_file: str | None, principal: str | None, bare: bool,
+                   store: str | None) -> None:
     """Print the system prompt that teaches a model to write plans for this registry.
 
+    A tool that declares no `returns` is shown with the shape the run store learned of its results, if any.
     The tools the policy forbids the principal whatever their arguments are left out (stderr names
     them, with the policy's reason). Its size goes to stderr, in characters and (about) tokens.
     """
     from planc.planning.prompt import estimated_tokens, forbidden, system_prompt
 
-    registry = find_registry(config)
+    registry = with_learned_shapes(find_registry(config), store)
     principal = principal_for(registry, principal)
     policy = find_policy(policy_file, registry, principal)
     text = system_prompt(registry, fenced=not bare, policy=policy, principal=principal)
@@ -70,6 +73,9 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
                  output: str | None, then_run: bool, args: tuple[str, ...], json_args: tuple[str, ...],
                  answers_file: str | None, store: str | None) -> None:
     """Ask a model for a plan that does TASK, and repair it with planc's diagnostics until it checks.
+
+    Each round shows the model, for each tool that declares no `returns`, the shape the run store has
+    learned of its results by then.
 
     Prints the checked plan (or writes it with -o); exit 1 with the last diagnostics when the rounds
     run out. The exchange is recorded in the run store: `planc show-run` shows it, `planc replay`
@@ -110,7 +116,7 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     try:
         planned = plan(task, registry=registry, policy=policy, principal=principal,
                        budget=Budget(max_usd, max_calls, max_inferences), role=role, rounds=rounds, grammar=grammar,
-                       recorder=recorder)
+                       recorder=recorder, shapes=runs.learned_shapes)
     except ModelError as error:
         runs.finish_run(recorder.run_id, "failed", message=str(error))
         runs.close()

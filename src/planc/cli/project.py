@@ -21,6 +21,20 @@ def find_registry(config: str | None, locked: bool = True, plan: str | None = No
         raise UsageError(str(error)) from None
 
 
+def with_learned_shapes(registry, store: str | None):
+    """`registry` with the shapes the run store (`--store`, else the project's) learned of its tools' results,
+    which the check warns by and the planner is shown (`planc.project.with_learned_shapes`)."""
+    if registry is None or not any(tool.learns for tool in registry.tools.values()):
+        return registry  # nothing to learn: the store is not looked for (nor SQLite loaded)
+    from planc import project
+    from planc.store.run_store import RunStoreError
+
+    try:
+        return project.with_learned_shapes(registry, store_path(store, registry))
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+
+
 def find_policy(policy_file: str | None, registry, principal: str, principals=()):
     """The policy of `--policy`, or of planc.toml's `policy`, or None, judging with planc.toml's `[principals]`
     and `principals` (`--principal-json`'s); and `principal` checked."""

@@ -1,4 +1,4 @@
-"""`planc policy explain` and `planc registry list/sync`."""
+"""`planc policy explain` and `planc registry list/sync/shapes`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import click
 
 from planc.cli.files import read_plan
-from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION
+from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPTION
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, principal_for
 from planc.cli.usage import UsageError
@@ -106,3 +106,71 @@ def registry_sync_command(config: str | None, timeout: float) -> None:
         click.echo(f"error: {failure}{kept}", err=True)
     click.echo(f"wrote {result.path}")
     sys.exit(1 if result.failures else 0)
+
+
+@registry_group.command("shapes")
+@CONFIG_OPTION
+@STORE_OPTION
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--write", "tool", metavar="TOOL",
+              help="Declare TOOL's learned shape as its `returns` in planc.toml (the rest of the file is kept).")
+def registry_shapes_command(config: str | None, store: str | None, output_format: str, tool: str | None) -> None:
+    """List the shapes the run store learned of trusted tools' results (types, fields, lengths; never a value),
+    each with how many calls it was learned from. A tool that declares `returns` is checked by that instead."""
+    from planc.cli.project import store_path
+    from planc.store.run_store import RunStoreError, learned_shapes
+
+    registry = find_registry(config)
+    try:
+        shapes = learned_shapes(store_path(store, registry))
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+    if tool is not None:
+        _write_returns(registry, shapes, tool)
+        return
+    declared = registry.tools if registry is not None else {}
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps([{"tool": name, "calls": shape.calls, "schema": shape.schema,
+                                "used": name in declared and declared[name].learns} for name, shape in shapes.items()],
+                              indent=2, ensure_ascii=False))
+        return
+    if not shapes:
+        click.echo("no shapes learned yet: a trusted tool (`labels = []`) without `returns` teaches its shape "
+                   "with each call that succeeds", err=True)
+        return
+    from planc.registry.signatures import type_text
+
+    for name, shape in shapes.items():
+        used = "" if name in declared and declared[name].learns else \
+            "  (not used: the tool declares `returns`, is not trusted, or is not declared)"
+        click.echo(f"{name}: {shape.calls} call{'s' if shape.calls != 1 else ''}: {type_text(shape.schema)}{used}")
+
+
+def _write_returns(registry, shapes, tool: str) -> None:
+    """`--write TOOL`: planc.toml with TOOL's learned shape as its `returns`, checked to load before it is written."""
+    from planc.registry.config import ConfigError, registry_from_text
+    from planc.registry.config_edit import CannotEdit, with_returns
+
+    if registry is None or registry.source is None:
+        raise UsageError("no planc.toml here or above; name one with --config")
+    if tool not in shapes:
+        raise UsageError(f"no shape of `{tool}` is learned in the run store (`planc registry shapes` lists them)")
+    path = registry.source
+    try:
+        text = with_returns(path.read_text(encoding="utf-8"), tool, shapes[tool].returns)
+        registry_from_text(text, path)
+    except CannotEdit as error:
+        raise UsageError(f"{path}: {error}") from None
+    except ConfigError as error:
+        raise UsageError(f"{path}: the shape of `{tool}` cannot be declared as its `returns`: {error}") from None
+    except OSError as error:
+        raise UsageError(f"{path}: {error.strerror or error}") from None
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{path}: {error.strerror or error}") from None
+    calls = shapes[tool].calls
+    click.echo(f"wrote {path}: `{tool}` returns the shape learned from {calls} call{'s' if calls != 1 else ''}",
+               err=True)

@@ -259,6 +259,7 @@ def _leased_run(runs, run_id: str) -> dict:
 def _replay_planning(run: dict, planned: dict, registry, policy, principal: str) -> None:
     """A `planc plan` run again from its record: the model's answers, then the plan's calls if it ran."""
     from planc.backend.models.client import ModelError
+    from planc.backend.state.values import RunError
     from planc.cli.planning_commands import finish_planning
     from planc.planning.planner import plan
     from planc.store.recorders import Replay
@@ -267,8 +268,8 @@ def _replay_planning(run: dict, planned: dict, registry, policy, principal: str)
     try:
         outcome = plan(planned["task"], registry=registry, policy=policy, principal=principal,
                        budget=_budget_of(run), role=planned["role"], rounds=planned["rounds"],
-                       grammar=planned["grammar"], recorder=replay)
-    except ModelError as error:
+                       grammar=planned["grammar"], recorder=replay, shapes=dict)  # shapes: the record's
+    except (ModelError, RunError) as error:  # a model that failed as it did; a record that does not hold a round
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
     finish_planning(outcome, None, replay, registry, policy, principal, run["arguments"], {**planned, "output": None})

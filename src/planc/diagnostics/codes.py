@@ -33,6 +33,8 @@ class Code:
     budget: dict = attrs.field(factory=dict)  # `check`'s budget arguments for the example (`max_calls`, ...)
     optimize: bool = False  # a note of the optimizer's: the example is optimized after it is checked
     approvals: bool = False  # the example is checked as for a run in which a person approves flagged calls
+    # The shapes the run store learned that the example is checked with: tool -> (JSON Schema, calls).
+    learned: dict = attrs.field(factory=dict)
 
 
 # The tools the type examples call.
@@ -41,6 +43,19 @@ INCIDENT_TOOLS = """\
 params = { query = { type = "string" }, limit = { type = "integer", minimum = 1, maximum = 100 } }
 required = ["query"]
 returns = { type = "array", items = { type = "object", properties = { id = { type = "string" }, title = { type = "string" }, status = { enum = ["open", "resolved"] } } } }
+effects = { read_only = true }
+
+[tools.notify]
+params = { channel = { type = "string" }, text = { type = "string" } }
+required = ["channel", "text"]
+"""
+
+# A trusted tool that declares no `returns`, whose results' shape the run store learns.
+LEARNING_TOOLS = """\
+[tools.lookup]
+params = { id = { type = "string" } }
+required = ["id"]
+labels = []
 effects = { read_only = true }
 
 [tools.notify]
@@ -460,6 +475,25 @@ _ALL = [
                         "step {last}, the pipeline's result, is read"},
          'hits = search(query: "outages") |> map(do: { reshape(value: item.title) })\n'
          'notify(channel: "#ops", text: "{$2}")', registry=INCIDENT_TOOLS),
+    Code("W507", "field that no result had, by the shape learned of a tool",
+         "A tool that declares no `returns` has no declared type, so reading a field of its result is not an "
+         "error. But when the tool is trusted (`labels = []`), the run store learns the shape of its results from "
+         "its successful calls (their types, field names and lengths, never their values; `planc registry "
+         "shapes` lists them), and a reference that reads a field none of them had is most likely misspelt. It "
+         "is a warning, never an error, as the next result may differ; the message says from how many calls "
+         "the shape was learned. A declared `returns` always wins (E301); `planc registry shapes --write TOOL` "
+         "declares the learned shape as the tool's `returns`.",
+         {
+             "no_field": "`{written}` has no field `{field}` in the shape learned from {calls} call{s} of `{tool}`",
+             "no_field_in": "`{written}` is {what} in the shape learned from {calls} call{s} of `{tool}`: it has no "
+                            "field `{field}`",
+             "no_items": "`{written}` is {what} in the shape learned from {calls} call{s} of `{tool}`: it has no "
+                         "items to index with `[{index}]`",
+         },
+         'lookup(id: "INC-1")\nnotify(channel: "#ops", text: "{$1.titel}")',
+         registry=LEARNING_TOOLS,
+         learned={"lookup": ({"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": "string"}},
+                              "required": ["id", "title"]}, 3)}),
     Code("N600", "repeated call reused",
          "`planc optimize` (and `planc run --optimize`) removed a call that repeats an earlier one, and what "
          "read its result (references to it, and the step it piped into) reads the earlier call's. Legal "

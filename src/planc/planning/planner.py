@@ -7,29 +7,41 @@ steps), checked with everything `planc check` uses (registry, policy, principal,
 when it has errors, answered with the repair rendering of its diagnostics. Every inference goes
 through the recorder when there is one, at the step path `plan`, so the run store keeps the whole
 exchange and a replay reproduces it with no model.
+
+The system prompt and the check of each round are made with the shapes the run store has learned of the
+tools' results by then (`shapes`, read anew each round), so a round sees what calls made since the
+last one returned. That reading is recorded like a call (tool `planc:learned_shapes`, input the round),
+so a replay is shown the same shapes the run was.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 
+from planc.backend.calls.dispatch import recorded_call
+from planc.backend.calls.hooks import Call
 from planc.backend.models.model_calls import StepModel
 from planc.diagnostics.render_repair import render_repair
 from planc.passes.check import CheckResult, check
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import Policy
 from planc.planning.prompt import system_prompt
+from planc.registry.learned_shapes import LearnedShape
 from planc.registry.registry import Registry
+from planc.registry.tool import Effects, Tool
 
 ROLE = "planner"
 ROUNDS = 3
 PATH = "plan"  # the step path the planning inferences are recorded at
 GRAMMAR_FORMATS = ("lark", "gbnf")
 REPAIR_OPENING = "Your plan has "  # how every repair message begins (diagnostics.render_repair)
+# Reading the run store's learned shapes at a round, recorded like a call so that a replay reads the same.
+READ_SHAPES = Tool("planc:learned_shapes", provider="builtin", labels=(),
+                   effects=Effects(read_only=True, idempotent=True, destructive=False, open_world=False))
 
 
 @attrs.frozen
@@ -70,10 +82,13 @@ class Planned:
 
 async def plan_async(task: str, *, registry: Registry | None, policy: Policy | None = None,
                      principal: str | None = None, budget: Budget = Budget(), role: str = ROLE,
-                     rounds: int = ROUNDS, grammar: str | None = None, recorder=None) -> Planned:
+                     rounds: int = ROUNDS, grammar: str | None = None, recorder=None,
+                     shapes: Callable[[], Mapping[str, LearnedShape]] | None = None) -> Planned:
     """Ask the `role` model for a plan that does `task`, repairing it in the same conversation up to
     `rounds` times in all. `grammar` ("lark" or "gbnf") sends the plan language's grammar, specialised to
-    the registry, with each request, for an endpoint that constrains its output to it."""
+    the registry, with each request, for an endpoint that constrains its output to it. `shapes` gives the
+    shapes learned of the tools' results (`RunStore.learned_shapes`), read at each round; a replay's
+    recorder answers it from the record."""
     from planc.backend.models.client import ModelClient
 
     if rounds < 1:
@@ -82,20 +97,22 @@ async def plan_async(task: str, *, registry: Registry | None, policy: Policy | N
         raise ValueError("planning needs a registry: the tools to plan with and the models to ask")
     from planc.backend.models.client import role_config
 
-    prompt = system_prompt(registry, fenced=grammar is None, policy=policy, principal=principal)
-    messages: list[dict] = [{"role": "system", "content": prompt}, {"role": "user", "content": task}]
+    messages: list[dict] = [{"role": "system", "content": ""}, {"role": "user", "content": task}]
     model = StepModel(lambda: ModelClient.for_role(registry, role), role, PATH, recorder,
                       config=role_config(registry, role))
     extra = grammar_request(registry, grammar) if grammar is not None else None
     done: list[Round] = []
     try:
         for number in range(1, rounds + 1):
+            learned = await learned_registry(registry, shapes, recorder, number)
+            messages[0] = {"role": "system", "content": system_prompt(learned, fenced=grammar is None, policy=policy,
+                                                                       principal=principal)}
             reply = await model.chat(messages, extra=extra)
             text = reply.content or ""
             if grammar is not None:
                 text = complete_pipelines(text)
             checked = check("" if echoes(text, messages[-1]["content"]) else text, extract_plan=True,
-                            registry=registry, policy=policy, principal=principal,
+                            registry=learned, policy=policy, principal=principal,
                             max_usd=budget.usd, max_calls=budget.calls, max_inferences=budget.inferences)
             if checked.ok or number == rounds:
                 done.append(Round(text, checked))
@@ -106,6 +123,23 @@ async def plan_async(task: str, *, registry: Registry | None, policy: Policy | N
     finally:
         await model.aclose()
     return Planned(task, tuple(done))
+
+
+async def learned_registry(registry: Registry, shapes, recorder, number: int) -> Registry:
+    """`registry` with the shapes `shapes()` gives now, read for round `number` (and recorded, or answered by
+    the record); as it is when no tool learns a shape or there is nothing to read them from."""
+    if shapes is None or not any(tool.learns for tool in registry.tools.values()):
+        return registry
+    call = Call(PATH, READ_SHAPES, {"round": number})
+    replayed = recorder.replayed(call, None) if recorder is not None else None
+    if replayed is not None:
+        read = replayed.result
+    else:
+        async def now() -> dict:
+            return {name: {"schema": dict(shape.schema), "calls": shape.calls} for name, shape in shapes().items()}
+        read = await recorded_call(recorder, call, now, what="the learned shapes", explain=lambda error: error,
+                                   limit_bytes=None)
+    return registry.learning({name: LearnedShape(name, kept["schema"], kept["calls"]) for name, kept in read.items()})
 
 
 def complete_pipelines(text: str) -> str:

@@ -1,7 +1,8 @@
 """The system prompt that teaches a model to write plans for one registry (`planc prompt`).
 
 It holds the language in brief, every tool of the registry as a signature in the language's own
-syntax with what it returns, what it may change and its description, the control steps, the pure
+syntax with what it returns (for a tool that declares no `returns`, the shape the run store learned of its
+results, and from how many calls), what it may change and its description, the control steps, the pure
 steps (one line per family), a few
 short examples that call this registry's own tools (each checked before it is shown), and the
 answer format. It is deterministic: the same registry gives the same text.
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from planc.passes.policy.load import Policy
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.learned_shapes import LearnedShape
 from planc.registry.pure_steps import FAMILIES, PURE_STEPS
 from planc.registry.registry import Registry
-from planc.registry.signatures import example_call, groups, signature
+from planc.registry.signatures import example_call, groups, signature, type_text
 from planc.registry.tool import Tool
 from planc.syntax.json_input import printable_json
 
@@ -109,7 +111,24 @@ def _tool_entry(tool: Tool) -> str:
             about += f" {quoted_description(description)}"
     if about:
         lines.append(f"  {about}")
+    if tool.returns is None and tool.learned is not None:
+        lines.append(f"  {learned_words(tool.learned)}")
     return "\n".join(lines)
+
+
+def learned_words(shape: LearnedShape) -> str:
+    """What the prompt says of the shape learned of a tool's results: its type, and how many items its lists had.
+
+    >>> from planc.registry.learned_shapes import shape_of
+    >>> learned_words(LearnedShape("t", shape_of([{"id": "secret text"}]), 1))
+    'Not declared; its results so far (1 call) were: list[{id: string}], of 1 item.'
+    """
+    schema, calls = shape.schema, shape.calls
+    low, high = schema.get("minItems"), schema.get("maxItems")
+    items = "" if low is None else f", of {low} item{'s' if high != 1 else ''}" if low == high \
+        else f", of {low} to {high} items"
+    return (f"Not declared; its results so far ({calls} call{'s' if calls != 1 else ''}) were: "
+            f"{type_text(schema)}{items}.")
 
 
 def _pure_families() -> list[str]:

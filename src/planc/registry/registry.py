@@ -11,6 +11,7 @@ import attrs
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.declarations import Budgets, Executor, Limits, McpServer, McpServing, ModelConfig, PlanDeclaration
 from planc.registry.declared_plans import DeclaredPlans
+from planc.registry.learned_shapes import LearnedShape
 from planc.registry.tool import Tool
 
 WRITABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # a step's tool, as the grammar's NAME
@@ -36,6 +37,13 @@ class Registry:
 
     def lookup(self, name: str) -> Tool | None:
         return CONTROL_STEPS.get(name) or self.tools.get(name)
+
+    def learning(self, shapes: Mapping[str, LearnedShape]) -> Registry:
+        """This registry with the shapes the run store learned (`RunStore.learned_shapes`) given to the tools
+        that learn them (`Tool.learns`); the others are as they are."""
+        learned = {name: attrs.evolve(tool, learned=shapes[name]) for name, tool in self.tools.items()
+                   if name in shapes and tool.learns}
+        return attrs.evolve(self, tools={**self.tools, **learned}) if learned else self
 
     def names(self) -> list[str]:
         """Every name a plan can call a tool by: what hints suggest, completion offers and grammars allow."""

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import attrs
 
 from planc.registry.labels import UNTRUSTED_ONLY, label_set
+from planc.registry.learned_shapes import LearnedShape
 
 
 @attrs.frozen
@@ -75,6 +76,16 @@ class Tool:
     # What its results carry besides its arguments' labels (registry/labels.py): `untrusted` unless a
     # declaration says otherwise (`labels = []` declares a tool trusted).
     labels: frozenset[str] = attrs.field(default=UNTRUSTED_ONLY, converter=label_set)
+    # What its results looked like, learned by the run store when it declares no `returns`
+    # (registry/learned_shapes.py): read only to warn, and to show the planner. Not part of what it is.
+    learned: LearnedShape | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def learns(self) -> bool:
+        """Whether the run store learns the shape of its results: a trusted tool (`labels = []`) of planc.toml,
+        an MCP server or code, whose `returns` nothing declares."""
+        return not self.labels and self.returns is None and self.provider != "builtin" \
+            and not self.provider.startswith("plan:")
 
     @property
     def takes_key(self) -> bool:

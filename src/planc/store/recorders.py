@@ -69,9 +69,12 @@ class Recorder:
                    call_labels(call, made=True))
 
     def finished(self, call: Call, result, error: Exception | None) -> None:
+        labels = call.result_labels()
         self.write(self.store.call_ended, self.open.pop(id(call)), outcome_of(error),
-                   redacted(result) if SECRET in call.result_labels() else result,
-                   str(error) if error is not None else None)
+                   redacted(result) if SECRET in labels else result, str(error) if error is not None else None,
+                   # A shape is learned only from what no one else wrote: a trusted tool's result, its arguments
+                   # and what decided the call carrying no labels either.
+                   call.tool.name if call.tool.learns and not labels else None)
 
     def declined(self, call: Call, message: str) -> None:
         self.sequence += 1

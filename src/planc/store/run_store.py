@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from planc.registry.learned_shapes import LearnedShape, first_shape
 from planc.store import faults
 from planc.store.faults import RunLeased, RunStoreError, cannot_write, store_failure
 from planc.store.large_values import Values, keep, keep_event, read_record, to_json
@@ -27,8 +28,8 @@ from planc.store.lease import Holder, holds
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
 # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases; 5: calls.idempotency_key;
-# 6: batches, runs.batch and runs.batch_line; 7: calls.labels
-SCHEMA_VERSION = 7
+# 6: batches, runs.batch and runs.batch_line; 7: calls.labels; 8: shapes
+SCHEMA_VERSION = 8
 # What run `r` spent, in dollars: the `usd` of its events (each inference of a priced model, by the usage its
 # reply reported; each call of a tool with a declared cost), as `spending.py` counted them; a resumed run's
 # events carry it only for what the resume itself made, so nothing is counted twice.
@@ -98,6 +99,12 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE TABLE IF NOT EXISTS large_values (  -- each JSON text longer than a page, once (store/large_values.py)
     hash TEXT PRIMARY KEY,         -- sha256 of the text
     json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS shapes (  -- what each trusted tool's results look like (registry/learned_shapes.py)
+    tool TEXT PRIMARY KEY,
+    schema TEXT NOT NULL,          -- JSON Schema: types, field names, lengths; never a value
+    calls INTEGER NOT NULL,        -- how many successful calls it was learned from
+    updated_at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS leases (  -- the process recording into a run now (store/lease.py)
     run_id TEXT PRIMARY KEY REFERENCES runs(id),
@@ -327,12 +334,22 @@ class RunStore:
                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                        (run_id, sequence, step, tool, keep(db, arguments), time.time(), key, _labels_json(labels)))
 
-    def call_ended(self, run_id: str, sequence: int, outcome: str, output=None, error: str | None = None) -> None:
-        """How the call of row `sequence` ended: its outcome, and its output (when ok) or error."""
+    def call_ended(self, run_id: str, sequence: int, outcome: str, output=None, error: str | None = None,
+                   learn: str | None = None) -> None:
+        """How the call of row `sequence` ended: its outcome, and its output (when ok) or error. With `learn` (a
+        tool's name), an ok output widens the shape learned of that tool's results, in the same transaction."""
         with self.transaction() as db:
             db.execute("UPDATE calls SET output = ?, error = ?, outcome = ?, finished_at = ? "
                        "WHERE run_id = ? AND sequence = ?",
                        (keep(db, output) if outcome == "ok" else None, error, outcome, time.time(), run_id, sequence))
+            if learn is not None and outcome == "ok":
+                _learn(db, learn, output)
+
+    def learned_shapes(self) -> dict[str, LearnedShape]:
+        """The shape learned of each tool's results, by tool name."""
+        with self.reading() as db:
+            return {tool: LearnedShape(tool, json.loads(schema), calls)
+                    for tool, schema, calls in db.execute("SELECT tool, schema, calls FROM shapes ORDER BY tool")}
 
     def call_declined(self, run_id: str, sequence: int, step: str, tool: str, arguments, message: str,
                       labels: dict | None = None) -> None:
@@ -453,6 +470,24 @@ class RunStore:
                            "idempotency_key": c[9], "labels": json.loads(c[10]) if c[10] is not None else None}
                           for c in calls],
                 "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]})
+
+
+def _learn(db: sqlite3.Connection, tool: str, output) -> None:
+    row = db.execute("SELECT schema, calls FROM shapes WHERE tool = ?", (tool,)).fetchone()
+    shape = first_shape(tool, output) if row is None else LearnedShape(tool, json.loads(row[0]), row[1]).learning(output)
+    db.execute("INSERT OR REPLACE INTO shapes (tool, schema, calls, updated_at) VALUES (?, ?, ?, ?)",
+               (tool, json.dumps(shape.schema), shape.calls, time.time()))
+
+
+def learned_shapes(path: str | Path) -> dict[str, LearnedShape]:
+    """The shapes learned in the run store at `path`; none when there is no store there (nothing is made)."""
+    if not Path(path).is_file():
+        return {}
+    store = RunStore(path, read_only=True)
+    try:
+        return store.learned_shapes()
+    finally:
+        store.close()
 
 
 def _labels_json(labels: dict | None) -> str | None:

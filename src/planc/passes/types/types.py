@@ -14,6 +14,8 @@ step's type is its tool's `returns`; control steps derive theirs
 - W501: the result of a read-only step is never used.
 - W502: a hole from another template language in a string (`foreign_holes.py`).
 - W503: `==`/`!=` with a literal outside the `enum` of the other side.
+- W507: a reference reads a field that no result of a tool without `returns` had (its learned shape,
+  `registry/learned_shapes.py`). A learned shape never types a value: it only warns.
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ class _Checker(Conditions):
         self.args_type = None if arguments is None else {
             "type": "object", "properties": dict(arguments), "additionalProperties": False}
         self.types: dict = {}
+        self.learned: dict = {}  # a step whose tool declares no `returns` -> the shape learned of its results
         self.diagnostics: list[Diagnostic] = []
         self.validators = Validators()
         self.output_schemas: dict = {}  # an agent's `output_schema` value -> its schema, when valid
@@ -142,6 +145,8 @@ class _Checker(Conditions):
             result = control_result(tool.name, inputs, self.literals(step, tool))
         else:
             result = tool.returns
+            if result is None and tool.learned is not None:
+                self.learned[step] = tool.learned
         self.types[step] = result
         if step.label is not None:
             self.labels[-1].add(step.label.text)
@@ -324,6 +329,8 @@ class _Checker(Conditions):
             found = self.args_type
         else:
             found = self.types.get(target)
+        if found is None and target in self.learned:
+            self.follow(self.learned[target].schema, ref.accessors, f"${ref.name.text}", self.learned[target])
         found = self.follow(found, ref.accessors, f"${ref.name.text}")
         self.types[ref] = found
         return found
@@ -339,8 +346,9 @@ class _Checker(Conditions):
         self.types[path] = found
         return found
 
-    def follow(self, schema, accessors, written: str):
-        """The type read by `accessors` from a value of `schema`; E301 where there is nothing to read."""
+    def follow(self, schema, accessors, written: str, learned=None):
+        """The type read by `accessors` from a value of `schema`; E301 where there is nothing to read (W507 when
+        `schema` is the `learned` shape of a tool's results)."""
         for accessor in accessors:
             if schema is None:
                 return None
@@ -348,15 +356,18 @@ class _Checker(Conditions):
             key = accessor.name if kind is ast.Field else accessor.text if kind is ast.Name else accessor.value
             found = read(schema, key)
             if type(found) is Missing:
-                self.diagnostics.append(self.missing(accessor, written, key, found))
+                self.diagnostics.append(self.missing(accessor, written, key, found, learned))
                 return None
             schema = found
             written += f"[{key}]" if kind is ast.Index else f".{key}"
         return schema
 
-    def missing(self, accessor, written: str, key: str | int, missing: Missing) -> Diagnostic:
-        """E301 for `accessor`, which reads `key` from `written`, where there is nothing to read."""
+    def missing(self, accessor, written: str, key: str | int, missing: Missing, learned=None) -> Diagnostic:
+        """E301 for `accessor`, which reads `key` from `written`, where there is nothing to read; W507 where only
+        the `learned` shape of a tool's results says so."""
         at, hints = accessor.span, missing_hints(written, key, missing)
+        if learned is not None:
+            return self.missing_learned(at, hints, written, key, missing, learned)
         if isinstance(key, int):
             return diagnostic("E301", "no_items", at, step=self.path, hints=hints, written=written, what=missing.what,
                               index=key)
@@ -364,6 +375,18 @@ class _Checker(Conditions):
             return diagnostic("E301", "no_field", at, step=self.path, hints=hints, written=written, field=key)
         return diagnostic("E301", "no_field_in", at, step=self.path, hints=hints, written=written, what=missing.what,
                           field=key)
+
+    def missing_learned(self, at, hints, written: str, key: str | int, missing: Missing, learned) -> Diagnostic:
+        """W507: what E301 says, for a shape learned from `learned.calls` calls rather than declared."""
+        source = {"tool": learned.tool, "calls": learned.calls, "s": "" if learned.calls == 1 else "s"}
+        if isinstance(key, int):
+            return diagnostic("W507", "no_items", at, step=self.path, hints=hints, written=written,
+                              what=missing.what, index=key, **source)
+        if missing.fields:
+            return diagnostic("W507", "no_field", at, step=self.path, hints=hints, written=written, field=key,
+                              **source)
+        return diagnostic("W507", "no_field_in", at, step=self.path, hints=hints, written=written,
+                          what=missing.what, field=key, **source)
 
 
 def _bind(env: dict, binds: tuple, inputs: dict) -> dict:
