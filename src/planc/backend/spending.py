@@ -44,7 +44,7 @@ class Spending:
                 spent = f"the run has made {had:,} {noun}{'s' if had != 1 else ''}"
             else:
                 spent = f"the run has spent {dollars(self.spent[field])} and this call costs {dollars(cost)}"
-            raise RunError(f"{what}: it would pass the budget: {spent}, and `{option}` is {limit}", at)
+            raise RunError(f"{what}: it would pass the budget: {spent}, and `{option}` is {limit}", at, code="E401")
         for field, cost in costs.items():
             self.spent[field] += cost
 

@@ -27,6 +27,7 @@ COMMANDS = {
     "compile": "planc.cli.run_commands:compile_command",
     "batch": "planc.cli.batch_commands:batch_command",
     "runs": "planc.cli.store_commands:runs_command",
+    "stats": "planc.cli.stats_commands:stats_command",
     "show-run": "planc.cli.store_commands:show_run_command",
     "replay": "planc.cli.store_commands:replay_command",
     "resume": "planc.cli.store_commands:resume_command",

@@ -24,11 +24,13 @@ from planc.store import faults
 from planc.store.faults import RunLeased, RunStoreError, cannot_write, store_failure
 from planc.store.large_values import Values, keep, keep_event, read_record, to_json
 from planc.store.lease import Holder, holds
+from planc.store.plan_steps import recorded_step_rows
+from planc.store.views import VIEWS
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
 # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases; 5: calls.idempotency_key;
-# 6: batches, runs.batch and runs.batch_line; 7: calls.labels
-SCHEMA_VERSION = 7
+# 6: batches, runs.batch and runs.batch_line; 7: calls.labels; 8: steps, rounds and the views (store/views.py)
+SCHEMA_VERSION = 8
 
 # How a call ended. An intent row with no outcome yet (its process died during the call) is unknown.
 OUTCOMES = {
@@ -95,6 +97,27 @@ CREATE TABLE IF NOT EXISTS large_values (  -- each JSON text longer than a page,
     hash TEXT PRIMARY KEY,         -- sha256 of the text
     json TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS steps (   -- every step of the plan each run ran, nested ones too (store/plan_steps.py)
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    path TEXT NOT NULL,            -- its step path: `2`, `3/do.1`
+    position INTEGER NOT NULL,     -- its number among its siblings: 1 for `1` and for `3/do.1`
+    depth INTEGER NOT NULL,        -- how many blocks it is in: 0 for a top-level step
+    tool TEXT NOT NULL,            -- what it calls: a tool, a declared plan or a built-in step
+    arguments TEXT NOT NULL,       -- JSON: {argument: its kind (plan_steps.ARGUMENT_KINDS)}; never a value
+    piped INTEGER NOT NULL,        -- 1 when the step before it in its pipeline is its input
+    usd_each REAL NOT NULL,        -- what one call of its tool is declared to cost
+    calls_low REAL, calls_high REAL,  -- what the check estimated one run of the step costs: calls,
+    usd_low REAL, usd_high REAL,      -- dollars and milliseconds (its critical path), least and most;
+    ms_low REAL, ms_high REAL,        -- a NULL most has no bound; all NULL for a run recorded before schema 8
+    PRIMARY KEY (run_id, path)
+);
+CREATE TABLE IF NOT EXISTS rounds (  -- `planc plan`: each answer of the model, as checked
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    round INTEGER NOT NULL,        -- 1 for the first answer, then one per repair
+    ok INTEGER NOT NULL,           -- 1 when its plan checked
+    codes TEXT NOT NULL,           -- JSON: the code of each of its error diagnostics, in order
+    PRIMARY KEY (run_id, round)
+);
 CREATE TABLE IF NOT EXISTS leases (  -- the process recording into a run now (store/lease.py)
     run_id TEXT PRIMARY KEY REFERENCES runs(id),
     pid INTEGER NOT NULL,
@@ -149,6 +172,7 @@ class RunStore:
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(SCHEMA)
             _migrate(db)
+            db.executescript(VIEWS)
         except BaseException:
             db.close()
             raise
@@ -211,10 +235,11 @@ class RunStore:
             raise RunStoreError(f"{self.path}: cannot read the run store: it is damaged ({error})") from None
 
     def start_run(self, stored_plan: dict | None, arguments, options: dict | None = None,
-                  batch: tuple[str, int] | None = None) -> str:
+                  batch: tuple[str, int] | None = None, steps: list[tuple] | None = None) -> str:
         """A new run of `stored_plan` (None while a model is writing the plan: `set_plan` records it then),
         and its id; `options` says how it runs, so that replay and resume can do the same; `batch`, the
-        batch and line it runs (`start_batch`)."""
+        batch and line it runs (`start_batch`); `steps`, the plan's rows (`plan_steps.checked_step_rows`),
+        else they are read from its text, without the check's estimates."""
         run_id = _new_id()
         holder = Holder()
         batch_id, line = batch or (None, None)
@@ -223,6 +248,8 @@ class RunStore:
                        "VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
                        (run_id, time.time(), keep(db, stored_plan), keep(db, dict(arguments or {})),
                         to_json(options or {}), batch_id, line))
+            if stored_plan is not None:
+                _keep_steps(db, run_id, stored_plan, steps)
             self._lease(db, run_id, holder)
         return run_id
 
@@ -339,10 +366,18 @@ class RunStore:
             db.execute("INSERT INTO events (run_id, sequence, at, event, refs) VALUES (?, ?, ?, ?, ?)",
                        (run_id, sequence, at, *keep_event(db, event)))
 
-    def set_plan(self, run_id: str, stored_plan: dict) -> None:
-        """The plan a run runs, once a model has written it and it checked."""
+    def set_plan(self, run_id: str, stored_plan: dict, steps: list[tuple] | None = None) -> None:
+        """The plan a run runs, once a model has written it and it checked; `steps` as `start_run` takes them."""
         with self.transaction() as db:
             db.execute("UPDATE runs SET plan = ? WHERE id = ?", (keep(db, stored_plan), run_id))
+            _keep_steps(db, run_id, stored_plan, steps)
+
+    def keep_rounds(self, run_id: str, rounds: list[tuple[bool, list[str]]]) -> None:
+        """How each answer of a `planc plan` run's model checked: whether it did, and its errors' codes."""
+        with self.transaction() as db:
+            db.executemany("INSERT INTO rounds (run_id, round, ok, codes) VALUES (?, ?, ?, ?)",
+                           [(run_id, number, ok, json.dumps(codes))
+                            for number, (ok, codes) in enumerate(rounds, start=1)])
 
     def keep_file(self, text: str) -> str:
         """Keep `text` (a file a run read), once however many runs read it; its hash names it."""
@@ -443,6 +478,12 @@ class RunStore:
                 "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]})
 
 
+def _keep_steps(db: sqlite3.Connection, run_id: str, stored_plan: dict, steps: list[tuple] | None) -> None:
+    rows = steps if steps is not None else recorded_step_rows(stored_plan)
+    db.executemany("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   [(run_id, *row) for row in rows])
+
+
 def _labels_json(labels: dict | None) -> str | None:
     return json.dumps(labels, sort_keys=True) if labels is not None else None
 
@@ -466,7 +507,8 @@ def newer(db: sqlite3.Connection, path: Path, version: int | None = None) -> Non
 def _migrate(db: sqlite3.Connection) -> None:
     """Bring a store written by an older planc up to this schema: add the columns it lacks
     (`ADDED_COLUMNS`); the tables it lacks SCHEMA made."""
-    if db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version >= SCHEMA_VERSION:
         return
     with db:
         db.execute("BEGIN IMMEDIATE")
@@ -475,6 +517,9 @@ def _migrate(db: sqlite3.Connection) -> None:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
                 if fill is not None:
                     db.execute(f"UPDATE {table} SET {column} = {fill}")
+        if version < 8:  # the steps of the runs recorded before they were kept: from each run's plan text
+            for run_id, plan in db.execute("SELECT id, plan FROM runs WHERE plan IS NOT 'null'").fetchall():
+                _keep_steps(db, run_id, Values(db)(plan), None)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
