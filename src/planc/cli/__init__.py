@@ -25,6 +25,7 @@ COMMANDS = {
     "optimize": "planc.cli.optimize_commands:optimize_command",
     "run": "planc.cli.run_commands:run_command",
     "compile": "planc.cli.run_commands:compile_command",
+    "migrate": "planc.cli.run_commands:migrate_command",
     "batch": "planc.cli.batch_commands:batch_command",
     "runs": "planc.cli.store_commands:runs_command",
     "stats": "planc.cli.stats_commands:stats_command",
