@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sqlite3
+from pathlib import Path
 
 import pytest
 from cli import invoke
@@ -17,7 +19,9 @@ from planc.backend.recorded_run import RecordedRun
 from planc.backend.values import RunError
 from planc.passes.policy.load import load_policy
 from planc.registry import load_registry
+from planc.store.plan_steps import ARGUMENT_KINDS
 from planc.store.run_store import RunStore
+from planc.store.views import VIEW_DOCS
 
 TOOLS = '''
 def search(query, limit=2):
@@ -230,3 +234,31 @@ def test_repair_rounds_of_planc_plan_by_code(tmp_path, model_server, monkeypatch
                        "E202": {"rounds": 1, "repaired": 1, "fixed": 1}}  # and `query` missing
     shown = invoke("stats", "--store", store).stdout
     assert "  E200: in 4 rounds, 3 sent back, 2 fixed by the next answer" in shown
+
+
+STORE_DOC = Path(__file__).resolve().parents[1] / "docs" / "store.md"
+
+
+def test_the_store_doc_says_what_every_view_and_argument_kind_is():
+    text = STORE_DOC.read_text(encoding="utf-8")
+    for view, said in VIEW_DOCS.items():
+        assert f"| `{view}` | {said} |" in text, view
+    for kind, said in ARGUMENT_KINDS.items():
+        assert f"| `{kind}` | {said} |" in text, kind
+
+
+@pytest.mark.parametrize("query", re.findall(r"```sql\n(.*?)```", STORE_DOC.read_text(encoding="utf-8"), re.DOTALL))
+def test_every_query_of_the_store_doc_runs(store, query):
+    result = invoke("stats", "--store", str(store), "--format", "json", "--sql", query)
+    assert result.exit_code == 0, result.output
+    assert isinstance(json.loads(result.stdout), list)
+
+
+def test_usage_mistakes_are_one_message_and_exit_2(store, tmp_path):
+    missing = invoke("stats", "--store", str(tmp_path / "none.sqlite"))
+    assert missing.exit_code == 2 and "there is no run store here" in missing.stderr
+    assert not (tmp_path / "none.sqlite").exists()
+    when = invoke("stats", "--store", str(store), "--since", "last tuesday")
+    assert when.exit_code == 2 and "--since last tuesday: say how long ago" in when.stderr
+    both = invoke("stats", "--store", str(store), "--sql", "SELECT 1", "--tool", "get")
+    assert both.exit_code == 2 and "Traceback" not in both.output

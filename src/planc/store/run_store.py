@@ -25,7 +25,7 @@ from planc.store.faults import RunLeased, RunStoreError, cannot_write, store_fai
 from planc.store.large_values import Values, keep, keep_event, read_record, to_json
 from planc.store.lease import Holder, holds
 from planc.store.plan_steps import recorded_step_rows
-from planc.store.views import VIEWS
+from planc.store.views import make_views
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
 # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases; 5: calls.idempotency_key;
@@ -172,7 +172,6 @@ class RunStore:
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(SCHEMA)
             _migrate(db)
-            db.executescript(VIEWS)
         except BaseException:
             db.close()
             raise
@@ -506,7 +505,8 @@ def newer(db: sqlite3.Connection, path: Path, version: int | None = None) -> Non
 
 def _migrate(db: sqlite3.Connection) -> None:
     """Bring a store written by an older planc up to this schema: add the columns it lacks
-    (`ADDED_COLUMNS`); the tables it lacks SCHEMA made."""
+    (`ADDED_COLUMNS`; the tables it lacks SCHEMA made), the steps of the runs it holds (schema 8),
+    and this schema's views."""
     version = db.execute("PRAGMA user_version").fetchone()[0]
     if version >= SCHEMA_VERSION:
         return
@@ -520,6 +520,7 @@ def _migrate(db: sqlite3.Connection) -> None:
         if version < 8:  # the steps of the runs recorded before they were kept: from each run's plan text
             for run_id, plan in db.execute("SELECT id, plan FROM runs WHERE plan IS NOT 'null'").fetchall():
                 _keep_steps(db, run_id, Values(db)(plan), None)
+        make_views(db)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 

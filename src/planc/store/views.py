@@ -6,63 +6,71 @@ Each view reads the tables only; none is ever written, and none feeds a plan's c
 
 from __future__ import annotations
 
-VIEWS = """
-CREATE VIEW IF NOT EXISTS run_times AS
+# Each view's query, by name. A view changes only with the schema's version: a store gets them when it is
+# brought up to this schema (`run_store._migrate`), dropped and made again.
+VIEWS = {
+    "run_times": """
 SELECT r.id AS run_id, r.status, r.started_at, r.finished_at,
        (r.finished_at - r.started_at) * 1000 AS ms,
        (SELECT json_extract(e.event, '$.code') FROM events e WHERE e.run_id = r.id
         AND json_extract(e.event, '$.event') = 'run_finished' ORDER BY e.sequence DESC LIMIT 1) AS code,
        r.message
-FROM runs r;
-
-CREATE VIEW IF NOT EXISTS call_times AS
+FROM runs r""",
+    "call_times": """
 SELECT c.run_id, c.sequence, c.step, c.tool, COALESCE(c.outcome, 'unknown') AS outcome,
        (c.finished_at - c.started_at) * 1000 AS ms, r.started_at AS run_started_at
-FROM calls c JOIN runs r ON r.id = c.run_id;
-
-CREATE VIEW IF NOT EXISTS step_failures AS
+FROM calls c JOIN runs r ON r.id = c.run_id""",
+    "step_failures": """
 SELECT e.run_id, json_extract(e.event, '$.step') AS step, json_extract(e.event, '$.tool') AS tool,
        json_extract(e.event, '$.error_type') AS error_type, json_extract(e.event, '$.code') AS code,
        r.started_at AS run_started_at
 FROM events e JOIN runs r ON r.id = e.run_id
 WHERE json_extract(e.event, '$.event') = 'step_failed'
   AND e.sequence = (SELECT MIN(f.sequence) FROM events f WHERE f.run_id = e.run_id
-                    AND json_extract(f.event, '$.event') = 'step_failed');
-
-CREATE VIEW IF NOT EXISTS step_times AS
-SELECT f.run_id, json_extract(f.event, '$.step') AS path, (f.at - s.at) * 1000 AS ms
-FROM events f JOIN events s ON s.run_id = f.run_id AND s.sequence < f.sequence
-     AND json_extract(s.event, '$.event') = 'step_started'
-     AND json_extract(s.event, '$.step') = json_extract(f.event, '$.step')
-WHERE json_extract(f.event, '$.event') IN ('step_finished', 'step_failed')
-  AND instr(json_extract(f.event, '$.step'), '/') = 0 AND instr(json_extract(f.event, '$.step'), '[') = 0;
-
-CREATE VIEW IF NOT EXISTS step_costs AS
+                    AND json_extract(f.event, '$.event') = 'step_failed')""",
+    # One pass over the events: a top-level step's time runs from its first start to its last end (a step a
+    # resumed run started again counts from the first).
+    "step_times": """
+SELECT run_id, step AS path,
+       (MAX(CASE WHEN kind != 'step_started' THEN at END) - MIN(CASE WHEN kind = 'step_started' THEN at END))
+       * 1000 AS ms
+FROM (SELECT run_id, at, json_extract(event, '$.event') AS kind, json_extract(event, '$.step') AS step FROM events)
+WHERE kind IN ('step_started', 'step_finished', 'step_failed') AND instr(step, '/') = 0 AND instr(step, '[') = 0
+GROUP BY run_id, step""",
+    "step_costs": """
 SELECT s.run_id, s.path, s.tool, s.calls_low, s.calls_high, s.usd_low, s.usd_high, s.ms_low, s.ms_high,
        COUNT(c.sequence) AS calls,
        COALESCE(SUM((SELECT MAX(t.usd_each) FROM steps t WHERE t.run_id = c.run_id AND t.tool = c.tool)), 0) AS usd,
-       (SELECT MAX(t.ms) FROM step_times t WHERE t.run_id = s.run_id AND t.path = s.path) AS ms,
-       r.started_at AS run_started_at
+       MAX(t.ms) AS ms, r.started_at AS run_started_at
 FROM steps s JOIN runs r ON r.id = s.run_id
+LEFT JOIN step_times t ON t.run_id = s.run_id AND t.path = s.path
 LEFT JOIN calls c ON c.run_id = s.run_id AND c.outcome IS NOT 'not_approved'
      AND (c.step = s.path OR c.step LIKE s.path || '/%' OR c.step LIKE s.path || '[%')
 WHERE s.depth = 0
-GROUP BY s.run_id, s.path;
-
-CREATE VIEW IF NOT EXISTS round_codes AS
+GROUP BY s.run_id, s.path""",
+    "round_codes": """
 SELECT o.run_id, o.round, j.value AS code,
        EXISTS (SELECT 1 FROM rounds n WHERE n.run_id = o.run_id AND n.round = o.round + 1) AS repaired,
        NOT EXISTS (SELECT 1 FROM rounds n, json_each(n.codes) k WHERE n.run_id = o.run_id
                    AND n.round = o.round + 1 AND k.value = j.value) AS fixed,
        r.started_at AS run_started_at
-FROM rounds o, json_each(o.codes) j JOIN runs r ON r.id = o.run_id;
-"""
+FROM rounds o, json_each(o.codes) j JOIN runs r ON r.id = o.run_id""",
+}
+
+
+def make_views(db) -> None:
+    """Drop the views of `db` and make them again, as this schema has them (inside the caller's transaction)."""
+    for name, query in VIEWS.items():
+        db.execute(f"DROP VIEW IF EXISTS {name}")
+        db.execute(f"CREATE VIEW {name} AS {query.strip()}")
+
 
 # What a row of each view is, and its columns: docs/store.md is checked against it.
 VIEW_DOCS = {
     "run_times": "a run: `status`, `started_at`, `finished_at`, `ms` (how long it took; NULL while it runs), "
                  "`code` (the diagnostic code of a refusal that ended it: E400, E401) and `message`",
-    "call_times": "a tool call: its `step` path, `tool`, `outcome` and `ms`, and when its run started",
+    "call_times": "a tool call: its `step` path, `tool`, `outcome` and `ms`, and when its run started "
+                  "(`run_started_at`)",
     "step_failures": "the step a failed run failed at (the innermost): `step`, `tool`, `error_type`, `code`",
     "step_times": "a top-level step that ended in a run: its `path` and how long it took (`ms`)",
     "step_costs": "a top-level step of a run: its `tool`, the check's estimate of one run of it (`calls_low`, "
