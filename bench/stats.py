@@ -61,7 +61,7 @@ required = ["channel", "text"]
 
 PLANS = {
     'search(query: $args.q, limit: 2)\n  |> map(do: { get(id: item.id) })\nnotify(channel: "#ops", text: "{$2.length}")\n':
-        lambda n: {"q": "boom" if n % 10 == 0 else "disk"},
+        lambda n: {"q": "boom" if n % 10 == 1 else "disk"},
     'get(id: "I1")\nnotify(channel: $args.channel, text: "hi")\n': lambda n: {"channel": "#secret"},
 }
 POLICY = ('permit(principal, action, resource);\nforbid(principal, action, resource == Tool::"notify") when '

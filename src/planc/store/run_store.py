@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 import json
 import sqlite3
 import time
@@ -109,6 +110,11 @@ CREATE TABLE IF NOT EXISTS steps (   -- every step of the plan each run ran, nes
     calls_low REAL, calls_high REAL,  -- what the check estimated one run of the step costs: calls,
     usd_low REAL, usd_high REAL,      -- dollars and milliseconds (its critical path), least and most;
     ms_low REAL, ms_high REAL,        -- a NULL most has no bound; all NULL for a run recorded before schema 8
+    started_at REAL,               -- when it first started and last ended (its events' times; a step in a
+    finished_at REAL,              -- block: NULL, as it runs once per item); NULL when it never did
+    failed INTEGER,                -- the number of the event that said it failed (the run's first such);
+    error_type TEXT,               -- what failed (ToolFailed, RunError, ...), and the diagnostic code of a
+    code TEXT,                     -- refusal that has one (E400, E401); NULL when it did not fail
     PRIMARY KEY (run_id, path)
 );
 CREATE TABLE IF NOT EXISTS rounds (  -- `planc plan`: each answer of the model, as checked
@@ -364,6 +370,7 @@ class RunStore:
         with self.transaction() as db:
             db.execute("INSERT INTO events (run_id, sequence, at, event, refs) VALUES (?, ?, ?, ?, ?)",
                        (run_id, sequence, at, *keep_event(db, event)))
+            _step_event(db, run_id, sequence, at, event)
 
     def set_plan(self, run_id: str, stored_plan: dict, steps: list[tuple] | None = None) -> None:
         """The plan a run runs, once a model has written it and it checked; `steps` as `start_run` takes them."""
@@ -479,8 +486,29 @@ class RunStore:
 
 def _keep_steps(db: sqlite3.Connection, run_id: str, stored_plan: dict, steps: list[tuple] | None) -> None:
     rows = steps if steps is not None else recorded_step_rows(stored_plan)
-    db.executemany("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                   [(run_id, *row) for row in rows])
+    db.executemany("INSERT OR REPLACE INTO steps (run_id, path, position, depth, tool, arguments, piped, usd_each, "
+                   "calls_low, calls_high, usd_low, usd_high, ms_low, ms_high) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(run_id, *row) for row in rows])
+
+
+def _step_event(db: sqlite3.Connection, run_id: str, sequence: int, at: float, event: dict) -> None:
+    """What a step's event tells its row in `steps`: when it started and ended, and how it failed. The steps of
+    a declared plan (a `stack`) are not the run's plan's; an item's run of a block's step (`3/do.1[4]`) tells
+    only that it failed, on the block step's row."""
+    kind = event.get("event")
+    if kind not in ("step_started", "step_finished", "step_failed") or event.get("stack"):
+        return
+    path = event["step"]
+    if "[" not in path:
+        if kind == "step_started":
+            db.execute("UPDATE steps SET started_at = COALESCE(started_at, ?) WHERE run_id = ? AND path = ?",
+                       (at, run_id, path))
+        else:
+            db.execute("UPDATE steps SET finished_at = ? WHERE run_id = ? AND path = ?", (at, run_id, path))
+    if kind == "step_failed":
+        db.execute("UPDATE steps SET failed = ?, error_type = ?, code = ? WHERE run_id = ? AND path = ? AND "
+                   "failed IS NULL", (sequence, event.get("error_type"), event.get("code"), run_id,
+                                      re.sub(r"\[\d+\]", "", path)))
 
 
 def _labels_json(labels: dict | None) -> str | None:

@@ -12,8 +12,7 @@ VIEWS = {
     "run_times": """
 SELECT r.id AS run_id, r.status, r.started_at, r.finished_at,
        (r.finished_at - r.started_at) * 1000 AS ms,
-       (SELECT json_extract(e.event, '$.code') FROM events e WHERE e.run_id = r.id
-        AND json_extract(e.event, '$.event') = 'run_finished' ORDER BY e.sequence DESC LIMIT 1) AS code,
+       (SELECT s.code FROM steps s WHERE s.run_id = r.id AND s.failed IS NOT NULL ORDER BY s.failed LIMIT 1) AS code,
        r.message
 FROM runs r""",
     "call_times": """
@@ -21,29 +20,19 @@ SELECT c.run_id, c.sequence, c.step, c.tool, COALESCE(c.outcome, 'unknown') AS o
        (c.finished_at - c.started_at) * 1000 AS ms, r.started_at AS run_started_at
 FROM calls c JOIN runs r ON r.id = c.run_id""",
     "step_failures": """
-SELECT e.run_id, json_extract(e.event, '$.step') AS step, json_extract(e.event, '$.tool') AS tool,
-       json_extract(e.event, '$.error_type') AS error_type, json_extract(e.event, '$.code') AS code,
-       r.started_at AS run_started_at
-FROM events e JOIN runs r ON r.id = e.run_id
-WHERE json_extract(e.event, '$.event') = 'step_failed'
-  AND e.sequence = (SELECT MIN(f.sequence) FROM events f WHERE f.run_id = e.run_id
-                    AND json_extract(f.event, '$.event') = 'step_failed')""",
-    # One pass over the events: a top-level step's time runs from its first start to its last end (a step a
-    # resumed run started again counts from the first).
+SELECT s.run_id, s.path AS step, s.tool, s.error_type, s.code, r.started_at AS run_started_at
+FROM steps s JOIN runs r ON r.id = s.run_id
+WHERE s.failed = (SELECT MIN(f.failed) FROM steps f WHERE f.run_id = s.run_id)""",
     "step_times": """
-SELECT run_id, step AS path,
-       (MAX(CASE WHEN kind != 'step_started' THEN at END) - MIN(CASE WHEN kind = 'step_started' THEN at END))
-       * 1000 AS ms
-FROM (SELECT run_id, at, json_extract(event, '$.event') AS kind, json_extract(event, '$.step') AS step FROM events)
-WHERE kind IN ('step_started', 'step_finished', 'step_failed') AND instr(step, '/') = 0 AND instr(step, '[') = 0
-GROUP BY run_id, step""",
+SELECT s.run_id, s.path, (s.finished_at - s.started_at) * 1000 AS ms, r.started_at AS run_started_at
+FROM steps s JOIN runs r ON r.id = s.run_id
+WHERE s.depth = 0 AND s.finished_at IS NOT NULL""",
     "step_costs": """
 SELECT s.run_id, s.path, s.tool, s.calls_low, s.calls_high, s.usd_low, s.usd_high, s.ms_low, s.ms_high,
        COUNT(c.sequence) AS calls,
        COALESCE(SUM((SELECT MAX(t.usd_each) FROM steps t WHERE t.run_id = c.run_id AND t.tool = c.tool)), 0) AS usd,
-       MAX(t.ms) AS ms, r.started_at AS run_started_at
+       (s.finished_at - s.started_at) * 1000 AS ms, r.started_at AS run_started_at
 FROM steps s JOIN runs r ON r.id = s.run_id
-LEFT JOIN step_times t ON t.run_id = s.run_id AND t.path = s.path
 LEFT JOIN calls c ON c.run_id = s.run_id AND c.outcome IS NOT 'not_approved'
      AND (c.step = s.path OR c.step LIKE s.path || '/%' OR c.step LIKE s.path || '[%')
 WHERE s.depth = 0
@@ -68,11 +57,13 @@ def make_views(db) -> None:
 # What a row of each view is, and its columns: docs/store.md is checked against it.
 VIEW_DOCS = {
     "run_times": "a run: `status`, `started_at`, `finished_at`, `ms` (how long it took; NULL while it runs), "
-                 "`code` (the diagnostic code of a refusal that ended it: E400, E401) and `message`",
+                 "`code` (the diagnostic code of a refusal that failed it: E400, E401) and `message`",
     "call_times": "a tool call: its `step` path, `tool`, `outcome` and `ms`, and when its run started "
                   "(`run_started_at`)",
-    "step_failures": "the step a failed run failed at (the innermost): `step`, `tool`, `error_type`, `code`",
-    "step_times": "a top-level step that ended in a run: its `path` and how long it took (`ms`)",
+    "step_failures": "the step a failed run failed first (the innermost; a block's step for a step of one of "
+                     "its items): `step`, `tool`, `error_type`, `code`",
+    "step_times": "a top-level step that ended in a run: its `path` and how long it took (`ms`), from its first "
+                  "start to its last end",
     "step_costs": "a top-level step of a run: its `tool`, the check's estimate of one run of it (`calls_low`, "
                   "`calls_high`, `usd_low`, `usd_high`, `ms_low`, `ms_high`; a NULL most has no bound) and "
                   "what it did: the `calls` made in it, their declared `usd`, and its `ms`",
