@@ -7,7 +7,8 @@ Each store is recorded by the real recorder (`RecordedRun`, Python tools, a poli
 tests' store is: a plan of three top-level steps with a `map`, every tenth run failing at its
 first call, and a second plan the policy stops at run time. Then, for each store, whole processes,
 interleaved, median of 10 after a warm-up: `planc stats --format json` against the baseline
-`planc runs --format json` (which reads every run's row), and `planc stats --sql` of one view; and
+`planc runs --format json` (which reads every run's row), and `planc stats --sql` of one view, with
+`python -c pass` to show what starting a process costs on the machine at the time; and
 the same reads in one process, without its start: `stats()` against `RunStore.runs()`.
 """
 
@@ -107,6 +108,7 @@ def measure(store: Path) -> dict[str, list[float]]:
     planc = [sys.executable, "-c", "import sys; from planc.cli import main; sys.exit(main())"]
     commands = {
         "planc runs --format json (baseline)": [*planc, "runs", "--store", str(store), "--format", "json"],
+        "python -c pass (the interpreter's start)": [sys.executable, "-c", "pass"],
         "planc stats --format json": [*planc, "stats", "--store", str(store), "--format", "json"],
         "planc stats --sql (one view)": [*planc, "stats", "--store", str(store), "--sql",
                                          "SELECT tool, COUNT(*), AVG(ms) FROM call_times GROUP BY tool"],
