@@ -10,6 +10,7 @@ from cli import invoke
 from tool_project import tool_project
 
 from planc.store.run_store import SCHEMA_VERSION
+from planc.store.views import VIEW_DOCS
 
 TOOLS = '''
 import os
@@ -207,8 +208,17 @@ def test_replay_uses_the_planc_toml_the_run_used_from_any_folder(project, tmp_pa
     assert replayed.stdout == output
 
 
+def before_steps(db) -> None:
+    """The store as planc wrote it before schema 9: no steps, no rounds, no views."""
+    for view in VIEW_DOCS:
+        db.execute(f"DROP VIEW {view}")
+    db.execute("DROP TABLE steps")
+    db.execute("DROP TABLE rounds")
+
+
 def before_batches(db) -> None:
     """The store as planc wrote it before schema 6: no batches, and a run's plan in its row."""
+    before_steps(db)
     db.execute("UPDATE runs SET plan = (SELECT json FROM large_values WHERE hash = substr(plan, 2)) "
                "WHERE plan LIKE '@%'")
     db.execute("CREATE TABLE runs_before AS SELECT id, started_at, finished_at, status, plan, arguments, output, "
@@ -270,6 +280,40 @@ def test_a_store_of_the_previous_schema_gets_each_calls_outcome(project, monkeyp
     text = invoke("show-run", run_id).stdout
     assert "notify {\"channel\": \"#ops\", \"text\": \"disk 2\"} (" in text and ": outcome unknown: step 3/do.1[1]" in text
     assert " failed: step 3/do.1[2]: `notify` failed: ValueError: no" in text
+
+
+STEPS = [("1", 1, 0, "search", {"query": "literal", "limit": "literal"}, 0),
+         ("2", 2, 0, "filter", {"where": "condition"}, 1),
+         ("3", 3, 0, "map", {"over": "reference", "do": "block"}, 0),
+         ("3/do.1", 1, 1, "notify", {"channel": "literal", "text": "path"}, 0),
+         ("4", 4, 0, "reshape", {"value": "record"}, 0)]
+
+
+def steps_of(db, run_id: str) -> list[tuple]:
+    return [(*row[:4], json.loads(row[4]), row[5]) for row in db.execute(
+        "SELECT path, position, depth, tool, arguments, piped FROM steps WHERE run_id = ? ORDER BY rowid", (run_id,))]
+
+
+def test_a_run_keeps_its_plan_as_steps_with_the_checks_estimates(project):
+    run_id, _ = record(project)
+    with sqlite3.connect(project / ".planc" / "runs.sqlite") as db:
+        assert steps_of(db, run_id) == STEPS
+        estimates = db.execute("SELECT path, calls_low, calls_high FROM steps WHERE run_id = ? ORDER BY rowid",
+                               (run_id,)).fetchall()
+    assert estimates == [("1", 1, 1), ("2", 0, 0), ("3", 0, 4), ("3/do.1", 1, 1), ("4", 0, 0)]
+
+
+def test_a_store_of_schema_7_gets_the_steps_of_its_runs_from_their_plans(project):
+    run_id, _ = record(project)
+    database = project / ".planc" / "runs.sqlite"
+    with sqlite3.connect(database) as db:
+        before_steps(db)
+        db.execute("PRAGMA user_version = 7")
+    assert invoke("runs").exit_code == 0
+    with sqlite3.connect(database) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert steps_of(db, run_id) == STEPS  # read from the plan's text: the same rows, without estimates
+        assert db.execute("SELECT COUNT(calls_low) FROM steps").fetchone()[0] == 0
 
 
 def test_replay_reads_the_files_the_run_read_even_after_they_changed(project, monkeypatch):

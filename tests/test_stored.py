@@ -13,10 +13,11 @@ import planc
 from planc import corpus
 from planc.passes.policy.load import load_policy
 from planc.registry import registry_from_text
-from planc.store.stored import MIGRATIONS, StoredPlanError, dump, load_plan, save_plan
+from planc.store.migrations import MIGRATIONS
+from planc.store.stored import OlderPlan, StoredPlanError, dump, load_plan, migrate_plan, save_plan
 
 TESTS = Path(__file__).resolve().parent
-FIXTURES = {version: TESTS / "fixtures" / f"stored_{version}.json" for version in ("v1", "v2", "v3")}
+FIXTURES = {version: TESTS / "fixtures" / f"stored_{version}.json" for version in ("v1", "v2", "v3", "v4")}
 CORPUS = TESTS.parent / "corpus"
 
 TOOLS = '''
@@ -67,7 +68,7 @@ def compiled(project) -> dict:
 
 def test_a_compiled_plan_runs_as_the_text_does(project):
     stored = compiled(project)
-    assert stored["format"] == "planc.plan" and stored["version"] == 3 and stored["source"] == PLAN
+    assert stored["format"] == "planc.plan" and stored["version"] == 4 and stored["source"] == PLAN
     assert stored["plans"] == {}  # it calls no declared plan
     assert sorted(stored["registry"]["tools"]) == ["notify", "search"] and stored["policy"] is None
     assert (project / "p.json").read_text(encoding="utf-8").endswith("}\n")
@@ -125,10 +126,10 @@ def test_a_changed_policy_is_refused(project):
 
 def test_a_future_version_and_other_formats_are_refused(project):
     stored = compiled(project)
-    stored["version"] = 4
-    with pytest.raises(StoredPlanError, match="version 4, newer than this planc: this planc reads versions 1, 2, 3"):
+    stored["version"] = 5
+    with pytest.raises(StoredPlanError, match="version 5, newer than this planc: this planc reads versions 1, 2, 3, 4"):
         load_plan(dump(stored))
-    stored.update(format="other", version=3)
+    stored.update(format="other", version=4)
     with pytest.raises(StoredPlanError, match="not a stored plan"):
         load_plan(dump(stored))
 
@@ -138,18 +139,23 @@ def test_an_older_version_goes_through_its_migration(project, monkeypatch):
 
     text = dump(compiled(project))
     registry = planc.registry.load_registry(project / "planc.toml")
-    monkeypatch.setattr(module, "VERSION", 4)  # as if the format changed after version 3
-    monkeypatch.setitem(module.STORED_PLAN["properties"], "version", {"const": 4})
-    monkeypatch.delitem(MIGRATIONS, 1)
-    monkeypatch.delitem(MIGRATIONS, 2)
-    with pytest.raises(StoredPlanError, match="version 3, which this planc cannot read: it reads versions 4"):
+    monkeypatch.setattr(module, "VERSION", 5)  # as if the format changed after version 4
+    monkeypatch.setitem(module.STORED_PLAN["properties"], "version", {"const": 5})
+    for version in (1, 2, 3):
+        monkeypatch.delitem(MIGRATIONS, version)
+    with pytest.raises(OlderPlan, match="version 4, and this planc runs version 5"):  # a file is not run
         load_plan(text, registry=registry)
+    with pytest.raises(StoredPlanError, match="version 4, which this planc cannot read: it reads versions 5"):
+        load_plan(text, registry=registry, recorded=True)
     migrated = []
-    monkeypatch.setitem(MIGRATIONS, 3, lambda plan: migrated.append(plan["version"]) or dict(plan))
-    assert load_plan(text, registry=registry).ok and migrated == [3]
+    monkeypatch.setitem(MIGRATIONS, 4, lambda plan, registry: (migrated.append(plan["version"]) or dict(plan), ""))
+    assert load_plan(text, registry=registry, recorded=True).ok and migrated == [4]  # a run's record: in memory
+    rewritten, said = migrate_plan(text, registry)
+    assert json.loads(rewritten)["version"] == 5 and said == ["version 4 -> 5"]
+    assert load_plan(rewritten, registry=registry).ok  # stamped, and its hash made again
     tampered = text.replace('"disk', '"dusk', 1)
     with pytest.raises(StoredPlanError, match="content hash does not match"):  # checked before migrating
-        load_plan(tampered, registry=registry)
+        load_plan(tampered, registry=registry, recorded=True)
 
 
 # The committed fixture was written by `planc compile` against this registry; it must load forever.
@@ -180,28 +186,30 @@ def fixture_registry():
     return registry_from_text(FIXTURE_TOML, Path("planc.toml"))
 
 
-def test_the_committed_version_1_plan_still_loads():
-    """Version 1 did not record declared plans' files: it migrates, and calling none, it loads."""
+@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
+def test_a_committed_older_plan_is_refused_to_run_and_migrates_to_the_current_one(version):
+    """Version 1 did not record declared plans' files, 2 a declared plan's `params`, 3 the built-in steps:
+    each migrates (calling no declared plan and no tool whose name is a built-in step now)."""
     registry = fixture_registry()
-    checked = load_plan(FIXTURES["v1"].read_text(encoding="utf-8"), registry=registry)
+    text = FIXTURES[version].read_text(encoding="utf-8")
+    with pytest.raises(OlderPlan):
+        load_plan(text, registry=registry)
+    checked = load_plan(text, registry=registry, recorded=True)  # a run's record of it, in memory
     assert checked.ok and checked.source == FIXTURE_PLAN and checked.steps == 4
-    assert dump(save_plan(checked, registry=registry)) == FIXTURES["v3"].read_text(encoding="utf-8")
+    migrated, said = migrate_plan(text, registry)
+    current = json.loads(FIXTURES["v4"].read_text(encoding="utf-8"))
+    unknown = {"plans": None} if version == "v1" else {}  # which declared plans it reached was not recorded
+    assert {**json.loads(migrated), "hash": None} == {**current, **unknown, "hash": None}
+    assert said == [f"version {n} -> {n + 1}" for n in range(int(version[1]), 4)]
 
 
-def test_the_committed_version_2_plan_still_loads():
-    """Version 2 did not record a declared plan's `params`: it migrates with none."""
-    registry = fixture_registry()
-    checked = load_plan(FIXTURES["v2"].read_text(encoding="utf-8"), registry=registry)
-    assert checked.ok and checked.source == FIXTURE_PLAN and checked.steps == 4
-    assert dump(save_plan(checked, registry=registry)) == FIXTURES["v3"].read_text(encoding="utf-8")
-
-
-def test_the_committed_version_3_plan_still_loads():
-    text = FIXTURES["v3"].read_text(encoding="utf-8")
+def test_the_committed_version_4_plan_still_loads():
+    text = FIXTURES["v4"].read_text(encoding="utf-8")
     registry = fixture_registry()
     checked = load_plan(text, registry=registry)
     assert checked.ok and checked.source == FIXTURE_PLAN and checked.steps == 4
     assert dump(save_plan(checked, registry=registry)) == text
+    assert migrate_plan(text, registry) == (text, [])
 
 
 def write_fixture() -> None:  # by hand, for a new version: `python -c "import test_stored as t; t.write_fixture()"`

@@ -120,7 +120,7 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
     budget = options["budget"]
     try:
         checked = load_plan(dump(batch["plan"]), registry=registry, policy=policy, principal=principal,
-                            arguments=options["params"], **Budget(*budget).keywords())
+                            arguments=options["params"], recorded=True, **Budget(*budget).keywords())
     except StoredPlanError as error:
         click.echo(f"error: batch {batch_id}: {error}", err=True)
         sys.exit(1)

@@ -135,6 +135,9 @@ def finish_planning(planned, runs, recorder, registry, policy, principal: str, a
     from planc.store.stored import save_plan
 
     err = console(stderr=True)
+    if runs is not None:
+        runs.keep_rounds(recorder.run_id, [(round_.checked.ok, [d.code for d in round_.checked.diagnostics
+                                                                if d.is_error]) for round_ in planned.rounds])
     for number, round_ in enumerate(planned.rounds, start=1):
         errors = sum(d.is_error for d in round_.checked.diagnostics)
         said = "checks" if round_.checked.ok else f"{errors} error{'s' if errors != 1 else ''}"
@@ -147,7 +150,7 @@ def finish_planning(planned, runs, recorder, registry, policy, principal: str, a
         click.echo(f"error: {message}", err=True)
         sys.exit(1)
     text = planned.text
-    _set_plan(runs, recorder, save_plan(planned.checked, registry=registry, policy=policy))
+    _set_plan(runs, recorder, save_plan(planned.checked, registry=registry, policy=policy), planned.checked)
     then_run, output = planned_options["run"], planned_options["output"]
     if not then_run:
         _finish(runs, recorder, "ok", output=text)
@@ -170,9 +173,11 @@ def finish_planning(planned, runs, recorder, registry, policy, principal: str, a
     print_result(result, "output", None, None, recorder)
 
 
-def _set_plan(runs, recorder, stored) -> None:
+def _set_plan(runs, recorder, stored, checked) -> None:
+    from planc.store.plan_steps import checked_step_rows
+
     if runs is not None:
-        runs.set_plan(recorder.run_id, stored)
+        runs.set_plan(recorder.run_id, stored, checked_step_rows(checked))
 
 
 def _finish(runs, recorder, status: str, output=None, message: str | None = None) -> None:

@@ -3,6 +3,7 @@ problems are printed and the command exits."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import click
@@ -43,21 +44,26 @@ def print_syntax_errors(path: str, result, left: int = MAX_DIAGNOSTICS) -> int:
 
 
 def checked_to_run(text: str, name: str, registry, policy, principal: str, *, extract: bool = False,
-                   budget=None, approvals: bool = False, written_by=frozenset()):
+                   budget=None, approvals: bool = False, written_by=frozenset(), recorded: bool = False):
     """`text` (plan text, or a stored plan from `planc compile`) checked for running; refused: exit 1.
 
     With `extract` the plan is taken out of a model reply first; `budget` (a Budget) adds the
     `--max-*` limits; `approvals` (`--approve`) lets through to the run, where a person decides, the calls
     the policy refuses only for where their values came from; `written_by`: the labels of whoever wrote the
     plan (a run `planc mcp` made, resumed). With no planc.toml, a plan that calls any tool but the control steps is
-    refused: nothing declares what those tools are."""
+    refused: nothing declares what those tools are. A stored plan of an older version is refused, naming the
+    `planc migrate` that brings it up to date, unless it is `recorded` (a run's record of its plan)."""
     limits = budget.keywords() if budget else {}
     if is_stored_plan(text):
-        from planc.store.stored import StoredPlanError, load_plan
+        from planc.store.stored import OlderPlan, StoredPlanError, load_plan
 
         try:
             checked = load_plan(text, registry=registry, policy=policy, principal=principal, approvals=approvals,
-                                written_by=written_by, **limits)
+                                written_by=written_by, recorded=recorded, **limits)
+        except OlderPlan as error:
+            click.echo(f"error: {name}: {error.older}: `planc migrate {shlex.quote(name)}` rewrites it, then run it "
+                       "again", err=True)
+            sys.exit(1)
         except StoredPlanError as error:
             click.echo(f"error: {name}: {error}", err=True)
             sys.exit(1)

@@ -1,4 +1,4 @@
-"""`planc run` and `planc compile`: running a plan, recorded in the run store, and storing one."""
+"""`planc run`, `planc compile` and `planc migrate`: running a plan, recorded in the run store, and storing one."""
 
 from __future__ import annotations
 
@@ -173,3 +173,44 @@ def compile_command(plan: str, output: str, config: str | None, policy_file: str
     except OSError as error:
         raise UsageError(f"{output}: {error.strerror}") from None
     click.echo(f"wrote {output}", err=True)
+
+
+@click.command("migrate")
+@click.argument("files", nargs=-1, required=True)
+@CONFIG_OPTION
+def migrate_command(files: tuple[str, ...], config: str | None) -> None:
+    """Bring the stored plans FILES up to this planc's version, in place, one migration at a time, each
+    stamping the version it reaches. A plan no migration can convert unambiguously is left as it is, and
+    the message says what to change. Exit 0 when every file is up to date, 1 when any was refused."""
+    from planc.cli.files import is_stored_plan
+    from planc.store.stored import StoredPlanError, migrate_plan
+
+    refused = False
+    for name in files:
+        text = read_file(name)
+        if not is_stored_plan(text):
+            raise UsageError(f"{name}: not a stored plan (`planc compile` writes them): plan text is read as it is")
+        try:
+            migrated, said = migrate_plan(text, find_registry(config, plan=name))
+        except StoredPlanError as error:
+            click.echo(f"error: {name}: {error}; it is left as it was", err=True)
+            refused = True
+            continue
+        if not said:
+            click.echo(f"{name}: up to date", err=True)
+            continue
+        try:
+            _replace(Path(name), migrated)
+        except OSError as error:
+            raise UsageError(f"{name}: {error.strerror}") from None
+        for step in said:
+            click.echo(f"{name}: {step}", err=True)
+    if refused:
+        sys.exit(1)
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write `text` over `path` at once: a file beside it, renamed over it, so it is never half written."""
+    partial = path.with_name(f".{path.name}.migrating")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)

@@ -226,7 +226,7 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     text = read_file(plan_file) if plan_file else dump(run["plan"])
     checked = checked_to_run(text, plan_file or run_id, registry, policy, principal, budget=_budget_of(run),
                              approvals=run["options"].get("approvals", False),
-                             written_by=run["options"].get("written_by", ()))
+                             written_by=run["options"].get("written_by", ()), recorded=not plan_file)
     replay = RecordedRun.replay(run, checked, registry=registry, policy=policy, principal=principal)
     try:
         result = replay.execute()
@@ -342,7 +342,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     policy = find_policy(policy_file, registry, principal, run["options"].get("principals", ()))
     checked = checked_to_run(dump(run["plan"]), run_id, registry, policy, principal, budget=_budget_of(run),
                              approvals=approve or run["options"].get("approvals", False),
-                             written_by=run["options"].get("written_by", ()))
+                             written_by=run["options"].get("written_by", ()), recorded=True)
     # The approval the run was made under holds for its resume: it asks on a terminal, and makes no
     # effectful call the run has not made where it cannot ask.
     asks = approve or (run["options"].get("approve", False) and sys.stdin.isatty())

@@ -97,5 +97,5 @@ def run_query(path: Path, query: str, arguments: dict) -> list[dict]:
 def _explain(error: Exception) -> str:
     text = str(error)
     if "not authorized" in text:
-        return "the query would do more than read (a write, ATTACH, a pragma...): an SQL tool only reads"
+        return "the query would do more than read (a write, ATTACH, a pragma...): it may only read"
     return text

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 import json
 import sqlite3
 import time
@@ -25,11 +26,14 @@ from planc.store import faults
 from planc.store.faults import RunLeased, RunStoreError, cannot_write, store_failure
 from planc.store.large_values import Values, keep, keep_event, read_record, to_json
 from planc.store.lease import Holder, holds
+from planc.store.plan_steps import recorded_step_rows
+from planc.store.views import make_views
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
 # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases; 5: calls.idempotency_key;
-# 6: batches, runs.batch and runs.batch_line; 7: calls.labels; 8: shapes
-SCHEMA_VERSION = 8
+# 6: batches, runs.batch and runs.batch_line; 7: calls.labels; 8: shapes;
+# 9: steps, rounds and the views (store/views.py)
+SCHEMA_VERSION = 9
 # What run `r` spent, in dollars: the `usd` of its events (each inference of a priced model, by the usage its
 # reply reported; each call of a tool with a declared cost), as `spending.py` counted them; a resumed run's
 # events carry it only for what the resume itself made, so nothing is counted twice.
@@ -105,6 +109,32 @@ CREATE TABLE IF NOT EXISTS shapes (  -- what each trusted tool's results look li
     schema TEXT NOT NULL,          -- JSON Schema: types, field names, lengths; never a value
     calls INTEGER NOT NULL,        -- how many successful calls it was learned from
     updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS steps (   -- every step of the plan each run ran, nested ones too (store/plan_steps.py)
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    path TEXT NOT NULL,            -- its step path: `2`, `3/do.1`
+    position INTEGER NOT NULL,     -- its number among its siblings: 1 for `1` and for `3/do.1`
+    depth INTEGER NOT NULL,        -- how many blocks it is in: 0 for a top-level step
+    tool TEXT NOT NULL,            -- what it calls: a tool, a declared plan or a built-in step
+    arguments TEXT NOT NULL,       -- JSON: {argument: its kind (plan_steps.ARGUMENT_KINDS)}; never a value
+    piped INTEGER NOT NULL,        -- 1 when the step before it in its pipeline is its input
+    usd_each REAL NOT NULL,        -- what one call of its tool is declared to cost
+    calls_low REAL, calls_high REAL,  -- what the check estimated one run of the step costs: calls,
+    usd_low REAL, usd_high REAL,      -- dollars and milliseconds (its critical path), least and most;
+    ms_low REAL, ms_high REAL,        -- a NULL most has no bound; all NULL for a run recorded before schema 9
+    started_at REAL,               -- when it first started and last ended (its events' times; a step in a
+    finished_at REAL,              -- block: NULL, as it runs once per item); NULL when it never did
+    failed INTEGER,                -- the number of the event that said it failed (the run's first such);
+    error_type TEXT,               -- what failed (ToolFailed, RunError, ...), and the diagnostic code of a
+    code TEXT,                     -- refusal that has one (E400, E401); NULL when it did not fail
+    PRIMARY KEY (run_id, path)
+);
+CREATE TABLE IF NOT EXISTS rounds (  -- `planc plan`: each answer of the model, as checked
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    round INTEGER NOT NULL,        -- 1 for the first answer, then one per repair
+    ok INTEGER NOT NULL,           -- 1 when its plan checked
+    codes TEXT NOT NULL,           -- JSON: the code of each of its error diagnostics, in order
+    PRIMARY KEY (run_id, round)
 );
 CREATE TABLE IF NOT EXISTS leases (  -- the process recording into a run now (store/lease.py)
     run_id TEXT PRIMARY KEY REFERENCES runs(id),
@@ -222,10 +252,11 @@ class RunStore:
             raise RunStoreError(f"{self.path}: cannot read the run store: it is damaged ({error})") from None
 
     def start_run(self, stored_plan: dict | None, arguments, options: dict | None = None,
-                  batch: tuple[str, int] | None = None) -> str:
+                  batch: tuple[str, int] | None = None, steps: list[tuple] | None = None) -> str:
         """A new run of `stored_plan` (None while a model is writing the plan: `set_plan` records it then),
         and its id; `options` says how it runs, so that replay and resume can do the same; `batch`, the
-        batch and line it runs (`start_batch`)."""
+        batch and line it runs (`start_batch`); `steps`, the plan's rows (`plan_steps.checked_step_rows`),
+        else they are read from its text, without the check's estimates."""
         run_id = _new_id()
         holder = Holder()
         batch_id, line = batch or (None, None)
@@ -234,6 +265,8 @@ class RunStore:
                        "VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
                        (run_id, time.time(), keep(db, stored_plan), keep(db, dict(arguments or {})),
                         to_json(options or {}), batch_id, line))
+            if stored_plan is not None:
+                _keep_steps(db, run_id, stored_plan, steps)
             self._lease(db, run_id, holder)
         return run_id
 
@@ -365,11 +398,20 @@ class RunStore:
         with self.transaction() as db:
             db.execute("INSERT INTO events (run_id, sequence, at, event, refs) VALUES (?, ?, ?, ?, ?)",
                        (run_id, sequence, at, *keep_event(db, event)))
+            _step_event(db, run_id, sequence, at, event)
 
-    def set_plan(self, run_id: str, stored_plan: dict) -> None:
-        """The plan a run runs, once a model has written it and it checked."""
+    def set_plan(self, run_id: str, stored_plan: dict, steps: list[tuple] | None = None) -> None:
+        """The plan a run runs, once a model has written it and it checked; `steps` as `start_run` takes them."""
         with self.transaction() as db:
             db.execute("UPDATE runs SET plan = ? WHERE id = ?", (keep(db, stored_plan), run_id))
+            _keep_steps(db, run_id, stored_plan, steps)
+
+    def keep_rounds(self, run_id: str, rounds: list[tuple[bool, list[str]]]) -> None:
+        """How each answer of a `planc plan` run's model checked: whether it did, and its errors' codes."""
+        with self.transaction() as db:
+            db.executemany("INSERT INTO rounds (run_id, round, ok, codes) VALUES (?, ?, ?, ?)",
+                           [(run_id, number, ok, json.dumps(codes))
+                            for number, (ok, codes) in enumerate(rounds, start=1)])
 
     def keep_file(self, text: str) -> str:
         """Keep `text` (a file a run read), once however many runs read it; its hash names it."""
@@ -490,6 +532,33 @@ def learned_shapes(path: str | Path) -> dict[str, LearnedShape]:
         store.close()
 
 
+def _keep_steps(db: sqlite3.Connection, run_id: str, stored_plan: dict, steps: list[tuple] | None) -> None:
+    rows = steps if steps is not None else recorded_step_rows(stored_plan)
+    db.executemany("INSERT OR REPLACE INTO steps (run_id, path, position, depth, tool, arguments, piped, usd_each, "
+                   "calls_low, calls_high, usd_low, usd_high, ms_low, ms_high) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(run_id, *row) for row in rows])
+
+
+def _step_event(db: sqlite3.Connection, run_id: str, sequence: int, at: float, event: dict) -> None:
+    """What a step's event tells its row in `steps`: when it started and ended, and how it failed. The steps of
+    a declared plan (a `stack`) are not the run's plan's; an item's run of a block's step (`3/do.1[4]`) tells
+    only that it failed, on the block step's row."""
+    kind = event.get("event")
+    if kind not in ("step_started", "step_finished", "step_failed") or event.get("stack"):
+        return
+    path = event["step"]
+    if "[" not in path:
+        if kind == "step_started":
+            db.execute("UPDATE steps SET started_at = COALESCE(started_at, ?) WHERE run_id = ? AND path = ?",
+                       (at, run_id, path))
+        else:
+            db.execute("UPDATE steps SET finished_at = ? WHERE run_id = ? AND path = ?", (at, run_id, path))
+    if kind == "step_failed":
+        db.execute("UPDATE steps SET failed = ?, error_type = ?, code = ? WHERE run_id = ? AND path = ? AND "
+                   "failed IS NULL", (sequence, event.get("error_type"), event.get("code"), run_id,
+                                      re.sub(r"\[\d+\]", "", path)))
+
+
 def _labels_json(labels: dict | None) -> str | None:
     return json.dumps(labels, sort_keys=True) if labels is not None else None
 
@@ -512,8 +581,10 @@ def newer(db: sqlite3.Connection, path: Path, version: int | None = None) -> Non
 
 def _migrate(db: sqlite3.Connection) -> None:
     """Bring a store written by an older planc up to this schema: add the columns it lacks
-    (`ADDED_COLUMNS`); the tables it lacks SCHEMA made."""
-    if db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+    (`ADDED_COLUMNS`; the tables it lacks SCHEMA made), the steps of the runs it holds (schema 9),
+    and this schema's views."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version >= SCHEMA_VERSION:
         return
     with db:
         db.execute("BEGIN IMMEDIATE")
@@ -522,6 +593,10 @@ def _migrate(db: sqlite3.Connection) -> None:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
                 if fill is not None:
                     db.execute(f"UPDATE {table} SET {column} = {fill}")
+        if version < 9:  # the steps of the runs recorded before they were kept: from each run's plan text
+            for run_id, plan in db.execute("SELECT id, plan FROM runs WHERE plan IS NOT 'null'").fetchall():
+                _keep_steps(db, run_id, Values(db)(plan), None)
+        make_views(db)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 

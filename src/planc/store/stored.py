@@ -3,45 +3,37 @@
 A stored plan is JSON: the source text, its canonical text, the tree with spans, a
 fingerprint of every tool it calls, the hash of the file of every declared plan it can
 reach (directly or through other plans), the hash of the policy it was checked under,
-and a content hash over all of that. Loading reads it strictly (no duplicate key, every
-field of its type: `STORED_PLAN`), verifies the hash, migrates an older version through
-`MIGRATIONS`, re-checks the source against the current registry and policy, and refuses
-a plan whose tools, declared plans or policy changed since it was compiled.
+the names of the built-in steps of the language it was written in, and a content hash over
+all of that. Loading reads it strictly (no duplicate key, every field of its type:
+`STORED_PLAN`), verifies the hash, re-checks the source against the current registry and
+policy, and refuses a plan whose tools, declared plans or policy changed since it was compiled.
+
+A plan of an older version is refused to run (`OlderPlan`) until `planc migrate` rewrites its
+file through `MIGRATIONS`, in order, each stamping the version it reaches (`migrations.py`). The
+plans a run store recorded are records, not files: they are brought up to date in memory.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
+from planc.registry.builtins import CONTROL_STEPS
+from planc.store.migrations import MIGRATIONS
+from planc.store.plan_hashes import StoredPlanError, canonical_json, content_hash, fingerprint, sha256, tool_hash
 from planc.syntax.json_input import read_json
 
 FORMAT = "planc.plan"
-VERSION = 3  # 2: `plans`, the files of the declared plans it can reach; 3: `params`, its own declared params
-
-
-def _no_plans_recorded(stored: dict) -> dict:
-    """Version 1 did not record the declared plans' files: `plans` is null, unknown, and loading refuses
-    such a plan if it calls any declared plan."""
-    return {**stored, "plans": None}
-
-
-def _no_params_recorded(stored: dict) -> dict:
-    """Version 2 did not record the `params` of a plan compiled from a declared plan's file: `params` is null,
-    and the plan's `$args` are as untyped as they were then."""
-    return {**stored, "params": None}
-
-
-# version -> the function that turns a stored plan of that version into one of the next
-# version. A change of format adds one entry here (and keeps the committed fixtures loading).
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _no_plans_recorded, 2: _no_params_recorded}
+# 2: `plans`, the files of the declared plans it can reach; 3: `params`, its own declared params;
+# 4: `builtins`, the names of the built-in steps when it was compiled
+VERSION = 4
 
 _DIGEST = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 # What a stored plan of the current version holds; anything else is refused before it is used.
 STORED_PLAN = {
     "type": "object",
-    "required": ["format", "version", "source", "canonical", "ast", "registry", "policy", "plans", "params", "hash"],
+    "required": ["format", "version", "source", "canonical", "ast", "registry", "policy", "plans", "params",
+                 "builtins", "hash"],
     "additionalProperties": False,
     "properties": {
         "format": {"const": FORMAT},
@@ -56,54 +48,21 @@ STORED_PLAN = {
         "plans": {"anyOf": [{"type": "object", "additionalProperties": _DIGEST}, {"type": "null"}]},
         # the JSON Schema of each run argument, when the plan is a declared plan's file with `params`
         "params": {"anyOf": [{"type": "object", "additionalProperties": {"type": "object"}}, {"type": "null"}]},
+        # the names of the built-in steps of the language the plan was compiled in: a name that is one
+        # now and was not then was a tool of the registry, and `planc migrate` says which one it became
+        "builtins": {"type": "array", "items": {"type": "string"}},
         "hash": _DIGEST,
     },
 }
 
 
-class StoredPlanError(Exception):
-    """A stored plan that cannot be loaded: not one, tampered with, too new, or stale."""
+class OlderPlan(StoredPlanError):
+    """A stored plan of an older version than this planc's, given to run: `planc migrate` brings it up to date."""
 
-
-# One encoder, made once: json.dumps with options makes a new one each call, which costs more than a
-# small value's encoding (every tool call's idempotency key is over its canonical JSON).
-_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def canonical_json(data) -> str:
-    """`data` as JSON with sorted keys and no optional whitespace: what the hashes are over."""
-    return _CANONICAL.encode(data)
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-# Fields a tool's declaration gained after stored plans existed: hashed only when set, so the plans
-# compiled before them stay fresh.
-LATER_FIELDS = frozenset({"query", "idempotency_key", "labels"})
-
-
-def _plain(value):
-    """A tool declaration's value as JSON-ready data: attrs classes by field (those equality compares),
-    mappings, sequences."""
-    import attrs
-
-    if attrs.has(type(value)):
-        return {field.name: _plain(getattr(value, field.name)) for field in attrs.fields(type(value))
-                if field.eq and not (field.name in LATER_FIELDS and getattr(value, field.name) == field.default)}
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, frozenset):  # a tool's labels
-        return sorted(value)
-    return value
-
-
-def tool_hash(tool) -> str:
-    """The sha256 of the canonical JSON of every field of `tool`'s declaration."""
-    return _sha256(canonical_json(_plain(tool)))
+    def __init__(self, version: int) -> None:
+        self.older = f"stored plan is version {version}, and this planc runs version {VERSION}"
+        super().__init__(f"{self.older}: `planc migrate` rewrites its file, each migration stamping the version "
+                         "it reaches")
 
 
 def _used_tools(checked) -> dict:
@@ -112,22 +71,14 @@ def _used_tools(checked) -> dict:
     return {tool.name: tool for tool in tools if tool.provider != "builtin"}
 
 
-def _fingerprint(tools: Mapping) -> str:
-    return _sha256(canonical_json([_plain(tools[name]) for name in sorted(tools)]))
-
-
 def _policy_hash(policy) -> str | None:
-    return _sha256(policy.text) if policy is not None else None
-
-
-def _content_hash(stored: Mapping) -> str:
-    return _sha256(canonical_json({key: value for key, value in stored.items() if key != "hash"}))
+    return sha256(policy.text) if policy is not None else None
 
 
 def _plan_files(checked, registry) -> dict:
     """name -> the hash of the file of every declared plan `checked` can reach."""
     plans = checked.context.plans if checked.context is not None else {}
-    return {name: _sha256(registry.plans.file(name).text or "") for name in sorted(plans)}
+    return {name: sha256(registry.plans.file(name).text or "") for name in sorted(plans)}
 
 
 def save_plan(checked, *, registry=None, policy=None) -> dict:
@@ -144,16 +95,17 @@ def save_plan(checked, *, registry=None, policy=None) -> dict:
         "source": checked.source,
         "canonical": print_plan(checked.plan),
         "ast": to_data(checked.plan, spans=True),
-        "registry": {"fingerprint": _fingerprint(tools),
+        "registry": {"fingerprint": fingerprint(tools),
                      "tools": {name: tool_hash(tools[name]) for name in sorted(tools)}},
         "policy": _policy_hash(policy),
         "plans": _plan_files(checked, registry),
         "params": dict(checked.context.arguments) if checked.context and checked.context.arguments is not None
         else None,
+        "builtins": sorted(CONTROL_STEPS),
     }
     # The hash is over the JSON as it is read back, so a value JSON changes (a tuple) still verifies.
     stored = json.loads(canonical_json(stored))
-    stored["hash"] = _content_hash(stored)
+    stored["hash"] = content_hash(stored)
     return stored
 
 
@@ -205,22 +157,36 @@ def _readable() -> list[int]:
     return sorted({*MIGRATIONS, VERSION})
 
 
-def migrate(stored: dict) -> dict:
-    """`stored` brought to the current version, one migration at a time; the hash is checked before each."""
+def migrate(stored: dict, registry=None) -> tuple[dict, list[str]]:
+    """`stored` brought to the current version, one migration at a time, each stamping the version it reaches
+    (the hash is checked before each, and made again after), and what each changed, in words. A migration
+    that cannot convert the plan unambiguously raises MigrationRefused, and nothing is stamped."""
+    said = []
     while stored["version"] < VERSION:
         version = stored["version"]
         if version not in MIGRATIONS:
             raise StoredPlanError(f"stored plan is version {version}, which this planc cannot read: "
                                   f"it reads versions {', '.join(map(str, _readable()))}")
         _verify_hash(stored)
-        stored = MIGRATIONS[version](stored)
+        stored, changed = MIGRATIONS[version](stored, registry)
         stored["version"] = version + 1
-        stored["hash"] = _content_hash(stored)
-    return stored
+        stored["hash"] = content_hash(stored)
+        said.append(f"version {version} -> {version + 1}" + (f": {changed}" if changed else ""))
+    return stored, said
+
+
+def migrate_plan(text: str, registry=None) -> tuple[str, list[str]]:
+    """The text of the stored plan `text` brought to the current version (`planc migrate`), and what each
+    migration changed; `registry` is the planc.toml it runs against (a migration may need its tools).
+    A StoredPlanError (MigrationRefused for a plan no migration can convert unambiguously) otherwise."""
+    stored, said = migrate(_read(text), registry)
+    _check_fields(stored)
+    _verify_hash(stored)
+    return dump(stored), said
 
 
 def _verify_hash(stored: Mapping) -> None:
-    found = _content_hash(stored)
+    found = content_hash(stored)
     if stored.get("hash") != found:
         raise StoredPlanError(f"stored plan was modified after it was compiled: its content hash does not match "
                               f"(expected {stored.get('hash')}, found {found})")
@@ -229,18 +195,20 @@ def _verify_hash(stored: Mapping) -> None:
 def stored_source(text: str) -> str:
     """The plan text a stored plan holds, once it is read strictly and its hash verified: what `planc check`,
     `show`, `optimize` and `policy explain` read from a compiled plan (a StoredPlanError otherwise)."""
-    stored = migrate(_read(text))
+    stored, _ = migrate(_read(text))
     _check_fields(stored)
     _verify_hash(stored)
     return stored["source"]
 
 
 def load_plan(text: str, *, registry=None, policy=None, principal: str | None = None, arguments=None,
-              approvals: bool = False, written_by=frozenset(), **limits):
+              approvals: bool = False, written_by=frozenset(), recorded: bool = False, **limits):
     """The CheckResult of the stored plan `text`, re-checked against the current `registry` and `policy`.
 
     Refused with StoredPlanError when it is not a stored plan, is of an unknown version, was
-    modified, has errors now, or a tool it calls or the policy changed since it was compiled. Its run
+    modified, has errors now, or a tool it calls or the policy changed since it was compiled; with
+    OlderPlan when it is of an older version, unless it is `recorded` (a run store's record of the plan
+    a run ran, which is brought up to date in memory: a record is never rewritten). Its run
     arguments are `arguments` (the JSON Schema of each) when given, else the `params` it was compiled with.
     `limits` are the budgets of `check` (`max_usd`, `max_calls`, `max_inferences`); `approvals` and
     `written_by` as `check` takes them.
@@ -248,7 +216,11 @@ def load_plan(text: str, *, registry=None, policy=None, principal: str | None = 
     from planc.passes.check import check, named_policy
 
     policy = named_policy(policy, registry)
-    stored = migrate(_read(text))
+    stored = _read(text)
+    if stored["version"] < VERSION and not recorded:
+        _verify_hash(stored)
+        raise OlderPlan(stored["version"])
+    stored, _ = migrate(stored, registry)
     _check_fields(stored)
     _verify_hash(stored)
     declared = stored["registry"]["tools"]

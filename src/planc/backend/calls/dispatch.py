@@ -118,7 +118,7 @@ class Dispatch:
         denied = denial(step, call.step, decision, self.principal, self.policy, tool=call.tool.name, blame=blame)
         if blame is not None:  # the record of a run a person approved it in answers it, or else the gate
             return denied.message
-        raise RunError(f"step {call.step}: {denied.message}", step.tool)
+        raise RunError(f"step {call.step}: {denied.message}", step.tool, code=denied.code)
 
     def executor_for(self, in_loop: bool):
         """Where a Python tool's call is made: on the run's executor (a Ray cluster) when it may run beside

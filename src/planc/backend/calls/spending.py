@@ -58,7 +58,7 @@ class Spending:
             else:
                 amount = dollars(cost) if math.isfinite(cost) else "any amount (its model has no `max_tokens`)"
                 spent = f"the run has spent {dollars(self.spent[field])} and this {this} {amount}"
-            raise RunError(f"{what}: it would pass the budget: {spent}, and `{option}` is {limit}", at)
+            raise RunError(f"{what}: it would pass the budget: {spent}, and `{option}` is {limit}", at, code="E401")
         for field, cost in (costs if counted is None else counted).items():
             self.spent[field] += cost
 

@@ -252,7 +252,7 @@ class Run:
                 self.emit("step_exited", step=path, status=error.status,
                           **({"message": error.message} if error.message else {}))
             else:
-                self.emit("step_failed", error, step=path)
+                self.emit("step_failed", error, step=path, tool=step.tool.text)
             raise
         # What any call's result carries (its own labels, its arguments', its control's), and what its
         # handler or declared plan says it adds.

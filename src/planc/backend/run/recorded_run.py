@@ -56,6 +56,7 @@ class RecordedRun:
                batch: tuple[str, int] | None = None) -> RecordedRun:
         """A new run of `checked` in `store`; `options` (how it runs: config, policy, finish, ...) are kept
         with it, so that a replay or a resume runs it the same way; `batch`: the batch and line it runs."""
+        from planc.store.plan_steps import checked_step_rows
         from planc.store.stored import save_plan
 
         # `approvals`: it was checked for a person to let flagged calls through, so its replay and resume are too.
@@ -66,7 +67,7 @@ class RecordedRun:
                    # `written_by`: whoever wrote it gave its literals their labels, in its replay and resume too.
                    "written_by": sorted(checked.context.written_by) if checked.context is not None else []}
         recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
-                                                   options, batch))
+                                                   options, batch, checked_step_rows(checked)))
         return cls(checked, registry, policy, principal, arguments, recorder, store, options.get("returns"))
 
     @classmethod

@@ -72,7 +72,8 @@ class Session:
 
         An event about a step (one with `step`: a step's, a tool call's, a model inference's) carries
         `stack`, the declared plans it is in. An event about an `error` carries its message and kind
-        (`error_type`: ToolFailed, ModelError, ...); a sink that fails then (an events file on a full
+        (`error_type`: ToolFailed, ModelError, ...), and the diagnostic code of a refusal that has one (`code`:
+        E400 for the policy, E401 for a budget); a sink that fails then (an events file on a full
         disk) does not hide that error.
         """
         if self.events is None:
@@ -83,7 +84,8 @@ class Session:
             self.events({"event": event, **fields})
             return
         with contextlib.suppress(RunError):
-            self.events({"event": event, **fields, "error": str(error), "error_type": type(error).__name__})
+            code = {"code": error.code} if getattr(error, "code", None) else {}
+            self.events({"event": event, **fields, "error": str(error), "error_type": type(error).__name__, **code})
 
     @property
     def calls_tools(self) -> bool:

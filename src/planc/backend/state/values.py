@@ -23,11 +23,12 @@ from planc.syntax.printer import print_expr
 
 
 class RunError(Exception):
-    """A plan that fails while running: the message names the step, and the span says where."""
+    """A plan that fails while running: the message names the step, and the span says where; `code` is the
+    diagnostic code of a refusal the check would give too (E400, E401), so the run store can count them."""
 
-    def __init__(self, message: str, node=None) -> None:
+    def __init__(self, message: str, node=None, code: str | None = None) -> None:
         super().__init__(message)
-        self.node = node
+        self.node, self.code = node, code
 
 
 class Exited(Exception):
