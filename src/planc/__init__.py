@@ -36,9 +36,14 @@ _API = {
     "Project": "planc.project",
     "render_repair": "planc.diagnostics.render_repair",
     "run": "planc.backend.recorded_run",
+    "run_async": "planc.backend.recorded_run",
+    "approve": "planc.backend.approved_run",
+    "approve_async": "planc.backend.approved_run",
+    "AwaitingApproval": "planc.backend.approvals",
     "RunResult": "planc.backend.interpreter",
     "Hooks": "planc.backend.hooks",
     "plan": "planc.planning.planner",
+    "plan_async": "planc.planning.planner",
     "Planned": "planc.planning.planner",
     "system_prompt": "planc.planning.prompt",
 }
@@ -46,13 +51,15 @@ _API = {
 __all__ = list(_API)
 
 if TYPE_CHECKING:
+    from planc.backend.approvals import AwaitingApproval
+    from planc.backend.approved_run import approve, approve_async
     from planc.backend.hooks import Hooks
     from planc.backend.interpreter import RunResult
-    from planc.backend.recorded_run import run
+    from planc.backend.recorded_run import run, run_async
     from planc.decoding import export_grammar
     from planc.diagnostics import Diagnostic, Fix, Position, Severity, Span
     from planc.diagnostics.render_repair import render_repair
-    from planc.planning.planner import Planned, plan
+    from planc.planning.planner import Planned, plan, plan_async
     from planc.planning.prompt import system_prompt
     from planc.passes.policy.load import load_policy
     from planc.project import Project, load_project

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 import attrs
 
 from planc.backend import plan_stack
+from planc.backend.approvals import AwaitingApproval
 from planc.backend.control_steps import CONTROL_HANDLERS, rendered_input, step_sources
 from planc.backend.dispatch import Dispatch, result_problem
 from planc.backend.hooks import Call, Hooks
@@ -103,7 +104,7 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
         if returns is not None and result.status == "ok":
             _check_returns(returns, result.value)
     except RunError as error:
-        run.emit("run_finished", error, status="failed")
+        run.emit("run_finished", error, status="awaiting_approval" if isinstance(error, AwaitingApproval) else "failed")
         raise
     run.emit("run_finished", status=result.status, **({"message": result.message} if result.message else {}))
     return result

@@ -73,9 +73,6 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     from planc.backend.hooks import Hooks
     from planc.backend.values import RunError
 
-    if approve and not sys.stdin.isatty():
-        raise UsageError("--approve asks on the terminal before every effectful call, and standard input is "
-                         "not a terminal: run planc in one, or leave out --approve")
     if finish == "solver" and not query:
         raise UsageError("--finish solver needs --query TEXT, the question the report answers")
     if query is not None and finish != "solver":
@@ -133,7 +130,8 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
             except RunStoreError as error:  # nothing ran: an I/O problem, as a store that cannot be opened
                 raise UsageError(str(error)) from None
             click.echo(f"run: {recorded.run_id}", err=True)
-            hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
+            # --approve asks on a terminal; with none, a call that needs a person waits for `planc approve`.
+            hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve and sys.stdin.isatty() else None,
                           events=fan_out(events_writer(sink, events), progress.sink, spans), interlocutor=answer)
             try:
                 with progress, tool_output_to_stderr():

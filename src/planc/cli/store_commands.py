@@ -1,4 +1,4 @@
-"""`planc runs`, `show-run`, `replay` and `resume`: what the run store holds, and running from it."""
+"""`planc runs`, `show-run`, `replay`, `resume` and `approve`: what the run store holds, and running from it."""
 
 from __future__ import annotations
 
@@ -98,6 +98,9 @@ def runs_command(store: str | None, output_format: str) -> None:
     for run in listed:
         click.echo(f"{run['id']}  {_when(run['started_at'])}  {run['status']:<11} {run['calls']} call"
                    f"{'s' if run['calls'] != 1 else ''}")
+        for call in run.get("awaiting", ()):  # what a waiting run asks, and what answers it
+            click.echo(f"  waits: call {call['sequence']} (step {call['step']}) {call['tool']} {_short(call['input'])}: "
+                       f"{call['asks']}  (planc approve {run['id']} --call {call['sequence']} [--deny])")
 
 
 @click.command("show-run")
@@ -319,9 +322,6 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     from planc.backend.values import RunError
     from planc.store.stored import dump
 
-    if approve and not sys.stdin.isatty():
-        raise UsageError("--approve asks on the terminal before every effectful call, and standard input is "
-                         "not a terminal: resume in one, or leave out --approve")
     run = _stored_run(store, run_id)
     run_id = run["id"]
     if run["status"] in ("ok", "error"):
@@ -336,10 +336,9 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     policy = find_policy(policy_file, registry, principal)
     checked = checked_to_run(dump(run["plan"]), run_id, registry, policy, principal, budget=_budget_of(run),
                              approvals=approve or run["options"].get("approvals", False))
-    # The approval the run was made under holds for its resume: it asks on a terminal, and makes no
-    # effectful call the run has not made where it cannot ask.
-    asks = approve or (run["options"].get("approve", False) and sys.stdin.isatty())
-    unattended = run["options"].get("approve", False) and not asks
+    # The approval the run was made under holds for its resume: it asks on a terminal, and where it cannot
+    # ask, the call waits in the store for `planc approve`.
+    asks = (approve or run["options"].get("approve", False)) and sys.stdin.isatty()
     err = console(stderr=True)
     answer = ask_hook(answers_file, err)  # a file that cannot be used: exit 2, nothing resumed
     traces = run_traces(otel, run_id)  # before the run is taken up, so that --otel without OpenTelemetry,
@@ -351,7 +350,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
                 (_, connected), Interrupts() as interrupts:
             run = _leased_run(runs, run_id)  # as it is now that this process alone records into it
             resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
-                                         unattended=unattended)
+                                         approve=approve)
             click.echo(f"run: {run_id} (resumed)", err=True)
             hooks = Hooks(gate=approval_gate(err) if asks else None, interlocutor=answer,
                           events=fan_out(events_writer(sink, events), spans))
@@ -370,3 +369,50 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
                          lambda: solver_client(registry), resumed.recorder)
         finally:
             runs.close()
+
+
+@click.command("approve")
+@click.argument("run_id", metavar="RUN")  # its id, a unique start of it, or `last`
+@click.option("--deny", is_flag=True, help="Refuse the call: it is never made, and the run stops before it.")
+@click.option("--call", "call", type=int, metavar="N", help="Which call to answer, when several wait (`planc runs`).")
+@STORE_OPTION
+@EVENTS_OPTION
+def approve_command(run_id: str, deny: bool, call: int | None, store: str | None, events: str | None) -> None:
+    """Approve the call RUN waits on (`planc runs` lists what waits), and continue RUN from its record.
+
+    The approved call is made once, here, even when another process answers at the same time (one of
+    them continues the run; the other is told it was answered). With --deny the call is never made and
+    the run stops before it. Any later call that needs a person waits in turn.
+    Exit 0 ok, 1 nothing to answer, refused or failed, 3 the run waits again, 4 an exit step with status
+    error, 130 interrupted.
+    """
+    from planc.backend.approved_run import approve
+    from planc.backend.hooks import Hooks
+    from planc.backend.values import RunError
+    from planc.cli.project import store_path
+    from planc.passes.policy.load import PolicyError
+    from planc.registry.config import ConfigError
+    from planc.store.run_store import NotWaiting, RunStoreError
+    from planc.store.stored import StoredPlanError
+
+    path = store_path(store)
+    if not path.exists():
+        raise UsageError(f"{path}: there is no run store here")
+    sink = events_file(events, {"the run store": path}) if events else None
+    try:
+        with tool_output_to_stderr():
+            result = approve(run_id, store=path, deny=deny, call=call, hooks=Hooks(events=events_writer(sink, events)))
+    except NotWaiting as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+    except (ConfigError, PolicyError, StoredPlanError) as error:
+        click.echo(f"error: run {run_id}: {error}", err=True)
+        sys.exit(1)
+    except RunError as error:
+        run_failed(error)
+    finally:
+        if sink:
+            sink.close()
+    print_result(result, "output", None, None, None)
