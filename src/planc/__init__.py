@@ -40,6 +40,7 @@ _API = {
     "approve": "planc.backend.approved_run",
     "approve_async": "planc.backend.approved_run",
     "AwaitingApproval": "planc.backend.approvals",
+    "NotWaiting": "planc.store.run_store",
     "RunResult": "planc.backend.interpreter",
     "Hooks": "planc.backend.hooks",
     "plan": "planc.planning.planner",
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from planc.registry.config import load_registry
     from planc.passes.check import CheckResult, check
     from planc.registry.python_tools import tool
+    from planc.store.run_store import NotWaiting
     from planc.store.stored import load_plan, save_plan
     from planc.syntax.extract import extract
     from planc.syntax.parser import ParseResult, parse

@@ -58,6 +58,7 @@ class RunResult:
     status: str = "ok"  # "ok" or "error" (an exit step with status error)
     message: str | None = None
     labels: frozenset = frozenset()  # what the result carries (where it came from)
+    run_id: str | None = None  # the run's: its id in the run store when it is recorded
 
     def kept(self):
         """The result as planc writes it in a record: redacted when it is labelled `secret`."""
@@ -96,9 +97,9 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
                     last = await run.pipelines(checked.plan.pipelines, scope, prefix="", suffix="", in_loop=False)
                 else:
                     last = await run.scheduled(checked.plan.pipelines, schedule, scope)
-            result = RunResult(last.value, labels=last.view.whole())
+            result = RunResult(last.value, labels=last.view.whole(), run_id=session.run_id)
         except Exited as exit_:
-            result = RunResult(exit_.output, exit_.status, exit_.message, exit_.labels)
+            result = RunResult(exit_.output, exit_.status, exit_.message, exit_.labels, session.run_id)
         finally:
             await session.close()  # never raises: servers and models are closed whatever happened
         if returns is not None and result.status == "ok":
