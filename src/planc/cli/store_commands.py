@@ -296,7 +296,8 @@ def _as_recorded(run: dict, config: str | None, policy_file: str | None, princip
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
-@click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful call it makes.")
+@click.option("--approve", is_flag=True, help="A person approves every effectful call it makes: asked on the "
+              "terminal; with no terminal, the call waits for `planc approve` (exit 3).")
 @EVENTS_OPTION
 @OTEL_OPTION
 @ANSWERS_OPTION
@@ -310,9 +311,10 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     only if its tool is idempotent or takes the call's idempotency key (it is given the same key),
     else the run stops with "outcome unknown". A question `ask` left open is asked again (--answers).
     A run made with --approve asks again before every effectful call resume makes, and without a
-    terminal makes none. Its calls are made as the run's were (--executor), unless --executor says
+    terminal the call waits for `planc approve` (exit 3). Its calls are made as the run's were (--executor), unless --executor says
     otherwise. Its events are numbered on from the last the run recorded.
-    Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error, 130 interrupted.
+    Exit 0 ok, 1 refused, failed or outcome unknown, 3 a call waits for `planc approve`, 4 an exit step with
+    status error, 130 interrupted.
     """
     from planc.backend.approve import approval_gate
     from planc.backend.events import fan_out
@@ -387,6 +389,7 @@ def approve_command(run_id: str, deny: bool, call: int | None, store: str | None
     error, 130 interrupted.
     """
     from planc.backend.approved_run import approve
+    from planc.backend.events import fan_out
     from planc.backend.hooks import Hooks
     from planc.backend.values import RunError
     from planc.cli.project import store_path
@@ -396,12 +399,23 @@ def approve_command(run_id: str, deny: bool, call: int | None, store: str | None
     from planc.store.stored import StoredPlanError
 
     path = store_path(store)
-    if not path.exists():
-        raise UsageError(f"{path}: there is no run store here")
+    runs = open_store(store, read_only=True)  # no store here: exit 2
+    try:
+        run_id = runs.find(run_id)
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+    finally:
+        runs.close()
     sink = events_file(events, {"the run store": path}) if events else None
+
+    def continued(event: dict) -> None:  # said once the answer is given and the run goes on
+        if event["event"] == "run_started":
+            click.echo(f"run: {run_id} ({'denied' if deny else 'approved'}, continued)", err=True)
+
     try:
         with tool_output_to_stderr():
-            result = approve(run_id, store=path, deny=deny, call=call, hooks=Hooks(events=events_writer(sink, events)))
+            result = approve(run_id, store=path, deny=deny, call=call,
+                             hooks=Hooks(events=fan_out(continued, events_writer(sink, events))))
     except NotWaiting as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)

@@ -145,9 +145,6 @@ def _recorded_end(held: dict, step) -> None:
         raise ToolFailed(held["error"], _node(step))
     if held["outcome"] == "not_approved":
         raise RunError(held["error"], _node(step))
-    if held["outcome"] == "awaiting_approval":
-        raise AwaitingApproval(f"step {held['step']}: `{held['tool']}` waits for a person's approval ({held['error']})",
-                               _node(step))
 
 
 def _no_result(held: dict) -> bool:
@@ -181,9 +178,10 @@ class Replay:
         held = recorded[0]
         _same_call(held, call, asked, step, self.run["id"], "replay")
         recorded.pop(0)
-        if held["outcome"] == "approved":  # approved, and the run stopped before it made the call
-            raise AwaitingApproval(f"step {call.step}: `{call.tool.name}` was approved, and run {self.run_id} has "
-                                   "not made the call yet", _node(step))
+        if held["outcome"] in ("awaiting_approval", "approved"):  # the run waits here (or stopped before the call)
+            raise AwaitingApproval(self.run["message"] if self.run["status"] == "awaiting_approval" else
+                                   f"step {call.step}: run {self.run_id} has not made the call of "
+                                   f"`{call.tool.name}` a person approved here", _node(step), run_id=self.run_id)
         _recorded_end(held, step)
         if held["outcome"] == "unknown":
             if held["error"] is not None:  # it timed out (or lost its worker): the run was told, and failed or went on
