@@ -27,8 +27,10 @@ from planc.store.lease import Holder, holds
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
 # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases; 5: calls.idempotency_key;
-# 6: batches, runs.batch and runs.batch_line; 7: calls.labels
-SCHEMA_VERSION = 7
+# 6: batches, runs.batch and runs.batch_line; 7: calls.labels; 8: the outcomes `awaiting_approval` and `approved`
+# and the status `awaiting_approval` (no new column: the version alone keeps an older planc, which would take a
+# waiting call for one whose outcome is unknown and might make it unapproved, from resuming such a run)
+SCHEMA_VERSION = 8
 
 # How a call ended. An intent row with no outcome yet (its process died during the call) is unknown.
 OUTCOMES = {
