@@ -128,8 +128,8 @@ class RecordedRun:
         return result
 
     def waiting(self, waiting: AwaitingApproval) -> AwaitingApproval:
-        """Record that the run waits for a person's approval; what it then says of itself, with every call that
-        waits (the items of a `map` may each have one)."""
+        """Record that the run waits for a person's approval; what it then says of itself, with the calls that
+        wait (as the store holds them)."""
         if self.store is None:  # a replay: the run waited here
             return waiting
         calls = self.store.awaiting(self.run_id)
