@@ -156,8 +156,8 @@ def _call_line(call: dict, prefix: str = "") -> str:
     outcome = call["outcome"]
     if outcome == "ok":
         ended = f" -> {_short(call['output'])}"
-    elif outcome != "unknown":
-        ended = f" {outcome.replace('_', ' ')}: {call['error']}"
+    elif outcome != "unknown":  # failed, refused, not approved, awaiting approval (what it asks), approved
+        ended = f" {outcome.replace('_', ' ')}" + (f": {call['error']}" if call["error"] is not None else "")
     elif call["error"] is not None:
         ended = f": outcome unknown: {call['error']}"
     elif call["finished_at"] is not None:
