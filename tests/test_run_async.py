@@ -9,10 +9,10 @@ import json
 
 import pytest
 from cli import invoke
+from test_attacks_store import shown
 from tool_project import tool_project
 
 import planc
-from planc.store.run_store import RunStore
 
 TOOLS = '''
 import asyncio, json, os
@@ -69,14 +69,6 @@ def calls(project) -> list[tuple[str, str]]:
         if log.exists() else []
 
 
-def stored(project, run_id: str) -> dict:
-    store = RunStore(project / "runs.sqlite", read_only=True)
-    try:
-        return store.run(run_id)
-    finally:
-        store.close()
-
-
 def test_run_async_runs_inside_a_running_loop_as_run_runs_outside_one(project, monkeypatch):
     checked = planc.load_project(project).check('send(text: "one")\nwait(text: "{$1.sent}!")')
     monkeypatch.setenv("PLANC_TEST_WAIT_RETURNS", "1")
@@ -87,7 +79,7 @@ def test_run_async_runs_inside_a_running_loop_as_run_runs_outside_one(project, m
     inside = asyncio.run(service())
     outside = planc.run(checked, store=project / "runs.sqlite")
     assert inside.value == outside.value == {"waited": "one!"} and inside.run_id != outside.run_id
-    assert [stored(project, each.run_id)["status"] for each in (inside, outside)] == ["ok", "ok"]
+    assert [shown(each.run_id)["status"] for each in (inside, outside)] == ["ok", "ok"]
     assert calls(project) == [("send", "one"), ("wait", "one!")] * 2
 
 
@@ -104,10 +96,8 @@ def test_a_cancelled_task_ends_the_run_interrupted_and_resume_makes_no_call_twic
         return task
 
     asyncio.run(service())
-    store = RunStore(project / "runs.sqlite", read_only=True)
-    [run] = store.runs()
-    store.close()
-    record = stored(project, run["id"])
+    [run] = json.loads(invoke("runs", "--format", "json").stdout)
+    record = shown(run["id"])
     assert record["status"] == "interrupted"
     assert record["message"] == (f"interrupted: the task awaiting the run was cancelled: run {run['id']} is recorded "
                                  f"as interrupted, and `planc resume {run['id']}` continues it")
@@ -119,4 +109,4 @@ def test_a_cancelled_task_ends_the_run_interrupted_and_resume_makes_no_call_twic
     assert json.loads(resumed.stdout) == {"sent": "three"}
     # `wait` is idempotent, so it is made again; `send` one is not, and is not.
     assert calls(project) == [("send", "one"), ("wait", "two"), ("wait", "two"), ("send", "three")]
-    assert stored(project, run["id"])["status"] == "ok"
+    assert shown(run["id"])["status"] == "ok"
