@@ -441,9 +441,9 @@ def test_a_call_refused_at_approve_is_never_made_by_resume(project):
     terminal = on_a_terminal(project, "resume", run_id)  # on a terminal too: the answer was no, and it is kept
     code, out, screen = terminal.end()
     assert code == 1 and "[y/n]" not in screen and record["message"] in " ".join(screen.split())
-    unasked = invoke("resume", run_id, "--approve")  # --approve cannot ask without a terminal
+    unasked = invoke("resume", run_id, "--approve")  # with no terminal either: the no stands
     clean(unasked)
-    assert unasked.exit_code == 2 and "not a terminal" in unasked.stderr
+    assert unasked.exit_code == 1 and unasked.stderr.splitlines()[-1] == f"error: {record['message']}"
     replayed = invoke("replay", run_id)
     assert replayed.exit_code == 1 and replayed.stderr.splitlines()[-1] == f"error: {record['message']}"
     assert calls(project) == []
@@ -464,12 +464,11 @@ def test_ctrl_c_at_the_approve_question_interrupts_and_only_a_terminal_resumes_i
     assert shown(run_id)["status"] == "interrupted"
     assert outcomes(shown(run_id)) == [("send", "one", "ok")]  # the second was asked about, never made
 
-    resumed = invoke("resume", run_id)  # made under --approve, and nobody to ask: the call is not made
+    resumed = invoke("resume", run_id)  # made under --approve, and nobody to ask: the call waits for a person
     clean(resumed)
-    assert resumed.exit_code == 1
-    assert resumed.stderr.splitlines()[-1] == (
-        f"error: step 2: run {run_id} was made under --approve, and `send` is an effectful call it has not "
-        f"made: with no terminal to ask on, resume does not make it (resume it on a terminal, which asks)")
+    assert resumed.exit_code == 3 and f"`planc approve {run_id}`" in resumed.stderr
+    assert shown(run_id)["status"] == "awaiting_approval"
+    assert outcomes(shown(run_id)) == [("send", "one", "ok"), ("send", "two", "awaiting_approval")]
     assert [call["text"] for call in calls(project)] == ["one"]
 
     terminal = on_a_terminal(project, "resume", run_id)  # on a terminal it asks, for the call not made only
@@ -478,6 +477,7 @@ def test_ctrl_c_at_the_approve_question_interrupts_and_only_a_terminal_resumes_i
     code, out, screen = terminal.end()
     assert code == 0 and json.loads(out) == {"sent": "two"} and screen.count("[y/n]") == 1
     assert [call["text"] for call in calls(project)] == ["one", "two"]
+    assert outcomes(shown(run_id)) == [("send", "one", "ok"), ("send", "two", "ok")]  # the waiting row, made
     record = shown(run_id)
     assert record["status"] == "ok" and outcomes(record) == [("send", "one", "ok"), ("send", "two", "ok")]
 

@@ -125,3 +125,24 @@ def test_approve_on_a_terminal_shows_the_labels_and_a_yes_lets_the_payment_throu
         [(status,)] = db.execute("SELECT status FROM runs").fetchall()
         [(labels,)] = db.execute("SELECT labels FROM calls WHERE tool = 'pay'").fetchall()
     assert status == ("ok" if code == 0 else "failed") and json.loads(labels)["approved"] == (code == 0)
+
+
+@pytest.mark.parametrize("deny", [False, True])
+def test_with_nobody_to_ask_the_flagged_payment_waits_for_planc_approve(inbox, deny):
+    registry = planc.load_registry(inbox / "planc.toml")
+    checked = planc.check((inbox / "pay_bill.plan").read_text(), registry=registry,
+                          policy=planc.load_policy(inbox / "policy.cedar"), approvals=True)
+    with pytest.raises(planc.AwaitingApproval) as waiting:  # no gate, a store: the flagged call waits
+        planc.run(checked, store=inbox / "runs.sqlite")
+    [call] = waiting.value.calls
+    assert call["tool"] == "pay" and call["asks"].startswith("flagged: ") and "recipients-from-the-user" in call["asks"]
+    assert outbox(inbox) == []
+
+    answered = invoke("approve", waiting.value.run_id, *(["--deny"] if deny else []))  # a person, later, elsewhere
+    assert answered.exit_code == (1 if deny else 0) and "Traceback" not in answered.output, answered.output
+    assert len(outbox(inbox)) == (0 if deny else 1)
+    with sqlite3.connect(inbox / "runs.sqlite") as db:
+        [(status,)] = db.execute("SELECT status FROM runs").fetchall()
+        [(outcome, labels)] = db.execute("SELECT outcome, labels FROM calls WHERE tool = 'pay'").fetchall()
+    assert (status, outcome) == (("failed", "not_approved") if deny else ("ok", "ok"))
+    assert json.loads(labels)["approved"] is not deny and "recipients-from-the-user" in json.loads(labels)["flagged"]

@@ -66,6 +66,8 @@ def expected(run: dict) -> tuple[int, str, str]:
     """What `planc run` printed for `run` as its record tells it: exit status, stdout, and the error line on stderr."""
     if run["status"] in ("failed", "interrupted"):
         return (1 if run["status"] == "failed" else 130), "", f"error: {run['message']}\n"
+    if run["status"] == "awaiting_approval":  # the calls that wait, and how to answer them
+        return 3, "", run["message"].splitlines(keepends=True)[-1] + "\n"
     options = run["options"]
     planned = options.get("planned")
     if planned is not None and not planned["run"]:  # `planc plan` printed the plan it checked
@@ -87,7 +89,7 @@ def expected(run: dict) -> tuple[int, str, str]:
 # and may end the other way. tests/test_attacks.py's property makes such runs. docs/reliability.md says so.
 RACING_EXIT = re.compile(r"map\([^\n]*concurrency: *([2-9]|\d\d+)[^\n]*\bexit\(")
 
-EXIT_STATUS = {0: "ok", 1: "failed", 4: "error", 130: "interrupted"}  # what a run's exit code says it ended as
+EXIT_STATUS = {0: "ok", 1: "failed", 3: "awaiting_approval", 4: "error", 130: "interrupted"}  # what a run's exit code says it ended as
 
 
 def printed_as_recorded(run: dict) -> bool:

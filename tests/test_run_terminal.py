@@ -24,9 +24,11 @@ from planc.backend.state.values import RunError
 PLAN = 'search(query: "disk", limit: 2)\nnotify(channel: "#ops", text: "found {$1.length}")'
 
 
-def test_approve_without_a_terminal_is_refused_up_front(project):
+def test_approve_without_a_terminal_makes_the_effectful_call_wait_for_planc_approve(project):
     result = run(project, PLAN, "--approve")
-    assert result.exit_code == 2 and "not a terminal" in result.stderr and calls(project) == []
+    assert result.exit_code == 3 and result.stdout == "" and "Traceback" not in result.output
+    assert "call 2 (step 2): notify" in result.stderr and "`planc approve " in result.stderr
+    assert [call["tool"] for call in calls(project)] == ["search"]  # read-only: made; notify waits, unmade
 
 
 def test_the_gate_asks_only_for_effectful_calls_and_shows_the_rendered_input(project):

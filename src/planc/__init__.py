@@ -36,9 +36,15 @@ _API = {
     "Project": "planc.project",
     "render_repair": "planc.diagnostics.render_repair",
     "run": "planc.backend.run.recorded_run",
+    "run_async": "planc.backend.run.recorded_run",
+    "approve": "planc.backend.run.approved_run",
+    "approve_async": "planc.backend.run.approved_run",
+    "AwaitingApproval": "planc.backend.calls.approvals",
+    "NotWaiting": "planc.store.run_store",
     "RunResult": "planc.backend.run.interpreter",
     "Hooks": "planc.backend.calls.hooks",
     "plan": "planc.planning.planner",
+    "plan_async": "planc.planning.planner",
     "Planned": "planc.planning.planner",
     "system_prompt": "planc.planning.prompt",
 }
@@ -46,19 +52,22 @@ _API = {
 __all__ = list(_API)
 
 if TYPE_CHECKING:
+    from planc.backend.calls.approvals import AwaitingApproval
     from planc.backend.calls.hooks import Hooks
+    from planc.backend.run.approved_run import approve, approve_async
     from planc.backend.run.interpreter import RunResult
-    from planc.backend.run.recorded_run import run
+    from planc.backend.run.recorded_run import run, run_async
     from planc.decoding import export_grammar
     from planc.diagnostics import Diagnostic, Fix, Position, Severity, Span
     from planc.diagnostics.render_repair import render_repair
-    from planc.planning.planner import Planned, plan
+    from planc.planning.planner import Planned, plan, plan_async
     from planc.planning.prompt import system_prompt
     from planc.passes.policy.load import load_policy
     from planc.project import Project, load_project
     from planc.registry.config import load_registry
     from planc.passes.check import CheckResult, check
     from planc.registry.python_tools import tool
+    from planc.store.run_store import NotWaiting
     from planc.store.stored import load_plan, save_plan
     from planc.syntax.extract import extract
     from planc.syntax.parser import ParseResult, parse

@@ -138,11 +138,32 @@ class Project:
     def run(self, checked, *, arguments: Mapping | None = None, hooks=None, record: bool = True, **options):
         """Run `checked` as `planc run` does: recorded in the project's run store (unless `record` is false),
         with its registry, policy and principal. `options` go to `planc.run` (schedule, executor, ...)."""
-        from planc.backend.calls.hooks import Hooks
         from planc.backend.run.recorded_run import run
 
-        return run(checked, arguments=arguments, hooks=hooks or Hooks(), registry=self.registry, policy=self.policy,
-                   principal=self.principal, store=self.store if record else None, **options)
+        return run(checked, **self._run_options(arguments, hooks, record, options))
+
+    async def run_async(self, checked, *, arguments: Mapping | None = None, hooks=None, record: bool = True,
+                        **options):
+        """`run`, awaited in the running event loop (`planc.run_async`: `approve=True` makes every effectful
+        call wait in the run store for `approve_async`)."""
+        from planc.backend.run.recorded_run import run_async
+
+        return await run_async(checked, **self._run_options(arguments, hooks, record, options))
+
+    async def approve_async(self, run: str, *, deny: bool = False, call: int | None = None, hooks=None):
+        """Answer the call run `run` waits on in the project's run store, and continue the run
+        (`planc.approve_async`, with the project's registry and policy)."""
+        from planc.backend.run.approved_run import approve_async
+        from planc.backend.calls.hooks import Hooks
+
+        return await approve_async(run, store=self.store, deny=deny, call=call, hooks=hooks or Hooks(),
+                                   registry=self.registry, policy=self.policy)
+
+    def _run_options(self, arguments: Mapping | None, hooks, record: bool, options: dict) -> dict:
+        from planc.backend.calls.hooks import Hooks
+
+        return {"arguments": arguments, "hooks": hooks or Hooks(), "registry": self.registry, "policy": self.policy,
+                "principal": self.principal, "store": self.store if record else None, **options}
 
 
 def load_project(path: str | Path = ".", *, config: str | Path | None = None, policy: str | Path | None = None,

@@ -32,6 +32,7 @@ COMMANDS = {
     "show-run": "planc.cli.store_commands:show_run_command",
     "replay": "planc.cli.store_commands:replay_command",
     "resume": "planc.cli.store_commands:resume_command",
+    "approve": "planc.cli.store_commands:approve_command",
     "init": "planc.cli.init_commands:init_command",
     "prompt": "planc.cli.planning_commands:prompt_command",
     "plan": "planc.cli.planning_commands:plan_command",

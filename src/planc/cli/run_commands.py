@@ -52,7 +52,8 @@ from planc.cli.usage import UsageError
 @click.option("--finish", type=click.Choice(["output", "none", "solver"]), default="output", show_default=True,
               help="Print the plan's result as JSON, nothing, or the `solver` model's report on it (--query).")
 @click.option("--query", help="With --finish solver: what the report answers.")
-@click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful tool call.")
+@click.option("--approve", is_flag=True, help="A person approves every effectful tool call: asked on the terminal; "
+              "with no terminal, the call waits for `planc approve` (exit 3).")
 @ANSWERS_OPTION
 @click.option("--optimize", is_flag=True,
               help="Run the plan as `planc optimize` rewrites it, independent steps at the same time; notes on stderr.")
@@ -66,7 +67,8 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
                 query: str | None, approve: bool, answers_file: str | None, optimize: bool, extract: bool,
                 max_usd: float | None, max_calls: int | None, max_inferences: int | None, store: str | None,
                 executor: str | None, ray_address: str | None) -> None:
-    """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 4 an exit step with status error, 130 interrupted.
+    """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 3 a call waits for `planc approve`, 4 an exit step
+    with status error, 130 interrupted.
 
     Progress goes to stderr; stdout holds the result only. With --executor ray, the Python tool calls of
     map/filter/reduce items (and of the steps --optimize runs side by side) are Ray tasks.
@@ -75,9 +77,6 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     from planc.backend.run.arguments import parse_arguments
     from planc.backend.state.values import RunError
 
-    if approve and not sys.stdin.isatty():
-        raise UsageError("--approve asks on the terminal before every effectful call, and standard input is "
-                         "not a terminal: run planc in one, or leave out --approve")
     if finish == "solver" and not query:
         raise UsageError("--finish solver needs --query TEXT, the question the report answers")
     if query is not None and finish != "solver":
@@ -136,7 +135,8 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
             except RunStoreError as error:  # nothing ran: an I/O problem, as a store that cannot be opened
                 raise UsageError(str(error)) from None
             click.echo(f"run: {recorded.run_id}", err=True)
-            hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve else None,
+            # --approve asks on a terminal; with none, a call that needs a person waits for `planc approve`.
+            hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve and sys.stdin.isatty() else None,
                           events=fan_out(events_writer(sink, events), progress.sink, spans), interlocutor=answer)
             try:
                 with progress, tool_output_to_stderr():

@@ -176,9 +176,14 @@ def ask_hook(answers_file: str | None, console, pause=None):
 
 
 def run_failed(error) -> NoReturn:
-    """A run that failed (exit 1) or was interrupted by a signal (exit 130): its one line on stderr."""
+    """A run that failed (exit 1), was interrupted by a signal (exit 130), or waits for a person's approval
+    (exit 3: the calls that wait, and how to answer them): what it says, on stderr."""
+    from planc.backend.calls.approvals import AwaitingApproval
     from planc.backend.state.interrupts import Interrupted
 
+    if isinstance(error, AwaitingApproval):
+        click.echo(str(error), err=True)
+        sys.exit(3)
     click.echo(f"error: {error}", err=True)
     sys.exit(130 if isinstance(error, Interrupted) else 1)
 

@@ -1,4 +1,4 @@
-"""`planc runs`, `show-run`, `replay` and `resume`: what the run store holds, and running from it."""
+"""`planc runs`, `show-run`, `replay`, `resume` and `approve`: what the run store holds, and running from it."""
 
 from __future__ import annotations
 
@@ -100,6 +100,9 @@ def runs_command(store: str | None, output_format: str) -> None:
         spent = f"  {dollars(run['spent_usd'])}" if run["spent_usd"] else ""
         click.echo(f"{run['id']}  {_when(run['started_at'])}  {run['status']:<11} {run['calls']} call"
                    f"{'s' if run['calls'] != 1 else ''}{spent}")
+        for call in run.get("awaiting", ()):  # what a waiting run asks, and what answers it
+            click.echo(f"  waits: call {call['sequence']} (step {call['step']}) {call['tool']} {_short(call['input'])}: "
+                       f"{call['asks']}  (planc approve {run['id']} --call {call['sequence']} [--deny])")
 
 
 @click.command("show-run")
@@ -157,8 +160,8 @@ def _call_line(call: dict, prefix: str = "") -> str:
     outcome = call["outcome"]
     if outcome == "ok":
         ended = f" -> {_short(call['output'])}"
-    elif outcome != "unknown":
-        ended = f" {outcome.replace('_', ' ')}: {call['error']}"
+    elif outcome != "unknown":  # failed, refused, not approved, awaiting approval (what it asks), approved
+        ended = f" {outcome.replace('_', ' ')}" + (f": {call['error']}" if call["error"] is not None else "")
     elif call["error"] is not None:
         ended = f": outcome unknown: {call['error']}"
     elif call["finished_at"] is not None:
@@ -299,7 +302,8 @@ def _as_recorded(run: dict, config: str | None, policy_file: str | None, princip
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
-@click.option("--approve", is_flag=True, help="Ask on the terminal before every effectful call it makes.")
+@click.option("--approve", is_flag=True, help="A person approves every effectful call it makes: asked on the "
+              "terminal; with no terminal, the call waits for `planc approve` (exit 3).")
 @EVENTS_OPTION
 @OTEL_OPTION
 @ANSWERS_OPTION
@@ -313,9 +317,10 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     only if its tool is idempotent or takes the call's idempotency key (it is given the same key),
     else the run stops with "outcome unknown". A question `ask` left open is asked again (--answers).
     A run made with --approve asks again before every effectful call resume makes, and without a
-    terminal makes none. Its calls are made as the run's were (--executor), unless --executor says
+    terminal the call waits for `planc approve` (exit 3). Its calls are made as the run's were (--executor), unless --executor says
     otherwise. Its events are numbered on from the last the run recorded.
-    Exit 0 ok, 1 refused, failed or outcome unknown, 4 an exit step with status error, 130 interrupted.
+    Exit 0 ok, 1 refused, failed or outcome unknown, 3 a call waits for `planc approve`, 4 an exit step with
+    status error, 130 interrupted.
     """
     from planc.backend.calls.approve import approval_gate
     from planc.backend.calls.hooks import Hooks
@@ -325,9 +330,6 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     from planc.backend.state.values import RunError
     from planc.store.stored import dump
 
-    if approve and not sys.stdin.isatty():
-        raise UsageError("--approve asks on the terminal before every effectful call, and standard input is "
-                         "not a terminal: resume in one, or leave out --approve")
     run = _stored_run(store, run_id)
     run_id = run["id"]
     if run["status"] in ("ok", "error"):
@@ -343,10 +345,9 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     checked = checked_to_run(dump(run["plan"]), run_id, registry, policy, principal, budget=_budget_of(run),
                              approvals=approve or run["options"].get("approvals", False),
                              written_by=run["options"].get("written_by", ()), recorded=True)
-    # The approval the run was made under holds for its resume: it asks on a terminal, and makes no
-    # effectful call the run has not made where it cannot ask.
-    asks = approve or (run["options"].get("approve", False) and sys.stdin.isatty())
-    unattended = run["options"].get("approve", False) and not asks
+    # The approval the run was made under holds for its resume: it asks on a terminal, and where it cannot
+    # ask, the call waits in the store for `planc approve`.
+    asks = (approve or run["options"].get("approve", False)) and sys.stdin.isatty()
     err = console(stderr=True)
     answer = ask_hook(answers_file, err)  # a file that cannot be used: exit 2, nothing resumed
     traces = run_traces(otel, run_id)  # before the run is taken up, so that --otel without OpenTelemetry,
@@ -358,7 +359,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
                 (_, connected), Interrupts() as interrupts:
             run = _leased_run(runs, run_id)  # as it is now that this process alone records into it
             resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
-                                         unattended=unattended)
+                                         approve=approve)
             click.echo(f"run: {run_id} (resumed)", err=True)
             hooks = Hooks(gate=approval_gate(err) if asks else None, interlocutor=answer,
                           events=fan_out(events_writer(sink, events), spans))
@@ -377,3 +378,62 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
                          lambda: solver_client(registry), resumed.recorder)
         finally:
             runs.close()
+
+
+@click.command("approve")
+@click.argument("run_id", metavar="RUN")  # its id, a unique start of it, or `last`
+@click.option("--deny", is_flag=True, help="Refuse the call: it is never made, and the run stops before it.")
+@click.option("--call", "call", type=int, metavar="N", help="Which call to answer, when several wait (`planc runs`).")
+@STORE_OPTION
+@EVENTS_OPTION
+def approve_command(run_id: str, deny: bool, call: int | None, store: str | None, events: str | None) -> None:
+    """Approve the call RUN waits on (`planc runs` lists what waits), and continue RUN from its record.
+
+    The approved call is made once, here, even when another process answers at the same time (one of
+    them continues the run; the other is told it was answered). With --deny the call is never made and
+    the run stops before it. Any later call that needs a person waits in turn.
+    Exit 0 ok, 1 nothing to answer, refused or failed, 3 the run waits again, 4 an exit step with status
+    error, 130 interrupted.
+    """
+    from planc.backend.run.approved_run import approve
+    from planc.backend.report.events import fan_out
+    from planc.backend.calls.hooks import Hooks
+    from planc.backend.state.values import RunError
+    from planc.cli.project import store_path
+    from planc.passes.policy.load import PolicyError
+    from planc.registry.config import ConfigError
+    from planc.store.run_store import NotWaiting, RunStoreError
+    from planc.store.stored import StoredPlanError
+
+    path = store_path(store)
+    runs = open_store(store, read_only=True)  # no store here: exit 2
+    try:
+        run_id = runs.find(run_id)
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+    finally:
+        runs.close()
+    sink = events_file(events, {"the run store": path}) if events else None
+
+    def continued(event: dict) -> None:  # said once the answer is given and the run goes on
+        if event["event"] == "run_started":
+            click.echo(f"run: {run_id} ({'denied' if deny else 'approved'}, continued)", err=True)
+
+    try:
+        with tool_output_to_stderr():
+            result = approve(run_id, store=path, deny=deny, call=call,
+                             hooks=Hooks(events=fan_out(continued, events_writer(sink, events))))
+    except NotWaiting as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    except RunStoreError as error:
+        raise UsageError(str(error)) from None
+    except (ConfigError, PolicyError, StoredPlanError) as error:
+        click.echo(f"error: run {run_id}: {error}", err=True)
+        sys.exit(1)
+    except RunError as error:
+        run_failed(error)
+    finally:
+        if sink:
+            sink.close()
+    print_result(result, "output", None, None, None)

@@ -14,11 +14,14 @@ make a call again whose effect may have happened unless that is safe:
 | failed, refused | fails as the run did | fails as the run did |
 | not_approved | stops as the run did | stops as the run did: no resume makes it |
 | unknown | fails as the run did | calls it again only if that is safe (`safe_again`) |
+| awaiting_approval | stops: the run waits | stops: the run still waits (`planc approve` answers) |
+| approved | stops: the run waits | makes it, once: the row is its intent row again |
 """
 
 from __future__ import annotations
 
-from planc.backend.calls.hooks import Call, Skip
+from planc.backend.calls.approvals import AwaitingApproval
+from planc.backend.calls.hooks import Call, Proceed, Skip
 from planc.backend.report.events import STAMP, seconds
 from planc.backend.state.interrupts import Interrupted
 from planc.backend.state.values import RunError, ToolFailed
@@ -83,6 +86,12 @@ class Recorder:
 
     def abandoned(self, call: Call) -> None:
         self.write(self.store.call_ended, self.open.pop(id(call)), "unknown")
+
+    def awaiting(self, call: Call, asks: str) -> None:
+        """`call` waits for a person's answer (`asks` says what it asks): recorded, not made."""
+        self.sequence += 1
+        self.write(self.store.call_awaiting, self.sequence, call.step, call.tool.name, call.shown_input(), asks,
+                   call.key, call_labels(call, made=False))
 
     def event(self, event: dict) -> None:
         """A stamped event (`planc.backend.report.events`): kept under its number and time."""
@@ -172,6 +181,10 @@ class Replay:
         held = recorded[0]
         _same_call(held, call, asked, step, self.run["id"], "replay")
         recorded.pop(0)
+        if held["outcome"] in ("awaiting_approval", "approved"):  # the run waits here (or stopped before the call)
+            raise AwaitingApproval(self.run["message"] if self.run["status"] == "awaiting_approval" else
+                                   f"step {call.step}: run {self.run_id} has not made the call of "
+                                   f"`{call.tool.name}` a person approved here", _node(step), run_id=self.run_id)
         _recorded_end(held, step)
         if held["outcome"] == "unknown":
             if held["error"] is not None:  # it timed out (or lost its worker): the run was told, and failed or went on
@@ -205,6 +218,9 @@ class Replay:
     def abandoned(self, call: Call) -> None:
         pass
 
+    def awaiting(self, call: Call, asks: str) -> None:
+        pass
+
     def event(self, event: dict) -> None:
         pass  # a replay writes nothing
 
@@ -215,30 +231,31 @@ class Resume(Recorder):
     A call with a recorded outcome ends as it did; a call whose outcome is unknown (an intent row
     and no result, or a timeout) is called again only when that is safe (the same row then gets
     the outcome): its tool is idempotent, or it takes the idempotency key the call was made with
-    and is given the same key; else the run stops with "outcome unknown". A call past the record
-    is called and recorded.
+    and is given the same key; else the run stops with "outcome unknown". A call a person approved
+    (`planc approve`) is made, not asked about again; one that waits for approval is put to the gate
+    again (a terminal asks; else it waits on). Either way its row becomes the call's. A call past the
+    record is called and recorded.
     """
 
-    def __init__(self, store: RunStore, run: dict, unattended: bool = False) -> None:
+    def __init__(self, store: RunStore, run: dict) -> None:
         super().__init__(store, run["id"])
         self.run = run
-        # A run made under --approve, resumed with no terminal to ask on: no effectful call past the record.
-        self.unattended = unattended
         self.sequence = max((call["sequence"] for call in run["calls"]), default=0)
         self.events = store.last_event(run["id"])
         self.by_step = _calls_by_step(run)
         self.again: dict[int, int] = {}  # id(call) -> the sequence of the row it is called again for
+        self.unmade: set[int] = set()  # id(call) of each call again whose row says it was never made
 
-    def replayed(self, call: Call, step) -> Skip | None:
+    def replayed(self, call: Call, step) -> Skip | Proceed | None:
         recorded = self.by_step.get(call.step) or []
         if not recorded:
-            if self.unattended and not getattr(call.tool.effects, "read_only", False):
-                raise NotAsked(f"step {call.step}: run {self.run_id} was made under --approve, and `{call.tool.name}` "
-                               f"is an effectful call it has not made: with no terminal to ask on, resume does not "
-                               f"make it (resume it on a terminal, which asks)", _node(step))
             return None  # past the record: a real call
         held = recorded.pop(0)
         _same_call(held, call, plain_json(call.shown_input()), step, self.run_id, "resume")
+        if held["outcome"] in ("approved", "awaiting_approval"):  # approved: made now; waiting: the gate asks again
+            self.again[id(call)] = held["sequence"]
+            self.unmade.add(id(call))
+            return Proceed() if held["outcome"] == "approved" else None
         _recorded_end(held, step)
         if held["outcome"] == "ok":
             return Skip(_usable(held, call, step))
@@ -255,12 +272,30 @@ class Resume(Recorder):
         sequence = self.again.pop(id(call), None)
         if sequence is None:
             super().started(call)
-        else:
-            self.open[id(call)] = sequence
+            return
+        self.open[id(call)] = sequence
+        if id(call) in self.unmade:  # its row becomes the intent row of the call made now
+            self.unmade.discard(id(call))
+            self.write(self.store.call_made, sequence, call.key, call_labels(call, made=True))
 
     def declined(self, call: Call, message: str) -> None:
-        if self.again.pop(id(call), None) is None:  # asked again for a call made before: its outcome stays unknown
+        sequence = self.again.pop(id(call), None)
+        if sequence is None:
             super().declined(call, message)
+        elif id(call) in self.unmade:  # a call that waited, answered no now: its row says so
+            self.unmade.discard(id(call))
+            self.write(self.store.call_declined, sequence, call.step, call.tool.name, call.shown_input(), message,
+                       call_labels(call, made=False))
+        # else: asked again for a call made before, and refused: its outcome stays unknown
+
+    def awaiting(self, call: Call, asks: str) -> None:
+        sequence = self.again.pop(id(call), None)  # a call that waited already, or whose outcome is unknown
+        self.unmade.discard(id(call))
+        if sequence is None:
+            super().awaiting(call, asks)
+        else:
+            self.write(self.store.call_awaiting, sequence, call.step, call.tool.name, call.shown_input(), asks,
+                       call.key, call_labels(call, made=False))
 
 
 def safe_again(call: Call, held: dict) -> bool:
@@ -280,10 +315,6 @@ def _no_key(call: Call, held: dict) -> str:
     if held.get("idempotency_key") is None:
         return " and the call was recorded without an idempotency key"
     return " and the call was made with another idempotency key than it would have now"
-
-
-class NotAsked(RunError):
-    """A resumed run made under --approve reaches an effectful call it has not made, and cannot ask."""
 
 
 class OutcomeUnknown(RunError):

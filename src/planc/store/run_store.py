@@ -32,8 +32,10 @@ from planc.store.views import make_views
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
 # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases; 5: calls.idempotency_key;
 # 6: batches, runs.batch and runs.batch_line; 7: calls.labels; 8: shapes;
-# 9: steps, rounds and the views (store/views.py)
-SCHEMA_VERSION = 9
+# 9: steps, rounds and the views (store/views.py); 10: the outcomes `awaiting_approval` and `approved` and the
+# status `awaiting_approval` (no new column: the version alone keeps an older planc, which would take a waiting
+# call for one whose outcome is unknown and might make it unapproved, from resuming such a run)
+SCHEMA_VERSION = 10
 # What run `r` spent, in dollars: the `usd` of its events (each inference of a priced model, by the usage its
 # reply reported; each call of a tool with a declared cost), as `spending.py` counted them; a resumed run's
 # events carry it only for what the resume itself made, so nothing is counted twice.
@@ -46,15 +48,19 @@ OUTCOMES = {
     "unknown": "whether it had its effect is not known: it timed out, the run was interrupted during it, "
                "or its process died",
     "refused": "it returned (its effect happened), and its result was refused: it cannot be recorded or used",
-    "not_approved": "it was not made: the question of --approve was answered no",
+    "not_approved": "it was not made: a person answered no (the question of --approve, or `planc approve --deny`)",
+    "awaiting_approval": "it is not made yet: it waits for a person's answer (`planc approve`); `error` says what it asks",
+    "approved": "a person approved it (`planc approve`), and the run that makes it has not started it yet",
 }
+NOT_MADE = ("not_approved", "awaiting_approval", "approved")  # the outcomes of a call that was not made (yet)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
     started_at REAL NOT NULL,
     finished_at REAL,
-    status TEXT NOT NULL,          -- running, ok, error (exit status error), failed (RunError), interrupted
+    status TEXT NOT NULL,          -- running, ok, error (exit status error), failed (RunError), interrupted,
+                                   -- awaiting_approval (a call waits for `planc approve`)
     plan TEXT NOT NULL,            -- JSON: the stored plan (planc.store.stored) it ran
     arguments TEXT NOT NULL,       -- JSON (each JSON column may hold a reference to a large value instead)
     output TEXT,                   -- JSON of the plan's result
@@ -321,8 +327,8 @@ class RunStore:
         """The tool of every call the batch's runs made (a call the gate refused was not made)."""
         with self.reading() as db:
             return [row[0] for row in db.execute(
-                "SELECT c.tool FROM calls c JOIN runs r ON c.run_id = r.id WHERE r.batch = ? "
-                "AND c.outcome IS NOT 'not_approved'", (batch_id,))]
+                f"SELECT c.tool FROM calls c JOIN runs r ON c.run_id = r.id WHERE r.batch = ? AND {_MADE}",
+                (batch_id,))]
 
     def take_lease(self, run_id: str) -> None:
         """Take `run_id` to record into it (a resume): refused (RunLeased) while a live process holds it, and
@@ -384,12 +390,21 @@ class RunStore:
             return {tool: LearnedShape(tool, json.loads(schema), calls)
                     for tool, schema, calls in db.execute("SELECT tool, schema, calls FROM shapes ORDER BY tool")}
 
+    def call_made(self, run_id: str, sequence: int, key: str | None, labels: dict | None) -> None:
+        """The call of row `sequence`, which a person approved, is being made now: an intent row again (its
+        outcome unknown until it ends), with the idempotency key it is made with."""
+        with self.transaction() as db:
+            db.execute("UPDATE calls SET outcome = NULL, error = NULL, started_at = ?, finished_at = NULL, "
+                       "idempotency_key = ?, labels = ? WHERE run_id = ? AND sequence = ?",
+                       (time.time(), key, _labels_json(labels), run_id, sequence))
+
     def call_declined(self, run_id: str, sequence: int, step: str, tool: str, arguments, message: str,
                       labels: dict | None = None) -> None:
-        """The row of a call the gate refused: it was not made, and it ended as it started."""
+        """The row of a call the gate refused: it was not made, and it ended as it started. It takes the place
+        of row `sequence` when there is one (a call that waited for approval, answered no on a terminal)."""
         now = time.time()
         with self.transaction() as db:
-            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, error, started_at, finished_at, "
+            db.execute("INSERT OR REPLACE INTO calls (run_id, sequence, step, tool, input, error, started_at, finished_at, "
                        "outcome, labels) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'not_approved', ?)",
                        (run_id, sequence, step, tool, keep(db, arguments), message, now, now, _labels_json(labels)))
 
@@ -449,12 +464,83 @@ class RunStore:
         with self.reading() as db:
             rows = db.execute(
                 "SELECT r.id, r.started_at, r.finished_at, r.status, r.message, "
-                "(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id AND c.outcome IS NOT 'not_approved'), "
+                f"(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id AND {_MADE}), "
                 f"r.batch, r.batch_line, {SPENT} FROM runs r ORDER BY r.started_at, r.id").fetchall()
             return [self._as_seen(db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
                                        "message": row[4], "calls": row[5], "batch": row[6], "batch_line": row[7],
-                                       "spent_usd": row[8]})
+                                       "spent_usd": row[8],
+                                       **({"awaiting": self._awaiting(db, row[0])}
+                                          if row[3] == "awaiting_approval" else {})})
                     for row in rows]
+
+    def call_awaiting(self, run_id: str, sequence: int, step: str, tool: str, arguments, asks: str,
+                      key: str | None = None, labels: dict | None = None) -> None:
+        """The row of a call that waits for a person's answer (`asks` says what it asks); it is not made. It
+        takes the place of row `sequence` when there is one (a call a resume would make again)."""
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO calls (run_id, sequence, step, tool, input, error, started_at, "
+                       "outcome, idempotency_key, labels) VALUES (?, ?, ?, ?, ?, ?, ?, 'awaiting_approval', ?, ?)",
+                       (run_id, sequence, step, tool, keep(db, arguments), asks, time.time(), key,
+                        _labels_json(labels)))
+
+    def awaiting(self, run_id: str) -> list[dict]:
+        """The calls of `run_id` that wait for a person's answer: sequence, step, tool, input and what each asks."""
+        with self.reading() as db:
+            return self._awaiting(db, run_id)
+
+    def _awaiting(self, db: sqlite3.Connection, run_id: str) -> list[dict]:
+        value = Values(db)
+        return [{"sequence": row[0], "step": row[1], "tool": row[2], "input": value(row[3]), "asks": row[4]}
+                for row in db.execute("SELECT sequence, step, tool, input, error FROM calls WHERE run_id = ? AND "
+                                      "outcome = 'awaiting_approval' ORDER BY sequence", (run_id,))]
+
+    def answer(self, run_id: str, sequence: int | None, approved: bool, denied: str) -> dict:
+        """A person's answer to the call `sequence` of `run_id` (None: the one call that waits), and the run's
+        lease taken to continue it, in one transaction: of two processes that answer at once, one does and the
+        other is told it was answered (NotWaiting); `denied`, the message a denied call stops the run with
+        (`{step}` and `{tool}` filled in).
+        The run as it is now."""
+        holder = Holder()
+        with self.transaction() as db:
+            row = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise RunStoreError(f"{self.path}: no run `{run_id}`")
+            waiting = self._awaiting(db, run_id)
+            chosen = [call for call in waiting if sequence is None or call["sequence"] == sequence]
+            if row[0] != "awaiting_approval" or not chosen:
+                raise NotWaiting(self._not_waiting(db, run_id, row[0], sequence))
+            if len(chosen) > 1:
+                listed = ", ".join(f"{call['sequence']} (step {call['step']}, `{call['tool']}`)" for call in chosen)
+                raise NotWaiting(f"run {run_id} has {len(chosen)} calls waiting for approval: {listed}; say which "
+                                 "with --call N")
+            answered = db.execute(
+                "UPDATE calls SET outcome = ?, error = ?, finished_at = ? WHERE run_id = ? AND sequence = ? "
+                "AND outcome = 'awaiting_approval'",
+                ("approved" if approved else "not_approved", None if approved else denied.format(**chosen[0]),
+                 None if approved else time.time(), run_id, chosen[0]["sequence"]))
+            if answered.rowcount != 1:  # never, inside this transaction; said rather than assumed
+                raise NotWaiting(f"call {chosen[0]['sequence']} of run {run_id} was answered already")
+            db.execute("UPDATE runs SET status = 'running', finished_at = NULL, message = NULL WHERE id = ?",
+                       (run_id,))
+            self._lease(db, run_id, holder)
+        return self.run(run_id)
+
+    def _not_waiting(self, db: sqlite3.Connection, run_id: str, status: str, sequence: int | None) -> str:
+        """Why there is nothing to answer in `run_id` (its `status`), or at its call `sequence`."""
+        if sequence is not None:
+            row = db.execute("SELECT outcome FROM calls WHERE run_id = ? AND sequence = ?", (run_id, sequence)).fetchone()
+            if row is None:
+                return f"run {run_id} has no call {sequence}"
+            if row[0] != "awaiting_approval":
+                answered = {"approved": "it was approved already", "not_approved": "it was denied (or answered no)"}
+                return (f"call {sequence} of run {run_id} does not wait for approval: "
+                        f"{answered.get(row[0], 'it was made')}")
+        if status == "running":
+            status = self._as_seen(db, {"id": run_id, "status": status})["status"]
+        said = {"running": "it is running", "awaiting_approval": "no call of it waits", "ok": "it finished (ok)",
+                "error": "it finished (an exit with status error)", "failed": "it failed",
+                "interrupted": "it was interrupted (`planc resume` continues it)"}.get(status, status)
+        return f"run {run_id} does not wait for approval: {said}"
 
     def find(self, name: str, table: str = "runs") -> str:
         """The id of the run (or, with `table="batches"`, the batch) `name` names: its id, a prefix of one id
@@ -559,6 +645,14 @@ def _step_event(db: sqlite3.Connection, run_id: str, sequence: int, at: float, e
                                       re.sub(r"\[\d+\]", "", path)))
 
 
+# A call row that was made, or is being made (an intent row): none waits for, or was refused, an approval.
+_MADE = f"(c.outcome IS NULL OR c.outcome NOT IN ({', '.join(repr(outcome) for outcome in NOT_MADE)}))"
+
+
+class NotWaiting(RunStoreError):
+    """There is no waiting call to answer: no run waits, the call was answered already, or which is unclear."""
+
+
 def _labels_json(labels: dict | None) -> str | None:
     return json.dumps(labels, sort_keys=True) if labels is not None else None
 
@@ -600,4 +694,4 @@ def _migrate(db: sqlite3.Connection) -> None:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
-__all__ = ["DEFAULT_PATH", "OUTCOMES", "RunLeased", "RunStore", "RunStoreError"]
+__all__ = ["DEFAULT_PATH", "OUTCOMES", "NotWaiting", "RunLeased", "RunStore", "RunStoreError"]

@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import ContextManager
 
+from planc.backend.calls.approvals import needs_approval
 from planc.backend.calls.hooks import Abort, Call, Proceed
 from planc.backend.state.interrupts import TerminalLine
 
@@ -71,7 +72,7 @@ def approval_gate(console, ask: Callable[[str], bool] | None = None,
     answer = ask or terminal
 
     async def gate(call: Call):
-        if call.tool.effects.read_only and call.flagged is None:
+        if not needs_approval(call, every_effectful=True):
             return Proceed()
         with (pause or _nothing)():
             console.print(describe(call), soft_wrap=False)  # wrapped inside the panel: nothing in it is cut

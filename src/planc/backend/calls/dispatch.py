@@ -76,8 +76,9 @@ class Dispatch:
                       result=redacted(result) if SECRET in call.result_labels() else result)
         return labelled if tool.provider.startswith("plan:") and not isinstance(answer, Skip) else result
 
-    def from_record(self, call: Call, step: ast.Step) -> Skip | None:
+    def from_record(self, call: Call, step: ast.Step) -> Skip | Proceed | None:
         """The call's result when the recorder holds it (a replay, a resume): it is neither asked for nor made
+        again; Proceed for a call a person approved in the record (`planc approve`): made, and not asked
         again. A declared plan is not recorded as a call: its own calls are."""
         recorder = self.session.recorder
         if recorder is None or call.tool.provider.startswith("plan:"):

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 import attrs
 
 from planc.backend.calls import plan_stack
+from planc.backend.calls.approvals import AwaitingApproval
 from planc.backend.calls.dispatch import Dispatch, result_problem
 from planc.backend.calls.hooks import Call, Hooks
 from planc.backend.models.mcp_requests import ServerRequests
@@ -57,6 +58,7 @@ class RunResult:
     status: str = "ok"  # "ok" or "error" (an exit step with status error)
     message: str | None = None
     labels: frozenset = frozenset()  # what the result carries (where it came from)
+    run_id: str | None = None  # the run's: its id in the run store when it is recorded
 
     def kept(self):
         """The result as planc writes it in a record: redacted when it is labelled `secret`."""
@@ -98,15 +100,15 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
                     last = await run.pipelines(checked.plan.pipelines, scope, prefix="", suffix="", in_loop=False)
                 else:
                     last = await run.scheduled(checked.plan.pipelines, schedule, scope)
-            result = RunResult(last.value, labels=last.view.whole())
+            result = RunResult(last.value, labels=last.view.whole(), run_id=session.run_id)
         except Exited as exit_:
-            result = RunResult(exit_.output, exit_.status, exit_.message, exit_.labels)
+            result = RunResult(exit_.output, exit_.status, exit_.message, exit_.labels, session.run_id)
         finally:
             await session.close()  # never raises: servers and models are closed whatever happened
         if returns is not None and result.status == "ok":
             _check_returns(returns, result.value)
     except RunError as error:
-        run.emit("run_finished", error, status="failed")
+        run.emit("run_finished", error, status="awaiting_approval" if isinstance(error, AwaitingApproval) else "failed")
         raise
     run.emit("run_finished", status=result.status, **({"message": result.message} if result.message else {}))
     return result

@@ -3,24 +3,29 @@
 `RecordedRun.record` starts a new run: it keeps the files the run reads (planc.toml, its lock,
 the policy) by hash, stores the plan as compiled and commits the run's row. `resume` continues
 a run whose process died, in the same record; `replay` runs a recorded run again from its
-record, writing nothing. `execute` runs the plan, every event stamped with the run's id, its number
-in the run and its time (`events.py`) and recorded, and commits how the run ended: ok, error (an
-exit with status error), failed, or interrupted (SIGINT or SIGTERM).
+record, writing nothing. `running` runs the plan in the caller's event loop, every event stamped with
+the run's id, its number in the run and its time (`events.py`) and recorded, and commits how the run
+ended: ok, error (an exit with status error), failed, interrupted (SIGINT or SIGTERM, or the task
+awaiting it cancelled), or awaiting_approval (a call waits for a person: `approvals.py`); `execute`
+is `running` in an event loop of its own, with the signals caught. `run_async` and `run` are the API's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
 
+from planc.backend.calls.approvals import EFFECTFUL, FLAGGED, AwaitingApproval, waiting_gate
+from planc.backend.models.client import excerpt
 from planc.backend.calls.hooks import Hooks
 from planc.backend.report.events import Stamp, fan_out
 from planc.backend.run.interpreter import RunResult, run_arguments, run_plan
-from planc.backend.state.interrupts import Interrupted, Interrupts
+from planc.backend.state.interrupts import Interrupted, Interrupts, cancelled_by
 from planc.backend.state.values import RunError
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
@@ -45,6 +50,10 @@ class RecordedRun:
     recorder: Recorder | Replay | Resume
     store: RunStore | None = None
     returns: Mapping | None = None  # what the result must conform to: the `returns` of a declared plan run itself
+    # Whose approval a call waits for in the store when no gate is given: approvals.EFFECTFUL (`--approve`),
+    # approvals.FLAGGED (checked for a person to let flagged calls through), or None (no call waits).
+    waits_for: str | None = None
+    ended: Interrupted | None = None  # what the run said when its interruption was recorded
 
     @property
     def run_id(self) -> str:
@@ -68,15 +77,17 @@ class RecordedRun:
                    "written_by": sorted(checked.context.written_by) if checked.context is not None else []}
         recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
                                                    options, batch, checked_step_rows(checked)))
-        return cls(checked, registry, policy, principal, arguments, recorder, store, options.get("returns"))
+        return cls(checked, registry, policy, principal, arguments, recorder, store, options.get("returns"),
+                   waits_for(options))
 
     @classmethod
     def resume(cls, store: RunStore, run: dict, checked: CheckResult, *, registry: Registry | None,
-               policy: Policy | None, principal: str, unattended: bool = False) -> RecordedRun:
-        """`run` (a run that did not finish) continued in its own record; `unattended`: it was made under
-        --approve and nobody can be asked, so it makes no effectful call it had not made."""
-        return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run, unattended), store,
-                   run["options"].get("returns"))
+               policy: Policy | None, principal: str, approve: bool = False) -> RecordedRun:
+        """`run` (a run that did not finish) continued in its own record, its calls approved as the run's were
+        (`approve`: every effectful call, as `--approve` asks, whatever the run was made with)."""
+        options = {**run["options"], "approve": approve or run["options"].get("approve", False)}
+        return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run), store,
+                   options.get("returns"), waits_for(options))
 
     @classmethod
     def replay(cls, run: dict, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
@@ -87,9 +98,9 @@ class RecordedRun:
 
     def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
                 interrupts: Interrupts | None = None, executor=None) -> RunResult:
-        """Run the plan and record how it ended; a RunError (the run failed) once that is recorded, and
-        Interrupted when SIGINT or SIGTERM stopped it (`interrupts`, in force since before the run was
-        recorded; one of its own otherwise). `executor`: as `run_plan` takes it."""
+        """`running` in an event loop of its own: a RunError (the run failed, or waits: AwaitingApproval) once
+        that is recorded, and Interrupted when SIGINT or SIGTERM stopped it (`interrupts`, in force since
+        before the run was recorded; one of its own otherwise)."""
         with interrupts or Interrupts() as signals:
             try:
                 return signals.run(self.running(hooks, schedule, executor))
@@ -97,31 +108,54 @@ class RecordedRun:
                 raise self.interrupted(error, hooks) from None
 
     async def running(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None, executor=None) -> RunResult:
-        """Run the plan, with every event stamped and recorded, and record how it ended: ok, error, or failed
-        (a RunError, raised once recorded). A cancellation (a signal) goes through: `interrupted` records it."""
+        """Run the plan, with every event stamped and recorded, and record how it ended: ok, error, failed (a
+        RunError, raised once recorded) or awaiting_approval (AwaitingApproval, with the calls that wait).
+        Cancelled (a signal, or the program cancelled the task awaiting it), the run is recorded as
+        interrupted and the cancellation goes on. `executor`: as `run_plan` takes it."""
+        hooks = self.recorded_hooks(hooks)
+        if hooks.gate is None and self.waits_for is not None and self.store is not None:
+            hooks = attrs.evolve(hooks, gate=waiting_gate(self.recorder, self.waits_for))
         try:
             result = await run_plan(self.checked, registry=self.registry, arguments=self.arguments,
-                                    hooks=self.recorded_hooks(hooks), policy=self.policy, principal=self.principal,
+                                    hooks=hooks, policy=self.policy, principal=self.principal,
                                     recorder=self.recorder, schedule=schedule, returns=self.returns,
                                     executor=executor)
         except Interrupted:
             raise
+        except asyncio.CancelledError:
+            self.interrupted(Interrupted(cancelled_by()), hooks)
+            raise
+        except AwaitingApproval as waiting:
+            raise self.waiting(waiting) from None
         except RunError as error:
             self._finish("failed", message=str(error))
             raise
         self._finish(result.status, result.kept(), result.message)
         return result
 
+    def waiting(self, waiting: AwaitingApproval) -> AwaitingApproval:
+        """Record that the run waits for a person's approval; what it then says of itself, with the calls that
+        wait (as the store holds them)."""
+        if self.store is None:  # a replay: the run waited here
+            return waiting
+        calls = self.store.awaiting(self.run_id)
+        said = AwaitingApproval(waiting_words(self.run_id, calls), run_id=self.run_id, calls=calls)
+        self._finish("awaiting_approval", message=str(said))
+        return said
+
     def interrupted(self, error: Interrupted, hooks: Hooks = Hooks()) -> Interrupted:
-        """Record that a signal stopped the run (`error` says which); what the run then says of itself."""
+        """Record that the run was interrupted (`error` says by what), once; what the run then says of itself."""
+        if self.ended is not None:
+            return self.ended
         if self.store is not None:
             error = Interrupted(f"{error}: run {self.run_id} is recorded as interrupted, and "
                                 f"`planc resume {self.run_id}` continues it")
-        events = self.recorded_hooks(hooks).events
+        events = hooks.events if isinstance(hooks.events, Stamp) else self.recorded_hooks(hooks).events
         with contextlib.suppress(RunError):  # an events file or a store that fails: the status says it
             events({"event": "run_finished", "status": "interrupted", "error": str(error),
                     "error_type": type(error).__name__})
         self._finish("interrupted", message=str(error))
+        self.ended = error
         return error
 
     def recorded_hooks(self, hooks: Hooks) -> Hooks:
@@ -144,44 +178,68 @@ class RecordedRun:
                                 f"still running, and `planc resume {self.run_id}` ends it from its record") from None
 
 
-def run(checked: CheckResult, *, arguments: Mapping | None = None, hooks: Hooks = Hooks(),
-        registry: Registry | None = None, policy: Policy | None = None, principal: str | None = None,
-        store: str | Path | None = None, schedule: Schedule | None = None, executor: str | None = None,
-        ray_address: str | None = None) -> RunResult:
-    """Run `checked` (what `planc.check` returned, without errors) and return its result.
+async def run_async(checked: CheckResult, *, arguments: Mapping | None = None, hooks: Hooks = Hooks(),
+                    registry: Registry | None = None, policy: Policy | None = None, principal: str | None = None,
+                    store: str | Path | None = None, schedule: Schedule | None = None, executor: str | None = None,
+                    ray_address: str | None = None, approve: bool = False) -> RunResult:
+    """Run `checked` (what `planc.check` returned, without errors) in the running event loop; its result.
 
     It runs against what it was checked with: the registry, policy and principal of its check,
     unless given here. `arguments` are its `$args` (checked against a declared plan's `params`).
     With `store` (a path), the run is recorded there as `planc run` records it, so `planc replay`
-    and `planc resume` can take it up. `executor` ("local" or "ray"; default: planc.toml's
-    `[executor]`) and `ray_address` say where the Python tool calls of loop items and scheduled
-    steps are made, as `planc run --executor` does. A RunError says what failed and where;
-    RayUnavailable, that the Ray cluster cannot be reached (nothing ran).
+    and `planc resume` can take it up; cancelling the task that awaits it ends it as interrupted,
+    recorded, and resumable. `executor` ("local" or "ray"; default: planc.toml's `[executor]`) and
+    `ray_address` say where the Python tool calls of loop items and scheduled steps are made, as
+    `planc run --executor` does. A RunError says what failed and where; RayUnavailable, that the Ray
+    cluster cannot be reached (nothing ran).
+
+    With `store` and no gate in `hooks`, a call a person must approve waits in the store: every
+    effectful call with `approve` (as `planc run --approve` with no terminal), and a call the policy
+    flags for where its values came from when `checked` was checked with `approvals=True`. The run
+    then raises AwaitingApproval (its `run_id`, and its `calls` that wait), and `planc.approve`
+    continues it, from any process.
     """
     context = checked.context
     registry = registry if registry is not None else (context.registry if context is not None else None)
     policy = policy if policy is not None else (context.policy if context is not None else None)
     principal = principal or (context.principal if context is not None else DEFAULT_PRINCIPAL)
     arguments = run_arguments(checked, arguments or {})
+    if approve and store is None and hooks.gate is None:
+        raise ValueError("approve=True needs a store, where a call waits for its approval, or a gate in hooks")
     how = choose_executor(registry, executor, ray_address)
     connected = connect_executor(how, registry, Path(store) if store is not None else None)
     try:
         if store is None:
-            return asyncio.run(run_plan(checked, registry=registry, arguments=arguments, hooks=hooks, policy=policy,
-                                        principal=principal, schedule=schedule, executor=connected))
+            return await run_plan(checked, registry=registry, arguments=arguments, hooks=hooks, policy=policy,
+                                  principal=principal, schedule=schedule, executor=connected)
         runs = RunStore(store)
         try:
             recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
                                           arguments=arguments, options={"config": str(registry.source.resolve())
                                                                         if registry is not None and registry.source
                                                                         else None, "policy": None, "finish": "output",
-                                                                        "query": None, "executor": attrs.asdict(how)})
-            return recorded.execute(hooks, schedule, executor=connected)
+                                                                        "query": None, "approve": approve,
+                                                                        "executor": attrs.asdict(how)})
+            return await recorded.running(hooks, schedule, executor=connected)
         finally:
             runs.close()
     finally:
         if connected is not None:
             connected.close()
+
+
+def run(checked: CheckResult, **options) -> RunResult:
+    """`run_async` in an event loop of its own, SIGINT and SIGTERM ending the run as interrupted (Interrupted);
+    the options are the same. Inside a running event loop, await `run_async` instead."""
+    with Interrupts() as signals:
+        return signals.run(run_async(checked, **options))
+
+
+def waits_for(options: Mapping) -> str | None:
+    """Whose approval a run's calls wait for in the store, from the options it is recorded with: every
+    effectful call's under `--approve` (`approve`), flagged calls' when it was checked for a person to
+    let them through (`approvals`), else none."""
+    return EFFECTFUL if options.get("approve") else FLAGGED if options.get("approvals") else None
 
 
 def choose_executor(registry: Registry | None, kind: str | None, address: str | None, recorded: Mapping | None = None):
@@ -258,3 +316,15 @@ def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | No
         path = Path(options["policy"]) if options.get("policy") else registry.policy
         policy = policy_from_text(store.file(read["policy"]), path, options.get("principals", ()))
     return registry, policy
+
+
+def waiting_words(run_id: str, calls: list[dict]) -> str:
+    """What a run that waits says of itself: which calls wait, and the command that answers them."""
+    lines = [f"run {run_id} waits for a person to approve {len(calls)} call"
+             f"{'s' if len(calls) != 1 else ''}:"]
+    lines += [f"  call {call['sequence']} (step {call['step']}): {call['tool']} "
+              f"{excerpt(json.dumps(call['input'], ensure_ascii=False), 100)}: {call['asks']}" for call in calls]
+    lines.append(f"`planc approve {run_id}` approves it and continues the run; "
+                 f"`planc approve {run_id} --deny` refuses it"
+                 + (" (give --call N: which call)" if len(calls) > 1 else ""))
+    return "\n".join(lines)

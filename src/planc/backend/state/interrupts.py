@@ -27,7 +27,7 @@ from planc.backend.state.values import RunError
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _asking = 0  # questions on the terminal being asked now (the main thread's)
-_signalled = False  # a signal has come while `Interrupts` was in force: no question waits for an answer
+_signalled: str | None = None  # the signal that came while `Interrupts` was in force: no question waits now
 
 
 class Interrupted(RunError):
@@ -54,24 +54,26 @@ class Interrupts:
         global _signalled
         self._entered += 1
         if self._entered == 1:
-            _signalled = False
+            _signalled = None
         if self._entered == 1 and threading.current_thread() is threading.main_thread():
             for number in SIGNALS:
                 self._previous[number] = signal.signal(number, self._handle)
         return self
 
     def __exit__(self, *exception) -> None:
+        global _signalled
         self._entered -= 1
         if self._entered == 0:
+            _signalled = None
             for number, handler in self._previous.items():
                 signal.signal(number, handler)
             self._previous = {}
 
     def _handle(self, number: int, frame) -> None:
         global _signalled
-        _signalled = True
         if self.received is None:
             self.received = number
+        _signalled = self.name
         task = self._task
         if task is not None and not task.done():
             task.cancel()  # takes effect at the task's next await, never inside a store write
@@ -96,6 +98,12 @@ class Interrupts:
             raise Interrupted(f"interrupted by {self.name}") from None
         finally:
             self._task = None
+
+
+def cancelled_by() -> str:
+    """Why a run's task was cancelled, as its record says it: a signal `Interrupts` caught, or (a run awaited
+    inside a program's own event loop, `planc.run_async`) the program cancelled the task awaiting it."""
+    return f"interrupted by {_signalled}" if _signalled else "interrupted: the task awaiting the run was cancelled"
 
 
 @contextlib.contextmanager
