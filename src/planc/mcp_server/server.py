@@ -19,7 +19,6 @@ anything, so the plan's literals and `$args` carry the labels `[mcp_server] labe
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import sys
 from typing import Any
@@ -27,10 +26,9 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 
 from planc.backend.calls.hooks import Hooks
-from planc.backend.run.interpreter import run_arguments
-from planc.backend.state.interrupts import Interrupted
-from planc.backend.run.recorded_run import RecordedRun, choose_executor, connect_executor
 from planc.backend.calls.ray_executor import RayUnavailable
+from planc.backend.run.interpreter import run_arguments
+from planc.backend.run.recorded_run import RecordedRun, choose_executor, connect_executor
 from planc.backend.state.values import RunError
 from planc.diagnostics.render_json import check_json
 from planc.diagnostics.render_repair import render_repair
@@ -125,12 +123,9 @@ class PlancServer:
                       events=notes.sink)
         try:
             async with notes:
-                result = await recorded.running(hooks)
+                result = await recorded.running(hooks, cancelled=WENT_AWAY)
         except RunError as error:
             return {"ok": False, "run": recorded.run_id, "status": "failed", "message": str(error)}
-        except asyncio.CancelledError:
-            recorded.interrupted(Interrupted(WENT_AWAY), hooks)
-            raise
         # A value labelled `secret` reaches the client as planc records it: its length and hash.
         return {"ok": result.status == "ok", "run": recorded.run_id, "status": result.status,
                 "result": result.kept(), **({"message": result.message} if result.message else {})}

@@ -107,11 +107,13 @@ class RecordedRun:
             except Interrupted as error:
                 raise self.interrupted(error, hooks) from None
 
-    async def running(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None, executor=None) -> RunResult:
+    async def running(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None, executor=None, *,
+                      cancelled: str | None = None) -> RunResult:
         """Run the plan, with every event stamped and recorded, and record how it ended: ok, error, failed (a
         RunError, raised once recorded) or awaiting_approval (AwaitingApproval, with the calls that wait).
         Cancelled (a signal, or the program cancelled the task awaiting it), the run is recorded as
-        interrupted and the cancellation goes on. `executor`: as `run_plan` takes it."""
+        interrupted, by `cancelled` when the caller knows why better than the task does, and the cancellation
+        goes on. `executor`: as `run_plan` takes it."""
         hooks = self.recorded_hooks(hooks)
         if hooks.gate is None and self.waits_for is not None and self.store is not None:
             hooks = attrs.evolve(hooks, gate=waiting_gate(self.recorder, self.waits_for))
@@ -123,7 +125,7 @@ class RecordedRun:
         except Interrupted:
             raise
         except asyncio.CancelledError:
-            self.interrupted(Interrupted(cancelled_by()), hooks)
+            self.interrupted(Interrupted(cancelled or cancelled_by()), hooks)
             raise
         except AwaitingApproval as waiting:
             raise self.waiting(waiting) from None
