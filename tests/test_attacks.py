@@ -14,6 +14,8 @@ import pytest
 from cli import invoke, planc_completed
 from tool_project import tool_project
 
+from planc.store.stored import VERSION
+
 TOOLS = '''
 import os, sys, threading
 
@@ -272,7 +274,7 @@ def test_editing_a_declared_plan_makes_a_compiled_caller_stale(project):
 
 
 @pytest.mark.parametrize("edit, words", [
-    (lambda text: text.replace('"version": 3', '"version": "3"'), "version"),
+    (lambda text: text.replace(f'"version": {VERSION}', f'"version": "{VERSION}"'), "version"),
     (lambda text: text.replace('"policy": null', '"policy": 5'), "not a valid stored plan: at `.policy`"),
     (lambda text: text.replace('"format":', '"version": 3,\n  "format":'), "appears twice"),
 ])
