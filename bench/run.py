@@ -3,6 +3,7 @@
     .venv/bin/python bench/run.py             # the five tables (about 30 s)
     .venv/bin/python bench/run.py --profile   # cProfile of the 1,000-step async plan
     .venv/bin/python bench/run.py --quick     # fewer samples, for a smoke run
+    .venv/bin/python bench/run.py --pure      # table (5) alone
 
 Writes a tools module and a planc.toml into a temporary folder, loads the registry, checks each
 plan once, and times only `run_plan` (a fresh event loop per sample, as `planc run` has one).
@@ -361,6 +362,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--pure", action="store_true", help="only table (5), a pure step against a control step")
     options = parser.parse_args()
     wall = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="planc-bench-run-") as folder:
@@ -369,6 +371,9 @@ def main() -> None:
             profile(bench)
             return
         repeat = 3 if options.quick else 7
+        if options.pure:
+            print_pure(pure_rows(bench, repeat), repeat)
+            return
         overhead = overhead_rows(bench, repeat)
         slow = map_rows(bench, 2 if options.quick else 5)
         fan_out = optimize_row(bench, 3 if options.quick else 7)
@@ -416,6 +421,11 @@ def main() -> None:
     print("-" * 75)
     for what, seconds in events:
         print(f"{what:46} {seconds * 1e3:8.2f} {seconds / STEPS * 1e6:8.2f} {seconds / events[0][1]:9.2f}x")
+    print_pure(pure_steps, repeat)
+    print(f"(run took {time.perf_counter() - wall:.0f} s)")
+
+
+def print_pure(pure_steps, repeat: int) -> None:
     print(f"\na pure step against the control step reshape with the same argument: map over {ITEMS:,} items, "
           f"the plans in turn, best of {repeat} rounds, CPU time")
     print(f"{'control step':26} {'us/item':>8} | {'pure step':24} {'us/item':>8} {'pure / control':>15}")
@@ -426,7 +436,6 @@ def main() -> None:
     worst = max(pure_s / control_s for _, _, control_s, pure_s in pure_steps)
     print(f"the costliest pure step / its control step: {worst:.2f}x (budget <= 1.02x, the noise of a "
           f"measurement): {'PASS' if worst <= 1.02 else 'FAIL'}")
-    print(f"(run took {time.perf_counter() - wall:.0f} s)")
 
 
 if __name__ == "__main__":
