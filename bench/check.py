@@ -15,7 +15,7 @@ times, in one run:
    Cedar policy (`POLICY`: every step one request), per step, and each against the 1,000-step
    row; the budget is 1.3x, so that a check stays linear in the plan's size;
 3. at 1,000 steps: a plan of pure steps (`round`, `upper`, `add`, `sort`) against a plan of `reshape`
-   steps given the same arguments, best of 15 rounds; the budget is 1.02x (`--pure`: this table alone).
+   steps given the same arguments, best of 31 rounds; the budget is 1.02x (`--pure`: this table alone).
 4. at 10,000 steps: the check with `POLICY` against the check with `POLICY` and `FLOW_RULES`,
    rules that read where each argument's value came from; the budget is 1.2x.
 
@@ -183,7 +183,7 @@ PURE_AGAINST_CONTROL = [("reshape(value: {n})", "round(value: {n})"),
                         ("reshape(value: [{n}, 2])", "sort(over: [{n}, 2])")]
 
 
-PURE_ROUNDS = 15  # the rows are close: more rounds, so that each has had a quiet moment
+PURE_ROUNDS = 31  # the rows are close: more rounds, so that each has had a quiet moment
 
 
 def pure_against_control(registry) -> None:

@@ -33,7 +33,7 @@ plan once, and times only `run_plan` (a fresh event loop per sample, as `planc r
 (5) A pure step against a control step: `map` over 1,000 items doing a pure step (`round(value:
     item)`, `upper(text: "{item}")`, `add(a: item, b: 1)`) or the control step `reshape` with the same
     argument (`reshape(value: item)`, `reshape(value: "{item}")`, `reshape(value: [item, 1])`), all
-    six plans run in turn in each round, best of the rounds, timed in the process's CPU time
+    six plans run in turn in each of 21 rounds (9 with --quick), best of the rounds, timed in the process's CPU time
     (`time.process_time`: nothing in them waits, and the machine may be shared).
 
 Times are the best of N samples (each sample loops at least 50 ms for the fast rows), garbage
@@ -371,14 +371,15 @@ def main() -> None:
             profile(bench)
             return
         repeat = 3 if options.quick else 7
+        rounds = 3 * repeat  # the rows are close: more rounds, so that each has had a quiet moment
         if options.pure:
-            print_pure(pure_rows(bench, repeat), repeat)
+            print_pure(pure_rows(bench, rounds), rounds)
             return
         overhead = overhead_rows(bench, repeat)
         slow = map_rows(bench, 2 if options.quick else 5)
         fan_out = optimize_row(bench, 3 if options.quick else 7)
         events = events_rows(bench, repeat)
-        pure_steps = pure_rows(bench, repeat)
+        pure_steps = pure_rows(bench, rounds)
 
     workers = min(32, (os.cpu_count() or 1) + 4)
     print(f"planc run benchmark: Python {platform.python_version()} ({platform.machine()}), "
@@ -421,7 +422,7 @@ def main() -> None:
     print("-" * 75)
     for what, seconds in events:
         print(f"{what:46} {seconds * 1e3:8.2f} {seconds / STEPS * 1e6:8.2f} {seconds / events[0][1]:9.2f}x")
-    print_pure(pure_steps, repeat)
+    print_pure(pure_steps, rounds)
     print(f"(run took {time.perf_counter() - wall:.0f} s)")
 
 

@@ -287,7 +287,7 @@ async def run_pure(run, step, path, scope, piped, in_loop, shown):
     if not pure.surely_valid(inputs):  # most inputs are known good by their Python types alone
         run.dispatch.check_arguments(pure.tool, inputs, path, step)
     if pure.defaults:
-        inputs = {**dict(pure.defaults), **inputs}
+        inputs = {**pure.default_inputs, **inputs}
     if pure.tool.effects.deterministic:
         return _pure_result(pure, inputs, limits, path, step)
     call = Call(path, pure.tool, inputs, stack=plan_stack.current())

@@ -68,6 +68,8 @@ class PureStep:
         lambda self: {name: plain_types(schema) for name, schema in self.tool.params.items()}, takes_self=True))
     required: frozenset = attrs.field(init=False, default=attrs.Factory(
         lambda self: frozenset(self.tool.required), takes_self=True))
+    default_inputs: Mapping = attrs.field(init=False, default=attrs.Factory(  # `defaults` as one mapping
+        lambda self: dict(self.defaults), takes_self=True))
 
     def __call__(self, inputs: Mapping, limits: Limits):
         """The step's result for `inputs` (plain JSON data), or PureStepError."""
@@ -182,8 +184,7 @@ def _count(over, field=None):
 
 def _round(value, digits=0):
     _number(value, "`value`")
-    rounded = round(value, digits)
-    return int(rounded) if digits == 0 else _finite(float(rounded))
+    return round(value) if digits == 0 else _finite(float(round(value, digits)))  # round(x) is an int
 
 
 def _arithmetic(operation):
