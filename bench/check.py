@@ -15,7 +15,7 @@ times, in one run:
    Cedar policy (`POLICY`: every step one request), per step, and each against the 1,000-step
    row; the budget is 1.3x, so that a check stays linear in the plan's size;
 3. at 1,000 steps: a plan of pure steps (`round`, `upper`, `add`, `sort`) against a plan of `reshape`
-   steps given the same arguments; the budget is 1.3x.
+   steps given the same arguments, best of 31 rounds; the budget is 1.02x (`--pure`: this table alone).
 4. at 10,000 steps: the check with `POLICY` against the check with `POLICY` and `FLOW_RULES`,
    rules that read where each argument's value came from; the budget is 1.2x.
 
@@ -183,16 +183,20 @@ PURE_AGAINST_CONTROL = [("reshape(value: {n})", "round(value: {n})"),
                         ("reshape(value: [{n}, 2])", "sort(over: [{n}, 2])")]
 
 
+PURE_ROUNDS = 31  # the rows are close: more rounds, so that each has had a quiet moment
+
+
 def pure_against_control(registry) -> None:
     """Table 3: checking 1,000 pure steps against checking 1,000 `reshape` steps given the same arguments; the
     plans are checked in turn in each round, so a busy moment of the machine falls on all of them."""
     plans = [(control, pure, "".join(f"{control.format(n=n)}\n" for n in range(STEPS)),
               "".join(f"{pure.format(n=n)}\n" for n in range(STEPS))) for control, pure in PURE_AGAINST_CONTROL]
     found = {text: math.inf for _, _, *texts in plans for text in texts}
-    for _ in range(7):
+    for _ in range(PURE_ROUNDS):
         for text in found:
             found[text] = min(found[text], best(lambda source: planc.check(source, registry=registry), text, 1))
-    print(f"\nchecking {STEPS:,} pure steps against {STEPS:,} reshape steps with the same arguments, best of 7 rounds")
+    print(f"\nchecking {STEPS:,} pure steps against {STEPS:,} reshape steps with the same arguments, best of "
+          f"{PURE_ROUNDS} rounds")
     print(f"{'control step':26} {'us/step':>8} | {'pure step':30} {'us/step':>8} {'pure / control':>15}")
     print("-" * 93)
     worst = 0.0
@@ -201,8 +205,8 @@ def pure_against_control(registry) -> None:
         worst = max(worst, ratio)
         print(f"{control:26} {found[control_text] / STEPS * 1e6:8.1f} | {pure:30} "
               f"{found[pure_text] / STEPS * 1e6:8.1f} {ratio:14.2f}x")
-    print(f"the costliest pure step / its control step: {worst:.2f}x (budget <= 1.3x): "
-          f"{'PASS' if worst <= 1.3 else 'FAIL'}")
+    print(f"the costliest pure step / its control step: {worst:.2f}x (budget <= 1.02x, the noise of a measurement): "
+          f"{'PASS' if worst <= 1.02 else 'FAIL'}")
 
 
 def flow_policy(registry, tools: list[dict], repeat: int = 5) -> None:
@@ -279,12 +283,16 @@ def main() -> None:
     options.add_argument("--quick", action="store_true", help="1,000 and 10,000 steps only")
     options.add_argument("--profile", action="store_true", help="cProfile of the check with the policy")
     options.add_argument("--cedar", action="store_true", help="where a Cedar request's time goes")
+    options.add_argument("--pure", action="store_true", help="only table 3, pure steps against a control step")
     arguments = options.parse_args()
     rng = random.Random(20261129)
     toml, tools = make_registry(rng)
     registry = registry_from_text(toml, Path("planc.toml"))
     if arguments.profile or arguments.cedar:
         (profile if arguments.profile else cedar_costs)(registry, tools)
+        return
+    if arguments.pure:
+        pure_against_control(registry)
         return
     against_parse(registry, make_plan(rng, tools))
     pure_against_control(registry)

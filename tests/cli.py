@@ -12,8 +12,10 @@
   pays for its work and not for Python's and planc's start-up.
 
 What `planc` printed for each run it recorded (a `run: ID` line on stderr), by `invoke` or
-`planc_completed`, is kept in `PRINTED` (the last command that ran it: a resume's, after a run's), so that
-tests/test_replay_every_run.py compares each replay with what its run really printed.
+`planc_completed`, is kept in `PRINTED` (the last command that ran it: a resume's, after a run's), and
+appended to the file PLANC_TEST_PRINTED names (conftest.py gives each test process one), so that
+tests/test_replay_every_run.py compares each replay with what its run really printed, in whichever
+process of the session (`pytest -n`) it ran.
 
 A real process is waited for at most `HANG_GUARD_S` seconds: a guard against a hung test, never
 a claim about speed.
@@ -45,6 +47,20 @@ def journal_run(exit_code: int, stdout: str, stderr: str) -> None:
     found = RUN_LINE.search(stderr)
     if found:
         PRINTED[found[1]] = (exit_code, stdout, stderr)
+        journal = os.environ.get("PLANC_TEST_PRINTED")
+        if journal:
+            with open(journal, "a", encoding="utf-8") as lines:
+                lines.write(json.dumps([found[1], exit_code, stdout, stderr]) + "\n")
+
+
+def printed_in(root: Path) -> dict[str, tuple[int, str, str]]:
+    """What the runs recorded by the test processes whose temporary folders are under `root` printed."""
+    printed = {}
+    for journal in sorted(root.rglob("printed.jsonl")):
+        for line in journal.read_text(encoding="utf-8").splitlines():
+            run_id, exit_code, stdout, stderr = json.loads(line)
+            printed[run_id] = (exit_code, stdout, stderr)
+    return printed
 
 
 def invoke(*args, input: str | None = None, env: dict[str, str | None] | None = None) -> Result:

@@ -10,6 +10,14 @@ A skipped test says why. Where PLANC_ALLOWED_SKIPS names a file of reasons (.ci/
 sets it to .ci/allowed-skips), a test that skips for any other reason fails the
 session: CI installs what the tests need, so a skip there is a test that did not run.
 
+On several workers (`pytest -n 2`, pytest-xdist, as `make test` runs): each worker is a process
+of its own, with its own temporary folder (under the session's), run store, servers and Ray
+cluster; the workers send what they counted (examples, skips) to the session, which judges and
+reports as one. The tests marked `last` (tests/test_replay_every_run.py) check what every other
+test left, so they need every worker to have finished: such a session leaves them out and says so,
+and `make test` runs them after it, in a session of their own, over what it recorded (its folder
+is kept in pytest's cache, `planc/recorded-session`).
+
 Temporary files (`tmp_path`, and the session's run store) go to /dev/shm when it
 has room and TMPDIR is not set: the run store commits every call with an fsync
 (SQLite's synchronous=FULL), several milliseconds each on a disk and nothing in
@@ -54,9 +62,27 @@ for _variable in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDP
 
 @pytest.fixture(scope="session", autouse=True)
 def session_run_store(tmp_path_factory):
-    """Runs record into a store of the test session's own, never into the working directory's .planc."""
+    """Runs record into a store of the test session's own, never into the working directory's .planc;
+    what `planc` printed for each run it recorded goes to a journal beside it (cli.py)."""
     os.environ["PLANC_STORE"] = str(tmp_path_factory.mktemp("planc-store") / "runs.sqlite")
+    os.environ["PLANC_TEST_PRINTED"] = str(tmp_path_factory.getbasetemp() / "printed.jsonl")
     return Path(os.environ["PLANC_STORE"])
+
+
+def on_worker(config) -> bool:
+    """Whether this process is one of a session's workers (pytest-xdist), not the session itself."""
+    return hasattr(config, "workerinput")
+
+
+def distributed(config) -> bool:
+    """Whether this session runs its tests on workers, or is one of them."""
+    return on_worker(config) or config.getoption("dist", "no") != "no"
+
+
+def session_root(config) -> Path:
+    """The folder under which every process of this session keeps its temporary files."""
+    own = config._tmp_path_factory.getbasetemp()  # what tmp_path_factory gives; a worker's is under the session's
+    return own.parent if on_worker(config) else own
 
 
 @pytest.fixture(scope="session")
@@ -92,6 +118,10 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("last") is not None)  # stable: the rest keep their order
+    last = [item for item in items if item.get_closest_marker("last") is not None]
+    if last and len(last) < len(items) and distributed(config):  # every worker leaves out the same ones
+        items[:] = items[:-len(last)]
+        config.hook.pytest_deselected(items=last)
 
 
 # --- how many examples each property ran ---------------------------------------------------------
@@ -126,9 +156,14 @@ def _skip_reason(report) -> str:
     return reason.removeprefix("Skipped: ")
 
 
+RECORDED: list[bool] = []  # whether a test ran that is not a `last` one (so this session recorded runs)
+
+
 def pytest_runtest_logreport(report):
     if report.skipped and not hasattr(report, "wasxfail"):
         SKIPPED.append((report.nodeid, _skip_reason(report)))
+    if report.when == "call" and "last" not in report.keywords:
+        RECORDED[:] = [True]
 
 
 def pytest_collectreport(report):
@@ -143,6 +178,12 @@ def allowed_skips(path: Path) -> list[str]:
 
 
 def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if on_worker(config):  # the session judges: it has every worker's reports
+        config.workeroutput["planc_examples"] = EXAMPLES
+        return
+    if RECORDED and getattr(config, "cache", None) is not None:
+        config.cache.set("planc/recorded-session", str(session_root(config)))
     listed = os.environ.get("PLANC_ALLOWED_SKIPS")
     if not listed:
         return
@@ -152,10 +193,18 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def pytest_terminal_summary(terminalreporter):
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's: a worker has finished, with what it counted
+def pytest_testnodedown(node, error):
+    EXAMPLES.update(getattr(node, "workeroutput", {}).get("planc_examples", {}))
+
+
+def pytest_terminal_summary(terminalreporter, config):
     import profiles
 
     write = terminalreporter.write_line
+    if distributed(config):
+        write("on several workers, the tests marked `last` were left out: they check what every test left, so "
+              "they run after, as `make test` runs them: pytest tests/test_replay_every_run.py")
     if EXAMPLES:
         cap = "the full count each is written with" if profiles.PROFILE == "ci" else (
             f"at most {profiles.DEV_EXAMPLES} each; HYPOTHESIS_PROFILE=ci (as .ci/run sets it) runs the full counts")

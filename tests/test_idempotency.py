@@ -203,11 +203,24 @@ def test_an_mcp_tool_gets_each_calls_key_in_meta(tmp_path, monkeypatch):
     rows = {given["text"]: key for _, _, given, key in recorded(tmp_path / "runs.sqlite", run_id_of(result))}
     received = lines(files["log"])
     assert sorted(request["text"] for request in received) == ["a", "b"]
-    # exactly the key its intent row holds and a progress token of its own, nothing else in `_meta`
+    # exactly the key its intent row holds and a progress token of its own, nothing else in `_meta` but the
+    # W3C trace context the MCP SDK adds once the process has a tracer provider (tests/test_traces.py sets
+    # one, and a test process that ran it first, as a worker of `pytest -n` may, sends it)
     assert len({request["meta"].pop("progress_token") for request in received}) == 2
     for request in received:
+        traced = {key: request["meta"].pop(key) for key in ("traceparent", "tracestate") if key in request["meta"]}
+        assert not traced or trace_provider_set(), traced
         assert request["meta"] == {"planc/idempotency_key": rows[request["text"]]}
     assert rows["a"] != rows["b"]
+
+
+def trace_provider_set() -> bool:
+    """Whether this process has a tracer provider of its own (OpenTelemetry's default is a proxy)."""
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return False
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def wait_for(process: subprocess.Popen, path: Path, err: Path) -> None:

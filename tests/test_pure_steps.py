@@ -408,6 +408,30 @@ def test_bad_input_at_run_time_fails_that_step_cleanly_and_nothing_after_it_runs
     assert [tool for _, tool, _ in _recorded(project, run_id)] == ["search", "notify"]  # a pure step is no call
 
 
+@pytest.mark.parametrize(("step", "refusal"), [
+    ("add(a: $1.sent, b: 1)", "argument `a` of `add` is invalid at run time: True is not of type 'number'"),
+    ("upper(text: $1.sent)", "argument `text` of `upper` is invalid at run time: True is not of type 'string'"),
+    ("round(value: $1.channel)", "argument `value` of `round` is invalid at run time: '#ops' is not of type 'number'"),
+    ("reshape(value: $1.sent) |> add(b: 1)", "argument `a` of `add` is invalid at run time: True is not of type 'number'"),
+    ("add(a: 1, b: $1.missing)", "`$1.missing`: there is no field `missing` (the fields are `sent`, `channel`, `text`)"),
+    ("reshape(value: 1) |> add(b: $1.missing)", "`$1.missing`: there is no field `missing`"),
+])
+def test_an_input_the_check_could_not_see_is_refused_at_run_time(project, step, refusal):
+    """`notify` declares no `returns`, so the check cannot know what its fields are: a pure step given one
+    of the wrong type refuses it when it runs (a bool is no number, though Python's `isinstance` says it is
+    an int), as any call refuses a wrong argument, and so does one given a field that is not there; nothing
+    after it runs."""
+    (project / "p.plan").write_text(f'notify(channel: "#ops", text: "first")\n{step}\n'
+                                    f'notify(channel: "#ops", text: "never")\n', encoding="utf-8")
+    result = invoke("run", "p.plan", "--store", project / "runs.sqlite")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert refusal in result.output
+    assert calls(project) == [{"tool": "notify", "channel": "#ops", "text": "first"}]
+    [(run_id, status, message)] = _runs(project)
+    assert status == "failed" and refusal in message
+    assert [tool for _, tool, _ in _recorded(project, run_id)] == ["notify"]
+
+
 def test_an_input_past_result_bytes_fails_the_step_and_not_the_process(project):
     toml = project / "planc.toml"
     toml.write_text(toml.read_text() + "\n[limits]\nresult_bytes = 1000\n", encoding="utf-8")

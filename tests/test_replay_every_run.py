@@ -1,11 +1,13 @@
 """Every run the test session recorded replays: no tool and no model is called, and the output is the run's.
 
-This test runs after every other (conftest.py moves it last). It finds the run stores the session
-wrote (`$PLANC_STORE`, and every `*.sqlite` under the session's temporary folder), and replays each
+This test runs after every other (conftest.py moves it last; a session on several workers leaves it
+out, and `make test` runs it after that session, over what that session recorded). It finds the run
+stores the session wrote (every `*.sqlite` under the session's temporary folder, each worker's
+`$PLANC_STORE` included), and replays each
 finished run with `planc replay` in this process, where calling a tool, asking a model or starting
 an MCP server raises. A replay must print what `planc run` printed for that run, with the same exit
 status: where the test session saw that output (the runs made by `invoke` and `planc_completed`,
-`cli.PRINTED`) and the record still ends as it said, the replay's standard output is compared with
+`cli.PRINTED`, and each process's journal of it) and the record still ends as it said, the replay's standard output is compared with
 it exactly, and its last line on standard error with the run's (a failure's message); for the other
 runs (a killed process, the Python API, a batch, a record a test rewrote) with what the record says
 was printed: the result as JSON (`--finish output`),
@@ -25,7 +27,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from cli import PRINTED, invoke
+from cli import PRINTED, invoke, printed_in
 
 from planc.registry.labels import is_redacted
 
@@ -43,8 +45,20 @@ def refuse(what):
     return called
 
 
-def stores(tmp_path_factory) -> list[Path]:
-    found = {Path(os.environ["PLANC_STORE"])} | set(tmp_path_factory.getbasetemp().rglob("*.sqlite"))
+def recorded_session(session, own: Path) -> Path:
+    """The temporary folder of the session whose runs this test replays: its own (`own`), or, when it runs
+    alone after a session on several workers (every test of this session is a `last` one), that session's,
+    which conftest.py keeps in pytest's cache."""
+    config = session.config
+    if all(item.get_closest_marker("last") is not None for item in session.items):
+        earlier = config.cache.get("planc/recorded-session", None) if getattr(config, "cache", None) else None
+        if earlier is not None and Path(earlier).is_dir():
+            return Path(earlier)
+    return own
+
+
+def stores(root: Path) -> list[Path]:
+    found = {Path(os.environ["PLANC_STORE"])} | set(root.rglob("*.sqlite"))
     return sorted(path for path in found if path.exists() and _is_run_store(path))
 
 
@@ -92,26 +106,28 @@ RACING_EXIT = re.compile(r"map\([^\n]*concurrency: *([2-9]|\d\d+)[^\n]*\bexit\("
 EXIT_STATUS = {0: "ok", 1: "failed", 3: "awaiting_approval", 4: "error", 130: "interrupted"}  # what a run's exit code says it ended as
 
 
-def printed_as_recorded(run: dict) -> bool:
+def printed_as_recorded(run: dict, printed: dict) -> bool:
     """Whether the session saw what `run` printed, and its record still ends as that said (a test may rewrite
     a record afterwards, as the run store's migration tests do, or resume it in a process of its own)."""
-    return run["id"] in PRINTED and EXIT_STATUS.get(PRINTED[run["id"]][0]) == run["status"]
+    return run["id"] in printed and EXIT_STATUS.get(printed[run["id"]][0]) == run["status"]
 
 
-def test_every_recorded_run_replays_without_calling_anything(tmp_path_factory, monkeypatch):
+def test_every_recorded_run_replays_without_calling_anything(request, tmp_path_factory, monkeypatch):
     monkeypatch.setattr("planc.backend.calls.dispatch.call_provider", refuse("called a tool"))
     monkeypatch.setattr("planc.backend.models.client.ModelClient.chat", refuse("asked a model"))
     monkeypatch.setattr("planc.backend.calls.mcp_runtime.McpRuntime.open", refuse("started an MCP server"))
     replayed, seen, racing, kinds, older = 0, 0, 0, set(), []
-    for store in stores(tmp_path_factory):
+    root = recorded_session(request.session, tmp_path_factory.getbasetemp())
+    printed_by_run = {**printed_in(root), **PRINTED}
+    for store in stores(root):
         for summary in finished_runs(store):
             run = json.loads(invoke("show-run", summary["id"], "--store", str(store), "--format", "json").stdout)
             if "read" not in run["options"]:  # as an older planc recorded it (test_run_store makes one): it
                 older.append(run["id"])  # replays with the project's files, from the project's folder only
                 continue
-            real = printed_as_recorded(run)
+            real = printed_as_recorded(run, printed_by_run)
             if real:  # what the run really printed
-                status, stdout, printed = PRINTED[run["id"]]
+                status, stdout, printed = printed_by_run[run["id"]]
                 stderr = printed.splitlines(keepends=True)[-1] if status not in (0, 4) else ""
             else:
                 status, stdout, stderr = expected(run)

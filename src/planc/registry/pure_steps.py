@@ -32,7 +32,7 @@ import attrs
 from planc.registry.declarations import Limits
 from planc.registry.linear_regex import PatternRefused
 from planc.registry.linear_regex import search as regex_search
-from planc.registry.tool import Effects, Tool
+from planc.registry.tool import Effects, Tool, plain_types
 
 FAMILIES = ("numbers", "text", "lists", "dates")
 
@@ -62,10 +62,35 @@ class PureStep:
     run: Callable[..., object]
     limited: bool = False  # its implementation takes `limits`, the run's `[limits]`
     defaults: tuple = ()  # (parameter, default value) for each parameter that has a default
+    # Made once from `tool`, for `surely_valid`: each parameter's plain types (None: its schema says more
+    # than a type), and the parameters an input must give.
+    kinds: Mapping = attrs.field(init=False, default=attrs.Factory(
+        lambda self: {name: plain_types(schema) for name, schema in self.tool.params.items()}, takes_self=True))
+    required: frozenset = attrs.field(init=False, default=attrs.Factory(
+        lambda self: frozenset(self.tool.required), takes_self=True))
+    default_inputs: Mapping = attrs.field(init=False, default=attrs.Factory(  # `defaults` as one mapping
+        lambda self: dict(self.defaults), takes_self=True))
 
     def __call__(self, inputs: Mapping, limits: Limits):
         """The step's result for `inputs` (plain JSON data), or PureStepError."""
         return self.run(**inputs, limits=limits) if self.limited else self.run(**inputs)
+
+    def surely_valid(self, inputs: Mapping) -> bool:
+        """Whether `inputs` conform to the step's parameters, known without a validator: each is a declared
+        parameter whose schema is only a `type`, and of it, and no required one is missing. False says
+        nothing: a validator decides (the dispatch's `check_arguments`, which says what is wrong).
+
+        >>> PURE_STEPS["add"].surely_valid({"a": 1, "b": 2.5}), PURE_STEPS["add"].surely_valid({"a": True, "b": 2})
+        (True, False)
+        >>> PURE_STEPS["add"].surely_valid({"a": 1}), PURE_STEPS["round"].surely_valid({"value": 1, "digits": 2})
+        (False, False)
+        """
+        kinds = self.kinds
+        for name, value in inputs.items():
+            allowed = kinds.get(name)
+            if allowed is None or type(value) not in allowed:
+                return False
+        return self.required <= inputs.keys()
 
 
 # --- reading inputs
@@ -159,8 +184,7 @@ def _count(over, field=None):
 
 def _round(value, digits=0):
     _number(value, "`value`")
-    rounded = round(value, digits)
-    return int(rounded) if digits == 0 else _finite(float(rounded))
+    return round(value) if digits == 0 else _finite(float(round(value, digits)))  # round(x) is an int
 
 
 def _arithmetic(operation):

@@ -44,6 +44,32 @@ class Cost:
 # Where an MCP `tools/call` request carries the call's idempotency key: `params._meta`, under this name.
 MCP_META_KEY = "planc/idempotency_key"
 
+# The Python types of the JSON values of each JSON Schema `type`, exactly: a bool is not an integer here.
+PYTHON_TYPES = {"string": frozenset({str}), "number": frozenset({int, float}), "integer": frozenset({int}),
+                "boolean": frozenset({bool}), "array": frozenset({list}), "object": frozenset({dict}),
+                "null": frozenset({type(None)})}
+ANNOTATIONS = frozenset({"description", "title", "default", "examples"})  # what a validator does not check
+
+
+def plain_types(schema: Mapping) -> frozenset[type] | None:
+    """The Python types of the values `schema` allows, when it says nothing but their `type` (annotations
+    aside): a JSON value whose type is exactly one of them is valid for it without a validator. None when
+    the schema says more (bounds, a format, items, a type it does not know): only a validator can tell.
+
+    >>> sorted(kind.__name__ for kind in plain_types({"type": ["string", "array"], "description": "text"}))
+    ['list', 'str']
+    >>> plain_types({"type": "string", "minLength": 1}), plain_types({"type": "date"})
+    (None, None)
+    """
+    if not isinstance(schema, Mapping) or any(key != "type" and key not in ANNOTATIONS for key in schema):
+        return None
+    declared = schema.get("type")
+    names = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else None
+    if not names or not all(isinstance(name, str) and name in PYTHON_TYPES for name in names):
+        return None
+    return frozenset().union(*(PYTHON_TYPES[name] for name in names))
+
+
 # JSON Schema marks for the parameter kinds only control steps have.
 CONDITION = {"x-planc": "condition"}
 BLOCK = {"x-planc": "block"}

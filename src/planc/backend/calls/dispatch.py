@@ -28,6 +28,7 @@ from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import Aborted, RunError, ToolFailed
 from planc.registry.declarations import RESULT_BYTES
 from planc.registry.labels import SECRET, redacted
+from planc.registry.tool import PYTHON_TYPES
 from planc.syntax import ast
 
 
@@ -211,10 +212,6 @@ class Dispatch:
                              f"({problem})", step.tool)
 
 
-_PLAIN_TYPES = {"string": (str,), "number": (int, float), "integer": (int,), "boolean": (bool,), "array": (list,),
-                "object": (dict,)}
-
-
 def _surely_valid(value, schema: Mapping) -> bool:
     """True when `schema` is only a `type` and `value` is of it: what most arguments are, known without
     jsonschema (which is many times slower). False says nothing: jsonschema decides.
@@ -225,9 +222,8 @@ def _surely_valid(value, schema: Mapping) -> bool:
     (False, False)
     """
     kind = schema.get("type")
-    kinds = _PLAIN_TYPES.get(kind) if len(schema) == 1 and isinstance(kind, str) else None
-    return kinds is not None and isinstance(value, kinds) and (value is not True and value is not False
-                                                                or kinds == (bool,))
+    kinds = PYTHON_TYPES.get(kind) if len(schema) == 1 and type(kind) is str else None
+    return kinds is not None and type(value) in kinds
 
 
 def result_problem(validator, result) -> str | None:

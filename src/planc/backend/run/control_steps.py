@@ -1,7 +1,8 @@
 """The built-in steps at run time: one handler each, in `CONTROL_HANDLERS` (one for every pure step).
 
-A handler is `handler(run, step, path, scope, piped, in_loop)` and returns the
-step's result (`piped` is the piped input, `Labelled` with its labels, or NOTHING).
+A handler is `handler(run, step, path, scope, piped, in_loop, shown)` and returns
+the step's result (`piped` is the piped input, `Labelled` with its labels, or NOTHING;
+`shown` its rendered input, as `step_started` showed it: the values it has already).
 A control step is never dispatched as a tool call and never gated; what it runs
 (its blocks' steps, an agent's tools) takes the dispatch like any other call. An
 argument left out takes the default its declaration in `planc.registry.builtins`
@@ -172,14 +173,14 @@ async def condition(run, step: ast.Step, path: str, scope: Scope) -> tuple[bool,
 # --- the handlers
 
 
-async def run_map(run, step, path, scope, piped, in_loop):
+async def run_map(run, step, path, scope, piped, in_loop, shown):
     over = items(step, path, scope, piped)
     item_view = labels_of(step, "over", scope, piped).item()
     results = await each_item(run, step, path, scope, over, item_view, value(step, "concurrency", scope))
     return Labelled([result.value for result in results], _carried(results))
 
 
-async def run_filter(run, step, path, scope, piped, in_loop):
+async def run_filter(run, step, path, scope, piped, in_loop, shown):
     over = items(step, path, scope, piped)
     item_view = labels_of(step, "over", scope, piped).item()
     if step.arg("where") is not None:
@@ -200,7 +201,7 @@ async def run_filter(run, step, path, scope, piped, in_loop):
     return Labelled([item for item, keep in zip(over, kept) if keep], LabelView(shown))
 
 
-async def run_reduce(run, step, path, scope, piped, in_loop):
+async def run_reduce(run, step, path, scope, piped, in_loop, shown):
     accumulator = Labelled(value(step, "initial", scope), LabelView(labels_of(step, "initial", scope).whole()))
     views = {"item": labels_of(step, "over", scope, piped).item()}
     for index, item in enumerate(items(step, path, scope, piped)):
@@ -211,7 +212,7 @@ async def run_reduce(run, step, path, scope, piped, in_loop):
     return accumulator
 
 
-async def run_decide(run, step, path, scope, piped, in_loop):
+async def run_decide(run, step, path, scope, piped, in_loop, shown):
     holds, decided = await condition(run, step, path, scope)
     if may_exit(step):  # whether the steps after it run was decided here, whichever branch is taken
         scope.gates.labels = union(scope.gates.labels, decided)
@@ -222,7 +223,7 @@ async def run_decide(run, step, path, scope, piped, in_loop):
     return Labelled(taken.value, LabelView(union(decided, taken.view.whole())))
 
 
-async def run_exit(run, step, path, scope, piped, in_loop):
+async def run_exit(run, step, path, scope, piped, in_loop, shown):
     passed = value(step, "value", scope, piped)
     decided = NO_LABELS
     if (step.arg("when") or step.arg("infer")) is not None:
@@ -248,11 +249,11 @@ def _view(piped) -> LabelView | None:
     return piped.view if type(piped) is Labelled else None
 
 
-async def run_reshape(run, step, path, scope, piped, in_loop):
+async def run_reshape(run, step, path, scope, piped, in_loop, shown):
     return value(step, "value", scope)
 
 
-async def run_ask(run, step, path, scope, piped, in_loop):
+async def run_ask(run, step, path, scope, piped, in_loop, shown):
     question = value(step, "question", scope)
     said = await answer(run, step, path, question)
     if not isinstance(said, Unanswered):
@@ -265,23 +266,28 @@ async def run_ask(run, step, path, scope, piped, in_loop):
     raise RunError(f"step {path}: nobody answered `{question}`: {said.reason}", step.tool)
 
 
-async def run_pure(run, step, path, scope, piped, in_loop):
+async def run_pure(run, step, path, scope, piped, in_loop, shown):
     """A pure step: its implementation over its inputs, which must conform to its parameters as any call's
     arguments must. Its result must be plain JSON data within `[limits] result_bytes`. Bad input fails the
     step, saying which step and why. `today` reads the clock: what it read is recorded like a call, and a
     replay or a resume gives that.
 
+    Its inputs are its rendered input (`shown`: every argument, and the piped input under its pipe
+    parameter), each evaluated once; when one did not render, they are evaluated again, to fail the step.
     This is where a pure step's result is made at run time (its value is returned to `Run.step`)."""
     pure = PURE_STEPS[step.tool.text]
     limits = run.registry.limits if run.registry is not None else Limits()
-    inputs = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}
-    if piped is not NOTHING and pure.tool.pipe not in inputs:
-        inputs[pure.tool.pipe] = piped.value  # its labels are the interpreter's: a pure step adds none
+    inputs, piping = shown, piped is not NOTHING
+    if len(inputs) < len(step.args) + piping or piping and step.arg(pure.tool.pipe) is not None:
+        inputs = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}  # raises what did not render
+        if piping and pure.tool.pipe not in inputs:
+            inputs[pure.tool.pipe] = piped.value  # its labels are the interpreter's: a pure step adds none
     # The values of a plan are JSON data already (literals, `$args`, results); their types are what the
     # check could not always see (`$args`, a tool without `returns`). The declared defaults conform.
-    run.dispatch.check_arguments(pure.tool, inputs, path, step)
-    for name, default in pure.defaults:
-        inputs.setdefault(name, default)
+    if not pure.surely_valid(inputs):  # most inputs are known good by their Python types alone
+        run.dispatch.check_arguments(pure.tool, inputs, path, step)
+    if pure.defaults:
+        inputs = {**pure.default_inputs, **inputs}
     if pure.tool.effects.deterministic:
         return _pure_result(pure, inputs, limits, path, step)
     call = Call(path, pure.tool, inputs, stack=plan_stack.current())
@@ -316,7 +322,7 @@ def _bounded(result, limit: int):
     return plain(result, limit)
 
 
-async def run_agent(run, step, path, scope, piped, in_loop):
+async def run_agent(run, step, path, scope, piped, in_loop, shown):
     from planc.backend.models.agent_loop import CheckFailed, ToolFailure, Turn, check_problems
     from planc.backend.models.agent_loop import run_agent as agent_loop
     from planc.backend.models.client import ModelError

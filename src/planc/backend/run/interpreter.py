@@ -243,7 +243,8 @@ class Run:
         try:
             if tool.provider == "builtin":
                 labelled_piped = piped if piped is NOTHING else Labelled(piped, piped_view or LabelView())
-                result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, labelled_piped, in_loop)
+                result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, labelled_piped, in_loop,
+                                                           arguments)
             else:
                 call = Call(path, tool, arguments, scope=TemplateScope(scope, self.names), sources=sources,
                             control=control)
