@@ -86,10 +86,12 @@ def build(folder: Path, runs: int) -> Path:
     store = RunStore(folder / "runs.sqlite")
     store.db.execute("PRAGMA synchronous = OFF")  # the bench's own store: the same rows, sooner
     checked = [(planc.check(text, registry=registry, policy=policy), given) for text, given in PLANS.items()]
+    options = {"config": str(folder / "planc.toml"), "policy": str(folder / "policy.cedar"), "finish": "output",
+               "query": None}  # as `planc run` records a run
     for n in range(runs):
         plan, given = checked[0] if n % 5 else checked[1]
         recorded = RecordedRun.record(store, plan, registry=registry, policy=policy, principal='User::"anonymous"',
-                                      arguments=given(n), options={})
+                                      arguments=given(n), options=options)
         try:
             recorded.execute()
         except RunError:

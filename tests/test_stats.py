@@ -82,8 +82,13 @@ def store(tmp_path_factory):
     with tool_project(folder, "statstools", TOOLS, TOML):
         (folder / "policy.cedar").write_text(POLICY, encoding="utf-8")
         registry, policy = load_registry(folder / "planc.toml"), load_policy(folder / "policy.cedar")
-        runs = RunStore(folder / "runs.sqlite")
+        # not `*.sqlite`: 300 runs the Python API made would swamp the session's replay of every store, which
+        # compares most runs with what `planc run` printed (these runs replay: `planc replay` reads them as any)
+        runs = RunStore(folder / "runs.store")
         runs.db.execute("PRAGMA synchronous = OFF")  # the test's own store: no fsync per row, the same rows
+        # how `planc run` records a run: so the session's replay of every store replays these too
+        options = {"config": str(folder / "planc.toml"), "policy": str(folder / "policy.cedar"), "finish": "output",
+                   "query": None}
         plans = [(TRIAGE, [{"q": "boom" if n % 10 == 0 else "disk"} for n in range(200)]),
                  (LOOKUP, [{"id": f"I{n}"} for n in range(60)]),
                  (ALERT, [{"channel": "#secret"}] * 40)]
@@ -92,13 +97,13 @@ def store(tmp_path_factory):
             assert checked.ok, checked.diagnostics
             for given in arguments:
                 recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy,
-                                              principal='User::"anonymous"', arguments=given, options={})
+                                              principal='User::"anonymous"', arguments=given, options=options)
                 try:
                     recorded.execute()
                 except RunError:
                     pass  # recorded as failed: what the stats count
         runs.close()
-        yield folder / "runs.sqlite"
+        yield folder / "runs.store"
 
 
 def stats(store, *options) -> dict:
