@@ -165,7 +165,7 @@ class _Reader:
         models = {name: self.model(name, table) for name, table in self.tables(data, "models").items()}
         self.sampling_roles(servers, models)
         return Registry(tools=tools, source=self.path, servers=servers, plans=DeclaredPlans(plans), models=models,
-                        policy=self.path_value(data, "policy"), store=self.path_value(data, "store"), limits=limits,
+                        policy=self.path_value(data, "policy"), store=self.store(data), limits=limits,
                         budget=self.budget(data.get("budget", {})), principal=self.principal(data),
                         executor=self.executor(data.get("executor", {})))
 
@@ -197,6 +197,17 @@ class _Reader:
         if not isinstance(data[key], str) or not data[key]:
             self.fail(f"`{key}` must be a path (a string), relative to the folder of planc.toml", None, key)
         return self.folder / data[key]
+
+    def store(self, data: dict) -> Path | None:
+        """`store`: an SQLite file, from the folder of planc.toml, or "postgresql:$NAME", a PostgreSQL database
+        whose DSN is in the environment variable NAME (never in this file)."""
+        declared = data.get("store")
+        if isinstance(declared, str) and declared.startswith("postgresql:"):
+            if not re.fullmatch(r"postgresql:\$[A-Za-z_][A-Za-z0-9_]*", declared):
+                self.fail("`store` names a PostgreSQL run store as \"postgresql:$NAME\": its DSN is read from the "
+                          "environment variable NAME, never written in planc.toml", None, "store")
+            return Path(declared)
+        return self.path_value(data, "store")
 
     def only(self, table: dict, allowed: set, where: str | None, what: str) -> None:
         for key in table:
