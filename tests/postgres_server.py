@@ -38,7 +38,9 @@ def programs() -> Path | None:
 class PostgresServer:
     """A server of its own; `database()` gives each test a fresh database and its DSN."""
 
-    def __init__(self, bin_folder: Path) -> None:
+    def __init__(self, bin_folder: Path, durable: bool = False) -> None:
+        """`durable`: every commit reaches the disk (fsync), as a real server's do; the tests need no such
+        thing, and are spared its cost."""
         self.bin = bin_folder
         self.folder = Path(tempfile.mkdtemp(prefix="planc-pg-", dir="/tmp"))  # short: a socket path has ~100 bytes
         self.user = None
@@ -47,9 +49,10 @@ class PostgresServer:
             os.chown(self.folder, self.user.pw_uid, self.user.pw_gid)
         self.data = self.folder / "data"
         self._run("initdb", "-D", str(self.data), "-U", ADMIN, "--auth=trust", "-E", "UTF8", "--no-locale", "-N")
+        fsync = "on" if durable else "off"
         self._run("pg_ctl", "start", "-w", "-D", str(self.data), "-l", str(self.folder / "log"), "-o",
-                  f"-c listen_addresses='' -c unix_socket_directories={self.folder} -c fsync=off "
-                  f"-c max_connections=100")
+                  f"-c listen_addresses='' -c unix_socket_directories={self.folder} -c fsync={fsync} "
+                  "-c max_connections=100")
         self.names = itertools.count()
 
     def _run(self, program: str, *args: str) -> None:
