@@ -175,7 +175,7 @@ def test_a_store_of_an_older_schema_is_brought_up_to_date(project):
 
 @pytest.mark.parametrize("store, env, words", [
     ("postgresql:$PLANC_NO_SUCH_VARIABLE", {}, "the environment variable PLANC_NO_SUCH_VARIABLE holds no DSN"),
-    ("postgresql:host=db", {}, 'is named "postgresql:$NAME"'),
+    ("postgresql:host=db", {}, 'must be "postgresql:$NAME": the DSN is read from the environment variable'),
     ("postgresql:$PLANC_TEST_STORE", {"PLANC_TEST_STORE": "host=/nonexistent dbname=x"},
      "cannot open the run store: connection"),
 ])

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import textwrap
 from pathlib import Path
 
 import pytest
+import test_sql_tools as sql_tools_test
 from cli import invoke
 
 import planc
@@ -21,7 +21,7 @@ from planc.registry.postgres_tools import run_query
 from planc.registry.sql_tools import SqlError
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "incidents"
-QUERY = "SELECT id, title, severity FROM incidents WHERE team = :team ORDER BY id LIMIT :limit"
+QUERY = sql_tools_test.QUERY  # the same query, the same rows
 PROVIDER = "postgresql:$PLANC_TEST_DSN"
 
 
@@ -54,20 +54,7 @@ def rows(dsn: str) -> list[tuple]:
 
 
 def declare(folder: Path, query: str = QUERY, params: str | None = None) -> None:
-    params = params if params is not None else \
-        '{ team = { type = "string" }, limit = { type = "integer", minimum = 1, maximum = 50, default = 20 } }'
-    (folder / "planc.toml").write_text(textwrap.dedent(f'''
-        [tools.team_incidents]
-        description = "A team's incidents"
-        provider = "{PROVIDER}"
-        query = {json.dumps(query)}
-        params = {params}
-        returns_at_most = "limit"
-
-        [tools.echo]
-        params = {{ text = {{ type = "string" }} }}
-        required = ["text"]
-    '''), encoding="utf-8")
+    sql_tools_test.declare(folder, query, params, provider=PROVIDER)
 
 
 def test_the_rows_are_records_typed_by_the_database(database, tmp_path):
@@ -230,8 +217,8 @@ def test_a_query_runs_no_longer_than_the_tools_timeout(database):
 def test_a_provider_that_names_no_set_variable_is_a_load_error_naming_it(database, tmp_path, monkeypatch):
     declare(tmp_path)
     monkeypatch.delenv("PLANC_TEST_DSN")
-    with pytest.raises(ConfigError, match=r"PLANC_TEST_DSN that `provider` names holds no DSN"):
+    with pytest.raises(ConfigError, match=r"the environment variable PLANC_TEST_DSN holds no DSN"):
         load_registry(tmp_path / "planc.toml")
     (tmp_path / "planc.toml").write_text('[tools.t]\nprovider = "postgresql:host=db"\nquery = "SELECT 1 AS one"\n')
-    with pytest.raises(ConfigError, match=r"never written in planc.toml"):
+    with pytest.raises(ConfigError, match=r"must be \"postgresql:\$NAME\": the DSN is read from the environment"):
         load_registry(tmp_path / "planc.toml")

@@ -203,7 +203,9 @@ class _Reader:
         whose DSN is in the environment variable NAME (never in this file)."""
         declared = data.get("store")
         if isinstance(declared, str) and declared.startswith("postgresql:"):
-            if not re.fullmatch(r"postgresql:\$[A-Za-z_][A-Za-z0-9_]*", declared):
+            from planc.registry.postgres_tools import PROVIDER
+
+            if not PROVIDER.match(declared):
                 self.fail("`store` names a PostgreSQL run store as \"postgresql:$NAME\": its DSN is read from the "
                           "environment variable NAME, never written in planc.toml", None, "store")
             return Path(declared)

@@ -52,16 +52,25 @@ COLUMN_SCHEMAS = {
 WRITING_NODES = frozenset({"ModifyTable", "LockRows"})  # a write (a writable CTE too), SELECT ... FOR UPDATE
 
 
-def dsn(provider: str) -> str:
-    """The DSN `provider` ("postgresql:$NAME") names: the environment's $NAME; an SqlError when it is unset."""
-    found = PROVIDER.match(provider)
+def environment_dsn(named: str) -> str:
+    """The DSN `named` ("postgresql:$NAME", a tool's provider or a run store) names: the environment's
+    $NAME; a ValueError saying what is wrong when it is not so named, or $NAME is unset."""
+    found = PROVIDER.match(named)
     if found is None:
-        raise SqlError(f"`provider = {provider!r}` must be \"postgresql:$NAME\": the DSN is read from the "
-                       "environment variable NAME, never written in planc.toml")
+        raise ValueError(f"{named!r} must be \"postgresql:$NAME\": the DSN is read from the environment variable "
+                         "NAME, never written where planc keeps it")
     value = os.environ.get(found["variable"], "")
     if not value.strip():
-        raise SqlError(f"the environment variable {found['variable']} that `provider` names holds no DSN")
+        raise ValueError(f"the environment variable {found['variable']} holds no DSN")
     return value
+
+
+def dsn(provider: str) -> str:
+    """The DSN of the tool `provider` names; an SqlError when there is none."""
+    try:
+        return environment_dsn(provider)
+    except ValueError as error:
+        raise SqlError(str(error)) from None
 
 
 def prepare(provider: str, query: str) -> tuple[dict[str, dict], dict[str, dict]]:

@@ -19,13 +19,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import os
 import re
 from collections.abc import Callable, Iterator
 
+from planc.registry.postgres_tools import environment_dsn
 from planc.store.faults import RunLeased, RunStoreError, refuse_newer
 
-PROVIDER = re.compile(r"postgresql:\$(?P<variable>[A-Za-z_][A-Za-z0-9_]*)\Z")
 SCHEMA_NAME = "planc"
 SET_UP_LOCK = 0x706C616E63  # "planc": the advisory lock the schema is made under
 CONNECT_TIMEOUT_S = 10
@@ -40,13 +39,10 @@ class PostgresBackend:
 
     def __init__(self, where: str, version: int, set_up: Callable) -> None:
         self.where = where
-        found = PROVIDER.match(where)
-        if found is None:
-            raise RunStoreError(f"{where}: a PostgreSQL run store is named \"postgresql:$NAME\": its DSN is read "
-                                "from the environment variable NAME, never written where planc keeps it")
-        dsn = os.environ.get(found["variable"], "")
-        if not dsn.strip():
-            raise RunStoreError(f"{where}: the environment variable {found['variable']} holds no DSN")
+        try:
+            dsn = environment_dsn(where)
+        except ValueError as error:
+            raise RunStoreError(f"{where}: {error}") from None
         try:
             import psycopg
         except ImportError:
