@@ -10,9 +10,9 @@ tells the store, and what a replay or a resume answers from it, is `planc.store.
 
 Every failure of the store (another process holding it, a full disk, a read-only or damaged
 file, a server that cannot be reached) is a RunStoreError naming the store (`faults.py`), never the
-database's exception. A command
-that only reads (`planc runs`, `show-run`, `replay`) opens the store with `read_only`: it reads
-a store it cannot write, a read-only file or one on a read-only filesystem.
+database's exception. A command that only reads (`planc runs`, `show-run`, `replay`) opens the
+store with `read_only`: it reads an SQLite store it cannot write, a read-only file or one on a
+read-only filesystem.
 """
 
 from __future__ import annotations
