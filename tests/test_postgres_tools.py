@@ -222,3 +222,8 @@ def test_a_provider_that_names_no_set_variable_is_a_load_error_naming_it(databas
     (tmp_path / "planc.toml").write_text('[tools.t]\nprovider = "postgresql:host=db"\nquery = "SELECT 1 AS one"\n')
     with pytest.raises(ConfigError, match=r"must be \"postgresql:\$NAME\": the DSN is read from the environment"):
         load_registry(tmp_path / "planc.toml")
+
+
+def test_casts_percent_signs_and_dollar_quotes_are_not_parameters(database):
+    query = "SELECT :v::int + 1 AS y, $$:no$$ AS d, 'a%b' AS p, 7 % 3 AS m WHERE 'ab' LIKE 'a%'"
+    assert run_query(PROVIDER, query, {"v": 4}) == [{"y": 5, "d": ":no", "p": "a%b", "m": 1}]
