@@ -1,6 +1,6 @@
 """What the interpreter costs per step, and how well `map` overlaps slow tools.
 
-    .venv/bin/python bench/run.py             # the five tables (about 30 s)
+    .venv/bin/python bench/run.py             # the six tables (about 60 s)
     .venv/bin/python bench/run.py --profile   # cProfile of the 1,000-step async plan
     .venv/bin/python bench/run.py --quick     # fewer samples, for a smoke run
     .venv/bin/python bench/run.py --pure      # table (5) alone
@@ -35,6 +35,13 @@ plan once, and times only `run_plan` (a fresh event loop per sample, as `planc r
     argument (`reshape(value: item)`, `reshape(value: "{item}")`, `reshape(value: [item, 1])`), all
     six plans run in turn in each of 21 rounds (9 with --quick), best of the rounds, timed in the process's CPU time
     (`time.process_time`: nothing in them waits, and the machine may be shared).
+(6) What recording a run costs each call, in the run store on SQLite and on PostgreSQL side by side:
+    50 steps `aecho(x: N)` run by `planc.run` without a store (the baseline), and recorded, each run
+    opening its store as `planc run` does: into an SQLite file and into PostgreSQL (a throwaway
+    server of tests/postgres_server.py on a Unix socket), on disk with every commit fsynced (both
+    under /tmp), and without the disk (SQLite's file in /dev/shm, PostgreSQL with fsync off): what
+    the commits cost, and what the backend's own work and round trips cost. Skipped, saying why,
+    without PostgreSQL or psycopg.
 
 Times are the best of N samples (each sample loops at least 50 ms for the fast rows), garbage
 collector on, gc.collect() before each sample.
@@ -59,9 +66,11 @@ import planc
 from planc.backend.calls.hooks import Hooks
 from planc.backend.report.events import Stamp
 from planc.backend.run.interpreter import run_plan
+from planc.backend.run.recorded_run import run as recorded_run
 from planc.registry import load_registry
 
 STEPS = 1_000
+RECORDED_STEPS = 50
 SEARCHES = 8
 ITEMS = 1_000
 SLOW_ITEMS = 100
@@ -154,8 +163,8 @@ cost = {{ latency_ms = 50 }}
 '''
 
 
-def steps_plan(tool: str) -> str:
-    return "".join(f"{tool}(x: {n})\n" for n in range(STEPS))
+def steps_plan(tool: str, steps: int = STEPS) -> str:
+    return "".join(f"{tool}(x: {n})\n" for n in range(steps))
 
 
 def labelled_plan() -> str:
@@ -343,6 +352,38 @@ def events_rows(bench: Bench, repeat: int) -> list[tuple[str, float]]:
     return rows
 
 
+def store_rows(bench: Bench, folder: Path, repeat: int) -> tuple[float, dict[str, dict[str, float]]] | str:
+    """Seconds per run of RECORDED_STEPS async calls with no store, and by backend ("SQLite", "PostgreSQL")
+    and place ("disk": every commit fsynced; "memory": SQLite's file in /dev/shm, PostgreSQL's fsync off);
+    or why PostgreSQL cannot be measured here."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from postgres_server import PostgresServer, programs, skip_reason
+
+    reason = skip_reason()
+    if reason is not None:
+        return f"skipped: {reason}"
+    checked, expected = bench.checked(steps_plan("aecho", RECORDED_STEPS)), RECORDED_STEPS - 1
+
+    def timed(store) -> float:
+        def run():
+            result = recorded_run(checked, registry=bench.registry, store=store)
+            if result.value != expected:
+                sys.exit(f"unexpected result: {str(result.value)[:200]}")
+        return best(run, repeat, sample=0)
+
+    memory = Path(tempfile.mkdtemp(prefix="planc-bench-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
+    found = {"SQLite": {"disk": timed(folder / "runs.sqlite"), "memory": timed(memory / "runs.sqlite")},
+             "PostgreSQL": {}}
+    for place, durable in (("disk", True), ("memory", False)):
+        server = PostgresServer(programs(), durable=durable)
+        try:
+            os.environ["PLANC_BENCH_STORE"] = server.database()
+            found["PostgreSQL"][place] = timed("postgresql:$PLANC_BENCH_STORE")
+        finally:
+            server.stop()
+    return timed(None), found
+
+
 def profile(bench: Bench) -> None:
     import cProfile
     import pstats
@@ -380,6 +421,7 @@ def main() -> None:
         fan_out = optimize_row(bench, 3 if options.quick else 7)
         events = events_rows(bench, repeat)
         pure_steps = pure_rows(bench, rounds)
+        stores = store_rows(bench, Path(folder), 3 if options.quick else 5)
 
     workers = min(32, (os.cpu_count() or 1) + 4)
     print(f"planc run benchmark: Python {platform.python_version()} ({platform.machine()}), "
@@ -423,6 +465,7 @@ def main() -> None:
     for what, seconds in events:
         print(f"{what:46} {seconds * 1e3:8.2f} {seconds / STEPS * 1e6:8.2f} {seconds / events[0][1]:9.2f}x")
     print_pure(pure_steps, rounds)
+    print_stores(stores)
     print(f"(run took {time.perf_counter() - wall:.0f} s)")
 
 
@@ -437,6 +480,25 @@ def print_pure(pure_steps, repeat: int) -> None:
     worst = max(pure_s / control_s for _, _, control_s, pure_s in pure_steps)
     print(f"the costliest pure step / its control step: {worst:.2f}x (budget <= 1.02x, the noise of a "
           f"measurement): {'PASS' if worst <= 1.02 else 'FAIL'}")
+
+
+def print_stores(stores) -> None:
+    print(f"\nwhat recording costs a call, SQLite and PostgreSQL side by side: {RECORDED_STEPS} steps aecho(x: n) "
+          "run by planc.run, each run opening its store as `planc run` does; best of samples")
+    if isinstance(stores, str):
+        print(stores)
+    else:
+        none, found = stores
+        print(f"no store (the baseline): {none / RECORDED_STEPS * 1e6:.1f} us/call")
+        print(f"{'store us/call (over the baseline)':36} {'on disk, fsync':>16} {'in memory / fsync off':>22}")
+        print("-" * 76)
+        per = {name: {place: (seconds - none) / RECORDED_STEPS for place, seconds in places.items()}
+               for name, places in found.items()}
+        for name, places in per.items():
+            print(f"{name:36} {places['disk'] * 1e6:16.1f} {places['memory'] * 1e6:22.1f}")
+        print(f"{'PostgreSQL / SQLite':36} {per['PostgreSQL']['disk'] / per['SQLite']['disk']:15.2f}x "
+              f"{per['PostgreSQL']['memory'] / per['SQLite']['memory']:21.2f}x")
+        print("(each call: its intent and outcome rows and its four events, each committed on its own)")
 
 
 if __name__ == "__main__":

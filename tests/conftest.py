@@ -217,3 +217,19 @@ def pytest_terminal_summary(terminalreporter, config):
               f"(CI is meant to run them):", red=True, bold=True)
         for test, reason in NOT_ALLOWED:
             write(f"  {test}: {reason}", red=True)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL server (tests/postgres_server.py) for the session, stopped after; the tests
+    that need it skip, saying why, where PostgreSQL or psycopg is missing."""
+    from postgres_server import PostgresServer, programs, skip_reason
+
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    server = PostgresServer(programs())
+    try:
+        yield server
+    finally:
+        server.stop()

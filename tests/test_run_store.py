@@ -1,8 +1,13 @@
-"""The run store: `planc run` records, `planc runs`, `planc show-run`, `planc replay`."""
+"""The run store: `planc run` records, `planc runs`, `planc show-run`, `planc replay`.
+
+Every test runs against both backends, an SQLite file and a throwaway PostgreSQL server, but those
+that take an SQLite file apart by hand (an older schema, SQLite's pragmas).
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
 import pytest
@@ -25,7 +30,12 @@ def _called(name):
 def search(query, limit=3):
     _called("search")
     store = Path(".planc/runs.sqlite")
-    if store.exists():  # the intent row is committed before the call: another connection sees it
+    if os.environ.get("PLANC_STORE", "").startswith("postgresql:"):  # the intent row is committed before
+        import psycopg                                                # the call: another connection sees it
+        with psycopg.connect(os.environ["PLANC_TEST_STORE"], options="-c search_path=planc") as db:
+            open_calls = db.execute("SELECT tool FROM calls WHERE finished_at IS NULL").fetchall()
+        Path("seen.log").write_text(repr(open_calls))
+    elif store.exists():
         import sqlite3
         with sqlite3.connect(store) as db:
             open_calls = db.execute("SELECT tool FROM calls WHERE finished_at IS NULL").fetchall()
@@ -58,12 +68,36 @@ reshape(value: {found: $2, sent: $3})
 '''
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
+SQLITE_ONLY = pytest.mark.parametrize("project", ["sqlite"], indirect=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def project(request, tmp_path, monkeypatch):
+    """The project, its runs recorded in its default SQLite store, or in a PostgreSQL database of its own
+    (PLANC_STORE="postgresql:$PLANC_TEST_STORE")."""
     with tool_project(tmp_path, "runstoretools", TOOLS, TOML, {"p.plan": PLAN}):
         monkeypatch.chdir(tmp_path)
         monkeypatch.delenv("PLANC_STORE", raising=False)  # the default path, under this project
+        if request.param == "postgresql":
+            monkeypatch.setenv("PLANC_TEST_STORE", request.getfixturevalue("postgres").database())
+            monkeypatch.setenv("PLANC_STORE", "postgresql:$PLANC_TEST_STORE")
         yield tmp_path
+
+
+def store_of(project) -> str:
+    """The project's run store, as `--store` names it."""
+    return os.environ.get("PLANC_STORE") or str(project / ".planc" / "runs.sqlite")
+
+
+def store_rows(project, query: str, params: tuple = ()) -> list[tuple]:
+    """The rows `query` (SQLite's SQL, `?` for each value) reads from the project's run store."""
+    if os.environ.get("PLANC_STORE", "").startswith("postgresql:"):
+        import psycopg
+
+        with psycopg.connect(os.environ["PLANC_TEST_STORE"], options="-c search_path=planc") as db:
+            return db.execute(query.replace("?", "%s"), params).fetchall()
+    with sqlite3.connect(project / ".planc" / "runs.sqlite") as db:
+        return db.execute(query, params).fetchall()
 
 
 def calls(project) -> list[str]:
@@ -80,16 +114,16 @@ def record(project, *extra) -> tuple[str, str]:
 
 def test_a_run_is_recorded_with_intent_and_result_rows(project):
     run_id, _ = record(project)
-    database = project / ".planc" / "runs.sqlite"
-    with sqlite3.connect(database) as db:
-        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        status, plan = db.execute("SELECT status, plan FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if plan.startswith("@"):  # a stored plan is kept once, however many runs (a batch's) run it
-            plan = db.execute("SELECT json FROM large_values WHERE hash = ?", (plan[1:],)).fetchone()[0]
-        rows = db.execute("SELECT sequence, step, tool, input, output, error, finished_at FROM calls "
-                          "WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
-        assert db.execute("SELECT COUNT(*) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0] > 0
+    if "PLANC_TEST_STORE" not in os.environ:
+        with sqlite3.connect(project / ".planc" / "runs.sqlite") as db:
+            assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    (status, plan), = store_rows(project, "SELECT status, plan FROM runs WHERE id = ?", (run_id,))
+    if plan.startswith("@"):  # a stored plan is kept once, however many runs (a batch's) run it
+        (plan,), = store_rows(project, "SELECT json FROM large_values WHERE hash = ?", (plan[1:],))
+    rows = store_rows(project, "SELECT sequence, step, tool, input, output, error, finished_at FROM calls "
+                               "WHERE run_id = ? ORDER BY sequence", (run_id,))
+    assert store_rows(project, "SELECT COUNT(*) FROM events WHERE run_id = ?", (run_id,))[0][0] > 0
     assert status == "ok" and json.loads(plan)["source"] == PLAN
     assert [(row[1], row[2]) for row in rows] == [("1", "search"), ("3/do.1[0]", "notify"), ("3/do.1[1]", "notify"),
                                                   ("3/do.1[2]", "notify")]
@@ -203,7 +237,7 @@ def test_replay_uses_the_planc_toml_the_run_used_from_any_folder(project, tmp_pa
     run_id, output = record(project)
     monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))  # no planc.toml here or above
     monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
-    replayed = invoke("replay", run_id, "--store", str(project / ".planc" / "runs.sqlite"))
+    replayed = invoke("replay", run_id, "--store", store_of(project))
     assert replayed.exit_code == 0, replayed.output
     assert replayed.stdout == output
 
@@ -228,6 +262,7 @@ def before_batches(db) -> None:
     db.execute("DROP TABLE batches")
 
 
+@SQLITE_ONLY
 def test_a_store_written_before_run_options_opens_and_replays(project, monkeypatch):
     run_id, output = record(project)
     database = project / ".planc" / "runs.sqlite"
@@ -250,6 +285,7 @@ def test_a_store_written_before_run_options_opens_and_replays(project, monkeypat
         assert db.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 0
 
 
+@SQLITE_ONLY
 def test_a_store_of_the_previous_schema_gets_each_calls_outcome(project, monkeypatch):
     """Schema 3 had no `calls.outcome` (nor large values kept once): opening it adds the column and fills
     it from what the rows say, a timeout recorded as a failure then being an unknown outcome."""
@@ -296,13 +332,16 @@ def steps_of(db, run_id: str) -> list[tuple]:
 
 def test_a_run_keeps_its_plan_as_steps_with_the_checks_estimates(project):
     run_id, _ = record(project)
-    with sqlite3.connect(project / ".planc" / "runs.sqlite") as db:
-        assert steps_of(db, run_id) == STEPS
-        estimates = db.execute("SELECT path, calls_low, calls_high FROM steps WHERE run_id = ? ORDER BY rowid",
-                               (run_id,)).fetchall()
-    assert estimates == [("1", 1, 1), ("2", 0, 0), ("3", 0, 4), ("3/do.1", 1, 1), ("4", 0, 0)]
+    rows = store_rows(project, "SELECT path, position, depth, tool, arguments, piped FROM steps WHERE run_id = ? "
+                               "ORDER BY path", (run_id,))
+    assert [(*row[:4], json.loads(row[4]), row[5]) for row in rows] == STEPS
+    estimates = store_rows(project, "SELECT path, calls_low, calls_high FROM steps WHERE run_id = ? ORDER BY path",
+                           (run_id,))
+    assert [tuple(row) for row in estimates] == [("1", 1, 1), ("2", 0, 0), ("3", 0, 4), ("3/do.1", 1, 1),
+                                                 ("4", 0, 0)]
 
 
+@SQLITE_ONLY  # a store an older planc wrote, made by hand in SQLite
 def test_a_store_of_schema_7_gets_the_steps_of_its_runs_from_their_plans(project):
     run_id, _ = record(project)
     database = project / ".planc" / "runs.sqlite"
@@ -340,10 +379,9 @@ def test_a_declared_plans_calls_are_recorded_under_the_calling_step_and_replayed
     result = invoke("run", "outer.plan")
     assert result.exit_code == 0, result.output
     run_id = next(line.removeprefix("run: ") for line in result.stderr.splitlines() if line.startswith("run: "))
-    with sqlite3.connect(project / ".planc" / "runs.sqlite") as db:
-        rows = db.execute("SELECT step, tool, output IS NOT NULL FROM calls WHERE run_id = ? ORDER BY sequence",
-                          (run_id,)).fetchall()
-    assert rows == [("1", "search", 1), ("2/1", "search", 1), ("2/2", "notify", 1)]
+    rows = store_rows(project, "SELECT step, tool, output IS NOT NULL FROM calls WHERE run_id = ? ORDER BY sequence",
+                      (run_id,))
+    assert rows == [("1", "search", True), ("2/1", "search", True), ("2/2", "notify", True)]
     assert calls(project) == ["search", "search", "notify"]
     monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
     replayed = invoke("replay", run_id)

@@ -29,13 +29,13 @@ def project(tmp_path, monkeypatch):
     return tmp_path
 
 
-def declare(project, query: str = QUERY, params: str | None = None) -> None:
+def declare(project, query: str = QUERY, params: str | None = None, provider: str = "sql:ops.sqlite") -> None:
     params = params if params is not None else \
         '{ team = { type = "string" }, limit = { type = "integer", minimum = 1, maximum = 50, default = 20 } }'
     (project / "planc.toml").write_text(textwrap.dedent(f'''
         [tools.team_incidents]
         description = "A team's incidents"
-        provider = "sql:ops.sqlite"
+        provider = "{provider}"
         query = {json.dumps(query)}
         params = {params}
         returns_at_most = "limit"

@@ -77,9 +77,9 @@ def given_principal(principal: str | Mapping | None) -> tuple[str | None, tuple[
 
 def store_path(store: str | Path | None, registry: Registry | None = None) -> Path:
     """Where the run store is: `store` (`--store`, $PLANC_STORE), else planc.toml's `store`, else
-    `.planc/runs.sqlite` beside the planc.toml in use, else under the working directory. Without a
-    registry only `store` of the nearest planc.toml is read (its tools are not loaded); a ConfigError when
-    it cannot be."""
+    `.planc/runs.sqlite` beside the planc.toml in use, else under the working directory ("postgresql:$NAME":
+    a PostgreSQL store, the DSN in $NAME). Without a registry only `store` of the nearest planc.toml is read
+    (its tools are not loaded); a ConfigError when it cannot be."""
     from planc.store.run_store import DEFAULT_PATH  # not loaded by the commands that never open the store
 
     if store:
@@ -95,6 +95,8 @@ def store_path(store: str | Path | None, registry: Registry | None = None) -> Pa
         declared = tomllib.loads(config.read_text(encoding="utf-8")).get("store")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(config, None, f"cannot read where the run store is: {error}") from None
+    if isinstance(declared, str) and declared.startswith("postgresql:"):  # a database, not a file beside it
+        return Path(declared)
     return config.parent / (declared if isinstance(declared, str) else DEFAULT_PATH)
 
 

@@ -82,10 +82,12 @@ def runs_command(store: str | None, output_format: str) -> None:
     import json
 
     from planc.cli.project import store_path
+    from planc.store.postgres_backend import is_postgresql
     from planc.store.run_store import RunStoreError
 
     listed = []
-    if store_path(store).exists():  # no store: no runs, and nothing is written to say so
+    where = store_path(store)
+    if is_postgresql(where) or where.exists():  # no store file: no runs, and nothing is written to say so
         runs = open_store(store, read_only=True)
         try:
             listed = runs.runs()

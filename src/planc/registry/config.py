@@ -167,7 +167,7 @@ class _Reader:
         models = {name: self.model(name, table) for name, table in self.tables(data, "models").items()}
         self.sampling_roles(servers, models)
         return Registry(tools=tools, source=self.path, servers=servers, plans=DeclaredPlans(plans), models=models,
-                        policy=self.path_value(data, "policy"), store=self.path_value(data, "store"), limits=limits,
+                        policy=self.path_value(data, "policy"), store=self.store(data), limits=limits,
                         budget=self.budget(data.get("budget", {})), principal=self.principal(data),
                         principals=self.principals(data.get("principals", {})),
                         executor=self.executor(data.get("executor", {})),
@@ -201,6 +201,19 @@ class _Reader:
         if not isinstance(data[key], str) or not data[key]:
             self.fail(f"`{key}` must be a path (a string), relative to the folder of planc.toml", None, key)
         return self.folder / data[key]
+
+    def store(self, data: dict) -> Path | None:
+        """`store`: an SQLite file, from the folder of planc.toml, or "postgresql:$NAME", a PostgreSQL database
+        whose DSN is in the environment variable NAME (never in this file)."""
+        declared = data.get("store")
+        if isinstance(declared, str) and declared.startswith("postgresql:"):
+            from planc.registry.postgres_tools import PROVIDER
+
+            if not PROVIDER.match(declared):
+                self.fail("`store` names a PostgreSQL run store as \"postgresql:$NAME\": its DSN is read from the "
+                          "environment variable NAME, never written in planc.toml", None, "store")
+            return Path(declared)
+        return self.path_value(data, "store")
 
     def only(self, table: dict, allowed: set, where: str | None, what: str) -> None:
         for key in table:
@@ -388,7 +401,7 @@ class _Reader:
             self.fail(f"`{name}` is {kind} planc runs itself: the name is reserved", where)
         self.only(table, TOOL_KEYS, where, what)
         provider = self.text(table, "provider", where, what)
-        if provider.startswith("sql:") or "query" in table:
+        if provider.startswith(("sql:", "postgresql:")) or "query" in table:
             tool = self.sql_tool(name, provider, table, where)
         elif "params" not in table and provider.startswith("python:"):
             tool = self.python_tool(name, provider, where)  # its parameters from the function's signature
@@ -437,33 +450,49 @@ class _Reader:
     def sql_tool(self, name: str, provider: str, table: dict, where: str) -> Tool:
         """A tool that runs one read-only query: its parameters are the query's, its result the rows.
         The query is prepared here, against the database, so its mistakes are planc.toml's."""
-        from planc.registry.sql_tools import SqlError, prepare, query_parameters
+        from planc.registry.sql_tools import SqlError, query_parameters
 
-        if not provider.startswith("sql:") or len(provider) == 4:
-            self.fail(f"`query` is for SQL tools: `provider` must be \"sql:PATH\", the SQLite database", where,
-                      "provider")
+        if not provider.startswith(("sql:", "postgresql:")) or provider in ("sql:", "postgresql:"):
+            self.fail("`query` is for SQL tools: `provider` must be \"sql:PATH\", an SQLite database, or "
+                      "\"postgresql:$NAME\", a PostgreSQL database whose DSN is in the environment variable NAME",
+                      where, "provider")
         if not isinstance(table.get("query"), str) or not table["query"].strip():
             self.fail(f"SQL tool `{name}` needs `query`, the SELECT it runs", where, "query")
         if "effects" in table:
             self.fail("an SQL tool only reads, and planc makes sure of it: it takes no `effects`", where, "effects")
         if self.code_tools is not None and name in self.code_tools:  # as a recorded run kept it: no database read
             return self.code_tools[name]
-        query, path = table["query"], self.folder / provider[len("sql:"):]
+        query = table["query"]
         try:
-            names = query_parameters(query)
-            columns = prepare(path, query)
+            if provider.startswith("postgresql:"):
+                from planc.registry.postgres_tools import TOKENS, prepare
+
+                names = query_parameters(query, TOKENS)
+                columns, typed = prepare(provider, query)
+            else:
+                from planc.registry.sql_tools import prepare
+
+                provider = f"sql:{self.folder / provider[len('sql:'):]}"
+                names = query_parameters(query)
+                columns, typed = dict.fromkeys(prepare(Path(provider[len("sql:"):]), query), {}), {}
         except SqlError as error:
             self.fail(f"the query of SQL tool `{name}` cannot be used: {error}", where, "query")
         declared = table.get("params")
-        params = self.params(declared, where, f"tool `{name}`") if declared is not None else {n: {} for n in names}
+        params = self.params(declared, where, f"tool `{name}`") if declared is not None else typed or {n: {} for n in names}
         if set(params) != set(names):
             missing, extra = sorted(set(names) - set(params)), sorted(set(params) - set(names))
             said = [f"the query reads {', '.join(f':{n}' for n in missing)}, which `params` does not declare"] if missing else []
             said += [f"`params` declares {', '.join(extra)}, which the query does not read"] if extra else []
             self.fail(f"SQL tool `{name}`: {'; and '.join(said)}", where, "params")
-        rows = {"type": "array", "items": {"type": "object", "properties": {column: {} for column in columns}}}
+        for param, schema in params.items():
+            wanted, given = typed.get(param, {}).get("type"), schema.get("type")
+            fits = {wanted, "null", *(("integer",) if wanted == "number" else ())}
+            if wanted and given and not set([given] if isinstance(given, str) else given) <= fits:
+                self.fail(f"SQL tool `{name}`: `params` says :{param} is {given}, and the database reads it as "
+                          f"{wanted}", where, "params")
+        rows = {"type": "array", "items": {"type": "object", "properties": dict(columns)}}
         return Tool(name=name, params=params, required=tuple(p for p, s in params.items() if "default" not in s),
-                    returns=rows, effects=SQL_EFFECTS, provider=f"sql:{path}", query=query)
+                    returns=rows, effects=SQL_EFFECTS, provider=provider, query=query)
 
     def python_tool(self, name: str, provider: str, where: str) -> Tool:
         """A tool whose parameters come from its `@planc.tool` function: the one case that imports it."""

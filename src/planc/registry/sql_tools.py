@@ -34,16 +34,18 @@ class SqlError(Exception):
     """A query that cannot be used: it does not parse, reads what is not there, or would do more than read."""
 
 
-def query_parameters(query: str) -> list[str]:
-    """The named parameters of `query`, in order, each once (`:team` and `@team` are `team`).
+def query_parameters(query: str, tokens: re.Pattern = TOKENS) -> list[str]:
+    """The named parameters of `query`, in order, each once (`:team` and `@team` are `team`); `tokens` is
+    the dialect's scanner (`TOKENS`, SQLite's; PostgreSQL's is in `postgres_tools`).
 
     >>> query_parameters("SELECT * FROM t WHERE a = :a AND b = ':x' AND c = @c -- :d\\n AND e = :a")
     ['a', 'c']
     """
     found: dict[str, None] = {}
-    for match in TOKENS.finditer(query):
+    for match in tokens.finditer(query):
         if match.group("positional"):
-            raise SqlError("a positional parameter (`?`) has no name for a plan to give it: write `:name`")
+            raise SqlError(f"a positional parameter (`{match.group('positional')}`) has no name for a plan to give "
+                           "it: write `:name`")
         if match.group("name"):
             found[match.group("name")[1:]] = None
     return list(found)

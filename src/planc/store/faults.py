@@ -26,6 +26,15 @@ class RunLeased(RunStoreError):
     """Another live process records into the run (store/lease.py)."""
 
 
+def refuse_newer(found: int, current: int, where) -> None:
+    """A RunStoreError when the store at `where` has schema version `found`, above this planc's `current`:
+    this planc can neither read nor migrate it, and must not write to it."""
+    if found > current:
+        raise RunStoreError(f"{where}: a newer planc wrote this run store (its schema is version {found}; this "
+                            f"planc reads up to version {current}): it is left untouched; use that planc, "
+                            "or another --store")
+
+
 def store_failure(path: Path, doing: str, error: sqlite3.Error | OSError) -> RunStoreError:
     """`error`, met trying to `doing` ("open", "read", "write to") the store at `path`, as one line."""
     if cannot_write(error) and _on_read_only_filesystem(path):  # SQLite says only that it cannot open it
@@ -62,7 +71,7 @@ def why(error: sqlite3.Error | OSError) -> str:
     elif name.startswith("SQLITE_IOERR"):
         meaning = "the disk failed to read or write it"
     else:
-        return str(error)
+        return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())  # PostgreSQL's: lines
     return f"{meaning} ({error})"
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 
 from planc.store.faults import RunStoreError
 from planc.syntax.json_input import read_json
@@ -31,7 +30,7 @@ def to_json(value) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)  # key order kept: replay prints what the run did
 
 
-def keep(db: sqlite3.Connection, value) -> str:
+def keep(db, value) -> str:
     """What a JSON column holds for `value`: its JSON text, or a reference to it kept in `large_values`."""
     text = to_json(value)
     if len(text) <= LARGE_CHARS:
@@ -39,7 +38,7 @@ def keep(db: sqlite3.Connection, value) -> str:
     return REFERENCE + _kept(db, text)
 
 
-def keep_event(db: sqlite3.Connection, event: dict) -> tuple[str, str | None]:
+def keep_event(db, event: dict) -> tuple[str, str | None]:
     """The `event` and `refs` columns of an event: its large top-level fields kept aside, null in their place."""
     refs = {}
     for field, value in event.items():
@@ -52,16 +51,16 @@ def keep_event(db: sqlite3.Connection, event: dict) -> tuple[str, str | None]:
     return to_json({field: None if field in refs else value for field, value in event.items()}), json.dumps(refs)
 
 
-def _kept(db: sqlite3.Connection, text: str) -> str:
+def _kept(db, text: str) -> str:
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    db.execute("INSERT OR IGNORE INTO large_values (hash, json) VALUES (?, ?)", (digest, text))
+    db.execute("INSERT INTO large_values (hash, json) VALUES (?, ?) ON CONFLICT DO NOTHING", (digest, text))
     return digest
 
 
 class Values:
     """Reads JSON columns back, each large value loaded once (and shared by every place that refers to it)."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db) -> None:
         self.db = db
         self.loaded: dict[str, object] = {}
 

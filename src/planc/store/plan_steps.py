@@ -74,7 +74,7 @@ def step_rows(plan: ast.Plan, costs: Mapping[ast.Step, CostRange] | None = None,
         estimate = (*_bounds(cost.calls), *_bounds(cost.usd), *_bounds(cost.critical_ms)) if cost else (None,) * 6
         rows.append((path, int(path.rsplit(".", 1)[-1]), path.count("/"), step.tool.text,
                      json.dumps({arg.name.text: argument_kind(arg.value) for arg in step.args}),
-                     step in piped, (usd_each or {}).get(step.tool.text, 0.0), *estimate))
+                     int(step in piped), (usd_each or {}).get(step.tool.text, 0.0), *estimate))
     return rows
 
 

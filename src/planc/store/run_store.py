@@ -1,32 +1,38 @@
-"""The run store: every run, its stored plan, its tool calls and events, and the batches runs belong to, in SQLite.
+"""The run store: every run, its stored plan, its tool calls and events, and the batches runs belong to.
+
+It is an SQLite file (`sqlite_backend.py`), or PostgreSQL's tables where `store = "postgresql:$NAME"`
+(`postgres_backend.py`, for workers on several machines writing one history). The schema, every
+query and every promise are this module's, once, in SQL both understand; a backend says only how it
+is opened, how a transaction takes it, where the schema's version is kept and how a lease is held.
 
 Before a tool is called an intent row is committed; after, its outcome and result. What a run
 tells the store, and what a replay or a resume answers from it, is `planc.store.recorders`'.
 
 Every failure of the store (another process holding it, a full disk, a read-only or damaged
-file) is a RunStoreError naming the store (`faults.py`), never SQLite's exception. A command
-that only reads (`planc runs`, `show-run`, `replay`) opens the store with `read_only`: it reads
-a store it cannot write, a read-only file or one on a read-only filesystem.
+file, a server that cannot be reached) is a RunStoreError naming the store (`faults.py`), never the
+database's exception. A command that only reads (`planc runs`, `show-run`, `replay`) opens the
+store with `read_only`: it reads an SQLite store it cannot write, a read-only file or one on a
+read-only filesystem.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import re
 import json
-import sqlite3
+import re
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 from planc.registry.learned_shapes import LearnedShape, first_shape
-from planc.store import faults
-from planc.store.faults import RunLeased, RunStoreError, cannot_write, store_failure
+from planc.store.faults import RunLeased, RunStoreError, store_failure
 from planc.store.large_values import Values, keep, keep_event, read_record, to_json
-from planc.store.lease import Holder, holds
+from planc.store.lease import Holder
 from planc.store.plan_steps import recorded_step_rows
+from planc.store.postgres_backend import PostgresBackend, is_postgresql
+from planc.store.sqlite_backend import SqliteBackend
 from planc.store.views import make_views
 
 DEFAULT_PATH = Path(".planc") / "runs.sqlite"
@@ -39,7 +45,7 @@ SCHEMA_VERSION = 10
 # What run `r` spent, in dollars: the `usd` of its events (each inference of a priced model, by the usage its
 # reply reported; each call of a tool with a declared cost), as `spending.py` counted them; a resumed run's
 # events carry it only for what the resume itself made, so nothing is counted twice.
-SPENT = "(SELECT COALESCE(SUM(json_extract(e.event, '$.usd')), 0) FROM events e WHERE e.run_id = r.id)"
+SPENT = "(SELECT COALESCE(SUM({usd}), 0) FROM events e WHERE e.run_id = r.id)"
 
 # How a call ended. An intent row with no outcome yet (its process died during the call) is unknown.
 OUTCOMES = {
@@ -173,86 +179,38 @@ def plain_json(value):
 
 class RunStore:
     def __init__(self, path: str | Path = DEFAULT_PATH, *, read_only: bool = False) -> None:
-        self.path = Path(path)
+        """The run store at `path`: an SQLite file, or "postgresql:$NAME" (the DSN in $NAME); made, or
+        brought up to this schema. `read_only`: a command that only reads, which reads an SQLite store it
+        cannot write."""
         self.leases: dict[str, Holder] = {}  # run id -> the lease this store took on it
-        if read_only and not self.path.is_file():
-            raise RunStoreError(f"{self.path}: there is no run store here")
-        try:
-            if not read_only:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = self._open()
-        except (OSError, sqlite3.Error) as error:
-            if not (read_only and cannot_write(error)):
-                raise store_failure(self.path, "open", error) from None
-            self.db = self._open_to_read()
-
-    def _open(self) -> sqlite3.Connection:
-        existed = self.path.exists()
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=faults.BUSY_TIMEOUT_S)
-        try:
-            if existed:
-                newer(db, self.path)  # before anything is written: a newer planc's store is left as it is
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")
-            db.executescript(SCHEMA)
-            _migrate(db)
-        except BaseException:
-            db.close()
-            raise
-        return db
-
-    def _open_to_read(self) -> sqlite3.Connection:
-        """The store opened only to read it: where its folder cannot be written (a read-only filesystem),
-        SQLite cannot make the files it reads a WAL store with, and reads it as a file no one changes."""
-        uri = self.path.resolve().as_uri()
-        for query in ("?mode=ro", "?mode=ro&immutable=1"):
-            try:
-                db = sqlite3.connect(uri + query, uri=True, isolation_level=None, check_same_thread=False)
-            except sqlite3.Error as error:
-                failed = error
-                continue
-            try:
-                version = db.execute("PRAGMA user_version").fetchone()[0]
-                db.execute("SELECT 1 FROM runs LIMIT 1").fetchall()
-            except sqlite3.Error as error:
-                db.close()
-                failed = error
-                continue
-            if version > SCHEMA_VERSION:
-                db.close()
-                newer(db, self.path, version)
-            if version < SCHEMA_VERSION:
-                db.close()
-                raise RunStoreError(f"{self.path}: cannot read the run store: an older planc wrote it, and it cannot "
-                                    f"be brought up to date here, as it cannot be written")
-            return db
-        raise store_failure(self.path, "open", failed)
+        if is_postgresql(path):
+            self.backend = PostgresBackend(str(path), SCHEMA_VERSION, _set_up)
+        else:
+            self.backend = SqliteBackend(Path(path), read_only, SCHEMA_VERSION, _set_up)
+        self.path = Path(self.backend.where)  # what its messages name: the file, or postgresql:$NAME
+        self.db = self.backend.db
 
     def close(self) -> None:
         for holder in self.leases.values():
             holder.give_back()
-        self.db.close()
+        self.backend.close()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator:
         """One committed transaction: what is written inside is all there, or none of it; a RunStoreError
         when it cannot be written."""
         try:
-            with self.db:
-                self.db.execute("BEGIN IMMEDIATE")
-                yield self.db
-        except sqlite3.Error as error:
-            if self.db.in_transaction:  # a commit that failed leaves it open
-                with contextlib.suppress(sqlite3.Error):
-                    self.db.rollback()
+            with self.backend.transaction() as db:
+                yield db
+        except self.backend.errors as error:
             raise store_failure(self.path, "write to", error) from None
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[sqlite3.Connection]:
+    def reading(self) -> Iterator:
         """Reads, a RunStoreError when the store cannot be read."""
         try:
             yield self.db
-        except sqlite3.Error as error:
+        except self.backend.errors as error:
             raise store_failure(self.path, "read", error) from None
         except LookupError as error:  # a reference to a value the store does not hold
             raise RunStoreError(f"{self.path}: cannot read the run store: it is damaged ({error})") from None
@@ -320,7 +278,7 @@ class RunStore:
     def batch_spent(self, batch_id: str) -> float:
         """What the batch's runs spent, in dollars (`SPENT`)."""
         with self.reading() as db:
-            return db.execute(f"SELECT COALESCE(SUM({SPENT}), 0) FROM runs r WHERE r.batch = ?",
+            return db.execute(f"SELECT COALESCE(SUM({self._spent}), 0) FROM runs r WHERE r.batch = ?",
                               (batch_id,)).fetchone()[0]
 
     def batch_calls(self, batch_id: str) -> list[str]:
@@ -330,19 +288,24 @@ class RunStore:
                 f"SELECT c.tool FROM calls c JOIN runs r ON c.run_id = r.id WHERE r.batch = ? AND {_MADE}",
                 (batch_id,))]
 
+    @property
+    def _spent(self) -> str:
+        """What run `r` spent (`SPENT`), in this backend's SQL."""
+        return SPENT.format(usd=self.backend.json_number("e.event", "usd"))
+
     def take_lease(self, run_id: str) -> None:
         """Take `run_id` to record into it (a resume): refused (RunLeased) while a live process holds it, and
         for a run that has finished; it is `running` again until it finishes."""
         holder = Holder()
         with self.transaction() as db:
-            row = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            row = db.execute(f"SELECT status FROM runs WHERE id = ?{self.backend.row_lock}", (run_id,)).fetchone()
             if row is None:
                 raise RunStoreError(f"{self.path}: no run `{run_id}`")
             if row[0] in ("ok", "error"):
                 raise RunLeased(f"run {run_id} already finished ({row[0]}): nothing to resume")
             lease = db.execute("SELECT pid, pid_started, token, taken_at FROM leases WHERE run_id = ?",
                                (run_id,)).fetchone()
-            if lease is not None and holds(*lease[:3]):
+            if lease is not None and self.backend.lease_held(db, run_id, *lease[:3]):
                 raise RunLeased(f"run {run_id} is being recorded by process {lease[0]} (since "
                                 f"{time.strftime('%H:%M:%S', time.localtime(lease[3]))}): one process at a time "
                                 f"records into a run, so it is resumed once that process has ended")
@@ -350,9 +313,12 @@ class RunStore:
                        (run_id,))
             self._lease(db, run_id, holder)
 
-    def _lease(self, db: sqlite3.Connection, run_id: str, holder: Holder) -> None:
-        db.execute("INSERT OR REPLACE INTO leases (run_id, pid, pid_started, token, taken_at) VALUES (?, ?, ?, ?, ?)",
+    def _lease(self, db, run_id: str, holder: Holder) -> None:
+        db.execute("INSERT INTO leases (run_id, pid, pid_started, token, taken_at) VALUES (?, ?, ?, ?, ?) "
+                   "ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, pid_started = excluded.pid_started, "
+                   "token = excluded.token, taken_at = excluded.taken_at",
                    (run_id, holder.pid, holder.started, holder.token, time.time()))
+        self.backend.lease_taken(db, run_id)
         holder.take()  # the transaction commits, or the exception leaves the holder unused
         self.leases[run_id] = holder
 
@@ -361,6 +327,7 @@ class RunStore:
         holder = self.leases.pop(run_id, None)
         if holder is not None:
             holder.give_back()
+            self.backend.lease_given_back(run_id)
             with contextlib.suppress(RunStoreError):  # a lease whose holder has gone is broken anyway
                 with self.transaction() as db:
                     db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
@@ -404,8 +371,9 @@ class RunStore:
         of row `sequence` when there is one (a call that waited for approval, answered no on a terminal)."""
         now = time.time()
         with self.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO calls (run_id, sequence, step, tool, input, error, started_at, finished_at, "
-                       "outcome, labels) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'not_approved', ?)",
+            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, output, error, started_at, finished_at, "
+                       f"outcome, idempotency_key, labels) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, 'not_approved', NULL, ?) "
+                       f"{_REPLACING_CALL}",
                        (run_id, sequence, step, tool, keep(db, arguments), message, now, now, _labels_json(labels)))
 
     def event(self, run_id: str, sequence: int, at: float, event: dict) -> None:
@@ -432,7 +400,7 @@ class RunStore:
         """Keep `text` (a file a run read), once however many runs read it; its hash names it."""
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         with self.transaction() as db:
-            db.execute("INSERT OR IGNORE INTO files (hash, text) VALUES (?, ?)", (digest, text))
+            db.execute("INSERT INTO files (hash, text) VALUES (?, ?) ON CONFLICT DO NOTHING", (digest, text))
         return digest
 
     def file(self, digest: str) -> str:
@@ -454,6 +422,7 @@ class RunStore:
         finally:
             if holder is not None:
                 holder.give_back()  # this process is done with the run: a lease left in the store is broken
+                self.backend.lease_given_back(run_id)
 
     def last_event(self, run_id: str) -> int:
         """The sequence of `run_id`'s last event (0 for none): a resumed run's events come after it."""
@@ -465,7 +434,7 @@ class RunStore:
             rows = db.execute(
                 "SELECT r.id, r.started_at, r.finished_at, r.status, r.message, "
                 f"(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id AND {_MADE}), "
-                f"r.batch, r.batch_line, {SPENT} FROM runs r ORDER BY r.started_at, r.id").fetchall()
+                f"r.batch, r.batch_line, {self._spent} FROM runs r ORDER BY r.started_at, r.id").fetchall()
             return [self._as_seen(db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
                                        "message": row[4], "calls": row[5], "batch": row[6], "batch_line": row[7],
                                        "spent_usd": row[8],
@@ -478,8 +447,9 @@ class RunStore:
         """The row of a call that waits for a person's answer (`asks` says what it asks); it is not made. It
         takes the place of row `sequence` when there is one (a call a resume would make again)."""
         with self.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO calls (run_id, sequence, step, tool, input, error, started_at, "
-                       "outcome, idempotency_key, labels) VALUES (?, ?, ?, ?, ?, ?, ?, 'awaiting_approval', ?, ?)",
+            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, output, error, started_at, finished_at, "
+                       "outcome, idempotency_key, labels) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, NULL, 'awaiting_approval', "
+                       f"?, ?) {_REPLACING_CALL}",
                        (run_id, sequence, step, tool, keep(db, arguments), asks, time.time(), key,
                         _labels_json(labels)))
 
@@ -488,7 +458,7 @@ class RunStore:
         with self.reading() as db:
             return self._awaiting(db, run_id)
 
-    def _awaiting(self, db: sqlite3.Connection, run_id: str) -> list[dict]:
+    def _awaiting(self, db, run_id: str) -> list[dict]:
         value = Values(db)
         return [{"sequence": row[0], "step": row[1], "tool": row[2], "input": value(row[3]), "asks": row[4]}
                 for row in db.execute("SELECT sequence, step, tool, input, error FROM calls WHERE run_id = ? AND "
@@ -502,7 +472,7 @@ class RunStore:
         The run as it is now."""
         holder = Holder()
         with self.transaction() as db:
-            row = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            row = db.execute(f"SELECT status FROM runs WHERE id = ?{self.backend.row_lock}", (run_id,)).fetchone()
             if row is None:
                 raise RunStoreError(f"{self.path}: no run `{run_id}`")
             waiting = self._awaiting(db, run_id)
@@ -525,7 +495,7 @@ class RunStore:
             self._lease(db, run_id, holder)
         return self.run(run_id)
 
-    def _not_waiting(self, db: sqlite3.Connection, run_id: str, status: str, sequence: int | None) -> str:
+    def _not_waiting(self, db, run_id: str, status: str, sequence: int | None) -> str:
         """Why there is nothing to answer in `run_id` (its `status`), or at its call `sequence`."""
         if sequence is not None:
             row = db.execute("SELECT outcome FROM calls WHERE run_id = ? AND sequence = ?", (run_id, sequence)).fetchone()
@@ -564,13 +534,13 @@ class RunStore:
                                 f"of it")
         return found[0]
 
-    def _as_seen(self, db: sqlite3.Connection, run: dict) -> dict:
+    def _as_seen(self, db, run: dict) -> dict:
         """`run` as it is: a run still `running` whose process is gone (no live process holds it) was
         interrupted, and can be resumed."""
         if run["status"] != "running":
             return run
         lease = db.execute("SELECT pid, pid_started, token FROM leases WHERE run_id = ?", (run["id"],)).fetchone()
-        if lease is not None and holds(*lease):
+        if lease is not None and self.backend.lease_held(db, run["id"], *lease):
             return run
         return {**run, "status": "interrupted",
                 "message": f"its process is gone: `planc resume {run['id']}` continues it"}
@@ -581,7 +551,7 @@ class RunStore:
 
     def _run(self, run_id: str) -> dict:
         row = self.db.execute("SELECT id, started_at, finished_at, status, plan, arguments, output, message, options, "
-                              f"batch, batch_line, {SPENT} FROM runs r WHERE id = ?", (run_id,)).fetchone()
+                              f"batch, batch_line, {self._spent} FROM runs r WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunStoreError(f"{self.path}: no run `{run_id}`")
         calls = self.db.execute("SELECT sequence, step, tool, input, output, error, started_at, finished_at, outcome, "
@@ -600,10 +570,11 @@ class RunStore:
                 "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]})
 
 
-def _learn(db: sqlite3.Connection, tool: str, output) -> None:
+def _learn(db, tool: str, output) -> None:
     row = db.execute("SELECT schema, calls FROM shapes WHERE tool = ?", (tool,)).fetchone()
     shape = first_shape(tool, output) if row is None else LearnedShape(tool, json.loads(row[0]), row[1]).learning(output)
-    db.execute("INSERT OR REPLACE INTO shapes (tool, schema, calls, updated_at) VALUES (?, ?, ?, ?)",
+    db.execute("INSERT INTO shapes (tool, schema, calls, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (tool) DO UPDATE "
+               "SET schema = excluded.schema, calls = excluded.calls, updated_at = excluded.updated_at",
                (tool, json.dumps(shape.schema), shape.calls, time.time()))
 
 
@@ -618,14 +589,15 @@ def learned_shapes(path: str | Path) -> dict[str, LearnedShape]:
         store.close()
 
 
-def _keep_steps(db: sqlite3.Connection, run_id: str, stored_plan: dict, steps: list[tuple] | None) -> None:
+def _keep_steps(db, run_id: str, stored_plan: dict, steps: list[tuple] | None) -> None:
     rows = steps if steps is not None else recorded_step_rows(stored_plan)
-    db.executemany("INSERT OR REPLACE INTO steps (run_id, path, position, depth, tool, arguments, piped, usd_each, "
+    db.executemany("INSERT INTO steps (run_id, path, position, depth, tool, arguments, piped, usd_each, "
                    "calls_low, calls_high, usd_low, usd_high, ms_low, ms_high) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(run_id, *row) for row in rows])
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, path) DO UPDATE SET "
+                   + ", ".join(f"{column} = excluded.{column}" for column in _STEP_COLUMNS), [(run_id, *row) for row in rows])
 
 
-def _step_event(db: sqlite3.Connection, run_id: str, sequence: int, at: float, event: dict) -> None:
+def _step_event(db, run_id: str, sequence: int, at: float, event: dict) -> None:
     """What a step's event tells its row in `steps`: when it started and ended, and how it failed. The steps of
     a declared plan (a `stack`) are not the run's plan's; an item's run of a block's step (`3/do.1[4]`) tells
     only that it failed, on the block step's row."""
@@ -649,6 +621,15 @@ def _step_event(db: sqlite3.Connection, run_id: str, sequence: int, at: float, e
 _MADE = f"(c.outcome IS NULL OR c.outcome NOT IN ({', '.join(repr(outcome) for outcome in NOT_MADE)}))"
 
 
+# A call's row that takes the place of row `sequence` when there is one (as SQLite's INSERT OR REPLACE would,
+# in the SQL both backends take): every column of the new row, none of the old.
+_REPLACING_CALL = "ON CONFLICT (run_id, sequence) DO UPDATE SET " + ", ".join(
+    f"{column} = excluded.{column}" for column in ("step", "tool", "input", "output", "error", "started_at",
+                                                   "finished_at", "outcome", "idempotency_key", "labels"))
+_STEP_COLUMNS = ("position", "depth", "tool", "arguments", "piped", "usd_each", "calls_low", "calls_high", "usd_low",
+                 "usd_high", "ms_low", "ms_high")
+
+
 class NotWaiting(RunStoreError):
     """There is no waiting call to answer: no run waits, the call was answered already, or which is unclear."""
 
@@ -662,36 +643,26 @@ def _new_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
 
 
-def newer(db: sqlite3.Connection, path: Path, version: int | None = None) -> None:
-    """A RunStoreError when the store at `path` was written by a newer planc (its schema `version`, read from
-    `db` when not given): this planc can neither read nor migrate it, and must not write to it."""
-    if version is None:
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
-        raise RunStoreError(f"{path}: a newer planc wrote this run store (its schema is version {version}; this "
-                            f"planc reads up to version {SCHEMA_VERSION}): it is left untouched; use that planc, "
-                            "or another --store")
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """Bring a store written by an older planc up to this schema: add the columns it lacks
-    (`ADDED_COLUMNS`; the tables it lacks SCHEMA made), the steps of the runs it holds (schema 9),
-    and this schema's views."""
-    version = db.execute("PRAGMA user_version").fetchone()[0]
+def _set_up(backend) -> None:
+    """The schema made in `backend`'s store, or a store written by an older planc brought up to it: the
+    columns it lacks added (`ADDED_COLUMNS`); the tables it lacks SCHEMA made; the steps of the runs it holds
+    (schema 9); and, where the backend keeps them, this schema's views."""
+    backend.create(SCHEMA)
+    version = backend.version()
     if version >= SCHEMA_VERSION:
         return
-    with db:
-        db.execute("BEGIN IMMEDIATE")
+    with backend.transaction() as db:
         for table, column, declaration, fill in ADDED_COLUMNS:
-            if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+            if column not in backend.columns(db, table):
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
                 if fill is not None:
                     db.execute(f"UPDATE {table} SET {column} = {fill}")
         if version < 9:  # the steps of the runs recorded before they were kept: from each run's plan text
-            for run_id, plan in db.execute("SELECT id, plan FROM runs WHERE plan IS NOT 'null'").fetchall():
+            for run_id, plan in db.execute("SELECT id, plan FROM runs WHERE plan <> 'null'").fetchall():
                 _keep_steps(db, run_id, Values(db)(plan), None)
-        make_views(db)
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        if backend.keeps_views:
+            make_views(db)
+        backend.set_version(db, SCHEMA_VERSION)
 
 
 __all__ = ["DEFAULT_PATH", "OUTCOMES", "NotWaiting", "RunLeased", "RunStore", "RunStoreError"]

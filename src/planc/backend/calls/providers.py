@@ -54,22 +54,26 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
     timer = asyncio.timeout(timeout)  # in this task: a failure reaches the run with no turn of the loop between
     try:
         async with timer:
-            return await _call(tool, args, registry, mcp, key, executor)
+            return await _call(tool, args, registry, mcp, key, executor, timeout)
     except TimeoutError:
         if not timer.expired():  # the tool's own TimeoutError: its failure, like any other
             raise
         raise CallTimedOut(f"no result within {timeout:g} s ({source}); whether it had its effect is unknown") from None
 
 
-async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp, key: str | None, executor):
+async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp, key: str | None, executor, timeout: float):
     if tool.provider.startswith("mcp:") and mcp is not None:
         return await mcp.call(tool, dict(args), key)
-    if tool.provider.startswith("sql:"):
-        from planc.registry.sql_tools import run_query
+    if tool.provider.startswith(("sql:", "postgresql:")):
+        from planc.registry import postgres_tools, sql_tools
 
-        path = Path(tool.provider[len("sql:"):])
         defaults = {param: schema["default"] for param, schema in tool.params.items() if "default" in schema}
-        return await in_thread(lambda **arguments: run_query(path, tool.query, arguments), {**defaults, **args})
+        if tool.provider.startswith("sql:"):
+            path = Path(tool.provider[len("sql:"):])
+            return await in_thread(lambda **arguments: sql_tools.run_query(path, tool.query, arguments),
+                                   {**defaults, **args})
+        return await in_thread(lambda **arguments: postgres_tools.run_query(tool.provider, tool.query, arguments,
+                                                                            timeout), {**defaults, **args})
     if tool.provider.startswith("python:"):
         if tool.idempotency_key is not None and key is not None:
             args = {**args, tool.idempotency_key: key}
