@@ -19,6 +19,7 @@ anything, so the plan's literals and `$args` carry the labels `[mcp_server] labe
 
 from __future__ import annotations
 
+import logging
 import socket
 import sys
 from typing import Any
@@ -168,12 +169,26 @@ def serve_stdio(project: Project) -> None:
         server.close()
 
 
+class ClientGone(logging.Filter):
+    """Leaves out what the MCP SDK and uvicorn log, with a traceback, of an answer they could not send because
+    its client had gone (the connection closed mid-response). A client that leaves mid-run is no error of the
+    server's: its run is recorded as interrupted (`WENT_AWAY`), resumable."""
+
+    GONE = ("after response already completed", "response already started")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(error, RuntimeError) and any(words in str(error) for words in self.GONE))
+
+
 def serve_http(project: Project, host: str, port: int) -> None:
     """Serve `project` over streamable HTTP at `http://HOST:PORT/mcp` until stopped; port 0 takes a free one.
     The address it listens on goes to stderr once it does."""
     import anyio
     import uvicorn
 
+    for name in ("mcp.server.streamable_http", "uvicorn.error"):
+        logging.getLogger(name).addFilter(ClientGone())
     server = PlancServer(project)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
