@@ -171,14 +171,28 @@ def serve_stdio(project: Project) -> None:
 
 class ClientGone(logging.Filter):
     """Leaves out what the MCP SDK and uvicorn log, with a traceback, of an answer they could not send because
-    its client had gone (the connection closed mid-response). A client that leaves mid-run is no error of the
-    server's: its run is recorded as interrupted (`WENT_AWAY`), resumable."""
+    its client had gone: the connection closed mid-response, or the session's streams closed with it. A
+    client that leaves mid-run is no error of the server's: its run is recorded as interrupted (`WENT_AWAY`),
+    resumable. Any other error is logged as it was.
+
+    >>> import anyio
+    >>> ClientGone.gone(anyio.ClosedResourceError()), ClientGone.gone(RuntimeError("a bug"))
+    (True, False)
+    """
 
     GONE = ("after response already completed", "response already started")
 
+    @classmethod
+    def gone(cls, error: BaseException | None) -> bool:
+        import anyio
+
+        if isinstance(error, BaseExceptionGroup):
+            return all(cls.gone(inner) for inner in error.exceptions)
+        return (isinstance(error, (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError))
+                or isinstance(error, RuntimeError) and any(words in str(error) for words in cls.GONE))
+
     def filter(self, record: logging.LogRecord) -> bool:
-        error = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(error, RuntimeError) and any(words in str(error) for words in self.GONE))
+        return not (record.exc_info and self.gone(record.exc_info[1]))
 
 
 def serve_http(project: Project, host: str, port: int) -> None:
