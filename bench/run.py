@@ -32,9 +32,11 @@ plan once, and times only `run_plan` (a fresh event loop per sample, as `planc r
     `otel` extra.
 (5) A pure step against a control step: `map` over 1,000 items doing a pure step (`round(value:
     item)`, `upper(text: "{item}")`, `add(a: item, b: 1)`) or the control step `reshape` with the same
-    argument (`reshape(value: item)`, `reshape(value: "{item}")`, `reshape(value: [item, 1])`), all
-    six plans run in turn in each of 21 rounds (9 with --quick), best of the rounds, timed in the process's CPU time
-    (`time.process_time`: nothing in them waits, and the machine may be shared).
+    argument (`reshape(value: item)`, `reshape(value: "{item}")`, `reshape(value: [item, 1])`), each
+    pure plan run right beside its control plan in each of 21 rounds (9 with --quick), which first
+    alternating; the ratio is the median of the rounds' ratios, timed in the process's CPU time
+    (`time.process_time`: nothing in them waits, and the machine may be shared). Beside each, the
+    Python bytecodes one run executes an item (`sys.settrace`), a count no other process changes.
 (6) What recording a run costs each call, in the run store on SQLite and on PostgreSQL side by side:
     50 steps `aecho(x: N)` run by `planc.run` without a store (the baseline), and recorded, each run
     opening its store as `planc run` does: into an SQLite file and into PostgreSQL (a throwaway
@@ -68,6 +70,8 @@ from planc.backend.report.events import Stamp
 from planc.backend.run.interpreter import run_plan
 from planc.backend.run.recorded_run import run as recorded_run
 from planc.registry import load_registry
+
+from paired import bytecodes, paired  # bench/, beside this script
 
 STEPS = 1_000
 RECORDED_STEPS = 50
@@ -268,23 +272,19 @@ def overhead_rows(bench: Bench, repeat: int) -> list[tuple[str, int, float]]:
     return rows
 
 
-def pure_rows(bench: Bench, repeat: int) -> list[tuple[str, str, float, float]]:
-    """(control block, pure block, seconds, seconds) for `map` over 1,000 items: each pure step against
-    `reshape` given the same argument, so both evaluate the same values. All the plans run in turn in
-    each round, so a busy moment of the machine falls on all of them; timed in this process's CPU time, as
-    these runs make no call that waits, so that other processes on the machine count for less."""
+def pure_rows(bench: Bench, repeat: int) -> list[tuple[str, str, float, float, float]]:
+    """(control block, pure block, seconds, seconds, ratio) for `map` over 1,000 items: each pure step
+    against `reshape` given the same argument, so both evaluate the same values; each pair timed side by
+    side (`paired`: the median of the rounds' ratios, in CPU time, as these runs make no call that waits)."""
     strings = [str(n) for n in range(ITEMS)]
     pairs = [("reshape(value: item)", list(range(ITEMS)), "round(value: item)", list(range(ITEMS))),
              ('reshape(value: "{item}")', strings, 'upper(text: "{item}")', strings),
              ("reshape(value: [item, 1])", [[n, 1] for n in range(ITEMS)], "add(a: item, b: 1)",
               list(range(1, ITEMS + 1)))]
-    runs = {block: bench.runner(map_plan(block, ITEMS), expected)
-            for control, first, pure, second in pairs for block, expected in ((control, first), (pure, second))}
-    found = dict.fromkeys(runs, math.inf)
-    for _ in range(repeat):
-        for block, run in runs.items():
-            found[block] = min(found[block], best(run, 1, clock=time.process_time))
-    return [(control, pure, found[control], found[pure]) for control, _, pure, _ in pairs]
+    runs = [(bench.runner(map_plan(control, ITEMS), first), bench.runner(map_plan(pure, ITEMS), second))
+            for control, first, pure, second in pairs]
+    return [(control, pure, *paired(control_run, pure_run, repeat), bytecodes(control_run), bytecodes(pure_run))
+            for (control, _, pure, _), (control_run, pure_run) in zip(pairs, runs)]
 
 
 def map_rows(bench: Bench, repeat: int) -> list[tuple[str, int, float, float, float]]:
@@ -471,15 +471,16 @@ def main() -> None:
 
 def print_pure(pure_steps, repeat: int) -> None:
     print(f"\na pure step against the control step reshape with the same argument: map over {ITEMS:,} items, "
-          f"the plans in turn, best of {repeat} rounds, CPU time")
-    print(f"{'control step':26} {'us/item':>8} | {'pure step':24} {'us/item':>8} {'pure / control':>15}")
-    print("-" * 87)
-    for control, pure, control_s, pure_s in pure_steps:
-        print(f"{control:26} {control_s / ITEMS * 1e6:8.1f} | {pure:24} {pure_s / ITEMS * 1e6:8.1f} "
-              f"{pure_s / control_s:14.2f}x")
-    worst = max(pure_s / control_s for _, _, control_s, pure_s in pure_steps)
-    print(f"the costliest pure step / its control step: {worst:.2f}x (budget <= 1.02x, the noise of a "
-          f"measurement): {'PASS' if worst <= 1.02 else 'FAIL'}")
+          f"each pair side by side in each of {repeat} rounds, CPU time; and Python bytecodes an item")
+    print(f"{'control step':26} {'us/item':>8} {'codes':>6} | {'pure step':24} {'us/item':>8} {'codes':>6} "
+          f"{'pure / control':>15}")
+    print("-" * 103)
+    for control, pure, control_s, pure_s, ratio, control_codes, pure_codes in pure_steps:
+        print(f"{control:26} {control_s / ITEMS * 1e6:8.1f} {control_codes / ITEMS:6.0f} | {pure:24} "
+              f"{pure_s / ITEMS * 1e6:8.1f} {pure_codes / ITEMS:6.0f} {ratio:14.2f}x")
+    worst = max(row[4] for row in pure_steps)
+    print(f"the costliest pure step / its control step (median of the rounds): {worst:.2f}x (budget <= 1.02x, "
+          f"the noise of a measurement): {'PASS' if worst <= 1.02 else 'FAIL'}")
 
 
 def print_stores(stores) -> None:

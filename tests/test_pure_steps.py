@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import inspect
 import json
 import math
 import re
@@ -344,6 +345,16 @@ def test_dates_agree_with_python(case):
 def test_every_pure_step_is_in_a_family_and_drawn_by_its_property():
     drawn = {"numbers": numbers_cases, "text": text_cases, "lists": lists_cases, "dates": dates_cases}
     assert set(drawn) == set(FAMILIES) == {pure.family for pure in PURE_STEPS.values()}
+
+
+
+@pytest.mark.parametrize("name, param, default", [(name, param, default) for name, pure in PURE_STEPS.items()
+                                                   for param, default in pure.defaults])
+def test_a_step_that_leaves_out_a_defaulted_argument_runs_with_the_declared_default(name, param, default):
+    """A deterministic pure step runs without merging the declared defaults into its inputs (it is on every
+    item of a `map`): its implementation's own default must be the one its parameters declare."""
+    implementation = inspect.signature(PURE_STEPS[name].run).parameters[param].default
+    assert (implementation, type(implementation)) == (default, type(default))
 
 
 # --- what a user sees

@@ -4,8 +4,10 @@ Each is declared once, here: its parameters (a `Tool`, like a control step's), t
 gives its result's type from its inputs' types (and the literal values written), and its Python
 implementation. The types pass, the cost pass and the interpreter read their tables from
 `PURE_STEPS`; nothing else names a pure step. An implementation takes the step's inputs as
-keyword arguments (a parameter left out and without a default is absent) and raises
-`PureStepError` for an input it cannot work with; the step then fails with that message.
+keyword arguments (a parameter left out and without a default is absent), which conform to its
+parameters (the run checks them first), and raises `PureStepError` for an input it cannot work
+with that they do not rule out (an item without the field named); the step then fails with that
+message.
 
 Every implementation is linear in its input (`sort` is n log n), so the bound on a step's
 input (`[limits] result_bytes`) bounds its work; `replace`, the one whose result can outgrow its
@@ -29,7 +31,6 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from planc.registry.declarations import Limits
 from planc.registry.linear_regex import PatternRefused
 from planc.registry.linear_regex import search as regex_search
 from planc.registry.tool import Effects, Tool, plain_types
@@ -59,38 +60,36 @@ class PureStep:
     tool: Tool
     family: str
     result: Callable[[Mapping, Mapping], Mapping | None]  # (input types, literal inputs) -> result type
-    run: Callable[..., object]
+    run: Callable[..., object]  # its inputs as keywords -> its result (plain JSON data), or PureStepError
     limited: bool = False  # its implementation takes `limits`, the run's `[limits]`
     defaults: tuple = ()  # (parameter, default value) for each parameter that has a default
-    # Made once from `tool`, for `surely_valid`: each parameter's plain types (None: its schema says more
-    # than a type), and the parameters an input must give.
+    # Made once from `tool`, for `surely_valid`: each parameter's plain types (empty: its schema says more
+    # than a type).
     kinds: Mapping = attrs.field(init=False, default=attrs.Factory(
-        lambda self: {name: plain_types(schema) for name, schema in self.tool.params.items()}, takes_self=True))
-    required: frozenset = attrs.field(init=False, default=attrs.Factory(
-        lambda self: frozenset(self.tool.required), takes_self=True))
+        lambda self: {name: plain_types(schema) or frozenset() for name, schema in self.tool.params.items()},
+        takes_self=True))
     default_inputs: Mapping = attrs.field(init=False, default=attrs.Factory(  # `defaults` as one mapping
         lambda self: dict(self.defaults), takes_self=True))
-
-    def __call__(self, inputs: Mapping, limits: Limits):
-        """The step's result for `inputs` (plain JSON data), or PureStepError."""
-        return self.run(**inputs, limits=limits) if self.limited else self.run(**inputs)
+    deterministic: bool = attrs.field(init=False, default=attrs.Factory(
+        lambda self: self.tool.effects.deterministic, takes_self=True))
 
     def surely_valid(self, inputs: Mapping) -> bool:
         """Whether `inputs` conform to the step's parameters, known without a validator: each is a declared
-        parameter whose schema is only a `type`, and of it, and no required one is missing. False says
-        nothing: a validator decides (the dispatch's `check_arguments`, which says what is wrong).
+        parameter whose schema is only a `type`, and of it. False says nothing: a validator decides (the
+        dispatch's `check_arguments`, which says what is wrong). That no required input is missing is the
+        check's to know: it refuses a step that does not write (or pipe) each one, and an argument that
+        does not render at run time fails the step before this.
 
         >>> PURE_STEPS["add"].surely_valid({"a": 1, "b": 2.5}), PURE_STEPS["add"].surely_valid({"a": True, "b": 2})
         (True, False)
-        >>> PURE_STEPS["add"].surely_valid({"a": 1}), PURE_STEPS["round"].surely_valid({"value": 1, "digits": 2})
+        >>> PURE_STEPS["add"].surely_valid({"a": 1, "c": 2}), PURE_STEPS["round"].surely_valid({"value": 1, "digits": 2})
         (False, False)
         """
         kinds = self.kinds
         for name, value in inputs.items():
-            allowed = kinds.get(name)
-            if allowed is None or type(value) not in allowed:
+            if type(value) not in kinds.get(name, ()):
                 return False
-        return self.required <= inputs.keys()
+        return True
 
 
 # --- reading inputs
@@ -183,13 +182,12 @@ def _count(over, field=None):
 
 
 def _round(value, digits=0):
-    _number(value, "`value`")
     return round(value) if digits == 0 else _finite(float(round(value, digits)))  # round(x) is an int
 
 
 def _arithmetic(operation):
     def run(a, b):
-        result = operation(_number(a, "`a`"), _number(b, "`b`"))
+        result = operation(a, b)
         if isinstance(result, int) and abs(result) > 2 ** 53:
             raise PureStepError("the result is too large to be exact")
         return _finite(result)
@@ -197,9 +195,9 @@ def _arithmetic(operation):
 
 
 def _divide(a, b):
-    if _number(b, "`b`") == 0:
+    if b == 0:
         raise PureStepError("division by zero")
-    return _finite(_number(a, "`a`") / b)
+    return _finite(a / b)
 
 
 # --- text
@@ -213,7 +211,7 @@ def _replace(text, old, new, limits):
     return text.replace(old, new)
 
 
-def _join(over, separator, limits):
+def _join(over, separator="", limits=None):
     length = sum(map(len, over)) + len(separator) * max(len(over) - 1, 0)
     if length > limits.result_bytes:
         raise PureStepError(f"the result would have {length} characters, more than `[limits] result_bytes` "

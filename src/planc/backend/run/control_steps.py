@@ -286,10 +286,10 @@ async def run_pure(run, step, path, scope, piped, in_loop, shown):
     # check could not always see (`$args`, a tool without `returns`). The declared defaults conform.
     if not pure.surely_valid(inputs):  # most inputs are known good by their Python types alone
         run.dispatch.check_arguments(pure.tool, inputs, path, step)
-    if pure.defaults:
-        inputs = {**pure.default_inputs, **inputs}
-    if pure.tool.effects.deterministic:
+    if pure.deterministic:  # its implementation's own defaults are the declared ones
         return _pure_result(pure, inputs, limits, path, step)
+    if pure.defaults:  # the recorded call shows every input, defaults included
+        inputs = {**pure.default_inputs, **inputs}
     call = Call(path, pure.tool, inputs, stack=plan_stack.current())
     recorder = run.session.recorder
     replayed = recorder.replayed(call, step) if recorder is not None else None
@@ -303,23 +303,21 @@ async def run_pure(run, step, path, scope, piped, in_loop, shown):
 
 
 def _pure_result(pure, inputs: dict, limits: Limits, path: str, step: ast.Step):
+    """The step's result for `inputs`, as plain JSON data within `[limits] result_bytes`: a number or a
+    short string (what most pure steps give) without the walk `plain` makes."""
     try:
-        return _bounded(pure(inputs, limits), limits.result_bytes)
+        result = pure.run(**inputs, limits=limits) if pure.limited else pure.run(**inputs)
+        kind = type(result)
+        if result is None or kind is int or kind is bool or (kind is float and math.isfinite(result)):
+            return result
+        if kind is str and 6 * len(result) + 2 <= limits.result_bytes:  # a character is at most 6 bytes: \u001f
+            return result
+        return plain(result, limits.result_bytes)
     except (PureStepError, NotPlain) as error:
         raise RunError(f"step {path}: `{pure.tool.name}` failed: {error}", step.tool) from None
     except Exception as error:  # noqa: BLE001  an input planc's types did not rule out: the step fails, not the run
         raise RunError(f"step {path}: `{pure.tool.name}` failed: {type(error).__name__}: {error}", step.tool) \
             from None
-
-
-def _bounded(result, limit: int):
-    """`result` as plain JSON data within `limit` bytes, or NotPlain; a number or a short string without
-    the walk `plain` makes (the result of most pure steps)."""
-    if result is None or type(result) in (bool, int) or (type(result) is float and math.isfinite(result)):
-        return result
-    if type(result) is str and 6 * len(result) + 2 <= limit:  # a character is at most 6 bytes of JSON: \u001f
-        return result
-    return plain(result, limit)
 
 
 async def run_agent(run, step, path, scope, piped, in_loop, shown):
