@@ -130,7 +130,7 @@ def literals(text: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("suite_name", ["banking", "slack"])
+@pytest.mark.parametrize("suite_name", ["banking", "slack", "workspace"])
 def test_no_plan_holds_a_value_only_the_environment_has(suite_name):
     suite = Suite.load(suite_name)
     data = {value for value in environment_values(suite) if len(value) >= 4}

@@ -60,7 +60,9 @@ class Bench:
     def check(self, task_id: str, policy: bool, approvals: bool):
         key = (task_id, policy, approvals)
         if key not in self.checked:
-            self.checked[key] = planc.check(self.plans[task_id], registry=self.registry,
+            # Off means no policy at all: planc.check falls back to the one the registry's planc.toml names.
+            registry = self.registry if policy else attrs.evolve(self.registry, policy=None)
+            self.checked[key] = planc.check(self.plans[task_id], registry=registry,
                                             policy=self.policy if policy else None, approvals=approvals)
         return self.checked[key]
 
