@@ -9,6 +9,7 @@ recorded status and that nothing raised out of the framework.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -29,6 +30,14 @@ def refund(order):
     with open(SPY, "a", encoding="utf-8") as spy:
         spy.write(f"refund {order}\\n")
     return {"refunded": order}
+
+
+async def arefund(order):
+    import asyncio
+
+    with open(SPY, "a", encoding="utf-8") as spy:
+        spy.write(f"arefund {order} in loop {id(asyncio.get_running_loop())}\\n")
+    return {"refunded": order}
 '''
 
 TOML = '''
@@ -36,6 +45,12 @@ policy = "policy.cedar"
 
 [tools.refund]
 provider = "python:{module}:refund"
+params = {{ order = {{ type = "string" }} }}
+required = ["order"]
+returns = {{ type = "object" }}
+
+[tools.arefund]
+provider = "python:{module}:arefund"
 params = {{ order = {{ type = "string" }} }}
 required = ["order"]
 returns = {{ type = "object" }}
@@ -69,6 +84,20 @@ def test_a_plan_that_does_not_check_is_no_tool(project):
         plan_tool('refund(order: "vip-9")\n', name="refund_vip", project=project)
     assert calls(project) == []
 
+
+
+def test_call_async_runs_the_plan_in_the_callers_own_event_loop(project):
+    """An async framework awaits the tool: the plan's async tools run in its loop, not in a thread of their own."""
+    tool = plan_tool("arefund(order: $args.order)\n",
+                     name="refund_order", project=planc.load_project(project, store=project / "runs.sqlite"))
+
+    async def framework():
+        return await tool.call_async({"order": "a-1"}), id(asyncio.get_running_loop())
+
+    answer, loop = asyncio.run(framework())
+    assert answer == {"status": "ok", "output": {"refunded": "a-1"}}
+    assert calls(project) == [f"arefund a-1 in loop {loop}"]
+    assert statuses(project) == ["ok"]
 
 def refund_tool(project):
     """The plan as the tool `refund_order`, its runs recorded in the project's `runs.sqlite`."""

@@ -10,7 +10,6 @@ ends the framework's own run.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -40,17 +39,29 @@ class PlanTool:
     def __call__(self, arguments: Mapping) -> dict:
         """Run the plan with `arguments`: `{"status", "output"}`, or `{"error"}` saying why it did not finish."""
         if not isinstance(arguments, Mapping):
-            return {"error": f"the arguments must be an object, found {type(arguments).__name__}"}
+            return _not_an_object(arguments)
         try:
-            result = self.project.run(self.checked, arguments=dict(arguments))
+            return _answer(self.project.run(self.checked, arguments=dict(arguments)))
         except RunError as error:
             return {"error": str(error)}
-        return {"status": result.status, "output": result.kept()}
 
     async def call_async(self, arguments: Mapping) -> dict:
-        """The same, awaited: the run has an event loop of its own, in a worker thread, as a framework calls
-        its tools from inside its loop."""
-        return await asyncio.to_thread(self, arguments)
+        """The same, awaited in the framework's own event loop (`planc.run_async`), as a framework calls its
+        tools from inside its loop."""
+        if not isinstance(arguments, Mapping):
+            return _not_an_object(arguments)
+        try:
+            return _answer(await self.project.run_async(self.checked, arguments=dict(arguments)))
+        except RunError as error:
+            return {"error": str(error)}
+
+
+def _not_an_object(arguments) -> dict:
+    return {"error": f"the arguments must be an object, found {type(arguments).__name__}"}
+
+
+def _answer(result) -> dict:
+    return {"status": result.status, "output": result.kept()}
 
 
 def plan_tool(plan: str | Path, *, name: str, description: str = "", project: Project | str | Path = ".") -> PlanTool:
