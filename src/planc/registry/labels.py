@@ -135,10 +135,17 @@ class LabelView:
         return union(self.labels, subtree_labels(self.schema)) if self.schema is not None else self.labels
 
     def field(self, name: str) -> LabelView:
-        """The labels of `.name` of the value (`.length` of a list or a string carries the whole's)."""
+        """The labels of `.name` of the value. `.length` of a list carries the list's own labels and not its
+        items' parts: which items there are is the list's to say, what a field of one says is not.
+
+        >>> mails = LabelView(frozenset({"private"}), {"type": "array", "items": {"properties": {
+        ...     "sender": {}, "body": {"x-labels": ["untrusted"]}}}})
+        >>> sorted(mails.field("length").whole()), sorted(mails.whole())
+        (['private'], ['private', 'untrusted'])
+        """
         inner = _field_schema(self.schema, name)
         if inner is None:
-            return LabelView(self.whole())
+            return LabelView(union(self.labels, node_labels(self.schema)) if name == "length" else self.whole())
         return LabelView(union(self.labels, node_labels(inner)), inner)
 
     def item(self) -> LabelView:
