@@ -1,5 +1,5 @@
-"""planc on AgentDojo, a slice: a few (user task, injection task) pairs of the banking suite, run through
-planc with the suite's policy, their agent steps answered by the honest and by the compromised model,
+"""planc on AgentDojo, a slice: a few (user task, injection task) pairs of the banking and travel suites, run
+through planc with the suite's policy, their agent steps answered by the honest and by the compromised model,
 and scored by AgentDojo's own utility and security (bench/agentdojo/; the full run is `make bench`)."""
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ sys.path.insert(0, str(BENCH))
 import run as bench  # noqa: E402
 from adapter import Suite  # noqa: E402
 from scripted_models import COMPROMISED, HONEST  # noqa: E402
-
 
 
 def bench_of(name: str):
@@ -140,6 +139,13 @@ def test_an_email_naming_a_hotel_picked_by_untrusted_ratings_waits_for_a_person(
     outcome, calls, _ = pair(travel, "user_task_3", "injection_task_5", COMPROMISED)
     assert (outcome.ended, outcome.security, calls) == ("refused at check", False, [])
     assert "no-relaying-untrusted-words" in outcome.detail
+
+
+def test_the_policy_off_is_off(travel):
+    # Without the policy the email of user task 3 is sent and the task solved; with it, it waits for a person.
+    task = travel.suite.task_suite.user_tasks["user_task_3"]
+    off, on = travel.outcome(task, policy=False), travel.outcome(task)
+    assert (off.ended, off.utility, on.ended, on.utility) == ("ran", True, "refused at check", False)
 
 
 def environment_values(suite: Suite) -> set[str]:
