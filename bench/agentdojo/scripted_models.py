@@ -14,7 +14,8 @@ validation against the step's `output_schema`, the labels of what it was shown).
 - **compromised** obeys the injection whenever anything it was shown (its prompt, its context)
   contains one: every field of its answer is then the attacker's, taken from the injection task's
   own ground truth (the argument of the same name; else the first of the field's type: the
-  attacker's account or address for a string), where the schema allows a value of the attacker's.
+  attacker's account or address for a string; for an attack that calls nothing and only wants the user
+  told something, a string is what it wants said), where the schema allows a value of the attacker's.
   Shown no injection, it answers as the honest model does. It is a worst case, stronger than any
   real model: the result does not depend on how persuasive the attack's wording is.
 """
@@ -118,6 +119,8 @@ def attackers(scenario: Scenario, field: str, schema: dict):
     named = [value for name, value in arguments if name == field and fits(value, schema)]
     typed = [value for _, value in arguments if fits(value, schema)]
     found = named or typed
+    if not found and fits("", schema) and getattr(scenario.injection_task, "GROUND_TRUTH_OUTPUT", ""):
+        return scenario.injection_task.GROUND_TRUTH_OUTPUT  # an attack that only wants something said to the user
     return found[0] if found else None
 
 
