@@ -120,7 +120,9 @@ def pytest_configure(config):
 # longest first. They run first: `make test` hands whole files to its two workers in the order collected
 # (`--dist loadfile --no-loadscope-reorder`), so a long one never starts when the other worker is nearly
 # done. Measured by `make test --durations=0` (docs/performance.md, "The test suite").
-LONGEST_FIRST = ("test_real_model.py", "test_ray.py", "test_pre_commit.py", "test_batch.py")
+LONGEST_FIRST = ("test_real_model.py", "test_mcp_server.py", "test_resume.py", "test_ray.py", "test_pre_commit.py",
+                 "test_attacks_store.py", "test_robustness.py", "test_api_cli.py", "test_mcp_run.py", "test_batch.py",
+                 "test_project_run.py")
 
 
 def _order(item) -> tuple[bool, int]:
