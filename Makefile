@@ -49,6 +49,7 @@ docs: $(STAMP)
 bench: $(STAMP)  # every benchmark, each against its baseline in the same run (a few minutes)
 	$(BIN)/python bench/parse.py
 	$(BIN)/python bench/check.py
+	$(BIN)/python bench/registry_load.py
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/diff.py
