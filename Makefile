@@ -23,14 +23,15 @@ demo: $(STAMP)
 	$(BIN)/python examples/incidents/plan_demo.py
 
 # The tests on two workers (pytest-xdist: this machine and CI's have 2 cores, and many tests wait on a
-# process of their own; a file's tests stay on one worker, so a module's server starts once), then the
+# process of their own; a file's tests stay on one worker, so a module's server starts once; files go to
+# the workers in the order collected, the longest first: tests/conftest.py), then the
 # one that replays every run they recorded, which needs them all finished. Their temporary folder is
 # the Makefile's (in memory where it can be), so that no other pytest session's clean-up removes it
 # in between, and it goes when both are done.
 TESTS_TMP := $(shell [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 test: $(STAMP)  # the dev hypothesis profile, which it names at the end; HYPOTHESIS_PROFILE=ci (as .ci/run sets) for the full counts
 	session=$$(mktemp -d -p $(TESTS_TMP) planc-tests-XXXXXX) && \
-	$(BIN)/pytest -q -n 2 --dist loadfile --basetemp=$$session tests src/planc && \
+	$(BIN)/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --basetemp=$$session tests src/planc && \
 	$(BIN)/pytest -q tests/test_replay_every_run.py; \
 	status=$$?; rm -rf $$session; exit $$status
 	$(BIN)/planc corpus corpus --baseline corpus/baseline.json
@@ -48,6 +49,7 @@ docs: $(STAMP)
 bench: $(STAMP)  # every benchmark, each against its baseline in the same run (a few minutes)
 	$(BIN)/python bench/parse.py
 	$(BIN)/python bench/check.py
+	$(BIN)/python bench/registry_load.py
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/diff.py

@@ -116,8 +116,24 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "last: run after every other test (it checks what the others left)")
 
 
+# The files whose tests spend longest waiting (on a model, a Ray cluster, pre-commit building an environment),
+# longest first. They run first: `make test` hands whole files to its two workers in the order collected
+# (`--dist loadfile --no-loadscope-reorder`), so a long one never starts when the other worker is nearly
+# done. Measured by `make test --durations=0` (docs/performance.md, "The test suite").
+LONGEST_FIRST = ("test_real_model.py", "test_mcp_server.py", "test_resume.py", "test_ray.py", "test_pre_commit.py",
+                 "test_attacks_store.py", "test_robustness.py", "test_api_cli.py", "test_mcp_run.py", "test_batch.py",
+                 "test_project_run.py")
+
+
+def _order(item) -> tuple[bool, int]:
+    """Where a test runs: the `last` ones after all others; the long files first; the rest as collected."""
+    name = item.path.name
+    return item.get_closest_marker("last") is not None, (LONGEST_FIRST.index(name) if name in LONGEST_FIRST
+                                                         else len(LONGEST_FIRST))
+
+
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: item.get_closest_marker("last") is not None)  # stable: the rest keep their order
+    items.sort(key=_order)  # stable: the tests of a file, and the files not listed, keep their order
     last = [item for item in items if item.get_closest_marker("last") is not None]
     if last and len(last) < len(items) and distributed(config):  # every worker leaves out the same ones
         items[:] = items[:-len(last)]

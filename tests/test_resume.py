@@ -44,10 +44,10 @@ from pathlib import Path
 
 import pytest
 from cli import invoke, planc_forks
+from profiles import examples
 
 from planc.backend.calls.idempotency import idempotency_key
 
-KILLS = 50
 POLL_S = 0.005  # between two looks at the store or the socket
 HANG_GUARD_POLLS = 60_000  # x POLL_S: a run that never gets where it must is hung, not slow
 HANG_GUARD_S = HANG_GUARD_POLLS * POLL_S
@@ -157,6 +157,9 @@ CALLS = ["read 6"] + [f"send m{i}" for i in range(6)] + ["read 2"]  # what the r
 POINTS = ([("recorded", 0)] + [("before", n) for n in range(1, len(CALLS) + 1)]
           + [("during", n) for n, call in enumerate(CALLS, 1) if call.startswith("send")]
           + [("after", n) for n in range(1, len(CALLS))])  # after the last call the run ends by itself
+# Runs stopped a test: every point once, then points drawn at random up to 50 under the ci hypothesis
+# profile (tests/profiles.py); under the quick dev one, every point once.
+KILLS = max(len(POINTS), examples(50))
 
 
 def opened(*args, **options):

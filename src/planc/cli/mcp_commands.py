@@ -21,17 +21,17 @@ def mcp_command(config: str | None, address: str | None, store: str | None) -> N
     for `planc run`); a client chooses none of them. Runs are recorded as `planc run` records them
     (`planc runs`, `show-run`, `resume`).
     """
+    project = _project(config, store)  # a mistake is told before the SDK is imported: that takes seconds
+    host, port = _address(address) if address is not None else (None, None)
     try:
         import mcp.server.mcpserver  # noqa: F401
     except ImportError:
         raise UsageError("planc mcp needs the MCP SDK: pip install 'planc[mcp]'") from None
-    project = _project(config, store)
     from planc.mcp_server.server import serve_http, serve_stdio
 
     if address is None:
         serve_stdio(project)
         return
-    host, port = _address(address)
     try:
         serve_http(project, host, port)
     except OSError as error:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import attrs
 
+from planc.registry.schema_check import schema_error
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.pure_steps import PURE_STEPS
 from planc.registry.declarations import (
@@ -228,15 +229,11 @@ class _Reader:
     # --- values
 
     def schema(self, schema, where: str, key: str, what: str) -> dict:
-        from jsonschema.exceptions import SchemaError
-        from jsonschema.validators import validator_for
-
         if not isinstance(schema, dict):
             self.fail(f"{what} must be a JSON Schema (a table), not {type(schema).__name__}", where, key)
-        try:
-            validator_for(schema).check_schema(schema)
-        except SchemaError as error:
-            self.fail(f"{what} is not a valid JSON Schema: {error.message}", where, key)
+        wrong = schema_error(schema)
+        if wrong is not None:
+            self.fail(f"{what} is not a valid JSON Schema: {wrong[0]}", where, key)
         self.schema_labels(schema, where, key, what)
         return schema
 

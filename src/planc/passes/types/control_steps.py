@@ -8,7 +8,6 @@ a list of its block's results, `agent` an object around its `output_schema`.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable, Mapping
 
@@ -17,6 +16,7 @@ from planc.analysis.schemas import LIST, kinds
 from planc.diagnostics import Diagnostic, Span
 from planc.diagnostics.build import diagnostic
 from planc.registry.pure_steps import PURE_STEPS
+from planc.registry.schema_check import schema_error
 
 TOOL_CALLED = {"type": "object", "properties": {"tool": {"type": "string"}, "round": {"type": "integer", "minimum": 1}},
                "required": ["tool", "round"], "additionalProperties": False}
@@ -40,9 +40,7 @@ def agent_input(param: str, value, span: Span, step: str | None) -> Diagnostic |
             "omit `tools` to let it call every tool, or name the tools (`*` patterns match several)"])
     if param != "output_schema":
         return None
-    # The schema as its canonical text reads (keys sorted), the text its check is cached by.
-    text = json.dumps(value, sort_keys=True)
-    value = json.loads(text)
+    value = json.loads(json.dumps(value, sort_keys=True))  # the schema as its canonical text reads (keys sorted)
     if not isinstance(value, dict):
         return diagnostic("E303", "schema_not_record", span, step=step, found=describe_value(value),
                           hints=[f"write the schema as a record: {OBJECT_SCHEMA}"])
@@ -51,26 +49,12 @@ def agent_input(param: str, value, span: Span, step: str | None) -> Diagnostic |
             f"an agent's output is an object: wrap it, like {OBJECT_SCHEMA}"]
         what = describe(value) if "type" in value else "a schema without `type`"
         return diagnostic("E303", "not_object_schema", span, step=step, hints=hints, found=what)
-    error = _schema_error(text)
+    error = schema_error(value)
     if error is None:
         return None
     message, where = error
     return diagnostic("E303", "invalid_schema", span, step=step, hints=[f"at `output_schema{where}`"] if where else [],
                       error=message)
-
-
-@functools.lru_cache(maxsize=1024)  # plans repeat their output schemas, and checking one is slow
-def _schema_error(text: str) -> tuple[str, str] | None:
-    """Why the JSON Schema `text` is not a valid schema, and where in it (`.properties.x`); None if it is."""
-    from jsonschema.exceptions import SchemaError
-    from jsonschema.validators import validator_for
-
-    value = json.loads(text)
-    try:
-        validator_for(value).check_schema(value)
-    except SchemaError as error:
-        return error.message, "".join(f".{key}" if isinstance(key, str) else f"[{key}]" for key in error.path)
-    return None
 
 
 def control_result(name: str, inputs: Mapping, literals: Mapping | None = None) -> Mapping | None:
