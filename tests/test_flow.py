@@ -353,6 +353,19 @@ def test_an_agent_that_may_read_untrusted_mail_cannot_choose_a_recipient(agent_p
     assert calls(agent_project) == ["send alice@example.com report"] and statuses(agent_project) == ["ok"]
 
 
+def test_an_agent_with_no_tools_carries_only_what_it_was_shown(agent_project, model_server):
+    """An extraction agent (`tools: []`) shown the user's contacts may pick a recipient; left without `tools`
+    it may call every tool, the inbox too, and its answer may not."""
+    text = ('contacts()\nagent(context: $1, prompt: "Who should get the report?", tools: [], '
+            f'output_schema: {ANSWER_SCHEMA})\nsend(to: $2.output.to, text: "report")\n')
+    assert checked(agent_project, text.replace("tools: [], ", ""))[0] == 1
+    assert checked(agent_project, text) == (0, [])
+    model_server.reply('{"to": "alice@example.com"}')
+    result = ran(agent_project, text)
+    assert result.exit_code == 0, result.output
+    assert calls(agent_project) == ["contacts", "send alice@example.com report"] and statuses(agent_project) == ["ok"]
+
+
 def test_an_agent_that_read_mail_cannot_send_to_whom_the_mail_says(agent_project, model_server):
     # Only the run knows which tools the agent calls: the call it makes after reading the inbox is refused.
     model_server.call("read_inbox", {})
