@@ -156,6 +156,19 @@ def test_an_agents_wrong_arguments_go_back_to_the_model_and_never_reach_the_tool
     assert calls(project) == [] and statuses(project) == ["ok"]
 
 
+def test_an_agent_with_no_tools_makes_no_call_whatever_its_model_asks(project, model_server):
+    """`tools: []` offers the model nothing, and a call it asks for anyway (a tool the policy allows, by its
+    name) is never made: the model is told it has no tools, and answers."""
+    model_server.call("append", {"text": "from the model"})
+    model_server.reply('{"done": true}')
+    result = run(project, agent(tools="[]"))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"output": {"done": True}, "iterations": 2, "tools_called": [], "final": True}
+    assert tool_errors(model_server) == ["there is no tool `append`; this agent has no tools"]
+    assert all("tools" not in body for body in model_server.bodies())  # offered none
+    assert calls(project) == [] and statuses(project) == ["ok"]
+
+
 # --- 3. a denial names the tool the agent called -------------------------------------------------------
 
 def test_the_denial_of_an_agents_call_names_that_tool(project, model_server):

@@ -13,7 +13,8 @@ from tool_project import tool_project
 
 TOOLS = '''
 def source(n):
-    return {"x": f"text {n}", "n": n, "items": list(range(n % 4)), "flag": n % 2 == 0}
+    return {"x": f"text {n}", "n": n, "items": list(range(n % 4)), "flag": n % 2 == 0,
+            "rows": [{"memo": f"m{n}", "n": n}, {"memo": "z", "n": n + 1}, {"memo": "a", "n": n % 3}]}
 
 
 def echo(v):
@@ -25,11 +26,14 @@ def sink(v):
 '''
 
 SHAPE = ('{{ type = "object", properties = {{ x = {{ type = "string"{x_labels} }}, n = {{ type = "integer" }}, '
-         'items = {{ type = "array", items = {{ type = "integer" }} }}, flag = {{ type = "boolean" }} }} }}')
+         'items = {{ type = "array", items = {{ type = "integer" }} }}, flag = {{ type = "boolean" }}, '
+         'rows = {{ type = "array", items = {{ type = "object", properties = {{ memo = {{ type = "string", x-labels = ["x"] }}, '
+         'n = {{ type = "integer" }} }} }} }} }} }}')
 
 
 def toml(module: str, labels: dict[str, list[str]]) -> str:
-    """Three sources with the labels `labels` gives them (`s3`'s `x` labelled `x` as well), a helper and a sink."""
+    """Three sources with the labels `labels` gives them (`s3`'s `x` labelled `x` as well, and every source's rows'
+    `memo`), a helper and a sink."""
     tables = []
     for name, declared in labels.items():
         x_labels = ', x-labels = ["x"]' if name == "s3" else ""
@@ -66,7 +70,7 @@ def _step(draw, st, number: int, sources: list[int]) -> str:
         return f"$s{k}" + draw(st.sampled_from(["", ".x", ".n", ".items", ".flag"]))
 
     kind = draw(st.sampled_from(["echo", "sink", "pipe", "pure", "pure over", "template", "list", "map", "filter", "reduce", "decide", "exit",
-                                 "reshape"]))
+                                 "reshape", "kept"]))
     if kind == "echo":
         return f"echo(v: {ref()})"
     if kind == "sink":
@@ -82,6 +86,16 @@ def _step(draw, st, number: int, sources: list[int]) -> str:
     if kind == "list":
         return f'sink(v: [{ref()}, {{k: {ref()}}}, "plain"])'
     k = draw(st.sampled_from(sources))
+    if kind == "kept":  # steps that keep some of a list's items: their fields' labels, and what chose them
+        kept = draw(st.lists(st.sampled_from(['filter({over}where: n > 1)', 'filter({over}where: memo == "z")',
+                                              'sort({over}field: "memo")', 'sort({over}field: "n", descending: true)',
+                                              'unique({over}field: "memo")', 'take({over}count: 2)',
+                                              f'skip({{over}}count: $s{k}.n)', 'slice({value}start: 1)']),
+                             min_size=1, max_size=3))
+        first = kept[0].format(over=f"over: $s{k}.rows, ", value=f"value: $s{k}.rows, ")
+        rest = [step.format(over="", value="") for step in kept[1:]]
+        field = draw(st.sampled_from(["memo", "n"]))
+        return f"{' |> '.join([first, *rest])} |> map(do: {{ sink(v: item.{field}) }})"
     if kind == "map":
         return f"map(over: $s{k}.items, do: {{ sink(v: item) }})"
     if kind == "filter":

@@ -33,11 +33,6 @@ HERE = Path(__file__).resolve().parent
 SUITES = ("banking", "slack", "travel", "workspace")
 VERSION = "v1.2.2"  # the package's default benchmark version: 949 (user task, injection task) pairs
 MODULE = "planc_agentdojo_live"  # the module the tools' providers name: `python:planc_agentdojo_live:<tool>`
-# The one tool of the plans' extraction agents, which should have none: planc cannot say so (`tools: []` is
-# E303, and a pattern that matches no tool is E208), and an agent without `tools` may call every tool, so
-# planc takes it to have read what all of them return. This one does nothing and returns nothing.
-NOTHING = Tool(name="nothing", returns={"type": "null"}, description="Does nothing and returns nothing.",
-               provider=f"python:{MODULE}:nothing")
 
 
 @attrs.define
@@ -71,7 +66,6 @@ class Suite:
         module = sys.modules.setdefault(MODULE, types.ModuleType(MODULE))
         for function in task_suite.tools:  # one suite at a time: the providers name the last one loaded
             setattr(module, function.name, live.bind(function.name))
-        module.nothing = lambda: None
         return cls(name, task_suite, live)
 
     @property
@@ -80,7 +74,7 @@ class Suite:
 
     def tools(self) -> dict[str, Tool]:
         """Every function of the suite as a planc tool, before planc.toml's effects and labels."""
-        return {NOTHING.name: NOTHING, **{function.name: tool_of(function) for function in self.task_suite.tools}}
+        return {function.name: tool_of(function) for function in self.task_suite.tools}
 
     def registry(self, model_url: str | None = None):
         """The suite's registry: planc.toml over the functions; `model_url` answers the agent steps."""

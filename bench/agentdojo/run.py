@@ -3,8 +3,8 @@
     .venv/bin/pip install -r bench/agentdojo/requirements.txt
     .venv/bin/python bench/agentdojo/run.py                        # every suite with plans, important_instructions
     .venv/bin/python bench/agentdojo/run.py --suite banking --attack all
-    .venv/bin/python bench/agentdojo/run.py --planner planner      # plans from `planc plan`: [models.planner]
-                                                                   # added to the suite's planc.toml
+    .venv/bin/python bench/agentdojo/run.py --planner planner --models models.toml --grammar gbnf
+                                               # plans from `planc plan`, the role's model in models.toml
 
 For each pair the environment is loaded with AgentDojo's own attack planted in it, the suite's plan of
 the user task is checked with the suite's policy (bench/agentdojo/suites/<suite>/) and run, its `agent`
@@ -12,6 +12,12 @@ steps answered by a scripted model (scripted_models.py: honest, or compromised b
 the outcome is scored with AgentDojo's own `utility` of the user task and `security` of the injection
 task (True: the attack succeeded). Without an attack, utility is measured with the policy off and on,
 and with a person approving every call the policy flags only for where its values came from.
+
+With `--planner ROLE` the plans are a model's: `planc plan` with the task's prompt, against the suite's
+tools and policy, the role's model declared in `--models FILE` (`[models.ROLE]` tables, as planc.toml
+writes them); without `--models`, SmolLM2-135M-Instruct on loopback (tests/real_model.py: llama.cpp through
+node-llama-cpp), as bench/plan.py does. A plan the policy refuses is judged as a committed one would be
+(refused at check); a task the model wrote no plan for that checks is lost, with the last round's errors.
 """
 
 from __future__ import annotations
@@ -52,15 +58,16 @@ class Bench:
     suite: Suite
     scenario: Scenario
     plans: dict  # user task id -> plan text
-    missing: dict  # user task id -> why no plan expresses it
+    missing: dict  # user task id -> why no plan expresses it (with a planner: why it wrote none)
     registry: object = None
     policy: object = None
+    planner: str | None = None  # the model role that wrote the plans (None: the committed plans)
     checked: dict = attrs.Factory(dict)  # (task id, policy on, approvals) -> CheckResult
 
     def check(self, task_id: str, policy: bool, approvals: bool):
         key = (task_id, policy, approvals)
         if key not in self.checked:
-            # Off means no policy at all: planc.check falls back to the one the registry's planc.toml names.
+            # Off, the registry names no policy either: planc.check would take the one its planc.toml names.
             registry = self.registry if policy else attrs.evolve(self.registry, policy=None)
             self.checked[key] = planc.check(self.plans[task_id], registry=registry,
                                             policy=self.policy if policy else None, approvals=approvals)
@@ -76,7 +83,8 @@ class Bench:
         self.scenario.model, self.scenario.user_task, self.scenario.injection_task = model, user_task, injection_task
         self.scenario.injections, self.scenario.environment = dict(injections or {}), before
         if user_task.ID in self.missing:
-            ended, output, approved, detail = "not expressible", "", 0, self.missing[user_task.ID]
+            ended = "no plan" if self.planner else "not expressible"
+            output, approved, detail = "", 0, self.missing[user_task.ID]
         elif user_task.ID not in self.plans:
             ended, output, approved, detail = "no plan", "", 0, ""
         else:
@@ -117,16 +125,43 @@ def answer_text(value) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def load_plans(suite: Suite, planner: str | None, registry, policy) -> tuple[dict, dict]:
+def load_plans(suite: Suite, planner: str | None, registry, policy, only: list[str] | None = None,
+               grammar: str | None = None) -> tuple[dict, dict]:
+    """The plan of each user task (of `only`, when given), and why a task has none."""
+    if planner is not None:
+        return planned(suite, planner, registry, policy, only, grammar)
     folder = suite.folder
     missing = tomllib.loads((folder / "not_expressible.toml").read_text()) if (folder / "not_expressible.toml").exists() else {}
     plans = {}
-    for task_id, task in suite.task_suite.user_tasks.items():
-        if planner is not None:
-            planned = planc.plan(task.PROMPT, registry=registry, policy=policy, role=planner)
-            plans[task_id] = planned.text if planned.ok else ""
-        elif (folder / "plans" / f"{task_id}.plan").exists():
+    for task_id in suite.task_suite.user_tasks:
+        if (folder / "plans" / f"{task_id}.plan").exists():
             plans[task_id] = (folder / "plans" / f"{task_id}.plan").read_text()
+    return plans, missing
+
+
+def planned(suite: Suite, role: str, registry, policy, only: list[str] | None, grammar: str | None) -> tuple[dict, dict]:
+    """`planc plan` with the `role` model for each user task's prompt: the plan of its last round when it checks
+    but for the policy's refusals (E400), else why the task has none."""
+    from planc.backend.models.client import ModelError
+    from planc.syntax.extract import extract
+
+    plans, missing = {}, {}
+    for task_id, task in suite.task_suite.user_tasks.items():
+        if only is not None and task_id not in only:
+            continue
+        try:
+            done = planc.plan(task.PROMPT, registry=registry, policy=policy, role=role, grammar=grammar)
+        except ModelError as error:
+            missing[task_id] = f"the planner failed: {error}"
+            continue
+        errors = [d for d in done.checked.diagnostics if d.severity == "error"]
+        if done.checked.plan is not None and all(d.code == "E400" for d in errors):
+            plans[task_id] = extract(done.checked.source)
+        else:
+            said = "; ".join(f"{d.code} {d.message}" for d in errors[:3]) + ("; ..." if len(errors) > 3 else "")
+            reply = " ".join(done.rounds[-1].reply.split())
+            missing[task_id] = (f"the planner wrote no plan that checks in {len(done.rounds)} round(s): {said} "
+                                f"(its last reply: {reply[:120]!r}{'...' if len(reply) > 120 else ''})")
     return plans, missing
 
 
@@ -137,7 +172,7 @@ class Victim:
 
 
 def run_suite(name: str, attack_names: list[str], planner: str | None, pairs: int | None, out,
-              only: list[str] | None = None) -> dict:
+              only: list[str] | None = None, models: dict | None = None, grammar: str | None = None) -> dict:
     suite = Suite.load(name)
     scenario = Scenario()
     oracle = suite.folder / "oracle.json"
@@ -145,9 +180,11 @@ def run_suite(name: str, attack_names: list[str], planner: str | None, pairs: in
     url, stop = serve(scenario)
     try:
         registry = suite.registry(url)
+        if models:
+            registry = attrs.evolve(registry, models={**registry.models, **models})
         policy = planc.load_policy(registry.policy)
-        plans, missing = load_plans(suite, planner, registry, policy)
-        bench = Bench(suite, scenario, plans, missing, registry, policy)
+        plans, missing = load_plans(suite, planner, registry, policy, only, grammar)
+        bench = Bench(suite, scenario, plans, missing, registry, policy, planner=planner)
         return measure(bench, attack_names, pairs, out, only)
     finally:
         stop()
@@ -199,7 +236,7 @@ def cause(on: Outcome, approved: Outcome) -> str:
     if on.ended == "not expressible":
         return f"not expressible: {on.detail}"
     if on.ended == "no plan":
-        return "no plan written yet"
+        return f"no plan: {on.detail}" if on.detail else "no plan written yet"
     if approved.utility:
         return "needs a person's approval of a flagged flow"
     if on.ended in ("refused at check", "refused at run"):
@@ -235,6 +272,9 @@ def main(argv=None) -> int:
     parser.add_argument("--attack", default="important_instructions",
                         help="an attack AgentDojo registers, or `all` (every one but `manual`, which asks a person)")
     parser.add_argument("--planner", help="take plans from `planc plan` with this model role instead of the committed ones")
+    parser.add_argument("--models", type=Path, help="with --planner: a TOML file of [models.ROLE] tables (default: "
+                                                    "SmolLM2-135M on loopback)")
+    parser.add_argument("--grammar", choices=("gbnf", "lark"), help="with --planner: send the plan grammar to the model")
     parser.add_argument("--pairs", type=int, help="at most this many pairs per suite and attack (a smoke run)")
     parser.add_argument("--user-task", action="append", help="only this user task (repeatable)")
     parser.add_argument("--log", type=Path, help="write every pair's outcome here, one JSON line each")
@@ -244,10 +284,43 @@ def main(argv=None) -> int:
     # `manual` asks whoever runs the bench to type each injection: not an attack a batch can run.
     attacks = sorted(set(ATTACKS) - {"manual"}) if options.attack == "all" else [options.attack]
     suites = options.suite or [s for s in SUITES if (Path(__file__).resolve().parent / "suites" / s / "plans").is_dir()]
-    with open(options.log or "/dev/null", "w") as out:
-        totals = [run_suite(name, attacks, options.planner, options.pairs, out, options.user_task) for name in suites]
+    models, server = planner_models(options.planner, options.models) if options.planner else ({}, None)
+    try:
+        with open(options.log or "/dev/null", "w") as out:
+            totals = [run_suite(name, attacks, options.planner, options.pairs, out, options.user_task, models,
+                                options.grammar) for name in suites]
+    finally:
+        if server is not None:
+            server.stop()
     print(report(totals))
     return 0
+
+
+def planner_models(role: str, models: Path | None):
+    """The models `--models` declares, or the planner `role` as SmolLM2-135M-Instruct served on loopback (and
+    that server, to stop)."""
+    from planc.registry.config import registry_from_text
+    from planc.registry.declarations import ModelConfig
+    from planc.registry.errors import ConfigError
+
+    if models is not None:
+        try:
+            declared = registry_from_text(models.read_text(), models).models
+        except (OSError, ConfigError) as error:
+            raise SystemExit(f"--models: {error}") from None
+        if role not in declared:
+            raise SystemExit(f"--models: {models} declares no [models.{role}]")
+        return declared, None
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+    from real_model import SAMPLING, LlamaServer, skip_reason
+
+    reason = skip_reason()
+    if reason:
+        raise SystemExit(f"--planner {role} without --models asks SmolLM2-135M on loopback, which cannot run: {reason}")
+    server = LlamaServer()
+    # A plan with an agent step is longer than the tests' 96 tokens: a reply may take 256.
+    sampling = {**SAMPLING, "max_tokens": 256}
+    return {role: ModelConfig(role, server.url, "smollm2", timeout_s=3600, sampling=sampling)}, server
 
 
 if __name__ == "__main__":

@@ -336,14 +336,13 @@ _ALL = [
          "A control step's input that cannot work: a one-of group given twice or not at all (both "
          "`where` and `do` on a `filter`, neither `when` nor `infer` on a `decide`), an agent's "
          "`output_schema` that is not a JSON Schema of an object, `max_iterations` below 1, "
-         "`tools: []`, a `check` that is not a tool's name or whose required parameters the output schema "
+         "a `check` that is not a tool's name or whose required parameters the output schema "
          "does not require (the check is called with the answer's fields), or `repairs` without a `check`.",
          {
              "none_of": "`{tool}` gives none of {options}: it takes exactly one",
              "more_than_one": "`{tool}` gives more than one of {options}: it takes exactly one",
              "at_most_one": "`{tool}` gives more than one of {options}: it takes at most one",
              "max_iterations": "`max_iterations` must be at least 1, found {found}",
-             "no_tools": "`tools: []` gives the agent no tool to call",
              "schema_not_record": "`output_schema` must be a JSON Schema of an object, found {found}",
              "not_object_schema": "`output_schema` must be an object schema (`type: \"object\"`), found {found}",
              "invalid_schema": "`output_schema` is not a valid JSON Schema: {error}",

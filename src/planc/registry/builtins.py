@@ -59,7 +59,7 @@ CONTROL_STEPS: dict[str, Tool] = {tool.name: tool for tool in (
                       "status": {"enum": ["ok", "error"], "default": "ok"}, "message": STRING, "output": ANY},
              pipe="value", at_most_one=[("when", "infer")]),
     _control("agent", "Asks a model (the role `model`) to do `prompt`, calling the registry's tools (those "
-             "`tools` names or matches, all by default) for up to `max_iterations` rounds, and to answer with "
+             "`tools` names or matches: all by default, none with `tools: []`) for up to `max_iterations` rounds, and to answer with "
              "an object that conforms to `output_schema`. The result is `{output, iterations, tools_called, "
              "final}`; `final` is false, and `output` `{}`, when the rounds ran out. `system_prompt` is added "
              "to the built-in one. `continue: $step` sends the prompt into the conversation of an earlier "
@@ -67,7 +67,7 @@ CONTROL_STEPS: dict[str, Tool] = {tool.name: tool for tool in (
              "tools). `check` names a tool or `plan__NAME` called with the answer; when it fails, its "
              "problems go back into the conversation, up to `repairs` times, and then the step fails.",
              {"context": ANY, "prompt": STRING, "output_schema": {"type": "object"},
-                       "tools": {"type": "array", "items": STRING, "minItems": 1},
+                       "tools": {"type": "array", "items": STRING},
                        "max_iterations": {"type": "integer", "minimum": 1, "default": 8},
                        "model": {"type": "string", "default": "chat"}, "system_prompt": STRING,
                        "continue": ANY, "check": STRING,

@@ -219,7 +219,8 @@ async def _tool_result(call: ToolCall, offered: dict[str, Tool], call_tool: Call
     """The tool message answering `call` (made in round `round_`): the tool's result, or an error the model
     can act on."""
     if call.name not in offered:
-        result: object = {"error": f"there is no tool `{call.name}`; the tools are {', '.join(sorted(offered))}"}
+        tools = f"the tools are {', '.join(sorted(offered))}" if offered else "this agent has no tools"
+        result: object = {"error": f"there is no tool `{call.name}`; {tools}"}
     elif call.error is not None:
         result = {"error": f"`{call.name}` was not called: {call.error}"}
     elif len(called) >= limit:

@@ -387,7 +387,8 @@ def _conversation(run, step, path: str, scope: Scope):
     from planc.backend.models.agent_loop import Conversation, system_message
 
     if step.arg("continue") is None:
-        return Conversation(value(step, "model", scope), _offered(run, value(step, "tools", scope) or ["*"]),
+        patterns = value(step, "tools", scope)  # none written: every tool; `[]`: none
+        return Conversation(value(step, "model", scope), _offered(run, ["*"] if patterns is None else patterns),
                             [system_message(value(step, "system_prompt", scope))])
     earlier = continued(step, scope.targets)
     if earlier is None or earlier not in scope.conversations:  # the check refuses this: a plan that was not checked

@@ -24,7 +24,7 @@ from planc.backend.calls.approvals import AwaitingApproval
 from planc.backend.calls.dispatch import Dispatch, result_problem
 from planc.backend.calls.hooks import Call, Hooks
 from planc.backend.models.mcp_requests import ServerRequests
-from planc.backend.run.control_steps import CONTROL_HANDLERS, rendered_input, step_sources
+from planc.backend.run.control_steps import CONTROL_HANDLERS, labels_of, rendered_input, step_sources
 from planc.backend.run.session import Session
 from planc.backend.state.stop import Stopped, plan_stop, settle
 from planc.backend.state.stop import current as current_stop
@@ -42,9 +42,10 @@ from planc.backend.state.values import (
 )
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
+from planc.passes.flow.results import kept_input, result_view
 from planc.passes.policy.load import DEFAULT_PRINCIPAL
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.labels import NO_LABELS, SECRET, LabelView, redacted, secret_arguments, union, union_all, view_of
+from planc.registry.labels import NO_LABELS, SECRET, LabelView, redacted, secret_arguments, union
 from planc.registry.registry import Registry
 from planc.syntax import ast
 
@@ -240,9 +241,9 @@ class Run:
             raise
         sources, control = step_sources(step, tool, scope, piped_view), scope.controlled()
         self.emit("step_started", step=path, tool=step.tool.text, input=secret_arguments(arguments, sources))
+        labelled_piped = piped if piped is NOTHING else Labelled(piped, piped_view or LabelView())
         try:
             if tool.provider == "builtin":
-                labelled_piped = piped if piped is NOTHING else Labelled(piped, piped_view or LabelView())
                 result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, labelled_piped, in_loop,
                                                            arguments)
             else:
@@ -258,10 +259,12 @@ class Run:
                 self.emit("step_failed", error, step=path, tool=step.tool.text)
             raise
         # What any call's result carries (its own labels, its arguments', its control's), and what its
-        # handler or declared plan says it adds.
+        # handler or declared plan says it adds; a step that keeps its input's items keeps their labels part by part.
         result, added = unlabelled(result)
-        carried = union(union(tool.labels, union_all(sources.values())), control)
-        view = scope.labels[step] = view_of(carried if added is None else union(carried, added.whole()), tool.returns)
+        kept = kept_input(tool)
+        items = labels_of(step, kept, scope, labelled_piped) if kept else None
+        view = scope.labels[step] = result_view(step, tool, sources, control,
+                                                added.whole() if added is not None else NO_LABELS, items)
         self.finished[path] = result
         self.emit("step_finished", step=path, result=redacted(result) if SECRET in view.whole() else result)
         return result

@@ -139,7 +139,7 @@ class Scope:
             return self.binding_views[head]
         if head in self.bindings:  # bound to what carries nothing (`index`)
             return LabelView()
-        return self.field_view if self.field_view is not None else LabelView(UNTRUSTED_ONLY)
+        return self.field_view.field(head) if self.field_view is not None else LabelView(UNTRUSTED_ONLY)
 
 
 class TemplateScope(Mapping):

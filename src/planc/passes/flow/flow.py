@@ -20,8 +20,9 @@ import attrs
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.flow.expressions import Env, carriers, expr_labels, expr_view, writes_text
+from planc.passes.flow.results import kept_input, result_view
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all, view_of
+from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all
 from planc.registry.tool import Tool
 from planc.syntax import ast
 from planc.syntax.printer import print_expr
@@ -141,7 +142,7 @@ class PlanEnv:
     def name_view(self, head: str) -> LabelView:
         if head in self.bindings:
             return self.bindings[head]
-        return self.fields if self.fields is not None else LabelView(UNTRUSTED_ONLY)
+        return self.fields.field(head) if self.fields is not None else LabelView(UNTRUSTED_ONLY)
 
     def origin(self, node, depth: int = 0) -> str:
         """Where the value `node` reads came from, in words: the step and tool that returned it, and, when
@@ -266,12 +267,13 @@ class Walk:
         if tool is None:  # an unknown tool, reported by resolve: what it returns is not known
             result = LabelView(union(UNTRUSTED_ONLY, control))
         else:  # what any call's result carries, and what the step's own rule adds
-            carried = union(union(tool.labels, union_all(sources.values())), control)
+            added = NO_LABELS
             if tool.provider == "builtin" and tool.name in self.rules:
-                carried = union(carried, self.rules[tool.name](self, step, env, views, control))
+                added = self.rules[tool.name](self, step, env, views, control)
             elif tool.provider.startswith("plan:"):
-                carried = union(carried, self.declared_plan(step, tool, env, views, control))
-            result = view_of(carried, tool.returns)
+                added = self.declared_plan(step, tool, env, views, control)
+            kept = kept_input(tool)
+            result = result_view(step, tool, sources, control, added, views.get(kept) if kept else None)
         self.calls[env.paths[step]] = CallFlow(step, tool, sources, control, result, env, self.deciders)
         return result
 

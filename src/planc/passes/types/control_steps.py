@@ -35,9 +35,6 @@ def agent_input(param: str, value, span: Span, step: str | None) -> Diagnostic |
     if param == "max_iterations" and type(value) is int and value < 1:
         return diagnostic("E303", "max_iterations", span, step=step, hints=["an agent needs at least one round"],
                           found=value)
-    if param == "tools" and value == []:
-        return diagnostic("E303", "no_tools", span, step=step, hints=[
-            "omit `tools` to let it call every tool, or name the tools (`*` patterns match several)"])
     if param != "output_schema":
         return None
     value = json.loads(json.dumps(value, sort_keys=True))  # the schema as its canonical text reads (keys sorted)
