@@ -150,7 +150,7 @@ def test_the_policy_off_is_off(travel):
 def test_the_runner_takes_a_planners_plans(tmp_path, model_server):
     """`--planner ROLE`: each task's plan is what `planc plan` gets from the role's model (here a scripted one
     on loopback), judged as a committed plan is; a task it writes no plan for is lost, saying why."""
-    plan = (BANKING / "plans" / "user_task_4.plan").read_text()
+    plan = (BENCH / "suites" / "banking" / "plans" / "user_task_4.plan").read_text()
     for _ in range(3):  # user_task_1 is planned first: three rounds of prose, each sent back with its errors
         model_server.reply("I would look at the transactions and add up March.")
     model_server.reply(f"```\n{plan}```")
