@@ -18,9 +18,10 @@ No model is asked there: what a round costs the model is the model's; that is pl
 The real-model rows: each task of FILE (default examples/incidents/tasks.txt, one a line) planned
 with `planc.plan` (3 rounds) against the project of the planc.toml (default the incidents
 example), once with the decoder grammar (GBNF, as `planc plan --grammar gbnf` sends it) and once
-without (`--arms` chooses; two runs, one an arm, may share the work of a machine with two cores). The model is that planc.toml's `[models.planner]` (or `[models.default]`) when it has one,
-so a larger model can be measured wherever one answers; else SmolLM2-135M-Instruct run by llama.cpp
-on loopback (tests/real_model.py: greedy, seed 7, at most 96 tokens a reply). Per arm: how many
+without (`--arms` chooses: two runs, an arm each, share a two-core machine's work). The model is that
+planc.toml's `[models.planner]` (or `[models.default]`) when it has one, so a larger model can be
+measured wherever one answers; else SmolLM2-135M-Instruct run by llama.cpp
+on loopback (tests/real_model.py: greedy, seed 7, at most 64 tokens a reply). Per arm: how many
 replies parse, how many tasks end with a plan that checks clean, the mean rounds and the time.
 """
 
@@ -121,7 +122,8 @@ def real_model(config: Path, tasks_file: Path, limit: int | None, arms: list[str
                 clean += planned.ok
                 rounds += len(planned.rounds)
                 print(f"  {'grammar' if grammar else 'no grammar'} | {task} | {len(planned.rounds)} round(s) | "
-                      f"{'clean' if planned.ok else 'not clean'} | {planned.rounds[0].reply!r}", flush=True)
+                      f"{'clean' if planned.ok else 'not clean'} | {planned.rounds[0].reply!r} | last "
+                      f"{planned.rounds[-1].reply!r}", flush=True)
             seconds = (time.perf_counter() - start) / len(tasks)
             name = "decoder grammar" if grammar else "no grammar"
             print(f"{name:<22}{parsed:>4}/{rounds:<3}{clean:>4}/{len(tasks):<3}{rounds / len(tasks):>8.2f}"
