@@ -13,14 +13,15 @@ word). Timed in one run, best of 7 samples, each looping at least 50 ms:
 
 No model is asked there: what a round costs the model is the model's; that is planc's share.
 
-    .venv/bin/python bench/plan.py --model [--config planc.toml] [--tasks FILE] [--limit N]
+    .venv/bin/python bench/plan.py --model [--config planc.toml] [--tasks FILE] [--limit N] [--arms grammar,free]
 
 The real-model rows: each task of FILE (default examples/incidents/tasks.txt, one a line) planned
 with `planc.plan` (3 rounds) against the project of the planc.toml (default the incidents
 example), once with the decoder grammar (GBNF, as `planc plan --grammar gbnf` sends it) and once
-without. The model is that planc.toml's `[models.planner]` (or `[models.default]`) when it has one,
-so a larger model can be measured wherever one answers; else SmolLM2-135M-Instruct run by llama.cpp
-on loopback (tests/real_model.py: greedy, seed 7, at most 96 tokens a reply). Per arm: how many
+without (`--arms` chooses: two runs, an arm each, share a two-core machine's work). The model is that
+planc.toml's `[models.planner]` (or `[models.default]`) when it has one, so a larger model can be
+measured wherever one answers; else SmolLM2-135M-Instruct run by llama.cpp
+on loopback (tests/real_model.py: greedy, seed 7, at most 64 tokens a reply). Per arm: how many
 replies parse, how many tasks end with a plan that checks clean, the mean rounds and the time.
 """
 
@@ -39,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TOOLS = 50
 STEPS = 30
 KINDS = [("string", '"x"'), ("integer", "5"), ("boolean", "true")]
+ARMS = {"grammar": "gbnf", "free": None}  # the real-model rows: with the decoder grammar, and without
 
 
 def make_registry(rng: random.Random) -> tuple[str, list[dict]]:
@@ -83,7 +85,7 @@ def best(function) -> float:
     return min(samples)
 
 
-def real_model(config: Path, tasks_file: Path, limit: int | None) -> None:
+def real_model(config: Path, tasks_file: Path, limit: int | None, arms: list[str]) -> None:
     import sys
 
     import attrs
@@ -111,7 +113,7 @@ def real_model(config: Path, tasks_file: Path, limit: int | None) -> None:
           f"request fields {dict(model.sampling)}\n")
     print(f"{'':<22}{'parse':>8}{'clean':>8}{'rounds':>8}{'s/task':>8}")
     try:
-        for grammar in ("gbnf", None):
+        for grammar in [ARMS[arm] for arm in arms]:
             parsed = clean = rounds = 0
             start = time.perf_counter()
             for task in tasks:
@@ -120,7 +122,8 @@ def real_model(config: Path, tasks_file: Path, limit: int | None) -> None:
                 clean += planned.ok
                 rounds += len(planned.rounds)
                 print(f"  {'grammar' if grammar else 'no grammar'} | {task} | {len(planned.rounds)} round(s) | "
-                      f"{'clean' if planned.ok else 'not clean'} | {planned.rounds[0].reply!r}", flush=True)
+                      f"{'clean' if planned.ok else 'not clean'} | {planned.rounds[0].reply!r} | last "
+                      f"{planned.rounds[-1].reply!r}", flush=True)
             seconds = (time.perf_counter() - start) / len(tasks)
             name = "decoder grammar" if grammar else "no grammar"
             print(f"{name:<22}{parsed:>4}/{rounds:<3}{clean:>4}/{len(tasks):<3}{rounds / len(tasks):>8.2f}"
@@ -138,9 +141,14 @@ def main() -> None:
     parser.add_argument("--config", type=Path, default=ROOT / "examples" / "incidents" / "planc.toml")
     parser.add_argument("--tasks", type=Path, default=ROOT / "examples" / "incidents" / "tasks.txt")
     parser.add_argument("--limit", type=int, help="only the first N tasks")
+    parser.add_argument("--arms", default="grammar,free",
+                        help="the rows to measure, of grammar (the decoder grammar) and free (none), comma-separated")
     options = parser.parse_args()
     if options.model:
-        real_model(options.config, options.tasks, options.limit)
+        arms = options.arms.split(",")
+        if not set(arms) <= set(ARMS):
+            parser.error(f"--arms takes {', '.join(ARMS)}, not {options.arms}")
+        real_model(options.config, options.tasks, options.limit, arms)
         return
     share()
 

@@ -236,26 +236,48 @@ def test_each_typed_parameter_takes_a_literal_of_its_type_and_no_other(narrowed)
             if not typed:
                 continue
             enum = [json.dumps(value) for value in schema.get("enum", [])]
+            others = the_rest(tool, param)
             for sample in SAMPLES + enum:
                 value = literal_value(parse(f"a(x: {sample})").plan.pipelines[0].steps[0].args[0].value)
                 fits = value is not NOT_LITERAL and jsonschema.Draft202012Validator(typed).is_valid(value)
-                assert decoder.accepts(f"{name}({param}: {sample})") == fits, (name, param, sample)
+                assert decoder.accepts(f"{name}({param}: {sample}{others})") == fits, (name, param, sample)
                 tried += 1
             for reference in CHECKED_BY_THE_CHECKER:
-                assert decoder.accepts(f"{name}({param}: {reference})"), (name, param, reference)
+                assert decoder.accepts(f"{name}({param}: {reference}{others})"), (name, param, reference)
     assert tried > 200
+
+
+def the_rest(tool, param: str) -> str:
+    """`, name: value` for the other arguments a step of `tool` with `param` needs (its required parameters,
+    one of each `one_of` group `param` is not in), each a value its kind takes, for a grammar that wants them."""
+    needed = [other for other in tool.required if other != param]
+    needed += [group[0] for group in tool.one_of if param not in group and group[0] not in needed]
+    filler = {"block": "{ today() }", "condition": "$1 > 1"}
+    return "".join(f", {other}: {filler.get(tool.kind(other), '$1')}" for other in needed)
 
 
 def test_block_parameters_take_blocks_and_conditions_any_expression(narrowed):
     decoder = narrowed(load_registry(CORPUS / "registry" / "planc.toml"))
-    assert decoder.accepts('map(do: { tally(query: item.title) })')
-    assert decoder.accepts('map(do: ({ tally(query: item.title) }))')
-    assert not decoder.accepts('map(do: "count")')
-    assert not decoder.accepts("map(do: $1)")
-    assert decoder.accepts("filter(where: severity >= 2 and not (status == \"resolved\"))")
-    assert decoder.accepts('search(query: "x") |> summarize(items: [1, {a: $1}], style: "{$1[0].status}")')
-    assert not decoder.accepts('summarize(style: bullets)')  # a bare word: a string without its quotes
-    assert decoder.accepts('map(do: { summarize(style: item.style, max_words: index) })')
+    assert decoder.accepts('map(over: $1, do: { tally(query: item.title) })')
+    assert decoder.accepts('map(over: $1, do: ({ tally(query: item.title) }))')
+    assert not decoder.accepts('map(over: $1, do: "count")')
+    assert not decoder.accepts("map(over: $1, do: $1)")
+    assert decoder.accepts("filter(over: $1, where: severity >= 2 and not (status == \"resolved\"))")
+    assert decoder.accepts('search(query: "x") |> summarize(style: "{$1[0].status}")')
+    assert decoder.accepts('summarize(items: [1, {a: $1}], style: "{$1[0].status}")')
+    assert not decoder.accepts('summarize(items: $1, style: bullets)')  # a bare word: a string without its quotes
+    assert decoder.accepts('map(over: $1, do: { summarize(items: item, style: item.style, max_words: index) })')
+
+
+def test_with_a_registry_a_step_gives_each_parameter_once_and_those_it_requires(narrowed):
+    decoder = narrowed(load_registry(CORPUS / "registry" / "planc.toml"))
+    assert decoder.accepts('search(limit: 5, query: "x")') and decoder.accepts('search(query: "x", limit: 5)')
+    assert not decoder.accepts('search(query: "x", query: "y")')  # E105
+    assert not decoder.accepts("search(limit: 5)")  # E202
+    assert not decoder.accepts('search(query: "x") |> summarize(items: $1)')  # E209: given by the pipe and here
+    assert not decoder.accepts('search(query: "x") |> tally(query: "y")')  # E209: tally takes no piped value
+    assert decoder.accepts('filter(over: $1, where: x > 1)') and not decoder.accepts("filter(over: $1)")  # E303
+    assert not decoder.accepts('filter(over: $1, where: x > 1, infer: "y")')
 
 
 def test_an_enum_value_that_needs_escapes_is_spelled_as_planc_prints_it(tmp_path):

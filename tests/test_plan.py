@@ -140,6 +140,17 @@ def test_the_prompt_of_the_embedded_example_shows_checked_examples():
     assert all(planc.check(example, registry=registry).diagnostics == () for example in shown)
 
 
+def test_the_examples_are_made_of_the_tools_nearest_the_task():
+    from pathlib import Path
+
+    registry = load_registry(Path(__file__).resolve().parents[1] / "examples" / "incidents" / "planc.toml")
+    rota = examples(registry, task="Who is on call at tier 1?")
+    incidents = examples(registry, task="Search for database incidents and summarize them as bullets.")
+    assert rota[0].startswith("on_call(") and incidents[0].startswith("search(")
+    assert all(planc.check(example, registry=registry).diagnostics == () for example in rota + incidents)
+    assert f"Examples:\n```\n{rota[0]}" in system_prompt(registry, task="Who is on call at tier 1?")
+
+
 # --- the loop ----------------------------------------------------------------------------------------
 
 def test_a_reply_with_two_mistakes_is_repaired_in_the_same_conversation(project, model_server):  # noqa: F811
@@ -320,3 +331,37 @@ def test_under_a_grammar_a_reply_cut_off_by_the_token_limit_keeps_its_finished_p
     result = invoke("plan", "--grammar", "gbnf", "Find disk incidents")
     assert result.exit_code == 0, result.output
     assert result.stdout == 'search(query: "disk full", limit: 5)\n'
+
+
+LOOP = ('hits = search(query: "disk full", limit: 5)\nnotify(channel: "#ops", text: "{$hits.length} found")\n'
+        'hits = search(query: "disk full", limit: 5)\nnotify(channel: "#ops", text: "{$hits.length} found")\n'
+        'hits = search(query: "disk f')
+
+
+def test_under_a_grammar_a_reply_that_loops_is_kept_up_to_its_first_repeat_and_runs_once(project, model_server):  # noqa: F811
+    model_server.reply(LOOP)  # a greedy decoder writing the same lines until its token limit
+    result = invoke("plan", "--grammar", "gbnf", "--run", "Tell #ops how many disk-full incidents there are")
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    assert calls(project) == ["search disk full 5", "notify #ops 3 found"]
+    assert len(model_server.requests) == 1
+    runs = json.loads(invoke("runs", "--format", "json").stdout)
+    assert [run["status"] for run in runs] == ["ok"]
+
+
+def test_a_tool_the_policy_always_forbids_is_left_out_of_the_grammar_and_the_prompt(project, model_server):  # noqa: F811
+    (project / "policy.cedar").write_text(
+        'permit(principal, action == Action::"call", resource);\n'
+        '@reason("no messages from plans")\n'
+        'forbid(principal, action == Action::"call", resource == Tool::"notify");\n', encoding="utf-8")
+    toml = project / "planc.toml"
+    toml.write_text('policy = "policy.cedar"\n' + toml.read_text(encoding="utf-8"), encoding="utf-8")
+    model_server.reply('notify(channel: "#ops", text: "hi")\n')  # what a grammar that offered it would let through
+    model_server.reply('search(query: "disk full", limit: 5)\n')
+    result = invoke("plan", "--grammar", "gbnf", "--rounds", "2", "Tell #ops about disk incidents")
+    assert result.exit_code == 0, result.output
+    bodies = model_server.bodies()
+    registry = load_registry(toml)
+    assert all(body["grammar"] == planc.export_grammar(registry.without({"notify"}), format="gbnf") for body in bodies)
+    assert '"notify"' not in bodies[0]["grammar"] and '"search"' in bodies[0]["grammar"]
+    assert "notify(" not in bodies[0]["messages"][0]["content"]
+    assert "E400" in bodies[1]["messages"][-1]["content"]  # the checker still refuses it, grammar or not

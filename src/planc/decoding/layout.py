@@ -68,7 +68,8 @@ def for_decoder(grammar: Grammar, depth: int = DEPTH) -> Grammar:
     rules = {name: _respaced(name, expr) for name, expr in grammar.rules.items()
              if name not in (PLAN, PIPELINE, BLOCK)}
     rules.update(_conditions())
-    nested = _reaching(rules, {STEP})  # the rules that hold steps, so maybe blocks: one per depth
+    piped = _piped_step(grammar)
+    nested = _reaching(rules, {STEP, piped})  # the rules that hold steps, so maybe blocks: one per depth
     written: dict[str, Expr] = {PLAN: Many(Seq((Symbol(_at(PIPELINE, 0)), Literal("\n"))), 1, None)}
     written.update((name, expr) for name, expr in rules.items() if name not in nested)
     for level in range(depth + 1):
@@ -81,14 +82,14 @@ def for_decoder(grammar: Grammar, depth: int = DEPTH) -> Grammar:
 
         written.update((_at(name, level), replace(expr, leveled)) for name, expr in rules.items() if name in nested)
         step, inner = Symbol(_at(STEP, level)), _indent(level + 1)
-        written[_at(PIPELINE, level)] = Seq((step, Many(piped_at(level, depth), 0, None)))
+        written[_at(PIPELINE, level)] = Seq((step, Many(piped_at(level, depth, piped), 0, None)))
         inline = Seq((Literal("{ "), step, Literal(" }")))
         if not deeper:
             written[_at(BLOCK, level)] = inline
             continue
         line = Seq((inner, Symbol(_at(PIPELINE, level + 1)), Literal("\n")))
         first_alone = Seq((Symbol(_at(STEP, level + 1)), Literal("\n"), Many(line, 1, None)))
-        first_piped = Seq((Symbol(_at(STEP, level + 1)), Many(piped_at(level + 1, depth), 1, None), Literal("\n"),
+        first_piped = Seq((Symbol(_at(STEP, level + 1)), Many(piped_at(level + 1, depth, piped), 1, None), Literal("\n"),
                            Many(line, 0, None)))
         lines = Seq((Literal("{"), Literal("\n"), inner, Choice((first_alone, first_piped)), _indent(level),
                      Literal("}")))
@@ -96,11 +97,21 @@ def for_decoder(grammar: Grammar, depth: int = DEPTH) -> Grammar:
     return Grammar(grammar.start, written, terminals, (), grammar.notes).pruned()
 
 
-def piped_at(level: int, depth: int) -> Expr:
-    """`|> step` on a line of its own after a step at `level`."""
+def piped_at(level: int, depth: int, piped: str = STEP) -> Expr:
+    """`|> step` on a line of its own after a step at `level`; the step one of rule `piped`."""
     if level >= depth:
         return NOTHING
-    return Seq((Literal("\n"), _indent(level + 1), Literal("|> "), Symbol(_at(STEP, level + 1))))
+    return Seq((Literal("\n"), _indent(level + 1), Literal("|> "), Symbol(_at(piped, level + 1))))
+
+
+def _piped_step(grammar: Grammar) -> str:
+    """The rule of a step after `|>` in `pipeline` (`("|>" step)*`): `step`, or, in a registry's grammar,
+    the steps that take a piped value."""
+    for node in walk(grammar.rules[PIPELINE]):
+        if isinstance(node, Seq) and len(node.items) == 2 and node.items[0] == Literal("|>") \
+                and isinstance(node.items[1], Symbol):
+            return node.items[1].name
+    return STEP
 
 
 def _indent(level: int) -> Expr:

@@ -29,7 +29,7 @@ from planc.diagnostics.render_repair import render_repair
 from planc.passes.check import CheckResult, check
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import Policy
-from planc.planning.prompt import system_prompt
+from planc.planning.prompt import forbidden, system_prompt
 from planc.registry.learned_shapes import LearnedShape
 from planc.registry.registry import Registry
 from planc.registry.tool import Effects, Tool
@@ -100,13 +100,15 @@ async def plan_async(task: str, *, registry: Registry | None, policy: Policy | N
     messages: list[dict] = [{"role": "system", "content": ""}, {"role": "user", "content": task}]
     model = StepModel(lambda: ModelClient.for_role(registry, role), role, PATH, recorder,
                       config=role_config(registry, role))
-    extra = grammar_request(registry, grammar) if grammar is not None else None
+    # The tools the policy always forbids are left out of the grammar as they are out of the prompt.
+    refused = forbidden(list(registry.tools.values()), policy, principal)
+    extra = grammar_request(registry.without(refused), grammar) if grammar is not None else None
     done: list[Round] = []
     try:
         for number in range(1, rounds + 1):
             learned = await learned_registry(registry, shapes, recorder, number)
             messages[0] = {"role": "system", "content": system_prompt(learned, fenced=grammar is None, policy=policy,
-                                                                       principal=principal)}
+                                                                       principal=principal, task=task)}
             reply = await model.chat(messages, extra=extra)
             text = reply.content or ""
             if grammar is not None:
@@ -143,21 +145,35 @@ async def learned_registry(registry: Registry, shapes, recorder, number: int) ->
 
 
 def complete_pipelines(text: str) -> str:
-    r"""A reply written under the decoder grammar, without the pipeline the token limit cut off.
+    r"""A reply written under the decoder grammar, without the pipeline the token limit cut off, and
+    without a loop: from the first pipeline that repeats an earlier one word for word, the rest goes.
 
     Under the grammar every pipeline ends with a newline and the next one starts at the beginning of
-    a line, so a reply that does not end with a newline stopped in its last pipeline: what is before
-    that one's first line is the plan the model finished (maybe nothing).
+    a line with its first step's label or tool (a block's closing `}` is on a line of its own,
+    indented as its step), so a reply that does not end with a newline stopped in its last pipeline: what is before
+    that one's first line is the plan the model finished (maybe nothing). A greedy decoder that has
+    written a pipeline again is in a loop it leaves only at its token limit (with a label, the loop
+    is an error at every turn, E205): what it wrote before the loop is its plan.
 
     >>> complete_pipelines('a()\nb(x: 1)\n  |> c(y: "unfini')
     'a()\n'
     >>> complete_pipelines('a()\n')
     'a()\n'
+    >>> complete_pipelines('x = a()\nb(y: $x)\nx = a()\nb(y: $x)\nx = a()\nb(y')
+    'x = a()\nb(y: $x)\n'
+    >>> complete_pipelines('d(then: {\n  a()\n  b()\n})\nd(then: {\n  c()\n  b()\n})\n') .count('d(')
+    2
     """
-    if text.endswith("\n"):
-        return text
-    starts = [m.start() for m in re.finditer(r"\n(?=[^ \n])", text)]
-    return text[: starts[-1] + 1] if starts else ""
+    if not text.endswith("\n"):
+        starts = [m.start() for m in re.finditer(r"\n(?=[A-Za-z_])", text)]
+        text = text[: starts[-1] + 1] if starts else ""
+    pipelines = re.split(r"(?<=\n)(?=[A-Za-z_])", text)  # a pipeline's first line begins with a name
+    written: list[str] = []
+    for pipeline in pipelines:
+        if pipeline in written:
+            break
+        written.append(pipeline)
+    return "".join(written)
 
 
 def echoes(reply: str, repair: str) -> bool:

@@ -10,6 +10,8 @@ answer format. It is deterministic: the same registry gives the same text.
 
 from __future__ import annotations
 
+import re
+
 from planc.passes.policy.load import Policy
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.learned_shapes import LearnedShape
@@ -56,14 +58,18 @@ BARE_ANSWER = "Answer with the plan alone: its steps, one per line, and nothing 
 
 FOUND = '"{$found.length} found"'  # a template reading the example's first step
 TOKEN_CHARS = 4  # about this many characters to a token, for English text and code
+STEM = 4  # words that begin with the same four letters are taken for one word (`incident`, `incidents`)
+COMMON_WORDS = {"about", "after", "each", "from", "have", "into", "that", "their", "them", "then", "there", "these",
+                "they", "this", "those", "what", "when", "which", "with"}
 
 
 def system_prompt(registry: Registry | None = None, *, fenced: bool = True, policy: Policy | None = None,
-                  principal: str | None = None) -> str:
+                  principal: str | None = None, task: str | None = None) -> str:
     """The system prompt for `registry` (only the control steps without one). `fenced=False` asks for
     the bare plan, as a grammar-constrained decoder produces it. A tool `policy` forbids `principal` to
     call whatever its arguments is left out (`forbidden` says which): naming it would only put it in
-    a small model's way.
+    a small model's way. With the `task` it is for, the examples call the tools whose names and
+    descriptions share the most words with it, which a small model copies first.
 
     >>> text = system_prompt()
     >>> "map(over: list (piped), do: block, concurrency: integer >= 1 = 1)" in text
@@ -80,7 +86,7 @@ def system_prompt(registry: Registry | None = None, *, fenced: bool = True, poli
     parts.append("Control steps (planc runs these itself):")
     parts += [_tool_entry(tool) for name, tool in CONTROL_STEPS.items() if name not in PURE_STEPS]
     parts += ["", PURE_INTRO, *_pure_families()]
-    shown = examples(registry, set(refused))
+    shown = examples(registry, set(refused), task)
     if shown:
         parts += ["", "Examples:"]
         for example in shown:
@@ -174,12 +180,15 @@ def forbidden(tools: list[Tool], policy: Policy | None, principal: str | None) -
             for ask, decision in zip(asks, decisions) if not decision.allowed}
 
 
-def examples(registry: Registry | None, leave_out: set[str] = frozenset()) -> list[str]:
-    """A few short plans that call `registry`'s own tools (but those in `leave_out`), each checked clean."""
+def examples(registry: Registry | None, leave_out: set[str] = frozenset(), task: str | None = None) -> list[str]:
+    """A few short plans that call `registry`'s own tools (but those in `leave_out`), each checked clean;
+    with a `task`, made of the tools nearest it first (`nearness`)."""
     from planc.passes.check import check
 
     tools = [registry.tools[name] for name in sorted(registry.tools) if name not in leave_out] \
         if registry is not None else []
+    if task is not None:
+        tools.sort(key=lambda tool: -nearness(tool, task))
     found: dict[str, str] = {}  # one example of each kind
     for kind, text in _candidates(tools):
         if kind not in found and check(text, registry=registry).diagnostics == ():
@@ -187,6 +196,22 @@ def examples(registry: Registry | None, leave_out: set[str] = frozenset()) -> li
     if len(found) > 1:
         found.pop("call", None)  # a lone call says least: shown only when nothing better checks
     return list(found.values())
+
+
+def nearness(tool: Tool, task: str) -> int:
+    """How many words of `task` (of four letters or more) begin as a word of the tool's name, description
+    or parameters does: a measure of which tools a task is about, made of nothing but the declarations.
+
+    >>> tool = Tool("notify", {"channel": {}}, description="Post a message to a channel")
+    >>> nearness(tool, "Post the number of incidents to #ops"), nearness(tool, "Count the incidents")
+    (1, 0)
+    """
+    own = {word[:STEM] for word in _words(" ".join((tool.name, tool.description, *tool.params)))}
+    return sum(word[:STEM] in own for word in set(_words(task)) - COMMON_WORDS)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z]{4,}", text.lower().replace("_", " "))
 
 
 def _candidates(tools: list[Tool]):

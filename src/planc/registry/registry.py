@@ -45,6 +45,10 @@ class Registry:
                    if name in shapes and tool.learns}
         return attrs.evolve(self, tools={**self.tools, **learned}) if learned else self
 
+    def without(self, names) -> Registry:
+        """This registry without the tools `names` (the control steps stay)."""
+        return attrs.evolve(self, tools={name: tool for name, tool in self.tools.items() if name not in names})
+
     def names(self) -> list[str]:
         """Every name a plan can call a tool by: what hints suggest, completion offers and grammars allow."""
         return sorted(name for name in {*CONTROL_STEPS, *self.tools} if WRITABLE.match(name))
