@@ -16,7 +16,8 @@ times, in one run:
    row; the budget is 1.3x, so that a check stays linear in the plan's size;
 3. at 1,000 steps: a plan of pure steps (`round`, `upper`, `add`, `sort`) against a plan of `reshape`
    steps given the same arguments, each pair side by side in 31 rounds (bench/paired.py), the median of
-   the rounds' ratios; the budget is 1.02x (`--pure`: this table alone).
+   the rounds' ratios, and the Python bytecodes a check executes a step; the budget is 1.02x (`--pure`:
+   this table alone).
 4. at 10,000 steps: the check with `POLICY` against the check with `POLICY` and `FLOW_RULES`,
    rules that read where each argument's value came from; the budget is 1.2x.
 
@@ -41,7 +42,7 @@ import planc
 from planc.passes.policy.load import policy_from_text
 from planc.registry import registry_from_text
 
-from paired import paired  # bench/, beside this script
+from paired import bytecodes, paired  # bench/, beside this script
 
 TOOLS = 200
 STEPS = 1_000
@@ -195,15 +196,19 @@ def pure_against_control(registry) -> None:
     rows = []
     for control, pure in PURE_AGAINST_CONTROL:
         control_text, pure_text = ("".join(f"{step.format(n=n)}\n" for n in range(STEPS)) for step in (control, pure))
-        rows.append((control, pure, *paired(lambda: planc.check(control_text, registry=registry),
-                                            lambda: planc.check(pure_text, registry=registry), PURE_ROUNDS)))
+        control_check = lambda: planc.check(control_text, registry=registry)  # noqa: E731
+        pure_check = lambda: planc.check(pure_text, registry=registry)  # noqa: E731
+        rows.append((control, pure, *paired(control_check, pure_check, PURE_ROUNDS), bytecodes(control_check),
+                     bytecodes(pure_check)))
     print(f"\nchecking {STEPS:,} pure steps against {STEPS:,} reshape steps with the same arguments, side by side "
           f"in each of {PURE_ROUNDS} rounds")
-    print(f"{'control step':26} {'us/step':>8} | {'pure step':30} {'us/step':>8} {'pure / control':>15}")
-    print("-" * 93)
-    for control, pure, control_s, pure_s, ratio in rows:
-        print(f"{control:26} {control_s / STEPS * 1e6:8.1f} | {pure:30} {pure_s / STEPS * 1e6:8.1f} {ratio:14.2f}x")
-    worst = max(ratio for *_, ratio in rows)
+    print(f"{'control step':26} {'us/step':>8} {'codes':>6} | {'pure step':24} {'us/step':>8} {'codes':>6} "
+          f"{'pure / control':>15}")
+    print("-" * 103)
+    for control, pure, control_s, pure_s, ratio, control_codes, pure_codes in rows:
+        print(f"{control:26} {control_s / STEPS * 1e6:8.1f} {control_codes / STEPS:6.0f} | {pure:24} "
+              f"{pure_s / STEPS * 1e6:8.1f} {pure_codes / STEPS:6.0f} {ratio:14.2f}x")
+    worst = max(row[4] for row in rows)
     print(f"the costliest pure step / its control step (median of the rounds): {worst:.2f}x (budget <= 1.02x, "
           f"the noise of a measurement): {'PASS' if worst <= 1.02 else 'FAIL'}")
 

@@ -67,7 +67,7 @@ def control_result(name: str, inputs: Mapping, literals: Mapping | None = None) 
     >>> control_result("filter", {"over": {"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 3}})
     {'type': 'array', 'items': {'type': 'integer'}, 'maxItems': 3}
     """
-    return TYPE_RULES[name](inputs, literals or {})
+    return TYPE_RULES[name](inputs, literals if literals is not None else {})
 
 
 def _map(inputs: Mapping, literals) -> Mapping:

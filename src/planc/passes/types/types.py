@@ -20,6 +20,8 @@ step's type is its tool's `returns`; control steps derive theirs
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
 from planc.analysis.literals import (
@@ -162,8 +164,7 @@ class _Checker(Conditions):
             return {"output_schema": known} if known is not None else {}
         if tool.name not in PURE_STEPS:
             return {}
-        return {arg.name.text: literal for arg in step.args
-                if (literal := literal_value(arg.value)) is not NOT_LITERAL}
+        return LiteralArguments(step)
 
     def visit_arg(self, arg: ast.Arg, tool, env: dict):
         """Check one argument against its parameter; the type of its value."""
@@ -401,3 +402,30 @@ def _bind(env: dict, binds: tuple, inputs: dict) -> dict:
 def _may_hold_foreign_holes(parts) -> bool:
     """Whether a string's text has a brace, or a `$` just before a hole (`${item.id}`)."""
     return any(type(part) is str and ("{" in part or "}" in part or part.endswith("$")) for part in parts)
+
+
+class LiteralArguments(Mapping):
+    """A step's arguments written as literals, by name, each read from the tree only when a type rule asks
+    for it (most pure steps' rules read none, and the check runs on every step).
+
+    >>> from planc.syntax.parser import parse
+    >>> written = LiteralArguments(parse('round(value: $x, digits: 2)').plan.pipelines[0].steps[0])
+    >>> written.get("digits"), written.get("value"), dict(written)
+    (2, None, {'digits': 2})
+    """
+
+    def __init__(self, step: ast.Step) -> None:
+        self._step = step
+
+    def __getitem__(self, name: str):
+        arg = self._step.arg(name)
+        literal = literal_value(arg.value) if arg is not None else NOT_LITERAL
+        if literal is NOT_LITERAL:
+            raise KeyError(name)
+        return literal
+
+    def __iter__(self):
+        return (arg.name.text for arg in self._step.args if literal_value(arg.value) is not NOT_LITERAL)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
