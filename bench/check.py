@@ -15,7 +15,7 @@ times, in one run:
    Cedar policy (`POLICY`: every step one request), per step, and each against the 1,000-step
    row; the budget is 1.3x, so that a check stays linear in the plan's size;
 3. at 1,000 steps: a plan of pure steps (`round`, `upper`, `add`, `sort`) against a plan of `reshape`
-   steps given the same arguments, each pair side by side in 31 rounds (bench/paired.py), the median of
+   steps given the same arguments, each pair side by side in 61 rounds (bench/paired.py), the median of
    the rounds' ratios, and the Python bytecodes a check executes a step; the budget is 1.02x (`--pure`:
    this table alone).
 4. at 10,000 steps: the check with `POLICY` against the check with `POLICY` and `FLOW_RULES`,
@@ -42,7 +42,7 @@ import planc
 from planc.passes.policy.load import policy_from_text
 from planc.registry import registry_from_text
 
-from paired import bytecodes, paired  # bench/, beside this script
+from paired import bytecodes, paired, print_rows  # bench/, beside this script
 
 TOOLS = 200
 STEPS = 1_000
@@ -187,7 +187,7 @@ PURE_AGAINST_CONTROL = [("reshape(value: {n})", "round(value: {n})"),
                         ("reshape(value: [{n}, 2])", "sort(over: [{n}, 2])")]
 
 
-PURE_ROUNDS = 31  # the rows are close: more rounds, so that each has had a quiet moment
+PURE_ROUNDS = 61  # the rows are close: the median of many paired rounds
 
 
 def pure_against_control(registry) -> None:
@@ -202,15 +202,7 @@ def pure_against_control(registry) -> None:
                      bytecodes(pure_check)))
     print(f"\nchecking {STEPS:,} pure steps against {STEPS:,} reshape steps with the same arguments, side by side "
           f"in each of {PURE_ROUNDS} rounds")
-    print(f"{'control step':26} {'us/step':>8} {'codes':>6} | {'pure step':24} {'us/step':>8} {'codes':>6} "
-          f"{'pure / control':>15}")
-    print("-" * 103)
-    for control, pure, control_s, pure_s, ratio, control_codes, pure_codes in rows:
-        print(f"{control:26} {control_s / STEPS * 1e6:8.1f} {control_codes / STEPS:6.0f} | {pure:24} "
-              f"{pure_s / STEPS * 1e6:8.1f} {pure_codes / STEPS:6.0f} {ratio:14.2f}x")
-    worst = max(row[4] for row in rows)
-    print(f"the costliest pure step / its control step (median of the rounds): {worst:.2f}x (budget <= 1.02x, "
-          f"the noise of a measurement): {'PASS' if worst <= 1.02 else 'FAIL'}")
+    print_rows(rows, STEPS, "step")
 
 
 def flow_policy(registry, tools: list[dict], repeat: int = 5) -> None:

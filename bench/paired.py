@@ -14,6 +14,8 @@ import sys
 import time
 from collections.abc import Callable
 
+BUDGET = 1.02  # pure / control: the noise of a measurement
+
 
 def paired(baseline: Callable[[], object], candidate: Callable[[], object], rounds: int) -> tuple[float, float, float]:
     """(baseline's best seconds, candidate's best seconds, median of candidate / baseline) over `rounds`."""
@@ -54,3 +56,17 @@ def bytecodes(function: Callable[[], object]) -> int:
     finally:
         sys.settrace(None)
     return count
+
+
+def print_rows(rows, count: int, unit: str) -> None:
+    """The table of `rows` (control, pure, control seconds, pure seconds, ratio, control bytecodes, pure
+    bytecodes), each per `unit` of `count`, and whether the costliest pure step is within budget."""
+    print(f"{'control step':26} {'us/' + unit:>8} {'codes':>6} | {'pure step':24} {'us/' + unit:>8} {'codes':>6} "
+          f"{'pure / control':>15}")
+    print("-" * 103)
+    for control, pure, control_s, pure_s, ratio, control_codes, pure_codes in rows:
+        print(f"{control:26} {control_s / count * 1e6:8.1f} {control_codes / count:6.0f} | {pure:24} "
+              f"{pure_s / count * 1e6:8.1f} {pure_codes / count:6.0f} {ratio:14.2f}x")
+    worst = max(row[4] for row in rows)
+    print(f"the costliest pure step / its control step (median of the rounds): {worst:.2f}x (budget <= {BUDGET}x, "
+          f"the noise of a measurement): {'PASS' if worst <= BUDGET else 'FAIL'}")

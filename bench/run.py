@@ -33,7 +33,7 @@ plan once, and times only `run_plan` (a fresh event loop per sample, as `planc r
 (5) A pure step against a control step: `map` over 1,000 items doing a pure step (`round(value:
     item)`, `upper(text: "{item}")`, `add(a: item, b: 1)`) or the control step `reshape` with the same
     argument (`reshape(value: item)`, `reshape(value: "{item}")`, `reshape(value: [item, 1])`), each
-    pure plan run right beside its control plan in each of 21 rounds (9 with --quick), which first
+    pure plan run right beside its control plan in each of 63 rounds (27 with --quick), which first
     alternating; the ratio is the median of the rounds' ratios, timed in the process's CPU time
     (`time.process_time`: nothing in them waits, and the machine may be shared). Beside each, the
     Python bytecodes one run executes an item (`sys.settrace`), a count no other process changes.
@@ -71,7 +71,7 @@ from planc.backend.run.interpreter import run_plan
 from planc.backend.run.recorded_run import run as recorded_run
 from planc.registry import load_registry
 
-from paired import bytecodes, paired  # bench/, beside this script
+from paired import bytecodes, paired, print_rows  # bench/, beside this script
 
 STEPS = 1_000
 RECORDED_STEPS = 50
@@ -412,7 +412,7 @@ def main() -> None:
             profile(bench)
             return
         repeat = 3 if options.quick else 7
-        rounds = 3 * repeat  # the rows are close: more rounds, so that each has had a quiet moment
+        rounds = 9 * repeat  # the rows are close: the median of many paired rounds (63; 27 with --quick)
         if options.pure:
             print_pure(pure_rows(bench, rounds), rounds)
             return
@@ -472,15 +472,7 @@ def main() -> None:
 def print_pure(pure_steps, repeat: int) -> None:
     print(f"\na pure step against the control step reshape with the same argument: map over {ITEMS:,} items, "
           f"each pair side by side in each of {repeat} rounds, CPU time; and Python bytecodes an item")
-    print(f"{'control step':26} {'us/item':>8} {'codes':>6} | {'pure step':24} {'us/item':>8} {'codes':>6} "
-          f"{'pure / control':>15}")
-    print("-" * 103)
-    for control, pure, control_s, pure_s, ratio, control_codes, pure_codes in pure_steps:
-        print(f"{control:26} {control_s / ITEMS * 1e6:8.1f} {control_codes / ITEMS:6.0f} | {pure:24} "
-              f"{pure_s / ITEMS * 1e6:8.1f} {pure_codes / ITEMS:6.0f} {ratio:14.2f}x")
-    worst = max(row[4] for row in pure_steps)
-    print(f"the costliest pure step / its control step (median of the rounds): {worst:.2f}x (budget <= 1.02x, "
-          f"the noise of a measurement): {'PASS' if worst <= 1.02 else 'FAIL'}")
+    print_rows(pure_steps, ITEMS, "item")
 
 
 def print_stores(stores) -> None:
