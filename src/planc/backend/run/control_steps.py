@@ -195,10 +195,10 @@ async def run_filter(run, step, path, scope, piped, in_loop, shown):
         return Labelled([item for item, keep in zip(over, results) if truth(keep.value, step.arg("do").value)],
                         _carried(results))
     question = step.arg("infer").value
-    shown = expr_labels(question, scope.bind({"item": item_view})) if over else NO_LABELS
-    kept = [await judge(run, render(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]", shown)
+    asked = expr_labels(question, scope.bind({"item": item_view})) if over else NO_LABELS  # what the judge reads
+    kept = [await judge(run, render(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]", asked)
             for index, item in enumerate(over)]
-    return Labelled([item for item, keep in zip(over, kept) if keep], LabelView(shown))
+    return Labelled([item for item, keep in zip(over, kept) if keep], LabelView(asked))
 
 
 async def run_reduce(run, step, path, scope, piped, in_loop, shown):

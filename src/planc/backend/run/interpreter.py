@@ -241,7 +241,9 @@ class Run:
             raise
         sources, control = step_sources(step, tool, scope, piped_view), scope.controlled()
         self.emit("step_started", step=path, tool=step.tool.text, input=secret_arguments(arguments, sources))
-        labelled_piped = piped if piped is NOTHING else Labelled(piped, piped_view or LabelView())
+        labelled_piped = piped  # a control step reads its piped input with its labels; a tool's call has them
+        if piped is not NOTHING and tool.provider == "builtin":
+            labelled_piped = Labelled(piped, piped_view or LabelView())
         try:
             if tool.provider == "builtin":
                 result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, labelled_piped, in_loop,
