@@ -4,6 +4,7 @@
     .venv/bin/python bench/check.py --quick   # 1,000 and 10,000 steps only
     .venv/bin/python bench/check.py --profile # cProfile of the check with the policy, 10,000 steps
     .venv/bin/python bench/check.py --cedar   # where a Cedar request's time goes, before and now
+    .venv/bin/python bench/check.py --pure [--instructions]   # table 3 alone [with machine instructions]
 
 Generates a registry of 200 tools (typed parameters, `returns` schemas, pipes, effects) and plans
 that call them with literal arguments, references into results, pipes, filters and maps, then
@@ -17,7 +18,9 @@ times, in one run:
 3. at 1,000 steps: a plan of pure steps (`round`, `upper`, `add`, `sort`) against a plan of `reshape`
    steps given the same arguments, each pair side by side in 61 rounds (bench/paired.py), the median of
    the rounds' ratios, and the Python bytecodes a check executes a step; the budget is 1.02x (`--pure`:
-   this table alone).
+   this table alone). With --instructions, the machine instructions of each plan's check too
+   (valgrind's cachegrind, in a process of its own: bench/paired.py `instructions`), which the load
+   does not move; the budget there is 1x.
 4. at 10,000 steps: the check with `POLICY` against the check with `POLICY` and `FLOW_RULES`,
    rules that read where each argument's value came from; the budget is 1.2x.
 
@@ -42,7 +45,7 @@ import planc
 from planc.passes.policy.load import policy_from_text
 from planc.registry import registry_from_text
 
-from paired import bytecodes, paired, print_rows  # bench/, beside this script
+from paired import bytecodes, call_repeatedly, instructions, paired, print_rows  # bench/, beside this script
 
 TOOLS = 200
 STEPS = 1_000
@@ -190,19 +193,34 @@ PURE_AGAINST_CONTROL = [("reshape(value: {n})", "round(value: {n})"),
 PURE_ROUNDS = 61  # the rows are close: the median of many paired rounds
 
 
-def pure_against_control(registry) -> None:
+def pure_plans(control: str, pure: str) -> tuple[str, str]:
+    return tuple("".join(f"{step.format(n=n)}\n" for n in range(STEPS)) for step in (control, pure))
+
+
+def pure_against_control(registry, counted: bool = False) -> None:
     """Table 3: checking 1,000 pure steps against checking 1,000 `reshape` steps given the same arguments;
-    each pair timed side by side (`paired`: the median of the rounds' ratios, in CPU time)."""
+    each pair timed side by side (`paired`: the median of the rounds' ratios, in CPU time); with `counted`,
+    each check's machine instructions too (`--count-check`, in a process of its own under valgrind)."""
     rows = []
-    for control, pure in PURE_AGAINST_CONTROL:
-        control_text, pure_text = ("".join(f"{step.format(n=n)}\n" for n in range(STEPS)) for step in (control, pure))
+    for index, (control, pure) in enumerate(PURE_AGAINST_CONTROL):
+        control_text, pure_text = pure_plans(control, pure)
         control_check = lambda: planc.check(control_text, registry=registry)  # noqa: E731
         pure_check = lambda: planc.check(pure_text, registry=registry)  # noqa: E731
         rows.append((control, pure, *paired(control_check, pure_check, PURE_ROUNDS), bytecodes(control_check),
                      bytecodes(pure_check)))
+        if counted:
+            rows[-1] += tuple(instructions([__file__, "--count-check", f"{index}:{side}"]) for side in (0, 1))
     print(f"\nchecking {STEPS:,} pure steps against {STEPS:,} reshape steps with the same arguments, side by side "
           f"in each of {PURE_ROUNDS} rounds")
     print_rows(rows, STEPS, "step")
+
+
+def count_check(registry, which: str, times: int) -> None:
+    """The child of `instructions`: the plan of `PURE_AGAINST_CONTROL[pair][side]` ("PAIR:SIDE", side 0 for
+    the control steps, 1 for the pure ones), checked `times` times."""
+    pair, side = (int(part) for part in which.split(":"))
+    text = pure_plans(*PURE_AGAINST_CONTROL[pair])[side]
+    call_repeatedly(lambda: planc.check(text, registry=registry), times)
 
 
 def flow_policy(registry, tools: list[dict], repeat: int = 5) -> None:
@@ -280,18 +298,24 @@ def main() -> None:
     options.add_argument("--profile", action="store_true", help="cProfile of the check with the policy")
     options.add_argument("--cedar", action="store_true", help="where a Cedar request's time goes")
     options.add_argument("--pure", action="store_true", help="only table 3, pure steps against a control step")
+    options.add_argument("--instructions", action="store_true",
+                         help="table 3 counts each check's machine instructions too (valgrind; about 8 minutes more)")
+    options.add_argument("--count-check", nargs=2, metavar=("PAIR:SIDE", "TIMES"), help=argparse.SUPPRESS)
     arguments = options.parse_args()
     rng = random.Random(20261129)
     toml, tools = make_registry(rng)
     registry = registry_from_text(toml, Path("planc.toml"))
+    if arguments.count_check:
+        count_check(registry, arguments.count_check[0], int(arguments.count_check[1]))
+        return
     if arguments.profile or arguments.cedar:
         (profile if arguments.profile else cedar_costs)(registry, tools)
         return
     if arguments.pure:
-        pure_against_control(registry)
+        pure_against_control(registry, arguments.instructions)
         return
     against_parse(registry, make_plan(rng, tools))
-    pure_against_control(registry)
+    pure_against_control(registry, arguments.instructions)
     linear(registry, tools, {steps: repeat for steps, repeat in SIZES.items() if not arguments.quick or steps < 100_000})
     flow_policy(registry, tools, 3 if arguments.quick else 5)
 

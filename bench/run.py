@@ -4,6 +4,7 @@
     .venv/bin/python bench/run.py --profile   # cProfile of the 1,000-step async plan
     .venv/bin/python bench/run.py --quick     # fewer samples, for a smoke run
     .venv/bin/python bench/run.py --pure      # table (5) alone
+    .venv/bin/python bench/run.py --pure --instructions   # and each plan's machine instructions (valgrind)
 
 Writes a tools module and a planc.toml into a temporary folder, loads the registry, checks each
 plan once, and times only `run_plan` (a fresh event loop per sample, as `planc run` has one).
@@ -36,7 +37,10 @@ plan once, and times only `run_plan` (a fresh event loop per sample, as `planc r
     pure plan run right beside its control plan in each of 63 rounds (27 with --quick), which first
     alternating; the ratio is the median of the rounds' ratios, timed in the process's CPU time
     (`time.process_time`: nothing in them waits, and the machine may be shared). Beside each, the
-    Python bytecodes one run executes an item (`sys.settrace`), a count no other process changes.
+    Python bytecodes one run executes an item (`sys.settrace`), a count no other process changes; with
+    --instructions, the machine instructions too (valgrind's cachegrind, each plan run in a process of
+    its own: bench/paired.py `instructions`), which no other process changes either and which count
+    the C a bytecode runs.
 (6) What recording a run costs each call, in the run store on SQLite and on PostgreSQL side by side:
     50 steps `aecho(x: N)` run by `planc.run` without a store (the baseline), and recorded, each run
     opening its store as `planc run` does: into an SQLite file and into PostgreSQL (a throwaway
@@ -71,7 +75,7 @@ from planc.backend.run.interpreter import run_plan
 from planc.backend.run.recorded_run import run as recorded_run
 from planc.registry import load_registry
 
-from paired import bytecodes, paired, print_rows  # bench/, beside this script
+from paired import bytecodes, call_repeatedly, instructions, paired, print_rows  # bench/, beside this script
 
 STEPS = 1_000
 RECORDED_STEPS = 50
@@ -272,19 +276,39 @@ def overhead_rows(bench: Bench, repeat: int) -> list[tuple[str, int, float]]:
     return rows
 
 
-def pure_rows(bench: Bench, repeat: int) -> list[tuple[str, str, float, float, float]]:
-    """(control block, pure block, seconds, seconds, ratio) for `map` over 1,000 items: each pure step
-    against `reshape` given the same argument, so both evaluate the same values; each pair timed side by
-    side (`paired`: the median of the rounds' ratios, in CPU time, as these runs make no call that waits)."""
+def pure_pairs() -> list[tuple[str, list, str, list]]:
+    """(control block, its result, pure block, its result) for table (5): each pure step beside `reshape`
+    given the same argument, so both evaluate the same values."""
     strings = [str(n) for n in range(ITEMS)]
-    pairs = [("reshape(value: item)", list(range(ITEMS)), "round(value: item)", list(range(ITEMS))),
-             ('reshape(value: "{item}")', strings, 'upper(text: "{item}")', strings),
-             ("reshape(value: [item, 1])", [[n, 1] for n in range(ITEMS)], "add(a: item, b: 1)",
-              list(range(1, ITEMS + 1)))]
+    return [("reshape(value: item)", list(range(ITEMS)), "round(value: item)", list(range(ITEMS))),
+            ('reshape(value: "{item}")', strings, 'upper(text: "{item}")', strings),
+            ("reshape(value: [item, 1])", [[n, 1] for n in range(ITEMS)], "add(a: item, b: 1)",
+             list(range(1, ITEMS + 1)))]
+
+
+def pure_rows(bench: Bench, repeat: int, counted: bool = False) -> list[tuple]:
+    """(control block, pure block, seconds, seconds, ratio, bytecodes, bytecodes[, instructions, instructions])
+    for `map` over 1,000 items: each pair timed side by side (`paired`: the median of the rounds' ratios, in
+    CPU time, as these runs make no call that waits); with `counted`, each plan's instructions too, run in
+    a process of its own under valgrind (`--count-plan`)."""
+    pairs = pure_pairs()
     runs = [(bench.runner(map_plan(control, ITEMS), first), bench.runner(map_plan(pure, ITEMS), second))
             for control, first, pure, second in pairs]
-    return [(control, pure, *paired(control_run, pure_run, repeat), bytecodes(control_run), bytecodes(pure_run))
-            for (control, _, pure, _), (control_run, pure_run) in zip(pairs, runs)]
+    rows = []
+    for index, ((control, _, pure, _), (control_run, pure_run)) in enumerate(zip(pairs, runs)):
+        rows.append((control, pure, *paired(control_run, pure_run, repeat), bytecodes(control_run), bytecodes(pure_run)))
+        if counted:
+            rows[-1] += tuple(instructions([__file__, "--count-plan", f"{index}:{side}"]) for side in (0, 2))
+    return rows
+
+
+def count_plan(which: str, times: int) -> None:
+    """The child of `instructions`: the plan of `pure_pairs()[pair][side]` ("PAIR:SIDE", side 0 for the
+    control block, 2 for the pure one), checked, then run `times` times."""
+    pair, side = (int(part) for part in which.split(":"))
+    block, expected = pure_pairs()[pair][side:side + 2]
+    with tempfile.TemporaryDirectory(prefix="planc-bench-run-") as folder:
+        call_repeatedly(Bench(Path(folder)).runner(map_plan(block, ITEMS), expected), times)
 
 
 def map_rows(bench: Bench, repeat: int) -> list[tuple[str, int, float, float, float]]:
@@ -404,7 +428,13 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--pure", action="store_true", help="only table (5), a pure step against a control step")
+    parser.add_argument("--instructions", action="store_true",
+                        help="table (5) counts each plan's machine instructions too (valgrind; about 6 minutes more)")
+    parser.add_argument("--count-plan", nargs=2, metavar=("PAIR:SIDE", "TIMES"), help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.count_plan:
+        count_plan(options.count_plan[0], int(options.count_plan[1]))
+        return
     wall = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="planc-bench-run-") as folder:
         bench = Bench(Path(folder))
@@ -414,13 +444,13 @@ def main() -> None:
         repeat = 3 if options.quick else 7
         rounds = 9 * repeat  # the rows are close: the median of many paired rounds (63; 27 with --quick)
         if options.pure:
-            print_pure(pure_rows(bench, rounds), rounds)
+            print_pure(pure_rows(bench, rounds, options.instructions), rounds)
             return
         overhead = overhead_rows(bench, repeat)
         slow = map_rows(bench, 2 if options.quick else 5)
         fan_out = optimize_row(bench, 3 if options.quick else 7)
         events = events_rows(bench, repeat)
-        pure_steps = pure_rows(bench, rounds)
+        pure_steps = pure_rows(bench, rounds, options.instructions)
         stores = store_rows(bench, Path(folder), 3 if options.quick else 5)
 
     workers = min(32, (os.cpu_count() or 1) + 4)

@@ -276,7 +276,6 @@ async def run_pure(run, step, path, scope, piped, in_loop, shown):
     parameter), each evaluated once; when one did not render, they are evaluated again, to fail the step.
     This is where a pure step's result is made at run time (its value is returned to `Run.step`)."""
     pure = PURE_STEPS[step.tool.text]
-    limits = run.registry.limits if run.registry is not None else Limits()
     inputs, piping = shown, piped is not NOTHING
     if len(inputs) < len(step.args) + piping or piping and step.arg(pure.tool.pipe) is not None:
         inputs = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}  # raises what did not render
@@ -287,7 +286,7 @@ async def run_pure(run, step, path, scope, piped, in_loop, shown):
     if not pure.surely_valid(inputs):  # most inputs are known good by their Python types alone
         run.dispatch.check_arguments(pure.tool, inputs, path, step)
     if pure.deterministic:  # its implementation's own defaults are the declared ones
-        return _pure_result(pure, inputs, limits, path, step)
+        return _pure_result(pure, inputs, run, path, step)
     if pure.defaults:  # the recorded call shows every input, defaults included
         inputs = {**pure.default_inputs, **inputs}
     call = Call(path, pure.tool, inputs, stack=plan_stack.current())
@@ -297,19 +296,20 @@ async def run_pure(run, step, path, scope, piped, in_loop, shown):
         return replayed.result
 
     async def read():
-        return _pure_result(pure, inputs, limits, path, step)
+        return _pure_result(pure, inputs, run, path, step)
     return await recorded_call(recorder, call, read, what=f"step {path}: `{pure.tool.name}`",
-                               explain=lambda error: error, limit_bytes=limits.result_bytes)
+                               explain=lambda error: error, limit_bytes=_limits(run).result_bytes)
 
 
-def _pure_result(pure, inputs: dict, limits: Limits, path: str, step: ast.Step):
-    """The step's result for `inputs`, as plain JSON data within `[limits] result_bytes`: a number or a
-    short string (what most pure steps give) without the walk `plain` makes."""
+def _pure_result(pure, inputs: dict, run, path: str, step: ast.Step):
+    """The step's result for `inputs`, as plain JSON data within the run's `[limits] result_bytes`: a number
+    (what most pure steps give) as it is, a short string without the walk `plain` makes."""
     try:
-        result = pure.run(**inputs, limits=limits) if pure.limited else pure.run(**inputs)
+        result = pure.run(**inputs, limits=_limits(run)) if pure.limited else pure.run(**inputs)
         kind = type(result)
         if result is None or kind is int or kind is bool or (kind is float and math.isfinite(result)):
             return result
+        limits = _limits(run)
         if kind is str and 6 * len(result) + 2 <= limits.result_bytes:  # a character is at most 6 bytes: \u001f
             return result
         return plain(result, limits.result_bytes)
@@ -318,6 +318,10 @@ def _pure_result(pure, inputs: dict, limits: Limits, path: str, step: ast.Step):
     except Exception as error:  # noqa: BLE001  an input planc's types did not rule out: the step fails, not the run
         raise RunError(f"step {path}: `{pure.tool.name}` failed: {type(error).__name__}: {error}", step.tool) \
             from None
+
+
+def _limits(run) -> Limits:
+    return run.registry.limits if run.registry is not None else Limits()
 
 
 async def run_agent(run, step, path, scope, piped, in_loop, shown):
