@@ -392,6 +392,8 @@ SCHEMAS = [
     {"type": "string", "minLength": 1, "maxLength": 3}, {"enum": ["a", "b", 1]}, {"const": True},
     {"type": "array", "items": {"type": "string"}, "minItems": 1}, {"type": "string", "pattern": "^#"},
     {"type": "object", "properties": {"k": {"type": "integer"}}, "required": ["k"]}, {}, {"type": ["string", "null"]},
+    # An integer against a fractional bound: `(1).__ge__(2.5)` is NotImplemented, which is true.
+    {"type": "number", "minimum": 2.5}, {"type": "integer", "maximum": 0.5}, {"type": "number", "exclusiveMaximum": 1.5},
 ]
 VALUES = [0, 1, 1.0, 2.5, 101, True, False, None, "", "a", "abcd", "#x", [], ["a"], ["a", 1], {}, {"k": 1}, {"k": "1"}]
 

@@ -7,6 +7,7 @@ a validator is made once per schema (by identity) and reused.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -22,6 +23,11 @@ ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$commen
 # The keywords `_plainly_valid` judges by itself, without jsonschema.
 PLAIN = ANNOTATIONS | {"type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                        "minLength", "maxLength", "minItems", "maxItems", "items"}
+# The bounds among them, each with the comparison a value (or its length) must pass against the bound.
+BOUNDS = {"minimum": operator.ge, "maximum": operator.le, "exclusiveMinimum": operator.gt,
+          "exclusiveMaximum": operator.lt, "minLength": operator.ge, "maxLength": operator.le,
+          "minItems": operator.ge, "maxItems": operator.le}
+NUMBER_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 
 class Problem(NamedTuple):
@@ -107,22 +113,26 @@ def _plainly_valid(schema, value) -> bool:
             if kind in ("array", "object") or not any(json_equal(value, option) for option in options):
                 return False
     if kind in ("integer", "number"):
-        return _within(value, schema, "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+        return _within(value, schema, NUMBER_BOUNDS)
     if kind == "string":
-        return _within(len(value), schema, "minLength", "maxLength")
+        return _within(len(value), schema, ("minLength", "maxLength"))
     if kind == "array":
         items = schema.get("items", {})
-        return _within(len(value), schema, "minItems", "maxItems") and all(_plainly_valid(items, item) for item in value)
+        return _within(len(value), schema, ("minItems", "maxItems")) and all(_plainly_valid(items, item) for item in value)
     return True
 
 
-def _within(number, schema: Mapping, low: str, high: str, above: str = "", below: str = "") -> bool:
-    """Whether `number` keeps the bounds `schema` sets under these keywords (a bound not a number: no)."""
-    checks = ((low, number.__ge__), (high, number.__le__), (above, number.__gt__), (below, number.__lt__))
-    for keyword, holds in checks:
+def _within(number, schema: Mapping, keywords: tuple[str, ...]) -> bool:
+    """Whether `number` keeps the bounds `schema` sets under `keywords` (a bound not a number: no). An
+    integer and a float bound compare as numbers (`1` is below `minimum: 2.5`).
+
+    >>> _within(1, {"minimum": 2.5}, NUMBER_BOUNDS), _within(3, {"minimum": 2.5}, NUMBER_BOUNDS)
+    (False, True)
+    """
+    for keyword in keywords:
         if keyword in schema:
             bound = schema[keyword]
-            if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not holds(bound):
+            if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not BOUNDS[keyword](number, bound):
                 return False
     return True
 
