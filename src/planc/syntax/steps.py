@@ -61,6 +61,12 @@ def step_blocks(step: ast.Step) -> Iterator[tuple[ast.Block, str]]:
             yield block, block_name(arg, ordinal)
 
 
+def deciding(step: ast.Step) -> ast.Arg | None:
+    """What decides a `decide` or an `exit`: its `when` condition, or its `infer` question for the judge
+    (None for an `exit` that always exits)."""
+    return step.arg("when") or step.arg("infer")
+
+
 def block_name(arg: ast.Arg, ordinal: int) -> str:
     """The name of the `ordinal`-th block in `arg` in step paths: `do`, then `do2`, `do3`."""
     return arg.name.text if ordinal == 1 else f"{arg.name.text}{ordinal}"

@@ -49,7 +49,7 @@ from planc.registry.declarations import Limits
 from planc.registry.labels import NO_LABELS, SECRET, LabelView, redacted, union, union_all
 from planc.registry.pure_steps import PURE_STEPS, PureStepError
 from planc.syntax import ast
-from planc.syntax.steps import step_blocks, walk_steps
+from planc.syntax.steps import deciding, step_blocks, walk_steps
 
 
 def value(step: ast.Step, name: str, scope: Scope, piped=NOTHING):
@@ -162,10 +162,10 @@ async def judge(run, question: str, step: ast.Step, path: str, shown: frozenset 
 
 async def condition(run, step: ast.Step, path: str, scope: Scope) -> tuple[bool, frozenset]:
     """A `decide`'s or `exit`'s `when` condition, or its `infer` question put to the judge; and its labels."""
-    if step.arg("when") is not None:
-        when = step.arg("when").value
-        return truth(evaluate(when, scope), when), expr_labels(when, scope)
-    infer = step.arg("infer").value
+    decides = deciding(step)
+    if decides.name.text == "when":
+        return truth(evaluate(decides.value, scope), decides.value), expr_labels(decides.value, scope)
+    infer = decides.value
     shown = expr_labels(infer, scope)
     return await judge(run, evaluate(infer, scope), step, path, shown), shown
 
@@ -226,7 +226,7 @@ async def run_decide(run, step, path, scope, piped, in_loop, shown):
 async def run_exit(run, step, path, scope, piped, in_loop, shown):
     passed = value(step, "value", scope, piped)
     decided = NO_LABELS
-    if (step.arg("when") or step.arg("infer")) is not None:
+    if deciding(step) is not None:
         holds, decided = await condition(run, step, path, scope)
         # Whether any later step runs was decided here, and by what decided that this step runs.
         scope.gates.labels = union(scope.gates.labels, union(decided, scope.control))

@@ -13,16 +13,17 @@ from __future__ import annotations
 from planc.passes.flow.expressions import expr_labels
 from planc.registry.labels import NO_LABELS, LabelView, union, union_all
 from planc.registry.pure_steps import PURE_STEPS
+from planc.syntax.steps import deciding
 
 
 def condition_labels(step, env) -> frozenset[str]:
     """The labels of what decides: the `when` condition, or the `infer` question put to the judge."""
-    arg = step.arg("when") or step.arg("infer")
+    arg = deciding(step)
     return expr_labels(arg.value, env) if arg is not None else NO_LABELS
 
 
 def _deciding(step):
-    arg = step.arg("when") or step.arg("infer")
+    arg = deciding(step)
     return arg.value if arg is not None else None
 
 
