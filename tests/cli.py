@@ -127,9 +127,9 @@ class Forked:
 
 
 class _ForkServer:
-    def __init__(self, listen: Path | None = None) -> None:
+    def __init__(self, listen: Path | None = None, warm: tuple[str, ...] = ()) -> None:
         self.listen = listen
-        self.process = subprocess.Popen([sys.executable, __file__, "--fork-server", *([str(listen)] if listen else [])],
+        self.process = subprocess.Popen([sys.executable, __file__, "--fork-server", str(listen or ""), *warm],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         ready = self.process.stdout.readline()
         assert ready == "ready\n", f"the fork server did not start: {ready!r}"
@@ -148,12 +148,14 @@ class _ForkServer:
                          stdout=str(stdout) if stdout else os.devnull, stderr=str(stderr) if stderr else os.devnull)
         return Forked(self, reply["pid"])
 
-    def command(self, *args) -> list[str]:
+    def command(self, *args, entry: str | None = None) -> list[str]:
         """The command line of `planc ARGS` forked by this server (started with `listen`), for whatever starts
-        it: tests/forked_planc.py hands the server its standard streams, folder and environment."""
+        it: tests/forked_planc.py hands the server its standard streams, folder and environment. With `entry`
+        (`MODULE:FUNCTION`, a console script's entry point, its module among those the server was to `warm`),
+        that command with ARGS instead of `planc`."""
         assert self.listen is not None, "a fork server started without `listen` runs no command line"
         return [sys.executable, "-S", str(Path(__file__).with_name("forked_planc.py")), str(self.listen),
-                *(str(arg) for arg in args)]
+                *(["--entry", entry] if entry else []), *(str(arg) for arg in args)]
 
     def close(self) -> None:
         self.process.stdin.close()  # the server kills and reaps what is left, then ends
@@ -162,28 +164,30 @@ class _ForkServer:
 
 
 @contextmanager
-def planc_forks(listen: Path | None = None):
+def planc_forks(listen: Path | None = None, warm: tuple[str, ...] = ()):
     """A fork server: `forks.start(*args, cwd=, env=, stdout=, stderr=)` gives a `Forked` process; with
     `listen` (a Unix socket's path, to be made), `forks.command(*args)` is a command line for `planc ARGS`
-    that any process may start (tests/forked_planc.py), run on that command's own standard streams.
+    that any process may start (tests/forked_planc.py), run on that command's own standard streams, and
+    `forks.command(*args, entry="MODULE:FUNCTION")` one for another Python command (an MCP server), whose
+    module the server imports at its start when `warm` names it.
 
     The server is one Python process, started once, that imports planc and nothing else runs in it
     (no thread, no open database); each start forks it, and the child sets up `cwd`, `env` and its
     standard streams and calls the `planc` command with ARGS, as the console script would."""
-    server = _ForkServer(listen)
+    server = _ForkServer(listen, warm)
     try:
         yield server
     finally:
         server.close()
 
 
-def _serve_forks(listen: str | None = None) -> None:
+def _serve_forks(listen: str | None = None, *warm: str) -> None:
     """The fork server's loop: one JSON request a line on stdin, one JSON reply a line on stdout; and, with
     `listen`, a command line's request on each connection to that Unix socket (`_serve_command`)."""
     import selectors
     import socket
 
-    _warm()
+    _warm(warm)
     children: set[int] = set()
     waiting = selectors.DefaultSelector()  # stdin, the socket, and each command line's process (its pidfd)
     waiting.register(sys.stdin, selectors.EVENT_READ, "request")
@@ -261,8 +265,9 @@ def _serve_command(listener, waiting) -> tuple[int, object]:
     return pid, connection
 
 
-def _warm() -> None:
-    """Import what a command imports as it goes: every planc module, and the libraries they import lazily."""
+def _warm(also: tuple[str, ...] = ()) -> None:
+    """Import what a command imports as it goes: every planc module, and the libraries they import lazily;
+    and the modules `also` names."""
     import importlib
     import pkgutil
 
@@ -283,11 +288,13 @@ def _warm() -> None:
             importlib.import_module(module)
         except ImportError:  # the mcp extra is not installed: `planc mcp` says so
             pass
+    for module in also:
+        importlib.import_module(module)
 
 
 def _run_child(request: dict, fds: list[int] | None = None) -> None:
-    """`planc ARGS` in this forked process, on `fds` (stdin, stdout, stderr) or else on the files the request
-    names; then the process ends, with the command's exit status."""
+    """`planc ARGS` (or the request's `entry` with ARGS) in this forked process, on `fds` (stdin, stdout,
+    stderr) or else on the files the request names; then the process ends, with the command's exit status."""
     code = 1
     try:
         os.chdir(request["cwd"])
@@ -303,8 +310,15 @@ def _run_child(request: dict, fds: list[int] | None = None) -> None:
         for given in set(fds) - {0, 1, 2}:
             os.close(given)
         try:
-            main(args=request["args"], prog_name="planc")
-            code = 0
+            if request.get("entry"):  # as its console script would: sys.exit(FUNCTION()), with ARGS in sys.argv
+                import importlib
+
+                module, function = request["entry"].split(":")
+                sys.argv = [module, *request["args"]]
+                code = getattr(importlib.import_module(module), function)() or 0
+            else:
+                main(args=request["args"], prog_name="planc")
+                code = 0
         except SystemExit as exit:
             if exit.code is None or isinstance(exit.code, int):
                 code = exit.code or 0
@@ -321,4 +335,4 @@ def _run_child(request: dict, fds: list[int] | None = None) -> None:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--fork-server"]:
-    _serve_forks(*sys.argv[2:3])
+    _serve_forks(sys.argv[2] or None, *sys.argv[3:])
