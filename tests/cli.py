@@ -126,8 +126,12 @@ class Forked:
             os.kill(self.pid, signal.SIGKILL)
 
 
+PLANC = "planc"  # what a fork server imports, unless told otherwise: planc's commands (`_warm`)
+UNWARMED = ("planc.lsp", "planc.mcp_server", "planc.adapters")  # the language server's and MCP's SDKs: seconds
+
+
 class _ForkServer:
-    def __init__(self, listen: Path | None = None, warm: tuple[str, ...] = ()) -> None:
+    def __init__(self, listen: Path | None = None, warm: tuple[str, ...] = (PLANC,)) -> None:
         self.listen = listen
         self.process = subprocess.Popen([sys.executable, __file__, "--fork-server", str(listen or ""), *warm],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -148,14 +152,15 @@ class _ForkServer:
                          stdout=str(stdout) if stdout else os.devnull, stderr=str(stderr) if stderr else os.devnull)
         return Forked(self, reply["pid"])
 
-    def command(self, *args, entry: str | None = None) -> list[str]:
+    def command(self, *args, entry: str | None = None, script: Path | None = None) -> list[str]:
         """The command line of `planc ARGS` forked by this server (started with `listen`), for whatever starts
         it: tests/forked_planc.py hands the server its standard streams, folder and environment. With `entry`
         (`MODULE:FUNCTION`, a console script's entry point, its module among those the server was to `warm`),
-        that command with ARGS instead of `planc`."""
+        that command with ARGS instead of `planc`; with `script`, `python SCRIPT ARGS`."""
         assert self.listen is not None, "a fork server started without `listen` runs no command line"
-        return [sys.executable, "-S", str(Path(__file__).with_name("forked_planc.py")), str(self.listen),
-                *(["--entry", entry] if entry else []), *(str(arg) for arg in args)]
+        chosen = ["--entry", entry] if entry else ["--script", str(script)] if script else []
+        return [sys.executable, "-S", str(Path(__file__).with_name("forked_planc.py")), str(self.listen), *chosen,
+                *(str(arg) for arg in args)]
 
     def close(self) -> None:
         self.process.stdin.close()  # the server kills and reaps what is left, then ends
@@ -164,12 +169,14 @@ class _ForkServer:
 
 
 @contextmanager
-def planc_forks(listen: Path | None = None, warm: tuple[str, ...] = ()):
+def planc_forks(listen: Path | None = None, warm: tuple[str, ...] = (PLANC,)):
     """A fork server: `forks.start(*args, cwd=, env=, stdout=, stderr=)` gives a `Forked` process; with
     `listen` (a Unix socket's path, to be made), `forks.command(*args)` is a command line for `planc ARGS`
     that any process may start (tests/forked_planc.py), run on that command's own standard streams, and
-    `forks.command(*args, entry="MODULE:FUNCTION")` one for another Python command (an MCP server), whose
-    module the server imports at its start when `warm` names it.
+    `forks.command(*args, entry="MODULE:FUNCTION")` one for another Python command (an MCP server).
+    The server imports the modules `warm` names at its start: by default `PLANC`, the modules of the
+    `planc` commands but `planc lsp` and `planc mcp` (whose SDKs take seconds to import: name them, as
+    for an MCP server's entry point, where they are wanted).
 
     The server is one Python process, started once, that imports planc and nothing else runs in it
     (no thread, no open database); each start forks it, and the child sets up `cwd`, `env` and its
@@ -265,35 +272,34 @@ def _serve_command(listener, waiting) -> tuple[int, object]:
     return pid, connection
 
 
-def _warm(also: tuple[str, ...] = ()) -> None:
-    """Import what a command imports as it goes: every planc module, and the libraries they import lazily;
-    and the modules `also` names."""
+def _warm(modules: tuple[str, ...]) -> None:
+    """Import `modules`; `PLANC` among them stands for every module of planc a command runs (but those of
+    `planc lsp` and `planc mcp`, and the adapters, which name their own), and the libraries they import
+    lazily."""
     import importlib
     import pkgutil
 
     import planc
 
-    for module in pkgutil.walk_packages(planc.__path__, "planc."):
-        try:
-            importlib.import_module(module.name)
-        except ImportError:  # an optional dependency (the mcp extra): the command imports it, or says so
-            pass
-    import concurrent.futures.thread  # noqa: F401
+    for name in modules:
+        if name != PLANC:
+            importlib.import_module(name)
+            continue
+        for module in pkgutil.walk_packages(planc.__path__, "planc."):
+            if module.name.startswith(UNWARMED):
+                continue
+            try:
+                importlib.import_module(module.name)
+            except ImportError:  # an optional dependency: the command imports it, or says so
+                pass
+        import concurrent.futures.thread  # noqa: F401
 
-    import jsonschema.validators  # noqa: F401
-    import rich.console  # noqa: F401
-
-    for module in ("anyio", "mcp.server.stdio", "mcp.server.streamable_http_manager", "uvicorn"):  # `planc mcp`'s
-        try:
-            importlib.import_module(module)
-        except ImportError:  # the mcp extra is not installed: `planc mcp` says so
-            pass
-    for module in also:
-        importlib.import_module(module)
+        import jsonschema.validators  # noqa: F401
+        import rich.console  # noqa: F401
 
 
 def _run_child(request: dict, fds: list[int] | None = None) -> None:
-    """`planc ARGS` (or the request's `entry` with ARGS) in this forked process, on `fds` (stdin, stdout,
+    """`planc ARGS` (or the request's `entry` or `script` with ARGS) in this forked process, on `fds` (stdin, stdout,
     stderr) or else on the files the request names; then the process ends, with the command's exit status."""
     code = 1
     try:
@@ -316,6 +322,12 @@ def _run_child(request: dict, fds: list[int] | None = None) -> None:
                 module, function = request["entry"].split(":")
                 sys.argv = [module, *request["args"]]
                 code = getattr(importlib.import_module(module), function)() or 0
+            elif request.get("script"):  # as `python SCRIPT ARGS` would
+                import runpy
+
+                sys.argv = [request["script"], *request["args"]]
+                runpy.run_path(request["script"], run_name="__main__")
+                code = 0
             else:
                 main(args=request["args"], prog_name="planc")
                 code = 0

@@ -3,13 +3,14 @@ whose `planc` process is started by something else (the MCP SDK's stdio client s
 
     python -S forked_planc.py SOCKET ARGS...
     python -S forked_planc.py SOCKET --entry MODULE:FUNCTION ARGS...
+    python -S forked_planc.py SOCKET --script SCRIPT ARGS...
 
 It hands its standard streams, working directory and environment to the fork server listening on the
 Unix socket SOCKET, which forks a process that has imported planc (and MODULE) and runs `planc ARGS`
-there (or the console script whose entry point is MODULE:FUNCTION: an MCP server that planc starts), on
-those very streams; it waits for that process, passes on SIGTERM and SIGINT to it, and exits as it
-exited. Only the standard library: it starts in a few milliseconds, where `planc` or an MCP server
-starts in a second or two.
+there (or the console script whose entry point is MODULE:FUNCTION, or `python SCRIPT`: an MCP server
+that planc starts), on those very streams; it waits for that process, passes on SIGTERM and SIGINT to
+it, and exits as it exited. Only the standard library: it starts in a few milliseconds, where `planc`
+or an MCP server starts in a second or two.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ import sys
 
 
 def main(path: str, args: list[str]) -> None:
-    entry = None
-    if args[:1] == ["--entry"]:
-        entry, args = args[1], args[2:]
+    chosen = {"entry": None, "script": None}
+    if args[:1] in (["--entry"], ["--script"]):
+        chosen[args[0].removeprefix("--")], args = args[1], args[2:]
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.connect(path)
-    request = json.dumps({"args": args, "entry": entry, "cwd": os.getcwd(), "env": dict(os.environ)}).encode() + b"\n"
+    request = json.dumps({"args": args, **chosen, "cwd": os.getcwd(), "env": dict(os.environ)}).encode() + b"\n"
     socket.send_fds(connection, [request], [0, 1, 2])
     replies = connection.makefile("r", encoding="utf-8")
     pid = json.loads(replies.readline())["pid"]

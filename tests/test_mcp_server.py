@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli import invoke, planc_completed, planc_forks
+from cli import PLANC, invoke, planc_completed, planc_forks
 from test_attacks import calls, statuses  # the spy's lines, the recorded statuses
 from tool_project import tool_project
 
@@ -116,7 +116,9 @@ SERVER: list[str] = []  # `planc mcp`'s command line, while the module's tests r
 
 @pytest.fixture(scope="module", autouse=True)
 def planc_mcp(tmp_path_factory):
-    with planc_forks(listen=tmp_path_factory.mktemp("forks") / "socket") as forks:
+    with planc_forks(listen=tmp_path_factory.mktemp("forks") / "socket",
+                     warm=(PLANC, "planc.mcp_server.server", "mcp.server.stdio", "mcp.server.streamable_http_manager",
+                           "uvicorn")) as forks:
         SERVER[:] = forks.command("mcp")
         yield
     SERVER.clear()
