@@ -261,9 +261,11 @@ def _serve_command(listener, waiting) -> tuple[int, object]:
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
-    if pid == 0:
+    if pid == 0:  # nothing of the server's stays open here: its socket, the other command lines, their pidfds
+        for key in list(waiting.get_map().values()):
+            if key.fileobj is not sys.stdin:
+                os.close(key.fd)
         waiting.close()
-        listener.close()
         connection.close()
         _run_child(request, fds)  # never returns
     for fd in fds:
