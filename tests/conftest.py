@@ -89,17 +89,20 @@ def session_root(config) -> Path:
 def mcp_project(tmp_path_factory):
     """The real git and time MCP servers, synced once for test_mcp and test_mcp_run (each sync starts
     both): a git repository (one commit, an untracked file), a planc.toml declaring the git server
-    over it (its annotations trusted, `timeout_s = 30`) and the time server, and the sync's result."""
+    over it (its annotations trusted, `timeout_s = 30`) and the time server, and the sync's result.
+    The servers are declared as command lines of a fork server that imported them once for the session
+    (mcp_servers.py `forked_servers`)."""
     from cli import invoke
-    from mcp_servers import git_repository, require_servers, servers_toml
+    from mcp_servers import forked_servers, git_repository, require_servers, servers_toml
 
     require_servers()
     folder = tmp_path_factory.mktemp("mcp")
     repo = git_repository(folder)
     (repo / "NEW").write_text("untracked\n", encoding="utf-8")
     config = folder / "planc.toml"
-    config.write_text(servers_toml(repo, "timeout_s = 30\n"), encoding="utf-8")
-    return config, repo, invoke("registry", "sync", "--config", str(config))
+    with forked_servers(folder / "forks") as forks:
+        config.write_text(servers_toml(repo, "timeout_s = 30\n", forks), encoding="utf-8")
+        yield config, repo, invoke("registry", "sync", "--config", str(config))
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli import HANG_GUARD_S, invoke, planc_process
+from cli import HANG_GUARD_S, invoke, planc_forks, planc_process
 from mcp_servers import KEYED_SERVER, toml_list
 from tool_project import tool_project
 
@@ -176,12 +176,22 @@ def test_a_key_taking_tool_declared_in_code_keeps_its_key_when_a_run_is_replayed
 # --- MCP: the key in `_meta`, as a real server receives it
 
 
-def keyed_project(folder: Path, deduplicates: bool) -> dict[str, Path]:
-    """A planc.toml declaring keyed_mcp_server.py (its tools deduplicating by key when `deduplicates`), synced."""
+@pytest.fixture(scope="module")
+def keyed_server(tmp_path_factory) -> list[str]:
+    """keyed_mcp_server.py's command line: each start a process of its own, forked from one that has imported
+    the MCP SDK (cli.py `planc_forks`), so that it does not spend two seconds importing it."""
+    pytest.importorskip("mcp")
+    with planc_forks(listen=tmp_path_factory.mktemp("forks") / "socket", warm=("mcp.server.mcpserver",)) as forks:
+        yield forks.command(script=KEYED_SERVER[-1])
+
+
+def keyed_project(folder: Path, deduplicates: bool, server: list[str]) -> dict[str, Path]:
+    """A planc.toml declaring keyed_mcp_server.py (started with the command line `server`; its tools
+    deduplicating by key when `deduplicates`), synced."""
     files = {name: folder / f"{name}.txt" for name in ("log", "sent", "hold", "held")}
     env = ", ".join(f'KEYED_{name.upper()} = {json.dumps(str(path))}' for name, path in files.items())
     (folder / "planc.toml").write_text(
-        f"[mcp.keyed]\ncommand = {toml_list(KEYED_SERVER)}\nenv = {{ {env} }}\n"
+        f"[mcp.keyed]\ncommand = {toml_list(server)}\nenv = {{ {env} }}\n"
         + ("idempotency_keys = true\n" if deduplicates else ""), encoding="utf-8")
     synced = invoke("registry", "sync", "--config", str(folder / "planc.toml"))
     assert synced.exit_code == 0, synced.output
@@ -192,9 +202,8 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_an_mcp_tool_gets_each_calls_key_in_meta(tmp_path, monkeypatch):
-    pytest.importorskip("mcp")
-    files = keyed_project(tmp_path, deduplicates=False)
+def test_an_mcp_tool_gets_each_calls_key_in_meta(tmp_path, monkeypatch, keyed_server):
+    files = keyed_project(tmp_path, deduplicates=False, server=keyed_server)
     monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
     (tmp_path / "p.plan").write_text('map(over: ["a", "b"], concurrency: 2, do: { keyed__send(text: item) })\n',
                                      encoding="utf-8")
@@ -236,9 +245,8 @@ def wait_for(process: subprocess.Popen, path: Path, err: Path) -> None:
 
 @pytest.mark.parametrize("deduplicates", [True, False])
 def test_resume_makes_an_mcp_call_killed_after_its_effect_again_only_when_its_server_deduplicates(
-        tmp_path, monkeypatch, deduplicates):
-    pytest.importorskip("mcp")
-    files = keyed_project(tmp_path, deduplicates)
+        tmp_path, monkeypatch, deduplicates, keyed_server):
+    files = keyed_project(tmp_path, deduplicates, keyed_server)
     store = tmp_path / "runs.sqlite"
     (tmp_path / "p.plan").write_text('keyed__send(text: "a")\nkeyed__send(text: "b")\n', encoding="utf-8")
     files["hold"].write_text("")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from cli import HANG_GUARD_S, invoke, planc_completed
-from mcp_servers import GIT_SERVER, TIME_SERVER, toml_list
+from mcp_servers import TIME_SERVER, toml_list
 
 import planc
 from planc.registry import ConfigError, Effects, load_registry, mcp_sync
@@ -40,10 +40,11 @@ def test_sync_locks_every_server(synced):
     assert set(counts) == {"git", "time"} and all(int(count) > 0 for count in counts.values())
 
 
-def test_the_lock_has_the_git_tools_with_hashes(lock):
+def test_the_lock_has_the_git_tools_with_hashes(synced, lock):
+    config, _ = synced
     assert lock["format"] == "planc.lock" and lock["version"] == 1
     git = lock["servers"]["git"]
-    assert git["command"][0] == GIT_SERVER
+    assert git["command"] == list(load_registry(config).servers["git"].command)  # as planc.toml declares it
     status = git["tools"]["git_status"]
     assert set(status) == {"description", "input_schema", "output_schema", "annotations", "hash"}
     assert status["input_schema"]["type"] == "object" and status["input_schema"]["properties"]

@@ -176,7 +176,8 @@ def test_a_tool_the_server_no_longer_has_is_refused(project, tmp_path):
 def test_a_server_that_cannot_start_is_named(project, tmp_path):
     config, _, _ = project
     missing = tmp_path / "no-such-server"
-    toml = config.read_text(encoding="utf-8").replace(json.dumps(str(TIME_SERVER)), json.dumps(str(missing)))
+    declared = toml_list(load_registry(config).servers["time"].command)
+    toml = config.read_text(encoding="utf-8").replace(declared, toml_list([missing]))
     copy = copy_project(project, tmp_path, toml=toml)
     result = run_plan(copy, tmp_path, 'time__get_current_time(timezone: "UTC")\n')
     assert result.exit_code == 1, result.output

@@ -2,7 +2,9 @@
 
 The project's tools are spies that append each call to `spy.log`; each test asserts the exact calls
 made, what the client was told, the statuses the run store recorded and that the server's stderr holds
-no traceback. `hold` blocks while the file `hold` exists (it writes `held` first), so a test can make a
+no traceback. Each server is a process of its own, started by the client (stdio) or the test (HTTP) from
+`planc mcp`'s command line: that of a fork server (cli.py `planc_forks`) which has imported planc and the
+MCP SDK once for the module, so that a server pays for what it does and not for importing the SDK. `hold` blocks while the file `hold` exists (it writes `held` first), so a test can make a
 client go away mid-run at a moment it has observed.
 """
 
@@ -18,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli import invoke, planc_completed, planc_executable, planc_process
+from cli import PLANC, invoke, planc_completed, planc_forks
 from test_attacks import calls, statuses  # the spy's lines, the recorded statuses
 from tool_project import tool_project
 
@@ -109,6 +111,19 @@ when { context.sources has text && context.sources.text.contains("untrusted") };
 PERSON = "\n[mcp_server]\nanswers_from_person = true\n"
 
 
+SERVER: list[str] = []  # `planc mcp`'s command line, while the module's tests run (`planc_mcp`)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def planc_mcp(tmp_path_factory):
+    with planc_forks(listen=tmp_path_factory.mktemp("forks") / "socket",
+                     warm=(PLANC, "planc.mcp_server.server", "mcp.server.stdio", "mcp.server.streamable_http_manager",
+                           "uvicorn")) as forks:
+        SERVER[:] = forks.command("mcp")
+        yield
+    SERVER.clear()
+
+
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     with tool_project(tmp_path, "mcpservertools", TOOLS, TOML, {"policy.cedar": POLICY}):
@@ -144,7 +159,7 @@ class Asked:
 @contextlib.asynccontextmanager
 async def stdio_session(project: Path, errlog, elicit=None):
     """A client session with `planc mcp` started over stdio in `project` (its stderr into `errlog`)."""
-    server = StdioServerParameters(command=planc_executable(), args=["mcp"], cwd=str(project), env=dict(os.environ))
+    server = StdioServerParameters(command=SERVER[0], args=SERVER[1:], cwd=str(project), env=dict(os.environ))
     async with stdio_client(server, errlog=errlog) as (read, write), \
             ClientSession(read, write, elicitation_callback=elicit) as session:
         await session.initialize()
@@ -154,8 +169,8 @@ async def stdio_session(project: Path, errlog, elicit=None):
 @contextlib.contextmanager
 def http_server(project: Path):
     """`planc mcp --http 127.0.0.1:0` in `project`: its URL once it says it listens, and the process."""
-    process = planc_process("mcp", "--http", "127.0.0.1:0", cwd=project, env=dict(os.environ),
-                            stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([*SERVER, "--http", "127.0.0.1:0"], cwd=project, env=dict(os.environ),
+                               stderr=subprocess.PIPE, text=True)
     try:
         said = process.stderr.readline()
         found = re.search(r"http://\S+", said)

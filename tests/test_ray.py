@@ -2,7 +2,8 @@
 
 Each test runs `planc` as a process of its own against the session's cluster (`ray_address` in
 conftest.py: 2 CPUs, started once) and compares with the local executor where there is something
-to compare. The tools append each call, with the pid of the process that made it, to a spy file
+to compare. The process is forked from one that has imported planc and Ray (cli.py `planc_forks`:
+Ray's import alone is a second of CPU), and its pid is its own. The tools append each call, with the pid of the process that made it, to a spy file
 whose path is written into the tools module itself: a Ray worker runs the module from its own copy
 of the project folder and does not inherit the environment planc was started in. A tool that must
 be caught in the middle of its call (to kill its worker, or to outlast its timeout) waits for a
@@ -20,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli import HANG_GUARD_S, invoke, planc_completed, planc_process
+from cli import HANG_GUARD_S, PLANC, invoke, planc_completed, planc_forks
 from tool_project import tool_project
 
 POLL_S = 0.01
@@ -128,8 +129,19 @@ reshape(value: {squares: $1, even: $2, last: $3, lone: $4})
 '''
 
 
+FORKS: list = []  # the module's fork server, while its tests run (`forks`)
+
+
+@pytest.fixture(scope="module")
+def forks():
+    with planc_forks(warm=(PLANC, "ray")) as server:
+        FORKS[:] = [server]
+        yield server
+    FORKS.clear()
+
+
 @pytest.fixture
-def project(tmp_path):
+def project(tmp_path, forks):
     tools = f"SPY = {str(tmp_path / 'spy.log')!r}\nRELEASE = {str(tmp_path / 'release')!r}\n" + TOOLS
     with tool_project(tmp_path, "raytools", tools, TOML, {"policy.cedar": POLICY}):
         yield tmp_path
@@ -143,13 +155,24 @@ def spied(project: Path) -> list[tuple[int, str]]:
     return [(int(pid), what) for pid, what in (line.split(" ", 1) for line in lines)]
 
 
+def start(project: Path, *args):
+    """`planc ARGS` in `project` as a process of its own (forked), its stdout and stderr into files there."""
+    return FORKS[0].start(*args, cwd=project, env=dict(os.environ), stdout=project / "planc.out",
+                          stderr=project / "planc.err")
+
+
+def finished(project: Path, process) -> subprocess.CompletedProcess:
+    """`process` (`start`) waited for: its exit status and what it printed."""
+    process.wait()
+    return subprocess.CompletedProcess(["planc"], process.returncode, (project / "planc.out").read_text(),
+                                       (project / "planc.err").read_text())
+
+
 def run(project: Path, plan: str, *args, store: str = "runs.sqlite") -> tuple[subprocess.CompletedProcess, int]:
     """`planc run` of `plan` in `project` as a process of its own, and that process's pid."""
     (project / "p.plan").write_text(plan, encoding="utf-8")
-    process = planc_process("run", "p.plan", "--store", store, *args, cwd=project, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    stdout, stderr = process.communicate(timeout=HANG_GUARD_S)
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr), process.pid
+    process = start(project, "run", "p.plan", "--store", store, *args)
+    return finished(project, process), process.pid
 
 
 def recorded(store: Path) -> dict:
@@ -169,7 +192,7 @@ def events(run: dict) -> list[tuple]:
     return sorted((event["event"], event.get("step") or "", event.get("tool") or "") for event in run["events"])
 
 
-def wait_for(found, what: str, process=None):
+def wait_for(found, what: str, process=None, err: Path | None = None):
     """`found()` once it is true (each look POLL_S apart), or fail: a run that ends first, or never gets there."""
     import time
 
@@ -178,7 +201,7 @@ def wait_for(found, what: str, process=None):
         if value:
             return value
         if process is not None and process.poll() is not None:
-            pytest.fail(f"planc ended ({process.returncode}) before {what}: {process.stderr.read()}")
+            pytest.fail(f"planc ended ({process.returncode}) before {what}: {err.read_text() if err else ''}")
         time.sleep(POLL_S)
     pytest.fail(f"never saw {what}")
 
@@ -259,13 +282,12 @@ def kill_during(project: Path, tool: str, ray_address: str):
     """`planc run` of one `tool` call in a map, whose Ray worker is killed with SIGKILL during the call;
     the run's process, and the pid of the worker killed."""
     (project / "p.plan").write_text(f'map(over: ["a", "hold"], do: {{ {tool}(text: item) }})\n', encoding="utf-8")
-    process = planc_process("run", "p.plan", "--store", "runs.sqlite", "--executor", "ray", "--ray-address",
-                            ray_address, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start(project, "run", "p.plan", "--store", "runs.sqlite", "--executor", "ray", "--ray-address",
+                    ray_address)
     worker = wait_for(lambda: next((pid for pid, what in spied(project) if what.split()[1:2] == ["hold"]), None),
-                      "the call in its worker", process)
+                      "the call in its worker", process, project / "planc.err")
     os.kill(worker, signal.SIGKILL)
-    process.communicate(timeout=HANG_GUARD_S)
-    return process, worker
+    return finished(project, process), worker
 
 
 def test_a_worker_lost_during_a_non_idempotent_call_is_an_unknown_outcome_and_the_call_is_not_made_again(

@@ -44,7 +44,8 @@ pytest.skip("the module's tool is not installed", allow_module_level=True)
 
 
 def session(tmp_path: Path, allowed: str | None, profile: str = "dev", *options: str) -> subprocess.CompletedProcess:
-    """pytest over the small test files in a process of its own, with `options` (`-n 2`: on two workers)."""
+    """pytest over the small test files in a process of its own, with `options` (`-n 2`: on two workers);
+    without langsmith's plugin, as pyproject.toml's options say (they are not read outside the project)."""
     for helper in ("conftest.py", "profiles.py"):
         shutil.copy(TESTS / helper, tmp_path / helper)
     (tmp_path / "test_skipping.py").write_text(SKIPPING, encoding="utf-8")
@@ -53,7 +54,8 @@ def session(tmp_path: Path, allowed: str | None, profile: str = "dev", *options:
     if allowed is not None:
         (tmp_path / "allowed").write_text(allowed, encoding="utf-8")
         env["PLANC_ALLOWED_SKIPS"] = str(tmp_path / "allowed")
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:langsmith_plugin",
+                           "--rootdir", str(tmp_path),
                            *options, str(tmp_path / "test_skipping.py"), str(tmp_path / "test_skipping_module.py")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
 
