@@ -34,6 +34,7 @@ from planc.passes.check import check
 from planc.registry import load_registry
 from planc.syntax.format import format_source
 from planc.syntax.printer import print_plan
+from planc.syntax.steps import walk_steps
 
 ROOT = Path(__file__).resolve().parents[1]
 INCIDENTS = ROOT / "examples" / "incidents" / "planc.toml"
@@ -140,14 +141,17 @@ UNTRACKED = ("agent", "exit")  # the incidents registry's steps with more than T
 def _calls_wrongly(text: str, registry) -> list[str]:
     """What a registry's decoder grammar refuses that is still found in `text`: an unknown tool or parameter,
     a pipe into a step that takes none or a piped parameter given again (E200, E201, E209), a missing
-    required argument or a group of which not exactly one is given (E202, E303), but in the steps of
-    `UNTRACKED` tools and the `needs ... when` of E202 (a requirement that depends on a value)."""
+    required argument or a group of which not exactly one is given (E202, E303), but the `needs ... when`
+    of E202 (a requirement that depends on a value) and, in the steps of `UNTRACKED` tools, E202, E303 and
+    what an agent's `check` names (E200, E303: a tool's name as a string, which the grammar leaves to the
+    checker as it leaves any typed position's references)."""
+    tools = {path: step.tool.text for step, path in walk_steps(parse(text).plan.pipelines)}
     wrong = []
     for diagnostic in check(text, registry=registry).diagnostics:
-        spanned = diagnostic.span.text(text)
-        if diagnostic.code in ("E200", "E201", "E209"):
+        untracked = tools.get(diagnostic.step) in UNTRACKED
+        if diagnostic.code in ("E201", "E209") or diagnostic.code == "E200" and not untracked:
             wrong.append(diagnostic.message)
-        elif diagnostic.code in ("E202", "E303") and spanned not in UNTRACKED and " needs " not in diagnostic.message:
+        elif diagnostic.code in ("E202", "E303") and not untracked and " needs " not in diagnostic.message:
             wrong.append(diagnostic.message)
     return wrong
 _built: dict = {}
