@@ -14,6 +14,7 @@ word). Timed in one run, best of 7 samples, each looping at least 50 ms:
 No model is asked there: what a round costs the model is the model's; that is planc's share.
 
     .venv/bin/python bench/plan.py --model [--config planc.toml] [--tasks FILE] [--limit N] [--arms grammar,free]
+                                   [--max-tokens N]
 
 The real-model rows: each task of FILE (default examples/incidents/tasks.txt, one a line) planned
 with `planc.plan` (3 rounds) against the project of the planc.toml (default the incidents
@@ -21,8 +22,11 @@ example), once with the decoder grammar (GBNF, as `planc plan --grammar gbnf` se
 without (`--arms` chooses: two runs, an arm each, share a two-core machine's work). The model is that
 planc.toml's `[models.planner]` (or `[models.default]`) when it has one, so a larger model can be
 measured wherever one answers; else SmolLM2-135M-Instruct run by llama.cpp
-on loopback (tests/real_model.py: greedy, seed 7, at most 64 tokens a reply). Per arm: how many
-replies parse, how many tasks end with a plan that checks clean, the mean rounds and the time.
+on loopback (tests/real_model.py: greedy, seed 7, at most 64 tokens a reply, as the tests ask).
+`--max-tokens N` sends N instead (to either model). Per arm: how many replies parse, how many tasks
+end with a plan that checks clean, the mean rounds and the time; per task, how many of its replies
+parse, its first and last reply, and each reply that does not parse as the model wrote it (under a
+grammar planc keeps only a reply's finished pipelines: what was cut off says why).
 """
 
 from __future__ import annotations
@@ -85,12 +89,13 @@ def best(function) -> float:
     return min(samples)
 
 
-def real_model(config: Path, tasks_file: Path, limit: int | None, arms: list[str]) -> None:
+def real_model(config: Path, tasks_file: Path, limit: int | None, arms: list[str], max_tokens: int | None) -> None:
     import sys
 
     import attrs
 
     from planc.backend.models.client import role_config
+    from planc.planning import planner
     from planc.registry.declarations import ModelConfig
 
     sys.path.insert(0, str(ROOT / "tests"))
@@ -109,6 +114,19 @@ def real_model(config: Path, tasks_file: Path, limit: int | None, arms: list[str
         registry = attrs.evolve(registry, models={"planner": ModelConfig("planner", server.url, "smollm2",
                                                                          timeout_s=3600, sampling=SAMPLING)})
     model = role_config(registry, "planner")
+    if max_tokens is not None:
+        model = attrs.evolve(model, sampling={**model.sampling, "max_tokens": max_tokens})
+        registry = attrs.evolve(registry, models={**registry.models, model.name: model})
+    # The replies as the model wrote them: under a grammar planc keeps only the finished pipelines of
+    # one, so a reply that does not parse is shown whole, to say why.
+    written: list[str] = []
+    keep = planner.complete_pipelines
+
+    def kept(text: str) -> str:
+        written.append(text)
+        return keep(text)
+
+    planner.complete_pipelines = kept
     print(f"{len(tasks)} tasks of {tasks_file.name}, project {config}, model {model.model} at {model.base_url}, "
           f"request fields {dict(model.sampling)}\n")
     print(f"{'':<22}{'parse':>8}{'clean':>8}{'rounds':>8}{'s/task':>8}")
@@ -117,18 +135,25 @@ def real_model(config: Path, tasks_file: Path, limit: int | None, arms: list[str
             parsed = clean = rounds = 0
             start = time.perf_counter()
             for task in tasks:
+                written.clear()
                 planned = planc.plan(task, registry=registry, policy=policy, grammar=grammar)
-                parsed += sum(round_.checked.plan is not None for round_ in planned.rounds)
+                parsed_here = sum(round_.checked.plan is not None for round_ in planned.rounds)
+                parsed += parsed_here
                 clean += planned.ok
                 rounds += len(planned.rounds)
-                print(f"  {'grammar' if grammar else 'no grammar'} | {task} | {len(planned.rounds)} round(s) | "
+                arm = "grammar" if grammar else "no grammar"
+                print(f"  {arm} | {task} | {parsed_here}/{len(planned.rounds)} parse | "
                       f"{'clean' if planned.ok else 'not clean'} | {planned.rounds[0].reply!r} | last "
                       f"{planned.rounds[-1].reply!r}", flush=True)
+                for number, round_ in enumerate(planned.rounds):
+                    if round_.checked.plan is None and number < len(written):
+                        print(f"    round {number + 1} does not parse; as written: {written[number]!r}", flush=True)
             seconds = (time.perf_counter() - start) / len(tasks)
             name = "decoder grammar" if grammar else "no grammar"
             print(f"{name:<22}{parsed:>4}/{rounds:<3}{clean:>4}/{len(tasks):<3}{rounds / len(tasks):>8.2f}"
                   f"{seconds:>8.1f}", flush=True)
     finally:
+        planner.complete_pipelines = keep
         if server is not None:
             server.stop()
 
@@ -143,12 +168,14 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="only the first N tasks")
     parser.add_argument("--arms", default="grammar,free",
                         help="the rows to measure, of grammar (the decoder grammar) and free (none), comma-separated")
+    parser.add_argument("--max-tokens", type=int,
+                        help="a reply's token limit (default: the model's own; 64 for the local model)")
     options = parser.parse_args()
     if options.model:
         arms = options.arms.split(",")
         if not set(arms) <= set(ARMS):
             parser.error(f"--arms takes {', '.join(ARMS)}, not {options.arms}")
-        real_model(options.config, options.tasks, options.limit, arms)
+        real_model(options.config, options.tasks, options.limit, arms, options.max_tokens)
         return
     share()
 

@@ -9,7 +9,7 @@ Checked with llguidance, byte by byte, in both formats:
 - every corpus plan that checks clean, as `planc fmt` prints it without its comments, is accepted
   (by the generic grammar, and by its registry's when it has one);
 - what made a small model write no plan is refused: comments, spacing of its own, an empty plan,
-  anything after the last step.
+  anything after the last step, a name that never ends.
 """
 
 from __future__ import annotations
@@ -29,10 +29,12 @@ from test_grammar import Decoder, plan_text
 from planc import parse
 from planc.corpus import load_cases
 from planc.decoding import FORMATS, export_grammar
+from planc.decoding.layout import LONGEST_NAME, LONGEST_TOOL_NAME
 from planc.passes.check import check
 from planc.registry import load_registry
 from planc.syntax.format import format_source
 from planc.syntax.printer import print_plan
+from planc.syntax.steps import walk_steps
 
 ROOT = Path(__file__).resolve().parents[1]
 INCIDENTS = ROOT / "examples" / "incidents" / "planc.toml"
@@ -139,14 +141,17 @@ UNTRACKED = ("agent", "exit")  # the incidents registry's steps with more than T
 def _calls_wrongly(text: str, registry) -> list[str]:
     """What a registry's decoder grammar refuses that is still found in `text`: an unknown tool or parameter,
     a pipe into a step that takes none or a piped parameter given again (E200, E201, E209), a missing
-    required argument or a group of which not exactly one is given (E202, E303), but in the steps of
-    `UNTRACKED` tools and the `needs ... when` of E202 (a requirement that depends on a value)."""
+    required argument or a group of which not exactly one is given (E202, E303), but the `needs ... when`
+    of E202 (a requirement that depends on a value) and, in the steps of `UNTRACKED` tools, E202, E303 and
+    what an agent's `check` names (E200, E303: a tool's name as a string, which the grammar leaves to the
+    checker as it leaves any typed position's references)."""
+    tools = {path: step.tool.text for step, path in walk_steps(parse(text).plan.pipelines)}
     wrong = []
     for diagnostic in check(text, registry=registry).diagnostics:
-        spanned = diagnostic.span.text(text)
-        if diagnostic.code in ("E200", "E201", "E209"):
+        untracked = tools.get(diagnostic.step) in UNTRACKED
+        if diagnostic.code in ("E201", "E209") or diagnostic.code == "E200" and not untracked:
             wrong.append(diagnostic.message)
-        elif diagnostic.code in ("E202", "E303") and spanned not in UNTRACKED and " needs " not in diagnostic.message:
+        elif diagnostic.code in ("E202", "E303") and not untracked and " needs " not in diagnostic.message:
             wrong.append(diagnostic.message)
     return wrong
 _built: dict = {}
@@ -194,3 +199,32 @@ def test_full_keeps_the_parser_language_and_the_default_is_the_decoder_grammar()
     assert Decoder(full.stdout, "lark").accepts(commented)
     assert not Decoder(decoder.stdout, "lark").accepts(commented)
     assert decoder.stdout == export_grammar(load_registry(INCIDENTS))
+
+
+def name_of(length: int) -> str:
+    return ("Email_oncall" + "_oncall" * length)[:length]
+
+
+@pytest.mark.parametrize("format", FORMATS)
+@pytest.mark.parametrize("registry", [None, INCIDENTS], ids=["generic", "incidents"])
+def test_a_name_is_at_most_the_bound_so_a_model_cannot_write_one_until_its_token_limit(format, registry):
+    """A greedy model once wrote `Email_oncall_oncall_...` as a label until its token limit: no plan."""
+    decoder = _decoder(format, registry)
+
+    def plan(name: str) -> str:  # the name as a label, a reference and a field
+        return f'{name} = search(query: "certificates")\nnotify(channel: "#oncall", text: ${name}.{name})\n'
+
+    assert decoder.accepts(plan(name_of(LONGEST_NAME)))
+    assert not decoder.accepts(plan(name_of(LONGEST_NAME + 1)))
+    assert not decoder.accepts(f'{name_of(LONGEST_NAME + 1)} = search(query: "certificates")\n')
+
+
+@pytest.mark.parametrize("format", FORMATS)
+def test_the_generic_grammar_takes_tool_names_as_long_as_model_apis_take(format):
+    decoder = _decoder(format, None)
+    agentdojo = "get_dietary_restrictions_for_all_restaurants"  # 44 characters
+    assert decoder.accepts(f"restaurants = {agentdojo}()\n")
+    assert decoder.accepts(f"{name_of(LONGEST_TOOL_NAME)}(city: $restaurants)\n")
+    assert not decoder.accepts(f"{name_of(LONGEST_TOOL_NAME + 1)}(city: $restaurants)\n")
+    assert decoder.accepts(f"search({name_of(LONGEST_NAME)}: 1)\n")  # a parameter is a name of the bound
+    assert not decoder.accepts(f"search({name_of(LONGEST_NAME + 1)}: 1)\n")

@@ -12,7 +12,10 @@ rules (narrowed to a registry or not) it makes a grammar where:
 - a plan has at least one step and ends with the newline after its last pipeline;
 - literals have their canonical spelling (`5`, not `05` or `5e0`; a string with only the escapes
   the printer writes; a record key in quotes only when it is not a name); no trailing commas, no
-  `;`, no parentheses around values, and around conditions only where the printer writes them.
+  `;`, no parentheses around values, and around conditions only where the printer writes them;
+- a name has at most `LONGEST_NAME` characters, and a tool's name in the generic grammar at most
+  `LONGEST_TOOL_NAME` (a registry's grammar spells its tools out): a greedy model unsure how to go
+  on may otherwise write one name until its token limit (`Email_oncall_oncall_...`).
 
 Indentation depends on how deep a block is, so each rule that can hold a block is written once
 per depth, down to `DEPTH`; at the last depth a block is inline.
@@ -23,12 +26,20 @@ from __future__ import annotations
 from planc.decoding import regex
 from planc.decoding.rules import EMPTY, NOTHING, Choice, Expr, Grammar, Literal, Many, Seq, Symbol, replace, walk
 
-PLAN, PIPELINE, STEP, BLOCK, KEY = "plan", "pipeline", "step", "block", "key"
+PLAN, PIPELINE, STEP, BLOCK, KEY, LABEL = "plan", "pipeline", "step", "block", "key", "label"
 EXPR, AND, NOT, COMPARE = "expr", "and_expr", "not_expr", "compare"  # the conditions of grammar/plan.lark
 DEPTH = 5  # blocks nested deeper than this are written inline (one step) or not at all
 INDENT = "  "
 SPACED = {",": ", ", ":": ": ", "=": " = ", "or": " or ", "and": " and ", "not": "not ", "contains": " contains ",
           **{op: f" {op} " for op in ("==", "!=", "<", "<=", ">", ">=")}}
+# The longest name a model may write: a label, a reference, a field, a record key, a parameter in the
+# generic grammar (a registry's spells its parameters out). The longest in the corpus and the examples
+# (AgentDojo's plans included) has 21 characters.
+LONGEST_NAME = 32
+# The longest tool name in the generic grammar: the longest function name model APIs take (OpenAI's and
+# Anthropic's, 64). AgentDojo's longest tool has 44 (`get_dietary_restrictions_for_all_restaurants`).
+LONGEST_TOOL_NAME = 64
+TOOL_NAME = "TOOL_NAME"
 _SEPARATORS = {Many(Literal(","), 0, 1), Many(Literal(";"), 0, 1)}  # optional: the printer never writes them
 
 # Literals as the printer spells them: JSON numbers as Python prints them back (an integer without
@@ -65,8 +76,18 @@ def for_decoder(grammar: Grammar, depth: int = DEPTH) -> Grammar:
     terminals = {name: regex.read(CANONICAL[name]) if name in CANONICAL else pattern
                  for name, pattern in grammar.terminals.items()}
     terminals[KEY_STRING[0]] = regex.read(KEY_STRING[1])
+    notes = dict(grammar.notes)
     rules = {name: _respaced(name, expr) for name, expr in grammar.rules.items()
              if name not in (PLAN, PIPELINE, BLOCK)}
+    name = _own_terminal(grammar, LABEL)
+    if name is not None:
+        terminals[name] = regex.at_most(grammar.terminals[name], LONGEST_NAME)
+        notes[name] = _noted(notes.get(name), f"at most {LONGEST_NAME} characters")
+    tool = _own_terminal(grammar, STEP)  # the generic grammar's: a registry's spells its tools out
+    if tool is not None:
+        terminals[TOOL_NAME] = regex.at_most(grammar.terminals[tool], LONGEST_TOOL_NAME)
+        notes[TOOL_NAME] = _noted(grammar.notes.get(tool), f"a tool's name: at most {LONGEST_TOOL_NAME} characters")
+        rules[STEP] = replace(rules[STEP], lambda node: Symbol(TOOL_NAME) if node == Symbol(tool) else None)
     rules.update(_conditions())
     piped = _piped_step(grammar)
     nested = _reaching(rules, {STEP, piped})  # the rules that hold steps, so maybe blocks: one per depth
@@ -94,7 +115,17 @@ def for_decoder(grammar: Grammar, depth: int = DEPTH) -> Grammar:
         lines = Seq((Literal("{"), Literal("\n"), inner, Choice((first_alone, first_piped)), _indent(level),
                      Literal("}")))
         written[_at(BLOCK, level)] = Choice((inline, lines))
-    return Grammar(grammar.start, written, terminals, (), grammar.notes).pruned()
+    return Grammar(grammar.start, written, terminals, (), notes).pruned()
+
+
+def _own_terminal(grammar: Grammar, rule: str) -> str | None:
+    """The one terminal `rule` names directly (the name of a label, the tool's in a generic `step`), if one."""
+    found = {node.name for node in walk(grammar.rules.get(rule, NOTHING)) if isinstance(node, Symbol) and node.terminal}
+    return found.pop() if len(found) == 1 else None
+
+
+def _noted(note: str | None, more: str) -> str:
+    return f"{note}; {more}" if note else more
 
 
 def piped_at(level: int, depth: int, piped: str = STEP) -> Expr:

@@ -14,6 +14,9 @@ Two rewrites make a pattern mean for a decoder what it means for the lexer:
 - `without_words`: the lexer reads a name that is spelled like a keyword as the keyword, so `NAME`
   never matches `true` or `not`; a decoder's lexer would take either, so the keywords are cut out
   of the pattern.
+
+And one narrows what a decoder may write: `at_most` bounds a pattern's length (a name that never
+ends is how a greedy model loops inside one lexeme until its token limit).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from planc.decoding.rules import Choice, GrammarError, Many, Seq
+from planc.decoding.rules import NOTHING, Choice, GrammarError, Many, Seq, simplify
 
 MAX_CODE_POINT = 0x10FFFF
 
@@ -271,6 +274,59 @@ def without_words(regex: Regex, words: Iterable[str]) -> Regex:
 
     options = branches(trie, first)
     return options[0] if len(options) == 1 else Choice(tuple(options))
+
+
+def at_most(regex: Regex, longest: int) -> Regex:
+    """`regex` matching only its texts of at most `longest` characters.
+
+    For a pattern whose parts vary in length only at its end (a part of a sequence varies only when
+    it is the last; a repeat is of a part of a fixed length), as a name is, keywords cut out or not:
+    each repeat is bounded by what the fixed parts before it leave.
+
+    >>> name = at_most(without_words(read("[a-z][a-z]*"), ["or"]), 3)
+    >>> pattern = re.compile(to_python(name))
+    >>> [bool(pattern.fullmatch(w)) for w in ("o", "ore", "ores", "or", "abc", "abcd")]
+    [True, True, False, False, True, False]
+    """
+
+    def bounded(node: Regex, room: int) -> Regex:
+        if isinstance(node, Chars):
+            return node if room >= 1 else NOTHING
+        if isinstance(node, Choice):
+            return Choice(tuple(bounded(option, room) for option in node.options))
+        if isinstance(node, Many):
+            size = _fixed_length(node.item)
+            if size is None:
+                raise PatternError("only a repeat of a part of a fixed length can be bounded")
+            most = room // size if size else node.high
+            high = most if node.high is None or most is not None and most < node.high else node.high
+            if high is not None and node.low > high:
+                return NOTHING
+            return Seq(()) if high == 0 else attrs.evolve(node, high=high)
+        if not node.items:
+            return node
+        fixed = [_fixed_length(item) for item in node.items[:-1]]
+        if None in fixed:
+            raise PatternError("only the last part of a sequence may vary in length to be bounded")
+        if sum(fixed) > room:
+            return NOTHING
+        return Seq((*node.items[:-1], bounded(node.items[-1], room - sum(fixed))))
+
+    return simplify(bounded(regex, longest))
+
+
+def _fixed_length(regex: Regex) -> int | None:
+    """How many characters every text of `regex` has, or None when they differ."""
+    if isinstance(regex, Chars):
+        return 1
+    if isinstance(regex, Seq):
+        lengths = [_fixed_length(item) for item in regex.items]
+        return None if None in lengths else sum(lengths)
+    if isinstance(regex, Choice):
+        lengths = {_fixed_length(option) for option in regex.options}
+        return lengths.pop() if len(lengths) == 1 else None
+    size = _fixed_length(regex.item)
+    return size * regex.low if size is not None and regex.low == regex.high else None
 
 
 def to_python(regex: Regex) -> str:
