@@ -191,14 +191,19 @@ def test_what_a_small_model_wandered_into_is_refused_and_the_plan_as_fmt_prints_
     assert decoder.accepts(plan) and format_source(parse(plan)) == plan
 
 
-def test_full_keeps_the_parser_language_and_the_default_is_the_decoder_grammar():
+def test_full_keeps_the_parser_language_and_the_default_is_the_decoder_grammar_without_forbidden_tools():
     full = invoke("grammar", "--full", "--config", INCIDENTS)
     decoder = invoke("grammar", "--config", INCIDENTS)
     assert full.exit_code == decoder.exit_code == 0
     commented = "# find them\nsearch(query:\"disk\")"
     assert Decoder(full.stdout, "lark").accepts(commented)
     assert not Decoder(decoder.stdout, "lark").accepts(commented)
-    assert decoder.stdout == export_grammar(load_registry(INCIDENTS))
+    # The example's policy forbids the destructive `close_incident` whatever its arguments: the decoder
+    # grammar leaves it out, as `planc plan` and `planc prompt` do, and says so; the full language keeps it.
+    assert decoder.stdout == export_grammar(load_registry(INCIDENTS).without({"close_incident"}))
+    assert "left out: close_incident, which the policy forbids" in decoder.stderr
+    closing = 'close_incident(id: "INC-1")\n'
+    assert Decoder(full.stdout, "lark").accepts(closing) and not Decoder(decoder.stdout, "lark").accepts(closing)
 
 
 def name_of(length: int) -> str:
