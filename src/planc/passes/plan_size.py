@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from planc.diagnostics import Diagnostic, Lines, Span
 from planc.diagnostics.build import diagnostic
-from planc.registry.declarations import Limits
+from planc.registry.declarations import limits_of
 from planc.registry.registry import Registry
 
 MIB = 2**20
@@ -21,7 +21,7 @@ def oversized(source: str, registry: Registry | None) -> Diagnostic | None:
     >>> oversized("a()" * 10, None) is None
     True
     """
-    limit = (registry.limits if registry is not None else Limits()).plan_bytes
+    limit = limits_of(registry).plan_bytes
     if len(source) <= limit // 4:  # a character is at most 4 bytes in UTF-8: no need to count them
         return None
     encoded = source.encode("utf-8", "surrogatepass")

@@ -39,6 +39,14 @@ class Limits:
     regex_chars: int = REGEX_CHARS  # a longer `matches` pattern fails its step
 
 
+DEFAULT_LIMITS = Limits()
+
+
+def limits_of(registry) -> Limits:
+    """`registry`'s `[limits]`, or the defaults without a registry."""
+    return registry.limits if registry is not None else DEFAULT_LIMITS
+
+
 @attrs.frozen
 class Budgets:
     """`[budget]`: the most a plan may cost before it is refused (E401); a command's options say otherwise."""

@@ -26,7 +26,7 @@ from planc.backend.calls.results import usable
 from planc.backend.calls.spending import more_than_declared
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import Aborted, RunError, ToolFailed
-from planc.registry.declarations import RESULT_BYTES
+from planc.registry.declarations import limits_of
 from planc.registry.labels import SECRET, redacted
 from planc.registry.tool import PYTHON_TYPES
 from planc.syntax import ast
@@ -272,7 +272,7 @@ def recorded_error(call: Call, error: Exception) -> Exception:
 
 def result_bytes(registry) -> int:
     """`[limits] result_bytes`: the largest result, as JSON, a call may return."""
-    return registry.limits.result_bytes if registry is not None else RESULT_BYTES
+    return limits_of(registry).result_bytes
 
 
 def failed(call: Call, error: Exception) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from planc.backend.state.values import RunError
-from planc.registry.declarations import TOOL_TIMEOUT_S
+from planc.registry.declarations import limits_of
 from planc.registry.python_tools import import_provider
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
@@ -50,7 +50,7 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
     if tool.timeout_s is not None:
         timeout, source = tool.timeout_s, "its `timeout_s`"
     else:
-        timeout, source = registry.limits.timeout_s if registry is not None else TOOL_TIMEOUT_S, "`[limits] timeout_s`"
+        timeout, source = limits_of(registry).timeout_s, "`[limits] timeout_s`"
     timer = asyncio.timeout(timeout)  # in this task: a failure reaches the run with no turn of the loop between
     try:
         async with timer:

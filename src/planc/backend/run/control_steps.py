@@ -45,7 +45,7 @@ from planc.backend.state.values import (
 )
 from planc.passes.flow.expressions import expr_labels, expr_view
 from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import Limits
+from planc.registry.declarations import limits_of
 from planc.registry.labels import NO_LABELS, SECRET, LabelView, redacted, union, union_all
 from planc.registry.pure_steps import PURE_STEPS, PureStepError
 from planc.syntax import ast
@@ -298,18 +298,18 @@ async def run_pure(run, step, path, scope, piped, in_loop, shown):
     async def read():
         return _pure_result(pure, inputs, run, path, step)
     return await recorded_call(recorder, call, read, what=f"step {path}: `{pure.tool.name}`",
-                               explain=lambda error: error, limit_bytes=_limits(run).result_bytes)
+                               explain=lambda error: error, limit_bytes=limits_of(run.registry).result_bytes)
 
 
 def _pure_result(pure, inputs: dict, run, path: str, step: ast.Step):
     """The step's result for `inputs`, as plain JSON data within the run's `[limits] result_bytes`: a number
     (what most pure steps give) as it is, a short string without the walk `plain` makes."""
     try:
-        result = pure.run(**inputs, limits=_limits(run)) if pure.limited else pure.run(**inputs)
+        result = pure.run(**inputs, limits=limits_of(run.registry)) if pure.limited else pure.run(**inputs)
         kind = type(result)
         if result is None or kind is int or kind is bool or (kind is float and math.isfinite(result)):
             return result
-        limits = _limits(run)
+        limits = limits_of(run.registry)
         if kind is str and 6 * len(result) + 2 <= limits.result_bytes:  # a character is at most 6 bytes: \u001f
             return result
         return plain(result, limits.result_bytes)
@@ -318,10 +318,6 @@ def _pure_result(pure, inputs: dict, run, path: str, step: ast.Step):
     except Exception as error:  # noqa: BLE001  an input planc's types did not rule out: the step fails, not the run
         raise RunError(f"step {path}: `{pure.tool.name}` failed: {type(error).__name__}: {error}", step.tool) \
             from None
-
-
-def _limits(run) -> Limits:
-    return run.registry.limits if run.registry is not None else Limits()
 
 
 async def run_agent(run, step, path, scope, piped, in_loop, shown):

@@ -18,8 +18,8 @@ from planc.syntax.steps import deciding
 
 def condition_labels(step, env) -> frozenset[str]:
     """The labels of what decides: the `when` condition, or the `infer` question put to the judge."""
-    arg = deciding(step)
-    return expr_labels(arg.value, env) if arg is not None else NO_LABELS
+    decides = _deciding(step)
+    return expr_labels(decides, env) if decides is not None else NO_LABELS
 
 
 def _deciding(step):
