@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test corpus bless docs bench mutants clean
+.PHONY: demo test test-slow corpus bless docs bench mutants clean
 
 $(STAMP): pyproject.toml tests/llama_server/package-lock.json
 	$(PYTHON) -m venv $(VENV)
@@ -22,19 +22,31 @@ demo: $(STAMP)
 	$(BIN)/planc run examples/incidents/triage.plan
 	$(BIN)/python examples/incidents/plan_demo.py
 
-# The tests on two workers (pytest-xdist: this machine and CI's have 2 cores, and many tests wait on a
-# process of their own; a file's tests stay on one worker, so a module's server starts once; files go to
-# the workers in the order collected, the longest first: tests/conftest.py), then the
-# one that replays every run they recorded, which needs them all finished. Their temporary folder is
-# the Makefile's (in memory where it can be), so that no other pytest session's clean-up removes it
-# in between, and it goes when both are done.
+# The tests, in two tiers. `make test`: every test but the slow tier, on three workers (pytest-xdist: this
+# machine and CI's have 2 cores, and many tests wait on a process of their own; a file's tests stay on one
+# worker, so a module's server starts once; files go to the workers in the order collected, the longest
+# first: tests/conftest.py); then the corpus. `make test-slow`: the slow tier, the tests that start a real
+# model, a Ray cluster, a node MCP server or pre-commit's environment, or import AgentDojo (conftest.py,
+# SLOW_TIER), on two (they are CPU-bound). CI runs both. After each tier, the one test that replays every
+# run it recorded, which needs them all finished. Their temporary folder is the Makefile's (in memory where
+# it can be), so that no other pytest session's clean-up removes it in between, and it goes when both are
+# done. Python writes its bytecode here even where PYTHONDONTWRITEBYTECODE is set (some sandboxes set it):
+# without it every worker compiles, and pytest rewrites, every test module again on every run.
 TESTS_TMP := $(shell [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
-test: $(STAMP)  # the dev hypothesis profile, which it names at the end; HYPOTHESIS_PROFILE=ci (as .ci/run sets) for the full counts
+unexport PYTHONDONTWRITEBYTECODE
+define tier
 	session=$$(mktemp -d -p $(TESTS_TMP) planc-tests-XXXXXX) && \
-	$(BIN)/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --basetemp=$$session tests src/planc && \
+	$(BIN)/pytest -q -n $(2) --dist loadfile --no-loadscope-reorder -m "$(1)" --basetemp=$$session tests src/planc && \
 	$(BIN)/pytest -q tests/test_replay_every_run.py; \
 	status=$$?; rm -rf $$session; exit $$status
+endef
+
+test: $(STAMP)  # the dev hypothesis profile, which it names at the end; HYPOTHESIS_PROFILE=ci (as .ci/run sets) for the full counts
+	$(call tier,not slow,3)
 	$(BIN)/planc corpus corpus --baseline corpus/baseline.json
+
+test-slow: $(STAMP)  # the slow tier that `make test` leaves out (CI runs both)
+	$(call tier,slow,2)
 
 corpus: $(STAMP)
 	$(BIN)/planc corpus corpus --baseline corpus/baseline.json

@@ -10,7 +10,7 @@ A skipped test says why. Where PLANC_ALLOWED_SKIPS names a file of reasons (.ci/
 sets it to .ci/allowed-skips), a test that skips for any other reason fails the
 session: CI installs what the tests need, so a skip there is a test that did not run.
 
-On several workers (`pytest -n 2`, pytest-xdist, as `make test` runs): each worker is a process
+On several workers (`pytest -n 3`, pytest-xdist, as `make test` runs): each worker is a process
 of its own, with its own temporary folder (under the session's), run store, servers and Ray
 cluster; the workers send what they counted (examples, skips) to the session, which judges and
 reports as one. The tests marked `last` (tests/test_replay_every_run.py) check what every other
@@ -115,17 +115,33 @@ def ray_address():
         yield address
 
 
+# The slow tier: the tests that start something heavy outside planc's process before they can check anything
+# (a real model's llama.cpp, a Ray cluster, the everything MCP server on node, the environment pre-commit
+# builds) or import AgentDojo, the benchmark's dependency with its model SDKs. `make test` leaves them out
+# (`-m "not slow"`) and says so; `make test-slow` runs them, and CI runs both.
+SLOW_TIER = "a real model, a Ray cluster, the everything MCP server, pre-commit's environment, AgentDojo"
+
+
+SLOW_LEFT_OUT: list[int] = [0]  # how many tests of the slow tier this session left out
+
+
+def pytest_deselected(items):
+    SLOW_LEFT_OUT[0] += sum(item.get_closest_marker("slow") is not None for item in items)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "last: run after every other test (it checks what the others left)")
+    config.addinivalue_line("markers", f"slow: in the slow tier, which `make test` leaves out ({SLOW_TIER})")
 
 
-# The files whose tests spend longest waiting (on a model, a Ray cluster, pre-commit building an environment),
-# longest first. They run first: `make test` hands whole files to its two workers in the order collected
-# (`--dist loadfile --no-loadscope-reorder`), so a long one never starts when the other worker is nearly
-# done. Measured by `make test --durations=0` (docs/performance.md, "The test suite").
-LONGEST_FIRST = ("test_real_model.py", "test_mcp_server.py", "test_resume.py", "test_ray.py", "test_pre_commit.py",
-                 "test_attacks_store.py", "test_robustness.py", "test_api_cli.py", "test_mcp_run.py", "test_batch.py",
-                 "test_project_run.py")
+# The files whose tests take longest, longest first, in each tier (the slow tier's, then the others'). They
+# run first: `make test` hands whole files to its workers in the order collected (`--dist loadfile
+# --no-loadscope-reorder`), so a long one never starts when the others are nearly done. Measured by
+# `pytest -n 3 -m "not slow" --durations=0` and `-m slow` (docs/performance.md, "The test suite").
+LONGEST_FIRST = ("test_real_model.py", "test_ray.py", "test_mcp_everything.py", "test_pre_commit.py", "test_agentdojo.py",
+                 "test_robustness.py", "test_attacks_store.py", "test_resume.py", "test_mcp_server.py", "test_grammar.py",
+                 "test_big_inputs.py", "test_decoder_grammar.py", "test_postgres_store.py", "test_project_run.py",
+                 "test_lsp.py", "test_traces.py", "test_postgres_tools.py")
 
 
 def _order(item) -> tuple[bool, int]:
@@ -200,9 +216,11 @@ def pytest_sessionfinish(session, exitstatus):
     config = session.config
     if on_worker(config):  # the session judges: it has every worker's reports
         config.workeroutput["planc_examples"] = EXAMPLES
+        config.workeroutput["planc_slow_left_out"] = SLOW_LEFT_OUT[0]
         return
     if RECORDED and getattr(config, "cache", None) is not None:
         config.cache.set("planc/recorded-session", str(session_root(config)))
+        config.cache.set("planc/recorded-tier", config.getoption("markexpr", "") or "all")
     listed = os.environ.get("PLANC_ALLOWED_SKIPS")
     if not listed:
         return
@@ -215,12 +233,16 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's: a worker has finished, with what it counted
 def pytest_testnodedown(node, error):
     EXAMPLES.update(getattr(node, "workeroutput", {}).get("planc_examples", {}))
+    SLOW_LEFT_OUT[0] = max(SLOW_LEFT_OUT[0], getattr(node, "workeroutput", {}).get("planc_slow_left_out", 0))
 
 
 def pytest_terminal_summary(terminalreporter, config):
     import profiles
 
     write = terminalreporter.write_line
+    if SLOW_LEFT_OUT[0]:
+        write(f"the slow tier was left out: {SLOW_LEFT_OUT[0]} tests ({SLOW_TIER}); `make test-slow` runs them, "
+              "and CI runs both tiers")
     if distributed(config):
         write("on several workers, the tests marked `last` were left out: they check what every test left, so "
               "they run after, as `make test` runs them: pytest tests/test_replay_every_run.py")

@@ -154,6 +154,7 @@ def test_a_killed_batch_resumed_finishes_the_rest_and_repeats_no_finished_run(pr
     assert spied(project) == Counter({n: 1 for n in range(1, 51) if n not in REFUSED})
 
 
+@pytest.mark.slow  # a Ray cluster: conftest.py, the slow tier
 def test_a_batch_on_ray_makes_its_loop_calls_in_workers(project, ray_address):
     (project / "release").touch()
     (project / "map.plan").write_text('map(over: $args.ns, concurrency: 2, do: { work(n: item, label: "m") })\n',

@@ -21,6 +21,8 @@ from model_server import ModelServer
 from planc.registry import load_registry
 from planc.registry.lock import LOCK_NAME
 
+pytestmark = pytest.mark.slow  # conftest.py: the slow tier
+
 EVERYTHING = (Path(__file__).with_name("npm_servers") / "node_modules" / "@modelcontextprotocol"
               / "server-everything" / "dist" / "index.js")
 NODE = shutil.which("node")

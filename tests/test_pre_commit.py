@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # conftest.py: the slow tier
+
 ROOT = Path(__file__).resolve().parents[1]
 HANG_GUARD_S = 900  # pre-commit builds its environment of planc once: a guard, not a measure
 

@@ -24,6 +24,8 @@ import pytest
 from cli import HANG_GUARD_S, PLANC, invoke, planc_completed, planc_forks
 from tool_project import tool_project
 
+pytestmark = pytest.mark.slow  # conftest.py: the slow tier
+
 POLL_S = 0.01
 HANG_GUARD_POLLS = int(HANG_GUARD_S / POLL_S)  # a run that never gets where it must is hung, not slow
 

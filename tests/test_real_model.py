@@ -43,7 +43,7 @@ REFUSED = {"E200", "E201", "E202", "E209", "E302", "E303"}
 UNTRACKED = {"agent", "exit"}
 EMPTY = "E104"
 
-pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")]
 
 
 @pytest.fixture(scope="module")

@@ -45,16 +45,16 @@ def refuse(what):
     return called
 
 
-def recorded_session(session, own: Path) -> Path:
-    """The temporary folder of the session whose runs this test replays: its own (`own`), or, when it runs
-    alone after a session on several workers (every test of this session is a `last` one), that session's,
-    which conftest.py keeps in pytest's cache."""
+def recorded_session(session, own: Path) -> tuple[Path, str]:
+    """The temporary folder of the session whose runs this test replays, and which tests it ran (its `-m`,
+    or "all"): its own (`own`), or, when it runs alone after a session on several workers (every test of
+    this session is a `last` one), that session's, which conftest.py keeps in pytest's cache."""
     config = session.config
     if all(item.get_closest_marker("last") is not None for item in session.items):
         earlier = config.cache.get("planc/recorded-session", None) if getattr(config, "cache", None) else None
         if earlier is not None and Path(earlier).is_dir():
-            return Path(earlier)
-    return own
+            return Path(earlier), config.cache.get("planc/recorded-tier", "all")
+    return own, config.getoption("markexpr", "") or "all"
 
 
 def stores(root: Path) -> list[Path]:
@@ -117,7 +117,7 @@ def test_every_recorded_run_replays_without_calling_anything(request, tmp_path_f
     monkeypatch.setattr("planc.backend.models.client.ModelClient.chat", refuse("asked a model"))
     monkeypatch.setattr("planc.backend.calls.mcp_runtime.McpRuntime.open", refuse("started an MCP server"))
     replayed, seen, racing, kinds, older = 0, 0, 0, set(), []
-    root = recorded_session(request.session, tmp_path_factory.getbasetemp())
+    root, tier = recorded_session(request.session, tmp_path_factory.getbasetemp())
     printed_by_run = {**printed_in(root), **PRINTED}
     for store in stores(root):
         for summary in finished_runs(store):
@@ -153,4 +153,6 @@ def test_every_recorded_run_replays_without_calling_anything(request, tmp_path_f
         pytest.skip("no run was recorded in this session (run the whole suite)")
     assert "model" in kinds  # the session's runs include model inferences, and they replayed too
     assert len(older) <= 1, older
-    assert seen >= replayed / 2, (seen, replayed)  # most runs are made through the helpers that keep their output
+    # Most runs are made through the helpers that keep their output; the slow tier's (conftest.py), mostly
+    # through the Python API (AgentDojo's bench, the real model's planner) or in processes killed on purpose.
+    assert seen >= (1 if tier == "slow" else replayed / 2), (seen, replayed, tier)

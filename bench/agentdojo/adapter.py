@@ -34,6 +34,19 @@ SUITES = ("banking", "slack", "travel", "workspace")
 VERSION = "v1.2.2"  # the package's default benchmark version: 949 (user task, injection task) pairs
 MODULE = "planc_agentdojo_live"  # the module the tools' providers name: `python:planc_agentdojo_live:<tool>`
 
+BOUND: dict = {}  # a tool's name: its call on the environment of the suite loaded last
+
+
+def provider(name: str):
+    """The function `python:planc_agentdojo_live:NAME` names: it calls NAME of the suite loaded last, whenever
+    it was looked up (planc looks a provider up once in a process)."""
+
+    def call(**args):
+        return BOUND[name](**args)
+
+    call.__name__ = name
+    return call
+
 
 @attrs.define
 class Live:
@@ -65,7 +78,9 @@ class Suite:
         live = Live(FunctionsRuntime(task_suite.tools))
         module = sys.modules.setdefault(MODULE, types.ModuleType(MODULE))
         for function in task_suite.tools:  # one suite at a time: the providers name the last one loaded
-            setattr(module, function.name, live.bind(function.name))
+            BOUND[function.name] = live.bind(function.name)
+            if not hasattr(module, function.name):
+                setattr(module, function.name, provider(function.name))
         return cls(name, task_suite, live)
 
     @property
