@@ -38,5 +38,5 @@ def examples(count: int, dev: int | None = None) -> int:
 
 def under_ci(full: int, quick: int) -> int:
     """`full` under the ci profile, `quick` under any other: how many of a slow test's cases (a real model's
-    tasks) `make test` asks, where CI asks them all."""
+    tasks, seeds of random mutations) the dev profile runs, where CI runs them all."""
     return full if PROFILE == "ci" else quick

@@ -4,7 +4,6 @@ and scored by AgentDojo's own utility and security (bench/agentdojo/; the full r
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -13,10 +12,6 @@ import pytest
 from model_server import model_server  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.slow  # conftest.py: the slow tier
-
-if importlib.util.find_spec("agentdojo") is None:
-    pytest.skip("agentdojo is a benchmark dependency: pip install -r bench/agentdojo/requirements.txt",
-                allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench" / "agentdojo"
@@ -29,13 +24,16 @@ from scripted_models import COMPROMISED, HONEST  # noqa: E402
 
 
 def bench_module():
-    """bench/agentdojo/run.py, imported on first use."""
+    """bench/agentdojo/run.py, imported on first use (the test skips, saying why, without AgentDojo)."""
+    pytest.importorskip("agentdojo", reason="agentdojo is a benchmark dependency: pip install -r "
+                                            "bench/agentdojo/requirements.txt")
     import run
 
     return run
 
 
 def load_suite(name: str):
+    bench_module()
     from adapter import Suite
 
     return Suite.load(name)

@@ -32,7 +32,7 @@ EXAMPLE = ROOT / "examples" / "incidents"
 TASKS = [line for line in (EXAMPLE / "tasks.txt").read_text(encoding="utf-8").splitlines()
          if line and not line.startswith("#")]
 # Tasks asked in the suite, and rounds each: a reply of a 135M model takes from seconds to a minute on
-# a busy 2-core machine. CI (the ci hypothesis profile) asks two tasks, `make test` (dev) the first;
+# a busy 2-core machine. CI (the ci hypothesis profile) asks two tasks, `make test-slow` (dev) the first;
 # bench/plan.py --model asks them all, with three rounds.
 ASKED, ROUNDS = under_ci(2, 1), 2
 # An unknown tool or parameter, a required one missing, a pipe into a step that takes none, a condition
