@@ -21,11 +21,15 @@ afterwards.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import re
 import sqlite3
+import threading
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import attrs
 import pytest
 from cli import PRINTED, invoke, printed_in
 
@@ -112,41 +116,74 @@ def printed_as_recorded(run: dict, printed: dict) -> bool:
     return run["id"] in printed and EXIT_STATUS.get(printed[run["id"]][0]) == run["status"]
 
 
+@attrs.define
+class Tally:
+    """What the replays of one store came to."""
+
+    replayed: int = 0  # runs replayed and compared
+    seen: int = 0  # of them, compared with what the session saw the run print
+    racing: int = 0  # runs with the known gap below, replayed but not compared
+    kinds: set = attrs.Factory(set)  # the kinds of calls the replayed runs made (`python`, `model`, ...)
+    older: list = attrs.Factory(list)  # runs recorded as an older planc recorded them
+
+
+PRINTED_BY_RUN: dict[str, tuple[int, str, str]] = {}  # what the session saw each run print (set before the replays)
+
+
+def replay_store(store: Path) -> Tally:
+    """Replay every finished run of `store`, checking each against what it printed (an AssertionError says
+    which run did not)."""
+    tally = Tally()
+    for summary in finished_runs(store):
+        run = json.loads(invoke("show-run", summary["id"], "--store", str(store), "--format", "json").stdout)
+        if "read" not in run["options"]:  # as an older planc recorded it (test_run_store makes one): it
+            tally.older.append(run["id"])  # replays with the project's files, from the project's folder only
+            continue
+        real = printed_as_recorded(run, PRINTED_BY_RUN)
+        if real:  # what the run really printed
+            status, stdout, printed = PRINTED_BY_RUN[run["id"]]
+            stderr = printed.splitlines(keepends=True)[-1] if status not in (0, 4) else ""
+        else:
+            status, stdout, stderr = expected(run)
+        result = invoke("replay", run["id"], "--store", str(store))
+        if any(is_redacted(call["output"]) for call in run["calls"]):  # a secret result: kept as its hash only
+            assert result.exit_code == 1 and "labelled secret" in result.output, result.output
+            continue
+        assert not isinstance(result.exception, Called), f"{store} {run['id']}: {result.exception}"
+        where = f"{store} run {run['id']} ({run['status']}, {run['options']}):\n{result.output}"
+        if RACING_EXIT.search((run["plan"] or {}).get("source", "")):  # the known gap: replayed, calling nothing, and set aside
+            assert result.exit_code in (0, 1), where
+            tally.racing += 1
+            continue
+        tally.seen += real
+        assert (result.exit_code, result.stdout) == (status, stdout), where
+        if stderr:
+            assert result.stderr.endswith(stderr), where
+        tally.replayed += 1
+        tally.kinds |= {call["tool"].split(":")[0] for call in run["calls"]}
+    return tally
+
+
 def test_every_recorded_run_replays_without_calling_anything(request, tmp_path_factory, monkeypatch):
     monkeypatch.setattr("planc.backend.calls.dispatch.call_provider", refuse("called a tool"))
     monkeypatch.setattr("planc.backend.models.client.ModelClient.chat", refuse("asked a model"))
     monkeypatch.setattr("planc.backend.calls.mcp_runtime.McpRuntime.open", refuse("started an MCP server"))
-    replayed, seen, racing, kinds, older = 0, 0, 0, set(), []
     root, tier = recorded_session(request.session, tmp_path_factory.getbasetemp())
-    printed_by_run = {**printed_in(root), **PRINTED}
-    for store in stores(root):
-        for summary in finished_runs(store):
-            run = json.loads(invoke("show-run", summary["id"], "--store", str(store), "--format", "json").stdout)
-            if "read" not in run["options"]:  # as an older planc recorded it (test_run_store makes one): it
-                older.append(run["id"])  # replays with the project's files, from the project's folder only
-                continue
-            real = printed_as_recorded(run, printed_by_run)
-            if real:  # what the run really printed
-                status, stdout, printed = printed_by_run[run["id"]]
-                stderr = printed.splitlines(keepends=True)[-1] if status not in (0, 4) else ""
-            else:
-                status, stdout, stderr = expected(run)
-            result = invoke("replay", run["id"], "--store", str(store))
-            if any(is_redacted(call["output"]) for call in run["calls"]):  # a secret result: kept as its hash only
-                assert result.exit_code == 1 and "labelled secret" in result.output, result.output
-                continue
-            assert not isinstance(result.exception, Called), f"{store} {run['id']}: {result.exception}"
-            where = f"{store} run {run['id']} ({run['status']}, {run['options']}):\n{result.output}"
-            if RACING_EXIT.search((run["plan"] or {}).get("source", "")):  # the known gap: replayed, calling nothing, and set aside
-                assert result.exit_code in (0, 1), where
-                racing += 1
-                continue
-            seen += real
-            assert (result.exit_code, result.stdout) == (status, stdout), where
-            if stderr:
-                assert result.stderr.endswith(stderr), where
-            replayed += 1
-            kinds |= {call["tool"].split(":")[0] for call in run["calls"]}
+    PRINTED_BY_RUN.clear()
+    PRINTED_BY_RUN.update({**printed_in(root), **PRINTED})
+    found = stores(root)
+    if threading.active_count() == 1:
+        # After a session on workers (`make test`) the stores are replayed two at a time, each in a process
+        # forked from this one, with the refusals above: seconds of CPU, when every other test has finished
+        # and left the cores idle. Only a process with no other thread forks safely: a plain `pytest`
+        # session still has its servers' threads at its end, and replays its stores here, one by one.
+        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+            tallies = list(pool.map(replay_store, found))
+    else:
+        tallies = [replay_store(store) for store in found]
+    replayed, seen, racing = (sum(getattr(t, field) for t in tallies) for field in ("replayed", "seen", "racing"))
+    kinds = set().union(*(t.kinds for t in tallies))
+    older = [run for t in tallies for run in t.older]
     print(f"replayed {replayed} runs ({', '.join(sorted(kinds))} calls), {seen} of them compared with what they "
           f"printed; {len(older)} recorded without their files; {racing} with an exit racing in a map, not compared")
     if not replayed:

@@ -177,7 +177,7 @@ def test_seeded_random_mutations(seed):
 def test_every_renderer_copes_with_what_check_reports():
     rng = random.Random(2024)
     console = Console(file=io.StringIO(), width=100)
-    for _ in range(400):
+    for _ in range(under_ci(400, 100)):
         text = _mutate(rng, rng.choice(SEEDS))
         result = planc.check(text)
         for diagnostic in result.diagnostics:
@@ -189,7 +189,7 @@ def test_every_renderer_copes_with_what_check_reports():
 
 def test_seeded_random_unicode():
     rng = random.Random(99)
-    for _ in range(1000):
+    for _ in range(under_ci(1000, 250)):
         assert_sound(_random_unicode(rng))
 
 
