@@ -19,6 +19,8 @@ from tool_project import tool_project
 
 from planc.store.run_store import SCHEMA_VERSION
 
+pytestmark = pytest.mark.slow  # a PostgreSQL server: conftest.py, the slow tier
+
 MEET = '''
 
 def meet(text):

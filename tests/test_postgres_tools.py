@@ -24,6 +24,8 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "incidents"
 QUERY = sql_tools_test.QUERY  # the same query, the same rows
 PROVIDER = "postgresql:$PLANC_TEST_DSN"
 
+pytestmark = pytest.mark.slow  # a PostgreSQL server: conftest.py, the slow tier
+
 
 @pytest.fixture
 def database(postgres, monkeypatch, tmp_path):

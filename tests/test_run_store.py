@@ -71,7 +71,7 @@ reshape(value: {found: $2, sent: $3})
 SQLITE_ONLY = pytest.mark.parametrize("project", ["sqlite"], indirect=True)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])  # a server: the slow tier
 def project(request, tmp_path, monkeypatch):
     """The project, its runs recorded in its default SQLite store, or in a PostgreSQL database of its own
     (PLANC_STORE="postgresql:$PLANC_TEST_STORE")."""
