@@ -26,8 +26,8 @@ demo: $(STAMP)
 # machine and CI's have 2 cores, and many tests wait on a process of their own; a file's tests stay on one
 # worker, so a module's server starts once; files go to the workers in the order collected, the longest
 # first: tests/conftest.py); then the corpus. `make test-slow`: the slow tier, the tests that start a real
-# model, a Ray cluster, a PostgreSQL server, a node MCP server or pre-commit's environment, or import AgentDojo (conftest.py,
-# SLOW_TIER), on two (they are CPU-bound). CI runs both. After each tier, the one test that replays every
+# model, a Ray cluster, a PostgreSQL server, a node MCP server or pre-commit's environment, or import
+# AgentDojo (conftest.py, SLOW_TIER), on two (they are CPU-bound). CI runs both. After each tier, the one test that replays every
 # run it recorded, which needs them all finished. Their temporary folder is the Makefile's (in memory where
 # it can be), so that no other pytest session's clean-up removes it in between, and it goes when both are
 # done. Python writes its bytecode here even where PYTHONDONTWRITEBYTECODE is set (some sandboxes set it):

@@ -117,8 +117,8 @@ def ray_address():
 
 # The slow tier: the tests that start something heavy outside planc's process before they can check anything
 # (a real model's llama.cpp, a Ray cluster, a PostgreSQL server, the everything MCP server on node, the
-# environment pre-commit builds) or import AgentDojo, the benchmark's dependency with its model SDKs. `make test` leaves them out
-# (`-m "not slow"`) and says so; `make test-slow` runs them, and CI runs both.
+# environment pre-commit builds) or import AgentDojo, the benchmark's dependency with its model SDKs.
+# `make test` leaves them out (`-m "not slow"`) and says so; `make test-slow` runs them, and CI runs both.
 SLOW_TIER = ("a real model, a Ray cluster, PostgreSQL, the everything MCP server, pre-commit's environment, "
              "AgentDojo")
 
@@ -139,10 +139,11 @@ def pytest_configure(config):
 # run first: `make test` hands whole files to its workers in the order collected (`--dist loadfile
 # --no-loadscope-reorder`), so a long one never starts when the others are nearly done. Measured by
 # `pytest -n 3 -m "not slow" --durations=0` and `-m slow` (docs/performance.md, "The test suite").
-LONGEST_FIRST = ("test_real_model.py", "test_ray.py", "test_mcp_everything.py", "test_pre_commit.py", "test_agentdojo.py",
-                 "test_postgres_store.py", "test_postgres_tools.py",
-                 "test_attacks_store.py", "test_resume.py", "test_mcp_server.py", "test_robustness.py", "test_grammar.py",
-                 "test_decoder_grammar.py", "test_big_inputs.py", "test_project_run.py", "test_lsp.py", "test_traces.py")
+LONGEST_FIRST = ("test_real_model.py", "test_ray.py", "test_mcp_everything.py", "test_pre_commit.py",
+                 "test_agentdojo.py", "test_postgres_store.py", "test_postgres_tools.py",
+                 "test_attacks_store.py", "test_resume.py", "test_mcp_server.py", "test_robustness.py",
+                 "test_grammar.py", "test_decoder_grammar.py", "test_big_inputs.py", "test_project_run.py",
+                 "test_lsp.py", "test_traces.py")
 
 
 def _order(item) -> tuple[bool, int]:

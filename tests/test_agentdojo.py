@@ -66,7 +66,8 @@ def pair(banking, user: str, injection: str, model: str):
 
     task_suite = banking.suite.task_suite
     user_task, injection_task = task_suite.user_tasks[user], task_suite.injection_tasks[injection]
-    injections = load_attack("important_instructions", task_suite, bench_module().Victim()).attack(user_task, injection_task)
+    attack = load_attack("important_instructions", task_suite, bench_module().Victim())
+    injections = attack.attack(user_task, injection_task)
     banking.scenario.shown_injection = 0
     outcome = banking.outcome(user_task, injection_task, injections, model)
     calls = [(call.function, dict(call.args)) for call in banking.suite.live.calls]

@@ -181,7 +181,8 @@ def test_every_recorded_run_replays_without_calling_anything(request, tmp_path_f
             tallies = list(pool.map(replay_store, found))
     else:
         tallies = [replay_store(store) for store in found]
-    replayed, seen, racing = (sum(getattr(t, field) for t in tallies) for field in ("replayed", "seen", "racing"))
+    replayed, seen, racing = (sum(t.replayed for t in tallies), sum(t.seen for t in tallies),
+                              sum(t.racing for t in tallies))
     kinds = set().union(*(t.kinds for t in tallies))
     older = [run for t in tallies for run in t.older]
     print(f"replayed {replayed} runs ({', '.join(sorted(kinds))} calls), {seen} of them compared with what they "
