@@ -116,10 +116,10 @@ def ray_address():
 
 
 # The slow tier: the tests that start something heavy outside planc's process before they can check anything
-# (a real model's llama.cpp, a Ray cluster, a PostgreSQL server, the everything MCP server on node, the
+# (a real model's llama.cpp, a Ray cluster, a PostgreSQL server, the npm MCP servers on node, the
 # environment pre-commit builds) or import AgentDojo, the benchmark's dependency with its model SDKs.
 # `make test` leaves them out (`-m "not slow"`) and says so; `make test-slow` runs them, and CI runs both.
-SLOW_TIER = ("a real model, a Ray cluster, PostgreSQL, the everything MCP server, pre-commit's environment, "
+SLOW_TIER = ("a real model, a Ray cluster, PostgreSQL, the MCP servers on node, pre-commit's environment, "
              "AgentDojo")
 
 

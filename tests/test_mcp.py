@@ -45,6 +45,7 @@ def test_the_lock_has_the_git_tools_with_hashes(synced, lock):
     assert lock["format"] == "planc.lock" and lock["version"] == 1
     git = lock["servers"]["git"]
     assert git["command"] == list(load_registry(config).servers["git"].command)  # as planc.toml declares it
+    assert git["roots"] == []  # none declared: none offered
     status = git["tools"]["git_status"]
     assert set(status) == {"description", "input_schema", "output_schema", "annotations", "hash"}
     assert status["input_schema"]["type"] == "object" and status["input_schema"]["properties"]
@@ -181,6 +182,52 @@ def test_a_failed_server_keeps_its_earlier_lock_entry(synced, tmp_path):
 def test_sync_without_a_config_is_a_usage_error(tmp_path):
     result = invoke("registry", "sync", "--config", str(tmp_path / "planc.toml"))
     assert result.exit_code == 2 and "cannot read it" in result.output
+
+
+# --- roots that would reach planc's own files (no server needed) ------------------------------
+
+def project_with_root(folder: Path, roots: str, extra: str = "") -> Path:
+    """A project with a policy under `rules/`, a folder `data`, a symlink `up` from `data/` to the project folder,
+    and planc.toml (line 4: `roots`) declaring a server that leaves the file STARTED if it starts."""
+    (folder / "rules").mkdir()
+    (folder / "rules" / "policy.cedar").write_text("permit(principal, action, resource);\n", encoding="utf-8")
+    (folder / "data").mkdir()
+    (folder / "data" / "up").symlink_to(folder, target_is_directory=True)
+    start = [sys.executable, "-c", f"open({str(folder / 'STARTED')!r}, 'w')"]
+    (folder / "planc.toml").write_text(f'policy = "rules/policy.cedar"\n[mcp.fs]\ncommand = {toml_list(start)}\n'
+                                       f"roots = {roots}\n{extra}", encoding="utf-8")
+    (folder / "p.plan").write_text('reshape(value: 1)\n', encoding="utf-8")
+    return folder / "planc.toml"
+
+
+@pytest.mark.parametrize(("roots", "held"), [
+    ('["."]', "holds planc.toml, the policy (rules/policy.cedar) and the run store (.planc/runs.sqlite)"),
+    ('["data/up"]', "holds planc.toml, the policy (rules/policy.cedar) and the run store (.planc/runs.sqlite)"),
+    ('["data", "rules"]', "holds the policy (policy.cedar)"),
+    ('["data", ".planc"]', "holds the run store (runs.sqlite)"),
+    ('["data/up/.."]', "holds planc.toml, the policy"),
+])
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_a_root_that_holds_planc_toml_the_policy_or_the_store_is_a_planc_toml_error(tmp_path, roots, held, command):
+    """Attack: a server given such a root could rewrite the policy that judges it (through a symlink too)."""
+    config = project_with_root(tmp_path, roots)
+    result = invoke(command, "--config", config, tmp_path / "p.plan")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    root = json.loads(roots)[-1]
+    assert f"{config}:4: the root `{root}` of MCP server `fs` ({(tmp_path / root).resolve()}) {held}" in result.stderr
+    assert "set `allow_project_files = true` in [mcp.fs]" in result.stderr
+    assert not (tmp_path / "STARTED").exists() and not (tmp_path / ".planc").exists()
+
+
+@pytest.mark.parametrize(("roots", "extra"), [('["data"]', ""), ('["."]', "allow_project_files = true\n")])
+def test_a_root_that_holds_none_of_them_or_may_hold_them_is_offered(tmp_path, roots, extra):
+    config = project_with_root(tmp_path, roots, extra)
+    result = invoke("check", "--config", config, tmp_path / "p.plan")
+    assert result.exit_code == 0, result.output
+    root = json.loads(roots)[0]
+    assert [(offered.written, offered.path) for offered in load_registry(config).servers["fs"].roots] == \
+        [(root, (tmp_path / root).resolve())]
+    assert not (tmp_path / "STARTED").exists()
 
 
 # --- the lock file's own errors (no server needed) -------------------------------------------

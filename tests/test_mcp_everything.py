@@ -219,13 +219,13 @@ def test_annotated_text_keeps_its_annotations(project, run):
                                       "annotations": {"audience": ["user", "assistant"], "priority": 1.0}}
 
 
-def test_roots_are_the_folder_of_planc_toml_and_the_servers_roots(project, run):
+def test_the_roots_are_the_servers_roots_and_no_other(project, run):
     folder, _ = project
     ran = run("run", write(folder, "everything__get_roots_list()\n"))
     assert ran.exit_code == 0, ran.output
     said = json.loads(ran.stdout)
-    assert "(2 total)" in said and f"URI: {folder.resolve().as_uri()}\n" in said
-    assert f"URI: {(folder / 'data').resolve().as_uri()}" in said
+    assert "(1 total)" in said and f"URI: {(folder / 'data').resolve().as_uri()}" in said
+    assert f"URI: {folder.resolve().as_uri()}\n" not in said  # not the folder of planc.toml
 
 
 def test_sampling_counts_in_the_inference_budget(project, run):
@@ -252,6 +252,8 @@ def test_sampling_without_a_role_is_refused_and_no_model_is_asked(tmp_path, mode
     models = f'[models.default]\nbase_url = "{model.url}"\nmodel = "scripted"\n'
     (tmp_path / "planc.toml").write_text(everything_toml(models=models), encoding="utf-8")
     assert invoke("registry", "sync", "--config", tmp_path / "planc.toml").exit_code == 0
+    # No `roots`: planc declares no roots capability, so the server offers no tool that needs it.
+    assert "get-roots-list" not in json.loads((tmp_path / LOCK_NAME).read_text())["servers"]["everything"]["tools"]
     monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
     asked = len(model.requests)
     checked = invoke("check", write(tmp_path, 'everything__trigger_sampling_request(prompt: "hi")\n'),

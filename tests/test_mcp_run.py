@@ -5,6 +5,7 @@ and a tool's error as a failed step."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -12,12 +13,13 @@ from pathlib import Path
 import pytest
 from cli import invoke
 from mcp_servers import TIME_SERVER, toml_list
+from test_attacks import statuses
 
 from planc.backend.calls.mcp_runtime import needed_servers
 from planc.backend.report.events import STAMP
 from planc.passes.check import check
 from planc.registry import ConfigError, load_registry
-from planc.registry.lock import LOCK_NAME, entry
+from planc.registry.lock import LOCK_NAME, entry, started_as
 
 
 @pytest.fixture(scope="module")
@@ -38,14 +40,18 @@ def run_plan(config: Path, folder: Path, text: str, *args: str):
 
 
 def copy_project(project, folder: Path, edit_lock=None, toml=None) -> Path:
-    """The project's planc.toml (or `toml`) and lock in `folder`, the lock changed by `edit_lock`."""
+    """The project's planc.toml (or `toml`) and lock in `folder`, the lock changed by `edit_lock`; with `toml`, the
+    lock says its servers were synced as `toml` starts them (a run refuses a server started otherwise)."""
     config, _, _ = project
     lock = json.loads((config.parent / LOCK_NAME).read_text(encoding="utf-8"))
+    (folder / "planc.toml").write_text(toml if toml is not None else config.read_text(encoding="utf-8"),
+                                       encoding="utf-8")
+    if toml is not None:
+        for name, server in load_registry(folder / "planc.toml", locked=False).servers.items():
+            lock["servers"][name].update(started_as(server))
     if edit_lock is not None:
         edit_lock(lock)
     (folder / LOCK_NAME).write_text(json.dumps(lock), encoding="utf-8")
-    (folder / "planc.toml").write_text(toml if toml is not None else config.read_text(encoding="utf-8"),
-                                       encoding="utf-8")
     return folder / "planc.toml"
 
 
@@ -171,6 +177,50 @@ def test_a_tool_the_server_no_longer_has_is_refused(project, tmp_path):
     result = run_plan(config, tmp_path, 'time__get_current_time(timezone: "UTC")\n')
     assert result.exit_code == 1, result.output
     assert "`time`" in result.stderr and "no longer has the tool `get_past_time`" in result.stderr
+
+
+def test_a_server_offered_other_roots_or_started_otherwise_than_synced_waits_for_a_sync(project, tmp_path,
+                                                                                         monkeypatch):
+    """Attack: widening what a server reaches after the lock was reviewed. The lock records the command and the
+    roots of the sync; a run that would start the server otherwise starts nothing, until the next sync."""
+    config, _, _ = project
+    spy = ["sh", "-c", 'echo started >> starts; exec "$@"', "sh", *load_registry(config).servers["time"].command]
+    toml = tmp_path / "planc.toml"
+    (tmp_path / "data").mkdir()
+    (tmp_path / "more").mkdir()
+    monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
+
+    def declare(roots: str, command=spy) -> None:
+        toml.write_text(f"[mcp.time]\ncommand = {toml_list(command)}\n{roots}", encoding="utf-8")
+
+    def now():
+        result = run_plan(toml, tmp_path, 'time__get_current_time(timezone: "UTC")\n')
+        assert "Traceback" not in result.output
+        return result
+
+    def started() -> int:
+        return len((tmp_path / "starts").read_text(encoding="utf-8").splitlines())
+
+    declare('roots = ["data"]\n')
+    assert invoke("registry", "sync", "--config", toml).exit_code == 0
+    locked = json.loads((tmp_path / LOCK_NAME).read_text(encoding="utf-8"))["servers"]["time"]
+    assert (locked["command"], locked["roots"]) == (spy, ["data"])
+    assert now().exit_code == 0 and started() == 2
+    for roots, command, said in [
+        ('roots = ["data", "more"]\n', spy, 'was synced with the roots ["data"], and planc.toml now offers it the '
+                                            'roots ["data", "more"]'),
+        ("", spy, 'was synced with the roots ["data"], and planc.toml now offers it no roots'),
+        ('roots = ["data"]\n', [*spy, "--local-timezone", "Europe/Paris"],
+         f"was synced as `{shlex.join(spy)}`, and planc.toml now starts it as `{shlex.join(spy)} --local-timezone"),
+    ]:
+        declare(roots, command)
+        result = now()
+        assert result.exit_code == 1 and f"MCP server `time` {said}" in result.stderr
+        assert "nothing was run. Review the server, then `planc registry sync`" in result.stderr
+        assert started() == 2  # no server started
+    assert invoke("registry", "sync", "--config", toml).exit_code == 0
+    assert now().exit_code == 0 and started() == 4  # the sync's start and the run's
+    assert statuses(tmp_path) == ["ok", "failed", "failed", "failed", "ok"]
 
 
 def test_a_server_that_cannot_start_is_named(project, tmp_path):

@@ -25,6 +25,7 @@ from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import Policy, PolicyError, check_principal, load_policy, principal_of
 from planc.passes.policy.principals import merged, principal_data
 from planc.registry.config import find_config, load_registry
+from planc.registry.declarations import STORE_PATH
 from planc.registry.errors import ConfigError
 from planc.registry.registry import Registry
 
@@ -80,15 +81,13 @@ def store_path(store: str | Path | None, registry: Registry | None = None) -> Pa
     `.planc/runs.sqlite` beside the planc.toml in use, else under the working directory ("postgresql:$NAME":
     a PostgreSQL store, the DSN in $NAME). Without a registry only `store` of the nearest planc.toml is read
     (its tools are not loaded); a ConfigError when it cannot be."""
-    from planc.store.run_store import DEFAULT_PATH  # not loaded by the commands that never open the store
-
     if store:
         return Path(store)
     if registry is not None and registry.source is not None:
-        return registry.store or registry.folder / DEFAULT_PATH
+        return registry.store or registry.folder / STORE_PATH
     config = find_config(Path.cwd())
     if config is None:
-        return DEFAULT_PATH
+        return STORE_PATH
     import tomllib
 
     try:
@@ -97,7 +96,7 @@ def store_path(store: str | Path | None, registry: Registry | None = None) -> Pa
         raise ConfigError(config, None, f"cannot read where the run store is: {error}") from None
     if isinstance(declared, str) and declared.startswith("postgresql:"):  # a database, not a file beside it
         return Path(declared)
-    return config.parent / (declared if isinstance(declared, str) else DEFAULT_PATH)
+    return config.parent / (declared if isinstance(declared, str) else STORE_PATH)
 
 
 def with_learned_shapes(registry: Registry | None, store: Path) -> Registry | None:

@@ -36,7 +36,9 @@ from planc.registry.declarations import (
     McpServing,
     ModelConfig,
     PlanDeclaration,
+    Root,
     SAMPLES_PER_CALL,
+    STORE_PATH,
 )
 from planc.registry.declared_plans import DeclaredPlans, tool_name
 from planc.registry.errors import ConfigError
@@ -52,8 +54,8 @@ TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "bu
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
              "timeout_s", "query", "idempotency_key", "labels"}
 PLAN_KEYS = {"file", "description", "params", "returns", "labels"}
-MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s", "idempotency_keys", "rename", "roots", "sampling",
-            "samples_per_call", "labels"}
+MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s", "idempotency_keys", "rename", "roots",
+            "allow_project_files", "sampling", "samples_per_call", "labels"}
 MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retries", "max_tokens", "temperature",
               "top_p", "seed", "stop", "input_usd_per_million", "output_usd_per_million"}
 # What an SQL tool may do: read, nothing else (enforced when it runs).
@@ -167,8 +169,10 @@ class _Reader:
                 tools.setdefault(name, tool)
         models = {name: self.model(name, table) for name, table in self.tables(data, "models").items()}
         self.sampling_roles(servers, models)
+        policy, store = self.path_value(data, "policy"), self.store(data)
+        self.roots_reach(servers, policy, store)
         return Registry(tools=tools, source=self.path, servers=servers, plans=DeclaredPlans(plans), models=models,
-                        policy=self.path_value(data, "policy"), store=self.store(data), limits=limits,
+                        policy=policy, store=store, limits=limits,
                         budget=self.budget(data.get("budget", {})), principal=self.principal(data),
                         principals=self.principals(data.get("principals", {})),
                         executor=self.executor(data.get("executor", {})),
@@ -533,6 +537,7 @@ class _Reader:
                          trust_annotations=self.flag(table, "trust_annotations", where),
                          timeout_s=self.seconds(table, "timeout_s", where, None),
                          idempotency_keys=self.flag(table, "idempotency_keys", where),
+                         allow_project_files=self.flag(table, "allow_project_files", where),
                          labels=self.labels(table, where, UNTRUSTED_ONLY), **self.client(table, where))
 
     def client(self, table: dict, where: str) -> dict:
@@ -552,8 +557,26 @@ class _Reader:
         most = table.get("samples_per_call", SAMPLES_PER_CALL)
         if isinstance(most, bool) or not isinstance(most, int) or most < 1:
             self.fail(f"`samples_per_call` must be a whole number from 1, found {most!r}", where, "samples_per_call")
-        return {"rename": dict(rename), "roots": tuple(str((self.folder / root).resolve()) for root in roots),
+        return {"rename": dict(rename), "roots": tuple(Root(root, (self.folder / root).resolve()) for root in roots),
                 "sampling": sampling, "samples_per_call": most}
+
+    def roots_reach(self, servers: Mapping[str, McpServer], policy: Path | None, store: Path | None) -> None:
+        """No root holds planc.toml, the policy or the run store, unless its server's `allow_project_files` says
+        it may: a server may read and write what its roots hold, and these judge it and record what it did."""
+        files = {"planc.toml": self.path, "the policy": policy,
+                 "the run store": self.folder / STORE_PATH if store is None else store}
+        files = {what: file.resolve() for what, file in files.items()
+                 if file is not None and not str(file).startswith("postgresql:")}
+        for name, server in servers.items():
+            for root in () if server.allow_project_files else server.roots:
+                held = [what if what == file.name else f"{what} ({file.relative_to(root.path)})"
+                        for what, file in files.items() if file.is_relative_to(root.path)]
+                if held:
+                    listed = held[0] if len(held) == 1 else f"{', '.join(held[:-1])} and {held[-1]}"
+                    self.fail(f"the root `{root.written}` of MCP server `{name}` ({root.path}) holds {listed}: a "
+                              "server may read and write what its roots hold, so it could rewrite what judges it "
+                              "and the record of what it did. Offer a folder that holds none of them, or set "
+                              f"`allow_project_files = true` in [mcp.{name}]", f"mcp.{name}", "roots")
 
     def sampling_roles(self, servers: Mapping[str, McpServer], models: Mapping) -> None:
         """A server's `sampling` role is one `[models]` answers: its own table, or `[models.default]`."""

@@ -27,6 +27,7 @@ MODEL_PROVIDERS = ("openai",)  # any OpenAI-compatible chat-completions endpoint
 DEFAULT_MODEL_ROLE = "default"  # the `[models.*]` table a role without its own falls back to
 EXECUTORS = ("local", "ray")  # where the Python tool calls of `map` items and scheduled steps are made
 RAY_RETRIES = 3  # how many times Ray may run an idempotent tool's call again after losing its worker
+STORE_PATH = Path(".planc") / "runs.sqlite"  # the run store, from the folder of planc.toml, when it names none
 
 
 @attrs.frozen
@@ -66,6 +67,14 @@ class Executor:
 
 
 @attrs.frozen
+class Root:
+    """A folder planc offers an MCP server as a root: as planc.toml writes it, and where it is."""
+
+    written: str  # from the folder of planc.toml, as the lock records it
+    path: Path  # absolute, symlinks resolved
+
+
+@attrs.frozen
 class McpServer:
     """`[mcp.NAME]`: a server started over stdio, whose tools come from planc.lock.json."""
 
@@ -77,7 +86,8 @@ class McpServer:
     idempotency_keys: bool = False  # its tools deduplicate calls by the idempotency key planc sends in `_meta`
     labels: frozenset[str] = UNTRUSTED_ONLY  # what its tools' results carry (registry/labels.py)
     rename: Mapping[str, str] = attrs.field(factory=dict)  # a tool's name on the wire -> its name in plans
-    roots: tuple[str, ...] = ()  # folders offered as roots beside planc.toml's own (absolute)
+    roots: tuple[Root, ...] = ()  # the folders offered as roots; none: planc does not declare roots at all
+    allow_project_files: bool = False  # a root may hold planc.toml, the policy or the run store
     sampling: str | None = None  # the `[models]` role that answers its sampling requests; None: refused
     samples_per_call: int = SAMPLES_PER_CALL  # the most sampling requests one call of its tools may make
 

@@ -4,12 +4,15 @@
 resolve offline, without starting a server. The format, version 1:
 
     {"format": "planc.lock", "version": 1,
-     "servers": {NAME: {"command": [...],
+     "servers": {NAME: {"command": [...], "roots": [...],
                         "tools": {TOOL: {"description", "input_schema", "output_schema",
                                          "annotations", "hash"}}}}}
 
 `hash` is the sha256 of the tool's canonical JSON (see `tool_hash`); a lock whose hash does not
-match its entry was edited by hand and is refused, as is any other malformed lock.
+match its entry was edited by hand and is refused, as is any other malformed lock. `command` and
+`roots` are how the server was started and what it was offered when it was synced (`started_as`); a
+run refuses a server that planc.toml now starts or offers otherwise (`unsynced`) until it is synced
+again. A lock written before roots were recorded has none.
 
 The lock keeps each tool under its name on the server, the name every call sends. In plans, a locked
 tool TOOL of a server NAME declared in planc.toml is the Tool `NAME__TOOL`, where TOOL is written as a
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -111,6 +115,38 @@ def plan_names(server: McpServer, tools: Iterable[str]) -> dict[str, str]:
     return names
 
 
+def started_as(server: McpServer) -> dict:
+    """What the lock records of how `server` was synced: its command, and its roots as planc.toml writes them."""
+    return {"command": list(server.command), "roots": [root.written for root in server.roots]}
+
+
+def unsynced(server: McpServer, locked: Mapping) -> str | None:
+    """How planc.toml now starts `server`, or what it offers it, unlike when its lock entry `locked` was synced;
+    None when alike.
+
+    >>> from planc.registry.declarations import Root
+    >>> locked = {"command": ["fs", "data"], "roots": []}
+    >>> unsynced(McpServer("fs", ("fs", "data")), locked) is None
+    True
+    >>> print(unsynced(McpServer("fs", ("fs", "data"), roots=(Root("data", Path("/p/data")),)), locked))
+    MCP server `fs` was synced with no roots, and planc.toml now offers it the roots ["data"]
+    >>> print(unsynced(McpServer("fs", ("fs", "/")), locked))
+    MCP server `fs` was synced as `fs data`, and planc.toml now starts it as `fs /`
+    """
+    now, then = started_as(server), {"command": locked.get("command", []), "roots": locked.get("roots", [])}
+    if now["command"] != then["command"]:
+        return (f"MCP server `{server.name}` was synced as `{shlex.join(then['command'])}`, and planc.toml now "
+                f"starts it as `{shlex.join(now['command'])}`")
+    if now["roots"] != then["roots"]:
+        return (f"MCP server `{server.name}` was synced with {_roots(then['roots'])}, and planc.toml now offers it "
+                f"{_roots(now['roots'])}")
+    return None
+
+
+def _roots(roots: list[str]) -> str:
+    return f"the roots {json.dumps(roots)}" if roots else "no roots"
+
+
 def load_locked_tools(config: Path, servers: Mapping[str, McpServer], text: str | None = None) -> dict[str, Tool]:
     """The Tools of the declared `servers` in the lock beside `config` (or in `text`, the lock's
     text); none if there is no lock."""
@@ -152,6 +188,10 @@ def check_lock(data, path: Path) -> dict:
     for server, locked in servers.items():
         if not isinstance(locked, dict) or not isinstance(locked.get("tools"), dict):
             fail(f"server `{server}` must be an object with `tools`")
+        for key, what in (("command", "strings"), ("roots", "folders")):
+            value = locked.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(part, str) for part in value):
+                fail(f"`{key}` of server `{server}` must be a list of {what}")
         for name, tool in locked["tools"].items():
             where = f"tool `{name}` of server `{server}`"
             if not isinstance(tool, dict):

@@ -6,9 +6,11 @@ so planc works without it until a sync is asked for), in the folder of planc.tom
 (every page) and stops the server. Servers run concurrently, each within `timeout` seconds.
 
 planc declares the same client capabilities here as when it runs the tools (`client_session`), since a
-server may offer some tools only to clients that can answer its requests: roots, elicitation and
-sampling. Each tool is locked under its name on the server; its name in plans (`lock.plan_names`) is
-reported when it differs, and two tools that plans would call by one name fail their server's sync.
+server may offer some tools only to clients that can answer its requests: roots (when the server's
+table declares some), elicitation and sampling. Each tool is locked under its name on the server, with
+the command and roots the server was synced with (`lock.unsynced` compares them at run time); its name
+in plans (`lock.plan_names`) is reported when it differs, and two tools that plans would call by one
+name fail their server's sync.
 
 A server that cannot be started, fails, or does not answer in time is a `ServerFailure` naming
 it and its command; its earlier entry in the lock, if any, is kept (what was approved stays
@@ -28,7 +30,16 @@ import attrs
 
 from planc.registry.declarations import MCP_START_TIMEOUT_S, McpServer
 from planc.registry.errors import ConfigError
-from planc.registry.lock import LOCK_FORMAT, LOCK_VERSION, NameClash, entry, lock_path, plan_names, read_lock
+from planc.registry.lock import (
+    LOCK_FORMAT,
+    LOCK_VERSION,
+    NameClash,
+    entry,
+    lock_path,
+    plan_names,
+    read_lock,
+    started_as,
+)
 from planc.registry.registry import Registry
 
 
@@ -95,7 +106,7 @@ def sync(registry: Registry, timeout: float = MCP_START_TIMEOUT_S) -> SyncResult
                 servers[name] = previous[name]
                 kept.append(name)
         else:
-            servers[name] = {"command": list(registry.servers[name].command), "tools": outcome}
+            servers[name] = {**started_as(registry.servers[name]), "tools": outcome}
             counts[name] = len(outcome)
     try:
         write_lock(path, {"format": LOCK_FORMAT, "version": LOCK_VERSION, "servers": servers})
@@ -178,16 +189,17 @@ class _NoParseErrors:
         return not record.getMessage().startswith("Failed to parse JSONRPC message")
 
 
-def client_session(read, write, server: McpServer, folder: Path, noise: StdoutNoise, requests=None):
-    """The SDK's session with `server`, declaring planc's client capabilities: roots (the folder of planc.toml and
-    the server's `roots`), elicitation and sampling. `requests` (a backend.models.mcp_requests.ServerRequests) answers
-    the server's elicitation and sampling requests during a run's calls; without it (a sync, which calls no
-    tool) they are refused."""
+def client_session(read, write, server: McpServer, noise: StdoutNoise, requests=None):
+    """The SDK's session with `server`, declaring planc's client capabilities: roots (only when the server's
+    `roots` names some: a server such as the reference filesystem server replaces the folders it was started
+    on with its client's roots), elicitation and sampling. `requests` (a backend.models.mcp_requests.ServerRequests)
+    answers the server's elicitation and sampling requests during a run's calls; without it (a sync, which calls
+    no tool) they are refused."""
     from mcp import ClientSession, types
 
     async def roots(context):
-        return types.ListRootsResult(roots=[types.Root(uri=Path(root).as_uri(), name=Path(root).name or root)
-                                            for root in (str(folder.resolve()), *server.roots)])
+        return types.ListRootsResult(roots=[types.Root(uri=root.path.as_uri(), name=root.path.name or root.written)
+                                            for root in server.roots])
 
     async def elicitation(context, params):
         if requests is None:
@@ -199,7 +211,7 @@ def client_session(read, write, server: McpServer, folder: Path, noise: StdoutNo
             return types.ErrorData(code=types.INVALID_REQUEST, message="planc answers no request while it lists tools")
         return await requests.sample(server, params)
 
-    return ClientSession(read, write, message_handler=noise, list_roots_callback=roots,
+    return ClientSession(read, write, message_handler=noise, list_roots_callback=roots if server.roots else None,
                          elicitation_callback=elicitation, sampling_callback=sampling)
 
 
@@ -228,7 +240,7 @@ async def _list_server(server: McpServer, folder: Path, timeout: float) -> dict 
         try:
             with anyio.fail_after(timeout):
                 async with stdio_client(parameters, errlog=errlog) as (read, write):
-                    async with client_session(read, write, server, folder, noise) as session:
+                    async with client_session(read, write, server, noise) as session:
                         await session.initialize()
                         tools = await _all_tools(session)
         except Exception as error:  # noqa: BLE001 - any failure of a server is reported, not raised

@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from planc.registry.declarations import STORE_PATH
 from planc.registry.learned_shapes import LearnedShape, first_shape
 from planc.store.faults import RunLeased, RunStoreError, store_failure
 from planc.store.large_values import Values, keep, keep_event, read_record, to_json
@@ -35,7 +36,6 @@ from planc.store.postgres_backend import PostgresBackend, is_postgresql
 from planc.store.sqlite_backend import SqliteBackend
 from planc.store.views import make_views
 
-DEFAULT_PATH = Path(".planc") / "runs.sqlite"
 # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases; 5: calls.idempotency_key;
 # 6: batches, runs.batch and runs.batch_line; 7: calls.labels; 8: shapes;
 # 9: steps, rounds and the views (store/views.py); 10: the outcomes `awaiting_approval` and `approved` and the
@@ -178,7 +178,7 @@ def plain_json(value):
 
 
 class RunStore:
-    def __init__(self, path: str | Path = DEFAULT_PATH, *, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path = STORE_PATH, *, read_only: bool = False) -> None:
         """The run store at `path`: an SQLite file, or "postgresql:$NAME" (the DSN in $NAME); made, or
         brought up to this schema. `read_only`: a command that only reads, which reads an SQLite store it
         cannot write."""
@@ -665,4 +665,4 @@ def _set_up(backend) -> None:
         backend.set_version(db, SCHEMA_VERSION)
 
 
-__all__ = ["DEFAULT_PATH", "OUTCOMES", "NotWaiting", "RunLeased", "RunStore", "RunStoreError"]
+__all__ = ["OUTCOMES", "NotWaiting", "RunLeased", "RunStore", "RunStoreError"]

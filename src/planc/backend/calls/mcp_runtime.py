@@ -3,10 +3,12 @@
 `McpRuntime.open` starts every server the run may call over stdio with the official `mcp` SDK
 (the servers of the tools the checked plan calls; every locked server when the plan has an
 `agent` step, whose tools are chosen at run time), in the planc.toml's folder, with its `env`
-as `planc registry sync` does. Before the first step it lists each server's live tools and
-compares them with `planc.lock.json` (the same `tool_hash`): a locked tool that is missing or
-has changed (description, input schema, output schema or annotations) is a "rug pull", refused
-with a RunError naming the server, the tool and what changed, and nothing runs.
+as `planc registry sync` does. A server that planc.toml now starts with another command, or offers
+other roots, than it was synced with is refused before any server starts (`lock.unsynced`). Before
+the first step it lists each server's live tools and compares them with `planc.lock.json` (the
+same `tool_hash`): a locked tool that is missing or has changed (description, input schema, output
+schema or annotations) is a "rug pull", refused with a RunError naming the server, the tool and
+what changed, and nothing runs.
 
 `call` sends `tools/call` under the tool's name on the server (the lock's; plans may call it by another,
 `lock.plan_names`), with the call's idempotency key in `_meta` (under `MCP_META_KEY`) and a progress
@@ -39,7 +41,7 @@ import attrs
 from planc.backend.state.values import RunError
 from planc.registry.declarations import MCP_START_TIMEOUT_S
 from planc.registry.errors import ConfigError
-from planc.registry.lock import ENTRY_KEYS, entry, lock_path, plan_names, read_lock
+from planc.registry.lock import ENTRY_KEYS, entry, lock_path, plan_names, read_lock, unsynced
 from planc.registry.tool import MCP_META_KEY, Tool
 from planc.syntax.json_input import read_json
 
@@ -106,6 +108,11 @@ class McpRuntime:
             lock = read_lock(lock_path(self.registry.source))
         except ConfigError as error:
             raise RunError(str(error)) from None
+        for name in self.servers:  # before any server starts: what a server was synced with is what it gets
+            locked = lock["servers"].get(name)
+            changed = unsynced(self.registry.servers[name], locked) if locked is not None else None
+            if changed is not None:
+                raise RunError(f"{changed}: nothing was run. Review the server, then `planc registry sync`")
         folder = self.registry.source.parent
         self._stack = AsyncExitStack()
         stack = await self._stack.__aenter__()
@@ -117,7 +124,7 @@ class McpRuntime:
             noise = StdoutNoise()
             try:  # the transports' task groups stay open in `stack`: no cancel scope may wrap their entry
                 read, write = await stack.enter_async_context(stdio_client(parameters, errlog=errlog))
-                session = await stack.enter_async_context(client_session(read, write, server, folder, noise, self))
+                session = await stack.enter_async_context(client_session(read, write, server, noise, self))
                 with anyio.fail_after(MCP_START_TIMEOUT_S):
                     await session.initialize()
                     live = await _all_tools(session)
