@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli import PLANC, invoke, planc_completed, planc_forks
+from cli import HANG_GUARD_S, PLANC, invoke, planc_completed, planc_forks
 from test_attacks import calls, statuses  # the spy's lines, the recorded statuses
 from tool_project import tool_project
 
@@ -257,6 +257,89 @@ def test_the_acceptance_session_over_http(project):
         assert run_id in invoke("runs").stdout
         process.terminate()
         no_traceback(process.stderr.read())
+
+
+def test_initialize_reports_the_version_planc_version_prints(project, tmp_path_factory):
+    errlog = (tmp_path_factory.mktemp("err") / "stderr").open("w+")
+    server = StdioServerParameters(command=SERVER[0], args=SERVER[1:], cwd=str(project), env=dict(os.environ))
+
+    async def main():
+        async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            return (await session.initialize()).server_info
+
+    info = asyncio.run(main())
+    printed = planc_completed("--version")
+    assert printed.returncode == 0 and printed.stdout == f"planc, version {info.version}\n"
+    assert info.name == "planc" and info.version
+
+
+# --- over HTTP, only from this machine -------------------------------------------------------------------
+
+def posted(client, url: str, message: dict, headers: dict):
+    """The response to `message` POSTed to `url` as an MCP client posts it, with `headers` besides; its JSON-RPC
+    answer (from the event stream) as `.answer`, when it has one."""
+    response = client.post(url, json=message, headers={"Accept": "application/json, text/event-stream", **headers})
+    data = [line[len("data: "):] for line in response.text.splitlines() if line.startswith("data: ")]
+    response.answer = json.loads(data[0]) if data else None
+    return response
+
+
+def test_a_request_naming_another_host_or_origin_is_refused_and_calls_nothing(project):
+    """Attack: DNS rebinding. A web page whose name now points at 127.0.0.1 posts to the server: its request
+    names the page's host (and origin), and is refused before anything reads it; the SDK's client at the real
+    address is served. The SDK's own default would take any port of 127.0.0.1; planc's takes the bound one."""
+    import httpx
+
+    with http_server(project) as (url, process):
+        port = int(re.search(r":(\d+)/mcp$", url)[1])
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "a web page", "version": "1"}}}
+        run = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "run_plan", "arguments": {"plan": 'lookup(topic: "rebound")'}}}
+        with httpx.Client() as client:
+            refused = posted(client, url, initialize, {"Host": f"attacker.example:{port}"})
+            assert refused.status_code == 421 and "mcp-session-id" not in refused.headers
+            opened = posted(client, url, initialize, {})
+            assert opened.status_code == 200, opened.text
+            session = {"mcp-session-id": opened.headers["mcp-session-id"],
+                       "mcp-protocol-version": opened.answer["result"]["protocolVersion"]}
+            posted(client, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+            for headers, status in [({"Host": "attacker.example"}, 421), ({"Host": f"attacker.example:{port}"}, 421),
+                                    ({"Host": f"127.0.0.1:{port + 1 if port < 65535 else port - 1}"}, 421),
+                                    ({"Origin": "http://attacker.example"}, 403),
+                                    ({"Origin": f"http://attacker.example:{port}"}, 403),
+                                    ({"Origin": f"http://127.0.0.1:{port}.attacker.example"}, 403)]:
+                response = posted(client, url, run, {**session, **headers})
+                assert (response.status_code, response.answer) == (status, None), headers
+            assert calls(project) == [] and statuses(project) == []
+            # The same request, as the loopback names with the bound port: served.
+            served = posted(client, url, run, {**session, "Host": f"localhost:{port}",
+                                               "Origin": f"http://localhost:{port}"})
+            assert served.status_code == 200 and served.answer["result"]["structuredContent"]["status"] == "ok"
+            assert calls(project) == ["lookup rebound"]
+
+        async def main():
+            async with http_session(url) as session:
+                return answer(await session.call_tool("run_plan", {"plan": FIXED}))
+
+        assert asyncio.run(main())["status"] == "ok"
+        assert calls(project) == ["lookup rebound", "lookup disk"] and statuses(project) == ["ok", "ok"]
+        process.terminate()
+        said = process.stderr.read()
+        no_traceback(said)
+        assert "Invalid Host header" in said and "Invalid Origin header" in said  # the SDK's warnings
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0:0", "[::]:0", "192.0.2.1:8000", "example.org:0"])
+def test_an_address_beyond_loopback_is_refused_before_listening(project, address):
+    done = subprocess.run([*SERVER, "--http", address], cwd=project, env=dict(os.environ), capture_output=True,
+                          text=True, timeout=HANG_GUARD_S)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"Error: --http {address}: planc mcp serves plans that run, and authenticates no "
+                                  "client, so it listens only on this machine's loopback address")
+    assert "listening on" not in done.stderr and len(done.stderr.splitlines()) == 1
+    no_traceback(done.stderr)
 
 
 # --- refusals, and what only a person may let through ---------------------------------------------------

@@ -12,7 +12,7 @@ from planc.cli.usage import UsageError
 @CONFIG_OPTION
 @click.option("--http", "address", metavar="HOST:PORT",
               help="Serve streamable HTTP at http://HOST:PORT/mcp rather than standard input and output "
-                   "(port 0: a free one; the address goes to stderr).")
+                   "(a loopback address only; port 0: a free one; the address goes to stderr).")
 @STORE_OPTION
 def mcp_command(config: str | None, address: str | None, store: str | None) -> None:
     """Serve the project of planc.toml to MCP clients: describe, check_plan, run_plan, show_run.
@@ -27,13 +27,15 @@ def mcp_command(config: str | None, address: str | None, store: str | None) -> N
         import mcp.server.mcpserver  # noqa: F401
     except ImportError:
         raise UsageError("planc mcp needs the MCP SDK: pip install 'planc[mcp]'") from None
-    from planc.mcp_server.server import serve_http, serve_stdio
+    from planc.mcp_server.server import NotLoopback, serve_http, serve_stdio
 
     if address is None:
         serve_stdio(project)
         return
     try:
         serve_http(project, host, port)
+    except NotLoopback as error:
+        raise UsageError(f"--http {address}: {error}") from None
     except OSError as error:
         raise UsageError(f"--http {address}: cannot listen there: {error.strerror or error}") from None
 

@@ -48,6 +48,13 @@ DESCRIBE_NOTE = ("Send the plan as the `plan` argument of `check_plan` or `run_p
                  "`arguments` given to `run_plan`.")
 
 
+def planc_version() -> str:
+    """planc's version, the installed package's: what `planc --version` prints, and `initialize` answers."""
+    from importlib.metadata import version
+
+    return version("planc")
+
+
 def can_elicit(context: Context) -> bool:
     """Whether the client declared that it answers elicitation requests."""
     capabilities = context.client_capabilities
@@ -61,7 +68,7 @@ class PlancServer:
         self.project = project
         self.serving = project.registry.mcp_server if project.registry is not None else McpServing()
         self._store: RunStore | None = None
-        self.mcp = MCPServer("planc", instructions=INSTRUCTIONS, log_level="WARNING")
+        self.mcp = MCPServer("planc", version=planc_version(), instructions=INSTRUCTIONS, log_level="WARNING")
         for tool in (self.describe, self.check_plan, self.run_plan, self.show_run):
             self.mcp.add_tool(tool)
 
@@ -195,12 +202,54 @@ class ClientGone(logging.Filter):
         return not (record.exc_info and self.gone(record.exc_info[1]))
 
 
+class NotLoopback(ValueError):
+    """An address `planc mcp --http` will not serve at: it has no authentication, so only this machine may reach it."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is an address of this machine that no other machine can reach.
+
+    >>> [is_loopback(host) for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2", "0.0.0.0", "::", "example.org")]
+    [True, True, True, True, False, False, False]
+    """
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def transport_security(host: str, port: int):
+    """What a request to `http://host:port/mcp` must say in `Host` and `Origin`: one of the loopback names with the
+    bound port. A web page that a DNS rebinding points at the server sends its own name, and is refused (421 for
+    `Host`, 403 for `Origin`), as is a page of another origin; set here, not left to the SDK's default.
+
+    >>> transport_security("127.0.0.1", 8000).allowed_hosts
+    ['127.0.0.1:8000', 'localhost:8000', '[::1]:8000']
+    """
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    bound = f"[{host}]" if ":" in host else host
+    hosts = [f"{name}:{port}" for name in (names if bound in names else [*names, bound])]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=[f"http://{each}" for each in hosts])
+
+
 def serve_http(project: Project, host: str, port: int) -> None:
     """Serve `project` over streamable HTTP at `http://HOST:PORT/mcp` until stopped; port 0 takes a free one.
-    The address it listens on goes to stderr once it does."""
+    The address it listens on goes to stderr once it does. NotLoopback, before it listens, for an address other
+    machines can reach: nothing authenticates a client yet."""
     import anyio
     import uvicorn
 
+    if not is_loopback(host):
+        raise NotLoopback("planc mcp serves plans that run, and authenticates no client, so it listens only on "
+                          "this machine's loopback address (127.0.0.1, localhost or [::1]); to serve other machines, "
+                          "put it behind a proxy that authenticates them")
     for name in ("mcp.server.streamable_http", "uvicorn.error"):
         logging.getLogger(name).addFilter(ClientGone())
     server = PlancServer(project)
@@ -210,7 +259,8 @@ def serve_http(project: Project, host: str, port: int) -> None:
     listener.bind((host, port))
     listener.listen(128)  # connections wait from now on, so the line below may be acted on at once
     bound = listener.getsockname()[1]
-    config = uvicorn.Config(server.mcp.streamable_http_app(host=host), log_level="warning")
+    app = server.mcp.streamable_http_app(host=host, transport_security=transport_security(host, bound))
+    config = uvicorn.Config(app, log_level="warning")
     where = f"[{host}]" if family == socket.AF_INET6 else host
     print(f"planc mcp: listening on http://{where}:{bound}/mcp", file=sys.stderr, flush=True)
     try:
