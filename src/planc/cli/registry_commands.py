@@ -91,6 +91,11 @@ def registry_sync_command(config: str | None, timeout: float) -> None:
     registry = find_registry(config, locked=False)  # the lock is what is being rewritten: it may be stale or broken
     if registry is None:
         raise UsageError("no planc.toml here or above; name one with --config")
+    from planc.registry.mcp_credentials import missing_variable
+
+    missing = missing_variable(registry.servers.values())
+    if missing is not None:
+        raise UsageError(f"{registry.source}: {missing}")
     try:
         result = sync(registry, timeout=timeout)
     except SyncError as error:
