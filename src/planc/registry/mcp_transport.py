@@ -164,7 +164,7 @@ async def connected(server: McpServer, folder: Path, errlog, link: Link) -> Asyn
 
     headers = resolved_headers(server)
     link.sent = header_secrets(server, headers)
-    if server.oauth is not None:
+    if server.oauth is not None and link.auth is None:  # a login gives its own
         from planc.registry.mcp_oauth import run_auth
 
         link.auth = run_auth(server)
