@@ -633,3 +633,40 @@ def test_the_example_client_does_the_acceptance_session(tmp_path):
     run_id = re.search(r"run_plan: ok, run (\S+)", done.stdout)[1]
     listed = planc_completed("runs", cwd=project)
     assert run_id in listed.stdout
+
+
+# --- `ask` through elicitation ---------------------------------------------------------------------------
+
+class Answers:
+    """An elicitation callback that answers each `ask` with `answer` and keeps each message and schema."""
+
+    def __init__(self, answer: str | None) -> None:
+        self.answer, self.asked = answer, []
+
+    async def __call__(self, context, params):
+        self.asked.append((params.message, params.requested_schema))
+        if self.answer is None:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"answer": self.answer})
+
+
+ASK = 'topic = ask(question: "Which topic?")\nlookup(topic: $topic)'
+
+
+def test_an_ask_step_is_asked_through_elicitation(project):
+    asked = Answers("disk")
+    ran, _ = run_plan(project, ASK, asked)
+    assert ran["status"] == "ok" and ran["result"] == {"topic": "disk", "owner": "ops"}
+    [(message, schema)] = asked.asked
+    assert message == "planc asks, at step 1: Which topic?" and list(schema["properties"]) == ["answer"]
+    assert calls(project) == ["lookup disk"] and statuses(project) == ["ok"]
+
+
+def test_an_ask_is_unanswered_where_the_client_declines_or_cannot_elicit(project):
+    declining = Answers(None)
+    ran, _ = run_plan(project, ASK, declining)
+    assert ran["status"] == "failed" and "the MCP client did not answer (decline)" in ran["message"]
+    assert len(declining.asked) == 1
+    ran, _ = run_plan(project, ASK)
+    assert ran["status"] == "failed" and "declared no elicitation capability" in ran["message"]
+    assert calls(project) == [] and statuses(project) == ["failed", "failed"]
