@@ -99,7 +99,8 @@ def test_login_registers_with_pkce_and_the_resource_and_the_expired_token_is_ref
         assert query["code_challenge_method"] == "S256" and len(query["code_challenge"]) == 43
         assert query["resource"] == url and query["scope"] == "files"
         assert seen["wrong verifier"].status_code == 400
-        assert seen["wrong verifier"].json() == {"error": "invalid_grant", "error_description": "incorrect code_verifier"}
+        assert seen["wrong verifier"].json() == {"error": "invalid_grant",
+                                                 "error_description": "incorrect code_verifier"}
         assert seen["page"].status_code == 200 and "signed in" in seen["page"].text
         assert [params.resource for params in provider.authorized] == [url]
         [first] = provider.access.values()

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from cli import HANG_GUARD_S, invoke, planc_forks
 from test_attacks import calls, statuses
+from test_mcp_server import TOML as SERVER_TOML
+from test_mcp_server import TOOLS as SERVER_TOOLS
 from tool_project import tool_project
 
 pytest.importorskip("mcp.server.mcpserver")
@@ -28,74 +30,21 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from token_issuer import Issuer  # noqa: E402
 
-TOOLS = '''
-import os, time
-
-SPY = os.environ["PLANC_TEST_SPY"]
-HERE = os.path.dirname(SPY)
-
-
-def _called(line):
-    with open(SPY, "a", encoding="utf-8") as spy:
-        spy.write(line + "\\n")
-
-
-def lookup(topic):
-    _called(f"lookup {topic}")
-    return {"topic": topic, "owner": "ops"}
-
+# test_mcp_server's spies (lookup, send, note, hold) and one more: `ledger`, which the policy keeps for Acme.
+TOOLS = SERVER_TOOLS + '''
 
 def ledger(account):
     _called(f"ledger {account}")
     return {"account": account, "balance": 12}
-
-
-def note(text):
-    _called(f"note {text}")
-    return text
-
-
-def hold(name):
-    """Say so (the file `held`), then wait while the file `hold` exists."""
-    _called(f"hold {name}")
-    open(os.path.join(HERE, "held"), "w").close()
-    while os.path.exists(os.path.join(HERE, "hold")):
-        time.sleep(0.01)
-    return name
 '''
 
-SERVED_TOML = '''
-policy = "policy.cedar"
-store = "runs.sqlite"
-
-[tools.lookup]
-provider = "python:{module}:lookup"
-params = {{ topic = {{ type = "string" }} }}
-required = ["topic"]
-labels = []
-effects = {{ read_only = true, idempotent = true }}
-
+SERVED_TOML = SERVER_TOML + '''
 [tools.ledger]
 provider = "python:{module}:ledger"
 params = {{ account = {{ type = "string" }} }}
 required = ["account"]
 labels = []
 effects = {{ read_only = true, idempotent = true }}
-
-[tools.note]
-provider = "python:{module}:note"
-params = {{ text = {{ type = "string" }} }}
-required = ["text"]
-labels = []
-effects = {{ read_only = false, idempotent = false }}
-
-[tools.hold]
-provider = "python:{module}:hold"
-params = {{ name = {{ type = "string" }} }}
-required = ["name"]
-labels = []
-effects = {{ read_only = true, idempotent = true }}
-timeout_s = 600
 
 # The principals' type, so that the policy may read `org`: every caller's comes from its token.
 [principals.'User::"nobody"']
@@ -245,8 +194,10 @@ def test_a_project_reaches_another_behind_its_token_and_the_token_is_written_now
 @pytest.mark.parametrize(("name", "mint", "status"), [
     ("a wrong signature", lambda issuer, url: issuer.token(url, key="forger"), "HTTP 401 (invalid_token"),
     ("an expired token", lambda issuer, url: issuer.token(url, lifetime=-60), "HTTP 401 (invalid_token"),
-    ("another audience", lambda issuer, url: issuer.token("https://elsewhere.example/mcp"), "HTTP 401 (invalid_token"),
-    ("another issuer", lambda issuer, url: issuer.token(url, issuer="https://other.example"), "HTTP 401 (invalid_token"),
+    ("another audience", lambda issuer, url: issuer.token("https://elsewhere.example/mcp"),
+     "HTTP 401 (invalid_token"),
+    ("another issuer", lambda issuer, url: issuer.token(url, issuer="https://other.example"),
+     "HTTP 401 (invalid_token"),
     ("no `plans` scope", lambda issuer, url: issuer.token(url, scope="read"),
      "HTTP 403 (insufficient_scope: Required scope: plans)"),
     ("an HMAC signature", lambda issuer, url: hmac_token(issuer, url), "HTTP 401 (invalid_token"),
@@ -269,7 +220,8 @@ def test_a_token_the_server_refuses_is_one_clean_error_and_calls_nothing(served,
         (client / "p.plan").write_text(RUN, encoding="utf-8")
         ran = invoke("run", "--config", config, str(client / "p.plan"), env={"SERVED_TOKEN": bad})
         assert ran.exit_code == 1 and "Traceback" not in ran.output
-        assert f"error: MCP server `served` ({url}) cannot be used: it refused planc's credentials: {status}" in ran.stderr
+        assert (f"error: MCP server `served` ({url}) cannot be used: it refused planc's credentials: {status}"
+                in ran.stderr)
         assert bad not in ran.output and bad not in refused.output
         # The server's own answer, to a client that sends the token as it is: the status, and where to learn more.
         answered = httpx.post(url, headers={"Authorization": f"Bearer {bad}",
@@ -525,3 +477,67 @@ def test_over_tls_a_client_is_served_and_refused_as_over_http(served, issuer, tm
             assert opened.status_code == 200 and "mcp-session-id" in opened.headers
     finally:
         no_traceback(stopped(process))
+
+
+# --- opaque tokens, asked about at an introspection endpoint (RFC 7662) ---------------------------------
+
+def introspection_app(known: dict, asked: list):
+    """`make_app` for http_servers.served: an introspection endpoint answering `known[token]` (else inactive) to a
+    client that authenticates as planc / its secret."""
+    import base64
+    from urllib.parse import parse_qs
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {name.decode().lower(): value.decode() for name, value in scope["headers"]}
+        token = parse_qs(body.decode()).get("token", [""])[0]
+        asked.append(token)
+        good = headers.get("authorization") == "Basic " + base64.b64encode(b"planc:intro-secret").decode()
+        answer = known.get(token, {"active": False}) if good else {"active": False}
+        await send({"type": "http.response.start", "status": 200 if good else 401,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+    return app
+
+
+def test_opaque_tokens_are_asked_about_and_each_answer_kept_no_longer_than_its_exp(served, tmp_path):
+    import time
+
+    import httpx
+    from http_servers import served as serving
+
+    known, asked = {}, []
+    with serving(lambda base: introspection_app(known, asked)) as introspect:
+        toml = (SERVED_TOML.format(module=next(served.glob("remotetools_*.py")).stem)
+                + f'\n[mcp_server.auth]\nissuer = "https://id.example"\nscopes = ["plans"]\n'
+                  f'introspection_url = "{introspect}/introspect"\nclient_id_env = "INTRO_ID"\n'
+                  'client_secret_env = "INTRO_SECRET"\n')
+        (served / "planc.toml").write_text(toml, encoding="utf-8")
+        missing = subprocess.run([*SERVER, "--http", "127.0.0.1:0"], cwd=served, env=dict(os.environ),
+                                 capture_output=True, text=True, timeout=HANG_GUARD_S)
+        assert missing.returncode == 2 and "the environment variable INTRO_ID" in missing.stderr
+        with http_server(served, env={"INTRO_ID": "planc", "INTRO_SECRET": "intro-secret"}) as (url, process):
+            now = time.time()
+            known.update({"good": {"active": True, "sub": "alice", "aud": url, "iss": "https://id.example",
+                                   "exp": now + 600, "scope": "plans"},
+                          "elsewhere": {"active": True, "sub": "alice", "aud": "https://elsewhere.example/mcp",
+                                        "exp": now + 600, "scope": "plans"},
+                          "no-exp": {"active": True, "sub": "alice", "aud": url, "scope": "plans"},
+                          "unscoped": {"active": True, "sub": "alice", "aud": url, "exp": now + 600, "scope": "read"}})
+            ping = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                               "clientInfo": {"name": "x", "version": "1"}}}
+            answered = {token: httpx.post(url, json=ping, headers={
+                "Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}).status_code
+                for token in ("good", "good", "elsewhere", "no-exp", "unscoped", "unknown")}
+            no_traceback(stopped(process))
+    assert answered == {"good": 200, "elsewhere": 401, "no-exp": 401, "unscoped": 403, "unknown": 401}
+    assert asked.count("good") == 1  # the second request took the kept answer

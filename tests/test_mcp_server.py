@@ -117,7 +117,8 @@ SERVER: list[str] = []  # `planc mcp`'s command line, while the module's tests r
 @pytest.fixture(scope="module", autouse=True)
 def planc_mcp(tmp_path_factory):
     with planc_forks(listen=tmp_path_factory.mktemp("forks") / "socket",
-                     warm=(PLANC, "planc.mcp_server.server", "planc.mcp_server.http", "mcp.server.stdio", "mcp.server.streamable_http_manager",
+                     warm=(PLANC, "planc.mcp_server.server", "planc.mcp_server.http", "mcp.server.stdio",
+                           "mcp.server.streamable_http_manager",
                            "uvicorn")) as forks:
         SERVER[:] = forks.command("mcp")
         yield

@@ -2,23 +2,24 @@
 server, and JWTs minted with PyJWT, as an authorization server would sign them (`Issuer.token`).
 
 A second key under the same `kid` (`forger`) signs tokens whose signature the published key does not verify.
+The JWKS is served by uvicorn in a thread (http_servers.served).
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from http_servers import served
 
 KID = "test-key-1"
 
 
 class Issuer:
-    """Keys and a JWKS endpoint on loopback (`jwks_url`); `issuer` is the `iss` of its tokens."""
+    """Keys and a JWKS endpoint on loopback (`jwks_url`), while it is entered; `issuer` (its base URL) is the `iss`
+    of its tokens."""
 
     def __init__(self) -> None:
         self.rsa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -28,41 +29,35 @@ class Issuer:
                  "use": "sig"},
                 {**json.loads(jwt.algorithms.ECAlgorithm.to_jwk(self.ec.public_key())), "kid": "test-key-ec",
                  "alg": "ES256", "use": "sig"}]
-        body = json.dumps({"keys": keys}).encode()
+        self.jwks = {"keys": keys}
         self.fetched = 0
-        issuer = self
+        self._serving = None
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                issuer.fetched += 1
-                self.send_response(200 if self.path == "/jwks.json" else 404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+    def _app(self, base: str):
+        body = json.dumps(self.jwks).encode()
 
-            def log_message(self, format: str, *args: object) -> None:
-                pass
+        async def app(scope, receive, send):
+            if scope["type"] != "http":
+                return
+            self.fetched += 1
+            found = scope["path"] == "/jwks.json"
+            await send({"type": "http.response.start", "status": 200 if found else 404,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body if found else b"{}"})
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-
-    @property
-    def issuer(self) -> str:
-        return f"http://127.0.0.1:{self.http.server_address[1]}"
+        return app
 
     @property
     def jwks_url(self) -> str:
         return f"{self.issuer}/jwks.json"
 
     def __enter__(self) -> Issuer:
-        self.thread.start()
+        self._serving = served(self._app)
+        self.issuer = self._serving.__enter__()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.http.shutdown()
-        self.http.server_close()
-        self.thread.join()
+        self._serving.__exit__(*exc_info)
 
     def token(self, audience: str, subject: str = "alice", *, scope: str = "plans", lifetime: float = 3600,
               key: str = "rsa", algorithm: str | None = None, issuer: str | None = None, **claims) -> str:

@@ -137,7 +137,7 @@ def registry_login_command(server: str, config: str | None, no_browser: bool) ->
     except ImportError:
         raise UsageError("`planc registry login` needs the MCP SDK: pip install 'planc[mcp]'") from None
     from planc.registry.mcp_credentials import CredentialProblem
-    from planc.registry.mcp_oauth import login
+    from planc.registry.mcp_login import login
     from planc.registry.mcp_transport import Link
 
     def say(text: str) -> None:
