@@ -141,7 +141,8 @@ def pytest_configure(config):
 # `pytest -n 3 -m "not slow" --durations=0` and `-m slow` (docs/performance.md, "The test suite").
 LONGEST_FIRST = ("test_real_model.py", "test_ray.py", "test_mcp_everything.py", "test_pre_commit.py",
                  "test_agentdojo.py", "test_postgres_store.py", "test_postgres_tools.py",
-                 "test_attacks_store.py", "test_resume.py", "test_mcp_server.py", "test_robustness.py",
+                 "test_attacks_store.py", "test_resume.py", "test_mcp_server.py", "test_mcp_remote.py",
+                 "test_robustness.py",
                  "test_grammar.py", "test_decoder_grammar.py", "test_big_inputs.py", "test_project_run.py",
                  "test_lsp.py", "test_traces.py")
 

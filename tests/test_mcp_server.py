@@ -117,7 +117,8 @@ SERVER: list[str] = []  # `planc mcp`'s command line, while the module's tests r
 @pytest.fixture(scope="module", autouse=True)
 def planc_mcp(tmp_path_factory):
     with planc_forks(listen=tmp_path_factory.mktemp("forks") / "socket",
-                     warm=(PLANC, "planc.mcp_server.server", "mcp.server.stdio", "mcp.server.streamable_http_manager",
+                     warm=(PLANC, "planc.mcp_server.server", "planc.mcp_server.http", "mcp.server.stdio",
+                           "mcp.server.streamable_http_manager",
                            "uvicorn")) as forks:
         SERVER[:] = forks.command("mcp")
         yield
@@ -337,7 +338,8 @@ def test_an_address_beyond_loopback_is_refused_before_listening(project, address
                           text=True, timeout=HANG_GUARD_S)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith(f"Error: --http {address}: planc mcp serves plans that run, and authenticates no "
-                                  "client, so it listens only on this machine's loopback address")
+                                  "client without `[mcp_server.auth]` in planc.toml, so it listens only on this "
+                                  "machine's loopback address")
     assert "listening on" not in done.stderr and len(done.stderr.splitlines()) == 1
     no_traceback(done.stderr)
 
@@ -429,22 +431,58 @@ def test_an_effectful_call_is_asked_about_and_made_once_approved(project):
     assert statuses(project) == ["ok"]
 
 
-def test_a_client_without_elicitation_gets_no_effectful_call(project):
-    ran, progress = run_plan(project, 'lookup(topic: "x")\nnote(text: "seen")')
-    assert ran["status"] == "failed" and "declared no elicitation capability" in ran["message"]
-    assert progress[-1] == "run finished: failed"  # a failed run's progress is told to its end
-    assert calls(project) == ["lookup x"] and statuses(project) == ["failed"]
+async def tool_calls(project: Path, *requests: tuple[str, dict]) -> list[dict]:
+    """What each of `requests` (a tool and its arguments) answered, in one stdio session of a client that cannot
+    be asked; the server's stderr holds no traceback."""
+    errlog = (project / "server.err").open("w+")
+    async with stdio_session(project, errlog) as session:
+        answered = [answer(await session.call_tool(tool, arguments)) for tool, arguments in requests]
+    errlog.seek(0)
+    no_traceback(errlog.read())
+    return answered
+
+
+def test_a_client_without_elicitation_has_an_effectful_call_wait_for_approve_run(project):
+    """A client that cannot be asked: the effectful call is not made, it waits in the store (as `planc run --approve`
+    without a terminal waits for `planc approve`); `approve_run` makes it, once; a second answer finds nothing."""
+    [ran] = asyncio.run(tool_calls(project, ("run_plan", {"plan": 'lookup(topic: "x")\nnote(text: "seen")'})))
+    assert ran["status"] == "awaiting_approval" and [each["tool"] for each in ran["awaiting"]] == ["note"]
+    assert "`approve_run`" in ran["message"]
+    assert calls(project) == ["lookup x"] and statuses(project) == ["awaiting_approval"]
+    approved, again = asyncio.run(tool_calls(project, ("approve_run", {"run": ran["run"]}),
+                                             ("approve_run", {"run": ran["run"]})))
+    assert approved["status"] == "ok" and approved["run"] == ran["run"] and approved["result"] == "seen"
+    assert again == {"ok": False, "status": "failed",
+                     "message": f"run {ran['run']} does not wait for approval: it finished (ok)"}
+    assert calls(project) == ["lookup x", "note seen"] and statuses(project) == ["ok"]
+
+
+def test_a_denied_approval_makes_no_call(project):
+    [ran] = asyncio.run(tool_calls(project, ("run_plan", {"plan": 'note(text: "seen")'})))
+    [denied] = asyncio.run(tool_calls(project, ("approve_run", {"run": ran["run"], "deny": True})))
+    assert denied["status"] == "failed" and "a person denied it" in denied["message"]
+    assert calls(project) == [] and statuses(project) == ["failed"]
 
 
 def test_without_a_person_no_answer_lets_a_flagged_call_through(project):
     """planc.toml does not say the answers come from a person: `send` of untrusted text is refused before the
-    run, however willing the client; where it does but the client cannot be asked, the same."""
+    run, however willing the client, and `approve_run` has nothing to let through."""
     ran, _ = run_plan(project, 'send(text: "hello")', Asked())
-    assert ran["status"] == "refused"
-    person_answers(project)
-    ran, _ = run_plan(project, 'send(text: "hello")')
     assert ran["status"] == "refused" and [d["code"] for d in ran["diagnostics"]] == ["E400"]
+    [ran] = asyncio.run(tool_calls(project, ("run_plan", {"plan": 'send(text: "hello")'})))
+    assert ran["status"] == "refused"
     assert calls(project) == [] and statuses(project) == []
+
+
+def test_where_answers_come_from_a_person_a_flagged_call_waits_for_approve_run(project):
+    person_answers(project)
+    [ran] = asyncio.run(tool_calls(project, ("run_plan", {"plan": 'send(text: "hello")'})))
+    assert ran["status"] == "awaiting_approval" and ran["awaiting"][0]["asks"].startswith("flagged:")
+    assert calls(project) == []
+    [approved] = asyncio.run(tool_calls(project, ("approve_run", {"run": ran["run"]})))
+    assert approved["status"] == "ok" and calls(project) == ["send hello"] and statuses(project) == ["ok"]
+    record = json.loads(invoke("show-run", ran["run"], "--format", "json").stdout)
+    assert record["calls"][0]["labels"]["approved"] is True
 
 
 def test_configured_labels_are_what_a_clients_plan_carries(project):
@@ -596,3 +634,40 @@ def test_the_example_client_does_the_acceptance_session(tmp_path):
     run_id = re.search(r"run_plan: ok, run (\S+)", done.stdout)[1]
     listed = planc_completed("runs", cwd=project)
     assert run_id in listed.stdout
+
+
+# --- `ask` through elicitation ---------------------------------------------------------------------------
+
+class Answers:
+    """An elicitation callback that answers each `ask` with `answer` and keeps each message and schema."""
+
+    def __init__(self, answer: str | None) -> None:
+        self.answer, self.asked = answer, []
+
+    async def __call__(self, context, params):
+        self.asked.append((params.message, params.requested_schema))
+        if self.answer is None:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"answer": self.answer})
+
+
+ASK = 'topic = ask(question: "Which topic?")\nlookup(topic: $topic)'
+
+
+def test_an_ask_step_is_asked_through_elicitation(project):
+    asked = Answers("disk")
+    ran, _ = run_plan(project, ASK, asked)
+    assert ran["status"] == "ok" and ran["result"] == {"topic": "disk", "owner": "ops"}
+    [(message, schema)] = asked.asked
+    assert message == "planc asks, at step 1: Which topic?" and list(schema["properties"]) == ["answer"]
+    assert calls(project) == ["lookup disk"] and statuses(project) == ["ok"]
+
+
+def test_an_ask_is_unanswered_where_the_client_declines_or_cannot_elicit(project):
+    declining = Answers(None)
+    ran, _ = run_plan(project, ASK, declining)
+    assert ran["status"] == "failed" and "the MCP client did not answer (decline)" in ran["message"]
+    assert len(declining.asked) == 1
+    ran, _ = run_plan(project, ASK)
+    assert ran["status"] == "failed" and "declared no elicitation capability" in ran["message"]
+    assert calls(project) == [] and statuses(project) == ["failed", "failed"]

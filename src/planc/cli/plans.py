@@ -11,6 +11,7 @@ import click
 from planc.cli.files import is_stored_plan, read_file
 from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked, print_some
 from planc.cli.project import plan_arguments
+from planc.cli.usage import UsageError
 
 
 SYNTAX_ERROR = 1  # the exit code of every command given a plan with syntax errors: the input must be fixed
@@ -44,7 +45,8 @@ def print_syntax_errors(path: str, result, left: int = MAX_DIAGNOSTICS) -> int:
 
 
 def checked_to_run(text: str, name: str, registry, policy, principal: str, *, extract: bool = False,
-                   budget=None, approvals: bool = False, written_by=frozenset(), recorded: bool = False):
+                   budget=None, approvals: bool = False, written_by=frozenset(), recorded: bool = False,
+                   connects: bool = True):
     """`text` (plan text, or a stored plan from `planc compile`) checked for running; refused: exit 1.
 
     With `extract` the plan is taken out of a model reply first; `budget` (a Budget) adds the
@@ -52,7 +54,9 @@ def checked_to_run(text: str, name: str, registry, policy, principal: str, *, ex
     the policy refuses only for where their values came from; `written_by`: the labels of whoever wrote the
     plan (a run `planc mcp` made, resumed). With no planc.toml, a plan that calls any tool but the control steps is
     refused: nothing declares what those tools are. A stored plan of an older version is refused, naming the
-    `planc migrate` that brings it up to date, unless it is `recorded` (a run's record of its plan)."""
+    `planc migrate` that brings it up to date, unless it is `recorded` (a run's record of its plan). When it
+    `connects` to the MCP servers it calls (not a replay), a header of theirs whose environment variable is not
+    set is exit 2, before anything is recorded or started."""
     limits = budget.keywords() if budget else {}
     if is_stored_plan(text):
         from planc.store.stored import OlderPlan, StoredPlanError, load_plan
@@ -84,6 +88,13 @@ def checked_to_run(text: str, name: str, registry, policy, principal: str, *, ex
         click.echo(f"error: {name}: no planc.toml declares {listed}, so nothing says what to call: {NO_CONFIG}",
                    err=True)
         sys.exit(1)
+    if connects and registry is not None and registry.servers:
+        from planc.backend.calls.mcp_runtime import needed_servers
+        from planc.registry.mcp_credentials import missing_variable
+
+        missing = missing_variable(registry.servers[server] for server in needed_servers(checked, registry))
+        if missing is not None:
+            raise UsageError(f"{registry.source}: {missing}")
     return checked
 
 

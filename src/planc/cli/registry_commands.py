@@ -91,6 +91,11 @@ def registry_sync_command(config: str | None, timeout: float) -> None:
     registry = find_registry(config, locked=False)  # the lock is what is being rewritten: it may be stale or broken
     if registry is None:
         raise UsageError("no planc.toml here or above; name one with --config")
+    from planc.registry.mcp_credentials import missing_variable
+
+    missing = missing_variable(registry.servers.values())
+    if missing is not None:
+        raise UsageError(f"{registry.source}: {missing}")
     try:
         result = sync(registry, timeout=timeout)
     except SyncError as error:
@@ -106,6 +111,48 @@ def registry_sync_command(config: str | None, timeout: float) -> None:
         click.echo(f"error: {failure}{kept}", err=True)
     click.echo(f"wrote {result.path}")
     sys.exit(1 if result.failures else 0)
+
+
+@registry_group.command("login")
+@click.argument("server")
+@CONFIG_OPTION
+@click.option("--no-browser", is_flag=True, help="Print the sign-in URL only; open no browser.")
+def registry_login_command(server: str, config: str | None, no_browser: bool) -> None:
+    """Sign planc in to the MCP server SERVER (an [mcp.SERVER] with `url` and `oauth`) with OAuth, once: the URL
+    to sign in at goes to stderr (and to a browser), and the tokens are kept in the keyring, else in
+    $XDG_CONFIG_HOME/planc/tokens/SERVER (mode 0600). Syncs and runs refresh them. Exit 1 if the sign-in fails."""
+    import asyncio
+
+    registry = find_registry(config, locked=False)
+    if registry is None:
+        raise UsageError("no planc.toml here or above; name one with --config")
+    declared = registry.servers.get(server)
+    if declared is None or declared.oauth is None:
+        with_oauth = sorted(name for name, each in registry.servers.items() if each.oauth is not None)
+        raise UsageError(f"{registry.source}: no [mcp.{server}] with `url` and `oauth = true`; "
+                         + (f"the servers that sign in with OAuth are {', '.join(with_oauth)}" if with_oauth
+                            else "no server here signs in with OAuth"))
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise UsageError("`planc registry login` needs the MCP SDK: pip install 'planc[mcp]'") from None
+    from planc.registry.mcp_credentials import CredentialProblem
+    from planc.registry.mcp_login import login
+    from planc.registry.mcp_transport import Link
+
+    def say(text: str) -> None:
+        click.echo(text, err=True)
+
+    try:
+        where = asyncio.run(login(declared, registry.folder, say, browser=not no_browser))
+    except CredentialProblem as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    except Exception as error:  # noqa: BLE001 - the flow's failure, said in one line
+        click.echo(f"error: MCP server `{server}` ({declared.url}): the sign-in failed: "
+                   f"{Link(declared).failure(error, 0)}", err=True)
+        sys.exit(1)
+    click.echo(f"signed in to `{server}`: its tokens are kept in {where}", err=True)
 
 
 @registry_group.command("shapes")

@@ -231,7 +231,8 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     text = read_file(plan_file) if plan_file else dump(run["plan"])
     checked = checked_to_run(text, plan_file or run_id, registry, policy, principal, budget=_budget_of(run),
                              approvals=run["options"].get("approvals", False),
-                             written_by=run["options"].get("written_by", ()), recorded=not plan_file)
+                             written_by=run["options"].get("written_by", ()), recorded=not plan_file,
+                             connects=False)
     replay = RecordedRun.replay(run, checked, registry=registry, policy=policy, principal=principal)
     try:
         result = replay.execute()

@@ -3,15 +3,18 @@
 The gate (hooks.py) is `planc run --approve`'s, with the client in the person's place: every
 effectful call, and every call the policy refuses only for where its values came from (flagged), is
 put to the client as an MCP elicitation, one at a time. A client that cannot be asked (it declared no
-elicitation capability) gets no such call made: the run stops before it, the refusal recorded. An
-accepted answer lets an effectful call through; it lets a flagged call through only where planc.toml
-says the client's answers come from a person (`[mcp_server] answers_from_person`), since only a
-person may declassify a value.
+elicitation capability) is asked nothing: such a call waits in the run store, and the run with it,
+until the client answers it with `approve_run`, as a run with no terminal waits for `planc approve`.
+An accepted answer lets an effectful call through; it lets a flagged call through only where
+planc.toml says the client's answers come from a person (`[mcp_server] answers_from_person`), since
+only a person may declassify a value.
+
+An `ask` step is asked the same way, its answer a string the client fills in; where the client cannot
+be asked, or declines, the question is unanswered and the step's `when_unanswered` decides.
 
 Progress: each event `planc run` prints a line for (`backend.progress.line`) goes to the client as a
 progress notification, in order, numbered 1, 2, 3.
 """
-
 from __future__ import annotations
 
 import asyncio
@@ -20,7 +23,7 @@ import json
 import pydantic
 
 from planc.backend.calls.approve import call_flags
-from planc.backend.calls.hooks import Abort, Call, Proceed
+from planc.backend.calls.hooks import Abort, Call, Proceed, Question, Unanswered
 from planc.backend.report.progress import line
 
 
@@ -47,27 +50,47 @@ def question(call: Call) -> str:
     return "\n".join(lines)
 
 
-def elicitation_gate(context, can_ask: bool, person: bool):
-    """The gate of a run made for the client of `context` (the SDK's request context); `can_ask`: the client
-    declared elicitation; `person`: planc.toml says its answers come from a person."""
-    lock = asyncio.Lock()  # one question at a time, even from the items of a map running at once
+class Answer(pydantic.BaseModel):
+    """What the client is asked to fill in for an `ask` step: the answer."""
 
-    async def gate(call: Call):
+    answer: str = pydantic.Field(description="The answer")
+
+
+class ClientAsks:
+    """What a run made for the client of `context` (the SDK's request context) asks it, one question at a time,
+    even from the items of a map running at once: the gate's approvals and the `ask` steps' questions.
+
+    `can_ask`: the client declared elicitation; `person`: planc.toml says its answers come from a person. A
+    client that cannot be asked has no gate here (`gate` is None): a call it would be asked about waits in the
+    run store for `approve_run` instead, as `planc run --approve` without a terminal waits for `planc approve`.
+    """
+
+    def __init__(self, context, can_ask: bool, person: bool) -> None:
+        self.context, self.can_ask, self.person = context, can_ask, person
+        self.lock = asyncio.Lock()
+        self.gate = self._gate if can_ask else None
+
+    async def _gate(self, call: Call):
         if call.tool.effects.read_only and call.flagged is None:
             return Proceed()
-        if not can_ask:
-            return Abort("the MCP client cannot be asked (it declared no elicitation capability), and this call "
-                         "is made only when someone approves it")
-        if call.flagged is not None and not person:
+        if call.flagged is not None and not self.person:
             return Abort(f"{call.flagged}; the MCP client's answers do not count as a person's "
                          "(planc.toml `[mcp_server] answers_from_person`), so nobody can let it through")
-        async with lock:
-            answer = await context.elicit(question(call), Approval)
+        async with self.lock:
+            answer = await self.context.elicit(question(call), Approval)
         if answer.action == "accept" and answer.data.approve:
             return Proceed()
         return Abort(f"the MCP client did not approve `{call.tool.name}` ({answer.action})")
 
-    return gate
+    async def interlocutor(self, asked: Question):
+        """The client's answer to an `ask` step, by elicitation; Unanswered where it cannot be asked or declines."""
+        if not self.can_ask:
+            return Unanswered("the MCP client cannot be asked (it declared no elicitation capability)")
+        async with self.lock:
+            answer = await self.context.elicit(f"planc asks, at step {asked.step}: {asked.text}", Answer)
+        if answer.action == "accept" and answer.data is not None:
+            return answer.data.answer
+        return Unanswered(f"the MCP client did not answer ({answer.action})")
 
 
 class ProgressNotes:

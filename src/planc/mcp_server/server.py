@@ -1,4 +1,4 @@
-"""The tools `planc mcp` serves, and its transports.
+"""The tools `planc mcp` serves, over stdio here (HTTP is http.py's).
 
 - `describe`: the system prompt `planc prompt` prints for the project, with the plan written bare.
 - `check_plan(plan)`: the plan checked as `planc run` would check it here: `planc check --format json`'s
@@ -7,39 +7,54 @@
   `planc run --approve` runs it, with the client asked in the person's place (`asking.py`); the run's
   id, its status and its result. A plan refused by the check, or arguments that do not fit it, are
   the tool's result (`status: "refused"`, with the diagnostics and the repair), not a protocol error.
-  A client that goes away during the run leaves it recorded as interrupted, which `planc resume`
-  continues.
-- `show_run(run)`: a run of the project's store, as `planc show-run --format json` prints it.
+  A client that goes away during the run leaves it recorded as interrupted; a call the client cannot
+  be asked about leaves it awaiting approval.
+- `show_run(run)` and `list_runs()`: the caller's runs, as `planc show-run --format json` and `planc runs`
+  give them; `approve_run(run, deny, call)` answers the call a run waits on and continues it, as
+  `planc approve` does; `resume_run(run)` continues a run that did not finish, as `planc resume` does.
 
-A client chooses none of the project, registry, policy, principal, budgets or store: they are the
-planc.toml's the server was started with. What it sends was written by an agent that may have read
-anything, so the plan's literals and `$args` carry the labels `[mcp_server] labels` says
-(`untrusted` unless planc.toml says otherwise).
+A client chooses none of the project, registry, policy, budgets or store: they are the planc.toml's
+the server was started with. Nor does it choose its principal: over HTTP with `[mcp_server.auth]` it
+is the one the request's verified token names (auth.py), with the attributes its claims give, and
+otherwise planc.toml's. Each run is recorded under its principal, and a caller sees, approves and
+resumes only the runs recorded under its own: another's are as if they were not there. What a client
+sends was written by an agent that may have read anything, so the plan's literals and `$args` carry
+the labels `[mcp_server] labels` says (`untrusted` unless planc.toml says otherwise). A run's calls
+to upstream MCP servers are made with planc's own credentials for them (planc.toml's); a client's
+token is never sent on.
 """
-
 from __future__ import annotations
 
-import logging
-import socket
-import sys
+import json
+from collections.abc import Mapping
 from typing import Any
+
+import attrs
 
 from mcp.server.mcpserver import Context, MCPServer
 
+from planc.backend.calls.approvals import AwaitingApproval
 from planc.backend.calls.hooks import Hooks
 from planc.backend.calls.ray_executor import RayUnavailable
+from planc.backend.run.approved_run import DENIED, as_recorded
 from planc.backend.run.interpreter import run_arguments
 from planc.backend.run.recorded_run import RecordedRun, choose_executor, connect_executor
 from planc.backend.state.values import RunError
 from planc.diagnostics.render_json import check_json
 from planc.diagnostics.render_repair import render_repair
-from planc.mcp_server.asking import ProgressNotes, elicitation_gate
+from planc.mcp_server.asking import ClientAsks, ProgressNotes
+from planc.mcp_server.auth import NoPrincipal, principal_of
+from planc.passes.policy.load import PolicyError
 from planc.planning.prompt import system_prompt
-from planc.project import Project
+from planc.project import Project, find_policy
 from planc.registry.declarations import McpServing
+from planc.registry.errors import ConfigError
 from planc.store.run_store import RunStore, RunStoreError
+from planc.store.stored import StoredPlanError
 
 PLAN_NAME = "plan"  # what a client's plan is called in diagnostics: it has no file
+CALLERS_KEPT = 256  # the principals whose policy is kept loaded, the earliest seen dropped first
+RESUMABLE = ("interrupted", "failed")  # what `resume_run` continues: a run that did not finish
 WENT_AWAY = "the MCP client went away during the run"
 INSTRUCTIONS = ("planc checks and runs plans written in its plan language against this project's tools, policy "
                 "and budgets. Call `describe` for the language and the tools, `check_plan` with a plan to see "
@@ -61,15 +76,29 @@ def can_elicit(context: Context) -> bool:
     return capabilities is not None and capabilities.elicitation is not None
 
 
-class PlancServer:
-    """The project's tools over MCP; `mcp` is the SDK's server holding them."""
+@attrs.frozen
+class Caller:
+    """Who sent a request: the principal its plans are judged and recorded under, and the project as that
+    principal sees it (its policy knowing the principal's attributes)."""
 
-    def __init__(self, project: Project) -> None:
+    principal: str
+    project: Project
+
+
+class PlancServer:
+    """The project's tools over MCP; `mcp` is the SDK's server holding them. With `auth` (the SDK's AuthSettings)
+    and `verifier`, every HTTP request carries a verified token, and its principal is the caller's."""
+
+    def __init__(self, project: Project, *, auth=None, verifier=None,
+                 serving: McpServing | None = None) -> None:
         self.project = project
-        self.serving = project.registry.mcp_server if project.registry is not None else McpServing()
+        self.serving = serving or (project.registry.mcp_server if project.registry is not None else McpServing())
         self._store: RunStore | None = None
-        self.mcp = MCPServer("planc", version=planc_version(), instructions=INSTRUCTIONS, log_level="WARNING")
-        for tool in (self.describe, self.check_plan, self.run_plan, self.show_run):
+        self._callers: dict[str, Caller] = {}  # a principal's JSON -> the project as it sees it
+        self.mcp = MCPServer("planc", version=planc_version(), instructions=INSTRUCTIONS, log_level="WARNING",
+                             auth=auth, token_verifier=verifier)
+        for tool in (self.describe, self.check_plan, self.run_plan, self.show_run, self.list_runs, self.approve_run,
+                     self.resume_run):
             self.mcp.add_tool(tool)
 
     @property
@@ -78,60 +107,93 @@ class PlancServer:
             self._store = RunStore(self.project.store)
         return self._store
 
-    def checked(self, plan: str, context: Context):
-        """`plan` checked for this project, written by the client (its labels), with approvals where an
-        accepted elicitation counts as a person's."""
-        approvals = self.serving.answers_from_person and can_elicit(context)
-        return self.project.check(plan, approvals=approvals, written_by=self.serving.labels)
+    def caller(self, context: Context) -> Caller:
+        """The principal of the request `context` is answering: the one its verified token names (auth.py), or,
+        where nothing verifies tokens (stdio, loopback without `[mcp_server.auth]`), planc.toml's. Never read from
+        a tool's arguments or the session: the SDK's middleware put the token's verification in the request."""
+        token = verified_token(context)
+        if token is None:
+            if self.serving.auth is not None and is_http(context):
+                raise NoPrincipal("the request carries no verified token")  # the middleware lets none through
+            return Caller(self.project.principal, self.project)
+        principal = principal_of(token, self.serving.auth)
+        key = json.dumps(principal, sort_keys=True)
+        if key not in self._callers:
+            project = self.project
+            policy = find_policy(None, project.registry, principal["uid"], (principal,))
+            if len(self._callers) >= CALLERS_KEPT:
+                self._callers.pop(next(iter(self._callers)))
+            self._callers[key] = Caller(principal["uid"], attrs.evolve(project, policy=policy,
+                                                                      principal=principal["uid"]))
+        return self._callers[key]
 
-    def describe(self) -> str:
+    def checked(self, plan: str, caller: Caller):
+        """`plan` checked for this project as `caller`, written by the client (its labels), with approvals where
+        the client's answer counts as a person's."""
+        return caller.project.check(plan, approvals=self.serving.answers_from_person, written_by=self.serving.labels)
+
+    def describe(self, ctx: Context) -> str:
         """The plan language and this project's tools: how to write a plan that `check_plan` and `run_plan` take."""
-        project = self.project
+        project = self.caller(ctx).project
         return system_prompt(project.registry, fenced=False, policy=project.policy,
                              principal=project.principal) + "\n" + DESCRIBE_NOTE + "\n"
 
     def check_plan(self, plan: str, ctx: Context) -> dict[str, Any]:
         """Check a plan without running it: `ok`, the diagnostics, its cost, and when it has errors `repair`, a
         message saying what to change."""
-        return refusal(self.checked(plan, ctx))
+        return refusal(self.checked(plan, self.caller(ctx)))
 
     async def run_plan(self, plan: str, ctx: Context, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """Check a plan, then run it (effectful calls are asked about first); its `run` id, `status` (ok, error,
-        failed, refused) and `result`. `arguments` are read by `$args.NAME`."""
-        checked = self.checked(plan, ctx)
+        failed, refused, awaiting_approval) and `result`. `arguments` are read by `$args.NAME`."""
+        caller = self.caller(ctx)
+        checked = self.checked(plan, caller)
         if not checked.ok:
             return {**refusal(checked), "status": "refused"}
         try:
             arguments = run_arguments(checked, arguments or {})
         except RunError as error:
             return {"ok": False, "status": "refused", "message": str(error)}
+        project = caller.project
+
+        def record(store: RunStore, how) -> RecordedRun:
+            return RecordedRun.record(store, checked, registry=project.registry, policy=project.policy,
+                                      principal=caller.principal, arguments=arguments, options=self.options(how))
+
+        return await self.running(record, ctx, None)
+
+    async def running(self, recorded, ctx: Context, executor: Mapping | None) -> dict[str, Any]:
+        """`recorded(store, how)` (the RecordedRun of a new or continued run) run for the client of `ctx`, with the
+        executor the run was recorded with (`executor`) or planc.toml's."""
         project = self.project
-        how = choose_executor(project.registry, None, None)
+        how = choose_executor(project.registry, None, None, executor)
         try:
             connected = connect_executor(how, project.registry, project.store)
         except RayUnavailable as error:  # nothing ran, nothing recorded
             return {"ok": False, "status": "failed", "message": str(error)}
         try:
             try:
-                recorded = RecordedRun.record(self.store, checked, registry=project.registry, policy=project.policy,
-                                              principal=project.principal, arguments=arguments,
-                                              options=self.options(how))
-            except RunStoreError as error:  # nothing ran: the store cannot be opened or written
+                run = recorded(self.store, how)
+            except RunStoreError as error:  # nothing ran: the store cannot be opened or written, or not answered
                 return {"ok": False, "status": "failed", "message": str(error)}
-            return await self.execute(recorded, ctx)
+            return await self.execute(run, ctx)
         finally:
             if connected is not None:
                 connected.close()
 
     async def execute(self, recorded: RecordedRun, ctx: Context) -> dict[str, Any]:
         """Run `recorded` for the client of `ctx`; its record ends as the run does, interrupted when the client
-        goes away (the run's task is cancelled then)."""
+        goes away (the run's task is cancelled then), awaiting approval when it cannot be asked about a call."""
         notes = ProgressNotes(ctx)
-        hooks = Hooks(gate=elicitation_gate(ctx, can_elicit(ctx), self.serving.answers_from_person),
-                      events=notes.sink)
+        asks = ClientAsks(ctx, can_elicit(ctx), self.serving.answers_from_person)
+        hooks = Hooks(gate=asks.gate, events=notes.sink, interlocutor=asks.interlocutor)
         try:
             async with notes:
                 result = await recorded.running(hooks, cancelled=WENT_AWAY)
+        except AwaitingApproval as waiting:
+            return {"ok": False, "run": recorded.run_id, "status": "awaiting_approval", "awaiting": waiting.calls,
+                    "message": f"run {recorded.run_id} waits for an approval: `approve_run` with this `run` approves "
+                               "the call (`deny: true` refuses it) and continues the run"}
         except RunError as error:
             return {"ok": False, "run": recorded.run_id, "status": "failed", "message": str(error)}
         # A value labelled `secret` reaches the client as planc records it: its length and hash.
@@ -147,16 +209,83 @@ class PlancServer:
                 "budget": [None, None, None], "returns": None,
                 "executor": {"kind": how.kind, "address": how.address}, "client": "mcp"}
 
-    def show_run(self, run: str) -> dict[str, Any]:
-        """A recorded run of this project, by id, a prefix of one, or `last`: its plan, calls, events and result."""
+    def own_run(self, run: str, caller: Caller) -> dict:
+        """The record of the run `run` names among `caller`'s own runs; a RunStoreError, worded as for a run that
+        is not there, for another principal's."""
+        record = self.store.run(self.store.find(run, principal=caller.principal))
+        assert record["options"].get("principal") == caller.principal
+        return record
+
+    def show_run(self, run: str, ctx: Context) -> dict[str, Any]:
+        """One of your recorded runs, by id, a prefix of one, or `last`: its plan, calls, events and result."""
         try:
-            return self.store.run(self.store.find(run))
+            return self.own_run(run, self.caller(ctx))
         except RunStoreError as error:
             return {"ok": False, "message": str(error)}
+
+    def list_runs(self, ctx: Context) -> dict[str, Any]:
+        """Your recorded runs, oldest first: each one's `id`, `status`, when it started and finished, its calls, and
+        what a run awaiting approval waits for."""
+        try:
+            return {"ok": True, "runs": self.store.runs(principal=self.caller(ctx).principal)}
+        except RunStoreError as error:
+            return {"ok": False, "message": str(error)}
+
+    async def approve_run(self, run: str, ctx: Context, deny: bool = False, call: int | None = None
+                          ) -> dict[str, Any]:
+        """Approve the call one of your runs waits on (`deny: true` refuses it; `call`: which, when several wait),
+        then continue the run as `run_plan` runs it."""
+        caller = self.caller(ctx)
+        try:
+            record = self.own_run(run, caller)
+            registry, policy, principal, checked = as_recorded(record, caller.project.registry,
+                                                               caller.project.policy)
+        except (RunStoreError, ConfigError, PolicyError, StoredPlanError) as error:
+            return {"ok": False, "status": "refused", "message": str(error)}
+
+        def answered(store: RunStore, how) -> RecordedRun:
+            answer = store.answer(record["id"], call, approved=not deny, denied=DENIED)
+            return RecordedRun.resume(store, answer, checked, registry=registry, policy=policy, principal=principal)
+
+        return await self.running(answered, ctx, record["options"].get("executor"))
+
+    async def resume_run(self, run: str, ctx: Context) -> dict[str, Any]:
+        """Continue one of your runs that did not finish (its client went away, its server stopped), in the same
+        record: what it did comes from the record, the rest is run as `run_plan` runs it."""
+        caller = self.caller(ctx)
+        try:
+            record = self.own_run(run, caller)
+            if record["status"] not in RESUMABLE:
+                return {"ok": False, "run": record["id"], "status": record["status"],
+                        "message": f"run {record['id']} is {record['status']}: nothing to resume"
+                        + (" (`approve_run` answers the call it waits on)"
+                           if record["status"] == "awaiting_approval" else "")}
+            registry, policy, principal, checked = as_recorded(record, caller.project.registry,
+                                                               caller.project.policy)
+        except (RunStoreError, ConfigError, PolicyError, StoredPlanError) as error:
+            return {"ok": False, "status": "refused", "message": str(error)}
+
+        def resumed(store: RunStore, how) -> RecordedRun:
+            return RecordedRun.resume(store, record, checked, registry=registry, policy=policy, principal=principal)
+
+        return await self.running(resumed, ctx, record["options"].get("executor"))
 
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
+
+
+def verified_token(context: Context):
+    """The AccessToken the SDK's bearer middleware verified for the request `context` answers, or None."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+
+    request = getattr(context.request_context, "request", None)
+    user = request.scope.get("user") if request is not None and hasattr(request, "scope") else None
+    return user.access_token if isinstance(user, AuthenticatedUser) else None
+
+
+def is_http(context: Context) -> bool:
+    return getattr(context.request_context, "request", None) is not None
 
 
 def refusal(checked) -> dict[str, Any]:
@@ -172,98 +301,5 @@ def serve_stdio(project: Project) -> None:
     server = PlancServer(project)
     try:
         server.mcp.run("stdio")
-    finally:
-        server.close()
-
-
-class ClientGone(logging.Filter):
-    """Leaves out what the MCP SDK and uvicorn log, with a traceback, of an answer they could not send because
-    its client had gone: the connection closed mid-response, or the session's streams closed with it. A
-    client that leaves mid-run is no error of the server's: its run is recorded as interrupted (`WENT_AWAY`),
-    resumable. Any other error is logged as it was.
-
-    >>> import anyio
-    >>> ClientGone.gone(anyio.ClosedResourceError()), ClientGone.gone(RuntimeError("a bug"))
-    (True, False)
-    """
-
-    GONE = ("after response already completed", "response already started")
-
-    @classmethod
-    def gone(cls, error: BaseException | None) -> bool:
-        import anyio
-
-        if isinstance(error, BaseExceptionGroup):
-            return all(cls.gone(inner) for inner in error.exceptions)
-        return (isinstance(error, (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError))
-                or isinstance(error, RuntimeError) and any(words in str(error) for words in cls.GONE))
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and self.gone(record.exc_info[1]))
-
-
-class NotLoopback(ValueError):
-    """An address `planc mcp --http` will not serve at: it has no authentication, so only this machine may reach it."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` is an address of this machine that no other machine can reach.
-
-    >>> [is_loopback(host) for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2", "0.0.0.0", "::", "example.org")]
-    [True, True, True, True, False, False, False]
-    """
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def transport_security(host: str, port: int):
-    """What a request to `http://host:port/mcp` must say in `Host` and `Origin`: one of the loopback names with the
-    bound port. A web page that a DNS rebinding points at the server sends its own name, and is refused (421 for
-    `Host`, 403 for `Origin`), as is a page of another origin; set here, not left to the SDK's default.
-
-    >>> transport_security("127.0.0.1", 8000).allowed_hosts
-    ['127.0.0.1:8000', 'localhost:8000', '[::1]:8000']
-    """
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    names = ["127.0.0.1", "localhost", "[::1]"]
-    bound = f"[{host}]" if ":" in host else host
-    hosts = [f"{name}:{port}" for name in (names if bound in names else [*names, bound])]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=[f"http://{each}" for each in hosts])
-
-
-def serve_http(project: Project, host: str, port: int) -> None:
-    """Serve `project` over streamable HTTP at `http://HOST:PORT/mcp` until stopped; port 0 takes a free one.
-    The address it listens on goes to stderr once it does. NotLoopback, before it listens, for an address other
-    machines can reach: nothing authenticates a client yet."""
-    import anyio
-    import uvicorn
-
-    if not is_loopback(host):
-        raise NotLoopback("planc mcp serves plans that run, and authenticates no client, so it listens only on "
-                          "this machine's loopback address (127.0.0.1, localhost or [::1]); to serve other machines, "
-                          "put it behind a proxy that authenticates them")
-    for name in ("mcp.server.streamable_http", "uvicorn.error"):
-        logging.getLogger(name).addFilter(ClientGone())
-    server = PlancServer(project)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind((host, port))
-    listener.listen(128)  # connections wait from now on, so the line below may be acted on at once
-    bound = listener.getsockname()[1]
-    app = server.mcp.streamable_http_app(host=host, transport_security=transport_security(host, bound))
-    config = uvicorn.Config(app, log_level="warning")
-    where = f"[{host}]" if family == socket.AF_INET6 else host
-    print(f"planc mcp: listening on http://{where}:{bound}/mcp", file=sys.stderr, flush=True)
-    try:
-        anyio.run(lambda: uvicorn.Server(config).serve(sockets=[listener]))
     finally:
         server.close()

@@ -32,11 +32,17 @@ from planc.registry.declarations import (
     Executor,
     TOOL_TIMEOUT_S,
     Limits,
+    MCP_TRANSPORTS,
+    OAUTH_CLIENT_NAME,
     McpServer,
     McpServing,
+    OAuthLogin,
     ModelConfig,
+    JWT_ALGORITHMS,
+    SIGNATURE_ALGORITHMS,
     PlanDeclaration,
     Root,
+    ServerAuth,
     SAMPLES_PER_CALL,
     STORE_PATH,
 )
@@ -44,6 +50,7 @@ from planc.registry.declared_plans import DeclaredPlans, tool_name
 from planc.registry.errors import ConfigError
 from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, X_LABELS, label_set
 from planc.registry.lock import load_locked_tools
+from planc.registry.mcp_transport import url_problem
 from planc.registry.registry import Registry
 from planc.registry.tool import Cost, Effects, Tool
 
@@ -54,8 +61,9 @@ TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "bu
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
              "timeout_s", "query", "idempotency_key", "labels"}
 PLAN_KEYS = {"file", "description", "params", "returns", "labels"}
-MCP_KEYS = {"command", "env", "trust_annotations", "timeout_s", "idempotency_keys", "rename", "roots",
-            "allow_project_files", "sampling", "samples_per_call", "labels"}
+MCP_KEYS = {"command", "env", "url", "transport", "headers", "oauth", "trust_annotations", "timeout_s",
+            "idempotency_keys", "rename", "roots", "allow_project_files", "sampling", "samples_per_call", "labels"}
+OAUTH_KEYS = {field.name for field in attrs.fields(OAuthLogin)}
 MODEL_KEYS = {"provider", "base_url", "model", "api_key_env", "timeout_s", "retries", "max_tokens", "temperature",
               "top_p", "seed", "stop", "input_usd_per_million", "output_usd_per_million"}
 # What an SQL tool may do: read, nothing else (enforced when it runs).
@@ -65,6 +73,7 @@ LIMIT_KEYS = {field.name for field in attrs.fields(Limits)}
 BUDGET_KEYS = {field.name for field in attrs.fields(Budgets)}
 EXECUTOR_KEYS = {field.name for field in attrs.fields(Executor)}
 SERVING_KEYS = {field.name for field in attrs.fields(McpServing)}
+AUTH_KEYS = {field.name for field in attrs.fields(ServerAuth)}
 PRINCIPAL = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*::"(?:[^"\\]|\\.)*"\Z')
 EFFECT_KEYS = {field.name for field in attrs.fields(Effects) if field.init and field.name != "declared"}
 COST_KEYS = {field.name for field in attrs.fields(Cost)}
@@ -354,8 +363,81 @@ class _Reader:
             self.fail('`mcp_server` must be a table, like `[mcp_server]` with `labels = ["untrusted"]`', None,
                       "mcp_server")
         self.only(table, SERVING_KEYS, "mcp_server", "`[mcp_server]`")
+        url = table.get("resource_server_url")
+        if url is not None and not (isinstance(url, str) and url.startswith("https://") and "#" not in url):
+            self.fail(f"`resource_server_url` must be the https:// URL clients reach `planc mcp --http` at, like "
+                      f"\"https://plans.example.org/mcp\", found {url!r}", "mcp_server", "resource_server_url")
+        hosts = {key: self.strings(table, key, "mcp_server", example)
+                 for key, example in (("allowed_hosts", '["plans.example.org"]'),
+                                      ("allowed_origins", '["https://app.example.org"]'))}
         return McpServing(self.labels(table, "mcp_server", UNTRUSTED_ONLY),
-                          self.flag(table, "answers_from_person", "mcp_server"))
+                          self.flag(table, "answers_from_person", "mcp_server"),
+                          auth=self.server_auth(table["auth"]) if "auth" in table else None,
+                          resource_server_url=url, **hosts)
+
+    def strings(self, table: dict, key: str, where: str, example: str) -> tuple[str, ...]:
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+            self.fail(f"`{key}` must be a list of strings, like {example}", where, key)
+        return tuple(value)
+
+    def server_auth(self, table) -> ServerAuth:
+        """`[mcp_server.auth]`: who issues the tokens `planc mcp --http` takes, how it checks them, and the principal
+        each token names."""
+        where = "mcp_server.auth"
+        if not isinstance(table, dict):
+            self.fail("`auth` of `[mcp_server]` must be a table, `[mcp_server.auth]`", "mcp_server", "auth")
+        self.only(table, AUTH_KEYS, where, "`[mcp_server.auth]`")
+        for key in ("issuer", "scopes"):
+            if key not in table:
+                self.fail(f"`[mcp_server.auth]` needs `{key}`: " + ("the authorization server's issuer URL" if key ==
+                          "issuer" else 'the scopes every token must hold, like ["plans"]'), where)
+        urls = {}
+        for key in ("issuer", "audience", "jwks_url", "introspection_url"):
+            value = table.get(key)
+            if value is not None and not (isinstance(value, str) and value.startswith(("https://", "http://"))):
+                self.fail(f"`{key}` must be an https:// URL, found {value!r}", where, key)
+            if key in ("jwks_url", "introspection_url") and value is not None and url_problem(value) is not None:
+                self.fail(f"`{key}` {url_problem(value)}, found {value!r}", where, key)
+            urls[key] = value
+        if (urls["jwks_url"] is None) == (urls["introspection_url"] is None):
+            self.fail("`[mcp_server.auth]` checks tokens one way: `jwks_url` (JWT access tokens, their signatures "
+                      "checked with the published keys) or `introspection_url` (RFC 7662), not both nor neither",
+                      where)
+        scopes = self.strings(table, "scopes", where, '["plans"]')
+        if not scopes:
+            self.fail("`scopes` must name at least one scope every token holds", where, "scopes")
+        algorithms = self.strings(table, "algorithms", where, '["RS256", "ES256"]') if "algorithms" in table \
+            else JWT_ALGORITHMS
+        for algorithm in algorithms:
+            if algorithm not in SIGNATURE_ALGORITHMS:
+                why = (" (an unsigned token, or one signed with a secret the verifier holds too, is forged by whoever "
+                       "learns it)" if algorithm.lower() == "none" or algorithm.upper().startswith("HS") else "")
+                self.fail(f"`algorithms` names {algorithm!r}, which planc does not take{why}; the algorithms are "
+                          f"{', '.join(SIGNATURE_ALGORITHMS)}", where, "algorithms")
+        if not algorithms:
+            self.fail("`algorithms` must name at least one signature algorithm", where, "algorithms")
+        variables = {}
+        for key in ("client_id_env", "client_secret_env"):
+            value = table.get(key)
+            if value is not None and not (isinstance(value, str) and NAME.match(value)):
+                self.fail(f"`{key}` must name an environment variable, found {value!r}", where, key)
+            variables[key] = value
+        if urls["introspection_url"] is not None and None in variables.values():
+            self.fail("`introspection_url` needs `client_id_env` and `client_secret_env`: the environment variables "
+                      "that hold planc's own credentials at the introspection endpoint", where, "introspection_url")
+        kind = table.get("principal_type", "User")
+        if not (isinstance(kind, str) and NAME.match(kind)) or kind == "Tool":
+            self.fail(f"`principal_type` must be a Cedar entity type, like \"User\", found {kind!r}", where,
+                      "principal_type")
+        attributes = table.get("attributes", {})
+        if not isinstance(attributes, dict) or not all(NAME.match(name) and isinstance(claim, str) and claim
+                                                       for name, claim in attributes.items()):
+            self.fail('`attributes` must be a table from an attribute of the principal to the claim it is read from, '
+                      'like { org = "org_id" }', where, "attributes")
+        return ServerAuth(issuer=urls["issuer"], scopes=scopes, audience=urls["audience"], jwks_url=urls["jwks_url"],
+                          algorithms=algorithms, introspection_url=urls["introspection_url"], **variables,
+                          principal_type=kind, attributes=dict(attributes))
 
     def principal(self, data: dict) -> str | None:
         value = data.get("principal")
@@ -525,20 +607,75 @@ class _Reader:
     def server(self, name: str, table: dict) -> McpServer:
         where = f"mcp.{name}"
         self.only(table, MCP_KEYS, where, f"MCP server `{name}`")
-        command = table.get("command")
-        if not (isinstance(command, list) and command and all(isinstance(part, str) for part in command)):
-            self.fail(f"MCP server `{name}` needs `command`, a list of strings like [\"mcp-server-git\"]", where,
-                      "command")
-        env = table.get("env", {})
-        if not isinstance(env, dict) or not all(isinstance(value, str) for value in env.values()):
-            self.fail("`env` must be a table of environment variables whose values are strings, "
-                      'like { GIT_DIR = "." }', where, "env")
-        return McpServer(name=name, command=tuple(command), env=env,
+        if "url" in table:
+            reached = self.remote(name, table, where)
+        else:
+            command = table.get("command")
+            if not (isinstance(command, list) and command and all(isinstance(part, str) for part in command)):
+                self.fail(f"MCP server `{name}` needs `command`, a list of strings like [\"mcp-server-git\"] (a "
+                          "server planc starts), or `url`, like \"https://example.org/mcp\" (a server it reaches)",
+                          where, "command")
+            for key in ("transport", "headers", "oauth"):
+                if key in table:
+                    self.fail(f"`{key}` is for a server at a `url`; MCP server `{name}` is started by its `command`",
+                              where, key)
+            env = table.get("env", {})
+            if not isinstance(env, dict) or not all(isinstance(value, str) for value in env.values()):
+                self.fail("`env` must be a table of environment variables whose values are strings, "
+                          'like { GIT_DIR = "." }', where, "env")
+            reached = {"command": tuple(command), "env": env}
+        return McpServer(name=name, **reached,
                          trust_annotations=self.flag(table, "trust_annotations", where),
                          timeout_s=self.seconds(table, "timeout_s", where, None),
                          idempotency_keys=self.flag(table, "idempotency_keys", where),
                          allow_project_files=self.flag(table, "allow_project_files", where),
                          labels=self.labels(table, where, UNTRUSTED_ONLY), **self.client(table, where))
+
+    def remote(self, name: str, table: dict, where: str) -> dict:
+        """A server at a URL: `url`, `transport`, `headers` (their `$NAME`s read when planc connects), `oauth`."""
+        from planc.registry.mcp_credentials import template_variables
+
+        for key in ("command", "env"):
+            if key in table:
+                self.fail(f"MCP server `{name}` is reached at its `url`, so planc does not start it: it takes no "
+                          f"`{key}`", where, key)
+        url = table["url"]
+        problem = url_problem(url) if isinstance(url, str) else "must be a string"
+        if problem is not None:
+            self.fail(f"`url` of MCP server `{name}` {problem}, found {url!r}", where, "url")
+        transport = table.get("transport", MCP_TRANSPORTS[0])
+        if transport not in MCP_TRANSPORTS:
+            self.fail(f"`transport` must be one of {', '.join(map(repr, MCP_TRANSPORTS))}, found {transport!r}", where,
+                      "transport")
+        headers = table.get("headers", {})
+        if not isinstance(headers, dict) or not all(isinstance(value, str) for value in headers.values()):
+            self.fail('`headers` must be a table of header names and string values, like '
+                      '{ Authorization = "Bearer $TOKEN" } ($TOKEN is read from the environment)', where, "headers")
+        for header, value in headers.items():
+            try:
+                template_variables(value)
+            except ValueError as error:
+                self.fail(f"the header `{header}` of MCP server `{name}`: {error}", where, "headers")
+        oauth = self.oauth(table, where) if "oauth" in table else None
+        if oauth is not None and any(header.lower() == "authorization" for header in headers):
+            self.fail(f"MCP server `{name}` takes its `Authorization` from `oauth` (`planc registry login {name}`); "
+                      "drop the header, or `oauth`", where, "headers")
+        return {"url": url, "transport": transport, "headers": headers, "oauth": oauth}
+
+    def oauth(self, table: dict, where: str) -> OAuthLogin | None:
+        """`oauth = true`, or `oauth = { scopes = [...], client_name = "..." }`."""
+        value = table["oauth"]
+        if isinstance(value, bool):
+            return OAuthLogin() if value else None
+        if not isinstance(value, dict):
+            self.fail('`oauth` must be true, or a table like { scopes = ["read"] }', where, "oauth")
+        self.only(value, OAUTH_KEYS, where, "`oauth`")
+        scopes = value.get("scopes", [])
+        if not isinstance(scopes, list) or not all(isinstance(scope, str) and scope and " " not in scope
+                                                   for scope in scopes):
+            self.fail('`scopes` of `oauth` must be a list of scope names, like ["read", "write"]', where, "oauth")
+        return OAuthLogin(scopes=tuple(scopes), client_name=self.text(value, "client_name", where, "`oauth`",
+                                                                      OAUTH_CLIENT_NAME))
 
     def client(self, table: dict, where: str) -> dict:
         """What planc, as the server's client, offers it: names for its tools, roots, a sampling role."""

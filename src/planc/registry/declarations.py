@@ -74,13 +74,33 @@ class Root:
     path: Path  # absolute, symlinks resolved
 
 
+OAUTH_CLIENT_NAME = "planc"
+MCP_TRANSPORTS = ("streamable-http", "sse")  # how a server at a URL is spoken to: the first unless it says `sse`
+
+
+@attrs.frozen
+class OAuthLogin:
+    """`oauth` of a remote `[mcp.NAME]`: its tokens come from `planc registry login NAME` (an OAuth 2.1 flow),
+    kept in the user's keyring or a private file, never in the project."""
+
+    scopes: tuple[str, ...] = ()  # asked for; none: what the server's metadata says it supports
+    client_name: str = OAUTH_CLIENT_NAME  # how planc names itself when it registers with the authorization server
+
+
 @attrs.frozen
 class McpServer:
-    """`[mcp.NAME]`: a server started over stdio, whose tools come from planc.lock.json."""
+    """`[mcp.NAME]`: a server started over stdio (`command`), or reached at its `url`, whose tools come from
+    planc.lock.json."""
 
     name: str
-    command: tuple[str, ...]
+    command: tuple[str, ...] = ()  # empty for a server at a URL
     env: Mapping[str, str] = attrs.field(factory=dict)  # over a minimal inherited environment
+    url: str | None = None  # https:// (http:// only on loopback); None for a server planc starts
+    transport: str = MCP_TRANSPORTS[0]
+    # Header name -> value as planc.toml writes it: `$NAME` is read from the environment when planc connects
+    # (`$$` writes `$`), so a token is never in planc.toml, the lock or any record (registry/mcp_credentials.py).
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    oauth: OAuthLogin | None = None
     trust_annotations: bool = False  # take the tools' MCP annotations as declared effects
     timeout_s: float | None = None  # each call of its tools; None: `[limits] timeout_s`
     idempotency_keys: bool = False  # its tools deduplicate calls by the idempotency key planc sends in `_meta`
@@ -91,6 +111,35 @@ class McpServer:
     sampling: str | None = None  # the `[models]` role that answers its sampling requests; None: refused
     samples_per_call: int = SAMPLES_PER_CALL  # the most sampling requests one call of its tools may make
 
+    @property
+    def reached_as(self) -> str:
+        """How messages name the server besides its name: its URL, or its command line."""
+        import shlex
+
+        return self.url if self.url is not None else f"`{shlex.join(self.command)}`"
+
+
+JWT_ALGORITHMS = ("RS256", "ES256")  # the signatures `[mcp_server.auth]` takes unless `algorithms` says others
+SIGNATURE_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+
+
+@attrs.frozen
+class ServerAuth:
+    """`[mcp_server.auth]`: `planc mcp --http` as an OAuth resource server. Every request carries a bearer token
+    that `issuer` issued for `audience` with every one of `scopes`; the token's subject and claims are the Cedar
+    principal whose policy judges that client's plans."""
+
+    issuer: str
+    scopes: tuple[str, ...]  # every one required
+    audience: str | None = None  # None: the server's canonical URL (`resource_server_url`, else where it listens)
+    jwks_url: str | None = None  # JWT access tokens, their signatures checked with the keys published here
+    algorithms: tuple[str, ...] = JWT_ALGORITHMS  # of SIGNATURE_ALGORITHMS; never `none`, never a shared secret
+    introspection_url: str | None = None  # else opaque tokens, asked about there (RFC 7662)
+    client_id_env: str | None = None  # the environment variables of planc's credentials at the introspection
+    client_secret_env: str | None = None  # endpoint
+    principal_type: str = "User"  # a token of subject S is the principal `User::"S"`
+    attributes: Mapping[str, str] = attrs.field(factory=dict)  # the principal's attribute -> the claim it is read from
+
 
 @attrs.frozen
 class McpServing:
@@ -100,6 +149,10 @@ class McpServing:
     # Whether a client's accepted elicitation is a person's decision, which may let through a call the policy
     # refuses for where its values came from; false: such a call is refused whatever the client answers.
     answers_from_person: bool = False
+    auth: ServerAuth | None = None  # None: no client is authenticated, so it serves this machine only
+    resource_server_url: str | None = None  # the URL clients reach `--http` at (behind a proxy, the proxy's)
+    allowed_hosts: tuple[str, ...] = ()  # `Host` values served besides the loopback names with the bound port
+    allowed_origins: tuple[str, ...] = ()  # `Origin` values likewise
 
 
 @attrs.frozen

@@ -4,15 +4,16 @@
 resolve offline, without starting a server. The format, version 1:
 
     {"format": "planc.lock", "version": 1,
-     "servers": {NAME: {"command": [...], "roots": [...],
+     "servers": {NAME: {"command": [...] or "url": "...", "roots": [...],
                         "tools": {TOOL: {"description", "input_schema", "output_schema",
                                          "annotations", "hash"}}}}}
 
 `hash` is the sha256 of the tool's canonical JSON (see `tool_hash`); a lock whose hash does not
-match its entry was edited by hand and is refused, as is any other malformed lock. `command` and
-`roots` are how the server was started and what it was offered when it was synced (`started_as`); a
-run refuses a server that planc.toml now starts or offers otherwise (`unsynced`) until it is synced
-again. A lock written before roots were recorded has none.
+match its entry was edited by hand and is refused, as is any other malformed lock. `command` (or
+`url`, for a server planc reaches rather than starts) and `roots` are how the server was reached and
+what it was offered when it was synced (`started_as`); a run refuses a server that planc.toml now
+starts, reaches or offers otherwise (`unsynced`) until it is synced again. A lock written before roots
+were recorded has none. The lock never holds a server's headers or tokens.
 
 The lock keeps each tool under its name on the server, the name every call sends. In plans, a locked
 tool TOOL of a server NAME declared in planc.toml is the Tool `NAME__TOOL`, where TOOL is written as a
@@ -116,8 +117,10 @@ def plan_names(server: McpServer, tools: Iterable[str]) -> dict[str, str]:
 
 
 def started_as(server: McpServer) -> dict:
-    """What the lock records of how `server` was synced: its command, and its roots as planc.toml writes them."""
-    return {"command": list(server.command), "roots": [root.written for root in server.roots]}
+    """What the lock records of how `server` was synced: its command (or its URL), and its roots as planc.toml
+    writes them. Never its headers: their values are credentials."""
+    reached = {"url": server.url} if server.url is not None else {"command": list(server.command)}
+    return {**reached, "roots": [root.written for root in server.roots]}
 
 
 def unsynced(server: McpServer, locked: Mapping) -> str | None:
@@ -132,15 +135,22 @@ def unsynced(server: McpServer, locked: Mapping) -> str | None:
     MCP server `fs` was synced with no roots, and planc.toml now offers it the roots ["data"]
     >>> print(unsynced(McpServer("fs", ("fs", "/")), locked))
     MCP server `fs` was synced as `fs data`, and planc.toml now starts it as `fs /`
+    >>> print(unsynced(McpServer("fs", url="https://example.org/mcp"), locked))
+    MCP server `fs` was synced as `fs data`, and planc.toml now reaches it at https://example.org/mcp
     """
-    now, then = started_as(server), {"command": locked.get("command", []), "roots": locked.get("roots", [])}
-    if now["command"] != then["command"]:
-        return (f"MCP server `{server.name}` was synced as `{shlex.join(then['command'])}`, and planc.toml now "
-                f"starts it as `{shlex.join(now['command'])}`")
+    now, then = started_as(server), {"roots": locked.get("roots", [])}
+    then.update({"url": locked["url"]} if "url" in locked else {"command": locked.get("command", [])})
+    if now.get("url") != then.get("url") or now.get("command") != then.get("command"):
+        return (f"MCP server `{server.name}` was synced {_reached(then, 'as', 'at')}, and planc.toml now "
+                f"{_reached(now, 'starts it as', 'reaches it at')}")
     if now["roots"] != then["roots"]:
         return (f"MCP server `{server.name}` was synced with {_roots(then['roots'])}, and planc.toml now offers it "
                 f"{_roots(now['roots'])}")
     return None
+
+
+def _reached(how: Mapping, started: str, reached: str) -> str:
+    return f"{reached} {how['url']}" if "url" in how else f"{started} `{shlex.join(how['command'])}`"
 
 
 def _roots(roots: list[str]) -> str:
@@ -192,6 +202,8 @@ def check_lock(data, path: Path) -> dict:
             value = locked.get(key, [])
             if not isinstance(value, list) or not all(isinstance(part, str) for part in value):
                 fail(f"`{key}` of server `{server}` must be a list of {what}")
+        if not isinstance(locked.get("url", ""), str):
+            fail(f"`url` of server `{server}` must be a string")
         for name, tool in locked["tools"].items():
             where = f"tool `{name}` of server `{server}`"
             if not isinstance(tool, dict):

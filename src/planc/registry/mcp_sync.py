@@ -1,27 +1,22 @@
 """`planc registry sync`: ask each declared MCP server for its tools and write `planc.lock.json`.
 
-Each `[mcp.NAME]` server is started over stdio with the official `mcp` SDK (imported here only,
-so planc works without it until a sync is asked for), in the folder of planc.toml, with its
-`env` over a minimal inherited environment. planc initialises the session, lists the tools
-(every page) and stops the server. Servers run concurrently, each within `timeout` seconds.
+Each `[mcp.NAME]` server is reached as a run reaches it (mcp_transport.py: started over stdio, or at
+its URL with its headers or OAuth login), with the same client capabilities, since a server may offer
+some tools only to clients that can answer its requests. planc initialises the session, lists the
+tools (every page) and closes it. Servers are synced concurrently, each within `timeout` seconds.
+Each tool is locked under its name on the server, with how the server was reached and the roots it
+was offered (`lock.started_as`; `lock.unsynced` compares them at run time), never with a header or a
+token; its name in plans (`lock.plan_names`) is reported when it differs, and two tools that plans
+would call by one name fail their server's sync.
 
-planc declares the same client capabilities here as when it runs the tools (`client_session`), since a
-server may offer some tools only to clients that can answer its requests: roots (when the server's
-table declares some), elicitation and sampling. Each tool is locked under its name on the server, with
-the command and roots the server was synced with (`lock.unsynced` compares them at run time); its name
-in plans (`lock.plan_names`) is reported when it differs, and two tools that plans would call by one
-name fail their server's sync.
-
-A server that cannot be started, fails, or does not answer in time is a `ServerFailure` naming
-it and its command; its earlier entry in the lock, if any, is kept (what was approved stays
-approved) and the other servers are still synced. Servers no longer declared are dropped.
+A server that cannot be started or reached, fails, or does not answer in time is a `ServerFailure`
+naming it and its command or URL; its earlier entry in the lock, if any, is kept (what was approved
+stays approved) and the other servers are still synced. Servers no longer declared are dropped.
 """
-
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,11 +45,11 @@ class SyncError(Exception):
 @attrs.frozen
 class ServerFailure:
     server: str
-    command: tuple[str, ...]
+    reached_as: str  # its command line, or its URL (McpServer.reached_as)
     message: str
 
     def __str__(self) -> str:
-        return f"MCP server `{self.server}` (`{shlex.join(self.command)}`): {self.message}"
+        return f"MCP server `{self.server}` ({self.reached_as}): {self.message}"
 
 
 @attrs.frozen
@@ -96,7 +91,7 @@ def sync(registry: Registry, timeout: float = MCP_START_TIMEOUT_S) -> SyncResult
             try:
                 names = plan_names(registry.servers[name], outcome)
             except NameClash as clash:
-                outcome = ServerFailure(server=name, command=registry.servers[name].command, message=str(clash))
+                outcome = ServerFailure(server=name, reached_as=registry.servers[name].reached_as, message=str(clash))
             else:
                 renamed[name] = {wire: plain for wire, plain in names.items() if wire != plain}
                 unrenamed[name] = tuple(sorted(set(registry.servers[name].rename) - set(names)))
@@ -140,153 +135,23 @@ def write_lock(path: Path, lock: dict) -> None:
         raise
 
 
-class StdoutNoise:
-    """A session's `message_handler` that keeps what a server wrote on its standard output that is not MCP.
-
-    The SDK logs every such line with a traceback; planc says it once, in the server's error, instead.
-    """
-
-    SHOWN = 3
-
-    def __init__(self) -> None:
-        _quiet_sdk_parse_errors()
-        self.lines: list[str] = []
-        self.count = 0
-
-    async def __call__(self, message) -> None:
-        if isinstance(message, Exception):
-            self.count += 1
-            if len(self.lines) < self.SHOWN:
-                self.lines.append(_bad_line(message))
-
-    def said(self) -> str:
-        if not self.count:
-            return ""
-        shown = ", ".join(f"`{line}`" for line in self.lines) + (", ..." if self.count > self.SHOWN else "")
-        return (f"; it wrote {self.count} line{'s' if self.count > 1 else ''} that {'are' if self.count > 1 else 'is'}"
-                f" not MCP on its standard output ({shown}): a server writes only protocol messages there, and its "
-                "logs on standard error")
-
-
-def _bad_line(error: Exception) -> str:
-    errors = getattr(error, "errors", None)
-    found = errors()[0].get("input") if callable(errors) and errors() else None
-    text = found if isinstance(found, str) else str(error)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _quiet_sdk_parse_errors() -> None:
-    """Drop the SDK's log record (with a traceback) for each line of a server's stdout that is not MCP."""
-    import logging
-
-    stdio = logging.getLogger("mcp.client.stdio")
-    if not any(isinstance(each, _NoParseErrors) for each in stdio.filters):
-        stdio.addFilter(_NoParseErrors())
-
-
-class _NoParseErrors:
-    def filter(self, record) -> bool:
-        return not record.getMessage().startswith("Failed to parse JSONRPC message")
-
-
-def client_session(read, write, server: McpServer, noise: StdoutNoise, requests=None):
-    """The SDK's session with `server`, declaring planc's client capabilities: roots (only when the server's
-    `roots` names some: a server such as the reference filesystem server replaces the folders it was started
-    on with its client's roots), elicitation and sampling. `requests` (a backend.models.mcp_requests.ServerRequests)
-    answers the server's elicitation and sampling requests during a run's calls; without it (a sync, which calls
-    no tool) they are refused."""
-    from mcp import ClientSession, types
-
-    async def roots(context):
-        return types.ListRootsResult(roots=[types.Root(uri=root.path.as_uri(), name=root.path.name or root.written)
-                                            for root in server.roots])
-
-    async def elicitation(context, params):
-        if requests is None:
-            return types.ErrorData(code=types.INVALID_REQUEST, message="planc answers no request while it lists tools")
-        return await requests.elicit(server, params)
-
-    async def sampling(context, params):
-        if requests is None:
-            return types.ErrorData(code=types.INVALID_REQUEST, message="planc answers no request while it lists tools")
-        return await requests.sample(server, params)
-
-    return ClientSession(read, write, message_handler=noise, list_roots_callback=roots if server.roots else None,
-                         elicitation_callback=elicitation, sampling_callback=sampling)
-
-
-def server_parameters(server: McpServer, folder: Path):
-    """How the SDK starts `server` over stdio: its command, in the folder of planc.toml, with its `env`."""
-    from mcp import StdioServerParameters
-
-    command = server.command
-    return StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(server.env) or None,
-                                 cwd=str(folder))
-
-
 async def _list_server(server: McpServer, folder: Path, timeout: float) -> dict | ServerFailure:
     """Tool name -> lock entry for `server`, or what went wrong."""
     import anyio
-    from mcp.client.stdio import stdio_client
 
-    command = server.command
+    from planc.registry.mcp_transport import Link, all_tools, client_session, connected
 
-    def failure(message: str) -> ServerFailure:
-        return ServerFailure(server=server.name, command=command, message=message)
-
-    parameters = server_parameters(server, folder)
-    noise = StdoutNoise()
-    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:  # the server's stderr
+    link = Link(server)
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:  # a started server's stderr
         try:
             with anyio.fail_after(timeout):
-                async with stdio_client(parameters, errlog=errlog) as (read, write):
-                    async with client_session(read, write, server, noise) as session:
+                async with connected(server, folder, errlog, link) as (read, write):
+                    async with client_session(read, write, server, link.noise) as session:
                         await session.initialize()
-                        tools = await _all_tools(session)
+                        tools = await all_tools(session, link)
         except Exception as error:  # noqa: BLE001 - any failure of a server is reported, not raised
-            return failure(_describe(error, command[0], timeout) + noise.said() + _tail(errlog))
+            return ServerFailure(server=server.name, reached_as=server.reached_as,
+                                 message=link.failure(error, timeout, errlog))
     return {tool["name"]: entry(tool["name"], tool.get("description"), tool.get("inputSchema") or {"type": "object"},
                                 tool.get("outputSchema"), tool.get("annotations"))
             for tool in sorted(tools, key=lambda tool: tool["name"])}
-
-
-async def _all_tools(session) -> list[dict]:
-    """Every tool the server lists, following pagination, as wire-format JSON (camelCase keys)."""
-    tools, result = [], await session.list_tools()
-    while True:
-        tools += [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in result.tools]
-        cursor = getattr(result, "next_cursor", None) or getattr(result, "nextCursor", None)
-        if not cursor:
-            return tools
-        from mcp.types import PaginatedRequestParams
-
-        result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
-
-
-def _describe(error: BaseException, program: str, timeout: float) -> str:
-    """One line for an exception, looking inside exception groups (anyio task groups raise them)."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    if isinstance(error, TimeoutError):
-        return f"no answer within {timeout:g} s"
-    if isinstance(error, FileNotFoundError):
-        return f"cannot start it: `{program}` not found"
-    if isinstance(error, PermissionError):
-        return f"cannot start it: `{program}` is not executable"
-    if isinstance(error, OSError) and error.strerror:
-        return f"cannot start it: {error.strerror}"
-    text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0]
-
-
-def _tail(errlog, lines: int = 5) -> str:
-    """The last lines the server wrote on its standard error, if any."""
-    try:
-        errlog.flush()
-        errlog.seek(0)
-        text = errlog.read().strip()
-    except OSError:
-        return ""
-    if not text:
-        return ""
-    return "\n  stderr: " + "\n  stderr: ".join(text.splitlines()[-lines:])

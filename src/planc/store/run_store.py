@@ -429,12 +429,15 @@ class RunStore:
         with self.reading() as db:
             return db.execute("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0]
 
-    def runs(self) -> list[dict]:
+    def runs(self, principal: str | None = None) -> list[dict]:
+        """Every run, oldest first; with `principal`, only those recorded for that principal."""
         with self.reading() as db:
             rows = db.execute(
                 "SELECT r.id, r.started_at, r.finished_at, r.status, r.message, "
                 f"(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id AND {_MADE}), "
-                f"r.batch, r.batch_line, {self._spent} FROM runs r ORDER BY r.started_at, r.id").fetchall()
+                f"r.batch, r.batch_line, {self._spent}, r.options FROM runs r ORDER BY r.started_at, r.id").fetchall()
+            if principal is not None:
+                rows = [row for row in rows if row[9] is not None and read_record(row[9]).get("principal") == principal]
             return [self._as_seen(db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
                                        "message": row[4], "calls": row[5], "batch": row[6], "batch_line": row[7],
                                        "spent_usd": row[8],
@@ -512,18 +515,22 @@ class RunStore:
                 "interrupted": "it was interrupted (`planc resume` continues it)"}.get(status, status)
         return f"run {run_id} does not wait for approval: {said}"
 
-    def find(self, name: str, table: str = "runs") -> str:
+    def find(self, name: str, table: str = "runs", principal: str | None = None) -> str:
         """The id of the run (or, with `table="batches"`, the batch) `name` names: its id, a prefix of one id
-        only, or `last` (the latest started)."""
+        only, or `last` (the latest started). With `principal`, only the runs recorded for that principal are
+        looked at: another's are as if they were not there."""
         kind = {"runs": "run", "batches": "batch"}[table]
+        mine = (lambda options: True) if principal is None else (
+            lambda options: options is not None and read_record(options).get("principal") == principal)
         with self.reading() as db:
             if name == "last":
-                row = db.execute(f"SELECT id FROM {table} ORDER BY started_at DESC, id DESC LIMIT 1").fetchone()
+                rows = db.execute(f"SELECT id, options FROM {table} ORDER BY started_at DESC, id DESC")
+                row = next((row for row in rows if mine(row[1])), None)
                 if row is None:
                     raise RunStoreError(f"{self.path}: no {kind} yet, so no `last` {kind}")
                 return row[0]
-            found = [row[0] for row in db.execute(f"SELECT id FROM {table} WHERE substr(id, 1, ?) = ? ORDER BY id",
-                                                  (len(name), name))]
+            found = [row[0] for row in db.execute(f"SELECT id, options FROM {table} WHERE substr(id, 1, ?) = ? "
+                                                  "ORDER BY id", (len(name), name)) if mine(row[1])]
         if name in found:
             return name
         if not found:

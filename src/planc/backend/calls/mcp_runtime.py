@@ -1,14 +1,14 @@
-"""MCP servers at run time: started once per run, checked against the lock.
+"""MCP servers at run time: started (or reached) once per run, checked against the lock.
 
-`McpRuntime.open` starts every server the run may call over stdio with the official `mcp` SDK
-(the servers of the tools the checked plan calls; every locked server when the plan has an
-`agent` step, whose tools are chosen at run time), in the planc.toml's folder, with its `env`
-as `planc registry sync` does. A server that planc.toml now starts with another command, or offers
-other roots, than it was synced with is refused before any server starts (`lock.unsynced`). Before
-the first step it lists each server's live tools and compares them with `planc.lock.json` (the
-same `tool_hash`): a locked tool that is missing or has changed (description, input schema, output
-schema or annotations) is a "rug pull", refused with a RunError naming the server, the tool and
-what changed, and nothing runs.
+`McpRuntime.open` connects to every server the run may call as `planc registry sync` does
+(registry/mcp_transport.py: started over stdio in the planc.toml's folder, or reached at its URL
+with its headers or OAuth login): the servers of the tools the checked plan calls, or every locked
+server when the plan has an `agent` step, whose tools are chosen at run time. A server that
+planc.toml now starts or reaches otherwise, or offers other roots, than it was synced with is refused
+before any server starts (`lock.unsynced`). Before the first step it lists each server's live tools
+and compares them with `planc.lock.json` (the same `tool_hash`): a locked tool that is missing or has
+changed (description, input schema, output schema or annotations) is a "rug pull", refused with a
+RunError naming the server, the tool and what changed, and nothing runs.
 
 `call` sends `tools/call` under the tool's name on the server (the lock's; plans may call it by another,
 `lock.plan_names`), with the call's idempotency key in `_meta` (under `MCP_META_KEY`) and a progress
@@ -16,7 +16,9 @@ token, and the dispatch bounds it by the server's `timeout_s`. A tool the server
 (`execution.taskSupport` "required") is called as one: planc polls it until it ends, then takes its
 result. The result is the `structuredContent` when the server gives one, else the content
 (`plain_content`). An `isError` result raises `McpToolError` with the server's message, which the
-interpreter turns into a failed step (or gives back to an agent).
+interpreter turns into a failed step (or gives back to an agent); so does a request a server at a URL
+refuses (its HTTP status said). What a remote server sends back, result or error, has planc's
+credentials for it taken out first (`Link.redact`), so none reaches a record.
 
 During a call the server may ask planc for its roots, to elicit an answer, or to sample a model, and
 may report progress; `requests` (backend.models.mcp_requests.ServerRequests, set by the run) answers and
@@ -32,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
-import shlex
 import tempfile
 from contextlib import AsyncExitStack
 
@@ -78,6 +79,7 @@ class McpRuntime:
         self.registry = registry
         self.servers = needed_servers(checked, registry)
         self.sessions: dict = {}  # server name -> ClientSession
+        self.links: dict = {}  # server name -> registry.mcp_transport.Link: its secrets, what it refused
         self.wire: dict[str, dict[str, str]] = {}  # server -> the tool's name in plans -> its name on the server
         self.tasks: dict[str, set[str]] = {}  # server -> its tools (names on the server) that run only as tasks
         self.in_flight: dict[str, list[InFlight]] = {}  # server -> its calls being made
@@ -85,23 +87,16 @@ class McpRuntime:
         self._stack: AsyncExitStack | None = None
 
     async def open(self) -> None:
-        """Start the needed servers and refuse on any drift from the lock; nothing to do without them."""
+        """Start or reach the needed servers and refuse on any drift from the lock; nothing to do without them."""
         if not self.servers:
             return
         try:
             import anyio
-            from mcp.client.stdio import stdio_client
+            import mcp  # noqa: F401
         except ImportError:
             raise RunError("the plan calls MCP tools, and running them needs the MCP SDK: "
                            "pip install 'planc[mcp]'") from None
-        from planc.registry.mcp_sync import (
-            StdoutNoise,
-            _all_tools,
-            _describe,
-            _tail,
-            client_session,
-            server_parameters,
-        )
+        from planc.registry.mcp_transport import Link, all_tools, client_session, connected
 
         assert self.registry is not None and self.registry.source is not None
         try:
@@ -118,19 +113,17 @@ class McpRuntime:
         stack = await self._stack.__aenter__()
         for name in self.servers:
             server = self.registry.servers[name]
-            command = server.command
-            parameters = server_parameters(server, folder)
             errlog = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
-            noise = StdoutNoise()
+            link = self.links[name] = Link(server)
             try:  # the transports' task groups stay open in `stack`: no cancel scope may wrap their entry
-                read, write = await stack.enter_async_context(stdio_client(parameters, errlog=errlog))
-                session = await stack.enter_async_context(client_session(read, write, server, noise, self))
+                read, write = await stack.enter_async_context(connected(server, folder, errlog, link))
+                session = await stack.enter_async_context(client_session(read, write, server, link.noise, self))
                 with anyio.fail_after(MCP_START_TIMEOUT_S):
                     await session.initialize()
-                    live = await _all_tools(session)
+                    live = await all_tools(session, link)
             except Exception as error:  # noqa: BLE001 - a server that cannot start stops the run
-                raise RunError(f"MCP server `{name}` (`{shlex.join(command)}`) cannot be used: "
-                               f"{_describe(error, command[0], MCP_START_TIMEOUT_S)}{noise.said()}{_tail(errlog)}") from None
+                raise RunError(f"MCP server `{name}` ({server.reached_as}) cannot be used: "
+                               f"{link.failure(error, MCP_START_TIMEOUT_S, errlog)}") from None
             locked = lock["servers"].get(name, {}).get("tools", {})
             drift(name, locked, live)
             self.sessions[name] = session
@@ -152,18 +145,27 @@ class McpRuntime:
         progress = self.requests.progress(flight) if flight is not None and self.requests is not None else None
         calls = self.in_flight.setdefault(server, [])
         calls.append(flight)
+        link = self.links[server]
         try:
             if wire in self.tasks[server]:
                 result = await _as_task(session, wire, arguments, meta, progress)
             else:
                 result = await session.call_tool(wire, arguments, meta=meta, progress_callback=progress)
+        except McpToolError as error:
+            raise McpToolError(link.redact(str(error))) from None
+        except Exception as error:  # over HTTP: the status it refused the call with; no credential it quotes
+            if link.refused is not None:
+                raise McpToolError(link.failure(error, MCP_START_TIMEOUT_S)) from None
+            if link.redact(str(error)) != str(error):
+                raise McpToolError(link.redact(str(error))) from None
+            raise
         finally:
             calls.remove(flight)
         if result.is_error:
-            raise McpToolError(_text(result.content) or "the server reported an error and gave no message")
+            raise McpToolError(link.redact(_text(result.content)) or "the server reported an error and gave no message")
         if result.structured_content is not None:
-            return result.structured_content
-        return plain_content(result.content)
+            return link.redact_value(result.structured_content)
+        return link.redact_value(plain_content(result.content))
 
     def asking(self, server: str) -> InFlight | str:
         """The call a request of `server` comes from, or why planc cannot answer it."""

@@ -79,6 +79,8 @@ def as_recorded(record: dict, registry: Registry | None, policy: Policy | None
         path = options.get("policy") or (registry.policy if registry is not None else None)
         policy = load_policy(Path(path)) if path else None
     budget = Budget(*options.get("budget") or (None, None, None))
+    # `written_by`: the labels its author gave its literals (an MCP client's plan) hold when it is continued too.
     checked = load_plan(dump(record["plan"]), registry=registry, policy=policy, principal=principal,
-                        approvals=options.get("approvals", False), **budget.keywords())
+                        approvals=options.get("approvals", False), written_by=frozenset(options.get("written_by", ())),
+                        recorded=True, **budget.keywords())
     return registry, policy, principal, checked
