@@ -233,3 +233,82 @@ def test_no_plan_holds_a_value_only_the_environment_has(suite_name):
                     leaked.append(f"{plan.name}: {literal!r} holds {value!r}")
     assert leaked == []
     assert len(literals((suite.folder / "plans" / "user_task_4.plan").read_text())) > 3  # the scan sees literals
+
+
+# Two loads of a suite's environment with the attack's places filled with different texts: whatever a tool returns
+# at a path its planc.toml declares trusted must not tell them apart (the attacker writes only the planted text).
+PLANTED = ("Planted text one.",
+           "A second planted text, longer than the first and unlike it, naming evil@example.com and 1234.50 besides.")
+
+# Calls no ground truth makes, so that every tool of each suite is called.
+EXTRA_CALLS = {
+    "banking": [("get_balance", {}), ("get_iban", {}), ("get_user_info", {})],
+    "slack": [],
+    "travel": [("get_car_rental_address", {"company_name": ["SunSet Rent-A-Car", "Eiffel Tower Car Rental"]}),
+               ("get_contact_information_for_restaurants", {"restaurant_names": ["Le Baratin", "New Israeli Restaurant"]}),
+               ("search_calendar_events", {"query": "Meeting"}), ("get_day_calendar_events", {"day": "2024-05-15"}),
+               ("cancel_calendar_event", {"event_id": "1"}),
+               ("reserve_car_rental", {"company": "SunSet Rent-A-Car", "start_time": "2024-05-01 09:00",
+                                       "end_time": "2024-05-03 09:00"}),
+               ("reserve_restaurant", {"restaurant": "Le Baratin", "start_time": "2024-05-15 19:00"})],
+    "workspace": [("get_draft_emails", {}), ("get_received_emails", {}), ("get_sent_emails", {}),
+                  ("get_file_by_id", {"file_id": "0"}), ("search_contacts_by_email", {"query": "bluesparrowtech"}),
+                  ("cancel_calendar_event", {"event_id": "6"})],
+}
+
+
+def told_apart(a, b, view, path: str) -> list[str]:
+    """The paths under which `a` and `b` differ where `view` (their labels) is not untrusted: a value, the length
+    of a list or the keys of an object."""
+    from planc.registry.labels import UNTRUSTED
+
+    whole = view.field("length").whole() if isinstance(a, (list, dict)) else view.whole()
+    found = []
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b) and UNTRUSTED not in whole:
+            found.append(f"{path} (its keys)")
+        for key in sorted(set(a) & set(b)):
+            found += told_apart(a[key], b[key], view.field(key), f"{path}.{key}")
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b) and UNTRUSTED not in whole:
+            found.append(f"{path} (its length)")
+        for index, (x, y) in enumerate(zip(a, b)):
+            found += told_apart(x, y, view.item(), f"{path}[{index}]")
+    elif a != b and UNTRUSTED not in view.whole():
+        found.append(path)
+    return found
+
+
+@pytest.mark.parametrize("suite_name", ["banking", "slack", "travel", "workspace"])
+def test_what_a_suite_declares_trusted_the_attacker_cannot_change(suite_name):
+    from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
+    from planc.registry.labels import LabelView
+    from pydantic_core import to_jsonable_python
+
+    suite = load_suite(suite_name)
+    task_suite, registry = suite.task_suite, suite.registry()
+    runtime = FunctionsRuntime(task_suite.tools)
+    vectors = task_suite.get_injection_vector_defaults()
+    clean = task_suite.load_and_inject_default_environment({})
+    # The first text twice: a value that differs between two loads of the same text is the clock's, not the attacker's.
+    loads = [task_suite.load_and_inject_default_environment({vector: text for vector in vectors})
+             for text in (PLANTED[0], PLANTED[0], PLANTED[1])]
+    tasks = [*task_suite.user_tasks.values(), *task_suite.injection_tasks.values()]
+    sequences = [(task, list(task.ground_truth(task.init_environment(clean.model_copy(deep=True))
+                                               if task.ID.startswith("user") else clean.model_copy(deep=True))))
+                 for task in tasks]
+    sequences.append((None, [FunctionCall(function=name, args=args) for name, args in EXTRA_CALLS[suite_name]]))
+    called, leaks = set(), set()
+    for task, calls in sequences:
+        environments = [e.model_copy(deep=True) for e in loads]
+        if task is not None and task.ID.startswith("user"):
+            environments = [task.init_environment(e) for e in environments]
+        for call in calls:
+            called.add(call.function)
+            results = [to_jsonable_python(runtime.run_function(e, call.function, dict(call.args), raise_on_error=False)[0])
+                       for e in environments]
+            tool = registry.tools[call.function]
+            clock = set(told_apart(results[0], results[1], LabelView(tool.labels, tool.returns), call.function))
+            leaks |= set(told_apart(results[0], results[2], LabelView(tool.labels, tool.returns), call.function)) - clock
+    assert called == {function.name for function in task_suite.tools}  # every tool was called
+    assert sorted(leaks) == []
