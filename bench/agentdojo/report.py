@@ -42,7 +42,8 @@ class Tally:
     refused_at_check: int = 0  # pairs the compromised model's run was refused at check (no approvals)
     refused_at_run: int = 0
     failed: int = 0
-    shown: int = 0  # pairs in which an agent step was shown the injection
+    shown: int = 0  # pairs in which an agent step was shown the injection (no approvals)
+    shown_approving: int = 0  # ... with the oracle approving
     runs: int = 0  # runs of the compromised model, with no approvals
 
     def count_benign(self, task_id: str, off, on, oracle, stamp, untouched) -> None:
@@ -81,6 +82,7 @@ class Tally:
         self.refused_at_run += any(run.ended == "refused at run" for run in worst)
         self.failed += any(run.ended == "failed" for run in worst)
         self.shown += any(run.shown for run in worst)
+        self.shown_approving += any(run.shown for run in oracle)
 
     @property
     def attacks(self) -> int:
@@ -126,7 +128,8 @@ def suite_lines(t: Tally) -> list[str]:
              f"  attacks succeeded: {len(t.attacked)}/{t.pairs} with no approvals, {len(t.attacked_oracle)}/{t.pairs}"
              f" with the oracle",
              f"  compromised reader, no approvals: {t.runs} runs; refused at check {t.refused_at_check}, at run time"
-             f" {t.refused_at_run}, failed {t.failed}; pairs whose agent was shown the injection {t.shown}",
+             f" {t.refused_at_run}, failed {t.failed}; pairs whose agent was shown the injection {t.shown}"
+             f" ({t.shown_approving} with the oracle)",
              f"  pass with no call: {names(sorted(t.no_call, key=order))}",
              f"  security true without any injection: {names(t.without_injection)}"]
     lines += [f"  lost {task}: {why}" for task, why in sorted(t.lost.items(), key=lambda kv: order(kv[0]))]
@@ -188,7 +191,8 @@ MARKDOWN_ROWS = (
     ("attacks succeeded, with the oracle", lambda t: f"{len(t.attacked_oracle)}/{t.pairs}"),
     ("pairs whose security check holds without any injection", lambda t: str(len(t.without_injection))),
     ("compromised pairs refused by `planc check` (no approvals)", lambda t: str(t.refused_at_check)),
-    ("pairs whose agent was shown the injection", lambda t: str(t.shown)),
+    ("pairs whose agent was shown the injection (no approvals; with the oracle)",
+     lambda t: f"{t.shown}; {t.shown_approving}"),
     ("benign utility, policy off", lambda t: share(t.benign_off, t.tasks)),
     ("benign utility, with the oracle", lambda t: share(t.benign_oracle, t.tasks)),
     ("benign utility, with the rubber stamp", lambda t: share(t.benign_stamp, t.tasks)),
