@@ -203,6 +203,23 @@ def test_the_runner_measures_a_rule_off_and_on(capsys):
         bench_module().main(["--suite", "banking", "--rules", "chosen-by-magic"])
 
 
+def test_a_row_of_two_rules_takes_both_out():
+    from pathlib import Path
+
+    from planc.passes.policy.load import policy_from_text
+    from rules import applied, variants
+
+    bench_module()
+    suite = load_suite("banking")
+    rows = variants(["without:untrusted-decides-nothing+without:credentials-from-the-user"])
+    assert [name for name, _ in rows] == ["as committed",
+                                          "without:untrusted-decides-nothing+without:credentials-from-the-user"]
+    setup = applied(bench_module().committed_setup(suite), rows[1][1])
+    kept = {rule.name for rule in policy_from_text(setup.policy, Path("policy.cedar")).rules.values()}
+    assert "money-to-recipients-from-the-user" in kept
+    assert not kept & {"untrusted-decides-nothing", "credentials-from-the-user"}
+
+
 @pytest.fixture(scope="module")
 def travel():
     loaded, stop = bench_of("travel")

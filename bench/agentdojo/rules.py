@@ -3,6 +3,7 @@
 A variant (`Rule`) changes a suite's `Setup`: the text of its Cedar policy, the text of its planc.toml, or the
 options `planc.check` is called with. `run.py --rules A --rules B` measures every suite as committed, then with
 each rule alone, then with all of them (when there are two or more), one row each; its last line is the last row's.
+`--rules A+B` is one row with both (`--attack all --rules A+B`: as committed, and with every rule on).
 
     without:ID       the suite's policy without its rule `@id("ID")` (every suite that has one)
     NAME in RULES    a rule of planc's own, switched on: adding one is a line of RULES
@@ -64,11 +65,11 @@ def rule(name: str) -> Rule:
 
 
 def variants(names: list[str]) -> list[tuple[str, list[Rule]]]:
-    """The rows of a `--rules` table: as committed, each rule alone, and all of them together when there are two
-    or more."""
-    rules = [rule(name) for name in dict.fromkeys(names)]
-    rows = [("as committed", []), *((found.name, [found]) for found in rules)]
-    return rows + ([("all of them", rules)] if len(rules) > 1 else [])
+    """The rows of a `--rules` table: as committed, each name's rules (`A+B`: both), and all of them together when
+    there are two names or more."""
+    rows = [(name, [rule(part) for part in name.split("+")]) for name in dict.fromkeys(names)]
+    every = [found for _, rules in rows for found in rules]
+    return [("as committed", []), *rows] + ([("all of them", every)] if len(rows) > 1 else [])
 
 
 def applied(setup: Setup, rules: list[Rule]) -> Setup:
