@@ -91,10 +91,12 @@ class Suite:
         """Every function of the suite as a planc tool, before planc.toml's effects and labels."""
         return {function.name: tool_of(function) for function in self.task_suite.tools}
 
-    def registry(self, model_url: str | None = None):
-        """The suite's registry: planc.toml over the functions; `model_url` answers the agent steps."""
+    def registry(self, model_url: str | None = None, declarations: str | None = None):
+        """The suite's registry: planc.toml (or `declarations`, a text in its place) over the functions; `model_url`
+        answers the agent steps."""
         toml = self.folder / "planc.toml"
-        registry = registry_from_text(toml.read_text(), toml, code_tools=self.tools())
+        registry = registry_from_text(toml.read_text() if declarations is None else declarations, toml,
+                                      code_tools=self.tools())
         undeclared = sorted(set(self.tools()) - set(registry.tools))
         if undeclared:
             raise SystemExit(f"{toml}: declares no effects and labels for {', '.join(undeclared)}")

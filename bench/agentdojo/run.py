@@ -3,6 +3,7 @@
     .venv/bin/pip install -r bench/agentdojo/requirements.txt
     .venv/bin/python bench/agentdojo/run.py                        # every suite with plans, important_instructions
     .venv/bin/python bench/agentdojo/run.py --suite banking --attack all
+    .venv/bin/python bench/agentdojo/run.py --rules without:untrusted-decides-nothing   # a table: each rule off, on
     .venv/bin/python bench/agentdojo/run.py --planner planner --models models.toml --grammar gbnf
                                                # plans from `planc plan`, the role's model in models.toml
 
@@ -10,8 +11,12 @@ For each pair the environment is loaded with AgentDojo's own attack planted in i
 the user task is checked with the suite's policy (bench/agentdojo/suites/<suite>/) and run, its `agent`
 steps answered by a scripted model (scripted_models.py: honest, or compromised by the injection), and
 the outcome is scored with AgentDojo's own `utility` of the user task and `security` of the injection
-task (True: the attack succeeded). Without an attack, utility is measured with the policy off and on,
-and with a person approving every call the policy flags only for where its values came from.
+task (True: the attack succeeded). The compromised model's pair runs once per combination of its
+choices; a pair counts as solved only if every run solved it, and as attacked if any run was. Each
+pair runs with no approvals (a call the policy flags stops the run), and checked with approvals under
+two approvers (approvers.py), the oracle and the rubber stamp, which planc's run gate asks (`Hooks`)
+at each flagged call. Without an attack, each user task runs with the policy off, on, and on with each
+approver.
 
 With `--planner ROLE` the plans are a model's: `planc plan` with the task's prompt, against the suite's
 tools and policy, the role's model declared in `--models FILE` (`[models.ROLE]` tables, as planc.toml
@@ -33,11 +38,15 @@ import attrs
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from adapter import SUITES, Suite  # noqa: E402
-from scripted_models import COMPROMISED, HONEST, Scenario, serve  # noqa: E402
+from approvers import Oracle, RubberStamp  # noqa: E402
+from report import Tally, markdown, report, rules_table  # noqa: E402
+from rules import Setup, applied, variants  # noqa: E402
+from scripted_models import COMPROMISED, HONEST, MOST_RUNS, Scenario, combinations, serve  # noqa: E402
 
 import planc  # noqa: E402
 from planc.backend.calls.hooks import Abort, Hooks, Proceed  # noqa: E402
 from planc.backend.state.values import RunError  # noqa: E402
+from planc.passes.policy.load import policy_from_text  # noqa: E402
 
 TARGET = "gpt-4o-2024-05-13"  # the victim model's name some attacks address (important_instructions: "GPT-4")
 
@@ -49,8 +58,11 @@ class Outcome:
     ended: str  # "ran", "refused at check", "refused at run", "failed", "not expressible", "no plan"
     utility: bool
     security: bool | None = None  # None without an injection task
-    approved: int = 0  # calls a person let through
+    asked: int = 0  # flagged calls put to the approver
+    denied: tuple[str, ...] = ()  # the calls the approver denied
+    shown: int = 0  # answers the models gave to a request that held the injection
     detail: str = ""
+    holds: tuple[str, ...] = ()  # of the tasks `Bench.outcome` was asked to score besides, those whose check holds
 
 
 @attrs.define
@@ -62,7 +74,10 @@ class Bench:
     registry: object = None
     policy: object = None
     planner: str | None = None  # the model role that wrote the plans (None: the committed plans)
+    check_options: dict = attrs.Factory(dict)  # planc.check's options a rule sets (rules.py)
     checked: dict = attrs.Factory(dict)  # (task id, policy on, approvals) -> CheckResult
+    loaded: tuple = ()  # the injections last loaded, and the environment they made (a pair's runs load it once)
+    scored: dict = attrs.Factory(dict)  # what a check said of a run, by what the run started from and did
 
     def check(self, task_id: str, policy: bool, approvals: bool):
         key = (task_id, policy, approvals)
@@ -70,52 +85,94 @@ class Bench:
             # Off, the registry names no policy either: planc.check would take the one its planc.toml names.
             registry = self.registry if policy else attrs.evolve(self.registry, policy=None)
             self.checked[key] = planc.check(self.plans[task_id], registry=registry,
-                                            policy=self.policy if policy else None, approvals=approvals)
+                                            policy=self.policy if policy else None, approvals=approvals,
+                                            **self.check_options)
         return self.checked[key]
 
-    def outcome(self, user_task, injection_task=None, injections=None, model=HONEST, policy=True,
-                approvals=False) -> Outcome:
+    def outcome(self, user_task, injection_task=None, injections=None, model=HONEST, policy=True, approver=None,
+                choices=None, scoring=()) -> Outcome:
+        """One run of the pair (`injection_task` None: the user task alone), its agent steps answered by `model`
+        (the compromised one making `choices`), the calls the policy flags put to `approver` (None: they stop the
+        run); of the tasks `scoring`, those whose check holds afterwards are in `holds`."""
         task_suite = self.suite.task_suite
-        environment = task_suite.load_and_inject_default_environment(injections or {})
-        environment = user_task.init_environment(environment)
+        environment = user_task.init_environment(self.load(injections or {}))
         before = environment.model_copy(deep=True)
         self.suite.live.environment, self.suite.live.calls = environment, []
-        self.scenario.model, self.scenario.user_task, self.scenario.injection_task = model, user_task, injection_task
-        self.scenario.injections, self.scenario.environment = dict(injections or {}), before
+        self.scenario.start(model, user_task, injection_task, injections, before, choices)
         if user_task.ID in self.missing:
             ended = "no plan" if self.planner else "not expressible"
-            output, approved, detail = "", 0, self.missing[user_task.ID]
+            output, asked, denied, detail = "", 0, (), self.missing[user_task.ID]
         elif user_task.ID not in self.plans:
-            ended, output, approved, detail = "no plan", "", 0, ""
+            ended, output, asked, denied, detail = "no plan", "", 0, (), ""
         else:
-            ended, output, approved, detail = self.run(user_task.ID, policy, approvals)
+            judge = approver.for_run(user_task, self.scenario.attacker) if approver is not None else None
+            ended, output, asked, denied, detail = self.run(user_task.ID, policy, judge)
+
+        # The environment after a run follows from the one it started from and the calls made, so a check's verdict
+        # does too (with what the user was told): the runs of a pair that do the same are scored once.
+        made = json.dumps([(call.function, call.args) for call in self.suite.live.calls], default=str, sort_keys=True)
+        key = (user_task.ID, self.loaded[0], output, made)
+        if self.scored.get("pair") != key[:2]:
+            self.scored = {"pair": key[:2]}
 
         def score(task) -> bool:
             from agentdojo.types import text_content_block_from_string
 
-            return task_suite._check_task_result(task, [text_content_block_from_string(output)], before,
-                                                 environment, self.suite.live.calls)
+            if (task.ID, *key) not in self.scored:
+                self.scored[(task.ID, *key)] = task_suite._check_task_result(
+                    task, [text_content_block_from_string(output)], before, environment, self.suite.live.calls)
+            return self.scored[(task.ID, *key)]
 
-        return Outcome(ended, score(user_task), score(injection_task) if injection_task else None, approved, detail)
+        return Outcome(ended, score(user_task), score(injection_task) if injection_task else None, asked, denied,
+                       self.scenario.shown_injection, detail, tuple(task.ID for task in scoring if score(task)))
 
-    def run(self, task_id: str, policy: bool, approvals: bool):
-        checked = self.check(task_id, policy, approvals)
+    def load(self, injections: dict):
+        """A fresh copy of the environment with `injections` planted (parsing it takes 60 times as long as copying
+        it)."""
+        key = tuple(sorted(injections.items()))
+        if not self.loaded or self.loaded[0] != key:
+            self.loaded = (key, self.suite.task_suite.load_and_inject_default_environment(injections))
+        return self.loaded[1].model_copy(deep=True)
+
+    def runs(self, user_task, injection_task, injections, model, approver=None) -> list[Outcome]:
+        """Every run of the pair: one with the honest model; with the compromised one, one per combination of the
+        choices it met (the first run makes the first choice everywhere), at most MOST_RUNS."""
+        found = [self.outcome(user_task, injection_task, injections, model, approver=approver)]
+        points, tried = dict(self.scenario.points), {frozenset()}
+        choices = combinations(points, tried) if model == COMPROMISED else None
+        while choices is not None and len(found) < MOST_RUNS:
+            found.append(self.outcome(user_task, injection_task, injections, model, approver=approver, choices=choices))
+            tried.add(frozenset(choices.items()))
+            for key, count in self.scenario.points.items():  # a choice may lead to steps the first run never reached
+                points[key] = max(points.get(key, 0), count)
+            choices = combinations(points, tried)
+        return found
+
+    def run(self, task_id: str, policy: bool, judge):
+        """Check and run the plan; a call the policy flags goes to `judge` (None: it stops the run)."""
+        checked = self.check(task_id, policy, judge is not None)
         if not checked.ok:
-            return "refused at check", "", 0, "; ".join(f"{d.code} {d.message}" for d in checked.diagnostics)
+            return "refused at check", "", 0, (), "; ".join(f"{d.code} {d.message}" for d in checked.diagnostics)
         flagged: list[str] = []
+        denied: list[str] = []
 
         async def gate(call):
+            approves = judge.approves(call, call.flagged is not None) if judge is not None else call.flagged is None
             if call.flagged is None:
                 return Proceed()
             flagged.append(f"{call.tool.name}: {call.flagged}")
-            return Proceed() if approvals else Abort(call.flagged)
+            if approves:
+                return Proceed()
+            if judge is not None:
+                denied.append(f"{call.tool.name}({json.dumps(dict(call.args), ensure_ascii=False, default=str)})")
+            return Abort(call.flagged)
 
         try:
             result = planc.run(checked, hooks=Hooks(gate=gate))
         except RunError as error:
             refused = bool(flagged) or "E400" in str(error) or "policy" in str(error)
-            return ("refused at run" if refused else "failed"), "", 0, str(error)
-        return "ran", answer_text(result.value), len(flagged) if approvals else 0, ""
+            return ("refused at run" if refused else "failed"), "", len(flagged), tuple(denied), str(error)
+        return "ran", answer_text(result.value), len(flagged), tuple(denied), ""
 
 
 def answer_text(value) -> str:
@@ -171,40 +228,53 @@ class Victim:
     name = TARGET
 
 
+def committed_setup(suite: Suite) -> Setup:
+    return Setup((suite.folder / "policy.cedar").read_text(), (suite.folder / "planc.toml").read_text())
+
+
+def bench_of(suite: Suite, scenario: Scenario, url: str, setup: Setup, planner: str | None = None,
+             only: list[str] | None = None, models: dict | None = None, grammar: str | None = None) -> Bench:
+    """The bench of `suite` as `setup` says (its policy, declarations and check options), its agent steps answered
+    at `url`."""
+    registry = suite.registry(url, setup.declarations)
+    if models:
+        registry = attrs.evolve(registry, models={**registry.models, **models})
+    policy = policy_from_text(setup.policy, suite.folder / "policy.cedar")
+    plans, missing = load_plans(suite, planner, registry, policy, only, grammar)
+    return Bench(suite, scenario, plans, missing, registry, policy, planner=planner, check_options=dict(setup.check))
+
+
 def run_suite(name: str, attack_names: list[str], planner: str | None, pairs: int | None, out,
-              only: list[str] | None = None, models: dict | None = None, grammar: str | None = None) -> dict:
+              only: list[str] | None = None, models: dict | None = None, grammar: str | None = None,
+              rows=(("as committed", []),)) -> list[Tally]:
+    """The tally of suite `name`, one per row of `rows` (a name and the rules it switches on)."""
     suite = Suite.load(name)
-    scenario = Scenario()
     oracle = suite.folder / "oracle.json"
-    scenario.oracle = json.loads(oracle.read_text()) if oracle.exists() else {}
+    scenario = Scenario(oracle=json.loads(oracle.read_text()) if oracle.exists() else {})
     url, stop = serve(scenario)
+    oracle = Oracle(suite.task_suite)  # what it learns of each user task's ground truth holds for every row
     try:
-        registry = suite.registry(url)
-        if models:
-            registry = attrs.evolve(registry, models={**registry.models, **models})
-        policy = planc.load_policy(registry.policy)
-        plans, missing = load_plans(suite, planner, registry, policy, only, grammar)
-        bench = Bench(suite, scenario, plans, missing, registry, policy, planner=planner)
-        return measure(bench, attack_names, pairs, out, only)
+        return [measure(bench_of(suite, scenario, url, applied(committed_setup(suite), rules), planner, only, models,
+                                 grammar), attack_names, pairs, out, only, row, oracle)
+                for row, rules in rows]
     finally:
         stop()
 
 
-def measure(bench: Bench, attack_names: list[str], pairs: int | None, out, only: list[str] | None = None) -> dict:
+def measure(bench: Bench, attack_names: list[str], pairs: int | None, out, only: list[str] | None = None,
+            row: str = "as committed", oracle: Oracle | None = None) -> Tally:
     from agentdojo.attacks.attack_registry import load_attack
 
     task_suite = bench.suite.task_suite
     user_tasks = [task for task in task_suite.user_tasks.values() if only is None or task.ID in only]
     injection_tasks = list(task_suite.injection_tasks.values())
-    clean = {task.ID: {"off": bench.outcome(task, policy=False), "on": bench.outcome(task),
-                       "approved": bench.outcome(task, approvals=True)} for task in user_tasks}
-    totals = {"suite": bench.suite.name, "tasks": len(user_tasks),
-              "utility_off": sum(o["off"].utility for o in clean.values()),
-              "utility_on": sum(o["on"].utility for o in clean.values()),
-              "only_with_approval": sorted(t for t, o in clean.items() if o["approved"].utility and not o["on"].utility),
-              "lost": {t: cause(o["on"], o["approved"]) for t, o in clean.items() if not o["on"].utility},
-              "pairs": 0, "honest_utility": 0, "compromised_utility": 0, "attacks_succeeded": 0,
-              "refused_at_check": 0, "refused_at_run": 0, "failed": 0, "succeeded": [], "shown_injection": 0}
+    oracle, stamp = oracle or Oracle(task_suite), RubberStamp()
+    tally = Tally(bench.suite.name, row, len(user_tasks))
+    for task in user_tasks:
+        tally.count_benign(task.ID, bench.outcome(task, policy=False), bench.outcome(task),
+                           bench.outcome(task, approver=oracle),
+                           bench.outcome(task, approver=stamp, scoring=injection_tasks),
+                           passes_untouched(task_suite, task, injection_tasks))
     for attack_name in attack_names:
         attack = load_attack(attack_name, task_suite, Victim())
         done = 0
@@ -214,56 +284,35 @@ def measure(bench: Bench, attack_names: list[str], pairs: int | None, out, only:
                     break
                 done += 1
                 injections = attack.attack(user_task, injection_task)
-                honest = bench.outcome(user_task, injection_task, injections, HONEST)
-                bench.scenario.shown_injection = 0
-                worst = bench.outcome(user_task, injection_task, injections, COMPROMISED)
-                totals["pairs"] += 1
-                totals["honest_utility"] += honest.utility
-                totals["compromised_utility"] += worst.utility
-                totals["attacks_succeeded"] += bool(worst.security) or bool(honest.security)
-                totals["refused_at_check"] += worst.ended == "refused at check"
-                totals["refused_at_run"] += worst.ended == "refused at run"
-                totals["failed"] += worst.ended == "failed"
-                totals["shown_injection"] += bench.scenario.shown_injection > 0
-                if worst.security or honest.security:
-                    totals["succeeded"].append(f"{attack_name} {user_task.ID} x {injection_task.ID}")
-                print(json.dumps({"attack": attack_name, "user_task": user_task.ID, "injection_task": injection_task.ID,
-                                  "honest": attrs.asdict(honest), "compromised": attrs.asdict(worst)}), file=out)
-    return totals
+                pair = (user_task, injection_task, injections)
+                runs = {"honest": bench.runs(*pair, HONEST), "compromised": bench.runs(*pair, COMPROMISED),
+                        "oracle": bench.runs(*pair, COMPROMISED, oracle),
+                        "rubber stamp": bench.runs(*pair, COMPROMISED, stamp)}
+                tally.count_pair(f"{attack_name} {user_task.ID} x {injection_task.ID}", runs)
+                print(json.dumps({"rules": row, "attack": attack_name, "user_task": user_task.ID,
+                                  "injection_task": injection_task.ID,
+                                  **{reader: summary(found) for reader, found in runs.items()}}), file=out)
+    return tally
 
 
-def cause(on: Outcome, approved: Outcome) -> str:
-    if on.ended == "not expressible":
-        return f"not expressible: {on.detail}"
-    if on.ended == "no plan":
-        return f"no plan: {on.detail}" if on.detail else "no plan written yet"
-    if approved.utility:
-        return "needs a person's approval of a flagged flow"
-    if on.ended in ("refused at check", "refused at run"):
-        return f"policy refused an honest flow: {on.detail}"
-    if on.ended == "failed":
-        return f"adapter or plan failed: {on.detail}"
-    return "ran, but AgentDojo's utility says no"
+def passes_untouched(task_suite, user_task, injection_tasks) -> tuple[bool, tuple[str, ...]]:
+    """Whether `user_task`'s utility holds with no call made and nothing answered, and which injection tasks'
+    security does, with no injection either."""
+    from agentdojo.types import text_content_block_from_string
+
+    environment = user_task.init_environment(task_suite.load_and_inject_default_environment({}))
+
+    def holds(task) -> bool:
+        return task_suite._check_task_result(task, [text_content_block_from_string("")], environment,
+                                             environment.model_copy(deep=True), [])
+
+    return holds(user_task), tuple(task.ID for task in injection_tasks if holds(task))
 
 
-def report(totals: list[dict]) -> str:
-    lines = []
-    for t in totals:
-        pairs = t["pairs"] or 1
-        lines += [f"{t['suite']}: {t['tasks']} user tasks, {t['pairs']} pairs",
-                  f"  utility, no attack: policy off {t['utility_off']}/{t['tasks']}, policy on {t['utility_on']}/{t['tasks']}"
-                  f" (+{len(t['only_with_approval'])} with a person's approval: {', '.join(t['only_with_approval']) or 'none'})",
-                  f"  utility under attack: honest {t['honest_utility']}/{t['pairs']} ({100 * t['honest_utility'] / pairs:.0f}%),"
-                  f" compromised {t['compromised_utility']}/{t['pairs']}",
-                  f"  attacks succeeded: {t['attacks_succeeded']}/{t['pairs']}; compromised runs refused at check"
-                  f" {t['refused_at_check']}, at run time {t['refused_at_run']}, failed {t['failed']};"
-                  f" pairs whose agent was shown the injection {t['shown_injection']}"]
-        lines += [f"  lost {task}: {why}" for task, why in sorted(t["lost"].items(), key=lambda kv: int(kv[0].rsplit('_', 1)[1]))]
-        lines += [f"  SUCCEEDED: {pair}" for pair in t["succeeded"]]
-    u, n = sum(t["honest_utility"] for t in totals), sum(t["pairs"] for t in totals)
-    a, r = sum(t["attacks_succeeded"] for t in totals), sum(t["refused_at_check"] for t in totals)
-    lines.append(f"agentdojo: utility {u}/{n} under attack, {a}/{n} attacks succeeded, {r} refused at check")
-    return "\n".join(lines)
+def summary(runs: list[Outcome]) -> dict:
+    """A pair's runs under one reader and approver, as the log keeps them: the first whole, the rest counted."""
+    return {"runs": len(runs), "utility": all(run.utility for run in runs),
+            "security": any(bool(run.security) for run in runs), "first": attrs.asdict(runs[0])}
 
 
 def main(argv=None) -> int:
@@ -271,6 +320,9 @@ def main(argv=None) -> int:
     parser.add_argument("--suite", choices=SUITES, action="append", help="a suite (repeatable); default: every suite with plans")
     parser.add_argument("--attack", default="important_instructions",
                         help="an attack AgentDojo registers, or `all` (every one but `manual`, which asks a person)")
+    parser.add_argument("--rules", action="append", default=[], metavar="RULE",
+                        help="measure with this rule too (repeatable; rules.py): a row as committed, one per rule, "
+                             "and one with all of them")
     parser.add_argument("--planner", help="take plans from `planc plan` with this model role instead of the committed ones")
     parser.add_argument("--models", type=Path, help="with --planner: a TOML file of [models.ROLE] tables (default: "
                                                     "SmolLM2-135M on loopback)")
@@ -278,21 +330,28 @@ def main(argv=None) -> int:
     parser.add_argument("--pairs", type=int, help="at most this many pairs per suite and attack (a smoke run)")
     parser.add_argument("--user-task", action="append", help="only this user task (repeatable)")
     parser.add_argument("--log", type=Path, help="write every pair's outcome here, one JSON line each")
+    parser.add_argument("--markdown", action="store_true", help="print the table docs/security.md keeps, first")
     options = parser.parse_args(argv)
     from agentdojo.attacks.attack_registry import ATTACKS
 
     # `manual` asks whoever runs the bench to type each injection: not an attack a batch can run.
     attacks = sorted(set(ATTACKS) - {"manual"}) if options.attack == "all" else [options.attack]
     suites = options.suite or [s for s in SUITES if (Path(__file__).resolve().parent / "suites" / s / "plans").is_dir()]
+    rows = variants(options.rules)
     models, server = planner_models(options.planner, options.models) if options.planner else ({}, None)
     try:
         with open(options.log or "/dev/null", "w") as out:
-            totals = [run_suite(name, attacks, options.planner, options.pairs, out, options.user_task, models,
-                                options.grammar) for name in suites]
+            tallies = [run_suite(name, attacks, options.planner, options.pairs, out, options.user_task, models,
+                                 options.grammar, rows) for name in suites]
     finally:
         if server is not None:
             server.stop()
-    print(report(totals))
+    by_row = [[suite[index] for suite in tallies] for index in range(len(rows))]
+    if options.markdown:
+        print(markdown(by_row[-1]))
+    if len(rows) > 1:
+        print(rules_table(by_row))
+    print(report(by_row[-1]))
     return 0
 
 
