@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import logging
 import sys
-from importlib.metadata import version
 from pathlib import Path
 
 import attrs
@@ -37,6 +36,7 @@ from planc.registry.signatures import parameter, signature
 from planc.syntax import ast
 from planc.syntax.format import format_source
 from planc.syntax.parser import parse
+from planc.version import installed_version
 
 log = logging.getLogger("planc.lsp")
 
@@ -58,7 +58,7 @@ class Checked:
 
 class PlancServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("planc", version("planc"))
+        super().__init__("planc", installed_version())
         self.projects = Projects()
         self.checked: dict[str, Checked] = {}  # uri -> its latest check
         self.problems_shown: set[str] = set()  # planc.toml and policy problems already shown, once each
