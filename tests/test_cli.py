@@ -339,6 +339,52 @@ def test_fmt_loses_no_comment_and_is_stable(source):
     assert format_source(parse(formatted)) == formatted
 
 
+TRIAGE_DECIDE = """decide(when: $2.length > 10, then: {
+  notify(channel: "#incidents", text: "{$2.length} open incidents: {$4.text}, and more to read")
+})
+"""
+LONG_CALL = ('exit(when: $hits.length == 0, status: "error",  # nothing to do\n'
+             '     message: "no incidents match the query", output: {query: "certificate expired", matched: 0})\n')
+LONG_CALL_BROKEN = """exit(
+  when: $hits.length == 0,
+  status: "error",  # nothing to do
+  message: "no incidents match the query",
+  output: {query: "certificate expired", matched: 0},
+)
+"""
+
+
+def test_fmt_keeps_a_block_that_would_not_fit_on_one_line_over_its_lines(files):
+    """`decide`'s block of one step stays over three lines: on one, the line would be 113 characters."""
+    files(triage_plan=TRIAGE_DECIDE)
+    result = invoke("fmt", "--check", "triage.plan")
+    assert result.exit_code == 0, result.stderr
+    assert len(TRIAGE_DECIDE.replace("{\n  ", "{ ").replace("\n})", " })").split("\n")[0]) > 100
+
+
+def test_fmt_breaks_a_long_call_an_argument_a_line_with_its_comments_in_place(files):
+    files(gate_plan=LONG_CALL)
+    result = invoke("fmt", "gate.plan")
+    assert result.exit_code == 0 and result.stdout == LONG_CALL_BROKEN
+    files(gate_plan=LONG_CALL_BROKEN)
+    assert invoke("fmt", "--check", "gate.plan").exit_code == 0  # and it stays so
+
+
+def test_fmt_keeps_plans_within_the_width_planc_toml_gives(files, tmp_path):
+    files(planc_toml="[fmt]\nwidth = 40\n", p_plan='notify(channel: "#ops", text: "disk full on db-1")\n')
+    result = invoke("fmt", "p.plan")
+    assert result.exit_code == 0
+    assert result.stdout == 'notify(\n  channel: "#ops",\n  text: "disk full on db-1",\n)\n'
+    (tmp_path / "planc.toml").write_text("[fmt]\nwidht = 40\n", encoding="utf-8")
+    for command in ("fmt", "check"):  # a mistake in the table: one clean message, in every command
+        result = invoke(command, "p.plan")
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert "planc.toml:2: unknown key `widht` in `[fmt]`; the keys are width" in result.stderr
+    (tmp_path / "planc.toml").write_text("[fmt]\nwidth = 5\n", encoding="utf-8")
+    result = invoke("fmt", "p.plan")
+    assert result.exit_code == 2 and "`width` must be a whole number of at least 20, found 5" in result.stderr
+
+
 # --- planc show ---------------------------------------------------------------------------
 
 NESTED = 'hits = search(query: "x")\n  |> map(do: { get(id: item.id) |> summarize(text: "{item.title}") })\nnotify(text: "{$hits}")\n'

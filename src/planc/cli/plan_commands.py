@@ -186,8 +186,10 @@ def fixed(path: str, result, show_diff: bool, recheck, extracted: bool):
 @click.option("--check", "check_only", is_flag=True, help="Exit 1 if a file is not in canonical form.")
 @click.option("--write", is_flag=True, help="Rewrite the files in canonical form.")
 def fmt_command(plans: tuple[str, ...], check_only: bool, write: bool) -> None:
-    """Print PLANS in the canonical form (files, or folders of .plan files). Exit 1 when a file is not in
-    canonical form (--check) or has syntax errors, 2 when one cannot be read."""
+    """Print PLANS in the canonical form (files, or folders of .plan files), within the line width of the
+    nearest planc.toml's `[fmt] width` (100 without one). Exit 1 when a file is not in canonical form
+    (--check) or has syntax errors, 2 when one cannot be read."""
+    from planc.cli.project import fmt_width
     from planc.syntax.format import format_source
     from planc.syntax.parser import parse
 
@@ -206,7 +208,7 @@ def fmt_command(plans: tuple[str, ...], check_only: bool, write: bool) -> None:
             print_syntax_errors(path, result)
             failed = True
             continue
-        formatted = format_source(result)
+        formatted = format_source(result, fmt_width(path))
         if check_only:
             if formatted != result.source:
                 click.echo(f"{path}: would be reformatted", err=True)

@@ -21,6 +21,27 @@ def find_registry(config: str | None, locked: bool = True, plan: str | None = No
         raise UsageError(str(error)) from None
 
 
+def fmt_width(plan: str) -> int:
+    """The line width `planc fmt` keeps `plan` (a file, or `-`) within: `[fmt] width` of the nearest planc.toml
+    above it (of the working directory for `-`), read without loading the registry; else 100."""
+    from planc.registry.config_file import find_config
+    from planc.syntax.printer import WIDTH
+
+    config = find_config(Path.cwd() if plan == "-" else Path(plan).resolve().parent)
+    if config is None:
+        return WIDTH
+    import tomllib
+
+    from planc.registry.format_settings import FmtTableError
+    from planc.registry.format_settings import fmt_width as width_of
+
+    try:
+        return width_of(tomllib.loads(config.read_text(encoding="utf-8")).get("fmt", {}))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, FmtTableError):
+        find_registry(str(config), locked=False)  # said as every command says it: `planc.toml:LINE: message`
+        raise  # not reached: the registry refuses what this refuses
+
+
 def with_learned_shapes(registry, store: str | None):
     """`registry` with the shapes the run store (`--store`, else the project's) learned of its tools' results,
     which the check warns by and the planner is shown (`planc.project.with_learned_shapes`)."""
