@@ -23,7 +23,7 @@ import attrs
 
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import Policy, PolicyError, check_principal, load_policy, principal_of
-from planc.passes.policy.principals import merged, principal_data
+from planc.passes.policy.principals import merged, principal_from_json
 from planc.registry.config import find_config, load_registry
 from planc.registry.errors import ConfigError
 from planc.registry.registry import Registry
@@ -61,15 +61,16 @@ def principal_for(registry: Registry | None, principal: str | Mapping | None) ->
 
 def given_principal(principal: str | Mapping | None) -> tuple[str | None, tuple[dict, ...]]:
     """Who a caller says a run is for, and the principal with attributes it gives, if any: `principal` is an
-    entity (`User::"alice"`) or `{"uid": ..., "attributes": ..., "groups": ...}`. A PolicyError when it is neither.
+    entity (`User::"alice"`) or Cedar's entity JSON, `{"uid": ..., "attrs": ..., "parents": ...}`
+    (`principals.principal_from_json`). A PolicyError when it is neither.
 
-    >>> given_principal({"uid": 'User::"bo"', "attributes": {"org": "acme"}})
+    >>> given_principal({"uid": {"type": "User", "id": "bo"}, "attrs": {"org": "acme"}})
     ('User::"bo"', ({'uid': 'User::"bo"', 'attributes': {'org': 'acme'}, 'groups': []},))
     """
     if principal is None or isinstance(principal, str):
         return principal, ()
     try:
-        data = principal_data(principal)
+        data = principal_from_json(principal)
     except ValueError as error:
         raise PolicyError(None, None, str(error)) from None
     return data["uid"], (data,)
@@ -177,8 +178,9 @@ def load_project(path: str | Path = ".", *, config: str | Path | None = None, po
     the policy cannot be used, a RunStoreError when the store cannot be read."""
     path = Path(path)
     registry = find_registry(config or (path if path.is_file() and path.suffix == ".toml" else None), path)
-    who = principal_for(registry, principal)
+    uid, given = given_principal(principal)
+    who = principal_for(registry, uid)
     runs = store_path(store, registry)
-    policy = find_policy(policy, registry, who, given_principal(principal)[1])
+    policy = find_policy(policy, registry, who, given)
     return Project(with_learned_shapes(registry, runs), policy, who,
                    Budget.of(None, None, None, registry.budget if registry is not None else None), runs)
