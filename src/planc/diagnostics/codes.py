@@ -295,7 +295,9 @@ _ALL = [
          "A literal argument is validated against the JSON Schema of its parameter, and the message "
          "says in words what was expected and what was found. A reference, a template or a piped "
          "result is checked by its static type: the `returns` schema of the step it reads and the "
-         "path into it. A type planc does not know (a tool without `returns`, `$args`) passes. "
+         "path into it. A type planc does not know (a tool without `returns`, `$args`) passes. A pure "
+         "step over a list is checked by the list's items too: `sum` and `average` work with numbers, "
+         "`min`, `max` and `sort` with numbers or strings (each item's `field`, when it is given). "
          "Comparisons are checked too: `<`, `<=`, `>`, `>=` need two numbers or two strings, and "
          "`contains` a string or a list on its left.",
          {

@@ -40,6 +40,7 @@ from planc.analysis.schemas import (
     Missing,
     compatible,
     items_of,
+    kinds,
     list_of,
     read,
     record_of,
@@ -144,7 +145,11 @@ class _Checker(Conditions):
         if tool is None:
             result = None
         elif tool.provider == "builtin":
-            result = control_result(tool.name, inputs, self.literals(step, tool))
+            literals = self.literals(step, tool)
+            pure = PURE_STEPS.get(tool.name)
+            if pure is not None and pure.values is not None:
+                self.check_values(step, pure, inputs, literals)
+            result = control_result(tool.name, inputs, literals)
         else:
             result = tool.returns
             if result is None and tool.learned is not None:
@@ -196,6 +201,36 @@ class _Checker(Conditions):
         self.check_value(value, schema, what)
         if name == "output_schema" and isinstance(literal, dict):
             self.output_schemas[value] = literal
+
+    def check_values(self, step: ast.Step, pure, inputs: dict, literals) -> None:
+        """E300 for a pure step over values it cannot work with (`sum` of strings), known from the type of the
+        items of its `over` (of each item's `field`, when a literal names it): at `over`, or at the step's name
+        when `over` is piped."""
+        items = items_of(inputs.get("over"))
+        said, hints = describe(inputs.get("over")), []
+        if "field" not in inputs:
+            if compatible(items, pure.values):
+                return
+            expected = describe({"type": "array", "items": pure.values})
+            fields = items.get("properties") if kinds(items) == {"object"} else None
+            if isinstance(fields, Mapping) and fields:
+                hints.append(f"to use a field of each item, name it: `field: \"{next(iter(fields))}\"` (the items "
+                             f"have {', '.join(f'`{name}`' for name in fields)})")
+        elif not isinstance(literals.get("field"), str):
+            return  # which field is known at run time only
+        else:
+            field = literals["field"]
+            found = read(items, field)  # a Missing: the items are not objects, or have no such field
+            if found is None or not isinstance(found, Missing) and compatible(found, pure.values):
+                return
+            expected = f"a list of objects whose `{field}` is {describe(pure.values)}"
+            if not isinstance(found, Missing):
+                said = f"a list of objects whose `{field}` is {describe(found)}"
+        over = step.arg("over")
+        self.diagnostics.append(diagnostic(
+            "E300", "wrong_value", over.value.span if over is not None else step.tool.span, step=self.path,
+            what=f"`over` of `{pure.tool.name}`", expected=expected, hints=hints,
+            found=f"`{self.text(over.value)}`, {said}" if over is not None else f"the result of the step before, {said}"))
 
     def check_piped(self, step: ast.Step, tool, pipe_type) -> None:
         schema = tool.params.get(tool.pipe)
