@@ -327,6 +327,27 @@ def test_w503_fixes_the_case(registry):
     assert diagnostic.fix.replacement == '"resolved"'
 
 
+@pytest.mark.parametrize("text, written, meant", [
+    ('search(query: "x") |> summarize(style: "Prose")', '"Prose"', '"prose"'),
+    ('search(query: "x")\nsummarize(items: $1, style: "BULLETS")', '"BULLETS"', '"bullets"'),
+])
+def test_an_argument_that_differs_from_an_enum_value_only_in_case_gets_did_you_mean_and_a_fix(
+        registry, text, written, meant):
+    """As W503 does for `status == "Open"`: the E300 of an argument says which value was meant, and fixes it."""
+    diagnostic = only(text, registry, "E300")
+    assert diagnostic.span.text(text) == written
+    assert diagnostic.hints[0] == f"did you mean {meant}?" and diagnostic.fix.replacement == meant
+    fixed = text.replace(written, meant)
+    assert found(fixed, registry) == []
+
+
+def test_an_argument_that_could_mean_two_enum_values_gets_no_fix():
+    registry = registry_from_text('[tools.t]\nparams = { mode = { enum = ["ab", "AB"] } }\n', Path("planc.toml"))
+    diagnostic = only('t(mode: "Ab")', registry, "E300")
+    assert diagnostic.fix is None and not any("did you mean" in hint for hint in diagnostic.hints)
+    assert only('t(mode: "a ")', registry, "E300").fix is None
+
+
 def test_w503_not_for_null_or_values_in_the_enum(registry):
     assert found('search(query: "x") |> filter(where: status != null and status == "open")', registry) == []
 

@@ -293,7 +293,8 @@ _ALL = [
          registry=INCIDENT_TOOLS),
     Code("E300", "argument value does not match the parameter's type",
          "A literal argument is validated against the JSON Schema of its parameter, and the message "
-         "says in words what was expected and what was found. A reference, a template or a piped "
+         "says in words what was expected and what was found; a string that differs from one of an "
+         "`enum`'s values only in case (`\"Prose\"`) gets a did-you-mean and a fix, as W503 does. A reference, a template or a piped "
          "result is checked by its static type: the `returns` schema of the step it reads and the "
          "path into it. A type planc does not know (a tool without `returns`, `$args`) passes. A pure "
          "step over a list is checked by the list's items too: `sum` and `average` work with numbers, "

@@ -339,7 +339,7 @@ class _Checker(Conditions):
             return diagnostic("E300", "unexpected_key", at, step=self.path, hints=hints, what=what,
                               key=problem.unexpected_key)
         return diagnostic("E300", "wrong_value", at, step=self.path, hints=hints, what=what,
-                          expected=problem.expected, found=problem.found)
+                          expected=problem.expected, found=problem.found, fix=problem.fix)
 
     def words(self, expr, found) -> str:
         """What a message says it found for `expr`, whose type is `found`."""
