@@ -202,6 +202,25 @@ def test_e301_hint_for_a_field_of_a_list(registry):
     assert "`$1[0].title` reads the first item's `title`" in only(text, registry, "E301").hints[0]
 
 
+@pytest.mark.parametrize("text, written", [
+    ('a = search(query: "x")\nnotify(channel: "#x", text: "{$a.lenght}")', "$a"),
+    ('search(query: "x")\nnotify(channel: "#x", text: "{$1.lengh} found")', "$1"),
+    ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{$1.title.lenth}")', "$1.title"),
+    ('search(query: "x") |> filter(where: title.size > 3)', "item.title"),
+])
+def test_e301_on_a_list_or_a_string_says_length_was_meant_and_fixes_it(registry, text, written):
+    diagnostic = only(text, registry, "E301")
+    assert diagnostic.hints == (f"did you mean `{written}.length`?",)
+    assert diagnostic.fix.replacement == ".length"
+    fixed = text[:diagnostic.span.start_offset] + ".length" + text[diagnostic.span.end_offset:]
+    assert found(fixed, registry) == []
+
+
+def test_e301_on_a_list_says_nothing_of_length_for_a_field_it_does_not_resemble(registry):
+    diagnostic = only('search(query: "x")\nnotify(channel: "#x", text: "{$1.total}")', registry, "E301")
+    assert diagnostic.fix is None and "length" not in " ".join(diagnostic.hints)
+
+
 def test_e301_stops_at_the_first_missing_field(registry):
     text = 'get_issue(id: "A-1")\nnotify(channel: "#x", text: $1.a.b.c)'
     assert found(text, registry) == [("E301", 2, 31, ".a")]

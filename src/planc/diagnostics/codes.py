@@ -316,7 +316,9 @@ _ALL = [
          "A reference, a template hole or a bare name in `filter(where: ...)` reads a field that the "
          "type it reads from does not have; the hint lists the fields that exist. An object schema "
          "that declares `properties` has only those fields unless it says `additionalProperties`. "
-         "`.length` on a list or a string is its length; on an object it is the field `length`.",
+         "`.length` on a list or a string is its length; on an object it is the field `length`. A "
+         "field read from a list or a string that is a slip for `length` (`lenght`, `size`, `len`) "
+         "gets a did-you-mean and a fix.",
          {
              "no_field": "`{written}` has no field `{field}`",
              "no_field_in": "`{written}` is {what}: it has no field `{field}`",

@@ -31,7 +31,7 @@ from planc.analysis.literals import (
     constrains,
     literal_value,
 )
-from planc.analysis.schema_words import describe, describe_value, missing_hints
+from planc.analysis.schema_words import describe, describe_value, means_length, missing_hints
 from planc.analysis.schemas import (
     BOOLEAN,
     LENGTH,
@@ -45,7 +45,7 @@ from planc.analysis.schemas import (
     read,
     record_of,
 )
-from planc.diagnostics import Diagnostic, sort_key
+from planc.diagnostics import Diagnostic, Fix, sort_key
 from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.resolve.resolve import ARGS
@@ -409,8 +409,9 @@ class _Checker(Conditions):
                               index=key)
         if missing.fields:
             return diagnostic("E301", "no_field", at, step=self.path, hints=hints, written=written, field=key)
+        fix = Fix(at, ".length") if means_length(key, missing) else None  # a list or string has no other field
         return diagnostic("E301", "no_field_in", at, step=self.path, hints=hints, written=written, what=missing.what,
-                          field=key)
+                          field=key, fix=fix)
 
     def missing_learned(self, at, hints, written: str, key: str | int, missing: Missing, learned) -> Diagnostic:
         """W507: what E301 says, for a shape learned from `learned.calls` calls rather than declared."""
