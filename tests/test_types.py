@@ -287,6 +287,32 @@ def test_w501_points_at_the_unused_step(registry, text, span):
     assert found(text, registry) == [("W501", *_position(text, span), span)]
 
 
+@pytest.mark.parametrize("text, span, hint", [
+    ('search(query: "x") |> map(do: { get_issue(id: item.id) })\nnotify(channel: "#x", text: "done")',
+     'map(do: { get_issue(id: item.id) })', "`map` and the steps in it change nothing"),
+    ('search(query: "x") |> filter(where: severity > 2)\nnotify(channel: "#x", text: "done")',
+     "filter(where: severity > 2)", "`filter` changes nothing"),
+    ('n = reshape(value: 3)\nnotify(channel: "#x", text: "done")', "n = reshape(value: 3)", "`reshape` changes nothing"),
+    ('split(text: "a,b", separator: ",")\nnotify(channel: "#x", text: "done")', 'split(text: "a,b", separator: ",")',
+     "`split` changes nothing"),
+    ('decide(when: true, then: { search(query: "x") })\nnotify(channel: "#x", text: "done")',
+     'decide(when: true, then: { search(query: "x") })', "`decide` and the steps in it change nothing"),
+])
+def test_w501_for_any_step_that_changes_nothing_whose_result_is_unread(registry, text, span, hint):
+    """Not only a read-only tool's call: a control step whose blocks only read, or a pure step, is wasted too."""
+    assert found(text, registry) == [("W501", *_position(text, span), span)]
+    assert only(text, registry, "W501").hints[0].startswith(hint)
+
+
+def test_w501_not_for_a_step_that_acts_or_may_end_the_plan(registry):
+    assert found('search(query: "x") |> map(do: { notify(channel: "#x", text: item.id) })\nreshape(value: 1)',
+                 registry) == []
+    assert found('decide(when: true, then: { notify(channel: "#x", text: "y") })\nreshape(value: 1)', registry) == []
+    assert found('exit(when: true, output: 1)\nreshape(value: 2)', registry) == []
+    assert found('search(query: "x") |> map(do: { mystery(id: item.id) })\nreshape(value: 1)', registry) \
+        == [("E200", 1, 33, "mystery")]  # an unknown tool: who knows what it does
+
+
 def test_w501_not_for_used_piped_last_or_effectful_steps(registry):
     assert found('search(query: "x")\nsummarize(items: $1)', registry) == []
     assert found('search(query: "x") |> summarize()', registry) == []

@@ -422,9 +422,11 @@ _ALL = [
          },
          'search(query: "outages") |> map(do: { notify(channel: "#ops", text: item.title) })',
          registry=INCIDENT_TOOLS),
-    Code("W501", "result of a read-only step is never used",
-         "A step whose tool is declared read-only only produces its result; when no reference, pipe "
-         "or block passes that result on, and it is not the plan's result, the call does nothing.",
+    Code("W501", "result of a step that changes nothing is never used",
+         "A step that changes nothing only produces its result: a call of a tool declared read-only, a "
+         "pure step, or a control step (`map`, `filter`, `decide`, ...) whose blocks change nothing and "
+         "that cannot `exit`. When no reference, pipe or block passes that result on, and it is not the "
+         "plan's (or its block's) result, the step does nothing.",
          {"unused": "the result of `{tool}` is never used"},
          'search(query: "outages")\nnotify(channel: "#ops", text: "search done")', registry=INCIDENT_TOOLS),
     Code("W502", "text that looks like another template language's hole",

@@ -11,7 +11,7 @@ step's type is its tool's `returns`; control steps derive theirs
 - E302: a condition where a value is expected, or a value where a condition is.
 - E303: an agent's `output_schema`, `max_iterations`, `tools`, `check` or `repairs` that cannot work.
 - E212: an agent's `continue` that cannot continue its conversation this way (`agent_turns.py`).
-- W501: the result of a read-only step is never used.
+- W501: the result of a step that changes nothing is never used.
 - W502: a hole from another template language in a string (`foreign_holes.py`).
 - W503: `==`/`!=` with a literal outside the `enum` of the other side.
 - W507: a reference reads a field that no result of a tool without `returns` had (its learned shape,
@@ -31,6 +31,7 @@ from planc.analysis.literals import (
     constrains,
     literal_value,
 )
+from planc.analysis.step_effects import step_effects
 from planc.analysis.schema_words import describe, describe_value, means_length, missing_hints
 from planc.analysis.schemas import (
     BOOLEAN,
@@ -102,6 +103,7 @@ class _Checker(Conditions):
     def __init__(self, resolution, context: CheckContext) -> None:
         self.resolution = resolution
         self.source = context.source
+        self.registry = context.registry
         arguments = context.arguments
         self.arguments = dict(arguments) if arguments is not None else {}
         self.arguments_declared = arguments is not None
@@ -241,16 +243,24 @@ class _Checker(Conditions):
                 hints=[f"start a new pipeline and pass a part of that result, like `{tool.pipe}: $1.field`"]))
 
     def report_unused(self) -> None:
+        """W501 for each step that changes nothing (a read-only tool; a control or pure step whose blocks only
+        read, that cannot exit) whose result no reference, pipe or block passes on."""
         read = set(self.resolution.targets.values())
         for step in self.unused:
             tool = self.resolution.tools.get(step)
-            if tool is not None and tool.effects.read_only and tool.provider != "builtin" and step not in read:
-                self.path = self.resolution.paths.get(step)
-                name = f"${step.label.text}" if step.label else f"${self.path}" if self.path.isdigit() else None
-                use = f"read it as `{name}`" if name else "label it and read it by its label"
-                self.diagnostics.append(diagnostic("W501", "unused", step.span, step=self.path, tool=tool.name, hints=[
-                    f"`{tool.name}` only reads, so the call is wasted unless its result is used: {use}, "
-                    "pipe it on with `|>`, or remove the step"]))
+            if tool is None or step in read or step_effects(step, self.resolution.tools, self.registry).ordered():
+                continue
+            self.path = self.resolution.paths.get(step)
+            name = f"${step.label.text}" if step.label else f"${self.path}" if self.path.isdigit() else None
+            use = f"read it as `{name}`" if name else "label it and read it by its label"
+            if tool.provider != "builtin":
+                does = f"`{tool.name}` only reads, so the call is wasted"
+            elif any(type(arg.value) is ast.Block for arg in step.args):
+                does = f"`{tool.name}` and the steps in it change nothing, so the step is wasted"
+            else:
+                does = f"`{tool.name}` changes nothing, so the step is wasted"
+            self.diagnostics.append(diagnostic("W501", "unused", step.span, step=self.path, tool=tool.name, hints=[
+                f"{does} unless its result is used: {use}, pipe it on with `|>`, or remove the step"]))
 
     # --- values
 
