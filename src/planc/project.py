@@ -88,8 +88,13 @@ def store_path(store: str | Path | None, registry: Registry | None = None) -> Pa
     if registry is not None and registry.source is not None:
         return registry.store or registry.folder / DEFAULT_PATH
     config = find_config(Path.cwd())
-    if config is None:
-        return DEFAULT_PATH
+    return DEFAULT_PATH if config is None else store_of(config)
+
+
+def store_of(config: Path) -> Path:
+    """Where the run store of the planc.toml `config` is, its `store` read without loading the rest of it; a
+    ConfigError when it cannot be read."""
+    from planc.store.run_store import DEFAULT_PATH
     import tomllib
 
     try:
@@ -99,6 +104,42 @@ def store_path(store: str | Path | None, registry: Registry | None = None) -> Pa
     if isinstance(declared, str) and declared.startswith("postgresql:"):  # a database, not a file beside it
         return Path(declared)
     return config.parent / (declared if isinstance(declared, str) else DEFAULT_PATH)
+
+
+# How far below a folder `stores_below` looks, and at most how many folders: a hint, never a long search.
+BELOW_DEPTH, BELOW_FOLDERS = 3, 2000
+
+
+def stores_below(folder: Path) -> list[Path]:
+    """The run store files that exist of the planc.toml files below `folder` (not in it), those of the nearest
+    first: where runs are when a command run in `folder` finds none there (the demo's, from the repository).
+    Hidden folders and node_modules are not looked in; a planc.toml that cannot be read is passed over."""
+    level, visited = [folder], 0
+    for _ in range(BELOW_DEPTH):
+        level = [child for parent in level for child in _subfolders(parent)][:max(BELOW_FOLDERS - visited, 0)]
+        visited += len(level)
+        found = [store for store in map(_existing_store, level) if store is not None]
+        if found or not level:
+            return found
+    return []
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return sorted(entry for entry in folder.iterdir() if entry.is_dir() and not entry.name.startswith(".")
+                      and entry.name not in ("node_modules", "__pycache__"))
+    except OSError:
+        return []
+
+
+def _existing_store(folder: Path) -> Path | None:
+    """The run store file of the planc.toml in `folder`, when both exist."""
+    config = folder / "planc.toml"
+    try:
+        store = store_of(config) if config.is_file() else None
+    except ConfigError:
+        return None
+    return store if store is not None and not str(store).startswith("postgresql:") and store.is_file() else None
 
 
 def with_learned_shapes(registry: Registry | None, store: Path) -> Registry | None:
