@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from cli import invoke, planc_completed
@@ -635,3 +636,24 @@ def test_corpus_with_a_malformed_case_exits_2(tmp_path):
     result = invoke("corpus", str(corpus))
     assert result.exit_code == 2
     assert "Traceback" not in result.output
+
+
+# --- tables and trees where the output is no terminal ----------------------------------------
+
+INCIDENTS = Path(__file__).resolve().parents[1] / "examples" / "incidents"
+
+
+@pytest.mark.parametrize("args, whole", [
+    (["registry", "list", "--config", INCIDENTS / "planc.toml"], "python:incidents.tools:close_incident"),
+    (["policy", "explain", INCIDENTS / "close_stale.plan"], "forbid no-destructive"),
+    (["show", INCIDENTS / "gate.plan"], 'message: "no incidents match the query"'),
+])
+def test_a_table_or_tree_into_a_pipe_or_a_file_keeps_every_cell_whole(args, whole):
+    """Not cut at 80 columns: what reads a pipe gets each cell on its line, whole (`--format json` aside)."""
+    result = invoke(*args, env={"COLUMNS": None})
+    assert "Traceback" not in result.output
+    assert whole in result.stdout and "…" not in result.stdout
+    assert max(map(len, result.stdout.splitlines())) > 80
+    narrow = invoke(*args, env={"COLUMNS": "80"})  # a width said is kept, as rich keeps it
+    drawn = [line for line in narrow.stdout.splitlines() if "\u2500" <= line[:1] <= "\u257f"]  # box drawing
+    assert drawn and max(map(len, drawn)) <= 80

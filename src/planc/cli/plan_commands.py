@@ -17,7 +17,7 @@ from planc.cli.options import (
     budget_options,
 )
 from planc.cli.plans import NO_CONFIG, parse_or_exit, print_syntax_errors, undeclared_tools
-from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked
+from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked, print_wide
 from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for, principal_given, with_learned_shapes
 from planc.cli.usage import UsageError
 
@@ -276,7 +276,7 @@ def _show(result, plan: str, registry, output_format: str) -> None:
     from planc.syntax.tree_view import tree_view
 
     out = console()
-    out.print(tree_view(result.plan, paths, plan, {step: step_note(cost) for step, cost in costs.steps.items()}))
+    print_wide(out, tree_view(result.plan, paths, plan, {step: step_note(cost) for step, cost in costs.steps.items()}))
     out.print(f"cost: {cost_line(costs.total)}")
     out.print("blast radius:" + ("" if registry else " (no planc.toml: every tool counts as effectful, "
                                                     "destructive and open-world)"))
