@@ -41,6 +41,7 @@ COMMANDS = {
     "lsp": "planc.cli.lsp_commands:lsp_command",
     "mcp": "planc.cli.mcp_commands:mcp_command",
     "grammar": "planc.cli.grammar_commands:grammar_command",
+    "explain": "planc.cli.explain_commands:explain_command",
 }
 
 
