@@ -117,6 +117,7 @@ class Generator:
         self.top: list[Step] = []  # top-level steps in order
         self.labels = 0
         self.pipelines: list[list[Step]] = []
+        self.read: set[int] = set()  # the id of each step some reference reads
 
     # --- values
     def text_query(self) -> str:
@@ -130,6 +131,7 @@ class Generator:
         target = self.rng.choice(self.top[-12:]) if self.rng.random() < 0.8 else self.rng.choice(self.top)
         accessors = self.rng.choice([(), ("items",), ("text",), ("items", 0, "title"), ("output", "summary"),
                                      ("length",)])
+        self.read.add(id(target))
         return Ref(target, accessors)
 
     def template(self, prefix: str, in_block: bool = False) -> str:
@@ -250,7 +252,9 @@ class Generator:
         return self.new_step(Step(tool, make(self), label), True)
 
     def ref_len(self) -> Ref:
-        return Ref(self.rng.choice(self.top[-12:]), ("items", "length"))
+        target = self.rng.choice(self.top[-12:])
+        self.read.add(id(target))
+        return Ref(target, ("items", "length"))
 
     def generate(self) -> list[list[Step]]:
         first = True
@@ -267,6 +271,11 @@ class Generator:
             self.pipelines.append(pipeline)
             first = False
         assert self.count == self.size, (self.count, self.size)
+        for pipeline in self.pipelines:  # a label nothing reads on the head of a pipeline whose result is read
+            head, last = pipeline[0], pipeline[-1]  # goes on its last step, as W506's fix moves it
+            unread = head.label and id(head) not in self.read
+            if len(pipeline) > 1 and unread and not last.label and id(last) in self.read:
+                head.label, last.label = None, head.label
         return self.pipelines
 
 
