@@ -17,6 +17,10 @@ from pathlib import Path
 import pytest
 from cli import HANG_GUARD_S, invoke, planc_completed, planc_process
 from test_attacks_store import TOML, TOOLS, calls, clean, outcomes, wait_until
+from test_stats import ALERT, TRIAGE
+from test_stats import POLICY as STATS_POLICY
+from test_stats import TOML as STATS_TOML
+from test_stats import TOOLS as STATS_TOOLS
 from tool_project import tool_project
 
 from planc.store.run_store import SCHEMA_VERSION
@@ -197,43 +201,9 @@ def test_a_store_that_cannot_be_reached_is_one_line_and_nothing_runs(project, mo
     assert calls(project) == []
 
 
-STATS_TOOLS = '''
-def search(query, limit=2):
-    if query == "boom":
-        raise ValueError("search is down")
-    return [{"id": f"I{i}", "severity": i % 4 + 1} for i in range(limit)]
-
-def notify(channel, text):
-    return {"sent": True}
-'''
-
-STATS_TOML = '''
-policy = "policy.cedar"
-
-[tools.search]
-provider = "python:{module}:search"
-params = {{ query = {{ type = "string" }}, limit = {{ type = "integer", minimum = 1, maximum = 10, default = 2 }} }}
-required = ["query"]
-returns = {{ type = "array", items = {{ type = "object", properties = {{ id = {{ type = "string" }} }} }} }}
-returns_at_most = "limit"
-effects = {{ read_only = true }}
-cost = {{ usd = 0.01, latency_ms = 20 }}
-
-[tools.notify]
-provider = "python:{module}:notify"
-params = {{ channel = {{ type = "string" }}, text = {{ type = "string" }} }}
-required = ["channel", "text"]
-'''
-
-STATS_PLAN = '''search(query: $args.q, limit: 2)
-  |> map(do: { notify(channel: $args.channel, text: "{item.id}") })
-notify(channel: "#ops", text: "found {$2.length}")
-'''
-# a call to #secret is refused at run time (E400), a search for `boom` fails
-STATS_POLICY = ('permit(principal, action, resource);\n'
-                'forbid(principal, action, resource == Tool::"notify") when '
-                '{ context.args has channel && context.args.channel == "#secret" };\n')
-STATS_RUNS = [("disk", "#ops"), ("boom", "#ops"), ("disk", "#secret"), ("memory", "#ops"), ("boom", "#ops")]
+# The runs of test_stats.py's plans: a search that fails (`boom`), a call to #secret the policy refuses (E400)
+STATS_RUNS = [(TRIAGE, "q=disk"), (TRIAGE, "q=boom"), (ALERT, "channel=#secret"), (TRIAGE, "q=memory"),
+              (ALERT, "channel=#ops")]
 
 
 def without_times(found: dict) -> dict:
@@ -249,14 +219,15 @@ def test_planc_stats_and_its_sql_read_a_postgresql_store_as_an_sqlite_one(projec
     """The same runs recorded in both stores: the same numbers (but times), the views there to ask with `--sql`,
     every query of docs/store.md answered, and a query that would write refused with the store unchanged."""
     folder = tmp_path_factory.mktemp("pgstats")
-    with tool_project(folder, "pgstatstools", STATS_TOOLS, STATS_TOML, {"p.plan": STATS_PLAN,
-                                                                        "policy.cedar": STATS_POLICY}):
+    plans = {"triage.plan": TRIAGE, "alert.plan": ALERT}
+    with tool_project(folder, "pgstatstools", STATS_TOOLS, STATS_TOML, {**plans, "policy.cedar": STATS_POLICY}):
         monkeypatch.chdir(folder)
         monkeypatch.delenv("PLANC_STORE")
         stores = {"postgresql": "postgresql:$PLANC_TEST_STORE", "sqlite": str(folder / "runs.sqlite")}
+        named = {text: name for name, text in plans.items()}
         for store in stores.values():
-            for query, channel in STATS_RUNS:
-                invoke("run", "p.plan", "--arg", f"q={query}", "--arg", f"channel={channel}", "--store", store)
+            for plan, argument in STATS_RUNS:
+                invoke("run", named[plan], "--arg", argument, "--policy", "policy.cedar", "--store", store)
         found = {}
         for backend, store in stores.items():
             result = invoke("stats", "--store", store, "--format", "json")
@@ -264,20 +235,20 @@ def test_planc_stats_and_its_sql_read_a_postgresql_store_as_an_sqlite_one(projec
             found[backend] = json.loads(result.stdout)
         assert without_times(found["postgresql"]) == without_times(found["sqlite"])
         pg = found["postgresql"]
-        assert pg["runs"]["count"] == 5 and pg["runs"]["by_status"] == {"failed": 3, "ok": 2}
-        assert pg["failures"] == {"calls_by_tool": {"search": {"failed": 2}}, "runs_by_tool": {"search": 2, "notify": 1},
+        assert pg["runs"]["count"] == 5 and pg["runs"]["by_status"] == {"failed": 2, "ok": 3}
+        assert pg["failures"] == {"calls_by_tool": {"search": {"failed": 1}}, "runs_by_tool": {"search": 1, "notify": 1},
                                   "runs_by_code": {"E400": 1}}
-        assert pg["costs"]["search"]["calls"] == {"estimated": [5, 5], "made": 5}
+        assert pg["positions"] == {"1": {"search": 3, "get": 2}, "2": {"map": 3, "notify": 2}, "3": {"notify": 3}}
         assert pg["runs"]["ms"]["p50"] is not None
         narrowed = invoke("stats", "--store", stores["postgresql"], "--tool", "notify", "--format", "json")
         assert json.loads(narrowed.stdout)["failures"]["runs_by_code"] == {"E400": 1}
         text = invoke("stats", "--store", stores["postgresql"])
-        assert text.exit_code == 0 and text.stdout.splitlines()[0] == "runs: 5 (3 failed, 2 ok)"
+        assert text.exit_code == 0 and text.stdout.splitlines()[0] == "runs: 5 (2 failed, 3 ok)"
 
         asked = invoke("stats", "--store", stores["postgresql"], "--format", "json", "--sql",
                        "SELECT tool, COUNT(*) AS n FROM call_times GROUP BY tool ORDER BY tool")
         assert asked.exit_code == 0, asked.output
-        assert json.loads(asked.stdout) == [{"tool": "notify", "n": 6}, {"tool": "search", "n": 5}]
+        assert json.loads(asked.stdout) == [{"tool": "get", "n": 6}, {"tool": "notify", "n": 3}, {"tool": "search", "n": 3}]
         for query in re.findall(r"```sql\n(.*?)```", STORE_DOC.read_text(encoding="utf-8"), re.DOTALL):
             answered = invoke("stats", "--store", stores["postgresql"], "--format", "json", "--sql", query)
             assert answered.exit_code == 0, (query, answered.output)

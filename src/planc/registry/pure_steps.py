@@ -67,6 +67,8 @@ class PureStep:
     # The type of the values of `over` it works with (each item's `field`, when given): what the types pass
     # holds `over`'s items to, beyond its parameter's `array` (None: any values).
     values: Mapping | None = None
+    value_kinds: frozenset = attrs.field(init=False, default=attrs.Factory(  # `values`' JSON types, made once
+        lambda self: frozenset(_kinds(self.values)), takes_self=True))
     # Made once from `tool`, for `surely_valid`: each parameter's plain types (empty: its schema says more
     # than a type).
     kinds: Mapping = attrs.field(init=False, default=attrs.Factory(
@@ -94,6 +96,13 @@ class PureStep:
             if type(value) not in kinds.get(name, ()):
                 return False
         return True
+
+
+def _kinds(schema: Mapping | None) -> set[str]:
+    """The JSON types `schema` (a `values`) names, "integer" with "number"."""
+    named = (schema or {}).get("type", ())
+    found = {named} if isinstance(named, str) else set(named)
+    return found | {"integer"} if "number" in found else found
 
 
 # --- reading inputs

@@ -208,13 +208,18 @@ class _Checker(Conditions):
         """E300 for a pure step over values it cannot work with (`sum` of strings), known from the type of the
         items of its `over` (of each item's `field`, when a literal names it): at `over`, or at the step's name
         when `over` is piped."""
-        items = items_of(inputs.get("over"))
-        said, hints = describe(inputs.get("over")), []
+        over = inputs.get("over")
+        listed = kinds(over)  # every check of such a step pays for what follows: two `kinds` when all is well
+        items = over.get("items") if listed is not None and "array" in listed else None
+        if not isinstance(items, Mapping):
+            return  # what the list holds is not known
+        said, hints = None, []  # what was found, in words, when it is not the list's type
         if "field" not in inputs:
-            if compatible(items, pure.values):
+            have = kinds(items)
+            if have is None or have & pure.value_kinds:
                 return
             expected = describe({"type": "array", "items": pure.values})
-            fields = items.get("properties") if kinds(items) == {"object"} else None
+            fields = items.get("properties") if have == {"object"} else None
             if isinstance(fields, Mapping) and fields:
                 hints.append(f"to use a field of each item, name it: `field: \"{next(iter(fields))}\"` (the items "
                              f"have {', '.join(f'`{name}`' for name in fields)})")
@@ -228,11 +233,13 @@ class _Checker(Conditions):
             expected = f"a list of objects whose `{field}` is {describe(pure.values)}"
             if not isinstance(found, Missing):
                 said = f"a list of objects whose `{field}` is {describe(found)}"
-        over = step.arg("over")
+        said = said or describe(over)
+        written = step.arg("over")
         self.diagnostics.append(diagnostic(
-            "E300", "wrong_value", over.value.span if over is not None else step.tool.span, step=self.path,
+            "E300", "wrong_value", written.value.span if written is not None else step.tool.span, step=self.path,
             what=f"`over` of `{pure.tool.name}`", expected=expected, hints=hints,
-            found=f"`{self.text(over.value)}`, {said}" if over is not None else f"the result of the step before, {said}"))
+            found=f"`{self.text(written.value)}`, {said}" if written is not None
+            else f"the result of the step before, {said}"))
 
     def check_piped(self, step: ast.Step, tool, pipe_type) -> None:
         schema = tool.params.get(tool.pipe)
