@@ -27,6 +27,7 @@ import json
 import math
 import platform
 import random
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -117,7 +118,6 @@ class Generator:
         self.top: list[Step] = []  # top-level steps in order
         self.labels = 0
         self.pipelines: list[list[Step]] = []
-        self.read: set[int] = set()  # the id of each step some reference reads
 
     # --- values
     def text_query(self) -> str:
@@ -131,7 +131,6 @@ class Generator:
         target = self.rng.choice(self.top[-12:]) if self.rng.random() < 0.8 else self.rng.choice(self.top)
         accessors = self.rng.choice([(), ("items",), ("text",), ("items", 0, "title"), ("output", "summary"),
                                      ("length",)])
-        self.read.add(id(target))
         return Ref(target, accessors)
 
     def template(self, prefix: str, in_block: bool = False) -> str:
@@ -252,9 +251,7 @@ class Generator:
         return self.new_step(Step(tool, make(self), label), True)
 
     def ref_len(self) -> Ref:
-        target = self.rng.choice(self.top[-12:])
-        self.read.add(id(target))
-        return Ref(target, ("items", "length"))
+        return Ref(self.rng.choice(self.top[-12:]), ("items", "length"))
 
     def generate(self) -> list[list[Step]]:
         first = True
@@ -271,11 +268,14 @@ class Generator:
             self.pipelines.append(pipeline)
             first = False
         assert self.count == self.size, (self.count, self.size)
-        for pipeline in self.pipelines:  # a label nothing reads on the head of a pipeline whose result is read
-            head, last = pipeline[0], pipeline[-1]  # goes on its last step, as W506's fix moves it
-            unread = head.label and id(head) not in self.read
-            if len(pipeline) > 1 and unread and not last.label and id(last) in self.read:
-                head.label, last.label = None, head.label
+        # A label nothing reads on the head of a pipeline whose result is read goes on its last step, as W506's
+        # fix moves it (or, when that step has one, goes): what the plan's text reads, `$label` or `$number`.
+        written = set(re.findall(r"\$([A-Za-z_][A-Za-z0-9_]*|[0-9]+)", to_planc(self.pipelines)))
+        for pipeline in self.pipelines:
+            head, last = pipeline[0], pipeline[-1]
+            if len(pipeline) > 1 and head.label and head.label not in written and \
+                    (last.label or str(last.number)) in written:
+                head.label, last.label = None, last.label or head.label
         return self.pipelines
 
 
