@@ -7,12 +7,15 @@
 - a block of one single-step pipeline stays inline, `{ step() }`, when its
   step fits; any other block opens on the step's line, holds its pipelines
   indented, and closes on a line of its own;
-- a step too long for its line keeps its arguments on its line and opens its
-  blocks there, each over the lines below (`decide(when: ..., then: {`),
-  when those lines fit; otherwise it puts each argument on a line of its own,
-  indented, with a comma after each and `)` on a line of its own; a record
-  or a list too long for its line breaks the same way. A string or a
-  reference is never broken, so a line holding a long one can be longer;
+- a step too long for its line keeps its other arguments on its line and
+  opens its blocks there, each over the lines below (`decide(when: ..., then:
+  {`): first only the blocks of more than one step, as with no width, then
+  every block, whichever fits first; otherwise it puts each argument on a
+  line of its own, indented, with a comma after each and `)` on a line of its
+  own; a record or a list too long for its line breaks the same way. A
+  string or a reference is never broken, so a line holding one can be longer;
+- so a plan whose every line fits prints as it does with no width at all, as
+  `planc grammar`'s decoder grammar writes it;
 - strings in double quotes with JSON escapes, `\\{` where a brace would
   otherwise read as a template hole; record keys bare when they are names;
 - parentheses only where precedence needs them.
