@@ -1,13 +1,22 @@
-# The quickstart: `make demo` and `make test` set up .venv themselves.
+# The quickstart: `make demo` and `make test` set up .venv themselves. `make demo` installs planc alone
+# (its core dependencies: what a user gets from `pip install planc`); `make test` adds what the tests
+# drive (the dev extra, a real model's weights, node's packages) to the same venv.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-slow corpus bless docs bench mutants clean
 
-$(STAMP): pyproject.toml tests/llama_server/package-lock.json
+$(CORE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	touch $(CORE)
+
+# After the core: a venv `make demo` made gets the rest here, and a change of pyproject.toml installs
+# both again, the core first.
+$(STAMP): $(CORE) tests/llama_server/package-lock.json
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	# The real model of tests/test_real_model.py and `bench/plan.py --model`: the GGUF inside the
@@ -17,7 +26,7 @@ $(STAMP): pyproject.toml tests/llama_server/package-lock.json
 	if command -v npm >/dev/null; then cd tests/llama_server && npm ci --no-audit --no-fund --loglevel=error; fi
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(CORE)
 	$(BIN)/planc check examples/incidents/triage.plan
 	$(BIN)/planc run examples/incidents/triage.plan
 	$(BIN)/python examples/incidents/plan_demo.py

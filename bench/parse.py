@@ -27,6 +27,7 @@ import json
 import math
 import platform
 import random
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -267,6 +268,14 @@ class Generator:
             self.pipelines.append(pipeline)
             first = False
         assert self.count == self.size, (self.count, self.size)
+        # A label nothing reads on the head of a pipeline whose result is read goes on its last step, as W506's
+        # fix moves it (or, when that step has one, goes): what the plan's text reads, `$label` or `$number`.
+        written = set(re.findall(r"\$([A-Za-z_][A-Za-z0-9_]*|[0-9]+)", to_planc(self.pipelines)))
+        for pipeline in self.pipelines:
+            head, last = pipeline[0], pipeline[-1]
+            if len(pipeline) > 1 and head.label and head.label not in written and \
+                    (last.label or str(last.number)) in written:
+                head.label, last.label = None, last.label or head.label
         return self.pipelines
 
 

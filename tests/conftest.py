@@ -138,7 +138,8 @@ def pytest_configure(config):
 # The files whose tests take longest, longest first, in each tier (the slow tier's, then the others'). They
 # run first: `make test` hands whole files to its workers in the order collected (`--dist loadfile
 # --no-loadscope-reorder`), so a long one never starts when the others are nearly done. Measured by
-# `pytest -n 3 -m "not slow" --durations=0` and `-m slow` (docs/performance.md, "The test suite").
+# `pytest -n 3 -m "not slow" --durations=0` and `-m slow` (docs/performance.md, "The set-up and the test
+# suite").
 LONGEST_FIRST = ("test_real_model.py", "test_ray.py", "test_mcp_everything.py", "test_pre_commit.py",
                  "test_agentdojo.py", "test_postgres_store.py", "test_postgres_tools.py",
                  "test_attacks_store.py", "test_resume.py", "test_mcp_server.py", "test_mcp_remote.py",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from cli import invoke, planc_completed
@@ -339,6 +340,52 @@ def test_fmt_loses_no_comment_and_is_stable(source):
     assert format_source(parse(formatted)) == formatted
 
 
+TRIAGE_DECIDE = """decide(when: $2.length > 10, then: {
+  notify(channel: "#incidents", text: "{$2.length} open incidents: {$4.text}, and more to read")
+})
+"""
+LONG_CALL = ('exit(when: $hits.length == 0, status: "error",  # nothing to do\n'
+             '     message: "no incidents match the query", output: {query: "certificate expired", matched: 0})\n')
+LONG_CALL_BROKEN = """exit(
+  when: $hits.length == 0,
+  status: "error",  # nothing to do
+  message: "no incidents match the query",
+  output: {query: "certificate expired", matched: 0},
+)
+"""
+
+
+def test_fmt_keeps_a_block_that_would_not_fit_on_one_line_over_its_lines(files):
+    """`decide`'s block of one step stays over three lines: on one, the line would be 113 characters."""
+    files(triage_plan=TRIAGE_DECIDE)
+    result = invoke("fmt", "--check", "triage.plan")
+    assert result.exit_code == 0, result.stderr
+    assert len(TRIAGE_DECIDE.replace("{\n  ", "{ ").replace("\n})", " })").split("\n")[0]) > 100
+
+
+def test_fmt_breaks_a_long_call_an_argument_a_line_with_its_comments_in_place(files):
+    files(gate_plan=LONG_CALL)
+    result = invoke("fmt", "gate.plan")
+    assert result.exit_code == 0 and result.stdout == LONG_CALL_BROKEN
+    files(gate_plan=LONG_CALL_BROKEN)
+    assert invoke("fmt", "--check", "gate.plan").exit_code == 0  # and it stays so
+
+
+def test_fmt_keeps_plans_within_the_width_planc_toml_gives(files, tmp_path):
+    files(planc_toml="[fmt]\nwidth = 40\n", p_plan='notify(channel: "#ops", text: "disk full on db-1")\n')
+    result = invoke("fmt", "p.plan")
+    assert result.exit_code == 0
+    assert result.stdout == 'notify(\n  channel: "#ops",\n  text: "disk full on db-1",\n)\n'
+    (tmp_path / "planc.toml").write_text("[fmt]\nwidht = 40\n", encoding="utf-8")
+    for command in ("fmt", "check"):  # a mistake in the table: one clean message, in every command
+        result = invoke(command, "p.plan")
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert "planc.toml:2: unknown key `widht` in `[fmt]`; the keys are width" in result.stderr
+    (tmp_path / "planc.toml").write_text("[fmt]\nwidth = 5\n", encoding="utf-8")
+    result = invoke("fmt", "p.plan")
+    assert result.exit_code == 2 and "`width` must be a whole number of at least 20, found 5" in result.stderr
+
+
 # --- planc show ---------------------------------------------------------------------------
 
 NESTED = 'hits = search(query: "x")\n  |> map(do: { get(id: item.id) |> summarize(text: "{item.title}") })\nnotify(text: "{$hits}")\n'
@@ -589,3 +636,24 @@ def test_corpus_with_a_malformed_case_exits_2(tmp_path):
     result = invoke("corpus", str(corpus))
     assert result.exit_code == 2
     assert "Traceback" not in result.output
+
+
+# --- tables and trees where the output is no terminal ----------------------------------------
+
+INCIDENTS = Path(__file__).resolve().parents[1] / "examples" / "incidents"
+
+
+@pytest.mark.parametrize("args, whole", [
+    (["registry", "list", "--config", INCIDENTS / "planc.toml"], "python:incidents.tools:close_incident"),
+    (["policy", "explain", INCIDENTS / "close_stale.plan"], "forbid no-destructive"),
+    (["show", INCIDENTS / "gate.plan"], 'message: "no incidents match the query"'),
+])
+def test_a_table_or_tree_into_a_pipe_or_a_file_keeps_every_cell_whole(args, whole):
+    """Not cut at 80 columns: what reads a pipe gets each cell on its line, whole (`--format json` aside)."""
+    result = invoke(*args, env={"COLUMNS": None})
+    assert "Traceback" not in result.output
+    assert whole in result.stdout and "…" not in result.stdout
+    assert max(map(len, result.stdout.splitlines())) > 80
+    narrow = invoke(*args, env={"COLUMNS": "80"})  # a width said is kept, as rich keeps it
+    drawn = [line for line in narrow.stdout.splitlines() if "\u2500" <= line[:1] <= "\u257f"]  # box drawing
+    assert drawn and max(map(len, drawn)) <= 80

@@ -61,7 +61,9 @@ def test_fmt_loads_none_of_the_passes(tmp_path):
 
 
 def test_the_package_api_loads_on_first_use(tmp_path):
-    assert loaded_by("import planc", tmp_path).intersection({"attrs", "planc.passes", "planc.syntax"}) == set()
+    imported = {"attrs", "planc.passes", "planc.syntax", "importlib.metadata"}  # the version's metadata too
+    assert loaded_by("import planc", tmp_path).intersection(imported) == set()
+    assert "importlib.metadata" in loaded_by("import planc\nplanc.__version__", tmp_path)
     assert "planc.passes.check" not in loaded_by("from planc import parse", tmp_path)
     assert set(planc.__all__) <= set(dir(planc))
     from planc import check, save_plan

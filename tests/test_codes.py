@@ -13,6 +13,7 @@ import string
 from pathlib import Path
 
 import pytest
+from cli import invoke
 
 from planc.diagnostics import Span
 from planc.diagnostics.build import diagnostic
@@ -106,3 +107,39 @@ def test_the_checks_find_an_unknown_form_a_form_in_a_variable_and_a_hand_made_di
 def test_a_code_form_or_fields_not_in_the_table_are_a_clear_error(code, form, fields, words):
     with pytest.raises(ValueError, match=re.escape(words)):
         diagnostic(code, form, Span(0, 0), **fields)
+
+
+DIAGNOSTICS_DOC = Path(__file__).resolve().parents[1] / "docs" / "diagnostics.md"
+
+
+def doc_section(code: str) -> str:
+    text = DIAGNOSTICS_DOC.read_text(encoding="utf-8")
+    start = text.index(f"## {code}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else len(text)].rstrip("\n")
+
+
+SHOWN_UNDER = re.compile(r"With the `planc.toml` shown under \[(\w+)\]\(#\w+\)\.")
+TOML_BLOCK = re.compile(r"With this `planc.toml`:\n\n```toml\n.*?\n```", re.DOTALL)
+
+
+@pytest.mark.parametrize("code", ["E300", "W501", "N600", "E400"])
+def test_explain_prints_the_entry_docs_diagnostics_md_has_for_a_code(code, tmp_path, monkeypatch):
+    """From the table the page is made from, not the page (installed from a wheel, there is no docs/); where the
+    page refers to the planc.toml an earlier code showed, the entry shows it."""
+    monkeypatch.chdir(tmp_path)
+    expected = doc_section(code)
+    shown = SHOWN_UNDER.search(expected)
+    if shown:
+        expected = expected.replace(shown.group(), TOML_BLOCK.search(doc_section(shown.group(1))).group())
+    result = invoke("explain", code.lower())
+    assert result.exit_code == 0 and result.stdout.rstrip("\n") == expected
+
+
+def test_explain_without_a_code_lists_them_and_an_unknown_one_is_one_clean_message():
+    listed = invoke("explain").stdout.splitlines()
+    assert len(listed) == len(CODES) and listed[0].startswith("E100  ")
+    assert invoke("explain", "e3O0").stdout == invoke("explain", "E300").stdout  # the letter O for a zero
+    result = invoke("explain", "E399")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "no diagnostic code E399; did you mean E3" in result.stderr and "`planc explain` lists them" in result.stderr

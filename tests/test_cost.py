@@ -239,7 +239,7 @@ def test_each_step_has_its_own_cost_and_a_step_in_a_block_one_run(registry):
 
 # --- budgets: E401 ------------------------------------------------------------------------
 
-PLAN = 'notify(text: "start")\nsearch(query: "x", limit: 10) |> map(do: { get(id: item.id) })\nnotify(text: "end")'
+PLAN = 'notify(text: "start")\nsearch(query: "x", limit: 10) |> map(do: { get(id: item.id) })\nnotify(text: "{$3}")'
 
 
 @pytest.mark.parametrize("budget, message", [
@@ -254,7 +254,7 @@ def test_a_budget_below_the_most_is_e401_at_the_step_that_crosses_it(registry, b
 
 
 def test_a_budget_of_inferences(registry):
-    text = 'reshape(value: 1)\nfilter(over: [1, 2, 3], infer: "Keep {item}?")'
+    text = 'reshape(value: [1, 2, 3])\nfilter(over: $1, infer: "Keep {item}?")'
     (error,) = cost_of(text, registry, max_inferences=2).diagnostics
     assert error.code == "E401" and error.step == "2" and "3 model inferences" in error.message
     assert cost_of(text, registry, max_inferences=3).diagnostics == ()

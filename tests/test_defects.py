@@ -105,7 +105,7 @@ def test_a_label_on_a_pipelines_head_whose_result_the_plan_never_reads_is_moved_
     assert (folder / "p.plan").read_text(encoding="utf-8") == (
         'search(query: "x") |> hits = map(do: { reshape(value: item.title) })\nnotify(text: "{$2}")\n')
     assert check_lines(folder, 'hits = search(query: "x") |> map(do: { reshape(value: item.title) })\n'
-                               'notify(text: "{$hits}")\n').output == ""  # the label is read: as meant
+                               'notify(text: "{$hits} {$2}")\n').output == ""  # the label is read: as meant
 
 
 # --- 13. effects mean one thing to every reader ---------------------------------------------------------------

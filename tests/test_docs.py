@@ -1,6 +1,7 @@
 """The documentation says what the code does: the diagnostics index is generated and current,
 and every documented example reports its code."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,33 @@ def test_the_agent_examples_check_clean_and_the_cost_example_is_what_planc_says(
     monkeypatch.chdir(tmp_path)
     result = invoke(*command.split()[2:])
     assert result.exit_code == 1 and result.stderr + result.stdout == "".join(output)
+
+
+README = ROOT / "README.md"
+
+
+def test_the_readmes_plan_gets_the_diagnostics_the_readme_shows_and_runs_once_fixed(tmp_path, monkeypatch):
+    """The first screen of README.md: a model's plan, what `planc check` says of it, and its run once fixed."""
+    import re
+
+    from cli import invoke
+
+    text = README.read_text(encoding="utf-8")
+    plan, shown = re.findall(r"```\n(.*?)```", text, re.DOTALL)[:2]
+    example = ROOT / "examples" / "incidents"
+    checked = planc.check(plan, registry=planc.load_registry(example / "planc.toml"))
+    for diagnostic in checked.diagnostics:
+        start = diagnostic.span.start
+        assert f"{diagnostic.severity.value}[{diagnostic.code}]: {diagnostic.message}\n" in shown
+        assert f" --> disk.plan:{start.line}:{start.column} (step {diagnostic.step})\n" in shown
+        assert f"  = fix: replace `{diagnostic.span.text(plan)}` with `{diagnostic.fix.replacement}`\n" in shown
+    assert [d.code for d in checked.diagnostics] == ["W503", "E301"]
+    fixed = plan
+    for diagnostic in sorted(checked.diagnostics, key=lambda d: -d.span.start_offset):
+        fixed = fixed[:diagnostic.span.start_offset] + diagnostic.fix.replacement + fixed[diagnostic.span.end_offset:]
+    (tmp_path / "disk.plan").write_text(fixed, encoding="utf-8")
+    monkeypatch.setenv("PLANC_INCIDENTS_DB", str(tmp_path / "incidents.sqlite"))
+    result = invoke("run", tmp_path / "disk.plan", "--config", example / "planc.toml",
+                    "--store", tmp_path / "runs.sqlite")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["text"].startswith("1 open: - INC-1244 (sev 4, open, ")

@@ -59,7 +59,8 @@ def test_a_plan_compiled_before_count_was_a_built_in_step_migrates_and_runs(exam
     assert migrated.exit_code == 0, migrated.output
     assert migrated.stderr.splitlines() == [
         "old.json: version 2 -> 3",
-        "old.json: version 3 -> 4: `count` is a built-in step now: its calls (step 1) call `tally`"]
+        "old.json: version 3 -> 4: `count` is a built-in step now: its calls (step 1) call `tally`",
+        "old.json: version 4 -> 5"]
     stored = json.loads((example / "old.json").read_text(encoding="utf-8"))
     assert stored["version"] == VERSION and "tally(query: " in stored["source"] and "count(" not in stored["source"]
     assert sorted(stored["registry"]["tools"]) == ["search", "tally"]

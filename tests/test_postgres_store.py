@@ -9,17 +9,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 from cli import HANG_GUARD_S, invoke, planc_completed, planc_process
 from test_attacks_store import TOML, TOOLS, calls, clean, outcomes, wait_until
+from test_stats import ALERT, TRIAGE
+from test_stats import POLICY as STATS_POLICY
+from test_stats import TOML as STATS_TOML
+from test_stats import TOOLS as STATS_TOOLS
 from tool_project import tool_project
 
 from planc.store.run_store import SCHEMA_VERSION
 
 pytestmark = pytest.mark.slow  # a PostgreSQL server: conftest.py, the slow tier
+STORE_DOC = Path(__file__).resolve().parents[1] / "docs" / "store.md"
 
 MEET = '''
 
@@ -194,13 +201,61 @@ def test_a_store_that_cannot_be_reached_is_one_line_and_nothing_runs(project, mo
     assert calls(project) == []
 
 
-def test_planc_stats_says_it_reads_sqlite_stores_and_the_store_is_unchanged(project):
-    (project / "one.plan").write_text('send(text: "hello")\n', encoding="utf-8")
-    assert invoke("run", "one.plan").exit_code == 0
-    before = rows("SELECT id, status FROM runs")
-    result = invoke("stats")
-    clean(result)
-    assert result.exit_code == 2
-    assert "`planc stats` reads an SQLite run store" in result.stderr
-    assert rows("SELECT id, status FROM runs") == before and len(before) == 1
-    assert [call["tool"] for call in calls(project)] == ["send"]
+# The runs of test_stats.py's plans: a search that fails (`boom`), a call to #secret the policy refuses (E400)
+STATS_RUNS = [(TRIAGE, "q=disk"), (TRIAGE, "q=boom"), (ALERT, "channel=#secret"), (TRIAGE, "q=memory"),
+              (ALERT, "channel=#ops")]
+
+
+def without_times(found: dict) -> dict:
+    """`planc stats`'s JSON without what depends on how long things took."""
+    found = json.loads(json.dumps(found))
+    found["runs"].pop("ms")
+    for cost in found["costs"].values():
+        cost.pop("ms")
+    return found
+
+
+def test_planc_stats_and_its_sql_read_a_postgresql_store_as_an_sqlite_one(project, tmp_path_factory, monkeypatch):
+    """The same runs recorded in both stores: the same numbers (but times), the views there to ask with `--sql`,
+    every query of docs/store.md answered, and a query that would write refused with the store unchanged."""
+    folder = tmp_path_factory.mktemp("pgstats")
+    plans = {"triage.plan": TRIAGE, "alert.plan": ALERT}
+    with tool_project(folder, "pgstatstools", STATS_TOOLS, STATS_TOML, {**plans, "policy.cedar": STATS_POLICY}):
+        monkeypatch.chdir(folder)
+        monkeypatch.delenv("PLANC_STORE")
+        stores = {"postgresql": "postgresql:$PLANC_TEST_STORE", "sqlite": str(folder / "runs.sqlite")}
+        named = {text: name for name, text in plans.items()}
+        for store in stores.values():
+            for plan, argument in STATS_RUNS:
+                invoke("run", named[plan], "--arg", argument, "--policy", "policy.cedar", "--store", store)
+        found = {}
+        for backend, store in stores.items():
+            result = invoke("stats", "--store", store, "--format", "json")
+            assert result.exit_code == 0, result.output
+            found[backend] = json.loads(result.stdout)
+        assert without_times(found["postgresql"]) == without_times(found["sqlite"])
+        pg = found["postgresql"]
+        assert pg["runs"]["count"] == 5 and pg["runs"]["by_status"] == {"failed": 2, "ok": 3}
+        assert pg["failures"] == {"calls_by_tool": {"search": {"failed": 1}}, "runs_by_tool": {"search": 1, "notify": 1},
+                                  "runs_by_code": {"E400": 1}}
+        assert pg["positions"] == {"1": {"search": 3, "get": 2}, "2": {"map": 3, "notify": 2}, "3": {"notify": 3}}
+        assert pg["runs"]["ms"]["p50"] is not None
+        narrowed = invoke("stats", "--store", stores["postgresql"], "--tool", "notify", "--format", "json")
+        assert json.loads(narrowed.stdout)["failures"]["runs_by_code"] == {"E400": 1}
+        text = invoke("stats", "--store", stores["postgresql"])
+        assert text.exit_code == 0 and text.stdout.splitlines()[0] == "runs: 5 (2 failed, 3 ok)"
+
+        asked = invoke("stats", "--store", stores["postgresql"], "--format", "json", "--sql",
+                       "SELECT tool, COUNT(*) AS n FROM call_times GROUP BY tool ORDER BY tool")
+        assert asked.exit_code == 0, asked.output
+        assert json.loads(asked.stdout) == [{"tool": "get", "n": 6}, {"tool": "notify", "n": 3}, {"tool": "search", "n": 3}]
+        for query in re.findall(r"```sql\n(.*?)```", STORE_DOC.read_text(encoding="utf-8"), re.DOTALL):
+            answered = invoke("stats", "--store", stores["postgresql"], "--format", "json", "--sql", query)
+            assert answered.exit_code == 0, (query, answered.output)
+        before = rows("SELECT id, status FROM runs ORDER BY id")
+        for query in ("DELETE FROM runs", "UPDATE steps SET tool = 'x'", "SELECT 1; DELETE FROM runs",
+                      "DROP VIEW run_times", "CREATE TABLE kept (x integer)"):
+            refused = invoke("stats", "--store", stores["postgresql"], "--sql", query)
+            assert refused.exit_code == 1 and refused.stderr.startswith("error: ") and "Traceback" not in refused.output
+        assert rows("SELECT id, status FROM runs ORDER BY id") == before and len(before) == 5
+        assert rows("SELECT count(*) FROM information_schema.views WHERE table_schema = 'planc'") == [(6,)]

@@ -123,17 +123,45 @@ def test_another_principal_of_planc_toml_is_judged_by_its_own_attributes(project
     assert check(project, 'read_invoice(id: 7, org: "globex")\n', "--principal", 'User::"bob"').exit_code == 0
 
 
+CAROL = {"uid": {"type": "User", "id": "carol"}, "attrs": {"org": "globex"}, "parents": []}  # Cedar's entity JSON
+
+
 def test_a_principal_given_per_run_is_judged_and_recorded_with_the_run(project):
-    carol = json.dumps({"uid": 'User::"carol"', "attributes": {"org": "globex"}})
+    carol = json.dumps(CAROL)
     assert check(project, 'read_invoice(id: 7, org: "acme")\n', "--principal-json", carol).exit_code == 1
     result = run(project, 'read_invoice(id: 8, org: "globex")\n', "--principal-json", carol)
     assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
     assert calls(project) == ["read_invoice globex 8"] and statuses(project) == ["ok"]
     with sqlite3.connect(project / "runs.sqlite") as db:
         [(options,)] = db.execute("SELECT options FROM runs").fetchall()
     recorded = json.loads(options)
     assert recorded["principal"] == 'User::"carol"'
     assert {"uid": 'User::"carol"', "attributes": {"org": "globex"}, "groups": []} in recorded["principals"]
+
+
+@pytest.mark.parametrize("given", [
+    {"uid": 'User::"carol"', "attrs": {"org": "globex"}, "parents": ['Group::"billing"']},  # entities as text
+    {"uid": {"__entity": {"type": "User", "id": "carol"}}, "attrs": {"org": "globex"},
+     "parents": [{"__entity": {"type": "Group", "id": "billing"}}]},  # Cedar's escape of an entity
+])
+def test_cedars_entity_json_is_read_in_each_of_its_spellings(project, given):
+    result = check(project, 'read_invoice(id: 7, org: "acme")\n', "--principal-json", json.dumps(given))
+    assert result.exit_code == 1 and "forbidden by policy `own-organisation` (for User::\"carol\")" in result.output
+    assert check(project, 'read_invoice(id: 7, org: "globex")\n', "--principal-json", json.dumps(given)).exit_code == 0
+
+
+def test_the_old_names_attributes_and_groups_still_work_with_a_warning(project):
+    """planc's own keys before it read Cedar's entity JSON: accepted for one more minor version, said so."""
+    old = json.dumps({"uid": 'User::"carol"', "attributes": {"org": "globex"}, "groups": []})
+    result = run(project, 'read_invoice(id: 8, org: "globex")\n', "--principal-json", old)
+    assert result.exit_code == 0, result.output
+    assert ("warning: --principal-json: the principal gives `attributes` and `groups`: planc's names before it "
+            "read Cedar's entity JSON, which are `attrs` and `parents`; the old names go in planc 0.2") in result.stderr
+    assert calls(project) == ["read_invoice globex 8"] and statuses(project) == ["ok"]
+    with pytest.warns(DeprecationWarning, match="`attributes`: planc's names before"):
+        assert planc.load_project(project, principal={"uid": 'User::"dave"', "attributes": {"org": "x"}}).principal \
+            == 'User::"dave"'
 
 
 def test_a_principal_planc_does_not_know_is_refused_whatever_the_organisation(project):
@@ -146,8 +174,11 @@ def test_a_principal_planc_does_not_know_is_refused_whatever_the_organisation(pr
 @pytest.mark.parametrize("given, words", [
     ("{", "--principal-json: "),
     ('{"uid": "carol"}', "must be a Cedar entity like"),
-    ('{"uid": "User::\\"carol\\"", "org": "acme"}', "has `org`, which is not one of `uid`, `attributes`, `groups`"),
-    ('{"uid": "User::\\"carol\\"", "attributes": {"org": 5}}', "give `org` different types"),
+    ('{"uid": "User::\\"carol\\"", "org": "acme"}', "has `org`, which is not one of `uid`, `attrs`, `parents`"),
+    ('{"uid": "User::\\"carol\\"", "attrs": {"org": 5}}', "give `org` different types"),
+    ('{"uid": {"type": "User"}}', "`uid` must be a Cedar entity like {\"type\": \"User\", \"id\": \"alice\"}"),
+    ('{"uid": "User::\\"carol\\"", "attrs": {}, "attributes": {}}', "gives both `attrs` and `attributes`"),
+    ('{"uid": "User::\\"carol\\"", "parents": [{"type": "Tool", "id": "x"}]}', "is a `Tool`"),
 ])
 def test_a_malformed_principal_is_one_clean_message(project, given, words):
     result = run(project, 'read_invoice(id: 7, org: "acme")\n', "--principal-json", given)
@@ -179,7 +210,8 @@ def test_principal_and_principal_json_naming_two_principals_is_refused(project):
 
 def test_the_python_api_takes_a_principal_with_attributes_per_call(project):
     project_ = planc.load_project(project)
-    dave = {"uid": 'User::"dave"', "attributes": {"org": "globex"}, "groups": ['Group::"billing"']}
+    dave = {"uid": {"type": "User", "id": "dave"}, "attrs": {"org": "globex"},
+            "parents": [{"type": "Group", "id": "billing"}]}
     assert not planc.check('read_invoice(id: 1, org: "acme")', registry=project_.registry, policy=project_.policy,
                            principal=dave).ok
     checked = planc.check('read_invoice(id: 1, org: "globex")', registry=project_.registry, policy=project_.policy,

@@ -402,21 +402,47 @@ def _recorded(project, run_id) -> list[tuple]:
 
 BAD_INPUT = '''search(query: "disk", limit: 2) |> pluck(field: "title") |> hits = join(separator: ", ")
 notify(channel: "#ops", text: "{$hits}")
-total = sum(over: $1, field: "title")
+total = sum(over: [$4.text])
 notify(channel: "#ops", text: "never sent: {$total}")
-'''
+'''  # `notify` declares no `returns`: what `$4.text` is, the check cannot know
 
 
 def test_bad_input_at_run_time_fails_that_step_cleanly_and_nothing_after_it_runs(project):
     (project / "p.plan").write_text(BAD_INPUT, encoding="utf-8")
     result = invoke("run", "p.plan", "--store", project / "runs.sqlite")
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert "step 5: `sum` failed: item 0's `title` must be a number, found the string \"disk 0\"" in result.output
+    assert "step 5: `sum` failed: item 0 must be a number, found the string \"disk 0, disk 1\"" in result.output
     assert calls(project) == [{"tool": "search", "query": "disk", "limit": 2},
                               {"tool": "notify", "channel": "#ops", "text": "disk 0, disk 1"}]
     [(run_id, status, message)] = _runs(project)
     assert status == "failed" and "`sum` failed" in message
     assert [tool for _, tool, _ in _recorded(project, run_id)] == ["search", "notify"]  # a pure step is no call
+
+
+@pytest.mark.parametrize(("plan", "at", "message"), [
+    ('names = split(text: "a,b", separator: ",")\nsum(over: $names)\n', (2, 11),
+     "wrong value for `over` of `sum`: expected a list of numbers, found `$names`, a list of strings"),
+    ('split(text: "a,b", separator: ",") |> average()\n', (1, 39),
+     "wrong value for `over` of `average`: expected a list of numbers, found the result of the step before, "
+     "a list of strings"),
+    ('search(query: "disk", limit: 2) |> sum(field: "title")\n', (1, 36),
+     "wrong value for `over` of `sum`: expected a list of objects whose `title` is a number, found the result of "
+     "the step before, a list of objects whose `title` is a string"),
+    ('search(query: "disk", limit: 2) |> max(field: "nope")\n', (1, 36),
+     "wrong value for `over` of `max`: expected a list of objects whose `nope` is a number or a string"),
+])
+def test_a_pure_step_over_items_it_cannot_work_with_is_refused_by_the_check_before_anything_runs(
+        project, plan, at, message):
+    """A pure step is typed by its list's items, not the list alone: `sum` of strings is E300 at its `over` (at
+    its name, when `over` is piped), and the run calls nothing."""
+    (project / "p.plan").write_text(plan, encoding="utf-8")
+    result = invoke("run", "p.plan", "--store", project / "runs.sqlite")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    checked = planc.check(plan, registry=planc.load_registry(project / "planc.toml"))
+    [error] = checked.diagnostics
+    assert error.code == "E300" and (error.span.start.line, error.span.start.column) == at
+    assert error.message.startswith(message)
+    assert calls(project) == [] and not (project / "runs.sqlite").exists() or _runs(project) == []
 
 
 @pytest.mark.parametrize(("step", "refusal"), [

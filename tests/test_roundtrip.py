@@ -3,6 +3,7 @@
 - `parse(print_plan(tree))` gives back `tree` (spans aside) for random valid trees;
 - printing is idempotent;
 - the parsed tree's spans point at the text each node was printed as;
+- at any width, printing gives back the tree and is idempotent;
 - `planc fmt` keeps every comment, gives back the same tree and is idempotent;
 - every plan in `identity.plan` prints back unchanged.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from profiles import examples
 from strategies import SPAN, expressions, plans
@@ -100,23 +101,57 @@ def test_spans_of_the_parsed_tree_cover_the_printed_text_of_each_node(tree):
 
 
 @settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(plans(), st.randoms(use_true_random=False))
-def test_fmt_keeps_comments_and_the_tree(tree, rng):
-    lines = print_plan(tree).split("\n")
+@given(plans(), st.randoms(use_true_random=False), st.sampled_from([100, 60, 30]))
+def test_fmt_keeps_comments_and_the_tree(tree, rng, width):
+    """Comments at the ends of lines and on lines of their own, anywhere a line breaks, at any width."""
+    lines = print_plan(tree, width=width).split("\n")
     comments = []
     for number in range(len(lines) - 1):
         if rng.random() < 0.4:
             comments.append(f"# note {number}" if rng.random() < 0.5 else f"// note {number}")
-            lines[number] += "  " + comments[-1]
+            if rng.random() < 0.6:
+                lines[number] += "  " + comments[-1]
+            else:
+                lines[number] = comments[-1] + "\n" + lines[number]
     if rng.random() < 0.5:
         lines.insert(0, "# header")
         comments.append("# header")
-    formatted = format_source(parse("\n".join(lines)))
+    formatted = format_source(parse("\n".join(lines)), width=width)
     reparsed = parse(formatted)
     assert reparsed.ok, formatted
     assert to_data(reparsed.plan, spans=False) == to_data(tree, spans=False)
     assert all(comment in formatted for comment in comments), formatted
-    assert format_source(reparsed) == formatted
+    assert format_source(reparsed, width=width) == formatted
+
+
+def _blocks_only_as_arguments(node) -> bool:
+    """Whether every block under `node` is a step's argument (not inside a list, a record or a condition)."""
+    if isinstance(node, ast.Arg):
+        return _blocks_only_as_arguments(node.value.pipelines if isinstance(node.value, ast.Block) else node.value)
+    if isinstance(node, ast.Block):
+        return False
+    children = node if isinstance(node, tuple) else [getattr(node, field.name) for field in attrs.fields(type(node))
+                                                     if field.name != "span"] if attrs.has(type(node)) else []
+    return all(_blocks_only_as_arguments(child) for child in children)
+
+
+@settings(SETTINGS, max_examples=examples(100))
+@given(plans(), st.integers(0, 30))
+def test_a_plan_whose_lines_fit_prints_as_it_does_with_no_width(tree, slack):
+    """What a decoder writes (`planc grammar`: every step on a line) is what `planc fmt` prints, when it fits."""
+    assume(_blocks_only_as_arguments(tree))
+    unlimited = print_plan(tree, width=None)
+    width = max(20, *map(len, unlimited.split("\n"))) + slack
+    assert print_plan(tree, width=width) == unlimited
+
+
+@settings(SETTINGS, max_examples=examples(100))
+@given(plans(), st.integers(10, 120))
+def test_printing_at_any_width_gives_back_the_tree_and_is_idempotent(tree, width):
+    text = print_plan(tree, width=width)
+    parsed = _parse_ok(text)
+    assert to_data(parsed, spans=False) == to_data(tree, spans=False)
+    assert print_plan(parsed, width=width) == text
 
 
 @settings(max_examples=examples(300), deadline=None)

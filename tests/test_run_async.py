@@ -110,3 +110,31 @@ def test_a_cancelled_task_ends_the_run_interrupted_and_resume_makes_no_call_twic
     # `wait` is idempotent, so it is made again; `send` one is not, and is not.
     assert calls(project) == [("send", "one"), ("wait", "two"), ("wait", "two"), ("send", "three")]
     assert shown(run["id"])["status"] == "ok"
+
+
+@pytest.mark.parametrize("door, called", [
+    ("run", lambda project, checked: planc.run(checked, store=project / "runs.sqlite")),
+    ("approve", lambda project, checked: planc.approve("20260101-000000-00000000", store=project / "runs.sqlite")),
+    ("plan", lambda project, checked: planc.plan("send a greeting", registry=planc.load_project(project).registry)),
+])
+def test_a_sync_door_called_inside_a_running_loop_names_its_async_twin_and_runs_nothing(project, door, called):
+    """Not asyncio's bare "cannot be called from a running event loop" and two "never awaited" warnings: one
+    error that says what to await, and nothing run, recorded or asked."""
+    import gc
+    import warnings
+
+    checked = planc.load_project(project).check('send(text: "one")')
+
+    async def service():
+        with pytest.raises(RuntimeError) as refused:
+            called(project, checked)
+        return str(refused.value)
+
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        message = asyncio.run(service())
+        gc.collect()  # a coroutine never awaited warns when it is collected
+    assert message == (f"planc.{door}() starts an event loop of its own, and this thread is running one: inside it, "
+                       f"`await planc.{door}_async(...)`, which takes the same arguments")
+    assert [str(warning.message) for warning in warned if "never awaited" in str(warning.message)] == []
+    assert calls(project) == [] and not (project / "runs.sqlite").exists()

@@ -388,3 +388,24 @@ def test_a_declared_plans_calls_are_recorded_under_the_calling_step_and_replayed
     assert replayed.exit_code == 0, replayed.output
     assert replayed.stdout == result.stdout
     assert calls(project) == ["search", "search", "notify"]  # nothing called again
+
+
+def test_runs_with_no_store_here_says_where_the_stores_below_are(tmp_path, monkeypatch):
+    """From the repository's root after `make demo`, the demo's runs are under examples/: `planc runs` says so
+    (on standard error: what it lists stays empty), and lists them with the `--store` it names."""
+    monkeypatch.delenv("PLANC_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert invoke("runs").stderr == ""  # no store anywhere: nothing to point at
+    demo = tmp_path / "examples" / "demo"
+    demo.mkdir(parents=True)
+    (demo / "planc.toml").write_text("", encoding="utf-8")
+    (demo / "p.plan").write_text("reshape(value: 1)\n", encoding="utf-8")
+    assert invoke("run", "examples/demo/p.plan").exit_code == 0
+    store = os.path.join("examples", "demo", ".planc", "runs.sqlite")
+    listed = invoke("runs")
+    assert listed.exit_code == 0 and listed.stdout == ""
+    assert listed.stderr == (f"no run store here ({os.path.join('.planc', 'runs.sqlite')}); a run is recorded beside "
+                             f"the planc.toml it ran with, and {store} has runs: `planc runs --store {store}`\n")
+    shown = invoke("runs", "--store", store)
+    assert shown.exit_code == 0 and len(shown.stdout.splitlines()) == 1 and " ok " in shown.stdout
+    assert invoke("runs", "--store", "elsewhere.sqlite").stderr == ""  # a store named is the one asked for

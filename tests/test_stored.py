@@ -14,10 +14,12 @@ from planc import corpus
 from planc.passes.policy.load import load_policy
 from planc.registry import registry_from_text
 from planc.store.migrations import MIGRATIONS
-from planc.store.stored import OlderPlan, StoredPlanError, dump, load_plan, migrate_plan, save_plan
+from planc.store.stored import VERSION, OlderPlan, StoredPlanError, dump, load_plan, migrate_plan, save_plan
 
 TESTS = Path(__file__).resolve().parent
-FIXTURES = {version: TESTS / "fixtures" / f"stored_{version}.json" for version in ("v1", "v2", "v3", "v4")}
+# One stored plan of every version planc has written, each compiled by the planc of its time: every one must
+# load (migrated) for as long as docs/compatibility.md says.
+FIXTURES = {version: TESTS / "fixtures" / f"stored_v{version}.json" for version in range(1, VERSION + 1)}
 CORPUS = TESTS.parent / "corpus"
 
 TOOLS = '''
@@ -68,7 +70,8 @@ def compiled(project) -> dict:
 
 def test_a_compiled_plan_runs_as_the_text_does(project):
     stored = compiled(project)
-    assert stored["format"] == "planc.plan" and stored["version"] == 4 and stored["source"] == PLAN
+    assert stored["format"] == "planc.plan" and stored["version"] == VERSION and stored["source"] == PLAN
+    assert stored["planc_version"] == planc.__version__
     assert stored["plans"] == {}  # it calls no declared plan
     assert sorted(stored["registry"]["tools"]) == ["notify", "search"] and stored["policy"] is None
     assert (project / "p.json").read_text(encoding="utf-8").endswith("}\n")
@@ -126,10 +129,11 @@ def test_a_changed_policy_is_refused(project):
 
 def test_a_future_version_and_other_formats_are_refused(project):
     stored = compiled(project)
-    stored["version"] = 5
-    with pytest.raises(StoredPlanError, match="version 5, newer than this planc: this planc reads versions 1, 2, 3, 4"):
+    stored["version"] = VERSION + 1
+    with pytest.raises(StoredPlanError, match=f"version {VERSION + 1}, newer than this planc: this planc reads "
+                                              f"versions {', '.join(map(str, range(1, VERSION + 1)))}"):
         load_plan(dump(stored))
-    stored.update(format="other", version=4)
+    stored.update(format="other", version=VERSION)
     with pytest.raises(StoredPlanError, match="not a stored plan"):
         load_plan(dump(stored))
 
@@ -139,19 +143,20 @@ def test_an_older_version_goes_through_its_migration(project, monkeypatch):
 
     text = dump(compiled(project))
     registry = planc.registry.load_registry(project / "planc.toml")
-    monkeypatch.setattr(module, "VERSION", 5)  # as if the format changed after version 4
-    monkeypatch.setitem(module.STORED_PLAN["properties"], "version", {"const": 5})
-    for version in (1, 2, 3):
+    now, then = VERSION + 1, VERSION
+    monkeypatch.setattr(module, "VERSION", now)  # as if the format changed after this version
+    monkeypatch.setitem(module.STORED_PLAN["properties"], "version", {"const": now})
+    for version in range(1, then):
         monkeypatch.delitem(MIGRATIONS, version)
-    with pytest.raises(OlderPlan, match="version 4, and this planc runs version 5"):  # a file is not run
+    with pytest.raises(OlderPlan, match=f"version {then}, and this planc runs version {now}"):  # a file is not run
         load_plan(text, registry=registry)
-    with pytest.raises(StoredPlanError, match="version 4, which this planc cannot read: it reads versions 5"):
+    with pytest.raises(StoredPlanError, match=f"version {then}, which this planc cannot read: it reads versions {now}"):
         load_plan(text, registry=registry, recorded=True)
     migrated = []
-    monkeypatch.setitem(MIGRATIONS, 4, lambda plan, registry: (migrated.append(plan["version"]) or dict(plan), ""))
-    assert load_plan(text, registry=registry, recorded=True).ok and migrated == [4]  # a run's record: in memory
+    monkeypatch.setitem(MIGRATIONS, then, lambda plan, registry: (migrated.append(plan["version"]) or dict(plan), ""))
+    assert load_plan(text, registry=registry, recorded=True).ok and migrated == [then]  # a record: in memory
     rewritten, said = migrate_plan(text, registry)
-    assert json.loads(rewritten)["version"] == 5 and said == ["version 4 -> 5"]
+    assert json.loads(rewritten)["version"] == now and said == [f"version {then} -> {now}"]
     assert load_plan(rewritten, registry=registry).ok  # stamped, and its hash made again
     tampered = text.replace('"disk', '"dusk', 1)
     with pytest.raises(StoredPlanError, match="content hash does not match"):  # checked before migrating
@@ -186,10 +191,11 @@ def fixture_registry():
     return registry_from_text(FIXTURE_TOML, Path("planc.toml"))
 
 
-@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
+@pytest.mark.parametrize("version", range(1, VERSION))
 def test_a_committed_older_plan_is_refused_to_run_and_migrates_to_the_current_one(version):
-    """Version 1 did not record declared plans' files, 2 a declared plan's `params`, 3 the built-in steps:
-    each migrates (calling no declared plan and no tool whose name is a built-in step now)."""
+    """Version 1 did not record declared plans' files, 2 a declared plan's `params`, 3 the built-in steps, 4
+    the planc that compiled it: each migrates (calling no declared plan and no tool whose name is a built-in
+    step now), and its content hash is that of the plan compiled now, but for what was not recorded."""
     registry = fixture_registry()
     text = FIXTURES[version].read_text(encoding="utf-8")
     with pytest.raises(OlderPlan):
@@ -197,19 +203,34 @@ def test_a_committed_older_plan_is_refused_to_run_and_migrates_to_the_current_on
     checked = load_plan(text, registry=registry, recorded=True)  # a run's record of it, in memory
     assert checked.ok and checked.source == FIXTURE_PLAN and checked.steps == 4
     migrated, said = migrate_plan(text, registry)
-    current = json.loads(FIXTURES["v4"].read_text(encoding="utf-8"))
-    unknown = {"plans": None} if version == "v1" else {}  # which declared plans it reached was not recorded
-    assert {**json.loads(migrated), "hash": None} == {**current, **unknown, "hash": None}
-    assert said == [f"version {n} -> {n + 1}" for n in range(int(version[1]), 4)]
+    current = json.loads(FIXTURES[VERSION].read_text(encoding="utf-8"))
+    unknown = {"plans": None} if version == 1 else {}  # which declared plans it reached was not recorded
+    assert json.loads(migrated) == {**current, **unknown, "planc_version": None,
+                                    "hash": json.loads(migrated)["hash"]}
+    if version > 1:  # the same content: which planc compiled it is outside the hash
+        assert json.loads(migrated)["hash"] == current["hash"]
+    assert said == [f"version {n} -> {n + 1}" for n in range(version, VERSION)]
 
 
-def test_the_committed_version_4_plan_still_loads():
-    text = FIXTURES["v4"].read_text(encoding="utf-8")
+def test_the_committed_plan_of_this_version_still_loads_and_compiles_the_same_but_for_planc_version():
+    text = FIXTURES[VERSION].read_text(encoding="utf-8")
     registry = fixture_registry()
     checked = load_plan(text, registry=registry)
     assert checked.ok and checked.source == FIXTURE_PLAN and checked.steps == 4
-    assert dump(save_plan(checked, registry=registry)) == text
+    compiled_now = save_plan(checked, registry=registry)
+    assert compiled_now["planc_version"] == planc.__version__
+    assert dump({**compiled_now, "planc_version": json.loads(text)["planc_version"]}) == text
     assert migrate_plan(text, registry) == (text, [])
+
+
+def test_which_planc_compiled_a_plan_is_outside_its_hash():
+    text = FIXTURES[VERSION].read_text(encoding="utf-8")
+    stored = json.loads(text)
+    stored["planc_version"] = "99.0.0"
+    assert load_plan(dump(stored), registry=fixture_registry()).ok
+    stored["source"] = stored["source"].replace("disk full", "disk empty")
+    with pytest.raises(StoredPlanError, match="content hash does not match"):
+        load_plan(dump(stored), registry=fixture_registry())
 
 
 def write_fixture() -> None:  # by hand, for a new version: `python -c "import test_stored as t; t.write_fixture()"`

@@ -202,6 +202,25 @@ def test_e301_hint_for_a_field_of_a_list(registry):
     assert "`$1[0].title` reads the first item's `title`" in only(text, registry, "E301").hints[0]
 
 
+@pytest.mark.parametrize("text, written", [
+    ('a = search(query: "x")\nnotify(channel: "#x", text: "{$a.lenght}")', "$a"),
+    ('search(query: "x")\nnotify(channel: "#x", text: "{$1.lengh} found")', "$1"),
+    ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{$1.title.lenth}")', "$1.title"),
+    ('search(query: "x") |> filter(where: title.size > 3)', "item.title"),
+])
+def test_e301_on_a_list_or_a_string_says_length_was_meant_and_fixes_it(registry, text, written):
+    diagnostic = only(text, registry, "E301")
+    assert diagnostic.hints == (f"did you mean `{written}.length`?",)
+    assert diagnostic.fix.replacement == ".length"
+    fixed = text[:diagnostic.span.start_offset] + ".length" + text[diagnostic.span.end_offset:]
+    assert found(fixed, registry) == []
+
+
+def test_e301_on_a_list_says_nothing_of_length_for_a_field_it_does_not_resemble(registry):
+    diagnostic = only('search(query: "x")\nnotify(channel: "#x", text: "{$1.total}")', registry, "E301")
+    assert diagnostic.fix is None and "length" not in " ".join(diagnostic.hints)
+
+
 def test_e301_stops_at_the_first_missing_field(registry):
     text = 'get_issue(id: "A-1")\nnotify(channel: "#x", text: $1.a.b.c)'
     assert found(text, registry) == [("E301", 2, 31, ".a")]
@@ -268,6 +287,32 @@ def test_w501_points_at_the_unused_step(registry, text, span):
     assert found(text, registry) == [("W501", *_position(text, span), span)]
 
 
+@pytest.mark.parametrize("text, span, hint", [
+    ('search(query: "x") |> map(do: { get_issue(id: item.id) })\nnotify(channel: "#x", text: "done")',
+     'map(do: { get_issue(id: item.id) })', "`map` and the steps in it change nothing"),
+    ('search(query: "x") |> filter(where: severity > 2)\nnotify(channel: "#x", text: "done")',
+     "filter(where: severity > 2)", "`filter` changes nothing"),
+    ('n = reshape(value: 3)\nnotify(channel: "#x", text: "done")', "n = reshape(value: 3)", "`reshape` changes nothing"),
+    ('split(text: "a,b", separator: ",")\nnotify(channel: "#x", text: "done")', 'split(text: "a,b", separator: ",")',
+     "`split` changes nothing"),
+    ('decide(when: true, then: { search(query: "x") })\nnotify(channel: "#x", text: "done")',
+     'decide(when: true, then: { search(query: "x") })', "`decide` and the steps in it change nothing"),
+])
+def test_w501_for_any_step_that_changes_nothing_whose_result_is_unread(registry, text, span, hint):
+    """Not only a read-only tool's call: a control step whose blocks only read, or a pure step, is wasted too."""
+    assert found(text, registry) == [("W501", *_position(text, span), span)]
+    assert only(text, registry, "W501").hints[0].startswith(hint)
+
+
+def test_w501_not_for_a_step_that_acts_or_may_end_the_plan(registry):
+    assert found('search(query: "x") |> map(do: { notify(channel: "#x", text: item.id) })\nreshape(value: 1)',
+                 registry) == []
+    assert found('decide(when: true, then: { notify(channel: "#x", text: "y") })\nreshape(value: 1)', registry) == []
+    assert found('exit(when: true, output: 1)\nreshape(value: 2)', registry) == []
+    assert found('search(query: "x") |> map(do: { mystery(id: item.id) })\nreshape(value: 1)', registry) \
+        == [("E200", 1, 33, "mystery")]  # an unknown tool: who knows what it does
+
+
 def test_w501_not_for_used_piped_last_or_effectful_steps(registry):
     assert found('search(query: "x")\nsummarize(items: $1)', registry) == []
     assert found('search(query: "x") |> summarize()', registry) == []
@@ -325,6 +370,27 @@ def test_w503_fixes_the_case(registry):
     diagnostic = only(text, registry, "W503")
     assert diagnostic.span.text(text) == '"Resolved"' and "always true" in diagnostic.message
     assert diagnostic.fix.replacement == '"resolved"'
+
+
+@pytest.mark.parametrize("text, written, meant", [
+    ('search(query: "x") |> summarize(style: "Prose")', '"Prose"', '"prose"'),
+    ('search(query: "x")\nsummarize(items: $1, style: "BULLETS")', '"BULLETS"', '"bullets"'),
+])
+def test_an_argument_that_differs_from_an_enum_value_only_in_case_gets_did_you_mean_and_a_fix(
+        registry, text, written, meant):
+    """As W503 does for `status == "Open"`: the E300 of an argument says which value was meant, and fixes it."""
+    diagnostic = only(text, registry, "E300")
+    assert diagnostic.span.text(text) == written
+    assert diagnostic.hints[0] == f"did you mean {meant}?" and diagnostic.fix.replacement == meant
+    fixed = text.replace(written, meant)
+    assert found(fixed, registry) == []
+
+
+def test_an_argument_that_could_mean_two_enum_values_gets_no_fix():
+    registry = registry_from_text('[tools.t]\nparams = { mode = { enum = ["ab", "AB"] } }\n', Path("planc.toml"))
+    diagnostic = only('t(mode: "Ab")', registry, "E300")
+    assert diagnostic.fix is None and not any("did you mean" in hint for hint in diagnostic.hints)
+    assert only('t(mode: "a ")', registry, "E300").fix is None
 
 
 def test_w503_not_for_null_or_values_in_the_enum(registry):

@@ -9,6 +9,8 @@ The library API is what the `planc` command calls:
 
 Each name is imported from its module when first used (`from planc import check` as well), so
 importing `planc`, or one of its modules such as `planc.syntax.parser`, loads none of the passes.
+`planc.__version__` is the installed package's version, read from its metadata when first asked for:
+the one version `planc --version`, `planc mcp`, `planc lsp` and every stored plan report.
 """
 
 from typing import TYPE_CHECKING
@@ -52,6 +54,7 @@ _API = {
 __all__ = list(_API)
 
 if TYPE_CHECKING:
+    __version__: str
     from planc.backend.calls.approvals import AwaitingApproval
     from planc.backend.calls.hooks import Hooks
     from planc.backend.run.approved_run import approve, approve_async
@@ -74,16 +77,22 @@ if TYPE_CHECKING:
     from planc.syntax.printer import print_plan
 
 
-def __getattr__(name: str):
-    """The API name `name`, imported from its module on first use and kept here."""
-    if name not in _API:
-        raise AttributeError(f"module 'planc' has no attribute {name!r}")
-    import importlib
+def __getattr__(name: str) -> object:
+    """The API name `name`, imported from its module on first use and kept here (`__version__` read from
+    the package's metadata, which costs a look through the installed distributions: not at import)."""
+    if name == "__version__":
+        from planc.version import installed_version
 
-    value = getattr(importlib.import_module(_API[name]), name)
+        value: object = installed_version()
+    elif name in _API:
+        import importlib
+
+        value = getattr(importlib.import_module(_API[name]), name)
+    else:
+        raise AttributeError(f"module 'planc' has no attribute {name!r}")
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *__all__, "__version__"})

@@ -1,6 +1,6 @@
 """The reference pages generated from planc's own tables, so they cannot drift from the code.
 
-docs/diagnostics.md comes from the table of codes (`planc.diagnostics.codes`), each example run
+docs/diagnostics.md (and `planc explain CODE`, one code's section of it) comes from the table of codes (`planc.diagnostics.codes`), each example run
 through the check; the table is plain data at the bottom of the layers, and running an example
 needs the passes, the policy and the optimizer, so it happens up here. The control-step reference
 in docs/language.md comes from the control steps' declarations (`planc.registry.builtins`).
@@ -45,10 +45,6 @@ def check_example(code: Code) -> CheckResult:
 
 def render_markdown() -> str:
     """The text of docs/diagnostics.md."""
-    from rich.console import Console
-
-    from planc.diagnostics.render_text import render_text
-
     out = [
         "# Diagnostics",
         "",
@@ -62,38 +58,51 @@ def render_markdown() -> str:
         "`{fields}` filled in (`{{` and `}}` are a literal brace). Each example below is checked by the",
         "test suite, and its output is what `planc check example.plan` prints for it (with",
         "`--config planc.toml` where the example calls tools declared in the `planc.toml` shown).",
+        "`planc explain CODE` prints one code's section.",
         "",
     ]
     shown: dict[str, str] = {}  # registry text -> the first code whose example uses it
     for code in CODES.values():
-        result = check_example(code)
-        console = Console(width=200, no_color=True, force_terminal=False)
-        with console.capture() as captured:
-            for diagnostic in result.diagnostics:
-                console.print(render_text(diagnostic, result.source, "example.plan"))
-        out += [f"## {code.code}", "", f"**{code.title}**", "", code.explanation, ""]
-        out += ["Messages:", ""] + [f"- `{form}`: {template}" for form, template in code.messages.items()] + [""]
-        if code.registry in shown:
-            first = shown[code.registry]
-            out += [f"With the `planc.toml` shown under [{first}](#{first.lower()}).", ""]
-        elif code.registry:
-            shown[code.registry] = code.code
-            out += ["With this `planc.toml`:", "", "```toml", code.registry.rstrip("\n"), "```", ""]
-        if code.optimize:
-            out += ["Reported by `planc optimize example.plan` (and `planc run --optimize`).", ""]
-        if code.approvals:
-            out += ["Reported by `planc run --approve example.plan` (a person will be asked), before the run.", ""]
-        if code.budget:
-            options = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in code.budget.items())
-            out += [f"Checked with `{options}`.", ""]
-        for tool, (schema, calls) in code.learned.items():
-            out += [f"With the shape of `{tool}`'s results the run store learned from {calls} calls "
-                    "(`planc registry shapes`):", "", "```json", json.dumps(schema), "```", ""]
-        if code.policy:
-            out += ["With this `policy.cedar` (`--policy policy.cedar`):", "", "```cedar", code.policy.rstrip("\n"),
-                    "```", ""]
-        out += ["```", code.example.rstrip("\n"), "```", "", "```text", captured.get().rstrip("\n"), "```", ""]
+        out += render_code(code, shown)
     return "\n".join(out)
+
+
+def render_code(code: Code, shown: dict[str, str] | None = None) -> list[str]:
+    """The lines of `code`'s section of docs/diagnostics.md (and of `planc explain CODE`): its title, what it
+    means, its messages, and its example with what planc prints for it. `shown` holds the planc.toml texts
+    shown already, by the code that showed them: a later example refers to that one (None: show it here)."""
+    from rich.console import Console
+
+    from planc.diagnostics.render_text import render_text
+
+    result = check_example(code)
+    console = Console(width=200, no_color=True, force_terminal=False)
+    with console.capture() as captured:
+        for diagnostic in result.diagnostics:
+            console.print(render_text(diagnostic, result.source, "example.plan"))
+    out = [f"## {code.code}", "", f"**{code.title}**", "", code.explanation, ""]
+    out += ["Messages:", ""] + [f"- `{form}`: {template}" for form, template in code.messages.items()] + [""]
+    if shown is not None and code.registry in shown:
+        first = shown[code.registry]
+        out += [f"With the `planc.toml` shown under [{first}](#{first.lower()}).", ""]
+    elif code.registry:
+        if shown is not None:
+            shown[code.registry] = code.code
+        out += ["With this `planc.toml`:", "", "```toml", code.registry.rstrip("\n"), "```", ""]
+    if code.optimize:
+        out += ["Reported by `planc optimize example.plan` (and `planc run --optimize`).", ""]
+    if code.approvals:
+        out += ["Reported by `planc run --approve example.plan` (a person will be asked), before the run.", ""]
+    if code.budget:
+        options = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in code.budget.items())
+        out += [f"Checked with `{options}`.", ""]
+    for tool, (schema, calls) in code.learned.items():
+        out += [f"With the shape of `{tool}`'s results the run store learned from {calls} calls "
+                "(`planc registry shapes`):", "", "```json", json.dumps(schema), "```", ""]
+    if code.policy:
+        out += ["With this `policy.cedar` (`--policy policy.cedar`):", "", "```cedar", code.policy.rstrip("\n"),
+                "```", ""]
+    return out + ["```", code.example.rstrip("\n"), "```", "", "```text", captured.get().rstrip("\n"), "```", ""]
 
 
 CONTROL_STEPS_BEGIN = "<!-- control steps: generated from src/planc/registry/builtins.py by `make docs` -->"

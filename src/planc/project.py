@@ -23,7 +23,7 @@ import attrs
 
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import Policy, PolicyError, check_principal, load_policy, principal_of
-from planc.passes.policy.principals import merged, principal_data
+from planc.passes.policy.principals import merged, principal_from_json
 from planc.registry.config import find_config, load_registry
 from planc.registry.declarations import STORE_PATH
 from planc.registry.errors import ConfigError
@@ -62,15 +62,16 @@ def principal_for(registry: Registry | None, principal: str | Mapping | None) ->
 
 def given_principal(principal: str | Mapping | None) -> tuple[str | None, tuple[dict, ...]]:
     """Who a caller says a run is for, and the principal with attributes it gives, if any: `principal` is an
-    entity (`User::"alice"`) or `{"uid": ..., "attributes": ..., "groups": ...}`. A PolicyError when it is neither.
+    entity (`User::"alice"`) or Cedar's entity JSON, `{"uid": ..., "attrs": ..., "parents": ...}`
+    (`principals.principal_from_json`). A PolicyError when it is neither.
 
-    >>> given_principal({"uid": 'User::"bo"', "attributes": {"org": "acme"}})
+    >>> given_principal({"uid": {"type": "User", "id": "bo"}, "attrs": {"org": "acme"}})
     ('User::"bo"', ({'uid': 'User::"bo"', 'attributes': {'org': 'acme'}, 'groups': []},))
     """
     if principal is None or isinstance(principal, str):
         return principal, ()
     try:
-        data = principal_data(principal)
+        data = principal_from_json(principal)
     except ValueError as error:
         raise PolicyError(None, None, str(error)) from None
     return data["uid"], (data,)
@@ -86,8 +87,12 @@ def store_path(store: str | Path | None, registry: Registry | None = None) -> Pa
     if registry is not None and registry.source is not None:
         return registry.store or registry.folder / STORE_PATH
     config = find_config(Path.cwd())
-    if config is None:
-        return STORE_PATH
+    return STORE_PATH if config is None else store_of(config)
+
+
+def store_of(config: Path) -> Path:
+    """Where the run store of the planc.toml `config` is, its `store` read without loading the rest of it; a
+    ConfigError when it cannot be read."""
     import tomllib
 
     try:
@@ -97,6 +102,42 @@ def store_path(store: str | Path | None, registry: Registry | None = None) -> Pa
     if isinstance(declared, str) and declared.startswith("postgresql:"):  # a database, not a file beside it
         return Path(declared)
     return config.parent / (declared if isinstance(declared, str) else STORE_PATH)
+
+
+# How far below a folder `stores_below` looks, and at most how many folders: a hint, never a long search.
+BELOW_DEPTH, BELOW_FOLDERS = 3, 2000
+
+
+def stores_below(folder: Path) -> list[Path]:
+    """The run store files that exist of the planc.toml files below `folder` (not in it), those of the nearest
+    first: where runs are when a command run in `folder` finds none there (the demo's, from the repository).
+    Hidden folders and node_modules are not looked in; a planc.toml that cannot be read is passed over."""
+    level, visited = [folder], 0
+    for _ in range(BELOW_DEPTH):
+        level = [child for parent in level for child in _subfolders(parent)][:max(BELOW_FOLDERS - visited, 0)]
+        visited += len(level)
+        found = [store for store in map(_existing_store, level) if store is not None]
+        if found or not level:
+            return found
+    return []
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return sorted(entry for entry in folder.iterdir() if entry.is_dir() and not entry.name.startswith(".")
+                      and entry.name not in ("node_modules", "__pycache__"))
+    except OSError:
+        return []
+
+
+def _existing_store(folder: Path) -> Path | None:
+    """The run store file of the planc.toml in `folder`, when both exist."""
+    config = folder / "planc.toml"
+    try:
+        store = store_of(config) if config.is_file() else None
+    except ConfigError:
+        return None
+    return store if store is not None and not str(store).startswith("postgresql:") and store.is_file() else None
 
 
 def with_learned_shapes(registry: Registry | None, store: Path) -> Registry | None:
@@ -176,8 +217,9 @@ def load_project(path: str | Path = ".", *, config: str | Path | None = None, po
     the policy cannot be used, a RunStoreError when the store cannot be read."""
     path = Path(path)
     registry = find_registry(config or (path if path.is_file() and path.suffix == ".toml" else None), path)
-    who = principal_for(registry, principal)
+    uid, given = given_principal(principal)
+    who = principal_for(registry, uid)
     runs = store_path(store, registry)
-    policy = find_policy(policy, registry, who, given_principal(principal)[1])
+    policy = find_policy(policy, registry, who, given)
     return Project(with_learned_shapes(registry, runs), policy, who,
                    Budget.of(None, None, None, registry.budget if registry is not None else None), runs)

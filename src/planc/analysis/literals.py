@@ -7,6 +7,7 @@ a validator is made once per schema (by identity) and reused.
 
 from __future__ import annotations
 
+import json
 import operator
 import re
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from typing import NamedTuple
 
 from planc.analysis.schema_words import describe, describe_value
 from planc.analysis.schemas import json_equal, value_kind
+from planc.diagnostics import Fix
 from planc.syntax import ast
 
 NOT_LITERAL = object()  # the value of an expression only known at run time
@@ -40,6 +42,28 @@ class Problem(NamedTuple):
     expected: str | None = None
     found: str | None = None
     hints: tuple[str, ...] = ()
+    fix: Fix | None = None  # the value that is certainly meant, when there is one
+
+
+def meant_option(options: list, value: object) -> object:
+    """The one of `options` (an `enum`) that the string `value` differs from only in case, if exactly one does:
+    what `"Prose"` certainly meant among `"bullets"`, `"prose"`; else NOT_LITERAL.
+
+    >>> meant_option(["bullets", "prose"], "Prose"), meant_option(["a", "A"], "a ") is NOT_LITERAL
+    ('prose', True)
+    """
+    close = [option for option in options if isinstance(option, str) and isinstance(value, str)
+             and option.casefold() == value.casefold()]
+    return close[0] if len(close) == 1 else NOT_LITERAL
+
+
+def meant_fix(options: list, value: object, node: ast.Expr) -> tuple[Fix | None, list[str]]:
+    """The fix that writes the option `value` (written as `node`) certainly meant, and its did-you-mean hint."""
+    meant = meant_option(options, value)
+    if meant is NOT_LITERAL:
+        return None, []
+    written = json.dumps(meant, ensure_ascii=False)
+    return Fix(node.span, written), [f"did you mean {written}?"]
 
 
 def literal_value(expr):
@@ -162,4 +186,8 @@ def _explain(error, node) -> Problem:
             if key not in allowed and not any(re.search(pattern, key) for pattern in patterns):
                 known = ", ".join(f"`{name}`" for name in allowed) or "none"
                 return Problem(entry, unexpected_key=key, hints=(f"the keys allowed here are {known}",))
+    if error.validator in ("enum", "const"):
+        options = error.validator_value if error.validator == "enum" else [error.validator_value]
+        fix, hints = meant_fix(options if isinstance(options, list) else [], instance, node)
+        return Problem(node, expected=describe(schema), found=describe_value(instance), hints=tuple(hints), fix=fix)
     return Problem(node, expected=describe(schema), found=describe_value(instance))

@@ -50,6 +50,24 @@ def describe_value(value) -> str:
     return type(value).__name__
 
 
+def means_length(key: str | int, missing: Missing) -> bool:
+    """Whether `.key`, read from a list or a string (which have no fields but `.length`), surely means `.length`:
+    another language's word for it, or a slip of the keys (`lenght`, `lengh`).
+
+    >>> means_length("lenght", Missing("a list")), means_length("size", Missing("a string"))
+    (True, True)
+    >>> means_length("title", Missing("a list")), means_length("lenght", Missing("an object", ("id",)))
+    (False, False)
+    """
+    if missing.what not in ("a list", "a string") or not isinstance(key, str):
+        return False
+    if key.lower() in ("count", "size", "len"):
+        return True
+    import difflib  # only a plan with this error pays for it
+
+    return difflib.SequenceMatcher(None, key.lower(), "length").ratio() >= 0.8
+
+
 def missing_hints(written: str, key: str | int, missing: Missing) -> list[str]:
     """The hints for reading `.key` (or `[key]`) from `written`, which has nothing there.
 
@@ -57,6 +75,8 @@ def missing_hints(written: str, key: str | int, missing: Missing) -> list[str]:
     ['did you mean `title`?', 'the fields of `$1` are `id`, `title`']
     >>> missing_hints("$1", "id", Missing("an object", ("ID", "name")))[0]
     'did you mean `ID`?'
+    >>> missing_hints("$a", "lenght", Missing("a list"))
+    ['did you mean `$a.length`?']
     """
     if isinstance(key, int):
         return []
@@ -69,7 +89,7 @@ def missing_hints(written: str, key: str | int, missing: Missing) -> list[str]:
         hints = [f"did you mean {' or '.join(f'`{name}`' for name in close)}?"] if close else []
         hints.append(f"the fields of `{written}` are {_names(missing.fields, limit=20)}")
         return hints
-    if missing.what in ("a list", "a string") and key in ("count", "size", "len"):
+    if means_length(key, missing):
         return [f"did you mean `{written}.length`?"]
     if missing.what == "a list":
         return [f"`{written}[0].{key}` reads the first item's `{key}`; `map` over `{written}` reads it from every item"]

@@ -41,11 +41,21 @@ COMMANDS = {
     "lsp": "planc.cli.lsp_commands:lsp_command",
     "mcp": "planc.cli.mcp_commands:mcp_command",
     "grammar": "planc.cli.grammar_commands:grammar_command",
+    "explain": "planc.cli.explain_commands:explain_command",
 }
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, asked: bool) -> None:
+    if asked and not ctx.resilient_parsing:
+        from planc.version import installed_version
+
+        click.echo(f"planc {installed_version()}")
+        ctx.exit()
+
+
 @click.group(cls=LazyGroup, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="planc")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Print planc's version and exit.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Colour in the output: on a terminal (auto), always, or never. NO_COLOR set means never, "
                    "unless --color always.")

@@ -17,7 +17,7 @@ from planc.cli.options import (
     executor_options,
 )
 from planc.cli.plans import checked_to_run
-from planc.cli.printing import console
+from planc.cli.printing import console, print_wide
 from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for
 from planc.cli.runs import executor_for, open_store
 from planc.cli.usage import UsageError
@@ -235,7 +235,7 @@ def _print_table(batch_id: str, lines: int, counts: dict, spent: dict, estimate)
         table.add_column(name, justify="right")
     table.add_row(*(str(counts[name]) for name in shown))
     out = console()
-    out.print(table)
+    print_wide(out, table)
     out.print(f"spent: {spent['calls']} tool call{'s' if spent['calls'] != 1 else ''}, {spent['inferences']} "
               f"inference{'s' if spent['inferences'] != 1 else ''}, {dollars(spent['usd'])}")
     out.print(f"estimated: {cost_line(estimate)}", style="dim")

@@ -12,9 +12,9 @@ PRINCIPAL_OPTION = click.option("--principal", help='Who the plan runs for, as a
                                                    'in planc.toml, else User::"anonymous").')
 PRINCIPAL_JSON_OPTION = click.option(
     "--principal-json", metavar="JSON",
-    help='Who the plan runs for, with attributes and groups the policy reads: {"uid": "User::\\"alice\\"", '
-         '"attributes": {"org": "acme"}, "groups": ["Group::\\"staff\\""]} (replaces planc.toml\'s principal '
-         'of that uid; recorded with the run).')
+    help='Who the plan runs for, as a Cedar entity with the attributes and groups the policy reads: {"uid": '
+         '{"type": "User", "id": "alice"}, "attrs": {"org": "acme"}, "parents": [{"type": "Group", "id": "staff"}]} '
+         '(replaces planc.toml\'s principal of that uid; recorded with the run).')
 ANSWERS_OPTION = click.option("--answers", "answers_file", type=click.Path(dir_okay=False),
                               help="Answer `ask` steps from FILE, a JSON object from a step path or question to "
                                    "its answer (on a terminal, what it does not answer is asked).")

@@ -17,7 +17,7 @@ from planc.cli.options import (
     budget_options,
 )
 from planc.cli.plans import NO_CONFIG, parse_or_exit, print_syntax_errors, undeclared_tools
-from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked
+from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked, print_wide
 from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for, principal_given, with_learned_shapes
 from planc.cli.usage import UsageError
 
@@ -186,8 +186,10 @@ def fixed(path: str, result, show_diff: bool, recheck, extracted: bool):
 @click.option("--check", "check_only", is_flag=True, help="Exit 1 if a file is not in canonical form.")
 @click.option("--write", is_flag=True, help="Rewrite the files in canonical form.")
 def fmt_command(plans: tuple[str, ...], check_only: bool, write: bool) -> None:
-    """Print PLANS in the canonical form (files, or folders of .plan files). Exit 1 when a file is not in
-    canonical form (--check) or has syntax errors, 2 when one cannot be read."""
+    """Print PLANS in the canonical form (files, or folders of .plan files), within the line width of the
+    nearest planc.toml's `[fmt] width` (100 without one). Exit 1 when a file is not in canonical form
+    (--check) or has syntax errors, 2 when one cannot be read."""
+    from planc.cli.project import fmt_width
     from planc.syntax.format import format_source
     from planc.syntax.parser import parse
 
@@ -206,7 +208,7 @@ def fmt_command(plans: tuple[str, ...], check_only: bool, write: bool) -> None:
             print_syntax_errors(path, result)
             failed = True
             continue
-        formatted = format_source(result)
+        formatted = format_source(result, fmt_width(path))
         if check_only:
             if formatted != result.source:
                 click.echo(f"{path}: would be reformatted", err=True)
@@ -274,7 +276,7 @@ def _show(result, plan: str, registry, output_format: str) -> None:
     from planc.syntax.tree_view import tree_view
 
     out = console()
-    out.print(tree_view(result.plan, paths, plan, {step: step_note(cost) for step, cost in costs.steps.items()}))
+    print_wide(out, tree_view(result.plan, paths, plan, {step: step_note(cost) for step, cost in costs.steps.items()}))
     out.print(f"cost: {cost_line(costs.total)}")
     out.print("blast radius:" + ("" if registry else " (no planc.toml: every tool counts as effectful, "
                                                     "destructive and open-world)"))

@@ -21,6 +21,25 @@ def console(stderr: bool = False):
                    no_color=never, color_system=None if never else "auto")
 
 
+# The widest a table or a tree is printed where no terminal sets a width: its cells whole, not cut.
+WIDEST = 10_000
+
+
+def print_wide(out, renderable) -> None:
+    """`renderable` (a table, a tree) on the console `out`: within a terminal's width; elsewhere (a pipe, a
+    file) as wide as it needs, so that what reads it gets every cell whole rather than cut at 80 columns
+    (`COLUMNS` set says the width, as it does to rich)."""
+    import os
+
+    if out.is_terminal or os.environ.get("COLUMNS"):
+        out.print(renderable)
+        return
+    from rich.measure import Measurement
+
+    out.width = max(out.width, Measurement.get(out, out.options.update(max_width=WIDEST), renderable).maximum)
+    out.print(renderable)
+
+
 def print_checked(results, stderr: bool = False, limit: int = MAX_DIAGNOSTICS, show_all: str = SHOW_ALL) -> None:
     """Each (path, CheckResult) in `results`: its diagnostics, rustc-style, a summary line and the cost.
 

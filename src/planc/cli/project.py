@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import click
+
 from planc.cli.usage import UsageError
 
 
@@ -19,6 +21,27 @@ def find_registry(config: str | None, locked: bool = True, plan: str | None = No
         return project.find_registry(config, plan, locked=locked)
     except ConfigError as error:
         raise UsageError(str(error)) from None
+
+
+def fmt_width(plan: str) -> int:
+    """The line width `planc fmt` keeps `plan` (a file, or `-`) within: `[fmt] width` of the nearest planc.toml
+    above it (of the working directory for `-`), read without loading the registry; else 100."""
+    from planc.registry.config_file import find_config
+    from planc.syntax.printer import WIDTH
+
+    config = find_config(Path.cwd() if plan == "-" else Path(plan).resolve().parent)
+    if config is None:
+        return WIDTH
+    import tomllib
+
+    from planc.registry.format_settings import FmtTableError
+    from planc.registry.format_settings import fmt_width as width_of
+
+    try:
+        return width_of(tomllib.loads(config.read_text(encoding="utf-8")).get("fmt", {}))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, FmtTableError):
+        find_registry(str(config), locked=False)  # said as every command says it: `planc.toml:LINE: message`
+        raise  # not reached: the registry refuses what this refuses
 
 
 def with_learned_shapes(registry, store: str | None):
@@ -70,8 +93,11 @@ def principal_for(registry, principal: str | None) -> str:
 
 
 def principal_given(principal: str | None, principal_json: str | None) -> tuple[str | None, tuple]:
-    """`--principal`, and the principal with attributes and groups of `--principal-json` (whose `uid` is then
-    who the plan runs for): a UsageError when the JSON is not one, or names someone else than `--principal`."""
+    """`--principal`, and the principal with attributes and groups of `--principal-json` (Cedar's entity JSON, whose
+    `uid` is then who the plan runs for): a UsageError when the JSON is not one, or names someone else than
+    `--principal`; a warning on standard error for the old names of its parts (`attributes`, `groups`)."""
+    import warnings
+
     from planc import project
     from planc.passes.policy.load import PolicyError
     from planc.syntax.json_input import read_json
@@ -79,9 +105,13 @@ def principal_given(principal: str | None, principal_json: str | None) -> tuple[
     if principal_json is None:
         return principal, ()
     try:
-        uid, given = project.given_principal(read_json(principal_json, max_bytes=1024 * 1024))
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", DeprecationWarning)
+            uid, given = project.given_principal(read_json(principal_json, max_bytes=1024 * 1024))
     except (ValueError, PolicyError) as error:
         raise UsageError(f"--principal-json: {error}") from None
+    for warning in said:  # a user of the command is told, as a program using the API is by the warning
+        click.echo(f"warning: --principal-json: {warning.message}", err=True)
     if principal is not None and principal != uid:
         raise UsageError(f"--principal {principal} and --principal-json's uid {uid} name two principals: give one")
     return uid, given

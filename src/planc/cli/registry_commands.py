@@ -8,7 +8,7 @@ import click
 
 from planc.cli.files import read_plan
 from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, STORE_OPTION
-from planc.cli.printing import console, print_checked
+from planc.cli.printing import console, print_checked, print_wide
 from planc.cli.project import find_policy, find_registry, principal_for
 from planc.cli.usage import UsageError
 
@@ -48,7 +48,7 @@ def policy_explain_command(plan: str, config: str | None, policy_file: str | Non
 
         click.echo(json.dumps(explain_json(result, policy, principal), ensure_ascii=False))
     else:
-        console().print(explain_table(result, policy, principal))
+        print_wide(console(), explain_table(result, policy, principal))
     others = [d for d in result.diagnostics if d.is_error and d.code != "E400"]  # a denial is the table's to say
     if others:
         import attrs
@@ -77,7 +77,7 @@ def registry_list_command(config: str | None, output_format: str) -> None:
 
         click.echo(json.dumps(registry_json(registry), indent=2, ensure_ascii=False))
     else:
-        console().print(registry_table(registry))
+        print_wide(console(), registry_table(registry))
 
 
 @registry_group.command("sync")

@@ -54,11 +54,8 @@ def stats_command(store: str | None, since: str | None, tool: str | None, output
     if sql is not None and (since or tool):
         raise UsageError("--sql is a whole query: say what --since and --tool would say in its WHERE")
     runs = open_store(store, read_only=True)  # an older store is brought up to date first, as `planc runs` does
-    path, views = runs.path, runs.backend.keeps_views
+    path = runs.path
     runs.close()
-    if not views:
-        raise UsageError(f"{path}: `planc stats` reads an SQLite run store; on PostgreSQL, ask its tables with "
-                         "PostgreSQL's own tools (docs/store.md lists them)")
     try:
         if sql is not None:
             rows = query_store(path, sql)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -95,6 +97,8 @@ def runs_command(store: str | None, output_format: str) -> None:
             raise UsageError(str(error)) from None
         finally:
             runs.close()
+    elif store is None:
+        _say_where_runs_are(where)
     if output_format == "json":
         click.echo(json.dumps(listed, indent=2, ensure_ascii=False))
         return
@@ -105,6 +109,20 @@ def runs_command(store: str | None, output_format: str) -> None:
         for call in run.get("awaiting", ()):  # what a waiting run asks, and what answers it
             click.echo(f"  waits: call {call['sequence']} (step {call['step']}) {call['tool']} {_short(call['input'])}: "
                        f"{call['asks']}  (planc approve {run['id']} --call {call['sequence']} [--deny])")
+
+
+def _say_where_runs_are(where: Path) -> None:
+    """On standard error: there is no run store at `where`, and the stores below the working folder that
+    have runs (a run is recorded beside the planc.toml it ran with, as the demo's are under examples/)."""
+    from planc.project import stores_below
+
+    found = stores_below(Path.cwd())
+    if not found:
+        return
+    shown = [os.path.relpath(path) for path in found[:3]]
+    click.echo(f"no run store here ({os.path.relpath(where)}); a run is recorded beside the planc.toml it ran "
+               f"with, and {' and '.join(shown)} {'has' if len(shown) == 1 else 'have'} runs: "
+               f"`planc runs --store {shown[0]}`", err=True)
 
 
 @click.command("show-run")

@@ -293,9 +293,12 @@ _ALL = [
          registry=INCIDENT_TOOLS),
     Code("E300", "argument value does not match the parameter's type",
          "A literal argument is validated against the JSON Schema of its parameter, and the message "
-         "says in words what was expected and what was found. A reference, a template or a piped "
+         "says in words what was expected and what was found; a string that differs from one of an "
+         "`enum`'s values only in case (`\"Prose\"`) gets a did-you-mean and a fix, as W503 does. A reference, a template or a piped "
          "result is checked by its static type: the `returns` schema of the step it reads and the "
-         "path into it. A type planc does not know (a tool without `returns`, `$args`) passes. "
+         "path into it. A type planc does not know (a tool without `returns`, `$args`) passes. A pure "
+         "step over a list is checked by the list's items too: `sum` and `average` work with numbers, "
+         "`min`, `max` and `sort` with numbers or strings (each item's `field`, when it is given). "
          "Comparisons are checked too: `<`, `<=`, `>`, `>=` need two numbers or two strings, and "
          "`contains` a string or a list on its left.",
          {
@@ -313,7 +316,9 @@ _ALL = [
          "A reference, a template hole or a bare name in `filter(where: ...)` reads a field that the "
          "type it reads from does not have; the hint lists the fields that exist. An object schema "
          "that declares `properties` has only those fields unless it says `additionalProperties`. "
-         "`.length` on a list or a string is its length; on an object it is the field `length`.",
+         "`.length` on a list or a string is its length; on an object it is the field `length`. A "
+         "field read from a list or a string that is a slip for `length` (`lenght`, `size`, `len`) "
+         "gets a did-you-mean and a fix.",
          {
              "no_field": "`{written}` has no field `{field}`",
              "no_field_in": "`{written}` is {what}: it has no field `{field}`",
@@ -417,9 +422,11 @@ _ALL = [
          },
          'search(query: "outages") |> map(do: { notify(channel: "#ops", text: item.title) })',
          registry=INCIDENT_TOOLS),
-    Code("W501", "result of a read-only step is never used",
-         "A step whose tool is declared read-only only produces its result; when no reference, pipe "
-         "or block passes that result on, and it is not the plan's result, the call does nothing.",
+    Code("W501", "result of a step that changes nothing is never used",
+         "A step that changes nothing only produces its result: a call of a tool declared read-only, a "
+         "pure step, or a control step (`map`, `filter`, `decide`, ...) whose blocks change nothing and "
+         "that cannot `exit`. When no reference, pipe or block passes that result on, and it is not the "
+         "plan's (or its block's) result, the step does nothing.",
          {"unused": "the result of `{tool}` is never used"},
          'search(query: "outages")\nnotify(channel: "#ops", text: "search done")', registry=INCIDENT_TOOLS),
     Code("W502", "text that looks like another template language's hole",

@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import logging
 import sys
-from importlib.metadata import version
 from pathlib import Path
 
 import attrs
@@ -36,7 +35,9 @@ from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.signatures import parameter, signature
 from planc.syntax import ast
 from planc.syntax.format import format_source
+from planc.syntax.printer import WIDTH
 from planc.syntax.parser import parse
+from planc.version import installed_version
 
 log = logging.getLogger("planc.lsp")
 
@@ -58,7 +59,7 @@ class Checked:
 
 class PlancServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("planc", version("planc"))
+        super().__init__("planc", installed_version())
         self.projects = Projects()
         self.checked: dict[str, Checked] = {}  # uri -> its latest check
         self.problems_shown: set[str] = set()  # planc.toml and policy problems already shown, once each
@@ -264,12 +265,14 @@ def completion(ls: PlancServer, params: types.CompletionParams) -> types.Complet
 
 
 def formatting(ls: PlancServer, params: types.DocumentFormattingParams) -> list[types.TextEdit] | None:
-    """The whole document in canonical form, as `planc fmt` prints it; nothing when it does not parse."""
+    """The whole document in canonical form, as `planc fmt` prints it (its planc.toml's `[fmt] width`); nothing
+    when it does not parse."""
     source = ls.document(params.text_document.uri).source
     parsed = parse(source)
     if not parsed.ok:
         return None
-    formatted = format_source(parsed)
+    registry = ls.projects.for_document(document_path(params.text_document.uri)).registry
+    formatted = format_source(parsed, registry.fmt_width if registry is not None else WIDTH)
     if formatted == source:
         return []
     end = types.Position(*LineIndex(source, ls.encoding()).end())

@@ -81,7 +81,7 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
     argument) types `$args`, as a plan's declared `params` do. With a `policy`
     (`planc.passes.policy.load.load_policy`), every step is judged as a call by
     `principal` (default: the registry's `principal`, else anonymous; a principal with attributes and
-    groups is `{"uid": 'User::"alice"', "attributes": {...}, "groups": [...]}`, which the policy then judges
+    groups is Cedar's entity JSON, `{"uid": 'User::"alice"', "attrs": {...}, "parents": [...]}`, which the policy then judges
     with: a ValueError when it is malformed, a PolicyError when the policy does not fit its attributes);
     without one, the policy the registry's planc.toml names,
     if any, so that no check forgets it. `max_usd`,
@@ -97,9 +97,9 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
     policy = named_policy(policy, registry)
     if principal is not None and not isinstance(principal, str):
         from planc.passes.policy.load import with_principals
-        from planc.passes.policy.principals import principal_data
+        from planc.passes.policy.principals import principal_from_json
 
-        principal = principal_data(principal)
+        principal = principal_from_json(principal)
         policy = with_principals(policy, [principal]) if policy is not None else None
         principal = principal["uid"]
     return _checked(source, extract_plan, registry, arguments, policy, principal,

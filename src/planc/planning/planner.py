@@ -197,8 +197,13 @@ def plan(task: str, **options) -> Planned:
     """`plan_async` run to its end; the options are the same.
 
     A ModelError when the model cannot be reached or answered (transient errors are tried again first).
+    Inside a running event loop, await `plan_async` instead (a RuntimeError says so).
     """
-    return asyncio.run(plan_async(task, **options))
+    from planc.backend.state.interrupts import refuse_inside_a_loop
+
+    coroutine = plan_async(task, **options)
+    refuse_inside_a_loop(coroutine)
+    return asyncio.run(coroutine)
 
 
 def grammar_request(registry: Registry | None, grammar: str) -> Mapping:

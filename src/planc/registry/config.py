@@ -46,18 +46,19 @@ from planc.registry.declarations import (
     SAMPLES_PER_CALL,
     STORE_PATH,
 )
+from planc.registry.config_file import CONFIG_NAME, find_config
 from planc.registry.declared_plans import DeclaredPlans, tool_name
 from planc.registry.errors import ConfigError
+from planc.registry.format_settings import FmtTableError, fmt_width
 from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, X_LABELS, label_set
 from planc.registry.lock import load_locked_tools
 from planc.registry.mcp_transport import url_problem
 from planc.registry.registry import Registry
 from planc.registry.tool import Cost, Effects, Tool
 
-CONFIG_NAME = "planc.toml"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "budget", "principal",
-             "principals", "executor", "mcp_server"}
+             "principals", "executor", "mcp_server", "fmt"}
 TOOL_KEYS = {"description", "provider", "pipe", "params", "required", "returns", "returns_at_most", "effects", "cost",
              "timeout_s", "query", "idempotency_key", "labels"}
 PLAN_KEYS = {"file", "description", "params", "returns", "labels"}
@@ -79,15 +80,6 @@ EFFECT_KEYS = {field.name for field in attrs.fields(Effects) if field.init and f
 COST_KEYS = {field.name for field in attrs.fields(Cost)}
 
 __all__ = ["CONFIG_NAME", "ConfigError", "find_config", "load_registry", "registry_from_text"]
-
-
-def find_config(start: Path) -> Path | None:
-    """The nearest planc.toml in `start` or a folder above it."""
-    for folder in (start, *start.parents):
-        candidate = folder / CONFIG_NAME
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def load_registry(path: str | Path, *, locked: bool = True) -> Registry:
@@ -185,7 +177,7 @@ class _Reader:
                         budget=self.budget(data.get("budget", {})), principal=self.principal(data),
                         principals=self.principals(data.get("principals", {})),
                         executor=self.executor(data.get("executor", {})),
-                        mcp_server=self.serving(data.get("mcp_server", {})))
+                        mcp_server=self.serving(data.get("mcp_server", {})), fmt_width=self.fmt(data))
 
     def tables(self, data: dict, key: str) -> dict:
         tables = data.get(key, {})
@@ -344,6 +336,12 @@ class _Reader:
                 kind = "a whole number" if whole else "a number"
                 self.fail(f"`{key}` must be {kind} of at least 0, found {value!r}", "budget", key)
         return Budgets(**table)
+
+    def fmt(self, data: dict) -> int:
+        try:
+            return fmt_width(data.get("fmt", {}))
+        except FmtTableError as error:
+            self.fail(error.message, "fmt" if error.key else None, error.key or "fmt")
 
     def executor(self, table) -> Executor:
         if not isinstance(table, dict):

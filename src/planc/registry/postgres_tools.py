@@ -93,10 +93,12 @@ def prepare(provider: str, query: str) -> tuple[dict[str, dict], dict[str, dict]
         return columns, params
 
 
-def run_query(provider: str, query: str, arguments: dict, timeout_s: float | None = None) -> list[dict]:
-    """The rows of `query` with `arguments`, each a record of its columns, read in a read-only transaction."""
+def run_query(provider: str, query: str, arguments: dict, timeout_s: float | None = None,
+              schema: str | None = None) -> list[dict]:
+    """The rows of `query` with `arguments`, each a record of its columns, read in a read-only transaction
+    (with `schema`, a name made only of letters, first on the search path: a run store's `planc`)."""
     names = query_parameters(query, TOKENS)
-    with _connect(provider, timeout_s) as connection:
+    with _connect(provider, timeout_s, schema) as connection:
         _describe(connection, query, names)
         cursor = connection.execute(_with_placeholders(query), {name: arguments.get(name) for name in names})
         columns = [column.name for column in cursor.description or ()]
@@ -107,8 +109,10 @@ class _connect:
     """A session that can only read: read-only by default, a statement timeout, and one transaction begun
     READ ONLY, rolled back when the session ends. Every error of psycopg's is an SqlError."""
 
-    def __init__(self, provider: str, timeout_s: float | None) -> None:
-        self.provider, self.timeout_s = provider, timeout_s
+    def __init__(self, provider: str, timeout_s: float | None, schema: str | None = None) -> None:
+        if schema is not None and not schema.isalpha():
+            raise ValueError(f"not a schema's plain name: {schema!r}")
+        self.provider, self.timeout_s, self.schema = provider, timeout_s, schema
 
     def __enter__(self):
         try:
@@ -125,6 +129,8 @@ class _connect:
                            f"{_words(error)}") from None
         try:
             self.connection.execute(f"SET default_transaction_read_only = on; SET statement_timeout = {timeout_ms}")
+            if self.schema is not None:
+                self.connection.execute(f"SET search_path TO {self.schema}")
             self.connection.execute("BEGIN READ ONLY")
         except psycopg.Error as error:
             self.connection.close()

@@ -44,6 +44,7 @@ BOOLEAN = {"type": "boolean"}
 LIST = {"type": "array"}
 STRINGS = {"type": "array", "items": STRING}
 FIELD = {"type": "string", "minLength": 1}
+ORDERED = {"type": ["number", "string"]}  # what `min`, `max` and `sort` order: numbers, or strings
 DATE = {"type": "string", "format": "date"}
 PURE = Effects(read_only=True, deterministic=True, idempotent=True, destructive=False, open_world=False)
 CLOCK = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=False)
@@ -63,6 +64,11 @@ class PureStep:
     run: Callable[..., object]  # its inputs as keywords -> its result (plain JSON data), or PureStepError
     limited: bool = False  # its implementation takes `limits`, the run's `[limits]`
     defaults: tuple = ()  # (parameter, default value) for each parameter that has a default
+    # The type of the values of `over` it works with (each item's `field`, when given): what the types pass
+    # holds `over`'s items to, beyond its parameter's `array` (None: any values).
+    values: Mapping | None = None
+    value_kinds: frozenset = attrs.field(init=False, default=attrs.Factory(  # `values`' JSON types, made once
+        lambda self: frozenset(_kinds(self.values)), takes_self=True))
     # Made once from `tool`, for `surely_valid`: each parameter's plain types (empty: its schema says more
     # than a type).
     kinds: Mapping = attrs.field(init=False, default=attrs.Factory(
@@ -90,6 +96,13 @@ class PureStep:
             if type(value) not in kinds.get(name, ()):
                 return False
         return True
+
+
+def _kinds(schema: Mapping | None) -> set[str]:
+    """The JSON types `schema` (a `values`) names, "integer" with "number"."""
+    named = (schema or {}).get("type", ())
+    found = {named} if isinstance(named, str) else set(named)
+    return found | {"integer"} if "number" in found else found
 
 
 # --- reading inputs
@@ -382,12 +395,13 @@ def _zip_type(inputs: Mapping, literals: Mapping) -> Mapping:
 # --- the declarations
 
 
-def _pure(family, name, description, params, result, run, required=None, pipe=None, effects=PURE) -> PureStep:
+def _pure(family, name, description, params, result, run, required=None, pipe=None, effects=PURE,
+          values=None) -> PureStep:
     required = [key for key, schema in params.items() if "default" not in schema] if required is None else required
     tool = Tool(name=name, params=params, required=tuple(required), pipe=pipe, effects=effects, provider="builtin",
                 description=description, labels=())  # its result carries its arguments' labels, none of its own
     return PureStep(tool, family, result, run, "limits" in inspect.signature(run).parameters,
-                    tuple((key, schema["default"]) for key, schema in params.items() if "default" in schema))
+                    tuple((key, schema["default"]) for key, schema in params.items() if "default" in schema), values)
 
 
 def _over(field_says: str) -> dict:
@@ -396,13 +410,14 @@ def _over(field_says: str) -> dict:
 
 _STEPS = (
     _pure("numbers", "sum", "The sum of the numbers in `over`, or of each item's `field`; 0 for no items.",
-          _over("the field to add up"), _always(NUMBER), _sum, required=["over"], pipe="over"),
+          _over("the field to add up"), _always(NUMBER), _sum, required=["over"], pipe="over", values=NUMBER),
     _pure("numbers", "min", "The least of the numbers (or strings) in `over`, or of each item's `field`.",
-          _over("the field to compare"), _field_type, _extreme(min), required=["over"], pipe="over"),
+          _over("the field to compare"), _field_type, _extreme(min), required=["over"], pipe="over", values=ORDERED),
     _pure("numbers", "max", "The greatest of the numbers (or strings) in `over`, or of each item's `field`.",
-          _over("the field to compare"), _field_type, _extreme(max), required=["over"], pipe="over"),
+          _over("the field to compare"), _field_type, _extreme(max), required=["over"], pipe="over", values=ORDERED),
     _pure("numbers", "average", "The mean of the numbers in `over`, or of each item's `field`.",
-          _over("the field to average"), _always(NUMBER), _average, required=["over"], pipe="over"),
+          _over("the field to average"), _always(NUMBER), _average, required=["over"], pipe="over",
+          values=NUMBER),
     _pure("numbers", "count", "How many items `over` has; with `field`, how many have that field, not null.",
           _over("the field to count"), _always({"type": "integer", "minimum": 0}), _count, required=["over"],
           pipe="over"),
@@ -450,7 +465,7 @@ _STEPS = (
     _pure("lists", "sort", "The items of `over` in order (of each item's `field`), `descending` if asked; "
           "items that tie keep their order.",
           {**_over("the field to order by"), "descending": {"type": "boolean", "default": False}},
-          _same_list(), _sort, required=["over"], pipe="over"),
+          _same_list(), _sort, required=["over"], pipe="over", values=ORDERED),
     _pure("lists", "take", "The first `count` items of `over`.",
           {"over": LIST, "count": {"type": "integer", "minimum": 0}}, _same_list(),
           lambda over, count: over[:count], pipe="over"),

@@ -13,6 +13,7 @@ from planc.registry.declarations import Budgets, Executor, Limits, McpServer, Mc
 from planc.registry.declared_plans import DeclaredPlans
 from planc.registry.learned_shapes import LearnedShape
 from planc.registry.tool import Tool
+from planc.syntax.printer import WIDTH
 
 WRITABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # a step's tool, as the grammar's NAME
 
@@ -34,6 +35,7 @@ class Registry:
     principals: tuple[Mapping, ...] = ()  # `[principals]`: entities with attributes and groups, for the policy
     executor: Executor = Executor()  # `[executor]`: where the calls of `map` items are made, unless a command says
     mcp_server: McpServing = McpServing()  # `[mcp_server]`: what `planc mcp` makes of its clients' plans
+    fmt_width: int = WIDTH  # `[fmt] width`: the line width `planc fmt` keeps plans within
 
     def lookup(self, name: str) -> Tool | None:
         return CONTROL_STEPS.get(name) or self.tools.get(name)

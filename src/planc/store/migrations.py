@@ -113,6 +113,12 @@ def _texts(source: str) -> dict:
     return {"source": source, "canonical": print_plan(plan), "ast": to_data(plan, spans=True)}
 
 
+def _no_planc_version_recorded(stored: dict, registry: object) -> tuple[dict, str]:
+    """Version 4 did not record which planc compiled the plan: `planc_version` is null (it is outside the
+    content hash, so the plan's hash stays what it was)."""
+    return {**stored, "planc_version": None}, ""
+
+
 # version -> the migration that turns a stored plan of that version into one of the next.
 MIGRATIONS: dict[int, Callable[[dict, object], tuple[dict, str]]] = {
-    1: _no_plans_recorded, 2: _no_params_recorded, 3: _builtin_names}
+    1: _no_plans_recorded, 2: _no_params_recorded, 3: _builtin_names, 4: _no_planc_version_recorded}

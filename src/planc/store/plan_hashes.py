@@ -62,6 +62,11 @@ def fingerprint(tools: Mapping) -> str:
     return sha256(canonical_json([_plain(tools[name]) for name in sorted(tools)]))
 
 
+# The fields of a stored plan its content hash is not over: the hash itself, and which planc wrote the file
+# (a plan compiled again by a newer planc is the same plan).
+UNHASHED = frozenset({"hash", "planc_version"})
+
+
 def content_hash(stored: Mapping) -> str:
-    """The sha256 over every field of the stored plan `stored` but its `hash`."""
-    return sha256(canonical_json({key: value for key, value in stored.items() if key != "hash"}))
+    """The sha256 over every field of the stored plan `stored` but those of UNHASHED."""
+    return sha256(canonical_json({key: value for key, value in stored.items() if key not in UNHASHED}))

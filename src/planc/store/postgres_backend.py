@@ -36,7 +36,6 @@ def is_postgresql(where) -> bool:
 
 class PostgresBackend:
     row_lock = " FOR UPDATE"
-    keeps_views = False  # `planc stats` and its views read SQLite stores; PostgreSQL has its own tools for queries
 
     def __init__(self, where: str, version: int, set_up: Callable) -> None:
         self.where = where
@@ -70,6 +69,11 @@ class PostgresBackend:
         except BaseException:
             self.connection.close()
             raise
+
+    @staticmethod
+    def json_items(column: str, alias: str) -> str:
+        """The items of the JSON list in `column`, as a table `alias` with a column `value`, in SQL."""
+        return f"jsonb_array_elements_text(CAST({column} AS jsonb)) AS {alias}(value)"
 
     @staticmethod
     def json_number(column: str, field: str) -> str:

@@ -41,7 +41,8 @@ from planc.store.views import make_views
 # 9: steps, rounds and the views (store/views.py); 10: the outcomes `awaiting_approval` and `approved` and the
 # status `awaiting_approval` (no new column: the version alone keeps an older planc, which would take a waiting
 # call for one whose outcome is unknown and might make it unapproved, from resuming such a run)
-SCHEMA_VERSION = 10
+# 11: the views in the SQL both backends take, and made in PostgreSQL stores too (`planc stats` reads both)
+SCHEMA_VERSION = 11
 # What run `r` spent, in dollars: the `usd` of its events (each inference of a priced model, by the usage its
 # reply reported; each call of a tool with a declared cost), as `spending.py` counted them; a resumed run's
 # events carry it only for what the resume itself made, so nothing is counted twice.
@@ -653,7 +654,7 @@ def _new_id() -> str:
 def _set_up(backend) -> None:
     """The schema made in `backend`'s store, or a store written by an older planc brought up to it: the
     columns it lacks added (`ADDED_COLUMNS`); the tables it lacks SCHEMA made; the steps of the runs it holds
-    (schema 9); and, where the backend keeps them, this schema's views."""
+    (schema 9); and this schema's views."""
     backend.create(SCHEMA)
     version = backend.version()
     if version >= SCHEMA_VERSION:
@@ -667,8 +668,7 @@ def _set_up(backend) -> None:
         if version < 9:  # the steps of the runs recorded before they were kept: from each run's plan text
             for run_id, plan in db.execute("SELECT id, plan FROM runs WHERE plan <> 'null'").fetchall():
                 _keep_steps(db, run_id, Values(db)(plan), None)
-        if backend.keeps_views:
-            make_views(db)
+        make_views(db, backend.json_items)
         backend.set_version(db, SCHEMA_VERSION)
 
 

@@ -22,7 +22,6 @@ from planc.store.lease import holds
 class SqliteBackend:
     errors = sqlite3.Error
     row_lock = ""  # BEGIN IMMEDIATE has taken the whole store
-    keeps_views = True  # the read-only views `planc stats` reads (store/views.py, in SQLite's SQL)
 
     def __init__(self, path: Path, read_only: bool, version: int, set_up: Callable) -> None:
         """The store at `path`, made or brought up to `version` by `set_up(self)`; with `read_only`, a store
@@ -80,6 +79,11 @@ class SqliteBackend:
                                     f"be brought up to date here, as it cannot be written")
             return db
         raise store_failure(self.path, "open", failed)
+
+    @staticmethod
+    def json_items(column: str, alias: str) -> str:
+        """The items of the JSON list in `column`, as a table `alias` with a column `value`, in SQL."""
+        return f"json_each({column}) {alias}"
 
     @staticmethod
     def json_number(column: str, field: str) -> str:

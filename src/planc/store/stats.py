@@ -1,15 +1,17 @@
 """`planc stats`: what the runs of a run store say together, read from its views (`views.py`).
 
-Every question is one query over the views, on a connection that can only read (the SQL tools'
-`open_read_only`): the tools each step position calls, the failures and refusals by tool and by
-diagnostic code, the check's estimates against what the steps did, the codes `planc plan`
-repaired, and how long runs took. `--sql` runs one query of the user's on the same connection.
-Nothing here feeds a plan's check or run.
+Every question is one query over the views, in SQL both backends take, on a connection that can only
+read (the SQL tools' read-only connection: SQLite's `open_read_only`, PostgreSQL's read-only
+transaction): the tools each step position calls, the failures and refusals by tool and by diagnostic
+code, the check's estimates against what the steps did, the codes `planc plan` repaired, and how long
+runs took. `--sql` runs one query of the user's on the same connection. Nothing here feeds a plan's
+check or run.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from planc.registry.sql_tools import SqlError, run_query
@@ -29,25 +31,36 @@ def percentile(values: list[float], rank: int) -> float | None:
     return ordered[max(0, math.ceil(rank / 100 * len(ordered)) - 1)]
 
 
-def stats(path: Path, since: float | None = None, tool: str | None = None) -> dict:
-    """What the runs of the store at `path` started at or after `since` (seconds since the epoch) say, as JSON
+def reader(where: Path) -> Callable[[str, dict], list[dict]]:
+    """The rows of a query with its `:name` arguments, read from the store at `where` (an SQLite file, or
+    "postgresql:$NAME": its `planc` schema) on a connection that can only read; an SqlError otherwise."""
+    if str(where).startswith("postgresql:"):
+        from planc.registry import postgres_tools
+        from planc.store.postgres_backend import SCHEMA_NAME
+
+        return lambda sql, arguments: postgres_tools.run_query(str(where), sql, arguments, schema=SCHEMA_NAME)
+    return lambda sql, arguments: run_query(where, sql, arguments)
+
+
+def stats(where: Path, since: float | None = None, tool: str | None = None) -> dict:
+    """What the runs of the store at `where` started at or after `since` (seconds since the epoch) say, as JSON
     data; with `tool`, about that tool's steps and calls only (and the runs whose plans call it)."""
     after = {"since": since if since is not None else -math.inf}
     only = {**after, "tool": tool}
-    by_tool = "(:tool IS NULL OR tool = :tool)"
+    # typed, so that PostgreSQL knows what the parameter is where it is only tested for NULL
+    by_tool = "(CAST(:tool AS TEXT) IS NULL OR tool = :tool)"
+    query = reader(where)
 
-    def query(sql: str, arguments: dict) -> list[dict]:
-        return run_query(path, sql, arguments)
-
-    runs = query("SELECT status, ms FROM run_times WHERE started_at >= :since AND (:tool IS NULL OR run_id IN "
-                 "(SELECT run_id FROM steps WHERE tool = :tool))", only)
+    runs = query("SELECT status, ms FROM run_times WHERE started_at >= :since AND (CAST(:tool AS TEXT) IS NULL OR "
+                 "run_id IN (SELECT run_id FROM steps WHERE tool = :tool))", only)
     statuses: dict[str, int] = {}
     for run in runs:
         statuses[run["status"]] = statuses.get(run["status"], 0) + 1
     times = [run["ms"] for run in runs if run["ms"] is not None]
     positions: dict[str, dict[str, int]] = {}
     for row in query("SELECT s.position, s.tool, COUNT(*) AS n FROM steps s JOIN runs r ON r.id = s.run_id "
-                     "WHERE s.depth = 0 AND r.started_at >= :since AND (:tool IS NULL OR s.tool = :tool) "
+                     "WHERE s.depth = 0 AND r.started_at >= :since AND (CAST(:tool AS TEXT) IS NULL OR "
+                     "s.tool = :tool) "
                      "GROUP BY s.position, s.tool ORDER BY s.position, n DESC, s.tool", only):
         positions.setdefault(str(row["position"]), {})[row["tool"]] = row["n"]
     return {
@@ -58,7 +71,7 @@ def stats(path: Path, since: float | None = None, tool: str | None = None) -> di
         "failures": _failures(query, only, by_tool),
         "costs": _costs(query, only, by_tool),
         "repairs": {row["code"]: {"rounds": row["rounds"], "repaired": row["repaired"], "fixed": row["fixed"]}
-                    for row in query("SELECT code, COUNT(*) AS rounds, SUM(repaired) AS repaired, SUM(fixed AND "
+                    for row in query("SELECT code, COUNT(*) AS rounds, SUM(repaired) AS repaired, SUM(fixed * "
                                      "repaired) AS fixed FROM round_codes WHERE run_started_at >= :since "
                                      "GROUP BY code ORDER BY rounds DESC, code", after)}
         if tool is None else {},
@@ -122,9 +135,9 @@ def _number(value, digits: int = 0):
     return round(value, digits) if digits else round(value)
 
 
-def query_store(path: Path, sql: str) -> list[dict]:
-    """The rows of `sql`, one statement that only reads, over the store at `path` (`planc stats --sql`)."""
-    return run_query(path, sql, {})
+def query_store(where: Path, sql: str) -> list[dict]:
+    """The rows of `sql`, one statement that only reads, over the store at `where` (`planc stats --sql`)."""
+    return reader(where)(sql, {})
 
 
-__all__ = ["SqlError", "percentile", "query_store", "stats"]
+__all__ = ["SqlError", "percentile", "query_store", "reader", "stats"]

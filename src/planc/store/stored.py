@@ -4,7 +4,8 @@ A stored plan is JSON: the source text, its canonical text, the tree with spans,
 fingerprint of every tool it calls, the hash of the file of every declared plan it can
 reach (directly or through other plans), the hash of the policy it was checked under,
 the names of the built-in steps of the language it was written in, and a content hash over
-all of that. Loading reads it strictly (no duplicate key, every field of its type:
+all of that; and the version of planc that compiled it, outside the hash (the same plan compiled by
+two versions is the same plan). Loading reads it strictly (no duplicate key, every field of its type:
 `STORED_PLAN`), verifies the hash, re-checks the source against the current registry and
 policy, and refuses a plan whose tools, declared plans or policy changed since it was compiled.
 
@@ -25,15 +26,15 @@ from planc.syntax.json_input import read_json
 
 FORMAT = "planc.plan"
 # 2: `plans`, the files of the declared plans it can reach; 3: `params`, its own declared params;
-# 4: `builtins`, the names of the built-in steps when it was compiled
-VERSION = 4
+# 4: `builtins`, the names of the built-in steps when it was compiled; 5: `planc_version`, which planc compiled it
+VERSION = 5
 
 _DIGEST = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 # What a stored plan of the current version holds; anything else is refused before it is used.
 STORED_PLAN = {
     "type": "object",
     "required": ["format", "version", "source", "canonical", "ast", "registry", "policy", "plans", "params",
-                 "builtins", "hash"],
+                 "builtins", "planc_version", "hash"],
     "additionalProperties": False,
     "properties": {
         "format": {"const": FORMAT},
@@ -51,6 +52,8 @@ STORED_PLAN = {
         # the names of the built-in steps of the language the plan was compiled in: a name that is one
         # now and was not then was a tool of the registry, and `planc migrate` says which one it became
         "builtins": {"type": "array", "items": {"type": "string"}},
+        # the version of planc that compiled it (null: compiled before version 5 recorded it); not hashed
+        "planc_version": {"type": ["string", "null"]},
         "hash": _DIGEST,
     },
 }
@@ -85,6 +88,7 @@ def save_plan(checked, *, registry=None, policy=None) -> dict:
     """The stored form of `checked` (a CheckResult without errors), compiled against `registry` and `policy`."""
     from planc.syntax.data import to_data
     from planc.syntax.printer import print_plan
+    from planc.version import installed_version
 
     if not checked.ok:
         raise StoredPlanError("only a plan without errors can be stored: check it first")
@@ -102,6 +106,7 @@ def save_plan(checked, *, registry=None, policy=None) -> dict:
         "params": dict(checked.context.arguments) if checked.context and checked.context.arguments is not None
         else None,
         "builtins": sorted(CONTROL_STEPS),
+        "planc_version": installed_version(),
     }
     # The hash is over the JSON as it is read back, so a value JSON changes (a tuple) still verifies.
     stored = json.loads(canonical_json(stored))

@@ -1,13 +1,16 @@
 """The run store's views: what many runs say, as tables a query reads (`planc stats`, `planc stats --sql`).
 
-Each view reads the tables only; none is ever written, and none feeds a plan's check or run.
-`VIEW_DOCS` says what each row of each view is; docs/store.md lists them from it.
+Each view reads the tables only; none is ever written, and none feeds a plan's check or run. They are
+written in the SQL both backends take, but for the one thing they spell differently, the items of a JSON
+list (`json_each` in SQLite, `jsonb_array_elements_text` in PostgreSQL: each backend's `json_items`). `VIEW_DOCS` says what each row of each view is; docs/store.md lists them from it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 # Each view's query, by name. A view changes only with the schema's version: a store gets them when it is
-# brought up to this schema (`run_store._migrate`), dropped and made again.
+# brought up to this schema (`run_store._set_up`), dropped and made again.
 VIEWS = {
     "run_times": """
 SELECT r.id AS run_id, r.status, r.started_at, r.finished_at,
@@ -33,25 +36,28 @@ SELECT s.run_id, s.path, s.tool, s.calls_low, s.calls_high, s.usd_low, s.usd_hig
        COALESCE(SUM((SELECT MAX(t.usd_each) FROM steps t WHERE t.run_id = c.run_id AND t.tool = c.tool)), 0) AS usd,
        (s.finished_at - s.started_at) * 1000 AS ms, r.started_at AS run_started_at
 FROM steps s JOIN runs r ON r.id = s.run_id
-LEFT JOIN calls c ON c.run_id = s.run_id AND c.outcome IS NOT 'not_approved'
+LEFT JOIN calls c ON c.run_id = s.run_id AND (c.outcome IS NULL OR c.outcome <> 'not_approved')
      AND (c.step = s.path OR c.step LIKE s.path || '/%' OR c.step LIKE s.path || '[%')
 WHERE s.depth = 0
-GROUP BY s.run_id, s.path""",
+GROUP BY s.run_id, s.path, r.started_at""",
     "round_codes": """
 SELECT o.run_id, o.round, j.value AS code,
-       EXISTS (SELECT 1 FROM rounds n WHERE n.run_id = o.run_id AND n.round = o.round + 1) AS repaired,
-       NOT EXISTS (SELECT 1 FROM rounds n, json_each(n.codes) k WHERE n.run_id = o.run_id
-                   AND n.round = o.round + 1 AND k.value = j.value) AS fixed,
+       CASE WHEN EXISTS (SELECT 1 FROM rounds n WHERE n.run_id = o.run_id AND n.round = o.round + 1)
+            THEN 1 ELSE 0 END AS repaired,
+       CASE WHEN EXISTS (SELECT 1 FROM rounds n, {items_of_n} WHERE n.run_id = o.run_id
+                         AND n.round = o.round + 1 AND k.value = j.value) THEN 0 ELSE 1 END AS fixed,
        r.started_at AS run_started_at
-FROM rounds o, json_each(o.codes) j JOIN runs r ON r.id = o.run_id""",
+FROM rounds o JOIN runs r ON r.id = o.run_id, {items_of_o}""",
 }
 
 
-def make_views(db) -> None:
-    """Drop the views of `db` and make them again, as this schema has them (inside the caller's transaction)."""
+def make_views(db, json_items: Callable[[str, str], str]) -> None:
+    """Drop the views of `db` and make them again, as this schema has them (inside the caller's transaction);
+    `json_items(column, alias)` is the backend's table of the items of the JSON list in `column`."""
+    lists = {"items_of_n": json_items("n.codes", "k"), "items_of_o": json_items("o.codes", "j")}
     for name, query in VIEWS.items():
         db.execute(f"DROP VIEW IF EXISTS {name}")
-        db.execute(f"CREATE VIEW {name} AS {query.strip()}")
+        db.execute(f"CREATE VIEW {name} AS {query.strip().format(**lists)}")
 
 
 # What a row of each view is, and its columns: docs/store.md is checked against it.

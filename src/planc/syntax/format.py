@@ -1,22 +1,26 @@
-"""`planc fmt`: the canonical text of a parsed file, with its comments kept.
+"""`planc fmt`: the canonical text of a parsed file within a line width, with its comments kept.
 
-The printer knows only the tree; this module puts the comments back, and the
-printer asks it for them as it prints each block. A comment at the end of a
-pipeline's last line stays there, in a block too; a comment on its own line
-stays before the pipeline it was written before, in its block; a comment
-anywhere else (between the arguments of a step) goes on its own line before
-the top-level pipeline it was written in, so nothing the author wrote is lost. One blank line is kept where the
-source separated two pipelines by blank lines.
+The printer lays the tree out (`printer.py`); this module gives it the file's
+comments, which it places as it prints each node. A comment on its own line
+stays before the pipeline, step, argument, entry or item it was written
+before; one at the end of a line stays at the end of the printed line of the
+node that line ended; whatever is left inside a top-level pipeline goes on
+its own line before it, so nothing the author wrote is lost. One blank line is
+kept where the source separated two pipelines by blank lines.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from planc.diagnostics.span import Position, Span
 from planc.syntax.parser import ParseResult
-from planc.syntax.printer import COMMENTS, print_pipeline
+from planc.syntax.printer import WIDTH, Printer
 
 
-def format_source(result: ParseResult) -> str:
-    """The canonical text of `result`'s plan with its comments.
+def format_source(result: ParseResult, width: int | None = WIDTH) -> str:
+    """The canonical text of `result`'s plan with its comments, within `width` columns where it can be (None:
+    every step on a line, as a decoder writes plans: `planc grammar`).
 
     >>> from planc.syntax.parser import parse
     >>> print(format_source(parse("# find them\\na( x:1 ) # first\\n\\n\\nb()")), end="")
@@ -29,27 +33,31 @@ def format_source(result: ParseResult) -> str:
       # each
       a()  # one
     })
+    >>> print(format_source(parse('post(channel: "#ops",  # the team\\n     text: "disk full")'), width=30), end="")
+    post(
+      channel: "#ops",  # the team
+      text: "disk full",
+    )
     """
     pipelines = result.plan.pipelines
     lines = result.source.split("\n")
     comments = _Comments([(result.lines.position(c.start), c.text) for c in result.comments])
+    printer = Printer(width, comments)
     out: list[str] = []
     previous_end = 0
-    token = COMMENTS.set(comments)
-    try:
-        for number, pipeline in enumerate(pipelines):
-            leading = comments.before(pipeline)
-            first_line = min([pipeline.span.start.line, *(at.line for at, _ in leading)])
-            text = print_pipeline(pipeline)
-            leading += comments.inside(pipeline)  # one no block took (between arguments): before it, not lost
-            trailing = comments.after(pipelines, number)
-            if out and _blank_between(lines, previous_end, first_line):
-                out.append("")
-            out += [comment for _, comment in leading]
-            out.append(text + ("  " + " ".join(comment for _, comment in trailing) if trailing else ""))
-            previous_end = pipeline.span.end.line
-    finally:
-        COMMENTS.reset(token)
+    for number, pipeline in enumerate(pipelines):
+        leading = comments.take(lambda at: at.offset < pipeline.span.start_offset)
+        first_line = min([pipeline.span.start.line, *(at.line for at, _ in leading)])
+        text = printer.pipeline(pipeline)
+        leading += comments.take(lambda at: at.offset < pipeline.span.end_offset)  # none left inside, or before it
+        following = pipelines[number + 1].span if number + 1 < len(pipelines) else None
+        trailing = [] if following is not None and following.start.line == pipeline.span.end.line else \
+            comments.trailing(pipeline.span.end, following.start_offset if following is not None else None)
+        if out and _blank_between(lines, previous_end, first_line):
+            out.append("")
+        out += [comment for _, comment in leading]
+        out.append(text + ("  " + " ".join(trailing) if trailing else ""))
+        previous_end = pipeline.span.end.line
     if comments.left:
         if _blank_between(lines, previous_end, comments.left[0][0].line):
             out.append("")
@@ -60,36 +68,25 @@ def format_source(result: ParseResult) -> str:
 class _Comments:
     """The comments of a file not yet placed, in text order; each is taken once."""
 
-    def __init__(self, comments: list) -> None:
-        self.left = comments  # (Position, text)
+    def __init__(self, comments: list[tuple[Position, str]]) -> None:
+        self.left = comments
 
-    def _take(self, chosen: list) -> list:
-        self.left = [c for c in self.left if c not in chosen]
-        return chosen
+    def take(self, chosen: Callable[[Position], bool]) -> list[tuple[Position, str]]:
+        taken = [comment for comment in self.left if chosen(comment[0])]
+        self.left = [comment for comment in self.left if comment not in taken]
+        return taken
 
-    def within(self, span) -> bool:
+    def within(self, span: Span) -> bool:
         return any(span.start_offset <= at.offset < span.end_offset for at, _ in self.left)
 
-    def before(self, pipeline) -> list:
-        """The comments before `pipeline` starts: they go on their own lines before it."""
-        return self._take([c for c in self.left if c[0].offset < pipeline.span.start_offset])
+    def before(self, offset: int) -> list[str]:
+        """The comments before `offset`: they go on their own lines before what starts there."""
+        return [text for _, text in self.take(lambda at: at.offset < offset)]
 
-    def inside(self, pipeline) -> list:
-        return self._take([c for c in self.left if c[0].offset < pipeline.span.end_offset])
-
-    def after(self, pipelines, number: int) -> list:
-        """The comments at the end of the last line of `pipelines[number]`, before the next one starts."""
-        pipeline = pipelines[number]
-        last_line = pipeline.span.end.line
-        if _pipeline_follows_on_line(pipelines, number, last_line):
-            return []
-        following = pipelines[number + 1].span.start_offset if number + 1 < len(pipelines) else None
-        return self._take([c for c in self.left if c[0].line == last_line and c[0].offset >= pipeline.span.end_offset
-                           and (following is None or c[0].offset < following)])
-
-
-def _pipeline_follows_on_line(pipelines, number: int, line: int) -> bool:
-    return number + 1 < len(pipelines) and pipelines[number + 1].span.start.line == line
+    def trailing(self, end: Position, limit: int | None) -> list[str]:
+        """The comments on the line that ends at `end`, after it and before `limit`: they end that line."""
+        return [text for _, text in self.take(lambda at: at.line == end.line and at.offset >= end.offset
+                                              and (limit is None or at.offset < limit))]
 
 
 def _blank_between(lines: list[str], after_line: int, before_line: int) -> bool:

@@ -232,7 +232,8 @@ async def run_async(checked: CheckResult, *, arguments: Mapping | None = None, h
 
 def run(checked: CheckResult, **options) -> RunResult:
     """`run_async` in an event loop of its own, SIGINT and SIGTERM ending the run as interrupted (Interrupted);
-    the options are the same. Inside a running event loop, await `run_async` instead."""
+    the options are the same. Inside a running event loop, await `run_async` instead (a RuntimeError says so,
+    and nothing runs)."""
     with Interrupts() as signals:
         return signals.run(run_async(checked, **options))
 

@@ -83,6 +83,8 @@ class Interrupts:
 
     def run(self, coroutine: Coroutine):
         """`coroutine`'s result, run as asyncio.run runs it; Interrupted if a signal came before it ended."""
+        refuse_inside_a_loop(coroutine)
+
         async def main():
             self._task = asyncio.current_task()
             if self.received is not None:  # it came before there was a task to cancel
@@ -98,6 +100,20 @@ class Interrupts:
             raise Interrupted(f"interrupted by {self.name}") from None
         finally:
             self._task = None
+
+
+def refuse_inside_a_loop(coroutine: Coroutine) -> None:
+    """A RuntimeError that names the async function of `coroutine` (`run_async`) when this thread runs an event
+    loop already, inside which `asyncio.run` cannot start another: the program awaits that function instead.
+    The coroutine is closed first, so nothing warns that it was never awaited."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    name = coroutine.__name__
+    coroutine.close()
+    raise RuntimeError(f"planc.{name.removesuffix('_async')}() starts an event loop of its own, and this thread is "
+                       f"running one: inside it, `await planc.{name}(...)`, which takes the same arguments")
 
 
 def cancelled_by() -> str:

@@ -1,7 +1,10 @@
 """Principals with attributes and groups: the Cedar entities a policy reads as `principal.org` and
 `principal in Group::"staff"`.
 
-A principal is written as planc.toml's `[principals]` holds it and `--principal-json` takes it:
+A caller gives one as Cedar's entity JSON (`principal_from_json`: `--principal-json`, the API's
+`principal=`): `{"uid": {"type": "User", "id": "alice"}, "attrs": {"org": "acme"}, "parents":
+[{"type": "Group", "id": "staff"}]}`, each entity also written as its text (`'User::"alice"'`).
+planc keeps one as planc.toml's `[principals]` holds it (`principal_data`'s form, which runs record):
 `{"uid": 'User::"alice"', "attributes": {"org": "acme"}, "groups": ['Group::"staff"']}`. Cedar has no
 schema of its own for them here, so the shape a policy is validated against is read from the principals
 themselves: an attribute every principal of a type has is required, one some lack is optional (a policy
@@ -11,43 +14,82 @@ tests `principal has NAME` first), and two principals that give it different typ
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 
 from planc.passes.policy.cedar_json import PRINCIPAL, cedar_value, entity_uid
 
-KEYS = frozenset({"uid", "attributes", "groups"})
+# Cedar's entity JSON, and planc's own names of its parts: the form planc keeps, which a caller gave before
+# planc read Cedar's (accepted from a caller, with a DeprecationWarning, until planc 0.2).
+CEDAR_KEYS = ("uid", "attrs", "parents")
+PLANC_KEYS = {"attrs": "attributes", "parents": "groups"}
 
 
-def principal_data(value, where: str = "the principal") -> dict:
+def principal_from_json(value: object, where: str = "the principal") -> dict:
+    """The principal a caller gives as Cedar's entity JSON, in `principal_data`'s form; its parts under planc's
+    old names (`attributes`, `groups`) are read too, with a DeprecationWarning. A ValueError says what is wrong.
+
+    >>> principal_from_json({"uid": {"type": "User", "id": "alice"}, "attrs": {"org": "acme"},
+    ...                      "parents": [{"type": "Group", "id": "staff"}]})
+    {'uid': 'User::"alice"', 'attributes': {'org': 'acme'}, 'groups': ['Group::"staff"']}
+    """
+    if isinstance(value, Mapping) and set(PLANC_KEYS.values()).intersection(value):
+        old = sorted(set(PLANC_KEYS.values()).intersection(value))
+        warnings.warn(f"{where} gives {' and '.join(f'`{key}`' for key in old)}: planc's names before it read Cedar's "
+                      "entity JSON, which are `attrs` and `parents`; the old names go in planc 0.2",
+                      DeprecationWarning, stacklevel=2)
+    return principal_data(value, where)
+
+
+def principal_data(value: object, where: str = "the principal") -> dict:
     """`value` as a principal (`uid`, `attributes`, `groups`), every part checked; a ValueError says what is wrong.
+    It may be written as Cedar's entity JSON too (`uid`, `attrs`, `parents`; an entity as `{"type", "id"}`).
 
     >>> principal_data({"uid": 'User::"alice"', "attributes": {"org": "acme"}})
     {'uid': 'User::"alice"', 'attributes': {'org': 'acme'}, 'groups': []}
     >>> principal_data({"uid": "alice"})
     Traceback (most recent call last):
-    ValueError: the principal's `uid` must be a Cedar entity like 'User::"alice"', found 'alice'
+    ValueError: the principal's `uid` must be a Cedar entity like {"type": "User", "id": "alice"} or 'User::"alice"', found 'alice'
     """
     if not isinstance(value, Mapping):
-        raise ValueError(f"{where} must be an object with `uid`, `attributes` and `groups`, found {value!r}")
-    unknown = sorted(set(value) - KEYS)
+        raise ValueError(f"{where} must be an object with `uid`, `attrs` and `parents` (Cedar's entity JSON), "
+                         f"found {value!r}")
+    for cedar, planc in PLANC_KEYS.items():
+        if cedar in value and planc in value:
+            raise ValueError(f"{where} gives both `{cedar}` and `{planc}`: give `{cedar}` alone")
+    unknown = sorted(set(value) - {*CEDAR_KEYS, *PLANC_KEYS.values()})
     if unknown:
-        raise ValueError(f"{where} has `{unknown[0]}`, which is not one of `uid`, `attributes`, `groups`")
-    uid, attributes, groups = value.get("uid"), value.get("attributes", {}), value.get("groups", [])
+        raise ValueError(f"{where} has `{unknown[0]}`, which is not one of `uid`, `attrs`, `parents`")
+    attributes = value.get("attrs", value.get("attributes", {}))
+    groups = value.get("parents", value.get("groups", []))
     if not isinstance(attributes, Mapping):
-        raise ValueError(f"{where}'s `attributes` must be an object, found {attributes!r}")
+        raise ValueError(f"{where}'s `attrs` must be an object, found {attributes!r}")
     if not isinstance(groups, list):
-        raise ValueError(f"{where}'s `groups` must be a list of entities, found {groups!r}")
-    for name, entity in (("uid", uid), *((f"groups[{n}]", group) for n, group in enumerate(groups))):
-        if not isinstance(entity, str) or not PRINCIPAL.match(entity):
-            raise ValueError(f"{where}'s `{name}` must be a Cedar entity like 'User::\"alice\"', found {entity!r}")
-        if "::" in _type(entity):
-            raise ValueError(f"{where}'s `{name}` {entity} has a namespace: principals with attributes are of "
-                             f"plain types (`User`, `Group`)")
-        if _type(entity) == "Tool":
-            raise ValueError(f"{where}'s `{name}` {entity} is a `Tool`, the type of what a plan calls")
+        raise ValueError(f"{where}'s `parents` must be a list of entities, found {groups!r}")
+    uid = _entity(value.get("uid"), f"{where}'s `uid`")
+    groups = [_entity(group, f"{where}'s `parents[{number}]`") for number, group in enumerate(groups)]
     cedar_value(dict(attributes), f"{where}'s attributes")  # a value Cedar cannot hold is refused now
     return {"uid": uid, "attributes": {name: item for name, item in attributes.items() if item is not None},
-            "groups": list(groups)}
+            "groups": groups}
+
+
+def _entity(entity: object, what: str) -> str:
+    """The entity `entity` as its text (`User::"alice"`): given so, or as Cedar's JSON writes a uid (`{"type":
+    "User", "id": "alice"}`, or that inside `{"__entity": ...}`); of a plain type that is not `Tool`."""
+    if isinstance(entity, Mapping) and set(entity) == {"__entity"}:
+        entity = entity["__entity"]
+    if isinstance(entity, Mapping) and set(entity) == {"type", "id"} and isinstance(entity["type"], str) \
+            and isinstance(entity["id"], str):
+        entity = f"{entity['type']}::{json.dumps(entity['id'], ensure_ascii=False)}"
+    if not isinstance(entity, str) or not PRINCIPAL.match(entity):
+        raise ValueError(f"{what} must be a Cedar entity like {{\"type\": \"User\", \"id\": \"alice\"}} or "
+                         f"'User::\"alice\"', found {entity!r}")
+    if "::" in _type(entity):
+        raise ValueError(f"{what} {entity} has a namespace: principals with attributes are of plain types "
+                         "(`User`, `Group`)")
+    if _type(entity) == "Tool":
+        raise ValueError(f"{what} {entity} is a `Tool`, the type of what a plan calls")
+    return entity
 
 
 def merged(*principals: Sequence[Mapping]) -> tuple[dict, ...]:

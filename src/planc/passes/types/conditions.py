@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 
-from planc.analysis.literals import NOT_LITERAL, literal_value
+from planc.analysis.literals import NOT_LITERAL, literal_value, meant_fix
 from planc.analysis.schema_words import describe, describe_value
 from planc.analysis.schemas import BOOLEAN, NULL, compatible, enum_of, json_equal, kinds
-from planc.diagnostics import Fix
 from planc.diagnostics.build import diagnostic
 from planc.syntax import ast
 
@@ -80,10 +79,7 @@ class Conditions:
         if value is NOT_LITERAL or value is None or any(json_equal(value, option) for option in allowed):
             return
         values = ", ".join(json.dumps(option, ensure_ascii=False) for option in allowed)
-        close = [option for option in allowed if isinstance(option, str) and isinstance(value, str)
-                 and option.casefold() == value.casefold()]
-        fix = Fix(other.span, json.dumps(close[0], ensure_ascii=False)) if len(close) == 1 else None
-        hints = [f"did you mean {json.dumps(close[0], ensure_ascii=False)}?"] if fix else []
+        fix, hints = meant_fix(allowed, value, other)
         hints.append(f"`{self.text(typed)}` is one of {values}")
         words = {"value": describe_value(value), "typed": self.text(typed)}
         if compare.op == "==":

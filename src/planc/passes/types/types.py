@@ -11,7 +11,7 @@ step's type is its tool's `returns`; control steps derive theirs
 - E302: a condition where a value is expected, or a value where a condition is.
 - E303: an agent's `output_schema`, `max_iterations`, `tools`, `check` or `repairs` that cannot work.
 - E212: an agent's `continue` that cannot continue its conversation this way (`agent_turns.py`).
-- W501: the result of a read-only step is never used.
+- W501: the result of a step that changes nothing is never used.
 - W502: a hole from another template language in a string (`foreign_holes.py`).
 - W503: `==`/`!=` with a literal outside the `enum` of the other side.
 - W507: a reference reads a field that no result of a tool without `returns` had (its learned shape,
@@ -31,7 +31,8 @@ from planc.analysis.literals import (
     constrains,
     literal_value,
 )
-from planc.analysis.schema_words import describe, describe_value, missing_hints
+from planc.analysis.step_effects import step_effects
+from planc.analysis.schema_words import describe, describe_value, means_length, missing_hints
 from planc.analysis.schemas import (
     BOOLEAN,
     LENGTH,
@@ -40,11 +41,12 @@ from planc.analysis.schemas import (
     Missing,
     compatible,
     items_of,
+    kinds,
     list_of,
     read,
     record_of,
 )
-from planc.diagnostics import Diagnostic, sort_key
+from planc.diagnostics import Diagnostic, Fix, sort_key
 from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.resolve.resolve import ARGS
@@ -101,6 +103,7 @@ class _Checker(Conditions):
     def __init__(self, resolution, context: CheckContext) -> None:
         self.resolution = resolution
         self.source = context.source
+        self.registry = context.registry
         arguments = context.arguments
         self.arguments = dict(arguments) if arguments is not None else {}
         self.arguments_declared = arguments is not None
@@ -144,7 +147,11 @@ class _Checker(Conditions):
         if tool is None:
             result = None
         elif tool.provider == "builtin":
-            result = control_result(tool.name, inputs, self.literals(step, tool))
+            literals = self.literals(step, tool)
+            pure = PURE_STEPS.get(tool.name)
+            if pure is not None and pure.values is not None:
+                self.check_values(step, pure, inputs, literals)
+            result = control_result(tool.name, inputs, literals)
         else:
             result = tool.returns
             if result is None and tool.learned is not None:
@@ -197,6 +204,43 @@ class _Checker(Conditions):
         if name == "output_schema" and isinstance(literal, dict):
             self.output_schemas[value] = literal
 
+    def check_values(self, step: ast.Step, pure, inputs: dict, literals) -> None:
+        """E300 for a pure step over values it cannot work with (`sum` of strings), known from the type of the
+        items of its `over` (of each item's `field`, when a literal names it): at `over`, or at the step's name
+        when `over` is piped."""
+        over = inputs.get("over")
+        listed = kinds(over)  # every check of such a step pays for what follows: two `kinds` when all is well
+        items = over.get("items") if listed is not None and "array" in listed else None
+        if not isinstance(items, Mapping):
+            return  # what the list holds is not known
+        said, hints = None, []  # what was found, in words, when it is not the list's type
+        if "field" not in inputs:
+            have = kinds(items)
+            if have is None or have & pure.value_kinds:
+                return
+            expected = describe({"type": "array", "items": pure.values})
+            fields = items.get("properties") if have == {"object"} else None
+            if isinstance(fields, Mapping) and fields:
+                hints.append(f"to use a field of each item, name it: `field: \"{next(iter(fields))}\"` (the items "
+                             f"have {', '.join(f'`{name}`' for name in fields)})")
+        elif not isinstance(literals.get("field"), str):
+            return  # which field is known at run time only
+        else:
+            field = literals["field"]
+            found = read(items, field)  # a Missing: the items are not objects, or have no such field
+            if found is None or not isinstance(found, Missing) and compatible(found, pure.values):
+                return
+            expected = f"a list of objects whose `{field}` is {describe(pure.values)}"
+            if not isinstance(found, Missing):
+                said = f"a list of objects whose `{field}` is {describe(found)}"
+        said = said or describe(over)
+        written = step.arg("over")
+        self.diagnostics.append(diagnostic(
+            "E300", "wrong_value", written.value.span if written is not None else step.tool.span, step=self.path,
+            what=f"`over` of `{pure.tool.name}`", expected=expected, hints=hints,
+            found=f"`{self.text(written.value)}`, {said}" if written is not None
+            else f"the result of the step before, {said}"))
+
     def check_piped(self, step: ast.Step, tool, pipe_type) -> None:
         schema = tool.params.get(tool.pipe)
         if schema is not None and not schema.get("x-planc") and not compatible(pipe_type, schema):
@@ -206,16 +250,24 @@ class _Checker(Conditions):
                 hints=[f"start a new pipeline and pass a part of that result, like `{tool.pipe}: $1.field`"]))
 
     def report_unused(self) -> None:
+        """W501 for each step that changes nothing (a read-only tool; a control or pure step whose blocks only
+        read, that cannot exit) whose result no reference, pipe or block passes on."""
         read = set(self.resolution.targets.values())
         for step in self.unused:
             tool = self.resolution.tools.get(step)
-            if tool is not None and tool.effects.read_only and tool.provider != "builtin" and step not in read:
-                self.path = self.resolution.paths.get(step)
-                name = f"${step.label.text}" if step.label else f"${self.path}" if self.path.isdigit() else None
-                use = f"read it as `{name}`" if name else "label it and read it by its label"
-                self.diagnostics.append(diagnostic("W501", "unused", step.span, step=self.path, tool=tool.name, hints=[
-                    f"`{tool.name}` only reads, so the call is wasted unless its result is used: {use}, "
-                    "pipe it on with `|>`, or remove the step"]))
+            if tool is None or step in read or step_effects(step, self.resolution.tools, self.registry).ordered():
+                continue
+            self.path = self.resolution.paths.get(step)
+            name = f"${step.label.text}" if step.label else f"${self.path}" if self.path.isdigit() else None
+            use = f"read it as `{name}`" if name else "label it and read it by its label"
+            if tool.provider != "builtin":
+                does = f"`{tool.name}` only reads, so the call is wasted"
+            elif any(type(arg.value) is ast.Block for arg in step.args):
+                does = f"`{tool.name}` and the steps in it change nothing, so the step is wasted"
+            else:
+                does = f"`{tool.name}` changes nothing, so the step is wasted"
+            self.diagnostics.append(diagnostic("W501", "unused", step.span, step=self.path, tool=tool.name, hints=[
+                f"{does} unless its result is used: {use}, pipe it on with `|>`, or remove the step"]))
 
     # --- values
 
@@ -304,7 +356,7 @@ class _Checker(Conditions):
             return diagnostic("E300", "unexpected_key", at, step=self.path, hints=hints, what=what,
                               key=problem.unexpected_key)
         return diagnostic("E300", "wrong_value", at, step=self.path, hints=hints, what=what,
-                          expected=problem.expected, found=problem.found)
+                          expected=problem.expected, found=problem.found, fix=problem.fix)
 
     def words(self, expr, found) -> str:
         """What a message says it found for `expr`, whose type is `found`."""
@@ -374,8 +426,9 @@ class _Checker(Conditions):
                               index=key)
         if missing.fields:
             return diagnostic("E301", "no_field", at, step=self.path, hints=hints, written=written, field=key)
+        fix = Fix(at, ".length") if means_length(key, missing) else None  # a list or string has no other field
         return diagnostic("E301", "no_field_in", at, step=self.path, hints=hints, written=written, what=missing.what,
-                          field=key)
+                          field=key, fix=fix)
 
     def missing_learned(self, at, hints, written: str, key: str | int, missing: Missing, learned) -> Diagnostic:
         """W507: what E301 says, for a shape learned from `learned.calls` calls rather than declared."""
