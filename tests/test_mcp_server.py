@@ -270,7 +270,7 @@ def test_initialize_reports_the_version_planc_version_prints(project, tmp_path_f
 
     info = asyncio.run(main())
     printed = planc_completed("--version")
-    assert printed.returncode == 0 and printed.stdout == f"planc, version {info.version}\n"
+    assert printed.returncode == 0 and printed.stdout == f"planc {info.version}\n"
     assert info.name == "planc" and info.version
 
 

@@ -51,6 +51,7 @@ from planc.registry.declarations import McpServing
 from planc.registry.errors import ConfigError
 from planc.store.run_store import RunStore, RunStoreError
 from planc.store.stored import StoredPlanError
+from planc.version import installed_version
 
 PLAN_NAME = "plan"  # what a client's plan is called in diagnostics: it has no file
 CALLERS_KEPT = 256  # the principals whose policy is kept loaded, the earliest seen dropped first
@@ -61,13 +62,6 @@ INSTRUCTIONS = ("planc checks and runs plans written in its plan language agains
                 "what is wrong with it, `run_plan` to run it, `show_run` to see a recorded run.")
 DESCRIBE_NOTE = ("Send the plan as the `plan` argument of `check_plan` or `run_plan`; `$args.NAME` reads the "
                  "`arguments` given to `run_plan`.")
-
-
-def planc_version() -> str:
-    """planc's version, the installed package's: what `planc --version` prints, and `initialize` answers."""
-    from importlib.metadata import version
-
-    return version("planc")
 
 
 def can_elicit(context: Context) -> bool:
@@ -95,7 +89,7 @@ class PlancServer:
         self.serving = serving or (project.registry.mcp_server if project.registry is not None else McpServing())
         self._store: RunStore | None = None
         self._callers: dict[str, Caller] = {}  # a principal's JSON -> the project as it sees it
-        self.mcp = MCPServer("planc", version=planc_version(), instructions=INSTRUCTIONS, log_level="WARNING",
+        self.mcp = MCPServer("planc", version=installed_version(), instructions=INSTRUCTIONS, log_level="WARNING",
                              auth=auth, token_verifier=verifier)
         for tool in (self.describe, self.check_plan, self.run_plan, self.show_run, self.list_runs, self.approve_run,
                      self.resume_run):
