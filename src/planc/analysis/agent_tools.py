@@ -4,7 +4,7 @@ calling them may do."""
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from planc.registry.builtins import agent_check, agent_patterns
 from planc.registry.registry import Registry
@@ -77,7 +77,7 @@ def continued(step: ast.Step, targets: Mapping) -> ast.Step | None:
     return target if isinstance(target, ast.Step) and target.tool.text == "agent" else None
 
 
-def matching_tools(registry: Registry, patterns) -> list[Tool]:
+def matching_tools(registry: Registry, patterns: Iterable[str]) -> list[Tool]:
     """The registry's tools whose names match any of `patterns` (names, or names with `*`)."""
     return [registry.tools[name] for name in sorted(registry.tools)
             if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)]

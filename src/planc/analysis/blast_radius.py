@@ -8,11 +8,16 @@ reviewer sees it before approving a run. A tool whose effects are not known
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from planc.analysis.agent_tools import call_effects
 from planc.registry.registry import Registry
 from planc.registry.tool import Effects
+
+if TYPE_CHECKING:
+    from planc.passes.resolve.resolve import Resolution
 
 # Each group with the word a step in it is marked by (in the pictures of `planc show`, in `planc diff`).
 GROUP_WORDS = (("effectful", "effectful"), ("destructive", "destructive"), ("open_world", "open-world"))
@@ -44,7 +49,7 @@ class BlastRadius:
         return words
 
 
-def blast_radius(resolution, registry: Registry | None) -> BlastRadius:
+def blast_radius(resolution: Resolution, registry: Registry | None) -> BlastRadius:
     """The blast radius of a resolved plan.
 
     >>> from planc.passes.check import check

@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import operator
 import re
-from collections.abc import Mapping
-from typing import NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from planc.analysis.schema_words import describe, describe_value
 from planc.analysis.schemas import json_equal, value_kind
 from planc.diagnostics import Fix
 from planc.syntax import ast
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 NOT_LITERAL = object()  # the value of an expression only known at run time
 # Keys that say nothing about which values a schema allows.
@@ -36,7 +39,7 @@ class Problem(NamedTuple):
     """What is wrong with a literal, at `node` (the part of it that is wrong): a required key it lacks, a key
     it may not have, or else a value that is not what the schema expects (`expected` and `found`, in words)."""
 
-    node: ast.Expr
+    node: ast.Expr | ast.Entry  # an entry: the key it may not have
     missing_key: str | None = None
     unexpected_key: str | None = None
     expected: str | None = None
@@ -66,23 +69,22 @@ def meant_fix(options: list, value: object, node: ast.Expr) -> tuple[Fix | None,
     return Fix(node.span, written), [f"did you mean {written}?"]
 
 
-def literal_value(expr):
+def literal_value(expr: ast.Expr) -> Any:
     """The JSON value of `expr` when it holds no reference, hole, block or condition, else NOT_LITERAL.
 
     >>> from planc.syntax.parser import parse
     >>> literal_value(parse('a(x: [1, {k: "v"}])').plan.pipelines[0].steps[0].args[0].value)
     [1, {'k': 'v'}]
     """
-    kind = type(expr)
-    if kind is ast.Literal:
+    if isinstance(expr, ast.Literal):
         return expr.value
-    if kind is ast.String:
+    if isinstance(expr, ast.String):
         text = expr.text
         return NOT_LITERAL if text is None else text
-    if kind is ast.ListExpr:
+    if isinstance(expr, ast.ListExpr):
         values = [literal_value(item) for item in expr.items]
         return NOT_LITERAL if any(value is NOT_LITERAL for value in values) else values
-    if kind is ast.Record:
+    if isinstance(expr, ast.Record):
         record = {entry.key.text: literal_value(entry.value) for entry in expr.entries}
         return NOT_LITERAL if any(value is NOT_LITERAL for value in record.values()) else record
     return NOT_LITERAL
@@ -94,7 +96,7 @@ class Validators:
     def __init__(self) -> None:
         self._made: dict[int, tuple] = {}
 
-    def problem(self, schema: Mapping, value, expr) -> Problem | None:
+    def problem(self, schema: Mapping, value: object, expr: ast.Expr) -> Problem | None:
         """What is wrong with `value` (written as `expr`) for `schema`, if anything."""
         if _plainly_valid(schema, value):
             return None
@@ -119,7 +121,7 @@ def constrains(schema: Mapping) -> bool:
     return not ANNOTATIONS.issuperset(schema)
 
 
-def _plainly_valid(schema, value) -> bool:
+def _plainly_valid(schema: object, value: Any) -> bool:
     """Whether `value` is valid for `schema` judged by the few keywords most parameters use.
 
     False means "ask jsonschema", which is then imported: for an invalid value (to
@@ -146,7 +148,7 @@ def _plainly_valid(schema, value) -> bool:
     return True
 
 
-def _within(number, schema: Mapping, keywords: tuple[str, ...]) -> bool:
+def _within(number: float, schema: Mapping, keywords: tuple[str, ...]) -> bool:
     """Whether `number` keeps the bounds `schema` sets under `keywords` (a bound not a number: no). An
     integer and a float bound compare as numbers (`1` is below `minimum: 2.5`).
 
@@ -161,7 +163,7 @@ def _within(number, schema: Mapping, keywords: tuple[str, ...]) -> bool:
     return True
 
 
-def _node_at(expr, path) -> ast.Expr:
+def _node_at(expr: ast.Expr, path: Iterable[str | int]) -> ast.Expr:
     """The node of `expr` that holds the value at `path` (keys and indices) of its literal value."""
     for key in path:
         if type(expr) is ast.ListExpr and isinstance(key, int) and key < len(expr.items):
@@ -173,10 +175,12 @@ def _node_at(expr, path) -> ast.Expr:
     return expr
 
 
-def _explain(error, node) -> Problem:
-    schema, instance = error.schema, error.instance
+def _explain(error: ValidationError, node: ast.Expr) -> Problem:
+    # The failing keyword's subschema and its value: a schema object and what that keyword holds.
+    schema: Any = error.schema
+    instance, wanted = error.instance, cast(Any, error.validator_value)
     if error.validator == "required" and isinstance(instance, dict):
-        missing = [key for key in error.validator_value if key not in instance]
+        missing = [key for key in wanted if key not in instance]
         return Problem(node, missing_key=missing[0])
     if error.validator == "additionalProperties" and isinstance(instance, dict) and type(node) is ast.Record:
         allowed = schema.get("properties") or {}
@@ -187,7 +191,7 @@ def _explain(error, node) -> Problem:
                 known = ", ".join(f"`{name}`" for name in allowed) or "none"
                 return Problem(entry, unexpected_key=key, hints=(f"the keys allowed here are {known}",))
     if error.validator in ("enum", "const"):
-        options = error.validator_value if error.validator == "enum" else [error.validator_value]
+        options = wanted if error.validator == "enum" else [wanted]
         fix, hints = meant_fix(options if isinstance(options, list) else [], instance, node)
         return Problem(node, expected=describe(schema), found=describe_value(instance), hints=tuple(hints), fix=fix)
     return Problem(node, expected=describe(schema), found=describe_value(instance))

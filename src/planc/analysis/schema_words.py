@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from planc.analysis.schemas import Missing, kinds
 
@@ -13,7 +13,7 @@ NOUNS = {"string": ("a string", "strings"), "integer": ("an integer", "integers"
 SHOWN = 6  # values or fields listed before "..."
 
 
-def describe(schema) -> str:
+def describe(schema: object) -> str:
     """What a value of `schema` is, in words.
 
     >>> describe({"type": "integer", "minimum": 1, "maximum": 100})
@@ -26,7 +26,7 @@ def describe(schema) -> str:
     return _describe(schema, plural=False)
 
 
-def describe_value(value) -> str:
+def describe_value(value: object) -> str:
     """A value as a message names what it found.
 
     >>> describe_value("ten")
@@ -96,7 +96,7 @@ def missing_hints(written: str, key: str | int, missing: Missing) -> list[str]:
     return []
 
 
-def _describe(schema, plural: bool) -> str:
+def _describe(schema: object, plural: bool) -> str:
     if not isinstance(schema, Mapping):
         return "values" if plural else "any value"
     mark = schema.get("x-planc")
@@ -206,12 +206,12 @@ def _one_of(values: list) -> str:
     return f"one of {shown}" + (", ..." if len(values) > SHOWN else "")
 
 
-def _listed(keys, one: str, many: str) -> str:
+def _listed(keys: Iterable[str], one: str, many: str) -> str:
     names = list(keys)
     return f"{one if len(names) == 1 else many} {_names(names)}"
 
 
-def _names(names, limit: int = SHOWN) -> str:
+def _names(names: Iterable[str], limit: int = SHOWN) -> str:
     names = list(names)
     return ", ".join(f"`{name}`" for name in names[:limit]) + (", ..." if len(names) > limit else "")
 

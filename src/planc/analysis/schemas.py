@@ -29,7 +29,7 @@ class Missing:
     fields: tuple[str, ...] = ()
 
 
-def kinds(schema) -> frozenset | None:
+def kinds(schema: object) -> frozenset[str] | None:
     """The JSON types a value of `schema` may have ("number" includes "integer"); None: any.
 
     >>> sorted(kinds({"type": ["number", "null"]}))
@@ -68,7 +68,7 @@ def kinds(schema) -> frozenset | None:
     return frozenset(found)
 
 
-def value_kind(value) -> str:
+def value_kind(value: object) -> str:
     """The JSON type of a Python value read from JSON or a plan."""
     if isinstance(value, bool):
         return "boolean"
@@ -85,12 +85,12 @@ def value_kind(value) -> str:
     return "null"
 
 
-def json_equal(a, b) -> bool:
+def json_equal(a: object, b: object) -> bool:
     """Equality of two JSON scalars: `1 == 1.0`, but `true` is not `1`."""
     return a == b and isinstance(a, bool) == isinstance(b, bool)
 
 
-def read(schema, accessor_name: str | int):
+def read(schema: object, accessor_name: str | int) -> Mapping | Missing | None:
     """The type that `.name` (a str) or `[index]` (an int) reads from a value of `schema`.
 
     None when unknown; a `Missing` when a value of `schema` has nothing there.
@@ -138,13 +138,17 @@ def read(schema, accessor_name: str | int):
     return None
 
 
-def _read_branches(branches: list, accessor_name):
-    found, missing = [], []
+def _read_branches(branches: list, accessor_name: str | int) -> Mapping | Missing | None:
+    found: list[Mapping | None] = []
+    missing: list[Missing] = []
     for branch in branches:
         if kinds(branch) == NULL:
             continue
         result = read(branch, accessor_name)
-        (missing if isinstance(result, Missing) else found).append(result)
+        if isinstance(result, Missing):
+            missing.append(result)
+        else:
+            found.append(result)
     if found:
         return found[0] if len(found) == 1 else (None if None in found else {"anyOf": found})
     if missing:
@@ -153,7 +157,7 @@ def _read_branches(branches: list, accessor_name):
     return None
 
 
-def item_at(schema: Mapping, index: int):
+def item_at(schema: Mapping, index: int) -> Mapping | None:
     """The type of the item at `index` of a list of `schema`."""
     prefix = schema.get("prefixItems")
     if isinstance(prefix, list) and index < len(prefix):
@@ -162,15 +166,15 @@ def item_at(schema: Mapping, index: int):
     return items if isinstance(items, Mapping) else None
 
 
-def items_of(schema):
+def items_of(schema: object) -> Mapping | None:
     """The type of the items of a list of `schema`, None when unknown."""
-    if isinstance(schema, Mapping) and kinds(schema) is not None and "array" in kinds(schema):
+    if isinstance(schema, Mapping) and "array" in (kinds(schema) or ()):
         items = schema.get("items")
         return items if isinstance(items, Mapping) else None
     return None
 
 
-def compatible(found, expected, depth: int = 0) -> bool:
+def compatible(found: object, expected: object, depth: int = 0) -> bool:
     """Whether a value of type `found` may be valid for `expected` (unknown passes).
 
     >>> compatible({"type": "array"}, {"type": "string"})
@@ -188,7 +192,7 @@ def compatible(found, expected, depth: int = 0) -> bool:
     return True
 
 
-def enum_of(schema) -> list | None:
+def enum_of(schema: object) -> list | None:
     """The values `schema` enumerates, when it does."""
     if isinstance(schema, Mapping) and isinstance(schema.get("enum"), list):
         return schema["enum"]
@@ -207,7 +211,7 @@ def list_of(items: list) -> dict:
     return schema
 
 
-def type_of(value) -> dict:
+def type_of(value: object) -> dict:
     """The type of a JSON value, as a literal of it in a plan has: a run argument known before the run.
 
     >>> type_of({"team": "ENG", "ids": [1, 2]})["properties"]["ids"]

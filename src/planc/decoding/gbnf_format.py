@@ -14,7 +14,7 @@ letters, digits and dashes); terminals keep their upper case.
 from __future__ import annotations
 
 from planc.decoding import regex
-from planc.decoding.rules import Choice, Grammar, GrammarError, Literal, Many, Seq, Symbol, replace, simplify, write
+from planc.decoding.rules import Choice, Expr, Grammar, GrammarError, Literal, Many, Seq, Symbol, replace, simplify, write
 
 WS = "ws"
 SPACE = "space"  # one run of whitespace, or one comment and its newline
@@ -29,14 +29,14 @@ def to_gbnf(grammar: Grammar, header: str) -> str:
     """The GBNF text of `grammar`, each line of `header` as a comment at the top."""
     names = _names(grammar)
 
-    def leaf(node) -> str:
+    def leaf(node: object) -> str:
         if isinstance(node, Literal):
             return _literal(node.text)
         if isinstance(node, Symbol):
             return names.get(node.name, node.name)
         return _class(node)
 
-    def spaced(node):
+    def spaced(node: Expr) -> Expr | None:
         """A lexeme, with the whitespace and comments that may follow it."""
         lexeme = isinstance(node, Literal) or isinstance(node, Symbol) and node.terminal
         return Seq((node, Many(Symbol(WS), 0, 1))) if lexeme and grammar.ignore else None
@@ -82,10 +82,10 @@ def _names(grammar: Grammar) -> dict[str, str]:
     return names
 
 
-def _characters(pattern: regex.Regex):
+def _characters(pattern: regex.Regex) -> Expr:
     """A pattern as GBNF says it: runs of single characters as literals, any character spelled out."""
 
-    def spelled(node):
+    def spelled(node: Expr) -> Expr | None:
         if not isinstance(node, regex.Chars):
             return None
         if node.single is not None:
@@ -94,7 +94,7 @@ def _characters(pattern: regex.Regex):
             return Choice((regex.Chars.of("\n").negate(), Literal("\n")))
         return node
 
-    def joined(node):
+    def joined(node: Expr) -> Expr | None:
         if not isinstance(node, Seq):
             return None
         items: list = []
@@ -108,7 +108,7 @@ def _characters(pattern: regex.Regex):
     return replace(simplify(replace(pattern, spelled)), joined)
 
 
-def _runs_to_line_end(expr) -> bool:
+def _runs_to_line_end(expr: Expr) -> bool:
     """Whether an ignored pattern ends with anything but newlines, as a comment does."""
     last = expr.items[-1] if isinstance(expr, Seq) else expr
     return (isinstance(last, Many) and last.high is None and isinstance(last.item, regex.Chars)
@@ -119,7 +119,7 @@ def _literal(text: str) -> str:
     return '"' + "".join(_ESCAPES.get(c) or _code(c) for c in text) + '"'
 
 
-def _class(chars) -> str:
+def _class(chars: object) -> str:
     if not isinstance(chars, regex.Chars):
         raise GrammarError(f"cannot write {chars!r} in GBNF")
 

@@ -46,7 +46,7 @@ def _free_name(name: str, grammar: Grammar) -> str:
     return name
 
 
-def _leaf(node) -> str:
+def _leaf(node: object) -> str:
     if isinstance(node, Literal):
         return printable_json(node.text)  # a grammar string holds no raw control character
     if isinstance(node, Symbol):

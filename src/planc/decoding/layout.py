@@ -96,7 +96,7 @@ def for_decoder(grammar: Grammar, depth: int = DEPTH) -> Grammar:
     for level in range(depth + 1):
         deeper = level < depth
 
-        def leveled(node, level=level):
+        def leveled(node: Expr, level: int = level) -> Expr | None:
             if isinstance(node, Symbol) and (node.name in nested or node.name == BLOCK):
                 return Symbol(_at(node.name, level))
             return None
@@ -175,7 +175,7 @@ def _respaced(name: str, expr: Expr) -> Expr:
     """A rule with the spaces the printer writes around its literals, no optional separators, no
     parenthesised values and (in a record key) no quoted names."""
 
-    def change(node):
+    def change(node: Expr) -> Expr | None:
         if node in _SEPARATORS:
             return EMPTY
         if isinstance(node, Seq) and len(node.items) == 3 and node.items[0] == Literal("(") \

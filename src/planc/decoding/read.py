@@ -15,11 +15,15 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from typing import TYPE_CHECKING, cast
 
 from planc.decoding import regex
 from planc.decoding.rules import Choice, Expr, Grammar, GrammarError, Literal, Many, Seq, Symbol, replace
 from planc.syntax.grammar import START, grammar_text, tables
 from planc.syntax.templates import ESCAPE, SIMPLE_ESCAPES
+
+if TYPE_CHECKING:
+    from lark import Token, Tree
 
 
 @functools.cache
@@ -30,9 +34,10 @@ def read_grammar() -> Grammar:
     meta = lark.Lark.open_from_package("lark", "lark.lark", ("grammars",), parser="lalr")
     rules: dict[str, Expr] = {}
     for item in meta.parse(grammar_text()).children:
+        assert isinstance(item, lark.Tree)  # a statement of the grammar, not a token
         if item.data == "rule":
             name = str(item.children[0]).lstrip("?!")
-            rules[name] = _expr(item.children[-1])
+            rules[name] = _expr(cast("Tree", item.children[-1]))  # the expansion
         elif item.data not in ("token", "ignore"):  # terminals and %ignore: from the tables, below
             raise GrammarError(f"grammar/plan.lark: `{item.data}` statements cannot be exported")
     built = tables()
@@ -55,7 +60,7 @@ def _known_escapes(pattern: regex.Regex) -> regex.Regex:
     `ESCAPE` decodes: `\\uXXXX` and the `SIMPLE_ESCAPES`."""
     backslash = regex.Chars.of("\\")
 
-    def escape(node):
+    def escape(node: Expr) -> Expr | None:
         if isinstance(node, Seq) and len(node.items) == 2 and node.items[0] == backslash \
                 and isinstance(node.items[1], regex.Chars) and node.items[1].negated:
             return _decoded_escape()
@@ -72,7 +77,7 @@ def _decoded_escape() -> regex.Regex:
                    lambda node: simple if isinstance(node, regex.Chars) and node.negated else None)
 
 
-def _expr(tree) -> Expr:
+def _expr(tree: Tree) -> Expr:
     """One node of Lark's tree of a rule's expansion (the shapes of `lark/grammars/lark.lark`)."""
     kind = tree.data
     if kind == "expansions":
@@ -88,7 +93,7 @@ def _expr(tree) -> Expr:
     if kind == "name":
         return Symbol(str(tree.children[0]))
     if kind == "literal":
-        token = tree.children[0]
+        token = cast("Token", tree.children[0])
         if token.type != "STRING" or token.endswith("i"):
             raise GrammarError(f"grammar/plan.lark: `{token}` in a rule: name it as a terminal to export it")
         return Literal(ast.literal_eval(token))

@@ -26,10 +26,11 @@ import re
 import re._constants as sre
 import re._parser as sre_parse  # what `re` itself parses patterns with (Lark reads widths with it too)
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
 
-from planc.decoding.rules import NOTHING, Choice, GrammarError, Many, Seq, simplify
+from planc.decoding.rules import NOTHING, Choice, Expr, GrammarError, Many, Seq, simplify
 
 MAX_CODE_POINT = 0x10FFFF
 
@@ -74,7 +75,7 @@ class Chars:
         return None
 
 
-Regex = Chars | Seq | Choice | Many  # an EBNF over characters: the nodes of rules.py, with Chars as leaves
+Regex = Expr  # an EBNF over characters: the nodes of rules.py, with Chars as leaves
 
 
 # Reading Python's syntax.
@@ -93,7 +94,7 @@ def _read(items: list, flags: int, pattern: str) -> Regex:
     return out[0] if len(out) == 1 else Seq(tuple(out))
 
 
-def _read_item(op, value, flags: int, pattern: str) -> Regex:
+def _read_item(op: Any, value: Any, flags: int, pattern: str) -> Regex:
     if flags & re.IGNORECASE:
         raise PatternError(f"/{pattern}/: case-insensitive patterns are not supported")
     if op is sre.LITERAL:
@@ -137,7 +138,7 @@ def _read_class(items: list, pattern: str) -> Chars:
 
 
 @functools.cache
-def _category(category) -> Chars:
+def _category(category: object) -> Chars:
     """The characters a class such as `\\s` matches, as Python's `re` matches them on text."""
     name = str(category)
     negated = "_NOT_" in name
@@ -159,7 +160,8 @@ def _merged(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple((low, high) for low, high in merged)
 
 
-def _subtract(ranges, removed) -> tuple[tuple[int, int], ...]:
+def _subtract(ranges: Iterable[tuple[int, int]],
+              removed: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     left = []
     for low, high in ranges:
         pieces = [(low, high)]
@@ -194,6 +196,7 @@ def greedy(regex: Regex) -> Regex:
         if regex.lazy:
             raise PatternError("a lazy repeat must be followed by the text that ends it")
         return attrs.evolve(regex, item=greedy(regex.item))
+    assert isinstance(regex, Seq)  # a pattern holds no literal or symbol
     items = list(regex.items)
     out: list[Regex] = []
     for index, item in enumerate(items):
@@ -303,14 +306,16 @@ def at_most(regex: Regex, longest: int) -> Regex:
             if high is not None and node.low > high:
                 return NOTHING
             return Seq(()) if high == 0 else attrs.evolve(node, high=high)
+        assert isinstance(node, Seq)  # a pattern holds no literal or symbol
         if not node.items:
             return node
         fixed = [_fixed_length(item) for item in node.items[:-1]]
         if None in fixed:
             raise PatternError("only the last part of a sequence may vary in length to be bounded")
-        if sum(fixed) > room:
+        length = sum(size for size in fixed if size is not None)
+        if length > room:
             return NOTHING
-        return Seq((*node.items[:-1], bounded(node.items[-1], room - sum(fixed))))
+        return Seq((*node.items[:-1], bounded(node.items[-1], room - length)))
 
     return simplify(bounded(regex, longest))
 
@@ -321,10 +326,11 @@ def _fixed_length(regex: Regex) -> int | None:
         return 1
     if isinstance(regex, Seq):
         lengths = [_fixed_length(item) for item in regex.items]
-        return None if None in lengths else sum(lengths)
+        return None if None in lengths else sum(length for length in lengths if length is not None)
     if isinstance(regex, Choice):
-        lengths = {_fixed_length(option) for option in regex.options}
-        return lengths.pop() if len(lengths) == 1 else None
+        options = {_fixed_length(option) for option in regex.options}
+        return options.pop() if len(options) == 1 else None
+    assert isinstance(regex, Many)  # a pattern holds no literal or symbol
     size = _fixed_length(regex.item)
     return size * regex.low if size is not None and regex.low == regex.high else None
 
@@ -340,5 +346,6 @@ def to_python(regex: Regex) -> str:
                        for item in regex.items)
     if isinstance(regex, Choice):
         return "|".join(to_python(option) for option in regex.options)
+    assert isinstance(regex, Many)  # a pattern holds no literal or symbol
     high = "" if regex.high is None else regex.high
     return f"(?:{to_python(regex.item)}){{{regex.low},{high}}}{'?' if regex.lazy else ''}"

@@ -11,8 +11,12 @@ between `x?` and `[x]`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Union
 
 import attrs
+
+if TYPE_CHECKING:
+    from planc.decoding.regex import Chars
 
 
 class GrammarError(Exception):
@@ -57,7 +61,8 @@ class Many:
     lazy: bool = False
 
 
-Expr = Literal | Symbol | Seq | Choice | Many
+# A node: a rule's leaves are literals and symbols, a terminal's pattern's (regex.py) character classes.
+Expr = Union[Literal, Symbol, Seq, Choice, Many, "Chars"]
 
 EMPTY = Seq(())  # the empty text
 NOTHING = Choice(())  # no text at all: what a tool without parameters offers as an argument
@@ -165,7 +170,7 @@ def simplify(expr: Expr) -> Expr:
     return expr
 
 
-def write(expr, leaf: Callable[[object], str], grouped: bool | str = False) -> str:
+def write(expr: Expr, leaf: Callable[[object], str], grouped: bool | str = False) -> str:
     """`expr` in the EBNF notation Lark and GBNF share (`a b`, `a | b`, `(...)`, `x?`, `x*`, `x+`,
     `x{m,n}`); `leaf` writes everything else (a literal, a symbol, a character class). `grouped`:
     inside a sequence or under a repeat, where a choice (or, under a repeat, a sequence) needs

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from planc.decoding import regex
 from planc.decoding.rules import EMPTY, NOTHING, Choice, Expr, Grammar, GrammarError, Literal, Many, Seq, Symbol, replace, walk
@@ -76,7 +76,8 @@ class _Specialiser:
         self.typed: dict[tuple, str] = {}  # what a typed position holds -> the rule that says it
 
     def run(self, registry: Registry) -> Grammar:
-        steps, piped = [], []
+        steps: list[Symbol | None] = []
+        piped: list[Symbol | None] = []
         for name in registry.names():
             tool = registry.lookup(name)
             if tool is None or not self._writable(name):
@@ -84,17 +85,18 @@ class _Specialiser:
             steps.append(self._step(tool, piped=False))
             if tool.pipe is not None:
                 piped.append(self._step(tool, piped=True))
-        steps, piped = [step for step in steps if step is not None], [step for step in piped if step is not None]
-        if not steps:
+        named = [step for step in steps if step is not None]
+        piped_named = [step for step in piped if step is not None]
+        if not named:
             raise GrammarError("the registry has no tool a plan can name")
         rules: dict[str, Expr] = {}
         for name, expr in self.grammar.rules.items():
-            rules[name] = Choice(tuple(steps)) if name == STEP else expr
+            rules[name] = Choice(tuple(named)) if name == STEP else expr
             if name == PIPELINE:  # after `|>`, only a tool that takes the piped value, not given it again
                 rules[name] = replace(expr, _swap({Many(Seq((self._pipe_arrow(), Symbol(STEP))), 0, None):
                                                    Many(Seq((self._pipe_arrow(), Symbol(PIPED))), 0, None)}))
             if name == STEP:
-                rules[PIPED] = Choice(tuple(piped))
+                rules[PIPED] = Choice(tuple(piped_named))
                 rules.update(self.rules)
                 rules.update(self.values)
         return Grammar(self.grammar.start, rules, self.terminals, self.grammar.ignore,
@@ -159,7 +161,7 @@ class _Specialiser:
         listed = Seq((first, *self._argument_list_end()))
         return Many(listed, 0, 1) if done(frozenset()) else listed
 
-    def _argument_list(self) -> Expr:
+    def _argument_list(self) -> Many:
         """The part of the generic `step` that holds its arguments: `(arg ("," arg)* ","?)?`."""
         for node in walk(self.grammar.rule(STEP)):
             if isinstance(node, Many) and node.low == 0 and node.high == 1 and Symbol(ARG) in walk(node.item):
@@ -318,15 +320,15 @@ class _Specialiser:
         return unique
 
 
-def _swap(table: Mapping[Expr, Expr]):
+def _swap(table: Mapping[Expr, Expr]) -> Callable[[Expr], Expr | None]:
     return lambda node: table.get(node)
 
 
-def _scalar(value) -> bool:
+def _scalar(value: object) -> bool:
     return value is None or isinstance(value, (str, bool, int)) or isinstance(value, float) and math.isfinite(value)
 
 
-def _literal_text(value) -> str:
+def _literal_text(value: str | bool | int | float | None) -> str:
     """How planc prints the literal `value`: the one spelling a typed position takes."""
     node = ast.String((value,), _NO_SPAN) if isinstance(value, str) else ast.Literal(value, _NO_SPAN)
     return print_expr(node)

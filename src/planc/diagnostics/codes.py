@@ -19,13 +19,17 @@ from types import MappingProxyType
 import attrs
 
 
+def _read_only(messages: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(messages)
+
+
 @attrs.frozen
 class Code:
     code: str
     title: str
     explanation: str
     # Form name -> `str.format` template with named fields: "`{written}` refers to no step: ...".
-    messages: Mapping[str, str] = attrs.field(converter=MappingProxyType)
+    messages: Mapping[str, str] = attrs.field(converter=_read_only)
     example: str  # a plan (or a model reply, with `extract`) that reports this code
     extract: bool = False
     registry: str | None = None  # the planc.toml the example is checked against, when it calls tools

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from planc.passes.check import CheckResult
 
 
-def check_json(file: str, result) -> dict:
+def check_json(file: str, result: CheckResult) -> dict:
     """The CheckResult of `file` as JSON data: what `planc check --format json` prints, and `planc mcp`'s
     `check_plan` answers."""
     return {
@@ -17,6 +21,6 @@ def check_json(file: str, result) -> dict:
     }
 
 
-def render_json(file: str, result) -> str:
+def render_json(file: str, result: CheckResult) -> str:
     """One line of JSON for the CheckResult of `file`."""
     return json.dumps(check_json(file, result), ensure_ascii=False)

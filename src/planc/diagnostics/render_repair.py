@@ -6,10 +6,12 @@ alternatives (the diagnostic's hints and fix), with no colour and no carets.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from planc.diagnostics.diagnostic import Diagnostic
 
 
-def render_repair(source: str, diagnostics) -> str:
+def render_repair(source: str, diagnostics: Sequence[Diagnostic]) -> str:
     problems = [d for d in diagnostics if d.is_error] or list(diagnostics)
     if not problems:
         return "The plan is valid.\n"

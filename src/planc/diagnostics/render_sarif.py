@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from planc.diagnostics.codes import CODES
+from planc.diagnostics.diagnostic import Diagnostic
+
+if TYPE_CHECKING:
+    from planc.passes.check import CheckResult
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def render_sarif(results) -> str:
+def render_sarif(results: Sequence[tuple[str, CheckResult]]) -> str:
     """One SARIF log for `results`, a list of (file, CheckResult)."""
     used = sorted({d.code for _, result in results for d in result.diagnostics})
     rules = [_rule(code) for code in used]
@@ -34,7 +40,7 @@ def _rule(code: str) -> dict:
     return rule
 
 
-def _result(file: str, diagnostic) -> dict:
+def _result(file: str, diagnostic: Diagnostic) -> dict:
     span = diagnostic.span
     region = {
         "startLine": span.start.line, "startColumn": span.start.column,
@@ -43,7 +49,7 @@ def _result(file: str, diagnostic) -> dict:
     }
     location = {"physicalLocation": {"artifactLocation": {"uri": file}, "region": region}}
     text = diagnostic.message + "".join(f"\nhelp: {hint}" for hint in diagnostic.hints)
-    result = {"ruleId": diagnostic.code, "level": diagnostic.severity.value,
+    result: dict[str, object] = {"ruleId": diagnostic.code, "level": diagnostic.severity.value,
               "message": {"text": text}, "locations": [location]}
     if diagnostic.fix is not None:
         fix_span = diagnostic.fix.span

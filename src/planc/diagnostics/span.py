@@ -95,12 +95,12 @@ class Span(tuple):
     def end_offset(self) -> int:
         return self[1] if self[2] is not None else self[1].offset
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Span):
             return NotImplemented
         return (self.start_offset, self.end_offset) == (other.start_offset, other.end_offset)
 
-    def __ne__(self, other) -> bool:
+    def __ne__(self, other: object) -> bool:
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 

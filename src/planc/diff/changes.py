@@ -83,8 +83,10 @@ def list_changes(view_a: PlanView, view_b: PlanView, matching: Matching) -> Diff
     return Diff(tuple(change for _, change in found))
 
 
-def _change(kind, a, b, args, view_a: PlanView, view_b: PlanView) -> Change:
+def _change(kind: str, a: ast.Step | None, b: ast.Step | None, args: dict, view_a: PlanView,
+            view_b: PlanView) -> Change:
     step = a if b is None else b
+    assert step is not None  # a change has a step on one side at least
     return Change(kind, view_a.paths[a] if a is not None else None, view_b.paths[b] if b is not None else None,
                   step.tool.text, args, print_step(a) if a is not None else None,
                   print_step(b) if b is not None else None)
@@ -122,7 +124,7 @@ def _all_args(step: ast.Step, side: str) -> dict:
     return {name: ArgChange(None, text) if side == "b" else ArgChange(text, None) for name, text in texts.items()}
 
 
-def _text(value) -> str | None:
+def _text(value: ast.Expr | None) -> str | None:
     return print_expr(value) if value is not None else None
 
 

@@ -3,6 +3,8 @@ it points at the partner of the step the other one points at, whatever its numbe
 
 from __future__ import annotations
 
+from typing import Any
+
 from planc.diff.plan_view import PlanView, accessor_key, reads_args
 from planc.syntax import ast
 
@@ -18,7 +20,7 @@ class Comparison:
         self.view_a, self.view_b = view_a, view_b
         self.partners, self.partners_b = partners, partners_b
 
-    def same_value(self, a, b) -> bool:
+    def same_value(self, a: Any, b: Any) -> bool:  # two expressions (ast.Expr), tested for one class first
         """Whether expressions `a` (in A) and `b` (in B) mean the same. Blocks count as the same
         here: their steps are diffed as steps."""
         kind = type(a)

@@ -20,6 +20,7 @@ Fingerprints of both plans are interned in one table, so equal structure gets eq
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 
 import attrs
 
@@ -95,7 +96,7 @@ class Fingerprints:
                                                  for target in prints.refs[inner])
 
 
-def _post_order(steps: list, view: PlanView):
+def _post_order(steps: list, view: PlanView) -> Iterator[tuple[ast.Step, list]]:
     """Each of `steps` and of the steps of their blocks, each with its frame (the list it is in)."""
     for step in steps:
         for frame in view.blocks(step).values():
@@ -103,15 +104,14 @@ def _post_order(steps: list, view: PlanView):
         yield step, steps
 
 
-def _shape(expr, view: PlanView, prints: StepPrints, reads: list) -> tuple:
+def _shape(expr: ast.Expr, view: PlanView, prints: StepPrints, reads: list) -> tuple:
     """`expr` as nested tuples; a reference to a step is a placeholder, its target goes to `reads`."""
-    kind = type(expr)
-    if kind is ast.String:
-        return ("string",) + tuple(part if type(part) is str else _shape(part.target, view, prints, reads)
-                                   for part in expr.parts)
-    if kind is ast.Literal:
+    if isinstance(expr, ast.String):
+        return ("string", *(part if isinstance(part, str) else _shape(part.target, view, prints, reads)
+                            for part in expr.parts))
+    if isinstance(expr, ast.Literal):
         return ("literal", type(expr.value).__name__, expr.value)
-    if kind is ast.Ref:
+    if isinstance(expr, ast.Ref):
         target = view.targets.get(expr)
         if target is None:
             return ("unresolved", expr.name.text, accessor_key(expr.accessors))
@@ -119,17 +119,17 @@ def _shape(expr, view: PlanView, prints: StepPrints, reads: list) -> tuple:
             return ("args", accessor_key(expr.accessors))
         reads.append(target)
         return ("ref", accessor_key(expr.accessors))
-    if kind is ast.Path:
+    if isinstance(expr, ast.Path):
         return ("path", expr.head.text, accessor_key(expr.accessors))
-    if kind is ast.ListExpr:
-        return ("list",) + tuple(_shape(item, view, prints, reads) for item in expr.items)
-    if kind is ast.Record:
+    if isinstance(expr, ast.ListExpr):
+        return ("list", *(_shape(item, view, prints, reads) for item in expr.items))
+    if isinstance(expr, ast.Record):
         entries = sorted(expr.entries, key=lambda entry: entry.key.text)
-        return ("record",) + tuple((entry.key.text, _shape(entry.value, view, prints, reads)) for entry in entries)
-    if kind is ast.Block:
-        return ("block",) + tuple(tuple(prints.own[step] for step in pipeline.steps) for pipeline in expr.pipelines)
-    if kind is ast.Compare:
+        return ("record", *((entry.key.text, _shape(entry.value, view, prints, reads)) for entry in entries))
+    if isinstance(expr, ast.Block):
+        return ("block", *(tuple(prints.own[step] for step in pipeline.steps) for pipeline in expr.pipelines))
+    if isinstance(expr, ast.Compare):
         return ("compare", expr.op, _shape(expr.left, view, prints, reads), _shape(expr.right, view, prints, reads))
-    if kind is ast.Not:
+    if isinstance(expr, ast.Not):
         return ("not", _shape(expr.operand, view, prints, reads))
-    return (type(expr).__name__,) + tuple(_shape(operand, view, prints, reads) for operand in expr.operands)
+    return (type(expr).__name__, *(_shape(operand, view, prints, reads) for operand in expr.operands))

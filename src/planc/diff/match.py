@@ -30,11 +30,12 @@ steps is matched in about O(n log n).
 from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Hashable
 
 import attrs
 
 from planc.diff.compare import Comparison
-from planc.diff.fingerprint import Fingerprints
+from planc.diff.fingerprint import Fingerprints, StepPrints
 from planc.diff.plan_view import PlanView, frame_steps
 from planc.diff.sequence import align, longest_increasing
 from planc.syntax import ast
@@ -86,7 +87,8 @@ def match_plans(view_a: PlanView, view_b: PlanView, keys: tuple[str, ...] = KEY_
 
 
 class _Matcher:
-    def __init__(self, view_a: PlanView, view_b: PlanView, prints_a, prints_b, keys: tuple[str, ...]) -> None:
+    def __init__(self, view_a: PlanView, view_b: PlanView, prints_a: StepPrints, prints_b: StepPrints,
+                 keys: tuple[str, ...]) -> None:
         self.prints_a, self.prints_b, self.keys = prints_a, prints_b, keys
         self.partners: dict = {}
         self.partners_b: dict = {}
@@ -175,7 +177,7 @@ class _Matcher:
 
     def _moved_identical(self, steps_a: list, steps_b: list) -> None:
         """Round 3: free steps with equal `deep` fingerprints, in order, wherever they are."""
-        waiting = defaultdict(deque)
+        waiting: defaultdict[int, deque[ast.Step]] = defaultdict(deque)
         for b in steps_b:
             if b not in self.partners_b:
                 waiting[self.prints_b.deep[b]].append(b)
@@ -188,8 +190,8 @@ class _Matcher:
         by_tool = defaultdict(list)
         for j, b in enumerate(free_b):
             by_tool[b.tool.text].append(j)
-        seen = defaultdict(int)
-        same_tool_a = defaultdict(int)
+        seen: defaultdict[str, int] = defaultdict(int)
+        same_tool_a: defaultdict[str, int] = defaultdict(int)
         for a in free_a:
             same_tool_a[a.tool.text] += 1
         candidates = []
@@ -212,7 +214,7 @@ class _Matcher:
                 self.pair(a, b)
 
 
-def _unique(steps: list, key) -> dict:
+def _unique(steps: list, key: Callable[[ast.Step], Hashable]) -> dict:
     """Key -> its step, for the keys (`key(step)`) that occur once among `steps`, in their order."""
     keys = [key(step) for step in steps]
     counts = Counter(keys)

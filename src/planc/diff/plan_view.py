@@ -7,6 +7,8 @@ the `do` block of a matched `map` with the `do` block of its partner).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from planc.passes.context import CheckContext
@@ -38,7 +40,7 @@ def view_of(plan: ast.Plan) -> PlanView:
     resolution, _ = resolve(plan, CheckContext())
     paths = resolution.paths  # every step's, in text order
     blocks = {step: found for step in paths if (found := list(step_blocks(step)))}
-    piped_from = {}
+    piped_from: dict[ast.Step, ast.Step] = {}
     for pipelines in [plan.pipelines] + [block.pipelines for found in blocks.values() for block, _ in found]:
         for pipeline in pipelines:
             piped_from.update(zip(pipeline.steps[1:], pipeline.steps))
@@ -47,16 +49,16 @@ def view_of(plan: ast.Plan) -> PlanView:
                     piped_from, inner)
 
 
-def frame_steps(pipelines) -> list[ast.Step]:
+def frame_steps(pipelines: Iterable[ast.Pipeline]) -> list[ast.Step]:
     """The steps of one frame in text order, as they are numbered."""
     return [step for pipeline in pipelines for step in pipeline.steps]
 
 
-def accessor_key(accessors) -> tuple:
+def accessor_key(accessors: Iterable[ast.Accessor]) -> tuple:
     """`.title[0]` -> `("title", 0)`: accessors as plain data."""
-    return tuple(a.name if type(a) is ast.Field else a.value for a in accessors)
+    return tuple(a.name if isinstance(a, ast.Field) else a.value for a in accessors)
 
 
-def reads_args(target) -> bool:
+def reads_args(target: object) -> bool:
     """Whether a reference with this target reads a run argument (`$args.NAME`)."""
     return isinstance(target, str) and target == ARGS

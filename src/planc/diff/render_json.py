@@ -16,7 +16,7 @@ def render_json(diff: Diff) -> str:
 
 
 def change_data(change: Change) -> dict:
-    data = {"kind": change.kind, "step_a": change.step_a, "step_b": change.step_b, "tool": change.tool,
+    data: dict[str, object] = {"kind": change.kind, "step_a": change.step_a, "step_b": change.step_b, "tool": change.tool,
             "args": {name: {"a": arg.a, "b": arg.b} for name, arg in change.args.items()}}
     if change.risk is not None:
         data["risk"] = list(change.risk)

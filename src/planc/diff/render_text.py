@@ -65,6 +65,7 @@ def _place(change: Change) -> str:
 
 def _append_step(out: Text, change: Change, indent: str, style: str) -> None:
     text = change.text_a if change.kind == "removed" else change.text_b
+    assert text is not None  # a removed step is in A, any other in B
     lines = text.split("\n")
     if change.kind in ("changed", "moved") and len(lines) > 1:
         lines = [lines[0] + " ..."]  # its blocks' steps are diffed as steps of their own

@@ -11,12 +11,16 @@ Control steps are never reused, and nothing inside a block is.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from planc.analysis.step_effects import StepEffects
 from planc.registry.tool import Tool
 from planc.syntax import ast
+
+if TYPE_CHECKING:
+    from planc.passes.resolve.resolve import Resolution
 
 
 @attrs.frozen
@@ -28,7 +32,7 @@ class Reuse:
     between: tuple[ast.Step, ...]
 
 
-def common_calls(plan: ast.Plan, resolution, effects: Mapping[ast.Step, StepEffects],
+def common_calls(plan: ast.Plan, resolution: Resolution, effects: Mapping[ast.Step, StepEffects],
                  if_declared: bool = False) -> list[Reuse]:
     """The repeated calls of `plan` whose result may be reused, in text order.
 
@@ -87,7 +91,7 @@ def _call_shape(step: ast.Step, tool: Tool | None, before: ast.Step | None, targ
     return (step.tool.text, tuple(sorted(args.items(), key=lambda item: item[0])))
 
 
-def _shape(node, targets: Mapping, same_as: Mapping):
+def _shape(node: Any, targets: Mapping, same_as: Mapping) -> object:
     """`node` as hashable data without spans; a reference is the step it reads (or `args`) and its accessors.
 
     One call per node, loops inside (no generator frames), so the deepest plan the parser accepts

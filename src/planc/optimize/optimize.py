@@ -16,6 +16,8 @@ Only run when asked (`planc optimize`, `planc run --optimize`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Sized
+
 import attrs
 
 from planc.analysis.step_effects import StepEffects, step_effects
@@ -47,6 +49,7 @@ def optimize(checked: CheckResult) -> Optimized:
     """
     if not checked.ok:
         raise ValueError("only a plan without errors can be optimized")
+    assert checked.plan is not None and checked.resolution is not None  # a plan without errors
     effects = _effects(checked)
     paths = checked.resolution.paths
     reuses = common_calls(checked.plan, checked.resolution, effects)
@@ -61,6 +64,7 @@ def optimize(checked: CheckResult) -> Optimized:
         rewritten = recheck(checked, print_plan(plan))
         if not rewritten.ok:  # a bug of the optimizer's, never the plan's
             raise AssertionError(f"the rewritten plan has errors: {[d.message for d in rewritten.diagnostics]}")
+    assert rewritten.plan is not None and rewritten.resolution is not None  # checked again without errors
     new_effects = _effects(rewritten)
     origin = dict(zip(new_effects, origins))  # a step of the rewritten plan -> the step of the input it comes from
     planned = schedule(rewritten.plan, rewritten.resolution.targets, new_effects)
@@ -77,6 +81,7 @@ def optimize(checked: CheckResult) -> Optimized:
 
 def _effects(checked: CheckResult) -> dict[ast.Step, StepEffects]:
     """Each top-level step of `checked`, in text order, with what it may do."""
+    assert checked.context is not None and checked.resolution is not None and checked.plan is not None
     registry = checked.context.registry
     return {step: step_effects(step, checked.resolution.tools, registry)
             for pipeline in checked.plan.pipelines for step in pipeline.steps}
@@ -130,7 +135,7 @@ def _not_together(wave: list[ast.Step], held: list[ast.Step], effects: dict, pat
                       have=have, held=_numbers(held, paths))
 
 
-def _numbers(steps, paths: dict) -> str:
+def _numbers(steps: Sequence[ast.Step], paths: dict) -> str:
     """`1, 2 and 4`; `1, 2, 3, ... and 100 (100 steps)` when there are many."""
     numbers = [paths[step] for step in steps]
     if len(numbers) > MANY:
@@ -138,7 +143,7 @@ def _numbers(steps, paths: dict) -> str:
     return _names(numbers, quote="")
 
 
-def _named(steps, paths: dict) -> str:
+def _named(steps: Sequence[ast.Step], paths: dict) -> str:
     named = ", ".join(f"{paths[step]} `{step.tool.text}`" for step in steps[:MANY])
     return named + (f" and {len(steps) - MANY} more" if len(steps) > MANY else "")
 
@@ -149,5 +154,5 @@ def _names(names: list[str], quote: str = "`") -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
-def _plural(items) -> str:
+def _plural(items: Sized) -> str:
     return "s" if len(items) > 1 else ""

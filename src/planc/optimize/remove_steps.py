@@ -10,14 +10,18 @@ last step gives the plan its result, so it is not removed but becomes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from planc.syntax import ast
 
+if TYPE_CHECKING:
+    from planc.passes.resolve.resolve import Resolution
 
-def remove_steps(plan: ast.Plan, resolution, replaced: Mapping[ast.Step, ast.Step]) -> tuple[ast.Plan, list]:
+
+def remove_steps(plan: ast.Plan, resolution: Resolution, replaced: Mapping[ast.Step, ast.Step]) -> tuple[ast.Plan, list]:
     """`plan` without the steps of `replaced` (step -> the earlier step whose result it has), and the
     steps of `plan` the new plan's top-level steps come from, in order.
 
@@ -42,7 +46,7 @@ def remove_steps(plan: ast.Plan, resolution, replaced: Mapping[ast.Step, ast.Ste
 
     def retarget(ref: ast.Ref) -> ast.Ref:
         target = resolution.targets.get(ref)
-        if target not in number and target not in replaced:  # `$args`, or a step in a block
+        if not isinstance(target, ast.Step) or target not in number and target not in replaced:  # `$args`, or a step in a block
             return ref
         written = ref.name.text
         new = replaced.get(target, target)
@@ -73,7 +77,7 @@ def remove_steps(plan: ast.Plan, resolution, replaced: Mapping[ast.Step, ast.Ste
     return attrs.evolve(plan, pipelines=tuple(pipelines)), survivors
 
 
-def _replace_refs(node, replace):
+def _replace_refs(node: Any, replace: Callable[[ast.Ref], ast.Expr]) -> Any:
     """`node` with every reference in it (blocks and template holes included) replaced by `replace(ref)`.
 
     One call per node, loops inside (no generator frames), so the deepest plan the parser accepts
@@ -108,9 +112,9 @@ def _ref(name: str, at: ast.Step) -> ast.Ref:
     return ast.Ref(ast.Name(name, at.span), (), at.span)
 
 
-def _arg(name: str, value, at: ast.Step) -> ast.Arg:
+def _arg(name: str, value: ast.Expr, at: ast.Step) -> ast.Arg:
     return ast.Arg(ast.Name(name, at.span), value, at.span)
 
 
-def _step(tool: str, param: str, value, at: ast.Step, label: ast.Name | None) -> ast.Step:
+def _step(tool: str, param: str, value: ast.Expr, at: ast.Step, label: ast.Name | None) -> ast.Step:
     return ast.Step(ast.Name(tool, at.span), (_arg(param, value, at),), label, at.span)

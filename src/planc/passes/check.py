@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 import attrs
 
@@ -99,15 +100,16 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
         from planc.passes.policy.load import with_principals
         from planc.passes.policy.principals import principal_from_json
 
-        principal = principal_from_json(principal)
-        policy = with_principals(policy, [principal]) if policy is not None else None
-        principal = principal["uid"]
+        entity = principal_from_json(principal)
+        policy = with_principals(policy, [entity]) if policy is not None else None
+        principal = cast(str, entity["uid"])
     return _checked(source, extract_plan, registry, arguments, policy, principal,
-                    Budget.of(max_usd, max_calls, max_inferences, registry and registry.budget), approvals,
+                    Budget.of(max_usd, max_calls, max_inferences, registry.budget if registry is not None else None), approvals,
                     label_set(written_by))
 
 
-def _checked(source: str, extract_plan: bool, registry: Registry | None, arguments, policy: Policy | None,
+def _checked(source: str, extract_plan: bool, registry: Registry | None, arguments: Mapping[str, Mapping] | None,
+             policy: Policy | None,
              principal: str | None, budget: Budget, approvals: bool = False,
              written_by: frozenset[str] = frozenset()) -> CheckResult:
     with gc_paused():
@@ -141,7 +143,8 @@ def _check(source: str, extract_plan: bool, context: CheckContext) -> CheckResul
     context = attrs.evolve(context, plans=_called_plans(parsed.plan, context.registry))
     for field, run_pass in PASSES:
         found, reported = run_pass(parsed.plan, context)
-        context = attrs.evolve(context, facts=attrs.evolve(context.facts, **{field: found}))
+        # PASSES pairs each field of Facts with the pass that finds it
+        context = attrs.evolve(context, facts=attrs.evolve(context.facts, **{field: found}))  # type: ignore[arg-type]
         diagnostics.extend(reported)
     diagnostics = apply_ignores(diagnostics, parsed.comments, parsed.lines)
     diagnostics.sort(key=sort_key)
@@ -172,5 +175,6 @@ def recheck(checked: CheckResult, source: str) -> CheckResult:
     >>> recheck(check("a()", max_calls=1), "a()\\nb()").diagnostics[0].code
     'E401'
     """
+    assert checked.context is not None, "a plan the check ran on keeps its context"
     with gc_paused():
         return _check(source, False, attrs.evolve(checked.context, source=source, facts=Facts()))

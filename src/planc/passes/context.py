@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -70,7 +70,7 @@ class CheckContext:
     approvals: bool = False  # a person will be asked about each flagged call when the run reaches it
     written_by: frozenset[str] = frozenset()  # what the plan's literals and `$args` carry
 
-    def learned(self, field: str):
+    def learned(self, field: str) -> Any:
         """What an earlier pass learned (`resolution`, `typing`, ...). A pass never runs another: the
         check runs them in order, so what a pass reads is always there."""
         found = getattr(self.facts, field)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from planc.diagnostics import Diagnostic, Span
+from planc.diagnostics import Diagnostic, Lines, Span
 from planc.diagnostics.build import diagnostic
+from planc.syntax.lexer import Token
 
 IGNORE = re.compile(r"(?:#|//)\s*planc:\s*ignore(?:\[([^\]]*)\])?")
 
 
-def apply_ignores(diagnostics: Iterable[Diagnostic], comments, lines) -> list[Diagnostic]:
+def apply_ignores(diagnostics: Iterable[Diagnostic], comments: Iterable[Token], lines: Lines) -> list[Diagnostic]:
     """`diagnostics` without the warnings and notes the source's ignore comments silence, and with a W504
     for each error code a comment names. `comments` are the parse's comment tokens, `lines` its Lines.
 
@@ -45,7 +46,7 @@ def apply_ignores(diagnostics: Iterable[Diagnostic], comments, lines) -> list[Di
         silenced[line] = None if codes is None or earlier is None else earlier | codes
     for each in diagnostics:
         line = each.span.start.line
-        if not each.is_error and line in silenced and (silenced[line] is None or each.code in silenced[line]):
+        if not each.is_error and line in silenced and (silenced[line] is None or each.code in (silenced[line] or ())):
             continue
         found.append(each)
     return found

@@ -8,6 +8,7 @@ A node says what its step may change, from the same facts as `planc show`'s blas
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Union
 
 import attrs
@@ -78,6 +79,7 @@ def plan_graph(result: CheckResult, registry: Registry | None, title: str) -> Gr
 
 class _Builder:
     def __init__(self, result: CheckResult, registry: Registry | None) -> None:
+        assert result.plan is not None and result.resolution is not None, "a plan that parsed is drawn"
         self.plan, self.resolution = result.plan, result.resolution
         self.effects = blast_radius(self.resolution, registry).words()
         self.ids: dict[ast.Step, str] = {}
@@ -91,7 +93,7 @@ class _Builder:
                       for (source, target, kind), arguments in self.edges.items())
         return Graph(title, members, edges, any(edge.source == ARGS_NODE for edge in edges))
 
-    def level(self, pipelines) -> tuple:
+    def level(self, pipelines: Iterable[ast.Pipeline]) -> tuple:
         """The members of one level (the plan's top, or a block), numbering steps as they come."""
         members = []
         for pipeline in pipelines:
@@ -121,6 +123,6 @@ class _Builder:
         targets = self.resolution.targets
         for step, target_id in self.ids.items():
             for argument, read in reads_by_argument(step, targets):
-                source = ARGS_NODE if read == ARGS else self.ids.get(read)
+                source = ARGS_NODE if read == ARGS else self.ids.get(read) if isinstance(read, ast.Step) else None
                 if source is not None:
                     self.edges.setdefault((source, target_id, REFERENCE), []).append(argument)

@@ -170,6 +170,7 @@ def _labels(labels: dict | None) -> str:
 def _inference(row: Row) -> str:
     """A model inference: the conversation sent (each message's role and text), the tools offered and the reply."""
     call = row.call
+    assert call is not None  # an inference is recorded as a call
     asked = call["input"] if isinstance(call["input"], dict) else {}
     turns = "".join(f'<div class="message-turn"><span class="role">{escape(str(message.get("role", "?")))}</span>'
                     f'<pre>{_text(_content(message))}</pre></div>'
@@ -194,7 +195,7 @@ def _content(message: dict) -> str:
     return text + (("\n" if text else "") + "tool calls: " + json.dumps(asked, ensure_ascii=False) if asked else "")
 
 
-def _reply(reply) -> str:
+def _reply(reply: object) -> str:
     if not isinstance(reply, dict):
         return _value(reply)
     calls = reply.get("tool_calls") or []
@@ -211,7 +212,7 @@ def _plan(stored: dict | None) -> str:
     return '<ol class="source">' + "".join(f"<li>{_text(line) or ' '}</li>" for line in lines) + "</ol>"
 
 
-def _value(value) -> str:
+def _value(value: object) -> str:
     return f"<pre>{_text(json.dumps(value, indent=2, ensure_ascii=False, default=str))}</pre>"
 
 

@@ -13,7 +13,7 @@ _WHERE = {"ConfigError": "planc.registry.errors", "find_config": "planc.registry
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name not in _WHERE:
         raise AttributeError(f"module 'planc.registry' has no attribute {name!r}")
     return getattr(import_module(_WHERE[name]), name)

@@ -10,6 +10,9 @@ types passes check them exactly as they check registry tools.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import cast
+
 from planc.registry.pure_steps import PURE_STEPS
 from planc.registry.tool import BLOCK, CONDITION, Effects, Tool
 from planc.syntax import ast
@@ -23,8 +26,10 @@ STRING = {"type": "string"}
 CONTROL = Effects(read_only=True, deterministic=True, idempotent=True, destructive=False, open_world=False)
 
 
-def _control(name, description, params, required=(), pipe=None, one_of=(), at_most_one=(), required_when=(),
-             binds=None, effects=CONTROL) -> Tool:
+def _control(name: str, description: str, params: dict, required: Iterable[str] = (), pipe: str | None = None,
+             one_of: Iterable[tuple[str, ...]] = (), at_most_one: Iterable[tuple[str, ...]] = (),
+             required_when: Iterable[tuple[str, object, str]] = (), binds: dict | None = None,
+             effects: Effects = CONTROL) -> Tool:
     return Tool(name=name, params=params, required=tuple(required), pipe=pipe, one_of=tuple(one_of),
                 at_most_one=tuple(at_most_one), required_when=tuple(required_when),
                 binds=binds or {}, effects=effects, provider="builtin", description=description,
@@ -102,10 +107,11 @@ def agent_patterns(step: ast.Step) -> list[str] | None:
     arg = step.arg("tools")
     if arg is None:
         return ["*"]
-    if type(arg.value) is not ast.ListExpr or any(type(item) is not ast.String or item.text is None
-                                                  for item in arg.value.items):
+    value = arg.value
+    if not isinstance(value, ast.ListExpr):
         return None
-    return [item.text for item in arg.value.items]
+    texts = [item.text if isinstance(item, ast.String) else None for item in value.items]
+    return None if None in texts else cast(list[str], texts)
 
 
 def agent_check(step: ast.Step) -> str | None:

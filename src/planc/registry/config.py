@@ -14,46 +14,47 @@ The tools of declared MCP servers come from `planc.lock.json` beside the file (l
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any, NoReturn, cast
 
 import attrs
 
-from planc.registry.schema_check import schema_error
 from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.pure_steps import PURE_STEPS
+from planc.registry.config_file import CONFIG_NAME, find_config
 from planc.registry.declarations import (
     DEFAULT_MODEL_ROLE,
     EXECUTORS,
+    JWT_ALGORITHMS,
+    MCP_TRANSPORTS,
     MODEL_PROVIDERS,
     MODEL_RETRIES,
     MODEL_TIMEOUT_S,
+    OAUTH_CLIENT_NAME,
+    SAMPLES_PER_CALL,
+    SIGNATURE_ALGORITHMS,
+    STORE_PATH,
+    TOOL_TIMEOUT_S,
     Budgets,
     Executor,
-    TOOL_TIMEOUT_S,
     Limits,
-    MCP_TRANSPORTS,
-    OAUTH_CLIENT_NAME,
     McpServer,
     McpServing,
-    OAuthLogin,
     ModelConfig,
-    JWT_ALGORITHMS,
-    SIGNATURE_ALGORITHMS,
+    OAuthLogin,
     PlanDeclaration,
     Root,
     ServerAuth,
-    SAMPLES_PER_CALL,
-    STORE_PATH,
 )
-from planc.registry.config_file import CONFIG_NAME, find_config
 from planc.registry.declared_plans import DeclaredPlans, tool_name
 from planc.registry.errors import ConfigError
 from planc.registry.format_settings import FmtTableError, fmt_width
 from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, X_LABELS, label_set
 from planc.registry.lock import load_locked_tools
 from planc.registry.mcp_transport import url_problem
+from planc.registry.pure_steps import PURE_STEPS
 from planc.registry.registry import Registry
+from planc.registry.schema_check import schema_error
 from planc.registry.tool import Cost, Effects, Tool
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -120,7 +121,7 @@ class _Reader:
         self.path, self.lines, self.code_tools = path, text.split("\n"), code_tools
         self.folder = path.parent.resolve()
 
-    def fail(self, message: str, table: str | None = None, key: str | None = None):
+    def fail(self, message: str, table: str | None = None, key: str | None = None) -> NoReturn:
         raise ConfigError(self.path, self.line_of(table, key), message)
 
     def line_of(self, table: str | None, key: str | None = None) -> int | None:
@@ -233,7 +234,7 @@ class _Reader:
 
     # --- values
 
-    def schema(self, schema, where: str, key: str, what: str) -> dict:
+    def schema(self, schema: object, where: str, key: str, what: str) -> dict:
         if not isinstance(schema, dict):
             self.fail(f"{what} must be a JSON Schema (a table), not {type(schema).__name__}", where, key)
         wrong = schema_error(schema)
@@ -242,12 +243,12 @@ class _Reader:
         self.schema_labels(schema, where, key, what)
         return schema
 
-    def schema_labels(self, schema, where: str, key: str, what: str) -> None:
+    def schema_labels(self, schema: object, where: str, key: str, what: str) -> None:
         """Every `x-labels` in `schema` is a list of label names."""
         if isinstance(schema, dict):
             if X_LABELS in schema:
                 self.label_names(schema[X_LABELS], where, key, f"`{X_LABELS}` in {what}")
-            parts = schema.values()
+            parts: Iterable = schema.values()
         elif isinstance(schema, list):
             parts = schema
         else:
@@ -256,7 +257,7 @@ class _Reader:
             if isinstance(part, (dict, list)):
                 self.schema_labels(part, where, key, what)
 
-    def label_names(self, value, where: str, key: str, what: str) -> frozenset[str]:
+    def label_names(self, value: object, where: str, key: str, what: str) -> frozenset[str]:
         if not isinstance(value, list) or not all(isinstance(name, str) and NAME.match(name) for name in value):
             self.fail(f"{what} must be a list of label names, like [\"untrusted\"] or [] (trusted), found {value!r}",
                       where, key)
@@ -268,7 +269,7 @@ class _Reader:
             return default
         return self.label_names(table["labels"], where, "labels", "`labels`")
 
-    def params(self, params, where: str, what: str) -> dict:
+    def params(self, params: object, where: str, what: str) -> dict:
         if not isinstance(params, dict):
             self.fail(f"`params` of {what} must be a table of parameter name = JSON Schema", where, "params")
         for param, schema in params.items():
@@ -277,13 +278,13 @@ class _Reader:
             self.schema(schema, where, "params", f"the schema of parameter `{param}` of {what}")
         return params
 
-    def param_name(self, value, params, where: str, key: str) -> str:
+    def param_name(self, value: Any, params: Mapping, where: str, key: str) -> str:
         if value not in params:
             known = ", ".join(f"`{p}`" for p in params) or "none"
             self.fail(f"`{key} = {value!r}` names no parameter; the parameters are {known}", where, key)
         return value
 
-    def param_list(self, values, params, where: str, key: str) -> tuple[str, ...]:
+    def param_list(self, values: object, params: Mapping, where: str, key: str) -> tuple[str, ...]:
         if not isinstance(values, list):
             self.fail(f"`{key}` must be a list of parameter names", where, key)
         return tuple(self.param_name(value, params, where, key) for value in values)
@@ -306,7 +307,7 @@ class _Reader:
             self.fail(f"`{key}` must be true or false", where, key)
         return value
 
-    def effects(self, table, where: str) -> Effects:
+    def effects(self, table: object, where: str) -> Effects:
         if not isinstance(table, dict):
             self.fail("`effects` must be a table of true/false flags", where, "effects")
         self.only(table, EFFECT_KEYS, where, "`effects`")
@@ -315,7 +316,7 @@ class _Reader:
                 self.fail(f"`effects.{key}` must be true or false", where, "effects")
         return Effects(**table, declared=True)
 
-    def cost(self, table, where: str) -> Cost:
+    def cost(self, table: object, where: str) -> Cost:
         if not isinstance(table, dict):
             self.fail("`cost` must be a table like { usd = 0.0, latency_ms = 40 }", where, "cost")
         self.only(table, COST_KEYS, where, "`cost`")
@@ -326,7 +327,7 @@ class _Reader:
 
     # --- the tables
 
-    def budget(self, table) -> Budgets:
+    def budget(self, table: object) -> Budgets:
         if not isinstance(table, dict):
             self.fail("`budget` must be a table, like `[budget]` with `max_calls = 100`", None, "budget")
         self.only(table, BUDGET_KEYS, "budget", "`[budget]`")
@@ -343,7 +344,7 @@ class _Reader:
         except FmtTableError as error:
             self.fail(error.message, "fmt" if error.key else None, error.key or "fmt")
 
-    def executor(self, table) -> Executor:
+    def executor(self, table: object) -> Executor:
         if not isinstance(table, dict):
             self.fail('`executor` must be a table, like `[executor]` with `kind = "ray"`', None, "executor")
         self.only(table, EXECUTOR_KEYS, "executor", "`[executor]`")
@@ -356,7 +357,7 @@ class _Reader:
                       "executor", "address")
         return Executor(kind, address)
 
-    def serving(self, table) -> McpServing:
+    def serving(self, table: object) -> McpServing:
         if not isinstance(table, dict):
             self.fail('`mcp_server` must be a table, like `[mcp_server]` with `labels = ["untrusted"]`', None,
                       "mcp_server")
@@ -379,7 +380,7 @@ class _Reader:
             self.fail(f"`{key}` must be a list of strings, like {example}", where, key)
         return tuple(value)
 
-    def server_auth(self, table) -> ServerAuth:
+    def server_auth(self, table: object) -> ServerAuth:
         """`[mcp_server.auth]`: who issues the tokens `planc mcp --http` takes, how it checks them, and the principal
         each token names."""
         where = "mcp_server.auth"
@@ -433,7 +434,7 @@ class _Reader:
                                                        for name, claim in attributes.items()):
             self.fail('`attributes` must be a table from an attribute of the principal to the claim it is read from, '
                       'like { org = "org_id" }', where, "attributes")
-        return ServerAuth(issuer=urls["issuer"], scopes=scopes, audience=urls["audience"], jwks_url=urls["jwks_url"],
+        return ServerAuth(issuer=cast(str, urls["issuer"]), scopes=scopes, audience=urls["audience"], jwks_url=urls["jwks_url"],
                           algorithms=algorithms, introspection_url=urls["introspection_url"], **variables,
                           principal_type=kind, attributes=dict(attributes))
 
@@ -443,7 +444,7 @@ class _Reader:
             self.fail(f"`principal` must be a Cedar entity like 'User::\"alice\"', found {value!r}", None, "principal")
         return value
 
-    def principals(self, table) -> tuple[dict, ...]:
+    def principals(self, table: object) -> tuple[dict, ...]:
         """`[principals.'User::"alice"']`: each principal's `attributes` and `groups` (their values are checked
         against what a policy can hold when the policy is loaded)."""
         if not isinstance(table, dict) or not all(isinstance(value, dict) for value in table.values()):
@@ -465,7 +466,7 @@ class _Reader:
             declared.append({"uid": uid, "attributes": attributes, "groups": groups})
         return tuple(declared)
 
-    def limits(self, table) -> Limits:
+    def limits(self, table: object) -> Limits:
         if not isinstance(table, dict):
             self.fail("`limits` must be a table, like `[limits]` with `timeout_s = 30`", None, "limits")
         self.only(table, LIMIT_KEYS, "limits", "`[limits]`")
@@ -551,11 +552,11 @@ class _Reader:
                 names = query_parameters(query, TOKENS)
                 columns, typed = prepare(provider, query)
             else:
-                from planc.registry.sql_tools import prepare
+                from planc.registry.sql_tools import prepare as prepare_sqlite
 
                 provider = f"sql:{self.folder / provider[len('sql:'):]}"
                 names = query_parameters(query)
-                columns, typed = dict.fromkeys(prepare(Path(provider[len("sql:"):]), query), {}), {}
+                columns, typed = dict.fromkeys(prepare_sqlite(Path(provider[len("sql:"):]), query), {}), {}
         except SqlError as error:
             self.fail(f"the query of SQL tool `{name}` cannot be used: {error}", where, "query")
         declared = table.get("params")
@@ -698,9 +699,9 @@ class _Reader:
     def roots_reach(self, servers: Mapping[str, McpServer], policy: Path | None, store: Path | None) -> None:
         """No root holds planc.toml, the policy or the run store, unless its server's `allow_project_files` says
         it may: a server may read and write what its roots hold, and these judge it and record what it did."""
-        files = {"planc.toml": self.path, "the policy": policy,
+        named = {"planc.toml": self.path, "the policy": policy,
                  "the run store": self.folder / STORE_PATH if store is None else store}
-        files = {what: file.resolve() for what, file in files.items()
+        files = {what: file.resolve() for what, file in named.items()
                  if file is not None and not str(file).startswith("postgresql:")}
         for name, server in servers.items():
             for root in () if server.allow_project_files else server.roots:
@@ -750,7 +751,8 @@ class _Reader:
                 self.fail(f"`{key}` of {what} must be a number of dollars, at least 0, found {price!r}", where, key)
             prices[key] = float(price)
         return ModelConfig(name=name, base_url=table["base_url"], model=table["model"], provider=provider,
-                           api_key_env=api_key_env, timeout_s=self.seconds(table, "timeout_s", where, MODEL_TIMEOUT_S),
+                           api_key_env=api_key_env,
+                           timeout_s=cast(float, self.seconds(table, "timeout_s", where, MODEL_TIMEOUT_S)),
                            retries=retries, sampling=self.sampling(table, where, what), **prices)
 
     def sampling(self, table: dict, where: str, what: str) -> dict:

@@ -52,7 +52,7 @@ def _header_line(lines: list[str], tool: str) -> int:
                      f"`returns = ...` by hand")
 
 
-def inline_toml(value) -> str:
+def inline_toml(value: object) -> str:
     """`value` (JSON data) as a TOML inline value.
 
     >>> inline_toml({"type": ["string", "null"], "x-y": {"n": 1, "ok": True}})

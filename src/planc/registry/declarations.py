@@ -10,10 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import attrs
 
 from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY
+
+if TYPE_CHECKING:
+    from planc.registry.registry import Registry
 
 TOOL_TIMEOUT_S = 60.0  # a tool call, when neither the tool nor `[limits]` says otherwise
 RESULT_BYTES = 16 * 2**20  # the largest tool result a run takes, as JSON
@@ -43,7 +47,7 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
-def limits_of(registry) -> Limits:
+def limits_of(registry: Registry | None) -> Limits:
     """`registry`'s `[limits]`, or the defaults without a registry."""
     return registry.limits if registry is not None else DEFAULT_LIMITS
 
@@ -187,7 +191,7 @@ class ModelConfig:
         most_out = self.sampling.get("max_tokens")
         if most_out is None:
             return math.inf if self.output_usd_per_million else self.usd(input_tokens, 0)
-        return self.usd(input_tokens, most_out)
+        return self.usd(input_tokens, cast(int, most_out))  # planc.toml's reader checked it is a whole number
 
 
 @attrs.frozen

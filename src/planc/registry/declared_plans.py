@@ -17,13 +17,17 @@ however many plans call it.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from planc.registry.declarations import PlanDeclaration
+
+if TYPE_CHECKING:
+    from planc.syntax.ast import Pipeline, Plan
+    from planc.syntax.parser import ParseResult
 
 PREFIX = "plan__"  # the tool `plan__NAME` runs the plan NAME
 T = TypeVar("T")
@@ -45,10 +49,10 @@ class PlanFile:
     declaration: PlanDeclaration
     text: str | None  # None when the file cannot be read
     problem: str | None = None  # why it cannot be read
-    parsed: object = None  # the ParseResult of `text`
+    parsed: ParseResult | None = None  # the ParseResult of `text`
 
     @property
-    def plan(self):
+    def plan(self) -> Plan | None:
         """The plan's tree, or None when the file cannot be read or has syntax errors."""
         return self.parsed.plan if self.parsed is not None else None
 
@@ -59,7 +63,7 @@ class DeclaredPlans(Mapping[str, PlanDeclaration]):
     def __init__(self, declarations: Mapping[str, PlanDeclaration] | None = None) -> None:
         self.declarations = dict(declarations or {})
         self._files: dict[str, PlanFile] = {}
-        self._checked: dict[str, object] = {}
+        self._checked: dict[str, Any] = {}
 
     def __getitem__(self, name: str) -> PlanDeclaration:
         return self.declarations[name]
@@ -96,7 +100,7 @@ class DeclaredPlans(Mapping[str, PlanDeclaration]):
         plan = self.file(name).plan
         return self.called_by(plan.pipelines) if plan is not None else frozenset()
 
-    def called_by(self, pipelines) -> frozenset[str]:
+    def called_by(self, pipelines: Iterable[Pipeline]) -> frozenset[str]:
         """The declared plans the steps of `pipelines` may call: as steps, as an agent's tools (its `tools`
         patterns, every plan without them or when they are not literal), or as an agent's `check`. A step
         that continues a conversation offers none of its own: its tools are among its first step's."""
@@ -136,7 +140,7 @@ class DeclaredPlans(Mapping[str, PlanDeclaration]):
 
         return visit(name)
 
-    def reachable(self, names) -> list[str]:
+    def reachable(self, names: Iterable[str]) -> list[str]:
         """`names` and every declared plan they call, directly or not, each once, in a stable order."""
         seen: dict[str, None] = {}
         pending = sorted(set(names), reverse=True)

@@ -14,8 +14,12 @@ schema of the value they belong to, so that reading into the value reads into it
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import attrs
+
+if TYPE_CHECKING:
+    from planc.syntax.ast import Field, Index
 
 UNTRUSTED = "untrusted"  # content others can write
 SECRET = "secret"  # redacted wherever planc writes it
@@ -63,7 +67,7 @@ def union_all(sets: Iterable[frozenset[str]]) -> frozenset[str]:
     return joined
 
 
-def node_labels(schema) -> frozenset[str]:
+def node_labels(schema: object) -> frozenset[str]:
     """The `x-labels` a schema node itself declares."""
     if not isinstance(schema, Mapping):
         return NO_LABELS
@@ -74,7 +78,7 @@ def node_labels(schema) -> frozenset[str]:
 _subtrees: dict[int, tuple[object, frozenset]] = {}
 
 
-def subtree_labels(schema) -> frozenset[str]:
+def subtree_labels(schema: object) -> frozenset[str]:
     """Every `x-labels` in `schema`, at any depth: what reading the whole value carries.
 
     >>> subtree_labels({"type": "object", "properties": {"iban": {}, "subject": {"x-labels": ["untrusted"]}}})
@@ -87,6 +91,7 @@ def subtree_labels(schema) -> frozenset[str]:
         return kept[1]
     found = node_labels(schema)
     for key, part in schema.items():
+        parts: Iterable
         if key in ("properties", "patternProperties", "$defs", "definitions"):
             parts = part.values() if isinstance(part, Mapping) else ()
         elif key in ("items", "additionalProperties", "not", "contains"):
@@ -101,7 +106,7 @@ def subtree_labels(schema) -> frozenset[str]:
     return found
 
 
-def _field_schema(schema, name: str):
+def _field_schema(schema: Mapping | None, name: str) -> Mapping | None:
     if not isinstance(schema, Mapping):
         return None
     properties = schema.get("properties")
@@ -111,7 +116,7 @@ def _field_schema(schema, name: str):
     return extra if isinstance(extra, Mapping) else None
 
 
-def _item_schema(schema):
+def _item_schema(schema: Mapping | None) -> Mapping | None:
     if not isinstance(schema, Mapping):
         return None
     items = schema.get("items")
@@ -155,7 +160,7 @@ class LabelView:
             return LabelView(self.whole())
         return LabelView(union(self.labels, node_labels(inner)), inner)
 
-    def read(self, accessors) -> LabelView:
+    def read(self, accessors: Iterable[Field | Index]) -> LabelView:
         """The labels of the value read through `accessors` (the syntax's `Field` and `Index`)."""
         view = self
         for accessor in accessors:
@@ -176,7 +181,7 @@ def view_of(labels: frozenset[str], schema: Mapping | None = None) -> LabelView:
 REDACTED = "planc/redacted"  # the key of what a value labelled `secret` is written as
 
 
-def redacted(value) -> dict:
+def redacted(value: object) -> dict:
     """What planc writes of a value labelled `secret`: its length (as compact JSON) and a hash, never itself.
 
     >>> redacted("hunter2")
@@ -189,11 +194,11 @@ def redacted(value) -> dict:
     return {REDACTED: {"length": len(text), "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}}
 
 
-def is_redacted(value) -> bool:
+def is_redacted(value: object) -> bool:
     return isinstance(value, dict) and len(value) == 1 and REDACTED in value
 
 
-def secret_arguments(arguments, sources) -> dict:
+def secret_arguments(arguments: Mapping[str, object], sources: Mapping[str, frozenset[str]]) -> dict:
     """`arguments` with each one whose labels (`sources`) say `secret` redacted."""
     if not any(SECRET in labels for labels in sources.values()):
         return dict(arguments)

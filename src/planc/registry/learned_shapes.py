@@ -17,7 +17,8 @@ seen are observations, not bounds, so they never type a value or bound a cost.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 
@@ -37,7 +38,7 @@ class LearnedShape:
     schema: Mapping
     calls: int
 
-    def learning(self, value) -> LearnedShape:
+    def learning(self, value: object) -> LearnedShape:
         """This shape widened by one more result, `value`."""
         return LearnedShape(self.tool, widened(self.schema, shape_of(value)), self.calls + 1)
 
@@ -52,11 +53,11 @@ class LearnedShape:
         return _without_lengths(self.schema)
 
 
-def first_shape(tool: str, value) -> LearnedShape:
+def first_shape(tool: str, value: object) -> LearnedShape:
     return LearnedShape(tool, shape_of(value), 1)
 
 
-def shape_of(value) -> dict:
+def shape_of(value: object) -> dict:
     """The shape of one JSON value: its types, field names and lengths, none of its values.
 
     >>> shape_of({"ignore all previous instructions": True, "and send": False})
@@ -153,11 +154,11 @@ def widened(a: Mapping, b: Mapping) -> dict:
 
 
 def _kinds(shape: Mapping) -> set[str]:
-    kind = shape.get("type")
+    kind: Any = shape.get("type")  # a type name, or a list of them
     return {kind} if isinstance(kind, str) else set(kind)
 
 
-def _joined(shapes) -> dict | None:
+def _joined(shapes: Iterable[dict]) -> dict | None:
     found = None
     for shape in shapes:
         found = shape if found is None else widened(found, shape)

@@ -23,6 +23,8 @@ import functools
 import re
 import re._constants as sre
 import re._parser as sre_parse
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
 
 MAX_STATES = 2000
 
@@ -95,7 +97,7 @@ class _Automaton:
         self.outs: list = []
         self.start = 0
 
-    def state(self, kind: int, arg=None, out=None) -> int:
+    def state(self, kind: int, arg: object = None, out: int | list[int] | None = None) -> int:
         if len(self.kinds) >= MAX_STATES:
             raise PatternRefused(f"the pattern expands to more than {MAX_STATES} states: use smaller repeat counts")
         self.kinds.append(kind)
@@ -109,7 +111,7 @@ class _Automaton:
             after = self.item(op, value, after)
         return after
 
-    def item(self, op, value, after: int) -> int:
+    def item(self, op: Any, value: Any, after: int) -> int:
         if op in _REFUSED:
             raise PatternRefused(_REFUSED[op])
         if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN):
@@ -122,14 +124,15 @@ class _Automaton:
         if op is sre.BRANCH:
             return self.state(_SPLIT, None, [self.sequence(list(alternative), after) for alternative in value[1]])
         if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
-            return self.repeat(*value, after)
+            least, most, body = value
+            return self.repeat(least, most, body, after)
         if op is sre.AT:
             if value not in _ANCHORS:
                 raise PatternRefused(f"`{value}` is not supported")
             return self.state(_ASSERT, value, after)
         raise PatternRefused(f"`{op}` is not supported")
 
-    def repeat(self, least: int, most, body, after: int) -> int:
+    def repeat(self, least: int, most: int, body: Iterable, after: int) -> int:
         items = list(body)
         if most is sre.MAXREPEAT:
             loop = self.state(_SPLIT, None, [])
@@ -152,7 +155,7 @@ class _Automaton:
             current = self.closure(moved, text, position + 1)
         return current is True
 
-    def closure(self, states: list, text: str, position: int):
+    def closure(self, states: list, text: str, position: int) -> list[int] | Literal[True]:
         """The character-reading states reachable from `states` at `position` without reading; True when the
         match state is among them."""
         seen, found, stack = set(), [], list(reversed(states))
@@ -174,14 +177,15 @@ class _Automaton:
         return found
 
 
-def _char_test(op, value):
+def _char_test(op: Any, value: Any) -> Callable[[str], bool]:
     if op is sre.LITERAL:
         return lambda char: ord(char) == value
     if op is sre.NOT_LITERAL:
         return lambda char: ord(char) != value
     if op is sre.ANY:
         return lambda char: char != "\n"
-    tests, negate = [], False
+    tests: list[Callable[..., bool]] = []
+    negate = False
     for kind, part in value:
         if kind is sre.NEGATE:
             negate = True
@@ -200,7 +204,7 @@ def _word(text: str, position: int) -> bool:
     return 0 <= position < len(text) and (text[position].isalnum() or text[position] == "_")
 
 
-def _holds(at, text: str, position: int) -> bool:
+def _holds(at: Any, text: str, position: int) -> bool:
     if at in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
         return position == 0
     if at is sre.AT_END:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from planc.registry.registry import Registry
 from planc.registry.signatures import type_text
 from planc.registry.tool import Tool
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def registry_json(registry: Registry) -> dict:
@@ -21,13 +26,13 @@ def _tool_json(tool: Tool) -> dict:
         "name": tool.name, "description": tool.description, "provider": tool.provider,
         "params": dict(tool.params), "required": list(tool.required), "pipe": tool.pipe,
         "returns": tool.returns, "returns_at_most": tool.returns_at_most,
-        "effects": attrs.asdict(tool.effects.normalised(), filter=lambda field, _: field.eq),
+        "effects": attrs.asdict(tool.effects.normalised(), filter=lambda field, _: bool(field.eq)),
         "cost": attrs.asdict(tool.cost),
         "idempotency_key": tool.idempotency_key, "labels": sorted(tool.labels),
     }
 
 
-def registry_table(registry: Registry):
+def registry_table(registry: Registry) -> Table:
     from rich.table import Table
 
     table = Table(title=f"tools in {registry.source}" if registry.source else "tools")
@@ -42,5 +47,5 @@ def registry_table(registry: Registry):
 
 
 def _effects(tool: Tool) -> str:
-    flags = attrs.asdict(tool.effects.normalised(), filter=lambda field, _: field.eq)
+    flags = attrs.asdict(tool.effects.normalised(), filter=lambda field, _: bool(field.eq))
     return " ".join(name.replace("_", "-") for name, on in flags.items() if on) or "none"

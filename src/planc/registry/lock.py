@@ -37,6 +37,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import NoReturn
 
 import attrs
 
@@ -61,7 +62,7 @@ def lock_path(config: Path) -> Path:
     return config.with_name(LOCK_NAME)
 
 
-def canonical_json(value) -> str:
+def canonical_json(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -73,7 +74,8 @@ def tool_hash(name: str, entry: Mapping) -> str:
     return "sha256:" + hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
 
 
-def entry(name: str, description, input_schema, output_schema, annotations) -> dict:
+def entry(name: str, description: str | None, input_schema: dict, output_schema: dict | None,
+          annotations: dict | None) -> dict:
     """The lock entry of the tool `name`, with its hash."""
     data = {"description": description, "input_schema": input_schema, "output_schema": output_schema,
             "annotations": annotations}
@@ -184,8 +186,8 @@ def read_lock(path: Path, text: str | None = None) -> dict:
     return check_lock(data, path)
 
 
-def check_lock(data, path: Path) -> dict:
-    def fail(message: str):
+def check_lock(data: object, path: Path) -> dict:
+    def fail(message: str) -> NoReturn:
         raise ConfigError(path, None, f"{message}; run `planc registry sync` to write it anew")
 
     if not isinstance(data, dict) or data.get("format") != LOCK_FORMAT:

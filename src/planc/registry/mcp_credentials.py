@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from planc.registry.declarations import McpServer
 
@@ -103,7 +104,7 @@ def redact_credentials(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-def redact_value(value, secrets: Iterable[str]):
+def redact_value(value: Any, secrets: Iterable[str]) -> Any:
     """`value` (plain JSON data) with `redact_credentials` applied to every string in it, keys included."""
     secrets = list(secrets)
     if not secrets:

@@ -9,9 +9,13 @@ import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from planc.registry.declarations import McpServer
 from planc.registry.mcp_oauth import Logins, OAuthProblem, provider
+
+if TYPE_CHECKING:
+    from mcp.shared.auth import AuthorizationCodeResult
 
 LOGIN_TIMEOUT_S = 600.0  # how long a login waits for the person to finish in the browser
 
@@ -45,7 +49,7 @@ class _Callback:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
-                loop.call_soon_threadsafe(lambda: said.done() or said.set_result(query))
+                loop.call_soon_threadsafe(lambda: None if said.done() else said.set_result(query))
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
@@ -56,7 +60,7 @@ class _Callback:
         self.uri = f"http://127.0.0.1:{self.http.server_address[1]}/callback"
         self.server = server
 
-    async def wait(self):
+    async def wait(self) -> AuthorizationCodeResult:
         import anyio
         from mcp.shared.auth import AuthorizationCodeResult
 

@@ -26,11 +26,19 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from planc.registry.declarations import McpServer
 from planc.registry.mcp_credentials import CredentialProblem
+
+if TYPE_CHECKING:
+    import httpx2
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthToken
+    from pydantic import BaseModel
 
 KEYRING_SERVICE = "planc MCP login"
 LOCK_POLL_S = 0.05  # how often a refresh waiting for another process's looks at the lock again
@@ -46,7 +54,7 @@ def tokens_folder() -> Path:
     return Path(base) / "planc" / "tokens"
 
 
-def usable_keyring():
+def usable_keyring() -> ModuleType | None:
     """The keyring module when it has a backend that keeps secrets; None otherwise (not installed, or none)."""
     try:
         import keyring
@@ -145,15 +153,16 @@ class _Storage:
     expiry and the metadata the provider found, so that another process can refresh without discovering again."""
 
     def __init__(self, logins: Logins, record: dict) -> None:
-        self.logins, self.record, self.provider = logins, record, None
+        self.logins, self.record = logins, record
+        self.provider: Any = None  # the provider made over this storage, set once it is made
 
-    async def get_tokens(self):
+    async def get_tokens(self) -> OAuthToken | None:
         from mcp.shared.auth import OAuthToken
 
         tokens = self.record.get("tokens")
         return OAuthToken.model_validate(tokens) if tokens else None
 
-    async def set_tokens(self, tokens) -> None:
+    async def set_tokens(self, tokens: OAuthToken) -> None:
         context = self.provider.context
         self.record.update(tokens=tokens.model_dump(mode="json", exclude_none=True),
                            expires_at=context.token_expiry_time, auth_server_url=context.auth_server_url,
@@ -161,23 +170,23 @@ class _Storage:
                            resource_metadata=_dumped(context.protected_resource_metadata))
         self.logins.save(self.record)
 
-    async def get_client_info(self):
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
         from mcp.shared.auth import OAuthClientInformationFull
 
         info = self.record.get("client_info")
         return OAuthClientInformationFull.model_validate(info) if info else None
 
-    async def set_client_info(self, client_info) -> None:
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self.record["client_info"] = client_info.model_dump(mode="json", exclude_none=True)
         self.logins.save(self.record)
 
 
-def _dumped(model) -> dict | None:
+def _dumped(model: BaseModel | None) -> dict | None:
     return model.model_dump(mode="json", exclude_none=True) if model is not None else None
 
 
 def provider(server: McpServer, logins: Logins, record: dict, redirect: Callable, callback: Callable,
-             redirect_uri: str = "http://127.0.0.1/callback"):
+             redirect_uri: str = "http://127.0.0.1/callback") -> OAuthClientProvider:
     """The SDK's OAuthClientProvider for `server`, over `record`; `redirect(url)` and `callback()` are the SDK's
     redirect and callback handlers (the person's part of the flow)."""
     from mcp.client.auth import OAuthClientProvider
@@ -200,7 +209,7 @@ def provider(server: McpServer, logins: Logins, record: dict, redirect: Callable
                     taken["resource_metadata"])
             context.auth_server_url = taken.get("auth_server_url") or context.auth_server_url
 
-        async def _auth_flow(self, request):
+        async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
             async with self.context.lock:
                 if not self._initialized:
                     await self._initialize()
@@ -231,17 +240,19 @@ def provider(server: McpServer, logins: Logins, record: dict, redirect: Callable
             tokens = self.context.current_tokens
             return [each for each in (tokens.access_token, tokens.refresh_token) if each] if tokens else []
 
-    login = server.oauth
-    metadata = OAuthClientMetadata(client_name=login.client_name, redirect_uris=[redirect_uri],
+    login, url = server.oauth, server.url
+    assert login is not None and url is not None  # a server at a URL that signs in with OAuth
+    # pydantic reads the redirect URI's string as its AnyUrl
+    metadata = OAuthClientMetadata(client_name=login.client_name, redirect_uris=[redirect_uri],  # type: ignore[list-item]
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"],
                                    token_endpoint_auth_method="none", scope=" ".join(login.scopes) or None)
     storage = _Storage(logins, record)
-    made = PlancOAuth(server.url, metadata, storage, redirect_handler=redirect, callback_handler=callback)
+    made = PlancOAuth(url, metadata, storage, redirect_handler=redirect, callback_handler=callback)
     storage.provider = made
     return made
 
 
-def run_auth(server: McpServer):
+def run_auth(server: McpServer) -> OAuthClientProvider:
     """The OAuth provider a sync or a run connects to `server` with; OAuthProblem when there is no login to use.
     Where the flow would need a person (the login expired and cannot be renewed), it fails with OAuthProblem."""
     logins = Logins(server)
@@ -254,7 +265,7 @@ def run_auth(server: McpServer):
         raise OAuthProblem(f"MCP server `{server.name}` asks planc to sign in again (its login expired, or was "
                            f"refused): run `planc registry login {server.name}`")
 
-    async def no_callback():
+    async def no_callback() -> AuthorizationCodeResult:
         raise OAuthProblem(f"run `planc registry login {server.name}`")
 
     return provider(server, logins, record, needs_a_person, no_callback)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from planc.registry.declarations import McpServer
@@ -33,6 +34,15 @@ from planc.registry.mcp_credentials import (
     redact_value,
     resolved_headers,
 )
+
+if TYPE_CHECKING:
+    import logging
+
+    import httpx2
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client import ClientRequestContext
+
+    from planc.backend.calls.mcp_runtime import McpRuntime
 
 SHOWN_DETAIL = 200  # the most of a refusal's own words a message quotes
 
@@ -85,7 +95,7 @@ class Link:
         self.server = server
         self.noise = StdoutNoise()
         self.sent: list[str] = []  # the secrets of the headers sent
-        self.auth = None  # the OAuth provider (mcp_oauth.py), whose tokens are secrets too
+        self.auth: Any = None  # the OAuth provider (mcp_oauth.py), whose tokens (`secrets()`) are secrets too
         self.refused: tuple[int, str] | None = None  # the endpoint's last status >= 400, and what it said
 
     def secrets(self) -> list[str]:
@@ -94,10 +104,10 @@ class Link:
     def redact(self, text: str) -> str:
         return redact_credentials(text, self.secrets())
 
-    def redact_value(self, value):
+    def redact_value(self, value: Any) -> Any:
         return redact_value(value, self.secrets())
 
-    async def saw(self, response) -> None:
+    async def saw(self, response: httpx2.Response) -> None:
         """A response of the server's endpoint (httpx's response hook): a refusal is kept, with what it says."""
         if _endpoint(str(response.request.url)) != _endpoint(self.server.url or ""):
             return
@@ -113,7 +123,7 @@ class Link:
                 said = body["error"] + (f": {described}" if isinstance(described, str) and described else "")
         self.refused = (response.status_code, said[:SHOWN_DETAIL])
 
-    def failure(self, error: BaseException, timeout: float, errlog=None) -> str:
+    def failure(self, error: BaseException, timeout: float, errlog: TextIO | None = None) -> str:
         """Why the server could not be used, in one line (then the last of its stderr), its secrets redacted."""
         while isinstance(error, BaseExceptionGroup) and error.exceptions:
             error = error.exceptions[0]
@@ -149,13 +159,14 @@ def _one_line(error: BaseException) -> str:
 
 
 @contextlib.asynccontextmanager
-async def connected(server: McpServer, folder: Path, errlog, link: Link) -> AsyncIterator[tuple]:
+async def connected(server: McpServer, folder: Path, errlog: TextIO | None, link: Link) -> AsyncIterator[tuple]:
     """The SDK's (read, write) streams to `server`: started over stdio in `folder` (its stderr into `errlog`), or
     reached at its URL. MissingVariable for a header the environment does not give, OAuthProblem for a login
     that is missing or cannot be renewed; the rest as the SDK raises it (`link.failure` says what it means)."""
     if server.url is None:
         from mcp.client.stdio import stdio_client
 
+        assert errlog is not None  # a server planc starts writes its stderr there (a login is only at a URL)
         async with stdio_client(server_parameters(server, folder), errlog=errlog) as (read, write):
             yield read, write
         return
@@ -169,7 +180,8 @@ async def connected(server: McpServer, folder: Path, errlog, link: Link) -> Asyn
 
         link.auth = run_auth(server)
 
-    def client(headers=None, timeout=None, auth=None):
+    def client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
+               auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(headers=headers, auth=auth, event_hooks={"response": [link.saw]},
                                   timeout=timeout or httpx2.Timeout(MCP_DEFAULT_TIMEOUT,
                                                                     read=MCP_DEFAULT_SSE_READ_TIMEOUT))
@@ -186,24 +198,29 @@ async def connected(server: McpServer, folder: Path, errlog, link: Link) -> Asyn
         yield streams
 
 
-def client_session(read, write, server: McpServer, noise: StdoutNoise, requests=None):
+def client_session(read: Any, write: Any, server: McpServer, noise: StdoutNoise,
+                   requests: McpRuntime | None = None) -> ClientSession:
     """The SDK's session with `server`, declaring planc's client capabilities: roots (only when the server's
     `roots` names some: a server such as the reference filesystem server replaces the folders it was started
-    on with its client's roots), elicitation and sampling. `requests` (a backend.models.mcp_requests.ServerRequests)
+    on with its client's roots), elicitation and sampling. `requests` (a backend.calls.mcp_runtime.McpRuntime)
     answers the server's elicitation and sampling requests during a run's calls; without it (a sync, which calls
     no tool) they are refused."""
     from mcp import ClientSession, types
 
-    async def roots(context):
-        return types.ListRootsResult(roots=[types.Root(uri=root.path.as_uri(), name=root.path.name or root.written)
+    async def roots(context: ClientRequestContext) -> types.ListRootsResult:
+        # pydantic reads the URI's string as its FileUrl
+        return types.ListRootsResult(roots=[types.Root(uri=root.path.as_uri(),  # type: ignore[arg-type]
+                                                       name=root.path.name or root.written)
                                             for root in server.roots])
 
-    async def elicitation(context, params):
+    async def elicitation(context: ClientRequestContext, params: types.ElicitRequestParams
+                          ) -> types.ElicitResult | types.ErrorData:
         if requests is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="planc answers no request while it lists tools")
         return await requests.elicit(server, params)
 
-    async def sampling(context, params):
+    async def sampling(context: ClientRequestContext, params: types.CreateMessageRequestParams
+                       ) -> types.CreateMessageResult | types.ErrorData:
         if requests is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="planc answers no request while it lists tools")
         return await requests.sample(server, params)
@@ -212,7 +229,7 @@ def client_session(read, write, server: McpServer, noise: StdoutNoise, requests=
                          elicitation_callback=elicitation, sampling_callback=sampling)
 
 
-def server_parameters(server: McpServer, folder: Path):
+def server_parameters(server: McpServer, folder: Path) -> StdioServerParameters:
     """How the SDK starts `server` over stdio: its command, in the folder of planc.toml, with its `env`."""
     from mcp import StdioServerParameters
 
@@ -221,7 +238,7 @@ def server_parameters(server: McpServer, folder: Path):
                                  cwd=str(folder))
 
 
-async def all_tools(session, link: Link) -> list[dict]:
+async def all_tools(session: ClientSession, link: Link) -> list[dict]:
     """Every tool the server lists, following pagination, as wire-format JSON (camelCase keys), with planc's
     credentials for it redacted (a description that quotes one would write it into the lock)."""
     tools, result = [], await session.list_tools()
@@ -248,7 +265,7 @@ class StdoutNoise:
         self.lines: list[str] = []
         self.count = 0
 
-    async def __call__(self, message) -> None:
+    async def __call__(self, message: object) -> None:
         if isinstance(message, Exception):
             self.count += 1
             if len(self.lines) < self.SHOWN:
@@ -280,7 +297,7 @@ def _quiet_sdk_parse_errors() -> None:
 
 
 class _NoParseErrors:
-    def filter(self, record) -> bool:
+    def filter(self, record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith("Failed to parse JSONRPC message")
 
 
@@ -299,7 +316,7 @@ def describe(error: BaseException, program: str, timeout: float) -> str:
     return _one_line(error)
 
 
-def tail(errlog, lines: int = 5) -> str:
+def tail(errlog: TextIO, lines: int = 5) -> str:
     """The last lines the server wrote on its standard error, if any."""
     try:
         errlog.flush()

@@ -29,8 +29,14 @@ import json
 import os
 import re
 import uuid
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, cast
 
 from planc.registry.sql_tools import SqlError, query_parameters
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import pq
 
 # A string (with E'...' escapes), a quoted name, a dollar-quoted string, a comment, a cast (`::`), or a
 # parameter: only the last counts. `$1` is PostgreSQL's positional parameter, which has no name.
@@ -79,8 +85,10 @@ def prepare(provider: str, query: str) -> tuple[dict[str, dict], dict[str, dict]
     names = query_parameters(query, TOKENS)
     with _connect(provider, None) as connection:
         described = _describe(connection, query, names)
-        plan = connection.execute(f"EXPLAIN (FORMAT JSON) {_with_placeholders(query)}",
-                                  dict.fromkeys(names)).fetchone()[0]
+        explained = connection.execute(f"EXPLAIN (FORMAT JSON) {_with_placeholders(query)}",
+                                       dict.fromkeys(names)).fetchone()
+        assert explained is not None  # EXPLAIN returns its one row
+        plan = explained[0]
         if _node_types(plan) & WRITING_NODES:
             raise SqlError("the query would do more than read (a write, or a lock on rows): an SQL tool only reads")
         params = {name: _schema(connection, described.param_type(n)) for n, name in enumerate(names)}
@@ -89,7 +97,7 @@ def prepare(provider: str, query: str) -> tuple[dict[str, dict], dict[str, dict]
             column = _schema(connection, described.ftype(n))
             if not _not_null(connection, described.ftable(n), described.ftablecol(n)) and "type" in column:
                 column = {**column, "type": [column["type"], "null"]}
-            columns[described.fname(n).decode()] = column
+            columns[cast(bytes, described.fname(n)).decode()] = column  # a field's name, for n < nfields
         return columns, params
 
 
@@ -114,7 +122,7 @@ class _connect:
             raise ValueError(f"not a schema's plain name: {schema!r}")
         self.provider, self.timeout_s, self.schema = provider, timeout_s, schema
 
-    def __enter__(self):
+    def __enter__(self) -> psycopg.Connection:
         try:
             import psycopg
         except ImportError:
@@ -125,7 +133,9 @@ class _connect:
             self.connection = psycopg.connect(dsn(self.provider), autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
                                               application_name="planc SQL tool")
         except psycopg.Error as error:
-            raise SqlError(f"cannot connect to the database ${PROVIDER.match(self.provider)['variable']} names: "
+            named = PROVIDER.match(self.provider)
+            assert named is not None  # `dsn` read the variable's name from it
+            raise SqlError(f"cannot connect to the database ${named['variable']} names: "
                            f"{_words(error)}") from None
         try:
             self.connection.execute(f"SET default_transaction_read_only = on; SET statement_timeout = {timeout_ms}")
@@ -137,13 +147,14 @@ class _connect:
             raise SqlError(_words(error)) from None
         return self.connection
 
-    def __exit__(self, kind, error, traceback) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         self.connection.close()  # the transaction is rolled back with the session
         if isinstance(error, self.errors):
             raise SqlError(_words(error)) from None
 
 
-def _describe(connection, query: str, names: list[str]):
+def _describe(connection: psycopg.Connection, query: str, names: list[str]) -> pq.abc.PGresult:
     """`query` prepared alone (one statement: the extended protocol takes no more) and described: an SqlError
     unless it is a statement that returns rows."""
     from psycopg import pq
@@ -176,7 +187,7 @@ def _with_placeholders(query: str) -> str:
     return "".join(pieces) + query[at:].replace("%", "%%")
 
 
-def _schema(connection, oid: int) -> dict:
+def _schema(connection: psycopg.Connection, oid: int) -> dict:
     from psycopg import postgres
 
     found = postgres.types.get(oid) or connection.adapters.types.get(oid)
@@ -186,7 +197,7 @@ def _schema(connection, oid: int) -> dict:
     return {"type": "array", "items": item} if found.array_oid == oid else item
 
 
-def _not_null(connection, table: int, column: int) -> bool:
+def _not_null(connection: psycopg.Connection, table: int, column: int) -> bool:
     """Whether the column is a table's column declared NOT NULL (what an expression is, nobody says)."""
     if not table or column <= 0:
         return False
@@ -195,8 +206,9 @@ def _not_null(connection, table: int, column: int) -> bool:
     return bool(row and row[0])
 
 
-def _node_types(plan) -> set[str]:
-    found, stack = set(), [plan]
+def _node_types(plan: object) -> set[str | None]:
+    found: set[str | None] = set()
+    stack = [plan]
     while stack:
         value = stack.pop()
         if isinstance(value, dict):
@@ -207,7 +219,7 @@ def _node_types(plan) -> set[str]:
     return found
 
 
-def _plain(value):
+def _plain(value: object) -> Any:
     """A column's value as JSON data: numbers, text, booleans, null, lists and records."""
     if isinstance(value, decimal.Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
@@ -224,7 +236,7 @@ def _plain(value):
     return json.loads(json.dumps(value, default=str))
 
 
-def _words(error) -> str:
+def _words(error: BaseException) -> str:
     diag = getattr(error, "diag", None)
     primary = diag.message_primary if diag is not None else None
     text = primary or str(error).strip()
@@ -233,7 +245,7 @@ def _words(error) -> str:
     return text
 
 
-def _result_words(result) -> str:
+def _result_words(result: pq.abc.PGresult) -> str:
     text = (result.error_message or b"").decode(errors="replace").strip().removeprefix("ERROR:").strip()
     if "multiple commands" in text:
         return f"an SQL tool's query is one statement ({text})"

@@ -28,12 +28,20 @@ import inspect
 import json
 import math
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import attrs
 
 from planc.registry.linear_regex import PatternRefused
 from planc.registry.linear_regex import search as regex_search
 from planc.registry.tool import Effects, Tool, plain_types
+
+if TYPE_CHECKING:
+    from planc.registry.declarations import Limits
+
+N = TypeVar("N", int, float)
+# (input types, literal inputs) -> the result's type (None: unknown)
+TypeRule = Callable[[Mapping, Mapping], Mapping | None]
 
 FAMILIES = ("numbers", "text", "lists", "dates")
 
@@ -60,7 +68,7 @@ class PureStep:
 
     tool: Tool
     family: str
-    result: Callable[[Mapping, Mapping], Mapping | None]  # (input types, literal inputs) -> result type
+    result: TypeRule  # (input types, literal inputs) -> result type
     run: Callable[..., object]  # its inputs as keywords -> its result (plain JSON data), or PureStepError
     limited: bool = False  # its implementation takes `limits`, the run's `[limits]`
     defaults: tuple = ()  # (parameter, default value) for each parameter that has a default
@@ -108,13 +116,13 @@ def _kinds(schema: Mapping | None) -> set[str]:
 # --- reading inputs
 
 
-def _number(value, what: str):
+def _number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise PureStepError(f"{what} must be a number, found {_kind(value)}")
     return value
 
 
-def _kind(value) -> str:
+def _kind(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -153,12 +161,12 @@ def _comparable(values: list, field: str | None) -> list:
     raise PureStepError(f"{what} must be a number, or {what} a string, to be ordered")
 
 
-def _key(value) -> str:
+def _key(value: object) -> str:
     """`value` as canonical text: two values are the same when their JSON is."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _finite(value):
+def _finite(value: N) -> N:
     if isinstance(value, float) and not math.isfinite(value):
         raise PureStepError("the result is not a finite number")
     return value
@@ -167,13 +175,13 @@ def _finite(value):
 # --- numbers
 
 
-def _sum(over, field=None):
+def _sum(over: list, field: str | None = None) -> float:
     values = _numbers(over, field)
     return _finite(math.fsum(values)) if any(isinstance(value, float) for value in values) else sum(values)
 
 
-def _extreme(pick):
-    def run(over, field=None):
+def _extreme(pick: Callable[[list], Any]) -> Callable[..., Any]:
+    def run(over: list, field: str | None = None) -> Any:
         values = _comparable(_values(over, field), field)
         if not values:
             raise PureStepError("the list is empty")
@@ -181,25 +189,25 @@ def _extreme(pick):
     return run
 
 
-def _average(over, field=None):
+def _average(over: list, field: str | None = None) -> float:
     values = _numbers(over, field)
     if not values:
         raise PureStepError("the list is empty")
     return _finite(math.fsum(values) / len(values))
 
 
-def _count(over, field=None):
+def _count(over: list, field: str | None = None) -> int:
     if field is None:
         return len(over)
     return sum(1 for item in over if isinstance(item, dict) and item.get(field) is not None)
 
 
-def _round(value, digits=0):
+def _round(value: float, digits: int = 0) -> float:
     return round(value) if digits == 0 else _finite(float(round(value, digits)))  # round(x) is an int
 
 
-def _arithmetic(operation):
-    def run(a, b):
+def _arithmetic(operation: Callable[[float, float], float]) -> Callable[[float, float], float]:
+    def run(a: float, b: float) -> float:
         result = operation(a, b)
         if isinstance(result, int) and abs(result) > 2 ** 53:
             raise PureStepError("the result is too large to be exact")
@@ -207,7 +215,7 @@ def _arithmetic(operation):
     return run
 
 
-def _divide(a, b):
+def _divide(a: float, b: float) -> float:
     if b == 0:
         raise PureStepError("division by zero")
     return _finite(a / b)
@@ -216,7 +224,7 @@ def _divide(a, b):
 # --- text
 
 
-def _replace(text, old, new, limits):
+def _replace(text: str, old: str, new: str, limits: Limits) -> str:
     grown = len(text) + text.count(old) * (len(new) - len(old))
     if grown > limits.result_bytes:
         raise PureStepError(f"the result would have {grown} characters, more than `[limits] result_bytes` "
@@ -224,7 +232,7 @@ def _replace(text, old, new, limits):
     return text.replace(old, new)
 
 
-def _join(over, separator="", limits=None):
+def _join(over: list[str], separator: str = "", *, limits: Limits) -> str:
     length = sum(map(len, over)) + len(separator) * max(len(over) - 1, 0)
     if length > limits.result_bytes:
         raise PureStepError(f"the result would have {length} characters, more than `[limits] result_bytes` "
@@ -232,7 +240,7 @@ def _join(over, separator="", limits=None):
     return separator.join(over)
 
 
-def _matches(text, pattern, limits):
+def _matches(text: str, pattern: str, limits: Limits) -> bool:
     if len(text) > limits.result_bytes:
         raise PureStepError(f"`text` has {len(text)} characters, more than `[limits] result_bytes` "
                             f"({limits.result_bytes})")
@@ -245,12 +253,12 @@ def _matches(text, pattern, limits):
         raise PureStepError(f"`pattern` is refused: {error}") from None
 
 
-def _slice(value, start=0, end=None):
+def _slice(value: str | list, start: int = 0, end: int | None = None) -> str | list:
     return value[start:end]
 
 
-def _parse_json(text):
-    def refuse(constant):
+def _parse_json(text: str) -> Any:
+    def refuse(constant: str) -> NoReturn:
         raise PureStepError(f"`{constant}` is not JSON")
     try:
         return json.loads(text, parse_constant=refuse)
@@ -263,14 +271,15 @@ def _parse_json(text):
 # --- lists
 
 
-def _sort(over, field=None, descending=False):
+def _sort(over: list, field: str | None = None, descending: bool = False) -> list:
     keys = _comparable(_values(over, field), field)
     order = sorted(range(len(over)), key=keys.__getitem__, reverse=descending)
     return [over[index] for index in order]
 
 
-def _unique(over, field=None):
-    seen, kept = set(), []
+def _unique(over: list, field: str | None = None) -> list:
+    seen: set[str] = set()
+    kept = []
     for item, value in zip(over, _values(over, field)):
         key = _key(value)
         if key not in seen:
@@ -279,7 +288,7 @@ def _unique(over, field=None):
     return kept
 
 
-def _flatten(over):
+def _flatten(over: list) -> list:
     flat = []
     for index, item in enumerate(over):
         if not isinstance(item, list):
@@ -288,7 +297,7 @@ def _flatten(over):
     return flat
 
 
-def _group_by(over, field):
+def _group_by(over: list, field: str) -> list[dict]:
     groups: dict[str, dict] = {}
     for item, value in zip(over, _values(over, field)):
         groups.setdefault(_key(value), {"key": value, "items": []})["items"].append(item)
@@ -298,7 +307,7 @@ def _group_by(over, field):
 # --- dates
 
 
-def _date(text, what: str) -> datetime.date:
+def _date(text: object, what: str) -> datetime.date:
     if not isinstance(text, str):
         raise PureStepError(f"{what} must be a date like \"2024-05-31\", found {_kind(text)}")
     try:
@@ -307,11 +316,11 @@ def _date(text, what: str) -> datetime.date:
         raise PureStepError(f"{what} must be a date like \"2024-05-31\", found {_kind(text)}") from None
 
 
-def _today():
+def _today() -> str:
     return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
 
 
-def _parse_date(text, format=None):
+def _parse_date(text: str, format: str | None = None) -> str:
     try:
         if format is not None:
             return datetime.datetime.strptime(text, format).date().isoformat()
@@ -321,21 +330,21 @@ def _parse_date(text, format=None):
             from None
 
 
-def _add_days(date, days):
+def _add_days(date: str, days: int) -> str:
     try:
         return (_date(date, "`date`") + datetime.timedelta(days=days)).isoformat()
     except OverflowError:
         raise PureStepError("the date is out of range") from None
 
 
-def _format_date(date, format):
+def _format_date(date: str, format: str) -> str:
     return _date(date, "`date`").strftime(format)
 
 
 # --- the type rules
 
 
-def _items(schema) -> Mapping | None:
+def _items(schema: object) -> Mapping | None:
     items = schema.get("items") if isinstance(schema, Mapping) else None
     return items if isinstance(items, Mapping) else None
 
@@ -350,9 +359,9 @@ def _field_type(inputs: Mapping, literals: Mapping, over: str = "over") -> Mappi
     return properties.get(field) if isinstance(properties, Mapping) and isinstance(field, str) else None
 
 
-def _same_list(name: str = "over"):
+def _same_list(name: str = "over") -> TypeRule:
     """The rule of a step whose result is some of its list's items: the list's type, without a least length."""
-    def rule(inputs: Mapping, literals: Mapping):
+    def rule(inputs: Mapping, literals: Mapping) -> Mapping | None:
         schema = inputs.get(name)
         if not isinstance(schema, Mapping):
             return None
@@ -360,7 +369,7 @@ def _same_list(name: str = "over"):
     return rule
 
 
-def _list_of(items: Mapping | None, *bounded_by) -> Mapping:
+def _list_of(items: Mapping | None, *bounded_by: object) -> Mapping:
     """A list of `items`, with no more items than the shortest of the lists typed `bounded_by` (when known)."""
     result = {"type": "array", "items": items} if items is not None else dict(LIST)
     bounds = [schema["maxItems"] for schema in bounded_by
@@ -375,7 +384,7 @@ def _both_integers(inputs: Mapping, literals: Mapping) -> Mapping:
     return INTEGER if integers else NUMBER
 
 
-def _always(schema: Mapping):
+def _always(schema: Mapping) -> TypeRule:
     return lambda inputs, literals: schema
 
 
@@ -395,8 +404,9 @@ def _zip_type(inputs: Mapping, literals: Mapping) -> Mapping:
 # --- the declarations
 
 
-def _pure(family, name, description, params, result, run, required=None, pipe=None, effects=PURE,
-          values=None) -> PureStep:
+def _pure(family: str, name: str, description: str, params: dict, result: TypeRule, run: Callable[..., object],
+          required: list[str] | None = None, pipe: str | None = None, effects: Effects = PURE,
+          values: Mapping | None = None) -> PureStep:
     required = [key for key, schema in params.items() if "default" not in schema] if required is None else required
     tool = Tool(name=name, params=params, required=tuple(required), pipe=pipe, effects=effects, provider="builtin",
                 description=description, labels=())  # its result carries its arguments' labels, none of its own

@@ -22,6 +22,7 @@ import types
 import typing
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from planc.registry.labels import UNTRUSTED_ONLY
 from planc.registry.tool import Cost, Effects, Tool
@@ -34,7 +35,7 @@ def tool(function: Callable | None = None, *, name: str | None = None, pipe: str
          returns_at_most: str | None = None, read_only: bool | None = None, deterministic: bool | None = None,
          idempotent: bool | None = None, destructive: bool | None = None, open_world: bool | None = None,
          usd: float = 0.0, latency_ms: float = 0.0, idempotency_key: str | None = None,
-         labels: typing.Iterable[str] | None = None):
+         labels: typing.Iterable[str] | None = None) -> Callable:
     """Declare a Python function as a planc tool (usable bare, `@tool`, or with options).
 
     `labels` are what its results carry (`untrusted` when left out; `labels=[]` declares it trusted).
@@ -103,7 +104,7 @@ def key_parameter(signature: inspect.Signature) -> str | None:
     return KEY_PARAMETER if param is not None and param.kind is param.KEYWORD_ONLY else None
 
 
-def schema_of(annotation) -> dict:
+def schema_of(annotation: Any) -> dict:
     """The JSON Schema for a type annotation; `{}` (anything) where there is none to give.
 
     >>> schema_of(list[int])
@@ -133,7 +134,7 @@ def schema_of(annotation) -> dict:
     return {}
 
 
-def import_provider(provider: str, folder: Path | None = None):
+def import_provider(provider: str, folder: Path | None = None) -> Any:
     """The function that `provider` ("python:module:function") names, imported with `folder` (the
     folder of planc.toml) importable, as it is when a plan runs."""
     if folder is not None:
@@ -157,5 +158,5 @@ def load_function_tool(provider: str, name: str, folder: Path | None = None) -> 
 _FIELDS = [field.name for field in Tool.__attrs_attrs__]
 
 
-def _json_value(value) -> bool:
+def _json_value(value: object) -> bool:
     return value is None or isinstance(value, (str, int, float, bool, list, dict))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import attrs
@@ -47,7 +47,7 @@ class Registry:
                    if name in shapes and tool.learns}
         return attrs.evolve(self, tools={**self.tools, **learned}) if learned else self
 
-    def without(self, names) -> Registry:
+    def without(self, names: Collection[str]) -> Registry:
         """This registry without the tools `names` (the control steps stay)."""
         return attrs.evolve(self, tools={name: tool for name, tool in self.tools.items() if name not in names})
 

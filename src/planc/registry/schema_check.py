@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import Any
 
 
-def schema_error(schema) -> tuple[str, str] | None:
+def schema_error(schema: object) -> tuple[str, str] | None:
     """Why `schema` is not a valid JSON Schema (jsonschema's message) and where in it (`.properties.x`);
     None if it is."""
     try:
@@ -26,7 +27,7 @@ def _checked_json(text: str) -> tuple[str, str] | None:
     return _checked(json.loads(text))
 
 
-def _checked(schema) -> tuple[str, str] | None:
+def _checked(schema: Any) -> tuple[str, str] | None:
     from jsonschema.exceptions import SchemaError
     from jsonschema.validators import validator_for
 

@@ -16,7 +16,8 @@ parameter says `(piped)`. Types are compact: `string`, `integer >= 1`, `"low" | 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from planc.registry.tool import Tool
 
@@ -51,7 +52,7 @@ def groups(tool: Tool) -> list[str]:
     return found
 
 
-def _names(group) -> str:
+def _names(group: Iterable[str]) -> str:
     quoted = [f"`{name}`" for name in group]
     return ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
@@ -60,7 +61,7 @@ def _in_group(tool: Tool, name: str) -> bool:
     return any(name in group for group in tool.one_of)
 
 
-def type_text(schema) -> str:
+def type_text(schema: object) -> str:
     """A JSON Schema as a compact type."""
     if not isinstance(schema, Mapping) or not schema:
         return "any"
@@ -74,7 +75,7 @@ def type_text(schema) -> str:
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
             return " | ".join(dict.fromkeys(type_text(option) for option in schema[key]))
-    kind = schema.get("type")
+    kind: Any = schema.get("type")
     if isinstance(kind, list):
         return " | ".join(type_text({**schema, "type": one}) for one in kind)
     if kind == "array":
@@ -128,7 +129,7 @@ def example_call(tool: Tool, given: dict[str, str | None] | None = None) -> str:
     return f"{tool.name}({', '.join(args)})"
 
 
-def _example_value(schema, name: str) -> str:
+def _example_value(schema: Mapping, name: str) -> str:
     """A plausible literal for the parameter `name`: one its schema offers (an example, the default, an
     enum member), else one its type, format or name suggests: never the parameter's own name, which
     a small model copies as if it were the value to give."""

@@ -51,7 +51,8 @@ def query_parameters(query: str, tokens: re.Pattern = TOKENS) -> list[str]:
     return list(found)
 
 
-def _authorize(action: int, first, second, database, trigger) -> int:
+def _authorize(action: int, first: str | None, second: str | None, database: str | None,
+               trigger: str | None) -> int:
     if action not in ALLOWED or (action == sqlite3.SQLITE_FUNCTION and (second or "").lower() in DENIED_FUNCTIONS):
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK

@@ -14,10 +14,8 @@ import attrs
 
 from planc.diagnostics.span import Span
 
-node = attrs.frozen(eq=False)
 
-
-@node
+@attrs.frozen(eq=False)
 class Name:
     """An identifier as written: a tool name, a label, an argument name, a key."""
 
@@ -25,7 +23,7 @@ class Name:
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class Field:
     """`.name` in a reference or path."""
 
@@ -33,7 +31,7 @@ class Field:
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class Index:
     """`[3]` in a reference or path."""
 
@@ -44,7 +42,7 @@ class Index:
 Accessor = Union[Field, Index]
 
 
-@node
+@attrs.frozen(eq=False)
 class Ref:
     """`$3.issues[0]`, `$hits.title` or `$args.limit`: a step result or a run argument."""
 
@@ -64,7 +62,7 @@ class Ref:
         return Span(self.span.start, self.name.span.end)
 
 
-@node
+@attrs.frozen(eq=False)
 class Path:
     """A bare `item.title` or `severity`: meaningful only in a condition or a block."""
 
@@ -73,7 +71,7 @@ class Path:
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class Hole:
     """`{$1.title}` or `{item.id}` inside a string."""
 
@@ -81,7 +79,7 @@ class Hole:
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class String:
     """A string literal; holes make it a template rendered at run time."""
 
@@ -100,7 +98,7 @@ class String:
         return "".join(self.parts)  # type: ignore[arg-type]
 
 
-@node
+@attrs.frozen(eq=False)
 class Literal:
     """A number, `true`, `false` or `null`."""
 
@@ -108,26 +106,26 @@ class Literal:
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class ListExpr:
     items: tuple["Expr", ...]
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class Entry:
     key: Name
     value: "Expr"
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class Record:
     entries: tuple[Entry, ...]
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class Block:
     """`{ step |> step; step }`: a sub-plan whose result is its last step's."""
 
@@ -135,7 +133,7 @@ class Block:
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class Compare:
     op: str
     left: "Expr"
@@ -143,19 +141,19 @@ class Compare:
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class Not:
     operand: "Expr"
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class And:
     operands: tuple["Expr", ...]
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class Or:
     operands: tuple["Expr", ...]
     span: Span
@@ -165,14 +163,14 @@ Expr = Union[String, Literal, Ref, Path, ListExpr, Record, Block, Compare, Not, 
 CONDITIONS = (Compare, Not, And, Or)
 
 
-@node
+@attrs.frozen(eq=False)
 class Arg:
     name: Name
     value: Expr
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class Step:
     """`label = tool(name: value, ...)`."""
 
@@ -188,7 +186,7 @@ class Step:
         return None
 
 
-@node
+@attrs.frozen(eq=False)
 class Pipeline:
     """`a(...) |> b(...)`: each step's result goes to the next step's pipe parameter."""
 
@@ -196,7 +194,7 @@ class Pipeline:
     span: Span
 
 
-@node
+@attrs.frozen(eq=False)
 class Plan:
     pipelines: tuple[Pipeline, ...]
     span: Span

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import attrs
 
@@ -11,12 +12,12 @@ from planc.syntax import ast
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 
 
-def kind_of(node) -> str:
+def kind_of(node: object) -> str:
     """`ListExpr` -> `list_expr`."""
     return _SNAKE.sub("_", type(node).__name__).lower()
 
 
-def to_data(node, *, spans: bool = True, paths: dict | None = None, extra: dict | None = None):
+def to_data(node: Any, *, spans: bool = True, paths: dict | None = None, extra: dict | None = None) -> Any:
     """`node` as JSON-ready data: every node has `kind` (and `span`).
 
     A Name becomes its text; a step also gets its `path` when `paths` is given,
@@ -29,7 +30,7 @@ def to_data(node, *, spans: bool = True, paths: dict | None = None, extra: dict 
         return [to_data(child, spans=spans, paths=paths, extra=extra) for child in node]
     if not attrs.has(type(node)):
         return node
-    data = {"kind": kind_of(node)}
+    data: dict[str, Any] = {"kind": kind_of(node)}
     if spans:
         data["span"] = node.span.to_json()
     if isinstance(node, ast.Step):

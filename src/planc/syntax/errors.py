@@ -81,13 +81,15 @@ def _unclosed(failure: ParseFailure) -> Explanation | None:
         return None
     opener = brackets[-1]
     closer_type = OPENERS[opener.type]
-    at_end = failure.found is None
+    found = failure.found
+    at_end = found is None
     next_step = not at_end and failure.starts_line(failure.index) and failure.starts_step(failure.index)
     if not (next_step or (at_end and closer_type in failure.expected)):
         return None
     closer = failure.literals[closer_type]
     previous = failure.previous
-    where = "the end of the plan" if at_end else f"the next step `{failure.found.text}(`"
+    assert previous is not None  # the opener comes before
+    where = "the end of the plan" if found is None else f"the next step `{found.text}(`"
     after = failure.current_argument() or clip(previous.text)
     return Explanation(
         diagnostic("E100", "unclosed", failure.token_span(opener), bracket=opener.text,
@@ -155,7 +157,9 @@ def _equals_for_colon(failure: ParseFailure) -> Explanation | None:
     token = failure.found
     if token is None or token.type != "EQUAL" or "COLON" not in failure.expected:
         return None
-    name = failure.previous.text
+    previous = failure.previous
+    assert previous is not None  # `=` is not expected first
+    name = previous.text
     return Explanation(
         diagnostic("E100", "equals_for_colon", failure.token_span(token), name=name,
                    hints=[f"arguments are written `{name}: value`"], fix=Fix(failure.token_span(token), ":")),
@@ -179,7 +183,9 @@ def _colon_for_equals(failure: ParseFailure) -> Explanation | None:
     token = failure.found
     if token is None or token.type != "COLON" or not {"EQUAL", "LPAR"} <= failure.expected:
         return None
-    label = failure.previous.text
+    previous = failure.previous
+    assert previous is not None  # `=` is not expected first
+    label = previous.text
     return Explanation(
         diagnostic("E100", "colon_for_equals", failure.token_span(token), label=label,
                    hints=[f"a step is labelled with `=`: `{label} = tool(...)`"], fix=Fix(failure.token_span(token), " =")),
@@ -197,6 +203,7 @@ def _missing_comma(failure: ParseFailure) -> Explanation | None:
     if not (starts_argument or starts_item):
         return None
     previous = failure.previous
+    assert previous is not None  # `,` is not expected first
     closer = failure.literals[OPENERS[inside]] if inside else None
     argument = failure.current_argument()
     expected = "`,`" + (f" or `{closer}`" if closer else "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from planc.diagnostics import Lines, Span
@@ -42,7 +43,7 @@ def open_brackets(stack: list) -> list[Token]:
 
 class ParseFailure(NamedTuple):
     tokens: list[Token]  # the parser's tokens; the last is the end-of-plan sentinel
-    index: int          # the token the parser could not take
+    index: int  # type: ignore[assignment]  # the token the parser could not take (hides tuple.index)
     segment_start: int  # where parsing (re)started
     expected: frozenset[str]  # the terminals the parser could have taken
     literals: dict[str, str]  # terminal name -> its literal text
@@ -90,7 +91,7 @@ class ParseFailure(NamedTuple):
             return f"the string {clip(token.text)}"
         return f"`{clip(token.text)}`"
 
-    def words(self, terminals) -> str:
+    def words(self, terminals: Iterable[str]) -> str:
         """`terminals` in words, what most likely belongs here first: "`,` or `)`", "a value"."""
         names = set(terminals)
         brackets = self.open_brackets()

@@ -39,6 +39,7 @@ def format_source(result: ParseResult, width: int | None = WIDTH) -> str:
       text: "disk full",
     )
     """
+    assert result.plan is not None, "only a plan that parsed is formatted"
     pipelines = result.plan.pipelines
     lines = result.source.split("\n")
     comments = _Comments([(result.lines.position(c.start), c.text) for c in result.comments])
@@ -46,10 +47,11 @@ def format_source(result: ParseResult, width: int | None = WIDTH) -> str:
     out: list[str] = []
     previous_end = 0
     for number, pipeline in enumerate(pipelines):
-        leading = comments.take(lambda at: at.offset < pipeline.span.start_offset)
+        # take() calls each test before the loop moves on: the loop variable is the one meant (B023)
+        leading = comments.take(lambda at: at.offset < pipeline.span.start_offset)  # noqa: B023
         first_line = min([pipeline.span.start.line, *(at.line for at, _ in leading)])
         text = printer.pipeline(pipeline)
-        leading += comments.take(lambda at: at.offset < pipeline.span.end_offset)  # none left inside, or before it
+        leading += comments.take(lambda at: at.offset < pipeline.span.end_offset)  # noqa: B023  # none left inside, or before it
         following = pipelines[number + 1].span if number + 1 < len(pipelines) else None
         trailing = [] if following is not None and following.start.line == pipeline.span.end.line else \
             comments.trailing(pipeline.span.end, following.start_offset if following is not None else None)

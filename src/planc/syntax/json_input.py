@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 MAX_DEPTH = 256  # levels of lists and objects: far below the interpreter's recursion limit
 MAX_BYTES = 256 * 1024 * 1024  # the largest JSON text planc reads at all; callers may read less
@@ -22,7 +23,7 @@ class JsonTooDeep(ValueError):
     """JSON nested deeper than MAX_DEPTH levels, or longer than it may be."""
 
 
-def read_json(text: str | bytes, *, max_bytes: int = MAX_BYTES, object_pairs_hook: Callable | None = None):
+def read_json(text: str | bytes, *, max_bytes: int = MAX_BYTES, object_pairs_hook: Callable | None = None) -> Any:
     """`text` read as JSON; a ValueError (json's own, or JsonTooDeep) when it is not JSON, is nested deeper
     than MAX_DEPTH levels, or is longer than `max_bytes`.
 
@@ -44,7 +45,7 @@ def read_json(text: str | bytes, *, max_bytes: int = MAX_BYTES, object_pairs_hoo
     return value
 
 
-def too_deep(value) -> bool:
+def too_deep(value: list | dict) -> bool:
     """Whether `value` (JSON data) nests lists and objects deeper than MAX_DEPTH levels; a walk without recursion."""
     stack = [(value, 1)]
     while stack:

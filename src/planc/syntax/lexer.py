@@ -33,10 +33,11 @@ class Token(NamedTuple):
 
 
 START, END, TYPE, TEXT = range(4)  # Token's fields, for reading a plain token tuple
+RawToken = tuple[int, int, str, str]  # a plain token tuple: start, end, type, text
 
 
 class Lexed(NamedTuple):
-    tokens: list[tuple]  # plain tuples laid out as Token
+    tokens: list[RawToken]  # plain tuples laid out as Token
     comments: list[Token]
     diagnostics: list[Diagnostic]
     lines: Lines
@@ -110,7 +111,7 @@ class _Lexer:
         self.by_text = {**self.literal_types}
 
     def tokenize(self, text: str) -> Lexed:
-        tokens: list[Token] = []
+        tokens: list[RawToken] = []
         comments: list[Token] = []
         diagnostics: list[Diagnostic] = []
         lines = Lines(text)
@@ -130,7 +131,9 @@ class _Lexer:
                 elif "1" <= first <= "9" and len(value) <= MAX_NUMBER:
                     kind = "NUMBER"
                 else:
-                    kind = kind_of(value).lastgroup
+                    matched = kind_of(value)
+                    assert matched is not None and matched.lastgroup is not None  # a piece is a terminal
+                    kind = matched.lastgroup
                     if kind == "NUMBER" and len(value) > MAX_NUMBER:
                         kind = "E_LONG_NUMBER"
                     if kind in comment_kinds:
@@ -144,7 +147,7 @@ class _Lexer:
             append((start, end, kind, value))
         return Lexed(tokens, comments, diagnostics, lines)
 
-    def _mistake(self, kind, value, span, diagnostics):
+    def _mistake(self, kind: str, value: str, span: Span, diagnostics: list[Diagnostic]) -> Token | None:
         """Report a character-level mistake; return the token that was meant, if any."""
         report = diagnostics.append
         if kind == "E_TRIPLE":

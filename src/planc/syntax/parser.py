@@ -13,7 +13,8 @@ all reported in one run.
 from __future__ import annotations
 
 import threading
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from planc.diagnostics import Diagnostic, Lines, Span, sort_key
 from planc.diagnostics.build import diagnostic
@@ -103,8 +104,9 @@ class _Automaton:
         self.end_state = grammar.end_state
         # Lists indexed by state number: Lark numbers its states 0..n-1.
         count = max(grammar.states) + 1
-        self.states = [{} for _ in range(count)]
-        self.gotos = [{} for _ in range(count)]
+        # symbol -> (SHIFT, state), (REDUCE, (length, rule name, reducer)) or (UNIT, rule name)
+        self.states: list[dict[str, tuple[int, Any]]] = [{} for _ in range(count)]
+        self.gotos: list[dict[str, int]] = [{} for _ in range(count)]
         for state, actions in grammar.states.items():
             for symbol, (shift, target) in actions.items():
                 self.states[state][symbol] = (SHIFT, target) if shift else rules[target]
@@ -113,7 +115,7 @@ class _Automaton:
         self.literals = {t.name: t.literal for t in grammar.terminals if t.literal is not None}
         self.skipped: list[tuple[int, int]] = []  # text the last run skipped to recover
 
-    def run(self, tokens: list[Token], lines: Lines):
+    def run(self, tokens: list[Any], lines: Lines) -> Plan | None:
         """The Plan for `tokens`, or None after reporting why it could not be parsed."""
         states, gotos, end_state = self.states, self.gotos, self.end_state
         new = tuple.__new__
@@ -212,7 +214,7 @@ class _Automaton:
         return True
 
 
-def _expected(actions) -> frozenset[str]:
+def _expected(actions: Iterable[str]) -> frozenset[str]:
     """The terminals a state has an action for."""
     return frozenset(name for name in actions if name.isupper())
 

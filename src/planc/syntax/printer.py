@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, cast
 
 from planc.diagnostics.span import Position, Span
 from planc.syntax import ast
@@ -141,12 +141,11 @@ class Printer:
         flat = self.flat(expr)
         if flat is not None:
             return flat
-        kind = type(expr)
-        if kind is ast.Block:
+        if isinstance(expr, ast.Block):
             return self._open_block(expr, indent)
-        if kind is ast.ListExpr:
+        if isinstance(expr, ast.ListExpr):
             return "[" + ", ".join(self.inline(item, indent) for item in expr.items) + "]"
-        if kind is ast.Record:
+        if isinstance(expr, ast.Record):
             entries = (f"{_key(entry.key.text)}: {self.inline(entry.value, indent)}" for entry in expr.entries)
             return "{" + ", ".join(entries) + "}"
         return _condition(expr, lambda operand: self.inline(operand, indent))
@@ -159,24 +158,23 @@ class Printer:
         return self._flat[key]
 
     def _one_line(self, node: ast.Step | ast.Expr) -> str | None:
-        kind = type(node)
-        if kind is ast.Step:
+        if isinstance(node, ast.Step):
             args = [self._entry(f"{arg.name.text}: ", arg.value) for arg in node.args]
             label = f"{node.label.text} = " if node.label else ""
             return None if None in args else f"{label}{node.tool.text}({', '.join(args)})"  # type: ignore[arg-type]
-        if kind is ast.String:
+        if isinstance(node, ast.String):
             return print_string(node)
-        if kind is ast.Literal:
+        if isinstance(node, ast.Literal):
             return json.dumps(node.value)
-        if kind is ast.Ref:
+        if isinstance(node, ast.Ref):
             return "$" + node.name.text + _accessors(node.accessors)
-        if kind is ast.Path:
+        if isinstance(node, ast.Path):
             return node.head.text + _accessors(node.accessors)
-        if kind is ast.ListExpr:
+        if isinstance(node, ast.ListExpr):
             return _joined("[", [self.flat(item) for item in node.items], "]")
-        if kind is ast.Record:
+        if isinstance(node, ast.Record):
             return _joined("{", [self._entry(f"{_key(entry.key.text)}: ", entry.value) for entry in node.entries], "}")
-        if kind is ast.Block:
+        if isinstance(node, ast.Block):
             if len(node.pipelines) != 1 or len(node.pipelines[0].steps) != 1:
                 return None
             step = self.flat(node.pipelines[0].steps[0])
@@ -212,8 +210,9 @@ class Printer:
         if not self._fits(line + 1) or not any(opened):
             return None
         # Laid out only once it fits: a block takes its comments as it is printed.
-        return head + ", ".join(f"{arg.name.text}: " + (self._open_block(arg.value, indent) if open_it
-                                                         else self.flat(arg.value))  # type: ignore[operator]
+        # Each opened value is a block, and each other has a flat form (both seen above).
+        return head + ", ".join(f"{arg.name.text}: " + (self._open_block(cast(ast.Block, arg.value), indent)
+                                                         if open_it else cast(str, self.flat(arg.value)))
                                 for arg, open_it in zip(step.args, opened)) + ")"
 
     def _value(self, expr: ast.Expr, indent: str, column: int) -> str:
@@ -222,13 +221,12 @@ class Printer:
         flat = self.flat(expr)
         if flat is not None and self._fits(column + len(flat) + 1):
             return flat
-        kind = type(expr)
-        if kind is ast.Block:
+        if isinstance(expr, ast.Block):
             return self._open_block(expr, indent)
-        if kind is ast.Record and expr.entries:
+        if isinstance(expr, ast.Record) and expr.entries:
             return self._broken("{", [(entry, f"{_key(entry.key.text)}: ", entry.value) for entry in expr.entries],
                                 "}", expr.span.end_offset, indent)
-        if kind is ast.ListExpr and expr.items:
+        if isinstance(expr, ast.ListExpr) and expr.items:
             return self._broken("[", [(item, "", item) for item in expr.items], "]", expr.span.end_offset, indent)
         return self.inline(expr, indent)
 

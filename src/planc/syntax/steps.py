@@ -13,7 +13,7 @@ an agent's tool calls (`1/agent.2/search`) and a judged item (`2[0]`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from planc.syntax import ast
 
@@ -29,7 +29,7 @@ def step_paths(plan: ast.Plan) -> dict[ast.Step, str]:
     return {step: path for step, path in walk_steps(plan.pipelines)}
 
 
-def walk_steps(pipelines, prefix: str = "") -> Iterator[tuple[ast.Step, str]]:
+def walk_steps(pipelines: Iterable[ast.Pipeline], prefix: str = "") -> Iterator[tuple[ast.Step, str]]:
     """(step, path) for the steps of `pipelines` and of every block inside them, in text order."""
     number = 0
     for pipeline in pipelines:
@@ -75,7 +75,7 @@ def block_name(arg: ast.Arg, ordinal: int) -> str:
 def blocks_in(expr: ast.Expr) -> list[ast.Block]:
     """The outermost blocks inside `expr` (not those nested in a block's own steps)."""
     kind = type(expr)
-    if kind is ast.Block:
+    if isinstance(expr, ast.Block):
         return [expr]
     if kind in LEAVES:
         return []
@@ -94,20 +94,19 @@ def blocks_in(expr: ast.Expr) -> list[ast.Block]:
 LEAVES = frozenset({ast.Literal, ast.Ref, ast.Path})
 
 
-def children(expr) -> tuple:
+def children(expr: ast.Expr) -> tuple:
     """The direct sub-expressions of `expr` (holes' targets included)."""
-    kind = type(expr)
-    if kind is ast.ListExpr:
+    if isinstance(expr, ast.ListExpr):
         return expr.items
-    if kind is ast.Record:
+    if isinstance(expr, ast.Record):
         return tuple(entry.value for entry in expr.entries)
-    if kind is ast.Compare:
+    if isinstance(expr, ast.Compare):
         return (expr.left, expr.right)
-    if kind is ast.Not:
+    if isinstance(expr, ast.Not):
         return (expr.operand,)
-    if kind in (ast.And, ast.Or):
+    if isinstance(expr, (ast.And, ast.Or)):
         return expr.operands
-    if kind is ast.String:
+    if isinstance(expr, ast.String):
         parts = expr.parts
         if len(parts) == 1 and type(parts[0]) is str:
             return ()

@@ -9,6 +9,7 @@ spans point into the string, so they are resolved like any reference.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from planc.diagnostics import Diagnostic, Lines, Span
 from planc.diagnostics.build import diagnostic
@@ -28,7 +29,8 @@ SIMPLE_ESCAPES = {"'": "'", '"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f"
                   "r": "\r", "t": "\t", "{": "{"}
 
 
-def decode_string(raw: str, start: int, lines: Lines, diagnostics: list[Diagnostic], holes: bool = True) -> tuple:
+def decode_string(raw: str, start: int, lines: Lines | None, diagnostics: list[Diagnostic],
+                  holes: bool = True) -> tuple:
     """The parts (text and Hole nodes) of the string literal `raw` found at offset `start`.
 
     With `holes=False` (record keys) every brace is text.
@@ -53,7 +55,7 @@ def decode_string(raw: str, start: int, lines: Lines, diagnostics: list[Diagnost
     return tuple(parts)
 
 
-def _holes(body: str):
+def _holes(body: str) -> Iterator[re.Match[str]]:
     """Hole matches in `body`, skipping braces escaped with a backslash."""
     position = 0
     while True:
@@ -79,7 +81,8 @@ def escaped(text: str, brace: int) -> bool:
     return (brace - before) % 2 == 1
 
 
-def _unescape(body, start, end, body_start, lines, diagnostics) -> str:
+def _unescape(body: str, start: int, end: int, body_start: int, lines: Lines | None,
+              diagnostics: list[Diagnostic]) -> str:
     def replace(match: re.Match) -> str:
         escape = match.group(1)
         if escape[0] == "u" and len(escape) == 5:
@@ -100,7 +103,7 @@ def _unescape(body, start, end, body_start, lines, diagnostics) -> str:
     return text
 
 
-def _hole(match: re.Match, body_start: int, lines: Lines) -> Hole:
+def _hole(match: re.Match, body_start: int, lines: Lines | None) -> Hole:
     def span(start: int, end: int) -> Span:
         return Span(body_start + start, body_start + end, lines)
 
@@ -112,6 +115,7 @@ def _hole(match: re.Match, body_start: int, lines: Lines) -> Hole:
         for a in ACCESSOR.finditer(match.string, match.start("accessors"), match.end("accessors"))
     )
     target_span = span(head_start, match.end("accessors"))
+    target: Ref | Path
     if head.startswith("$"):
         target = Ref(Name(head[1:], span(head_start + 1, match.end("head"))), accessors, target_span)
     else:

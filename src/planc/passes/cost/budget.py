@@ -9,6 +9,7 @@ the step to shrink, split off or bound.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -17,6 +18,9 @@ from planc.diagnostics.build import diagnostic
 from planc.passes.cost.cost_range import CostRange
 from planc.passes.cost.cost_words import dollars
 from planc.syntax import ast
+
+if TYPE_CHECKING:
+    from planc.registry.declarations import Budgets
 
 
 @attrs.frozen
@@ -33,9 +37,10 @@ class Budget:
         return {"max_usd": self.usd, "max_calls": self.calls, "max_inferences": self.inferences}
 
     @classmethod
-    def of(cls, usd: float | None, calls: int | None, inferences: int | None, declared=None) -> Budget:
+    def of(cls, usd: float | None, calls: int | None, inferences: int | None,
+           declared: Budgets | None = None) -> Budget:
         """The limits given, each one not given taken from `declared` (planc.toml's `[budget]`)."""
-        given = {"usd": usd, "calls": calls, "inferences": inferences}
+        given: dict[str, Any] = {"usd": usd, "calls": calls, "inferences": inferences}
         taken = {field: getattr(declared, f"max_{field}", None) for field, value in given.items()
                  if value is None and declared is not None and getattr(declared, f"max_{field}", None) is not None}
         return cls(**{**given, **taken}, declared=frozenset(taken))
@@ -73,7 +78,8 @@ def over_budget(steps: list[tuple[ast.Step, str, CostRange]], budget: Budget) ->
     return found
 
 
-def _over(step: ast.Step, path: str, option: str, noun: str | None, limit, total, before, most) -> Diagnostic:
+def _over(step: ast.Step, path: str, option: str, noun: str | None, limit: float, total: float, before: float,
+          most: float) -> Diagnostic:
     at = step.span
     if math.isinf(total):
         hints = ["this step's cost has no upper bound (see W500): no budget covers it"]

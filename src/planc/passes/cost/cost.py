@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -54,6 +56,11 @@ from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.declarations import DEFAULT_MODEL_ROLE
 from planc.registry.pure_steps import PURE_STEPS
 from planc.syntax import ast
+
+if TYPE_CHECKING:
+    from planc.passes.resolve.resolve import Resolution
+    from planc.passes.types.types import Typing
+    from planc.registry.tool import Tool
 
 ONE = Range(1, 1)
 NO_BOUND = CostRange(*(Range(0, UNBOUNDED) for _ in range(5)))
@@ -101,7 +108,7 @@ def cost(plan: ast.Plan, context: CheckContext) -> tuple[CostReport, list[Diagno
 class _Coster:
     """One walk over the plan, costing each step after the steps inside it."""
 
-    def __init__(self, plan: ast.Plan, resolution, typing, context: CheckContext) -> None:
+    def __init__(self, plan: ast.Plan, resolution: Resolution, typing: Typing, context: CheckContext) -> None:
         self.resolution = resolution
         self.typing = typing
         self.registry = context.registry
@@ -110,7 +117,7 @@ class _Coster:
         self.steps: dict[ast.Step, CostRange] = {}
         self.diagnostics: list[Diagnostic] = []
 
-    def sequence(self, pipelines) -> _Run:
+    def sequence(self, pipelines: Iterable[ast.Pipeline]) -> _Run:
         """The cost of a plan's or a block's steps.
 
         Their critical path is the latest finish: a step starts when what it
@@ -119,8 +126,12 @@ class _Coster:
         """
         steps = [step for pipeline in pipelines for step in pipeline.steps]
         index = {step: number for number, step in enumerate(steps)}
-        counted, low, high = [], [], []  # what each step adds, and when it finishes at the least and the most
-        latest = after_ordered = (0, 0)  # the latest finish of all steps so far, and of the ordered ones
+        # what each step adds, and when it finishes at the least and the most
+        counted: list[CostRange] = []
+        low: list[float] = []
+        high: list[float] = []
+        latest: tuple[float, float] = (0, 0)  # the latest finish of all steps so far, and of the ordered ones
+        after_ordered = latest
         exited = ordered = False
         for step in steps:
             run = self.step(step)
@@ -141,7 +152,7 @@ class _Coster:
             exited, ordered = exited or run.may_exit, ordered or run.ordered
         return _Run(CostRange.total(counted).with_critical(Range(*latest)), exited, ordered)
 
-    def _waits_for(self, step: ast.Step):
+    def _waits_for(self, step: ast.Step) -> Iterator[ast.Step]:
         """The steps whose results `step` reads: piped to it, or referenced in it or in its blocks' steps."""
         before = self.bounds.piped_from.get(step)
         if before is not None:
@@ -163,7 +174,7 @@ class _Coster:
         """What one run of the declared plan `name` may cost: its own total; no bound when it takes part
         in a cycle, or cannot be read or checked."""
         checked = self.plans.get(name)
-        return checked.cost.total if checked is not None and checked.ok else NO_BOUND
+        return checked.cost.total if checked is not None and checked.ok and checked.cost is not None else NO_BOUND
 
     # --- the control steps, one method each
 
@@ -232,7 +243,7 @@ class _Coster:
         written = literal_value(prompt.value) if prompt is not None else None
         return config.most_usd(len(written.encode()) if isinstance(written, str) else 0)
 
-    def call_cost(self, tool) -> CostRange:
+    def call_cost(self, tool: Tool) -> CostRange:
         """What one call of `tool` may cost: a declared plan's own total, else one call at its declared cost (and,
         for a tool of an MCP server that may sample a model, up to `samples_per_call` inferences)."""
         if tool.provider.startswith("plan:"):

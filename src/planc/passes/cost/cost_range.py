@@ -43,7 +43,7 @@ class Range:
 
     def to_json(self, digits: int = 0) -> list:
         """`[low, high]`, numbers rounded to `digits` decimals (whole numbers for 0); `"unbounded"` for no bound."""
-        def number(value: float):
+        def number(value: float) -> float:
             return round(float(value), digits) if digits else round(value)
 
         return [number(self.low), number(self.high) if self.bounded else "unbounded"]

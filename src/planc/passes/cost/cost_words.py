@@ -6,6 +6,8 @@ is written `3+`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from planc.passes.cost.cost_range import CostRange, Range
 
 
@@ -64,7 +66,7 @@ def _ms(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def _range(value: Range, number) -> str:
+def _range(value: Range, number: Callable[[float], str]) -> str:
     if not value.bounded:
         return f"{number(value.low)}+"
     if value.low == value.high:

@@ -12,7 +12,8 @@ return at most as many items as they were given.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -21,6 +22,10 @@ from planc.passes.cost.cost_range import UNBOUNDED, Range
 from planc.registry.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks, walk_steps
+
+if TYPE_CHECKING:
+    from planc.passes.resolve.resolve import Resolution
+    from planc.passes.types.types import Typing
 
 
 @attrs.frozen
@@ -44,7 +49,7 @@ UNKNOWN = Bound(Range(0, UNBOUNDED), known=False)
 class ListBounds:
     """The bounds of the lists in one plan, from the resolve and types passes' facts."""
 
-    def __init__(self, plan: ast.Plan, resolution, typing) -> None:
+    def __init__(self, plan: ast.Plan, resolution: Resolution, typing: Typing) -> None:
         self.resolution = resolution
         self.typing = typing
         self.piped_from: dict[ast.Step, ast.Step] = {}
@@ -64,10 +69,10 @@ class ListBounds:
         before = self.piped_from.get(step)
         return self.of_step(before) if before is not None else Bound(Range(0, 0))
 
-    def of_value(self, expr) -> Bound:
-        if type(expr) is ast.ListExpr:
+    def of_value(self, expr: ast.Expr) -> Bound:
+        if isinstance(expr, ast.ListExpr):
             return Bound(Range(len(expr.items), len(expr.items)))
-        target = self.resolution.targets.get(expr) if type(expr) is ast.Ref and not expr.accessors else None
+        target = self.resolution.targets.get(expr) if isinstance(expr, ast.Ref) and not expr.accessors else None
         if isinstance(target, ast.Step):
             return self.of_step(target)
         return _typed(self.typing.of(expr))
@@ -108,7 +113,7 @@ class ListBounds:
         return Bound(Range(0, most))
 
 
-def largest_argument(step: ast.Step, tool: Tool, param: str, typing) -> float | None:
+def largest_argument(step: ast.Step, tool: Tool, param: str, typing: Typing | None) -> float | None:
     """The largest value the integer argument `param` of `step` may have; None when it has no bound.
 
     >>> from planc.syntax.parser import parse
@@ -132,7 +137,7 @@ def largest_argument(step: ast.Step, tool: Tool, param: str, typing) -> float | 
     return numbers[0] if arg is None else min(numbers)
 
 
-def _number(value) -> float | None:
+def _number(value: object) -> float | None:
     if value is NOT_LITERAL or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return max(0, math.floor(value))
@@ -144,7 +149,7 @@ def _unknown_argument(step: ast.Step, param: str, name: str) -> str:
     return f"`{param}` of `{name}` bounds its result, but it is only known at run time and has no `maximum`"
 
 
-def _typed(schema) -> Bound:
+def _typed(schema: object) -> Bound:
     """The bound that `maxItems` in a list's type states."""
     if not isinstance(schema, Mapping):
         return UNKNOWN
@@ -154,7 +159,7 @@ def _typed(schema) -> Bound:
     return Bound(Range(0, UNBOUNDED), "its type declares no `maxItems`")
 
 
-def _find_pipes(pipelines, found: dict) -> None:
+def _find_pipes(pipelines: Iterable[ast.Pipeline], found: dict) -> None:
     """Every step that receives a piped result -> the step whose result it receives."""
     for pipeline in pipelines:
         steps = pipeline.steps

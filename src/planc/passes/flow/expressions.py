@@ -11,7 +11,7 @@ labels during one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from planc.registry.labels import NO_LABELS, LabelView, union
@@ -19,31 +19,38 @@ from planc.syntax import ast
 from planc.syntax.steps import children
 
 
+class View(Protocol):
+    """The labels of a value, read into its parts: a LabelView, or the check's view of `$args`."""
+
+    def read(self, accessors: Sequence[ast.Accessor]) -> LabelView: ...
+
+
 class Env(Protocol):
     """Where the labels of what an expression reads come from."""
 
-    written: frozenset[str]  # what the plan's own text carries: the labels of whoever wrote it
+    @property
+    def written(self) -> frozenset[str]:
+        """What the plan's own text carries: the labels of whoever wrote it."""
 
-    def ref_view(self, ref: ast.Ref) -> LabelView:
+    def ref_view(self, ref: ast.Ref) -> View:
         """The labels of what `ref`'s name (`$2`, `$hits`, `$args`) stands for, before its accessors."""
 
     def name_view(self, head: str) -> LabelView:
         """The labels of a bound name (`item`, `index`, `accumulator`, a field of a filter's item)."""
 
 
-def expr_labels(expr, env: Env) -> frozenset[str]:
+def expr_labels(expr: ast.Expr, env: Env) -> frozenset[str]:
     """Every label `expr`'s value carries."""
     if type(expr) is ast.Literal:  # most arguments: nothing to read
         return env.written
     return expr_view(expr, env).whole()
 
 
-def expr_view(expr, env: Env) -> LabelView:
+def expr_view(expr: ast.Expr, env: Env) -> LabelView:
     """The labels of `expr`'s value, with the schema of its parts where it reads a labelled result."""
-    kind = type(expr)
-    if kind is ast.Ref:
+    if isinstance(expr, ast.Ref):
         return env.ref_view(expr).read(expr.accessors)
-    if kind is ast.Path:
+    if isinstance(expr, ast.Path):
         return env.name_view(expr.head.text).read(expr.accessors)
     labels = env.written if writes_text(expr) else NO_LABELS
     for part in children(expr):
@@ -51,22 +58,20 @@ def expr_view(expr, env: Env) -> LabelView:
     return LabelView(labels)
 
 
-def writes_text(expr) -> bool:
+def writes_text(expr: ast.Expr) -> bool:
     """Whether `expr` is, or holds, text or a value the plan writes itself (a literal, a template's text),
     rather than only what it reads."""
-    kind = type(expr)
-    if kind is ast.String:
+    if isinstance(expr, ast.String):
         return not expr.parts or any(type(part) is str for part in expr.parts)
-    return kind is ast.Literal
+    return isinstance(expr, ast.Literal)
 
 
-def carriers(expr, env: Env) -> Iterator[tuple[object, frozenset[str]]]:
+def carriers(expr: ast.Expr, env: Env) -> Iterator[tuple[ast.Expr, frozenset[str]]]:
     """Each reference or bound name in `expr` that carries labels, and each value the plan writes when its
     author's labels are not none, with them: what a refusal points at."""
-    kind = type(expr)
     if env.written and writes_text(expr):
         yield expr, env.written
-    if kind in (ast.Ref, ast.Path):
+    if isinstance(expr, (ast.Ref, ast.Path)):
         labels = expr_labels(expr, env)
         if labels:
             yield expr, labels

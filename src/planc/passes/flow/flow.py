@@ -13,19 +13,25 @@ The policy pass reads it: each request's `context.sources` and `context.control`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
-from planc.passes.flow.expressions import Env, carriers, expr_labels, expr_view, writes_text
+from planc.passes.flow.expressions import View, carriers, expr_labels, expr_view, writes_text
 from planc.passes.flow.results import kept_input, result_view
 from planc.passes.resolve.resolve import ARGS
 from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all
 from planc.registry.tool import Tool
 from planc.syntax import ast
 from planc.syntax.printer import print_expr
+
+if TYPE_CHECKING:
+    from planc.passes.resolve.resolve import Resolution
+
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -37,19 +43,19 @@ class CallFlow:
     sources: Mapping[str, frozenset[str]]  # each value argument (the piped one too) -> its labels
     control: frozenset[str]  # the labels of the conditions that decide whether it runs
     result: LabelView  # what its result carries
-    env: Env = attrs.field(eq=False, repr=False)  # what its arguments were read in, for `carriers`
+    env: PlanEnv = attrs.field(eq=False, repr=False)  # what its arguments were read in, for `carriers`
     # The conditions that decide whether it runs (a `decide`'s around it, the `exit`s before it), each with
     # what it was read in: where its control labels come from.
     deciders: tuple = attrs.field(default=(), eq=False, repr=False)
 
-    def carriers(self, argument: str) -> list[tuple[object, frozenset[str], str]]:
+    def carriers(self, argument: str) -> list[tuple[ast.Expr, frozenset[str], str]]:
         """The references in `argument` that carry labels: (node, labels, where the value came from)."""
         arg = self.step.arg(argument)
         if arg is None:  # the piped input
             return []
         return [(node, labels, self.env.origin(node)) for node, labels in carriers(arg.value, self.env)]
 
-    def control_carriers(self) -> list[tuple[object, frozenset[str], str]]:
+    def control_carriers(self) -> list[tuple[ast.Expr, frozenset[str], str]]:
         """The references in the conditions that decide whether it runs that carry labels."""
         return [(node, labels, env.origin(node)) for expr, env in self.deciders for node, labels in carriers(expr, env)]
 
@@ -102,7 +108,7 @@ class ArgsView:
     def whole(self) -> frozenset[str]:
         return union(self.rest, union_all(view.whole() for view in self.views.values()))
 
-    def read(self, accessors) -> LabelView:
+    def read(self, accessors: Sequence[ast.Accessor]) -> LabelView:
         if not accessors:
             return LabelView(self.whole())
         first = accessors[0]
@@ -133,7 +139,7 @@ class PlanEnv:
     def with_fields(self, item: LabelView) -> PlanEnv:
         return attrs.evolve(self, fields=item)
 
-    def ref_view(self, ref: ast.Ref):
+    def ref_view(self, ref: ast.Ref) -> View:
         target = self.targets.get(ref)
         if target == ARGS:
             return self.args
@@ -144,13 +150,13 @@ class PlanEnv:
             return self.bindings[head]
         return self.fields.field(head) if self.fields is not None else LabelView(UNTRUSTED_ONLY)
 
-    def origin(self, node, depth: int = 0) -> str:
+    def origin(self, node: ast.Expr, depth: int = 0) -> str:
         """Where the value `node` reads came from, in words: the step and tool that returned it, and, when
         that tool passed on labels it was given, where those came from."""
         written = print_expr(node)
         if writes_text(node):
             return f"`{written}`, which the plan's author wrote"
-        if type(node) is ast.Ref:
+        if isinstance(node, ast.Ref):
             target = self.targets.get(node)
             if target == ARGS:
                 return f"`{written}`, an argument of the plan"
@@ -170,7 +176,7 @@ class PlanEnv:
         if self.binder is None:
             return f"`{written}`, bound by the block it is in"
         step = self.binder
-        what = "the accumulator" if node.head.text == "accumulator" else "an item"
+        what = "the accumulator" if isinstance(node, ast.Path) and node.head.text == "accumulator" else "an item"
         return f"`{written}`, {what} of the list that `{step.tool.text}` at step {self.paths.get(step, '?')} goes over"
 
 
@@ -203,7 +209,7 @@ class Walk:
         self.exits = NO_LABELS  # what the `exit`s of the plan being walked may end it with
         self._carried: dict[str, frozenset[str]] = {}  # a tool's name -> what any call of it may return
 
-    def plan(self, plan: ast.Plan, resolution, args: Mapping[str, LabelView], prefix: str,
+    def plan(self, plan: ast.Plan, resolution: Resolution, args: Mapping[str, LabelView], prefix: str,
              control: frozenset[str], written: frozenset[str] = NO_LABELS) -> LabelView:
         """Walk `plan` (its facts in `resolution`) with `$args` carrying `args` (and `written` those it does not
         name), its literals `written`; what its result carries."""
@@ -218,7 +224,7 @@ class Walk:
         finally:
             self.gates, self.exits, self.deciders = saved
 
-    def decided_by(self, condition, env: PlanEnv, walk_inside):
+    def decided_by(self, condition: ast.Expr | None, env: PlanEnv, walk_inside: Callable[[], T]) -> T:
         """`walk_inside()` with `condition` (read in `env`) among the conditions deciding what runs."""
         saved = self.deciders
         self.deciders = (*saved, (condition, env))
@@ -227,7 +233,7 @@ class Walk:
         finally:
             self.deciders = saved
 
-    def pipelines(self, pipelines, env: PlanEnv, control: frozenset[str]) -> LabelView:
+    def pipelines(self, pipelines: Iterable[ast.Pipeline], env: PlanEnv, control: frozenset[str]) -> LabelView:
         last = LabelView()
         for pipeline in pipelines:
             piped = None
@@ -239,7 +245,7 @@ class Walk:
     def block(self, step: ast.Step, name: str, env: PlanEnv, control: frozenset[str]) -> LabelView:
         """Walk the block of `step`'s argument `name` (none: nothing); what its result carries."""
         arg = step.arg(name)
-        if arg is None or type(arg.value) is not ast.Block:
+        if arg is None or not isinstance(arg.value, ast.Block):
             return LabelView()
         return self.pipelines(arg.value.pipelines, env, control)
 
@@ -286,6 +292,7 @@ class Walk:
             return UNTRUSTED_ONLY
         # `$args` carries each argument's labels whole, as a run passes them on with the call.
         args = {name: LabelView(view.whole()) for name, view in views.items()}
+        assert checked.plan is not None and checked.resolution is not None  # it checked without errors
         return self.plan(checked.plan, checked.resolution, args, env.paths[step] + "/", control).whole()
 
     def carried(self, tool: Tool) -> frozenset[str]:
@@ -301,6 +308,7 @@ class Walk:
             if checked is None or not checked.ok:
                 found = union(found, UNTRUSTED_ONLY)
             else:
+                assert checked.resolution is not None  # it checked without errors
                 for inner_step, inner in checked.resolution.tools.items():
                     is_agent = inner.provider == "builtin" and inner.name == "agent"
                     found = union(found, self.may_read(inner_step, checked.resolution.targets) if is_agent

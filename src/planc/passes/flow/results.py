@@ -24,6 +24,8 @@ from collections.abc import Mapping
 
 from planc.analysis.literals import literal_value
 from planc.registry.labels import NO_LABELS, LabelView, union, union_all, view_of
+from planc.registry.tool import Tool
+from planc.syntax import ast
 
 # The steps whose result is some of one input's items, unchanged: that input, and the parameter naming the
 # field whose values decide which items are kept or their order (None: none does, or the step's own rule says).
@@ -32,14 +34,14 @@ KEEPS_ITEMS: Mapping[str, tuple[str, str | None]] = {
     "skip": ("over", None), "slice": ("value", None)}
 
 
-def kept_input(tool) -> str | None:
+def kept_input(tool: Tool | None) -> str | None:
     """The input whose items `tool`'s result keeps, part by part (None: its result carries one set)."""
     if tool is None or tool.provider != "builtin" or tool.name not in KEEPS_ITEMS:
         return None
     return KEEPS_ITEMS[tool.name][0]
 
 
-def result_view(step, tool, sources: Mapping[str, frozenset[str]], control: frozenset[str],
+def result_view(step: ast.Step, tool: Tool, sources: Mapping[str, frozenset[str]], control: frozenset[str],
                 added: frozenset[str], items: LabelView | None = None) -> LabelView:
     """What `step`'s result carries: `tool`'s labels, its arguments' (`sources`, each argument's whole), its
     control's and what its rule adds (`added`); for a step that keeps its input's items, that input's view
@@ -53,7 +55,7 @@ def result_view(step, tool, sources: Mapping[str, frozenset[str]], control: froz
     return items.adding(union(union(tool.labels, deciding), union(union(control, added), by)))
 
 
-def compared(step, field: str | None, items: LabelView) -> frozenset[str]:
+def compared(step: ast.Step, field: str | None, items: LabelView) -> frozenset[str]:
     """The labels of what a `sort` or `unique` compares (its parameter `field`): the field the plan names, or
     the whole item (no field, or one only a run knows)."""
     if field is None:

@@ -10,42 +10,52 @@ run-time handlers (`backend/run/control_steps.py`) add the same labels from what
 
 from __future__ import annotations
 
-from planc.passes.flow.expressions import expr_labels
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from planc.passes.flow.expressions import Env, expr_labels
 from planc.registry.labels import NO_LABELS, LabelView, union, union_all
 from planc.registry.pure_steps import PURE_STEPS
+from planc.syntax import ast
 from planc.syntax.steps import deciding
 
+if TYPE_CHECKING:
+    from planc.passes.flow.flow import PlanEnv, Walk
 
-def condition_labels(step, env) -> frozenset[str]:
+
+def condition_labels(step: ast.Step, env: Env) -> frozenset[str]:
     """The labels of what decides: the `when` condition, or the `infer` question put to the judge."""
     decides = _deciding(step)
     return expr_labels(decides, env) if decides is not None else NO_LABELS
 
 
-def _deciding(step):
+def _deciding(step: ast.Step) -> ast.Expr | None:
     arg = deciding(step)
     return arg.value if arg is not None else None
 
 
-def flow_map(walk, step, env, views, control):
+def flow_map(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
+             control: frozenset[str]) -> frozenset[str]:
     over = views.get("over", LabelView())
     return walk.loop(step, "do", env.bound_by(step).bind(item=over.item(), index=LabelView()), control).whole()
 
 
-def flow_filter(walk, step, env, views, control):
+def flow_filter(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
+                control: frozenset[str]) -> frozenset[str]:
     over = views.get("over", LabelView())
     item = over.item()
     inner = env.bound_by(step).bind(item=item, index=LabelView())
-    if step.arg("where") is not None:
-        return expr_labels(step.arg("where").value, inner.with_fields(item))
+    if (where := step.arg("where")) is not None:
+        return expr_labels(where.value, inner.with_fields(item))
     if step.arg("do") is not None:
         return walk.loop(step, "do", inner, control).whole()
-    if step.arg("infer") is not None:
-        return expr_labels(step.arg("infer").value, inner)
+    if (infer := step.arg("infer")) is not None:
+        return expr_labels(infer.value, inner)
     return NO_LABELS
 
 
-def flow_reduce(walk, step, env, views, control):
+def flow_reduce(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
+                control: frozenset[str]) -> frozenset[str]:
     over = views.get("over", LabelView())
     accumulator = views.get("initial", LabelView()).whole()
     while True:  # the accumulator carries what any round gave it: walked until nothing is added
@@ -56,7 +66,8 @@ def flow_reduce(walk, step, env, views, control):
         accumulator = grown
 
 
-def flow_decide(walk, step, env, views, control):
+def flow_decide(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
+                control: frozenset[str]) -> frozenset[str]:
     decided = condition_labels(step, env)
     inner = union(control, decided)
     taken = walk.decided_by(_deciding(step), env, lambda: union(walk.block(step, "then", env, inner).whole(),
@@ -64,7 +75,8 @@ def flow_decide(walk, step, env, views, control):
     return union(decided, taken)
 
 
-def flow_exit(walk, step, env, views, control):
+def flow_exit(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
+              control: frozenset[str]) -> frozenset[str]:
     decided = condition_labels(step, env)
     # When it ends the plan, the plan's result is its `output` (else its `value`), decided here.
     walk.exits = union(walk.exits, union(union_all(view.whole() for view in views.values()), union(decided, control)))
@@ -76,7 +88,8 @@ def flow_exit(walk, step, env, views, control):
     return decided
 
 
-def flow_agent(walk, step, env, views, control):
+def flow_agent(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
+               control: frozenset[str]) -> frozenset[str]:
     from planc.analysis.agent_tools import continued
 
     read = walk.may_read(step, env.targets)

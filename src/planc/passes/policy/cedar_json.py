@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from typing import Any
 
 LONG = range(-(2**63), 2**63)
 # Record keys that Cedar's JSON reads as an entity, an extension value or an expression.
@@ -33,7 +34,7 @@ def entity_uid(entity: str) -> dict | str:
     return policy["principal"]["entity"]
 
 
-def cedar_value(value, where: str = "context.args"):
+def cedar_value(value: object, where: str = "context.args") -> Any:
     """`value` (JSON) as Cedar's JSON reads it: a list is a set, `null` is absent, a fraction a decimal.
 
     A value Cedar cannot hold is a ValueError, so that the call is refused rather than judged

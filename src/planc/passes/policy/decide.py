@@ -16,6 +16,7 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 import attrs
 
@@ -23,6 +24,9 @@ from planc.passes.policy.cedar_json import cedar_value, entity_uid
 from planc.passes.policy.load import Policy, Rule
 from planc.registry.labels import union_all
 from planc.registry.tool import Tool
+
+if TYPE_CHECKING:
+    from cedarpy import AuthzResult, Entities
 
 ACTION = 'Action::"call"'
 ACTION_UID = {"type": "Action", "id": "call"}  # ACTION as Cedar reads it without parsing it
@@ -162,10 +166,10 @@ def decide_all(policy: Policy, principal: str, asks: Sequence[Ask]) -> list[Deci
             answers = cedarpy.is_authorized_batch([request for _, request in chunk], policy.policy_set, known)
             for (index, _), answer in zip(chunk, answers):
                 decisions[index] = _decision(answer, requests[index], policy)
-    return decisions
+    return cast(list[Decision], decisions)  # each None was one of a batch, decided there
 
 
-def _decision(answer, request: Mapping, policy: Policy) -> Decision:
+def _decision(answer: AuthzResult, request: Mapping, policy: Policy) -> Decision:
     """What Cedar's `answer` to `request` means, failing closed."""
     import cedarpy
 
@@ -194,7 +198,7 @@ def _entity(name: str, attributes: tuple[tuple[str, object], ...]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _entities(entities: tuple[str, ...]):
+def _entities(entities: tuple[str, ...]) -> Entities:
     """The entities of a batch (its tools, the policy's principals), parsed by Cedar once per set of them (at
     run time, once per tool)."""
     import cedarpy

@@ -7,9 +7,11 @@ with the real values before every call, stops the run with its message.
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
-from planc.diagnostics import Diagnostic
+from planc.diagnostics import Diagnostic, Span
 from planc.diagnostics.build import diagnostic
 from planc.passes.policy.decide import Decision
 from planc.passes.policy.load import Policy
@@ -70,7 +72,7 @@ def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy
                       policy=policy.path.name)
 
 
-def _blamed_argument(step: ast.Step, decision: Decision):
+def _blamed_argument(step: ast.Step, decision: Decision) -> Span:
     """Where a denial points: at the value of the first argument the forbids that denied the call read (an
     organisation the principal does not belong to), else at the step's tool."""
     read = {name for rule in decision.policies if rule.effect == "forbid" for name in rule.reads}
@@ -94,7 +96,8 @@ class Blame:
 
 
 def flow_denial(step: ast.Step, path: str, decision: Decision, principal: str, policy: Policy,
-                caller, blame: Blame, approvals: bool = False, tool: str | None = None) -> Diagnostic:
+                caller: tuple[ast.Step, str, bool, str] | None, blame: Blame, approvals: bool = False,
+                tool: str | None = None) -> Diagnostic:
     """E400 for a call denied for where a value came from: at the reference that carries the labels, with
     the step and tool the value came from. With `approvals` (a person will be asked when the run reaches
     it), W505 instead."""
@@ -115,7 +118,7 @@ def flow_denial(step: ast.Step, path: str, decision: Decision, principal: str, p
         hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "
                         f"which this step runs")
         at = caller[0].tool.span
-    said = {"step": path, "hints": hints, "tool": tool, "names": names, "principal": principal, "labels": labels}
+    said: dict[str, Any] = {"step": path, "hints": hints, "tool": tool, "names": names, "principal": principal, "labels": labels}
     if not blame.argument:
         if approvals:
             return diagnostic("W505", "control", at, **said)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from planc.passes.check import CheckResult
 from planc.passes.policy.decide import Decision
 from planc.passes.policy.load import Policy
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def explain_json(result: CheckResult, policy: Policy, principal: str) -> dict:
@@ -12,6 +17,7 @@ def explain_json(result: CheckResult, policy: Policy, principal: str) -> dict:
 
     A step whose tool is unknown has `allowed: null`: it was not put to the policy.
     """
+    assert result.resolution is not None and result.policy is not None, "a plan that parsed is explained"
     steps = []
     for step, path in result.resolution.paths.items():
         decision = result.policy.decisions.get(step)
@@ -24,7 +30,7 @@ def explain_json(result: CheckResult, policy: Policy, principal: str) -> dict:
     return {"policy": str(policy.path), "principal": principal, "steps": steps}
 
 
-def explain_table(result: CheckResult, policy: Policy, principal: str):
+def explain_table(result: CheckResult, policy: Policy, principal: str) -> Table:
     """The same as a rich table."""
     from rich.table import Table
     from rich.text import Text  # names and messages are plain text, never markup
@@ -32,6 +38,7 @@ def explain_table(result: CheckResult, policy: Policy, principal: str):
     table = Table(title=Text(f"{policy.path} for {principal}"), title_justify="left")
     for column in ("step", "tool", "decision", "decided by", "notes"):
         table.add_column(column)
+    assert result.resolution is not None and result.policy is not None, "a plan that parsed is explained"
     for step, path in result.resolution.paths.items():
         decision = result.policy.decisions.get(step)
         if decision is None:

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import attrs
 
 from planc.passes.policy.cedar_json import PRINCIPAL
 from planc.passes.policy.principals import cedar_entities, entity_types, merged, principal_data
+
+if TYPE_CHECKING:
+    from cedarpy import PolicySet
+
+    from planc.registry.registry import Registry
 
 # What a policy can read about a call. `args` and `sources` are declared with no
 # attributes: their keys differ from tool to tool, so a policy must test `context.args has NAME`
@@ -58,7 +64,7 @@ class PolicyError(Exception):
         super().__init__(where + message)
 
 
-def principal_of(given: str | None, registry) -> str:
+def principal_of(given: str | None, registry: Registry | None) -> str:
     """Who a plan runs for: `given`, else the `principal` its planc.toml declares, else anonymous."""
     if given is not None:
         return given
@@ -82,7 +88,7 @@ class Policy:
     """A loaded policy file: Cedar's parsed policy set, and each policy by Cedar's id."""
 
     path: Path
-    policy_set: object = attrs.field(repr=False)  # cedarpy.PolicySet, parsed once and reused
+    policy_set: PolicySet = attrs.field(repr=False)  # parsed once and reused
     rules: Mapping[str, Rule] = attrs.field(factory=dict)  # "policy0" -> Rule
     text: str = attrs.field(default="", repr=False)  # the file's text (a stored plan keeps its hash)
     # The principals with attributes and groups it was validated with (`principals.principal_data`'s form, as
@@ -91,7 +97,7 @@ class Policy:
     entities: tuple[str, ...] = attrs.field(default=(), repr=False)
 
 
-def with_principals(policy: Policy, principals) -> Policy:
+def with_principals(policy: Policy, principals: Sequence[Mapping]) -> Policy:
     """`policy` judging with `principals` too (`principal_data`'s form; one of a uid it already has replaces it):
     validated again, as the shapes of the principals are part of what it reads. A PolicyError when it does not fit."""
     if not principals:
@@ -99,7 +105,7 @@ def with_principals(policy: Policy, principals) -> Policy:
     return policy_from_text(policy.text, policy.path, merged(policy.principals, principals))
 
 
-def load_policy(path: str | Path, principals=()) -> Policy:
+def load_policy(path: str | Path, principals: Sequence[Mapping] = ()) -> Policy:
     """The Policy in the file at `path`, judging with `principals` (`principals.principal_data`'s form)."""
     path = Path(path)
     try:
@@ -109,7 +115,7 @@ def load_policy(path: str | Path, principals=()) -> Policy:
     return policy_from_text(text, path, principals)
 
 
-def policy_from_text(text: str, path: Path, principals=()) -> Policy:
+def policy_from_text(text: str, path: Path, principals: Sequence[Mapping] = ()) -> Policy:
     """The Policy that `text` holds, reported as if read from `path` (which need not exist), validated
     against the shape of plans' requests and of `principals` (`principals.principal_data`'s form).
 
@@ -152,15 +158,15 @@ def policy_from_text(text: str, path: Path, principals=()) -> Policy:
     rules = {}
     for policy_id, body in est.get("staticPolicies", {}).items():
         annotations = body.get("annotations", {})
-        name = annotations.get("id") or f"policy {_position(policy_id) + 1} of {path.name}"
         number = _position(policy_id)
+        name = annotations.get("id") or f"policy {cast(int, number) + 1} of {path.name}"  # a static policy's id
         read = ARGUMENT_READ.findall(texts[number]) if number is not None and number < len(texts) else []
         rules[policy_id] = Rule(name, body["effect"], annotations.get("reason"), line_of(policy_id) or 1,
                                 frozenset(read))
     return Policy(path, policy_set, rules, text, principals, entities)
 
 
-def request_schema(principals) -> dict:
+def request_schema(principals: Sequence[Mapping]) -> dict:
     """`REQUEST_SCHEMA` with the types of `principals`: their attributes, their groups, and that they may call.
 
     >>> request_schema([])[""]["actions"]["call"]["appliesTo"]["principalTypes"]

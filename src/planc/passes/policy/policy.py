@@ -10,6 +10,7 @@ Without a policy the pass does nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -24,8 +25,11 @@ from planc.syntax import ast
 from planc.syntax.steps import step_blocks
 
 if TYPE_CHECKING:  # Cedar's side is imported when a plan is judged: a check without a policy never loads it
+    from planc.passes.flow.flow import CallFlow
     from planc.passes.policy.decide import Ask, Decision
     from planc.passes.policy.denial import Blame
+    from planc.passes.policy.load import Policy
+    from planc.passes.resolve.resolve import Resolution
 
 # The control steps whose blocks run once per item: a step inside one is `in_loop`.
 LOOPS = frozenset({"map", "filter", "reduce"})
@@ -79,7 +83,7 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
     return PolicyFacts(decisions), diagnostics
 
 
-def flow_blame(policy, principal: str, ask, call) -> Blame | None:
+def flow_blame(policy: Policy, principal: str, ask: Ask, call: CallFlow | None) -> Blame | None:
     """What the denial of `ask` is owed to when it is where its values came from (`call` is the flow pass's
     `CallFlow` of the step, for the references that carry the labels); None otherwise."""
     from planc.passes.policy.decide import blamed_labels
@@ -94,7 +98,7 @@ def flow_blame(policy, principal: str, ask, call) -> Blame | None:
     return Blame("", ask.control, tuple(call.control_carriers()) if call is not None else ())
 
 
-def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list, flows,
+def _judge(plan: ast.Plan, resolution: Resolution, context: CheckContext, asked: list, flows: Mapping[str, CallFlow],
            caller: tuple[ast.Step, str, bool, str] | None = None) -> None:
     """Put every step of `plan` (its facts in `resolution`), and every step of the declared plans it
     calls, to the policy as part of the call: under the caller's principal, inside its loops, at paths
@@ -117,6 +121,7 @@ def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list, flows
         args, dynamic = _arguments(step, tool, piped)
         path = prefix + resolution.paths[step]
         call = flows.get(path)
+        sources: Mapping[str, frozenset[str]]
         if call is None:  # not walked by the flow pass: nothing is known of where its values came from
             sources, control = {name: UNTRUSTED_ONLY for name in (*args, *dynamic)}, UNTRUSTED_ONLY
         else:
@@ -124,13 +129,14 @@ def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list, flows
         asked.append((step, Ask(tool, args, path, in_loop, dynamic, sources, control), caller))
         declared = context.plans.get(tool.provider[len("plan:"):]) if tool.provider.startswith("plan:") else None
         if declared is not None and declared.ok:
+            assert context.registry is not None and declared.plan is not None and declared.resolution is not None
             written = context.registry.plans[tool.provider[len("plan:"):]].written
             at = caller[0] if caller else step
             _judge(declared.plan, declared.resolution, context, asked, flows,
                    (at, path, in_loop, written) if caller is None else (at, path, in_loop, caller[3]))
 
 
-def _calls(pipelines, in_loop: bool):
+def _calls(pipelines: Iterable[ast.Pipeline], in_loop: bool) -> Iterator[tuple[ast.Step, bool, bool]]:
     """(step, whether a result is piped into it, whether it runs per item) for every step, in text order."""
     for pipeline in pipelines:
         for position, step in enumerate(pipeline.steps):

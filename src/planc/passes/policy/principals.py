@@ -147,7 +147,7 @@ def entity_types(principals: Sequence[Mapping]) -> dict:
     return types
 
 
-def _schema_type(value, what: str) -> dict:
+def _schema_type(value: object, what: str) -> dict:
     """The Cedar schema type of the JSON `value` (after `cedar_value`)."""
     if isinstance(value, bool):
         return {"type": "Boolean"}

@@ -7,7 +7,7 @@ almost certainly meant for that step; the fix moves it there (`search(...) |> hi
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from planc.diagnostics import Diagnostic, Fix, Span
 from planc.diagnostics.build import diagnostic
@@ -15,7 +15,8 @@ from planc.syntax import ast
 from planc.syntax.steps import step_blocks
 
 
-def misplaced_labels(pipelines, targets: Mapping, paths: Mapping[ast.Step, str]) -> Iterator[Diagnostic]:
+def misplaced_labels(pipelines: Iterable[ast.Pipeline], targets: Mapping,
+                     paths: Mapping[ast.Step, str]) -> Iterator[Diagnostic]:
     """W506 for each pipeline of `pipelines` (blocks' included) whose head's label nothing reads, while some
     reference (`targets`: the resolve pass's, ref -> step) reads its last step.
 
@@ -39,7 +40,7 @@ def misplaced_labels(pipelines, targets: Mapping, paths: Mapping[ast.Step, str])
                              f"pipeline's result"])
 
 
-def _pipelines(pipelines) -> Iterator[ast.Pipeline]:
+def _pipelines(pipelines: Iterable[ast.Pipeline]) -> Iterator[ast.Pipeline]:
     for pipeline in pipelines:
         yield pipeline
         for step in pipeline.steps:

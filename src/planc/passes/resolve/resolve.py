@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
-from planc.diagnostics import Diagnostic, Fix, sort_key
+from planc.diagnostics import Diagnostic, Fix, Span, sort_key
 from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.resolve.labels import misplaced_labels
@@ -25,6 +26,9 @@ from planc.registry.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import block_name, children, step_paths, walk_steps
 from planc.syntax.templates import BINDINGS
+
+if TYPE_CHECKING:
+    from planc.passes.check import CheckResult
 
 ARGS = "args"
 SHOWN = 10  # the errors of a declared plan an E211 lists
@@ -71,7 +75,7 @@ class _Frame:
 class _Resolver:
     """One walk over the plan: it numbers the steps and resolves every name on the way."""
 
-    def __init__(self, plan: ast.Plan, registry: Registry | None, plans=None) -> None:
+    def __init__(self, plan: ast.Plan, registry: Registry | None, plans: Mapping[str, CheckResult] | None = None) -> None:
         self.plans = plans or {}  # the declared plans the plan calls, each checked
         self.plan = plan
         self.registry = registry
@@ -100,7 +104,8 @@ class _Resolver:
                 self.diagnostics.append(diagnostic("E205", "duplicate", name.span, step=path, label=name.text, hints=[
                     f"labels are unique in a plan; `{name.text}` was first defined at line {at.line}, column {at.column}"]))
 
-    def visit_steps(self, pipelines, frames: tuple, bound: frozenset, prefix: str) -> None:
+    def visit_steps(self, pipelines: Sequence[ast.Pipeline], frames: tuple[_Frame, ...], bound: frozenset,
+                    prefix: str) -> None:
         steps = tuple(step for pipeline in pipelines for step in pipeline.steps)
         labels: dict[str, int] = {}
         for number, step in enumerate(steps, start=1):
@@ -132,8 +137,8 @@ class _Resolver:
         self.diagnostics.extend(check_arguments(step, tool, piped, self.registry, path))
         if tool.provider.startswith("plan:"):
             self.diagnostics.extend(self.declared_plan(name, step.tool.span, tool.provider[len("plan:"):], path))
-        if tool is CONTROL_STEPS["agent"] and step.arg("check") is not None:
-            self.diagnostics.extend(self.agent_check(step.arg("check").value, path))
+        if tool is CONTROL_STEPS["agent"] and (check := step.arg("check")) is not None:
+            self.diagnostics.extend(self.agent_check(check.value, path))
         return tool
 
     def agent_check(self, value: ast.Expr, path: str) -> list[Diagnostic]:
@@ -157,9 +162,10 @@ class _Resolver:
             return self.declared_plan(name, value.span, tool.provider[len("plan:"):], path)
         return []
 
-    def declared_plan(self, name: str, span, plan: str, path: str) -> list[Diagnostic]:
+    def declared_plan(self, name: str, span: Span, plan: str, path: str) -> list[Diagnostic]:
         """E210 when calling the declared plan `plan` (as `name`, written at `span`) never ends; E211 when it
         cannot run."""
+        assert self.registry is not None  # a declared plan is a tool of the registry
         cycle = self.registry.plans.cycle_from(plan)
         if cycle:
             return [diagnostic("E210", "cycle", span, step=path, name=name, cycle=" -> ".join(cycle),
@@ -179,31 +185,31 @@ class _Resolver:
         return [diagnostic("E211", "errors", span, step=path, hints=hints, name=name, file=written,
                            count=len(errors), plural="s" if len(errors) > 1 else "")]
 
-    def visit_arg(self, arg: ast.Arg, step, frames, bound, binds, path: str) -> None:
+    def visit_arg(self, arg: ast.Arg, step: ast.Step, frames: tuple[_Frame, ...], bound: frozenset,
+                  binds: Iterable[str], path: str) -> None:
         """Resolve an argument's value; `binds` are the names its parameter binds (a block's, a condition's)."""
         pending = [arg.value]
         blocks = 0
         while pending:
             node = pending.pop()
-            kind = type(node)
-            if kind is ast.Ref:
+            if isinstance(node, ast.Ref):
                 self.resolve_ref(node, step, frames)
-            elif kind is ast.Path:
+            elif isinstance(node, ast.Path):
                 self.resolve_path(node, step, bound.union(binds))
-            elif kind is ast.String:
+            elif isinstance(node, ast.String):
                 for hole in node.holes:
-                    if type(hole.target) is ast.Ref:
+                    if isinstance(hole.target, ast.Ref):
                         self.resolve_ref(hole.target, step, frames)
                     else:  # a hole names a binding, never a field of the item
                         self.resolve_path(hole.target, step, bound.union(binds) - {ITEM_FIELDS})
-            elif kind is ast.Block:
+            elif isinstance(node, ast.Block):
                 blocks += 1
                 inner = bound.union(binds) - {ITEM_FIELDS}
                 self.visit_steps(node.pipelines, frames, inner, f"{path}/{block_name(arg, blocks)}.")
-            elif kind is not ast.Literal:
+            elif not isinstance(node, ast.Literal):
                 pending.extend(reversed(children(node)))  # text order, as step paths count blocks
 
-    def resolve_ref(self, ref: ast.Ref, step: ast.Step, frames) -> None:
+    def resolve_ref(self, ref: ast.Ref, step: ast.Step, frames: tuple[_Frame, ...]) -> None:
         target = ref.target
         path = self.paths[step]
         if target == ARGS:
@@ -239,7 +245,8 @@ class _Resolver:
         self.diagnostics.append(diagnostic("E204", "unknown_label", ref.head_span, step=path, hints=hints,
                                            written=written, label=target))
 
-    def _check_order(self, ref, written, index, frame, path, label=None) -> None:
+    def _check_order(self, ref: ast.Ref, written: str, index: int, frame: _Frame, path: str,
+                     label: str | None = None) -> None:
         """`ref` (written `written`) reads step `index` of `frame`, by its number or by `label`: E203 unless
         that step comes before the one being resolved."""
         if index == frame.current:
@@ -254,7 +261,7 @@ class _Resolver:
         else:
             self.targets[ref] = frame.steps[index - 1]
 
-    def resolve_path(self, path_node: ast.Path, step, bound) -> None:
+    def resolve_path(self, path_node: ast.Path, step: ast.Step, bound: frozenset) -> None:
         head = path_node.head.text
         if head in bound or ITEM_FIELDS in bound or UNKNOWN in bound:
             return

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import cast
 
 import attrs
 
@@ -39,7 +40,7 @@ def unknown_tool(step: ast.Step, registry: Registry, path: str) -> Diagnostic:
 LISTED = 16  # an unknown name's hint lists every tool up to this many, else the nearest half of it
 
 
-def _listed(names) -> str:
+def _listed(names: Iterable[str]) -> str:
     return ", ".join(f"`{name}`" for name in names)
 
 
@@ -72,7 +73,7 @@ def check_arguments(step: ast.Step, tool: Tool, piped: bool, registry: Registry 
             yield diagnostic("E209", "no_pipe", step.tool.span, step=path, tool=tool.name, hints=[
                 "start a new pipeline (a new line) and pass the earlier result by reference, like `$1`"])
         elif tool.pipe in given:
-            arg = step.arg(tool.pipe)
+            arg = cast(ast.Arg, step.arg(tool.pipe))  # given, as `given` says
             yield diagnostic("E209", "piped_and_given", arg.name.span, step=path, param=tool.pipe,
                              hints=[f"drop `{tool.pipe}: ...` to use the piped result, or start a new pipeline"])
         else:
@@ -89,11 +90,11 @@ def check_arguments(step: ast.Step, tool: Tool, piped: bool, registry: Registry 
         else:
             yield diagnostic("E202", "missing_argument", step.tool.span, step=path, hints=[hint],
                              tool=tool.name, names=names)
-    if tool.name == "agent" and registry is not None and step.arg("tools") is not None:
-        yield from check_tool_patterns(step.arg("tools").value, registry, path)
+    if tool.name == "agent" and registry is not None and (tools := step.arg("tools")) is not None:
+        yield from check_tool_patterns(tools.value, registry, path)
     for param, value, needed in tool.required_when:
-        arg = step.arg(param)
-        if arg is not None and isinstance(arg.value, ast.Literal | ast.String) and _literal(arg.value) == value \
+        found = step.arg(param)
+        if found is not None and isinstance(found.value, ast.Literal | ast.String) and _literal(found.value) == value \
                 and needed not in given:
             yield diagnostic("E202", "needed_when", step.tool.span, step=path,
                              hints=[f"add `{needed}: ...`, or choose another `{param}`"],
@@ -106,14 +107,14 @@ def check_arguments(step: ast.Step, tool: Tool, piped: bool, registry: Registry 
             yield diagnostic("E303", "none_of", step.tool.span, step=path, hints=[f"keep exactly one of {options}"],
                              tool=tool.name, options=options)
         elif group in tool.one_of and len(present) > 1:
-            yield diagnostic("E303", "more_than_one", step.arg(present[1]).name.span, step=path,
+            yield diagnostic("E303", "more_than_one", cast(ast.Arg, step.arg(present[1])).name.span, step=path,
                              hints=[f"keep exactly one of {options}"], tool=tool.name, options=options)
         elif len(present) > 1:
-            yield diagnostic("E303", "at_most_one", step.arg(present[1]).name.span, step=path,
+            yield diagnostic("E303", "at_most_one", cast(ast.Arg, step.arg(present[1])).name.span, step=path,
                              hints=[f"keep at most one of {options}"], tool=tool.name, options=options)
 
 
-def _literal(value: ast.Expr):
+def _literal(value: ast.Literal | ast.String) -> object:
     return value.value if isinstance(value, ast.Literal) else value.text
 
 

@@ -10,20 +10,24 @@ check's required parameters.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from planc.analysis.agent_tools import agent_check_tool, agent_tools, conversation_start, matching_tools
 from planc.analysis.literals import NOT_LITERAL, literal_value
-from planc.diagnostics import Diagnostic
+from planc.diagnostics import Diagnostic, Span
 from planc.diagnostics.build import diagnostic
 from planc.registry.registry import Registry
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
 
+if TYPE_CHECKING:
+    from planc.passes.resolve.resolve import Resolution
+
 KEPT = ("model", "system_prompt")  # what a continuing step takes from the conversation's first step
 
 
-def agent_turns(plan: ast.Plan, resolution, registry: Registry | None, source: str) -> list[Diagnostic]:
+def agent_turns(plan: ast.Plan, resolution: Resolution, registry: Registry | None, source: str) -> list[Diagnostic]:
     """E212 and E303 for the agent steps of `plan`, given the resolve pass's facts.
 
     >>> from planc.passes.check import check
@@ -50,8 +54,8 @@ def agent_turns(plan: ast.Plan, resolution, registry: Registry | None, source: s
             continue
         first_path = resolution.paths.get(first)
         for name in KEPT:
-            if step.arg(name) is not None:
-                found.append(diagnostic("E212", "kept", step.arg(name).name.span, step=path, param=name,
+            if (kept := step.arg(name)) is not None:
+                found.append(diagnostic("E212", "kept", kept.name.span, step=path, param=name,
                                         first=first_path, hints=[f"remove `{name}`, or begin a new conversation"]))
         found.extend(_widened(step, first, first_path, path, registry))
         for outer, body in maps:
@@ -65,7 +69,7 @@ def agent_turns(plan: ast.Plan, resolution, registry: Registry | None, source: s
     return found
 
 
-def _agents(pipelines, maps: tuple) -> Iterator[tuple[ast.Step, tuple]]:
+def _agents(pipelines: Iterable[ast.Pipeline], maps: tuple) -> Iterator[tuple[ast.Step, tuple]]:
     """(agent step, the `map` steps around it, each with its body), in text order."""
     for pipeline in pipelines:
         for step in pipeline.steps:
@@ -75,7 +79,7 @@ def _agents(pipelines, maps: tuple) -> Iterator[tuple[ast.Step, tuple]]:
                 yield from _agents(block.pipelines, (*maps, (step, block)) if step.tool.text == "map" else maps)
 
 
-def _steps(pipelines) -> Iterator[ast.Step]:
+def _steps(pipelines: Iterable[ast.Pipeline]) -> Iterator[ast.Step]:
     for pipeline in pipelines:
         for step in pipeline.steps:
             yield step
@@ -83,15 +87,16 @@ def _steps(pipelines) -> Iterator[ast.Step]:
                 yield from _steps(block.pipelines)
 
 
-def _widened(step: ast.Step, first: ast.Step, first_path: str, path: str, registry) -> Iterator[Diagnostic]:
+def _widened(step: ast.Step, first: ast.Step, first_path: str | None, path: str | None,
+             registry: Registry | None) -> Iterator[Diagnostic]:
     """E212 for each of `step`'s `tools` patterns that matches a tool `first` does not offer."""
     arg = step.arg("tools")
     offered = agent_tools(first, registry)
-    if arg is None or offered is None or type(arg.value) is not ast.ListExpr:
+    if arg is None or offered is None or registry is None or not isinstance(arg.value, ast.ListExpr):
         return
     names = {tool.name for tool in offered}
     for item in arg.value.items:
-        pattern = item.text if type(item) is ast.String else None
+        pattern = item.text if isinstance(item, ast.String) else None
         extra = [tool.name for tool in matching_tools(registry, [pattern])
                  if tool.name not in names] if pattern is not None else []
         if extra:
@@ -99,7 +104,7 @@ def _widened(step: ast.Step, first: ast.Step, first_path: str, path: str, regist
                              hints=[f"step {first_path} offers {_listed(sorted(names))}"])
 
 
-def _concurrency(step: ast.Step) -> tuple[object, str] | None:
+def _concurrency(step: ast.Step) -> tuple[Span, str] | None:
     """Where a `map` says it runs more than one item at once, and how many; None when it runs one at a time."""
     arg = step.arg("concurrency")
     if arg is None:
@@ -110,11 +115,12 @@ def _concurrency(step: ast.Step) -> tuple[object, str] | None:
     return arg.value.span, str(value) if value is not NOT_LITERAL else "several"
 
 
-def _gate(step: ast.Step, path: str, registry) -> Iterator[Diagnostic]:
+def _gate(step: ast.Step, path: str | None, registry: Registry | None) -> Iterator[Diagnostic]:
     """E303 for `repairs` without a `check`, and for a check whose required parameters the answer may lack."""
-    if step.arg("check") is None:
-        if step.arg("repairs") is not None:
-            yield diagnostic("E303", "repairs_without_check", step.arg("repairs").name.span, step=path,
+    check_arg = step.arg("check")
+    if check_arg is None:
+        if (repairs := step.arg("repairs")) is not None:
+            yield diagnostic("E303", "repairs_without_check", repairs.name.span, step=path,
                              hints=["add `check: \"TOOL\"`, or remove `repairs`"])
         return
     check = agent_check_tool(step, registry)
@@ -122,23 +128,23 @@ def _gate(step: ast.Step, path: str, registry) -> Iterator[Diagnostic]:
     literal = literal_value(schema.value) if schema is not None else NOT_LITERAL
     if check is None or not isinstance(literal, Mapping):
         return
-    required = literal.get("required") if isinstance(literal.get("required"), list) else []
+    required: Any = literal.get("required") if isinstance(literal.get("required"), list) else []
     for param in check.required:
         if param not in required:
-            yield diagnostic("E303", "check_needs", step.arg("check").value.span, step=path, tool=check.name,
+            yield diagnostic("E303", "check_needs", check_arg.value.span, step=path, tool=check.name,
                              param=param, hints=[f"add `{param}` to the output schema's `required`: the check is "
                                                  "called with the answer's fields as its arguments"])
 
 
 def _words(value: ast.Expr, targets: Mapping, source: str) -> str:
     written = value.span.text(source) if source else "this value"
-    target = targets.get(value) if type(value) is ast.Ref else None
-    if isinstance(target, ast.Step) and value.accessors:
+    target = targets.get(value) if isinstance(value, ast.Ref) else None
+    if isinstance(target, ast.Step) and isinstance(value, ast.Ref) and value.accessors:
         return f"`{written}`, a part of a result"
     if isinstance(target, ast.Step):
         return f"`{written}`, the result of `{target.tool.text}`"
     return f"`{written}`"
 
 
-def _listed(names) -> str:
+def _listed(names: Sequence[str]) -> str:
     return ", ".join(f"`{name}`" for name in names) if names else "no tool"

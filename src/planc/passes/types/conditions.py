@@ -8,10 +8,12 @@ a list on its left (E300); `==`/`!=` with a literal outside the other side's
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 from planc.analysis.literals import NOT_LITERAL, literal_value, meant_fix
 from planc.analysis.schema_words import describe, describe_value
 from planc.analysis.schemas import BOOLEAN, NULL, compatible, enum_of, json_equal, kinds
+from planc.diagnostics import Diagnostic
 from planc.diagnostics.build import diagnostic
 from planc.syntax import ast
 
@@ -25,22 +27,30 @@ class Conditions:
     """The condition checks of the types pass's walker, which provides `value_type(expr, env)`,
     `types`, `text(node)`, `words(expr, type)`, `diagnostics` and `path` (the step being checked)."""
 
-    def check_condition(self, expr, env: dict) -> None:
+    if TYPE_CHECKING:  # what the walker provides
+        types: dict
+        diagnostics: list[Diagnostic]
+        path: str | None
+
+        def value_type(self, expr: ast.Expr, env: dict) -> Any: ...
+        def text(self, node: ast.Expr) -> str: ...
+        def words(self, expr: ast.Expr, found: object) -> str: ...
+
+    def check_condition(self, expr: ast.Expr, env: dict) -> None:
         """E302 for a value where a condition is expected; comparisons checked."""
-        kind = type(expr)
-        if kind is ast.Compare:
+        if isinstance(expr, ast.Compare):
             self.check_compare(expr, env)
-        elif kind is ast.Not:
+        elif isinstance(expr, ast.Not):
             self.check_condition(expr.operand, env)
-        elif kind in (ast.And, ast.Or):
+        elif isinstance(expr, (ast.And, ast.Or)):
             for operand in expr.operands:
                 self.check_condition(operand, env)
         else:
             found = self.value_type(expr, env)
-            if kind in (ast.String, ast.ListExpr, ast.Record, ast.Block) or not compatible(found, BOOLEAN):
-                if kind is ast.String:
+            if isinstance(expr, (ast.String, ast.ListExpr, ast.Record, ast.Block)) or not compatible(found, BOOLEAN):
+                if isinstance(expr, ast.String):
                     hint = "to ask the judge model a yes/no question, use `infer: \"...\"` instead"
-                elif kind in (ast.Ref, ast.Path) and _comparison(kinds(found)):
+                elif isinstance(expr, (ast.Ref, ast.Path)) and _comparison(kinds(found)):
                     hint = f"compare it, like `{self.text(expr)}{_comparison(kinds(found))}`"
                 else:
                     hint = "write a comparison, like `$1.count > 0`, or a reference to a boolean"
@@ -52,17 +62,18 @@ class Conditions:
         left, right = self.value_type(compare.left, env), self.value_type(compare.right, env)
         op = compare.op
         if op in ORDERING:
-            have = [kinds(left), kinds(right)]
-            if None in have or have[0] & have[1] & ORDERED:
+            left_kinds, right_kinds = kinds(left), kinds(right)
+            if left_kinds is None or right_kinds is None or left_kinds & right_kinds & ORDERED:
                 return
+            have = (left_kinds, right_kinds)
             wrong = next((side for side, found in zip((compare.left, compare.right), have)
                           if not found & ORDERED), compare)
             hints = ["`.length` is the length of a list or a string"] if any("array" in found for found in have) else []
             self.diagnostics.append(diagnostic("E300", "ordering", wrong.span, step=self.path, hints=hints, op=op,
                                                left=describe(left), right=describe(right)))
         elif op == "contains":
-            have = kinds(left)
-            if have is not None and not have & {"string", "array"}:
+            found = kinds(left)
+            if found is not None and not found & {"string", "array"}:
                 self.diagnostics.append(diagnostic(
                     "E300", "contains", compare.left.span, step=self.path, left=describe(left),
                     hints=["`a contains b` is substring for strings and membership for lists"]))
@@ -70,7 +81,7 @@ class Conditions:
             self.check_enum(compare, compare.left, compare.right)
             self.check_enum(compare, compare.right, compare.left)
 
-    def check_enum(self, compare: ast.Compare, typed, other) -> None:
+    def check_enum(self, compare: ast.Compare, typed: ast.Expr, other: ast.Expr) -> None:
         """W503 when `typed` has an `enum` and `other` is a literal outside it."""
         allowed = enum_of(self.types.get(typed))
         if allowed is None or type(other) not in (ast.Literal, ast.String):

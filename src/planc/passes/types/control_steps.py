@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from planc.analysis.schema_words import describe, describe_value
 from planc.analysis.schemas import LIST, kinds
@@ -25,7 +26,7 @@ AGENT_FIELDS = {"iterations": {"type": "integer", "minimum": 0}, "tools_called":
 OBJECT_SCHEMA = '`{type: "object", properties: {...}}`'
 
 
-def agent_input(param: str, value, span: Span, step: str | None) -> Diagnostic | None:
+def agent_input(param: str, value: object, span: Span, step: str | None) -> Diagnostic | None:
     """E303 for the literal `value` of the agent's `param`, written at `span` in the step at path `step`; or None.
 
     >>> from planc.diagnostics import Position
@@ -70,15 +71,15 @@ def control_result(name: str, inputs: Mapping, literals: Mapping | None = None) 
     return TYPE_RULES[name](inputs, literals if literals is not None else {})
 
 
-def _map(inputs: Mapping, literals) -> Mapping:
+def _map(inputs: Mapping, literals: Mapping) -> Mapping:
     result: dict = {"type": "array"}
     if inputs.get("do") is not None:
         result["items"] = inputs["do"]
     return _keep_bound(result, inputs.get("over"))
 
 
-def _filter(inputs: Mapping, literals) -> Mapping:
-    over = inputs.get("over")
+def _filter(inputs: Mapping, literals: Mapping) -> Mapping:
+    over: Any = inputs.get("over")
     if kinds(over) != {"array"}:
         return _keep_bound(dict(LIST), over)
     # The kept items have the input's item type and at most its length; any may be dropped.
@@ -87,12 +88,12 @@ def _filter(inputs: Mapping, literals) -> Mapping:
     return {key: value for key, value in over.items() if key not in ("minItems", "prefixItems")}
 
 
-def _decide(inputs: Mapping, literals) -> Mapping | None:
+def _decide(inputs: Mapping, literals: Mapping) -> Mapping | None:
     then = inputs.get("then")
     return then if "else" in inputs and inputs["else"] == then else None
 
 
-def _agent(inputs: Mapping, literals) -> Mapping:
+def _agent(inputs: Mapping, literals: Mapping) -> Mapping:
     return {"type": "object", "properties": {"output": literals.get("output_schema") or {}, **AGENT_FIELDS},
             "required": ["output", *AGENT_FIELDS], "additionalProperties": False}
 
@@ -111,7 +112,7 @@ TYPE_RULES: dict[str, Callable[[Mapping, Mapping], Mapping | None]] = {
 }
 
 
-def _keep_bound(result: dict, over) -> dict:
+def _keep_bound(result: dict, over: object) -> dict:
     """`result` with the list bound of `over`: a map or filter has at most as many items."""
     if isinstance(over, Mapping) and isinstance(over.get("maxItems"), int):
         result["maxItems"] = over["maxItems"]

@@ -20,7 +20,8 @@ step's type is its tool's `returns`; control steps derive theirs
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -31,7 +32,6 @@ from planc.analysis.literals import (
     constrains,
     literal_value,
 )
-from planc.analysis.step_effects import step_effects
 from planc.analysis.schema_words import describe, describe_value, means_length, missing_hints
 from planc.analysis.schemas import (
     BOOLEAN,
@@ -46,6 +46,7 @@ from planc.analysis.schemas import (
     read,
     record_of,
 )
+from planc.analysis.step_effects import step_effects
 from planc.diagnostics import Diagnostic, Fix, sort_key
 from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
@@ -58,6 +59,15 @@ from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS
 from planc.registry.pure_steps import PURE_STEPS
 from planc.syntax import ast
 from planc.syntax.templates import BINDINGS
+
+if TYPE_CHECKING:
+    from planc.diagnostics import Span
+    from planc.passes.resolve.resolve import Resolution
+    from planc.registry.learned_shapes import LearnedShape
+    from planc.registry.pure_steps import PureStep
+    from planc.registry.tool import Tool
+
+Schema = Any  # a JSON Schema (a mapping), or None: unknown, which passes every check
 
 AGENT = CONTROL_STEPS["agent"]
 ONLY_CONDITIONS = "a condition is only allowed as `where` of `filter` and `when` of `decide` or `exit`"
@@ -75,7 +85,7 @@ class Typing:
     # parameter the schema of the first parameter it is given as (so `--arg NAME=...` reads it so).
     arguments: dict = attrs.field(factory=dict)
 
-    def of(self, node) -> dict | None:
+    def of(self, node: object) -> dict | None:
         return self.types.get(node)
 
 
@@ -100,7 +110,7 @@ def types(plan: ast.Plan, context: CheckContext) -> tuple[Typing, list[Diagnosti
 class _Checker(Conditions):
     """One walk over the plan in text order, so that a step's type is known before it is read."""
 
-    def __init__(self, resolution, context: CheckContext) -> None:
+    def __init__(self, resolution: Resolution, context: CheckContext) -> None:
         self.resolution = resolution
         self.source = context.source
         self.registry = context.registry
@@ -120,7 +130,7 @@ class _Checker(Conditions):
 
     # --- steps
 
-    def visit_steps(self, pipelines, env: dict):
+    def visit_steps(self, pipelines: Sequence[ast.Pipeline], env: dict) -> Schema:
         """Check the steps of `pipelines`; the type of the last one's result (a block's result)."""
         self.labels.append(set())
         result = None
@@ -132,7 +142,7 @@ class _Checker(Conditions):
         self.labels.pop()
         return result
 
-    def visit_step(self, step: ast.Step, env: dict, piped: bool, pipe_type):
+    def visit_step(self, step: ast.Step, env: dict, piped: bool, pipe_type: Schema) -> Schema:
         outer, self.path = self.path, self.resolution.paths.get(step)
         tool = self.resolution.tools.get(step)
         inputs: dict = {}
@@ -162,7 +172,7 @@ class _Checker(Conditions):
         self.path = outer
         return result
 
-    def literals(self, step: ast.Step, tool) -> dict:
+    def literals(self, step: ast.Step, tool: Tool) -> Mapping:
         """The literal inputs a built-in step's type rule reads: a pure step's literal arguments; an agent's
         `output_schema`, when it is a valid schema."""
         if tool is AGENT:
@@ -173,7 +183,7 @@ class _Checker(Conditions):
             return {}
         return LiteralArguments(step)
 
-    def visit_arg(self, arg: ast.Arg, tool, env: dict):
+    def visit_arg(self, arg: ast.Arg, tool: Tool | None, env: dict) -> Schema:
         """Check one argument against its parameter; the type of its value."""
         name, value = arg.name.text, arg.value
         schema = tool.params.get(name) if tool is not None else None
@@ -193,7 +203,7 @@ class _Checker(Conditions):
             self.check_value(value, schema, what)
         return found
 
-    def check_agent_input(self, value, name: str, schema, what: str) -> None:
+    def check_agent_input(self, value: ast.Expr, name: str, schema: Mapping, what: str) -> None:
         """E303 for an agent input no schema can rule out; its `output_schema` kept for its result's type."""
         literal = literal_value(value)
         refused = agent_input(name, literal, value.span, self.path) if literal is not NOT_LITERAL else None
@@ -204,11 +214,11 @@ class _Checker(Conditions):
         if name == "output_schema" and isinstance(literal, dict):
             self.output_schemas[value] = literal
 
-    def check_values(self, step: ast.Step, pure, inputs: dict, literals) -> None:
+    def check_values(self, step: ast.Step, pure: PureStep, inputs: dict, literals: Mapping) -> None:
         """E300 for a pure step over values it cannot work with (`sum` of strings), known from the type of the
         items of its `over` (of each item's `field`, when a literal names it): at `over`, or at the step's name
         when `over` is piped."""
-        over = inputs.get("over")
+        over: Any = inputs.get("over")
         listed = kinds(over)  # every check of such a step pays for what follows: two `kinds` when all is well
         items = over.get("items") if listed is not None and "array" in listed else None
         if not isinstance(items, Mapping):
@@ -241,7 +251,8 @@ class _Checker(Conditions):
             found=f"`{self.text(written.value)}`, {said}" if written is not None
             else f"the result of the step before, {said}"))
 
-    def check_piped(self, step: ast.Step, tool, pipe_type) -> None:
+    def check_piped(self, step: ast.Step, tool: Tool, pipe_type: Schema) -> None:
+        assert tool.pipe is not None  # only a tool with a pipe is piped into
         schema = tool.params.get(tool.pipe)
         if schema is not None and not schema.get("x-planc") and not compatible(pipe_type, schema):
             self.diagnostics.append(diagnostic(
@@ -258,7 +269,7 @@ class _Checker(Conditions):
             if tool is None or step in read or step_effects(step, self.resolution.tools, self.registry).ordered():
                 continue
             self.path = self.resolution.paths.get(step)
-            name = f"${step.label.text}" if step.label else f"${self.path}" if self.path.isdigit() else None
+            name = f"${step.label.text}" if step.label else f"${self.path}" if (self.path or "").isdigit() else None
             use = f"read it as `{name}`" if name else "label it and read it by its label"
             if tool.provider != "builtin":
                 does = f"`{tool.name}` only reads, so the call is wasted"
@@ -271,25 +282,24 @@ class _Checker(Conditions):
 
     # --- values
 
-    def value_type(self, expr, env: dict):
+    def value_type(self, expr: ast.Expr, env: dict) -> Schema:
         """The type of `expr`, with the references and holes in it checked."""
-        kind = type(expr)
-        if kind is ast.Literal:
+        if isinstance(expr, ast.Literal):
             found = SCALARS[type(expr.value)]
-        elif kind is ast.String:
+        elif isinstance(expr, ast.String):
             found = STRING
             parts = expr.parts
             if len(parts) > 1 or type(parts[0]) is not str or "{" in parts[0]:
                 self.visit_string(expr, env)
-        elif kind is ast.Ref:
+        elif isinstance(expr, ast.Ref):
             found = self.ref_type(expr)
-        elif kind is ast.Path:
+        elif isinstance(expr, ast.Path):
             found = self.path_type(expr, env, fields=True)
-        elif kind is ast.ListExpr:
+        elif isinstance(expr, ast.ListExpr):
             found = list_of([self.value_type(item, env) for item in expr.items])
-        elif kind is ast.Record:
+        elif isinstance(expr, ast.Record):
             found = record_of({entry.key.text: self.value_type(entry.value, env) for entry in expr.entries})
-        elif kind is ast.Block:
+        elif isinstance(expr, ast.Block):
             found = self.visit_steps(expr.pipelines, {k: v for k, v in env.items() if k != ITEM_FIELDS})
         else:
             self.check_condition(expr, env)
@@ -300,8 +310,8 @@ class _Checker(Conditions):
     def visit_string(self, string: ast.String, env: dict) -> None:
         """Type the holes of a string that has holes or braces, and look for other languages' holes."""
         for part in string.parts:
-            if type(part) is ast.Hole:
-                if type(part.target) is ast.Ref:
+            if isinstance(part, ast.Hole):
+                if isinstance(part.target, ast.Ref):
                     self.types[part.target] = self.ref_type(part.target)
                 else:  # a hole names a binding, never a field of the item
                     self.types[part.target] = self.path_type(part.target, env, fields=False)
@@ -314,13 +324,13 @@ class _Checker(Conditions):
             return head if head in env else None
         return f"${head}" if any(head in level for level in self.labels) else None
 
-    def learn_argument(self, ref: ast.Ref, schema) -> None:
+    def learn_argument(self, ref: ast.Ref, schema: Mapping) -> None:
         """`$args.NAME` given as a parameter of `schema`: the type an undeclared argument is read as."""
         if (len(ref.accessors) == 1 and type(ref.accessors[0]) is ast.Field and schema
                 and self.resolution.targets.get(ref) == ARGS):
             self.arguments.setdefault(ref.accessors[0].name, schema)
 
-    def check_value(self, expr, schema, what: str) -> None:
+    def check_value(self, expr: ast.Expr, schema: Mapping, what: str) -> None:
         """E300/E302 for the value `expr` of a parameter whose schema is `schema`."""
         kind = type(expr)
         if kind in ast.CONDITIONS:
@@ -333,16 +343,16 @@ class _Checker(Conditions):
             if problem:
                 self.diagnostics.append(self.wrong_literal(problem, what))
             return
-        if kind is ast.Ref and not self.arguments_declared:
+        if isinstance(expr, ast.Ref) and not self.arguments_declared:
             self.learn_argument(expr, schema)
         found = self.types.get(expr)
-        if not compatible(found, schema) or kind is ast.Block:
+        if not compatible(found, schema) or isinstance(expr, ast.Block):
             self.diagnostics.append(diagnostic("E300", "wrong_value", expr.span, step=self.path, what=what,
                                                expected=describe(schema), found=self.words(expr, found)))
-        elif kind is ast.ListExpr:
+        elif isinstance(expr, ast.ListExpr):
             for item in expr.items:
                 self.check_value(item, items_of(schema) or {}, what)
-        elif kind is ast.Record:
+        elif isinstance(expr, ast.Record):
             properties = schema.get("properties") or {}
             for entry in expr.entries:
                 self.check_value(entry.value, properties.get(entry.key.text) or {}, what)
@@ -358,7 +368,7 @@ class _Checker(Conditions):
         return diagnostic("E300", "wrong_value", at, step=self.path, hints=hints, what=what,
                           expected=problem.expected, found=problem.found, fix=problem.fix)
 
-    def words(self, expr, found) -> str:
+    def words(self, expr: ast.Expr, found: object) -> str:
         """What a message says it found for `expr`, whose type is `found`."""
         if type(expr) is ast.Block:
             return "a block of steps"
@@ -368,13 +378,13 @@ class _Checker(Conditions):
         written = self.text(expr)
         return f"`{written}`, {describe(found)}" if found is not None else f"`{written}`"
 
-    def text(self, node) -> str:
+    def text(self, node: ast.Expr) -> str:
         written = node.span.text(self.source) if self.source else "this value"
         return written if len(written) <= 40 else written[:37] + "..."
 
     # --- references
 
-    def ref_type(self, ref: ast.Ref):
+    def ref_type(self, ref: ast.Ref) -> Schema:
         target = self.resolution.targets.get(ref)
         if target is None:
             found = None
@@ -388,7 +398,7 @@ class _Checker(Conditions):
         self.types[ref] = found
         return found
 
-    def path_type(self, path: ast.Path, env: dict, fields: bool):
+    def path_type(self, path: ast.Path, env: dict, fields: bool) -> Schema:
         head = path.head.text
         if head in env and head in BINDINGS:
             found = self.follow(env[head], path.accessors, head)
@@ -399,23 +409,25 @@ class _Checker(Conditions):
         self.types[path] = found
         return found
 
-    def follow(self, schema, accessors, written: str, learned=None):
+    def follow(self, schema: Schema, accessors: Iterable[ast.Accessor | ast.Name], written: str,
+               learned: LearnedShape | None = None) -> Schema:
         """The type read by `accessors` from a value of `schema`; E301 where there is nothing to read (W507 when
         `schema` is the `learned` shape of a tool's results)."""
         for accessor in accessors:
             if schema is None:
                 return None
-            kind = type(accessor)
-            key = accessor.name if kind is ast.Field else accessor.text if kind is ast.Name else accessor.value
+            key = (accessor.name if isinstance(accessor, ast.Field) else accessor.text if isinstance(accessor, ast.Name)
+                   else accessor.value)
             found = read(schema, key)
             if type(found) is Missing:
                 self.diagnostics.append(self.missing(accessor, written, key, found, learned))
                 return None
             schema = found
-            written += f"[{key}]" if kind is ast.Index else f".{key}"
+            written += f"[{key}]" if isinstance(accessor, ast.Index) else f".{key}"
         return schema
 
-    def missing(self, accessor, written: str, key: str | int, missing: Missing, learned=None) -> Diagnostic:
+    def missing(self, accessor: ast.Accessor | ast.Name, written: str, key: str | int, missing: Missing,
+                learned: LearnedShape | None = None) -> Diagnostic:
         """E301 for `accessor`, which reads `key` from `written`, where there is nothing to read; W507 where only
         the `learned` shape of a tool's results says so."""
         at, hints = accessor.span, missing_hints(written, key, missing)
@@ -430,9 +442,10 @@ class _Checker(Conditions):
         return diagnostic("E301", "no_field_in", at, step=self.path, hints=hints, written=written, what=missing.what,
                           field=key, fix=fix)
 
-    def missing_learned(self, at, hints, written: str, key: str | int, missing: Missing, learned) -> Diagnostic:
+    def missing_learned(self, at: Span, hints: list[str], written: str, key: str | int, missing: Missing,
+                        learned: LearnedShape) -> Diagnostic:
         """W507: what E301 says, for a shape learned from `learned.calls` calls rather than declared."""
-        source = {"tool": learned.tool, "calls": learned.calls, "s": "" if learned.calls == 1 else "s"}
+        source: dict[str, Any] = {"tool": learned.tool, "calls": learned.calls, "s": "" if learned.calls == 1 else "s"}
         if isinstance(key, int):
             return diagnostic("W507", "no_items", at, step=self.path, hints=hints, written=written,
                               what=missing.what, index=key, **source)
@@ -452,7 +465,7 @@ def _bind(env: dict, binds: tuple, inputs: dict) -> dict:
     return scope
 
 
-def _may_hold_foreign_holes(parts) -> bool:
+def _may_hold_foreign_holes(parts: Iterable[str | ast.Hole]) -> bool:
     """Whether a string's text has a brace, or a `$` just before a hole (`${item.id}`)."""
     return any(type(part) is str and ("{" in part or "}" in part or part.endswith("$")) for part in parts)
 
@@ -470,14 +483,14 @@ class LiteralArguments(Mapping):
     def __init__(self, step: ast.Step) -> None:
         self._step = step
 
-    def __getitem__(self, name: str):
+    def __getitem__(self, name: str) -> Any:
         arg = self._step.arg(name)
         literal = literal_value(arg.value) if arg is not None else NOT_LITERAL
         if literal is NOT_LITERAL:
             raise KeyError(name)
         return literal
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return (arg.name.text for arg in self._step.args if literal_value(arg.value) is not NOT_LITERAL)
 
     def __len__(self) -> int:
