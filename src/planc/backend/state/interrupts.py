@@ -21,8 +21,8 @@ import select
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from types import CoroutineType, FrameType
+from collections.abc import Coroutine, Iterator
+from types import FrameType
 from typing import Any, TypeVar
 
 from planc.backend.state.values import RunError
@@ -85,7 +85,7 @@ class Interrupts:
         if _asking:
             raise KeyboardInterrupt  # out of the question's blocking read
 
-    def run(self, coroutine: CoroutineType[Any, Any, T]) -> T:
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """`coroutine`'s result, run as asyncio.run runs it; Interrupted if a signal came before it ended."""
         refuse_inside_a_loop(coroutine)
 
@@ -106,7 +106,7 @@ class Interrupts:
             self._task = None
 
 
-def refuse_inside_a_loop(coroutine: CoroutineType[Any, Any, object]) -> None:
+def refuse_inside_a_loop(coroutine: Coroutine[Any, Any, object]) -> None:
     """A RuntimeError that names the async function of `coroutine` (`run_async`) when this thread runs an event
     loop already, inside which `asyncio.run` cannot start another: the program awaits that function instead.
     The coroutine is closed first, so nothing warns that it was never awaited."""
@@ -114,7 +114,7 @@ def refuse_inside_a_loop(coroutine: CoroutineType[Any, Any, object]) -> None:
         asyncio.get_running_loop()
     except RuntimeError:
         return
-    name = coroutine.__name__
+    name = getattr(coroutine, "__name__", "run")  # an async function's coroutine has its name
     coroutine.close()
     raise RuntimeError(f"planc.{name.removesuffix('_async')}() starts an event loop of its own, and this thread is "
                        f"running one: inside it, `await planc.{name}(...)`, which takes the same arguments")
