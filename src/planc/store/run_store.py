@@ -240,7 +240,7 @@ class RunStore:
             self._lease(db, run_id, holder)
         return run_id
 
-    def start_batch(self, stored_plan: dict, lines: list[tuple[int, dict | None]], refused: dict[int, str],
+    def start_batch(self, stored_plan: dict, lines: list[tuple[int, Mapping | None]], refused: dict[int, str],
                     options: dict) -> str:
         """A new batch of runs of `stored_plan`, one per line of arguments, and its id: `lines` holds each
         line's number and arguments, `refused` why the check refused a line (it never runs)."""

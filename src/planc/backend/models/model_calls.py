@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from planc.backend.calls.dispatch import recorded_call
-from planc.backend.calls.hooks import Call
+from planc.backend.calls.hooks import Call, Skip
 from planc.backend.models.client import ModelClient, ModelError, Reply
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import ToolFailed
@@ -141,7 +141,7 @@ class StepModel:
 
         try:
             replayed = self.recorder.replayed(call, self.step)
-            if replayed is not None:
+            if isinstance(replayed, Skip):  # an inference is never approved (Proceed): it is no tool call
                 self.made = False
                 return Reply.from_data(cast(Mapping, replayed.result))  # recorded as `reply` gives it
             # The reply the run goes on with is the one recorded, as replay will read it back.

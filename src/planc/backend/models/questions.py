@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 from planc.backend.calls import plan_stack
 from planc.backend.calls.dispatch import recorded_call, result_bytes
-from planc.backend.calls.hooks import Call, Question, Unanswered
+from planc.backend.calls.hooks import Call, Question, Skip, Unanswered
 from planc.backend.state.stop import current as current_stop
 from planc.registry.builtins import CONTROL_STEPS
 from planc.syntax import ast
@@ -33,7 +33,7 @@ async def answer(run: Run, step: ast.Step, path: str, text: str, schema: Mapping
     call = Call(path, CONTROL_STEPS["ask"], asked, stack=question.stack)
     recorder = run.session.recorder
     replayed = recorder.replayed(call, step) if recorder is not None else None
-    if replayed is not None:
+    if isinstance(replayed, Skip):  # a question is never approved (Proceed): it is no tool call
         return _verdict(cast(dict, replayed.result))  # recorded as `_ask` gives it
     async with run.asking:
         current_stop().check(path, step.tool)  # the run may have failed while this question waited its turn

@@ -27,7 +27,7 @@ import attrs
 
 from planc.backend.calls import plan_stack
 from planc.backend.calls.dispatch import recorded_call
-from planc.backend.calls.hooks import Call, Unanswered
+from planc.backend.calls.hooks import Call, Skip, Unanswered
 from planc.backend.calls.results import NotPlain, plain
 from planc.backend.models.questions import answer
 from planc.backend.state.stop import current as current_stop
@@ -310,7 +310,7 @@ async def run_pure(run: Run, step: ast.Step, path: str, scope: Scope, piped: obj
     call = Call(path, pure.tool, inputs, stack=plan_stack.current())
     recorder = run.session.recorder
     replayed = recorder.replayed(call, step) if recorder is not None else None
-    if replayed is not None:
+    if isinstance(replayed, Skip):  # a pure step is never approved (Proceed): it is no tool call
         return replayed.result
 
     async def read() -> Any:

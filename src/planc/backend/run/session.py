@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from planc.backend.calls import plan_stack
-from planc.backend.calls.hooks import Call, Skip
+from planc.backend.calls.hooks import Call, Proceed, Skip
 from planc.backend.calls.mcp_runtime import McpRuntime
 from planc.backend.calls.spending import Spending
 from planc.backend.state.values import RunError
@@ -36,8 +36,9 @@ class Recorder(Protocol):
     calls_tools: bool  # false for a replay: every call is answered from the record
     run_id: str  # the run's id in the store: a resumed run keeps its own, and so its calls' idempotency keys
 
-    def replayed(self, call: Call, step: ast.Step | None) -> Skip | None:
-        """The recorded result of `call` (a Skip), or None to make the call."""
+    def replayed(self, call: Call, step: ast.Step | None) -> Skip | Proceed | None:
+        """The recorded result of `call` (a Skip), or None to make the call (Proceed: a person approved it, and
+        it is made without asking the gate again)."""
 
     def started(self, call: Call) -> None:
         """`call` is about to be made: its intent is committed first."""
