@@ -12,19 +12,24 @@ labels during one.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from planc.registry.labels import NO_LABELS, LabelView, union
 from planc.syntax import ast
 from planc.syntax.steps import children
 
+if TYPE_CHECKING:
+    from planc.passes.flow.flow import ArgsView
+
 
 class Env(Protocol):
     """Where the labels of what an expression reads come from."""
 
-    written: frozenset[str]  # what the plan's own text carries: the labels of whoever wrote it
+    @property
+    def written(self) -> frozenset[str]:
+        """What the plan's own text carries: the labels of whoever wrote it."""
 
-    def ref_view(self, ref: ast.Ref) -> LabelView:
+    def ref_view(self, ref: ast.Ref) -> LabelView | ArgsView:
         """The labels of what `ref`'s name (`$2`, `$hits`, `$args`) stands for, before its accessors."""
 
     def name_view(self, head: str) -> LabelView:
