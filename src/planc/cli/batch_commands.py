@@ -82,7 +82,8 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
     registry = find_registry(config, plan=plan)
     principal = principal_for(registry, principal)
     policy = find_policy(policy_file, registry, principal)
-    checked = checked_to_run(read_file(plan), plan, registry, policy, principal, budget=Budget(max_usd, max_calls, max_inferences))
+    checked = checked_to_run(read_file(plan), plan, registry, policy, principal,
+                             budget=Budget(max_usd, max_calls, max_inferences))
     stored = save_plan(checked, registry=registry, policy=policy)
     from planc.backend.run.batch import check_line, read_lines
 
@@ -93,9 +94,10 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
     refused = {line.number: wrong.get(line.number, line.refused) for line in lines if line.refused is not None}
     _report_refused(refused)
     runs = open_store(store, registry)
-    options: dict[str, object] = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
-               "policy": str(Path(policy_file).resolve()) if policy_file else None, "principal": principal,
-               "params": plan_arguments(registry, plan), "parallel": parallel or PARALLEL, "budget": budget}
+    toml = str(registry.source.resolve()) if registry is not None and registry.source else None
+    options: dict[str, object] = {
+        "config": toml, "policy": str(Path(policy_file).resolve()) if policy_file else None, "principal": principal,
+        "params": plan_arguments(registry, plan), "parallel": parallel or PARALLEL, "budget": budget}
     with executor_for(executor, ray_address, registry, runs.path) as (how, connected):
         options["executor"] = {"kind": how.kind, "address": how.address}
         batch_id = runs.start_batch(stored, [(number, arguments) for number, arguments, _ in found], refused,

@@ -102,7 +102,8 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
     sys.exit(2 if unreadable else 1 if failed else 0)
 
 
-def print_results(results: list[tuple[str, CheckResult]], output_format: str, max_diagnostics: int = MAX_DIAGNOSTICS) -> None:
+def print_results(results: list[tuple[str, CheckResult]], output_format: str,
+                  max_diagnostics: int = MAX_DIAGNOSTICS) -> None:
     if output_format == "json":
         from planc.diagnostics.render_json import render_json
 
@@ -267,7 +268,8 @@ def _show(result: CheckResult, plan: str, registry: Registry | None, output_form
         click.echo(render(graph), nl=False)
         return
     plan_tree, costs, facts = result.plan, result.cost, result.flow
-    assert plan_tree is not None and costs is not None and facts is not None  # a plan that parses goes through every pass
+    # a plan that parses goes through every pass
+    assert plan_tree is not None and costs is not None and facts is not None
     paths = step_paths(plan_tree)
     radius = blast_radius(result.resolution, registry)
     if output_format == "json":

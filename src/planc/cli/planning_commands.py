@@ -138,8 +138,8 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     finish_planning(planned, runs, recorder, registry, policy, principal, arguments, planned_options, answer)
 
 
-def finish_planning(planned: Planned, runs: RunStore | None, recorder: StoreRecorder | Replay, registry: Registry | None,
-                    policy: Policy | None, principal: str, arguments: Mapping, planned_options: dict,
+def finish_planning(planned: Planned, runs: RunStore | None, recorder: StoreRecorder | Replay,
+                    registry: Registry | None, policy: Policy | None, principal: str, arguments: Mapping, planned_options: dict,
                     interlocutor: Callable[[Question], Awaitable[object]] | None = None) -> None:
     """Say how the planning went, record it, and print, write or run the plan: what `planc plan` does after
     the model's last answer, and what its replay does after the recorded one."""

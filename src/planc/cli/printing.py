@@ -49,7 +49,8 @@ def print_wide(out: Console, renderable: RenderableType) -> None:
     out.print(renderable)
 
 
-def print_checked(results: Iterable[tuple[str, CheckResult]], stderr: bool = False, limit: int = MAX_DIAGNOSTICS, show_all: str = SHOW_ALL) -> None:
+def print_checked(results: Iterable[tuple[str, CheckResult]], stderr: bool = False, limit: int = MAX_DIAGNOSTICS,
+                  show_all: str = SHOW_ALL) -> None:
     """Each (path, CheckResult) in `results`: its diagnostics, rustc-style, a summary line and the cost.
 
     At most `limit` diagnostics are printed in all (0: every one); the others of a file are
@@ -73,7 +74,8 @@ def print_checked(results: Iterable[tuple[str, CheckResult]], stderr: bool = Fal
             out.print(f"  cost: {cost_line(result.cost.total)}", style="dim")
 
 
-def print_some(out: Console, diagnostics: Sequence[Diagnostic], source: str, path: str, left: int | None, show_all: str = SHOW_ALL) -> int | None:
+def print_some(out: Console, diagnostics: Sequence[Diagnostic], source: str, path: str, left: int | None,
+               show_all: str = SHOW_ALL) -> int | None:
     """The first `left` of `diagnostics` (None: all) printed, the rest counted in one line ending with
     `show_all`; how many more may be printed after them."""
     shown = diagnostics if left is None else diagnostics[:left]

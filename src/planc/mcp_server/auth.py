@@ -155,8 +155,9 @@ def auth_settings(auth: ServerAuth, canonical_url: str) -> AuthSettings:
     from mcp.server.auth.settings import AuthSettings
 
     # pydantic makes each URL an AnyHttpUrl (validated), which the SDK's class declares
-    return AuthSettings(issuer_url=cast("AnyHttpUrl", auth.issuer), resource_server_url=cast("AnyHttpUrl", canonical_url), required_scopes=list(auth.scopes),
-                        validate_token_resource=False)
+    return AuthSettings(issuer_url=cast("AnyHttpUrl", auth.issuer),
+                        resource_server_url=cast("AnyHttpUrl", canonical_url),
+                        required_scopes=list(auth.scopes), validate_token_resource=False)
 
 
 class NoPrincipal(ValueError):

@@ -91,7 +91,8 @@ class PlancServer:
     and `verifier`, every HTTP request carries a verified token, and its principal is the caller's."""
 
     def __init__(self, project: Project, *, auth: AuthSettings | None = None,
-                 verifier: JwtVerifier | IntrospectionVerifier | None = None, serving: McpServing | None = None) -> None:
+                 verifier: JwtVerifier | IntrospectionVerifier | None = None,
+                 serving: McpServing | None = None) -> None:
         self.project = project
         self.serving = serving or (project.registry.mcp_server if project.registry is not None else McpServing())
         self._store: RunStore | None = None
@@ -164,7 +165,8 @@ class PlancServer:
 
         return await self.running(record, ctx, None)
 
-    async def running(self, recorded: Callable[[RunStore, Executor], RecordedRun], ctx: Context, executor: Mapping | None) -> dict[str, Any]:
+    async def running(self, recorded: Callable[[RunStore, Executor], RecordedRun], ctx: Context,
+                      executor: Mapping | None) -> dict[str, Any]:
         """`recorded(store, how)` (the RecordedRun of a new or continued run) run for the client of `ctx`, with the
         executor the run was recorded with (`executor`) or planc.toml's."""
         project = self.project

@@ -26,7 +26,8 @@ class AwaitingApproval(RunError):
     """The run waits for a person to approve or deny a call. Once the run has recorded it, `run_id` names the
     run and `calls` holds what each waiting call asks (`RunStore.awaiting`)."""
 
-    def __init__(self, message: str, node: object = None, *, run_id: str | None = None, calls: list | None = None) -> None:
+    def __init__(self, message: str, node: object = None, *, run_id: str | None = None,
+                 calls: list | None = None) -> None:
         super().__init__(message, node)
         self.run_id = run_id
         self.calls = list(calls or [])

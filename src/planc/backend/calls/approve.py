@@ -49,9 +49,9 @@ def describe(call: Call) -> Panel:
     flags = call_flags(call)
     title = Text.assemble(("step ", "dim"), (call.step, "bold"), ("  ", ""), (call.tool.name, "bold cyan"))
     rendered = json.dumps(dict(call.args), indent=2, ensure_ascii=False, default=str)
-    parts: list[RenderableType] = [Text("read-only" if effects.read_only else "effectful" + (f": {', '.join(flags)}" if flags else ""),
-                  style="yellow"),
-             Syntax(rendered, "json", word_wrap=True, background_color="default")]
+    kind = "read-only" if effects.read_only else "effectful" + (f": {', '.join(flags)}" if flags else "")
+    parts: list[RenderableType] = [Text(kind, style="yellow"),
+                                   Syntax(rendered, "json", word_wrap=True, background_color="default")]
     labelled = {name: labels for name, labels in call.sources.items() if labels}
     if labelled or call.control:  # where the values came from
         lines = [f"{name}: {', '.join(sorted(labels))}" for name, labels in labelled.items()]

@@ -64,7 +64,8 @@ if TYPE_CHECKING:
 class Progress(Protocol):
     """A call's progress callback: a notification's progress, total and message (None where one had none)."""
 
-    async def __call__(self, progress: float | None, total: float | None, message: str | None) -> None: ...
+    async def __call__(self, progress: float | None, total: float | None, message: str | None,
+                       ) -> None: ...
 
 
 calling: contextvars.ContextVar[tuple[Call, ast.Step] | None] = contextvars.ContextVar("planc_mcp_calling", default=None)
@@ -261,7 +262,8 @@ async def _as_task(session: ClientSession, wire: str, arguments: dict, meta: dic
     from mcp import types
 
     params = types.CallToolRequestParams(name=wire, arguments=arguments, task=types.TaskMetadata(ttl=TASK_TTL_MS),
-                                         _meta=cast("RequestParamsMeta | None", meta)).model_dump(by_alias=True, mode="json", exclude_none=True)
+                                         _meta=cast("RequestParamsMeta | None", meta),
+                                         ).model_dump(by_alias=True, mode="json", exclude_none=True)
     # The SDK's `send_request` holds a `tools/call` to the shape of a direct result; a task's creation is sent
     # through its dispatcher, as `send_request` itself sends, and read as what it is.
     options: CallOptions = {"on_progress": progress} if progress is not None else {}

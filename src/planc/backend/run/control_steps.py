@@ -444,6 +444,6 @@ def _offered(run: Run, patterns: list[str]) -> list[Tool]:
 Handler = Callable[["Run", ast.Step, str, Scope, object, bool, dict], Awaitable[Any]]
 
 # The handler of each built-in step.
-CONTROL_HANDLERS: dict[str, Handler] = {"map": run_map, "filter": run_filter, "reduce": run_reduce, "decide": run_decide,
-                    "exit": run_exit, "agent": run_agent, "ask": run_ask, "reshape": run_reshape,
-                    **dict.fromkeys(PURE_STEPS, run_pure)}
+CONTROL_HANDLERS: dict[str, Handler] = {
+    "map": run_map, "filter": run_filter, "reduce": run_reduce, "decide": run_decide, "exit": run_exit,
+    "agent": run_agent, "ask": run_ask, "reshape": run_reshape, **dict.fromkeys(PURE_STEPS, run_pure)}

@@ -188,7 +188,8 @@ class Run:
         flow = self.checked.flow
         return flow.calls.get(ITEM.sub("", path)) if flow is not None else None
 
-    async def pipelines(self, pipelines: Sequence[ast.Pipeline], scope: Scope, prefix: str, suffix: str, in_loop: bool) -> Labelled:
+    async def pipelines(self, pipelines: Sequence[ast.Pipeline], scope: Scope, prefix: str, suffix: str,
+                        in_loop: bool) -> Labelled:
         """Run `pipelines` (a plan's or a block's); the result is the last step's, with its labels.
 
         Step paths are `prefix` + number + `suffix`: `3/do.2` + `[17]` in a map's 18th item.
