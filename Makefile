@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow corpus bless docs bench mutants clean
+.PHONY: demo lint test test-slow corpus bless docs bench mutants clean
 
 $(CORE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,7 +50,14 @@ define tier
 	status=$$?; rm -rf $$session; exit $$status
 endef
 
-test: $(STAMP)  # the dev hypothesis profile, which it names at the end; HYPOTHESIS_PROFILE=ci (as .ci/run sets) for the full counts
+# The package's types (mypy over src/planc), then ruff's lint rules and its formatting over the repository
+# (pyproject.toml's [tool.mypy] and [tool.ruff]): `make test`, and so CI, runs it before the tests.
+lint: $(STAMP)
+	$(BIN)/mypy
+	$(BIN)/ruff check
+	$(BIN)/ruff format --check
+
+test: $(STAMP) lint  # the dev hypothesis profile, which it names at the end; HYPOTHESIS_PROFILE=ci (as .ci/run sets) for the full counts
 	$(call tier,not slow,3)
 	$(BIN)/planc corpus corpus --baseline corpus/baseline.json
 
@@ -84,4 +91,4 @@ mutants: $(STAMP)  # break each safety rule on purpose: its tests must go red (a
 	$(BIN)/python bench/mutants.py
 
 clean:  # .pytest_cache holds hypothesis's example database too
-	rm -rf $(VENV) build dist .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -41,11 +41,11 @@ import sys
 import time
 from pathlib import Path
 
+from paired import bytecodes, call_repeatedly, instructions, paired, print_rows  # bench/, beside this script
+
 import planc
 from planc.passes.policy.load import policy_from_text
 from planc.registry import registry_from_text
-
-from paired import bytecodes, call_repeatedly, instructions, paired, print_rows  # bench/, beside this script
 
 TOOLS = 200
 STEPS = 1_000
@@ -204,8 +204,9 @@ def pure_against_control(registry, counted: bool = False) -> None:
     rows = []
     for index, (control, pure) in enumerate(PURE_AGAINST_CONTROL):
         control_text, pure_text = pure_plans(control, pure)
-        control_check = lambda: planc.check(control_text, registry=registry)  # noqa: E731
-        pure_check = lambda: planc.check(pure_text, registry=registry)  # noqa: E731
+        # each bound to this round's text (a default), which a closure over the loop would not be
+        control_check = lambda text=control_text: planc.check(text, registry=registry)  # noqa: E731
+        pure_check = lambda text=pure_text: planc.check(text, registry=registry)  # noqa: E731
         rows.append((control, pure, *paired(control_check, pure_check, PURE_ROUNDS), bytecodes(control_check),
                      bytecodes(pure_check)))
         if counted:
@@ -277,7 +278,7 @@ def cedar_costs(registry, tools: list[dict]) -> None:
     }
     print(f"\nwhere a request's time goes: {len(asked):,} requests, us per request")
     for name, send in ways.items():
-        print(f"{name:58} {best(lambda _: send(), None, 5) / len(asked) * 1e6:8.1f}")
+        print(f"{name:58} {best(lambda _, send=send: send(), None, 5) / len(asked) * 1e6:8.1f}")
     answers = cedarpy.is_authorized_batch(parsed_uids, policy.policy_set, handle)
     for metric in ("build_request_duration_micros", "authz_duration_micros"):
         mean = sum(answer.metrics.get(metric, 0) for answer in answers) / len(answers)

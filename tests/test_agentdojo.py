@@ -43,8 +43,9 @@ def load_suite(name: str):
 
 def bench_of(name: str):
     """The bench of suite `name` with its committed plans and policy, its models served on loopback: (bench, stop)."""
-    import planc
     from scripted_models import Scenario, serve
+
+    import planc
 
     bench = bench_module()
     suite = load_suite(name)
@@ -206,8 +207,9 @@ def test_the_runner_measures_a_rule_off_and_on(capsys):
 def test_a_row_of_two_rules_takes_both_out():
     from pathlib import Path
 
-    from planc.passes.policy.load import policy_from_text
     from rules import applied, variants
+
+    from planc.passes.policy.load import policy_from_text
 
     bench_module()
     suite = load_suite("banking")
@@ -540,8 +542,9 @@ def told_apart(a, b, view, path: str) -> list[str]:
 @pytest.mark.parametrize("suite_name", ["banking", "slack", "travel", "workspace"])
 def test_what_a_suite_declares_trusted_the_attacker_cannot_change(suite_name):
     from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
-    from planc.registry.labels import LabelView
     from pydantic_core import to_jsonable_python
+
+    from planc.registry.labels import LabelView
 
     suite = load_suite(suite_name)
     task_suite, registry = suite.task_suite, suite.registry()

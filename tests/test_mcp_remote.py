@@ -391,7 +391,8 @@ def test_a_session_opened_with_one_token_refuses_a_request_carrying_another(serv
 # --- upstream servers are called with planc's own credentials ---------------------------------------------
 
 def test_no_upstream_request_of_a_clients_run_carries_the_clients_token(served, issuer):
-    from http_servers import recording_mcp_app, served as serving
+    from http_servers import recording_mcp_app
+    from http_servers import served as serving
 
     received: list[dict] = []
     with serving(recording_mcp_app(received)) as upstream:

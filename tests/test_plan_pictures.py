@@ -24,7 +24,7 @@ from strategies import plans
 
 from planc.passes.check import check
 from planc.pictures.dot import render_dot
-from planc.pictures.graph import Cluster, Node, plan_graph
+from planc.pictures.graph import Node, plan_graph
 from planc.pictures.mermaid import render_mermaid
 from planc.registry.config import registry_from_text
 from planc.syntax.printer import print_plan
@@ -199,7 +199,7 @@ ID = r"[A-Za-z][A-Za-z0-9_]*"
 TEXT = r'"(?:[^"#<>&`\n]|#\d+;|<br/>)*"'  # a quoted text: a quote, `#`, `<`, `&` and a backtick only escaped
 STYLE = r"[a-z-]+:[^,\s]+(?: [^,\s]+)*"
 STATEMENTS = {
-    "comment": rf"%%(?!\{{).*",  # `%%{` would be a directive
+    "comment": r"%%(?!\{).*",  # `%%{` would be a directive
     "node": rf"(?P<id>{ID})(?P<shape>\({TEXT}\)|\{{\{{{TEXT}\}}\}}|\[/{TEXT}/\]|\[{TEXT}\])",
     "subgraph": rf"subgraph (?P<id>{ID}) \[{TEXT}\]",
     "end": r"end",

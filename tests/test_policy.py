@@ -463,7 +463,6 @@ POLICY_DOC = (ROOT / "docs" / "policy.md").read_text(encoding="utf-8")
 
 def test_every_policy_in_the_guide_loads():
     import re
-
     import tomllib
 
     blocks = re.findall(r"```cedar\n(.*?)```", POLICY_DOC, re.DOTALL)

@@ -41,7 +41,7 @@ def run_step(name: str, inputs: dict):
     try:
         return "ok", asyncio.run(run_plan(checked, arguments=inputs)).value
     except RunError as error:
-        assert str(error).startswith(f"step 1: "), error
+        assert str(error).startswith("step 1: "), error
         assert f"`{name}`" in str(error), error
         return "failed", str(error)
 
@@ -385,8 +385,7 @@ def test_the_documented_example_gives_the_documented_result(family, plan, result
 
 # --- promises, attacked with the recording tools of test_run.py (each call appends a line to calls.jsonl)
 
-from test_run import calls  # noqa: E402
-from test_run import project  # noqa: E402,F401  (the recording tools' project)
+from test_run import calls, project  # noqa: E402,F401  (project: the recording tools' project, a fixture)
 
 
 def _runs(project) -> list[tuple]:

@@ -244,6 +244,19 @@ def test_filter_infer_asks_the_judge_per_item(project, model_server):
     assert [q for q in questions if "disk 1" in q] and all("{item" not in q for q in questions)
 
 
+def test_filter_infer_may_read_its_question_from_a_reference(project, model_server):
+    """`infer: $args.question` checks (a string), so it runs: the question is the value it reads, asked
+    once per item, not a traceback (run time rendered only a written text)."""
+    registry = with_models(project, model_server)
+    model_server.play("answer_yes", "answer_no")
+    checked = planc.check('filter(over: ["disk", "memory"], infer: $args.question)', registry=registry)
+    assert checked.ok, checked.diagnostics
+    result = asyncio.run(run_plan(checked, registry=registry, arguments={"question": "Is it urgent?"}))
+    assert result.value == ["disk"]
+    questions = [body["messages"][-1]["content"] for body in model_server.bodies()]
+    assert len(questions) == 2 and all("Is it urgent?" in question for question in questions)
+
+
 def test_a_model_role_nobody_declares_fails_the_step(project):
     checked, registry = check(project, 'decide(infer: "Is it Monday?", then: { notify(channel: "#x", text: "y") })')
     with pytest.raises(RunError, match="judge"):

@@ -9,7 +9,9 @@ in docs/language.md comes from the control steps' declarations (`planc.registry.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -17,6 +19,9 @@ from planc.diagnostics.codes import CODES, Code
 from planc.passes.check import CheckResult, check
 from planc.passes.policy.load import policy_from_text
 from planc.registry.config import registry_from_text
+
+if TYPE_CHECKING:
+    from planc.registry.tool import Tool
 
 # The examples are checked as if their planc.toml were at the top of the repository: plan files it
 # declares (E210's) are found from there.
@@ -31,6 +36,7 @@ def check_example(code: Code) -> CheckResult:
     if code.learned:
         from planc.registry.learned_shapes import LearnedShape
 
+        assert registry is not None  # an example that learned shapes declares its tools
         registry = registry.learning({tool: LearnedShape(tool, schema, calls)
                                       for tool, (schema, calls) in code.learned.items()})
     policy = policy_from_text(code.policy, where.with_name("policy.cedar")) if code.policy else None
@@ -111,7 +117,7 @@ PURE_STEPS_BEGIN = "<!-- pure steps: {family}: generated from src/planc/registry
 PURE_STEPS_END = "<!-- end of pure steps: {family} -->"
 
 
-def render_steps(tools) -> str:
+def render_steps(tools: Iterable[Tool]) -> str:
     """A reference of built-in steps: each step's signature, rules and meaning."""
     from planc.registry.signatures import groups, signature
 

@@ -16,11 +16,12 @@ when the program has frozen objects of its own, which unfreezing would release.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 
 @contextmanager
-def gc_paused():
+def gc_paused() -> Iterator[None]:
     collecting = gc.isenabled()
     gc.disable()
     try:

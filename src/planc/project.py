@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -28,6 +29,11 @@ from planc.registry.config import find_config, load_registry
 from planc.registry.declarations import STORE_PATH
 from planc.registry.errors import ConfigError
 from planc.registry.registry import Registry
+
+if TYPE_CHECKING:
+    from planc.backend.calls.hooks import Hooks
+    from planc.backend.run.interpreter import RunResult
+    from planc.passes.check import CheckResult
 
 
 def find_registry(config: str | Path | None, near: str | Path | None = None, *, locked: bool = True) -> Registry | None:
@@ -166,7 +172,7 @@ class Project:
 
     def check(self, text: str, *, path: str | Path | None = None, extract_plan: bool = False,
               max_usd: float | None = None, max_calls: int | None = None, max_inferences: int | None = None,
-              approvals: bool = False, written_by: frozenset[str] = frozenset()):
+              approvals: bool = False, written_by: frozenset[str] = frozenset()) -> CheckResult:
         """`text` checked as `planc check` checks it (read from `path`, which gives a declared plan its
         `params`): with the registry, policy and principal of the project, and its `[budget]` where
         `max_usd`, `max_calls` and `max_inferences` (the commands' `--max-*`) say nothing. `approvals` and
@@ -177,31 +183,33 @@ class Project:
                      policy=self.policy, principal=self.principal, max_usd=max_usd, max_calls=max_calls,
                      max_inferences=max_inferences, approvals=approvals, written_by=written_by)
 
-    def run(self, checked, *, arguments: Mapping | None = None, hooks=None, record: bool = True, **options):
+    def run(self, checked: CheckResult, *, arguments: Mapping | None = None, hooks: Hooks | None = None,
+            record: bool = True, **options: Any) -> RunResult:
         """Run `checked` as `planc run` does: recorded in the project's run store (unless `record` is false),
         with its registry, policy and principal. `options` go to `planc.run` (schedule, executor, ...)."""
         from planc.backend.run.recorded_run import run
 
         return run(checked, **self._run_options(arguments, hooks, record, options))
 
-    async def run_async(self, checked, *, arguments: Mapping | None = None, hooks=None, record: bool = True,
-                        **options):
+    async def run_async(self, checked: CheckResult, *, arguments: Mapping | None = None, hooks: Hooks | None = None,
+                        record: bool = True, **options: Any) -> RunResult:
         """`run`, awaited in the running event loop (`planc.run_async`: `approve=True` makes every effectful
         call wait in the run store for `approve_async`)."""
         from planc.backend.run.recorded_run import run_async
 
         return await run_async(checked, **self._run_options(arguments, hooks, record, options))
 
-    async def approve_async(self, run: str, *, deny: bool = False, call: int | None = None, hooks=None):
+    async def approve_async(self, run: str, *, deny: bool = False, call: int | None = None,
+                            hooks: Hooks | None = None) -> RunResult:
         """Answer the call run `run` waits on in the project's run store, and continue the run
         (`planc.approve_async`, with the project's registry and policy)."""
-        from planc.backend.run.approved_run import approve_async
         from planc.backend.calls.hooks import Hooks
+        from planc.backend.run.approved_run import approve_async
 
         return await approve_async(run, store=self.store, deny=deny, call=call, hooks=hooks or Hooks(),
                                    registry=self.registry, policy=self.policy)
 
-    def _run_options(self, arguments: Mapping | None, hooks, record: bool, options: dict) -> dict:
+    def _run_options(self, arguments: Mapping | None, hooks: Hooks | None, record: bool, options: dict) -> dict:
         from planc.backend.calls.hooks import Hooks
 
         return {"arguments": arguments, "hooks": hooks or Hooks(), "registry": self.registry, "policy": self.policy,
@@ -220,6 +228,6 @@ def load_project(path: str | Path = ".", *, config: str | Path | None = None, po
     uid, given = given_principal(principal)
     who = principal_for(registry, uid)
     runs = store_path(store, registry)
-    policy = find_policy(policy, registry, who, given)
-    return Project(with_learned_shapes(registry, runs), policy, who,
+    found = find_policy(policy, registry, who, given)
+    return Project(with_learned_shapes(registry, runs), found, who,
                    Budget.of(None, None, None, registry.budget if registry is not None else None), runs)

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
 from planc.backend.state.values import RunError
 from planc.passes.check import CheckResult
 from planc.project import Project, load_project
+
+if TYPE_CHECKING:
+    from planc.backend.run.interpreter import RunResult
 
 
 @attrs.frozen
@@ -31,8 +35,10 @@ class PlanTool:
 
     def parameters(self) -> dict:
         """The tool's parameters as JSON Schema: the plan's run arguments, each of its type."""
-        declared = self.checked.context.arguments
-        types = dict(declared if declared is not None else self.checked.typing.arguments)
+        context, typing = self.checked.context, self.checked.typing
+        assert context is not None and typing is not None  # a plan that checked has both
+        declared = context.arguments
+        types = dict(declared if declared is not None else typing.arguments)
         required = [name for name, schema in types.items() if declared is None or "default" not in schema]
         return {"type": "object", "properties": types, "required": required, "additionalProperties": False}
 
@@ -56,11 +62,11 @@ class PlanTool:
             return {"error": str(error)}
 
 
-def _not_an_object(arguments) -> dict:
+def _not_an_object(arguments: object) -> dict:
     return {"error": f"the arguments must be an object, found {type(arguments).__name__}"}
 
 
-def _answer(result) -> dict:
+def _answer(result: RunResult) -> dict:
     return {"status": result.status, "output": result.kept()}
 
 
@@ -71,7 +77,7 @@ def plan_tool(plan: str | Path, *, name: str, description: str = "", project: Pr
     if not isinstance(project, Project):
         project = load_project(project)
     path = plan if isinstance(plan, Path) else None
-    text = path.read_text(encoding="utf-8") if path is not None else plan
+    text = plan.read_text(encoding="utf-8") if isinstance(plan, Path) else plan
     checked = project.check(text, path=path)
     if not checked.ok:
         errors = "; ".join(f"{d.code} {d.message}" for d in checked.diagnostics if d.is_error)

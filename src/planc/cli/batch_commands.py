@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +23,15 @@ from planc.cli.printing import console, print_wide
 from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for
 from planc.cli.runs import executor_for, open_store
 from planc.cli.usage import UsageError
+
+if TYPE_CHECKING:
+    from planc.backend.calls.ray_executor import RayExecutor
+    from planc.backend.run.batch import Line
+    from planc.backend.run.recorded_run import RecordedRun
+    from planc.passes.cost.cost_range import CostRange
+    from planc.passes.policy.load import Policy
+    from planc.registry.registry import Registry
+    from planc.store.run_store import RunStore
 
 PARALLEL = 4  # runs in flight, unless --parallel says
 
@@ -65,14 +76,14 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
     if plan is None or args_file is None:
         raise UsageError("give the plan and its arguments: `planc batch PLAN --args FILE.jsonl`, or "
                          "`planc batch --resume BATCH`")
-    from planc.store.stored import save_plan
-
     from planc.passes.cost.budget import Budget
+    from planc.store.stored import save_plan
 
     registry = find_registry(config, plan=plan)
     principal = principal_for(registry, principal)
     policy = find_policy(policy_file, registry, principal)
-    checked = checked_to_run(read_file(plan), plan, registry, policy, principal, budget=Budget(*budget))
+    checked = checked_to_run(read_file(plan), plan, registry, policy, principal,
+                             budget=Budget(max_usd, max_calls, max_inferences))
     stored = save_plan(checked, registry=registry, policy=policy)
     from planc.backend.run.batch import check_line, read_lines
 
@@ -83,9 +94,10 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
     refused = {line.number: wrong.get(line.number, line.refused) for line in lines if line.refused is not None}
     _report_refused(refused)
     runs = open_store(store, registry)
-    options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
-               "policy": str(Path(policy_file).resolve()) if policy_file else None, "principal": principal,
-               "params": plan_arguments(registry, plan), "parallel": parallel or PARALLEL, "budget": budget}
+    toml = str(registry.source.resolve()) if registry is not None and registry.source else None
+    options: dict[str, object] = {
+        "config": toml, "policy": str(Path(policy_file).resolve()) if policy_file else None, "principal": principal,
+        "params": plan_arguments(registry, plan), "parallel": parallel or PARALLEL, "budget": budget}
     with executor_for(executor, ray_address, registry, runs.path) as (how, connected):
         options["executor"] = {"kind": how.kind, "address": how.address}
         batch_id = runs.start_batch(stored, [(number, arguments) for number, arguments, _ in found], refused,
@@ -141,8 +153,8 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
     run_options = {"config": options["config"], "policy": options["policy"], "finish": "output", "query": None,
                    "approve": False, "budget": budget, "executor": options["executor"]}
 
-    def resumed(run_id: str):
-        def start():
+    def resumed(run_id: str) -> Callable[[], RecordedRun]:
+        def start() -> RecordedRun:
             runs.take_lease(run_id)
             return RecordedRun.resume(runs, runs.run(run_id), checked, registry=registry, policy=policy,
                                       principal=principal)
@@ -161,15 +173,19 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
     _summary(runs, batch_id, lines, output_format)
 
 
-def _recorder(runs, line, registry, policy, principal: str, options: dict, batch_id: str):
+def _recorder(runs: RunStore, line: Line, registry: Registry | None, policy: Policy | None, principal: str,
+              options: dict, batch_id: str) -> Callable[[], RecordedRun]:
     """What starts `line`'s run: it records a new run of the line's checked plan, with the batch's id."""
     from planc.backend.run.recorded_run import RecordedRun
 
-    return lambda: RecordedRun.record(runs, line.checked, registry=registry, policy=policy, principal=principal,
-                                      arguments=line.arguments, options=options, batch=(batch_id, line.number))
+    checked, arguments = line.checked, line.arguments
+    assert checked is not None and arguments is not None  # a line the check did not refuse
+    return lambda: RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
+                                      arguments=arguments, options=options, batch=(batch_id, line.number))
 
 
-def _run_lines(runs, batch_id: str, starts: list, parallel: int, executor) -> None:
+def _run_lines(runs: RunStore, batch_id: str, starts: list[tuple[int, Callable[[], RecordedRun]]], parallel: int,
+               executor: RayExecutor | None) -> None:
     """Run `starts`, a bar (or a line per run) on stderr; the batch is recorded finished once all have run."""
     from planc.backend.report.progress import BatchProgress
     from planc.backend.run.batch import Batch
@@ -194,7 +210,7 @@ def _report_refused(refused: dict[int, str]) -> None:
         click.echo(f"line {number}: refused: {why}", err=True)
 
 
-def _summary(runs, batch_id: str, lines: list, output_format: str) -> None:
+def _summary(runs: RunStore, batch_id: str, lines: list[Line], output_format: str) -> None:
     """What became of every line of the batch, and what its runs cost (spent, and as the checks estimated);
     exit 1 unless every line ran ok."""
     import json
@@ -224,7 +240,7 @@ def _summary(runs, batch_id: str, lines: list, output_format: str) -> None:
         sys.exit(1)
 
 
-def _print_table(batch_id: str, lines: int, counts: dict, spent: dict, estimate) -> None:
+def _print_table(batch_id: str, lines: int, counts: dict, spent: dict, estimate: CostRange) -> None:
     from rich.table import Table
 
     from planc.passes.cost.cost_words import cost_line, dollars

@@ -39,11 +39,13 @@ def diff_command(plan_a: str, plan_b: str, output_format: str, config: str | Non
 
         registry = find_registry(config)
     parsed_a, parsed_b = parse_all_or_exit([(plan_a, _plan_text(plan_a)), (plan_b, _plan_text(plan_b))])
-    diff = diff_trees(parsed_a.plan, parsed_b.plan)
+    plan_a_tree, plan_b_tree = parsed_a.plan, parsed_b.plan
+    assert plan_a_tree is not None and plan_b_tree is not None  # parse_all_or_exit exits on a syntax error
+    diff = diff_trees(plan_a_tree, plan_b_tree)
     if registry is not None:
         from planc.diff.risk import with_risk
 
-        diff = with_risk(diff, parsed_a.plan, parsed_b.plan, registry)
+        diff = with_risk(diff, plan_a_tree, plan_b_tree, registry)
     if output_format == "json":
         from planc.diff.render_json import render_json
 

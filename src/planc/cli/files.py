@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 
 from planc.cli.usage import UsageError
 
@@ -24,7 +25,7 @@ def read_file(path: str) -> str:
         raise UsageError(f"{path}: {error.strerror}") from None
 
 
-def plan_paths(arguments) -> list[str]:
+def plan_paths(arguments: Iterable[str]) -> list[str]:
     """The plan files `arguments` name: each file as given, each folder's `*.plan` files (in it and below,
     sorted); `-` is standard input."""
     from pathlib import Path

@@ -8,12 +8,13 @@ their short help.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import click
 
 
 class LazyGroup(click.Group):
-    def __init__(self, *args, lazy_commands: dict[str, str], **kwargs) -> None:
+    def __init__(self, *args: Any, lazy_commands: dict[str, str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy_commands = lazy_commands  # name -> "module:attribute"
 
@@ -29,7 +30,8 @@ class LazyGroup(click.Group):
             raise TypeError(f"{self.lazy_commands[cmd_name]} is not the click command {cmd_name!r}")
         return command
 
-    def resolve_command(self, ctx: click.Context, args: list[str]):
+    def resolve_command(self, ctx: click.Context, args: list[str],
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
         try:
             return super().resolve_command(ctx, args)
         except click.exceptions.NoSuchCommand as error:

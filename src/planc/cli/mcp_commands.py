@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from planc.cli.options import CONFIG_OPTION, STORE_OPTION
 from planc.cli.usage import UsageError
+
+if TYPE_CHECKING:
+    from planc.project import Project
 
 
 @click.command("mcp")
@@ -47,6 +52,7 @@ def mcp_command(config: str | None, address: str | None, tls_cert: str | None, t
     from planc.mcp_server.auth import AuthSetupError
     from planc.mcp_server.http import NotServable, Tls, serve_http
 
+    assert host is not None and port is not None  # --http ADDRESS gives both
     try:
         serve_http(project, host, port, Tls(tls_cert, tls_key, behind_tls_proxy))
     except (NotServable, AuthSetupError) as error:
@@ -55,7 +61,7 @@ def mcp_command(config: str | None, address: str | None, tls_cert: str | None, t
         raise UsageError(f"--http {address}: cannot listen there: {error.strerror or error}") from None
 
 
-def _project(config: str | None, store: str | None):
+def _project(config: str | None, store: str | None) -> Project:
     """The project planc.toml declares (`--config`, else the nearest above the working directory), its runs
     recorded in `store` when given; a UsageError without one, or when it cannot be used."""
     from pathlib import Path

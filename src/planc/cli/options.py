@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
+
+F = TypeVar("F", bound=Callable[..., Any])  # a command's function, which an option decorates
 
 CONFIG_OPTION = click.option("--config", type=click.Path(dir_okay=False),
                              help="The planc.toml to use (default: the nearest one above the plan, else above the working directory).")
@@ -30,7 +35,7 @@ OTEL_OPTION = click.option("--otel", is_flag=True,
                                 "pip install 'planc[otel]'.")
 
 
-def budget_options(command):
+def budget_options(command: F) -> F:
     """`--max-usd`, `--max-calls`, `--max-inferences`: a plan that may cost more is E401."""
     for name, kind, what in (("--max-inferences", click.IntRange(min=0), "make more model inferences"),
                              ("--max-calls", click.IntRange(min=0), "make more tool calls"),
@@ -39,7 +44,7 @@ def budget_options(command):
     return command
 
 
-def executor_options(command):
+def executor_options(command: F) -> F:
     """`--executor local|ray` and `--ray-address ADDR`: where the Python tool calls of loop items are made."""
     command = click.option("--ray-address", metavar="ADDR",
                            help="The Ray cluster to use (host:port, ray://host:port or auto; default: planc.toml's "

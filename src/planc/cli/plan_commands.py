@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +22,10 @@ from planc.cli.plans import NO_CONFIG, parse_or_exit, print_syntax_errors, undec
 from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked, print_wide
 from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for, principal_given, with_learned_shapes
 from planc.cli.usage import UsageError
+
+if TYPE_CHECKING:
+    from planc.passes.check import CheckResult
+    from planc.registry.registry import Registry
 
 FORMATS = ["text", "json", "repair", "sarif", "line"]
 
@@ -60,7 +66,7 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
 
     principal, principals = principal_given(principal, principal_json)
 
-    def checked(path: str):
+    def checked(path: str) -> CheckResult:
         found = find_registry(config, plan=path)
         if id(found) not in policy_of:
             who = principal_for(found, principal)
@@ -68,7 +74,7 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
                                     find_policy(policy_file, found, who, principals))
         _, registry, who, policy = policy_of[id(found)]
 
-        def check_text(text: str):
+        def check_text(text: str) -> CheckResult:
             return check(text, extract_plan=extract, registry=registry, arguments=plan_arguments(registry, path),
                          policy=policy, principal=who, max_usd=max_usd, max_calls=max_calls,
                          max_inferences=max_inferences)
@@ -96,7 +102,8 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
     sys.exit(2 if unreadable else 1 if failed else 0)
 
 
-def print_results(results, output_format: str, max_diagnostics: int = MAX_DIAGNOSTICS) -> None:
+def print_results(results: list[tuple[str, CheckResult]], output_format: str,
+                  max_diagnostics: int = MAX_DIAGNOSTICS) -> None:
     if output_format == "json":
         from planc.diagnostics.render_json import render_json
 
@@ -109,7 +116,7 @@ def print_results(results, output_format: str, max_diagnostics: int = MAX_DIAGNO
     elif output_format == "repair":
         from planc.diagnostics.render_repair import render_repair
 
-        for path, result in results:
+        for _, result in results:
             click.echo(render_repair(result.source, result.diagnostics), nl=False)
     elif output_format == "line":
         from planc.diagnostics.render_line import render_line
@@ -134,7 +141,7 @@ def ignored_codes(given: tuple[str, ...]) -> frozenset[str]:
     return codes
 
 
-def without(result, codes: frozenset[str]):
+def without(result: CheckResult, codes: frozenset[str]) -> CheckResult:
     """`result` less the diagnostics of `codes` (warnings and notes only)."""
     if not codes:
         return result
@@ -146,7 +153,8 @@ def without(result, codes: frozenset[str]):
 FIX_ROUNDS = 10  # fixes applied, the text checked again, so many times at most: each round must change it
 
 
-def fixed(path: str, result, show_diff: bool, recheck, extracted: bool):
+def fixed(path: str, result: CheckResult, show_diff: bool, recheck: Callable[[str], CheckResult],
+          extracted: bool) -> CheckResult:
     """`result` with the fixes its diagnostics carry applied to the file at `path` (printed as a diff
     instead, with `show_diff`), again and again until none is left (a syntax fix lets the later passes
     run, and their fixes come next); the check of the fixed text. Only plan text is edited: a file with
@@ -245,7 +253,7 @@ def show_command(plan: str, config: str | None, output_format: str) -> None:
         sys.exit(1)
 
 
-def _show(result, plan: str, registry, output_format: str) -> None:
+def _show(result: CheckResult, plan: str, registry: Registry | None, output_format: str) -> None:
     from planc.analysis.blast_radius import blast_radius
     from planc.syntax.steps import step_paths
 
@@ -259,16 +267,19 @@ def _show(result, plan: str, registry, output_format: str) -> None:
             from planc.pictures.mermaid import render_mermaid as render
         click.echo(render(graph), nl=False)
         return
-    paths = step_paths(result.plan)
-    costs, radius = result.cost, blast_radius(result.resolution, registry)
+    plan_tree, costs, facts = result.plan, result.cost, result.flow
+    # a plan that parses goes through every pass
+    assert plan_tree is not None and costs is not None and facts is not None
+    paths = step_paths(plan_tree)
+    radius = blast_radius(result.resolution, registry)
     if output_format == "json":
         import json
 
         from planc.syntax.data import to_data
 
         per_step = {step: {"cost": cost.to_json()} for step, cost in costs.steps.items()}
-        data = to_data(result.plan, paths=paths, extra=per_step)
-        data.update(cost=costs.total.to_json(), blast_radius=radius.to_json(), flows=result.flow.into_effects())
+        data = to_data(plan_tree, paths=paths, extra=per_step)
+        data.update(cost=costs.total.to_json(), blast_radius=radius.to_json(), flows=facts.into_effects())
         click.echo(json.dumps(data, ensure_ascii=False))
         return
     from planc.analysis.blast_radius import blast_radius_lines
@@ -276,13 +287,13 @@ def _show(result, plan: str, registry, output_format: str) -> None:
     from planc.syntax.tree_view import tree_view
 
     out = console()
-    print_wide(out, tree_view(result.plan, paths, plan, {step: step_note(cost) for step, cost in costs.steps.items()}))
+    print_wide(out, tree_view(plan_tree, paths, plan, {step: step_note(cost) for step, cost in costs.steps.items()}))
     out.print(f"cost: {cost_line(costs.total)}")
     out.print("blast radius:" + ("" if registry else " (no planc.toml: every tool counts as effectful, "
                                                     "destructive and open-world)"))
     for line in blast_radius_lines(radius):
         out.print(f"  {line}", highlight=False, markup=False)
-    flows = result.flow.into_effects()
+    flows = facts.into_effects()
     out.print("labelled values into calls that change the world:" + ("" if flows else " none"))
     for flow in flows:
         into = f"`{flow['argument']}`" if flow["argument"] else "whether it runs"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +21,16 @@ from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, principal_for, with_learned_shapes
 from planc.cli.runs import ask_hook, open_store, print_result, run_failed, tool_output_to_stderr
 from planc.cli.usage import UsageError
+
+if TYPE_CHECKING:
+    from planc.backend.calls.hooks import Question
+    from planc.passes.check import CheckResult
+    from planc.passes.policy.load import Policy
+    from planc.planning.planner import Planned
+    from planc.registry.registry import Registry
+    from planc.store.recorders import Recorder as StoreRecorder
+    from planc.store.recorders import Replay
+    from planc.store.run_store import RunStore
 
 
 @click.command("prompt")
@@ -105,6 +117,7 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     runs = open_store(store, registry)
     planned_options = {"task": task, "role": role, "rounds": rounds, "grammar": grammar, "run": then_run,
                        "budget": [max_usd, max_calls, max_inferences], "output": output}
+    assert registry.source is not None  # found as a planc.toml
     options = {"config": str(registry.source.resolve()), "principal": principal, "finish": "output", "query": None,
                "policy": str(Path(policy_file).resolve()) if policy_file else None, "planned": planned_options,
                "read": keep_read_files(runs, registry, policy), "code_tools": code_tools(registry)}
@@ -125,8 +138,9 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     finish_planning(planned, runs, recorder, registry, policy, principal, arguments, planned_options, answer)
 
 
-def finish_planning(planned, runs, recorder, registry, policy, principal: str, arguments, planned_options,
-                    interlocutor=None) -> None:
+def finish_planning(planned: Planned, runs: RunStore | None, recorder: StoreRecorder | Replay,
+                    registry: Registry | None, policy: Policy | None, principal: str, arguments: Mapping, planned_options: dict,
+                    interlocutor: Callable[[Question], Awaitable[object]] | None = None) -> None:
     """Say how the planning went, record it, and print, write or run the plan: what `planc plan` does after
     the model's last answer, and what its replay does after the recorded one."""
     from planc.backend.calls.hooks import Hooks
@@ -150,6 +164,7 @@ def finish_planning(planned, runs, recorder, registry, policy, principal: str, a
         click.echo(f"error: {message}", err=True)
         sys.exit(1)
     text = planned.text
+    assert text is not None  # the plan checked
     _set_plan(runs, recorder, save_plan(planned.checked, registry=registry, policy=policy), planned.checked)
     then_run, output = planned_options["run"], planned_options["output"]
     if not then_run:
@@ -173,13 +188,14 @@ def finish_planning(planned, runs, recorder, registry, policy, principal: str, a
     print_result(result, "output", None, None, recorder)
 
 
-def _set_plan(runs, recorder, stored, checked) -> None:
+def _set_plan(runs: RunStore | None, recorder: StoreRecorder | Replay, stored: dict, checked: CheckResult) -> None:
     from planc.store.plan_steps import checked_step_rows
 
     if runs is not None:
         runs.set_plan(recorder.run_id, stored, checked_step_rows(checked))
 
 
-def _finish(runs, recorder, status: str, output=None, message: str | None = None) -> None:
+def _finish(runs: RunStore | None, recorder: StoreRecorder | Replay, status: str, output: object = None,
+            message: str | None = None) -> None:
     if runs is not None:
         runs.finish_run(recorder.run_id, status, output, message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,24 +14,31 @@ from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked, print_so
 from planc.cli.project import plan_arguments
 from planc.cli.usage import UsageError
 
+if TYPE_CHECKING:
+    from planc.optimize.optimize import Optimized
+    from planc.passes.check import CheckResult
+    from planc.passes.cost.budget import Budget
+    from planc.passes.policy.load import Policy
+    from planc.registry.registry import Registry
+    from planc.syntax.parser import ParseResult
 
 SYNTAX_ERROR = 1  # the exit code of every command given a plan with syntax errors: the input must be fixed
 
 
-def parse_or_exit(path: str, text: str | None = None):
+def parse_or_exit(path: str, text: str | None = None) -> ParseResult:
     """The ParseResult of `path` (or of `text`, when it was already read from it), or print its
     syntax errors and exit 1."""
     return parse_all_or_exit([(path, text)])[0]
 
 
-def parse_all_or_exit(files: list[tuple[str, str | None]]) -> list:
+def parse_all_or_exit(files: list[tuple[str, str | None]]) -> list[ParseResult]:
     """The ParseResult of every (path, text or None to read it) in `files`; when any has syntax
     errors, print those of every file and exit 1."""
     from planc.syntax.parser import parse
 
     results = [parse(read_file(path) if text is None else text) for path, text in files]
     if any(result.plan is None for result in results):
-        left = MAX_DIAGNOSTICS
+        left: int | None = MAX_DIAGNOSTICS
         for (path, _), result in zip(files, results):
             if result.plan is None:
                 left = print_syntax_errors(path, result, left)
@@ -38,15 +46,16 @@ def parse_all_or_exit(files: list[tuple[str, str | None]]) -> list:
     return results
 
 
-def print_syntax_errors(path: str, result, left: int = MAX_DIAGNOSTICS) -> int:
+def print_syntax_errors(path: str, result: ParseResult, left: int | None = MAX_DIAGNOSTICS) -> int | None:
     """The syntax errors of `result` (a ParseResult of `path` with no plan), on standard error: the first
     `left` of them, the rest counted; how many more may be printed after them."""
     return print_some(console(stderr=True), result.diagnostics, result.source, path, left)
 
 
-def checked_to_run(text: str, name: str, registry, policy, principal: str, *, extract: bool = False,
-                   budget=None, approvals: bool = False, written_by=frozenset(), recorded: bool = False,
-                   connects: bool = True):
+def checked_to_run(text: str, name: str, registry: Registry | None, policy: Policy | None, principal: str, *,
+                   extract: bool = False, budget: Budget | None = None, approvals: bool = False,
+                   written_by: frozenset[str] = frozenset(), recorded: bool = False, connects: bool = True,
+                   ) -> CheckResult:
     """`text` (plan text, or a stored plan from `planc compile`) checked for running; refused: exit 1.
 
     With `extract` the plan is taken out of a model reply first; `budget` (a Budget) adds the
@@ -103,7 +112,7 @@ NO_CONFIG = ("declare the tools in a planc.toml beside the plan or above it (`pl
              "starting one), or name one with --config")
 
 
-def undeclared_tools(checked) -> list[str]:
+def undeclared_tools(checked: CheckResult) -> list[str]:
     """The tools the plan calls that nothing declares, so nothing checked: every one but the control
     steps when it was checked without a planc.toml (with one, an unknown tool is an error, E200)."""
     from planc.syntax.steps import walk_steps
@@ -114,7 +123,7 @@ def undeclared_tools(checked) -> list[str]:
     return sorted({step.tool.text for step, _ in walk_steps(checked.plan.pipelines) if step not in known})
 
 
-def optimized_plan(checked, path: str):
+def optimized_plan(checked: CheckResult, path: str) -> Optimized:
     """`checked` (a plan without errors, read from `path`) optimized; its notes go to stderr."""
     from planc.diagnostics.render_text import render_text
     from planc.optimize.optimize import optimize

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+    from planc.diagnostics import Diagnostic
+    from planc.passes.check import CheckResult
+
 # How many diagnostics the text format prints before it only counts the rest: past that, a
 # person reads the first ones and fixes them, and printing the rest only takes time.
 MAX_DIAGNOSTICS = 100
@@ -9,7 +18,7 @@ SHOW_ALL = "run `planc check --max-diagnostics 0` to show them all"
 COLOR = "auto"  # `planc --color`: auto, always or never
 
 
-def console(stderr: bool = False):
+def console(stderr: bool = False) -> Console:
     """A rich console on stdout (or stderr), coloured as `--color` and NO_COLOR say; rich loads only when
     something prints through it."""
     import os
@@ -25,7 +34,7 @@ def console(stderr: bool = False):
 WIDEST = 10_000
 
 
-def print_wide(out, renderable) -> None:
+def print_wide(out: Console, renderable: RenderableType) -> None:
     """`renderable` (a table, a tree) on the console `out`: within a terminal's width; elsewhere (a pipe, a
     file) as wide as it needs, so that what reads it gets every cell whole rather than cut at 80 columns
     (`COLUMNS` set says the width, as it does to rich)."""
@@ -40,7 +49,8 @@ def print_wide(out, renderable) -> None:
     out.print(renderable)
 
 
-def print_checked(results, stderr: bool = False, limit: int = MAX_DIAGNOSTICS, show_all: str = SHOW_ALL) -> None:
+def print_checked(results: Iterable[tuple[str, CheckResult]], stderr: bool = False, limit: int = MAX_DIAGNOSTICS,
+                  show_all: str = SHOW_ALL) -> None:
     """Each (path, CheckResult) in `results`: its diagnostics, rustc-style, a summary line and the cost.
 
     At most `limit` diagnostics are printed in all (0: every one); the others of a file are
@@ -64,7 +74,8 @@ def print_checked(results, stderr: bool = False, limit: int = MAX_DIAGNOSTICS, s
             out.print(f"  cost: {cost_line(result.cost.total)}", style="dim")
 
 
-def print_some(out, diagnostics, source: str, path: str, left: int | None, show_all: str = SHOW_ALL) -> int | None:
+def print_some(out: Console, diagnostics: Sequence[Diagnostic], source: str, path: str, left: int | None,
+               show_all: str = SHOW_ALL) -> int | None:
     """The first `left` of `diagnostics` (None: all) printed, the rest counted in one line ending with
     `show_all`; how many more may be printed after them."""
     shown = diagnostics if left is None else diagnostics[:left]
@@ -74,7 +85,7 @@ def print_some(out, diagnostics, source: str, path: str, left: int | None, show_
     return None if left is None else left - len(shown)
 
 
-def print_diagnostics(out, diagnostics, source: str, path: str) -> None:
+def print_diagnostics(out: Console, diagnostics: Iterable[Diagnostic], source: str, path: str) -> None:
     """`diagnostics` of `source` (read from `path`), rustc-style, on the console `out`.
 
     Without a terminal (a file, a pipe) there is no colour, and the same text is written
@@ -91,7 +102,7 @@ def print_diagnostics(out, diagnostics, source: str, path: str) -> None:
             out.file.write(text + "\n")
 
 
-def more(hidden) -> str:
+def more(hidden: Sequence[Diagnostic]) -> str:
     """`hidden` diagnostics counted by severity: "19,900 more errors", "3 more diagnostics (2 errors, 1 warning)".
 
     >>> from planc.diagnostics import Diagnostic, Position, Span

@@ -3,14 +3,20 @@ plan's declared arguments."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from planc.cli.usage import UsageError
 
+if TYPE_CHECKING:
+    from planc.passes.policy.load import Policy
+    from planc.registry.registry import Registry
 
-def find_registry(config: str | None, locked: bool = True, plan: str | None = None):
+
+def find_registry(config: str | None, locked: bool = True, plan: str | None = None) -> Registry | None:
     """The registry of `--config`; else of the nearest planc.toml above `plan`'s folder, then
     above the working directory (so `planc run examples/incidents/triage.plan` finds the
     example's); else None. Opened as `planc.load_project` opens it (`planc.project`)."""
@@ -44,7 +50,7 @@ def fmt_width(plan: str) -> int:
         raise  # not reached: the registry refuses what this refuses
 
 
-def with_learned_shapes(registry, store: str | None):
+def with_learned_shapes(registry: Registry | None, store: str | None) -> Registry | None:
     """`registry` with the shapes the run store (`--store`, else the project's) learned of its tools' results,
     which the check warns by and the planner is shown (`planc.project.with_learned_shapes`)."""
     if registry is None or not any(tool.learns for tool in registry.tools.values()):
@@ -58,7 +64,8 @@ def with_learned_shapes(registry, store: str | None):
         raise UsageError(str(error)) from None
 
 
-def find_policy(policy_file: str | None, registry, principal: str, principals=()):
+def find_policy(policy_file: str | None, registry: Registry | None, principal: str,
+                principals: Sequence[Mapping] = ()) -> Policy | None:
     """The policy of `--policy`, or of planc.toml's `policy`, or None, judging with planc.toml's `[principals]`
     and `principals` (`--principal-json`'s); and `principal` checked."""
     from planc import project
@@ -70,18 +77,18 @@ def find_policy(policy_file: str | None, registry, principal: str, principals=()
         raise UsageError(str(error)) from None
 
 
-def plan_arguments(registry, path: str):
+def plan_arguments(registry: Registry | None, path: str) -> Mapping[str, Mapping] | None:
     """The `params` of the plan file `path` when planc.toml declares it, which type its `$args`."""
     return registry.plan_arguments(Path(path)) if registry and path != "-" else None
 
 
-def plan_returns(registry, path: str):
+def plan_returns(registry: Registry | None, path: str) -> Mapping | None:
     """The `returns` of the plan file `path` when planc.toml declares it: what its result must conform to."""
     declared = registry.plans.for_file(Path(path)) if registry and path != "-" else None
     return declared.returns if declared is not None else None
 
 
-def principal_for(registry, principal: str | None) -> str:
+def principal_for(registry: Registry | None, principal: str | Mapping | None) -> str:
     """Who the plan runs for: `--principal`, else planc.toml's `principal`, else anonymous; checked."""
     from planc import project
     from planc.passes.policy.load import PolicyError
@@ -117,7 +124,7 @@ def principal_given(principal: str | None, principal_json: str | None) -> tuple[
     return uid, given
 
 
-def store_path(store: str | None, registry=None) -> Path:
+def store_path(store: str | Path | None, registry: Registry | None = None) -> Path:
     """Where the run store is (`planc.project.store_path`): `--store` (or $PLANC_STORE), else planc.toml's
     `store`, else `.planc/runs.sqlite` beside the planc.toml in use, else under the working directory."""
     from planc import project

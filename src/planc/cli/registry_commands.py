@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +13,10 @@ from planc.cli.options import CONFIG_OPTION, POLICY_OPTION, PRINCIPAL_OPTION, ST
 from planc.cli.printing import console, print_checked, print_wide
 from planc.cli.project import find_policy, find_registry, principal_for
 from planc.cli.usage import UsageError
+
+if TYPE_CHECKING:
+    from planc.registry.learned_shapes import LearnedShape
+    from planc.registry.registry import Registry
 
 
 @click.group("policy")
@@ -49,7 +55,7 @@ def policy_explain_command(plan: str, config: str | None, policy_file: str | Non
         click.echo(json.dumps(explain_json(result, policy, principal), ensure_ascii=False))
     else:
         print_wide(console(), explain_table(result, policy, principal))
-    others = [d for d in result.diagnostics if d.is_error and d.code != "E400"]  # a denial is the table's to say
+    others = tuple(d for d in result.diagnostics if d.is_error and d.code != "E400")  # a denial is the table's to say
     if others:
         import attrs
 
@@ -195,7 +201,7 @@ def registry_shapes_command(config: str | None, store: str | None, output_format
         click.echo(f"{name}: {shape.calls} call{'s' if shape.calls != 1 else ''}: {type_text(shape.schema)}{used}")
 
 
-def _write_returns(registry, shapes, tool: str) -> None:
+def _write_returns(registry: Registry | None, shapes: Mapping[str, LearnedShape], tool: str) -> None:
     """`--write TOOL`: planc.toml with TOOL's learned shape as its `returns`, checked to load before it is written."""
     from planc.registry.config import ConfigError, registry_from_text
     from planc.registry.config_edit import CannotEdit, with_returns

@@ -14,7 +14,8 @@ from planc.cli.options import (
     EVENTS_OPTION,
     OTEL_OPTION,
     POLICY_OPTION,
-    PRINCIPAL_JSON_OPTION, PRINCIPAL_OPTION,
+    PRINCIPAL_JSON_OPTION,
+    PRINCIPAL_OPTION,
     STORE_OPTION,
     budget_options,
     executor_options,
@@ -147,7 +148,7 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
                 if sink:
                     sink.close()
         try:
-            print_result(result, finish, query, lambda: solver, recorded.recorder)
+            print_result(result, finish, query, None if solver is None else lambda: solver, recorded.recorder)
         finally:
             runs.close()
 

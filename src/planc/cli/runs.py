@@ -6,17 +6,30 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import click
 
 from planc.cli.usage import UsageError
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def open_store(store: str | None, registry=None, read_only: bool = False):
+    from planc.backend.calls.hooks import Question
+    from planc.backend.calls.ray_executor import RayExecutor
+    from planc.backend.models.client import ModelClient
+    from planc.backend.report.traces import RunSpans
+    from planc.backend.run.interpreter import RunResult
+    from planc.backend.run.session import Recorder
+    from planc.registry.declarations import Executor
+    from planc.registry.registry import Registry
+    from planc.store.run_store import RunStore
+
+
+def open_store(store: str | None, registry: Registry | None = None, read_only: bool = False) -> RunStore:
     """The run store (`--store`, else where the project keeps it: `project.store_path`), or a UsageError;
     `read_only` for a command that only reads it (there is none then: a UsageError too)."""
     from planc.cli.project import store_path
@@ -29,7 +42,8 @@ def open_store(store: str | None, registry=None, read_only: bool = False):
 
 
 @contextmanager
-def executor_for(kind: str | None, address: str | None, registry, store, recorded=None):
+def executor_for(kind: str | None, address: str | None, registry: Registry | None, store: Path | None,
+                 recorded: Mapping | None = None) -> Iterator[tuple[Executor, RayExecutor | None]]:
     """The executor runs use, as declared (`--executor`, `--ray-address`, a resumed run's record, planc.toml)
     and connected (None: this process), as `(declaration, connected)`, closed after; a UsageError when
     it cannot be connected, before anything runs."""
@@ -78,7 +92,7 @@ def tool_output_to_stderr() -> Iterator[None]:
             os.close(saved)
 
 
-def events_file(path: str, keep: dict[str, Path | str | None]):
+def events_file(path: str, keep: dict[str, Path | str | None]) -> TextIO:
     """`--events FILE` opened for writing, or a UsageError naming it (a missing folder, no permission).
 
     `keep` names the files the run reads or writes (what each is -> its path: the run store, the plan,
@@ -98,7 +112,7 @@ def events_file(path: str, keep: dict[str, Path | str | None]):
         raise UsageError(f"--events {path}: cannot write the events there: {error.strerror}") from None
 
 
-def kept_files(store: str | None, registry, plan: str | None, policy_file: str | None) -> dict:
+def kept_files(store: str | None, registry: Registry | None, plan: str | None, policy_file: str | None) -> dict:
     """The files a run reads or writes, which its `--events` file must not be (`events_file`)."""
     from planc.cli.project import store_path
 
@@ -116,7 +130,7 @@ def same_file(one: Path, other: Path) -> bool:
         return one.resolve() == other.resolve()
 
 
-def events_writer(sink, path: str):
+def events_writer(sink: TextIO | None, path: str | None) -> Callable[[dict], None] | None:
     """Each event as a JSON line in `sink` (None: no writer); a failure to write it (a full disk) fails the run,
     naming the file."""
     if sink is None:
@@ -139,7 +153,7 @@ OTLP_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDP
 INSTALL_OTEL = "pip install 'planc[otel]'"
 
 
-def run_traces(otel: bool, name: str, plan: str | None = None):
+def run_traces(otel: bool, name: str, plan: str | None = None) -> AbstractContextManager[RunSpans | None]:
     """A context manager around a run that gives the events sink of its spans (`planc.backend.report.traces`), or
     None when the run is not traced: traced with `--otel`, or when an OTLP endpoint variable is set.
 
@@ -161,7 +175,8 @@ def run_traces(otel: bool, name: str, plan: str | None = None):
     return traced(name, plan, warn=lambda text: click.echo(f"warning: {text}", err=True))
 
 
-def ask_hook(answers_file: str | None, console, pause=None):
+def ask_hook(answers_file: str | None, console: Console, pause: Callable[[], AbstractContextManager] | None = None,
+             ) -> Callable[[Question], Awaitable[object]]:
     """The interlocutor of `planc run` and `resume`: `--answers FILE` (read now: a UsageError for a file that
     cannot be used, before anything runs), then the person when standard input is a terminal."""
     from planc.backend.models.interlocutors import interlocutor, read_answers
@@ -175,7 +190,7 @@ def ask_hook(answers_file: str | None, console, pause=None):
     return interlocutor(console, answers=answers, source=answers_file, terminal=sys.stdin.isatty(), pause=pause)
 
 
-def run_failed(error) -> NoReturn:
+def run_failed(error: Exception) -> NoReturn:
     """A run that failed (exit 1), was interrupted by a signal (exit 130), or waits for a person's approval
     (exit 3: the calls that wait, and how to answer them): what it says, on stderr."""
     from planc.backend.calls.approvals import AwaitingApproval
@@ -188,7 +203,7 @@ def run_failed(error) -> NoReturn:
     sys.exit(130 if isinstance(error, Interrupted) else 1)
 
 
-def solver_client(registry):
+def solver_client(registry: Registry | None) -> ModelClient:
     """The `solver` role's model client for `--finish solver`, or a usage error saying what is missing."""
     from planc.backend.models.client import ModelClient, ModelError
 
@@ -201,7 +216,8 @@ def solver_client(registry):
         raise UsageError(f"--finish solver: {error}") from None
 
 
-def print_result(result, finish: str, query: str | None, solver, recorder) -> None:
+def print_result(result: RunResult, finish: str, query: str | None, solver: Callable[[], ModelClient] | None,
+                 recorder: Recorder | None) -> None:
     """Print what `--finish` asks for and exit with the result's status.
 
     `solver()` gives the `solver` model's client, asked through `recorder` as step `finish`, so a
@@ -210,10 +226,11 @@ def print_result(result, finish: str, query: str | None, solver, recorder) -> No
     if finish == "solver":
         import asyncio
 
+        from planc.backend.models.client import ModelError
         from planc.backend.models.finish import solver_report
         from planc.backend.models.model_calls import StepModel
-        from planc.backend.models.client import ModelError
 
+        assert query is not None and solver is not None  # --finish solver: its --query, and its model
         model = StepModel(solver, "solver", "finish", recorder)  # the client made once an inference needs it
 
         async def report() -> str:
@@ -232,14 +249,14 @@ def print_result(result, finish: str, query: str | None, solver, recorder) -> No
     _exit_status(result)
 
 
-def _print_json(value) -> None:
+def _print_json(value: object) -> None:
     """The plan's result as JSON on stdout."""
     import json
 
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
-def _exit_status(result) -> None:
+def _exit_status(result: RunResult) -> None:
     if result.status == "error":
         click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
         sys.exit(4)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -38,13 +40,18 @@ from planc.cli.runs import (
 from planc.cli.usage import UsageError
 from planc.passes.cost.cost_words import dollars
 
+if TYPE_CHECKING:
+    from planc.passes.cost.budget import Budget
+    from planc.passes.policy.load import Policy
+    from planc.registry.registry import Registry
+    from planc.store.run_store import RunStore
 
-def _as_run(run: dict, store: str | None, principal: str):
+
+def _as_run(run: dict, store: str | None, principal: str) -> tuple[Registry | None, Policy | None] | None:
     """The registry and policy `run` ran with, from the files it kept; None when it kept none."""
     from planc.backend.run.recorded_run import as_it_ran
     from planc.passes.policy.load import PolicyError
     from planc.registry.config import ConfigError
-
     from planc.store.run_store import RunStoreError
 
     runs = open_store(store, read_only=True)
@@ -56,7 +63,7 @@ def _as_run(run: dict, store: str | None, principal: str):
         runs.close()
 
 
-def _stored_run(store: str | None, run_id: str):
+def _stored_run(store: str | None, run_id: str) -> dict:
     """The record of the run `run_id` names (its id, a unique prefix of it, or `last`), read without
     writing to the store."""
     from planc.store.run_store import RunStoreError
@@ -70,7 +77,7 @@ def _stored_run(store: str | None, run_id: str):
         runs.close()
 
 
-def _when(timestamp) -> str:
+def _when(timestamp: float | None) -> str:
     import time
 
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp)) if timestamp else "-"
@@ -157,7 +164,7 @@ def show_run_command(run_id: str, store: str | None, output_format: str) -> None
         click.echo(f"output: {json.dumps(run['output'], ensure_ascii=False)}")
 
 
-def _step_lines(run: dict):
+def _step_lines(run: dict) -> Iterator[str]:
     """`run`'s timeline (`planc.pictures.timeline.rows`) as lines, indented by nesting: a tool step with its
     input, time and result; any other call a step made (a model's, an `agent`'s tools') beneath it; calls
     outside any step (the planning rounds, the finish) among the steps, in the order they started."""
@@ -202,7 +209,7 @@ def _labels_words(labels: dict | None) -> str:
     return f" [{'; '.join(said)}]" if said else ""
 
 
-def _short(value) -> str:
+def _short(value: object) -> str:
     import json
 
     from planc.backend.models.client import excerpt
@@ -261,7 +268,7 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
                  replay.recorder)
 
 
-def _leased_run(runs, run_id: str) -> dict:
+def _leased_run(runs: RunStore, run_id: str) -> dict:
     """`run_id`'s record once this process holds its lease: exit 1 while another live process records into
     it (or when it has finished), exit 2 when the store cannot be written."""
     from planc.store.run_store import RunLeased, RunStoreError
@@ -280,7 +287,8 @@ def _leased_run(runs, run_id: str) -> dict:
         raise UsageError(str(error)) from None
 
 
-def _replay_planning(run: dict, planned: dict, registry, policy, principal: str) -> None:
+def _replay_planning(run: dict, planned: dict, registry: Registry | None, policy: Policy | None,
+                     principal: str) -> None:
     """A `planc plan` run again from its record: the model's answers, then the plan's calls if it ran."""
     from planc.backend.models.client import ModelError
     from planc.backend.state.values import RunError
@@ -299,7 +307,7 @@ def _replay_planning(run: dict, planned: dict, registry, policy, principal: str)
     finish_planning(outcome, None, replay, registry, policy, principal, run["arguments"], {**planned, "output": None})
 
 
-def _budget_of(run: dict):
+def _budget_of(run: dict) -> Budget:
     """The `--max-*` budgets `run` was checked with: its replay and resume are checked with them too."""
     from planc.passes.cost.budget import Budget
 
@@ -307,7 +315,8 @@ def _budget_of(run: dict):
     return Budget(*options.get("budget") or (options.get("planned") or {}).get("budget") or (None, None, None))
 
 
-def _as_recorded(run: dict, config: str | None, policy_file: str | None, principal: str):
+def _as_recorded(run: dict, config: str | None, policy_file: str | None, principal: str | None,
+                 ) -> tuple[str | None, str | None, str]:
     """The planc.toml, policy file and principal to replay or resume `run` with: what it ran with,
     unless the command line says otherwise."""
     from planc.passes.policy.load import DEFAULT_PRINCIPAL
@@ -416,9 +425,9 @@ def approve_command(run_id: str, deny: bool, call: int | None, store: str | None
     Exit 0 ok, 1 nothing to answer, refused or failed, 3 the run waits again, 4 an exit step with status
     error, 130 interrupted.
     """
-    from planc.backend.run.approved_run import approve
-    from planc.backend.report.events import fan_out
     from planc.backend.calls.hooks import Hooks
+    from planc.backend.report.events import fan_out
+    from planc.backend.run.approved_run import approve
     from planc.backend.state.values import RunError
     from planc.cli.project import store_path
     from planc.passes.policy.load import PolicyError

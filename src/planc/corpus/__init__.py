@@ -64,7 +64,7 @@ class Case:
     category: str
     name: str
     source: str
-    expected: tuple[tuple[str, int, int], ...]  # empty: accepted
+    expected: tuple[tuple[str, int, int], ...] | tuple[str, ...]  # empty: accepted; a diff case's: change lines
     extract: bool
     location: str  # file:line of the header
     registry: Registry | None = None  # from the nearest planc.toml within the corpus
@@ -82,7 +82,7 @@ class Case:
 @attrs.frozen
 class Outcome:
     case: Case
-    found: tuple[tuple[str, int, int], ...]
+    found: tuple[tuple[str, int, int], ...] | tuple[str, ...]  # as `Case.expected`
     result: CheckResult | None = None  # of a plan case (None for a diff case): what its golden output renders
 
     @property
@@ -104,9 +104,10 @@ def load_cases(directory: Path) -> list[Case]:
 
 
 def _policy(registry: Registry | None) -> Policy | None:
-    path = registry.policy if registry is not None else None
+    if registry is None or not registry.policy:
+        return None
     try:
-        return load_policy(path, registry.principals) if path else None
+        return load_policy(registry.policy, registry.principals)
     except PolicyError as error:
         raise CorpusError(str(error)) from None
 
@@ -218,6 +219,7 @@ def _diff_found(case: Case) -> tuple[str, ...]:
     from planc.diff import DiffError, diff_plans
     from planc.diff.render_json import change_line
 
+    assert case.source_b is not None  # a diff case
     try:
         diff = diff_plans(case.source, case.source_b)
     except DiffError as error:

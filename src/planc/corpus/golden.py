@@ -32,6 +32,7 @@ def render(outcome: Outcome) -> str:
     from planc.diagnostics.render_text import render_text
 
     result = outcome.result
+    assert result is not None  # an error case is a plan case
     text = "".join(render_text(d, result.source, PLAN_NAME).plain + "\n" for d in result.diagnostics)
     return (f"{text}--- repair\n{render_repair(result.source, result.diagnostics)}"
             f"--- json\n{render_json(PLAN_NAME, result)}\n\n")

@@ -19,6 +19,8 @@ Labels(visible=(('a', 'search'),))
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -26,6 +28,9 @@ from planc.passes.resolve.resolve import iter_refs
 from planc.syntax import ast
 from planc.syntax.lexer import END, START, TEXT, TYPE, tokenize
 from planc.syntax.steps import walk_steps
+
+if TYPE_CHECKING:
+    from planc.diagnostics import Span
 
 
 def node_at(plan: ast.Plan, offset: int) -> ast.Step | ast.Ref | None:
@@ -40,7 +45,7 @@ def node_at(plan: ast.Plan, offset: int) -> ast.Step | ast.Ref | None:
     return None
 
 
-def _within(span, offset: int) -> bool:
+def _within(span: Span, offset: int) -> bool:
     return span.start_offset <= offset <= span.end_offset
 
 
@@ -120,7 +125,7 @@ def _closed(string: str) -> bool:
 CLOSER = {")": "(", "]": "[", "}": "{"}
 
 
-def _open_brackets(tokens) -> list[int]:
+def _open_brackets(tokens: Sequence[tuple]) -> list[int]:
     """The indexes of the brackets still open at the end of `tokens`, outermost first. A closer with
     no matching opener (text being edited) is passed over."""
     stack: list[int] = []
@@ -133,7 +138,7 @@ def _open_brackets(tokens) -> list[int]:
     return stack
 
 
-def _given(tokens, paren: int, offset: int) -> frozenset[str]:
+def _given(tokens: Sequence[tuple], paren: int, offset: int) -> frozenset[str]:
     """The argument names written directly inside the parentheses opened at `tokens[paren]`: `name:`
     at their own depth, anywhere up to the closing parenthesis, the word at the cursor aside."""
     names = set()
@@ -152,13 +157,13 @@ def _given(tokens, paren: int, offset: int) -> frozenset[str]:
     return frozenset(names)
 
 
-def _piped(tokens, tool: int) -> bool:
+def _piped(tokens: Sequence[tuple], tool: int) -> bool:
     """Whether the step whose tool name is `tokens[tool]` (with or without a label) follows a `|>`."""
     start = tool - 2 if tool >= 2 and tokens[tool - 1][TEXT] == "=" else tool
     return start > 0 and tokens[start - 1][TEXT] == "|>"
 
 
-def _visible_labels(tokens) -> tuple[tuple[str, str], ...]:
+def _visible_labels(tokens: Sequence[tuple]) -> tuple[tuple[str, str], ...]:
     """The labels a reference after `tokens` can read: those of steps whose call is closed, in the
     blocks still open (and the top level). A label of a block already closed is out of sight, and
     so is the label of the step being written (a step cannot read itself)."""
@@ -180,7 +185,7 @@ def _visible_labels(tokens) -> tuple[tuple[str, str], ...]:
     return tuple(label for scope in scopes for label in scope)
 
 
-def _label_of_call(tokens, paren: int) -> tuple[str, str] | None:
+def _label_of_call(tokens: Sequence[tuple], paren: int) -> tuple[str, str] | None:
     """(label, tool) when the `(` at `paren` opens the call of a labelled step: `label = tool(`."""
     if paren >= 3 and tokens[paren - 1][TYPE] == "NAME" and tokens[paren - 2][TEXT] == "=" \
             and tokens[paren - 3][TYPE] == "NAME":

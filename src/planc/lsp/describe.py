@@ -8,6 +8,8 @@ reshape(value: any)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
 from planc.passes.check import CheckResult
@@ -48,6 +50,7 @@ def reference_hover(ref: ast.Ref, checked: CheckResult) -> str | None:
     read = _type(typing.of(ref) if typing else None)
     if target == ARGS:
         return f"`{written}`: a run argument, `{read}`"
+    assert resolution is not None  # it found the target
     parts = [f"`${ref.name.text}` is step {resolution.paths.get(target, '?')}", _code(_step_text(target)),
              f"result: `{_type(typing.of(target) if typing else None)}`"]
     if ref.accessors:
@@ -64,7 +67,7 @@ def _step_text(step: ast.Step) -> str:
     return first
 
 
-def _type(schema) -> str:
+def _type(schema: Mapping | None) -> str:
     return "unknown" if schema is None else type_text(schema)
 
 

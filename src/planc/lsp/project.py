@@ -10,6 +10,7 @@ check: the document is checked without it, and `problem` says why, for the edito
 from __future__ import annotations
 
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
@@ -28,7 +29,7 @@ class Project:
     problem: str | None = None  # why planc.toml or its policy is left out, `file:line: message`
     policy_file: Path | None = None  # the policy planc.toml names, watched even when it is left out
 
-    def arguments(self, document: Path | None):
+    def arguments(self, document: Path | None) -> Mapping[str, Mapping] | None:
         """The `params` that type the document's `$args`, when planc.toml declares it as a plan."""
         return self.registry.plan_arguments(document) if self.registry and document else None
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 import functools
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 from lsprotocol import types
@@ -35,9 +37,16 @@ from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.signatures import parameter, signature
 from planc.syntax import ast
 from planc.syntax.format import format_source
-from planc.syntax.printer import WIDTH
 from planc.syntax.parser import parse
+from planc.syntax.printer import WIDTH
 from planc.version import installed_version
+
+if TYPE_CHECKING:
+    from pygls.workspace import TextDocument
+
+    from planc.registry.tool import Tool
+
+T = TypeVar("T")  # what a request's handler answers
 
 log = logging.getLogger("planc.lsp")
 
@@ -70,7 +79,7 @@ class PlancServer(LanguageServer):
         encoding = self.workspace.position_encoding  # a PositionEncodingKind or its plain string
         return str(getattr(encoding, "value", encoding) or "utf-16")
 
-    def document(self, uri: str):
+    def document(self, uri: str) -> TextDocument:
         """The document the client sent as `uri`; a LookupError for any other. The server reads no file for a
         document it was not sent: a FIFO or a device would stall it, and a huge file would swamp it."""
         document = self.workspace.text_documents.get(uri)
@@ -99,10 +108,12 @@ class PlancServer(LanguageServer):
         checked = self.checked[uri] = Checked(result, LineIndex(document.source, self.encoding()))
         return checked
 
-    def tools(self, uri: str):
+    def tools(self, uri: str) -> dict[str, Tool]:
         """The tools a document may call: its planc.toml's, or the control steps alone."""
         registry = self.projects.for_document(document_path(uri)).registry
-        return {name: registry.lookup(name) for name in registry.names()} if registry else dict(CONTROL_STEPS)
+        if registry is None:
+            return dict(CONTROL_STEPS)
+        return {name: tool for name in registry.names() if (tool := registry.lookup(name)) is not None}  # each is
 
 
 def document_path(uri: str) -> Path | None:
@@ -111,12 +122,12 @@ def document_path(uri: str) -> Path | None:
     return Path(path) if path else None
 
 
-def guarded(handler):
+def guarded(handler: Callable[[PlancServer, Any], T]) -> Callable[[PlancServer, Any], T | None]:
     """`handler`, except that an exception is logged and answered with nothing (None), never let
     through: one bad request must not cost the user the server."""
 
     @functools.wraps(handler)
-    def run(ls: PlancServer, params):
+    def run(ls: PlancServer, params: Any) -> T | None:
         try:
             return handler(ls, params)
         except Exception as error:
@@ -206,7 +217,8 @@ def hover(ls: PlancServer, params: types.HoverParams) -> types.Hover | None:
     checked = ls.current(params.text_document.uri)
     node = _node_at(checked, params.position)
     if isinstance(node, ast.Step):
-        tool = checked.result.resolution.tools.get(node)
+        resolution = checked.result.resolution  # a plan that parses is resolved
+        tool = resolution.tools.get(node) if resolution is not None else None
         text, span = (tool_hover(tool) if tool else None), node.tool.span
     elif isinstance(node, ast.Ref):
         text, span = reference_hover(node, checked.result), node.span
@@ -223,13 +235,14 @@ def definition(ls: PlancServer, params: types.DefinitionParams) -> types.Locatio
     node = _node_at(checked, params.position)
     if not isinstance(node, ast.Ref):
         return None
-    target = checked.result.resolution.targets.get(node)
+    resolution = checked.result.resolution  # a plan that parses is resolved
+    target = resolution.targets.get(node) if resolution is not None else None
     if not isinstance(target, ast.Step):  # `$args`, or a reference to nothing (E204)
         return None
     return types.Location(uri=params.text_document.uri, range=lsp_range(checked.index, target.span))
 
 
-def _node_at(checked: Checked, position: types.Position):
+def _node_at(checked: Checked, position: types.Position) -> ast.Step | ast.Ref | None:
     """The tool name or reference at `position`; None when there is none or the text does not parse."""
     plan = checked.result.plan
     if plan is None:
@@ -279,7 +292,7 @@ def formatting(ls: PlancServer, params: types.DocumentFormattingParams) -> list[
     return [types.TextEdit(range=types.Range(start=types.Position(0, 0), end=end), new_text=formatted)]
 
 
-def shutdown(ls: PlancServer, params) -> None:
+def shutdown(ls: PlancServer, params: None) -> None:
     ls.shut_down = True
 
 

@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import TYPE_CHECKING
 
 import pydantic
 
 from planc.backend.calls.approve import call_flags
 from planc.backend.calls.hooks import Abort, Call, Proceed, Question, Unanswered
 from planc.backend.report.progress import line
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import Context
 
 
 class Approval(pydantic.BaseModel):
@@ -65,12 +69,12 @@ class ClientAsks:
     run store for `approve_run` instead, as `planc run --approve` without a terminal waits for `planc approve`.
     """
 
-    def __init__(self, context, can_ask: bool, person: bool) -> None:
+    def __init__(self, context: Context, can_ask: bool, person: bool) -> None:
         self.context, self.can_ask, self.person = context, can_ask, person
         self.lock = asyncio.Lock()
         self.gate = self._gate if can_ask else None
 
-    async def _gate(self, call: Call):
+    async def _gate(self, call: Call) -> Proceed | Abort:
         if call.tool.effects.read_only and call.flagged is None:
             return Proceed()
         if call.flagged is not None and not self.person:
@@ -82,7 +86,7 @@ class ClientAsks:
             return Proceed()
         return Abort(f"the MCP client did not approve `{call.tool.name}` ({answer.action})")
 
-    async def interlocutor(self, asked: Question):
+    async def interlocutor(self, asked: Question) -> object:
         """The client's answer to an `ask` step, by elicitation; Unanswered where it cannot be asked or declines."""
         if not self.can_ask:
             return Unanswered("the MCP client cannot be asked (it declared no elicitation capability)")
@@ -97,7 +101,7 @@ class ProgressNotes:
     """The events of a run as progress notifications to the client of `context`, sent in order by one task
     (`with` it around the run); the events hook (`sink`) only queues them."""
 
-    def __init__(self, context) -> None:
+    def __init__(self, context: Context) -> None:
         self.context = context
         self.queue: asyncio.Queue = asyncio.Queue()
         self.sent = 0
@@ -123,8 +127,9 @@ class ProgressNotes:
         self.task = asyncio.create_task(self._send())
         return self
 
-    async def __aexit__(self, kind, *exc_info) -> None:
+    async def __aexit__(self, kind: type[BaseException] | None, *exc_info: object) -> None:
         self.queue.put_nowait(None)
+        assert self.task is not None  # started on entering
         if kind is not None and issubclass(kind, asyncio.CancelledError):  # the client is gone: nobody to tell
             self.task.cancel()
         else:

@@ -25,10 +25,17 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, cast
 
 from planc.passes.policy.cedar_json import entity_uid
 from planc.passes.policy.principals import principal_data
 from planc.registry.declarations import ServerAuth
+
+if TYPE_CHECKING:
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.settings import AuthSettings
+    from pydantic import AnyHttpUrl
 
 log = logging.getLogger("planc.mcp_server.auth")
 INTROSPECTION_TIMEOUT_S = 10.0
@@ -51,7 +58,7 @@ def scopes_of(claims: dict) -> list[str]:
     return [scope for scope in granted if isinstance(scope, str)] if isinstance(granted, list) else []
 
 
-def access_token(token: str, claims: dict, audience: str):
+def access_token(token: str, claims: dict, audience: str) -> AccessToken:
     """The SDK's AccessToken for a verified token of `claims`: its subject and issuer are what the SDK binds a
     session to (a session opened with one subject's token refuses another's)."""
     from mcp.server.auth.provider import AccessToken
@@ -68,9 +75,10 @@ class JwtVerifier:
         import jwt
 
         self.auth, self.audience = auth, audience
+        assert auth.jwks_url is not None  # token_verifier chose this verifier for it
         self.keys = jwt.PyJWKClient(auth.jwks_url, cache_jwk_set=True, lifespan=300, timeout=JWKS_TIMEOUT_S)
 
-    async def verify_token(self, token: str):
+    async def verify_token(self, token: str) -> AccessToken | None:
         import anyio
         import jwt
 
@@ -90,26 +98,30 @@ class JwtVerifier:
 class IntrospectionVerifier:
     """An opaque token asked about at the authorization server's introspection endpoint (RFC 7662)."""
 
-    def __init__(self, auth: ServerAuth, audience: str, environ) -> None:
+    def __init__(self, auth: ServerAuth, audience: str, environ: Mapping[str, str]) -> None:
         self.auth, self.audience = auth, audience
+        # [mcp_server.auth] has these where it has no jwks_url (registry/config.py refuses it otherwise)
+        assert auth.introspection_url is not None
+        assert auth.client_id_env is not None and auth.client_secret_env is not None
+        self.introspection_url: str = auth.introspection_url
         missing = [name for name in (auth.client_id_env, auth.client_secret_env) if not environ.get(name)]
         if missing:
             raise AuthSetupError(f"[mcp_server.auth]: the environment variable {missing[0]} (planc's credentials "
                                  f"at {auth.introspection_url}) is not set")
         self.credentials = (environ[auth.client_id_env], environ[auth.client_secret_env])
-        self.known: dict[str, object] = {}  # sha256 of a token -> its AccessToken, until its exp
+        self.known: dict[str, AccessToken] = {}  # sha256 of a token -> its AccessToken, until its exp
 
-    async def verify_token(self, token: str):
+    async def verify_token(self, token: str) -> AccessToken | None:
         import httpx
 
         now = time.time()
-        self.known = {key: known for key, known in self.known.items() if known.expires_at > now}
+        self.known = {key: known for key, known in self.known.items() if (known.expires_at or 0) > now}  # each has one
         key = hashlib.sha256(token.encode("utf-8")).hexdigest()
         if key in self.known:
             return self.known[key]
         try:
             async with httpx.AsyncClient(timeout=INTROSPECTION_TIMEOUT_S) as client:
-                response = await client.post(self.auth.introspection_url, auth=self.credentials,
+                response = await client.post(self.introspection_url, auth=self.credentials,
                                              data={"token": token, "token_type_hint": "access_token"})
             said = response.json() if response.status_code == 200 else None
         except (httpx.HTTPError, ValueError) as error:
@@ -130,27 +142,29 @@ class IntrospectionVerifier:
         return verified
 
 
-def token_verifier(auth: ServerAuth, audience: str, environ):
+def token_verifier(auth: ServerAuth, audience: str, environ: Mapping[str, str]) -> JwtVerifier | IntrospectionVerifier:
     """The verifier `auth` declares, for tokens issued for `audience`; AuthSetupError when it cannot serve."""
     if auth.jwks_url is not None:
         return JwtVerifier(auth, audience)
     return IntrospectionVerifier(auth, audience, environ)
 
 
-def auth_settings(auth: ServerAuth, canonical_url: str):
+def auth_settings(auth: ServerAuth, canonical_url: str) -> AuthSettings:
     """The SDK's AuthSettings of a resource server at `canonical_url`: the issuer and scopes its metadata
     announces, and the scopes every request needs. The audience is the verifier's to check."""
     from mcp.server.auth.settings import AuthSettings
 
-    return AuthSettings(issuer_url=auth.issuer, resource_server_url=canonical_url, required_scopes=list(auth.scopes),
-                        validate_token_resource=False)
+    # pydantic makes each URL an AnyHttpUrl (validated), which the SDK's class declares
+    return AuthSettings(issuer_url=cast("AnyHttpUrl", auth.issuer),
+                        resource_server_url=cast("AnyHttpUrl", canonical_url),
+                        required_scopes=list(auth.scopes), validate_token_resource=False)
 
 
 class NoPrincipal(ValueError):
     """A verified token whose subject cannot name a Cedar principal, or whose claims cannot be its attributes."""
 
 
-def principal_of(token, auth: ServerAuth) -> dict:
+def principal_of(token: AccessToken, auth: ServerAuth) -> dict:
     """The principal (`principals.principal_data`'s form) the verified `token` (an AccessToken) names: its
     subject as an entity of `principal_type`, and the attributes `attributes` reads from its claims.
 

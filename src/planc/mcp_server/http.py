@@ -17,12 +17,16 @@ import logging
 import os
 import socket
 import sys
+from typing import TYPE_CHECKING
 
 import attrs
 
 from planc.project import Project
 from planc.registry.declarations import McpServing
 from planc.registry.mcp_transport import is_loopback
+
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
@@ -78,7 +82,8 @@ def canonical_url(host: str, port: int, serving: McpServing, tls: Tls) -> str:
     return f"{'https' if tls.cert else 'http'}://{where}:{port}/mcp"
 
 
-def transport_security(host: str, port: int, serving: McpServing = McpServing(), url: str | None = None):
+def transport_security(host: str, port: int, serving: McpServing = McpServing(), url: str | None = None,
+                       ) -> TransportSecuritySettings:
     """What a request must say in `Host` and `Origin`: a loopback name with the bound port (or the bound address,
     or the host of `url`, the canonical URL), or one that `[mcp_server] allowed_hosts` and `allowed_origins` add.
     Anything else is refused (421 for `Host`, 403 for `Origin`); set here, not left to the SDK's default, which

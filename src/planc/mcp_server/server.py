@@ -26,11 +26,10 @@ token is never sent on.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
-
 from mcp.server.mcpserver import Context, MCPServer
 
 from planc.backend.calls.approvals import AwaitingApproval
@@ -52,6 +51,14 @@ from planc.registry.errors import ConfigError
 from planc.store.run_store import RunStore, RunStoreError
 from planc.store.stored import StoredPlanError
 from planc.version import installed_version
+
+if TYPE_CHECKING:
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.settings import AuthSettings
+
+    from planc.mcp_server.auth import IntrospectionVerifier, JwtVerifier
+    from planc.passes.check import CheckResult
+    from planc.registry.declarations import Executor
 
 PLAN_NAME = "plan"  # what a client's plan is called in diagnostics: it has no file
 CALLERS_KEPT = 256  # the principals whose policy is kept loaded, the earliest seen dropped first
@@ -83,7 +90,8 @@ class PlancServer:
     """The project's tools over MCP; `mcp` is the SDK's server holding them. With `auth` (the SDK's AuthSettings)
     and `verifier`, every HTTP request carries a verified token, and its principal is the caller's."""
 
-    def __init__(self, project: Project, *, auth=None, verifier=None,
+    def __init__(self, project: Project, *, auth: AuthSettings | None = None,
+                 verifier: JwtVerifier | IntrospectionVerifier | None = None,
                  serving: McpServing | None = None) -> None:
         self.project = project
         self.serving = serving or (project.registry.mcp_server if project.registry is not None else McpServing())
@@ -110,6 +118,7 @@ class PlancServer:
             if self.serving.auth is not None and is_http(context):
                 raise NoPrincipal("the request carries no verified token")  # the middleware lets none through
             return Caller(self.project.principal, self.project)
+        assert self.serving.auth is not None  # a token was verified: by [mcp_server.auth]'s verifier
         principal = principal_of(token, self.serving.auth)
         key = json.dumps(principal, sort_keys=True)
         if key not in self._callers:
@@ -121,7 +130,7 @@ class PlancServer:
                                                                       principal=principal["uid"]))
         return self._callers[key]
 
-    def checked(self, plan: str, caller: Caller):
+    def checked(self, plan: str, caller: Caller) -> CheckResult:
         """`plan` checked for this project as `caller`, written by the client (its labels), with approvals where
         the client's answer counts as a person's."""
         return caller.project.check(plan, approvals=self.serving.answers_from_person, written_by=self.serving.labels)
@@ -150,13 +159,14 @@ class PlancServer:
             return {"ok": False, "status": "refused", "message": str(error)}
         project = caller.project
 
-        def record(store: RunStore, how) -> RecordedRun:
+        def record(store: RunStore, how: Executor) -> RecordedRun:
             return RecordedRun.record(store, checked, registry=project.registry, policy=project.policy,
                                       principal=caller.principal, arguments=arguments, options=self.options(how))
 
         return await self.running(record, ctx, None)
 
-    async def running(self, recorded, ctx: Context, executor: Mapping | None) -> dict[str, Any]:
+    async def running(self, recorded: Callable[[RunStore, Executor], RecordedRun], ctx: Context,
+                      executor: Mapping | None) -> dict[str, Any]:
         """`recorded(store, how)` (the RecordedRun of a new or continued run) run for the client of `ctx`, with the
         executor the run was recorded with (`executor`) or planc.toml's."""
         project = self.project
@@ -194,7 +204,7 @@ class PlancServer:
         return {"ok": result.status == "ok", "run": recorded.run_id, "status": result.status,
                 "result": result.kept(), **({"message": result.message} if result.message else {})}
 
-    def options(self, how) -> dict:
+    def options(self, how: Executor) -> dict:
         """How a client's run runs, kept with it so that `planc resume` and `replay` run it the same way: as
         `planc run --approve` does (a resume without a terminal makes no effectful call the run had not)."""
         registry = self.project.registry
@@ -237,7 +247,7 @@ class PlancServer:
         except (RunStoreError, ConfigError, PolicyError, StoredPlanError) as error:
             return {"ok": False, "status": "refused", "message": str(error)}
 
-        def answered(store: RunStore, how) -> RecordedRun:
+        def answered(store: RunStore, how: Executor) -> RecordedRun:
             answer = store.answer(record["id"], call, approved=not deny, denied=DENIED)
             return RecordedRun.resume(store, answer, checked, registry=registry, policy=policy, principal=principal)
 
@@ -259,7 +269,7 @@ class PlancServer:
         except (RunStoreError, ConfigError, PolicyError, StoredPlanError) as error:
             return {"ok": False, "status": "refused", "message": str(error)}
 
-        def resumed(store: RunStore, how) -> RecordedRun:
+        def resumed(store: RunStore, how: Executor) -> RecordedRun:
             return RecordedRun.resume(store, record, checked, registry=registry, policy=policy, principal=principal)
 
         return await self.running(resumed, ctx, record["options"].get("executor"))
@@ -269,7 +279,7 @@ class PlancServer:
             self._store.close()
 
 
-def verified_token(context: Context):
+def verified_token(context: Context) -> AccessToken | None:
     """The AccessToken the SDK's bearer middleware verified for the request `context` answers, or None."""
     from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
@@ -282,7 +292,7 @@ def is_http(context: Context) -> bool:
     return getattr(context.request_context, "request", None) is not None
 
 
-def refusal(checked) -> dict[str, Any]:
+def refusal(checked: CheckResult) -> dict[str, Any]:
     """`checked` as `planc check --format json` gives it, with the repair message when it has errors."""
     data = check_json(PLAN_NAME, checked)
     if not checked.ok:

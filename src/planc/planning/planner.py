@@ -19,11 +19,12 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
 from planc.backend.calls.dispatch import recorded_call
-from planc.backend.calls.hooks import Call
+from planc.backend.calls.hooks import Call, Skip
 from planc.backend.models.model_calls import StepModel
 from planc.diagnostics.render_repair import render_repair
 from planc.passes.check import CheckResult, check
@@ -33,6 +34,9 @@ from planc.planning.prompt import forbidden, system_prompt
 from planc.registry.learned_shapes import LearnedShape
 from planc.registry.registry import Registry
 from planc.registry.tool import Effects, Tool
+
+if TYPE_CHECKING:
+    from planc.backend.run.session import Recorder
 
 ROLE = "planner"
 ROUNDS = 3
@@ -82,7 +86,7 @@ class Planned:
 
 async def plan_async(task: str, *, registry: Registry | None, policy: Policy | None = None,
                      principal: str | None = None, budget: Budget = Budget(), role: str = ROLE,
-                     rounds: int = ROUNDS, grammar: str | None = None, recorder=None,
+                     rounds: int = ROUNDS, grammar: str | None = None, recorder: Recorder | None = None,
                      shapes: Callable[[], Mapping[str, LearnedShape]] | None = None) -> Planned:
     """Ask the `role` model for a plan that does `task`, repairing it in the same conversation up to
     `rounds` times in all. `grammar` ("lark" or "gbnf") sends the plan language's grammar, specialised to
@@ -127,15 +131,16 @@ async def plan_async(task: str, *, registry: Registry | None, policy: Policy | N
     return Planned(task, tuple(done))
 
 
-async def learned_registry(registry: Registry, shapes, recorder, number: int) -> Registry:
+async def learned_registry(registry: Registry, shapes: Callable[[], Mapping[str, LearnedShape]] | None,
+                           recorder: Recorder | None, number: int) -> Registry:
     """`registry` with the shapes `shapes()` gives now, read for round `number` (and recorded, or answered by
     the record); as it is when no tool learns a shape or there is nothing to read them from."""
     if shapes is None or not any(tool.learns for tool in registry.tools.values()):
         return registry
     call = Call(PATH, READ_SHAPES, {"round": number})
     replayed = recorder.replayed(call, None) if recorder is not None else None
-    if replayed is not None:
-        read = replayed.result
+    if isinstance(replayed, Skip):  # a read is never approved (Proceed): it is no tool call
+        read = cast(dict, replayed.result)  # recorded as `now` gives it
     else:
         async def now() -> dict:
             return {name: {"schema": dict(shape.schema), "calls": shape.calls} for name, shape in shapes().items()}
@@ -193,7 +198,7 @@ def echoes(reply: str, repair: str) -> bool:
     return any(line.strip() in prose for line in reply.splitlines())
 
 
-def plan(task: str, **options) -> Planned:
+def plan(task: str, **options: Any) -> Planned:
     """`plan_async` run to its end; the options are the same.
 
     A ModelError when the model cannot be reached or answered (transient errors are tried again first).

@@ -11,6 +11,8 @@ answer format. It is deterministic: the same registry gives the same text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 
 from planc.passes.policy.load import Policy
 from planc.registry.builtins import CONTROL_STEPS
@@ -180,7 +182,8 @@ def forbidden(tools: list[Tool], policy: Policy | None, principal: str | None) -
             for ask, decision in zip(asks, decisions) if not decision.allowed}
 
 
-def examples(registry: Registry | None, leave_out: set[str] = frozenset(), task: str | None = None) -> list[str]:
+def examples(registry: Registry | None, leave_out: AbstractSet[str] = frozenset(), task: str | None = None,
+             ) -> list[str]:
     """A few short plans that call `registry`'s own tools (but those in `leave_out`), each checked clean;
     with a `task`, made of the tools nearest it first (`nearness`)."""
     from planc.passes.check import check
@@ -214,13 +217,13 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[a-z]{4,}", text.lower().replace("_", " "))
 
 
-def _candidates(tools: list[Tool]):
+def _candidates(tools: list[Tool]) -> Iterator[tuple[str, str]]:
     """Example plans, most telling first; the caller keeps those that check clean."""
     plain = sorted((tool for tool in tools if not tool.provider.startswith("plan:")),
                    key=lambda tool: not tool.effects.read_only)  # readers first: the gentlest examples
     listing = [tool for tool in plain if tool.effects.read_only and (tool.returns or {}).get("type") == "array"]
     for lister in listing:
-        fields = ((lister.returns.get("items") or {}).get("properties") or {})
+        fields = (((lister.returns or {}).get("items") or {}).get("properties") or {})  # one: listing has it
         for tool in plain:  # a tool that takes a field of each item: look each one up
             linked = next((name for name in tool.required if name in fields and tool is not lister), None)
             if linked is not None:

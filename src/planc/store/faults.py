@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import sqlite3
 from pathlib import Path
 
 from planc.backend.state.values import RunError
@@ -26,7 +25,7 @@ class RunLeased(RunStoreError):
     """Another live process records into the run (store/lease.py)."""
 
 
-def refuse_newer(found: int, current: int, where) -> None:
+def refuse_newer(found: int, current: int, where: object) -> None:
     """A RunStoreError when the store at `where` has schema version `found`, above this planc's `current`:
     this planc can neither read nor migrate it, and must not write to it."""
     if found > current:
@@ -35,8 +34,9 @@ def refuse_newer(found: int, current: int, where) -> None:
                             "or another --store")
 
 
-def store_failure(path: Path, doing: str, error: sqlite3.Error | OSError) -> RunStoreError:
-    """`error`, met trying to `doing` ("open", "read", "write to") the store at `path`, as one line."""
+def store_failure(path: Path, doing: str, error: Exception) -> RunStoreError:
+    """`error` (SQLite's, the file system's, or PostgreSQL's), met trying to `doing` ("open", "read", "write to")
+    the store at `path`, as one line."""
     if cannot_write(error) and _on_read_only_filesystem(path):  # SQLite says only that it cannot open it
         return RunStoreError(f"{path}: cannot {doing} the run store: it is on a read-only filesystem ({error})")
     return RunStoreError(f"{path}: cannot {doing} the run store: {why(error)}")
@@ -52,7 +52,7 @@ def _on_read_only_filesystem(path: Path) -> bool:
     return False
 
 
-def why(error: sqlite3.Error | OSError) -> str:
+def why(error: Exception) -> str:
     if isinstance(error, OSError):
         return error.strerror or str(error)
     name = getattr(error, "sqlite_errorname", "") or ""
@@ -75,7 +75,7 @@ def why(error: sqlite3.Error | OSError) -> str:
     return f"{meaning} ({error})"
 
 
-def cannot_write(error: sqlite3.Error | OSError) -> bool:
+def cannot_write(error: Exception) -> bool:
     """Whether `error` says the store (or its folder) cannot be written, where it could still be read."""
     if isinstance(error, OSError):
         return error.errno in (errno.EROFS, errno.EACCES, errno.EPERM)

@@ -18,19 +18,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import TYPE_CHECKING, Any
 
 from planc.store.faults import RunStoreError
 from planc.syntax.json_input import read_json
+
+if TYPE_CHECKING:
+    from planc.store.db import Db
 
 LARGE_CHARS = 4096  # a page: shorter values stay inline, where they are read without another lookup
 REFERENCE = "@"
 
 
-def to_json(value) -> str:
+def to_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)  # key order kept: replay prints what the run did
 
 
-def keep(db, value) -> str:
+def keep(db: Db, value: object) -> str:
     """What a JSON column holds for `value`: its JSON text, or a reference to it kept in `large_values`."""
     text = to_json(value)
     if len(text) <= LARGE_CHARS:
@@ -38,7 +42,7 @@ def keep(db, value) -> str:
     return REFERENCE + _kept(db, text)
 
 
-def keep_event(db, event: dict) -> tuple[str, str | None]:
+def keep_event(db: Db, event: dict) -> tuple[str, str | None]:
     """The `event` and `refs` columns of an event: its large top-level fields kept aside, null in their place."""
     refs = {}
     for field, value in event.items():
@@ -51,7 +55,7 @@ def keep_event(db, event: dict) -> tuple[str, str | None]:
     return to_json({field: None if field in refs else value for field, value in event.items()}), json.dumps(refs)
 
 
-def _kept(db, text: str) -> str:
+def _kept(db: Db, text: str) -> str:
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     db.execute("INSERT INTO large_values (hash, json) VALUES (?, ?) ON CONFLICT DO NOTHING", (digest, text))
     return digest
@@ -60,11 +64,11 @@ def _kept(db, text: str) -> str:
 class Values:
     """Reads JSON columns back, each large value loaded once (and shared by every place that refers to it)."""
 
-    def __init__(self, db) -> None:
+    def __init__(self, db: Db) -> None:
         self.db = db
-        self.loaded: dict[str, object] = {}
+        self.loaded: dict[str, Any] = {}
 
-    def __call__(self, column: str | None):
+    def __call__(self, column: str | None) -> Any:
         if column is None:
             return None
         if column.startswith(REFERENCE):
@@ -77,7 +81,7 @@ class Values:
             event[field] = self.large(digest)
         return event
 
-    def large(self, digest: str):
+    def large(self, digest: str) -> Any:
         if digest not in self.loaded:
             row = self.db.execute("SELECT json FROM large_values WHERE hash = ?", (digest,)).fetchone()
             if row is None:
@@ -86,7 +90,7 @@ class Values:
         return self.loaded[digest]
 
 
-def read_record(text: str):
+def read_record(text: str) -> Any:
     """A JSON column of the run store, read back; a RunStoreError when it cannot be (a store changed by hand
     to hold what planc never writes: not JSON, or nested past what planc reads)."""
     try:

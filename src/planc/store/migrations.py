@@ -10,30 +10,35 @@ change of the format adds one entry here, and a fixture compiled before it that 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 
 from planc.registry.builtins import CONTROL_STEPS
 from planc.store.plan_hashes import StoredPlanError, fingerprint, tool_hash
 
+if TYPE_CHECKING:
+    from planc.registry.registry import Registry
+    from planc.syntax import ast
+
 
 class MigrationRefused(StoredPlanError):
     """A stored plan that no migration can convert unambiguously: the message says what to change."""
 
 
-def _no_plans_recorded(stored: dict, registry) -> tuple[dict, str]:
+def _no_plans_recorded(stored: dict, registry: Registry | None) -> tuple[dict, str]:
     """Version 1 did not record the declared plans' files: `plans` is null, unknown, and loading refuses
     such a plan if it calls any declared plan."""
     return {**stored, "plans": None}, ""
 
 
-def _no_params_recorded(stored: dict, registry) -> tuple[dict, str]:
+def _no_params_recorded(stored: dict, registry: Registry | None) -> tuple[dict, str]:
     """Version 2 did not record the `params` of a plan compiled from a declared plan's file: `params` is null,
     and the plan's `$args` are as untyped as they were then."""
     return {**stored, "params": None}, ""
 
 
-def _builtin_names(stored: dict, registry) -> tuple[dict, str]:
+def _builtin_names(stored: dict, registry: Registry | None) -> tuple[dict, str]:
     """Version 3 did not record the language's built-in steps, and the language gained some (`count`, `sum`,
     `includes`, ...) while some registries had tools of those names (the incidents example's `count`, now
     `tally`). A call of such a name meant the tool: it is renamed in the text to the registry's tool that
@@ -65,7 +70,8 @@ def _builtin_names(stored: dict, registry) -> tuple[dict, str]:
                      f"{', '.join(calls[old])}) call `{new}`" for old, new in renames.items())
     return {**stored, **_texts(source), "builtins": sorted(CONTROL_STEPS),
             "registry": {"fingerprint": fingerprint(renamed),
-                         "tools": {name: tool_hash(tool) for name, tool in sorted(renamed.items())}}}, done
+                         "tools": {name: tool_hash(tool) for name, tool in sorted(renamed.items())
+                                   if tool is not None}}}, done  # each is: it was looked up above
 
 
 def _calling(name: str, calls: dict) -> str:
@@ -75,7 +81,7 @@ def _calling(name: str, calls: dict) -> str:
            "built-in step now"
 
 
-def _renamed(name: str, hashed: str, registry, calls: dict) -> str:
+def _renamed(name: str, hashed: str, registry: Registry, calls: dict) -> str:
     """The registry's tool whose declaration is the one `name` had, under its new name; MigrationRefused
     when none or several have it."""
     same = sorted(tool.name for tool in registry.tools.values()
@@ -92,7 +98,7 @@ def _renamed(name: str, hashed: str, registry, calls: dict) -> str:
                            "plan's text and compile it again")
 
 
-def _renamed_calls(source: str, plan, renames: dict[str, str]) -> str:
+def _renamed_calls(source: str, plan: ast.Plan, renames: dict[str, str]) -> str:
     """`source` with the tool name of every step that calls a renamed tool replaced, nothing else touched."""
     from planc.syntax.steps import walk_steps
 
@@ -110,6 +116,7 @@ def _texts(source: str) -> dict:
     from planc.syntax.printer import print_plan
 
     plan = parse(source).plan
+    assert plan is not None  # a migration writes a text that parses
     return {"source": source, "canonical": print_plan(plan), "ast": to_data(plan, spans=True)}
 
 
@@ -120,5 +127,5 @@ def _no_planc_version_recorded(stored: dict, registry: object) -> tuple[dict, st
 
 
 # version -> the migration that turns a stored plan of that version into one of the next.
-MIGRATIONS: dict[int, Callable[[dict, object], tuple[dict, str]]] = {
+MIGRATIONS: dict[int, Callable[[dict, Registry | None], tuple[dict, str]]] = {
     1: _no_plans_recorded, 2: _no_params_recorded, 3: _builtin_names, 4: _no_planc_version_recorded}

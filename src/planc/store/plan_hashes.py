@@ -9,6 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from planc.registry.tool import Tool
 
 
 class StoredPlanError(Exception):
@@ -20,7 +24,7 @@ class StoredPlanError(Exception):
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def canonical_json(data) -> str:
+def canonical_json(data: object) -> str:
     """`data` as JSON with sorted keys and no optional whitespace: what the hashes are over."""
     return _CANONICAL.encode(data)
 
@@ -35,7 +39,7 @@ def sha256(text: str) -> str:
 LATER_FIELDS = frozenset({"query", "idempotency_key", "labels"})
 
 
-def _plain(value):
+def _plain(value: Any) -> object:
     """A tool declaration's value as JSON-ready data: attrs classes by field (those equality compares),
     mappings, sequences."""
     import attrs
@@ -52,7 +56,7 @@ def _plain(value):
     return value
 
 
-def tool_hash(tool) -> str:
+def tool_hash(tool: Tool) -> str:
     """The sha256 of the canonical JSON of every field of `tool`'s declaration."""
     return sha256(canonical_json(_plain(tool)))
 

@@ -15,11 +15,15 @@ its stored plan's text when the store is migrated, without estimates.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from planc.passes.cost.cost_range import CostRange, Range
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks, walk_steps
+
+if TYPE_CHECKING:
+    from planc.passes.check import CheckResult
 
 # What kind of value an argument is: the words the `steps.arguments` column uses.
 ARGUMENT_KINDS = {
@@ -35,7 +39,7 @@ ARGUMENT_KINDS = {
 }
 
 
-def argument_kind(value) -> str:
+def argument_kind(value: ast.Expr) -> str:
     """The kind (`ARGUMENT_KINDS`) of an argument's value.
 
     >>> from planc.syntax.parser import parse
@@ -78,9 +82,9 @@ def step_rows(plan: ast.Plan, costs: Mapping[ast.Step, CostRange] | None = None,
     return rows
 
 
-def _piped(pipelines) -> set[ast.Step]:
+def _piped(pipelines: Sequence[ast.Pipeline]) -> set[ast.Step]:
     """The steps of `pipelines` and of their blocks that take the step before them as piped input."""
-    found = set()
+    found: set[ast.Step] = set()
     for pipeline in pipelines:
         found.update(pipeline.steps[1:])
         for step in pipeline.steps:
@@ -98,8 +102,9 @@ def recorded_step_rows(stored: Mapping) -> list[tuple]:
     return step_rows(parsed.plan) if parsed.plan is not None else []
 
 
-def checked_step_rows(checked) -> list[tuple]:
+def checked_step_rows(checked: CheckResult) -> list[tuple]:
     """The `steps` rows of `checked` (a CheckResult without errors), with the cost pass's estimates."""
     tools = checked.resolution.tools.values() if checked.resolution is not None else ()
+    assert checked.plan is not None  # it checked without errors
     return step_rows(checked.plan, checked.cost.steps if checked.cost is not None else None,
                      {tool.name: tool.cost.usd for tool in tools})

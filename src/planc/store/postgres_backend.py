@@ -20,17 +20,24 @@ import contextlib
 import functools
 import hashlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from planc.registry.postgres_tools import environment_dsn
 from planc.store.faults import RunLeased, RunStoreError, refuse_newer
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from planc.store.db import Db, Rows
 
 SCHEMA_NAME = "planc"
 SET_UP_LOCK = 0x706C616E63  # "planc": the advisory lock the schema is made under
 CONNECT_TIMEOUT_S = 10
 
 
-def is_postgresql(where) -> bool:
+def is_postgresql(where: str | Path) -> bool:
     return str(where).startswith("postgresql:")
 
 
@@ -87,11 +94,11 @@ class PostgresBackend:
         row = self.db.execute("SELECT max(version) FROM schema_version").fetchone()
         return row[0] or 0
 
-    def set_version(self, db, version: int) -> None:
+    def set_version(self, db: Db, version: int) -> None:
         db.execute("DELETE FROM schema_version")
         db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
 
-    def columns(self, db, table: str) -> set[str]:
+    def columns(self, db: Db, table: str) -> set[str]:
         return {row[0] for row in db.execute("SELECT column_name FROM information_schema.columns "
                                              "WHERE table_schema = ? AND table_name = ?", (SCHEMA_NAME, table))}
 
@@ -100,13 +107,13 @@ class PostgresBackend:
         with self.connection.transaction():
             yield self.db
 
-    def lease_held(self, db, run_id: str, pid: int, started: str | None, token: str) -> bool:
+    def lease_held(self, db: Db, run_id: str, pid: int, started: str | None, token: str) -> bool:
         high, low = _lock_key(run_id)
         return db.execute("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
                           "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
                           "AND classid::bigint = ? AND objid::bigint = ? AND objsubid = 1)", (high, low)).fetchone()[0]
 
-    def lease_taken(self, db, run_id: str) -> None:
+    def lease_taken(self, db: Db, run_id: str) -> None:
         """The run's advisory lock, held by this connection until given back or the connection ends."""
         if not db.execute("SELECT pg_try_advisory_lock(?)", (_lock_number(run_id),)).fetchone()[0]:
             raise RunLeased(f"run {run_id} is being recorded by another process: one process at a time records "
@@ -123,13 +130,13 @@ class PostgresBackend:
 class _Connection:
     """psycopg's connection, taking the store's SQL as SQLite's module does: `?` for each value."""
 
-    def __init__(self, connection) -> None:
+    def __init__(self, connection: psycopg.Connection) -> None:
         self.connection = connection
 
-    def execute(self, sql: str, params=None):
+    def execute(self, sql: str, params: Any = None, /) -> Rows:
         return self.connection.execute(_placeholders(sql) if params is not None else sql, params)
 
-    def executemany(self, sql: str, rows) -> None:
+    def executemany(self, sql: str, rows: Iterable[Any], /) -> None:
         with self.connection.cursor() as cursor:
             cursor.executemany(_placeholders(sql), rows)
 
@@ -155,5 +162,5 @@ def _lock_key(run_id: str) -> tuple[int, int]:
     return number >> 32, number & 0xFFFFFFFF
 
 
-def _words(error) -> str:
+def _words(error: Exception) -> str:
     return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())

@@ -20,6 +20,9 @@ make a call again whose effect may have happened unless that is safe:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from planc.backend.calls.approvals import AwaitingApproval
 from planc.backend.calls.hooks import Call, Proceed, Skip
 from planc.backend.report.events import STAMP, seconds
@@ -28,6 +31,9 @@ from planc.backend.state.values import RunError, ToolFailed
 from planc.registry.labels import SECRET, is_redacted, redacted
 from planc.store.large_values import to_json
 from planc.store.run_store import RunStore, RunStoreError, plain_json
+
+if TYPE_CHECKING:
+    from planc.syntax import ast
 
 
 def outcome_of(error: Exception | None) -> str:
@@ -53,7 +59,7 @@ class Recorder:
         self.open: dict[int, int] = {}  # id(call) -> its sequence
         self.failed: RunStoreError | None = None
 
-    def write(self, write, *args) -> None:
+    def write(self, write: Callable[..., None], *args: object) -> None:
         if self.failed is not None:
             raise self.failed
         try:
@@ -62,7 +68,7 @@ class Recorder:
             self.failed = error
             raise
 
-    def replayed(self, call: Call, step) -> None:
+    def replayed(self, call: Call, step: ast.Step | None) -> Skip | Proceed | None:
         return None  # recording: every call is real
 
     def started(self, call: Call) -> None:
@@ -71,7 +77,7 @@ class Recorder:
         self.write(self.store.call_started, self.sequence, call.step, call.tool.name, call.shown_input(), call.key,
                    call_labels(call, made=True))
 
-    def finished(self, call: Call, result, error: Exception | None) -> None:
+    def finished(self, call: Call, result: object, error: Exception | None) -> None:
         labels = call.result_labels()
         self.write(self.store.call_ended, self.open.pop(id(call)), outcome_of(error),
                    redacted(result) if SECRET in labels else result, str(error) if error is not None else None,
@@ -103,7 +109,7 @@ class Recorder:
 def call_labels(call: Call, made: bool) -> dict:
     """What the record keeps of where a call's values came from; for a call the policy flagged, why, and
     whether a person let it through (it is `made`)."""
-    kept = {"sources": {name: sorted(labels) for name, labels in call.sources.items()},
+    kept: dict[str, object] = {"sources": {name: sorted(labels) for name, labels in call.sources.items()},
             "control": sorted(call.control)}
     if call.flagged is not None:
         kept.update(flagged=call.flagged, approved=made)
@@ -118,7 +124,7 @@ def _calls_by_step(run: dict) -> dict[str, list[dict]]:
     return by_step
 
 
-def _same_call(held: dict, call: Call, asked, step, run_id, doing: str) -> None:
+def _same_call(held: dict, call: Call, asked: dict, step: ast.Step | None, run_id: str, doing: str) -> None:
     """A DivergenceError unless the plan's `call` (input `asked`) is the recorded call `held`."""
     if held["tool"] != call.tool.name:
         raise DivergenceError(f"step {call.step}: {doing} diverged: the plan calls `{call.tool.name}`, and run "
@@ -128,7 +134,7 @@ def _same_call(held: dict, call: Call, asked, step, run_id, doing: str) -> None:
                               f"{_difference(held['input'], asked)}", _node(step))
 
 
-def _usable(held: dict, call: Call, step):
+def _usable(held: dict, call: Call, step: ast.Step | None) -> object:
     """The recorded result of `held`, unless the record kept only its length and hash (it was `secret`)."""
     if is_redacted(held["output"]):
         raise DivergenceError(f"step {call.step}: the record keeps only the length and hash of what "
@@ -137,12 +143,12 @@ def _usable(held: dict, call: Call, step):
     return held["output"]
 
 
-def _node(step):
+def _node(step: ast.Step | None) -> ast.Name | None:
     """Where an error about a call points: the step's tool name; nothing for a call outside any step (the finish)."""
     return getattr(step, "tool", None)
 
 
-def _recorded_end(held: dict, step) -> None:
+def _recorded_end(held: dict, step: ast.Step | None) -> None:
     """Raise what the run was told when the call `held` failed, was refused or was not approved."""
     if held["outcome"] in ("failed", "refused"):
         raise ToolFailed(held["error"], _node(step))
@@ -168,7 +174,7 @@ class Replay:
         self.run_id = run["id"]
         self.by_step = _calls_by_step(run)
 
-    def replayed(self, call: Call, step) -> Skip:
+    def replayed(self, call: Call, step: ast.Step | None) -> Skip:
         recorded = self.by_step.get(call.step) or []
         asked = plain_json(call.shown_input())
         if self._ended_here(recorded):
@@ -209,7 +215,7 @@ class Replay:
     def started(self, call: Call) -> None:  # never reached: replayed() answers every call or raises
         raise DivergenceError(f"step {call.step}: replay would call `{call.tool.name}`")
 
-    def finished(self, call: Call, result, error) -> None:
+    def finished(self, call: Call, result: object, error: Exception | None) -> None:
         pass
 
     def declined(self, call: Call, message: str) -> None:
@@ -246,7 +252,7 @@ class Resume(Recorder):
         self.again: dict[int, int] = {}  # id(call) -> the sequence of the row it is called again for
         self.unmade: set[int] = set()  # id(call) of each call again whose row says it was never made
 
-    def replayed(self, call: Call, step) -> Skip | Proceed | None:
+    def replayed(self, call: Call, step: ast.Step | None) -> Skip | Proceed | None:
         recorded = self.by_step.get(call.step) or []
         if not recorded:
             return None  # past the record: a real call

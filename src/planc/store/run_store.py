@@ -23,8 +23,9 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from planc.registry.declarations import STORE_PATH
 from planc.registry.learned_shapes import LearnedShape, first_shape
@@ -35,6 +36,9 @@ from planc.store.plan_steps import recorded_step_rows
 from planc.store.postgres_backend import PostgresBackend, is_postgresql
 from planc.store.sqlite_backend import SqliteBackend
 from planc.store.views import make_views
+
+if TYPE_CHECKING:
+    from planc.store.db import Db
 
 # 2: runs.options; 3: files; 4: calls.outcome, large_values, events.refs, leases; 5: calls.idempotency_key;
 # 6: batches, runs.batch and runs.batch_line; 7: calls.labels; 8: shapes;
@@ -173,7 +177,7 @@ ADDED_COLUMNS = (
 )
 
 
-def plain_json(value):
+def plain_json(value: object) -> Any:
     """`value` as it reads back from JSON: what a recorded input is compared with."""
     return json.loads(to_json(value))
 
@@ -184,6 +188,7 @@ class RunStore:
         brought up to this schema. `read_only`: a command that only reads, which reads an SQLite store it
         cannot write."""
         self.leases: dict[str, Holder] = {}  # run id -> the lease this store took on it
+        self.backend: PostgresBackend | SqliteBackend
         if is_postgresql(path):
             self.backend = PostgresBackend(str(path), SCHEMA_VERSION, _set_up)
         else:
@@ -216,7 +221,7 @@ class RunStore:
         except LookupError as error:  # a reference to a value the store does not hold
             raise RunStoreError(f"{self.path}: cannot read the run store: it is damaged ({error})") from None
 
-    def start_run(self, stored_plan: dict | None, arguments, options: dict | None = None,
+    def start_run(self, stored_plan: dict | None, arguments: Mapping, options: dict | None = None,
                   batch: tuple[str, int] | None = None, steps: list[tuple] | None = None) -> str:
         """A new run of `stored_plan` (None while a model is writing the plan: `set_plan` records it then),
         and its id; `options` says how it runs, so that replay and resume can do the same; `batch`, the
@@ -235,7 +240,7 @@ class RunStore:
             self._lease(db, run_id, holder)
         return run_id
 
-    def start_batch(self, stored_plan: dict, lines: list[tuple[int, dict | None]], refused: dict[int, str],
+    def start_batch(self, stored_plan: dict, lines: list[tuple[int, Mapping | None]], refused: dict[int, str],
                     options: dict) -> str:
         """A new batch of runs of `stored_plan`, one per line of arguments, and its id: `lines` holds each
         line's number and arguments, `refused` why the check refused a line (it never runs)."""
@@ -314,7 +319,7 @@ class RunStore:
                        (run_id,))
             self._lease(db, run_id, holder)
 
-    def _lease(self, db, run_id: str, holder: Holder) -> None:
+    def _lease(self, db: Db, run_id: str, holder: Holder) -> None:
         db.execute("INSERT INTO leases (run_id, pid, pid_started, token, taken_at) VALUES (?, ?, ?, ?, ?) "
                    "ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, pid_started = excluded.pid_started, "
                    "token = excluded.token, taken_at = excluded.taken_at",
@@ -333,7 +338,7 @@ class RunStore:
                 with self.transaction() as db:
                     db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
 
-    def call_started(self, run_id: str, sequence: int, step: str, tool: str, arguments, key: str | None = None,
+    def call_started(self, run_id: str, sequence: int, step: str, tool: str, arguments: Mapping, key: str | None = None,
                      labels: dict | None = None) -> None:
         """The intent row of a call about to be made, with its idempotency key and its arguments' labels."""
         with self.transaction() as db:
@@ -341,7 +346,7 @@ class RunStore:
                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                        (run_id, sequence, step, tool, keep(db, arguments), time.time(), key, _labels_json(labels)))
 
-    def call_ended(self, run_id: str, sequence: int, outcome: str, output=None, error: str | None = None,
+    def call_ended(self, run_id: str, sequence: int, outcome: str, output: object = None, error: str | None = None,
                    learn: str | None = None) -> None:
         """How the call of row `sequence` ended: its outcome, and its output (when ok) or error. With `learn` (a
         tool's name), an ok output widens the shape learned of that tool's results, in the same transaction."""
@@ -366,7 +371,7 @@ class RunStore:
                        "idempotency_key = ?, labels = ? WHERE run_id = ? AND sequence = ?",
                        (time.time(), key, _labels_json(labels), run_id, sequence))
 
-    def call_declined(self, run_id: str, sequence: int, step: str, tool: str, arguments, message: str,
+    def call_declined(self, run_id: str, sequence: int, step: str, tool: str, arguments: Mapping, message: str,
                       labels: dict | None = None) -> None:
         """The row of a call the gate refused: it was not made, and it ended as it started. It takes the place
         of row `sequence` when there is one (a call that waited for approval, answered no on a terminal)."""
@@ -411,7 +416,7 @@ class RunStore:
             raise RunStoreError(f"{self.path}: no file with hash {digest}")
         return row[0]
 
-    def finish_run(self, run_id: str, status: str, output=None, message: str | None = None) -> None:
+    def finish_run(self, run_id: str, status: str, output: object = None, message: str | None = None) -> None:
         """How the run ended; its lease is given back with it."""
         holder = self.leases.pop(run_id, None)
         try:
@@ -446,7 +451,7 @@ class RunStore:
                                           if row[3] == "awaiting_approval" else {})})
                     for row in rows]
 
-    def call_awaiting(self, run_id: str, sequence: int, step: str, tool: str, arguments, asks: str,
+    def call_awaiting(self, run_id: str, sequence: int, step: str, tool: str, arguments: Mapping, asks: str,
                       key: str | None = None, labels: dict | None = None) -> None:
         """The row of a call that waits for a person's answer (`asks` says what it asks); it is not made. It
         takes the place of row `sequence` when there is one (a call a resume would make again)."""
@@ -462,7 +467,7 @@ class RunStore:
         with self.reading() as db:
             return self._awaiting(db, run_id)
 
-    def _awaiting(self, db, run_id: str) -> list[dict]:
+    def _awaiting(self, db: Db, run_id: str) -> list[dict]:
         value = Values(db)
         return [{"sequence": row[0], "step": row[1], "tool": row[2], "input": value(row[3]), "asks": row[4]}
                 for row in db.execute("SELECT sequence, step, tool, input, error FROM calls WHERE run_id = ? AND "
@@ -499,7 +504,7 @@ class RunStore:
             self._lease(db, run_id, holder)
         return self.run(run_id)
 
-    def _not_waiting(self, db, run_id: str, status: str, sequence: int | None) -> str:
+    def _not_waiting(self, db: Db, run_id: str, status: str, sequence: int | None) -> str:
         """Why there is nothing to answer in `run_id` (its `status`), or at its call `sequence`."""
         if sequence is not None:
             row = db.execute("SELECT outcome FROM calls WHERE run_id = ? AND sequence = ?", (run_id, sequence)).fetchone()
@@ -542,7 +547,7 @@ class RunStore:
                                 f"of it")
         return found[0]
 
-    def _as_seen(self, db, run: dict) -> dict:
+    def _as_seen(self, db: Db, run: dict) -> dict:
         """`run` as it is: a run still `running` whose process is gone (no live process holds it) was
         interrupted, and can be resumed."""
         if run["status"] != "running":
@@ -578,7 +583,7 @@ class RunStore:
                 "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]})
 
 
-def _learn(db, tool: str, output) -> None:
+def _learn(db: Db, tool: str, output: object) -> None:
     row = db.execute("SELECT schema, calls FROM shapes WHERE tool = ?", (tool,)).fetchone()
     shape = first_shape(tool, output) if row is None else LearnedShape(tool, json.loads(row[0]), row[1]).learning(output)
     db.execute("INSERT INTO shapes (tool, schema, calls, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (tool) DO UPDATE "
@@ -597,7 +602,7 @@ def learned_shapes(path: str | Path) -> dict[str, LearnedShape]:
         store.close()
 
 
-def _keep_steps(db, run_id: str, stored_plan: dict, steps: list[tuple] | None) -> None:
+def _keep_steps(db: Db, run_id: str, stored_plan: dict, steps: list[tuple] | None) -> None:
     rows = steps if steps is not None else recorded_step_rows(stored_plan)
     db.executemany("INSERT INTO steps (run_id, path, position, depth, tool, arguments, piped, usd_each, "
                    "calls_low, calls_high, usd_low, usd_high, ms_low, ms_high) "
@@ -605,7 +610,7 @@ def _keep_steps(db, run_id: str, stored_plan: dict, steps: list[tuple] | None) -
                    + ", ".join(f"{column} = excluded.{column}" for column in _STEP_COLUMNS), [(run_id, *row) for row in rows])
 
 
-def _step_event(db, run_id: str, sequence: int, at: float, event: dict) -> None:
+def _step_event(db: Db, run_id: str, sequence: int, at: float, event: dict) -> None:
     """What a step's event tells its row in `steps`: when it started and ended, and how it failed. The steps of
     a declared plan (a `stack`) are not the run's plan's; an item's run of a block's step (`3/do.1[4]`) tells
     only that it failed, on the block step's row."""
@@ -651,7 +656,7 @@ def _new_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
 
 
-def _set_up(backend) -> None:
+def _set_up(backend: SqliteBackend | PostgresBackend) -> None:
     """The schema made in `backend`'s store, or a store written by an older planc brought up to it: the
     columns it lacks added (`ADDED_COLUMNS`); the tables it lacks SCHEMA made; the steps of the runs it holds
     (schema 9); and this schema's views."""

@@ -13,10 +13,14 @@ import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from planc.store import faults
 from planc.store.faults import RunStoreError, cannot_write, refuse_newer, store_failure
 from planc.store.lease import holds
+
+if TYPE_CHECKING:
+    from planc.store.db import Db
 
 
 class SqliteBackend:
@@ -96,10 +100,10 @@ class SqliteBackend:
     def version(self) -> int:
         return self.db.execute("PRAGMA user_version").fetchone()[0]
 
-    def set_version(self, db: sqlite3.Connection, version: int) -> None:
+    def set_version(self, db: Db, version: int) -> None:
         db.execute(f"PRAGMA user_version = {int(version)}")
 
-    def columns(self, db: sqlite3.Connection, table: str) -> set[str]:
+    def columns(self, db: Db, table: str) -> set[str]:
         return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
 
     @contextlib.contextmanager
@@ -114,10 +118,10 @@ class SqliteBackend:
                     self.db.rollback()
             raise
 
-    def lease_held(self, db, run_id: str, pid: int, started: str | None, token: str) -> bool:
+    def lease_held(self, db: Db, run_id: str, pid: int, started: str | None, token: str) -> bool:
         return holds(pid, started, token)
 
-    def lease_taken(self, db, run_id: str) -> None:
+    def lease_taken(self, db: Db, run_id: str) -> None:
         """Nothing more than the lease's row: its process is this one."""
 
     def lease_given_back(self, run_id: str) -> None:

@@ -31,7 +31,11 @@ def percentile(values: list[float], rank: int) -> float | None:
     return ordered[max(0, math.ceil(rank / 100 * len(ordered)) - 1)]
 
 
-def reader(where: Path) -> Callable[[str, dict], list[dict]]:
+# A query of the store: its SQL and `:name` arguments -> its rows.
+Query = Callable[[str, dict], list[dict]]
+
+
+def reader(where: Path) -> Query:
     """The rows of a query with its `:name` arguments, read from the store at `where` (an SQLite file, or
     "postgresql:$NAME": its `planc` schema) on a connection that can only read; an SqlError otherwise."""
     if str(where).startswith("postgresql:"):
@@ -82,7 +86,7 @@ def _ms(value: float | None) -> float | None:
     return round(value, 1) if value is not None else None
 
 
-def _failures(query, only: dict, by_tool: str) -> dict:
+def _failures(query: Query, only: dict, by_tool: str) -> dict:
     """Calls that did not end ok, by tool and outcome; the steps failed runs failed at, by tool; the
     runs a refusal with a diagnostic code ended, by code."""
     calls: dict[str, dict[str, int]] = {}
@@ -98,7 +102,7 @@ def _failures(query, only: dict, by_tool: str) -> dict:
     return {"calls_by_tool": calls, "runs_by_tool": steps, "runs_by_code": codes}
 
 
-def _costs(query, only: dict, by_tool: str) -> dict:
+def _costs(query: Query, only: dict, by_tool: str) -> dict:
     """For each tool, over the top-level steps that call it in runs recorded with the check's estimates: the
     estimates added up against what the steps did (calls made, their declared dollars; a most of None has
     no bound), and their time per step run against the estimate."""
@@ -128,7 +132,7 @@ def _costs(query, only: dict, by_tool: str) -> dict:
     return costs
 
 
-def _number(value, digits: int = 0):
+def _number(value: float | None, digits: int = 0) -> float | None:
     """A sum of estimates: rounded; None (no estimate recorded) stays None."""
     if value is None:
         return None

@@ -18,11 +18,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from planc.registry.builtins import CONTROL_STEPS
 from planc.store.migrations import MIGRATIONS
 from planc.store.plan_hashes import StoredPlanError, canonical_json, content_hash, fingerprint, sha256, tool_hash
 from planc.syntax.json_input import read_json
+
+if TYPE_CHECKING:
+    from planc.passes.check import CheckResult
+    from planc.passes.policy.load import Policy
+    from planc.registry.registry import Registry
 
 FORMAT = "planc.plan"
 # 2: `plans`, the files of the declared plans it can reach; 3: `params`, its own declared params;
@@ -68,23 +74,26 @@ class OlderPlan(StoredPlanError):
                          "it reaches")
 
 
-def _used_tools(checked) -> dict:
+def _used_tools(checked: CheckResult) -> dict:
     """name -> Tool of every registry tool the plan calls (the built-in control steps belong to planc)."""
     tools = checked.resolution.tools.values() if checked.resolution else ()
     return {tool.name: tool for tool in tools if tool.provider != "builtin"}
 
 
-def _policy_hash(policy) -> str | None:
+def _policy_hash(policy: Policy | None) -> str | None:
     return sha256(policy.text) if policy is not None else None
 
 
-def _plan_files(checked, registry) -> dict:
+def _plan_files(checked: CheckResult, registry: Registry | None) -> dict:
     """name -> the hash of the file of every declared plan `checked` can reach."""
     plans = checked.context.plans if checked.context is not None else {}
+    if not plans:
+        return {}
+    assert registry is not None  # declared plans are a registry's
     return {name: sha256(registry.plans.file(name).text or "") for name in sorted(plans)}
 
 
-def save_plan(checked, *, registry=None, policy=None) -> dict:
+def save_plan(checked: CheckResult, *, registry: Registry | None = None, policy: Policy | None = None) -> dict:
     """The stored form of `checked` (a CheckResult without errors), compiled against `registry` and `policy`."""
     from planc.syntax.data import to_data
     from planc.syntax.printer import print_plan
@@ -92,6 +101,7 @@ def save_plan(checked, *, registry=None, policy=None) -> dict:
 
     if not checked.ok:
         raise StoredPlanError("only a plan without errors can be stored: check it first")
+    assert checked.plan is not None  # it has no errors
     tools = _used_tools(checked)
     stored = {
         "format": FORMAT,
@@ -162,7 +172,7 @@ def _readable() -> list[int]:
     return sorted({*MIGRATIONS, VERSION})
 
 
-def migrate(stored: dict, registry=None) -> tuple[dict, list[str]]:
+def migrate(stored: dict, registry: Registry | None = None) -> tuple[dict, list[str]]:
     """`stored` brought to the current version, one migration at a time, each stamping the version it reaches
     (the hash is checked before each, and made again after), and what each changed, in words. A migration
     that cannot convert the plan unambiguously raises MigrationRefused, and nothing is stamped."""
@@ -180,7 +190,7 @@ def migrate(stored: dict, registry=None) -> tuple[dict, list[str]]:
     return stored, said
 
 
-def migrate_plan(text: str, registry=None) -> tuple[str, list[str]]:
+def migrate_plan(text: str, registry: Registry | None = None) -> tuple[str, list[str]]:
     """The text of the stored plan `text` brought to the current version (`planc migrate`), and what each
     migration changed; `registry` is the planc.toml it runs against (a migration may need its tools).
     A StoredPlanError (MigrationRefused for a plan no migration can convert unambiguously) otherwise."""
@@ -206,8 +216,9 @@ def stored_source(text: str) -> str:
     return stored["source"]
 
 
-def load_plan(text: str, *, registry=None, policy=None, principal: str | None = None, arguments=None,
-              approvals: bool = False, written_by=frozenset(), recorded: bool = False, **limits):
+def load_plan(text: str, *, registry: Registry | None = None, policy: Policy | None = None,
+              principal: str | None = None, arguments: Mapping | None = None, approvals: bool = False,
+              written_by: frozenset[str] = frozenset(), recorded: bool = False, **limits: Any) -> CheckResult:
     """The CheckResult of the stored plan `text`, re-checked against the current `registry` and `policy`.
 
     Refused with StoredPlanError when it is not a stored plan, is of an unknown version, was

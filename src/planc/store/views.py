@@ -8,6 +8,10 @@ list (`json_each` in SQLite, `jsonb_array_elements_text` in PostgreSQL: each bac
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from planc.store.db import Db
 
 # Each view's query, by name. A view changes only with the schema's version: a store gets them when it is
 # brought up to this schema (`run_store._set_up`), dropped and made again.
@@ -51,7 +55,7 @@ FROM rounds o JOIN runs r ON r.id = o.run_id, {items_of_o}""",
 }
 
 
-def make_views(db, json_items: Callable[[str, str], str]) -> None:
+def make_views(db: Db, json_items: Callable[[str, str], str]) -> None:
     """Drop the views of `db` and make them again, as this schema has them (inside the caller's transaction);
     `json_items(column, alias)` is the backend's table of the items of the JSON list in `column`."""
     lists = {"items_of_n": json_items("n.codes", "k"), "items_of_o": json_items("o.codes", "j")}

@@ -9,8 +9,14 @@ the run from its record: the approved call is made then, once; a denied one neve
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
 from planc.backend.calls.hooks import Call, Proceed
 from planc.backend.state.values import RunError
+
+if TYPE_CHECKING:
+    from planc.store.recorders import Recorder as StoreRecorder
 
 EFFECTFUL = "effectful"  # a person approves every effectful call, and every flagged one (`--approve`)
 FLAGGED = "flagged"  # a person approves only the calls the policy flags for their labels (checked with approvals)
@@ -20,7 +26,8 @@ class AwaitingApproval(RunError):
     """The run waits for a person to approve or deny a call. Once the run has recorded it, `run_id` names the
     run and `calls` holds what each waiting call asks (`RunStore.awaiting`)."""
 
-    def __init__(self, message: str, node=None, *, run_id: str | None = None, calls: list | None = None) -> None:
+    def __init__(self, message: str, node: object = None, *, run_id: str | None = None,
+                 calls: list | None = None) -> None:
         super().__init__(message, node)
         self.run_id = run_id
         self.calls = list(calls or [])
@@ -39,10 +46,10 @@ def what_it_asks(call: Call) -> str:
     return f"`{call.tool.name}` is effectful"
 
 
-def waiting_gate(recorder, which: str):
+def waiting_gate(recorder: StoreRecorder, which: str) -> Callable[[Call], Awaitable[Proceed]]:
     """The gate of a recorded run nobody is there to ask: a call `which` (EFFECTFUL or FLAGGED) says a person
     approves is recorded as waiting, and the run stops with AwaitingApproval; the rest proceed."""
-    async def gate(call: Call):
+    async def gate(call: Call) -> Proceed:
         if not needs_approval(call, which == EFFECTFUL):
             return Proceed()
         asks = what_it_asks(call)

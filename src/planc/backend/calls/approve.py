@@ -17,12 +17,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Iterator
-from typing import ContextManager
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, ContextManager, TextIO, cast
 
 from planc.backend.calls.approvals import needs_approval
 from planc.backend.calls.hooks import Abort, Call, Proceed
 from planc.backend.state.interrupts import TerminalLine
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.panel import Panel
 
 
 def call_flags(call: Call) -> list[str]:
@@ -34,7 +38,7 @@ def call_flags(call: Call) -> list[str]:
                                   ("deduplicates by its idempotency key", call.tool.takes_key)) if on]
 
 
-def describe(call: Call):
+def describe(call: Call) -> Panel:
     """The call as a rich renderable: step path, tool, effects and input."""
     from rich.console import Group
     from rich.panel import Panel
@@ -45,9 +49,9 @@ def describe(call: Call):
     flags = call_flags(call)
     title = Text.assemble(("step ", "dim"), (call.step, "bold"), ("  ", ""), (call.tool.name, "bold cyan"))
     rendered = json.dumps(dict(call.args), indent=2, ensure_ascii=False, default=str)
-    parts = [Text("read-only" if effects.read_only else "effectful" + (f": {', '.join(flags)}" if flags else ""),
-                  style="yellow"),
-             Syntax(rendered, "json", word_wrap=True, background_color="default")]
+    kind = "read-only" if effects.read_only else "effectful" + (f": {', '.join(flags)}" if flags else "")
+    parts: list[RenderableType] = [Text(kind, style="yellow"),
+                                   Syntax(rendered, "json", word_wrap=True, background_color="default")]
     labelled = {name: labels for name, labels in call.sources.items() if labels}
     if labelled or call.control:  # where the values came from
         lines = [f"{name}: {', '.join(sorted(labels))}" for name, labels in labelled.items()]
@@ -58,8 +62,8 @@ def describe(call: Call):
     return Panel(Group(*parts), title=title, title_align="left", border_style="red" if call.flagged else "yellow")
 
 
-def approval_gate(console, ask: Callable[[str], bool] | None = None,
-                  pause: Callable[[], ContextManager] | None = None):
+def approval_gate(console: Console, ask: Callable[[str], bool] | None = None,
+                  pause: Callable[[], ContextManager] | None = None) -> Callable[[Call], Awaitable[Proceed | Abort]]:
     """The `--approve` gate: `console` shows the call (stderr), `ask` answers y/n (default: the terminal).
 
     `pause` stops a live progress display while the question is on the screen.
@@ -67,11 +71,12 @@ def approval_gate(console, ask: Callable[[str], bool] | None = None,
     def terminal(question: str) -> bool:
         from rich.prompt import Confirm
 
-        return Confirm.ask(question, console=console, default=False, stream=TerminalLine())
+        # rich reads the stream's lines only (readline), which is all TerminalLine has of a TextIO
+        return Confirm.ask(question, console=console, default=False, stream=cast(TextIO, TerminalLine()))
 
     answer = ask or terminal
 
-    async def gate(call: Call):
+    async def gate(call: Call) -> Proceed | Abort:
         if not needs_approval(call, every_effectful=True):
             return Proceed()
         with (pause or _nothing)():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from planc.backend.calls import plan_stack
 from planc.backend.calls.hooks import Abort, Call, Proceed, Replace, Skip
@@ -31,16 +32,26 @@ from planc.registry.labels import SECRET, redacted
 from planc.registry.tool import PYTHON_TYPES
 from planc.syntax import ast
 
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+    from planc.backend.calls.ray_executor import RayExecutor
+    from planc.backend.run.interpreter import Run
+    from planc.backend.run.session import Recorder
+    from planc.passes.policy.load import Policy
+    from planc.registry.registry import Registry
+    from planc.registry.tool import Tool
+
 
 class Dispatch:
     """The dispatch of one run: `await dispatch(call, step, in_loop)` is the call's result."""
 
-    def __init__(self, run, policy, principal: str) -> None:
+    def __init__(self, run: Run, policy: Policy | None, principal: str) -> None:
         self.run, self.policy, self.principal = run, policy, principal
         self.hooks, self.session = run.hooks, run.session
         self.validators: dict[int, tuple] = {}  # id(schema) -> (schema, its jsonschema validator)
 
-    async def __call__(self, call: Call, step: ast.Step, in_loop: bool):
+    async def __call__(self, call: Call, step: ast.Step, in_loop: bool) -> Any:
         current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
         tool = call.tool
         if not tool.provider.startswith("plan:"):  # a declared plan's own calls are counted as they are made
@@ -122,13 +133,13 @@ class Dispatch:
             return denied.message
         raise RunError(f"step {call.step}: {denied.message}", step.tool, code=denied.code)
 
-    def executor_for(self, in_loop: bool):
+    def executor_for(self, in_loop: bool) -> RayExecutor | None:
         """Where a Python tool's call is made: on the run's executor (a Ray cluster) when it may run beside
         others, in a loop's item or under a schedule; else (None) in this process, where a lone call
         is made for less."""
         return self.session.executor if in_loop or self.run.by_schedule else None
 
-    async def recorded(self, call: Call, step: ast.Step, in_loop: bool):
+    async def recorded(self, call: Call, step: ast.Step, in_loop: bool) -> Any:
         """The tool's result, called with its key if it takes one, the recorder told before and after; as
         JSON data (`results.plain`), or the call is refused. What the tool raised is raised. An MCP server's
         requests during the call are answered for it (`mcp_runtime.calling`)."""
@@ -144,7 +155,7 @@ class Dispatch:
         finally:
             calling.reset(token)
 
-    async def tool_failed(self, call: Call, step: ast.Step, error: Exception):
+    async def tool_failed(self, call: Call, step: ast.Step, error: Exception) -> object:
         """The tool raised `error` (it is recorded so): `on_tool_error` says what the run makes of it. A
         replacement is the call's result, and `tool_finished` reports the error and the replacement; else
         the call fails (and `tool_failed` reports it)."""
@@ -160,7 +171,7 @@ class Dispatch:
                           step.tool, results=self.run.finished, error=error)
         raise ToolFailed(message, step.tool)
 
-    def validator(self, schema: Mapping):
+    def validator(self, schema: Mapping) -> Validator:
         """The jsonschema validator of `schema`, made once per run (the schema kept, so its id stays its own)."""
         made = self.validators.get(id(schema))
         if made is None:
@@ -175,7 +186,7 @@ class Dispatch:
         ToolFailed goes back to it)."""
         self.check_arguments(call.tool, call.args, call.step, step)
 
-    def check_arguments(self, tool, args: Mapping, path: str, step: ast.Step) -> None:
+    def check_arguments(self, tool: Tool, args: Mapping, path: str, step: ast.Step) -> None:
         """`args` against `tool`'s signature: each declared and of its parameter's schema, none required
         missing; ToolFailed, saying which argument of the step at `path` is wrong and why, otherwise."""
         problem = None
@@ -198,7 +209,7 @@ class Dispatch:
         if problem is not None:
             raise ToolFailed(f"step {path}: {problem}", step.tool)
 
-    def check_result(self, result, call: Call, step: ast.Step) -> None:
+    def check_result(self, result: object, call: Call, step: ast.Step) -> None:
         """A result that breaks the tool's declared `returns` (or has more items than its `returns_at_most`
         allows) fails the step: later steps, and the budget, rely on it."""
         tool = call.tool
@@ -212,7 +223,7 @@ class Dispatch:
                              f"({problem})", step.tool)
 
 
-def _surely_valid(value, schema: Mapping) -> bool:
+def _surely_valid(value: object, schema: Mapping) -> bool:
     """True when `schema` is only a `type` and `value` is of it: what most arguments are, known without
     jsonschema (which is many times slower). False says nothing: jsonschema decides.
 
@@ -226,7 +237,7 @@ def _surely_valid(value, schema: Mapping) -> bool:
     return kinds is not None and type(value) in kinds
 
 
-def result_problem(validator, result) -> str | None:
+def result_problem(validator: Validator, result: Any) -> str | None:
     """Why `result` breaks the schema of `validator` (`at items/0/id: 3 is not of type 'string'`), or None."""
     error = next(iter(validator.iter_errors(result)), None)
     if error is None:
@@ -234,8 +245,8 @@ def result_problem(validator, result) -> str | None:
     return f"at {'/'.join(str(part) for part in error.absolute_path) or 'the result'}: {error.message}"
 
 
-async def recorded_call(recorder, call: Call, make: Callable[[], Awaitable], *, what: str,
-                        explain: Callable[[Exception], Exception], limit_bytes: int | None):
+async def recorded_call(recorder: Recorder | None, call: Call, make: Callable[[], Awaitable], *, what: str,
+                        explain: Callable[[Exception], Exception], limit_bytes: int | None) -> Any:
     """`await make()` (the real work of `call`, `what` in messages) as plain JSON data, `recorder` (if any)
     told before and after.
 
@@ -270,7 +281,7 @@ def recorded_error(call: Call, error: Exception) -> Exception:
     return (type(error) if isinstance(error, UnknownOutcome) else ToolFailed)(failed(call, error))
 
 
-def result_bytes(registry) -> int:
+def result_bytes(registry: Registry | None) -> int:
     """`[limits] result_bytes`: the largest result, as JSON, a call may return."""
     return limits_of(registry).result_bytes
 

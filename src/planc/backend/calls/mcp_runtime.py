@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import tempfile
+from collections.abc import Iterable
 from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
 
@@ -46,9 +47,28 @@ from planc.registry.lock import ENTRY_KEYS, entry, lock_path, plan_names, read_l
 from planc.registry.tool import MCP_META_KEY, Tool
 from planc.syntax.json_input import read_json
 
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.shared.dispatcher import CallOptions
+    from mcp.types import CallToolResult, RequestParamsMeta
+
+    from planc.backend.calls.hooks import Call
+    from planc.backend.models.mcp_requests import ServerRequests
+    from planc.passes.check import CheckResult
+    from planc.registry.declarations import McpServer
+    from planc.registry.registry import Registry
+    from planc.syntax import ast
+
 # The dispatch's call being made in this task, as (hooks.Call, ast.Step): what a server's request during it
 # is answered for.
-calling: contextvars.ContextVar = contextvars.ContextVar("planc_mcp_calling", default=None)
+class Progress(Protocol):
+    """A call's progress callback: a notification's progress, total and message (None where one had none)."""
+
+    async def __call__(self, progress: float | None, total: float | None, message: str | None,
+                       ) -> None: ...
+
+
+calling: contextvars.ContextVar[tuple[Call, ast.Step] | None] = contextvars.ContextVar("planc_mcp_calling", default=None)
 
 TASK_TTL_MS = 3_600_000  # how long a server keeps a task's result for planc; the call's timeout ends it first
 POLL_S = 1.0  # how often a task's status is asked for when the server suggests no interval
@@ -59,8 +79,8 @@ class InFlight:
     """A call of a server's tool being made: the dispatch's call and step, the context it runs in (its stop
     and declared plans, for what answers the server's requests), and the inferences it asked for."""
 
-    call: object
-    step: object
+    call: Call
+    step: ast.Step
     context: contextvars.Context
     samples: int = 0
 
@@ -75,15 +95,15 @@ class McpToolError(Exception):
 class McpRuntime:
     """The MCP servers of one run: `open` before the first step, `call`, then `aclose`."""
 
-    def __init__(self, checked, registry) -> None:
+    def __init__(self, checked: CheckResult, registry: Registry | None) -> None:
         self.registry = registry
         self.servers = needed_servers(checked, registry)
         self.sessions: dict = {}  # server name -> ClientSession
         self.links: dict = {}  # server name -> registry.mcp_transport.Link: its secrets, what it refused
         self.wire: dict[str, dict[str, str]] = {}  # server -> the tool's name in plans -> its name on the server
         self.tasks: dict[str, set[str]] = {}  # server -> its tools (names on the server) that run only as tasks
-        self.in_flight: dict[str, list[InFlight]] = {}  # server -> its calls being made
-        self.requests = None  # a backend.models.mcp_requests.ServerRequests, set by the run
+        self.in_flight: dict[str, list[InFlight | None]] = {}  # server -> its calls being made (None: not a plan's)
+        self.requests: ServerRequests | None = None  # set by the run
         self._stack: AsyncExitStack | None = None
 
     async def open(self) -> None:
@@ -131,17 +151,17 @@ class McpRuntime:
             self.tasks[name] = {tool["name"] for tool in live
                                 if (tool.get("execution") or {}).get("taskSupport") == "required"}
 
-    async def call(self, tool: Tool, arguments: dict, key: str | None = None):
+    async def call(self, tool: Tool, arguments: dict, key: str | None = None) -> Any:
         """The result of the MCP tool `tool`, sent the call's idempotency `key` in `_meta` and a progress token;
         McpToolError if it fails. The dispatch bounds it by the server's `timeout_s`."""
         server = tool.server
-        session = self.sessions.get(server)
-        if session is None:
+        session = self.sessions.get(server) if server is not None else None
+        if server is None or session is None:
             raise RunError(f"MCP server `{server}` was not started for this run")
         wire = self.wire[server].get(tool.name.removeprefix(f"{server}__"), tool.name)
         meta = {MCP_META_KEY: key} if key is not None else None
         here = calling.get()
-        flight = InFlight(*here, contextvars.copy_context()) if here is not None else None
+        flight = InFlight(here[0], here[1], contextvars.copy_context()) if here is not None else None
         progress = self.requests.progress(flight) if flight is not None and self.requests is not None else None
         calls = self.in_flight.setdefault(server, [])
         calls.append(flight)
@@ -176,15 +196,15 @@ class McpRuntime:
             return "no step of a plan is calling it"
         return calls[0]
 
-    async def elicit(self, server, params):
+    async def elicit(self, server: McpServer, params: Any) -> Any:
         """The answer to the elicitation request `params` of `server` (a McpServer), for the call in flight."""
         return await self._answer(server, params, "elicit")
 
-    async def sample(self, server, params):
+    async def sample(self, server: McpServer, params: Any) -> Any:
         """The reply to the sampling request `params` of `server`, for the call in flight."""
         return await self._answer(server, params, "sample")
 
-    async def _answer(self, server, params, kind: str):
+    async def _answer(self, server: McpServer, params: Any, kind: str) -> Any:
         from mcp import types
 
         flight = self.asking(server.name)
@@ -203,7 +223,7 @@ class McpRuntime:
                 pass
 
 
-def needed_servers(checked, registry) -> list[str]:
+def needed_servers(checked: CheckResult, registry: Registry | None) -> list[str]:
     """The servers whose tools the plan, or a declared plan it calls, calls; every locked server when any
     of them has an `agent` step (its tools are chosen when it runs)."""
     if registry is None:
@@ -234,17 +254,19 @@ def drift(server: str, locked: dict, live: list[dict]) -> None:
                            f"Review the server, then `planc registry sync`")
 
 
-async def _as_task(session, wire: str, arguments: dict, meta, progress):
+async def _as_task(session: ClientSession, wire: str, arguments: dict, meta: dict[str, str] | None,
+                   progress: Progress | None) -> CallToolResult:
     """The result of the tool `wire` called as a task: created, its status polled (each status message reported
     as progress) until it ends, then its result fetched."""
     import anyio
     from mcp import types
 
     params = types.CallToolRequestParams(name=wire, arguments=arguments, task=types.TaskMetadata(ttl=TASK_TTL_MS),
-                                         _meta=meta).model_dump(by_alias=True, mode="json", exclude_none=True)
+                                         _meta=cast("RequestParamsMeta | None", meta),
+                                         ).model_dump(by_alias=True, mode="json", exclude_none=True)
     # The SDK's `send_request` holds a `tools/call` to the shape of a direct result; a task's creation is sent
     # through its dispatcher, as `send_request` itself sends, and read as what it is.
-    options = {"on_progress": progress} if progress is not None else {}
+    options: CallOptions = {"on_progress": progress} if progress is not None else {}
     raw = await session._dispatcher.send_raw_request("tools/call", params, options)
     task = types.CreateTaskResult.model_validate(raw).task
     said = None
@@ -264,11 +286,11 @@ async def _as_task(session, wire: str, arguments: dict, meta, progress):
         types.CallToolResult)
 
 
-def _text(content) -> str:
+def _text(content: Iterable[Any]) -> str:
     return "\n".join(item.text for item in content if getattr(item, "type", None) == "text").strip()
 
 
-def plain_content(content):
+def plain_content(content: Iterable[Any]) -> Any:
     """A result's content as a plan's value: a text block is its text, JSON-decoded when it is JSON; a text
     block with annotations, and any other block (an image, a resource), is the block itself as JSON (its
     annotations kept). One block is its value; several, the list of their values; none, null."""

@@ -15,14 +15,19 @@ import asyncio
 import functools
 import inspect
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from planc.backend.state.values import RunError
 from planc.registry.declarations import limits_of
 from planc.registry.python_tools import import_provider
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
+
+if TYPE_CHECKING:
+    from planc.backend.calls.mcp_runtime import McpRuntime
+    from planc.backend.calls.ray_executor import RayExecutor
 
 
 class UnknownOutcome(Exception):
@@ -39,8 +44,8 @@ class ToolExited(Exception):
     """A tool raised SystemExit or KeyboardInterrupt: a failed call, never the end of planc."""
 
 
-async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mcp=None, key: str | None = None,
-                        executor=None):
+async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mcp: McpRuntime | None = None,
+                        key: str | None = None, executor: RayExecutor | None = None) -> Any:
     """The result of calling `tool` with `args`: sync functions run in a thread, async ones are awaited,
     MCP tools go to the run's servers (`mcp`, a backend.calls.mcp_runtime.McpRuntime); a Python tool's call
     goes to `executor` instead when there is one (a backend.calls.ray_executor.RayExecutor). `key`, the
@@ -61,18 +66,21 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
         raise CallTimedOut(f"no result within {timeout:g} s ({source}); whether it had its effect is unknown") from None
 
 
-async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp, key: str | None, executor, timeout: float):
+async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp: McpRuntime | None, key: str | None,
+                executor: RayExecutor | None, timeout: float) -> Any:
     if tool.provider.startswith("mcp:") and mcp is not None:
         return await mcp.call(tool, dict(args), key)
     if tool.provider.startswith(("sql:", "postgresql:")):
         from planc.registry import postgres_tools, sql_tools
 
+        query = tool.query
+        assert query is not None  # a SQL tool declares its query (registry/config.py refuses one without)
         defaults = {param: schema["default"] for param, schema in tool.params.items() if "default" in schema}
         if tool.provider.startswith("sql:"):
             path = Path(tool.provider[len("sql:"):])
-            return await in_thread(lambda **arguments: sql_tools.run_query(path, tool.query, arguments),
+            return await in_thread(lambda **arguments: sql_tools.run_query(path, query, arguments),
                                    {**defaults, **args})
-        return await in_thread(lambda **arguments: postgres_tools.run_query(tool.provider, tool.query, arguments,
+        return await in_thread(lambda **arguments: postgres_tools.run_query(tool.provider, query, arguments,
                                                                             timeout), {**defaults, **args})
     if tool.provider.startswith("python:"):
         if tool.idempotency_key is not None and key is not None:
@@ -90,16 +98,17 @@ async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp, key: 
     raise RunError(f"`{tool.name}` is provided by `{tool.provider or 'nothing'}`: running {kind} tools is not built yet")
 
 
-async def in_thread(function, args: Mapping):
+async def in_thread(function: Callable[..., object], args: Mapping) -> Any:
     """`function(**args)` in a daemon thread of its own; its result, or what it raised."""
     loop = asyncio.get_running_loop()
     future = loop.create_future()
 
-    def settle(value, error) -> None:
+    def settle(value: object, error: BaseException | None) -> None:
         if not future.done():  # the run may have stopped waiting (a timeout)
             future.set_exception(error) if error is not None else future.set_result(value)
 
     def work() -> None:
+        error: BaseException | None
         try:
             value, error = function(**args), None
         except (SystemExit, KeyboardInterrupt) as raised:
@@ -119,13 +128,13 @@ def exited(error: BaseException) -> str:
     return f"the tool raised {type(error).__name__}({', '.join(map(repr, error.args))})"
 
 
-def _python_function(provider: str, registry: Registry | None):
+def _python_function(provider: str, registry: Registry | None) -> Callable[..., Any]:
     """The function `python:module:function` names, importable from the planc.toml's folder."""
     return _load(provider, registry.folder if registry is not None and registry.source is not None else None)
 
 
 @functools.lru_cache(maxsize=1024)
-def _load(provider: str, folder: Path | None):
+def _load(provider: str, folder: Path | None) -> Callable[..., Any]:
     """Looked up once per provider and folder: a step pays for a dictionary lookup, not an import."""
     try:
         return import_provider(provider, folder)

@@ -29,6 +29,8 @@ import inspect
 import socket
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from planc.backend.calls.providers import ToolExited, UnknownOutcome, exited, not_loaded
 from planc.backend.state.values import RunError
@@ -47,7 +49,7 @@ class WorkerLost(UnknownOutcome):
     """The Ray worker (or node) making a call died before its result came."""
 
 
-def call_in_worker(provider: str, args: Mapping):
+def call_in_worker(provider: str, args: Mapping) -> Any:
     """In a Ray worker, whose working directory is the folder of planc.toml: what `provider`'s function returns
     for `args`; raises as the call raises in the driver's own process (`providers._call`)."""
     try:
@@ -65,7 +67,7 @@ def call_in_worker(provider: str, args: Mapping):
 class RayExecutor:
     """A connection to a Ray cluster that Python tool calls are made on; `close` it when the runs are done."""
 
-    def __init__(self, ray, owned: bool) -> None:
+    def __init__(self, ray: ModuleType, owned: bool) -> None:
         self.ray, self.owned = ray, owned
         self.task = ray.remote(call_in_worker)
 
@@ -98,7 +100,7 @@ class RayExecutor:
         if self.owned:
             self.ray.shutdown()
 
-    async def call(self, tool: Tool, args: Mapping):
+    async def call(self, tool: Tool, args: Mapping) -> Any:
         """`tool`'s result for `args` (its idempotency key among them when it takes one), made in a Ray task;
         what the tool raised, or WorkerLost."""
         effects = tool.effects

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from typing import Any
 
 from planc.backend.state.values import ToolFailed
 
@@ -38,7 +39,7 @@ class ResultRefused(ToolFailed):
     outcome = "refused"  # as the run store records it
 
 
-def usable(value, what: str, limit_bytes: int | None):
+def usable(value: object, what: str, limit_bytes: int | None) -> Any:
     """`value`, the result of `what` (`step 2: `search``), as plain JSON data, or ResultRefused saying where
     and what is wrong."""
     try:
@@ -56,7 +57,7 @@ class NotPlain(Exception):
         self.what, self.path = what, path
 
 
-def plain(value, limit_bytes: int | None = None):
+def plain(value: object, limit_bytes: int | None = None) -> Any:
     """`value` as plain JSON data (new lists and dicts where it had others), or NotPlain.
 
     With `limit_bytes`, a value whose JSON (UTF-8) is larger is refused too.
@@ -84,10 +85,10 @@ class _Refused(Exception):
     """Raised where the problem is; each container on the way out adds its step to `path` (reversed)."""
 
     def __init__(self, what: str) -> None:
-        self.what, self.path = what, []
+        self.what, self.path = what, list[str]()
 
 
-def _plain(value, depth: int, open_containers: set[int]):
+def _plain(value: object, depth: int, open_containers: set[int]) -> Any:
     kind = type(value)
     if value is None or kind is bool:
         return value
@@ -99,10 +100,10 @@ def _plain(value, depth: int, open_containers: set[int]):
             raise _Refused(f"an integer of more than {MAX_INT_DIGITS:,} digits, which JSON readers cannot take back")
         return number
     if isinstance(value, float):
-        number = value if kind is float else float.__float__(value)
-        if not math.isfinite(number):
-            raise _Refused(f"{number!r}, which JSON cannot hold")
-        return number
+        real = value if kind is float else float.__float__(value)
+        if not math.isfinite(real):
+            raise _Refused(f"{real!r}, which JSON cannot hold")
+        return real
     if isinstance(value, (list, tuple, dict)):
         if id(value) in open_containers:
             raise _Refused("a circular reference: the value contains itself")
@@ -116,7 +117,7 @@ def _plain(value, depth: int, open_containers: set[int]):
     raise _Refused(_what_it_is(value))
 
 
-def _container(value, depth: int, open_containers: set[int]):
+def _container(value: list | tuple | dict, depth: int, open_containers: set[int]) -> list | dict:
     if isinstance(value, dict):
         converted = {}
         for key, item in value.items():
@@ -148,7 +149,7 @@ def _text(text: str) -> str:
     return text
 
 
-def _what_it_is(value) -> str:
+def _what_it_is(value: object) -> str:
     if isinstance(value, (set, frozenset)):
         return "a set, whose order is not defined (return a sorted list)"
     if isinstance(value, (bytes, bytearray, memoryview)):

@@ -28,11 +28,11 @@ class Spending:
         self.budget = budget
         self.spent = {"calls": 0, "inferences": 0, "usd": 0.0}
 
-    def call(self, tool: Tool, path: str, at=None) -> None:
+    def call(self, tool: Tool, path: str, at: object = None) -> None:
         """Count one call of `tool` at step path `path`, or stop the run before it (a RunError at `at`)."""
         self.spend({"calls": 1, "usd": tool.cost.usd}, f"step {path}: `{tool.name}` was not called", at)
 
-    def inference(self, role: str, path: str, at=None, most_usd: float = 0.0) -> None:
+    def inference(self, role: str, path: str, at: object = None, most_usd: float = 0.0) -> None:
         """Count one inference of the `role` model at step path `path`, or stop the run before it: before one
         that may cost up to `most_usd` where that would pass `--max-usd`. What it did cost is `paid` after it."""
         self.spend({"inferences": 1, "usd": most_usd}, f"step {path}: the `{role}` model was not asked", at,
@@ -42,7 +42,7 @@ class Spending:
         """Add what an inference cost, from the token usage its reply reports."""
         self.spent["usd"] += usd
 
-    def spend(self, costs: Mapping[str, float], what: str, at, counted: Mapping[str, float] | None = None,
+    def spend(self, costs: Mapping[str, float], what: str, at: object, counted: Mapping[str, float] | None = None,
               this: str = "call costs") -> None:
         """Count `costs` (`counted` instead, when given: what is known to be spent before the thing is done),
         or stop the run before it (a RunError at `at`) when one of `costs` would pass its limit."""
@@ -63,7 +63,7 @@ class Spending:
             self.spent[field] += cost
 
 
-def more_than_declared(tool: Tool, args: Mapping, result) -> str | None:
+def more_than_declared(tool: Tool, args: Mapping, result: object) -> str | None:
     """Why `result` breaks `tool`'s `returns_at_most` (more items than the bounding argument allows), or None.
 
     >>> tool = Tool("search", params={"limit": {"type": "integer", "default": 2}}, returns_at_most="limit")

@@ -28,13 +28,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 from jsonschema.validators import validator_for
 
-from planc.backend.models.client import ModelClient, ModelError, Reply, ToolCall, excerpt
+from planc.backend.models.client import Chat, ModelError, Reply, ToolCall, excerpt
 from planc.registry.tool import Tool
 from planc.syntax.json_input import read_json
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 SYSTEM_PROMPT = ("You are an agent inside a planc plan. Use the tools you are given when they help, "
                  "and never invent what a tool did not tell you.")
@@ -90,8 +94,8 @@ def system_message(system_prompt: str | None) -> dict:
     return {"role": "system", "content": SYSTEM_PROMPT + (f"\n\n{system_prompt}" if system_prompt else "")}
 
 
-async def run_agent(client: ModelClient, turn: Turn, call_tool: CallTool, messages: list[dict],
-                    repairer: ModelClient | None = None) -> dict:
+async def run_agent(client: Chat, turn: Turn, call_tool: CallTool, messages: list[dict],
+                    repairer: Chat | None = None) -> dict:
     """Run one agent turn in the conversation `messages` (appended to) to its answer or the end of its
     budget: `{output, iterations, tools_called, final}`. `repairer` is the `repair` role's model."""
     validator = validator_for(turn.output_schema)(turn.output_schema)
@@ -113,8 +117,8 @@ async def run_agent(client: ModelClient, turn: Turn, call_tool: CallTool, messag
                 messages.append(await _tool_result(call, offered, call_tool, called, rounds, budget))
             continue
         answer, problem = parse_answer(reply)
-        errors = _errors(validator, answer) if problem is None else []
-        if errors and not fixed:
+        errors = _errors(validator, answer) if answer is not None else []  # parse_answer: an answer or a problem
+        if errors and not fixed and repairer is not None and answer is not None:  # not fixed: there is a repairer
             fixed = True
             repaired = await _fix(repairer, answer, errors, turn.output_schema, validator)
             if repaired is not None:  # the conversation goes on with the answer that was taken
@@ -125,6 +129,7 @@ async def run_agent(client: ModelClient, turn: Turn, call_tool: CallTool, messag
         if problem is not None:
             messages.append({"role": "user", "content": f"{problem}. {ANSWER_ONLY}"})
             continue
+        assert answer is not None  # there was no problem
         problems = await turn.check(answer) if turn.check is not None else []
         if not problems:
             return {"output": answer, "iterations": rounds, "tools_called": called, "final": True}
@@ -169,18 +174,18 @@ def _repairs(count: int) -> str:
     return "no repair" if count == 0 else "1 repair" if count == 1 else f"{count} repairs"
 
 
-def _errors(validator, answer: dict) -> list[str]:
+def _errors(validator: Validator, answer: dict) -> list[str]:
     return sorted(f"at {error.json_path}: {error.message}" for error in validator.iter_errors(answer))
 
 
-async def _fix(repairer: ModelClient, answer: dict, errors: list[str], schema: dict, validator) -> dict | None:
+async def _fix(repairer: Chat, answer: dict, errors: list[str], schema: dict, validator: Validator) -> dict | None:
     """The `repair` role's correction of `answer`, outside the conversation; None when it does not conform either."""
     reply = await repairer.chat([{"role": "system", "content": REPAIR_PROMPT}, {"role": "user", "content": (
         f"The JSON Schema:\n{json.dumps(schema, ensure_ascii=False)}\n\n"
         f"The JSON:\n{json.dumps(answer, ensure_ascii=False)}\n\n"
         "What does not conform:\n- " + "\n- ".join(errors))}])
     repaired, problem = parse_answer(reply)
-    return repaired if problem is None and not _errors(validator, repaired) else None
+    return repaired if repaired is not None and not _errors(validator, repaired) else None
 
 
 def task(prompt: str, context: object, output_schema: dict) -> str:
@@ -234,7 +239,7 @@ async def _tool_result(call: ToolCall, offered: dict[str, Tool], call_tool: Call
     return {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result, ensure_ascii=False)}
 
 
-async def ask_yes_no(client: ModelClient, question: str) -> bool:
+async def ask_yes_no(client: Chat, question: str) -> bool:
     """`infer`: put a yes/no question to the model; an answer other than yes or no is a ModelError naming it."""
     reply = await client.chat([{"role": "system", "content": YES_NO_PROMPT}, {"role": "user", "content": question}])
     word = (reply.content or "").strip().rstrip(".").lower()

@@ -14,7 +14,7 @@ import asyncio
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -127,6 +127,13 @@ def tool_definition(tool: Tool) -> dict:
 def role_config(registry: Registry, role: str) -> ModelConfig | None:
     """The model of `role`: `[models.<role>]`, else `[models.default]`; None when planc.toml has neither."""
     return registry.models.get(role, registry.models.get(DEFAULT_MODEL_ROLE))
+
+
+class Chat(Protocol):
+    """What answers a chat: a model's client (ModelClient), or a step's model that records it (StepModel)."""
+
+    async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
+                   response_format: Mapping | None = None, extra: Mapping | None = None) -> Reply: ...
 
 
 class ModelClient:

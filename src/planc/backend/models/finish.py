@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from planc.backend.models.client import ModelClient, ModelError
+
+if TYPE_CHECKING:
+    from planc.backend.models.model_calls import StepModel
 
 SYSTEM = ("You write the report a user asked for, from the result of a plan that was run for them. "
           "Answer the user's query from the result alone, and say so when the result does not hold the answer. "
@@ -23,7 +27,7 @@ def solver_messages(query: str, value: object, status: str = "ok", message: str 
             {"role": "user", "content": f"Query: {query}\n\nThe plan's result{stopped}:\n```json\n{result}\n```"}]
 
 
-async def solver_report(client: ModelClient, query: str, value: object, status: str = "ok",
+async def solver_report(client: ModelClient | StepModel, query: str, value: object, status: str = "ok",
                         message: str | None = None) -> str:
     """The solver's report; a ModelError when the model fails or answers with no text."""
     reply = await client.chat(solver_messages(query, value, status, message))

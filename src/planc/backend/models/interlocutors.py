@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import ContextManager
+from typing import TYPE_CHECKING, ContextManager, TextIO, cast
 
 from planc.backend.calls.hooks import Question, Unanswered
 from planc.backend.state.interrupts import TerminalLine
 from planc.syntax.json_input import read_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 HOW_TO_ANSWER = "give the answers with `--answers FILE` (a JSON object from a step path or question to its answer)"
 
@@ -40,11 +43,12 @@ def read_answers(path: str) -> dict:
     return answers
 
 
-def interlocutor(console, *, answers: Mapping | None = None, source: str | None = None, terminal: bool = False,
-                 pause: Callable[[], ContextManager] | None = None):
+def interlocutor(console: Console, *, answers: Mapping | None = None, source: str | None = None,
+                 terminal: bool = False, pause: Callable[[], ContextManager] | None = None,
+                 ) -> Callable[[Question], Awaitable[object]]:
     """The interlocutor of a run: `answers` (read from the file `source`) first, then, on a `terminal`, the
     person, asked on `console` (stderr) with `pause` stopping a live progress display meanwhile."""
-    async def answer(question: Question):
+    async def answer(question: Question) -> object:
         if answers is not None:
             for key in (question.step, question.text):
                 if key in answers:
@@ -60,13 +64,13 @@ def interlocutor(console, *, answers: Mapping | None = None, source: str | None 
     return answer
 
 
-def _ask_on_the_terminal(console, question: Question):
+def _ask_on_the_terminal(console: Console, question: Question) -> str | Unanswered:
     """The person's answer; it blocks the run's loop, so nothing else happens meanwhile (as `--approve`)."""
     from rich.markup import escape
 
     try:
         typed = console.input(f"[dim]step {escape(question.step)}[/dim] [bold]{escape(question.text)}[/bold] ",
-                              stream=TerminalLine())
+                              stream=cast(TextIO, TerminalLine()))  # rich reads its lines only
     except EOFError:
         return Unanswered(f"the terminal's input ended before an answer; {HOW_TO_ANSWER}")
     except KeyboardInterrupt:  # the run is interrupted: the task stops here, the question unanswered

@@ -21,12 +21,19 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from planc.backend.calls.hooks import Unanswered
-from planc.backend.calls.mcp_runtime import InFlight
+from planc.backend.calls.mcp_runtime import InFlight, Progress
 from planc.backend.models.client import ModelError
 from planc.backend.models.questions import answer
 from planc.backend.state.values import RunError
+
+if TYPE_CHECKING:
+    from mcp.types import CreateMessageResult, ElicitResult, ErrorData
+
+    from planc.backend.run.interpreter import Run
+    from planc.registry.declarations import McpServer
 
 ACCEPT = (True, "accept", "yes")  # answers that accept a URL elicitation
 
@@ -34,10 +41,10 @@ ACCEPT = (True, "accept", "yes")  # answers that accept a URL elicitation
 class ServerRequests:
     """The answers of one run (an interpreter.Run) to its MCP servers' requests."""
 
-    def __init__(self, run) -> None:
+    def __init__(self, run: Run) -> None:
         self.run = run
 
-    def progress(self, flight: InFlight):
+    def progress(self, flight: InFlight) -> Progress:
         """The progress callback of the call `flight`: each notification an event at the call's step path."""
         call = flight.call
 
@@ -47,7 +54,7 @@ class ServerRequests:
 
         return report
 
-    async def elicit(self, server, flight: InFlight, params):
+    async def elicit(self, server: McpServer, flight: InFlight, params: Any) -> ElicitResult:
         """The ElicitResult of the server's request `params`, asked as `ask` asks, at the call's step path."""
         from mcp import types
 
@@ -63,11 +70,11 @@ class ServerRequests:
         return types.ElicitResult(action="accept", content=content) if content is not None \
             else types.ElicitResult(action="decline")
 
-    async def sample(self, server, flight: InFlight, params):
+    async def sample(self, server: McpServer, flight: InFlight, params: Any) -> CreateMessageResult | ErrorData:
         """The CreateMessageResult of the server's request `params`, from the server's `sampling` role."""
         from mcp import types
 
-        def refused(why: str):
+        def refused(why: str) -> ErrorData:
             return types.ErrorData(code=types.INVALID_REQUEST, message=f"planc refuses to sample a model: {why}")
 
         if server.sampling is None:
@@ -91,7 +98,7 @@ class ServerRequests:
                                          content=types.TextContent(type="text", text=reply.content or ""))
 
 
-def form_content(said, schema: Mapping) -> dict | None:
+def form_content(said: object, schema: Mapping) -> dict | None:
     """The content an answer gives a form of `schema`, or None when the schema does not allow it.
 
     >>> schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -114,7 +121,7 @@ def form_content(said, schema: Mapping) -> dict | None:
     return said
 
 
-def chat_messages(params) -> list[dict] | str:
+def chat_messages(params: Any) -> list[dict] | str:
     """The sampling request as a chat's messages (its system prompt first), or why it cannot be one: planc
     sends a model text only."""
     messages = [{"role": "system", "content": params.system_prompt}] if params.system_prompt else []

@@ -13,14 +13,20 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 from planc.backend.calls.dispatch import recorded_call
-from planc.backend.calls.hooks import Call
+from planc.backend.calls.hooks import Call, Skip
 from planc.backend.models.client import ModelClient, ModelError, Reply
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import ToolFailed
 from planc.registry.declarations import RESULT_BYTES, ModelConfig
 from planc.registry.tool import Effects, Tool
+
+if TYPE_CHECKING:
+    from planc.backend.calls.spending import Spending
+    from planc.backend.run.session import Recorder
+    from planc.syntax import ast
 
 # What asking a model may do: nothing in the world (so it may be asked again), not deterministic.
 MODEL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=True)
@@ -39,9 +45,9 @@ class StepModel:
     model in the events.
     """
 
-    def __init__(self, connect: Callable[[], ModelClient], role: str, path: str, recorder=None, step=None,
-                 limit_bytes: int = RESULT_BYTES, emit: Callable[..., None] | None = None,
-                 config: ModelConfig | None = None, spending=None) -> None:
+    def __init__(self, connect: Callable[[], ModelClient], role: str, path: str, recorder: Recorder | None = None,
+                 step: ast.Step | None = None, limit_bytes: int = RESULT_BYTES, emit: Callable[..., None] | None = None,
+                 config: ModelConfig | None = None, spending: Spending | None = None) -> None:
         self.connect, self.role, self.path, self.recorder, self.step = connect, role, path, recorder, step
         self.limit_bytes = limit_bytes  # `[limits] result_bytes`: a longer reply is refused like a tool's result
         self.emit, self.config = emit, config
@@ -85,7 +91,8 @@ class StepModel:
         self.sent("model_finished", usage=dict(reply.usage), **({"usd": usd} if usd and self.made else {}))
         return reply
 
-    def most_usd(self, messages, tools, response_format, extra) -> float:
+    def most_usd(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None, response_format: Mapping | None,
+                 extra: Mapping | None) -> float:
         """The most the inference of this request may cost: every byte of it a token (no tokenizer makes a
         token of less than one byte), and `max_tokens` out."""
         if self.config is None or not (self.config.input_usd_per_million or self.config.output_usd_per_million):
@@ -101,9 +108,9 @@ class StepModel:
         tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
         if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (tokens_in, tokens_out)):
             return most if math.isfinite(most) else 0.0
-        return self.config.usd(tokens_in, tokens_out)
+        return self.config.usd(cast(int, tokens_in), cast(int, tokens_out))  # both counts, as just checked
 
-    def sent(self, event: str, error: Exception | None = None, **fields) -> None:
+    def sent(self, event: str, error: Exception | None = None, /, **fields: object) -> None:
         if self.emit is not None:
             self.emit(event, error, step=self.path, role=self.role, **fields)
 
@@ -134,9 +141,9 @@ class StepModel:
 
         try:
             replayed = self.recorder.replayed(call, self.step)
-            if replayed is not None:
+            if isinstance(replayed, Skip):  # an inference is never approved (Proceed): it is no tool call
                 self.made = False
-                return Reply.from_data(replayed.result)
+                return Reply.from_data(cast(Mapping, replayed.result))  # recorded as `reply` gives it
             # The reply the run goes on with is the one recorded, as replay will read it back.
             return Reply.from_data(await recorded_call(self.recorder, call, reply, what=f"the `{self.role}` model",
                                                        explain=lambda error: error, limit_bytes=self.limit_bytes))

@@ -9,17 +9,23 @@ or it was interrupted, while the question was open).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, cast
+
 from planc.backend.calls import plan_stack
 from planc.backend.calls.dispatch import recorded_call, result_bytes
-from planc.backend.calls.hooks import Call, Question, Unanswered
+from planc.backend.calls.hooks import Call, Question, Skip, Unanswered
 from planc.backend.state.stop import current as current_stop
 from planc.registry.builtins import CONTROL_STEPS
 from planc.syntax import ast
 
+if TYPE_CHECKING:
+    from planc.backend.run.interpreter import Run
+
 NO_INTERLOCUTOR = "no one is there to ask: the run has no interlocutor"
 
 
-async def answer(run, step: ast.Step, path: str, text: str, schema=None):
+async def answer(run: Run, step: ast.Step, path: str, text: str, schema: Mapping | None = None) -> object:
     """The answer to the question `text` of the `ask` step at `path` (or of an MCP server, during the call at
     `path`, which recorded with the `schema` it asks the answer to fit), or Unanswered with the reason."""
     question = Question(path, text, plan_stack.current())
@@ -27,8 +33,8 @@ async def answer(run, step: ast.Step, path: str, text: str, schema=None):
     call = Call(path, CONTROL_STEPS["ask"], asked, stack=question.stack)
     recorder = run.session.recorder
     replayed = recorder.replayed(call, step) if recorder is not None else None
-    if replayed is not None:
-        return _verdict(replayed.result)
+    if isinstance(replayed, Skip):  # a question is never approved (Proceed): it is no tool call
+        return _verdict(cast(dict, replayed.result))  # recorded as `_ask` gives it
     async with run.asking:
         current_stop().check(path, step.tool)  # the run may have failed while this question waited its turn
         came = await recorded_call(recorder, call, lambda: _ask(run.hooks.interlocutor, question),
@@ -37,11 +43,11 @@ async def answer(run, step: ast.Step, path: str, text: str, schema=None):
     return _verdict(came)
 
 
-async def _ask(interlocutor, question: Question) -> dict:
+async def _ask(interlocutor: Callable[[Question], Awaitable[object]] | None, question: Question) -> dict:
     """What came of `question`, as it is recorded: `{"answer": ...}`, or `{"unanswered": REASON}`."""
     said = await interlocutor(question) if interlocutor is not None else Unanswered(NO_INTERLOCUTOR)
     return {"unanswered": said.reason} if isinstance(said, Unanswered) else {"answer": said}
 
 
-def _verdict(came: dict):
+def _verdict(came: dict) -> object:
     return Unanswered(came["unanswered"]) if "unanswered" in came else came["answer"]

@@ -17,9 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Self
 
 from planc.registry.builtins import CONTROL_STEPS
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import ProgressColumn
 
 INPUT_CHARS = 80
 
@@ -90,7 +96,8 @@ class LiveDisplay:
 
     `columns(progress)` gives its columns from the module `rich.progress`, imported only for a terminal."""
 
-    def __init__(self, console, columns, description: str, total: int | None) -> None:
+    def __init__(self, console: Console, columns: Callable[[ModuleType], list[ProgressColumn]], description: str,
+                 total: int | None) -> None:
         self.console = console
         self.display = None
         if console.is_terminal:
@@ -99,7 +106,7 @@ class LiveDisplay:
             self.display = progress.Progress(*columns(progress), console=console, transient=True)
             self.task = self.display.add_task(description, total=total)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         if self.display is not None:
             self.display.start()
         return self
@@ -112,12 +119,12 @@ class LiveDisplay:
 class Progress(LiveDisplay):
     """The stderr progress of one run: `sink` takes the events; use it in `with` around the run."""
 
-    def __init__(self, console, total_calls: int | None = None) -> None:
+    def __init__(self, console: Console, total_calls: int | None = None) -> None:
         super().__init__(console, lambda rich: [
             rich.SpinnerColumn(), rich.TextColumn("{task.description}"), rich.BarColumn(), rich.MofNCompleteColumn(),
             rich.TextColumn("tool calls"), rich.TimeElapsedColumn()], "starting", total_calls)
         self.calls = 0
-        self.tools: dict[str, str] = {}  # step path -> tool name, for step_finished events
+        self.tools: dict[object, object] = {}  # step path -> tool name, for step_finished events
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -163,7 +170,7 @@ class BatchProgress(LiveDisplay):
         line 12: ok (run 20250101-120000-1a2b3c4d)
     """
 
-    def __init__(self, console, total: int) -> None:
+    def __init__(self, console: Console, total: int) -> None:
         super().__init__(console, lambda rich: [
             rich.TextColumn("runs"), rich.BarColumn(), rich.MofNCompleteColumn(), rich.TextColumn("{task.description}"),
             rich.TimeElapsedColumn()], "", total)

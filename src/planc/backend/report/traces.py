@@ -27,11 +27,11 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
@@ -209,15 +209,16 @@ def traced(name: str, plan: str | None = None, *, warn: Callable[[str], None]) -
     never fails the run: each request times out (OTEL_EXPORTER_OTLP_TIMEOUT), the end of the run
     waits at most FLUSH_S seconds for the spans to go, and what did not go is one line to `warn`.
     """
-    provider, exporter = trace.get_tracer_provider(), None
+    provider, own = trace.get_tracer_provider(), None
     if isinstance(provider, trace.ProxyTracerProvider):  # none set: planc's own, shut down here
-        provider, exporter = otlp_provider()
+        own = otlp_provider()
+        provider = own[0]
     spans = RunSpans(provider.get_tracer("planc"), name, plan)
     try:
         yield spans
     finally:
         spans.close()
-        if exporter is not None and not (shut_down(provider, FLUSH_S) and not exporter.failed):
+        if own is not None and not (shut_down(own[0], FLUSH_S) and not own[1].failed):
             where = next((os.environ[each] for each in ENDPOINT_VARIABLES if os.environ.get(each)), DEFAULT_ENDPOINT)
             warn(f"the run's spans were not all sent within {FLUSH_S:g} s: does an OTLP/HTTP collector answer at "
                  f"{where}?")
@@ -233,7 +234,7 @@ class Watched(SpanExporter):
     def __init__(self, exporter: SpanExporter) -> None:
         self.exporter, self.failed = exporter, False
 
-    def export(self, spans) -> SpanExportResult:
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         result = self.exporter.export(spans)
         self.failed = self.failed or result is not SpanExportResult.SUCCESS
         return result

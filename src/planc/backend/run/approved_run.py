@@ -12,11 +12,12 @@ at the terminal stops it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from planc.backend.calls.hooks import Hooks
 from planc.backend.run.interpreter import RunResult
-from planc.backend.state.interrupts import Interrupts
 from planc.backend.run.recorded_run import RecordedRun, choose_executor, connect_executor
+from planc.backend.state.interrupts import Interrupts
 from planc.passes.check import CheckResult
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy, load_policy
@@ -57,7 +58,7 @@ async def approve_async(run: str, *, store: str | Path, deny: bool = False, call
         runs.close()
 
 
-def approve(run: str, **options) -> RunResult:
+def approve(run: str, **options: Any) -> RunResult:
     """`approve_async` in an event loop of its own, SIGINT and SIGTERM ending the run as interrupted; the
     options are the same."""
     with Interrupts() as signals:

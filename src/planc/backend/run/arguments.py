@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from planc.backend.calls.results import NotPlain, plain
 from planc.syntax.json_input import read_json
@@ -55,7 +56,7 @@ def parse_arguments(pairs: Iterable[str], json_pairs: Iterable[str] = (),
     return arguments
 
 
-def _json(name: str, text: str):
+def _json(name: str, text: str) -> Any:
     try:
         return read_json(text)
     except ValueError as error:
@@ -64,7 +65,7 @@ def _json(name: str, text: str):
             from None
 
 
-def _typed(text: str, schema: Mapping | None):
+def _typed(text: str, schema: Mapping | None) -> Any:
     """`text` as the parameter `schema` declares takes it: the text as typed when it may be a string,
     else its JSON reading (an invalid one is refused by the run, saying why). Undeclared: the JSON
     reading, else the text."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -33,6 +34,12 @@ from planc.passes.cost.budget import Budget
 from planc.store.run_store import RunStoreError
 from planc.store.stored import StoredPlanError, dump, load_plan
 from planc.syntax.json_input import read_json
+
+if TYPE_CHECKING:
+    from planc.backend.calls.ray_executor import RayExecutor
+    from planc.passes.policy.load import Policy
+    from planc.registry.registry import Registry
+    from planc.store.run_store import RunStore
 
 # What became of a line, in the order a summary lists them; a run's status as the store has it -> this.
 OUTCOMES = ("ok", "failed", "exited", "refused", "interrupted")
@@ -56,7 +63,7 @@ def read_lines(text: str) -> list[tuple[int, Mapping | None, str | None]]:
     >>> read_lines('{"team": "ENG"}\\n\\n[1]\\n{"x": NaN}\\n')[1:]
     [(3, None, 'not a JSON object of arguments'), (4, None, 'not JSON data: at $.x: nan, which JSON cannot hold')]
     """
-    lines = []
+    lines: list[tuple[int, Mapping | None, str | None]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -75,8 +82,8 @@ def read_lines(text: str) -> list[tuple[int, Mapping | None, str | None]]:
     return lines
 
 
-def check_line(plan: CheckResult, stored: Mapping, number: int, arguments: Mapping | None, *, registry, policy,
-               principal: str, budget: list) -> Line:
+def check_line(plan: CheckResult, stored: Mapping, number: int, arguments: Mapping | None, *, registry: Registry | None,
+               policy: Policy | None, principal: str, budget: list) -> Line:
     """Line `number`, whose `arguments` are to run `plan` (checked, and `stored` as the store keeps it):
     the plan as it checks with them (and `budget`: `[max_usd, max_calls, max_inferences]`), or why it is
     refused."""
@@ -102,10 +109,10 @@ class Batch:
 
     `finished(line, run_id, outcome)` is told of each run as it ends (an outcome of OUTCOMES)."""
 
-    store: object
+    store: RunStore
     batch_id: str
     parallel: int
-    executor: object | None = None
+    executor: RayExecutor | None = None
     finished: Callable[[int, str, str], None] = lambda line, run_id, outcome: None
     in_flight: dict = attrs.field(factory=dict)  # line -> its RecordedRun, while it runs
     failure: RunStoreError | None = None  # a store that failed: no run starts after it
@@ -125,7 +132,7 @@ class Batch:
         if self.failure is not None:
             raise self.failure
 
-    async def run(self, starts) -> None:
+    async def run(self, starts: list[tuple[int, Callable[[], RecordedRun]]]) -> None:
         limit = asyncio.Semaphore(self.parallel)
 
         async def one(line: int, start: Callable[[], RecordedRun]) -> None:

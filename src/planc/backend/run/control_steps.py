@@ -20,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from planc.backend.calls import plan_stack
 from planc.backend.calls.dispatch import recorded_call
-from planc.backend.calls.hooks import Call, Unanswered
+from planc.backend.calls.hooks import Call, Skip, Unanswered
 from planc.backend.calls.results import NotPlain, plain
 from planc.backend.models.questions import answer
 from planc.backend.state.stop import current as current_stop
@@ -39,7 +41,6 @@ from planc.backend.state.values import (
     TemplateScope,
     ToolFailed,
     evaluate,
-    render,
     truth,
     unlabelled,
 )
@@ -51,8 +52,14 @@ from planc.registry.pure_steps import PURE_STEPS, PureStepError
 from planc.syntax import ast
 from planc.syntax.steps import deciding, step_blocks, walk_steps
 
+if TYPE_CHECKING:
+    from planc.backend.models.agent_loop import Conversation
+    from planc.backend.run.interpreter import Run
+    from planc.registry.pure_steps import PureStep
+    from planc.registry.tool import Tool
 
-def value(step: ast.Step, name: str, scope: Scope, piped=NOTHING):
+
+def value(step: ast.Step, name: str, scope: Scope, piped: object = NOTHING) -> Any:
     """The value of `step`'s argument `name`: as written, else piped in (for its pipe parameter), else
     its declared default (None when it has none)."""
     arg = step.arg(name)
@@ -64,7 +71,7 @@ def value(step: ast.Step, name: str, scope: Scope, piped=NOTHING):
     return declared.params.get(name, {}).get("default")
 
 
-def labels_of(step: ast.Step, name: str, scope: Scope, piped=NOTHING) -> LabelView:
+def labels_of(step: ast.Step, name: str, scope: Scope, piped: object = NOTHING) -> LabelView:
     """The labels of `step`'s argument `name`, as `value` finds it (a default carries none)."""
     arg = step.arg(name)
     if arg is not None:
@@ -74,10 +81,10 @@ def labels_of(step: ast.Step, name: str, scope: Scope, piped=NOTHING) -> LabelVi
     return LabelView()
 
 
-def step_sources(step: ast.Step, tool, scope: Scope, piped_view: LabelView | None) -> dict[str, frozenset[str]]:
+def step_sources(step: ast.Step, tool: Tool, scope: Scope, piped_view: LabelView | None) -> dict[str, frozenset[str]]:
     """The labels of each of `step`'s value arguments, its piped input's under its pipe parameter (what a
     control step reads per item, `infer` of a filter, is its handler's)."""
-    sources = {}
+    sources: dict[str, frozenset[str]] = {}
     for arg in step.args:
         name = arg.name.text
         if tool.kind(name) == "value" and not tool.binds.get(name):
@@ -87,7 +94,7 @@ def step_sources(step: ast.Step, tool, scope: Scope, piped_view: LabelView | Non
     return sources
 
 
-def rendered_input(step: ast.Step, scope: Scope, piped) -> dict:
+def rendered_input(step: ast.Step, scope: Scope, piped: object) -> dict:
     """What `step_started` shows of a control step's input: each argument that is one value for the whole
     step (not a block, a condition, or a template rendered per item) and its piped input. An argument
     the step reads only in some cases (`exit`'s `output` when it exits) may not render here: it is left
@@ -107,7 +114,7 @@ def rendered_input(step: ast.Step, scope: Scope, piped) -> dict:
     return shown
 
 
-async def block(run, step: ast.Step, name: str, path: str, scope: Scope, in_loop: bool, item: int | None = None,
+async def block(run: Run, step: ast.Step, name: str, path: str, scope: Scope, in_loop: bool, item: int | None = None,
                 control: frozenset = NO_LABELS) -> Labelled:
     """Run the block of `step`'s argument `name`, its results visible only inside it, under `control` too;
     its result with its labels."""
@@ -116,21 +123,21 @@ async def block(run, step: ast.Step, name: str, path: str, scope: Scope, in_loop
     return await run.pipelines(block_node.pipelines, scope.inner(control), f"{path}/{label}.", suffix, in_loop)
 
 
-def items(step: ast.Step, path: str, scope: Scope, piped) -> list:
+def items(step: ast.Step, path: str, scope: Scope, piped: object) -> list:
     over = value(step, "over", scope, piped)
     if not isinstance(over, list):
         raise RunError(f"step {path}: `{step.tool.text}` needs a list to go over", step.tool)
     return over
 
 
-async def each_item(run, step: ast.Step, path: str, scope: Scope, over: list, item_view: LabelView,
+async def each_item(run: Run, step: ast.Step, path: str, scope: Scope, over: list, item_view: LabelView,
                     concurrency: int = 1) -> list[Labelled]:
     """The `do` block's result for every item (each carrying `item_view`), at most `concurrency` items at
     once, in order."""
     limit = asyncio.Semaphore(concurrency)
     views = {"item": item_view}
 
-    async def one(index, item):
+    async def one(index: int, item: object) -> Labelled:
         async with limit:
             return await block(run, step, "do", path, scope.bind(views, item=item, index=index), True, item=index)
 
@@ -139,11 +146,11 @@ async def each_item(run, step: ast.Step, path: str, scope: Scope, over: list, it
     return [task.result() for task in tasks]
 
 
-def _carried(results) -> LabelView:
+def _carried(results: list[Labelled]) -> LabelView:
     return LabelView(union_all(result.view.whole() for result in results))
 
 
-async def judge(run, question: str, step: ast.Step, path: str, shown: frozenset = NO_LABELS) -> bool:
+async def judge(run: Run, question: str, step: ast.Step, path: str, shown: frozenset = NO_LABELS) -> bool:
     """An `infer` question (whose text carries the labels `shown`) put to the `judge` role: yes or no."""
     from planc.backend.models.agent_loop import ask_yes_no
     from planc.backend.models.client import ModelError
@@ -160,9 +167,10 @@ async def judge(run, question: str, step: ast.Step, path: str, shown: frozenset 
     return answer
 
 
-async def condition(run, step: ast.Step, path: str, scope: Scope) -> tuple[bool, frozenset]:
+async def condition(run: Run, step: ast.Step, path: str, scope: Scope) -> tuple[bool, frozenset]:
     """A `decide`'s or `exit`'s `when` condition, or its `infer` question put to the judge; and its labels."""
     decides = deciding(step)
+    assert decides is not None  # a `decide` has one (the check's), an `exit` is asked only when it has
     if decides.name.text == "when":
         return truth(evaluate(decides.value, scope), decides.value), expr_labels(decides.value, scope)
     infer = decides.value
@@ -173,35 +181,40 @@ async def condition(run, step: ast.Step, path: str, scope: Scope) -> tuple[bool,
 # --- the handlers
 
 
-async def run_map(run, step, path, scope, piped, in_loop, shown):
+async def run_map(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
+                 shown: dict) -> Any:
     over = items(step, path, scope, piped)
     item_view = labels_of(step, "over", scope, piped).item()
     results = await each_item(run, step, path, scope, over, item_view, value(step, "concurrency", scope))
     return Labelled([result.value for result in results], _carried(results))
 
 
-async def run_filter(run, step, path, scope, piped, in_loop, shown):
+async def run_filter(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
+                 shown: dict) -> Any:
     over = items(step, path, scope, piped)
     item_view = labels_of(step, "over", scope, piped).item()
-    if step.arg("where") is not None:
-        where = step.arg("where").value
+    if (where_arg := step.arg("where")) is not None:
+        where = where_arg.value
         bound = scope.bind({"item": item_view})
         kept = [item for item in over
                 if truth(evaluate(where, attrs.evolve(bound.bind(item=item), fields=item)), where)]
         return Labelled(kept, LabelView(expr_labels(where, attrs.evolve(bound, field_view=item_view)) if over
                                         else NO_LABELS))
-    if step.arg("do") is not None:
+    if (do := step.arg("do")) is not None:
         results = await each_item(run, step, path, scope, over, item_view)
-        return Labelled([item for item, keep in zip(over, results) if truth(keep.value, step.arg("do").value)],
+        return Labelled([item for item, keep in zip(over, results) if truth(keep.value, do.value)],
                         _carried(results))
-    question = step.arg("infer").value
+    infer = step.arg("infer")
+    assert infer is not None  # a filter has one of `where`, `do` and `infer`
+    question = infer.value  # a text, or a reference to one (`infer: $args.question`), evaluated per item
     asked = expr_labels(question, scope.bind({"item": item_view})) if over else NO_LABELS  # what the judge reads
-    kept = [await judge(run, render(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]", asked)
+    kept = [await judge(run, evaluate(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]", asked)
             for index, item in enumerate(over)]
     return Labelled([item for item, keep in zip(over, kept) if keep], LabelView(asked))
 
 
-async def run_reduce(run, step, path, scope, piped, in_loop, shown):
+async def run_reduce(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
+                 shown: dict) -> Any:
     accumulator = Labelled(value(step, "initial", scope), LabelView(labels_of(step, "initial", scope).whole()))
     views = {"item": labels_of(step, "over", scope, piped).item()}
     for index, item in enumerate(items(step, path, scope, piped)):
@@ -212,7 +225,8 @@ async def run_reduce(run, step, path, scope, piped, in_loop, shown):
     return accumulator
 
 
-async def run_decide(run, step, path, scope, piped, in_loop, shown):
+async def run_decide(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
+                 shown: dict) -> Any:
     holds, decided = await condition(run, step, path, scope)
     if may_exit(step):  # whether the steps after it run was decided here, whichever branch is taken
         scope.gates.labels = union(scope.gates.labels, decided)
@@ -223,7 +237,8 @@ async def run_decide(run, step, path, scope, piped, in_loop, shown):
     return Labelled(taken.value, LabelView(union(decided, taken.view.whole())))
 
 
-async def run_exit(run, step, path, scope, piped, in_loop, shown):
+async def run_exit(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
+                 shown: dict) -> Any:
     passed = value(step, "value", scope, piped)
     decided = NO_LABELS
     if deciding(step) is not None:
@@ -245,15 +260,17 @@ def may_exit(step: ast.Step) -> bool:
                for inner, _ in walk_steps(block_node.pipelines))
 
 
-def _view(piped) -> LabelView | None:
+def _view(piped: object) -> LabelView | None:
     return piped.view if type(piped) is Labelled else None
 
 
-async def run_reshape(run, step, path, scope, piped, in_loop, shown):
+async def run_reshape(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
+                 shown: dict) -> Any:
     return value(step, "value", scope)
 
 
-async def run_ask(run, step, path, scope, piped, in_loop, shown):
+async def run_ask(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
+                 shown: dict) -> Any:
     question = value(step, "question", scope)
     said = await answer(run, step, path, question)
     if not isinstance(said, Unanswered):
@@ -266,7 +283,8 @@ async def run_ask(run, step, path, scope, piped, in_loop, shown):
     raise RunError(f"step {path}: nobody answered `{question}`: {said.reason}", step.tool)
 
 
-async def run_pure(run, step, path, scope, piped, in_loop, shown):
+async def run_pure(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
+                 shown: dict) -> Any:
     """A pure step: its implementation over its inputs, which must conform to its parameters as any call's
     arguments must. Its result must be plain JSON data within `[limits] result_bytes`. Bad input fails the
     step, saying which step and why. `today` reads the clock: what it read is recorded like a call, and a
@@ -277,10 +295,10 @@ async def run_pure(run, step, path, scope, piped, in_loop, shown):
     This is where a pure step's result is made at run time (its value is returned to `Run.step`)."""
     pure = PURE_STEPS[step.tool.text]
     inputs, piping = shown, piped is not NOTHING
-    if len(inputs) < len(step.args) + piping or piping and step.arg(pure.tool.pipe) is not None:
+    if len(inputs) < len(step.args) + piping or piping and pure.tool.pipe and step.arg(pure.tool.pipe) is not None:
         inputs = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}  # raises what did not render
         if piping and pure.tool.pipe not in inputs:
-            inputs[pure.tool.pipe] = piped.value  # its labels are the interpreter's: a pure step adds none
+            inputs[pure.tool.pipe] = unlabelled(piped)[0]  # its labels are the interpreter's: a pure step adds none
     # The values of a plan are JSON data already (literals, `$args`, results); their types are what the
     # check could not always see (`$args`, a tool without `returns`). The declared defaults conform.
     if not pure.surely_valid(inputs):  # most inputs are known good by their Python types alone
@@ -292,20 +310,20 @@ async def run_pure(run, step, path, scope, piped, in_loop, shown):
     call = Call(path, pure.tool, inputs, stack=plan_stack.current())
     recorder = run.session.recorder
     replayed = recorder.replayed(call, step) if recorder is not None else None
-    if replayed is not None:
+    if isinstance(replayed, Skip):  # a pure step is never approved (Proceed): it is no tool call
         return replayed.result
 
-    async def read():
+    async def read() -> Any:
         return _pure_result(pure, inputs, run, path, step)
     return await recorded_call(recorder, call, read, what=f"step {path}: `{pure.tool.name}`",
                                explain=lambda error: error, limit_bytes=limits_of(run.registry).result_bytes)
 
 
-def _pure_result(pure, inputs: dict, run, path: str, step: ast.Step):
+def _pure_result(pure: PureStep, inputs: dict, run: Run, path: str, step: ast.Step) -> Any:
     """The step's result for `inputs`, as plain JSON data within the run's `[limits] result_bytes`: a number
     (what most pure steps give) as it is, a short string without the walk `plain` makes."""
     try:
-        result = pure.run(**inputs, limits=limits_of(run.registry)) if pure.limited else pure.run(**inputs)
+        result: Any = pure.run(**inputs, limits=limits_of(run.registry)) if pure.limited else pure.run(**inputs)
         kind = type(result)
         if result is None or kind is int or kind is bool or (kind is float and math.isfinite(result)):
             return result
@@ -320,7 +338,8 @@ def _pure_result(pure, inputs: dict, run, path: str, step: ast.Step):
             from None
 
 
-async def run_agent(run, step, path, scope, piped, in_loop, shown):
+async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
+                 shown: dict) -> Any:
     from planc.backend.models.agent_loop import CheckFailed, ToolFailure, Turn, check_problems
     from planc.backend.models.agent_loop import run_agent as agent_loop
     from planc.backend.models.client import ModelError
@@ -335,7 +354,7 @@ async def run_agent(run, step, path, scope, piped, in_loop, shown):
     given = union_all(step_sources(step, CONTROL_STEPS["agent"], scope, _view(piped)).values())
     conversation.labels = union(conversation.labels, union(given, control))
 
-    async def dispatched(call: Call):
+    async def dispatched(call: Call) -> Any:
         result = await run.dispatch(call, step, in_loop)
         value_, added = unlabelled(result)
         read = union(union(call.tool.labels, control), added.whole() if added is not None else NO_LABELS)
@@ -345,9 +364,10 @@ async def run_agent(run, step, path, scope, piped, in_loop, shown):
     def labelled(arguments: dict) -> dict:
         return {argument: conversation.labels for argument in arguments}
 
-    async def call_tool(name: str, arguments: dict, call_id: str):
+    async def call_tool(name: str, arguments: dict, call_id: str) -> Any:
         nonlocal calls
         calls += 1
+        assert registry is not None  # the model was offered this tool: a registry's
         call = Call(f"{path}/agent.{calls}/{name}", registry.tools[name], arguments,
                     scope=TemplateScope(scope, run.names), id=call_id, sources=labelled(arguments), control=control)
         try:
@@ -358,6 +378,7 @@ async def run_agent(run, step, path, scope, piped, in_loop, shown):
     async def check(answer: dict) -> list[str]:
         nonlocal checks
         checks += 1
+        assert registry is not None  # the check names a tool: a registry's
         tool = registry.tools[name]  # the check takes the answer's fields it declares
         arguments = {key: answer[key] for key in tool.params if key in answer}
         call = Call(f"{path}/check.{checks}/{name}", tool, arguments, sources=labelled(arguments), control=control)
@@ -381,7 +402,7 @@ async def run_agent(run, step, path, scope, piped, in_loop, shown):
         raise RunError(f"step {path}: {error}", step.tool) from None
 
 
-def _conversation(run, step, path: str, scope: Scope):
+def _conversation(run: Run, step: ast.Step, path: str, scope: Scope) -> Conversation:
     """The conversation `step` continues (`continue: $review`), or a new one."""
     from planc.analysis.agent_tools import continued
     from planc.backend.models.agent_loop import Conversation, system_message
@@ -396,7 +417,7 @@ def _conversation(run, step, path: str, scope: Scope):
     return scope.conversations[earlier]
 
 
-def _turn_tools(run, step, path: str, scope: Scope, conversation) -> list:
+def _turn_tools(run: Run, step: ast.Step, path: str, scope: Scope, conversation: Conversation) -> list[Tool]:
     """The tools this turn offers: the conversation's, or those of them `tools` names."""
     patterns = value(step, "tools", scope)
     if step.arg("continue") is None or patterns is None:
@@ -409,7 +430,7 @@ def _turn_tools(run, step, path: str, scope: Scope, conversation) -> list:
     return tools
 
 
-def _offered(run, patterns) -> list:
+def _offered(run: Run, patterns: list[str]) -> list[Tool]:
     """The registry's tools that `patterns` match and that can run (a declared plan leading back to itself cannot)."""
     from planc.analysis.agent_tools import matching_tools, runnable
 
@@ -419,7 +440,10 @@ def _offered(run, patterns) -> list:
     return [tool for tool in matching_tools(run.registry, patterns) if runnable(tool, plans)]
 
 
+# A built-in step's handler: (run, step, path, scope, piped, in_loop, shown) -> its result.
+Handler = Callable[["Run", ast.Step, str, Scope, object, bool, dict], Awaitable[Any]]
+
 # The handler of each built-in step.
-CONTROL_HANDLERS = {"map": run_map, "filter": run_filter, "reduce": run_reduce, "decide": run_decide,
-                    "exit": run_exit, "agent": run_agent, "ask": run_ask, "reshape": run_reshape,
-                    **dict.fromkeys(PURE_STEPS, run_pure)}
+CONTROL_HANDLERS: dict[str, Handler] = {
+    "map": run_map, "filter": run_filter, "reduce": run_reduce, "decide": run_decide, "exit": run_exit,
+    "agent": run_agent, "ask": run_ask, "reshape": run_reshape, **dict.fromkeys(PURE_STEPS, run_pure)}

@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import ChainMap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -49,6 +50,13 @@ from planc.registry.labels import NO_LABELS, SECRET, LabelView, redacted, secret
 from planc.registry.registry import Registry
 from planc.syntax import ast
 
+if TYPE_CHECKING:
+    from planc.backend.calls.ray_executor import RayExecutor
+    from planc.backend.run.session import Recorder
+    from planc.passes.flow.flow import CallFlow
+    from planc.passes.policy.load import Policy
+    from planc.registry.tool import Tool
+
 
 ITEM = re.compile(r"\[\d+\]")  # a map item's index in a run-time step path
 
@@ -61,15 +69,15 @@ class RunResult:
     labels: frozenset = frozenset()  # what the result carries (where it came from)
     run_id: str | None = None  # the run's: its id in the run store when it is recorded
 
-    def kept(self):
+    def kept(self) -> object:
         """The result as planc writes it in a record: redacted when it is labelled `secret`."""
         return redacted(self.value) if SECRET in self.labels else self.value
 
 
 async def run_plan(checked: CheckResult, *, registry: Registry | None = None, arguments: Mapping | None = None,
-                   hooks: Hooks = Hooks(), policy=None, principal: str = DEFAULT_PRINCIPAL,
-                   recorder=None, schedule: Schedule | None = None, returns: Mapping | None = None,
-                   executor=None) -> RunResult:
+                   hooks: Hooks = Hooks(), policy: Policy | None = None, principal: str = DEFAULT_PRINCIPAL,
+                   recorder: Recorder | None = None, schedule: Schedule | None = None, returns: Mapping | None = None,
+                   executor: RayExecutor | None = None) -> RunResult:
     """Run `checked` (a plan `planc.check` accepted); RunError says what failed and where.
 
     `returns` (a declared plan's `returns`, when it is run itself) is what its result must conform to:
@@ -86,11 +94,13 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     """
     if not checked.ok:
         raise RunError("the plan has errors: `planc check` it first")
+    plan, resolution = checked.plan, checked.resolution
+    assert plan is not None and resolution is not None  # a plan that checks was parsed and resolved
     session = Session(checked, registry, recorder, hooks.events, executor)
     run = Run(checked, session, hooks, policy, principal, by_schedule=schedule is not None)
     # Its literals and `$args` carry the labels of whoever wrote it, as they did when it was checked.
     written = checked.context.written_by if checked.context is not None else NO_LABELS
-    scope = Scope(ChainMap(), checked.resolution.targets, run_arguments(checked, arguments or {}),
+    scope = Scope(ChainMap(), resolution.targets, run_arguments(checked, arguments or {}),
                   args_view=ArgsView({}, written), written=written)
     run.emit("run_started")
     try:
@@ -98,9 +108,9 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
             await session.open()  # the MCP servers the run may call, checked against the lock before any step
             with plan_stop(nested=False):
                 if schedule is None:
-                    last = await run.pipelines(checked.plan.pipelines, scope, prefix="", suffix="", in_loop=False)
+                    last = await run.pipelines(plan.pipelines, scope, prefix="", suffix="", in_loop=False)
                 else:
-                    last = await run.scheduled(checked.plan.pipelines, schedule, scope)
+                    last = await run.scheduled(plan.pipelines, schedule, scope)
             result = RunResult(last.value, labels=last.view.whole(), run_id=session.run_id)
         except Exited as exit_:
             result = RunResult(exit_.output, exit_.status, exit_.message, exit_.labels, session.run_id)
@@ -115,7 +125,7 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     return result
 
 
-def _check_returns(returns: dict, value) -> None:
+def _check_returns(returns: Mapping, value: object) -> None:
     """A RunError when the plan's result is not what its declared `returns` allows."""
     from jsonschema.validators import validator_for
 
@@ -147,6 +157,7 @@ def run_arguments(checked: CheckResult, arguments: Mapping) -> dict:
 
 def missing_arguments(checked: CheckResult, arguments: Mapping) -> None:
     """A `$args.NAME` the run does not give is refused before any step runs."""
+    assert checked.resolution is not None  # a plan that checks was resolved
     for ref, target in checked.resolution.targets.items():
         if target == ARGS and ref.accessors and isinstance(ref.accessors[0], ast.Field):
             name = ref.accessors[0].name
@@ -158,8 +169,9 @@ def missing_arguments(checked: CheckResult, arguments: Mapping) -> None:
 class Run:
     """One run of a checked plan: it walks the steps and hands each to its handler or to the dispatch."""
 
-    def __init__(self, checked: CheckResult, session: Session, hooks: Hooks, policy, principal: str,
+    def __init__(self, checked: CheckResult, session: Session, hooks: Hooks, policy: Policy | None, principal: str,
                  by_schedule: bool = False) -> None:
+        assert checked.resolution is not None  # a plan that checks was resolved
         self.checked, self.session, self.hooks = checked, session, hooks
         self.by_schedule = by_schedule  # its top-level steps run as a schedule allows, side by side
         self.registry = session.registry
@@ -171,12 +183,13 @@ class Run:
         self.dispatch = Dispatch(self, policy, principal)
         session.mcp.requests = ServerRequests(self)  # what its MCP servers ask during its calls
 
-    def flow_of(self, path: str):
+    def flow_of(self, path: str) -> CallFlow | None:
         """The check's flow of the step at run-time path `path` (a map item's `[k]` taken away), if it has one."""
         flow = self.checked.flow
         return flow.calls.get(ITEM.sub("", path)) if flow is not None else None
 
-    async def pipelines(self, pipelines, scope: Scope, prefix: str, suffix: str, in_loop: bool) -> Labelled:
+    async def pipelines(self, pipelines: Sequence[ast.Pipeline], scope: Scope, prefix: str, suffix: str,
+                        in_loop: bool) -> Labelled:
         """Run `pipelines` (a plan's or a block's); the result is the last step's, with its labels.
 
         Step paths are `prefix` + number + `suffix`: `3/do.2` + `[17]` in a map's 18th item.
@@ -192,7 +205,7 @@ class Run:
                 piped, last = result, step
         return Labelled(result, scope.labels[last] if last is not None else LabelView())
 
-    async def scheduled(self, pipelines, schedule: Schedule, scope: Scope):
+    async def scheduled(self, pipelines: Sequence[ast.Pipeline], schedule: Schedule, scope: Scope) -> Labelled:
         """Run the top-level `pipelines`, each step once the steps `schedule` says it waits for have finished.
 
         Only steps that change nothing run beside each other, since a step that changes something waits
@@ -202,7 +215,7 @@ class Run:
         tasks: list[asyncio.Task] = []
         index: dict[ast.Step, int] = {}
 
-        async def one(step: ast.Step, path: str, piped_from: ast.Step | None):
+        async def one(step: ast.Step, path: str, piped_from: ast.Step | None) -> object:
             waits = [tasks[index[earlier]] for earlier in schedule.waits[step]]
             pending = [task for task in waits if not task.done()]
             if pending:
@@ -224,8 +237,8 @@ class Run:
         await settle(tasks)
         return Labelled(tasks[-1].result(), scope.labels[next(reversed(index))]) if tasks else Labelled(None, LabelView())
 
-    async def step(self, step: ast.Step, path: str, scope: Scope, piped, in_loop: bool,
-                   piped_view: LabelView | None = None):
+    async def step(self, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
+                   piped_view: LabelView | None = None) -> object:
         """Run one step; when it fails or exits, its plan stops: nothing starts in it after.
 
         `step_started` carries its rendered input: a tool's arguments, as the call gets them; a control
@@ -239,6 +252,7 @@ class Run:
             self.emit("step_started", step=path, tool=step.tool.text)
             stop.set(error)
             raise
+        assert tool is not None  # `arguments` refused a step without one
         sources, control = step_sources(step, tool, scope, piped_view), scope.controlled()
         self.emit("step_started", step=path, tool=step.tool.text, input=secret_arguments(arguments, sources))
         labelled_piped = piped  # a control step reads its piped input with its labels; a tool's call has them
@@ -271,7 +285,7 @@ class Run:
         self.emit("step_finished", step=path, result=redacted(result) if SECRET in view.whole() else result)
         return result
 
-    def arguments(self, step: ast.Step, tool, path: str, scope: Scope, piped) -> dict:
+    def arguments(self, step: ast.Step, tool: Tool | None, path: str, scope: Scope, piped: object) -> dict:
         """The step's rendered input: a tool's arguments (piped input included), a control step's values."""
         if tool is None:
             raise RunError(f"step {path}: no registry declares the tool `{step.tool.text}`", step.tool)
@@ -282,7 +296,7 @@ class Run:
             args[tool.pipe] = piped
         return args
 
-    async def declared_plan(self, call: Call, step: ast.Step, in_loop: bool):
+    async def declared_plan(self, call: Call, step: ast.Step, in_loop: bool) -> Labelled:
         """Run the declared plan that `call` (of `plan__NAME`) calls, inside this run, with the call's arguments
         over its declared defaults; its steps' paths are under the calling step's, and it runs in the
         caller's loops. It was checked with the plan that calls it, so it runs as checked then."""
@@ -291,17 +305,19 @@ class Run:
         if checked is None or not checked.ok:  # only when the caller was not checked with the registry
             raise RunError(f"step {call.step}: the plan `{name}` was not checked with this plan: check it first",
                            step.tool)
+        plan, resolution = checked.plan, checked.resolution
+        assert self.registry is not None and plan is not None and resolution is not None  # it was checked with it
         arguments = with_defaults(self.registry.plans[name].params, call.args)
         missing_arguments(checked, arguments)
-        self.tools.update(checked.resolution.tools)
+        self.tools.update(resolution.tools)
         self.names.update(template_names(checked))
         # Its `$args` carry the labels of the caller's arguments; its steps run under the call's control.
-        scope = Scope(ChainMap(), checked.resolution.targets, arguments,
+        scope = Scope(ChainMap(), resolution.targets, arguments,
                       args_view=ArgsView({param: LabelView(labels) for param, labels in call.sources.items()}),
                       control=call.control)
         try:
             with plan_stop(nested=True), plan_stack.calling(name, call.step):
-                result = await self.pipelines(checked.plan.pipelines, scope, f"{call.step}/", "", in_loop)
+                result = await self.pipelines(plan.pipelines, scope, f"{call.step}/", "", in_loop)
                 return Labelled(result.value, result.view.adding(scope.gates.labels))
         except Exited as exit_:
             if exit_.status == "error":
@@ -313,7 +329,8 @@ class Run:
 def template_names(checked: CheckResult) -> dict[ast.Step, tuple[str, ...]]:
     """The names a template of `checked` reads each step's result by: `$3` for a top-level step, `$label`
     for a labelled one."""
-    names = {}
+    assert checked.resolution is not None  # a plan that checks was resolved
+    names: dict[ast.Step, tuple[str, ...]] = {}
     for step, path in checked.resolution.paths.items():
         found = (f"${path}",) if "/" not in path else ()
         names[step] = found + ((f"${step.label.text}",) if step.label is not None else ())

@@ -17,12 +17,13 @@ import contextlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from planc.backend.calls.approvals import EFFECTFUL, FLAGGED, AwaitingApproval, waiting_gate
-from planc.backend.models.client import excerpt
 from planc.backend.calls.hooks import Hooks
+from planc.backend.models.client import excerpt
 from planc.backend.report.events import Stamp, fan_out
 from planc.backend.run.interpreter import RunResult, run_arguments, run_plan
 from planc.backend.state.interrupts import Interrupted, Interrupts, cancelled_by
@@ -36,6 +37,9 @@ from planc.registry.registry import Registry
 from planc.registry.tool import Tool
 from planc.store.recorders import Recorder, Replay, Resume
 from planc.store.run_store import RunStore, RunStoreError
+
+if TYPE_CHECKING:
+    from planc.backend.calls.ray_executor import RayExecutor
 
 
 @attrs.define
@@ -97,7 +101,7 @@ class RecordedRun:
                    returns=run["options"].get("returns"))
 
     def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
-                interrupts: Interrupts | None = None, executor=None) -> RunResult:
+                interrupts: Interrupts | None = None, executor: RayExecutor | None = None) -> RunResult:
         """`running` in an event loop of its own: a RunError (the run failed, or waits: AwaitingApproval) once
         that is recorded, and Interrupted when SIGINT or SIGTERM stopped it (`interrupts`, in force since
         before the run was recorded; one of its own otherwise)."""
@@ -107,7 +111,8 @@ class RecordedRun:
             except Interrupted as error:
                 raise self.interrupted(error, hooks) from None
 
-    async def running(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None, executor=None, *,
+    async def running(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
+                      executor: RayExecutor | None = None, *,
                       cancelled: str | None = None) -> RunResult:
         """Run the plan, with every event stamped and recorded, and record how it ended: ok, error, failed (a
         RunError, raised once recorded) or awaiting_approval (AwaitingApproval, with the calls that wait).
@@ -116,6 +121,7 @@ class RecordedRun:
         goes on. `executor`: as `run_plan` takes it."""
         hooks = self.recorded_hooks(hooks)
         if hooks.gate is None and self.waits_for is not None and self.store is not None:
+            assert not isinstance(self.recorder, Replay)  # a replay has no store
             hooks = attrs.evolve(hooks, gate=waiting_gate(self.recorder, self.waits_for))
         try:
             result = await run_plan(self.checked, registry=self.registry, arguments=self.arguments,
@@ -153,6 +159,7 @@ class RecordedRun:
             error = Interrupted(f"{error}: run {self.run_id} is recorded as interrupted, and "
                                 f"`planc resume {self.run_id}` continues it")
         events = hooks.events if isinstance(hooks.events, Stamp) else self.recorded_hooks(hooks).events
+        assert events is not None  # recorded hooks stamp every event
         with contextlib.suppress(RunError):  # an events file or a store that fails: the status says it
             events({"event": "run_finished", "status": "interrupted", "error": str(error),
                     "error_type": type(error).__name__})
@@ -163,10 +170,11 @@ class RecordedRun:
     def recorded_hooks(self, hooks: Hooks) -> Hooks:
         """`hooks` with every event stamped (`events.Stamp`, numbered after those already recorded) and also
         told to the recorder."""
-        return attrs.evolve(hooks, events=Stamp(self.run_id, self.recorder.events,
-                                                fan_out(hooks.events, self.recorder.event)))
+        sink = fan_out(hooks.events, self.recorder.event)
+        assert sink is not None  # the recorder's is one
+        return attrs.evolve(hooks, events=Stamp(self.run_id, self.recorder.events, sink))
 
-    def _finish(self, status: str, output=None, message: str | None = None) -> None:
+    def _finish(self, status: str, output: object = None, message: str | None = None) -> None:
         """Record how the run ended; when the store cannot, a RunStoreError saying both how it ended and
         that the record still says `running` (which a resume ends, from what was recorded)."""
         if self.store is None:
@@ -230,7 +238,7 @@ async def run_async(checked: CheckResult, *, arguments: Mapping | None = None, h
             connected.close()
 
 
-def run(checked: CheckResult, **options) -> RunResult:
+def run(checked: CheckResult, **options: Any) -> RunResult:
     """`run_async` in an event loop of its own, SIGINT and SIGTERM ending the run as interrupted (Interrupted);
     the options are the same. Inside a running event loop, await `run_async` instead (a RuntimeError says so,
     and nothing runs)."""
@@ -245,7 +253,8 @@ def waits_for(options: Mapping) -> str | None:
     return EFFECTFUL if options.get("approve") else FLAGGED if options.get("approvals") else None
 
 
-def choose_executor(registry: Registry | None, kind: str | None, address: str | None, recorded: Mapping | None = None):
+def choose_executor(registry: Registry | None, kind: str | None, address: str | None,
+                    recorded: Mapping | None = None) -> Executor:
     """The executor a run uses (an `Executor` declaration): `kind` and `address` where given (a command's
     options), else as the run was recorded (a resume's `recorded` options), else planc.toml's `[executor]`.
     A ValueError for an address given to the local executor."""
@@ -261,7 +270,7 @@ def choose_executor(registry: Registry | None, kind: str | None, address: str | 
     return declared
 
 
-def connect_executor(how: Executor, registry: Registry | None, store: Path | None):
+def connect_executor(how: Executor, registry: Registry | None, store: Path | None) -> RayExecutor | None:
     """The connected executor `how` declares, None for this process; RayUnavailable when it cannot connect."""
     if how.kind != "ray":
         return None
@@ -316,7 +325,8 @@ def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | No
     policy = None
     if read.get("policy") is not None:
         check_principal(principal)
-        path = Path(options["policy"]) if options.get("policy") else registry.policy
+        path = Path(options["policy"]) if options.get("policy") else registry.policy if registry is not None else None
+        assert path is not None  # a kept policy was read from --policy, or from planc.toml's `policy`
         policy = policy_from_text(store.file(read["policy"]), path, options.get("principals", ()))
     return registry, policy
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from planc.backend.calls import plan_stack
-from planc.backend.calls.hooks import Call, Skip
+from planc.backend.calls.hooks import Call, Proceed, Skip
 from planc.backend.calls.mcp_runtime import McpRuntime
 from planc.backend.calls.spending import Spending
 from planc.backend.state.values import RunError
@@ -23,6 +23,12 @@ from planc.registry.declarations import DEFAULT_MODEL_ROLE
 from planc.registry.registry import Registry
 from planc.syntax import ast
 
+if TYPE_CHECKING:
+    from planc.backend.calls.ray_executor import RayExecutor
+    from planc.backend.models.client import ModelClient
+    from planc.backend.models.model_calls import StepModel
+    from planc.passes.check import CheckResult
+
 
 class Recorder(Protocol):
     """What a run tells the run store, and what the store may answer from its record."""
@@ -30,13 +36,14 @@ class Recorder(Protocol):
     calls_tools: bool  # false for a replay: every call is answered from the record
     run_id: str  # the run's id in the store: a resumed run keeps its own, and so its calls' idempotency keys
 
-    def replayed(self, call: Call, step: ast.Step | None) -> Skip | None:
-        """The recorded result of `call` (a Skip), or None to make the call."""
+    def replayed(self, call: Call, step: ast.Step | None) -> Skip | Proceed | None:
+        """The recorded result of `call` (a Skip), or None to make the call (Proceed: a person approved it, and
+        it is made without asking the gate again)."""
 
     def started(self, call: Call) -> None:
         """`call` is about to be made: its intent is committed first."""
 
-    def finished(self, call: Call, result, error: Exception | None) -> None:
+    def finished(self, call: Call, result: object, error: Exception | None) -> None:
         """`call` returned `result`, or failed with `error`."""
 
     def declined(self, call: Call, message: str) -> None:
@@ -57,17 +64,17 @@ class Session:
     `executor` (a backend.calls.ray_executor.RayExecutor, or None: this process) is connected before the run
     and closed by whoever connected it, as a batch's runs share one."""
 
-    def __init__(self, checked, registry: Registry | None, recorder: Recorder | None = None,
-                 events: Callable[[dict], None] | None = None, executor=None) -> None:
+    def __init__(self, checked: CheckResult, registry: Registry | None, recorder: Recorder | None = None,
+                 events: Callable[[dict], None] | None = None, executor: RayExecutor | None = None) -> None:
         self.registry, self.recorder, self.events = registry, recorder, events
         self.executor = executor
         self.run_id = recorder.run_id if recorder is not None else uuid.uuid4().hex
         self.mcp = McpRuntime(checked, registry)
-        self.clients: dict = {}  # role -> ModelClient, made on first use
+        self.clients: dict[str, ModelClient] = {}  # role -> its client, made on first use
         context = getattr(checked, "context", None)
         self.spending = Spending(context.budget if context is not None else Budget())  # counted before each call
 
-    def emit(self, event: str, error: Exception | None = None, /, **fields) -> None:
+    def emit(self, event: str, error: Exception | None = None, /, **fields: object) -> None:
         """Send one of the run's events (`event` names it) to the events hook, if there is one.
 
         An event about a step (one with `step`: a step's, a tool call's, a model inference's) carries
@@ -84,8 +91,9 @@ class Session:
             self.events({"event": event, **fields})
             return
         with contextlib.suppress(RunError):
-            code = {"code": error.code} if getattr(error, "code", None) else {}
-            self.events({"event": event, **fields, "error": str(error), "error_type": type(error).__name__, **code})
+            code = getattr(error, "code", None)  # a RunError's diagnostic code, when it has one
+            said = {"code": code} if code else {}
+            self.events({"event": event, **fields, "error": str(error), "error_type": type(error).__name__, **said})
 
     @property
     def calls_tools(self) -> bool:
@@ -102,7 +110,7 @@ class Session:
         for client in self.clients.values():
             await client.aclose()
 
-    def model(self, role: str, step: ast.Step, path: str, instead: str | None = None):
+    def model(self, role: str, step: ast.Step, path: str, instead: str | None = None) -> StepModel:
         """The model of `role` as the step at `path` asks it, every inference through the recorder and sent
         as events; the model of the role `instead` when planc.toml declares neither `[models.<role>]` nor
         `[models.default]`."""
@@ -121,7 +129,7 @@ class Session:
                          result_bytes(self.registry), emit=self.emit, spending=self.spending,
                          config=role_config(self.registry, role) if self.registry is not None else None)
 
-    def client(self, role: str, step: ast.Step, path: str):
+    def client(self, role: str, step: ast.Step, path: str) -> ModelClient:
         """The model client of `role` (`[models.<role>]`, else `[models.default]`), made once per run."""
         from planc.backend.models.client import ModelClient, ModelError
 

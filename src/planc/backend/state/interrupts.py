@@ -22,8 +22,12 @@ import signal
 import sys
 import threading
 from collections.abc import Coroutine, Iterator
+from types import FrameType
+from typing import Any, TypeVar
 
 from planc.backend.state.values import RunError
+
+T = TypeVar("T")
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _asking = 0  # questions on the terminal being asked now (the main thread's)
@@ -60,7 +64,7 @@ class Interrupts:
                 self._previous[number] = signal.signal(number, self._handle)
         return self
 
-    def __exit__(self, *exception) -> None:
+    def __exit__(self, *exception: object) -> None:
         global _signalled
         self._entered -= 1
         if self._entered == 0:
@@ -69,7 +73,7 @@ class Interrupts:
                 signal.signal(number, handler)
             self._previous = {}
 
-    def _handle(self, number: int, frame) -> None:
+    def _handle(self, number: int, frame: FrameType | None) -> None:
         global _signalled
         if self.received is None:
             self.received = number
@@ -81,11 +85,11 @@ class Interrupts:
         if _asking:
             raise KeyboardInterrupt  # out of the question's blocking read
 
-    def run(self, coroutine: Coroutine):
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """`coroutine`'s result, run as asyncio.run runs it; Interrupted if a signal came before it ended."""
         refuse_inside_a_loop(coroutine)
 
-        async def main():
+        async def main() -> T:
             self._task = asyncio.current_task()
             if self.received is not None:  # it came before there was a task to cancel
                 coroutine.close()
@@ -102,7 +106,7 @@ class Interrupts:
             self._task = None
 
 
-def refuse_inside_a_loop(coroutine: Coroutine) -> None:
+def refuse_inside_a_loop(coroutine: Coroutine[Any, Any, object]) -> None:
     """A RuntimeError that names the async function of `coroutine` (`run_async`) when this thread runs an event
     loop already, inside which `asyncio.run` cannot start another: the program awaits that function instead.
     The coroutine is closed first, so nothing warns that it was never awaited."""
@@ -110,7 +114,7 @@ def refuse_inside_a_loop(coroutine: Coroutine) -> None:
         asyncio.get_running_loop()
     except RuntimeError:
         return
-    name = coroutine.__name__
+    name = getattr(coroutine, "__name__", "run")  # an async function's coroutine has its name
     coroutine.close()
     raise RuntimeError(f"planc.{name.removesuffix('_async')}() starts an event loop of its own, and this thread is "
                        f"running one: inside it, `await planc.{name}(...)`, which takes the same arguments")

@@ -36,7 +36,7 @@ class Stop:
     def stopped(self) -> bool:
         return self.reason is not None or (self.parent is not None and self.parent.stopped)
 
-    def check(self, path: str, node=None) -> None:
+    def check(self, path: str, node: object = None) -> None:
         """Raise Stopped when the plan has failed or exited: what would start at `path` does not."""
         if self.stopped:
             raise Stopped(f"step {path} did not start: the run had already stopped", node)
@@ -80,6 +80,6 @@ async def settle(tasks: list[asyncio.Task]) -> None:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-    errors = [task.exception() for task in tasks if not task.cancelled() and task.exception() is not None]
+    errors = [error for task in tasks if not task.cancelled() and (error := task.exception()) is not None]
     if errors:
         raise first_failure(errors)

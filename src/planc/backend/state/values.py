@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 from collections import ChainMap
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -26,7 +27,7 @@ class RunError(Exception):
     """A plan that fails while running: the message names the step, and the span says where; `code` is the
     diagnostic code of a refusal the check would give too (E400, E401), so the run store can count them."""
 
-    def __init__(self, message: str, node=None, code: str | None = None) -> None:
+    def __init__(self, message: str, node: object = None, code: str | None = None) -> None:
         super().__init__(message)
         self.node, self.code = node, code
 
@@ -34,7 +35,7 @@ class RunError(Exception):
 class Exited(Exception):
     """An `exit` step ended the plan: `output` is the plan's result, carrying `labels`."""
 
-    def __init__(self, status: str, message: str | None, output, labels: frozenset[str] = NO_LABELS) -> None:
+    def __init__(self, status: str, message: str | None, output: object, labels: frozenset[str] = NO_LABELS) -> None:
         super().__init__(message)
         self.status, self.message, self.output, self.labels = status, message, output, labels
 
@@ -45,11 +46,11 @@ class Labelled:
 
     __slots__ = ("value", "view")
 
-    def __init__(self, value, view: LabelView) -> None:
+    def __init__(self, value: object, view: LabelView) -> None:
         self.value, self.view = value, view
 
 
-def unlabelled(result) -> tuple[object, LabelView | None]:
+def unlabelled(result: object) -> tuple[object, LabelView | None]:
     """`result`'s value, and its labels when it is `Labelled` (else None)."""
     return (result.value, result.view) if type(result) is Labelled else (result, None)
 
@@ -82,7 +83,7 @@ class Aborted(RunError):
     is the tool's own error when `on_tool_error` aborted, so a caller can show why the step failed.
     """
 
-    def __init__(self, message: str, node=None, *, results: Mapping | None = None,
+    def __init__(self, message: str, node: object = None, *, results: Mapping | None = None,
                  error: Exception | None = None) -> None:
         super().__init__(message, node)
         self.results = dict(results or {})
@@ -91,7 +92,7 @@ class Aborted(RunError):
 
 @attrs.frozen
 class Scope:
-    results: Mapping  # Step -> its result (the steps that ran so far, shared)
+    results: ChainMap  # Step -> its result (the steps that ran so far, shared)
     targets: Mapping  # Ref -> Step or ARGS (the resolve pass's)
     arguments: Mapping  # $args
     bindings: Mapping = attrs.field(factory=dict)  # item, index, accumulator
@@ -110,7 +111,7 @@ class Scope:
     written: frozenset = NO_LABELS  # what the plan's own literals carry: the labels of whoever wrote it
 
     # bind and inner make a scope per item of a loop: by the constructor, as attrs.evolve reads every field.
-    def bind(self, views: Mapping | None = None, **names) -> Scope:
+    def bind(self, views: Mapping | None = None, **names: object) -> Scope:
         """The scope with `names` bound (and their labels, `views`; none given: they carry none)."""
         return Scope(self.results, self.targets, self.arguments, {**self.bindings, **names}, self.fields,
                      self.conversations, self.labels, self.args_view,
@@ -128,7 +129,7 @@ class Scope:
         return union(self.control, self.gates.labels)
 
     # What `passes.flow.expressions` reads the labels of an expression's value through.
-    def ref_view(self, ref: ast.Ref):
+    def ref_view(self, ref: ast.Ref) -> LabelView | ArgsView:
         target = self.targets[ref]
         if target == ARGS:
             return self.args_view
@@ -142,7 +143,7 @@ class Scope:
         return self.field_view.field(head) if self.field_view is not None else LabelView(UNTRUSTED_ONLY)
 
 
-class TemplateScope(Mapping):
+class TemplateScope(Mapping[str, object]):
     """What a template can read at one point of a run, by the names it reads them with: `$3` and `$label`
     (the steps that have run, as `names` calls them), `$args`, and `item`, `index` and `accumulator`
     where a block binds them. Read when first asked (a gate that never looks costs nothing).
@@ -163,38 +164,37 @@ class TemplateScope(Mapping):
             self._values = {**results, "$args": dict(scope.arguments), **scope.bindings}
         return self._values
 
-    def __getitem__(self, name: str):
+    def __getitem__(self, name: str) -> object:
         return self._read()[name]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._read())
 
     def __len__(self) -> int:
         return len(self._read())
 
 
-def evaluate(expr: ast.Expr, scope: Scope):
+def evaluate(expr: ast.Expr, scope: Scope) -> Any:
     """The run-time value of `expr` (a block is not a value: the interpreter runs it)."""
-    kind = type(expr)
-    if kind is ast.Literal:
+    if type(expr) is ast.Literal:
         return expr.value
-    if kind is ast.String:
+    if type(expr) is ast.String:
         return render(expr, scope)
-    if kind is ast.Ref:
+    if type(expr) is ast.Ref:
         return read(_ref_base(expr, scope), expr.accessors, print_expr(expr))
-    if kind is ast.Path:
+    if type(expr) is ast.Path:
         return read(_path_base(expr, scope), expr.accessors, print_expr(expr))
-    if kind is ast.ListExpr:
+    if type(expr) is ast.ListExpr:
         return [evaluate(item, scope) for item in expr.items]
-    if kind is ast.Record:
+    if type(expr) is ast.Record:
         return {entry.key.text: evaluate(entry.value, scope) for entry in expr.entries}
-    if kind is ast.Not:
+    if type(expr) is ast.Not:
         return not truth(evaluate(expr.operand, scope), expr.operand)
-    if kind is ast.And:
+    if type(expr) is ast.And:
         return all(truth(evaluate(operand, scope), operand) for operand in expr.operands)
-    if kind is ast.Or:
+    if type(expr) is ast.Or:
         return any(truth(evaluate(operand, scope), operand) for operand in expr.operands)
-    if kind is ast.Compare:
+    if type(expr) is ast.Compare:
         return compare(expr.op, evaluate(expr.left, scope), evaluate(expr.right, scope), expr)
     raise RunError(f"`{print_expr(expr)}` is not a value", expr)
 
@@ -210,11 +210,11 @@ def render(string: ast.String, scope: Scope) -> str:
     return "".join(pieces)
 
 
-def compact(value) -> str:
+def compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def read(value, accessors, written: str):
+def read(value: Any, accessors: Sequence[ast.Accessor], written: str) -> Any:
     """`value` read through `.field`, `[index]` and `.length`; missing data names what exists."""
     for accessor in accessors:
         if isinstance(accessor, ast.Field):
@@ -237,13 +237,13 @@ def read(value, accessors, written: str):
     return value
 
 
-def truth(value, node) -> bool:
+def truth(value: object, node: ast.Expr) -> bool:
     if not isinstance(value, bool):
         raise RunError(f"`{print_expr(node)}` is {_kind(value)}, not true or false", node)
     return value
 
 
-def compare(op: str, left, right, node) -> bool:
+def compare(op: str, left: Any, right: Any, node: ast.Compare) -> bool:
     if op == "==":
         return _same(left, right)
     if op == "!=":
@@ -261,14 +261,14 @@ def compare(op: str, left, right, node) -> bool:
     return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
 
 
-def _same(left, right) -> bool:
+def _same(left: object, right: object) -> bool:
     """JSON equality: `1 == 1.0`, but `true` is not `1`."""
     if isinstance(left, bool) or isinstance(right, bool):
         return type(left) is type(right) and left == right
     return left == right
 
 
-def _ref_base(ref: ast.Ref, scope: Scope):
+def _ref_base(ref: ast.Ref, scope: Scope) -> object:
     target = scope.targets[ref]
     if target == ARGS:
         return scope.arguments
@@ -277,7 +277,7 @@ def _ref_base(ref: ast.Ref, scope: Scope):
     return scope.results[target]
 
 
-def _path_base(path: ast.Path, scope: Scope):
+def _path_base(path: ast.Path, scope: Scope) -> object:
     head = path.head.text
     if head in scope.bindings:
         return scope.bindings[head]
@@ -289,7 +289,7 @@ def _path_base(path: ast.Path, scope: Scope):
     raise RunError(f"`{head}` is not bound here", path.head)
 
 
-def _kind(value) -> str:
+def _kind(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
