@@ -269,7 +269,7 @@ def _show(result: CheckResult, plan: str, registry: Registry | None, output_form
         return
     plan_tree, costs, facts = result.plan, result.cost, result.flow
     # a plan that parses goes through every pass
-    assert plan_tree is not None and costs is not None and facts is not None
+    assert plan_tree is not None and costs is not None and facts is not None and result.resolution is not None
     paths = step_paths(plan_tree)
     radius = blast_radius(result.resolution, registry)
     if output_format == "json":

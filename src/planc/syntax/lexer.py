@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from planc.diagnostics import Diagnostic, Fix, Lines, Span
 from planc.diagnostics.build import diagnostic
@@ -32,7 +32,11 @@ class Token(NamedTuple):
     text: str
 
 
-START, END, TYPE, TEXT = range(4)  # Token's fields, for reading a plain token tuple
+# Token's fields, for reading a plain token tuple (Final: each a literal index, so a field keeps its type)
+START: Final = 0
+END: Final = 1
+TYPE: Final = 2
+TEXT: Final = 3
 RawToken = tuple[int, int, str, str]  # a plain token tuple: start, end, type, text
 
 
