@@ -1,6 +1,6 @@
 """The wheel a user installs: built from the tree as a release is, installed into an empty venv outside it.
 Its metadata has the license, the classifiers and the version `planc --version` prints; it carries LICENSE,
-NOTICE and py.typed, and none of tests/, bench/ or .ci/."""
+NOTICE and py.typed, and none of tests/, bench/ or .ci/; `twine check --strict` passes on it."""
 
 from __future__ import annotations
 
@@ -61,3 +61,11 @@ def test_installed_into_an_empty_venv_outside_the_tree_it_says_its_version(wheel
     where = subprocess.run([python, "-c", "import planc; print(planc.__file__)"], cwd=tmp_path,
                            capture_output=True, text=True, check=True)
     assert str(tmp_path / "venv") in where.stdout  # the installed copy, not the tree
+
+
+def test_twine_check_passes_on_the_wheel(wheel):
+    """What the package index checks of an upload: the metadata, and the README rendered as the project's page."""
+    checked = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", wheel], capture_output=True,
+                             text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "PASSED" in checked.stdout and "WARNING" not in checked.stdout + checked.stderr
