@@ -54,6 +54,12 @@ def _temporary_files_in_memory() -> None:
 
 _temporary_files_in_memory()
 
+# The user's planc folder (the redaction key, OAuth tokens) is the tests' own, never the real one.
+# It outlives a session, so that the session that replays every recorded run
+# (test_replay_every_run.py) marks secrets with the key that recorded them.
+_CONFIG = Path(tempfile.gettempdir()) / f"planc-tests-config-{os.getuid()}"
+os.environ["XDG_CONFIG_HOME"] = str(_CONFIG)
+
 
 # A run is traced only where a test asks (tests/test_traces.py), whatever the environment says.
 for _variable in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):

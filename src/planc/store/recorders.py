@@ -25,7 +25,7 @@ from planc.backend.calls.hooks import Call, Proceed, Skip
 from planc.backend.report.events import STAMP, seconds
 from planc.backend.state.interrupts import Interrupted
 from planc.backend.state.values import RunError, ToolFailed
-from planc.registry.labels import SECRET, is_redacted, redacted
+from planc.registry.redaction import Redactor, is_redacted
 from planc.store.large_values import to_json
 from planc.store.run_store import RunStore, RunStoreError, plain_json
 
@@ -41,13 +41,15 @@ class Recorder:
 
     Once the store fails to take a write (RunStoreError: a full disk, another process holding it),
     every later one fails with that same error, so no call starts whose intent a store that has
-    failed might or might not keep: the run stops, and says why.
+    failed might or might not keep: the run stops, and says why. Every row passes through the run's
+    redaction step (`redactor`) before it is written.
     """
 
     calls_tools = True
 
     def __init__(self, store: RunStore, run_id: str) -> None:
         self.store, self.run_id = store, run_id
+        self.redactor = Redactor()
         self.sequence = 0
         self.events = 0  # the number of the run's last event recorded
         self.open: dict[int, int] = {}  # id(call) -> its sequence
@@ -57,7 +59,7 @@ class Recorder:
         if self.failed is not None:
             raise self.failed
         try:
-            write(self.run_id, *args)
+            write(self.run_id, *self.redactor.data(args))
         except RunStoreError as error:
             self.failed = error
             raise
@@ -68,13 +70,14 @@ class Recorder:
     def started(self, call: Call) -> None:
         self.sequence += 1
         self.open[id(call)] = self.sequence
-        self.write(self.store.call_started, self.sequence, call.step, call.tool.name, call.shown_input(), call.key,
-                   call_labels(call, made=True))
+        self.write(self.store.call_started, self.sequence, call.step, call.tool.name,
+                   call.shown_input(), call.shown_key(), call_labels(call, made=True))
 
     def finished(self, call: Call, result, error: Exception | None) -> None:
         labels = call.result_labels()
         self.write(self.store.call_ended, self.open.pop(id(call)), outcome_of(error),
-                   redacted(result) if SECRET in labels else result, str(error) if error is not None else None,
+                   self.redactor.labelled(result, labels),
+                   str(error) if error is not None else None,
                    # A shape is learned only from what no one else wrote: a trusted tool's result, its arguments
                    # and what decided the call carrying no labels either.
                    call.tool.name if call.tool.learns and not labels else None)
@@ -91,7 +94,7 @@ class Recorder:
         """`call` waits for a person's answer (`asks` says what it asks): recorded, not made."""
         self.sequence += 1
         self.write(self.store.call_awaiting, self.sequence, call.step, call.tool.name, call.shown_input(), asks,
-                   call.key, call_labels(call, made=False))
+                   call.shown_key(), call_labels(call, made=False))
 
     def event(self, event: dict) -> None:
         """A stamped event (`planc.backend.report.events`): kept under its number and time."""
@@ -129,7 +132,7 @@ def _same_call(held: dict, call: Call, asked, step, run_id, doing: str) -> None:
 
 
 def _usable(held: dict, call: Call, step):
-    """The recorded result of `held`, unless the record kept only its length and hash (it was `secret`)."""
+    """The recorded result of `held`, unless the record kept only its mark (it was `secret`)."""
     if is_redacted(held["output"]):
         raise DivergenceError(f"step {call.step}: the record keeps only the length and hash of what "
                               f"`{call.tool.name}` returned, as it was labelled secret: it cannot be given again "
@@ -165,6 +168,7 @@ class Replay:
 
     def __init__(self, run: dict) -> None:
         self.run = run
+        self.redactor = Redactor()  # for its events: the record it reads holds no secret to learn
         self.run_id = run["id"]
         self.by_step = _calls_by_step(run)
 
@@ -276,7 +280,8 @@ class Resume(Recorder):
         self.open[id(call)] = sequence
         if id(call) in self.unmade:  # its row becomes the intent row of the call made now
             self.unmade.discard(id(call))
-            self.write(self.store.call_made, sequence, call.key, call_labels(call, made=True))
+            self.write(self.store.call_made, sequence, call.shown_key(),
+                       call_labels(call, made=True))
 
     def declined(self, call: Call, message: str) -> None:
         sequence = self.again.pop(id(call), None)
@@ -295,7 +300,7 @@ class Resume(Recorder):
             super().awaiting(call, asks)
         else:
             self.write(self.store.call_awaiting, sequence, call.step, call.tool.name, call.shown_input(), asks,
-                       call.key, call_labels(call, made=False))
+                       call.shown_key(), call_labels(call, made=False))
 
 
 def safe_again(call: Call, held: dict) -> bool:
@@ -305,7 +310,8 @@ def safe_again(call: Call, held: dict) -> bool:
     effects = call.tool.effects
     if getattr(effects, "idempotent", False) or getattr(effects, "read_only", False):
         return True
-    return call.tool.takes_key and held.get("idempotency_key") is not None and held["idempotency_key"] == call.key
+    held_key = held.get("idempotency_key")
+    return call.tool.takes_key and held_key is not None and held_key == call.shown_key()
 
 
 def _no_key(call: Call, held: dict) -> str:

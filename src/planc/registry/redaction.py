@@ -1,0 +1,237 @@
+"""What planc writes in place of a secret: its mark, and the one step every text it writes passes.
+
+A value labelled `secret` is written as its mark, one recognisable string wherever it lands (a
+store row, an event, a span, a page, stderr), of characters no JSON, HTML or repr escaping changes:
+
+    (redacted secret: 20 chars, hmac 3f5c2a9d81e0b7c4)
+
+It shows the value's length (a string's characters, else its compact JSON's) and the first 16 hex
+digits of its HMAC-SHA-256 under the user's redaction key: equal values have equal marks, and
+without the key no one can test a guess (a six-digit code) against one. `MARK` matches every
+mark, so a text with each mark replaced by one constant no longer depends on any secret. The key
+is 32 random bytes in `$XDG_CONFIG_HOME/planc/redaction.key` (`~/.config/planc`), made on first
+use with mode 0600, and never in the store, the events or the traces; a key file others can read
+is refused.
+
+Two rules make a text safe, applied by `Redactor`, one per run:
+- by label: a value, or a text made from any input labelled `secret`, is replaced whole by its mark
+  (`Redactor.labelled`, `mark`), where planc makes it and knows its labels;
+- by value, the backstop: every secret value the run has seen (`Redactor.learn`: the results of
+  tools that declare `secret`, the fields their `returns` label `x-labels = ["secret"]`, what a pure
+  step made of them) is replaced by its mark wherever it appears in a text planc writes, raw or
+  JSON-, repr-, HTML- or URL-escaped (`Redactor.text`, `Redactor.data`). A value shorter than
+  `SHORTEST` characters is left to the label rule: it would mark ordinary words and numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import json
+import re
+import secrets
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from urllib.parse import quote, quote_plus
+
+from planc.registry.labels import NO_LABELS, SECRET, LabelView, node_labels, union
+from planc.registry.user_files import (
+    ExposedFile,
+    PrivateFileProblem,
+    config_folder,
+    read_private,
+    write_private,
+)
+
+MARK = re.compile(r"\(redacted secret: \d+ chars, hmac [0-9a-f]{16}\)")
+LEGACY = "planc/redacted"  # the key of a mark as runs recorded before keyed marks wrote it
+SHORTEST = 6  # the shortest secret value the backstop looks for in text
+KEY_FILE = "redaction.key"
+# Fields of an event that planc itself writes from the plan and its own words: never a value's text.
+PLANC_FIELDS = frozenset({"event", "time", "run", "seq", "step", "tool", "stack", "status",
+                          "error_type", "code", "usage", "usd"})
+
+
+class RedactionKeyProblem(ValueError):
+    """The redaction key cannot be used: what is wrong, and what to do."""
+
+
+_keys: dict[Path, bytes] = {}
+
+
+def key_path() -> Path:
+    return config_folder() / KEY_FILE
+
+
+def redaction_key() -> bytes:
+    """The user's redaction key, made on first use; RedactionKeyProblem for a key file others may
+    read, or one that holds no key."""
+    path = key_path()
+    found = _keys.get(path)
+    if found is not None:
+        return found
+    try:
+        text = read_private(path)
+        if text is None:
+            # Another process may make it first: then its key is the one.
+            write_private(path, secrets.token_hex(32) + "\n", replace=False)
+            text = read_private(path) or ""
+    except ExposedFile as problem:
+        raise RedactionKeyProblem(f"the redaction key {problem}: `chmod 600 {path}` (or remove "
+                                  "it, and planc makes another)") from None
+    except (PrivateFileProblem, OSError) as problem:
+        raise RedactionKeyProblem(f"the redaction key cannot be used: {problem}") from None
+    try:
+        key = bytes.fromhex(text.strip())
+    except ValueError:
+        key = b""
+    if len(key) < 16:
+        raise RedactionKeyProblem(f"the redaction key {path} holds no key (64 hex digits): remove "
+                                  "it, and planc makes another")
+    _keys[path] = key
+    return key
+
+
+def canonical(value) -> str:
+    """`value` as compact JSON with sorted keys: what a mark's hash and length are of."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True, default=str)
+
+
+def keyed_hash(value) -> str:
+    """The HMAC-SHA-256 of `value` (its canonical JSON) under the redaction key, in hex."""
+    text = canonical(value).encode("utf-8", "surrogatepass")
+    return hmac.new(redaction_key(), text, hashlib.sha256).hexdigest()
+
+
+def mark(value) -> str:
+    """What planc writes in place of `value`, a secret: its length and keyed hash, never itself.
+
+    >>> found = mark("hunter2")
+    >>> bool(MARK.fullmatch(found)), found.startswith("(redacted secret: 7 chars, hmac ")
+    (True, True)
+    """
+    length = len(value) if isinstance(value, str) else len(canonical(value))
+    return f"(redacted secret: {length} chars, hmac {keyed_hash(value)[:16]})"
+
+
+def is_redacted(value) -> bool:
+    """Whether `value` is a mark: this one, or the one runs recorded before keyed marks wrote."""
+    if isinstance(value, str):
+        return MARK.fullmatch(value) is not None
+    return isinstance(value, dict) and len(value) == 1 and LEGACY in value
+
+
+def shown_arguments(arguments: Mapping, sources: Mapping[str, frozenset[str]]) -> dict:
+    """`arguments` with each one whose labels (`sources`) say `secret` replaced by its mark."""
+    if not any(SECRET in labels for labels in sources.values()):
+        return dict(arguments)
+    return {name: mark(value) if SECRET in sources.get(name, NO_LABELS) else value
+            for name, value in arguments.items()}
+
+
+def escaped_forms(text: str) -> set[str]:
+    """`text` as it may appear inside a text planc writes: raw, JSON-escaped (once and twice, ASCII
+    or not), repr-escaped, HTML-escaped and URL-encoded.
+
+    >>> sorted(escaped_forms('a"b'))
+    ['a"b', 'a%22b', 'a&quot;b', 'a\\\\"b', 'a\\\\\\\\\\\\"b']
+    """
+    forms = {text, html.escape(text), quote(text, safe=""), quote(text), quote_plus(text),
+             repr(text)[1:-1], ascii(text)[1:-1]}
+    for ensure_ascii in (False, True):
+        once = json.dumps(text, ensure_ascii=ensure_ascii)[1:-1]
+        forms |= {once, json.dumps(once, ensure_ascii=ensure_ascii)[1:-1]}
+    return forms
+
+
+def secret_parts(value, view: LabelView) -> Iterator[object]:
+    """The strings and numbers of `value` that its labels (`view`) say are `secret`."""
+    if SECRET in union(view.labels, node_labels(view.schema)):
+        yield from _leaves(value)
+    elif view.schema is None or SECRET not in view.whole():
+        return
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            yield from secret_parts(inner, view.field(key))
+    elif isinstance(value, list):
+        for inner in value:
+            yield from secret_parts(inner, view.item())
+
+
+def _leaves(value) -> Iterator[object]:
+    stack = [value]
+    while stack:
+        found = stack.pop()
+        if isinstance(found, dict):
+            stack.extend(found.keys())
+            stack.extend(found.values())
+        elif isinstance(found, (list, tuple)):
+            stack.extend(found)
+        elif isinstance(found, (str, int, float)) and not isinstance(found, bool):
+            yield found
+
+
+class Redactor:
+    """The redaction step of one run: what it writes anywhere passes through it first. It learns the
+    run's secret values as they appear, before any text that could hold them is written."""
+
+    def __init__(self) -> None:
+        self.marks: dict[str, str] = {}  # each escaped form of a secret value -> the value's mark
+        self._pattern: re.Pattern | None = None
+
+    def learn(self, value, view: LabelView) -> None:
+        """Take the parts of `value` that `view` labels `secret` as the run's secret values."""
+        for part in secret_parts(value, view):
+            text = part if isinstance(part, str) else canonical(part)
+            if len(text) < SHORTEST:
+                continue
+            for form in escaped_forms(text):
+                if len(form) >= SHORTEST and form not in self.marks:
+                    self.marks[form] = mark(part)
+                    self._pattern = None
+
+    def labelled(self, value, labels: frozenset[str]):
+        """`value` as planc writes it: its mark when `labels` say `secret`, else every secret in it
+        marked."""
+        return mark(value) if SECRET in labels else self.data(value)
+
+    def text(self, text: str) -> str:
+        """`text` with every form of every secret value learned replaced by the value's mark (the
+        marks already in it kept)."""
+        if not self.marks:
+            return text
+        if self._pattern is None:
+            forms = sorted(self.marks, key=len, reverse=True)  # the longest first
+            alternatives = "|".join(re.escape(form) for form in forms)
+            self._pattern = re.compile(f"({MARK.pattern})|{alternatives}")
+        marks = self.marks
+        return self._pattern.sub(lambda found: found[0] if found[1] else marks[found[0]], text)
+
+    def data(self, value):
+        """`value` (JSON data, or a tuple of them) with `text` applied to every string in it, keys
+        included."""
+        if not self.marks:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.data(item) for item in value)
+        if isinstance(value, dict):
+            return {self.data(key): self.data(item) for key, item in value.items()}
+        return value
+
+    def event(self, event: dict) -> dict:
+        """An event as planc writes it: every field but those planc writes itself (`PLANC_FIELDS`)
+        redacted."""
+        if not self.marks:
+            return event
+        return {field: found if field in PLANC_FIELDS else self.data(found)
+                for field, found in event.items()}
+
+    def scrub(self, error: BaseException) -> BaseException:
+        """`error` with its message redacted, in place (it is raised on, to whoever prints it)."""
+        if self.marks:
+            error.args = tuple(self.text(each) if isinstance(each, str) else each
+                               for each in error.args)
+        return error
