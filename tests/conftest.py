@@ -112,6 +112,30 @@ def mcp_project(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def memory_exporter():
+    """The OpenTelemetry SDK's in-memory exporter, behind the tracer provider of this process (set
+    once per process: test_traces.py and test_secrets.py share it)."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    assert trace.get_tracer_provider() is provider, "another tracer provider was set first"
+    return exporter
+
+
+@pytest.fixture
+def spans(memory_exporter):
+    """The spans a test's runs make, and only those."""
+    memory_exporter.clear()
+    return memory_exporter
+
+
+@pytest.fixture(scope="session")
 def ray_address():
     """The address of a real local Ray cluster (2 CPUs), started once for the session's Ray tests
     (test_ray, test_batch) and shut down after them: starting one takes seconds."""

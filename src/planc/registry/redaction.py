@@ -57,7 +57,7 @@ class RedactionKeyProblem(ValueError):
     """The redaction key cannot be used: what is wrong, and what to do."""
 
 
-_keys: dict[Path, bytes] = {}
+_keys: dict[Path, tuple[tuple, bytes]] = {}  # the key file -> (what its status was, its key)
 
 
 def key_path() -> Path:
@@ -69,8 +69,8 @@ def redaction_key() -> bytes:
     read, or one that holds no key."""
     path = key_path()
     found = _keys.get(path)
-    if found is not None:
-        return found
+    if found is not None and found[0] == _status(path):  # the same file, as it was when it was read
+        return found[1]
     try:
         text = read_private(path)
         if text is None:
@@ -89,8 +89,16 @@ def redaction_key() -> bytes:
     if len(key) < 16:
         raise RedactionKeyProblem(f"the redaction key {path} holds no key (64 hex digits): remove "
                                   "it, and planc makes another")
-    _keys[path] = key
+    _keys[path] = (_status(path), key)
     return key
+
+
+def _status(path: Path) -> tuple | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_ino, status.st_mtime_ns, status.st_mode, status.st_uid
 
 
 def canonical(value) -> str:

@@ -16,6 +16,9 @@ make a call again whose effect may have happened unless that is safe:
 | unknown | fails as the run did | calls it again only if that is safe (`safe_again`) |
 | awaiting_approval | stops: the run waits | stops: the run still waits (`planc approve` answers) |
 | approved | stops: the run waits | makes it, once: the row is its intent row again |
+
+A result labelled `secret` is recorded as its mark only: a replay stops there, and a resume makes
+the call again when that changes nothing (its tool is read-only or idempotent), else stops too.
 """
 
 from __future__ import annotations
@@ -261,6 +264,9 @@ class Resume(Recorder):
             self.unmade.add(id(call))
             return Proceed() if held["outcome"] == "approved" else None
         _recorded_end(held, step)
+        if held["outcome"] == "ok" and is_redacted(held["output"]) and changes_nothing(call):
+            self.again[id(call)] = held["sequence"]  # its result is kept as a mark: call again
+            return None
         if held["outcome"] == "ok":
             return Skip(_usable(held, call, step))
         if not safe_again(call, held):
@@ -303,12 +309,17 @@ class Resume(Recorder):
                        call.shown_key(), call_labels(call, made=False))
 
 
+def changes_nothing(call: Call) -> bool:
+    """Whether making `call` again changes nothing: its tool is idempotent or read-only."""
+    effects = call.tool.effects
+    return getattr(effects, "idempotent", False) or getattr(effects, "read_only", False)
+
+
 def safe_again(call: Call, held: dict) -> bool:
     """Whether `call`, made before as `held` with an unknown outcome, may be made again: its tool is
     idempotent (or read-only), or it takes the call's idempotency key, the call was made with it, and it
     is the same key now (the tool then knows the call, and does not act twice)."""
-    effects = call.tool.effects
-    if getattr(effects, "idempotent", False) or getattr(effects, "read_only", False):
+    if changes_nothing(call):
         return True
     held_key = held.get("idempotency_key")
     return call.tool.takes_key and held_key is not None and held_key == call.shown_key()

@@ -47,7 +47,7 @@ from planc.passes.policy.load import DEFAULT_PRINCIPAL
 from planc.passes.resolve.resolve import ARGS
 from planc.registry.labels import NO_LABELS, SECRET, LabelView, union
 from planc.registry.pure_steps import PURE_STEPS
-from planc.registry.redaction import Redactor, shown_arguments
+from planc.registry.redaction import RedactionKeyProblem, Redactor, redaction_key, shown_arguments
 from planc.registry.registry import Registry
 from planc.syntax import ast
 
@@ -91,6 +91,11 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     """
     if not checked.ok:
         raise RunError("the plan has errors: `planc check` it first")
+    if may_hold_secrets(checked):  # a key that cannot be used stops the run before its first step
+        try:
+            redaction_key()
+        except RedactionKeyProblem as problem:
+            raise RunError(str(problem)) from None
     session = Session(checked, registry, recorder, hooks.events, executor)
     run = Run(checked, session, hooks, policy, principal, by_schedule=schedule is not None)
     # Its literals and `$args` carry the labels of whoever wrote it, as they did when it was checked.
@@ -122,6 +127,14 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
         raise
     run.emit("run_finished", status=result.status, **({"message": result.message} if result.message else {}))
     return result
+
+
+def may_hold_secrets(checked: CheckResult) -> bool:
+    """Whether a value labelled `secret` may reach a step of `checked`, as its check's flow says."""
+    flow = checked.flow
+    return flow is not None and any(
+        SECRET in call.result.whole() or any(SECRET in labels for labels in call.sources.values())
+        for call in flow.calls.values())
 
 
 def _check_returns(returns: dict, value) -> None:

@@ -1,0 +1,280 @@
+"""Secret values never leak into text planc writes: the attack class "a secret reaches text".
+
+`vault` declares `labels = ["secret"]` and returns its secrets: one of 20 characters from an
+alphabet no other data here uses (`QXZJVK`), one holding `"`, `\\`, a newline and a non-ASCII
+letter, and one too short for the backstop. Each plan makes a secret reach a text planc writes: a
+tool's error that quotes its argument, a JSON Schema validation error, a pure step's error, an
+`exit` message, an `ask` question. Through `planc run` (with `--events` and `--otel`), no
+6-character window of a secret, raw or JSON-, repr- or URL-escaped, is in the store file or its
+`-wal`/`-journal`, any `show-run` format, the events file, the spans or stderr; the allowed
+twin (the same tool declaring `labels = []`) writes the value, so each check can fail. A field
+`x-labels` marks secret is kept out and the rest of its result kept. A six-digit secret's mark and
+its call's idempotency key are not found by hashing every candidate as the unkeyed marks and keys
+were made; with the key, the mark is found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import sqlite3
+from urllib.parse import quote, quote_plus
+
+import pytest
+from cli import invoke
+from test_attacks import calls, statuses
+from tool_project import spied_project
+
+from planc.registry.redaction import MARK, canonical, key_path
+
+TOKEN = "QXZJVKQXZJVKQXZJVKQX"
+ODD = 'QX"ZJ\\VK\nQXÄZJVKQXZJ'
+PIN = "042137"
+TINY = "QXZJW"  # too short for the backstop to look for: only its label keeps it out
+PASSWORD = "VKJZXQVKJZXQVKJZXQVK"  # a field `x-labels` marks secret, in a result that is not
+
+TOOLS = f'''
+import os
+
+SPY = os.environ["PLANC_TEST_SPY"]
+
+
+def _called(line):
+    with open(SPY, "a", encoding="utf-8") as spy:
+        spy.write(line + "\\n")
+
+
+def vault():
+    _called("vault")
+    return {{"token": {TOKEN!r}, "odd": {ODD!r}, "pin": {PIN!r}, "tiny": {TINY!r}}}
+
+
+def login():
+    _called("login")
+    return {{"user": "annie", "password": {PASSWORD!r}}}
+
+
+def use(code):
+    _called("use")
+    raise ValueError(f"the code {{code!r}} was refused")
+
+
+def short(code):
+    _called("short")
+    return "ok"
+
+
+def note(text):
+    _called("note")
+    return text
+
+
+def unlock(pin, request_id):
+    _called(f"unlock {{request_id}}")
+    return {{"unlocked": True}}
+'''
+
+TOML = '''
+[tools.vault]
+provider = "python:{module}:vault"
+params = {{}}
+returns = {{ type = "object", properties = {{ token = {{ type = "string" }}, odd = {{ type = "string" }}, pin = {{ type = "string" }}, tiny = {{ type = "string" }} }} }}
+effects = {{ read_only = true, open_world = false }}
+labels = ["secret"]
+
+[tools.login]
+provider = "python:{module}:login"
+params = {{}}
+returns = {{ type = "object", properties = {{ user = {{ type = "string" }}, password = {{ type = "string", x-labels = ["secret"] }} }} }}
+effects = {{ read_only = true, open_world = false }}
+labels = []
+
+[tools.use]
+provider = "python:{module}:use"
+params = {{ code = {{ type = "string" }} }}
+labels = []
+
+[tools.short]
+provider = "python:{module}:short"
+params = {{ code = {{ type = "string", maxLength = 4 }} }}
+labels = []
+
+[tools.note]
+provider = "python:{module}:note"
+params = {{ text = {{ type = "string" }} }}
+effects = {{ read_only = true, open_world = false }}
+labels = []
+
+[tools.unlock]
+provider = "python:{module}:unlock"
+params = {{ pin = {{ type = "string" }} }}
+idempotency_key = "request_id"
+labels = []
+'''
+
+# Each plan makes a secret (`$1.FIELD`) reach one kind of text; its exit code and recorded status.
+PLANS = {
+    "a tool's error": ('vault()\nnote(text: "before")\nuse(code: $1.FIELD)\n', 1, "failed",
+                       ["vault", "note", "use"]),
+    "a validation error": ('vault()\nshort(code: $1.FIELD)\n', 1, "failed", ["vault"]),
+    "a pure step's error": ('vault()\nparse_date(text: $1.FIELD)\n', 1, "failed", ["vault"]),
+    "an exit message": ('vault()\nexit(status: "error", message: "the code is {$1.FIELD}")\n', 4,
+                        "error", ["vault"]),
+    "an ask question": ('vault()\nask(question: "Is {$1.FIELD} yours?")\nnote(text: $2)\n', 0, "ok",
+                        ["vault", "note"]),
+}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    with spied_project(tmp_path, monkeypatch, "secrettools", TOOLS, TOML) as folder:
+        (folder / "answers.json").write_text('{"2": "yes"}', encoding="utf-8")
+        yield folder
+
+
+def escaped(value: str) -> set[str]:
+    """`value` raw, JSON-, repr- and URL-escaped."""
+    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+            repr(value)[1:-1], quote(value, safe=""), quote_plus(value)}
+
+
+def windows(value: str) -> set[str]:
+    """Every 6-character window of every escaped form of `value` (a shorter form whole)."""
+    return {form[start:start + 6] for form in escaped(value)
+            for start in range(max(len(form) - 5, 1))}
+
+
+def written(project, result, events, spans) -> dict[str, str]:
+    """Every text planc wrote for the last run: the store's files, `show-run` in each format, the
+    events, the spans and stderr (bytes as Latin-1, so that any window of UTF-8 is found)."""
+    files = sorted(project.glob("runs.sqlite*"))  # the file, its -wal and -journal
+    assert files
+    texts = {"store": "\n".join(path.read_bytes().decode("latin-1") for path in files)}
+    for form in ("text", "json", "html"):
+        shown = invoke("show-run", "last", "--format", form)
+        assert shown.exit_code == 0 and "Traceback" not in shown.output, shown.output
+        texts[f"show-run {form}"] = shown.output
+    texts["events"] = events.read_bytes().decode("latin-1")
+    texts["spans"] = "\n".join(span.to_json() for span in spans.get_finished_spans())
+    texts["stderr"] = result.stderr
+    return texts
+
+
+def leaks(texts: dict[str, str], secret: str) -> list[tuple[str, str]]:
+    found = []
+    for window in windows(secret):
+        utf8 = window.encode("utf-8").decode("latin-1")
+        found += [(name, window) for name, text in texts.items() if window in text or utf8 in text]
+    return found
+
+
+@pytest.mark.parametrize("field, secret", [("token", TOKEN), ("odd", ODD), ("tiny", TINY)])
+@pytest.mark.parametrize("case", list(PLANS))
+def test_a_secret_reaching_a_text_is_written_nowhere(project, spans, case, field, secret):
+    text, code, status, made = PLANS[case]
+    (project / "p.plan").write_text(text.replace("FIELD", field), encoding="utf-8")
+    events = project / "events.jsonl"
+    result = invoke("run", "p.plan", "--events", events, "--otel", "--answers", "answers.json")
+    assert "Traceback" not in result.output
+    ran = (result.exit_code, statuses(project), calls(project))
+    assert ran == (code, [status], made), result.output
+    texts = written(project, result, events, spans)
+    assert leaks(texts, secret) == []
+    assert MARK.search(texts["show-run text"]) and MARK.search(texts["events"])
+
+
+@pytest.mark.parametrize("case", list(PLANS))
+def test_a_field_labelled_secret_is_written_nowhere_and_the_rest_is_kept(project, spans, case):
+    """`login` is trusted, and its `returns` labels only `password` secret: the password is written
+    nowhere, and the user's name, in the same result, is kept as it is."""
+    text, code, status, made = PLANS[case]
+    (project / "p.plan").write_text(text.replace("vault()", "login()").replace("FIELD", "password"),
+                                    encoding="utf-8")
+    events = project / "events.jsonl"
+    result = invoke("run", "p.plan", "--events", events, "--otel", "--answers", "answers.json")
+    assert "Traceback" not in result.output
+    made = ["login", *made[1:]]
+    ran = (result.exit_code, statuses(project), calls(project))
+    assert ran == (code, [status], made), result.output
+    texts = written(project, result, events, spans)
+    assert leaks(texts, PASSWORD) == []
+    assert "annie" in texts["store"] and '"annie"' in texts["events"]
+
+
+def test_the_backstop_takes_every_form_of_a_secret_out_of_any_text():
+    """What the label rule would miss (a text made where no label is known) the run's redaction step
+    still takes out: every escaped form of each secret it learned, in strings and keys, marks
+    kept."""
+    from planc.registry.labels import LabelView, label_set
+    from planc.registry.redaction import Redactor, mark
+
+    redactor = Redactor()
+    redactor.learn({"odd": ODD, "tiny": TINY, "n": 12345678}, LabelView(label_set(["secret"])))
+    said = " ".join(sorted(escaped(ODD))) + f" {mark('x')} code 12345678 and {TINY}"
+    cleaned = redactor.text(said)
+    assert [window for window in windows(ODD) if window in cleaned] == []
+    assert mark("x") in cleaned and mark(12345678) in cleaned and TINY in cleaned
+    assert redactor.data({ODD: [ODD]}) == {mark(ODD): [mark(ODD)]}
+
+
+@pytest.mark.parametrize("case", list(PLANS))
+def test_the_twin_whose_value_is_not_secret_writes_it(project, spans, case):
+    """The same plans, `vault` declaring no secret: the value is written, so the checks above can
+    fail."""
+    toml = project / "planc.toml"
+    declared = toml.read_text().replace('labels = ["secret"]', "labels = []")
+    toml.write_text(declared, encoding="utf-8")
+    text, code, status, made = PLANS[case]
+    (project / "p.plan").write_text(text.replace("FIELD", "token"), encoding="utf-8")
+    events = project / "events.jsonl"
+    result = invoke("run", "p.plan", "--events", events, "--otel", "--answers", "answers.json")
+    assert "Traceback" not in result.output
+    ran = (result.exit_code, statuses(project), calls(project))
+    assert ran == (code, [status], made), result.output
+    texts = written(project, result, events, spans)
+    assert {name for name, _ in leaks(texts, TOKEN)} >= {"store", "show-run text", "show-run json",
+                                                         "show-run html", "events"}
+
+
+def test_a_six_digit_secret_is_not_found_by_hashing_every_candidate(project):
+    (project / "p.plan").write_text("vault()\nunlock(pin: $1.pin)\n", encoding="utf-8")
+    result = invoke("run", "p.plan")
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    [_, unlocked] = calls(project)
+    key = unlocked.split()[1]  # the idempotency key the tool was given
+    with sqlite3.connect(project / "runs.sqlite") as db:
+        [(run_id,)] = db.execute("SELECT id FROM runs")
+        [(shown, kept_key)] = db.execute("SELECT input, idempotency_key FROM calls "
+                                         "WHERE tool = 'unlock'")
+    [digest] = re.findall(r"hmac ([0-9a-f]{16})\)", json.loads(shown)["pin"])
+    assert MARK.fullmatch(kept_key) and key not in kept_key  # the record keeps the key's mark
+    candidates = [f"{number:06d}" for number in range(10**6)]
+    # As the unkeyed marks and keys were made: SHA-256 of the value's JSON, of the call's identity.
+    unkeyed = {hashlib.sha256(canonical(pin).encode()).hexdigest()[:16] for pin in candidates}
+    assert digest not in unkeyed
+    identity = '{{"args":{{"pin":"{}"}},"run":"{}","step":"2"}}'
+    assert key not in {hashlib.sha256(identity.format(pin, run_id).encode()).hexdigest()
+                       for pin in candidates}
+    # With the key (which only the user can read), the same search finds it.
+    secret_key = bytes.fromhex(key_path().read_text().strip())
+    keyed = [pin for pin in candidates
+             if hmac.new(secret_key, canonical(pin).encode(), hashlib.sha256).hexdigest()[:16]
+             == digest]
+    assert keyed == [PIN]
+
+
+def test_a_redaction_key_others_can_read_is_refused_in_one_message(project, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    (project / "p.plan").write_text("vault()\nnote(text: $1.token)\n", encoding="utf-8")
+    assert invoke("run", "p.plan").exit_code == 0  # the key is made, readable by the user alone
+    made = tmp_path / "config" / "planc" / "redaction.key"
+    assert made.stat().st_mode & 0o777 == 0o600
+    made.chmod(0o644)
+    result = invoke("run", "p.plan")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"the redaction key {made}: others can read or change it" in result.stderr
+    assert f"chmod 600 {made}" in result.stderr
+    # Nothing ran again.
+    assert calls(project) == ["vault", "note"] and statuses(project) == ["ok", "failed"]
