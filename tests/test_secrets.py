@@ -278,3 +278,22 @@ def test_a_redaction_key_others_can_read_is_refused_in_one_message(project, tmp_
     assert f"chmod 600 {made}" in result.stderr
     # Nothing ran again.
     assert calls(project) == ["vault", "note"] and statuses(project) == ["ok", "failed"]
+
+
+@pytest.mark.parametrize("text, warned, made", [
+    ('vault()\ndecide(when: $1.pin == "1", then: { note(text: "unlocked") })\n', "$1.pin", ["vault"]),
+    ('vault()\nexit(when: $1.token == "x", status: "error")\n', "$1.token", ["vault"]),
+    # A secret argument decides nothing: no warning.
+    ('vault()\ndecide(when: true, then: { note(text: $1.pin) })\n', None, ["vault", "note"]),
+])
+def test_a_secret_that_decides_which_steps_run_is_a_warning(project, text, warned, made):
+    (project / "p.plan").write_text(text, encoding="utf-8")
+    checked = invoke("check", "--format", "json", "p.plan")
+    assert checked.exit_code == 0, checked.output
+    found = [(d["code"], text.splitlines()[d["span"]["start"]["line"] - 1][
+        d["span"]["start"]["column"] - 1:d["span"]["end"]["column"] - 1])
+             for d in json.loads(checked.stdout)["diagnostics"]]
+    assert found == ([("W508", warned)] if warned else [])
+    result = invoke("run", "p.plan")  # a warning: the plan runs
+    assert result.exit_code == 0 and "Traceback" not in result.output
+    assert calls(project) == made and statuses(project) == ["ok"]
