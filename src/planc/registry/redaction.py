@@ -180,29 +180,24 @@ def _leaves(value) -> Iterator[object]:
             yield found
 
 
-class Redactor:
-    """The redaction step of one run: what it writes anywhere passes through it first. It learns the
-    run's secret values as they appear, before any text that could hold them is written."""
+class KnownValues:
+    """Values to take out of every text, each replaced by what is written in its place, in every
+    escaped form it may take there: the one mechanism behind a run's redaction step (`Redactor`) and
+    the credentials of a remote MCP server (`planc.registry.mcp_credentials`)."""
 
     def __init__(self) -> None:
-        self.marks: dict[str, str] = {}  # each escaped form of a secret value -> the value's mark
+        self.marks: dict[str, str] = {}  # each escaped form of a known value -> what replaces it
         self._pattern: re.Pattern | None = None
 
-    def learn(self, value, view: LabelView) -> None:
-        """Take the parts of `value` that `view` labels `secret` as the run's secret values."""
-        for part in secret_parts(value, view):
-            text = part if isinstance(part, str) else canonical(part)
-            if len(text) < SHORTEST:
-                continue
-            for form in escaped_forms(text):
-                if len(form) >= SHORTEST and form not in self.marks:
-                    self.marks[form] = mark(part)
-                    self._pattern = None
-
-    def labelled(self, value, labels: frozenset[str]):
-        """`value` as planc writes it: its mark when `labels` say `secret`, else every secret in it
-        marked."""
-        return mark(value) if SECRET in labels else self.data(value)
+    def add(self, text: str, replacement: str, shortest: int = SHORTEST) -> None:
+        """Take `text` out of every text, writing `replacement`; a `text` shorter than `shortest`
+        characters is left alone (it would replace ordinary words)."""
+        if len(text) < shortest:
+            return
+        for form in escaped_forms(text):
+            if len(form) >= shortest and form not in self.marks:
+                self.marks[form] = replacement
+                self._pattern = None
 
     def text(self, text: str) -> str:
         """`text` with every form of every secret value learned replaced by the value's mark (the
@@ -228,6 +223,23 @@ class Redactor:
         if isinstance(value, dict):
             return {self.data(key): self.data(item) for key, item in value.items()}
         return value
+
+
+class Redactor(KnownValues):
+    """The redaction step of one run: what it writes anywhere passes through it first. It learns the
+    run's secret values as they appear, before any text that could hold them is written."""
+
+    def learn(self, value, view: LabelView) -> None:
+        """Take the parts of `value` that `view` labels `secret` as the run's secret values."""
+        for part in secret_parts(value, view):
+            text = part if isinstance(part, str) else canonical(part)
+            if len(text) >= SHORTEST:
+                self.add(text, mark(part))
+
+    def labelled(self, value, labels: frozenset[str]):
+        """`value` as planc writes it: its mark when `labels` say `secret`, else every secret in it
+        marked."""
+        return mark(value) if SECRET in labels else self.data(value)
 
     def event(self, event: dict) -> dict:
         """An event as planc writes it: every field but those planc writes itself (`PLANC_FIELDS`)
