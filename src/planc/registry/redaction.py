@@ -57,7 +57,8 @@ class RedactionKeyProblem(ValueError):
     """The redaction key cannot be used: what is wrong, and what to do."""
 
 
-_keys: dict[Path, tuple[tuple, bytes]] = {}  # the key file -> (what its status was, its key)
+Status = tuple[int, int, int, int]  # a file's inode, modification time, mode and owner
+_keys: dict[Path, tuple[Status | None, bytes]] = {}  # the key file -> (its status when read, its key)
 
 
 def key_path() -> Path:
@@ -93,7 +94,7 @@ def redaction_key() -> bytes:
     return key
 
 
-def _status(path: Path) -> tuple | None:
+def _status(path: Path) -> Status | None:
     try:
         status = path.stat()
     except OSError:
@@ -101,18 +102,18 @@ def _status(path: Path) -> tuple | None:
     return status.st_ino, status.st_mtime_ns, status.st_mode, status.st_uid
 
 
-def canonical(value) -> str:
+def canonical(value: object) -> str:
     """`value` as compact JSON with sorted keys: what a mark's hash and length are of."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True, default=str)
 
 
-def keyed_hash(value) -> str:
+def keyed_hash(value: object) -> str:
     """The HMAC-SHA-256 of `value` (its canonical JSON) under the redaction key, in hex."""
     text = canonical(value).encode("utf-8", "surrogatepass")
     return hmac.new(redaction_key(), text, hashlib.sha256).hexdigest()
 
 
-def mark(value) -> str:
+def mark(value: object) -> str:
     """What planc writes in place of `value`, a secret: its length and keyed hash, never itself.
 
     >>> found = mark("hunter2")
@@ -123,14 +124,14 @@ def mark(value) -> str:
     return f"(redacted secret: {length} chars, hmac {keyed_hash(value)[:16]})"
 
 
-def is_redacted(value) -> bool:
+def is_redacted(value: object) -> bool:
     """Whether `value` is a mark: this one, or the one runs recorded before keyed marks wrote."""
     if isinstance(value, str):
         return MARK.fullmatch(value) is not None
     return isinstance(value, dict) and len(value) == 1 and LEGACY in value
 
 
-def shown_arguments(arguments: Mapping, sources: Mapping[str, frozenset[str]]) -> dict:
+def shown_arguments(arguments: Mapping[str, object], sources: Mapping[str, frozenset[str]]) -> dict:
     """`arguments` with each one whose labels (`sources`) say `secret` replaced by its mark."""
     if not any(SECRET in labels for labels in sources.values()):
         return dict(arguments)
@@ -153,7 +154,7 @@ def escaped_forms(text: str) -> set[str]:
     return forms
 
 
-def secret_parts(value, view: LabelView) -> Iterator[object]:
+def secret_parts(value: object, view: LabelView) -> Iterator[object]:
     """The strings and numbers of `value` that its labels (`view`) say are `secret`."""
     if SECRET in union(view.labels, node_labels(view.schema)):
         yield from _leaves(value)
@@ -161,13 +162,13 @@ def secret_parts(value, view: LabelView) -> Iterator[object]:
         return
     elif isinstance(value, dict):
         for key, inner in value.items():
-            yield from secret_parts(inner, view.field(key))
+            yield from secret_parts(inner, view.field(str(key)))
     elif isinstance(value, list):
         for inner in value:
             yield from secret_parts(inner, view.item())
 
 
-def _leaves(value) -> Iterator[object]:
+def _leaves(value: object) -> Iterator[object]:
     stack = [value]
     while stack:
         found = stack.pop()
@@ -187,7 +188,7 @@ class KnownValues:
 
     def __init__(self) -> None:
         self.marks: dict[str, str] = {}  # each escaped form of a known value -> what replaces it
-        self._pattern: re.Pattern | None = None
+        self._pattern: re.Pattern[str] | None = None
 
     def add(self, text: str, replacement: str, shortest: int = SHORTEST) -> None:
         """Take `text` out of every text, writing `replacement`; a `text` shorter than `shortest`
@@ -211,7 +212,7 @@ class KnownValues:
         marks = self.marks
         return self._pattern.sub(lambda found: found[0] if found[1] else marks[found[0]], text)
 
-    def data(self, value):
+    def data(self, value: object) -> object:
         """`value` (JSON data, or a tuple of them) with `text` applied to every string in it, keys
         included."""
         if not self.marks:
@@ -229,14 +230,14 @@ class Redactor(KnownValues):
     """The redaction step of one run: what it writes anywhere passes through it first. It learns the
     run's secret values as they appear, before any text that could hold them is written."""
 
-    def learn(self, value, view: LabelView) -> None:
+    def learn(self, value: object, view: LabelView) -> None:
         """Take the parts of `value` that `view` labels `secret` as the run's secret values."""
         for part in secret_parts(value, view):
             text = part if isinstance(part, str) else canonical(part)
             if len(text) >= SHORTEST:
                 self.add(text, mark(part))
 
-    def labelled(self, value, labels: frozenset[str]):
+    def labelled(self, value: object, labels: frozenset[str]) -> object:
         """`value` as planc writes it: its mark when `labels` say `secret`, else every secret in it
         marked."""
         return mark(value) if SECRET in labels else self.data(value)

@@ -6,6 +6,7 @@ a step ran or how the run ended.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from planc.diagnostics import Diagnostic
 from planc.diagnostics.build import diagnostic
@@ -14,8 +15,11 @@ from planc.registry.labels import SECRET
 from planc.syntax.printer import print_expr
 from planc.syntax.steps import deciding
 
+if TYPE_CHECKING:
+    from planc.passes.flow.flow import CallFlow
 
-def secret_control(calls: Mapping) -> list[Diagnostic]:
+
+def secret_control(calls: Mapping[str, CallFlow]) -> list[Diagnostic]:
     """One warning for each reference that carries `secret` into what decides whether a step runs (the
     `control` of each step's flow in `calls`, step path -> CallFlow) or whether an `exit` ends the run,
     at the first step it decides."""
@@ -23,7 +27,7 @@ def secret_control(calls: Mapping) -> list[Diagnostic]:
     return [warning for path, call in calls.items() for warning in _deciders(path, call, seen)]
 
 
-def _deciders(path: str, call, seen: set[int]) -> Iterator[Diagnostic]:
+def _deciders(path: str, call: CallFlow, seen: set[int]) -> Iterator[Diagnostic]:
     """A warning for each reference carrying `secret`, not `seen` before, that decides whether `call`'s
     step runs, or whether it ends the run (an `exit`)."""
     if SECRET in call.control:
