@@ -162,6 +162,18 @@ def written(project, result, events, spans) -> dict[str, str]:
     return texts
 
 
+def ran(project, spans, text: str, code: int, status: str, made: list[str]) -> dict[str, str]:
+    """`planc run` of `text` with an events file and spans: it ends with exit `code`, recorded `status`,
+    the calls `made` and no traceback; what it wrote (`written`)."""
+    (project / "p.plan").write_text(text, encoding="utf-8")
+    events = project / "events.jsonl"
+    result = invoke("run", "p.plan", "--events", events, "--otel", "--answers", "answers.json")
+    assert "Traceback" not in result.output
+    ended = (result.exit_code, statuses(project), calls(project))
+    assert ended == (code, [status], made), result.output
+    return written(project, result, events, spans)
+
+
 def leaks(texts: dict[str, str], secret: str) -> list[tuple[str, str]]:
     found = []
     for window in windows(secret):
@@ -174,13 +186,7 @@ def leaks(texts: dict[str, str], secret: str) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("case", list(PLANS))
 def test_a_secret_reaching_a_text_is_written_nowhere(project, spans, case, field, secret):
     text, code, status, made = PLANS[case]
-    (project / "p.plan").write_text(text.replace("FIELD", field), encoding="utf-8")
-    events = project / "events.jsonl"
-    result = invoke("run", "p.plan", "--events", events, "--otel", "--answers", "answers.json")
-    assert "Traceback" not in result.output
-    ran = (result.exit_code, statuses(project), calls(project))
-    assert ran == (code, [status], made), result.output
-    texts = written(project, result, events, spans)
+    texts = ran(project, spans, text.replace("FIELD", field), code, status, made)
     assert leaks(texts, secret) == []
     assert MARK.search(texts["show-run text"]) and MARK.search(texts["events"])
 
@@ -190,15 +196,8 @@ def test_a_field_labelled_secret_is_written_nowhere_and_the_rest_is_kept(project
     """`login` is trusted, and its `returns` labels only `password` secret: the password is written
     nowhere, and the user's name, in the same result, is kept as it is."""
     text, code, status, made = PLANS[case]
-    (project / "p.plan").write_text(text.replace("vault()", "login()").replace("FIELD", "password"),
-                                    encoding="utf-8")
-    events = project / "events.jsonl"
-    result = invoke("run", "p.plan", "--events", events, "--otel", "--answers", "answers.json")
-    assert "Traceback" not in result.output
-    made = ["login", *made[1:]]
-    ran = (result.exit_code, statuses(project), calls(project))
-    assert ran == (code, [status], made), result.output
-    texts = written(project, result, events, spans)
+    texts = ran(project, spans, text.replace("vault()", "login()").replace("FIELD", "password"), code,
+                status, ["login", *made[1:]])
     assert leaks(texts, PASSWORD) == []
     assert "annie" in texts["store"] and '"annie"' in texts["events"]
 
@@ -227,13 +226,7 @@ def test_the_twin_whose_value_is_not_secret_writes_it(project, spans, case):
     declared = toml.read_text().replace('labels = ["secret"]', "labels = []")
     toml.write_text(declared, encoding="utf-8")
     text, code, status, made = PLANS[case]
-    (project / "p.plan").write_text(text.replace("FIELD", "token"), encoding="utf-8")
-    events = project / "events.jsonl"
-    result = invoke("run", "p.plan", "--events", events, "--otel", "--answers", "answers.json")
-    assert "Traceback" not in result.output
-    ran = (result.exit_code, statuses(project), calls(project))
-    assert ran == (code, [status], made), result.output
-    texts = written(project, result, events, spans)
+    texts = ran(project, spans, text.replace("FIELD", "token"), code, status, made)
     assert {name for name, _ in leaks(texts, TOKEN)} >= {"store", "show-run text", "show-run json",
                                                          "show-run html", "events"}
 
