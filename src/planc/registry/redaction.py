@@ -125,10 +125,26 @@ def mark(value: object) -> str:
 
 
 def is_redacted(value: object) -> bool:
-    """Whether `value` is a mark: this one, or the one runs recorded before keyed marks wrote."""
-    if isinstance(value, str):
-        return MARK.fullmatch(value) is not None
-    return isinstance(value, dict) and len(value) == 1 and LEGACY in value
+    """Whether `value` is or holds a mark (this one, or the one runs recorded before keyed marks
+    wrote): what a record keeps of it is not what it was.
+
+    >>> is_redacted({"user": "annie", "password": mark("hunter2")}), is_redacted({"user": "annie"})
+    (True, False)
+    """
+    stack = [value]
+    while stack:
+        found = stack.pop()
+        if isinstance(found, str):
+            if MARK.search(found):
+                return True
+        elif isinstance(found, dict):
+            if LEGACY in found:
+                return True
+            stack.extend(found.keys())
+            stack.extend(found.values())
+        elif isinstance(found, list):
+            stack.extend(found)
+    return False
 
 
 def shown_arguments(arguments: Mapping[str, object], sources: Mapping[str, frozenset[str]]) -> dict:

@@ -135,11 +135,13 @@ def _same_call(held: dict, call: Call, asked, step, run_id, doing: str) -> None:
 
 
 def _usable(held: dict, call: Call, step):
-    """The recorded result of `held`, unless the record kept only its mark (it was `secret`)."""
+    """The recorded result of `held`, unless the record kept a mark in its place, or in a part's
+    (it was `secret`)."""
     if is_redacted(held["output"]):
-        raise DivergenceError(f"step {call.step}: the record keeps only the length and hash of what "
-                              f"`{call.tool.name}` returned, as it was labelled secret: it cannot be given again "
-                              "without calling the tool", _node(step))
+        raise DivergenceError(f"step {call.step}: the record keeps only the mark of what "
+                              f"`{call.tool.name}` returned, or of its parts, as they were "
+                              "labelled secret: it cannot be given again without calling the tool",
+                              _node(step))
     return held["output"]
 
 
@@ -265,7 +267,7 @@ class Resume(Recorder):
             return Proceed() if held["outcome"] == "approved" else None
         _recorded_end(held, step)
         if held["outcome"] == "ok" and is_redacted(held["output"]) and changes_nothing(call):
-            self.again[id(call)] = held["sequence"]  # its result is kept as a mark: call again
+            self.again[id(call)] = held["sequence"]  # its result holds a mark: call again
             return None
         if held["outcome"] == "ok":
             return Skip(_usable(held, call, step))
