@@ -56,6 +56,11 @@ def login():
     return {{"user": "annie", "password": {PASSWORD!r}}}
 
 
+def dossier():
+    _called("dossier")
+    return {{"bio": "annie " * 1000, "password": {PASSWORD!r}}}
+
+
 def use(code):
     _called("use")
     raise ValueError(f"the code {{code!r}} was refused")
@@ -88,6 +93,13 @@ labels = ["secret"]
 provider = "python:{module}:login"
 params = {{}}
 returns = {{ type = "object", properties = {{ user = {{ type = "string" }}, password = {{ type = "string", x-labels = ["secret"] }} }} }}
+effects = {{ read_only = true, open_world = false }}
+labels = []
+
+[tools.dossier]
+provider = "python:{module}:dossier"
+params = {{}}
+returns = {{ type = "object", properties = {{ bio = {{ type = "string" }}, password = {{ type = "string", x-labels = ["secret"] }} }} }}
 effects = {{ read_only = true, open_world = false }}
 labels = []
 
@@ -296,3 +308,21 @@ def test_a_secret_that_decides_which_steps_run_is_a_warning(project, text, warne
     result = invoke("run", "p.plan")  # a warning: the plan runs
     assert result.exit_code == 0 and "Traceback" not in result.output
     assert calls(project) == made and statuses(project) == ["ok"]
+
+
+@pytest.mark.parametrize("secret", [True, False])
+def test_a_large_value_holding_a_mark_is_kept_inline(project, secret):
+    """A result longer than a page is kept once, aside, under the hash of its text, unless it holds a
+    mark: that hash would differ with the secret where only the mark may."""
+    if not secret:
+        toml = project / "planc.toml"
+        toml.write_text(toml.read_text().replace(', x-labels = ["secret"]', ""), encoding="utf-8")
+    (project / "p.plan").write_text("dossier()\n", encoding="utf-8")
+    result = invoke("run", "p.plan")
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    assert calls(project) == ["dossier"] and statuses(project) == ["ok"]
+    with sqlite3.connect(project / "runs.sqlite") as db:
+        [(output,)] = db.execute("SELECT output FROM calls")
+        [(aside,)] = db.execute("SELECT count(*) FROM large_values")
+    assert output.startswith("@") is (not secret) and (aside == 0) is secret
+    assert (PASSWORD in output) is False
