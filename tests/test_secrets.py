@@ -312,8 +312,8 @@ def test_a_secret_that_decides_which_steps_run_is_a_warning(project, text, warne
 
 @pytest.mark.parametrize("secret", [True, False])
 def test_a_large_value_holding_a_mark_is_kept_inline(project, secret):
-    """A result longer than a page is kept once, aside, under the hash of its text, unless it holds a
-    mark: that hash would differ with the secret where only the mark may."""
+    """A result longer than a page is kept once, aside, under the hash of its text, unless it holds
+    a mark: that hash would differ with the secret where only the mark may."""
     if not secret:
         toml = project / "planc.toml"
         toml.write_text(toml.read_text().replace(', x-labels = ["secret"]', ""), encoding="utf-8")

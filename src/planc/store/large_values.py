@@ -11,8 +11,8 @@ and where it belongs the store keeps a reference instead:
   their hashes.
 
 Reading a run loads each large value once and hands the same value to every place that refers
-to it. A text that holds a secret's mark stays inline: its hash would depend on the secret, where the
-mark alone does, and is replaced whole by whoever compares records with marks set aside.
+to it. A text that holds a secret's mark stays inline: its hash would depend on the secret, where
+the mark alone does, and is replaced whole by whoever compares records with marks set aside.
 """
 
 from __future__ import annotations
