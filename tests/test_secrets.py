@@ -10,7 +10,8 @@ tool's error that quotes its argument, a JSON Schema validation error, a pure st
 twin (the same tool declaring `labels = []`) writes the value, so each check can fail. A field
 `x-labels` marks secret is kept out and the rest of its result kept. A six-digit secret's mark and
 its call's idempotency key are not found by hashing every candidate as the unkeyed marks and keys
-were made; with the key, the mark is found.
+were made; with the key, the mark is found. A secret that decides which steps run is W508; a large
+value holding a mark is kept inline; a run recorded with the unkeyed marks still reads.
 """
 
 from __future__ import annotations
@@ -326,3 +327,19 @@ def test_a_large_value_holding_a_mark_is_kept_inline(project, secret):
         [(aside,)] = db.execute("SELECT count(*) FROM large_values")
     assert output.startswith("@") is (not secret) and (aside == 0) is secret
     assert (PASSWORD in output) is False
+
+
+def test_a_run_recorded_with_the_unkeyed_marks_still_reads(project):
+    """A record an earlier planc wrote holds `{"planc/redacted": {...}}` where a mark is now:
+    `show-run` shows it in every format, and a replay stops there, saying it was labelled secret."""
+    (project / "p.plan").write_text("vault()\nnote(text: $1.token)\n", encoding="utf-8")
+    assert invoke("run", "p.plan").exit_code == 0
+    legacy = json.dumps({"planc/redacted": {"length": 22, "sha256": "0" * 64}})
+    with sqlite3.connect(project / "runs.sqlite") as db:
+        db.execute("UPDATE calls SET output = ? WHERE tool = 'vault'", (legacy,))
+    for form in ("text", "json", "html"):
+        shown = invoke("show-run", "last", "--format", form)
+        assert shown.exit_code == 0 and "planc/redacted" in shown.output, shown.output
+    replay = invoke("replay", "last")
+    assert replay.exit_code == 1 and "labelled secret" in replay.output
+    assert "Traceback" not in replay.output and calls(project) == ["vault", "note"]
