@@ -17,6 +17,7 @@ value holding a mark is kept inline; a run recorded with the unkeyed marks still
 from __future__ import annotations
 
 import hashlib
+import io
 import hmac
 import json
 import re
@@ -343,3 +344,21 @@ def test_a_run_recorded_with_the_unkeyed_marks_still_reads(project):
     replay = invoke("replay", "last")
     assert replay.exit_code == 1 and "labelled secret" in replay.output
     assert "Traceback" not in replay.output and calls(project) == ["vault", "note"]
+
+
+def test_the_terminal_approval_shows_a_secret_argument_as_its_mark():
+    """`planc run --approve` asks on stderr: a call's `secret` argument is shown by its mark."""
+    from rich.console import Console
+
+    from planc.backend.calls.approve import describe
+    from planc.backend.calls.hooks import Call
+    from planc.registry.labels import label_set
+    from planc.registry.redaction import mark
+    from planc.registry.tool import Tool
+
+    tool = Tool("unlock", {"pin": {"type": "string"}, "note": {"type": "string"}}, labels=[])
+    call = Call("2", tool, {"pin": TOKEN, "note": "plain"}, sources={"pin": label_set(["secret"])})
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(describe(call))
+    shown = console.export_text()
+    assert TOKEN[:6] not in shown and mark(TOKEN) in shown and "plain" in shown
