@@ -162,9 +162,15 @@ async def judge(run, question: str, step: ast.Step, path: str, shown: frozenset 
     try:
         answer = await ask_yes_no(model, question)
     except ModelError as error:
-        raise RunError(f"step {path}: {error}", step.tool) from None
+        raise RunError(f"step {path}: {_quoting(error, shown)}", step.tool) from None
     run.emit("inference_finished", step=path, answer=answer)
     return answer
+
+
+def _quoting(error: Exception, shown: frozenset[str]) -> str:
+    """What a model's failure says (it may quote the question or the answer): its mark when the
+    model was shown a `secret`."""
+    return mark(str(error)) if SECRET in shown else str(error)
 
 
 async def condition(run, step: ast.Step, path: str, scope: Scope) -> tuple[bool, frozenset]:
@@ -396,7 +402,7 @@ async def run_agent(run, step, path, scope, piped, in_loop, shown):
         answered = await agent_loop(chat, turn, call_tool, conversation.messages, repair)
         return Labelled(answered, LabelView(conversation.labels))
     except (ModelError, CheckFailed) as error:
-        raise RunError(f"step {path}: {error}", step.tool) from None
+        raise RunError(f"step {path}: {_quoting(error, conversation.labels)}", step.tool) from None
 
 
 def _conversation(run, step, path: str, scope: Scope):
