@@ -147,6 +147,29 @@ def is_redacted(value: object) -> bool:
     return False
 
 
+def cut(text: str, limit: int) -> str:
+    """`text` cut at `limit` characters, "…" after, where a secret's mark counts as one character
+    and is kept whole or left out: where a text is cut does not depend on any secret.
+
+    >>> marks = [f"(redacted secret: {n} chars, hmac {'0' * 16})" for n in (9, 10)]
+    >>> [cut(f"code {found} refused", 9).replace(found, "M") for found in marks]
+    ['code M re…', 'code M re…']
+    >>> cut("x" * 5, 5), cut("x" * 6, 5)
+    ('xxxxx', 'xxxxx…')
+    """
+    if len(text) <= limit:
+        return text
+    end = counted = 0  # where the last mark kept ends, and how many characters count up to there
+    for found in MARK.finditer(text):
+        plain = found.start() - end
+        if counted + plain >= limit:
+            break
+        end, counted = found.end(), counted + plain + 1
+    if counted + len(text) - end <= limit:
+        return text
+    return text[:end + limit - counted] + "…"
+
+
 def shown_arguments(arguments: Mapping[str, object], sources: Mapping[str, frozenset[str]]) -> dict:
     """`arguments` with each one whose labels (`sources`) say `secret` replaced by its mark."""
     if not any(SECRET in labels for labels in sources.values()):

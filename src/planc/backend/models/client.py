@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from planc.registry.declarations import DEFAULT_MODEL_ROLE, ModelConfig
-from planc.registry.redaction import MARK
+from planc.registry.redaction import cut
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
 from planc.syntax.json_input import read_json
@@ -263,22 +263,9 @@ def _error_message(data: object, response: httpx.Response) -> str:
 
 
 def excerpt(text: str, limit: int = 200) -> str:
-    """`text` on one line, cut at `limit` characters. A secret's mark counts as one character and is
-    kept whole or left out, so that where the text is cut does not depend on any secret.
+    """`text` on one line, cut at `limit` characters (a secret's mark counting as one: `cut`).
 
     >>> excerpt("a\\n  b"), len(excerpt("x" * 300))
     ('a b', 201)
-    >>> marks = [f"(redacted secret: {n} chars, hmac {'0' * 16})" for n in (9, 10)]
-    >>> [excerpt(f"code {mark} refused", 9).replace(mark, "M") for mark in marks]
-    ['code M re…', 'code M re…']
     """
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    end = counted = 0
-    for found in MARK.finditer(flat):
-        plain = found.start() - end
-        if counted + plain >= limit:
-            break
-        end, counted = found.end(), counted + plain + 1
-    return flat if counted + len(flat) - end <= limit else flat[:end + limit - counted] + "…"
+    return cut(" ".join(text.split()), limit)

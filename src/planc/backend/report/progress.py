@@ -20,6 +20,7 @@ import json
 from collections.abc import Iterator
 
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.redaction import cut
 
 INPUT_CHARS = 80
 
@@ -38,8 +39,7 @@ def summary(value: object) -> str:
 
 
 def _short(text: str, limit: int = INPUT_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut(" ".join(text.split()), limit - 1)
 
 
 ENDED_CALLS = ("tool_finished", "tool_failed")  # the events of a tool call that ended, as it ended
