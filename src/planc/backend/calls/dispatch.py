@@ -32,7 +32,7 @@ from planc.backend.calls.spending import more_than_declared
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import Aborted, RunError, ToolFailed
 from planc.registry.declarations import limits_of
-from planc.registry.labels import NO_LABELS, SECRET, LabelView
+from planc.registry.labels import NO_LABELS, SECRET, LabelView, subtree_labels
 from planc.registry.redaction import mark
 from planc.registry.tool import PYTHON_TYPES
 from planc.syntax import ast
@@ -52,15 +52,16 @@ class Dispatch:
         if not tool.provider.startswith("plan:"):  # a declared plan's own calls are counted as they are made
             self.session.spending.call(tool, call.step, step.tool)
         self.validate(call, step)
+        shown = call.shown_input()
         call = Call(call.step, tool, call.args, call.scope, plan_stack.current(),  # not attrs.evolve: 5x as slow
-                    idempotency_key(self.session.run_id, call.step, call.shown_input()), call.id,
+                    idempotency_key(self.session.run_id, call.step, shown), call.id,
                     call.sources, call.control,
                     self.authorize(call, step, in_loop))
         answer = self.from_record(call, step)
         if answer is None:  # only a call that will really be made is put to the gate
             answer = await self.approved(call, step)
         # `usd`: what the call costs when it is really made (not answered from the record): what the run spent.
-        self.run.emit("tool_started", step=call.step, tool=tool.name, input=call.shown_input(),
+        self.run.emit("tool_started", step=call.step, tool=tool.name, input=shown,
                       **({"call_id": call.id} if call.id is not None else {}),
                       **({"usd": tool.cost.usd} if tool.cost.usd and not isinstance(answer, Skip) else {}))
         try:
@@ -142,14 +143,17 @@ class Dispatch:
         registry, mcp = self.session.registry, self.session.mcp
         executor = self.executor_for(in_loop)
         token = calling.set((call, step))
-        redactor, own = self.session.redactor, LabelView(call.tool.labels, call.tool.returns)
+        learn = None
+        if SECRET in call.tool.labels or SECRET in subtree_labels(call.tool.returns):
+            redactor, own = self.session.redactor, LabelView(call.tool.labels, call.tool.returns)
+            learn = lambda result: redactor.learn(result, own)  # noqa: E731
         try:
             return await recorded_call(
                 self.session.recorder, call,
                 lambda: call_provider(call.tool, call.args, registry, mcp, key=call.key, executor=executor),
                 what=f"step {call.step}: `{call.tool.name}`", explain=lambda error: recorded_error(call, error),
                 limit_bytes=result_bytes(registry),
-                learn=lambda result: redactor.learn(result, own))
+                learn=learn)
         finally:
             calling.reset(token)
 

@@ -86,12 +86,18 @@ class Session:
         if "step" in fields:
             fields["stack"] = plan_stack.as_data(plan_stack.current())
         if error is None:
-            self.events(self.redactor.event({"event": event, **fields}))
+            said = {"event": event, **fields}
+        else:
+            code = {"code": error.code} if getattr(error, "code", None) else {}
+            said = {"event": event, **fields, "error": str(error),
+                    "error_type": type(error).__name__, **code}
+        if self.redactor.marks:
+            said = self.redactor.event(said)
+        if error is None:
+            self.events(said)
             return
         with contextlib.suppress(RunError):
-            code = {"code": error.code} if getattr(error, "code", None) else {}
-            self.events(self.redactor.event({"event": event, **fields, "error": str(error),
-                                             "error_type": type(error).__name__, **code}))
+            self.events(said)
 
     @property
     def calls_tools(self) -> bool:
