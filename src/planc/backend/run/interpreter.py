@@ -292,7 +292,8 @@ class Run:
                                                 added.whole() if added is not None else NO_LABELS, items)
         self.finished[path] = result
         whole = view.whole()
-        if SECRET in whole and tool.name in PURE_STEPS and tool.provider == "builtin":
+        if SECRET in whole and tool.name in PURE_STEPS and tool.provider == "builtin" and any(
+                SECRET in labels for labels in sources.values()):
             self.session.redactor.learn(result, view)  # a secret made over (`upper`) is one too
         self.emit("step_finished", step=path, result=self.session.redactor.labelled(result, whole))
         return result
