@@ -54,6 +54,12 @@ def _temporary_files_in_memory() -> None:
 
 _temporary_files_in_memory()
 
+# The user's planc folder (the redaction key, OAuth tokens) is the tests' own, never the real one.
+# It outlives a session, so that the session that replays every recorded run
+# (test_replay_every_run.py) marks secrets with the key that recorded them.
+_CONFIG = Path(tempfile.gettempdir()) / f"planc-tests-config-{os.getuid()}"
+os.environ["XDG_CONFIG_HOME"] = str(_CONFIG)
+
 
 # A run is traced only where a test asks (tests/test_traces.py), whatever the environment says.
 for _variable in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
@@ -103,6 +109,30 @@ def mcp_project(tmp_path_factory):
     with forked_servers(folder / "forks") as forks:
         config.write_text(servers_toml(repo, "timeout_s = 30\n", forks), encoding="utf-8")
         yield config, repo, invoke("registry", "sync", "--config", str(config))
+
+
+@pytest.fixture(scope="session")
+def memory_exporter():
+    """The OpenTelemetry SDK's in-memory exporter, behind the tracer provider of this process (set
+    once per process: test_traces.py and test_secrets.py share it)."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    assert trace.get_tracer_provider() is provider, "another tracer provider was set first"
+    return exporter
+
+
+@pytest.fixture
+def spans(memory_exporter):
+    """The spans a test's runs make, and only those."""
+    memory_exporter.clear()
+    return memory_exporter
 
 
 @pytest.fixture(scope="session")

@@ -459,7 +459,7 @@ def test_a_secret_is_never_written_by_planc(project):
     assert secret.encode() not in written
     assert b"plain" in written  # what is not secret is kept as it is
     shown = invoke("show-run", "last")
-    assert secret not in shown.output and "planc/redacted" in shown.output
+    assert secret not in shown.output and "(redacted secret: 20 chars, hmac " in shown.output
     replay = invoke("replay", "last")
     assert replay.exit_code == 1 and "labelled secret" in replay.output and "Traceback" not in replay.output
 

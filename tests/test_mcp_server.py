@@ -24,6 +24,8 @@ from cli import HANG_GUARD_S, PLANC, invoke, planc_completed, planc_forks
 from test_attacks import calls, statuses  # the spy's lines, the recorded statuses
 from tool_project import tool_project
 
+from planc.registry.redaction import MARK
+
 pytest.importorskip("mcp.server.mcpserver")
 from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
@@ -54,6 +56,11 @@ def send(text):
 def note(text):
     _called(f"note {text}")
     return text
+
+
+def vault():
+    _called("vault")
+    return {"token": "QXZJVKQXZJVKQXZJVKQX"}
 
 
 def hold(name):
@@ -89,6 +96,12 @@ params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 labels = []
 effects = {{ read_only = false, idempotent = false }}
+
+[tools.vault]
+provider = "python:{module}:vault"
+params = {{}}
+labels = ["secret"]
+effects = {{ read_only = true, idempotent = true }}
 
 [tools.hold]
 provider = "python:{module}:hold"
@@ -649,6 +662,35 @@ class Answers:
         if self.answer is None:
             return types.ElicitResult(action="decline")
         return types.ElicitResult(action="accept", content={"answer": self.answer})
+
+
+def test_a_secret_reaches_the_client_as_its_mark_only(project):
+    """`run_plan`'s answer (its result, its message, its progress) and `show_run` hold the mark of a
+    value labelled `secret`, never the value."""
+    secret = "QXZJVKQXZJVKQXZJVKQX"
+    errlog = (project / "server.err").open("w+")
+    progress = []
+
+    async def told(done, total, message):
+        progress.append(message)
+
+    async def main():
+        async with stdio_session(project, errlog) as session:
+            plans = ['vault()', 'vault()\nexit(status: "error", message: "the code is {$1.token}")']
+            ran = [answer(await session.call_tool("run_plan", {"plan": plan},
+                                                  progress_callback=told)) for plan in plans]
+            shown = [answer(await session.call_tool("show_run", {"run": each["run"]}))
+                     for each in ran]
+            return ran, shown
+
+    ran, shown = asyncio.run(main())
+    errlog.seek(0)
+    no_traceback(errlog.read())
+    assert [each["status"] for each in ran] == ["ok", "error"]
+    assert MARK.fullmatch(ran[0]["result"]) and MARK.fullmatch(ran[1]["message"])
+    said = json.dumps([ran, shown, progress])
+    assert secret[:6] not in said and MARK.search(json.dumps(shown))
+    assert calls(project) == ["vault", "vault"] and statuses(project) == ["ok", "error"]
 
 
 ASK = 'topic = ask(question: "Which topic?")\nlookup(topic: $topic)'

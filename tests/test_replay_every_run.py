@@ -33,7 +33,7 @@ import attrs
 import pytest
 from cli import PRINTED, invoke, printed_in
 
-from planc.registry.labels import is_redacted
+from planc.registry.redaction import is_redacted
 
 pytestmark = pytest.mark.last
 
@@ -146,7 +146,7 @@ def replay_store(store: Path) -> Tally:
         else:
             status, stdout, stderr = expected(run)
         result = invoke("replay", run["id"], "--store", str(store))
-        if any(is_redacted(call["output"]) for call in run["calls"]):  # a secret result: kept as its hash only
+        if any(is_redacted(call["output"]) for call in run["calls"]):  # a secret result: a mark
             assert result.exit_code == 1 and "labelled secret" in result.output, result.output
             continue
         assert not isinstance(result.exception, Called), f"{store} {run['id']}: {result.exception}"

@@ -22,6 +22,7 @@ from cli import HANG_GUARD_S, invoke, planc_executable
 pytest.importorskip("fastapi", reason="the service example needs FastAPI: pip install 'planc[service]'")
 from fastapi.testclient import TestClient  # noqa: E402
 
+from planc.registry.redaction import MARK  # noqa: E402
 from planc.store.run_store import RunStore  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "service"
@@ -31,8 +32,36 @@ PLAN = 'price(item: "toner")\norder(item: "toner", quantity: 2)\n'
 @pytest.fixture
 def service(tmp_path, monkeypatch):
     """A copy of the example (its run store and orders file in the copy) and its app, imported afresh."""
+    yield from serving(tmp_path, monkeypatch)
+
+
+# A shop tool whose result is a secret: a coupon's code.
+COUPON = "QXZJVKQXZJVKQXZJVKQX"
+COUPON_TOML = """
+[tools.coupon]
+provider = "python:shop:coupon"
+params = {}
+returns = { type = "object", properties = { code = { type = "string" } } }
+effects = { read_only = true, open_world = false }
+labels = ["secret"]
+"""
+COUPON_TOOL = f"\n\ndef coupon() -> dict:\n    return {{'code': {COUPON!r}}}\n"
+
+
+@pytest.fixture
+def secret_service(tmp_path, monkeypatch):
+    """The service, its shop also giving coupons: `coupon()` returns a secret code."""
+    yield from serving(tmp_path, monkeypatch, COUPON_TOML, COUPON_TOOL)
+
+
+def serving(tmp_path, monkeypatch, toml: str = "", tools: str = ""):
+    """A copy of the example, `toml` added to its planc.toml and `tools` to its shop; its app."""
     folder = tmp_path / "service"
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("__pycache__", ".planc", "orders.jsonl"))
+    with open(folder / "planc.toml", "a", encoding="utf-8") as declared:
+        declared.write(toml)
+    with open(folder / "shop.py", "a", encoding="utf-8") as shop:
+        shop.write(tools)
     monkeypatch.chdir(folder)
     monkeypatch.setenv("SHOP_ORDERS", str(folder / "orders.jsonl"))
     monkeypatch.delenv("PLANC_STORE", raising=False)
@@ -173,3 +202,25 @@ def test_two_processes_approving_at_once_place_the_order_once(service):
     assert "Traceback" not in err and len(err.splitlines()) == 1 and err.startswith(f"error: run {run_id} ")
     assert orders(folder) == [{"item": "toner", "quantity": 2}]
     assert outcomes(folder, run_id) == [("price", "ok"), ("order", "ok")]
+
+
+def test_a_secret_reaches_the_services_answers_as_its_mark_only(secret_service):
+    """A result that is a secret, the input of a call that waits for approval, the run as GET shows
+    it and the result of a call made with the secret hold the coupon code's mark, never the code;
+    the order is placed with the code itself."""
+    folder, app = secret_service
+    client = TestClient(app)
+    ended = client.post("/runs", json={"plan": "coupon()\n"})
+    assert ended.status_code == 200 and MARK.fullmatch(ended.json()["result"]), ended.text
+    waits = client.post("/runs", json={"plan": "coupon()\norder(item: $1.code, quantity: 1)\n"})
+    assert waits.status_code == 202, waits.text
+    [waiting] = waits.json()["waiting"]
+    assert MARK.fullmatch(waiting["input"]["item"]) and waiting["input"]["quantity"] == 1
+    run_id = waits.json()["run"]
+    shown = client.get(f"/runs/{run_id}")
+    approved = client.post(f"/runs/{run_id}/approve", json={})
+    assert approved.status_code == 200 and approved.json()["status"] == "ok", approved.text
+    said = [ended.text, waits.text, shown.text, approved.text]
+    assert not any(COUPON[:6] in text for text in said), said
+    assert all(MARK.search(text) for text in said), said
+    assert orders(folder) == [{"item": COUPON, "quantity": 1}]

@@ -199,28 +199,6 @@ def test_a_resumed_run_numbers_its_events_on_from_the_last_one_recorded(project,
 # --- spans, in this process
 
 
-@pytest.fixture(scope="module")
-def memory_exporter():
-    """The SDK's in-memory exporter, behind the tracer provider of this process (set once per process)."""
-    from opentelemetry import trace
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)
-    assert trace.get_tracer_provider() is provider, "another tracer provider was set in this process first"
-    return exporter
-
-
-@pytest.fixture
-def spans(memory_exporter):
-    memory_exporter.clear()
-    return memory_exporter
-
-
 def tree(finished) -> list:
     """The spans as (name, [children]) from each root, children in the order they started."""
     children = defaultdict(list)

@@ -81,7 +81,8 @@ async def ended(running):
         return JSONResponse({"error": str(error)}, status_code=404)
     except RunError as error:  # a denied order stops the run before it; a failed step, likewise
         return {"status": "failed", "error": str(error)}
-    return {"run": result.run_id, "status": result.status, "result": result.value}
+    # `kept()`: the result as planc writes it anywhere, a value labelled `secret` as its mark.
+    return {"run": result.run_id, "status": result.status, "result": result.kept()}
 
 
 def waiting(calls: list[dict]) -> list[dict]:

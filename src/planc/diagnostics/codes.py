@@ -105,6 +105,18 @@ forbid(principal, action, resource) when
 permit(principal, action == Action::"call", resource);
 """
 
+# A tool whose results are secret, and one that changes the world (W508's example).
+SECRET_TOOLS = """\
+[tools.vault]
+returns = { type = "object", properties = { pin = { type = "string" } } }
+effects = { read_only = true }
+labels = ["secret"]
+
+[tools.notify]
+params = { channel = { type = "string" }, text = { type = "string" } }
+labels = []
+"""
+
 # The policy of the E400 example.
 NO_DESTRUCTIVE = """\
 @id("no-destructive")
@@ -504,6 +516,20 @@ _ALL = [
          registry=LEARNING_TOOLS,
          learned={"lookup": ({"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": "string"}},
                               "required": ["id", "title"]}, 3)}),
+    Code("W508", "a secret decides which steps run",
+         "A value labelled `secret` is never written anywhere planc writes (the run store, events, traces, "
+         "stderr, `show-run`): each is replaced by its mark, its length and a keyed hash. But which steps "
+         "ran, and how the run ended, is recorded too, so a condition that reads a secret (a `decide`'s "
+         "or an `exit`'s `when` or `infer`, or what decides how often a block runs) writes something "
+         "about it: whether it held. The warning points at the reference in the condition that carries "
+         "the secret. Compare the secret where planc does not record the outcome (inside a tool), or "
+         "accept that the record tells which branch ran.",
+         {"decides": "`{written}` is secret, and it decides whether {what} runs: which steps ran is "
+                     "recorded",
+          "exits": "`{written}` is secret, and it decides whether the run ends at the `exit` at step "
+                   "{path}: how the run ended is recorded"},
+         'vault()\ndecide(when: $1.pin == "1234", then: { notify(channel: "#ops", text: "unlocked") })',
+         registry=SECRET_TOOLS),
     Code("N600", "repeated call reused",
          "`planc optimize` (and `planc run --optimize`) removed a call that repeats an earlier one, and what "
          "read its result (references to it, and the step it piped into) reads the earlier call's. Legal "

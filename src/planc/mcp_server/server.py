@@ -200,7 +200,7 @@ class PlancServer:
                                "the call (`deny: true` refuses it) and continues the run"}
         except RunError as error:
             return {"ok": False, "run": recorded.run_id, "status": "failed", "message": str(error)}
-        # A value labelled `secret` reaches the client as planc records it: its length and hash.
+        # A value labelled `secret` reaches the client as planc records it: its mark.
         return {"ok": result.status == "ok", "run": recorded.run_id, "status": result.status,
                 "result": result.kept(), **({"message": result.message} if result.message else {})}
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from planc.syntax.ast import Field, Index
 
 UNTRUSTED = "untrusted"  # content others can write
-SECRET = "secret"  # redacted wherever planc writes it
+SECRET = "secret"  # written as its mark wherever planc writes it (redaction.py)
 X_LABELS = "x-labels"  # the key of a schema node that labels that part of a result
 
 NO_LABELS: frozenset[str] = frozenset()
@@ -176,31 +176,3 @@ def view_of(labels: frozenset[str], schema: Mapping | None = None) -> LabelView:
     if schema is not None and not subtree_labels(schema):
         schema = None  # nothing in it labels a part: the labels are the whole's
     return LabelView(labels, schema)
-
-
-REDACTED = "planc/redacted"  # the key of what a value labelled `secret` is written as
-
-
-def redacted(value: object) -> dict:
-    """What planc writes of a value labelled `secret`: its length (as compact JSON) and a hash, never itself.
-
-    >>> redacted("hunter2")
-    {'planc/redacted': {'length': 9, 'sha256': '4ddbb67bf993867e13253c146a339ed3b33ea5b895543569278e99d5b3c2b7d5'}}
-    """
-    import hashlib
-    import json
-
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True, default=str)
-    return {REDACTED: {"length": len(text), "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}}
-
-
-def is_redacted(value: object) -> bool:
-    return isinstance(value, dict) and len(value) == 1 and REDACTED in value
-
-
-def secret_arguments(arguments: Mapping[str, object], sources: Mapping[str, frozenset[str]]) -> dict:
-    """`arguments` with each one whose labels (`sources`) say `secret` redacted."""
-    if not any(SECRET in labels for labels in sources.values()):
-        return dict(arguments)
-    return {name: redacted(value) if SECRET in sources.get(name, NO_LABELS) else value
-            for name, value in arguments.items()}

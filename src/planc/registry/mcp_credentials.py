@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from planc.registry.declarations import McpServer
+from planc.registry.redaction import KnownValues
 
 VARIABLE = re.compile(r"\$(?:(\$)|([A-Za-z_][A-Za-z0-9_]*))")
 REDACTED = "[redacted credential]"
@@ -94,26 +95,23 @@ def header_secrets(server: McpServer, headers: Mapping[str, str]) -> list[str]:
 
 
 def redact_credentials(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every occurrence of each of `secrets` (the longest first) replaced by REDACTED.
+    """`text` with every occurrence of each of `secrets` (the longest first, raw or escaped)
+    replaced by REDACTED.
 
     The one place planc takes its credentials for a remote MCP server out of text the server sent: its
     errors, its results, and what planc says of a failure to reach it.
     """
-    for secret in sorted({each for each in secrets if len(each) >= SHORTEST_SECRET}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return text
+    return _known(secrets).text(text)
 
 
 def redact_value(value: Any, secrets: Iterable[str]) -> Any:
-    """`value` (plain JSON data) with `redact_credentials` applied to every string in it, keys included."""
-    secrets = list(secrets)
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        return redact_credentials(value, secrets)
-    if isinstance(value, list):
-        return [redact_value(item, secrets) for item in value]
-    if isinstance(value, dict):
-        return {redact_credentials(key, secrets) if isinstance(key, str) else key: redact_value(item, secrets)
-                for key, item in value.items()}
-    return value
+    """`value` (plain JSON data) with `redact_credentials` applied to every string in it, keys
+    included."""
+    return _known(secrets).data(value)
+
+
+def _known(secrets: Iterable[str]) -> KnownValues:
+    known = KnownValues()
+    for secret in secrets:
+        known.add(secret, REDACTED, SHORTEST_SECRET)
+    return known

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from types import ModuleType
@@ -33,6 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 from planc.registry.declarations import McpServer
 from planc.registry.mcp_credentials import CredentialProblem
+from planc.registry.user_files import (
+    ExposedFile,
+    PrivateFileProblem,
+    config_folder,
+    read_private,
+    write_private,
+)
 
 if TYPE_CHECKING:
     import httpx2
@@ -50,8 +56,7 @@ class OAuthProblem(CredentialProblem):
 
 def tokens_folder() -> Path:
     """Where the token files are: `$XDG_CONFIG_HOME/planc/tokens`, `~/.config/planc/tokens` by default."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "planc" / "tokens"
+    return config_folder() / "tokens"
 
 
 def usable_keyring() -> ModuleType | None:
@@ -96,35 +101,21 @@ class Logins:
 
     def _read_file(self) -> str | None:
         try:
-            handle = os.open(self.file, os.O_RDONLY | os.O_NOFOLLOW)
-        except FileNotFoundError:
-            return None
-        except OSError as error:
-            raise OAuthProblem(f"{self.file}: cannot read it: {error.strerror}") from None
-        with os.fdopen(handle, encoding="utf-8") as file:
-            status = os.fstat(file.fileno())
-            if status.st_mode & (stat.S_IRWXG | stat.S_IRWXO) or status.st_uid != os.getuid():
-                raise OAuthProblem(f"{self.file}: others can read or change it, so the tokens in it are refused: "
-                                   f"remove it, then `planc registry login {self.server.name}` (planc writes it "
-                                   "with mode 0600)")
-            return file.read()
+            return read_private(self.file)
+        except ExposedFile:
+            name = self.server.name
+            raise OAuthProblem(f"{self.file}: others can read or change it, so the tokens in it "
+                               f"are refused: remove it, then `planc registry login {name}` "
+                               "(planc writes it with mode 0600)") from None
+        except PrivateFileProblem as problem:
+            raise OAuthProblem(str(problem)) from None
 
     def save(self, record: dict) -> None:
         text = json.dumps(record, sort_keys=True)
         if self.keyring is not None:
             self.keyring.set_password(KEYRING_SERVICE, self.server.name, text)
             return
-        self.file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        partial = self.file.with_name(f".{self.file.name}.{os.getpid()}")
-        handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                os.fchmod(file.fileno(), 0o600)  # whatever the umask
-                file.write(text)
-            os.replace(partial, self.file)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
+        write_private(self.file, text)
 
     @contextlib.asynccontextmanager
     async def locked(self) -> AsyncIterator[None]:

@@ -11,7 +11,8 @@ and where it belongs the store keeps a reference instead:
   their hashes.
 
 Reading a run loads each large value once and hands the same value to every place that refers
-to it.
+to it. A text that holds a secret's mark stays inline: its hash would depend on the secret, where
+the mark alone does, and is replaced whole by whoever compares records with marks set aside.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
+from planc.registry.redaction import MARK
 from planc.store.faults import RunStoreError
 from planc.syntax.json_input import read_json
 
@@ -37,7 +39,7 @@ def to_json(value: object) -> str:
 def keep(db: Db, value: object) -> str:
     """What a JSON column holds for `value`: its JSON text, or a reference to it kept in `large_values`."""
     text = to_json(value)
-    if len(text) <= LARGE_CHARS:
+    if not _large(text):
         return text
     return REFERENCE + _kept(db, text)
 
@@ -48,11 +50,16 @@ def keep_event(db: Db, event: dict) -> tuple[str, str | None]:
     for field, value in event.items():
         if isinstance(value, (str, list, dict)):  # nothing else can be long
             text = to_json(value)
-            if len(text) > LARGE_CHARS:
+            if _large(text):
                 refs[field] = _kept(db, text)
     if not refs:
         return to_json(event), None
     return to_json({field: None if field in refs else value for field, value in event.items()}), json.dumps(refs)
+
+
+def _large(text: str) -> bool:
+    """Whether `text` is kept once, aside: it is longer than a page, and holds no mark."""
+    return len(text) > LARGE_CHARS and MARK.search(text) is None
 
 
 def _kept(db: Db, text: str) -> str:

@@ -16,6 +16,9 @@ make a call again whose effect may have happened unless that is safe:
 | unknown | fails as the run did | calls it again only if that is safe (`safe_again`) |
 | awaiting_approval | stops: the run waits | stops: the run still waits (`planc approve` answers) |
 | approved | stops: the run waits | makes it, once: the row is its intent row again |
+
+A result labelled `secret` is recorded as its mark only: a replay stops there, and a resume makes
+the call again when that changes nothing (its tool is read-only or idempotent), else stops too.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from planc.backend.calls.hooks import Call, Proceed, Skip
 from planc.backend.report.events import STAMP, seconds
 from planc.backend.state.interrupts import Interrupted
 from planc.backend.state.values import RunError, ToolFailed
-from planc.registry.labels import SECRET, is_redacted, redacted
+from planc.registry.redaction import Redactor, is_redacted
 from planc.store.large_values import to_json
 from planc.store.run_store import RunStore, RunStoreError, plain_json
 
@@ -47,13 +50,15 @@ class Recorder:
 
     Once the store fails to take a write (RunStoreError: a full disk, another process holding it),
     every later one fails with that same error, so no call starts whose intent a store that has
-    failed might or might not keep: the run stops, and says why.
+    failed might or might not keep: the run stops, and says why. Every row passes through the run's
+    redaction step (`redactor`) before it is written.
     """
 
     calls_tools = True
 
     def __init__(self, store: RunStore, run_id: str) -> None:
         self.store, self.run_id = store, run_id
+        self.redactor = Redactor()
         self.sequence = 0
         self.events = 0  # the number of the run's last event recorded
         self.open: dict[int, int] = {}  # id(call) -> its sequence
@@ -63,7 +68,7 @@ class Recorder:
         if self.failed is not None:
             raise self.failed
         try:
-            write(self.run_id, *args)
+            write(self.run_id, *self.redactor.data(args))  # type: ignore[misc]  # data keeps a tuple a tuple
         except RunStoreError as error:
             self.failed = error
             raise
@@ -74,13 +79,14 @@ class Recorder:
     def started(self, call: Call) -> None:
         self.sequence += 1
         self.open[id(call)] = self.sequence
-        self.write(self.store.call_started, self.sequence, call.step, call.tool.name, call.shown_input(), call.key,
-                   call_labels(call, made=True))
+        self.write(self.store.call_started, self.sequence, call.step, call.tool.name,
+                   call.shown_input(), call.shown_key(), call_labels(call, made=True))
 
     def finished(self, call: Call, result: object, error: Exception | None) -> None:
         labels = call.result_labels()
         self.write(self.store.call_ended, self.open.pop(id(call)), outcome_of(error),
-                   redacted(result) if SECRET in labels else result, str(error) if error is not None else None,
+                   self.redactor.labelled(result, labels),
+                   str(error) if error is not None else None,
                    # A shape is learned only from what no one else wrote: a trusted tool's result, its arguments
                    # and what decided the call carrying no labels either.
                    call.tool.name if call.tool.learns and not labels else None)
@@ -97,7 +103,7 @@ class Recorder:
         """`call` waits for a person's answer (`asks` says what it asks): recorded, not made."""
         self.sequence += 1
         self.write(self.store.call_awaiting, self.sequence, call.step, call.tool.name, call.shown_input(), asks,
-                   call.key, call_labels(call, made=False))
+                   call.shown_key(), call_labels(call, made=False))
 
     def event(self, event: dict) -> None:
         """A stamped event (`planc.backend.report.events`): kept under its number and time."""
@@ -135,11 +141,13 @@ def _same_call(held: dict, call: Call, asked: dict, step: ast.Step | None, run_i
 
 
 def _usable(held: dict, call: Call, step: ast.Step | None) -> object:
-    """The recorded result of `held`, unless the record kept only its length and hash (it was `secret`)."""
+    """The recorded result of `held`, unless the record kept a mark in its place, or in a part's
+    (it was `secret`)."""
     if is_redacted(held["output"]):
-        raise DivergenceError(f"step {call.step}: the record keeps only the length and hash of what "
-                              f"`{call.tool.name}` returned, as it was labelled secret: it cannot be given again "
-                              "without calling the tool", _node(step))
+        raise DivergenceError(f"step {call.step}: the record keeps only the mark of what "
+                              f"`{call.tool.name}` returned, or of its parts, as they were "
+                              "labelled secret: it cannot be given again without calling the tool",
+                              _node(step))
     return held["output"]
 
 
@@ -171,6 +179,7 @@ class Replay:
 
     def __init__(self, run: dict) -> None:
         self.run = run
+        self.redactor = Redactor()  # for its events: the record it reads holds no secret to learn
         self.run_id = run["id"]
         self.by_step = _calls_by_step(run)
 
@@ -263,6 +272,9 @@ class Resume(Recorder):
             self.unmade.add(id(call))
             return Proceed() if held["outcome"] == "approved" else None
         _recorded_end(held, step)
+        if held["outcome"] == "ok" and is_redacted(held["output"]) and changes_nothing(call):
+            self.again[id(call)] = held["sequence"]  # its result holds a mark: call again
+            return None
         if held["outcome"] == "ok":
             return Skip(_usable(held, call, step))
         if not safe_again(call, held):
@@ -282,7 +294,8 @@ class Resume(Recorder):
         self.open[id(call)] = sequence
         if id(call) in self.unmade:  # its row becomes the intent row of the call made now
             self.unmade.discard(id(call))
-            self.write(self.store.call_made, sequence, call.key, call_labels(call, made=True))
+            self.write(self.store.call_made, sequence, call.shown_key(),
+                       call_labels(call, made=True))
 
     def declined(self, call: Call, message: str) -> None:
         sequence = self.again.pop(id(call), None)
@@ -301,17 +314,23 @@ class Resume(Recorder):
             super().awaiting(call, asks)
         else:
             self.write(self.store.call_awaiting, sequence, call.step, call.tool.name, call.shown_input(), asks,
-                       call.key, call_labels(call, made=False))
+                       call.shown_key(), call_labels(call, made=False))
+
+
+def changes_nothing(call: Call) -> bool:
+    """Whether making `call` again changes nothing: its tool is idempotent or read-only."""
+    effects = call.tool.effects
+    return getattr(effects, "idempotent", False) or getattr(effects, "read_only", False)
 
 
 def safe_again(call: Call, held: dict) -> bool:
     """Whether `call`, made before as `held` with an unknown outcome, may be made again: its tool is
     idempotent (or read-only), or it takes the call's idempotency key, the call was made with it, and it
     is the same key now (the tool then knows the call, and does not act twice)."""
-    effects = call.tool.effects
-    if getattr(effects, "idempotent", False) or getattr(effects, "read_only", False):
+    if changes_nothing(call):
         return True
-    return call.tool.takes_key and held.get("idempotency_key") is not None and held["idempotency_key"] == call.key
+    held_key = held.get("idempotency_key")
+    return call.tool.takes_key and held_key is not None and held_key == call.shown_key()
 
 
 def _no_key(call: Call, held: dict) -> str:

@@ -48,7 +48,8 @@ def describe(call: Call) -> Panel:
     effects = call.tool.effects.normalised()
     flags = call_flags(call)
     title = Text.assemble(("step ", "dim"), (call.step, "bold"), ("  ", ""), (call.tool.name, "bold cyan"))
-    rendered = json.dumps(dict(call.args), indent=2, ensure_ascii=False, default=str)
+    # As planc writes it anywhere: a `secret` argument as its mark (docs/policy.md).
+    rendered = json.dumps(call.shown_input(), indent=2, ensure_ascii=False, default=str)
     kind = "read-only" if effects.read_only else "effectful" + (f": {', '.join(flags)}" if flags else "")
     parts: list[RenderableType] = [Text(kind, style="yellow"),
                                    Syntax(rendered, "json", word_wrap=True, background_color="default")]

@@ -10,6 +10,11 @@ JSON data (or refused: `results.py`), recorded and validated against the tool's 
 are sent before and after (`tool_finished`, or `tool_failed`). Model inferences are recorded
 through the same `recorded_call`. A failure of the tool goes to `on_tool_error`, which may replace
 it: `tool_finished` then reports the tool's error and the replacement, each in its own field.
+
+Secrets: the key is computed over the arguments with each `secret` one as its mark; the run's
+redaction step learns the secret parts of a result before it is recorded; an error made from a
+`secret` input (the tool's own, a JSON Schema error quoting an argument or a result) quotes its
+mark.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from planc.backend.calls.spending import more_than_declared
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import Aborted, RunError, ToolFailed
 from planc.registry.declarations import limits_of
-from planc.registry.labels import SECRET, redacted
+from planc.registry.labels import NO_LABELS, SECRET, LabelView, subtree_labels
+from planc.registry.redaction import mark
 from planc.registry.tool import PYTHON_TYPES
 from planc.syntax import ast
 
@@ -57,14 +63,16 @@ class Dispatch:
         if not tool.provider.startswith("plan:"):  # a declared plan's own calls are counted as they are made
             self.session.spending.call(tool, call.step, step.tool)
         self.validate(call, step)
+        shown = call.shown_input()
         call = Call(call.step, tool, call.args, call.scope, plan_stack.current(),  # not attrs.evolve: 5x as slow
-                    idempotency_key(self.session.run_id, call.step, call.args), call.id, call.sources, call.control,
+                    idempotency_key(self.session.run_id, call.step, shown), call.id,
+                    call.sources, call.control,
                     self.authorize(call, step, in_loop))
         answer = self.from_record(call, step)
         if answer is None:  # only a call that will really be made is put to the gate
             answer = await self.approved(call, step)
         # `usd`: what the call costs when it is really made (not answered from the record): what the run spent.
-        self.run.emit("tool_started", step=call.step, tool=tool.name, input=call.shown_input(),
+        self.run.emit("tool_started", step=call.step, tool=tool.name, input=shown,
                       **({"call_id": call.id} if call.id is not None else {}),
                       **({"usd": tool.cost.usd} if tool.cost.usd and not isinstance(answer, Skip) else {}))
         try:
@@ -85,7 +93,7 @@ class Dispatch:
             self.run.emit("tool_failed", error, step=call.step, tool=tool.name)
             raise
         self.run.emit("tool_finished", step=call.step, tool=tool.name,
-                      result=redacted(result) if SECRET in call.result_labels() else result)
+                      result=self.session.redactor.labelled(result, call.result_labels()))
         return labelled if tool.provider.startswith("plan:") and not isinstance(answer, Skip) else result
 
     def from_record(self, call: Call, step: ast.Step) -> Skip | Proceed | None:
@@ -146,12 +154,17 @@ class Dispatch:
         registry, mcp = self.session.registry, self.session.mcp
         executor = self.executor_for(in_loop)
         token = calling.set((call, step))
+        learn = None
+        if SECRET in call.tool.labels or SECRET in subtree_labels(call.tool.returns):
+            redactor, own = self.session.redactor, LabelView(call.tool.labels, call.tool.returns)
+            learn = lambda result: redactor.learn(result, own)  # noqa: E731
         try:
             return await recorded_call(
                 self.session.recorder, call,
                 lambda: call_provider(call.tool, call.args, registry, mcp, key=call.key, executor=executor),
                 what=f"step {call.step}: `{call.tool.name}`", explain=lambda error: recorded_error(call, error),
-                limit_bytes=result_bytes(registry))
+                limit_bytes=result_bytes(registry),
+                learn=learn)
         finally:
             calling.reset(token)
 
@@ -163,8 +176,9 @@ class Dispatch:
         message = failed(call, error)
         if isinstance(action, Replace):
             self.check_result(action.result, call, step)
+            replacement = self.session.redactor.labelled(action.result, call.result_labels())
             self.run.emit("tool_finished", step=call.step, tool=call.tool.name, error=message,
-                          replacement=action.result)
+                          replacement=replacement)
             return action.result
         if isinstance(action, Abort):
             raise Aborted(f"step {call.step}: `{call.tool.name}` failed, and the run stops: {action.reason}",
@@ -184,11 +198,13 @@ class Dispatch:
         """The real arguments against the tool's signature, before the policy and the call (`check_arguments`).
         A plan's were checked already; an agent's were chosen by its model, which is told what is wrong (a
         ToolFailed goes back to it)."""
-        self.check_arguments(call.tool, call.args, call.step, step)
+        self.check_arguments(call.tool, call.args, call.step, step, call.sources)
 
-    def check_arguments(self, tool: Tool, args: Mapping, path: str, step: ast.Step) -> None:
+    def check_arguments(self, tool: Tool, args: Mapping, path: str, step: ast.Step,
+                        sources: Mapping[str, frozenset[str]] | None = None) -> None:
         """`args` against `tool`'s signature: each declared and of its parameter's schema, none required
-        missing; ToolFailed, saying which argument of the step at `path` is wrong and why, otherwise."""
+        missing; ToolFailed, saying which argument of the step at `path` is wrong and why,
+        otherwise. What is wrong with a `secret` argument (by `sources`) is said by its mark."""
         problem = None
         undeclared = sorted(set(args) - set(tool.params))
         missing = [name for name in tool.required if name not in args]
@@ -204,7 +220,9 @@ class Dispatch:
                     continue
                 error = next(iter(self.validator(schema).iter_errors(value)), None)
                 if error is not None:
-                    problem = f"argument `{name}` of `{tool.name}` is invalid at run time: {error.message}"
+                    secret = SECRET in (sources or {}).get(name, NO_LABELS)
+                    problem = (f"argument `{name}` of `{tool.name}` is invalid at run time: "
+                               f"{mark(error.message) if secret else error.message}")
                     break
         if problem is not None:
             raise ToolFailed(f"step {path}: {problem}", step.tool)
@@ -219,6 +237,8 @@ class Dispatch:
         if problem is None and tool.returns is not None:
             problem = result_problem(self.validator(tool.returns), result)
         if problem is not None:
+            if SECRET in call.result_labels():  # the problem quotes the result
+                problem = mark(problem)
             raise ToolFailed(f"step {call.step}: `{tool.name}` returned a result its declaration does not allow "
                              f"({problem})", step.tool)
 
@@ -246,9 +266,11 @@ def result_problem(validator: Validator, result: Any) -> str | None:
 
 
 async def recorded_call(recorder: Recorder | None, call: Call, make: Callable[[], Awaitable], *, what: str,
-                        explain: Callable[[Exception], Exception], limit_bytes: int | None) -> Any:
+                        explain: Callable[[Exception], Exception], limit_bytes: int | None,
+                        learn: Callable[[object], None] | None = None) -> Any:
     """`await make()` (the real work of `call`, `what` in messages) as plain JSON data, `recorder` (if any)
-    told before and after.
+    told before and after; `learn` is given the result first, so that the run's redaction step
+    knows its secrets before anything records it.
 
     The intent is committed before the work starts, so a store that cannot record it stops the run
     before the call. The call's end is recorded whatever it is: its result; or what it raised, as
@@ -268,6 +290,8 @@ async def recorded_call(recorder: Recorder | None, call: Call, make: Callable[[]
         if recorder is not None:
             recorder.finished(call, None, explain(error))
         raise
+    if learn is not None:
+        learn(result)
     if recorder is not None:
         recorder.finished(call, result, None)
     return result
@@ -287,5 +311,8 @@ def result_bytes(registry: Registry | None) -> int:
 
 
 def failed(call: Call, error: Exception) -> str:
-    """What the run says of a call that raised `error`."""
-    return f"step {call.step}: `{call.tool.name}` failed: {type(error).__name__}: {error}"
+    """What the run says of a call that raised `error`: what the tool said, as its mark when the
+    call's result would be `secret` (the tool's labels, its arguments' or its control's say so)."""
+    said = str(error)
+    return (f"step {call.step}: `{call.tool.name}` failed: {type(error).__name__}: "
+            f"{mark(said) if SECRET in call.result_labels() else said}")

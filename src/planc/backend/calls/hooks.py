@@ -19,7 +19,8 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 
-from planc.registry.labels import secret_arguments, union, union_all
+from planc.registry.labels import SECRET, union, union_all
+from planc.registry.redaction import mark, shown_arguments
 from planc.registry.tool import Tool
 
 
@@ -56,8 +57,14 @@ class Call:
         return union(union(self.tool.labels, union_all(self.sources.values())), self.control)
 
     def shown_input(self) -> dict:
-        """Its arguments as planc writes them anywhere (records, events): one labelled `secret` redacted."""
-        return secret_arguments(self.args, self.sources)
+        """Its arguments as planc writes them (records, events): a `secret` one as its mark."""
+        return shown_arguments(self.args, self.sources)
+
+    def shown_key(self) -> str | None:
+        """Its idempotency key as planc writes it: its mark when a `secret` argument made it."""
+        if self.key is None or not any(SECRET in labels for labels in self.sources.values()):
+            return self.key
+        return mark(self.key)
 
 
 @attrs.frozen

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 
 from planc.registry.declarations import DEFAULT_MODEL_ROLE, ModelConfig
+from planc.registry.redaction import cut
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
 from planc.syntax.json_input import read_json
@@ -269,10 +270,9 @@ def _error_message(data: object, response: httpx.Response) -> str:
 
 
 def excerpt(text: str, limit: int = 200) -> str:
-    """`text` on one line, cut at `limit` characters.
+    """`text` on one line, cut at `limit` characters (a secret's mark counting as one: `cut`).
 
     >>> excerpt("a\\n  b"), len(excerpt("x" * 300))
     ('a b', 201)
     """
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit] + "…"
+    return cut(" ".join(text.split()), limit)

@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Self
 
 from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.redaction import cut
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -44,8 +45,7 @@ def summary(value: object) -> str:
 
 
 def _short(text: str, limit: int = INPUT_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut(" ".join(text.split()), limit - 1)
 
 
 ENDED_CALLS = ("tool_finished", "tool_failed")  # the events of a tool call that ended, as it ended

@@ -13,6 +13,10 @@ arguments' labels and its control's, added by the interpreter); a handler whose
 result carries more (a block's results, a condition, what an agent read) returns
 it `Labelled` with those, as the flow pass's rule of the step (passes/flow/rules.py)
 says before the run.
+
+A text a handler makes from a `secret` input (an `exit`'s message, an `ask`'s question, a pure
+step's error quoting its input) is made as its mark (`planc.registry.redaction`), so nothing it
+reaches (the record, events, stderr, whoever answers) holds the secret.
 """
 
 from __future__ import annotations
@@ -47,8 +51,9 @@ from planc.backend.state.values import (
 from planc.passes.flow.expressions import expr_labels, expr_view
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.declarations import limits_of
-from planc.registry.labels import NO_LABELS, SECRET, LabelView, redacted, union, union_all
+from planc.registry.labels import NO_LABELS, SECRET, LabelView, union, union_all
 from planc.registry.pure_steps import PURE_STEPS, PureStepError
+from planc.registry.redaction import mark
 from planc.syntax import ast
 from planc.syntax.steps import deciding, step_blocks, walk_steps
 
@@ -156,15 +161,22 @@ async def judge(run: Run, question: str, step: ast.Step, path: str, shown: froze
     from planc.backend.models.client import ModelError
 
     current_stop().check(path, step.tool)
-    run.emit("inference_started", step=path, question=redacted(question) if SECRET in shown else question)
+    asked = run.session.redactor.labelled(question, shown)
+    run.emit("inference_started", step=path, question=asked)
     model = run.session.model("judge", step, path)
     model.shown = lambda: shown
     try:
         answer = await ask_yes_no(model, question)
     except ModelError as error:
-        raise RunError(f"step {path}: {error}", step.tool) from None
+        raise RunError(f"step {path}: {_quoting(error, shown)}", step.tool) from None
     run.emit("inference_finished", step=path, answer=answer)
     return answer
+
+
+def _quoting(error: Exception, shown: frozenset[str]) -> str:
+    """What a model's failure says (it may quote the question or the answer): its mark when the
+    model was shown a `secret`."""
+    return mark(str(error)) if SECRET in shown else str(error)
 
 
 async def condition(run: Run, step: ast.Step, path: str, scope: Scope) -> tuple[bool, frozenset]:
@@ -249,7 +261,10 @@ async def run_exit(run: Run, step: ast.Step, path: str, scope: Scope, piped: obj
             return Labelled(passed, LabelView(decided))
     output = value(step, "output", scope) if step.arg("output") is not None else passed
     given = union_all(step_sources(step, CONTROL_STEPS["exit"], scope, _view(piped)).values())
-    raise Exited(value(step, "status", scope), value(step, "message", scope), output,
+    message = value(step, "message", scope)
+    if message is not None:
+        message = run.session.redactor.labelled(message, labels_of(step, "message", scope).whole())
+    raise Exited(value(step, "status", scope), message, output,
                  union(union(given, decided), scope.controlled()))
 
 
@@ -270,9 +285,10 @@ async def run_reshape(run: Run, step: ast.Step, path: str, scope: Scope, piped: 
 
 
 async def run_ask(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                 shown: dict) -> Any:
-    question = value(step, "question", scope)
-    said = await answer(run, step, path, question)
+                  shown: dict) -> Any:
+    question = run.session.redactor.labelled(value(step, "question", scope),
+                                             labels_of(step, "question", scope).whole())
+    said = await answer(run, step, path, str(question))
     if not isinstance(said, Unanswered):
         return said
     unanswered = value(step, "when_unanswered", scope)
@@ -301,10 +317,15 @@ async def run_pure(run: Run, step: ast.Step, path: str, scope: Scope, piped: obj
             inputs[pure.tool.pipe] = unlabelled(piped)[0]  # its labels are the interpreter's: a pure step adds none
     # The values of a plan are JSON data already (literals, `$args`, results); their types are what the
     # check could not always see (`$args`, a tool without `returns`). The declared defaults conform.
+    def said(problem: str) -> str:  # what a failure says of its inputs: its mark, if one is secret
+        labels = union_all(step_sources(step, pure.tool, scope, _view(piped)).values())
+        return mark(problem) if SECRET in labels else problem
+
     if not pure.surely_valid(inputs):  # most inputs are known good by their Python types alone
-        run.dispatch.check_arguments(pure.tool, inputs, path, step)
+        sources = step_sources(step, pure.tool, scope, _view(piped))
+        run.dispatch.check_arguments(pure.tool, inputs, path, step, sources)
     if pure.deterministic:  # its implementation's own defaults are the declared ones
-        return _pure_result(pure, inputs, run, path, step)
+        return _pure_result(pure, inputs, run, path, step, said)
     if pure.defaults:  # the recorded call shows every input, defaults included
         inputs = {**pure.default_inputs, **inputs}
     call = Call(path, pure.tool, inputs, stack=plan_stack.current())
@@ -314,14 +335,16 @@ async def run_pure(run: Run, step: ast.Step, path: str, scope: Scope, piped: obj
         return replayed.result
 
     async def read() -> Any:
-        return _pure_result(pure, inputs, run, path, step)
+        return _pure_result(pure, inputs, run, path, step, said)
     return await recorded_call(recorder, call, read, what=f"step {path}: `{pure.tool.name}`",
                                explain=lambda error: error, limit_bytes=limits_of(run.registry).result_bytes)
 
 
-def _pure_result(pure: PureStep, inputs: dict, run: Run, path: str, step: ast.Step) -> Any:
+def _pure_result(pure: PureStep, inputs: dict, run: Run, path: str, step: ast.Step,
+                 said: Callable[[str], str]) -> Any:
     """The step's result for `inputs`, as plain JSON data within the run's `[limits] result_bytes`: a number
-    (what most pure steps give) as it is, a short string without the walk `plain` makes."""
+    (what most pure steps give) as it is, a short string without the walk `plain` makes. A failure
+    says what went wrong as `said` words it (it may quote an input)."""
     try:
         result: Any = pure.run(**inputs, limits=limits_of(run.registry)) if pure.limited else pure.run(**inputs)
         kind = type(result)
@@ -332,10 +355,11 @@ def _pure_result(pure: PureStep, inputs: dict, run: Run, path: str, step: ast.St
             return result
         return plain(result, limits.result_bytes)
     except (PureStepError, NotPlain) as error:
-        raise RunError(f"step {path}: `{pure.tool.name}` failed: {error}", step.tool) from None
+        problem = said(str(error))
+        raise RunError(f"step {path}: `{pure.tool.name}` failed: {problem}", step.tool) from None
     except Exception as error:  # noqa: BLE001  an input planc's types did not rule out: the step fails, not the run
-        raise RunError(f"step {path}: `{pure.tool.name}` failed: {type(error).__name__}: {error}", step.tool) \
-            from None
+        problem = f"{type(error).__name__}: {said(str(error))}"
+        raise RunError(f"step {path}: `{pure.tool.name}` failed: {problem}", step.tool) from None
 
 
 async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
@@ -399,7 +423,7 @@ async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: ob
         answered = await agent_loop(chat, turn, call_tool, conversation.messages, repair)
         return Labelled(answered, LabelView(conversation.labels))
     except (ModelError, CheckFailed) as error:
-        raise RunError(f"step {path}: {error}", step.tool) from None
+        raise RunError(f"step {path}: {_quoting(error, conversation.labels)}", step.tool) from None
 
 
 def _conversation(run: Run, step: ast.Step, path: str, scope: Scope) -> Conversation:

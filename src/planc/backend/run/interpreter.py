@@ -46,7 +46,9 @@ from planc.passes.check import CheckResult
 from planc.passes.flow.results import kept_input, result_view
 from planc.passes.policy.load import DEFAULT_PRINCIPAL
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.labels import NO_LABELS, SECRET, LabelView, redacted, secret_arguments, union
+from planc.registry.labels import NO_LABELS, SECRET, LabelView, union
+from planc.registry.pure_steps import PURE_STEPS
+from planc.registry.redaction import RedactionKeyProblem, Redactor, redaction_key, shown_arguments
 from planc.registry.registry import Registry
 from planc.syntax import ast
 
@@ -68,10 +70,13 @@ class RunResult:
     message: str | None = None
     labels: frozenset = frozenset()  # what the result carries (where it came from)
     run_id: str | None = None  # the run's: its id in the run store when it is recorded
+    # The run's redaction step, which knows its secrets.
+    redactor: Redactor | None = attrs.field(default=None, eq=False, repr=False)
 
     def kept(self) -> object:
-        """The result as planc writes it in a record: redacted when it is labelled `secret`."""
-        return redacted(self.value) if SECRET in self.labels else self.value
+        """The result as planc writes it anywhere (a record, an answer): its mark when it is
+        labelled `secret`, else with every secret value the run knows marked."""
+        return (self.redactor or Redactor()).labelled(self.value, self.labels)
 
 
 async def run_plan(checked: CheckResult, *, registry: Registry | None = None, arguments: Mapping | None = None,
@@ -96,6 +101,11 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
         raise RunError("the plan has errors: `planc check` it first")
     plan, resolution = checked.plan, checked.resolution
     assert plan is not None and resolution is not None  # a plan that checks was parsed and resolved
+    if may_hold_secrets(checked):  # a key that cannot be used stops the run before its first step
+        try:
+            redaction_key()
+        except RedactionKeyProblem as problem:
+            raise RunError(str(problem)) from None
     session = Session(checked, registry, recorder, hooks.events, executor)
     run = Run(checked, session, hooks, policy, principal, by_schedule=schedule is not None)
     # Its literals and `$args` carry the labels of whoever wrote it, as they did when it was checked.
@@ -111,18 +121,30 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
                     last = await run.pipelines(plan.pipelines, scope, prefix="", suffix="", in_loop=False)
                 else:
                     last = await run.scheduled(plan.pipelines, schedule, scope)
-            result = RunResult(last.value, labels=last.view.whole(), run_id=session.run_id)
-        except Exited as exit_:
-            result = RunResult(exit_.output, exit_.status, exit_.message, exit_.labels, session.run_id)
+            result = RunResult(last.value, labels=last.view.whole(), run_id=session.run_id,
+                               redactor=session.redactor)
+        except Exited as exit_:  # its message was made safe to write where it was made (`run_exit`)
+            message = session.redactor.text(exit_.message) if exit_.message else exit_.message
+            result = RunResult(exit_.output, exit_.status, message, exit_.labels, session.run_id,
+                               session.redactor)
         finally:
             await session.close()  # never raises: servers and models are closed whatever happened
         if returns is not None and result.status == "ok":
             _check_returns(returns, result.value)
-    except RunError as error:
+    except RunError as error:  # it is written (store, stderr): every secret it knows taken out
+        session.redactor.scrub(error)
         run.emit("run_finished", error, status="awaiting_approval" if isinstance(error, AwaitingApproval) else "failed")
         raise
     run.emit("run_finished", status=result.status, **({"message": result.message} if result.message else {}))
     return result
+
+
+def may_hold_secrets(checked: CheckResult) -> bool:
+    """Whether a value labelled `secret` may reach a step of `checked`, as its check's flow says."""
+    flow = checked.flow
+    return flow is not None and any(
+        SECRET in call.result.whole() or any(SECRET in labels for labels in call.sources.values())
+        for call in flow.calls.values())
 
 
 def _check_returns(returns: Mapping, value: object) -> None:
@@ -254,7 +276,8 @@ class Run:
             raise
         assert tool is not None  # `arguments` refused a step without one
         sources, control = step_sources(step, tool, scope, piped_view), scope.controlled()
-        self.emit("step_started", step=path, tool=step.tool.text, input=secret_arguments(arguments, sources))
+        self.emit("step_started", step=path, tool=step.tool.text,
+                  input=shown_arguments(arguments, sources))
         labelled_piped = piped  # a control step reads its piped input with its labels; a tool's call has them
         if piped is not NOTHING and tool.provider == "builtin":
             labelled_piped = Labelled(piped, piped_view or LabelView())
@@ -282,7 +305,11 @@ class Run:
         view = scope.labels[step] = result_view(step, tool, sources, control,
                                                 added.whole() if added is not None else NO_LABELS, items)
         self.finished[path] = result
-        self.emit("step_finished", step=path, result=redacted(result) if SECRET in view.whole() else result)
+        whole = view.whole()
+        if SECRET in whole and tool.name in PURE_STEPS and tool.provider == "builtin" and any(
+                SECRET in labels for labels in sources.values()):
+            self.session.redactor.learn(result, view)  # a secret made over (`upper`) is one too
+        self.emit("step_finished", step=path, result=self.session.redactor.labelled(result, whole))
         return result
 
     def arguments(self, step: ast.Step, tool: Tool | None, path: str, scope: Scope, piped: object) -> dict:

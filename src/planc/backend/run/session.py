@@ -1,5 +1,7 @@
 """What one run holds open from before its first step to after its last: its recorder, MCP servers,
-models, the sink its events go to (`events.py`), and the executor its Python tool calls may be made on.
+models, the sink its events go to (`events.py`), the executor its Python tool calls may be made
+on, and its redaction step (`planc.registry.redaction.Redactor`: the recorder's, shared with the
+run store's rows), which every event passes through before any sink sees it.
 
 The recorder is the run store's side of a run (`planc.store.run_store`): it is told of every real
 tool call and model inference, and a replay answers them from its record, so a replay starts no
@@ -20,6 +22,7 @@ from planc.backend.calls.spending import Spending
 from planc.backend.state.values import RunError
 from planc.passes.cost.budget import Budget
 from planc.registry.declarations import DEFAULT_MODEL_ROLE
+from planc.registry.redaction import Redactor
 from planc.registry.registry import Registry
 from planc.syntax import ast
 
@@ -35,6 +38,7 @@ class Recorder(Protocol):
 
     calls_tools: bool  # false for a replay: every call is answered from the record
     run_id: str  # the run's id in the store: a resumed run keeps its own, and so its calls' idempotency keys
+    redactor: Redactor  # what it writes passes through this first; the run's events too
 
     def replayed(self, call: Call, step: ast.Step | None) -> Skip | Proceed | None:
         """The recorded result of `call` (a Skip), or None to make the call (Proceed: a person approved it, and
@@ -69,6 +73,7 @@ class Session:
         self.registry, self.recorder, self.events = registry, recorder, events
         self.executor = executor
         self.run_id = recorder.run_id if recorder is not None else uuid.uuid4().hex
+        self.redactor = recorder.redactor if recorder is not None else Redactor()
         self.mcp = McpRuntime(checked, registry)
         self.clients: dict[str, ModelClient] = {}  # role -> its client, made on first use
         context = getattr(checked, "context", None)
@@ -81,19 +86,26 @@ class Session:
         `stack`, the declared plans it is in. An event about an `error` carries its message and kind
         (`error_type`: ToolFailed, ModelError, ...), and the diagnostic code of a refusal that has one (`code`:
         E400 for the policy, E401 for a budget); a sink that fails then (an events file on a full
-        disk) does not hide that error.
+        disk) does not hide that error. Every secret the run knows is taken out first (`redactor`).
         """
         if self.events is None:
             return
         if "step" in fields:
             fields["stack"] = plan_stack.as_data(plan_stack.current())
         if error is None:
-            self.events({"event": event, **fields})
+            said = {"event": event, **fields}
+        else:
+            found = getattr(error, "code", None)  # a RunError's diagnostic code, when it has one
+            code = {"code": found} if found else {}
+            said = {"event": event, **fields, "error": str(error),
+                    "error_type": type(error).__name__, **code}
+        if self.redactor.marks:
+            said = self.redactor.event(said)
+        if error is None:
+            self.events(said)
             return
         with contextlib.suppress(RunError):
-            code = getattr(error, "code", None)  # a RunError's diagnostic code, when it has one
-            said = {"code": code} if code else {}
-            self.events({"event": event, **fields, "error": str(error), "error_type": type(error).__name__, **said})
+            self.events(said)
 
     @property
     def calls_tools(self) -> bool:

@@ -22,6 +22,7 @@ from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.flow.expressions import View, carriers, expr_labels, expr_view, writes_text
 from planc.passes.flow.results import kept_input, result_view
+from planc.passes.flow.secret_control import secret_control
 from planc.passes.resolve.resolve import ARGS
 from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all
 from planc.registry.tool import Tool
@@ -195,7 +196,7 @@ def flow(plan: ast.Plan, context: CheckContext) -> tuple[FlowFacts, list[Diagnos
     walk = Walk(context, FLOW_RULES)
     resolution = context.learned("resolution")
     walk.plan(plan, resolution, {}, "", NO_LABELS, context.written_by)
-    return FlowFacts(walk.calls), []
+    return FlowFacts(walk.calls), secret_control(walk.calls)
 
 
 class Walk:

@@ -1,0 +1,45 @@
+"""W508: a value labelled `secret` decides which steps run, so the record of what ran says something
+about it. Redaction keeps a secret's text out of everything planc writes; it cannot keep out whether
+a step ran or how the run ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from planc.diagnostics import Diagnostic
+from planc.diagnostics.build import diagnostic
+from planc.passes.flow.expressions import carriers
+from planc.registry.labels import SECRET
+from planc.syntax.printer import print_expr
+from planc.syntax.steps import deciding
+
+if TYPE_CHECKING:
+    from planc.passes.flow.flow import CallFlow
+
+
+def secret_control(calls: Mapping[str, CallFlow]) -> list[Diagnostic]:
+    """One warning for each reference that carries `secret` into what decides whether a step runs (the
+    `control` of each step's flow in `calls`, step path -> CallFlow) or whether an `exit` ends the run,
+    at the first step it decides."""
+    seen: set[int] = set()
+    return [warning for path, call in calls.items() for warning in _deciders(path, call, seen)]
+
+
+def _deciders(path: str, call: CallFlow, seen: set[int]) -> Iterator[Diagnostic]:
+    """A warning for each reference carrying `secret`, not `seen` before, that decides whether `call`'s
+    step runs, or whether it ends the run (an `exit`)."""
+    if SECRET in call.control:
+        for node, labels, _ in call.control_carriers():
+            if SECRET in labels and id(node) not in seen:
+                seen.add(id(node))
+                yield diagnostic("W508", "decides", node.span, step=path, written=print_expr(node),
+                                 what=f"`{call.step.tool.text}` at step {path}")
+    condition = deciding(call.step) if call.step.tool.text == "exit" else None
+    if condition is not None:
+        for node, labels in carriers(condition.value, call.env):
+            if SECRET in labels and id(node) not in seen:
+                seen.add(id(node))
+                yield diagnostic("W508", "exits", node.span, step=path, written=print_expr(node),
+                                 path=path)
