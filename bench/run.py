@@ -4,6 +4,7 @@
     .venv/bin/python bench/run.py --profile   # cProfile of the 1,000-step async plan
     .venv/bin/python bench/run.py --quick     # fewer samples, for a smoke run
     .venv/bin/python bench/run.py --pure      # table (5) alone
+    .venv/bin/python bench/run.py --labelled  # the labelled plans alone, CPU time per step
     .venv/bin/python bench/run.py --pure --instructions   # and each plan's machine instructions (valgrind)
 
 Writes a tools module and a planc.toml into a temporary folder, loads the registry, checks each
@@ -146,6 +147,14 @@ params = {{ n = {{ type = "integer" }} }}
 required = ["n"]
 returns = {{ type = "array", items = {{ type = "integer" }} }}
 effects = {{ read_only = true }}
+
+[tools.lnumbers]
+provider = "python:{module}:numbers"
+params = {{ n = {{ type = "integer" }} }}
+required = ["n"]
+returns = {{ type = "array", items = {{ type = "integer" }} }}
+effects = {{ read_only = true }}
+labels = ["untrusted", "private"]
 
 [tools.slow]
 provider = "python:{module}:slow"
@@ -408,6 +417,17 @@ def store_rows(bench: Bench, folder: Path, repeat: int) -> tuple[float, dict[str
     return timed(None), found
 
 
+def labelled_rows(bench: Bench, repeat: int) -> list[tuple[str, float]]:
+    """(what, CPU seconds per step) of the plans whose every value carries labels, best of `repeat`
+    samples: what `--labelled` prints, run once with each of two checkouts' `src` (PYTHONPATH) in turn
+    to compare them."""
+    plans = [("1,000 steps laecho(x: $prev)", labelled_plan(), STEPS, 0),
+             ("map over 1,000 labelled items, do: laecho(x: index)",
+              "lnumbers(n: 1000)\n  |> map(do: { laecho(x: index) })\n", ITEMS, list(range(ITEMS)))]
+    return [(what, best(bench.runner(text, expected), repeat, clock=time.process_time) / steps)
+            for what, text, steps, expected in plans]
+
+
 def profile(bench: Bench) -> None:
     import cProfile
     import pstats
@@ -430,6 +450,8 @@ def main() -> None:
     parser.add_argument("--pure", action="store_true", help="only table (5), a pure step against a control step")
     parser.add_argument("--instructions", action="store_true",
                         help="table (5) counts each plan's machine instructions too (valgrind; about 6 minutes more)")
+    parser.add_argument("--labelled", action="store_true",
+                        help="only the plans whose values carry labels, CPU time per step")
     parser.add_argument("--count-plan", nargs=2, metavar=("PAIR:SIDE", "TIMES"), help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.count_plan:
@@ -445,6 +467,10 @@ def main() -> None:
         rounds = 9 * repeat  # the rows are close: the median of many paired rounds (63; 27 with --quick)
         if options.pure:
             print_pure(pure_rows(bench, rounds, options.instructions), rounds)
+            return
+        if options.labelled:
+            for what, seconds in labelled_rows(bench, repeat):
+                print(f"{what:52} {seconds * 1e6:8.2f} us/step (CPU)")
             return
         overhead = overhead_rows(bench, repeat)
         slow = map_rows(bench, 2 if options.quick else 5)

@@ -70,7 +70,7 @@ def _step(draw, st, number: int, sources: list[int]) -> str:
         return f"$s{k}" + draw(st.sampled_from(["", ".x", ".n", ".items", ".flag"]))
 
     kind = draw(st.sampled_from(["echo", "sink", "pipe", "pure", "pure over", "template", "list", "map", "filter", "reduce", "decide", "exit",
-                                 "reshape", "kept"]))
+                                 "reshape", "kept", "index", "length"]))
     if kind == "echo":
         return f"echo(v: {ref()})"
     if kind == "sink":
@@ -98,6 +98,10 @@ def _step(draw, st, number: int, sources: list[int]) -> str:
         return f"{' |> '.join([first, *rest])} |> map(do: {{ sink(v: item.{field}) }})"
     if kind == "map":
         return f"map(over: $s{k}.items, do: {{ sink(v: item) }})"
+    if kind == "index":  # a position carries the list's own labels, and its loop's control
+        return f"map(over: $s{k}.rows, do: {{ echo(v: index) |> sink() }})"
+    if kind == "length":
+        return f"sink(v: $s{k}.rows.length)"
     if kind == "filter":
         return f"filter(over: $s{k}.items, where: item > $s{draw(st.sampled_from(sources))}.n)"
     if kind == "reduce":

@@ -75,57 +75,184 @@ def node_labels(schema: object) -> frozenset[str]:
     return label_set(found) if found else NO_LABELS
 
 
-_subtrees: dict[int, tuple[object, frozenset]] = {}
+_subtrees: dict[tuple[int, int], tuple[object, object, frozenset]] = {}
 
 
-def subtree_labels(schema: object) -> frozenset[str]:
-    """Every `x-labels` in `schema`, at any depth: what reading the whole value carries.
+def subtree_labels(schema: object, root: Mapping | None = None) -> frozenset[str]:
+    """Every `x-labels` in `schema` at any depth, and in every node of `root` (the schema it is part
+    of; none: itself) that a `$ref` in it leads to: what reading the whole value carries.
 
     >>> subtree_labels({"type": "object", "properties": {"iban": {}, "subject": {"x-labels": ["untrusted"]}}})
     frozenset({'untrusted'})
+    >>> memo = {"$ref": "#/$defs/Memo"}
+    >>> root = {"$defs": {"Memo": {"x-labels": ["untrusted"]}}, "properties": {"memo": memo}}
+    >>> sorted(subtree_labels(root["properties"]["memo"], root))
+    ['untrusted']
     """
     if not isinstance(schema, Mapping):
         return NO_LABELS
-    kept = _subtrees.get(id(schema))
-    if kept is not None and kept[0] is schema:
-        return kept[1]
-    found = node_labels(schema)
-    for key, part in schema.items():
-        parts: Iterable
-        if key in ("properties", "patternProperties", "$defs", "definitions"):
-            parts = part.values() if isinstance(part, Mapping) else ()
-        elif key in ("items", "additionalProperties", "not", "contains"):
-            parts = [part]
-        elif key in ("anyOf", "oneOf", "allOf", "prefixItems"):
-            parts = part if isinstance(part, list) else ()
-        else:
+    root = schema if root is None else root
+    key = (id(schema), id(root))
+    kept = _subtrees.get(key)
+    if kept is not None and kept[0] is schema and kept[1] is root:
+        return kept[2]
+    found = NO_LABELS
+    waiting: list[object] = [schema]
+    seen: set[int] = set()
+    while waiting:
+        node = waiting.pop()
+        if not isinstance(node, Mapping) or id(node) in seen:
             continue
-        for inner in parts:
-            found = union(found, subtree_labels(inner))
-    _subtrees[id(schema)] = (schema, found)  # the schema kept, so that its id stays its own
+        seen.add(id(node))
+        found = union(found, node_labels(node))
+        waiting.extend(_children(node))
+        if "$ref" in node:
+            target = _pointed(node["$ref"], root)
+            if target is UNRESOLVED:  # not known: it may be any part of the schema
+                whole = subtree_labels(root) if root is not schema else _all_labels(root)
+                found = union(found, whole)
+            else:
+                waiting.append(target)
+    _subtrees[key] = (schema, root, found)  # the schemas kept, so that their ids stay their own
     return found
 
 
-def _field_schema(schema: Mapping | None, name: str) -> Mapping | None:
-    if not isinstance(schema, Mapping):
-        return None
-    properties = schema.get("properties")
-    if isinstance(properties, Mapping) and name in properties:
-        return properties[name]
-    extra = schema.get("additionalProperties")
-    return extra if isinstance(extra, Mapping) else None
+def _all_labels(schema: Mapping) -> frozenset[str]:
+    """Every `x-labels` in `schema`, not following any `$ref`."""
+    found = NO_LABELS
+    waiting: list[object] = [schema]
+    while waiting:
+        node = waiting.pop()
+        found = union(found, node_labels(node))
+        waiting.extend(_children(node))
+    return found
 
 
-def _item_schema(schema: Mapping | None) -> Mapping | None:
-    if not isinstance(schema, Mapping):
-        return None
-    items = schema.get("items")
-    return items if isinstance(items, Mapping) else None
+def _children(node: object) -> list:
+    """The schema nodes directly inside `node`: its properties, definitions, items and branches."""
+    if not isinstance(node, Mapping):
+        return []
+    found: list = []
+    for key, part in node.items():
+        named = key in ("properties", "patternProperties", "$defs", "definitions")
+        if named and isinstance(part, Mapping):
+            found.extend(part.values())
+        elif key in ("items", "additionalProperties", "not", "contains"):
+            found.append(part)
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(part, list):
+            found.extend(part)
+    return found
+
+
+@attrs.frozen
+class SchemaPart:
+    """What a schema says of one value, for its labels: the `x-labels` of every node that describes
+    it (the node, the targets of its `$ref`s, the branches of its `allOf`/`anyOf`/`oneOf`), and
+    those nodes."""
+
+    labels: frozenset[str]
+    nodes: tuple
+
+
+UNRESOLVED: Mapping = {}  # a `$ref` planc cannot follow: the value may be any part of the schema
+
+
+# (id of node, id of root) -> (node, root, its SchemaPart); and the reads of a field or an item.
+_parts: dict[tuple[int, int], tuple[object, object, SchemaPart]] = {}
+_reads: dict[tuple[int, int, object], tuple[object, object, Mapping | None, frozenset[str]]] = {}
+
+
+def schema_part(schema: Mapping, root: Mapping) -> SchemaPart:
+    """The nodes of `root` that describe the value `schema` describes, and their `x-labels`: one
+    walk for a whole value and for one field alike, through `$ref` (a JSON pointer into `root`:
+    `#/$defs/Mail`), `allOf`, `anyOf` and `oneOf`. A `$ref` it cannot follow carries every label
+    in `root`.
+
+    >>> root = {"$defs": {"Mail": {"x-labels": ["untrusted"]}}, "anyOf": [{"$ref": "#/$defs/Mail"}]}
+    >>> sorted(schema_part(root, root).labels)
+    ['untrusted']
+    """
+    key = (id(schema), id(root))
+    kept = _parts.get(key)
+    if kept is not None and kept[0] is schema and kept[1] is root:
+        return kept[2]
+    nodes: list = []
+    seen: set[int] = set()
+    labels = NO_LABELS
+    waiting = [schema]
+    while waiting:
+        node = waiting.pop()
+        if not isinstance(node, Mapping) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        nodes.append(node)
+        labels = union(labels, node_labels(node))
+        ref = node.get("$ref")
+        if ref is not None:
+            target = _pointed(ref, root)
+            if target is UNRESOLVED:
+                labels = union(labels, _all_labels(root))
+            else:
+                waiting.append(target)
+        for combinator in ("allOf", "anyOf", "oneOf"):
+            branches = node.get(combinator)
+            if isinstance(branches, list):
+                waiting.extend(reversed(branches))
+    part = SchemaPart(labels, tuple(nodes))
+    _parts[key] = (schema, root, part)
+    return part
+
+
+def _pointed(ref: object, root: Mapping) -> Mapping:
+    """The node of `root` a local `$ref` (`#`, `#/$defs/Name`) points at, or UNRESOLVED."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return UNRESOLVED
+    node: object = root
+    for token in ref[1:].split("/")[1:] if ref != "#" else ():
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return UNRESOLVED
+    return node if isinstance(node, Mapping) else UNRESOLVED
+
+
+def _inner(schema: Mapping, root: Mapping,
+           name: str | None) -> tuple[Mapping | None, frozenset[str]]:
+    """The schema of `.name` (`None`: of an item) of the value `schema` describes, and the
+    `x-labels` on the way to it: every node describing the value, and the field's or item's own.
+    None when no node says."""
+    key = (id(schema), id(root), name)
+    kept = _reads.get(key)
+    if kept is not None and kept[0] is schema and kept[1] is root:
+        return kept[2], kept[3]
+    part = schema_part(schema, root)
+    found = []
+    for node in part.nodes:
+        if name is None:
+            inner = node.get("items")
+        else:
+            properties = node.get("properties")
+            inner = properties.get(name) if isinstance(properties, Mapping) else None
+            if inner is None:
+                inner = node.get("additionalProperties")
+        if isinstance(inner, Mapping):
+            found.append(inner)
+    inner_schema: Mapping | None = None
+    labels = NO_LABELS
+    if found:
+        inner_schema = found[0] if len(found) == 1 else {"allOf": found}
+        labels = union(part.labels, schema_part(inner_schema, root).labels)
+    _reads[key] = (schema, root, inner_schema, labels)
+    return inner_schema, labels
 
 
 @attrs.frozen
 class LabelView:
-    """The labels of a value: `labels` for all of it, and `schema`'s `x-labels` for its parts.
+    """The labels of a value: `labels` for all of it, and `schema`'s `x-labels` for its parts
+    (`root`: the schema `schema` is part of, where its `$ref`s point; none: `schema` itself).
 
     >>> view = LabelView(NO_LABELS, {"properties": {"iban": {}, "subject": {"x-labels": ["untrusted"]}}})
     >>> sorted(view.field("iban").whole()), sorted(view.field("subject").whole()), sorted(view.whole())
@@ -134,10 +261,22 @@ class LabelView:
 
     labels: frozenset[str] = NO_LABELS
     schema: Mapping | None = None
+    root: Mapping | None = None
 
     def whole(self) -> frozenset[str]:
         """What the value carries when it is used as it is."""
-        return union(self.labels, subtree_labels(self.schema)) if self.schema is not None else self.labels
+        if self.schema is None:
+            return self.labels
+        return union(self.labels, subtree_labels(self.schema, self.root))
+
+    def members(self) -> frozenset[str]:
+        """The labels of which items the value (a list) holds, how many and in what order: its
+        own labels and its schema node's, not those its items' parts declare. What a position or a
+        count carries (an `index`, a `.length`), and what decides how often a loop over it runs."""
+        if self.schema is None:
+            return self.labels
+        root = self.root if self.root is not None else self.schema
+        return union(self.labels, schema_part(self.schema, root).labels)
 
     def field(self, name: str) -> LabelView:
         """The labels of `.name` of the value. `.length` of a list carries the list's own labels and not its
@@ -148,17 +287,23 @@ class LabelView:
         >>> sorted(mails.field("length").whole()), sorted(mails.whole())
         (['private'], ['private', 'untrusted'])
         """
-        inner = _field_schema(self.schema, name)
+        if self.schema is None:
+            return LabelView(self.labels)
+        root = self.root if self.root is not None else self.schema
+        inner, labels = _inner(self.schema, root, name)
         if inner is None:
-            return LabelView(union(self.labels, node_labels(self.schema)) if name == "length" else self.whole())
-        return LabelView(union(self.labels, node_labels(inner)), inner)
+            return LabelView(self.members() if name == "length" else self.whole())
+        return LabelView(union(self.labels, labels), inner, root)
 
     def item(self) -> LabelView:
         """The labels of an item of the value, a list."""
-        inner = _item_schema(self.schema)
+        if self.schema is None:
+            return LabelView(self.labels)
+        root = self.root if self.root is not None else self.schema
+        inner, labels = _inner(self.schema, root, None)
         if inner is None:
             return LabelView(self.whole())
-        return LabelView(union(self.labels, node_labels(inner)), inner)
+        return LabelView(union(self.labels, labels), inner, root)
 
     def read(self, accessors: Iterable[Field | Index]) -> LabelView:
         """The labels of the value read through `accessors` (the syntax's `Field` and `Index`)."""
@@ -168,7 +313,9 @@ class LabelView:
         return view
 
     def adding(self, labels: frozenset[str]) -> LabelView:
-        return self if not labels or labels <= self.labels else LabelView(union(self.labels, labels), self.schema)
+        if not labels or labels <= self.labels:
+            return self
+        return LabelView(union(self.labels, labels), self.schema, self.root)
 
 
 def view_of(labels: frozenset[str], schema: Mapping | None = None) -> LabelView:

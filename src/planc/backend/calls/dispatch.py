@@ -33,7 +33,7 @@ from planc.backend.calls.spending import more_than_declared
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import Aborted, RunError, ToolFailed
 from planc.registry.declarations import limits_of
-from planc.registry.labels import NO_LABELS, SECRET, LabelView, subtree_labels
+from planc.registry.labels import NO_LABELS, SECRET, LabelView, subtree_labels, union
 from planc.registry.redaction import mark
 from planc.registry.tool import PYTHON_TYPES
 from planc.syntax import ast
@@ -58,6 +58,14 @@ class Dispatch:
         self.validators: dict[int, tuple] = {}  # id(schema) -> (schema, its jsonschema validator)
 
     async def __call__(self, call: Call, step: ast.Step, in_loop: bool) -> Any:
+        try:
+            return await self.made(call, step, in_loop)
+        except ToolFailed as error:  # its text, and that it failed, carry what the call was given
+            error.labels = union(error.labels, call.result_labels())
+            raise
+
+    async def made(self, call: Call, step: ast.Step, in_loop: bool) -> Any:
+        """The call's result (a declared plan's `Labelled`), made as the module's docstring says."""
         current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
         tool = call.tool
         if not tool.provider.startswith("plan:"):  # a declared plan's own calls are counted as they are made

@@ -19,7 +19,8 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 
-from planc.registry.labels import SECRET, union, union_all
+from planc.passes.flow.results import call_labels
+from planc.registry.labels import SECRET
 from planc.registry.redaction import mark, shown_arguments
 from planc.registry.tool import Tool
 
@@ -53,8 +54,8 @@ class Call:
     flagged: str | None = None
 
     def result_labels(self) -> frozenset[str]:
-        """What its result carries: its tool's labels, its arguments' and its control's."""
-        return union(union(self.tool.labels, union_all(self.sources.values())), self.control)
+        """What its result carries, and its error: its tool's, arguments' and control's labels."""
+        return call_labels(self.tool.labels, self.sources, self.control)
 
     def shown_input(self) -> dict:
         """Its arguments as planc writes them (records, events): a `secret` one as its mark."""

@@ -49,6 +49,7 @@ from planc.backend.state.values import (
     unlabelled,
 )
 from planc.passes.flow.expressions import expr_labels, expr_view
+from planc.passes.flow.results import Loop, loop_over
 from planc.registry.builtins import CONTROL_STEPS
 from planc.registry.declarations import limits_of
 from planc.registry.labels import NO_LABELS, SECRET, LabelView, union, union_all
@@ -135,16 +136,17 @@ def items(step: ast.Step, path: str, scope: Scope, piped: object) -> list:
     return over
 
 
-async def each_item(run: Run, step: ast.Step, path: str, scope: Scope, over: list, item_view: LabelView,
+async def each_item(run: Run, step: ast.Step, path: str, scope: Scope, over: list, loop: Loop,
                     concurrency: int = 1) -> list[Labelled]:
-    """The `do` block's result for every item (each carrying `item_view`), at most `concurrency` items at
-    once, in order."""
+    """The `do` block's result for every item (bound as `loop` says, its steps under its control),
+    at most `concurrency` items at once, in order."""
     limit = asyncio.Semaphore(concurrency)
-    views = {"item": item_view}
+    views = {"item": loop.item, "index": loop.index}
 
     async def one(index: int, item: object) -> Labelled:
         async with limit:
-            return await block(run, step, "do", path, scope.bind(views, item=item, index=index), True, item=index)
+            bound = scope.bind(views, item=item, index=index)
+            return await block(run, step, "do", path, bound, True, item=index, control=loop.control)
 
     tasks = [asyncio.ensure_future(one(index, item)) for index, item in enumerate(over)]
     await settle(tasks)  # after a failure or an exit no item starts, and the items running finish their calls
@@ -196,30 +198,31 @@ async def condition(run: Run, step: ast.Step, path: str, scope: Scope) -> tuple[
 async def run_map(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
                  shown: dict) -> Any:
     over = items(step, path, scope, piped)
-    item_view = labels_of(step, "over", scope, piped).item()
-    results = await each_item(run, step, path, scope, over, item_view, value(step, "concurrency", scope))
+    loop = loop_over(labels_of(step, "over", scope, piped))
+    results = await each_item(run, step, path, scope, over, loop, value(step, "concurrency", scope))
     return Labelled([result.value for result in results], _carried(results))
 
 
 async def run_filter(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
                  shown: dict) -> Any:
     over = items(step, path, scope, piped)
-    item_view = labels_of(step, "over", scope, piped).item()
-    if (where_arg := step.arg("where")) is not None:
+    loop = loop_over(labels_of(step, "over", scope, piped))
+    if (where_arg := step.arg("where")) is not None:  # it binds the item's fields, and no `index`
         where = where_arg.value
-        bound = scope.bind({"item": item_view})
+        bound = scope.bind({"item": loop.item})
         kept = [item for item in over
                 if truth(evaluate(where, attrs.evolve(bound.bind(item=item), fields=item)), where)]
-        return Labelled(kept, LabelView(expr_labels(where, attrs.evolve(bound, field_view=item_view)) if over
-                                        else NO_LABELS))
+        read = expr_labels(where, attrs.evolve(bound, field_view=loop.item)) if over else NO_LABELS
+        return Labelled(kept, LabelView(read))
     if (do := step.arg("do")) is not None:
-        results = await each_item(run, step, path, scope, over, item_view)
+        results = await each_item(run, step, path, scope, over, loop)
         return Labelled([item for item, keep in zip(over, results) if truth(keep.value, do.value)],
                         _carried(results))
     infer = step.arg("infer")
     assert infer is not None  # a filter has one of `where`, `do` and `infer`
     question = infer.value  # a text, or a reference to one (`infer: $args.question`), evaluated per item
-    asked = expr_labels(question, scope.bind({"item": item_view})) if over else NO_LABELS  # what the judge reads
+    bound = scope.bind({"item": loop.item, "index": loop.index})
+    asked = expr_labels(question, bound) if over else NO_LABELS  # what the judge reads
     kept = [await judge(run, evaluate(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]", asked)
             for index, item in enumerate(over)]
     return Labelled([item for item, keep in zip(over, kept) if keep], LabelView(asked))
@@ -228,11 +231,12 @@ async def run_filter(run: Run, step: ast.Step, path: str, scope: Scope, piped: o
 async def run_reduce(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
                  shown: dict) -> Any:
     accumulator = Labelled(value(step, "initial", scope), LabelView(labels_of(step, "initial", scope).whole()))
-    views = {"item": labels_of(step, "over", scope, piped).item()}
+    loop = loop_over(labels_of(step, "over", scope, piped))
+    views = {"item": loop.item, "index": loop.index}
     for index, item in enumerate(items(step, path, scope, piped)):
         bound = scope.bind({**views, "accumulator": LabelView(accumulator.view.whole())}, item=item, index=index,
                            accumulator=accumulator.value)
-        done = await block(run, step, "do", path, bound, True, item=index)
+        done = await block(run, step, "do", path, bound, True, item=index, control=loop.control)
         accumulator = Labelled(done.value, LabelView(union(accumulator.view.whole(), done.view.whole())))
     return accumulator
 
@@ -396,7 +400,8 @@ async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: ob
                     scope=TemplateScope(scope, run.names), id=call_id, sources=labelled(arguments), control=control)
         try:
             return await dispatched(call)
-        except ToolFailed as error:  # goes back to the model, which may try again
+        except ToolFailed as error:  # goes back to the model, which may try again, and has read it
+            conversation.labels = union(conversation.labels, error.labels)
             raise ToolFailure(str(error)) from None
 
     async def check(answer: dict) -> list[str]:
@@ -409,6 +414,7 @@ async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: ob
         try:
             return check_problems(await dispatched(call))
         except ToolFailed as error:  # a check that raises fails: the model is told why
+            conversation.labels = union(conversation.labels, error.labels)
             return [str(error)]
 
     name = value(step, "check", scope)

@@ -299,6 +299,8 @@ class Run:
             raise
         # What any call's result carries (its own labels, its arguments', its control's), and what its
         # handler or declared plan says it adds; a step that keeps its input's items keeps their labels part by part.
+        if type(result) is Labelled and result.gates:  # a declared plan's exits decided
+            scope.gates.labels = union(scope.gates.labels, result.gates)
         result, added = unlabelled(result)
         kept = kept_input(tool)
         items = labels_of(step, kept, scope, labelled_piped) if kept else None
@@ -342,15 +344,19 @@ class Run:
         scope = Scope(ChainMap(), resolution.targets, arguments,
                       args_view=ArgsView({param: LabelView(labels) for param, labels in call.sources.items()}),
                       control=call.control)
+        # What decided its `exit`s decides whether the caller's later steps run (`Labelled.gates`),
+        # as an `exit` written in the caller does; and its failure carries it.
         try:
             with plan_stop(nested=True), plan_stack.calling(name, call.step):
                 result = await self.pipelines(plan.pipelines, scope, f"{call.step}/", "", in_loop)
-                return Labelled(result.value, result.view.adding(scope.gates.labels))
+                gates = scope.gates.labels
+                return Labelled(result.value, result.view.adding(gates), gates)
         except Exited as exit_:
+            gates = scope.gates.labels
             if exit_.status == "error":
                 raise ToolFailed(f"step {call.step}: the plan `{name}` exited with status error: {exit_.message}",
-                                 step.tool) from None
-            return Labelled(exit_.output, LabelView(union(exit_.labels, scope.gates.labels)))
+                                 step.tool, labels=union(exit_.labels, gates)) from None
+            return Labelled(exit_.output, LabelView(union(exit_.labels, gates)), gates)
 
 
 def template_names(checked: CheckResult) -> dict[ast.Step, tuple[str, ...]]:

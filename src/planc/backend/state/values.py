@@ -25,11 +25,13 @@ from planc.syntax.printer import print_expr
 
 class RunError(Exception):
     """A plan that fails while running: the message names the step, and the span says where; `code` is the
-    diagnostic code of a refusal the check would give too (E400, E401), so the run store can count them."""
+    diagnostic code of a refusal the check would give too (E400, E401), so the run store can count them.
+    `labels`: what the error carries (its text, and that it happened), wherever it goes on to."""
 
-    def __init__(self, message: str, node: object = None, code: str | None = None) -> None:
+    def __init__(self, message: str, node: object = None, code: str | None = None,
+                 labels: frozenset[str] = NO_LABELS) -> None:
         super().__init__(message)
-        self.node, self.code = node, code
+        self.node, self.code, self.labels = node, code, labels
 
 
 class Exited(Exception):
@@ -42,12 +44,13 @@ class Exited(Exception):
 
 class Labelled:
     """A step's result with the labels it carries, where its handler says what they are (a control step
-    whose result is not simply its arguments', a declared plan's, an agent's)."""
+    whose result is not simply its arguments', a declared plan's, an agent's); `gates`, the labels
+    of what decided, in it, whether the steps after it run (a declared plan's `exit`s)."""
 
-    __slots__ = ("value", "view")
+    __slots__ = ("value", "view", "gates")
 
-    def __init__(self, value: object, view: LabelView) -> None:
-        self.value, self.view = value, view
+    def __init__(self, value: object, view: LabelView, gates: frozenset[str] = NO_LABELS) -> None:
+        self.value, self.view, self.gates = value, view, gates
 
 
 def unlabelled(result: object) -> tuple[object, LabelView | None]:

@@ -21,7 +21,7 @@ import attrs
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.flow.expressions import View, carriers, expr_labels, expr_view, writes_text
-from planc.passes.flow.results import kept_input, result_view
+from planc.passes.flow.results import Decided, kept_input, result_view
 from planc.passes.flow.secret_control import secret_control
 from planc.passes.resolve.resolve import ARGS
 from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all
@@ -45,8 +45,9 @@ class CallFlow:
     control: frozenset[str]  # the labels of the conditions that decide whether it runs
     result: LabelView  # what its result carries
     env: PlanEnv = attrs.field(eq=False, repr=False)  # what its arguments were read in, for `carriers`
-    # The conditions that decide whether it runs (a `decide`'s around it, the `exit`s before it), each with
-    # what it was read in: where its control labels come from.
+    # What decides whether it runs: the conditions of the `decide`s around it and of the `exit`s
+    # before it, each with what it was read in, and the loops around it and the declared plans
+    # called before it (`Decided`): where its control labels come from.
     deciders: tuple = attrs.field(default=(), eq=False, repr=False)
 
     def carriers(self, argument: str) -> list[tuple[ast.Expr, frozenset[str], str]]:
@@ -56,9 +57,18 @@ class CallFlow:
             return []
         return [(node, labels, self.env.origin(node)) for node, labels in carriers(arg.value, self.env)]
 
-    def control_carriers(self) -> list[tuple[ast.Expr, frozenset[str], str]]:
-        """The references in the conditions that decide whether it runs that carry labels."""
-        return [(node, labels, env.origin(node)) for expr, env in self.deciders for node, labels in carriers(expr, env)]
+    def control_carriers(self) -> list[tuple[ast.Expr | ast.Name, frozenset[str], str]]:
+        """The references in the conditions that decide whether it runs that carry labels, and the
+        loops and declared plans that decide it."""
+        found: list[tuple[ast.Expr | ast.Name, frozenset[str], str]] = []
+        for decider in self.deciders:
+            if type(decider) is Decided:
+                if decider.labels:
+                    found.append((decider.node, decider.labels, decider.origin))
+                continue
+            expr, env = decider
+            found.extend((node, labels, env.origin(node)) for node, labels in carriers(expr, env))
+        return found
 
 
 @attrs.frozen
@@ -206,14 +216,16 @@ class Walk:
         self.context, self.rules, self.registry = context, rules, context.registry
         self.calls: dict[str, CallFlow] = {}
         self.gates = NO_LABELS  # the conditions of the `exit`s asked so far in the plan being walked
-        self.deciders: tuple = ()  # (condition, env) of the `decide`s being walked and of those `exit`s
+        self.deciders: tuple = ()  # what decides what runs (CallFlow.deciders) where the walk is
         self.exits = NO_LABELS  # what the `exit`s of the plan being walked may end it with
         self._carried: dict[str, frozenset[str]] = {}  # a tool's name -> what any call of it may return
 
     def plan(self, plan: ast.Plan, resolution: Resolution, args: Mapping[str, LabelView], prefix: str,
-             control: frozenset[str], written: frozenset[str] = NO_LABELS) -> LabelView:
-        """Walk `plan` (its facts in `resolution`) with `$args` carrying `args` (and `written` those it does not
-        name), its literals `written`; what its result carries."""
+             control: frozenset[str],
+             written: frozenset[str] = NO_LABELS) -> tuple[LabelView, frozenset[str]]:
+        """Walk `plan` (its facts in `resolution`) with `$args` carrying `args` (and `written` those
+        it does not name), its literals `written`; what its result carries, and what decided its
+        `exit`s."""
         paths = {step: prefix + path for step, path in resolution.paths.items()}
         env = PlanEnv(resolution.targets, paths, resolution.tools, {}, ArgsView(args, written), self.calls,
                       written=written)
@@ -221,14 +233,15 @@ class Walk:
         self.gates = self.exits = NO_LABELS
         try:
             last = self.pipelines(plan.pipelines, env, control)
-            return last.adding(union(self.gates, self.exits))
+            return last.adding(union(self.gates, self.exits)), self.gates
         finally:
             self.gates, self.exits, self.deciders = saved
 
-    def decided_by(self, condition: ast.Expr | None, env: PlanEnv, walk_inside: Callable[[], T]) -> T:
-        """`walk_inside()` with `condition` (read in `env`) among the conditions deciding what runs."""
+    def decided_by(self, decider: tuple | Decided, walk_inside: Callable[[], T]) -> T:
+        """`walk_inside()` with `decider` (a condition and what it is read in, or a `Decided`) among
+        what decides what runs."""
         saved = self.deciders
-        self.deciders = (*saved, (condition, env))
+        self.deciders = (*saved, decider)
         try:
             return walk_inside()
         finally:
@@ -294,7 +307,15 @@ class Walk:
         # `$args` carries each argument's labels whole, as a run passes them on with the call.
         args = {name: LabelView(view.whole()) for name, view in views.items()}
         assert checked.plan is not None and checked.resolution is not None  # it checked without errors
-        return self.plan(checked.plan, checked.resolution, args, env.paths[step] + "/", control).whole()
+        path = env.paths[step] + "/"
+        result, gates = self.plan(checked.plan, checked.resolution, args, path, control)
+        # What decided its `exit`s (and so whether it failed) decides whether the caller's later
+        # steps run, as an `exit` written in the caller does.
+        self.gates = union(self.gates, gates)
+        if gates:
+            origin = f"the `exit`s of `{tool.name}`, called at step {env.paths[step]}"
+            self.deciders = (*self.deciders, Decided(step.tool, gates, origin))
+        return result.whole()
 
     def carried(self, tool: Tool) -> frozenset[str]:
         """What any call of `tool` may return, whatever its arguments: its labels, and for a declared plan

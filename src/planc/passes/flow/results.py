@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import attrs
+
 from planc.analysis.literals import literal_value
 from planc.registry.labels import NO_LABELS, LabelView, union, union_all, view_of
 from planc.registry.tool import Tool
@@ -32,6 +34,46 @@ from planc.syntax import ast
 KEEPS_ITEMS: Mapping[str, tuple[str, str | None]] = {
     "filter": ("over", None), "sort": ("over", "field"), "unique": ("over", "field"), "take": ("over", None),
     "skip": ("over", None), "slice": ("value", None)}
+
+
+def call_labels(tool_labels: frozenset[str], sources: Mapping[str, frozenset[str]],
+                control: frozenset[str]) -> frozenset[str]:
+    """What a call's result carries, and its error too (its text, and that it failed): its tool's
+    labels, every argument's and its control's."""
+    return union(union(tool_labels, union_all(sources.values())), control)
+
+
+@attrs.frozen
+class Loop:
+    """What a loop over a list (`map`, `filter`, `reduce`) binds in its block, and adds to the
+    control of every step there: an item carries the list's labels and its part's; a position
+    (`index`) and how often the block runs carry the list's own labels (`LabelView.members`), which
+    hold what chose its items and their order (a `filter`'s condition, a `sort`'s field)."""
+
+    item: LabelView
+    index: LabelView
+    control: frozenset[str]
+
+
+@attrs.frozen
+class Decided:
+    """What decides whether a step runs, or how often, where no condition the plan writes says it: a
+    loop's list, a declared plan's `exit`s. `node` is where a refusal points."""
+
+    node: ast.Name
+    labels: frozenset[str]
+    origin: str  # in words, for the refusal's hint
+
+
+def loop_over(over: LabelView) -> Loop:
+    """The views a loop over `over` binds, and the control it adds to its block.
+
+    >>> inbox = LabelView(frozenset({"untrusted"}))
+    >>> sorted(loop_over(inbox).index.whole()), sorted(loop_over(inbox).control)
+    (['untrusted'], ['untrusted'])
+    """
+    members = over.members()
+    return Loop(over.item(), LabelView(members), members)
 
 
 def kept_input(tool: Tool | None) -> str | None:
@@ -48,7 +90,7 @@ def result_view(step: ast.Step, tool: Tool, sources: Mapping[str, frozenset[str]
     (`items`) with the rest added to all of it."""
     kept = kept_input(tool)
     if kept is None:
-        return view_of(union(union(tool.labels, union_all(sources.values())), union(control, added)), tool.returns)
+        return view_of(union(call_labels(tool.labels, sources, control), added), tool.returns)
     items = items if items is not None else LabelView(sources.get(kept, NO_LABELS))
     deciding = union_all(labels for name, labels in sources.items() if name != kept)
     by = compared(step, KEEPS_ITEMS[tool.name][1], items)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from planc.passes.flow.expressions import Env, expr_labels
+from planc.passes.flow.results import Decided, Loop, loop_over
 from planc.registry.labels import NO_LABELS, LabelView, union, union_all
 from planc.registry.pure_steps import PURE_STEPS
 from planc.syntax import ast
@@ -34,21 +35,32 @@ def _deciding(step: ast.Step) -> ast.Expr | None:
     return arg.value if arg is not None else None
 
 
+def looped(walk: Walk, step: ast.Step, env: PlanEnv, inner: PlanEnv, loop: Loop,
+           control: frozenset[str]) -> LabelView:
+    """Walk `step`'s `do` block, once per item of the list `loop` goes over, which decides how often
+    every step in it runs."""
+    where = f"the list that `{step.tool.text}` at step {env.paths.get(step, '?')} goes over"
+    decider = Decided(step.tool, loop.control, f"how many items {where} has, and in what order")
+    inside = union(control, loop.control)
+    return walk.decided_by(decider, lambda: walk.loop(step, "do", inner, inside))
+
+
 def flow_map(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
              control: frozenset[str]) -> frozenset[str]:
-    over = views.get("over", LabelView())
-    return walk.loop(step, "do", env.bound_by(step).bind(item=over.item(), index=LabelView()), control).whole()
+    loop = loop_over(views.get("over", LabelView()))
+    inner = env.bound_by(step).bind(item=loop.item, index=loop.index)
+    return looped(walk, step, env, inner, loop, control).whole()
 
 
 def flow_filter(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
                 control: frozenset[str]) -> frozenset[str]:
-    over = views.get("over", LabelView())
-    item = over.item()
-    inner = env.bound_by(step).bind(item=item, index=LabelView())
-    if (where := step.arg("where")) is not None:
-        return expr_labels(where.value, inner.with_fields(item))
+    loop = loop_over(views.get("over", LabelView()))
+    inner = env.bound_by(step).bind(item=loop.item, index=loop.index)
+    if (where := step.arg("where")) is not None:  # it binds the item's fields, and no `index`
+        fields = env.bound_by(step).bind(item=loop.item).with_fields(loop.item)
+        return expr_labels(where.value, fields)
     if step.arg("do") is not None:
-        return walk.loop(step, "do", inner, control).whole()
+        return looped(walk, step, env, inner, loop, control).whole()
     if (infer := step.arg("infer")) is not None:
         return expr_labels(infer.value, inner)
     return NO_LABELS
@@ -56,11 +68,13 @@ def flow_filter(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, La
 
 def flow_reduce(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
                 control: frozenset[str]) -> frozenset[str]:
-    over = views.get("over", LabelView())
+    loop = loop_over(views.get("over", LabelView()))
     accumulator = views.get("initial", LabelView()).whole()
     while True:  # the accumulator carries what any round gave it: walked until nothing is added
-        bound = env.bound_by(step).bind(item=over.item(), index=LabelView(), accumulator=LabelView(accumulator))
-        grown = union(accumulator, walk.loop(step, "do", bound, control).whole())
+        bound = env.bound_by(step).bind(item=loop.item, index=loop.index,
+                                        accumulator=LabelView(accumulator))
+        rounds = looped(walk, step, env, bound, loop, control)
+        grown = union(accumulator, rounds.whole())
         if grown is accumulator:
             return accumulator
         accumulator = grown
@@ -70,8 +84,8 @@ def flow_decide(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, La
                 control: frozenset[str]) -> frozenset[str]:
     decided = condition_labels(step, env)
     inner = union(control, decided)
-    taken = walk.decided_by(_deciding(step), env, lambda: union(walk.block(step, "then", env, inner).whole(),
-                                                                 walk.block(step, "else", env, inner).whole()))
+    taken = walk.decided_by((_deciding(step), env), lambda: union(
+        walk.block(step, "then", env, inner).whole(), walk.block(step, "else", env, inner).whole()))
     return union(decided, taken)
 
 

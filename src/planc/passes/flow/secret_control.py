@@ -12,6 +12,7 @@ from planc.diagnostics import Diagnostic
 from planc.diagnostics.build import diagnostic
 from planc.passes.flow.expressions import carriers
 from planc.registry.labels import SECRET
+from planc.syntax import ast
 from planc.syntax.printer import print_expr
 from planc.syntax.steps import deciding
 
@@ -34,12 +35,12 @@ def _deciders(path: str, call: CallFlow, seen: set[int]) -> Iterator[Diagnostic]
         for node, labels, _ in call.control_carriers():
             if SECRET in labels and id(node) not in seen:
                 seen.add(id(node))
-                yield diagnostic("W508", "decides", node.span, step=path, written=print_expr(node),
+                yield diagnostic("W508", "decides", node.span, step=path, written=node.text if isinstance(node, ast.Name) else print_expr(node),
                                  what=f"`{call.step.tool.text}` at step {path}")
     condition = deciding(call.step) if call.step.tool.text == "exit" else None
     if condition is not None:
         for node, labels in carriers(condition.value, call.env):
             if SECRET in labels and id(node) not in seen:
                 seen.add(id(node))
-                yield diagnostic("W508", "exits", node.span, step=path, written=print_expr(node),
+                yield diagnostic("W508", "exits", node.span, step=path, written=node.text if isinstance(node, ast.Name) else print_expr(node),
                                  path=path)
