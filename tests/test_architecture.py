@@ -1,6 +1,6 @@
 """The architecture the folders promise: layers that only import downward, backend folders that import only
-the folders they name, no import cycles, and every control step known to every stage that handles control
-steps."""
+the folders they name, no import cycles, every control step known to every stage that handles control
+steps, and a tool's kind read in one place."""
 
 from __future__ import annotations
 
@@ -211,3 +211,48 @@ def test_every_control_step_has_a_flow_rule_or_carries_only_what_any_call_carrie
     assert sorted(set(FLOW_RULES) | CALL_RULE) == sorted(CONTROL_STEPS)
     # planc's own steps add no label of their own: what they return carries only what they were given
     assert {name: step.labels for name, step in CONTROL_STEPS.items() if step.labels} == {}
+
+
+# The one module that reads a tool's `provider` text: everything else asks `Tool.kind` (or `Tool.address`).
+PROVIDER_READER = "planc.registry.tool"
+TEXT_METHODS = {"startswith", "endswith", "split", "rsplit", "partition", "rpartition", "removeprefix", "find",
+                "index", "count"}
+
+
+def _is_provider(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "provider") or \
+        (isinstance(node, ast.Name) and node.id == "provider")
+
+
+def provider_text_tests(source: str) -> list[int]:
+    """The lines of `source` that test a provider's text: compare it, cut it, look into it, or name the old
+    `"builtin"` provider."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and any(map(_is_provider, (node.left, *node.comparators))):
+            found.add(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in TEXT_METHODS and _is_provider(node.func.value):
+            found.add(node.lineno)
+        elif isinstance(node, ast.Subscript) and _is_provider(node.value):
+            found.add(node.lineno)
+        elif isinstance(node, ast.Constant) and node.value == "builtin":
+            found.add(node.lineno)
+    return sorted(found)
+
+
+def test_no_module_but_the_tools_tests_a_providers_text():
+    found = [f"{module_name(path, SOURCE)}:{line}" for path in sorted(SOURCE.rglob("*.py"))
+             if module_name(path, SOURCE) != PROVIDER_READER
+             for line in provider_text_tests(path.read_text(encoding="utf-8"))]
+    assert found == []
+
+
+def test_the_provider_check_finds_each_way_of_reading_the_text():
+    source = ("a = tool.provider.startswith('plan:')\n"
+              "b = provider == 'x'\n"
+              "c = tool.provider[len('sql:'):]\n"
+              "d = 'builtin'\n"
+              "e = tool.kind == 'plan' and tool.address\n"
+              "f = config.provider_name == 'x'\n")
+    assert provider_text_tests(source) == [1, 2, 3, 4]

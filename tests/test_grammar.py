@@ -253,7 +253,7 @@ def the_rest(tool, param: str) -> str:
     needed = [other for other in tool.required if other != param]
     needed += [group[0] for group in tool.one_of if param not in group and group[0] not in needed]
     filler = {"block": "{ today() }", "condition": "$1 > 1"}
-    return "".join(f", {other}: {filler.get(tool.kind(other), '$1')}" for other in needed)
+    return "".join(f", {other}: {filler.get(tool.param_kind(other), '$1')}" for other in needed)
 
 
 def test_block_parameters_take_blocks_and_conditions_any_expression(narrowed):

@@ -41,9 +41,9 @@ def agent_check_tool(step: ast.Step, registry: Registry | None) -> Tool | None:
 
 def runnable(tool: Tool, plans: Mapping | None) -> bool:
     """Whether `tool` can be called in a run whose declared plans are `plans` (None: any can)."""
-    if plans is None or not tool.provider.startswith("plan:"):
+    if plans is None or tool.kind != "plan":
         return True
-    checked = plans.get(tool.provider[len("plan:"):])
+    checked = plans.get(tool.address)
     return checked is not None and checked.ok
 
 
@@ -88,7 +88,7 @@ def call_effects(step: ast.Step, tool: Tool, registry: Registry | None, targets:
     """What calling `tool` at `step` may do, as every reader takes it: its declared effects, normalised; for an
     `agent` step, what the tools it may call (and its check) may do, so an agent with read-only tools, or
     none, is read-only."""
-    if tool.name == "agent" and tool.provider == "builtin":
+    if tool.name == "agent" and tool.kind == "control":
         return agent_effects(agent_tools(step, registry, targets, plans), agent_check_tool(step, registry))
     return tool.effects.normalised()
 

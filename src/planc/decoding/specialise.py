@@ -192,7 +192,7 @@ class _Specialiser:
     # What a parameter may hold.
 
     def _value(self, tool: Tool, param: str) -> Expr:
-        if tool.kind(param) == "block":
+        if tool.param_kind(param) == "block":
             return self._typed(("block",), Symbol(BLOCK))
         literals = self._literals(tool.params[param])
         if literals is None:

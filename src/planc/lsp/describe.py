@@ -26,7 +26,7 @@ def tool_hover(tool: Tool) -> str:
     if tool.description.strip():
         parts.append(tool.description.strip())
     parts += groups(tool)
-    if tool.provider != "builtin":  # a control step's effects are its blocks' and its model's
+    if not tool.builtin:  # a control step's effects are its blocks' and its model's
         parts.append(_effects(tool.effects))
     return "\n\n".join(parts)
 

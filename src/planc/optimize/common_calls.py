@@ -72,7 +72,7 @@ def _reusable(tool: Tool | None, if_declared: bool) -> bool:
     """A call of a registry tool (not a control step, not a plan) whose result depends on its arguments alone."""
     if tool is None:  # no registry declares it
         return if_declared
-    if tool.provider.startswith(("builtin", "plan:")):
+    if tool.kind in ("pure", "control", "plan"):
         return False
     effects = tool.effects
     return (effects.read_only and effects.deterministic) or (if_declared and not effects.declared)

@@ -40,7 +40,7 @@ PATH = "plan"  # the step path the planning inferences are recorded at
 GRAMMAR_FORMATS = ("lark", "gbnf")
 REPAIR_OPENING = "Your plan has "  # how every repair message begins (diagnostics.render_repair)
 # Reading the run store's learned shapes at a round, recorded like a call so that a replay reads the same.
-READ_SHAPES = Tool("planc:learned_shapes", provider="builtin", labels=(),
+READ_SHAPES = Tool("planc:learned_shapes", provider="control", labels=(),
                    effects=Effects(read_only=True, idempotent=True, destructive=False, open_world=False))
 
 

@@ -107,7 +107,7 @@ def estimated_tokens(text: str) -> int:
 def _tool_entry(tool: Tool) -> str:
     lines = [f"- {signature(tool)}"]
     description = tool.description.strip()
-    if tool.provider == "builtin":  # planc's own words
+    if tool.builtin:  # planc's own words
         if description and description[-1] not in ".!?":
             description += "."
         about = " ".join(part for part in (description, *groups(tool)) if part)
@@ -216,7 +216,7 @@ def _words(text: str) -> list[str]:
 
 def _candidates(tools: list[Tool]):
     """Example plans, most telling first; the caller keeps those that check clean."""
-    plain = sorted((tool for tool in tools if not tool.provider.startswith("plan:")),
+    plain = sorted((tool for tool in tools if tool.kind != "plan"),
                    key=lambda tool: not tool.effects.read_only)  # readers first: the gentlest examples
     listing = [tool for tool in plain if tool.effects.read_only and (tool.returns or {}).get("type") == "array"]
     for lister in listing:

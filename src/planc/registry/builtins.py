@@ -27,7 +27,7 @@ def _control(name, description, params, required=(), pipe=None, one_of=(), at_mo
              binds=None, effects=CONTROL) -> Tool:
     return Tool(name=name, params=params, required=tuple(required), pipe=pipe, one_of=tuple(one_of),
                 at_most_one=tuple(at_most_one), required_when=tuple(required_when),
-                binds=binds or {}, effects=effects, provider="builtin", description=description,
+                binds=binds or {}, effects=effects, provider="control", description=description,
                 labels=())
 
 

@@ -54,7 +54,7 @@ from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, X_LABELS, label_set
 from planc.registry.lock import load_locked_tools
 from planc.registry.mcp_transport import url_problem
 from planc.registry.registry import Registry
-from planc.registry.tool import Cost, Effects, Tool
+from planc.registry.tool import PLANC_KINDS, Cost, Effects, Tool, provider_address, provider_kind
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "budget", "principal",
@@ -482,9 +482,14 @@ class _Reader:
             self.fail(f"`{name}` is {kind} planc runs itself: the name is reserved", where)
         self.only(table, TOOL_KEYS, where, what)
         provider = self.text(table, "provider", where, what)
-        if provider.startswith(("sql:", "postgresql:")) or "query" in table:
+        kind = provider_kind(provider)
+        if kind in PLANC_KINDS:
+            self.fail(f"`provider = {provider!r}` is for planc's own steps and declared plans (`[plans.NAME]`); "
+                      "a tool's provider is \"python:module:function\", \"sql:PATH\" or \"postgresql:$NAME\" (an MCP "
+                      "server's tools come from `[mcp.NAME]`)", where, "provider")
+        if kind in ("sql", "postgresql") or "query" in table:
             tool = self.sql_tool(name, provider, table, where)
-        elif "params" not in table and provider.startswith("python:"):
+        elif "params" not in table and kind == "python":
             tool = self.python_tool(name, provider, where)  # its parameters from the function's signature
         else:
             tool = Tool(name=name, params=self.params(table.get("params", {}), where, what), provider=provider)
@@ -514,7 +519,7 @@ class _Reader:
     def key_parameter(self, tool: Tool, table: dict, where: str) -> Tool:
         """`idempotency_key = "PARAM"`: the Python function's parameter that receives each call's idempotency
         key. planc fills it, so it is not a parameter of the plan's."""
-        if not tool.provider.startswith("python:"):
+        if tool.kind != "python":
             self.fail("`idempotency_key` names the parameter of a Python function that receives each call's "
                       "idempotency key; an MCP server's tools take it in `_meta` (`idempotency_keys = true` in "
                       "its `[mcp.NAME]` table says they deduplicate by it)", where, "idempotency_key")
@@ -533,7 +538,7 @@ class _Reader:
         The query is prepared here, against the database, so its mistakes are planc.toml's."""
         from planc.registry.sql_tools import SqlError, query_parameters
 
-        if not provider.startswith(("sql:", "postgresql:")) or provider in ("sql:", "postgresql:"):
+        if provider_kind(provider) not in ("sql", "postgresql") or not provider_address(provider):
             self.fail("`query` is for SQL tools: `provider` must be \"sql:PATH\", an SQLite database, or "
                       "\"postgresql:$NAME\", a PostgreSQL database whose DSN is in the environment variable NAME",
                       where, "provider")
@@ -545,7 +550,7 @@ class _Reader:
             return self.code_tools[name]
         query = table["query"]
         try:
-            if provider.startswith("postgresql:"):
+            if provider_kind(provider) == "postgresql":
                 from planc.registry.postgres_tools import TOKENS, prepare
 
                 names = query_parameters(query, TOKENS)
@@ -553,9 +558,10 @@ class _Reader:
             else:
                 from planc.registry.sql_tools import prepare
 
-                provider = f"sql:{self.folder / provider[len('sql:'):]}"
+                path = self.folder / provider_address(provider)
+                provider = f"sql:{path}"
                 names = query_parameters(query)
-                columns, typed = dict.fromkeys(prepare(Path(provider[len("sql:"):]), query), {}), {}
+                columns, typed = dict.fromkeys(prepare(path, query), {}), {}
         except SqlError as error:
             self.fail(f"the query of SQL tool `{name}` cannot be used: {error}", where, "query")
         declared = table.get("params")
@@ -579,7 +585,7 @@ class _Reader:
         """A tool whose parameters come from its `@planc.tool` function: the one case that imports it."""
         from planc.registry.python_tools import load_function_tool
 
-        if provider.count(":") != 2:
+        if provider_address(provider).count(":") != 1:  # "module:function"
             self.fail(f"`provider = {provider!r}` must be \"python:module:function\"", where, "provider")
         if self.code_tools is not None:  # as a recorded run kept it
             if name not in self.code_tools:
@@ -723,9 +729,9 @@ class _Reader:
     def model(self, name: str, table: dict) -> ModelConfig:
         where, what = f"models.{name}", f"model `{name}`"
         self.only(table, MODEL_KEYS, where, what)
-        provider = self.text(table, "provider", where, what, MODEL_PROVIDERS[0])
-        if provider not in MODEL_PROVIDERS:
-            self.fail(f"`provider = {provider!r}` of {what} is not supported; the providers are "
+        api = self.text(table, "provider", where, what, MODEL_PROVIDERS[0])  # the model's API, not a tool's kind
+        if api not in MODEL_PROVIDERS:
+            self.fail(f"`provider = {api!r}` of {what} is not supported; the providers are "
                       f"{', '.join(MODEL_PROVIDERS)} (any OpenAI-compatible endpoint, named by `base_url`)",
                       where, "provider")
         for key, meaning in (("base_url", 'the URL of an OpenAI-compatible API, like "http://127.0.0.1:8000/v1"'),
@@ -749,7 +755,7 @@ class _Reader:
             if isinstance(price, bool) or not isinstance(price, (int, float)) or not 0 <= price < float("inf"):
                 self.fail(f"`{key}` of {what} must be a number of dollars, at least 0, found {price!r}", where, key)
             prices[key] = float(price)
-        return ModelConfig(name=name, base_url=table["base_url"], model=table["model"], provider=provider,
+        return ModelConfig(name=name, base_url=table["base_url"], model=table["model"], provider=api,
                            api_key_env=api_key_env, timeout_s=self.seconds(table, "timeout_s", where, MODEL_TIMEOUT_S),
                            retries=retries, sampling=self.sampling(table, where, what), **prices)
 

@@ -398,7 +398,7 @@ def _zip_type(inputs: Mapping, literals: Mapping) -> Mapping:
 def _pure(family, name, description, params, result, run, required=None, pipe=None, effects=PURE,
           values=None) -> PureStep:
     required = [key for key, schema in params.items() if "default" not in schema] if required is None else required
-    tool = Tool(name=name, params=params, required=tuple(required), pipe=pipe, effects=effects, provider="builtin",
+    tool = Tool(name=name, params=params, required=tuple(required), pipe=pipe, effects=effects, provider="pure",
                 description=description, labels=())  # its result carries its arguments' labels, none of its own
     return PureStep(tool, family, result, run, "limits" in inspect.signature(run).parameters,
                     tuple((key, schema["default"]) for key, schema in params.items() if "default" in schema), values)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from planc.registry.labels import UNTRUSTED_ONLY
-from planc.registry.tool import Cost, Effects, Tool
+from planc.registry.tool import Cost, Effects, Tool, provider_address
 
 MARK = "__planc_tool__"
 KEY_PARAMETER = "idempotency_key"  # a keyword-only parameter of this name receives the call's idempotency key
@@ -140,7 +140,7 @@ def import_provider(provider: str, folder: Path | None = None):
         entry = str(folder.resolve())
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    _, module_name, qualname = provider.split(":", 2)
+    module_name, _, qualname = provider_address(provider).partition(":")
     target = importlib.import_module(module_name)
     for part in qualname.split("."):
         target = getattr(target, part)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal, get_args
 
 import attrs
 
@@ -70,6 +71,35 @@ def plain_types(schema: Mapping) -> frozenset[type] | None:
     return frozenset().union(*(PYTHON_TYPES[name] for name in names))
 
 
+# What provides a tool, the first word of its `provider`: a Python function, a query over SQLite or
+# PostgreSQL, an MCP server's tool, a declared plan, or a step planc runs itself (a pure step, or a
+# control step). The one reading of `provider`'s text: everything else asks `Tool.kind`.
+ToolKind = Literal["python", "sql", "postgresql", "mcp", "plan", "pure", "control"]
+TOOL_KINDS: tuple[ToolKind, ...] = get_args(ToolKind)
+PLANC_KINDS = frozenset({"plan", "pure", "control"})  # the kinds planc.toml's `[tools]` cannot declare
+
+
+def provider_kind(provider: str) -> ToolKind | None:
+    """The kind of tool `provider` names; None for a provider planc does not run (a tool that is
+    checked, never called).
+
+    >>> provider_kind("python:tools:search"), provider_kind("pure"), provider_kind("http://x")
+    ('python', 'pure', None)
+    """
+    word = provider.partition(":")[0]
+    return next((kind for kind in TOOL_KINDS if kind == word), None)
+
+
+def provider_address(provider: str) -> str:
+    """What `provider` names after its kind: the module and function, the database, the server or
+    the declared plan.
+
+    >>> provider_address("plan:triage"), provider_address("mcp:git"), provider_address("control")
+    ('triage', 'git', '')
+    """
+    return provider.partition(":")[2]
+
+
 # JSON Schema marks for the parameter kinds only control steps have.
 CONDITION = {"x-planc": "condition"}
 BLOCK = {"x-planc": "block"}
@@ -89,7 +119,9 @@ class Tool:
     cost: Cost = Cost()
     description: str = ""
     timeout_s: float | None = None  # how long a call may take at run time; None: `[limits] timeout_s`
-    provider: str = ""  # "python:module:function", "mcp:server", "sql:/path/to.sqlite", "plan:NAME" or "builtin"
+    # "python:module:function", "mcp:server", "sql:/path/to.sqlite", "postgresql:$NAME", "plan:NAME",
+    # "pure" or "control": read through `kind` and `address`
+    provider: str = ""
     query: str | None = None  # an SQL tool's query
     # Where the tool takes the idempotency key of each call, and deduplicates by it: the parameter of a
     # Python function that receives it, or MCP_META_KEY for an MCP tool whose server declares that it
@@ -107,11 +139,30 @@ class Tool:
     learned: LearnedShape | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
+    def kind(self) -> ToolKind | None:
+        """What provides it (`ToolKind`); None for a provider planc does not run."""
+        return provider_kind(self.provider)
+
+    @property
+    def address(self) -> str:
+        """What its provider names after its kind: `plan:NAME`'s NAME, `mcp:SERVER`'s SERVER, ..."""
+        return provider_address(self.provider)
+
+    @property
+    def builtin(self) -> bool:
+        """Whether it is one of planc's own steps (a pure step or a control step), run by the interpreter."""
+        return self.kind in ("pure", "control")
+
+    @property
+    def plan(self) -> str | None:
+        """The declared plan it runs (`[plans.NAME]`), None for any other tool."""
+        return self.address if self.kind == "plan" else None
+
+    @property
     def learns(self) -> bool:
         """Whether the run store learns the shape of its results: a trusted tool (`labels = []`) of planc.toml,
         an MCP server or code, whose `returns` nothing declares."""
-        return not self.labels and self.returns is None and self.provider != "builtin" \
-            and not self.provider.startswith("plan:")
+        return not self.labels and self.returns is None and self.kind not in PLANC_KINDS
 
     @property
     def takes_key(self) -> bool:
@@ -122,9 +173,9 @@ class Tool:
     @property
     def server(self) -> str | None:
         """The MCP server a tool comes from."""
-        return self.provider.split(":", 1)[1] if self.provider.startswith("mcp:") else None
+        return self.address if self.kind == "mcp" else None
 
-    def kind(self, param: str) -> str:
+    def param_kind(self, param: str) -> str:
         """"condition", "block" or "value"."""
         return self.params.get(param, {}).get("x-planc", "value")
 

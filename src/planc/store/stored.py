@@ -71,7 +71,7 @@ class OlderPlan(StoredPlanError):
 def _used_tools(checked) -> dict:
     """name -> Tool of every registry tool the plan calls (the built-in control steps belong to planc)."""
     tools = checked.resolution.tools.values() if checked.resolution else ()
-    return {tool.name: tool for tool in tools if tool.provider != "builtin"}
+    return {tool.name: tool for tool in tools if not tool.builtin}
 
 
 def _policy_hash(policy) -> str | None:

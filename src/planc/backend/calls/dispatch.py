@@ -43,7 +43,7 @@ class Dispatch:
     async def __call__(self, call: Call, step: ast.Step, in_loop: bool):
         current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
         tool = call.tool
-        if not tool.provider.startswith("plan:"):  # a declared plan's own calls are counted as they are made
+        if tool.kind != "plan":  # a declared plan's own calls are counted as they are made
             self.session.spending.call(tool, call.step, step.tool)
         self.validate(call, step)
         call = Call(call.step, tool, call.args, call.scope, plan_stack.current(),  # not attrs.evolve: 5x as slow
@@ -59,7 +59,7 @@ class Dispatch:
         try:
             if isinstance(answer, Skip):
                 result = answer.result
-            elif tool.provider.startswith("plan:"):  # its own calls come this way, each recorded
+            elif tool.kind == "plan":  # its own calls come this way, each recorded
                 labelled = await self.run.declared_plan(call, step, in_loop)
                 result = labelled.value
             else:
@@ -75,14 +75,14 @@ class Dispatch:
             raise
         self.run.emit("tool_finished", step=call.step, tool=tool.name,
                       result=redacted(result) if SECRET in call.result_labels() else result)
-        return labelled if tool.provider.startswith("plan:") and not isinstance(answer, Skip) else result
+        return labelled if tool.kind == "plan" and not isinstance(answer, Skip) else result
 
     def from_record(self, call: Call, step: ast.Step) -> Skip | Proceed | None:
         """The call's result when the recorder holds it (a replay, a resume): it is neither asked for nor made
         again; Proceed for a call a person approved in the record (`planc approve`): made, and not asked
         again. A declared plan is not recorded as a call: its own calls are."""
         recorder = self.session.recorder
-        if recorder is None or call.tool.provider.startswith("plan:"):
+        if recorder is None or call.tool.kind == "plan":
             return None
         return recorder.replayed(call, step)
 
@@ -98,7 +98,7 @@ class Dispatch:
         error = Aborted(f"step {call.step}: stopped before calling `{call.tool.name}`: {gate.reason}", step.tool,
                         results=self.run.finished)
         recorder = self.session.recorder
-        if recorder is not None and not call.tool.provider.startswith("plan:"):
+        if recorder is not None and call.tool.kind != "plan":
             recorder.declined(call, str(error))
         raise error
 

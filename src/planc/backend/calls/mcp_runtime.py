@@ -210,7 +210,7 @@ def needed_servers(checked, registry) -> list[str]:
         return []
     plans = [checked, *(checked.context.plans.values() if checked.context is not None else ())]
     tools = [tool for plan in plans if plan.resolution is not None for tool in plan.resolution.tools.values()]
-    if any(tool.name == "agent" and tool.provider == "builtin" for tool in tools):
+    if any(tool.name == "agent" and tool.kind == "control" for tool in tools):
         tools = list(registry.tools.values())
     servers = {tool.server for tool in tools if tool.server is not None}
     return sorted(server for server in servers if server in registry.servers)

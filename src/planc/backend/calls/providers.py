@@ -62,19 +62,19 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
 
 
 async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp, key: str | None, executor, timeout: float):
-    if tool.provider.startswith("mcp:") and mcp is not None:
+    if tool.kind == "mcp" and mcp is not None:
         return await mcp.call(tool, dict(args), key)
-    if tool.provider.startswith(("sql:", "postgresql:")):
+    if tool.kind in ("sql", "postgresql"):
         from planc.registry import postgres_tools, sql_tools
 
         defaults = {param: schema["default"] for param, schema in tool.params.items() if "default" in schema}
-        if tool.provider.startswith("sql:"):
-            path = Path(tool.provider[len("sql:"):])
+        if tool.kind == "sql":
+            path = Path(tool.address)
             return await in_thread(lambda **arguments: sql_tools.run_query(path, tool.query, arguments),
                                    {**defaults, **args})
         return await in_thread(lambda **arguments: postgres_tools.run_query(tool.provider, tool.query, arguments,
                                                                             timeout), {**defaults, **args})
-    if tool.provider.startswith("python:"):
+    if tool.kind == "python":
         if tool.idempotency_key is not None and key is not None:
             args = {**args, tool.idempotency_key: key}
         if executor is not None:  # the key in its arguments: every attempt of the task gets the same
@@ -86,8 +86,7 @@ async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp, key: 
             return await function(**args)
         except (SystemExit, KeyboardInterrupt) as error:
             raise ToolExited(exited(error)) from None
-    kind = tool.provider.split(":", 1)[0] or "none"
-    raise RunError(f"`{tool.name}` is provided by `{tool.provider or 'nothing'}`: running {kind} tools is not built yet")
+    raise RunError(f"`{tool.name}` is provided by `{tool.provider or 'nothing'}`, which this run cannot call")
 
 
 async def in_thread(function, args: Mapping):

@@ -80,7 +80,7 @@ def step_sources(step: ast.Step, tool, scope: Scope, piped_view: LabelView | Non
     sources = {}
     for arg in step.args:
         name = arg.name.text
-        if tool.kind(name) == "value" and not tool.binds.get(name):
+        if tool.param_kind(name) == "value" and not tool.binds.get(name):
             sources[name] = expr_labels(arg.value, scope)
     if piped_view is not None and tool.pipe and tool.pipe not in sources:
         sources[tool.pipe] = piped_view.whole()
@@ -96,7 +96,7 @@ def rendered_input(step: ast.Step, scope: Scope, piped) -> dict:
     shown = {}
     for arg in step.args:
         name = arg.name.text
-        if declared.kind(name) != "value" or declared.binds.get(name):
+        if declared.param_kind(name) != "value" or declared.binds.get(name):
             continue
         try:
             shown[name] = evaluate(arg.value, scope)

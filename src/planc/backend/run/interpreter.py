@@ -242,10 +242,10 @@ class Run:
         sources, control = step_sources(step, tool, scope, piped_view), scope.controlled()
         self.emit("step_started", step=path, tool=step.tool.text, input=secret_arguments(arguments, sources))
         labelled_piped = piped  # a control step reads its piped input with its labels; a tool's call has them
-        if piped is not NOTHING and tool.provider == "builtin":
+        if piped is not NOTHING and tool.builtin:
             labelled_piped = Labelled(piped, piped_view or LabelView())
         try:
-            if tool.provider == "builtin":
+            if tool.builtin:
                 result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, labelled_piped, in_loop,
                                                            arguments)
             else:
@@ -275,7 +275,7 @@ class Run:
         """The step's rendered input: a tool's arguments (piped input included), a control step's values."""
         if tool is None:
             raise RunError(f"step {path}: no registry declares the tool `{step.tool.text}`", step.tool)
-        if tool.provider == "builtin":
+        if tool.builtin:
             return rendered_input(step, scope, piped)
         args = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}
         if piped is not NOTHING and tool.pipe:
@@ -286,7 +286,7 @@ class Run:
         """Run the declared plan that `call` (of `plan__NAME`) calls, inside this run, with the call's arguments
         over its declared defaults; its steps' paths are under the calling step's, and it runs in the
         caller's loops. It was checked with the plan that calls it, so it runs as checked then."""
-        name = call.tool.provider[len("plan:"):]
+        name = call.tool.address
         checked = self.checked.context.plans.get(name) if self.checked.context is not None else None
         if checked is None or not checked.ok:  # only when the caller was not checked with the registry
             raise RunError(f"step {call.step}: the plan `{name}` was not checked with this plan: check it first",

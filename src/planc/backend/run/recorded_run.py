@@ -291,7 +291,7 @@ def code_tools(registry: Registry | None) -> dict:
     if registry is None:
         return {}
     return {name: tool.to_data() for name, tool in registry.tools.items()
-            if tool.provider.startswith(("python:", "sql:", "postgresql:"))}
+            if tool.kind in ("python", "sql", "postgresql")}
 
 
 def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | None, Policy | None] | None:

@@ -152,8 +152,8 @@ class _Coster:
         tool = self.resolution.tools.get(step)
         if tool is None:
             run = _Run(_call(0, 0), ordered=True)
-        elif tool.provider != "builtin":  # a declared plan keeps its place: its calls are not looked into
-            run = _Run(self.call_cost(tool), ordered=tool.provider.startswith("plan:") or not tool.effects.read_only)
+        elif not tool.builtin:  # a declared plan keeps its place: its calls are not looked into
+            run = _Run(self.call_cost(tool), ordered=tool.kind == "plan" or not tool.effects.read_only)
         else:
             run = COST_RULES[tool.name](self, step)
         self.steps[step] = run.cost
@@ -235,8 +235,8 @@ class _Coster:
     def call_cost(self, tool) -> CostRange:
         """What one call of `tool` may cost: a declared plan's own total, else one call at its declared cost (and,
         for a tool of an MCP server that may sample a model, up to `samples_per_call` inferences)."""
-        if tool.provider.startswith("plan:"):
-            return self.plan_cost(tool.provider[len("plan:"):])
+        if tool.kind == "plan":
+            return self.plan_cost(tool.address)
         server = self.registry.servers.get(tool.server) if self.registry is not None and tool.server else None
         samples = CostRange(inferences=Range(0, server.samples_per_call)) if server and server.sampling else CostRange()
         return _call(tool.cost.usd, tool.cost.latency_ms) + samples

@@ -91,7 +91,7 @@ class ListBounds:
         name = step.tool.text
         if tool is None:
             return UNKNOWN
-        if tool.provider == "builtin":
+        if tool.builtin:
             if name == "map":
                 return self.of_over(step)
             if name == "filter":  # keeps any number of the items, none included

@@ -74,7 +74,7 @@ class FlowFacts:
         found = []
         for path, call in self.calls.items():
             tool = call.tool
-            if tool is None or tool.effects.read_only or tool.provider == "builtin":
+            if tool is None or tool.effects.read_only or tool.builtin:
                 continue
             for argument, labels in call.sources.items():
                 if labels:
@@ -259,7 +259,7 @@ class Walk:
         views: dict[str, LabelView] = {}
         for arg in step.args:  # what a control step reads per item (`infer` of a filter) is its rule's
             name = arg.name.text
-            if tool is None or (tool.kind(name) == "value" and not tool.binds.get(name)):
+            if tool is None or (tool.param_kind(name) == "value" and not tool.binds.get(name)):
                 views[name] = expr_view(arg.value, env)
         if piped is not None and tool is not None and tool.pipe and tool.pipe not in views:
             views[tool.pipe] = piped
@@ -268,9 +268,9 @@ class Walk:
             result = LabelView(union(UNTRUSTED_ONLY, control))
         else:  # what any call's result carries, and what the step's own rule adds
             added = NO_LABELS
-            if tool.provider == "builtin" and tool.name in self.rules:
+            if tool.builtin and tool.name in self.rules:
                 added = self.rules[tool.name](self, step, env, views, control)
-            elif tool.provider.startswith("plan:"):
+            elif tool.kind == "plan":
                 added = self.declared_plan(step, tool, env, views, control)
             kept = kept_input(tool)
             result = result_view(step, tool, sources, control, added, views.get(kept) if kept else None)
@@ -281,7 +281,7 @@ class Walk:
                       control: frozenset[str]) -> frozenset[str]:
         """A call of `plan__NAME`: its steps walked under the caller's path with `$args` carrying the
         caller's arguments; what its result carries from its own steps."""
-        checked = self.context.plans.get(tool.provider[len("plan:"):])
+        checked = self.context.plans.get(tool.address)
         if checked is None or not checked.ok:  # not walked (a cycle, errors): what it returns is not known
             return UNTRUSTED_ONLY
         # `$args` carries each argument's labels whole, as a run passes them on with the call.
@@ -296,13 +296,13 @@ class Walk:
             return found
         self._carried[tool.name] = UNTRUSTED_ONLY  # a plan reached again while it is looked into
         found = tool.labels
-        if tool.provider.startswith("plan:"):
-            checked = self.context.plans.get(tool.provider[len("plan:"):])
+        if tool.kind == "plan":
+            checked = self.context.plans.get(tool.address)
             if checked is None or not checked.ok:
                 found = union(found, UNTRUSTED_ONLY)
             else:
                 for inner_step, inner in checked.resolution.tools.items():
-                    is_agent = inner.provider == "builtin" and inner.name == "agent"
+                    is_agent = inner.kind == "control" and inner.name == "agent"
                     found = union(found, self.may_read(inner_step, checked.resolution.targets) if is_agent
                                   else self.carried(inner))
         self._carried[tool.name] = found

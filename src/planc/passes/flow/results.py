@@ -34,7 +34,7 @@ KEEPS_ITEMS: Mapping[str, tuple[str, str | None]] = {
 
 def kept_input(tool) -> str | None:
     """The input whose items `tool`'s result keeps, part by part (None: its result carries one set)."""
-    if tool is None or tool.provider != "builtin" or tool.name not in KEEPS_ITEMS:
+    if tool is None or not tool.builtin or tool.name not in KEEPS_ITEMS:
         return None
     return KEEPS_ITEMS[tool.name][0]
 

@@ -111,7 +111,7 @@ def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list, flows
         tool = resolution.tools.get(step) or (Tool(step.tool.text) if context.registry is None else None)
         if tool is None:  # an unknown tool, already reported by resolve
             continue
-        if tool.name == "agent" and tool.provider == "builtin":  # judged by what the tools it may call may do
+        if tool.name == "agent" and tool.kind == "control":  # judged by what the tools it may call may do
             tool = attrs.evolve(tool, effects=call_effects(step, tool, context.registry, resolution.targets,
                                                             context.plans))
         args, dynamic = _arguments(step, tool, piped)
@@ -122,9 +122,9 @@ def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list, flows
         else:
             sources, control = call.sources, call.control
         asked.append((step, Ask(tool, args, path, in_loop, dynamic, sources, control), caller))
-        declared = context.plans.get(tool.provider[len("plan:"):]) if tool.provider.startswith("plan:") else None
+        declared = context.plans.get(tool.address) if tool.kind == "plan" else None
         if declared is not None and declared.ok:
-            written = context.registry.plans[tool.provider[len("plan:"):]].written
+            written = context.registry.plans[tool.address].written
             at = caller[0] if caller else step
             _judge(declared.plan, declared.resolution, context, asked, flows,
                    (at, path, in_loop, written) if caller is None else (at, path, in_loop, caller[3]))
@@ -148,7 +148,7 @@ def _arguments(step: ast.Step, tool: Tool, piped: bool) -> tuple[dict, list[str]
     dynamic = [tool.pipe] if piped and tool.pipe else []
     for arg in step.args:
         name = arg.name.text
-        if tool.kind(name) != "value":
+        if tool.param_kind(name) != "value":
             continue
         value = literal_value(arg.value)
         if value is NOT_LITERAL:

@@ -130,8 +130,8 @@ class _Resolver:
             return None
         self.tools[step] = tool
         self.diagnostics.extend(check_arguments(step, tool, piped, self.registry, path))
-        if tool.provider.startswith("plan:"):
-            self.diagnostics.extend(self.declared_plan(name, step.tool.span, tool.provider[len("plan:"):], path))
+        if tool.kind == "plan":
+            self.diagnostics.extend(self.declared_plan(name, step.tool.span, tool.address, path))
         if tool is CONTROL_STEPS["agent"] and step.arg("check") is not None:
             self.diagnostics.extend(self.agent_check(step.arg("check").value, path))
         return tool
@@ -153,8 +153,8 @@ class _Resolver:
             hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"] if close else []
             return [diagnostic("E200", "unknown_check", value.span, step=path, name=name,
                                hints=hints + ["`check` names a tool of the registry or a declared plan `plan__NAME`"])]
-        if tool.provider.startswith("plan:"):
-            return self.declared_plan(name, value.span, tool.provider[len("plan:"):], path)
+        if tool.kind == "plan":
+            return self.declared_plan(name, value.span, tool.address, path)
         return []
 
     def declared_plan(self, name: str, span, plan: str, path: str) -> list[Diagnostic]:

@@ -146,7 +146,7 @@ class _Checker(Conditions):
             inputs[arg.name.text] = self.visit_arg(arg, tool, _bind(env, binds, inputs) if binds else env)
         if tool is None:
             result = None
-        elif tool.provider == "builtin":
+        elif tool.builtin:
             literals = self.literals(step, tool)
             pure = PURE_STEPS.get(tool.name)
             if pure is not None and pure.values is not None:
@@ -260,7 +260,7 @@ class _Checker(Conditions):
             self.path = self.resolution.paths.get(step)
             name = f"${step.label.text}" if step.label else f"${self.path}" if self.path.isdigit() else None
             use = f"read it as `{name}`" if name else "label it and read it by its label"
-            if tool.provider != "builtin":
+            if not tool.builtin:
                 does = f"`{tool.name}` only reads, so the call is wasted"
             elif any(type(arg.value) is ast.Block for arg in step.args):
                 does = f"`{tool.name}` and the steps in it change nothing, so the step is wasted"
