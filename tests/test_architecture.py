@@ -13,12 +13,13 @@ SOURCE = Path(__file__).resolve().parents[1] / "src"
 
 # Bottom to top: a module may import from its own layer and the layers below it, never above.
 LAYERS = (
-    ("syntax", "diagnostics", "gc_pause", "version"),
+    ("syntax", "diagnostics", "gc_pause", "version", "run_error"),
     ("registry",),
     ("analysis",),
     ("passes",),
     ("optimize", "diff", "pictures", "decoding"),
-    ("backend", "store", "planning"),
+    ("store",),  # below the run: what a run tells the store is the backend's (backend/run/recorders.py)
+    ("backend", "planning"),
     ("cli", "lsp", "mcp_server", "corpus", "explain", "project", "adapters", "__init__"),
 )
 
@@ -167,7 +168,7 @@ def test_the_checks_find_an_upward_import_and_a_cycle(tmp_path):
     (package / "syntax" / "typed.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from planc.cli.commands import x\n")
     graph = import_graph(tmp_path)
-    assert upward_imports(graph) == ["planc.syntax.lexer (layer 0) imports planc.cli.commands (layer 6)"]
+    assert upward_imports(graph) == ["planc.syntax.lexer (layer 0) imports planc.cli.commands (layer 7)"]
     assert cycles(graph) == [["planc.cli.commands", "planc.syntax.lexer"]]
 
 
@@ -256,3 +257,25 @@ def test_the_provider_check_finds_each_way_of_reading_the_text():
               "e = tool.kind == 'plan' and tool.address\n"
               "f = config.provider_name == 'x'\n")
     assert provider_text_tests(source) == [1, 2, 3, 4]
+
+
+def test_the_run_and_its_session_have_what_calls_and_models_read_of_them():
+    """`calls/` and `models/` know the run only by the protocols of `calls/run_view.py`; the interpreter's `Run`
+    and its `Session` have every member those name, so a member renamed on one side fails here, not mid-run."""
+    import planc
+    from planc.backend.calls.hooks import Hooks
+    from planc.backend.calls.run_view import Recorder, RunSession, RunView
+    from planc.backend.run.interpreter import Run
+    from planc.backend.run.recorders import Recorder as StoreRecorder
+    from planc.backend.run.session import Session
+
+    def members(protocol: type) -> set[str]:
+        return {name for name in (*vars(protocol).get("__annotations__", {}), *vars(protocol))
+                if not name.startswith("_")}
+
+    checked = planc.check("reshape(value: 1)")
+    session = Session(checked, None)
+    run = Run(checked, session, Hooks(), None, "User::\"anonymous\"")
+    assert {name for name in members(RunView) if not hasattr(run, name)} == set()
+    assert {name for name in members(RunSession) if not hasattr(session, name)} == set()
+    assert {name for name in members(Recorder) if not hasattr(StoreRecorder, name)} - {"run_id"} == set()

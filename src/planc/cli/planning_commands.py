@@ -86,7 +86,7 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     from planc.backend.run.recorded_run import code_tools, keep_read_files
     from planc.passes.cost.budget import Budget
     from planc.planning.planner import plan
-    from planc.store.recorders import Recorder
+    from planc.backend.run.recorders import Recorder
     from planc.store.run_store import RunStoreError
 
     if (args or json_args or answers_file) and not then_run:

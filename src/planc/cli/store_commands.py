@@ -286,7 +286,7 @@ def _replay_planning(run: dict, planned: dict, registry, policy, principal: str)
     from planc.backend.state.values import RunError
     from planc.cli.planning_commands import finish_planning
     from planc.planning.planner import plan
-    from planc.store.recorders import Replay
+    from planc.backend.run.recorders import Replay
 
     replay = Replay(run)
     try:

@@ -12,7 +12,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from planc.backend.state.values import RunError
+from planc.run_error import RunError
 
 BUSY_TIMEOUT_S = 5.0  # how long a write waits for another process that holds the store
 

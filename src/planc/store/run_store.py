@@ -6,7 +6,7 @@ query and every promise are this module's, once, in SQL both understand; a backe
 is opened, how a transaction takes it, where the schema's version is kept and how a lease is held.
 
 Before a tool is called an intent row is committed; after, its outcome and result. What a run
-tells the store, and what a replay or a resume answers from it, is `planc.store.recorders`'.
+tells the store, and what a replay or a resume answers from it, is `planc.backend.run.recorders`'.
 
 Every failure of the store (another process holding it, a full disk, a read-only or damaged
 file, a server that cannot be reached) is a RunStoreError naming the store (`faults.py`), never the

@@ -23,6 +23,7 @@ from planc.backend.calls.idempotency import idempotency_key
 from planc.backend.calls.mcp_runtime import calling
 from planc.backend.calls.providers import UnknownOutcome, call_provider
 from planc.backend.calls.results import usable
+from planc.backend.calls.run_view import Recorder, RunView
 from planc.backend.calls.spending import more_than_declared
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import Aborted, RunError, ToolFailed
@@ -35,7 +36,7 @@ from planc.syntax import ast
 class Dispatch:
     """The dispatch of one run: `await dispatch(call, step, in_loop)` is the call's result."""
 
-    def __init__(self, run, policy, principal: str) -> None:
+    def __init__(self, run: RunView, policy, principal: str) -> None:
         self.run, self.policy, self.principal = run, policy, principal
         self.hooks, self.session = run.hooks, run.session
         self.validators: dict[int, tuple] = {}  # id(schema) -> (schema, its jsonschema validator)
@@ -234,7 +235,7 @@ def result_problem(validator, result) -> str | None:
     return f"at {'/'.join(str(part) for part in error.absolute_path) or 'the result'}: {error.message}"
 
 
-async def recorded_call(recorder, call: Call, make: Callable[[], Awaitable], *, what: str,
+async def recorded_call(recorder: Recorder | None, call: Call, make: Callable[[], Awaitable], *, what: str,
                         explain: Callable[[Exception], Exception], limit_bytes: int | None):
     """`await make()` (the real work of `call`, `what` in messages) as plain JSON data, `recorder` (if any)
     told before and after.

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 from planc.backend.calls.hooks import Unanswered
 from planc.backend.calls.mcp_runtime import InFlight
+from planc.backend.calls.run_view import RunView
 from planc.backend.models.client import ModelError
 from planc.backend.models.questions import answer
 from planc.backend.state.values import RunError
@@ -32,9 +33,9 @@ ACCEPT = (True, "accept", "yes")  # answers that accept a URL elicitation
 
 
 class ServerRequests:
-    """The answers of one run (an interpreter.Run) to its MCP servers' requests."""
+    """The answers of one run to its MCP servers' requests."""
 
-    def __init__(self, run) -> None:
+    def __init__(self, run: RunView) -> None:
         self.run = run
 
     def progress(self, flight: InFlight):

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from planc.backend.calls.dispatch import recorded_call
 from planc.backend.calls.hooks import Call
+from planc.backend.calls.run_view import Recorder
 from planc.backend.models.client import ModelClient, ModelError, Reply
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import ToolFailed
@@ -39,7 +40,7 @@ class StepModel:
     model in the events.
     """
 
-    def __init__(self, connect: Callable[[], ModelClient], role: str, path: str, recorder=None, step=None,
+    def __init__(self, connect: Callable[[], ModelClient], role: str, path: str, recorder: Recorder | None = None, step=None,
                  limit_bytes: int = RESULT_BYTES, emit: Callable[..., None] | None = None,
                  config: ModelConfig | None = None, spending=None) -> None:
         self.connect, self.role, self.path, self.recorder, self.step = connect, role, path, recorder, step

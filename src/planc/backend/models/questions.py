@@ -12,6 +12,7 @@ from __future__ import annotations
 from planc.backend.calls import plan_stack
 from planc.backend.calls.dispatch import recorded_call, result_bytes
 from planc.backend.calls.hooks import Call, Question, Unanswered
+from planc.backend.calls.run_view import RunView
 from planc.backend.state.stop import current as current_stop
 from planc.registry.builtins import CONTROL_STEPS
 from planc.syntax import ast
@@ -19,7 +20,7 @@ from planc.syntax import ast
 NO_INTERLOCUTOR = "no one is there to ask: the run has no interlocutor"
 
 
-async def answer(run, step: ast.Step, path: str, text: str, schema=None):
+async def answer(run: RunView, step: ast.Step, path: str, text: str, schema=None):
     """The answer to the question `text` of the `ask` step at `path` (or of an MCP server, during the call at
     `path`, which recorded with the `schema` it asks the answer to fit), or Unanswered with the reason."""
     question = Question(path, text, plan_stack.current())

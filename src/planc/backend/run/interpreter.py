@@ -78,7 +78,7 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     With a `schedule` of its steps (`planc.optimize.optimize.optimize`), each top-level step starts
     as soon as the steps it waits for have finished, rather than after the step before it.
 
-    `recorder` (a `planc.backend.run.session.Recorder`: the run store's), if given, is told of every
+    `recorder` (a `planc.backend.calls.run_view.Recorder`: the run store's), if given, is told of every
     real tool call and model inference, and may answer it from its record instead (a replay).
 
     `executor` (a connected `planc.backend.calls.ray_executor.RayExecutor`), if given, makes the Python tool

@@ -34,7 +34,7 @@ from planc.registry.declarations import Executor
 from planc.registry.lock import lock_path
 from planc.registry.registry import Registry
 from planc.registry.tool import Tool
-from planc.store.recorders import Recorder, Replay, Resume
+from planc.backend.run.recorders import Recorder, Replay, Resume
 from planc.store.run_store import RunStore, RunStoreError
 
 

@@ -18,17 +18,9 @@ import attrs
 from planc.passes.flow.flow import ArgsView
 from planc.passes.resolve.resolve import ARGS
 from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union
+from planc.run_error import RunError  # the run's one error, below the store that raises it too
 from planc.syntax import ast
 from planc.syntax.printer import print_expr
-
-
-class RunError(Exception):
-    """A plan that fails while running: the message names the step, and the span says where; `code` is the
-    diagnostic code of a refusal the check would give too (E400, E401), so the run store can count them."""
-
-    def __init__(self, message: str, node=None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.node, self.code = node, code
 
 
 class Exited(Exception):

@@ -1,4 +1,4 @@
-"""The run store's side of a run (`planc.backend.run.session.Recorder`): recording, replaying, resuming.
+"""The run store's side of a run (`session.Recorder`, the protocol beside it): recording, replaying, resuming.
 
 `Recorder` commits an intent row before each call and its outcome after. `Replay` feeds a
 recorded run's results back to the interpreter instead of calling anything, and stops with a
