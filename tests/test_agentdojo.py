@@ -518,7 +518,7 @@ EXTRA_CALLS = {
 def told_apart(a, b, view, path: str) -> list[str]:
     """The paths under which `a` and `b` differ where `view` (their labels) is not untrusted: a value, the length
     of a list or the keys of an object."""
-    from planc.registry.labels import UNTRUSTED
+    from planc.registry.provenance.labels import UNTRUSTED
 
     whole = view.field("length").whole() if isinstance(a, (list, dict)) else view.whole()
     found = []
@@ -540,7 +540,7 @@ def told_apart(a, b, view, path: str) -> list[str]:
 @pytest.mark.parametrize("suite_name", ["banking", "slack", "travel", "workspace"])
 def test_what_a_suite_declares_trusted_the_attacker_cannot_change(suite_name):
     from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
-    from planc.registry.labels import LabelView
+    from planc.registry.provenance.labels import LabelView
     from pydantic_core import to_jsonable_python
 
     suite = load_suite(suite_name)

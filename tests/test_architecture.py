@@ -32,6 +32,17 @@ BACKEND_FOLDERS = {
     "run": ("state", "calls", "models", "report"),  # the interpreter, the session, a recorded run, a batch
 }
 
+# Inside the registry, likewise: one folder per job, importing itself and the folders named here.
+REGISTRY_FOLDERS = {
+    "provenance": (),  # labels: where values came from
+    "tools": ("provenance",),  # the one Tool shape and the kinds of tool
+    "steps": ("provenance", "tools"),  # the built-in steps: control and pure
+    "settings": ("provenance",),  # what planc.toml declares, typed, with its defaults
+    "mcp": ("provenance", "tools", "settings"),  # the lock, sync, transport, credentials, login
+    "loading": ("provenance", "tools", "steps", "settings", "mcp"),  # planc.toml into a Registry
+}
+FOLDERS = {"backend": BACKEND_FOLDERS, "registry": REGISTRY_FOLDERS}
+
 
 def module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
@@ -85,26 +96,30 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
                   for module, targets in graph.items() for target in targets if layer_of(target) > layer_of(module))
 
 
-def backend_folder(module: str) -> str | None:
-    """The backend folder `module` is in (None outside the backend); a backend module in no folder of
-    BACKEND_FOLDERS is an error, so that a new folder or a module left at the top is a decision."""
+def folder_of(module: str) -> tuple[str, str] | None:
+    """The package with folders (`backend`, `registry`) and the folder of it `module` is in; None
+    outside them. A module of such a package in no folder of FOLDERS is an error, so that a new
+    folder or a module left at the top is a decision (the package's own `__init__` aside)."""
     parts = module.split(".")
-    if parts[1:2] != ["backend"] or len(parts) == 2:
+    if len(parts) < 3 or parts[1] not in FOLDERS:
         return None
-    if parts[2] not in BACKEND_FOLDERS:
-        raise AssertionError(f"{module} is in no backend folder: put it in one, or add `{parts[2]}` to BACKEND_FOLDERS")
-    return parts[2]
+    folders = FOLDERS[parts[1]]
+    if parts[2] not in folders:
+        raise AssertionError(f"{module} is in no {parts[1]} folder: put it in one, "
+                             f"or add `{parts[2]}` to {parts[1].upper()}_FOLDERS")
+    return parts[1], parts[2]
 
 
-def backend_crossings(graph: dict[str, set[str]]) -> list[str]:
-    """The imports from one backend folder into another that BACKEND_FOLDERS does not allow."""
+def folder_crossings(graph: dict[str, set[str]]) -> list[str]:
+    """The imports from one folder of a package into another that its FOLDERS table forbids."""
     found = []
     for module, targets in graph.items():
-        folder = backend_folder(module)
+        here = folder_of(module)
         for target in targets:
-            other = backend_folder(target)
-            if folder and other and other != folder and other not in BACKEND_FOLDERS[folder]:
-                found.append(f"{module} ({folder}/) imports {target} ({other}/)")
+            there = folder_of(target)
+            if here and there and here[0] == there[0] and there != here \
+                    and there[1] not in FOLDERS[here[0]][here[1]]:
+                found.append(f"{module} ({here[1]}/) imports {target} ({there[1]}/)")
     return sorted(found)
 
 
@@ -147,8 +162,8 @@ def test_no_module_imports_a_layer_above_its_own():
     assert upward_imports(import_graph(SOURCE)) == []
 
 
-def test_each_backend_folder_imports_only_the_folders_it_names():
-    assert backend_crossings(import_graph(SOURCE)) == []
+def test_each_backend_and_registry_folder_imports_only_the_folders_it_names():
+    assert folder_crossings(import_graph(SOURCE)) == []
 
 
 def test_there_is_no_import_cycle():
@@ -183,11 +198,27 @@ def test_the_backend_check_finds_a_call_that_imports_the_interpreter(tmp_path):
     (backend / "__init__.py").write_text("")
     (backend / "run" / "interpreter.py").write_text("from planc.backend.calls.dispatch import call\n")
     (backend / "calls" / "dispatch.py").write_text("def call():\n    from planc.backend.run import interpreter\n")
-    assert backend_crossings(import_graph(tmp_path)) == [
+    assert folder_crossings(import_graph(tmp_path)) == [
         "planc.backend.calls.dispatch (calls/) imports planc.backend.run.interpreter (run/)"]
     (backend / "loose.py").write_text("")
     with pytest.raises(AssertionError, match="planc.backend.loose is in no backend folder"):
-        backend_crossings(import_graph(tmp_path))
+        folder_crossings(import_graph(tmp_path))
+
+
+def test_the_registry_check_finds_a_tool_that_imports_the_loading_of_planc_toml(tmp_path):
+    """A module of `tools/` that imports `loading/` crosses the registry's folders the wrong way;
+    `loading/` importing `tools/` is the right way."""
+    registry = tmp_path / "planc" / "registry"
+    for folder in ("tools", "loading"):
+        (registry / folder).mkdir(parents=True)
+        (registry / folder / "__init__.py").write_text("")
+    (tmp_path / "planc" / "__init__.py").write_text("")
+    (registry / "__init__.py").write_text("")
+    (registry / "loading" / "config.py").write_text("from planc.registry.tools.tool import Tool\n")
+    (registry / "tools" / "tool.py").write_text(
+        "def kind():\n    from planc.registry.loading import config\n")
+    assert folder_crossings(import_graph(tmp_path)) == [
+        "planc.registry.tools.tool (tools/) imports planc.registry.loading.config (loading/)"]
 
 
 @pytest.mark.parametrize("stage", ["types", "cost", "run"])
@@ -195,7 +226,7 @@ def test_every_control_step_has_a_rule_in_every_stage(stage):
     from planc.backend.run.control_steps import CONTROL_HANDLERS
     from planc.passes.cost.cost import COST_RULES
     from planc.passes.types.control_steps import TYPE_RULES
-    from planc.registry.builtins import CONTROL_STEPS
+    from planc.registry.steps.builtins import CONTROL_STEPS
 
     table = {"types": TYPE_RULES, "cost": COST_RULES, "run": CONTROL_HANDLERS}[stage]
     assert sorted(table) == sorted(CONTROL_STEPS)
@@ -206,7 +237,7 @@ def test_every_control_step_has_a_flow_rule_or_carries_only_what_any_call_carrie
     what an agent read) has its own rule in the flow pass; the others are listed as carrying only what any
     call carries, so that a new control step is a decision, not an omission."""
     from planc.passes.flow.rules import CALL_RULE, FLOW_RULES
-    from planc.registry.builtins import CONTROL_STEPS
+    from planc.registry.steps.builtins import CONTROL_STEPS
 
     assert not set(FLOW_RULES) & CALL_RULE
     assert sorted(set(FLOW_RULES) | CALL_RULE) == sorted(CONTROL_STEPS)
@@ -215,7 +246,7 @@ def test_every_control_step_has_a_flow_rule_or_carries_only_what_any_call_carrie
 
 
 # The one module that reads a tool's `provider` text: everything else asks `Tool.kind` (or `Tool.address`).
-PROVIDER_READER = "planc.registry.tool"
+PROVIDER_READER = "planc.registry.tools.tool"
 TEXT_METHODS = {"startswith", "endswith", "split", "rsplit", "partition", "rpartition", "removeprefix", "find",
                 "index", "count"}
 

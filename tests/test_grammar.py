@@ -374,8 +374,8 @@ def test_any_enum_value_and_description_goes_through_both_exports_into_llguidanc
     """Whatever text a tool's `enum` or description holds (control characters, DEL, lone surrogates), each
     export is a grammar llguidance reads, and the literal planc prints for each value is a plan it accepts."""
     from planc.decoding.specialise import _literal_text
-    from planc.registry.registry import Registry
-    from planc.registry.tool import Tool
+    from planc.registry.loading.registry import Registry
+    from planc.registry.tools.tool import Tool
 
     registry = Registry(tools={"pick": Tool("pick", params={"choice": {"enum": values}}, required=("choice",),
                                             description=description)})

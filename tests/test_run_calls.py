@@ -31,8 +31,8 @@ from planc.backend.calls.hooks import Hooks
 from planc.backend.models.agent_loop import task
 from planc.backend.run.interpreter import run_plan
 from planc.backend.state.values import RunError
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import ModelConfig
+from planc.registry.settings.declarations import ModelConfig
+from planc.registry.steps.builtins import CONTROL_STEPS
 from planc.syntax import ast
 from planc.syntax.steps import walk_steps
 

@@ -24,10 +24,10 @@ import attrs
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import Policy, PolicyError, check_principal, load_policy, principal_of
 from planc.passes.policy.principals import merged, principal_from_json
-from planc.registry.config import find_config, load_registry
-from planc.registry.declarations import STORE_PATH
-from planc.registry.errors import ConfigError
-from planc.registry.registry import Registry
+from planc.registry.loading.config import find_config, load_registry
+from planc.registry.loading.registry import Registry
+from planc.registry.settings.declarations import STORE_PATH
+from planc.registry.settings.errors import ConfigError
 
 
 def find_registry(config: str | Path | None, near: str | Path | None = None, *, locked: bool = True) -> Registry | None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping
 
-from planc.registry.builtins import agent_check, agent_patterns
-from planc.registry.registry import Registry
-from planc.registry.tool import Effects, Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.steps.builtins import agent_check, agent_patterns
+from planc.registry.tools.tool import Effects, Tool
 from planc.syntax import ast
 
 

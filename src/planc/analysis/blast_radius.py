@@ -11,8 +11,8 @@ from __future__ import annotations
 import attrs
 
 from planc.analysis.agent_tools import call_effects
-from planc.registry.registry import Registry
-from planc.registry.tool import Effects
+from planc.registry.loading.registry import Registry
+from planc.registry.tools.tool import Effects
 
 # Each group with the word a step in it is marked by (in the pictures of `planc show`, in `planc diff`).
 GROUP_WORDS = (("effectful", "effectful"), ("destructive", "destructive"), ("open_world", "open-world"))

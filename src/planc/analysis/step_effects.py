@@ -14,7 +14,7 @@ from __future__ import annotations
 import attrs
 
 from planc.analysis.agent_tools import agent_check_tool, agent_tools
-from planc.registry.registry import Registry
+from planc.registry.loading.registry import Registry
 from planc.syntax import ast
 from planc.syntax.steps import walk_steps
 

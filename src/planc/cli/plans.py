@@ -90,7 +90,7 @@ def checked_to_run(text: str, name: str, registry, policy, principal: str, *, ex
         sys.exit(1)
     if connects and registry is not None and registry.servers:
         from planc.backend.calls.mcp_runtime import needed_servers
-        from planc.registry.mcp_credentials import missing_variable
+        from planc.registry.mcp.mcp_credentials import missing_variable
 
         missing = missing_variable(registry.servers[server] for server in needed_servers(checked, registry))
         if missing is not None:

@@ -43,7 +43,7 @@ def _as_run(run: dict, store: str | None, principal: str):
     """The registry and policy `run` ran with, from the files it kept; None when it kept none."""
     from planc.backend.run.recorded_run import as_it_ran
     from planc.passes.policy.load import PolicyError
-    from planc.registry.config import ConfigError
+    from planc.registry.loading.config import ConfigError
 
     from planc.store.run_store import RunStoreError
 
@@ -422,7 +422,7 @@ def approve_command(run_id: str, deny: bool, call: int | None, store: str | None
     from planc.backend.state.values import RunError
     from planc.cli.project import store_path
     from planc.passes.policy.load import PolicyError
-    from planc.registry.config import ConfigError
+    from planc.registry.loading.config import ConfigError
     from planc.store.run_store import NotWaiting, RunStoreError
     from planc.store.stored import StoredPlanError
 

@@ -46,7 +46,7 @@ import attrs
 from planc.passes.check import CheckResult, check
 from planc.passes.policy.load import Policy, PolicyError, load_policy
 from planc.registry import ConfigError, Registry, load_registry
-from planc.registry.config import CONFIG_NAME
+from planc.registry.loading.config import CONFIG_NAME
 
 HEADER = re.compile(r"^={3,}\n(?P<name>[^\n]*)\n={3,}\n", re.MULTILINE)
 BUDGET = re.compile(r"\s*\[max-(?P<what>calls|inferences|usd)=(?P<value>[^\]]*)\]\s*$")

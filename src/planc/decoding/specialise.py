@@ -35,8 +35,8 @@ from collections.abc import Mapping
 from planc.decoding import regex
 from planc.decoding.rules import EMPTY, NOTHING, Choice, Expr, Grammar, GrammarError, Literal, Many, Seq, Symbol, replace, walk
 from planc.diagnostics.span import Lines, Span
-from planc.registry.registry import Registry
-from planc.registry.tool import Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 from planc.syntax.printer import print_expr
 from planc.syntax.templates import BINDINGS, HOLE

@@ -1,7 +1,7 @@
 """What a hover says, in Markdown: a tool as the plan language writes its signature, with its
 description and effects; a reference as the step it reads, that step's path and the types.
 
->>> from planc.registry.builtins import CONTROL_STEPS
+>>> from planc.registry.steps.builtins import CONTROL_STEPS
 >>> print(tool_hover(CONTROL_STEPS["reshape"]).splitlines()[1])
 reshape(value: any)
 """
@@ -12,8 +12,8 @@ import attrs
 
 from planc.passes.check import CheckResult
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.signatures import groups, signature, type_text
-from planc.registry.tool import Effects, Tool
+from planc.registry.tools.signatures import groups, signature, type_text
+from planc.registry.tools.tool import Effects, Tool
 from planc.syntax import ast
 from planc.syntax.printer import print_step
 

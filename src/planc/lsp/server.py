@@ -31,12 +31,12 @@ from planc.lsp.describe import reference_hover, tool_hover
 from planc.lsp.positions import LineIndex
 from planc.lsp.project import Projects
 from planc.passes.check import CheckResult, check
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.signatures import parameter, signature
+from planc.registry.steps.builtins import CONTROL_STEPS
+from planc.registry.tools.signatures import parameter, signature
 from planc.syntax import ast
 from planc.syntax.format import format_source
-from planc.syntax.printer import WIDTH
 from planc.syntax.parser import parse
+from planc.syntax.printer import WIDTH
 from planc.version import installed_version
 
 log = logging.getLogger("planc.lsp")

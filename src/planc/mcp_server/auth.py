@@ -28,7 +28,7 @@ import time
 
 from planc.passes.policy.cedar_json import entity_uid
 from planc.passes.policy.principals import principal_data
-from planc.registry.declarations import ServerAuth
+from planc.registry.settings.declarations import ServerAuth
 
 log = logging.getLogger("planc.mcp_server.auth")
 INTROSPECTION_TIMEOUT_S = 10.0

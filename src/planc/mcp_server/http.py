@@ -21,8 +21,8 @@ import sys
 import attrs
 
 from planc.project import Project
-from planc.registry.declarations import McpServing
-from planc.registry.mcp_transport import is_loopback
+from planc.registry.mcp.mcp_transport import is_loopback
+from planc.registry.settings.declarations import McpServing
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 

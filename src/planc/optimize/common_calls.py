@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import attrs
 
 from planc.analysis.step_effects import StepEffects
-from planc.registry.tool import Tool
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 
 

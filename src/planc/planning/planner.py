@@ -30,9 +30,9 @@ from planc.passes.check import CheckResult, check
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import Policy
 from planc.planning.prompt import forbidden, system_prompt
-from planc.registry.learned_shapes import LearnedShape
-from planc.registry.registry import Registry
-from planc.registry.tool import Effects, Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.tools.learned_shapes import LearnedShape
+from planc.registry.tools.tool import Effects, Tool
 
 ROLE = "planner"
 ROUNDS = 3

@@ -13,12 +13,12 @@ from __future__ import annotations
 import re
 
 from planc.passes.policy.load import Policy
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.learned_shapes import LearnedShape
-from planc.registry.pure_steps import FAMILIES, PURE_STEPS
-from planc.registry.registry import Registry
-from planc.registry.signatures import example_call, groups, signature, type_text
-from planc.registry.tool import Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.steps.builtins import CONTROL_STEPS
+from planc.registry.steps.pure_steps import FAMILIES, PURE_STEPS
+from planc.registry.tools.learned_shapes import LearnedShape
+from planc.registry.tools.signatures import example_call, groups, signature, type_text
+from planc.registry.tools.tool import Tool
 from planc.syntax.json_input import printable_json
 
 LANGUAGE = """\
@@ -125,7 +125,7 @@ def _tool_entry(tool: Tool) -> str:
 def learned_words(shape: LearnedShape) -> str:
     """What the prompt says of the shape learned of a tool's results: its type, and how many items its lists had.
 
-    >>> from planc.registry.learned_shapes import shape_of
+    >>> from planc.registry.tools.learned_shapes import shape_of
     >>> learned_words(LearnedShape("t", shape_of([{"id": "secret text"}]), 1))
     'Not declared; its results so far (1 call) were: list[{id: string}], of 1 item.'
     """

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import attrs
 
-from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.steps.builtins import CONTROL_STEPS
 from planc.store.plan_hashes import StoredPlanError, fingerprint, tool_hash
 
 

@@ -22,7 +22,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterator
 
-from planc.registry.postgres_tools import environment_dsn
+from planc.registry.tools.postgres_tools import environment_dsn
 from planc.store.faults import RunLeased, RunStoreError, refuse_newer
 
 SCHEMA_NAME = "planc"

@@ -26,8 +26,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from planc.registry.declarations import STORE_PATH
-from planc.registry.learned_shapes import LearnedShape, first_shape
+from planc.registry.settings.declarations import STORE_PATH
+from planc.registry.tools.learned_shapes import LearnedShape, first_shape
 from planc.store.faults import RunLeased, RunStoreError, store_failure
 from planc.store.large_values import Values, keep, keep_event, read_record, to_json
 from planc.store.lease import Holder
@@ -117,7 +117,7 @@ CREATE TABLE IF NOT EXISTS large_values (  -- each JSON text longer than a page,
     hash TEXT PRIMARY KEY,         -- sha256 of the text
     json TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS shapes (  -- what each trusted tool's results look like (registry/learned_shapes.py)
+CREATE TABLE IF NOT EXISTS shapes (  -- what each trusted tool's results look like (registry/tools/learned_shapes.py)
     tool TEXT PRIMARY KEY,
     schema TEXT NOT NULL,          -- JSON Schema: types, field names, lengths; never a value
     calls INTEGER NOT NULL,        -- how many successful calls it was learned from

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.steps.builtins import CONTROL_STEPS
 from planc.store.migrations import MIGRATIONS
 from planc.store.plan_hashes import StoredPlanError, canonical_json, content_hash, fingerprint, sha256, tool_hash
 from planc.syntax.json_input import read_json

@@ -27,9 +27,9 @@ from planc.backend.calls.run_view import Recorder, RunView
 from planc.backend.calls.spending import more_than_declared
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import Aborted, RunError, ToolFailed
-from planc.registry.declarations import limits_of
-from planc.registry.labels import SECRET, redacted
-from planc.registry.tool import PYTHON_TYPES
+from planc.registry.provenance.labels import SECRET, redacted
+from planc.registry.settings.declarations import limits_of
+from planc.registry.tools.tool import PYTHON_TYPES
 from planc.syntax import ast
 
 

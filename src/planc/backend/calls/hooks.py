@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 
-from planc.registry.labels import secret_arguments, union, union_all
-from planc.registry.tool import Tool
+from planc.registry.provenance.labels import secret_arguments, union, union_all
+from planc.registry.tools.tool import Tool
 
 
 @attrs.frozen

@@ -10,7 +10,7 @@ can therefore be called again safely, idempotent or not.
 A Python tool receives its key in the parameter it names (`@planc.tool(idempotency_key="request_id")`,
 or `idempotency_key = "request_id"` in planc.toml), or in a keyword-only parameter called
 `idempotency_key`; an MCP tool receives it in the request's `_meta`, under
-`planc.registry.tool.MCP_META_KEY` ("planc/idempotency_key").
+`planc.registry.tools.tool.MCP_META_KEY` ("planc/idempotency_key").
 """
 
 from __future__ import annotations

@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from planc.backend.state.values import RunError
-from planc.registry.declarations import limits_of
-from planc.registry.python_tools import import_provider
-from planc.registry.registry import Registry
-from planc.registry.tool import Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.settings.declarations import limits_of
+from planc.registry.tools.python_tools import import_provider
+from planc.registry.tools.tool import Tool
 
 
 class UnknownOutcome(Exception):
@@ -65,7 +65,7 @@ async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp, key: 
     if tool.kind == "mcp" and mcp is not None:
         return await mcp.call(tool, dict(args), key)
     if tool.kind in ("sql", "postgresql"):
-        from planc.registry import postgres_tools, sql_tools
+        from planc.registry.tools import postgres_tools, sql_tools
 
         defaults = {param: schema["default"] for param, schema in tool.params.items() if "default" in schema}
         if tool.kind == "sql":

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # for the checker only: `calls/` imports neither `models/` no
     from planc.backend.models.model_calls import StepModel
     from planc.backend.state.values import Labelled
     from planc.passes.flow.flow import CallFlow
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
     from planc.syntax import ast
 
 

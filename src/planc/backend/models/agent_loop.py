@@ -33,7 +33,7 @@ import attrs
 from jsonschema.validators import validator_for
 
 from planc.backend.models.client import ModelClient, ModelError, Reply, ToolCall, excerpt
-from planc.registry.tool import Tool
+from planc.registry.tools.tool import Tool
 from planc.syntax.json_input import read_json
 
 SYSTEM_PROMPT = ("You are an agent inside a planc plan. Use the tools you are given when they help, "

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from planc.registry.declarations import DEFAULT_MODEL_ROLE, ModelConfig
-from planc.registry.registry import Registry
-from planc.registry.tool import Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.settings.declarations import DEFAULT_MODEL_ROLE, ModelConfig
+from planc.registry.tools.tool import Tool
 from planc.syntax.json_input import read_json
 
 if TYPE_CHECKING:

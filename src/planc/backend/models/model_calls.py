@@ -20,8 +20,8 @@ from planc.backend.calls.run_view import Recorder
 from planc.backend.models.client import ModelClient, ModelError, Reply
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import ToolFailed
-from planc.registry.declarations import RESULT_BYTES, ModelConfig
-from planc.registry.tool import Effects, Tool
+from planc.registry.settings.declarations import RESULT_BYTES, ModelConfig
+from planc.registry.tools.tool import Effects, Tool
 
 # What asking a model may do: nothing in the world (so it may be asked again), not deterministic.
 MODEL_EFFECTS = Effects(read_only=True, deterministic=False, idempotent=True, destructive=False, open_world=True)

@@ -14,7 +14,7 @@ from planc.backend.calls.dispatch import recorded_call, result_bytes
 from planc.backend.calls.hooks import Call, Question, Unanswered
 from planc.backend.calls.run_view import RunView
 from planc.backend.state.stop import current as current_stop
-from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.steps.builtins import CONTROL_STEPS
 from planc.syntax import ast
 
 NO_INTERLOCUTOR = "no one is there to ask: the run has no interlocutor"

@@ -19,7 +19,7 @@ import contextlib
 import json
 from collections.abc import Iterator
 
-from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.steps.builtins import CONTROL_STEPS
 
 INPUT_CHARS = 80
 

@@ -5,7 +5,7 @@ the step's result (`piped` is the piped input, `Labelled` with its labels, or NO
 `shown` its rendered input, as `step_started` showed it: the values it has already).
 A control step is never dispatched as a tool call and never gated; what it runs
 (its blocks' steps, an agent's tools) takes the dispatch like any other call. An
-argument left out takes the default its declaration in `planc.registry.builtins`
+argument left out takes the default its declaration in `planc.registry.steps.builtins`
 gives.
 
 Where values came from: a step's result carries what any call's carries (its
@@ -44,10 +44,17 @@ from planc.backend.state.values import (
     unlabelled,
 )
 from planc.passes.flow.expressions import expr_labels, expr_view
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import limits_of
-from planc.registry.labels import NO_LABELS, SECRET, LabelView, redacted, union, union_all
-from planc.registry.pure_steps import PURE_STEPS, PureStepError
+from planc.registry.provenance.labels import (
+    NO_LABELS,
+    SECRET,
+    LabelView,
+    redacted,
+    union,
+    union_all,
+)
+from planc.registry.settings.declarations import limits_of
+from planc.registry.steps.builtins import CONTROL_STEPS
+from planc.registry.steps.pure_steps import PURE_STEPS, PureStepError
 from planc.syntax import ast
 from planc.syntax.steps import deciding, step_blocks, walk_steps
 

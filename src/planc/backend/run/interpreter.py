@@ -45,8 +45,15 @@ from planc.passes.check import CheckResult
 from planc.passes.flow.results import kept_input, result_view
 from planc.passes.policy.load import DEFAULT_PRINCIPAL
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.labels import NO_LABELS, SECRET, LabelView, redacted, secret_arguments, union
-from planc.registry.registry import Registry
+from planc.registry.loading.registry import Registry
+from planc.registry.provenance.labels import (
+    NO_LABELS,
+    SECRET,
+    LabelView,
+    redacted,
+    secret_arguments,
+    union,
+)
 from planc.syntax import ast
 
 

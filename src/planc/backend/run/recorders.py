@@ -25,7 +25,7 @@ from planc.backend.calls.hooks import Call, Proceed, Skip
 from planc.backend.report.events import STAMP, seconds
 from planc.backend.state.interrupts import Interrupted
 from planc.backend.state.values import RunError, ToolFailed
-from planc.registry.labels import SECRET, is_redacted, redacted
+from planc.registry.provenance.labels import SECRET, is_redacted, redacted
 from planc.store.large_values import to_json
 from planc.store.run_store import RunStore, RunStoreError, plain_json
 

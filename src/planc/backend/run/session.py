@@ -19,8 +19,8 @@ from planc.backend.calls.run_view import Recorder
 from planc.backend.calls.spending import Spending
 from planc.backend.state.values import RunError
 from planc.passes.cost.budget import Budget
-from planc.registry.declarations import DEFAULT_MODEL_ROLE
-from planc.registry.registry import Registry
+from planc.registry.loading.registry import Registry
+from planc.registry.settings.declarations import DEFAULT_MODEL_ROLE
 from planc.syntax import ast
 
 

@@ -17,7 +17,7 @@ import attrs
 
 from planc.passes.flow.flow import ArgsView
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union
+from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union
 from planc.run_error import RunError  # the run's one error, below the store that raises it too
 from planc.syntax import ast
 from planc.syntax.printer import print_expr

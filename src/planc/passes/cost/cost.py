@@ -50,9 +50,9 @@ from planc.passes.context import CheckContext
 from planc.passes.cost.budget import over_budget
 from planc.passes.cost.cost_range import UNBOUNDED, CostRange, Range
 from planc.passes.cost.list_bounds import ListBounds, largest_argument
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import DEFAULT_MODEL_ROLE
-from planc.registry.pure_steps import PURE_STEPS
+from planc.registry.settings.declarations import DEFAULT_MODEL_ROLE
+from planc.registry.steps.builtins import CONTROL_STEPS
+from planc.registry.steps.pure_steps import PURE_STEPS
 from planc.syntax import ast
 
 ONE = Range(1, 1)

@@ -18,7 +18,7 @@ import attrs
 
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.passes.cost.cost_range import UNBOUNDED, Range
-from planc.registry.tool import Tool
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks, walk_steps
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-from planc.registry.labels import NO_LABELS, LabelView, union
+from planc.registry.provenance.labels import NO_LABELS, LabelView, union
 from planc.syntax import ast
 from planc.syntax.steps import children
 

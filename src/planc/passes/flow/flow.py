@@ -22,8 +22,8 @@ from planc.passes.context import CheckContext
 from planc.passes.flow.expressions import Env, carriers, expr_labels, expr_view, writes_text
 from planc.passes.flow.results import kept_input, result_view
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all
-from planc.registry.tool import Tool
+from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 from planc.syntax.printer import print_expr
 
@@ -66,7 +66,7 @@ class FlowFacts:
         what a reviewer looks at first. Control steps are left out: what they run is listed itself.
 
         >>> from planc.passes.check import check
-        >>> from planc.registry.registry import Registry
+        >>> from planc.registry.loading.registry import Registry
         >>> registry = Registry(tools={"read": Tool("read"), "send": Tool("send", {"to": {}}, labels=[])})
         >>> check('read() |> send(to: $1.iban)', registry=registry).facts.flow.into_effects()
         [{'step': '2', 'tool': 'send', 'argument': 'to', 'labels': ['untrusted'], 'from': ['`$1.iban`, which `read` returned at step 1']}]
@@ -178,7 +178,7 @@ def flow(plan: ast.Plan, context: CheckContext) -> tuple[FlowFacts, list[Diagnos
     """The labels of every call of `plan`: its arguments', its control's and its result's.
 
     >>> from planc.passes.check import check
-    >>> from planc.registry.registry import Registry
+    >>> from planc.registry.loading.registry import Registry
     >>> registry = Registry(tools={"read": Tool("read"), "send": Tool("send", {"to": {}}, labels=[])})
     >>> facts = check('read() |> send(to: $1.iban)', registry=registry).facts.flow
     >>> sorted(facts.calls["2"].sources["to"]), sorted(facts.calls["2"].result.whole())

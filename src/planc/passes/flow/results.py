@@ -8,7 +8,7 @@ decided which items are kept, and in which order, is added to all of the result,
 values reach a later step: the other arguments (a `count`), the condition (the fields a `where` reads), and
 the field a `sort` or `unique` compares (the whole item when it compares whole items).
 
->>> from planc.registry.builtins import CONTROL_STEPS
+>>> from planc.registry.steps.builtins import CONTROL_STEPS
 >>> from planc.syntax.parser import parse
 >>> step = parse('sort(over: [], field: "amount")').plan.pipelines[0].steps[0]
 >>> rows = LabelView(frozenset({"private"}), {"type": "array", "items": {"type": "object", "properties": {
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from planc.analysis.literals import literal_value
-from planc.registry.labels import NO_LABELS, LabelView, union, union_all, view_of
+from planc.registry.provenance.labels import NO_LABELS, LabelView, union, union_all, view_of
 
 # The steps whose result is some of one input's items, unchanged: that input, and the parameter naming the
 # field whose values decide which items are kept or their order (None: none does, or the step's own rule says).

@@ -11,8 +11,8 @@ run-time handlers (`backend/run/control_steps.py`) add the same labels from what
 from __future__ import annotations
 
 from planc.passes.flow.expressions import expr_labels
-from planc.registry.labels import NO_LABELS, LabelView, union, union_all
-from planc.registry.pure_steps import PURE_STEPS
+from planc.registry.provenance.labels import NO_LABELS, LabelView, union, union_all
+from planc.registry.steps.pure_steps import PURE_STEPS
 from planc.syntax.steps import deciding
 
 

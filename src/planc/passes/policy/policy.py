@@ -18,8 +18,8 @@ from planc.analysis.agent_tools import call_effects
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
-from planc.registry.labels import UNTRUSTED_ONLY
-from planc.registry.tool import Tool
+from planc.registry.provenance.labels import UNTRUSTED_ONLY
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
 

@@ -19,9 +19,9 @@ from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.resolve.labels import misplaced_labels
 from planc.passes.resolve.signatures import check_arguments, unknown_tool
-from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS, param_binds
-from planc.registry.registry import Registry
-from planc.registry.tool import Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.steps.builtins import CONTROL_STEPS, ITEM_FIELDS, param_binds
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import block_name, children, step_paths, walk_steps
 from planc.syntax.templates import BINDINGS

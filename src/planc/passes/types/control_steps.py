@@ -15,8 +15,8 @@ from planc.analysis.schema_words import describe, describe_value
 from planc.analysis.schemas import LIST, kinds
 from planc.diagnostics import Diagnostic, Span
 from planc.diagnostics.build import diagnostic
-from planc.registry.pure_steps import PURE_STEPS
-from planc.registry.schema_check import schema_error
+from planc.registry.settings.schema_check import schema_error
+from planc.registry.steps.pure_steps import PURE_STEPS
 
 TOOL_CALLED = {"type": "object", "properties": {"tool": {"type": "string"}, "round": {"type": "integer", "minimum": 1}},
                "required": ["tool", "round"], "additionalProperties": False}

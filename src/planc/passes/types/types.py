@@ -15,7 +15,7 @@ step's type is its tool's `returns`; control steps derive theirs
 - W502: a hole from another template language in a string (`foreign_holes.py`).
 - W503: `==`/`!=` with a literal outside the `enum` of the other side.
 - W507: a reference reads a field that no result of a tool without `returns` had (its learned shape,
-  `registry/learned_shapes.py`). A learned shape never types a value: it only warns.
+  `registry/tools/learned_shapes.py`). A learned shape never types a value: it only warns.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from planc.analysis.literals import (
     constrains,
     literal_value,
 )
-from planc.analysis.step_effects import step_effects
 from planc.analysis.schema_words import describe, describe_value, means_length, missing_hints
 from planc.analysis.schemas import (
     BOOLEAN,
@@ -46,6 +45,7 @@ from planc.analysis.schemas import (
     read,
     record_of,
 )
+from planc.analysis.step_effects import step_effects
 from planc.diagnostics import Diagnostic, Fix, sort_key
 from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
@@ -54,8 +54,8 @@ from planc.passes.types.agent_turns import agent_turns
 from planc.passes.types.conditions import Conditions
 from planc.passes.types.control_steps import agent_input, control_result
 from planc.passes.types.foreign_holes import foreign_holes
-from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS
-from planc.registry.pure_steps import PURE_STEPS
+from planc.registry.steps.builtins import CONTROL_STEPS, ITEM_FIELDS
+from planc.registry.steps.pure_steps import PURE_STEPS
 from planc.syntax import ast
 from planc.syntax.templates import BINDINGS
 

@@ -40,9 +40,9 @@ from pathlib import Path
 
 import attrs
 
-from planc.registry.declarations import McpServer
-from planc.registry.errors import ConfigError
-from planc.registry.tool import MCP_META_KEY, Effects, Tool
+from planc.registry.settings.declarations import McpServer
+from planc.registry.settings.errors import ConfigError
+from planc.registry.tools.tool import MCP_META_KEY, Effects, Tool
 from planc.syntax.json_input import read_json
 
 LOCK_NAME = "planc.lock.json"
@@ -102,7 +102,7 @@ def plan_names(server: McpServer, tools: Iterable[str]) -> dict[str, str]:
     >>> plan_names(McpServer("e", ("e",)), ["get-sum", "get_sum"])
     Traceback (most recent call last):
     ...
-    planc.registry.lock.NameClash: the tools `get-sum` and `get_sum` of MCP server `e` would both be `e__get_sum` in plans; name one of them with `rename = { "get-sum" = "..." }` in [mcp.e]
+    planc.registry.mcp.lock.NameClash: the tools `get-sum` and `get_sum` of MCP server `e` would both be `e__get_sum` in plans; name one of them with `rename = { "get-sum" = "..." }` in [mcp.e]
     """
     names: dict[str, str] = {}
     taken: dict[str, str] = {}
@@ -127,7 +127,7 @@ def unsynced(server: McpServer, locked: Mapping) -> str | None:
     """How planc.toml now starts `server`, or what it offers it, unlike when its lock entry `locked` was synced;
     None when alike.
 
-    >>> from planc.registry.declarations import Root
+    >>> from planc.registry.settings.declarations import Root
     >>> locked = {"command": ["fs", "data"], "roots": []}
     >>> unsynced(McpServer("fs", ("fs", "data")), locked) is None
     True

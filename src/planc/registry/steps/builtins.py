@@ -10,8 +10,8 @@ types passes check them exactly as they check registry tools.
 
 from __future__ import annotations
 
-from planc.registry.pure_steps import PURE_STEPS
-from planc.registry.tool import BLOCK, CONDITION, Effects, Tool
+from planc.registry.steps.pure_steps import PURE_STEPS
+from planc.registry.tools.tool import BLOCK, CONDITION, Effects, Tool
 from planc.syntax import ast
 
 # What a filter condition binds: a bare name there is a field of the current item.

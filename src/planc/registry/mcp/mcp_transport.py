@@ -25,14 +25,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from planc.registry.declarations import McpServer
-from planc.registry.mcp_credentials import (
+from planc.registry.mcp.mcp_credentials import (
     CredentialProblem,
     header_secrets,
     redact_credentials,
     redact_value,
     resolved_headers,
 )
+from planc.registry.settings.declarations import McpServer
 
 SHOWN_DETAIL = 200  # the most of a refusal's own words a message quotes
 
@@ -165,7 +165,7 @@ async def connected(server: McpServer, folder: Path, errlog, link: Link) -> Asyn
     headers = resolved_headers(server)
     link.sent = header_secrets(server, headers)
     if server.oauth is not None and link.auth is None:  # a login gives its own
-        from planc.registry.mcp_oauth import run_auth
+        from planc.registry.mcp.mcp_oauth import run_auth
 
         link.auth = run_auth(server)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import attrs
 
-from planc.registry.registry import Registry
-from planc.registry.signatures import type_text
-from planc.registry.tool import Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.tools.signatures import type_text
+from planc.registry.tools.tool import Tool
 
 
 def registry_json(registry: Registry) -> dict:

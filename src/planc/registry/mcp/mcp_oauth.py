@@ -29,8 +29,8 @@ import stat
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-from planc.registry.declarations import McpServer
-from planc.registry.mcp_credentials import CredentialProblem
+from planc.registry.mcp.mcp_credentials import CredentialProblem
+from planc.registry.settings.declarations import McpServer
 
 KEYRING_SERVICE = "planc MCP login"
 LOCK_POLL_S = 0.05  # how often a refresh waiting for another process's looks at the lock again

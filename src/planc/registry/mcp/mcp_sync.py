@@ -20,12 +20,11 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
-from planc.registry.declarations import MCP_START_TIMEOUT_S, McpServer
-from planc.registry.errors import ConfigError
-from planc.registry.lock import (
+from planc.registry.mcp.lock import (
     LOCK_FORMAT,
     LOCK_VERSION,
     NameClash,
@@ -35,7 +34,11 @@ from planc.registry.lock import (
     read_lock,
     started_as,
 )
-from planc.registry.registry import Registry
+from planc.registry.settings.declarations import MCP_START_TIMEOUT_S, McpServer
+from planc.registry.settings.errors import ConfigError
+
+if TYPE_CHECKING:  # `mcp/` sits below `loading/`: a sync reads the registry it is handed
+    from planc.registry.loading.registry import Registry
 
 
 class SyncError(Exception):
@@ -139,7 +142,7 @@ async def _list_server(server: McpServer, folder: Path, timeout: float) -> dict 
     """Tool name -> lock entry for `server`, or what went wrong."""
     import anyio
 
-    from planc.registry.mcp_transport import Link, all_tools, client_session, connected
+    from planc.registry.mcp.mcp_transport import Link, all_tools, client_session, connected
 
     link = Link(server)
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:  # a started server's stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import attrs
 
-from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY
+from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED_ONLY
 
 TOOL_TIMEOUT_S = 60.0  # a tool call, when neither the tool nor `[limits]` says otherwise
 RESULT_BYTES = 16 * 2**20  # the largest tool result a run takes, as JSON
@@ -98,13 +98,13 @@ class McpServer:
     url: str | None = None  # https:// (http:// only on loopback); None for a server planc starts
     transport: str = MCP_TRANSPORTS[0]
     # Header name -> value as planc.toml writes it: `$NAME` is read from the environment when planc connects
-    # (`$$` writes `$`), so a token is never in planc.toml, the lock or any record (registry/mcp_credentials.py).
+    # (`$$` writes `$`), so a token is never in planc.toml, the lock or any record (registry/mcp/mcp_credentials.py).
     headers: Mapping[str, str] = attrs.field(factory=dict)
     oauth: OAuthLogin | None = None
     trust_annotations: bool = False  # take the tools' MCP annotations as declared effects
     timeout_s: float | None = None  # each call of its tools; None: `[limits] timeout_s`
     idempotency_keys: bool = False  # its tools deduplicate calls by the idempotency key planc sends in `_meta`
-    labels: frozenset[str] = UNTRUSTED_ONLY  # what its tools' results carry (registry/labels.py)
+    labels: frozenset[str] = UNTRUSTED_ONLY  # what its tools' results carry (registry/provenance/labels.py)
     rename: Mapping[str, str] = attrs.field(factory=dict)  # a tool's name on the wire -> its name in plans
     roots: tuple[Root, ...] = ()  # the folders offered as roots; none: planc does not declare roots at all
     allow_project_files: bool = False  # a root may hold planc.toml, the policy or the run store

@@ -19,10 +19,13 @@ from pathlib import Path
 
 import attrs
 
-from planc.registry.schema_check import schema_error
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.pure_steps import PURE_STEPS
-from planc.registry.declarations import (
+from planc.registry.loading.declared_plans import DeclaredPlans, tool_name
+from planc.registry.loading.registry import Registry
+from planc.registry.mcp.lock import load_locked_tools
+from planc.registry.mcp.mcp_transport import url_problem
+from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED_ONLY, X_LABELS, label_set
+from planc.registry.settings.config_file import CONFIG_NAME, find_config
+from planc.registry.settings.declarations import (
     DEFAULT_MODEL_ROLE,
     EXECUTORS,
     MODEL_PROVIDERS,
@@ -46,15 +49,19 @@ from planc.registry.declarations import (
     SAMPLES_PER_CALL,
     STORE_PATH,
 )
-from planc.registry.config_file import CONFIG_NAME, find_config
-from planc.registry.declared_plans import DeclaredPlans, tool_name
-from planc.registry.errors import ConfigError
-from planc.registry.format_settings import FmtTableError, fmt_width
-from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, X_LABELS, label_set
-from planc.registry.lock import load_locked_tools
-from planc.registry.mcp_transport import url_problem
-from planc.registry.registry import Registry
-from planc.registry.tool import PLANC_KINDS, Cost, Effects, Tool, provider_address, provider_kind
+from planc.registry.settings.errors import ConfigError
+from planc.registry.settings.format_settings import FmtTableError, fmt_width
+from planc.registry.settings.schema_check import schema_error
+from planc.registry.steps.builtins import CONTROL_STEPS
+from planc.registry.steps.pure_steps import PURE_STEPS
+from planc.registry.tools.tool import (
+    PLANC_KINDS,
+    Cost,
+    Effects,
+    Tool,
+    provider_address,
+    provider_kind,
+)
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TOP_LEVEL = {"tools", "plans", "mcp", "models", "policy", "store", "limits", "budget", "principal",
@@ -102,7 +109,7 @@ def registry_from_text(text: str, path: str | Path, *, locked: bool = True, lock
 
     >>> registry_from_text('[models.default]\\nbase_url = 5\\nmodel = "m"', Path("planc.toml"))
     Traceback (most recent call last):
-    planc.registry.errors.ConfigError: planc.toml:2: `base_url` of model `default` must be a string, not int
+    planc.registry.settings.errors.ConfigError: planc.toml:2: `base_url` of model `default` must be a string, not int
     """
     import tomllib  # only where there is a planc.toml: finding none, `planc check` never reads TOML
 
@@ -213,7 +220,7 @@ class _Reader:
         whose DSN is in the environment variable NAME (never in this file)."""
         declared = data.get("store")
         if isinstance(declared, str) and declared.startswith("postgresql:"):
-            from planc.registry.postgres_tools import PROVIDER
+            from planc.registry.tools.postgres_tools import PROVIDER
 
             if not PROVIDER.match(declared):
                 self.fail("`store` names a PostgreSQL run store as \"postgresql:$NAME\": its DSN is read from the "
@@ -536,7 +543,7 @@ class _Reader:
     def sql_tool(self, name: str, provider: str, table: dict, where: str) -> Tool:
         """A tool that runs one read-only query: its parameters are the query's, its result the rows.
         The query is prepared here, against the database, so its mistakes are planc.toml's."""
-        from planc.registry.sql_tools import SqlError, query_parameters
+        from planc.registry.tools.sql_tools import SqlError, query_parameters
 
         if provider_kind(provider) not in ("sql", "postgresql") or not provider_address(provider):
             self.fail("`query` is for SQL tools: `provider` must be \"sql:PATH\", an SQLite database, or "
@@ -551,12 +558,12 @@ class _Reader:
         query = table["query"]
         try:
             if provider_kind(provider) == "postgresql":
-                from planc.registry.postgres_tools import TOKENS, prepare
+                from planc.registry.tools.postgres_tools import TOKENS, prepare
 
                 names = query_parameters(query, TOKENS)
                 columns, typed = prepare(provider, query)
             else:
-                from planc.registry.sql_tools import prepare
+                from planc.registry.tools.sql_tools import prepare
 
                 path = self.folder / provider_address(provider)
                 provider = f"sql:{path}"
@@ -583,7 +590,7 @@ class _Reader:
 
     def python_tool(self, name: str, provider: str, where: str) -> Tool:
         """A tool whose parameters come from its `@planc.tool` function: the one case that imports it."""
-        from planc.registry.python_tools import load_function_tool
+        from planc.registry.tools.python_tools import load_function_tool
 
         if provider_address(provider).count(":") != 1:  # "module:function"
             self.fail(f"`provider = {provider!r}` must be \"python:module:function\"", where, "provider")
@@ -637,7 +644,7 @@ class _Reader:
 
     def remote(self, name: str, table: dict, where: str) -> dict:
         """A server at a URL: `url`, `transport`, `headers` (their `$NAME`s read when planc connects), `oauth`."""
-        from planc.registry.mcp_credentials import template_variables
+        from planc.registry.mcp.mcp_credentials import template_variables
 
         for key in ("command", "env"):
             if key in table:

@@ -6,7 +6,7 @@ A parameter with no default and not required is marked `?`; a required one is ba
 parameter says `(piped)`. Types are compact: `string`, `integer >= 1`, `"low" | "high"`,
 `list[string]`, `{id: string}`, `block`, `condition`, `any`.
 
->>> from planc.registry.builtins import CONTROL_STEPS
+>>> from planc.registry.steps.builtins import CONTROL_STEPS
 >>> signature(CONTROL_STEPS["map"])
 'map(over: list (piped), do: block, concurrency: integer >= 1 = 1)'
 >>> type_text({"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}}}})
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from planc.registry.tool import Tool
+from planc.registry.tools.tool import Tool
 
 SHOWN_FIELDS = 6  # an object type lists this many fields at most
 

@@ -31,9 +31,9 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from planc.registry.linear_regex import PatternRefused
-from planc.registry.linear_regex import search as regex_search
-from planc.registry.tool import Effects, Tool, plain_types
+from planc.registry.steps.linear_regex import PatternRefused
+from planc.registry.steps.linear_regex import search as regex_search
+from planc.registry.tools.tool import Effects, Tool, plain_types
 
 FAMILIES = ("numbers", "text", "lists", "dates")
 

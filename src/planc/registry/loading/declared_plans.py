@@ -23,7 +23,7 @@ from typing import TypeVar
 
 import attrs
 
-from planc.registry.declarations import PlanDeclaration
+from planc.registry.settings.declarations import PlanDeclaration
 
 PREFIX = "plan__"  # the tool `plan__NAME` runs the plan NAME
 T = TypeVar("T")
@@ -100,7 +100,7 @@ class DeclaredPlans(Mapping[str, PlanDeclaration]):
         """The declared plans the steps of `pipelines` may call: as steps, as an agent's tools (its `tools`
         patterns, every plan without them or when they are not literal), or as an agent's `check`. A step
         that continues a conversation offers none of its own: its tools are among its first step's."""
-        from planc.registry.builtins import agent_check, agent_patterns
+        from planc.registry.steps.builtins import agent_check, agent_patterns
         from planc.syntax.steps import walk_steps
 
         called: set[str] = set()

@@ -23,8 +23,8 @@ import typing
 from collections.abc import Callable
 from pathlib import Path
 
-from planc.registry.labels import UNTRUSTED_ONLY
-from planc.registry.tool import Cost, Effects, Tool, provider_address
+from planc.registry.provenance.labels import UNTRUSTED_ONLY
+from planc.registry.tools.tool import Cost, Effects, Tool, provider_address
 
 MARK = "__planc_tool__"
 KEY_PARAMETER = "idempotency_key"  # a keyword-only parameter of this name receives the call's idempotency key

@@ -8,11 +8,19 @@ from pathlib import Path
 
 import attrs
 
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import Budgets, Executor, Limits, McpServer, McpServing, ModelConfig, PlanDeclaration
-from planc.registry.declared_plans import DeclaredPlans
-from planc.registry.learned_shapes import LearnedShape
-from planc.registry.tool import Tool
+from planc.registry.loading.declared_plans import DeclaredPlans
+from planc.registry.settings.declarations import (
+    Budgets,
+    Executor,
+    Limits,
+    McpServer,
+    McpServing,
+    ModelConfig,
+    PlanDeclaration,
+)
+from planc.registry.steps.builtins import CONTROL_STEPS
+from planc.registry.tools.learned_shapes import LearnedShape
+from planc.registry.tools.tool import Tool
 from planc.syntax.printer import WIDTH
 
 WRITABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # a step's tool, as the grammar's NAME

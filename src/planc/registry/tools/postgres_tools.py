@@ -30,7 +30,7 @@ import os
 import re
 import uuid
 
-from planc.registry.sql_tools import SqlError, query_parameters
+from planc.registry.tools.sql_tools import SqlError, query_parameters
 
 # A string (with E'...' escapes), a quoted name, a dollar-quoted string, a comment, a cast (`::`), or a
 # parameter: only the last counts. `$1` is PostgreSQL's positional parameter, which has no name.

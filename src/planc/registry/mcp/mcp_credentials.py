@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-from planc.registry.declarations import McpServer
+from planc.registry.settings.declarations import McpServer
 
 VARIABLE = re.compile(r"\$(?:(\$)|([A-Za-z_][A-Za-z0-9_]*))")
 REDACTED = "[redacted credential]"

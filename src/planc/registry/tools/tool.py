@@ -7,8 +7,8 @@ from typing import Literal, get_args
 
 import attrs
 
-from planc.registry.labels import UNTRUSTED_ONLY, label_set
-from planc.registry.learned_shapes import LearnedShape
+from planc.registry.provenance.labels import UNTRUSTED_ONLY, label_set
+from planc.registry.tools.learned_shapes import LearnedShape
 
 
 @attrs.frozen
@@ -131,11 +131,11 @@ class Tool:
     at_most_one: tuple[tuple[str, ...], ...] = ()  # groups of parameters of which one at most is given
     required_when: tuple[tuple[str, object, str], ...] = ()  # (param, value, needed): `needed` when param == value
     binds: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)  # param -> names its block binds
-    # What its results carry besides its arguments' labels (registry/labels.py): `untrusted` unless a
+    # What its results carry besides its arguments' labels (registry/provenance/labels.py): `untrusted` unless a
     # declaration says otherwise (`labels = []` declares a tool trusted).
     labels: frozenset[str] = attrs.field(default=UNTRUSTED_ONLY, converter=label_set)
     # What its results looked like, learned by the run store when it declares no `returns`
-    # (registry/learned_shapes.py): read only to warn, and to show the planner. Not part of what it is.
+    # (registry/tools/learned_shapes.py): read only to warn, and to show the planner. Not part of what it is.
     learned: LearnedShape | None = attrs.field(default=None, eq=False, repr=False)
 
     @property

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from planc.registry.declarations import McpServer
-from planc.registry.mcp_oauth import Logins, OAuthProblem, provider
+from planc.registry.mcp.mcp_oauth import Logins, OAuthProblem, provider
+from planc.registry.settings.declarations import McpServer
 
 LOGIN_TIMEOUT_S = 600.0  # how long a login waits for the person to finish in the browser
 
@@ -81,7 +81,7 @@ async def login(server: McpServer, folder: Path, say: Callable[[str], None], bro
     """Sign planc in to `server` once, as a person: the SDK's flow, its authorization URL given to `say` (and
     opened in a browser, with `browser`, when one opens); the tokens kept (`Logins`). Where they are kept, in
     words; OAuthProblem, or what the SDK raises, when the flow fails."""
-    from planc.registry.mcp_transport import Link, client_session, connected
+    from planc.registry.mcp.mcp_transport import Link, client_session, connected
 
     logins = Logins(server)
     callback = _Callback(server)

@@ -1,0 +1,1 @@
+"""Provenance labels: interned sets, a schema's `x-labels`, `secret` redaction. Imports no other registry folder."""
