@@ -223,13 +223,29 @@ def test_the_registry_check_finds_a_tool_that_imports_the_loading_of_planc_toml(
 
 @pytest.mark.parametrize("stage", ["types", "cost", "run"])
 def test_every_control_step_has_a_rule_in_every_stage(stage):
-    from planc.backend.run.control_steps import CONTROL_HANDLERS
+    from planc.backend.run.steps import CONTROL_HANDLERS
     from planc.passes.cost.cost import COST_RULES
     from planc.passes.types.control_steps import TYPE_RULES
     from planc.registry.steps.builtins import CONTROL_STEPS
 
     table = {"types": TYPE_RULES, "cost": COST_RULES, "run": CONTROL_HANDLERS}[stage]
     assert sorted(table) == sorted(CONTROL_STEPS)
+
+
+def test_each_control_step_is_one_declaration_and_one_handler_of_the_same_name():
+    """A control step is two modules: `registry/steps/NAME.py` (its signature and its type, cost and flow
+    rules, as `STEP`) and `backend/run/steps/NAME.py` (its handler, `run_NAME`); each side finds its
+    modules itself, so the two folders hold the same names and nothing else lists them."""
+    import pkgutil
+
+    import planc.backend.run.steps as handlers
+    from planc.registry.steps.builtins import CONTROL_DECLARATIONS
+
+    declared = {name for name, step in CONTROL_DECLARATIONS.items() if step.tool.kind == "control"}
+    handled = {module.name for module in pkgutil.iter_modules(handlers.__path__)}
+    assert declared == handled
+    assert list(CONTROL_DECLARATIONS) == ["map", "filter", "reduce", "decide", "exit", "agent", "ask", "reshape"]
+    assert all(handlers.CONTROL_HANDLERS[name].__name__ == f"run_{name}" for name in declared)
 
 
 def test_every_control_step_has_a_flow_rule_or_carries_only_what_any_call_carries():

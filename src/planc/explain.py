@@ -105,7 +105,7 @@ def render_code(code: Code, shown: dict[str, str] | None = None) -> list[str]:
     return out + ["```", code.example.rstrip("\n"), "```", "", "```text", captured.get().rstrip("\n"), "```", ""]
 
 
-CONTROL_STEPS_BEGIN = "<!-- control steps: generated from src/planc/registry/steps/builtins.py by `make docs` -->"
+CONTROL_STEPS_BEGIN = "<!-- control steps: generated from src/planc/registry/steps/ by `make docs` -->"
 CONTROL_STEPS_END = "<!-- end of control steps -->"
 PURE_STEPS_BEGIN = "<!-- pure steps: {family}: generated from src/planc/registry/steps/pure_steps.py by `make docs` -->"
 PURE_STEPS_END = "<!-- end of pure steps: {family} -->"

@@ -7,6 +7,7 @@ import fnmatch
 from collections.abc import Mapping
 
 from planc.registry.loading.registry import Registry
+from planc.registry.steps.agent import continued
 from planc.registry.steps.builtins import agent_check, agent_patterns
 from planc.registry.tools.tool import Effects, Tool
 from planc.syntax import ast
@@ -66,15 +67,6 @@ def conversation_start(step: ast.Step, targets: Mapping) -> ast.Step | None:
         if earlier is None:
             return first
         first = step = earlier
-
-
-def continued(step: ast.Step, targets: Mapping) -> ast.Step | None:
-    """The agent step that `step`'s `continue` refers to (`continue: $review`), when it is one."""
-    arg = step.arg("continue") if step.tool.text == "agent" else None
-    if arg is None or type(arg.value) is not ast.Ref or arg.value.accessors:
-        return None
-    target = targets.get(arg.value)
-    return target if isinstance(target, ast.Step) and target.tool.text == "agent" else None
 
 
 def matching_tools(registry: Registry, patterns) -> list[Tool]:

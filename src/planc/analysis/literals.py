@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from planc.analysis.schema_words import describe, describe_value
-from planc.analysis.schemas import json_equal, value_kind
 from planc.diagnostics import Fix
+from planc.registry.tools.schemas import json_equal, value_kind
 from planc.syntax import ast
 
 NOT_LITERAL = object()  # the value of an expression only known at run time

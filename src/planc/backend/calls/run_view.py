@@ -1,9 +1,9 @@
 """What the calls and the models read of the run that makes them, as typed protocols.
 
 The interpreter's `Run` and its `Session` (in `run/`) are what a dispatch, a question and an MCP
-server's request are handed; `calls/` and `models/` sit below `run/` and never import it, so they name
-here exactly what they read of it. `Recorder` is what a run tells the run store (the store's side is
-`run/recorders.py`).
+server's request are handed; `calls/` and `models/` sit below `run/` and never import it, so they
+name here exactly what they read of it. `Recorder` is what a run tells the run store (the store's
+side is `run/recorders.py`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:  # for the checker only: `calls/` imports neither `models/` nor the passes' walk at run time
+if TYPE_CHECKING:  # for the checker only: at run time `calls/` imports neither `models/` nor the passes
     from planc.backend.calls.hooks import Call, Hooks, Skip
     from planc.backend.calls.mcp_runtime import McpRuntime
     from planc.backend.calls.ray_executor import RayExecutor
@@ -49,8 +49,8 @@ class Recorder(Protocol):
 
 
 class RunSession(Protocol):
-    """What a call reads of the run's session (`run/session.py`'s `Session`): where calls are made and
-    recorded, and what they spend."""
+    """What a call reads of the run's session (`run/session.py`'s `Session`): where calls are made
+    and recorded, and what they spend."""
 
     registry: Registry | None
     recorder: Recorder | None
@@ -64,7 +64,8 @@ class RunSession(Protocol):
 
 
 class RunView(Protocol):
-    """What a call, a question and an MCP server's request read of the run (the interpreter's `Run`)."""
+    """What a call, a question and an MCP server's request read of the run (the interpreter's
+    `Run`)."""
 
     session: RunSession
     hooks: Hooks

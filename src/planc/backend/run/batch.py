@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from planc.analysis.schemas import type_of
 from planc.backend.calls.results import NotPlain, plain
 from planc.backend.run.interpreter import run_arguments
 from planc.backend.run.recorded_run import RecordedRun
@@ -30,6 +29,7 @@ from planc.backend.state.stop import settle
 from planc.backend.state.values import RunError
 from planc.passes.check import CheckResult
 from planc.passes.cost.budget import Budget
+from planc.registry.tools.schemas import type_of
 from planc.store.run_store import RunStoreError
 from planc.store.stored import StoredPlanError, dump, load_plan
 from planc.syntax.json_input import read_json

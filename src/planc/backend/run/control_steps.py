@@ -1,18 +1,18 @@
-"""The built-in steps at run time: one handler each, in `CONTROL_HANDLERS` (one for every pure step).
+"""The built-in steps at run time: what the control steps' handlers share, and `run_pure`, the
+handler of every pure step.
 
-A handler is `handler(run, step, path, scope, piped, in_loop, shown)` and returns
-the step's result (`piped` is the piped input, `Labelled` with its labels, or NOTHING;
-`shown` its rendered input, as `step_started` showed it: the values it has already).
-A control step is never dispatched as a tool call and never gated; what it runs
-(its blocks' steps, an agent's tools) takes the dispatch like any other call. An
-argument left out takes the default its declaration in `planc.registry.steps.builtins`
-gives.
+Each control step's handler is `run_<name>` in the module of `steps/` named after it (its
+declaration, `registry/steps/<name>.py`, has the same name); `steps.CONTROL_HANDLERS` gathers them.
+A handler is `handler(run, step, path, scope, piped, in_loop, shown)` and returns the step's result
+(`piped` is the piped input, `Labelled` with its labels, or NOTHING; `shown` its rendered input, as
+`step_started` showed it: the values it has already). A control step is never dispatched as a tool
+call and never gated; what it runs (its blocks' steps, an agent's tools) takes the dispatch like any
+other call. An argument left out takes the default its declaration gives.
 
-Where values came from: a step's result carries what any call's carries (its
-arguments' labels and its control's, added by the interpreter); a handler whose
-result carries more (a block's results, a condition, what an agent read) returns
-it `Labelled` with those, as the flow pass's rule of the step (passes/flow/rules.py)
-says before the run.
+Where values came from: a step's result carries what any call's carries (its arguments' labels and
+its control's, added by the interpreter); a handler whose result carries more (a block's results, a
+condition, what an agent read) returns it `Labelled` with those, as the step's flow rule (in its
+declaration) says before the run.
 """
 
 from __future__ import annotations
@@ -21,37 +21,15 @@ import asyncio
 import functools
 import math
 
-import attrs
-
 from planc.backend.calls import plan_stack
 from planc.backend.calls.dispatch import recorded_call
-from planc.backend.calls.hooks import Call, Unanswered
+from planc.backend.calls.hooks import Call
 from planc.backend.calls.results import NotPlain, plain
-from planc.backend.models.questions import answer
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.stop import settle
-from planc.backend.state.values import (
-    NOTHING,
-    Exited,
-    Labelled,
-    RunError,
-    Scope,
-    TemplateScope,
-    ToolFailed,
-    evaluate,
-    render,
-    truth,
-    unlabelled,
-)
-from planc.passes.flow.expressions import expr_labels, expr_view
-from planc.registry.provenance.labels import (
-    NO_LABELS,
-    SECRET,
-    LabelView,
-    redacted,
-    union,
-    union_all,
-)
+from planc.backend.state.values import NOTHING, Labelled, RunError, Scope, evaluate, truth
+from planc.registry.provenance.expressions import expr_labels, expr_view
+from planc.registry.provenance.labels import NO_LABELS, SECRET, LabelView, redacted, union_all
 from planc.registry.settings.declarations import limits_of
 from planc.registry.steps.builtins import CONTROL_STEPS
 from planc.registry.steps.pure_steps import PURE_STEPS, PureStepError
@@ -146,7 +124,7 @@ async def each_item(run, step: ast.Step, path: str, scope: Scope, over: list, it
     return [task.result() for task in tasks]
 
 
-def _carried(results) -> LabelView:
+def carried(results) -> LabelView:
     return LabelView(union_all(result.view.whole() for result in results))
 
 
@@ -177,72 +155,7 @@ async def condition(run, step: ast.Step, path: str, scope: Scope) -> tuple[bool,
     return await judge(run, evaluate(infer, scope), step, path, shown), shown
 
 
-# --- the handlers
-
-
-async def run_map(run, step, path, scope, piped, in_loop, shown):
-    over = items(step, path, scope, piped)
-    item_view = labels_of(step, "over", scope, piped).item()
-    results = await each_item(run, step, path, scope, over, item_view, value(step, "concurrency", scope))
-    return Labelled([result.value for result in results], _carried(results))
-
-
-async def run_filter(run, step, path, scope, piped, in_loop, shown):
-    over = items(step, path, scope, piped)
-    item_view = labels_of(step, "over", scope, piped).item()
-    if step.arg("where") is not None:
-        where = step.arg("where").value
-        bound = scope.bind({"item": item_view})
-        kept = [item for item in over
-                if truth(evaluate(where, attrs.evolve(bound.bind(item=item), fields=item)), where)]
-        return Labelled(kept, LabelView(expr_labels(where, attrs.evolve(bound, field_view=item_view)) if over
-                                        else NO_LABELS))
-    if step.arg("do") is not None:
-        results = await each_item(run, step, path, scope, over, item_view)
-        return Labelled([item for item, keep in zip(over, results) if truth(keep.value, step.arg("do").value)],
-                        _carried(results))
-    question = step.arg("infer").value
-    asked = expr_labels(question, scope.bind({"item": item_view})) if over else NO_LABELS  # what the judge reads
-    kept = [await judge(run, render(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]", asked)
-            for index, item in enumerate(over)]
-    return Labelled([item for item, keep in zip(over, kept) if keep], LabelView(asked))
-
-
-async def run_reduce(run, step, path, scope, piped, in_loop, shown):
-    accumulator = Labelled(value(step, "initial", scope), LabelView(labels_of(step, "initial", scope).whole()))
-    views = {"item": labels_of(step, "over", scope, piped).item()}
-    for index, item in enumerate(items(step, path, scope, piped)):
-        bound = scope.bind({**views, "accumulator": LabelView(accumulator.view.whole())}, item=item, index=index,
-                           accumulator=accumulator.value)
-        done = await block(run, step, "do", path, bound, True, item=index)
-        accumulator = Labelled(done.value, LabelView(union(accumulator.view.whole(), done.view.whole())))
-    return accumulator
-
-
-async def run_decide(run, step, path, scope, piped, in_loop, shown):
-    holds, decided = await condition(run, step, path, scope)
-    if may_exit(step):  # whether the steps after it run was decided here, whichever branch is taken
-        scope.gates.labels = union(scope.gates.labels, decided)
-    branch = "then" if holds else "else"
-    if step.arg(branch) is None:
-        return Labelled(None, LabelView(decided))
-    taken = await block(run, step, branch, path, scope, in_loop, control=decided)
-    return Labelled(taken.value, LabelView(union(decided, taken.view.whole())))
-
-
-async def run_exit(run, step, path, scope, piped, in_loop, shown):
-    passed = value(step, "value", scope, piped)
-    decided = NO_LABELS
-    if deciding(step) is not None:
-        holds, decided = await condition(run, step, path, scope)
-        # Whether any later step runs was decided here, and by what decided that this step runs.
-        scope.gates.labels = union(scope.gates.labels, union(decided, scope.control))
-        if not holds:
-            return Labelled(passed, LabelView(decided))
-    output = value(step, "output", scope) if step.arg("output") is not None else passed
-    given = union_all(step_sources(step, CONTROL_STEPS["exit"], scope, _view(piped)).values())
-    raise Exited(value(step, "status", scope), value(step, "message", scope), output,
-                 union(union(given, decided), scope.controlled()))
+# --- what the handlers share
 
 
 @functools.lru_cache(maxsize=4096)
@@ -252,25 +165,9 @@ def may_exit(step: ast.Step) -> bool:
                for inner, _ in walk_steps(block_node.pipelines))
 
 
-def _view(piped) -> LabelView | None:
+def piped_labels(piped) -> LabelView | None:
+    """The labels of a piped input that carries them, else None."""
     return piped.view if type(piped) is Labelled else None
-
-
-async def run_reshape(run, step, path, scope, piped, in_loop, shown):
-    return value(step, "value", scope)
-
-
-async def run_ask(run, step, path, scope, piped, in_loop, shown):
-    question = value(step, "question", scope)
-    said = await answer(run, step, path, question)
-    if not isinstance(said, Unanswered):
-        return said
-    unanswered = value(step, "when_unanswered", scope)
-    if unanswered == "default":
-        return value(step, "default", scope)
-    if unanswered == "skip":
-        return None
-    raise RunError(f"step {path}: nobody answered `{question}`: {said.reason}", step.tool)
 
 
 async def run_pure(run, step, path, scope, piped, in_loop, shown):
@@ -326,107 +223,3 @@ def _pure_result(pure, inputs: dict, run, path: str, step: ast.Step):
         raise RunError(f"step {path}: `{pure.tool.name}` failed: {type(error).__name__}: {error}", step.tool) \
             from None
 
-
-async def run_agent(run, step, path, scope, piped, in_loop, shown):
-    from planc.backend.models.agent_loop import CheckFailed, ToolFailure, Turn, check_problems
-    from planc.backend.models.agent_loop import run_agent as agent_loop
-    from planc.backend.models.client import ModelError
-
-    registry = run.registry
-    conversation = _conversation(run, step, path, scope)
-    scope.conversations[step] = conversation
-    calls = checks = 0
-    # What the model has been shown, as labels: its conversation, this step's arguments, the results of the
-    # tools it calls. Every argument it writes carries all of it, and so does its answer.
-    control = scope.controlled()
-    given = union_all(step_sources(step, CONTROL_STEPS["agent"], scope, _view(piped)).values())
-    conversation.labels = union(conversation.labels, union(given, control))
-
-    async def dispatched(call: Call):
-        result = await run.dispatch(call, step, in_loop)
-        value_, added = unlabelled(result)
-        read = union(union(call.tool.labels, control), added.whole() if added is not None else NO_LABELS)
-        conversation.labels = union(conversation.labels, read)
-        return value_
-
-    def labelled(arguments: dict) -> dict:
-        return {argument: conversation.labels for argument in arguments}
-
-    async def call_tool(name: str, arguments: dict, call_id: str):
-        nonlocal calls
-        calls += 1
-        call = Call(f"{path}/agent.{calls}/{name}", registry.tools[name], arguments,
-                    scope=TemplateScope(scope, run.names), id=call_id, sources=labelled(arguments), control=control)
-        try:
-            return await dispatched(call)
-        except ToolFailed as error:  # goes back to the model, which may try again
-            raise ToolFailure(str(error)) from None
-
-    async def check(answer: dict) -> list[str]:
-        nonlocal checks
-        checks += 1
-        tool = registry.tools[name]  # the check takes the answer's fields it declares
-        arguments = {key: answer[key] for key in tool.params if key in answer}
-        call = Call(f"{path}/check.{checks}/{name}", tool, arguments, sources=labelled(arguments), control=control)
-        try:
-            return check_problems(await dispatched(call))
-        except ToolFailed as error:  # a check that raises fails: the model is told why
-            return [str(error)]
-
-    name = value(step, "check", scope)
-    turn = Turn(prompt=value(step, "prompt", scope), output_schema=value(step, "output_schema", scope),
-                tools=_turn_tools(run, step, path, scope, conversation), context=value(step, "context", scope, piped),
-                max_iterations=value(step, "max_iterations", scope), check=check if name is not None else None,
-                check_name=name or "", repairs=value(step, "repairs", scope))
-    chat, repair = (run.session.model(conversation.role, step, path),
-                    run.session.model("repair", step, path, instead=conversation.role))
-    chat.shown = repair.shown = lambda: conversation.labels
-    try:
-        answered = await agent_loop(chat, turn, call_tool, conversation.messages, repair)
-        return Labelled(answered, LabelView(conversation.labels))
-    except (ModelError, CheckFailed) as error:
-        raise RunError(f"step {path}: {error}", step.tool) from None
-
-
-def _conversation(run, step, path: str, scope: Scope):
-    """The conversation `step` continues (`continue: $review`), or a new one."""
-    from planc.analysis.agent_tools import continued
-    from planc.backend.models.agent_loop import Conversation, system_message
-
-    if step.arg("continue") is None:
-        patterns = value(step, "tools", scope)  # none written: every tool; `[]`: none
-        return Conversation(value(step, "model", scope), _offered(run, ["*"] if patterns is None else patterns),
-                            [system_message(value(step, "system_prompt", scope))])
-    earlier = continued(step, scope.targets)
-    if earlier is None or earlier not in scope.conversations:  # the check refuses this: a plan that was not checked
-        raise RunError(f"step {path}: `continue` refers to no agent step that has run", step.tool)
-    return scope.conversations[earlier]
-
-
-def _turn_tools(run, step, path: str, scope: Scope, conversation) -> list:
-    """The tools this turn offers: the conversation's, or those of them `tools` names."""
-    patterns = value(step, "tools", scope)
-    if step.arg("continue") is None or patterns is None:
-        return conversation.tools
-    tools = _offered(run, patterns)
-    widened = [tool.name for tool in tools if tool not in conversation.tools]
-    if widened:
-        raise RunError(f"step {path}: `tools` offers `{widened[0]}`, which the conversation it continues does not "
-                       "offer", step.tool)
-    return tools
-
-
-def _offered(run, patterns) -> list:
-    """The registry's tools that `patterns` match and that can run (a declared plan leading back to itself cannot)."""
-    from planc.analysis.agent_tools import matching_tools, runnable
-
-    if run.registry is None:  # no tool to offer: the step fails when it asks for a model
-        return []
-    plans = run.checked.context.plans if run.checked.context is not None else None
-    return [tool for tool in matching_tools(run.registry, patterns) if runnable(tool, plans)]
-
-
-# The handler of each built-in step.
-CONTROL_HANDLERS = {"map": run_map, "filter": run_filter, "reduce": run_reduce, "decide": run_decide,
-                    "exit": run_exit, "agent": run_agent, "ask": run_ask, "reshape": run_reshape,
-                    **dict.fromkeys(PURE_STEPS, run_pure)}

@@ -2,7 +2,7 @@
 
 A run has three parts. This module walks the steps, in text order or as the
 optimizer's schedule allows (`planc run --optimize`), and hands each step to
-the handler of its control step (`control_steps.py`, one handler each) or, for
+the handler of its built-in step (`steps/`, one module each; `control_steps.py`) or, for
 a tool, to the one path every real call takes, at any depth (`dispatch.py`).
 What the run holds open (its recorder, MCP servers and models) is its
 session (`session.py`). Declared plans run inside the run that calls them:
@@ -24,7 +24,8 @@ from planc.backend.calls.approvals import AwaitingApproval
 from planc.backend.calls.dispatch import Dispatch, result_problem
 from planc.backend.calls.hooks import Call, Hooks
 from planc.backend.models.mcp_requests import ServerRequests
-from planc.backend.run.control_steps import CONTROL_HANDLERS, labels_of, rendered_input, step_sources
+from planc.backend.run.control_steps import labels_of, rendered_input, step_sources
+from planc.backend.run.steps import CONTROL_HANDLERS
 from planc.backend.run.session import Session
 from planc.backend.state.stop import Stopped, plan_stop, settle
 from planc.backend.state.stop import current as current_stop

@@ -119,7 +119,7 @@ class Scope:
         """The labels that decide whether a step of this scope runs now."""
         return union(self.control, self.gates.labels)
 
-    # What `passes.flow.expressions` reads the labels of an expression's value through.
+    # What `registry.provenance.expressions` reads the labels of an expression's value through.
     def ref_view(self, ref: ast.Ref):
         target = self.targets[ref]
         if target == ARGS:

@@ -5,7 +5,7 @@ caller's path, with `$args` carrying the labels of the caller's arguments). The 
 `$args` carry the labels of whoever wrote it (`CheckContext.written_by`); a declared plan's literals were
 written by the project, and carry none. A step's result
 carries the labels its tool declares, those of every argument it was given, and its control
-labels; the control steps have their own rule each (`rules.py`). What the walk computes is an
+labels; the control steps have their own rule each, in their declarations (`rules.py`). What the walk computes is an
 estimate that a run can only lower: an agent is taken to have read everything it may call, both
 branches of a `decide` to have run, every `exit` to have been asked before the steps after it.
 The policy pass reads it: each request's `context.sources` and `context.control`.
@@ -19,9 +19,9 @@ import attrs
 
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
-from planc.passes.flow.expressions import Env, carriers, expr_labels, expr_view, writes_text
 from planc.passes.flow.results import kept_input, result_view
 from planc.passes.resolve.resolve import ARGS
+from planc.registry.provenance.expressions import Env, carriers, expr_labels, expr_view, writes_text
 from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all
 from planc.registry.tools.tool import Tool
 from planc.syntax import ast

@@ -1,8 +1,9 @@
 """Types: the static type of every step result and value, checked against what receives it.
 
 A type is a JSON Schema; None is unknown (`any`) and passes every check. A
-step's type is its tool's `returns`; control steps derive theirs
-(`control_steps.py`). References and paths read into those types.
+step's type is its tool's `returns`; control steps derive theirs (by the type
+rule of each one's declaration, `registry/steps/`). References and paths read
+into those types.
 
 - E300: a literal argument that its parameter's schema rejects, or a
   reference, template or pipe whose type cannot match it; a comparison of
@@ -32,7 +33,18 @@ from planc.analysis.literals import (
     literal_value,
 )
 from planc.analysis.schema_words import describe, describe_value, means_length, missing_hints
-from planc.analysis.schemas import (
+from planc.analysis.step_effects import step_effects
+from planc.diagnostics import Diagnostic, Fix, sort_key
+from planc.diagnostics.build import diagnostic
+from planc.passes.context import CheckContext
+from planc.passes.resolve.resolve import ARGS
+from planc.passes.types.agent_turns import agent_turns
+from planc.passes.types.conditions import Conditions
+from planc.passes.types.control_steps import agent_input, control_result
+from planc.passes.types.foreign_holes import foreign_holes
+from planc.registry.steps.builtins import CONTROL_STEPS, ITEM_FIELDS
+from planc.registry.steps.pure_steps import PURE_STEPS
+from planc.registry.tools.schemas import (
     BOOLEAN,
     LENGTH,
     SCALARS,
@@ -45,17 +57,6 @@ from planc.analysis.schemas import (
     read,
     record_of,
 )
-from planc.analysis.step_effects import step_effects
-from planc.diagnostics import Diagnostic, Fix, sort_key
-from planc.diagnostics.build import diagnostic
-from planc.passes.context import CheckContext
-from planc.passes.resolve.resolve import ARGS
-from planc.passes.types.agent_turns import agent_turns
-from planc.passes.types.conditions import Conditions
-from planc.passes.types.control_steps import agent_input, control_result
-from planc.passes.types.foreign_holes import foreign_holes
-from planc.registry.steps.builtins import CONTROL_STEPS, ITEM_FIELDS
-from planc.registry.steps.pure_steps import PURE_STEPS
 from planc.syntax import ast
 from planc.syntax.templates import BINDINGS
 

@@ -1,4 +1,4 @@
-"""The labels of an expression's value: one walk, for the check (`flow.py`) and for a run (`backend/`).
+"""The labels of an expression's value: one walk, for the check (the flow pass) and for a run (`backend/`).
 
 What an expression reads decides what it carries: a reference carries the labels of the result it
 reads (with the `x-labels` of the part it reads into), a bound name those of what it is bound to,

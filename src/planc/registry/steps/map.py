@@ -1,0 +1,44 @@
+"""`map`: the block `do` once per item of `over`, up to `concurrency` items at once.
+
+Its signature, and its type, cost and flow rules; its handler is `backend/run/steps/map.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import attrs
+
+from planc.registry.provenance.labels import LabelView
+from planc.registry.steps.control import BLOCK, LIST, ControlStep, keep_bound, signature
+from planc.syntax import ast
+
+if TYPE_CHECKING:  # the cost pass's walk, which a cost rule is handed
+    from planc.passes.cost.cost import Coster, Run
+
+TOOL = signature("map", "Runs the block `do` once per item of `over`, with `item` and `index` bound in it, up to "
+                 "`concurrency` items at once. The result is the list of the block's results, in order.",
+                 {"over": LIST, "do": BLOCK, "concurrency": {"type": "integer", "minimum": 1, "default": 1}},
+                 required=["over", "do"], pipe="over", binds={"do": ("item", "index")})
+
+
+def result(inputs: Mapping, literals: Mapping) -> Mapping | None:
+    result: dict = {"type": "array"}
+    if inputs.get("do") is not None:
+        result["items"] = inputs["do"]
+    return keep_bound(result, inputs.get("over"))
+
+
+def cost(coster: Coster, step: ast.Step) -> Run:
+    body = coster.block(step, "do")
+    count = coster.fan_out(step, body)
+    return attrs.evolve(body, cost=body.cost.times(count, coster.waves(count, coster.concurrency(step))))
+
+
+def flow_map(walk, step, env, views, control):
+    over = views.get("over", LabelView())
+    return walk.loop(step, "do", env.bound_by(step).bind(item=over.item(), index=LabelView()), control).whole()
+
+
+STEP = ControlStep(TOOL, result, cost, flow_map, rank=0)
