@@ -326,3 +326,22 @@ def test_the_run_and_its_session_have_what_calls_and_models_read_of_them():
     assert {name for name in members(RunView) if not hasattr(run, name)} == set()
     assert {name for name in members(RunSession) if not hasattr(session, name)} == set()
     assert {name for name in members(Recorder) if not hasattr(StoreRecorder, name)} - {"run_id"} == set()
+
+
+# What the backend reads of the passes at run time: the checked plan, the policy's engine (the same
+# decision and the same words as the check's), the budget, and the target of `$args`. The labels of a
+# value are the registry's and the analyses' (registry/provenance/, analysis/result_labels.py), never
+# the flow pass's walk.
+BACKEND_READS_OF_THE_PASSES = {
+    "planc.passes.check", "planc.passes.policy.load", "planc.passes.policy.decide",
+    "planc.passes.policy.denial", "planc.passes.cost.budget", "planc.passes.cost.cost_words",
+    "planc.passes.resolve.resolve",
+}
+
+
+def test_the_backend_reads_of_the_passes_only_what_a_run_shares_with_the_check():
+    graph = import_graph(SOURCE)
+    found = sorted(f"{module} imports {target}" for module, targets in graph.items()
+                   if module.startswith("planc.backend.") for target in targets
+                   if target.startswith("planc.passes.") and target not in BACKEND_READS_OF_THE_PASSES)
+    assert found == []

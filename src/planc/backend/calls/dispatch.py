@@ -110,8 +110,7 @@ class Dispatch:
         if self.policy is None:
             return None
         from planc.passes.policy.decide import Ask, decide_all
-        from planc.passes.policy.denial import denial
-        from planc.passes.policy.policy import flow_blame
+        from planc.passes.policy.denial import denial, flow_blame
 
         ask = Ask(call.tool, call.args, call.step, in_loop, (), call.sources, call.control)
         [decision] = decide_all(self.policy, self.principal, [ask])

@@ -19,14 +19,15 @@ from collections.abc import Mapping
 
 import attrs
 
+from planc.analysis.result_labels import kept_input, result_view
 from planc.backend.calls import plan_stack
 from planc.backend.calls.approvals import AwaitingApproval
 from planc.backend.calls.dispatch import Dispatch, result_problem
 from planc.backend.calls.hooks import Call, Hooks
 from planc.backend.models.mcp_requests import ServerRequests
 from planc.backend.run.control_steps import labels_of, rendered_input, step_sources
-from planc.backend.run.steps import CONTROL_HANDLERS
 from planc.backend.run.session import Session
+from planc.backend.run.steps import CONTROL_HANDLERS
 from planc.backend.state.stop import Stopped, plan_stop, settle
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import (
@@ -43,7 +44,6 @@ from planc.backend.state.values import (
 )
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
-from planc.passes.flow.results import kept_input, result_view
 from planc.passes.policy.load import DEFAULT_PRINCIPAL
 from planc.passes.resolve.resolve import ARGS
 from planc.registry.loading.registry import Registry

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 import attrs
 
-from planc.passes.flow.flow import ArgsView
 from planc.passes.resolve.resolve import ARGS
+from planc.registry.provenance.expressions import ArgsView
 from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union
 from planc.run_error import RunError  # the run's one error, below the store that raises it too
 from planc.syntax import ast

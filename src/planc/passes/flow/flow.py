@@ -17,11 +17,18 @@ from collections.abc import Mapping
 
 import attrs
 
+from planc.analysis.result_labels import kept_input, result_view
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
-from planc.passes.flow.results import kept_input, result_view
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.provenance.expressions import Env, carriers, expr_labels, expr_view, writes_text
+from planc.registry.provenance.expressions import (
+    ArgsView,
+    Env,
+    carriers,
+    expr_labels,
+    expr_view,
+    writes_text,
+)
 from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all
 from planc.registry.tools.tool import Tool
 from planc.syntax import ast
@@ -85,28 +92,6 @@ class FlowFacts:
                 found.append({"step": path, "tool": tool.name, "argument": "", "labels": sorted(call.control),
                               "from": [origin for _, _, origin in call.control_carriers()]})
         return found
-
-
-class ArgsView:
-    """The labels of `$args`: each run argument's own; `rest`, those of any argument not in `views`."""
-
-    def __init__(self, views: Mapping[str, LabelView], rest: frozenset[str] = NO_LABELS) -> None:
-        self.views, self.rest = views, rest
-
-    def field(self, name: str) -> LabelView:
-        return self.views.get(name) or LabelView(self.rest)
-
-    def item(self) -> LabelView:
-        return LabelView(self.whole())
-
-    def whole(self) -> frozenset[str]:
-        return union(self.rest, union_all(view.whole() for view in self.views.values()))
-
-    def read(self, accessors) -> LabelView:
-        if not accessors:
-            return LabelView(self.whole())
-        first = accessors[0]
-        return (self.field(first.name) if hasattr(first, "name") else self.item()).read(accessors[1:])
 
 
 @attrs.frozen

@@ -11,7 +11,7 @@ import attrs
 
 from planc.diagnostics import Diagnostic
 from planc.diagnostics.build import diagnostic
-from planc.passes.policy.decide import Decision
+from planc.passes.policy.decide import Decision, blamed_labels
 from planc.passes.policy.load import Policy
 from planc.syntax import ast
 
@@ -123,3 +123,15 @@ def flow_denial(step: ast.Step, path: str, decision: Decision, principal: str, p
     if approvals:
         return diagnostic("W505", "flow", at, argument=blame.argument, **said)
     return diagnostic("E400", "flow", at, argument=blame.argument, **said)
+
+
+def flow_blame(policy, principal: str, ask, call) -> Blame | None:
+    """What the denial of `ask` is owed to when it is where its values came from (`call` is the flow pass's
+    `CallFlow` of the step, for the references that carry the labels); None otherwise."""
+    argument = blamed_labels(policy, principal, ask)
+    if argument is None:
+        return None
+    if argument:
+        found = call.carriers(argument) if call is not None else []
+        return Blame(argument, ask.sources[argument], tuple(found))
+    return Blame("", ask.control, tuple(call.control_carriers()) if call is not None else ())

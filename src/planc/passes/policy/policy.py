@@ -59,7 +59,7 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
     if context.policy is None:
         return PolicyFacts({}), []
     from planc.passes.policy.decide import decide_all
-    from planc.passes.policy.denial import denial
+    from planc.passes.policy.denial import denial, flow_blame
 
     asked: list[tuple[ast.Step, Ask, tuple | None]] = []
     flows = context.learned("flow").calls
@@ -77,21 +77,6 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
             diagnostics.append(denial(step, ask.step, decision, context.principal, context.policy, caller,
                                       blame=blame, approvals=context.approvals))
     return PolicyFacts(decisions), diagnostics
-
-
-def flow_blame(policy, principal: str, ask, call) -> Blame | None:
-    """What the denial of `ask` is owed to when it is where its values came from (`call` is the flow pass's
-    `CallFlow` of the step, for the references that carry the labels); None otherwise."""
-    from planc.passes.policy.decide import blamed_labels
-    from planc.passes.policy.denial import Blame
-
-    argument = blamed_labels(policy, principal, ask)
-    if argument is None:
-        return None
-    if argument:
-        found = call.carriers(argument) if call is not None else []
-        return Blame(argument, ask.sources[argument], tuple(found))
-    return Blame("", ask.control, tuple(call.control_carriers()) if call is not None else ())
 
 
 def _judge(plan: ast.Plan, resolution, context: CheckContext, asked: list, flows,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-from planc.registry.provenance.labels import NO_LABELS, LabelView, union
+from planc.registry.provenance.labels import NO_LABELS, LabelView, union, union_all
 from planc.syntax import ast
 from planc.syntax.steps import children
 
@@ -73,3 +73,25 @@ def carriers(expr, env: Env) -> Iterator[tuple[object, frozenset[str]]]:
         return
     for part in children(expr):
         yield from carriers(part, env)
+
+
+class ArgsView:
+    """The labels of `$args`: each run argument's own; `rest`, those of any argument not in `views`."""
+
+    def __init__(self, views: Mapping[str, LabelView], rest: frozenset[str] = NO_LABELS) -> None:
+        self.views, self.rest = views, rest
+
+    def field(self, name: str) -> LabelView:
+        return self.views.get(name) or LabelView(self.rest)
+
+    def item(self) -> LabelView:
+        return LabelView(self.whole())
+
+    def whole(self) -> frozenset[str]:
+        return union(self.rest, union_all(view.whole() for view in self.views.values()))
+
+    def read(self, accessors) -> LabelView:
+        if not accessors:
+            return LabelView(self.whole())
+        first = accessors[0]
+        return (self.field(first.name) if hasattr(first, "name") else self.item()).read(accessors[1:])

@@ -1,4 +1,4 @@
-"""What a step's result carries: the one function the check (`flow.py`) and a run (`backend/`) both use.
+"""What a step's result carries: the one function the check (the flow pass) and a run (`backend/`) both use.
 
 Any call's result carries its tool's labels, every argument's, its control's and what the step's own rule
 adds (a block's results, a condition, what an agent read), as one set. A step whose result is some of the
