@@ -8,7 +8,7 @@ from __future__ import annotations
 from planc.backend.calls.hooks import Call
 from planc.backend.run.control_steps import piped_labels, step_sources, value
 from planc.backend.state.values import Labelled, RunError, Scope, TemplateScope, ToolFailed, unlabelled
-from planc.registry.provenance.labels import LabelView, NO_LABELS, union, union_all
+from planc.registry.provenance.labels import NO_LABELS, LabelView, union, union_all
 from planc.registry.steps.builtins import CONTROL_STEPS
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from planc.backend.run.control_steps import condition, piped_labels, step_sources, value
 from planc.backend.state.values import Exited, Labelled
-from planc.registry.provenance.labels import LabelView, NO_LABELS, union, union_all
+from planc.registry.provenance.labels import NO_LABELS, LabelView, union, union_all
 from planc.registry.steps.builtins import CONTROL_STEPS
 from planc.syntax.steps import deciding
 

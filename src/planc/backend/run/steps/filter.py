@@ -10,7 +10,7 @@ import attrs
 from planc.backend.run.control_steps import carried, each_item, items, judge, labels_of
 from planc.backend.state.values import Labelled, evaluate, render, truth
 from planc.registry.provenance.expressions import expr_labels
-from planc.registry.provenance.labels import LabelView, NO_LABELS
+from planc.registry.provenance.labels import NO_LABELS, LabelView
 
 
 async def run_filter(run, step, path, scope, piped, in_loop, shown):
