@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from planc.backend.run.recorded_run import RecordedRun
     from planc.passes.cost.cost_range import CostRange
     from planc.passes.policy.load import Policy
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
     from planc.store.run_store import RunStore
 
 PARALLEL = 4  # runs in flight, unless --parallel says

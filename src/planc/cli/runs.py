@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from planc.backend.report.traces import RunSpans
     from planc.backend.run.interpreter import RunResult
     from planc.backend.run.session import Recorder
-    from planc.registry.declarations import Executor
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
+    from planc.registry.settings.declarations import Executor
     from planc.store.run_store import RunStore
 
 

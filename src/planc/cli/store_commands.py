@@ -43,7 +43,7 @@ from planc.passes.cost.cost_words import dollars
 if TYPE_CHECKING:
     from planc.passes.cost.budget import Budget
     from planc.passes.policy.load import Policy
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
     from planc.store.run_store import RunStore
 
 
@@ -51,7 +51,7 @@ def _as_run(run: dict, store: str | None, principal: str) -> tuple[Registry | No
     """The registry and policy `run` ran with, from the files it kept; None when it kept none."""
     from planc.backend.run.recorded_run import as_it_ran
     from planc.passes.policy.load import PolicyError
-    from planc.registry.config import ConfigError
+    from planc.registry.loading.config import ConfigError
     from planc.store.run_store import RunStoreError
 
     runs = open_store(store, read_only=True)
@@ -291,10 +291,10 @@ def _replay_planning(run: dict, planned: dict, registry: Registry | None, policy
                      principal: str) -> None:
     """A `planc plan` run again from its record: the model's answers, then the plan's calls if it ran."""
     from planc.backend.models.client import ModelError
+    from planc.backend.run.recorders import Replay
     from planc.backend.state.values import RunError
     from planc.cli.planning_commands import finish_planning
     from planc.planning.planner import plan
-    from planc.store.recorders import Replay
 
     replay = Replay(run)
     try:
@@ -431,7 +431,7 @@ def approve_command(run_id: str, deny: bool, call: int | None, store: str | None
     from planc.backend.state.values import RunError
     from planc.cli.project import store_path
     from planc.passes.policy.load import PolicyError
-    from planc.registry.config import ConfigError
+    from planc.registry.loading.config import ConfigError
     from planc.store.run_store import NotWaiting, RunStoreError
     from planc.store.stored import StoredPlanError
 

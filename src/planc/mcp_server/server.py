@@ -46,8 +46,8 @@ from planc.mcp_server.auth import NoPrincipal, principal_of
 from planc.passes.policy.load import PolicyError
 from planc.planning.prompt import system_prompt
 from planc.project import Project, find_policy
-from planc.registry.declarations import McpServing
-from planc.registry.errors import ConfigError
+from planc.registry.settings.declarations import McpServing
+from planc.registry.settings.errors import ConfigError
 from planc.store.run_store import RunStore, RunStoreError
 from planc.store.stored import StoredPlanError
 from planc.version import installed_version
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
     from planc.mcp_server.auth import IntrospectionVerifier, JwtVerifier
     from planc.passes.check import CheckResult
-    from planc.registry.declarations import Executor
+    from planc.registry.settings.declarations import Executor
 
 PLAN_NAME = "plan"  # what a client's plan is called in diagnostics: it has no file
 CALLERS_KEPT = 256  # the principals whose policy is kept loaded, the earliest seen dropped first

@@ -21,8 +21,8 @@ from planc.backend.state.interrupts import Interrupts
 from planc.passes.check import CheckResult
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy, load_policy
-from planc.registry.config import load_registry
-from planc.registry.registry import Registry
+from planc.registry.loading.config import load_registry
+from planc.registry.loading.registry import Registry
 from planc.store.run_store import RunStore
 
 DENIED = "step {step}: stopped before calling `{tool}`: a person denied it (`planc approve --deny`)"
