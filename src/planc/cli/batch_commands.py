@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import attrs
 import click
 
 from planc.cli.files import read_file
@@ -75,6 +76,7 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
     checked = checked_to_run(read_file(plan), plan, registry, policy, principal, budget=Budget(*budget))
     stored = save_plan(checked, registry=registry, policy=policy)
     from planc.backend.run.batch import check_line, read_lines
+    from planc.backend.run.spec import RunWiring
 
     found = read_lines(read_file(args_file))
     lines = [check_line(checked, stored, number, arguments, registry=registry, policy=policy, principal=principal,
@@ -91,11 +93,11 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
         batch_id = runs.start_batch(stored, [(number, arguments) for number, arguments, _ in found], refused,
                                     options)
         click.echo(f"batch: {batch_id}", err=True)
-        run_options = {"config": options["config"], "policy": options["policy"], "finish": "output", "query": None,
-                       "approve": False, "budget": budget, "executor": options["executor"]}
-        starts = [(line.number, _recorder(runs, line, registry, policy, principal, run_options, batch_id))
+        spec = _spec(options, principal)
+        wiring = RunWiring(store=runs, executor=connected)
+        starts = [(line.number, _launch(line, spec, wiring, registry, policy, batch_id))
                   for line in lines if line.refused is None]
-        _run_lines(runs, batch_id, starts, parallel or PARALLEL, connected)
+        _run_lines(runs, batch_id, starts, parallel or PARALLEL)
     _summary(runs, batch_id, lines, output_format)
 
 
@@ -103,7 +105,9 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
                   principal: str | None, store: str | None, output_format: str) -> None:
     """Finish the batch `name` names: resume each run that was cut short, start each line that never did."""
     from planc.backend.run.batch import check_line
+    from planc.backend.run.launch import Launch
     from planc.backend.run.recorded_run import RecordedRun
+    from planc.backend.run.spec import RunWiring
     from planc.passes.cost.budget import Budget
     from planc.store.run_store import RunStoreError
     from planc.store.stored import StoredPlanError, dump, load_plan
@@ -138,38 +142,48 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
     _report_refused(refused)
     if refused:
         runs.refuse_lines(batch_id, refused)
-    run_options = {"config": options["config"], "policy": options["policy"], "finish": "output", "query": None,
-                   "approve": False, "budget": budget, "executor": options["executor"]}
+    spec = _spec(options, principal)
 
-    def resumed(run_id: str):
-        def start():
-            runs.take_lease(run_id)
-            return RecordedRun.resume(runs, runs.run(run_id), checked, registry=registry, policy=policy,
+    def resumed(run_id: str, wiring):
+        def start(store):
+            store.take_lease(run_id)
+            return RecordedRun.resume(store, store.run(run_id), checked, registry=registry, policy=policy,
                                       principal=principal)
-        return start
+        return Launch.continued(checked, spec, wiring, start, registry=registry, policy=policy)
 
-    starts = []
-    for line in lines:
-        run = batch["runs"].get(line.number)
-        if run is None and line.refused is None:
-            starts.append((line.number, _recorder(runs, line, registry, policy, principal, run_options, batch_id)))
-        elif run is not None and run["status"] == "interrupted":  # cut short: taken up in its own record
-            starts.append((line.number, resumed(run["id"])))
-    click.echo(f"batch: {batch_id} (resumed: {len(starts)} of {len(batch['lines'])} lines to finish)", err=True)
     with executor_for(executor, ray_address, registry, runs.path, options["executor"]) as (_, connected):
-        _run_lines(runs, batch_id, starts, parallel or options["parallel"], connected)
+        wiring = RunWiring(store=runs, executor=connected)
+        starts = []
+        for line in lines:
+            run = batch["runs"].get(line.number)
+            if run is None and line.refused is None:
+                starts.append((line.number, _launch(line, spec, wiring, registry, policy, batch_id)))
+            elif run is not None and run["status"] == "interrupted":  # cut short: taken up in its own record
+                starts.append((line.number, resumed(run["id"], wiring)))
+        click.echo(f"batch: {batch_id} (resumed: {len(starts)} of {len(batch['lines'])} lines to finish)", err=True)
+        _run_lines(runs, batch_id, starts, parallel or options["parallel"])
     _summary(runs, batch_id, lines, output_format)
 
 
-def _recorder(runs, line, registry, policy, principal: str, options: dict, batch_id: str):
-    """What starts `line`'s run: it records a new run of the line's checked plan, with the batch's id."""
-    from planc.backend.run.recorded_run import RecordedRun
+def _spec(options: dict, principal: str):
+    """The choices each run of a batch is made with, from the batch's options (its arguments are its line's)."""
+    from planc.backend.run.spec import RunSpec
+    from planc.passes.cost.budget import Budget
+    from planc.registry.declarations import Executor
 
-    return lambda: RecordedRun.record(runs, line.checked, registry=registry, policy=policy, principal=principal,
-                                      arguments=line.arguments, options=options, batch=(batch_id, line.number))
+    return RunSpec(principal=principal, budget=Budget(*options["budget"]), config=options["config"],
+                   policy=options["policy"], executor=Executor(**options["executor"]))
 
 
-def _run_lines(runs, batch_id: str, starts: list, parallel: int, executor) -> None:
+def _launch(line, spec, wiring, registry, policy, batch_id: str):
+    """`line`'s run: a new run of the line's checked plan, with its arguments, recorded with the batch's id."""
+    from planc.backend.run.launch import Launch
+
+    return Launch.new(line.checked, attrs.evolve(spec, arguments=line.arguments),
+                      attrs.evolve(wiring, batch=(batch_id, line.number)), registry=registry, policy=policy)
+
+
+def _run_lines(runs, batch_id: str, starts: list, parallel: int) -> None:
     """Run `starts`, a bar (or a line per run) on stderr; the batch is recorded finished once all have run."""
     from planc.backend.report.progress import BatchProgress
     from planc.backend.run.batch import Batch
@@ -179,7 +193,7 @@ def _run_lines(runs, batch_id: str, starts: list, parallel: int, executor) -> No
     progress = BatchProgress(console(stderr=True), len(starts))
     try:
         with progress:
-            Batch(runs, batch_id, parallel, executor, progress.finished).execute(starts)
+            Batch(runs, batch_id, parallel, progress.finished).execute(starts)
         runs.finish_batch(batch_id)
     except Interrupted as error:
         click.echo(f"error: {error}", err=True)

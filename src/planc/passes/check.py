@@ -174,3 +174,14 @@ def recheck(checked: CheckResult, source: str) -> CheckResult:
     """
     with gc_paused():
         return _check(source, False, attrs.evolve(checked.context, source=source, facts=Facts()))
+
+
+def recheck_arguments(checked: CheckResult, arguments: Mapping[str, Mapping]) -> CheckResult:
+    """`checked` checked again with its `$args` typed by `arguments` (the JSON Schema of each run argument),
+    as a run of it with those arguments is checked before it starts.
+
+    >>> recheck_arguments(check("take(over: [1], count: $args.n)"), {"n": {"type": "string"}}).diagnostics[0].code
+    'E300'
+    """
+    with gc_paused():
+        return _check(checked.source, False, attrs.evolve(checked.context, arguments=arguments, facts=Facts()))

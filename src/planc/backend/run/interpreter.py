@@ -236,9 +236,11 @@ class Run:
         try:
             arguments = self.arguments(step, tool, path, scope, piped)
         except Exception as error:  # it fails as it starts
+            if type(error) is RunError and not str(error).startswith("step "):  # a value it reads: say whose
+                error = RunError(f"step {path}: {error}", error.node, error.code)
             self.emit("step_started", step=path, tool=step.tool.text)
             stop.set(error)
-            raise
+            raise error from None
         sources, control = step_sources(step, tool, scope, piped_view), scope.controlled()
         self.emit("step_started", step=path, tool=step.tool.text, input=secret_arguments(arguments, sources))
         labelled_piped = piped  # a control step reads its piped input with its labels; a tool's call has them
@@ -268,7 +270,8 @@ class Run:
         view = scope.labels[step] = result_view(step, tool, sources, control,
                                                 added.whole() if added is not None else NO_LABELS, items)
         self.finished[path] = result
-        self.emit("step_finished", step=path, result=redacted(result) if SECRET in view.whole() else result)
+        self.emit("step_finished", step=path, tool=step.tool.text,
+                  result=redacted(result) if SECRET in view.whole() else result)
         return result
 
     def arguments(self, step: ast.Step, tool, path: str, scope: Scope, piped) -> dict:
