@@ -183,5 +183,8 @@ def recheck_arguments(checked: CheckResult, arguments: Mapping[str, Mapping]) ->
     >>> recheck_arguments(check("take(over: [1], count: $args.n)"), {"n": {"type": "string"}}).diagnostics[0].code
     'E300'
     """
+    context = attrs.evolve(checked.context, arguments=arguments, facts=Facts())
     with gc_paused():
-        return _check(checked.source, False, attrs.evolve(checked.context, arguments=arguments, facts=Facts()))
+        again = _check(checked.source, False, context)
+        # A plan taken out of a model reply (`--extract`, `planc plan`) is taken out again.
+        return again if again.plan is not None else _check(checked.source, True, context)
