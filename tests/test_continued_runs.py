@@ -23,7 +23,7 @@ from tool_project import spied_project
 
 import planc
 
-TOOLS = '''
+TOOLS = """
 import os
 
 
@@ -31,9 +31,9 @@ def send(text):
     with open(os.environ["PLANC_TEST_SPY"], "a", encoding="utf-8") as spy:
         spy.write(f"send {text}\\n")
     return {"sent": text}
-'''
+"""
 
-TOML = '''
+TOML = """
 policy = "policy.cedar"
 store = "runs.sqlite"
 principal = 'User::"alice"'
@@ -47,15 +47,15 @@ effects = {{ read_only = false, idempotent = false }}
 
 [mcp_server]
 answers_from_person = true
-'''
+"""
 
-POLICY = '''
+POLICY = """
 permit(principal, action, resource) when { principal == User::"alice" };
 
 @id("no-untrusted-sends")
 forbid(principal, action, resource == Tool::"send")
 when { context.sources has text && context.sources.text.contains("untrusted") };
-'''
+"""
 
 PLAN = 'send(text: "one")\nsend(text: "two")\n'
 ALICE = 'User::"alice"'
@@ -63,7 +63,9 @@ ALICE = 'User::"alice"'
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    with spied_project(tmp_path, monkeypatch, "continuedtools", TOOLS, TOML, {"policy.cedar": POLICY}) as folder:
+    with spied_project(
+        tmp_path, monkeypatch, "continuedtools", TOOLS, TOML, {"policy.cedar": POLICY}
+    ) as folder:
         monkeypatch.delenv("PLANC_STORE", raising=False)
         yield folder
 
@@ -85,7 +87,9 @@ def started_by_mcp(project) -> str:
 
 def waits_on(project, run_id: str) -> list[int]:
     shown = json.loads(invoke("show-run", run_id, "--format", "json").stdout)
-    assert shown["options"]["principal"] == ALICE and shown["options"]["written_by"] == ["untrusted"]
+    assert shown["options"]["principal"] == ALICE and shown["options"]["written_by"] == [
+        "untrusted"
+    ]
     return [call["sequence"] for call in shown["calls"] if call["outcome"] == "awaiting_approval"]
 
 
@@ -103,12 +107,17 @@ def approved_by_api(project, run_id: str) -> None:
 
 def approved_by_mcp(project, run_id: str) -> None:
     [answered] = asyncio.run(tool_calls(project, ("approve_run", {"run": run_id})))
-    assert answered["status"] == "awaiting_approval" and [c["sequence"] for c in answered["awaiting"]] == [2]
+    assert answered["status"] == "awaiting_approval" and [
+        c["sequence"] for c in answered["awaiting"]
+    ] == [2]
 
 
 STARTS = {"api": started_by_api, "mcp": started_by_mcp}
-APPROVALS = {"planc approve": approved_by_cli, "planc.approve_async": approved_by_api,
-             "mcp approve_run": approved_by_mcp}
+APPROVALS = {
+    "planc approve": approved_by_cli,
+    "planc.approve_async": approved_by_api,
+    "mcp approve_run": approved_by_mcp,
+}
 
 
 @pytest.mark.parametrize("approve", APPROVALS)
@@ -126,7 +135,11 @@ def test_a_waiting_run_resumed_or_replayed_keeps_waiting_and_calls_nothing(proje
     run_id = started_by_api(project)
     continued = invoke(command, run_id)
     assert continued.exit_code == 3 and "Traceback" not in continued.output
-    assert calls(project) == [] and statuses(project) == ["awaiting_approval"] and waits_on(project, run_id) == [1]
+    assert (
+        calls(project) == []
+        and statuses(project) == ["awaiting_approval"]
+        and waits_on(project, run_id) == [1]
+    )
 
 
 def test_the_whole_run_approved_call_by_call_makes_each_send_once(project):

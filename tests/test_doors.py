@@ -18,7 +18,6 @@ import asyncio
 import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,7 +32,7 @@ from planc.backend.calls.hooks import Hooks
 from planc.backend.report.progress import line
 from planc.backend.state.values import RunError
 
-TOOLS = '''
+TOOLS = """
 import os
 
 SPY = os.environ["PLANC_TEST_SPY"]
@@ -52,9 +51,9 @@ def lookup(topic):
 def broken(topic):
     _called(f"broken {topic}")
     raise ValueError("the index is down")
-'''
+"""
 
-TOML = '''
+TOML = """
 policy = "policy.cedar"
 store = "runs.sqlite"
 
@@ -76,15 +75,15 @@ effects = {{ read_only = true, idempotent = true }}
 base_url = "{{url}}"
 model = "m"
 retries = 0
-'''
+"""
 
-POLICY = '''
+POLICY = """
 permit(principal, action, resource);
 
 @id("no-secret-lookups")
 forbid(principal, action, resource == Tool::"lookup")
 when { context.args has topic && context.args.topic like "secret*" };
-'''
+"""
 
 LOOKUP = "lookup(topic: $args.topic)\ntake(over: [1, 2, 3], count: 2)\n"
 BROKEN = "broken(topic: $args.topic)\n"
@@ -97,15 +96,24 @@ CASES = {
     "failure": (BROKEN, {"topic": "disk"}, "failed", ["broken disk"]),
 }
 # The progress of the run that succeeds, as every door that shows progress shows it.
-OK_LINES = ['[1] lookup {"topic": "disk"}', "[1] lookup -> object", "[2] take ...", "[2] take -> list of 2",
-            "run finished: ok"]
+OK_LINES = [
+    '[1] lookup {"topic": "disk"}',
+    "[1] lookup -> object",
+    "[2] take ...",
+    "[2] take -> list of 2",
+    "run finished: ok",
+]
 
 
 @pytest.fixture
 def project(tmp_path, monkeypatch, model_server):  # noqa: F811
     toml = TOML.replace("{{url}}", model_server.url)
-    with spied_project(tmp_path, monkeypatch, "doortools", TOOLS, toml, {"policy.cedar": POLICY}) as folder:
-        monkeypatch.delenv("PLANC_STORE", raising=False)  # planc.toml's store, whichever door opens it
+    with spied_project(
+        tmp_path, monkeypatch, "doortools", TOOLS, toml, {"policy.cedar": POLICY}
+    ) as folder:
+        monkeypatch.delenv(
+            "PLANC_STORE", raising=False
+        )  # planc.toml's store, whichever door opens it
         yield folder
 
 
@@ -114,9 +122,14 @@ def cli_run(project: Path, plan: str, arguments: dict, _) -> tuple[bool, list[st
     ran = invoke("run", "p.plan", *given(arguments), "--events", project / "events.jsonl")
     assert "Traceback" not in ran.output
     lines = [each for each in ran.stderr.splitlines() if each.startswith(("[", "run finished"))]
-    events = [json.loads(each) for each in (project / "events.jsonl").read_text().splitlines()] \
-        if (project / "events.jsonl").exists() else []
-    assert [said for said in map(line, events) if said is not None] == lines  # --events says what stderr says
+    events = (
+        [json.loads(each) for each in (project / "events.jsonl").read_text().splitlines()]
+        if (project / "events.jsonl").exists()
+        else []
+    )
+    assert [
+        said for said in map(line, events) if said is not None
+    ] == lines  # --events says what stderr says
     return ran.exit_code == 1 and "E300" in ran.stderr and "run: " not in ran.stderr, lines
 
 
@@ -149,8 +162,14 @@ def api_run_async(project: Path, plan: str, arguments: dict, _) -> tuple[bool, l
     checked = planc.load_project(project).check(plan)
     events: list = []
     try:
-        asyncio.run(planc.run_async(checked, arguments=arguments, store=project / "runs.sqlite",
-                                    hooks=Hooks(events=events.append)))
+        asyncio.run(
+            planc.run_async(
+                checked,
+                arguments=arguments,
+                store=project / "runs.sqlite",
+                hooks=Hooks(events=events.append),
+            )
+        )
     except planc.ArgumentsRefused as error:
         assert "E300" in str(error) and events == []
         return True, []
@@ -171,33 +190,46 @@ def api_project_run(project: Path, plan: str, arguments: dict, _) -> tuple[bool,
 
 
 def service_example(project: Path, plan: str, arguments: dict, _) -> tuple[bool, None]:
-    pytest.importorskip("fastapi", reason="the service example needs FastAPI: pip install 'planc[service]'")
+    pytest.importorskip(
+        "fastapi", reason="the service example needs FastAPI: pip install 'planc[service]'"
+    )
     from fastapi.testclient import TestClient
 
-    shutil.copy(Path(__file__).resolve().parents[1] / "examples" / "service" / "app.py", project / "app.py")
+    shutil.copy(
+        Path(__file__).resolve().parents[1] / "examples" / "service" / "app.py", project / "app.py"
+    )
     spec = importlib.util.spec_from_file_location(f"door_app_{project.name}", project / "app.py")
     app = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(app)
     response = TestClient(app.app).post("/runs", json={"plan": plan, "arguments": arguments})
     body = response.json()
     assert "Traceback" not in response.text
-    return response.status_code == 422 and body["status"] == "refused" and "E300" in body["problems"], None
+    return response.status_code == 422 and body["status"] == "refused" and "E300" in body[
+        "problems"
+    ], None
 
 
 def langgraph_adapter(project: Path, plan: str, arguments: dict, _) -> tuple[bool, None]:
-    pytest.importorskip("langgraph", reason="LangGraph is not installed: pip install 'planc[langgraph]'")
+    pytest.importorskip(
+        "langgraph", reason="LangGraph is not installed: pip install 'planc[langgraph]'"
+    )
     from langchain_core.messages import ToolCall
 
     from planc.adapters.langgraph_tool import langgraph_tool
     from planc.adapters.plan_tool import plan_tool
 
     tool = langgraph_tool(plan_tool(plan, name="look", project=planc.load_project(project)))
-    answer = json.loads(tool.invoke(ToolCall(name="look", args=arguments, id="call_1", type="tool_call")).content)
+    answer = json.loads(
+        tool.invoke(ToolCall(name="look", args=arguments, id="call_1", type="tool_call")).content
+    )
     return "E300" in answer.get("error", ""), None
 
 
 def openai_agents_adapter(project: Path, plan: str, arguments: dict, model) -> tuple[bool, None]:
-    pytest.importorskip("agents", reason="the OpenAI Agents SDK is not installed: pip install 'planc[openai-agents]'")
+    pytest.importorskip(
+        "agents",
+        reason="the OpenAI Agents SDK is not installed: pip install 'planc[openai-agents]'",
+    )
     from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
     from openai import AsyncOpenAI
 
@@ -209,21 +241,36 @@ def openai_agents_adapter(project: Path, plan: str, arguments: dict, model) -> t
     model.call("look", arguments)
     model.reply("done")
     client = AsyncOpenAI(base_url=model.url, api_key="test", max_retries=0)
-    agent = Agent(name="door", instructions="Look it up.", tools=[tool],
-                  model=OpenAIChatCompletionsModel(model="m", openai_client=client))
+    agent = Agent(
+        name="door",
+        instructions="Look it up.",
+        tools=[tool],
+        model=OpenAIChatCompletionsModel(model="m", openai_client=client),
+    )
     assert Runner.run_sync(agent, "look").final_output == "done"
     [sent] = [m for m in model.bodies()[-1]["messages"] if m["role"] == "tool"]
     return "E300" in json.loads(sent["content"]).get("error", ""), None
 
 
 def given(arguments: dict) -> list[str]:
-    return [part for name, value in arguments.items() for part in ("--arg-json", f"{name}={json.dumps(value)}")]
+    return [
+        part
+        for name, value in arguments.items()
+        for part in ("--arg-json", f"{name}={json.dumps(value)}")
+    ]
 
 
-DOORS = {"planc run": cli_run, "planc batch": cli_batch, "planc plan --run": cli_plan_run,
-         "mcp run_plan": mcp_run_plan, "planc.run_async": api_run_async, "Project.run": api_project_run,
-         "service example": service_example, "langgraph": langgraph_adapter,
-         "openai agents": openai_agents_adapter}
+DOORS = {
+    "planc run": cli_run,
+    "planc batch": cli_batch,
+    "planc plan --run": cli_plan_run,
+    "mcp run_plan": mcp_run_plan,
+    "planc.run_async": api_run_async,
+    "Project.run": api_project_run,
+    "service example": service_example,
+    "langgraph": langgraph_adapter,
+    "openai agents": openai_agents_adapter,
+}
 
 
 @pytest.mark.parametrize("case", CASES)

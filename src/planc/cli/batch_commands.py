@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import click
@@ -22,6 +23,14 @@ from planc.cli.printing import console, print_wide
 from planc.cli.project import find_policy, find_registry, plan_arguments, principal_for
 from planc.cli.runs import executor_for, open_store
 from planc.cli.usage import UsageError
+
+if TYPE_CHECKING:
+    from planc.backend.run.batch import Line
+    from planc.backend.run.launch import Launch
+    from planc.backend.run.spec import RunSpec, RunWiring
+    from planc.passes.policy.load import Policy
+    from planc.registry.registry import Registry
+    from planc.store.run_store import RunStore
 
 PARALLEL = 4  # runs in flight, unless --parallel says
 
@@ -144,8 +153,8 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
         runs.refuse_lines(batch_id, refused)
     spec = _spec(options, principal)
 
-    def resumed(run_id: str, wiring):
-        def start(store):
+    def resumed(run_id: str, wiring: RunWiring) -> Launch:
+        def start(store: RunStore) -> RecordedRun:
             store.take_lease(run_id)
             return RecordedRun.resume(store, store.run(run_id), checked, registry=registry, policy=policy,
                                       principal=principal)
@@ -165,7 +174,7 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
     _summary(runs, batch_id, lines, output_format)
 
 
-def _spec(options: dict, principal: str):
+def _spec(options: dict, principal: str) -> RunSpec:
     """The choices each run of a batch is made with, from the batch's options (its arguments are its line's)."""
     from planc.backend.run.spec import RunSpec
     from planc.passes.cost.budget import Budget
@@ -175,7 +184,8 @@ def _spec(options: dict, principal: str):
                    policy=options["policy"], executor=Executor(**options["executor"]))
 
 
-def _launch(line, spec, wiring, registry, policy, batch_id: str):
+def _launch(line: Line, spec: RunSpec, wiring: RunWiring, registry: Registry | None, policy: Policy | None,
+            batch_id: str) -> Launch:
     """`line`'s run: a new run of the line's checked plan, with its arguments, recorded with the batch's id."""
     from planc.backend.run.launch import Launch
 
@@ -183,7 +193,7 @@ def _launch(line, spec, wiring, registry, policy, batch_id: str):
                       attrs.evolve(wiring, batch=(batch_id, line.number)), registry=registry, policy=policy)
 
 
-def _run_lines(runs, batch_id: str, starts: list, parallel: int) -> None:
+def _run_lines(runs: RunStore, batch_id: str, starts: list[tuple[int, Launch]], parallel: int) -> None:
     """Run `starts`, a bar (or a line per run) on stderr; the batch is recorded finished once all have run."""
     from planc.backend.report.progress import BatchProgress
     from planc.backend.run.batch import Batch

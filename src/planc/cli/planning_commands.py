@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import click
@@ -20,6 +21,14 @@ from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, principal_for, with_learned_shapes
 from planc.cli.runs import ask_hook, open_store, refused_arguments, run_on_terminal
 from planc.cli.usage import UsageError
+
+if TYPE_CHECKING:
+    from planc.backend.run.spec import RunSpec
+    from planc.passes.policy.load import Policy
+    from planc.planning.planner import Planned
+    from planc.registry.registry import Registry
+    from planc.store.recorders import Recorder, Replay
+    from planc.store.run_store import RunStore
 
 
 @click.command("prompt")
@@ -132,7 +141,8 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     finish_planning(planned, runs, recorder, registry, policy, spec, answers_file)
 
 
-def finish_planning(planned, runs, recorder, registry, policy, spec, answers_file: str | None = None) -> None:
+def finish_planning(planned: Planned, runs: RunStore | None, recorder: Recorder | Replay, registry: Registry | None,
+                    policy: Policy | None, spec: RunSpec, answers_file: str | None = None) -> None:
     """Say how the planning went, record it, and print, write or run the plan: what `planc plan` does after
     the model's last answer, and what its replay does after the recorded one."""
     from planc.backend.run.launch import ArgumentsRefused, Launch, checked_arguments

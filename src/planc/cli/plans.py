@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,9 @@ from planc.cli.files import is_stored_plan, read_file
 from planc.cli.printing import MAX_DIAGNOSTICS, console, print_checked, print_some
 from planc.cli.project import plan_arguments
 from planc.cli.usage import UsageError
+
+if TYPE_CHECKING:
+    from planc.passes.check import CheckResult
 
 
 SYNTAX_ERROR = 1  # the exit code of every command given a plan with syntax errors: the input must be fixed
@@ -101,7 +105,7 @@ NO_CONFIG = ("declare the tools in a planc.toml beside the plan or above it (`pl
              "starting one), or name one with --config")
 
 
-def _refuse_undeclared(name: str, checked) -> None:
+def _refuse_undeclared(name: str, checked: CheckResult | None) -> None:
     """Exit 1 naming the tools of `checked` that no planc.toml declares, when there are any."""
     if names := undeclared_tools(checked):
         listed = ", ".join(f"`{tool}`" for tool in names)
@@ -110,7 +114,7 @@ def _refuse_undeclared(name: str, checked) -> None:
         sys.exit(1)
 
 
-def _checked_bare(text: str):
+def _checked_bare(text: str) -> CheckResult | None:
     """The stored plan `text`'s own source checked with no planc.toml (None when it cannot be read)."""
     from planc.passes.check import check
     from planc.store.stored import StoredPlanError, stored_source
@@ -121,7 +125,7 @@ def _checked_bare(text: str):
         return None
 
 
-def undeclared_tools(checked) -> list[str]:
+def undeclared_tools(checked: CheckResult | None) -> list[str]:
     """The tools the plan calls that nothing declares, so nothing checked: every one but the control
     steps when it was checked without a planc.toml (with one, an unknown tool is an error, E200)."""
     from planc.syntax.steps import walk_steps

@@ -1,5 +1,6 @@
-"""What `planc run`, `replay`, `resume` and `batch` share: the run store, the executor, the events file, the
-traces, the answers to `ask`, the solver, and the end of a run."""
+"""What `planc run`, `replay`, `resume`, `approve`, `plan --run` and `batch` share: the run store, the executor,
+the events file, the traces, the answers to `ask`, the solver, a run on the terminal (`run_on_terminal`),
+and the end of a run."""
 
 from __future__ import annotations
 
@@ -9,12 +10,21 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import attrs
 import click
 
 from planc.cli.usage import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from planc.backend.models.client import ModelClient
+    from planc.backend.run.launch import ArgumentsRefused, Launch
+    from planc.registry.declarations import Executor
+    from planc.registry.registry import Registry
+    from planc.store.run_store import RunStore
 
 
 def open_store(store: str | None, registry=None, read_only: bool = False):
@@ -29,7 +39,8 @@ def open_store(store: str | None, registry=None, read_only: bool = False):
         raise UsageError(str(error)) from None
 
 
-def executor_declared(kind: str | None, address: str | None, registry, recorded=None):
+def executor_declared(kind: str | None, address: str | None, registry: Registry | None,
+                      recorded: Mapping | None = None) -> Executor:
     """The executor a run uses, as declared (`--executor`, `--ray-address`, a resumed run's record, planc.toml);
     a UsageError for an address the local executor cannot take."""
     from planc.backend.run.recorded_run import choose_executor
@@ -41,7 +52,7 @@ def executor_declared(kind: str | None, address: str | None, registry, recorded=
 
 
 @contextmanager
-def executor_connected(how, registry, store):
+def executor_connected(how: Executor, registry: Registry | None, store: Path | None) -> Iterator[Any]:
     """The executor `how` declares, connected (None: this process) and closed after; a UsageError when it
     cannot be connected, before anything runs."""
     from planc.backend.run.recorded_run import connect_executor
@@ -62,7 +73,8 @@ def executor_connected(how, registry, store):
 
 
 @contextmanager
-def executor_for(kind: str | None, address: str | None, registry, store, recorded=None):
+def executor_for(kind: str | None, address: str | None, registry: Registry | None, store: Path | None,
+                 recorded: Mapping | None = None) -> Iterator[tuple[Executor, Any]]:
     """The executor runs use, as declared and connected, as `(declaration, connected)`, closed after."""
     how = executor_declared(kind, address, registry, recorded)
     with executor_connected(how, registry, store) as connected:
@@ -260,7 +272,7 @@ def _exit_status(result) -> None:
         sys.exit(4)
 
 
-def refused_arguments(error, plan: str) -> NoReturn:
+def refused_arguments(error: ArgumentsRefused, plan: str) -> NoReturn:
     """Arguments that do not fit the plan (`ArgumentsRefused`): its diagnostics, or what is wrong; exit 1, and
     nothing ran or was recorded."""
     if error.checked is not None:
@@ -272,10 +284,10 @@ def refused_arguments(error, plan: str) -> NoReturn:
     sys.exit(1)
 
 
-def run_on_terminal(launch, *, registry, store: str | None, events: str | None, otel: bool,
-                    answers_file: str | None, name: str, plan: str | None = None, policy_file: str | None = None,
-                    asks: bool = False, said: str | None = "", solver=None, writes: bool = True,
-                    opened=None) -> None:
+def run_on_terminal(launch: Launch, *, registry: Registry | None, store: str | None, events: str | None,
+                    otel: bool, answers_file: str | None, name: str, plan: str | None = None,
+                    policy_file: str | None = None, asks: bool = False, said: str | None = "",
+                    solver: ModelClient | None = None, writes: bool = True, opened: RunStore | None = None) -> None:
     """`launch` run for a person at a terminal, as every command that runs a plan runs one: `--answers`,
     `--otel` and `--events` made ready, the store opened and the executor connected (each a UsageError,
     exit 2, before anything is recorded); its progress on stderr, made from its events as `--events` and
@@ -341,7 +353,7 @@ def run_on_terminal(launch, *, registry, store: str | None, events: str | None, 
                 runs.close()
 
 
-def _store_named(runs) -> str | None:
+def _store_named(runs: RunStore | None) -> str | None:
     """How `planc approve` must be told of `runs`: None when, run here, it finds that store by itself."""
     if runs is None:
         return None

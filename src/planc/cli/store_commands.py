@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import click
@@ -25,6 +26,12 @@ from planc.cli.project import find_policy, find_registry
 from planc.cli.runs import executor_declared, open_store, run_on_terminal
 from planc.cli.usage import UsageError
 from planc.passes.cost.cost_words import dollars
+
+if TYPE_CHECKING:
+    from planc.backend.run.spec import RunSpec
+    from planc.passes.policy.load import Policy
+    from planc.registry.registry import Registry
+    from planc.store.run_store import RunStore
 
 
 def _as_run(run: dict, store: str | None, principal: str):
@@ -241,7 +248,7 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
                              approvals=spec.approvals, written_by=spec.written_by, recorded=not plan_file,
                              connects=False)
 
-    def replayed(_) -> RecordedRun:
+    def replayed(_: object) -> RecordedRun:
         return RecordedRun.replay(run, checked, registry=registry, policy=policy, principal=principal)
 
     spec = attrs.evolve(spec, executor=Executor())  # a replay calls nothing: no executor to connect to
@@ -269,7 +276,8 @@ def _leased_run(runs, run_id: str) -> dict:
         raise UsageError(str(error)) from None
 
 
-def _replay_planning(run: dict, spec, registry, policy, principal: str) -> None:
+def _replay_planning(run: dict, spec: RunSpec, registry: Registry | None, policy: Policy | None,
+                     principal: str) -> None:
     """A `planc plan` run again from its record: the model's answers, then the plan's calls if it ran."""
     from planc.backend.models.client import ModelError
     from planc.backend.state.values import RunError
@@ -289,7 +297,7 @@ def _replay_planning(run: dict, spec, registry, policy, principal: str) -> None:
     finish_planning(outcome, None, replay, registry, policy, attrs.evolve(spec, planned={**planned, "output": None}))
 
 
-def _spec_of(run: dict):
+def _spec_of(run: dict) -> RunSpec:
     """The choices `run` was started with, as its record keeps them; one line and exit 1 when this planc
     cannot read them."""
     from planc.backend.run.spec import RunSpec
@@ -301,7 +309,8 @@ def _spec_of(run: dict):
         sys.exit(1)
 
 
-def _as_recorded(spec, config: str | None, policy_file: str | None, principal: str | None):
+def _as_recorded(spec: RunSpec, config: str | None, policy_file: str | None,
+                 principal: str | None) -> tuple[str | None, str | None, str]:
     """The planc.toml, policy file and principal to replay or resume a run with: what it ran with (`spec`),
     unless the command line says otherwise."""
     return config or spec.config, policy_file or spec.policy, principal or spec.principal
@@ -354,10 +363,9 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     checked = checked_to_run(dump(run["plan"]), run_id, registry, policy, principal, budget=spec.budget,
                              approvals=approve or spec.approvals, written_by=spec.written_by, recorded=True)
     spec = attrs.evolve(spec, principal=principal, approve=approve or spec.approve,
-                        executor=executor_declared(executor, ray_address, registry,
-                                                   run["options"].get("executor")))
+                        executor=executor_declared(executor, ray_address, registry, attrs.asdict(spec.executor)))
 
-    def resumed(runs) -> RecordedRun:
+    def resumed(runs: RunStore | None) -> RecordedRun:
         taken = _leased_run(runs, run_id)  # as it is now that this process alone records into it
         return RecordedRun.resume(runs, taken, checked, registry=registry, policy=policy, principal=principal,
                                   approve=approve)

@@ -191,7 +191,7 @@ class PlancServer:
         """The record of the run `run` names among `caller`'s own runs; a RunStoreError, worded as for a run that
         is not there, for another principal's."""
         record = self.store.run(self.store.find(run, principal=caller.principal))
-        assert record["options"].get("principal") == caller.principal
+        assert RunSpec.from_record(record).principal == caller.principal
         return record
 
     def show_run(self, run: str, ctx: Context) -> dict[str, Any]:

@@ -12,6 +12,7 @@ at the terminal stops it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -68,7 +69,7 @@ def approved(record: dict, store: RunStore, wiring: RunWiring, *, deny: bool = F
     return Launch.continued(checked, spec, wiring, answered, registry=registry, policy=policy)
 
 
-def approve(run: str, **options) -> RunResult:
+def approve(run: str, **options: Any) -> RunResult:
     """`approve_async` in an event loop of its own, SIGINT and SIGTERM ending the run as interrupted; the
     options are the same."""
     with Interrupts() as signals:

@@ -12,6 +12,7 @@ at the first call that reads it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 from pathlib import Path
 
 import attrs
@@ -47,17 +48,25 @@ def checked_arguments(checked: CheckResult, arguments: Mapping) -> dict:
     except RunError as error:
         raise ArgumentsRefused(str(error)) from None
     context = checked.context
-    if arguments and context is not None and context.arguments is None:  # `$args` the check did not type
-        typed = recheck_arguments(checked, {name: type_of(value) for name, value in arguments.items()})
+    if (
+        arguments and context is not None and context.arguments is None
+    ):  # `$args` the check did not type
+        typed = recheck_arguments(
+            checked, {name: type_of(value) for name, value in arguments.items()}
+        )
         errors = [each for each in typed.diagnostics if each.is_error]
         if errors:
-            listed = "; ".join(f"{each.code} {each.span.start.line}:{each.span.start.column} {each.message}"
-                               for each in errors)
+            listed = "; ".join(
+                f"{each.code} {each.span.start.line}:{each.span.start.column} {each.message}"
+                for each in errors
+            )
             raise ArgumentsRefused(f"the arguments do not fit the plan: {listed}", typed)
     return arguments
 
 
-Start = Callable[[RunStore | None], RecordedRun]  # the run recorded in the store, or its record taken up
+Start = Callable[
+    [RunStore | None], RecordedRun
+]  # the run recorded in the store, or its record taken up
 
 
 @attrs.define
@@ -75,17 +84,41 @@ class Launch:
     recorded: RecordedRun | None = None  # once it is recorded
 
     @classmethod
-    def new(cls, checked: CheckResult, spec: RunSpec, wiring: RunWiring, *, registry: Registry | None,
-            policy: Policy | None) -> Launch:
+    def new(
+        cls,
+        checked: CheckResult,
+        spec: RunSpec,
+        wiring: RunWiring,
+        *,
+        registry: Registry | None,
+        policy: Policy | None,
+    ) -> Launch:
         """A new run of `checked`; ArgumentsRefused (nothing recorded) when `spec`'s arguments do not fit it."""
         spec = attrs.evolve(spec, arguments=checked_arguments(checked, spec.arguments))
-        launch = cls(checked, spec, wiring, registry, policy, lambda store: RecordedRun.record(
-            store, checked, spec, registry=registry, policy=policy, batch=launch.wiring.batch), fresh=True)
+        launch = cls(
+            checked,
+            spec,
+            wiring,
+            registry,
+            policy,
+            lambda store: RecordedRun.record(
+                store, checked, spec, registry=registry, policy=policy, batch=launch.wiring.batch
+            ),
+            fresh=True,
+        )
         return launch
 
     @classmethod
-    def continued(cls, checked: CheckResult, spec: RunSpec, wiring: RunWiring, start: Start, *,
-                  registry: Registry | None, policy: Policy | None) -> Launch:
+    def continued(
+        cls,
+        checked: CheckResult,
+        spec: RunSpec,
+        wiring: RunWiring,
+        start: Start,
+        *,
+        registry: Registry | None,
+        policy: Policy | None,
+    ) -> Launch:
         """A recorded run taken up again by `start` (a resume, an approval's answer, a replay): `spec` is
         what its record says it was started with."""
         return cls(checked, spec, wiring, registry, policy, start)
@@ -98,18 +131,29 @@ class Launch:
             connected = connect_executor(self.spec.executor, self.registry, self._store_path())
         try:
             if self.fresh and self.wiring.store is None:
-                return await run_plan(self.checked, registry=self.registry, arguments=self.spec.arguments,
-                                      hooks=self.wiring.hooks, policy=self.policy, principal=self.spec.principal,
-                                      schedule=self.wiring.schedule, returns=self.spec.returns,
-                                      executor=connected)
+                return await run_plan(
+                    self.checked,
+                    registry=self.registry,
+                    arguments=self.spec.arguments,
+                    hooks=self.wiring.hooks,
+                    policy=self.policy,
+                    principal=self.spec.principal,
+                    schedule=self.wiring.schedule,
+                    returns=self.spec.returns,
+                    executor=connected,
+                )
             store, opened = self._open_store()  # a replay's is None: it writes nothing
             try:
                 self.recorded = self.start(store)
                 self.recorded.store_named = self.wiring.store_named
                 if self.wiring.recorded is not None:
                     self.wiring.recorded(self.recorded.run_id)
-                return await self.recorded.running(self.wiring.hooks, self.wiring.schedule, connected,
-                                                   cancelled=self.wiring.cancelled)
+                return await self.recorded.running(
+                    self.wiring.hooks,
+                    self.wiring.schedule,
+                    connected,
+                    cancelled=self.wiring.cancelled,
+                )
             finally:
                 if opened and store is not None:
                     store.close()
@@ -134,17 +178,27 @@ class Launch:
             return self.wiring.store, False
         return RunStore(self.wiring.store), True
 
-    def _store_path(self):
+    def _store_path(self) -> Path | None:
         store = self.wiring.store
         if store is None:
             return None
         return store.path if isinstance(store, RunStore) else Path(store)
 
 
-async def run_async(checked: CheckResult, *, arguments: Mapping | None = None, hooks: Hooks = Hooks(),
-                    registry: Registry | None = None, policy: Policy | None = None, principal: str | None = None,
-                    store: str | Path | None = None, schedule: Schedule | None = None, executor: str | None = None,
-                    ray_address: str | None = None, approve: bool = False) -> RunResult:
+async def run_async(
+    checked: CheckResult,
+    *,
+    arguments: Mapping | None = None,
+    hooks: Hooks = Hooks(),
+    registry: Registry | None = None,
+    policy: Policy | None = None,
+    principal: str | None = None,
+    store: str | Path | None = None,
+    schedule: Schedule | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
+    approve: bool = False,
+) -> RunResult:
     """Run `checked` (what `planc.check` returned, without errors) in the running event loop; its result.
 
     It runs against what it was checked with: the registry, policy and principal of its check,
@@ -163,20 +217,29 @@ async def run_async(checked: CheckResult, *, arguments: Mapping | None = None, h
     continues it, from any process.
     """
     context = checked.context
-    registry = registry if registry is not None else (context.registry if context is not None else None)
+    registry = (
+        registry if registry is not None else (context.registry if context is not None else None)
+    )
     policy = policy if policy is not None else (context.policy if context is not None else None)
     principal = principal or (context.principal if context is not None else DEFAULT_PRINCIPAL)
     if approve and store is None and hooks.gate is None:
-        raise ValueError("approve=True needs a store, where a call waits for its approval, or a gate in hooks")
-    spec = RunSpec(principal=principal, approve=approve, arguments=arguments or {},
-                   budget=context.budget if context is not None else Budget(),
-                   optimize=schedule is not None, executor=choose_executor(registry, executor, ray_address),
-                   config=file_path(registry.source) if registry is not None else None)
+        raise ValueError(
+            "approve=True needs a store, where a call waits for its approval, or a gate in hooks"
+        )
+    spec = RunSpec(
+        principal=principal,
+        approve=approve,
+        arguments=arguments or {},
+        budget=context.budget if context is not None else Budget(),
+        optimize=schedule is not None,
+        executor=choose_executor(registry, executor, ray_address),
+        config=file_path(registry.source) if registry is not None else None,
+    )
     wiring = RunWiring(store=store, hooks=hooks, schedule=schedule)
     return await Launch.new(checked, spec, wiring, registry=registry, policy=policy).run()
 
 
-def run(checked: CheckResult, **options) -> RunResult:
+def run(checked: CheckResult, **options: Any) -> RunResult:
     """`run_async` in an event loop of its own, SIGINT and SIGTERM ending the run as interrupted (Interrupted);
     the options are the same. Inside a running event loop, await `run_async` instead (a RuntimeError says so,
     and nothing runs)."""

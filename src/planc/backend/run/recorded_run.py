@@ -30,9 +30,8 @@ from planc.backend.run.spec import ReadFiles, RunSpec
 from planc.backend.state.interrupts import Interrupted, Interrupts, cancelled_by
 from planc.backend.state.values import RunError
 from planc.optimize.schedule import Schedule
-from planc.passes.cost.budget import Budget
 from planc.passes.check import CheckResult
-from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
+from planc.passes.policy.load import Policy
 from planc.registry.declarations import Executor
 from planc.registry.lock import lock_path
 from planc.registry.registry import Registry
@@ -245,22 +244,22 @@ def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | No
     from planc.passes.policy.load import check_principal, policy_from_text
     from planc.registry.config import registry_from_text
 
-    options = run["options"]
-    read = options.get("read")
-    if read is None or (read["config"] is None and options.get("config") is not None):
+    spec = RunSpec.from_record(run)
+    read = spec.read
+    if read is None or (read.config is None and spec.config is not None):
         return None  # recorded before runs kept their files, or its planc.toml could not be read
     registry = None
-    if read.get("config") is not None:
-        lock = store.file(read["lock"]) if read.get("lock") else None
-        kept = options.get("code_tools")
-        registry = registry_from_text(store.file(read["config"]), Path(options["config"]), locked=lock is not None,
+    if read.config is not None and spec.config is not None:
+        lock = store.file(read.lock) if read.lock else None
+        kept = spec.code_tools
+        registry = registry_from_text(store.file(read.config), Path(spec.config), locked=lock is not None,
                                       lock_text=lock, code_tools={name: Tool.from_data(data) for name, data in kept.items()}
                                       if kept is not None else None)
     policy = None
-    if read.get("policy") is not None:
+    if read.policy is not None:
         check_principal(principal)
-        path = Path(options["policy"]) if options.get("policy") else registry.policy
-        policy = policy_from_text(store.file(read["policy"]), path, options.get("principals", ()))
+        path = Path(spec.policy) if spec.policy else registry.policy if registry is not None else None
+        policy = policy_from_text(store.file(read.policy), path, spec.principals)
     return registry, policy
 
 

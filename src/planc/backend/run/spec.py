@@ -44,18 +44,28 @@ class RunSpec:
     """Every choice that decides what a run does, recorded with it as versioned JSON."""
 
     principal: str = DEFAULT_PRINCIPAL  # whom every call is decided for (a Cedar entity uid)
-    principals: tuple[Mapping, ...] = ()  # principals given as Cedar entity JSON, with attributes and groups
-    written_by: frozenset[str] = frozenset()  # the labels of whoever wrote the plan (an MCP client's)
-    approvals: bool = False  # checked for a person to let through calls flagged for where values came from
+    principals: tuple[
+        Mapping, ...
+    ] = ()  # principals given as Cedar entity JSON, with attributes and groups
+    written_by: frozenset[str] = (
+        frozenset()
+    )  # the labels of whoever wrote the plan (an MCP client's)
+    approvals: bool = (
+        False  # checked for a person to let through calls flagged for where values came from
+    )
     approve: bool = False  # every effectful call waits for a person (`--approve`)
     budget: Budget = Budget()  # the `--max-*` limits it was checked with
     optimize: bool = False  # run as `planc optimize` rewrites it, independent steps at once
     arguments: Mapping[str, Any] = attrs.field(factory=dict)  # its `$args`, defaults filled in
-    returns: Mapping | None = None  # what its result must be: a declared plan's `returns`, run itself
+    returns: Mapping | None = (
+        None  # what its result must be: a declared plan's `returns`, run itself
+    )
     config: str | None = None  # the planc.toml it ran with (an absolute path)
     policy: str | None = None  # the policy file given besides planc.toml's (an absolute path)
     read: ReadFiles | None = None  # the files it read, kept by hash: None before runs kept them
-    code_tools: Mapping[str, Mapping] | None = None  # its Python and SQL tools as data, for a replay
+    code_tools: Mapping[str, Mapping] | None = (
+        None  # its Python and SQL tools as data, for a replay
+    )
     executor: Executor = Executor()  # where its Python tool calls are made
     finish: str = "output"  # what is printed of its result (FINISHES)
     query: str | None = None  # what `--finish solver`'s report answers
@@ -72,20 +82,35 @@ class RunSpec:
 
     def check_keywords(self) -> dict:
         """What a plan is checked with for this run, as `check` and `load_plan` take them."""
-        return {"principal": self.principal, "approvals": self.approvals, "written_by": self.written_by,
-                **self.budget.keywords()}
+        return {
+            "principal": self.principal,
+            "approvals": self.approvals,
+            "written_by": self.written_by,
+            **self.budget.keywords(),
+        }
 
     def to_record(self) -> dict:
         """The options as the run store keeps them (`arguments` are a column of their own)."""
-        return {"spec": SPEC_VERSION, "principal": self.principal, "principals": list(self.principals),
-                "written_by": sorted(self.written_by), "approvals": self.approvals, "approve": self.approve,
-                "budget": [self.budget.usd, self.budget.calls, self.budget.inferences],
-                "optimize": self.optimize, "returns": self.returns, "config": self.config, "policy": self.policy,
-                "read": attrs.asdict(self.read) if self.read is not None else None,
-                "code_tools": dict(self.code_tools) if self.code_tools is not None else None,
-                "executor": {"kind": self.executor.kind, "address": self.executor.address},
-                "finish": self.finish, "query": self.query, "client": self.client,
-                "planned": dict(self.planned) if self.planned is not None else None}
+        return {
+            "spec": SPEC_VERSION,
+            "principal": self.principal,
+            "principals": list(self.principals),
+            "written_by": sorted(self.written_by),
+            "approvals": self.approvals,
+            "approve": self.approve,
+            "budget": [self.budget.usd, self.budget.calls, self.budget.inferences],
+            "optimize": self.optimize,
+            "returns": self.returns,
+            "config": self.config,
+            "policy": self.policy,
+            "read": attrs.asdict(self.read) if self.read is not None else None,
+            "code_tools": dict(self.code_tools) if self.code_tools is not None else None,
+            "executor": {"kind": self.executor.kind, "address": self.executor.address},
+            "finish": self.finish,
+            "query": self.query,
+            "client": self.client,
+            "planned": dict(self.planned) if self.planned is not None else None,
+        }
 
     @classmethod
     def from_record(cls, run: Mapping) -> RunSpec:
@@ -95,36 +120,55 @@ class RunSpec:
         options = run.get("options") or {}
         version = options.get("spec", 0)
         if not isinstance(version, int) or version > SPEC_VERSION:
-            raise ValueError(f"run {run.get('id')} was recorded by a newer planc (options version {version}); "
-                             "upgrade planc to continue it")
+            raise ValueError(
+                f"run {run.get('id')} was recorded by a newer planc (options version {version}); "
+                "upgrade planc to continue it"
+            )
         planned = options.get("planned")
         budget = options.get("budget") or (planned or {}).get("budget") or (None, None, None)
         read = options.get("read")
         executor = options.get("executor")
-        return cls(principal=options.get("principal") or DEFAULT_PRINCIPAL,
-                   principals=tuple(options.get("principals") or ()),
-                   written_by=frozenset(options.get("written_by") or ()),
-                   approvals=bool(options.get("approvals", False)), approve=bool(options.get("approve", False)),
-                   budget=Budget(*budget), optimize=bool(options.get("optimize", False)),
-                   arguments=dict(run.get("arguments") or {}), returns=options.get("returns"),
-                   config=options.get("config"), policy=options.get("policy"),
-                   read=ReadFiles(**read) if read is not None else None, code_tools=options.get("code_tools"),
-                   executor=Executor(**executor) if executor is not None else Executor(),
-                   finish=options.get("finish") or "output", query=options.get("query"),
-                   client=options.get("client"), planned=planned)
+        return cls(
+            principal=options.get("principal") or DEFAULT_PRINCIPAL,
+            principals=tuple(options.get("principals") or ()),
+            written_by=frozenset(options.get("written_by") or ()),
+            approvals=bool(options.get("approvals", False)),
+            approve=bool(options.get("approve", False)),
+            budget=Budget(*budget),
+            optimize=bool(options.get("optimize", False)),
+            arguments=dict(run.get("arguments") or {}),
+            returns=options.get("returns"),
+            config=options.get("config"),
+            policy=options.get("policy"),
+            read=ReadFiles(**read) if read is not None else None,
+            code_tools=options.get("code_tools"),
+            executor=Executor(**executor) if executor is not None else Executor(),
+            finish=options.get("finish") or "output",
+            query=options.get("query"),
+            client=options.get("client"),
+            planned=planned,
+        )
 
 
 @attrs.frozen
 class RunWiring:
     """What this process connects a run to; never recorded, and free to differ when the run is continued."""
 
-    store: Any = None  # the run store: a path (opened and closed for the run), an open RunStore, or None
+    store: Any = (
+        None  # the run store: a path (opened and closed for the run), an open RunStore, or None
+    )
     hooks: Hooks = Hooks()  # the gate, `on_tool_error`, where events go, who answers `ask`
     schedule: Schedule | None = None  # the order `--optimize` found for its top-level steps
-    executor: Any = None  # a connected executor (a RayExecutor) shared by several runs; None: the spec's
+    executor: Any = (
+        None  # a connected executor (a RayExecutor) shared by several runs; None: the spec's
+    )
     batch: tuple[str, int] | None = None  # the batch and its line, for a run of `planc batch`
-    cancelled: str | None = None  # why a cancellation of the run's task is recorded, when the door knows
-    store_named: str | None = None  # how a command names the store in what a waiting run says, when needed
+    cancelled: str | None = (
+        None  # why a cancellation of the run's task is recorded, when the door knows
+    )
+    store_named: str | None = (
+        None  # how a command names the store in what a waiting run says, when needed
+    )
     recorded: Callable[[str], None] | None = None  # told the run's id once it is recorded
 
 
