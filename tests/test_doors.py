@@ -1,15 +1,17 @@
-"""Every door that runs a plan, given the same plans, does the same: `planc run`, `planc batch`,
-`planc plan --run`, MCP's `run_plan` over stdio, `planc.run_async`, `Project.run`, the service example,
-and the LangGraph and OpenAI Agents adapters.
+"""Every door that runs a plan, given the same plans, does the same: `planc run`, `planc replay` of what it
+recorded, `planc batch`, `planc plan --run`, MCP's `run_plan` over stdio, `planc.run_async`, `Project.run`,
+the service example, and the LangGraph and OpenAI Agents adapters.
 
 - an argument of the wrong type is refused before anything runs, and nothing is recorded;
 - a call the policy refuses, a tool that fails and a plan that succeeds record the same status and
-  make the same calls, whichever door ran them;
+  make the same calls, whichever door ran them (a replay makes none);
 - the progress lines (a control step's finished line among them) are the same on the terminal, in
-  `--events`, in MCP progress notifications and in the API's events.
+  `--events`, in a replay, in MCP progress notifications and in the API's events.
 
-Each door's runs are recorded in the project's `runs.sqlite`; the tools are spies that append each call
-to `spy.log` before doing anything else; a door's output holds no traceback.
+The doors that continue a run waiting for a person (`planc approve`, `planc.approve_async`, MCP's
+`approve_run`, `planc resume`, `planc replay`) are tests/test_continued_runs.py's. Each door's runs are
+recorded in the project's `runs.sqlite`; the tools are spies that append each call to `spy.log` before
+doing anything else; a door's output holds no traceback.
 """
 
 from __future__ import annotations
@@ -131,6 +133,18 @@ def cli_run(project: Path, plan: str, arguments: dict, _) -> tuple[bool, list[st
         said for said in map(line, events) if said is not None
     ] == lines  # --events says what stderr says
     return ran.exit_code == 1 and "E300" in ran.stderr and "run: " not in ran.stderr, lines
+
+
+def cli_replay(project: Path, plan: str, arguments: dict, model) -> tuple[bool, list[str] | None]:
+    """`planc run`, then `planc replay` of what it recorded: the same end, from the record, calling nothing."""
+    refused, _ = cli_run(project, plan, arguments, model)
+    if refused:
+        return True, None
+    made = calls(project)
+    replayed = invoke("replay", "last")
+    assert "Traceback" not in replayed.output and calls(project) == made
+    assert replayed.exit_code == (0 if statuses(project) == ["ok"] else 1)
+    return False, [each for each in replayed.stderr.splitlines() if each.startswith(("[", "run finished"))]
 
 
 def cli_batch(project: Path, plan: str, arguments: dict, _) -> tuple[bool, None]:
@@ -262,6 +276,7 @@ def given(arguments: dict) -> list[str]:
 
 DOORS = {
     "planc run": cli_run,
+    "planc replay": cli_replay,
     "planc batch": cli_batch,
     "planc plan --run": cli_plan_run,
     "mcp run_plan": mcp_run_plan,

@@ -138,6 +138,7 @@ def test_what_a_spec_records_reads_back_the_same():
         executor=Executor("ray", "ray://h:1"),
         finish="none",
         client="mcp",
+        clock={"start": "2026-01-01T00:00:00Z", "step_ms": 1},
     )
     record = spec.to_record()
     assert record["spec"] == SPEC_VERSION

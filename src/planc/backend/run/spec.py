@@ -71,6 +71,7 @@ class RunSpec:
     query: str | None = None  # what `--finish solver`'s report answers
     client: str | None = None  # who started it when not a person at a terminal: "mcp"
     planned: Mapping | None = None  # `planc plan`'s task, rounds and model role, for a planned run
+    clock: Mapping | None = None  # a clock and ids fixed for a deterministic run; None: the system's
 
     @property
     def waits_for(self) -> str | None:
@@ -110,6 +111,7 @@ class RunSpec:
             "query": self.query,
             "client": self.client,
             "planned": dict(self.planned) if self.planned is not None else None,
+            "clock": dict(self.clock) if self.clock is not None else None,
         }
 
     @classmethod
@@ -147,6 +149,7 @@ class RunSpec:
             query=options.get("query"),
             client=options.get("client"),
             planned=planned,
+            clock=options.get("clock"),
         )
 
 
