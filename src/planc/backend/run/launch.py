@@ -1,25 +1,25 @@
-"""The one launcher every door runs a plan through (`planc run`, `resume`, `replay`, `batch`, `plan --run`,
-`approve`, MCP's `run_plan`, `planc.run_async` and what is built on it), in one order: the arguments
-checked against the plan, the store opened, the run recorded (or its record taken up again), run,
-its end recorded, the store closed. A door only renders what it emits and returns.
+"""The one launcher every door runs a plan through (`planc run`, `resume`, `replay`, `batch`, `plan
+--run`, `approve`, MCP's `run_plan`, `planc.run_async` and what is built on it), in one order: the
+arguments checked against the plan, the store opened, the run recorded (or its record taken up
+again), run, its end recorded, the store closed. A door only renders what it emits and returns.
 
 The arguments are checked before anything is recorded: a declared plan's `params` (`run_arguments`),
 every `$args.NAME` given, and the plan checked again with each argument typed by its value, so an
-argument of the wrong type is refused here (`ArgumentsRefused`, with the diagnostics) and never found
-at the first call that reads it.
+argument of the wrong type is refused here (`ArgumentsRefused`, with the diagnostics) and never
+found at the first call that reads it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from planc.analysis.schemas import type_of
-from planc.backend.run.interpreter import RunResult, run_arguments, run_plan
 from planc.backend.calls.hooks import Hooks
+from planc.backend.run.interpreter import RunResult, run_arguments, run_plan
 from planc.backend.run.recorded_run import RecordedRun, choose_executor, connect_executor
 from planc.backend.run.spec import RunSpec, RunWiring, file_path
 from planc.backend.state.interrupts import Interrupted, Interrupts
@@ -33,8 +33,9 @@ from planc.store.run_store import RunStore
 
 
 class ArgumentsRefused(RunError):
-    """The run's arguments do not fit its plan: nothing ran and nothing was recorded. `checked` is the plan
-    checked with the arguments' types when that is what refused them (its diagnostics say where)."""
+    """The run's arguments do not fit its plan: nothing ran and nothing was recorded. `checked` is
+    the plan checked with the arguments' types when that is what refused them (its diagnostics say
+    where)."""
 
     def __init__(self, message: str, checked: CheckResult | None = None) -> None:
         super().__init__(message)
@@ -42,15 +43,16 @@ class ArgumentsRefused(RunError):
 
 
 def checked_arguments(checked: CheckResult, arguments: Mapping) -> dict:
-    """The arguments a run of `checked` gets (a declared plan's defaults filled in), or ArgumentsRefused."""
+    """The arguments a run of `checked` gets (a declared plan's defaults filled in), or
+    ArgumentsRefused."""
     try:
         arguments = run_arguments(checked, arguments)
     except RunError as error:
         raise ArgumentsRefused(str(error)) from None
     context = checked.context
-    if (
-        arguments and context is not None and context.arguments is None
-    ):  # `$args` the check did not type
+    # `$args` the check did not type: checked again with each one's type, as a batch checks each
+    # line
+    if arguments and context is not None and context.arguments is None:
         typed = recheck_arguments(
             checked, {name: type_of(value) for name, value in arguments.items()}
         )
@@ -64,15 +66,14 @@ def checked_arguments(checked: CheckResult, arguments: Mapping) -> dict:
     return arguments
 
 
-Start = Callable[
-    [RunStore | None], RecordedRun
-]  # the run recorded in the store, or its record taken up
+# The run recorded in the store, or its record taken up again (a replay's, given no store).
+Start = Callable[[RunStore | None], RecordedRun]
 
 
 @attrs.define
 class Launch:
-    """One run from its checked arguments to the last row of its record: `run` (in the caller's event loop)
-    or `run_to_end` (in one of its own, SIGINT and SIGTERM ending it as interrupted)."""
+    """One run from its checked arguments to the last row of its record: `run` (in the caller's
+    event loop) or `run_to_end` (in one of its own, SIGINT and SIGTERM ending it as interrupted)."""
 
     checked: CheckResult
     spec: RunSpec
@@ -93,7 +94,8 @@ class Launch:
         registry: Registry | None,
         policy: Policy | None,
     ) -> Launch:
-        """A new run of `checked`; ArgumentsRefused (nothing recorded) when `spec`'s arguments do not fit it."""
+        """A new run of `checked`; ArgumentsRefused (nothing recorded) when `spec`'s arguments do
+        not fit it."""
         spec = attrs.evolve(spec, arguments=checked_arguments(checked, spec.arguments))
         launch = cls(
             checked,
@@ -119,12 +121,13 @@ class Launch:
         registry: Registry | None,
         policy: Policy | None,
     ) -> Launch:
-        """A recorded run taken up again by `start` (a resume, an approval's answer, a replay): `spec` is
-        what its record says it was started with."""
+        """A recorded run taken up again by `start` (a resume, an approval's answer, a replay):
+        `spec` is what its record says it was started with."""
         return cls(checked, spec, wiring, registry, policy, start)
 
     async def run(self) -> RunResult:
-        """Open the store, record the run (or take it up), run it, record how it ended, close the store."""
+        """Open the store, record the run (or take it up), run it, record how it ended, close the
+        store."""
         connected = self.wiring.executor
         owned = connected is None and self.spec.executor.kind != "local"
         if owned:
@@ -162,8 +165,9 @@ class Launch:
                 connected.close()
 
     def run_to_end(self, interrupts: Interrupts | None = None) -> RunResult:
-        """`run` in an event loop of its own: Interrupted when SIGINT or SIGTERM stopped it, once recorded
-        (`interrupts`: in force since before the run was recorded; one of its own otherwise)."""
+        """`run` in an event loop of its own: Interrupted when SIGINT or SIGTERM stopped it, once
+        recorded (`interrupts`: in force since before the run was recorded; one of its own
+        otherwise)."""
         with interrupts or Interrupts() as signals:
             try:
                 return signals.run(self.run())
@@ -199,7 +203,8 @@ async def run_async(
     ray_address: str | None = None,
     approve: bool = False,
 ) -> RunResult:
-    """Run `checked` (what `planc.check` returned, without errors) in the running event loop; its result.
+    """Run `checked` (what `planc.check` returned, without errors) in the running event loop; its
+    result.
 
     It runs against what it was checked with: the registry, policy and principal of its check,
     unless given here. `arguments` are its `$args` (checked against a declared plan's `params`).
@@ -240,8 +245,8 @@ async def run_async(
 
 
 def run(checked: CheckResult, **options: Any) -> RunResult:
-    """`run_async` in an event loop of its own, SIGINT and SIGTERM ending the run as interrupted (Interrupted);
-    the options are the same. Inside a running event loop, await `run_async` instead (a RuntimeError says so,
-    and nothing runs)."""
+    """`run_async` in an event loop of its own, SIGINT and SIGTERM ending the run as interrupted
+    (Interrupted); the options are the same. Inside a running event loop, await `run_async` instead
+    (a RuntimeError says so, and nothing runs)."""
     with Interrupts() as signals:
         return signals.run(run_async(checked, **options))
