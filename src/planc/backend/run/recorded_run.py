@@ -7,7 +7,9 @@ record, writing nothing. `running` runs the plan in the caller's event loop, eve
 the run's id, its number in the run and its time (`events.py`) and recorded, and commits how the run
 ended: ok, error (an exit with status error), failed, interrupted (SIGINT or SIGTERM, or the task
 awaiting it cancelled), or awaiting_approval (a call waits for a person: `approvals.py`); `execute`
-is `running` in an event loop of its own, with the signals caught. `run_async` and `run` are the API's.
+is `running` in an event loop of its own, with the signals caught. Each run carries its `RunSpec`
+(spec.py): a new run records it, a resume or a replay reads it back from the record. Every door
+reaches these through the launcher (launch.py).
 """
 
 from __future__ import annotations
