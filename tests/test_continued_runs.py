@@ -148,3 +148,27 @@ def test_the_whole_run_approved_call_by_call_makes_each_send_once(project):
     done = invoke("approve", run_id)
     assert done.exit_code == 0 and json.loads(done.stdout) == {"sent": "two"}
     assert calls(project) == ["send one", "send two"] and statuses(project) == ["ok"]
+
+
+CAROL = '{"uid": "User::\\"carol\\"", "attrs": {"role": "ops"}, "parents": []}'
+
+
+@pytest.mark.parametrize("approve", ["planc approve", "planc.approve_async"])
+def test_an_approved_run_keeps_its_principals_attributes(project, approve):
+    """Started as a principal with attributes (`--principal-json`), which the policy reads: the run continued
+    by an approval is judged with them, as it was started, and the approved call is made."""
+    (project / "policy.cedar").write_text(
+        'permit(principal, action, resource) when { principal has role && principal.role == "ops" };\n',
+        encoding="utf-8",
+    )
+    (project / "p.plan").write_text('send(text: "one")\nsend(text: "two")\n', encoding="utf-8")
+    ran = invoke("run", "p.plan", "--principal-json", CAROL, "--approve")  # no terminal: the first send waits
+    assert ran.exit_code == 3 and calls(project) == []
+    run_id = next(line.split()[1] for line in ran.stderr.splitlines() if line.startswith("run: "))
+    if approve == "planc approve":
+        answered = invoke("approve", run_id)
+        assert answered.exit_code == 3 and "Traceback" not in answered.output
+    else:
+        with pytest.raises(planc.AwaitingApproval):
+            asyncio.run(planc.approve_async(run_id, store=project / "runs.sqlite"))
+    assert calls(project) == ["send one"] and statuses(project) == ["awaiting_approval"]

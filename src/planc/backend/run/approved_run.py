@@ -31,33 +31,55 @@ from planc.store.run_store import RunStore
 DENIED = "step {step}: stopped before calling `{tool}`: a person denied it (`planc approve --deny`)"
 
 
-async def approve_async(run: str, *, store: str | Path, deny: bool = False, call: int | None = None,
-                        hooks: Hooks = Hooks(), registry: Registry | None = None,
-                        policy: Policy | None = None) -> RunResult:
-    """Approve (or, with `deny`, refuse) the call of run `run` (its id, a unique start of it, or `last`) that
-    waits in `store`, the call numbered `call` when several wait, and continue the run from its record in
-    the running event loop: its result, as `run_async` gives it (AwaitingApproval when another call waits
-    in turn; a RunError when the run fails, as it does at a denied call).
+async def approve_async(
+    run: str,
+    *,
+    store: str | Path,
+    deny: bool = False,
+    call: int | None = None,
+    hooks: Hooks = Hooks(),
+    registry: Registry | None = None,
+    policy: Policy | None = None,
+) -> RunResult:
+    """Approve (or, with `deny`, refuse) the call of run `run` (its id, a unique start of it, or
+    `last`) that waits in `store`, the call numbered `call` when several wait, and continue the run
+    from its record in the running event loop: its result, as `run_async` gives it (AwaitingApproval
+    when another call waits in turn; a RunError when the run fails, as it does at a denied call).
 
-    The run is checked again against the planc.toml and policy it was recorded with (or `registry` and
-    `policy`, as given), as its record says it was checked: its principal, its author's labels, its
-    approvals and budgets. NotWaiting (a RunStoreError) when there is nothing to answer: the run does
-    not wait, or the call was answered already, by this process or another.
+    The run is checked again against the planc.toml and policy it was recorded with (or `registry`
+    and `policy`, as given), as its record says it was checked: its principal, its author's labels,
+    its approvals and budgets. NotWaiting (a RunStoreError) when there is nothing to answer: the run
+    does not wait, or the call was answered already, by this process or another.
     """
     runs = RunStore(store)
     try:
         record = runs.run(runs.find(run))
-        return await approved(record, runs, RunWiring(store=runs, hooks=hooks), deny=deny, call=call,
-                              registry=registry, policy=policy).run()
+        return await approved(
+            record,
+            runs,
+            RunWiring(store=runs, hooks=hooks),
+            deny=deny,
+            call=call,
+            registry=registry,
+            policy=policy,
+        ).run()
     finally:
         runs.close()
 
 
-def approved(record: dict, store: RunStore, wiring: RunWiring, *, deny: bool = False, call: int | None = None,
-             registry: Registry | None = None, policy: Policy | None = None) -> Launch:
-    """The run of `record` continued once the answer (`deny`, to `call`) is given, as `Launch` runs it: checked
-    again as it was recorded before the answer is given (a ConfigError, PolicyError or StoredPlanError
-    when that fails, and nothing is answered)."""
+def approved(
+    record: dict,
+    store: RunStore,
+    wiring: RunWiring,
+    *,
+    deny: bool = False,
+    call: int | None = None,
+    registry: Registry | None = None,
+    policy: Policy | None = None,
+) -> Launch:
+    """The run of `record` continued once the answer (`deny`, to `call`) is given, as `Launch` runs
+    it: checked again as it was recorded before the answer is given (a ConfigError, PolicyError or
+    StoredPlanError when that fails, and nothing is answered)."""
     spec = RunSpec.from_record(record)
     registry, policy, checked = as_recorded(record, registry, policy)
 
@@ -70,18 +92,19 @@ def approved(record: dict, store: RunStore, wiring: RunWiring, *, deny: bool = F
 
 
 def approve(run: str, **options: Any) -> RunResult:
-    """`approve_async` in an event loop of its own, SIGINT and SIGTERM ending the run as interrupted; the
-    options are the same."""
+    """`approve_async` in an event loop of its own, SIGINT and SIGTERM ending the run as
+    interrupted; the options are the same."""
     with Interrupts() as signals:
         return signals.run(approve_async(run, **options))
 
 
-def as_recorded(record: dict, registry: Registry | None, policy: Policy | None
-                ) -> tuple[Registry | None, Policy | None, CheckResult]:
-    """The registry and policy a recorded run is continued with (the planc.toml and policy it was recorded
-    with, unless given), and its plan checked again against them as its record says it was checked
-    (`RunSpec.from_record`: its principal, its author's labels, its approvals, its budget). A ConfigError,
-    PolicyError or StoredPlanError when they no longer serve."""
+def as_recorded(
+    record: dict, registry: Registry | None, policy: Policy | None
+) -> tuple[Registry | None, Policy | None, CheckResult]:
+    """The registry and policy a recorded run is continued with (the planc.toml and policy it was
+    recorded with, unless given), and its plan checked again against them as its record says it was
+    checked (`RunSpec.from_record`: its principal, its author's labels, its approvals, its budget).
+    A ConfigError, PolicyError or StoredPlanError when they no longer serve."""
     from planc.store.stored import dump, load_plan
 
     spec = RunSpec.from_record(record)
@@ -89,7 +112,12 @@ def as_recorded(record: dict, registry: Registry | None, policy: Policy | None
         registry = load_registry(Path(spec.config))
     if policy is None:
         path = spec.policy or (registry.policy if registry is not None else None)
-        policy = load_policy(Path(path)) if path else None
-    checked = load_plan(dump(record["plan"]), registry=registry, policy=policy, recorded=True,
-                        **spec.check_keywords())
+        policy = load_policy(Path(path), spec.principals) if path else None  # and its attributes
+    checked = load_plan(
+        dump(record["plan"]),
+        registry=registry,
+        policy=policy,
+        recorded=True,
+        **spec.check_keywords(),
+    )
     return registry, policy, checked
