@@ -1,13 +1,13 @@
-"""A run continued later (`planc approve`, `planc.approve_async`, MCP's `approve_run`, `planc resume`,
-`planc replay`) is continued with the choices it was started with, read from its record: its principal
-and the labels of whoever wrote its plan among them.
+"""A run continued later (`planc approve`, `planc.approve_async`, MCP's `approve_run`, `planc
+resume`, `planc replay`) is continued with the choices it was started with, read from its record:
+its principal and the labels of whoever wrote its plan among them.
 
 The attack: a plan whose author is untrusted (an MCP client's, or one checked with
-`written_by={"untrusted"}`) makes two sends of its own literals, each flagged by the policy for where its
-text came from, so each waits for a person. Approving the first through any door makes the first send and
-no other: the second is asked about again. The policy also lets only alice call anything, so a door that
-lost the run's principal would be refused. The tools are spies; each door's exit code, the recorded status
-and calls, and the absence of a traceback are asserted.
+`written_by={"untrusted"}`) makes two sends of its own literals, each flagged by the policy for
+where its text came from, so each waits for a person. Approving the first through any door makes the
+first send and no other: the second is asked about again. The policy also lets only alice call
+anything, so a door that lost the run's principal would be refused. The tools are spies; each door's
+exit code, the recorded status and calls, and the absence of a traceback are asserted.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import json
 import pytest
 from cli import invoke
 from test_attacks import calls, statuses  # the spy's lines, the recorded statuses
-from test_mcp_server import planc_mcp, tool_calls  # noqa: F401  (`planc mcp`'s command line, for the module)
+# `planc mcp`'s command line, for the module
+from test_mcp_server import planc_mcp, tool_calls  # noqa: F401
 from tool_project import spied_project
 
 import planc
@@ -79,7 +80,8 @@ def started_by_api(project) -> str:
 
 
 def started_by_mcp(project) -> str:
-    """The plan sent by an MCP client (its plans are untrusted), which cannot be asked: its first send waits."""
+    """The plan sent by an MCP client (its plans are untrusted), which cannot be asked: its first
+    send waits."""
     [ran] = asyncio.run(tool_calls(project, ("run_plan", {"plan": PLAN})))
     assert ran["status"] == "awaiting_approval"
     return ran["run"]
@@ -155,14 +157,17 @@ CAROL = '{"uid": "User::\\"carol\\"", "attrs": {"role": "ops"}, "parents": []}'
 
 @pytest.mark.parametrize("approve", ["planc approve", "planc.approve_async"])
 def test_an_approved_run_keeps_its_principals_attributes(project, approve):
-    """Started as a principal with attributes (`--principal-json`), which the policy reads: the run continued
-    by an approval is judged with them, as it was started, and the approved call is made."""
+    """Started as a principal with attributes (`--principal-json`), which the policy reads: the run
+    continued by an approval is judged with them, as it was started, and the approved call is
+    made."""
     (project / "policy.cedar").write_text(
-        'permit(principal, action, resource) when { principal has role && principal.role == "ops" };\n',
+        "permit(principal, action, resource)\n"
+        'when { principal has role && principal.role == "ops" };\n',
         encoding="utf-8",
     )
     (project / "p.plan").write_text('send(text: "one")\nsend(text: "two")\n', encoding="utf-8")
-    ran = invoke("run", "p.plan", "--principal-json", CAROL, "--approve")  # no terminal: the first send waits
+    # No terminal: the first send waits.
+    ran = invoke("run", "p.plan", "--principal-json", CAROL, "--approve")
     assert ran.exit_code == 3 and calls(project) == []
     run_id = next(line.split()[1] for line in ran.stderr.splitlines() if line.startswith("run: "))
     if approve == "planc approve":

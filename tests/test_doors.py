@@ -1,6 +1,6 @@
-"""Every door that runs a plan, given the same plans, does the same: `planc run`, `planc replay` of what it
-recorded, `planc batch`, `planc plan --run`, MCP's `run_plan` over stdio, `planc.run_async`, `Project.run`,
-the service example, and the LangGraph and OpenAI Agents adapters.
+"""Every door that runs a plan, given the same plans, does the same: `planc run`, `planc replay` of
+what it recorded, `planc batch`, `planc plan --run`, MCP's `run_plan` over stdio, `planc.run_async`,
+`Project.run`, the service example, and the LangGraph and OpenAI Agents adapters.
 
 - an argument of the wrong type is refused before anything runs, and nothing is recorded;
 - a call the policy refuses, a tool that fails and a plan that succeeds record the same status and
@@ -9,9 +9,9 @@ the service example, and the LangGraph and OpenAI Agents adapters.
   `--events`, in a replay, in MCP progress notifications and in the API's events.
 
 The doors that continue a run waiting for a person (`planc approve`, `planc.approve_async`, MCP's
-`approve_run`, `planc resume`, `planc replay`) are tests/test_continued_runs.py's. Each door's runs are
-recorded in the project's `runs.sqlite`; the tools are spies that append each call to `spy.log` before
-doing anything else; a door's output holds no traceback.
+`approve_run`, `planc resume`, `planc replay`) are tests/test_continued_runs.py's. Each door's runs
+are recorded in the project's `runs.sqlite`; the tools are spies that append each call to `spy.log`
+before doing anything else; a door's output holds no traceback.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ import pytest
 from cli import invoke
 from model_server import model_server  # noqa: F401  (the fixture)
 from test_attacks import calls, statuses  # the spy's lines, the recorded statuses
-from test_mcp_server import planc_mcp, run_plan  # noqa: F401  (`planc mcp`'s command line, for the module)
+# `planc mcp`'s command line, for the module
+from test_mcp_server import planc_mcp, run_plan  # noqa: F401
 from tool_project import spied_project
 
 import planc
@@ -90,7 +91,8 @@ when { context.args has topic && context.args.topic like "secret*" };
 LOOKUP = "lookup(topic: $args.topic)\ntake(over: [1, 2, 3], count: 2)\n"
 BROKEN = "broken(topic: $args.topic)\n"
 
-# name: the plan, its arguments, the status its run records (None: refused, nothing recorded), the calls made
+# name: the plan, its arguments, the status its run records (None: refused, nothing recorded), the
+# calls made
 CASES = {
     "ok": (LOOKUP, {"topic": "disk"}, "ok", ["lookup disk"]),
     "wrong type": (LOOKUP, {"topic": 5}, None, []),
@@ -136,7 +138,8 @@ def cli_run(project: Path, plan: str, arguments: dict, _) -> tuple[bool, list[st
 
 
 def cli_replay(project: Path, plan: str, arguments: dict, model) -> tuple[bool, list[str] | None]:
-    """`planc run`, then `planc replay` of what it recorded: the same end, from the record, calling nothing."""
+    """`planc run`, then `planc replay` of what it recorded: the same end, from the record, calling
+    nothing."""
     refused, _ = cli_run(project, plan, arguments, model)
     if refused:
         return True, None
@@ -144,7 +147,8 @@ def cli_replay(project: Path, plan: str, arguments: dict, model) -> tuple[bool, 
     replayed = invoke("replay", "last")
     assert "Traceback" not in replayed.output and calls(project) == made
     assert replayed.exit_code == (0 if statuses(project) == ["ok"] else 1)
-    return False, [each for each in replayed.stderr.splitlines() if each.startswith(("[", "run finished"))]
+    lines = replayed.stderr.splitlines()
+    return False, [each for each in lines if each.startswith(("[", "run finished"))]
 
 
 def cli_batch(project: Path, plan: str, arguments: dict, _) -> tuple[bool, None]:

@@ -1,9 +1,9 @@
-"""What a new user met when one door did not do what another did, each now as every door does it (the
-doors side by side are tests/test_doors.py's): an argument of the wrong type refused before anything
-runs, the `planc approve` a waiting run names finding its store, a compiled plan away from its project
-told what is missing, a value a step cannot read naming the step, and `planc plan` with no model a
-configuration mistake. The tools are spies; each test asserts the calls made, the exit code, what the
-run store holds and that no traceback reached the user.
+"""What a new user met when one door did not do what another did, each now as every door does it
+(the doors side by side are tests/test_doors.py's): an argument of the wrong type refused before
+anything runs, the `planc approve` a waiting run names finding its store, a compiled plan away from
+its project told what is missing, a value a step cannot read naming the step, and `planc plan` with
+no model a configuration mistake. The tools are spies; each test asserts the calls made, the exit
+code, what the run store holds and that no traceback reached the user.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from cli import invoke
-from test_mcp_server import planc_mcp, run_plan  # noqa: F401  (`planc mcp`'s command line, for the module)
+# `planc mcp`'s command line, for the module
+from test_mcp_server import planc_mcp, run_plan  # noqa: F401
 from tool_project import tool_project
 
 TOOLS = """
@@ -112,8 +113,8 @@ async def accept(context, params):
 
 
 def test_the_approve_a_waiting_run_names_finds_the_store_it_waits_in(project):
-    """Run with another folder's planc.toml: the run waits in that folder's store, and the command it names
-    (`planc approve RUN --store ...`), typed where the run was, approves it."""
+    """Run with another folder's planc.toml: the run waits in that folder's store, and the command
+    it names (`planc approve RUN --store ...`), typed where the run was, approves it."""
     other = project / "other"
     other.mkdir()
     for moved in (

@@ -1,5 +1,5 @@
-"""`RunSpec.from_record`: the one place a run's recorded options are read, each older record read with the
-defaults its version implies, and a record this planc cannot read refused with one line."""
+"""`RunSpec.from_record`: the one place a run's recorded options are read, each older record read
+with the defaults its version implies, and a record this planc cannot read refused with one line."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ ANONYMOUS = 'User::"anonymous"'
 
 
 def test_the_runs_of_a_version_10_store_read_as_they_ran():
-    """Store schema 10 recorded its options without a version (0): every key but `optimize` and `client`."""
+    """Store schema 10 recorded its options without a version (0): every key but `optimize` and
+    `client`."""
     store = RunStore(FIXTURES / "store_v10.sqlite", read_only=True)
     try:
         runs = [store.run(row["id"]) for row in store.runs()]
@@ -146,15 +147,17 @@ def test_what_a_spec_records_reads_back_the_same():
 
 
 def test_a_run_a_newer_planc_recorded_is_refused_in_one_line(tmp_path, monkeypatch):
-    """A record whose options are of a later version: resume, replay and approve say so, and run nothing."""
-    store = tmp_path / "runs.sqlite"
+    """A record whose options are of a later version: resume, replay and approve say so, and run
+    nothing."""
+    store = tmp_path / "newer.store"  # not *.sqlite: the replay of every store passes it by
     shutil.copy(FIXTURES / "store_v10.sqlite", store)
     opened = RunStore(store)  # brought up to this planc's schema
     [first, *_] = [row["id"] for row in opened.runs()]
     opened.close()
     with sqlite3.connect(store) as db:
         db.execute(
-            "UPDATE runs SET options = json_set(options, '$.spec', ?), status = 'interrupted' WHERE id = ?",
+            "UPDATE runs SET options = json_set(options, '$.spec', ?), status = 'interrupted' "
+            "WHERE id = ?",
             (SPEC_VERSION + 1, first),
         )
     reader = RunStore(store, read_only=True)
