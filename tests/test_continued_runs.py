@@ -132,11 +132,15 @@ def test_an_approved_run_asks_again_about_its_next_flagged_call(project, start, 
     assert statuses(project) == ["awaiting_approval"] and waits_on(project, run_id) == [2]
 
 
-@pytest.mark.parametrize("command", ["resume", "replay"])
+@pytest.mark.parametrize("command", ["resume", "replay", "mcp resume_run"])
 def test_a_waiting_run_resumed_or_replayed_keeps_waiting_and_calls_nothing(project, command):
     run_id = started_by_api(project)
-    continued = invoke(command, run_id)
-    assert continued.exit_code == 3 and "Traceback" not in continued.output
+    if command == "mcp resume_run":  # the call it waits on is `approve_run`'s to answer
+        [continued] = asyncio.run(tool_calls(project, ("resume_run", {"run": run_id})))
+        assert continued["status"] == "awaiting_approval" and "`approve_run`" in continued["message"]
+    else:
+        continued = invoke(command, run_id)
+        assert continued.exit_code == 3 and "Traceback" not in continued.output
     assert (
         calls(project) == []
         and statuses(project) == ["awaiting_approval"]
