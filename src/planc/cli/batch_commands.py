@@ -154,7 +154,8 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
     spec = _spec(options, principal)
 
     def resumed(run_id: str, wiring: RunWiring) -> Launch:
-        def start(store: RunStore) -> RecordedRun:
+        def start(store: RunStore | None) -> RecordedRun:
+            assert store is not None  # the batch's
             store.take_lease(run_id)
             return RecordedRun.resume(store, store.run(run_id), checked, registry=registry, policy=policy,
                                       principal=principal)
@@ -189,6 +190,7 @@ def _launch(line: Line, spec: RunSpec, wiring: RunWiring, registry: Registry | N
     """`line`'s run: a new run of the line's checked plan, with its arguments, recorded with the batch's id."""
     from planc.backend.run.launch import Launch
 
+    assert line.checked is not None and line.arguments is not None  # a line the check did not refuse
     return Launch.new(line.checked, attrs.evolve(spec, arguments=line.arguments),
                       attrs.evolve(wiring, batch=(batch_id, line.number)), registry=registry, policy=policy)
 

@@ -167,6 +167,7 @@ def finish_planning(planned: Planned, runs: RunStore | None, recorder: Recorder 
         sys.exit(1)
     text = planned.text
     _set_plan(runs, recorder, save_plan(planned.checked, registry=registry, policy=policy), planned.checked)
+    assert spec.planned is not None  # a planned run's
     then_run, output = spec.planned["run"], spec.planned["output"]
     if not then_run:
         _finish(runs, recorder, "ok", output=text)

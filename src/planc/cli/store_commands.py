@@ -286,6 +286,7 @@ def _replay_planning(run: dict, spec: RunSpec, registry: Registry | None, policy
     from planc.store.recorders import Replay
 
     planned = spec.planned
+    assert planned is not None  # a planned run's
     replay = Replay(run)
     try:
         outcome = plan(planned["task"], registry=registry, policy=policy, principal=principal,
@@ -366,6 +367,7 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
                         executor=executor_declared(executor, ray_address, registry, attrs.asdict(spec.executor)))
 
     def resumed(runs: RunStore | None) -> RecordedRun:
+        assert runs is not None  # a resume writes its record
         taken = _leased_run(runs, run_id)  # as it is now that this process alone records into it
         return RecordedRun.resume(runs, taken, checked, registry=registry, policy=policy, principal=principal,
                                   approve=approve)

@@ -174,7 +174,7 @@ class PlancServer:
         except RayUnavailable as error:  # nothing ran, nothing recorded
             return {"ok": False, "status": "failed", "message": str(error)}
         except AwaitingApproval as waiting:
-            run_id = launch.recorded.run_id
+            run_id = waiting.run_id
             return {"ok": False, "run": run_id, "status": "awaiting_approval", "awaiting": waiting.calls,
                     "message": f"run {run_id} waits for an approval: `approve_run` with this `run` approves "
                                "the call (`deny: true` refuses it) and continues the run"}
@@ -184,7 +184,7 @@ class PlancServer:
             ran = {"run": launch.recorded.run_id} if launch.recorded is not None else {}
             return {"ok": False, **ran, "status": "failed", "message": str(error)}
         # A value labelled `secret` reaches the client as planc records it: its length and hash.
-        return {"ok": result.status == "ok", "run": launch.recorded.run_id, "status": result.status,
+        return {"ok": result.status == "ok", "run": result.run_id, "status": result.status,
                 "result": result.kept(), **({"message": result.message} if result.message else {})}
 
     def own_run(self, run: str, caller: Caller) -> dict:
@@ -239,7 +239,8 @@ class PlancServer:
         except (RunStoreError, ConfigError, PolicyError, StoredPlanError, ValueError) as error:
             return {"ok": False, "status": "refused", "message": str(error)}
 
-        def resumed(store: RunStore) -> RecordedRun:
+        def resumed(store: RunStore | None) -> RecordedRun:
+            assert store is not None  # the server's store, always open
             return RecordedRun.resume(store, record, checked, registry=registry, policy=policy)
 
         wiring, notes = self.wiring(ctx)

@@ -183,6 +183,7 @@ def recheck_arguments(checked: CheckResult, arguments: Mapping[str, Mapping]) ->
     >>> recheck_arguments(check("take(over: [1], count: $args.n)"), {"n": {"type": "string"}}).diagnostics[0].code
     'E300'
     """
+    assert checked.context is not None  # what `check` returned keeps what it was checked with
     context = attrs.evolve(checked.context, arguments=arguments, facts=Facts())
     with gc_paused():
         again = _check(checked.source, False, context)

@@ -69,7 +69,7 @@ async def approve_async(
 
 def approved(
     record: dict,
-    store: RunStore,
+    store: RunStore | None,
     wiring: RunWiring,
     *,
     deny: bool = False,
@@ -83,11 +83,12 @@ def approved(
     spec = RunSpec.from_record(record)
     registry, policy, checked = as_recorded(record, registry, policy)
 
-    def answered(runs: RunStore) -> RecordedRun:
+    def answered(runs: RunStore | None) -> RecordedRun:
+        assert runs is not None  # an answer is given in the store
         answer = runs.answer(record["id"], call, approved=not deny, denied=DENIED)
         return RecordedRun.resume(runs, answer, checked, registry=registry, policy=policy)
 
-    wiring = attrs.evolve(wiring, store=store)
+    wiring = attrs.evolve(wiring, store=store)  # None: the door wires its store later
     return Launch.continued(checked, spec, wiring, answered, registry=registry, policy=policy)
 
 

@@ -97,17 +97,15 @@ class Launch:
         """A new run of `checked`; ArgumentsRefused (nothing recorded) when `spec`'s arguments do
         not fit it."""
         spec = attrs.evolve(spec, arguments=checked_arguments(checked, spec.arguments))
-        launch = cls(
-            checked,
-            spec,
-            wiring,
-            registry,
-            policy,
-            lambda store: RecordedRun.record(
-                store, checked, spec, registry=registry, policy=policy, batch=launch.wiring.batch
-            ),
-            fresh=True,
-        )
+
+        def record(store: RunStore | None) -> RecordedRun:
+            assert store is not None  # a new run without a store is run unrecorded
+            batch = launch.wiring.batch
+            return RecordedRun.record(
+                store, checked, spec, registry=registry, policy=policy, batch=batch
+            )
+
+        launch = cls(checked, spec, wiring, registry, policy, record, fresh=True)
         return launch
 
     @classmethod
