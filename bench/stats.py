@@ -71,10 +71,10 @@ POLICY = ('permit(principal, action, resource);\nforbid(principal, action, resou
 
 def build(folder: Path, runs: int) -> Path:
     """A store of `runs` runs in `folder`: four in five of the first plan, one in five of the second."""
-    import planc
-    from planc.backend.run.recorded_run import RecordedRun
     import attrs
 
+    import planc
+    from planc.backend.run.recorded_run import RecordedRun
     from planc.backend.run.spec import RunSpec
     from planc.backend.state.values import RunError
     from planc.passes.policy.load import load_policy

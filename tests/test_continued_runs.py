@@ -18,8 +18,7 @@ import json
 import pytest
 from cli import invoke
 from test_attacks import calls, statuses  # the spy's lines, the recorded statuses
-# `planc mcp`'s command line, for the module
-from test_mcp_server import planc_mcp, tool_calls  # noqa: F401
+from test_mcp_server import planc_mcp, tool_calls  # noqa: F401 (`planc mcp`, for the module)
 from tool_project import spied_project
 
 import planc
@@ -137,7 +136,8 @@ def test_a_waiting_run_resumed_or_replayed_keeps_waiting_and_calls_nothing(proje
     run_id = started_by_api(project)
     if command == "mcp resume_run":  # the call it waits on is `approve_run`'s to answer
         [continued] = asyncio.run(tool_calls(project, ("resume_run", {"run": run_id})))
-        assert continued["status"] == "awaiting_approval" and "`approve_run`" in continued["message"]
+        assert continued["status"] == "awaiting_approval"
+        assert "`approve_run`" in continued["message"]
     else:
         continued = invoke(command, run_id)
         assert continued.exit_code == 3 and "Traceback" not in continued.output

@@ -26,8 +26,7 @@ import pytest
 from cli import invoke
 from model_server import model_server  # noqa: F401  (the fixture)
 from test_attacks import calls, statuses  # the spy's lines, the recorded statuses
-# `planc mcp`'s command line, for the module
-from test_mcp_server import planc_mcp, run_plan  # noqa: F401
+from test_mcp_server import planc_mcp, run_plan  # noqa: F401 (`planc mcp`, for the module)
 from tool_project import spied_project
 
 import planc

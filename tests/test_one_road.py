@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 from cli import invoke
-# `planc mcp`'s command line, for the module
-from test_mcp_server import planc_mcp, run_plan  # noqa: F401
+from test_mcp_server import planc_mcp, run_plan  # noqa: F401 (`planc mcp`, for the module)
 from tool_project import tool_project
 
 TOOLS = """

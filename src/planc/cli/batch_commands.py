@@ -75,9 +75,8 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
     if plan is None or args_file is None:
         raise UsageError("give the plan and its arguments: `planc batch PLAN --args FILE.jsonl`, or "
                          "`planc batch --resume BATCH`")
-    from planc.store.stored import save_plan
-
     from planc.passes.cost.budget import Budget
+    from planc.store.stored import save_plan
 
     registry = find_registry(config, plan=plan)
     principal = principal_for(registry, principal)

@@ -39,7 +39,6 @@ def _as_run(run: dict, store: str | None, principal: str):
     from planc.backend.run.recorded_run import as_it_ran
     from planc.passes.policy.load import PolicyError
     from planc.registry.config import ConfigError
-
     from planc.store.run_store import RunStoreError
 
     runs = open_store(store, read_only=True)

@@ -29,7 +29,6 @@ import json
 from typing import Any
 
 import attrs
-
 from mcp.server.mcpserver import Context, MCPServer
 
 from planc.backend.calls.approvals import AwaitingApproval

@@ -24,8 +24,8 @@ from pathlib import Path
 import attrs
 
 from planc.backend.calls.approvals import AwaitingApproval, waiting_gate
-from planc.backend.models.client import excerpt
 from planc.backend.calls.hooks import Hooks
+from planc.backend.models.client import excerpt
 from planc.backend.report.events import Stamp, fan_out
 from planc.backend.run.interpreter import RunResult, run_plan
 from planc.backend.run.spec import ReadFiles, RunSpec
