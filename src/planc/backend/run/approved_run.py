@@ -17,6 +17,7 @@ from planc.backend.calls.hooks import Hooks
 from planc.backend.run.interpreter import RunResult
 from planc.backend.state.interrupts import Interrupts
 from planc.backend.run.recorded_run import RecordedRun, choose_executor, connect_executor
+from planc.clock import FixedClock, fixed
 from planc.passes.check import CheckResult
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy, load_policy
@@ -44,7 +45,8 @@ async def approve_async(run: str, *, store: str | Path, deny: bool = False, call
         run_id = runs.find(run)
         record = runs.run(run_id)
         registry, policy, principal, checked = as_recorded(record, registry, policy)  # before the answer is given
-        record = runs.answer(run_id, call, approved=not deny, denied=DENIED)
+        with fixed(FixedClock.from_data(record["options"].get("clock"))):  # the answer is stamped as the run is
+            record = runs.answer(run_id, call, approved=not deny, denied=DENIED)
         resumed = RecordedRun.resume(runs, record, checked, registry=registry, policy=policy, principal=principal)
         connected = connect_executor(choose_executor(registry, None, None, record["options"].get("executor")),
                                      registry, Path(store))

@@ -27,6 +27,8 @@ from planc.backend.report.events import Stamp, fan_out
 from planc.backend.run.interpreter import RunResult, run_arguments, run_plan
 from planc.backend.state.interrupts import Interrupted, Interrupts, cancelled_by
 from planc.backend.state.values import RunError
+from planc.clock import FixedClock, fixed
+from planc.clock import current as current_clock
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
 from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
@@ -54,6 +56,9 @@ class RecordedRun:
     # approvals.FLAGGED (checked for a person to let flagged calls through), or None (no call waits).
     waits_for: str | None = None
     ended: Interrupted | None = None  # what the run said when its interruption was recorded
+    # The clock its record is stamped with when it was made under a fixed one (planc.clock): kept in its
+    # options, so that every door that continues it stamps with the same.
+    clock: FixedClock | None = None
 
     @property
     def run_id(self) -> str:
@@ -75,10 +80,13 @@ class RecordedRun:
                    "approvals": checked.context.approvals if checked.context is not None else False,
                    # `written_by`: whoever wrote it gave its literals their labels, in its replay and resume too.
                    "written_by": sorted(checked.context.written_by) if checked.context is not None else []}
+        fixed_clock = current_clock()
+        if fixed_clock is not None:
+            options["clock"] = fixed_clock.to_data()
         recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
                                                    options, batch, checked_step_rows(checked)))
         return cls(checked, registry, policy, principal, arguments, recorder, store, options.get("returns"),
-                   waits_for(options))
+                   waits_for(options), clock=fixed_clock)
 
     @classmethod
     def resume(cls, store: RunStore, run: dict, checked: CheckResult, *, registry: Registry | None,
@@ -87,14 +95,15 @@ class RecordedRun:
         (`approve`: every effectful call, as `--approve` asks, whatever the run was made with)."""
         options = {**run["options"], "approve": approve or run["options"].get("approve", False)}
         return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run), store,
-                   options.get("returns"), waits_for(options))
+                   options.get("returns"), waits_for(options), clock=FixedClock.from_data(options.get("clock")))
 
     @classmethod
     def replay(cls, run: dict, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
                principal: str) -> RecordedRun:
         """`run` again, every tool and model result from its record: nothing is called, nothing written."""
         return cls(checked, registry, policy, principal, run["arguments"], Replay(run),
-                   returns=run["options"].get("returns"))
+                   returns=run["options"].get("returns"),
+                   clock=FixedClock.from_data(run["options"].get("clock")))
 
     def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
                 interrupts: Interrupts | None = None, executor=None) -> RunResult:
@@ -114,6 +123,11 @@ class RecordedRun:
         Cancelled (a signal, or the program cancelled the task awaiting it), the run is recorded as
         interrupted, by `cancelled` when the caller knows why better than the task does, and the cancellation
         goes on. `executor`: as `run_plan` takes it."""
+        with fixed(self.clock):
+            return await self._running(hooks, schedule, executor, cancelled)
+
+    async def _running(self, hooks: Hooks, schedule: Schedule | None, executor: object | None,
+                       cancelled: str | None) -> RunResult:
         hooks = self.recorded_hooks(hooks)
         if hooks.gate is None and self.waits_for is not None and self.store is not None:
             hooks = attrs.evolve(hooks, gate=waiting_gate(self.recorder, self.waits_for))
