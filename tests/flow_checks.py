@@ -2,7 +2,8 @@
 within those the check computed for the same step path.
 
 The check knows a step by its path without loop indices (`3/do.1` for the call `3/do.1[2]`). An agent's
-tool calls (`4/agent.1/send`, `4/check.1/lookup`) and a step's inferences (the pseudo-tool `model:ROLE`:
+tool calls (`4/agent.1/send`, `4/check.1/lookup`, and the steps of a declared plan it calls,
+`4/agent.2/plan__sub/1`) and a step's inferences (the pseudo-tool `model:ROLE`:
 an agent's rounds, an `infer`) have no step of their own in the plan: the check's bound for them is
 everything the flow of the step that makes them holds (what it reads, its control, and what its result
 may carry, which for an agent includes every result it may be shown).
@@ -15,7 +16,7 @@ import re
 from planc.passes.check import CheckResult
 
 LOOP_INDEX = re.compile(r"\[\d+\]")
-AGENT_CALL = re.compile(r"^(.*?)/(?:agent|check)\.\d+/[^/]+$")
+AGENT_CALL = re.compile(r"^(.*?)/(?:agent|check)\.\d+/")
 
 
 def checked_bound(checked: CheckResult, step: str, tool: str = ""

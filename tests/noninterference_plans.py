@@ -124,7 +124,8 @@ def _step(draw, values: Values, number: int) -> list[str]:
 
 
 def _sub(draw) -> str:
-    """The declared plan `sub` (its parameter `k`): a source, then effects, exits and failures."""
+    """The declared plan `sub` (its parameter `k`): a source, then effects, exits and failures; its
+    result `{n: NUMBER}`, or an exit's `{n: 1}`."""
     values = Values()
     values.numbers.append("$args.k")
     lines = []
@@ -143,6 +144,7 @@ def _sub(draw) -> str:
             status = draw(st.sampled_from(["ok", "error"]))
             lines.append(f'exit(when: {_condition(draw, values)}, status: "{status}", output: {{n: 1}}, '
                          f"message: {_text(draw, values)})")
+    lines.append(f"reshape(value: {{n: {draw(st.sampled_from(values.numbers))}}})")  # its result, or an exit's
     return "\n".join(lines) + "\n"
 
 
@@ -156,6 +158,7 @@ def plans(draw) -> tuple[str, str]:
         constant = draw(st.integers(0, 3))
         if tool == "sub":
             lines.append(f"s{number} = plan__sub(k: {constant})")
+            values.numbers.append(f"$s{number}.n")
             continue
         argument = {"inbox": f'folder: "f{constant}"', "fetch": f"id: {constant}", "lookup": f'key: "k{constant}"',
                     "vault": f'name: "v{constant}"', "account": f"id: {constant}"}[tool]

@@ -24,6 +24,7 @@ YES_NO = "Answer the question with one word: yes or no."
 TOOL_ROUNDS = 2  # an agent calls tools in its first rounds, then answers
 WORDS = re.compile(r"[^\W\d_]+", re.UNICODE)
 NUMBERS = re.compile(r"\d+")
+KEYS = re.compile(r'"[^"]*"\s*:')
 
 
 def digest(value: object) -> int:
@@ -42,7 +43,8 @@ def _copied(messages: list[dict], kind: str, salt: str) -> str | int:
     whole conversation and `salt`; a constant where none has any."""
     pattern = WORDS if kind == "string" else NUMBERS
     for message in reversed(messages):
-        found = pattern.findall(_text(message))
+        values = KEYS.sub(" ", _text(message))  # a JSON text's values, not its keys, which every world shares
+        found = [word for word in pattern.findall(values) if word not in ("true", "false", "null")]
         if found:
             chosen = found[digest([messages, salt]) % len(found)]
             return chosen if kind == "string" else int(chosen) % 1000

@@ -8,7 +8,8 @@ clock and a run id fixed in the run's options (`planc.clock`), no budget. `agent
 answered by a model that is a pure function of its conversation (scripted_model.py), `ask` and
 approvals by pure functions of the question or the call. A run that waits for approval is continued
 through each door in turn: `planc.approve_async`, `planc approve`, and `planc resume` (which leaves
-it waiting, as nobody answered) before the next.
+it waiting, as nobody answered) before the next; a plan that asks goes on through `approve_async`
+alone, as `planc approve` has nobody to answer an `ask`.
 
 - Property I (integrity, termination-insensitive): in two worlds that differ only in what untrusted
   tools return, cut each run's effectful calls where either run stopped (failed, refused,
