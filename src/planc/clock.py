@@ -1,12 +1,13 @@
 """What time it is, and which id a new run gets: the system's, or a fixed clock a run was made with.
 
 The run store stamps its rows and the run's events with `now()`, and names a new run with
-`new_run_id()`. Normally these are the system's clock and a fresh random id. A program that needs two
-runs to write the same bytes (a test comparing runs in two worlds) runs them under `fixed(clock)`:
-every stamp is then `clock.at` and the run's id `clock.run_id`. A run made so keeps its clock in its
-options (`clock`, as `FixedClock.to_data` writes it), and whatever continues it (`planc approve`,
-`planc.approve_async`, `planc resume`) reads the clock back from there, so the whole record is made
-with one clock, from whichever door. A fixed clock never advances: it says nothing about durations.
+`new_run_id()`. Normally these are the system's clock and a fresh random id. A program that needs
+two runs to write the same bytes (a test comparing runs in two worlds) runs them under
+`fixed(clock)`: every stamp is then `clock.at` and the run's id `clock.run_id`. A run made so keeps
+its clock in its options (`clock`, as `FixedClock.to_data` writes it), and whatever continues it
+(`planc approve`, `planc.approve_async`, `planc resume`) reads the clock back from there, so the
+whole record is made with one clock, from whichever door. A fixed clock never advances: it says
+nothing about durations.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import attrs
 
 @attrs.frozen
 class FixedClock:
-    """A clock that reads `at` (seconds since the epoch) every time, for the run it names `run_id`."""
+    """A clock that reads `at` (seconds since the epoch) every time, for the run it names
+    `run_id`."""
 
     at: float
     run_id: str
@@ -48,7 +50,8 @@ def current() -> FixedClock | None:
 
 @contextlib.contextmanager
 def fixed(clock: FixedClock | None) -> Iterator[None]:
-    """Read `clock` for what runs inside (in this context, and the tasks it starts); None changes nothing."""
+    """Read `clock` for what runs inside (in this context, and the tasks it starts); None changes
+    nothing."""
     if clock is None:
         yield
         return
@@ -66,7 +69,8 @@ def now() -> float:
 
 
 def new_run_id() -> str:
-    """A new run's or batch's id: the fixed clock's, else when it started and 8 random hex digits."""
+    """A new run's or batch's id: the fixed clock's, else when it started and 8 random hex
+    digits."""
     clock = _FIXED.get()
     if clock is not None:
         return clock.run_id

@@ -45,7 +45,8 @@ async def approve_async(run: str, *, store: str | Path, deny: bool = False, call
         run_id = runs.find(run)
         record = runs.run(run_id)
         registry, policy, principal, checked = as_recorded(record, registry, policy)  # before the answer is given
-        with fixed(FixedClock.from_data(record["options"].get("clock"))):  # the answer is stamped as the run is
+        # The answer is stamped with the run's clock, as the rest of its record is.
+        with fixed(FixedClock.from_data(record["options"].get("clock"))):
             record = runs.answer(run_id, call, approved=not deny, denied=DENIED)
         resumed = RecordedRun.resume(runs, record, checked, registry=registry, policy=policy, principal=principal)
         connected = connect_executor(choose_executor(registry, None, None, record["options"].get("executor")),

@@ -56,8 +56,8 @@ class RecordedRun:
     # approvals.FLAGGED (checked for a person to let flagged calls through), or None (no call waits).
     waits_for: str | None = None
     ended: Interrupted | None = None  # what the run said when its interruption was recorded
-    # The clock its record is stamped with when it was made under a fixed one (planc.clock): kept in its
-    # options, so that every door that continues it stamps with the same.
+    # The clock its record is stamped with when it was made under a fixed one (planc.clock): kept
+    # in its options, so that every door that continues it stamps with the same.
     clock: FixedClock | None = None
 
     @property
@@ -95,7 +95,8 @@ class RecordedRun:
         (`approve`: every effectful call, as `--approve` asks, whatever the run was made with)."""
         options = {**run["options"], "approve": approve or run["options"].get("approve", False)}
         return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run), store,
-                   options.get("returns"), waits_for(options), clock=FixedClock.from_data(options.get("clock")))
+                   options.get("returns"), waits_for(options),
+                   clock=FixedClock.from_data(options.get("clock")))
 
     @classmethod
     def replay(cls, run: dict, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
