@@ -12,14 +12,15 @@ it waiting, as nobody answered) before the next; a plan that asks goes on throug
 alone, as `planc approve` has nobody to answer an `ask`.
 
 - Property I (integrity, termination-insensitive): in two worlds that differ only in what untrusted
-  tools return, cut each run's effectful calls where either run stopped (failed, refused,
-  interrupted). A call (step path with loop indices, tool, canonical arguments) that one cut sequence
-  holds more often than the other carries `untrusted` in its argument or control labels in the run
-  that makes it, and so does the check's flow at its step path.
+  tools return, cut each run's effectful calls at the first point in the plan where either run
+  stopped (failed, refused, interrupted): the calls made at steps before it. A call (step path with
+  loop indices, tool, canonical arguments) that one cut sequence holds more often than the other
+  carries `untrusted` in its argument or control labels in the run that makes it, and so does the
+  check's flow at its step path.
 - Property S (secrecy): in two worlds that differ only in what secret tools return, for a plan where
   the check finds `secret` in no call's control, the store (every table, in a fixed order), `show-run`
-  in every format, the events files and stderr are the same bytes once each redaction mark is replaced,
-  whole, by one constant.
+  in every format, the events files, the traces and stderr are the same bytes once each redaction
+  mark is replaced, whole, by one constant.
 - Property 0: every call's run-time labels are within the check's at its step path (flow_checks.py,
   as test_flow_property.py holds for its own plans).
 """
@@ -131,6 +132,7 @@ class Ran:
     status: str
     calls: list[dict]
     written: dict[str, str]
+    stopped: tuple | None = None  # where in the plan it stopped (`position`), when it failed
 
 
 def run_in_world(project: Project, checked: CheckResult, text: str, seeds: dict[str, int], keep: bool) -> Ran:
@@ -173,7 +175,7 @@ def run_in_world(project: Project, checked: CheckResult, text: str, seeds: dict[
         written["events"] = "".join(path.read_text(encoding="utf-8") for path in events if path.exists())
         written["stderr"] = "\n".join(stderr)
         written["traces"] = traces.written()
-    return Ran(status, calls_of(store), written)
+    return Ran(status, calls_of(store), written, stopped_at(store))
 
 
 class Counted(IdGenerator):
@@ -303,15 +305,42 @@ def within_check(checked: CheckResult, ran: Ran, text: str) -> None:
 
 
 STOPPED = ("failed", "interrupted")  # a run that failed (a refusal, a denial, an error) or was interrupted
+STOPPED_AT = re.compile(r"^step (\S+?):")  # how a failed run's message names where it stopped
+SEGMENT = re.compile(r"^(\w+)\.(\d+)(?:\[(\d+)\])?$")
+
+
+def position(step: str) -> tuple:
+    """Where the step path `step` comes in the plan's order: `2` before `2/do.1[0]` before `2/do.2[0]` before
+    `2/do.1[1]` before `3`; an agent's rounds (`4/agent.1/send`) in their order."""
+    key = []
+    for segment in step.split("/"):
+        found = SEGMENT.match(segment)
+        if found:
+            key.append((int(found[3] or 0), found[1], int(found[2])))
+        else:
+            key.append((0, "" if segment.isdigit() else segment, int(segment) if segment.isdigit() else 0))
+    return tuple(key)
+
+
+def stopped_at(store: Path) -> tuple | None:
+    """Where in the plan the run stopped, when it failed or was interrupted: the step its message names, or
+    its first step when it names none. None when it did not stop."""
+    with sqlite3.connect(store) as db:
+        status, message = db.execute("SELECT status, message FROM runs WHERE id = ?", (CLOCK.run_id,)).fetchone()
+    if status not in STOPPED:
+        return None
+    found = STOPPED_AT.match(message or "")
+    return position(found[1]) if found else ()
 
 
 def cut(first: Ran, second: Ran) -> tuple[list[dict], list[dict]]:
-    """Each run's effectful calls, cut where either run stopped: at the fewer calls of those that stopped."""
-    one, two = made(first), made(second)
-    stops = [len(calls) for ran, calls in ((first, one), (second, two)) if ran.status in STOPPED]
-    if stops:
-        one, two = one[:min(stops)], two[:min(stops)]
-    return one, two
+    """Each run's effectful calls, cut at the first point in the plan where either run stopped: the calls
+    made before it (the other run's calls past that point have nothing to be compared with)."""
+    stops = [ran.stopped for ran in (first, second) if ran.stopped is not None]
+    if not stops:
+        return made(first), made(second)
+    point = min(stops)
+    return ([call for call in made(ran) if position(call["step"]) < point] for ran in (first, second))
 
 
 def test_untrusted_data_makes_and_changes_no_call(project):
@@ -331,6 +360,7 @@ def test_untrusted_data_makes_and_changes_no_call(project):
             runs.append(run_in_world(project, checked, text, world, keep=False))
             within_check(checked, runs[-1], text)
         one, two = cut(*runs)
+        note(f"stopped at {[ran.stopped for ran in runs]}; made {[list(map(identity, made(ran))) for ran in runs]}")
         for mine, theirs, ran, world in ((one, two, runs[0], untrusted[0]), (two, one, runs[1], untrusted[1])):
             extra = Counter(map(identity, mine)) - Counter(map(identity, theirs))
             for call in mine:
