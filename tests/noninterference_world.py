@@ -1,22 +1,24 @@
-"""The project the non-interference properties run their plans in: labelled tools answering from a world.
+"""The project the non-interference properties run their plans in: labelled tools answering from a
+world.
 
 A world is a table: for each call of a labelled tool, keyed by the tool, its canonical arguments and
 how many such calls came before it, what the call returns or the error text it raises. The table is
-never written out: each entry is drawn, when the call is made, from a generator seeded by the world's
-seed for the entry's kind and by the key. An entry's kind is its tool's label (`untrusted`, `secret`,
-or trusted), and within a result, a part under an `x-labels: ["untrusted"]` is drawn from the untrusted
-seed. So two worlds with the same trusted and secret seeds are U-equivalent (they differ only in what
-untrusted tools and parts return: values, list lengths, whether a call fails and with what text), and
-two with the same trusted and untrusted seeds are S-equivalent (secret values drawn independently, of
-any length). The effectful tools (`send`, `post`) return without reading the world.
+never written out: each entry is drawn, when the call is made, from a generator seeded by the
+world's seed for the entry's kind and by the key. An entry's kind is its tool's label (`untrusted`,
+`secret`, or trusted), and within a result, a part under an `x-labels: ["untrusted"]` is drawn from
+the untrusted seed. So two worlds with the same trusted and secret seeds are U-equivalent (they
+differ only in what untrusted tools and parts return: values, list lengths, whether a call fails and
+with what text), and two with the same trusted and untrusted seeds are S-equivalent (secret values
+drawn independently, of any length). The effectful tools (`send`, `post`) return without reading
+the world.
 
-Secrets are made of letters no other value holds (Cyrillic and Greek capitals, and sometimes a quote,
-a backslash and a newline), so a secret that reached some text is seen there.
+Secrets are made of letters no other value holds (Cyrillic and Greek capitals, and sometimes a
+quote, a backslash and a newline), so a secret that reached some text is seen there.
 """
 
 from __future__ import annotations
 
-TOOLS = r'''
+TOOLS = r"""
 import json, random
 
 WORLD = {"seeds": {"untrusted": 0, "trusted": 0, "secret": 0}, "counts": {}}
@@ -104,29 +106,38 @@ def send(to, amount):
 
 def post(text):
     return {"posted": True}
-'''
+"""
 
-# `account` is trusted, but others write the memo of each entry and the whole history: its schema says so
-# the way generators write schemas, with `$ref`, `$defs`, the combinators and `items`.
-ACCOUNT = ('{ "$defs" = { memo = { type = "string", x-labels = ["untrusted"] }, '
-           'entry = { type = "object", properties = { iban = { type = "string" }, memo = { "$ref" = "#/$defs/memo" } } }, '
-           'history = { type = "array", x-labels = ["untrusted"], items = { "$ref" = "#/$defs/entry" } } }, '
-           'type = "object", properties = { owner = { allOf = [{ "$ref" = "#/$defs/entry" }] }, '
-           'history = { "$ref" = "#/$defs/history" }, '
-           'note = { anyOf = [{ type = "string", x-labels = ["untrusted"] }, { type = "null" }] } } }')
-RECORD = ('{ type = "object", properties = { text = { type = "string" }, n = { type = "integer" }, '
-          'flag = { type = "boolean" }, items = { type = "array", items = { type = "integer" } } } }')
-MAIL = ('{ type = "array", items = { type = "object", properties = { text = { type = "string" }, '
-        'n = { type = "integer" }, flag = { type = "boolean" } } } }')
+# `account` is trusted, but others write the memo of each entry and the whole history: its schema
+# says so the way generators write schemas, with `$ref`, `$defs`, the combinators and `items`.
+ACCOUNT = (
+    '{ "$defs" = { memo = { type = "string", x-labels = ["untrusted"] }, '
+    'entry = { type = "object", properties = { iban = { type = "string" }, memo = { "$ref" = "#/$defs/memo" } } }, '
+    'history = { type = "array", x-labels = ["untrusted"], items = { "$ref" = "#/$defs/entry" } } }, '
+    'type = "object", properties = { owner = { allOf = [{ "$ref" = "#/$defs/entry" }] }, '
+    'history = { "$ref" = "#/$defs/history" }, '
+    'note = { anyOf = [{ type = "string", x-labels = ["untrusted"] }, { type = "null" }] } } }'
+)
+RECORD = (
+    '{ type = "object", properties = { text = { type = "string" }, n = { type = "integer" }, '
+    'flag = { type = "boolean" }, items = { type = "array", items = { type = "integer" } } } }'
+)
+MAIL = (
+    '{ type = "array", items = { type = "object", properties = { text = { type = "string" }, '
+    'n = { type = "integer" }, flag = { type = "boolean" } } } }'
+)
 
-TOML = '''
+TOML = (
+    """
 policy = "policy.cedar"
 
 [tools.inbox]
 provider = "python:{module}:inbox"
 params = {{ folder = {{ type = "string" }} }}
 required = ["folder"]
-returns = ''' + MAIL.replace("{", "{{").replace("}", "}}") + '''
+returns = """
+    + MAIL.replace("{", "{{").replace("}", "}}")
+    + """
 labels = ["untrusted"]
 effects = {{ read_only = true }}
 
@@ -134,7 +145,9 @@ effects = {{ read_only = true }}
 provider = "python:{module}:fetch"
 params = {{ id = {{ type = "integer" }} }}
 required = ["id"]
-returns = ''' + RECORD.replace("{", "{{").replace("}", "}}") + '''
+returns = """
+    + RECORD.replace("{", "{{").replace("}", "}}")
+    + """
 labels = ["untrusted"]
 effects = {{ read_only = true }}
 
@@ -142,7 +155,9 @@ effects = {{ read_only = true }}
 provider = "python:{module}:lookup"
 params = {{ key = {{ type = "string" }} }}
 required = ["key"]
-returns = ''' + RECORD.replace("{", "{{").replace("}", "}}") + '''
+returns = """
+    + RECORD.replace("{", "{{").replace("}", "}}")
+    + """
 labels = []
 effects = {{ read_only = true }}
 
@@ -158,7 +173,9 @@ effects = {{ read_only = true }}
 provider = "python:{module}:account"
 params = {{ id = {{ type = "integer" }} }}
 required = ["id"]
-returns = ''' + ACCOUNT.replace("{", "{{").replace("}", "}}") + '''
+returns = """
+    + ACCOUNT.replace("{", "{{").replace("}", "}}")
+    + """
 labels = []
 effects = {{ read_only = true }}
 
@@ -178,11 +195,12 @@ labels = []
 [plans.sub]
 file = "sub.plan"
 params = {{ k = {{ type = "integer" }} }}
-'''
+"""
+)
 
-# Untrusted data may not choose a payment's recipient, nor decide that a post is made: such a call is
-# flagged, and waits for a person (the runs are checked with approvals).
-POLICY = '''
+# Untrusted data may not choose a payment's recipient, nor decide that a post is made: such a call
+# is flagged, and waits for a person (the runs are checked with approvals).
+POLICY = """
 @id("untrusted-recipient")
 forbid(principal, action, resource == Tool::"send")
   when { context.sources has to && context.sources.to.contains("untrusted") };
@@ -191,6 +209,6 @@ forbid(principal, action, resource == Tool::"send")
 forbid(principal, action, resource == Tool::"post") when { context.control.contains("untrusted") };
 
 permit(principal, action, resource);
-'''
+"""
 
 EFFECTFUL = ("send", "post")

@@ -1,10 +1,12 @@
-"""A chat-completions server on loopback whose every answer is a pure function of the conversation it is sent.
+"""A chat-completions server on loopback whose every answer is a pure function of the conversation it
+is sent.
 
-The non-interference properties (test_noninterference.py) run one plan in two worlds and compare what
-the runs did: a model that answered from a queue, or at random, would tell the runs apart by itself.
-This one reads the whole request and answers from it alone, copying words and numbers out of the
-conversation into its tool calls and answers, so that what a tool returned (or the error it raised)
-reaches what the model says next, as it would with a real model that an attacker's text steers:
+The non-interference properties (test_noninterference.py) run one plan in two worlds and compare
+what the runs did: a model that answered from a queue, or at random, would tell the runs apart by
+itself. This one reads the whole request and answers from it alone, copying words and numbers out of
+the conversation into its tool calls and answers, so that what a tool returned (or the error it
+raised) reaches what the model says next, as it would with a real model that an attacker's text
+steers:
 
 - a yes/no question (`infer`) is answered yes or no by a digest of the question;
 - an agent is asked for a tool call in its first rounds while it is offered tools: the tool, and the
@@ -21,14 +23,19 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 YES_NO = "Answer the question with one word: yes or no."
-TOOL_ROUNDS = 2  # an agent calls tools in its first rounds, then answers
+TOOL_ROUNDS = 3  # an agent calls tools in its first rounds, then answers
 WORDS = re.compile(r"[^\W\d_]+", re.UNICODE)
 NUMBERS = re.compile(r"\d+")
 KEYS = re.compile(r'"[^"]*"\s*:')
 
 
 def digest(value: object) -> int:
-    return int(hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12], 16)
+    return int(
+        hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[
+            :12
+        ],
+        16,
+    )
 
 
 def _text(message: dict) -> str:
@@ -39,11 +46,14 @@ def _text(message: dict) -> str:
 
 
 def _copied(messages: list[dict], kind: str, salt: str) -> str | int:
-    """A word (`kind` "string") or number from the last message that has one, chosen by a digest of the
+    """A word (`kind` "string") or number from the last message that has one, chosen by a digest of
+    the
     whole conversation and `salt`; a constant where none has any."""
     pattern = WORDS if kind == "string" else NUMBERS
     for message in reversed(messages):
-        values = KEYS.sub(" ", _text(message))  # a JSON text's values, not its keys, which every world shares
+        values = KEYS.sub(
+            " ", _text(message)
+        )  # a JSON text's values, not its keys, which every world shares
         found = [word for word in pattern.findall(values) if word not in ("true", "false", "null")]
         if found:
             chosen = found[digest([messages, salt]) % len(found)]
@@ -61,24 +71,41 @@ def answer(body: dict) -> dict:
     if tools and rounds < TOOL_ROUNDS:
         tool = tools[digest(messages) % len(tools)]["function"]
         properties = tool.get("parameters", {}).get("properties", {})
-        arguments = {name: _copied(messages, "integer" if schema.get("type") in ("integer", "number")
-                                   else "string", name)
-                     for name, schema in properties.items()}
-        call = {"id": f"call_{rounds + 1}", "type": "function",
-                "function": {"name": tool["name"], "arguments": json.dumps(arguments, ensure_ascii=False)}}
+        arguments = {
+            name: _copied(
+                messages,
+                "integer" if schema.get("type") in ("integer", "number") else "string",
+                name,
+            )
+            for name, schema in properties.items()
+        }
+        call = {
+            "id": f"call_{rounds + 1}",
+            "type": "function",
+            "function": {
+                "name": tool["name"],
+                "arguments": json.dumps(arguments, ensure_ascii=False),
+            },
+        }
         return {"role": "assistant", "content": None, "tool_calls": [call]}
-    said = {"to": _copied(messages, "string", "to"), "amount": _copied(messages, "integer", "amount"),
-            "ok": digest(messages) % 3 == 0}
+    said = {
+        "to": _copied(messages, "string", "to"),
+        "amount": _copied(messages, "integer", "amount"),
+        "ok": digest(messages) % 3 == 0,
+    }
     return {"role": "assistant", "content": json.dumps(said, ensure_ascii=False)}
 
 
 class ScriptedModel:
-    """The server: `url` is what `[models.NAME] base_url` takes; `requests` counts what it answered."""
+    """The server: `url` is what `[models.NAME] base_url` takes; `requests` counts what it answered.
+    """
 
     def __init__(self) -> None:
         self.requests = 0
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self.thread = threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -101,9 +128,15 @@ def _handler(server: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             server.requests += 1
             message = answer(body)
             finish = "tool_calls" if message.get("tool_calls") else "stop"
-            reply = json.dumps({"id": "chatcmpl-scripted", "object": "chat.completion", "model": "scripted",
-                                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+            reply = json.dumps(
+                {
+                    "id": "chatcmpl-scripted",
+                    "object": "chat.completion",
+                    "model": "scripted",
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(reply)))

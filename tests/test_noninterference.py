@@ -1,15 +1,15 @@
-"""Non-interference: what others write can neither make nor change an effectful call, and a secret changes
-no byte planc writes, for random plans in random worlds.
+"""Non-interference: what others write can neither make nor change an effectful call, and a secret
+changes no byte planc writes, for random plans in random worlds.
 
 A world (noninterference_world.py) says what each call of a labelled tool returns or raises. Each
-property runs one checked plan (noninterference_plans.py) in two worlds, as deterministically as planc
-runs: every `map` at `concurrency: 1`, no schedule, the local executor, tools that return at once, a
-clock and a run id fixed in the run's options (`planc.clock`), no budget. `agent` and `infer` are
-answered by a model that is a pure function of its conversation (scripted_model.py), `ask` and
-approvals by pure functions of the question or the call. A run that waits for approval is continued
-through each door in turn: `planc.approve_async`, `planc approve`, and `planc resume` (which leaves
-it waiting, as nobody answered) before the next; a plan that asks goes on through `approve_async`
-alone, as `planc approve` has nobody to answer an `ask`.
+property runs one checked plan (noninterference_plans.py) in two worlds, as deterministically as
+planc runs: every `map` at `concurrency: 1`, no schedule, the local executor, tools that return at
+once, a clock and a run id fixed in the run's options (`planc.clock`), no budget. `agent` and
+`infer` are answered by a model that is a pure function of its conversation (scripted_model.py),
+`ask` and approvals by pure functions of the question or the call. A run that waits for approval is
+continued through each door in turn: `planc.approve_async`, `planc approve`, and `planc resume`
+(which leaves it waiting, as nobody answered) before the next; a plan that asks goes on through
+`approve_async` alone, as `planc approve` has nobody to answer an `ask`.
 
 - Property I (integrity, termination-insensitive): in two worlds that differ only in what untrusted
   tools return, cut each run's effectful calls at the first point in the plan where either run
@@ -18,9 +18,9 @@ alone, as `planc approve` has nobody to answer an `ask`.
   carries `untrusted` in its argument or control labels in the run that makes it, and so does the
   check's flow at its step path.
 - Property S (secrecy): in two worlds that differ only in what secret tools return, for a plan where
-  the check finds `secret` in no call's control, the store (every table, in a fixed order), `show-run`
-  in every format, the events files, the traces and stderr are the same bytes once each redaction
-  mark is replaced, whole, by one constant.
+  the check finds `secret` in no call's control, the store (every table, in a fixed order),
+  `show-run` in every format, the events files, the traces and stderr are the same bytes once each
+  redaction mark is replaced, whole, by one constant.
 - Property 0: every call's run-time labels are within the check's at its step path (flow_checks.py,
   as test_flow_property.py holds for its own plans).
 """
@@ -68,13 +68,17 @@ from planc.registry.config import load_registry
 UNTRUSTED, SECRET = "untrusted", "secret"
 CLOCK = FixedClock(at=1767225600.0, run_id="20260101-000000-n0n1n7er")
 DOORS = ("approve_async", "planc approve", "planc resume")
-MOST_WAITS = 40  # a guard against a run that waits for ever: more continuations than any drawn plan needs
-# A redaction mark, however it is written: `(redacted secret: N chars, hmac HEX)`, and the JSON object
-# `{"planc/redacted": {"length": N, "sha256": HEX}}` (escaped in a JSON string, in HTML, in repr) of runs
-# recorded before keyed marks: its key and everything to the end of the digest it holds.
-# A mark cut short by an excerpt (its end an ellipsis) is a mark too.
-MARK = re.compile(r"\(redacted secret: [^)…]*[)…]"
-                  r"|planc/redacted.{0,80}?[0-9a-f]{8,64}(?:…|&quot;|\\*[\"'])?\}*", re.S)
+# A guard against a run that waits for ever: more continuations than any drawn plan needs.
+MOST_WAITS = 40
+# A redaction mark, however it is written: `(redacted secret: N chars, hmac HEX)`, and the JSON
+# object `{"planc/redacted": {"length": N, "sha256": HEX}}` (escaped in a JSON string, in HTML, in
+# repr) of runs recorded before keyed marks: its key and everything to the end of the digest it
+# holds. A mark cut short by an excerpt (its end an ellipsis) is a mark too.
+MARK = re.compile(
+    r"\(redacted secret: [^)…]*[)…]"
+    r"|planc/redacted.{0,80}?[0-9a-f]{8,64}(?:…|&quot;|\\*[\"'])?\}*",
+    re.S,
+)
 seeds = st.integers(0, 2**16)
 
 
@@ -88,10 +92,15 @@ class Project:
 def project(tmp_path_factory):
     folder = tmp_path_factory.mktemp("noninterference")
     model = ScriptedModel().start()
-    models = (f'\n[models.default]\nbase_url = "{model.url}"\nmodel = "scripted"\nretries = 0\n')
+    models = f'\n[models.default]\nbase_url = "{model.url}"\nmodel = "scripted"\nretries = 0\n'
     try:
-        with tool_project(folder, "nitools", TOOLS, TOML + models.replace("{", "{{").replace("}", "}}"),
-                          {"policy.cedar": POLICY, "sub.plan": 'post(text: "sub")\n'}) as module:
+        with tool_project(
+            folder,
+            "nitools",
+            TOOLS,
+            TOML + models.replace("{", "{{").replace("}", "}}"),
+            {"policy.cedar": POLICY, "sub.plan": 'post(text: "sub")\n'},
+        ) as module:
             sys.path.insert(0, str(folder))
             try:
                 yield Project(folder, importlib.import_module(module))
@@ -102,17 +111,25 @@ def project(tmp_path_factory):
 
 
 def checked_plan(project: Project, text: str, sub: str) -> CheckResult:
-    """`text` checked against the project (with `sub` as the declared plan's body), as a run that lets a
+    """`text` checked against the project (with `sub` as the declared plan's body), as a run that
+    lets a
     person approve what the policy flags; only plans that check are run."""
     (project.folder / "sub.plan").write_text(sub, encoding="utf-8")
     registry = load_registry(project.folder / "planc.toml")
-    checked = check(text, registry=registry, policy=load_policy(project.folder / "policy.cedar"), approvals=True)
+    checked = check(
+        text, registry=registry, policy=load_policy(project.folder / "policy.cedar"), approvals=True
+    )
     assume(checked.ok)
     return checked
 
 
 def digest(value: object) -> int:
-    return int(hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:8], 16)
+    return int(
+        hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[
+            :8
+        ],
+        16,
+    )
 
 
 async def answer(question: Question) -> str:
@@ -121,13 +138,15 @@ async def answer(question: Question) -> str:
 
 
 def approves(call: dict) -> bool:
-    """A person's answer to a call that waits: a pure function of the call (where it is, what it calls)."""
+    """A person's answer to a call that waits: a pure function of the call (where it is, what it
+    calls)."""
     return digest([call["step"], call["tool"]]) % 4 != 0
 
 
 @attrs.define
 class Ran:
-    """What a run did: its status, its calls as the store holds them, and (when asked) every byte it wrote."""
+    """What a run did: its status, its calls as the store holds them, and (when asked) every byte it
+    wrote."""
 
     status: str
     calls: list[dict]
@@ -135,9 +154,13 @@ class Ran:
     stopped: tuple | None = None  # where in the plan it stopped (`position`), when it failed
 
 
-def run_in_world(project: Project, checked: CheckResult, text: str, seeds: dict[str, int], keep: bool) -> Ran:
-    """Run `checked` in the world `seeds` names, in a store of its own (the same path for every world, so
-    that no path tells two runs apart), continuing it through the doors while it waits; what it did."""
+def run_in_world(
+    project: Project, checked: CheckResult, text: str, seeds: dict[str, int], keep: bool
+) -> Ran:
+    """Run `checked` in the world `seeds` names, in a store of its own (the same path for every
+    world, so
+    that no path tells two runs apart), continuing it through the doors while it waits; what it did.
+    """
     folder = project.folder / "run"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
@@ -146,6 +169,7 @@ def run_in_world(project: Project, checked: CheckResult, text: str, seeds: dict[
     events = [folder / "events-0.jsonl"]
     traces = Traces()
     with open(events[0], "w", encoding="utf-8") as sink, traces.run() as spans:
+
         def write(event: dict) -> None:
             sink.write(json.dumps(event, ensure_ascii=False) + "\n")
             spans(event)
@@ -156,7 +180,9 @@ def run_in_world(project: Project, checked: CheckResult, text: str, seeds: dict[
                 asyncio.run(planc_run(checked, store, hooks))
             except (AwaitingApproval, RunError):
                 pass
-    asks = "ask(" in text  # `planc approve` has no one to answer an `ask`: such runs go on through the API
+    asks = (
+        "ask(" in text
+    )  # `planc approve` has no one to answer an `ask`: such runs go on through the API
     for door_number in range(MOST_WAITS):
         if status_of(store) != "awaiting_approval":
             break
@@ -172,14 +198,17 @@ def run_in_world(project: Project, checked: CheckResult, text: str, seeds: dict[
         for form in ("text", "json", "html"):
             shown = invoke("show-run", CLOCK.run_id, "--store", store, "--format", form)
             written[f"show-run {form}"] = f"exit {shown.exit_code}\n{shown.stdout}\n{shown.stderr}"
-        written["events"] = "".join(path.read_text(encoding="utf-8") for path in events if path.exists())
+        written["events"] = "".join(
+            path.read_text(encoding="utf-8") for path in events if path.exists()
+        )
         written["stderr"] = "\n".join(stderr)
         written["traces"] = traces.written()
     return Ran(status, calls_of(store), written, stopped_at(store))
 
 
 class Counted(IdGenerator):
-    """Span and trace ids counted from 1: a run's traces are the same bytes whenever it does the same."""
+    """Span and trace ids counted from 1: a run's traces are the same bytes whenever it does the
+    same."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -194,7 +223,8 @@ class Counted(IdGenerator):
 
 
 class Traces:
-    """The spans planc makes of a run's events (`RunSpans`, as `--otel` sends them), kept in memory."""
+    """The spans planc makes of a run's events (`RunSpans`, as `--otel` sends them), kept in memory.
+    """
 
     def __init__(self) -> None:
         self.exporter = InMemorySpanExporter()
@@ -222,20 +252,28 @@ async def planc_run(checked: CheckResult, store: Path, hooks: Hooks) -> None:
 
 
 def continue_through(door: str, store: Path, events: Path, hooks: Hooks, traces: Traces) -> str:
-    """Answer the call that waits through `door` and continue the run; what the door printed on stderr."""
+    """Answer the call that waits through `door` and continue the run; what the door printed on
+    stderr."""
     from planc import approve_async
 
     [waiting, *_] = waiting_calls(store)
     deny = not approves(waiting)
     if door == "approve_async":
         with open(events, "w", encoding="utf-8") as sink, traces.run() as spans:
+
             def write(event: dict) -> None:
                 sink.write(json.dumps(event, ensure_ascii=False) + "\n")
                 spans(event)
 
             try:
-                asyncio.run(approve_async(CLOCK.run_id, store=str(store), deny=deny,
-                                          hooks=attrs.evolve(hooks, events=write)))
+                asyncio.run(
+                    approve_async(
+                        CLOCK.run_id,
+                        store=str(store),
+                        deny=deny,
+                        hooks=attrs.evolve(hooks, events=write),
+                    )
+                )
             except (AwaitingApproval, RunError) as error:
                 return f"{door}: {type(error).__name__}: {error}"
         return f"{door}: ok"
@@ -243,7 +281,9 @@ def continue_through(door: str, store: Path, events: Path, hooks: Hooks, traces:
         resumed = invoke("resume", CLOCK.run_id, "--store", store, "--events", events)
         assert status_of(store) == "awaiting_approval", resumed.output
         return f"{door}: exit {resumed.exit_code}\n{resumed.stdout}\n{resumed.stderr}"
-    answered = invoke("approve", CLOCK.run_id, "--store", store, "--events", events, *(["--deny"] if deny else []))
+    answered = invoke(
+        "approve", CLOCK.run_id, "--store", store, "--events", events, *(["--deny"] if deny else [])
+    )
     return f"{door}: exit {answered.exit_code}\n{answered.stdout}\n{answered.stderr}"
 
 
@@ -258,17 +298,34 @@ def waiting_calls(store: Path) -> list[dict]:
 
 def calls_of(store: Path) -> list[dict]:
     with sqlite3.connect(store) as db:
-        rows = db.execute("SELECT sequence, step, tool, input, outcome, labels FROM calls WHERE run_id = ? "
-                          "ORDER BY sequence", (CLOCK.run_id,)).fetchall()
-    return [{"sequence": row[0], "step": row[1], "tool": row[2], "input": json.loads(row[3]), "outcome": row[4],
-             "labels": json.loads(row[5]) if row[5] else None} for row in rows]
+        rows = db.execute(
+            "SELECT sequence, step, tool, input, outcome, labels FROM calls WHERE run_id = ? "
+            "ORDER BY sequence",
+            (CLOCK.run_id,),
+        ).fetchall()
+    return [
+        {
+            "sequence": row[0],
+            "step": row[1],
+            "tool": row[2],
+            "input": json.loads(row[3]),
+            "outcome": row[4],
+            "labels": json.loads(row[5]) if row[5] else None,
+        }
+        for row in rows
+    ]
 
 
 def dump(store: Path) -> str:
     """Every table of the store, every row, in a fixed order."""
     lines = []
     with sqlite3.connect(store) as db:
-        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        tables = [
+            row[0]
+            for row in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
         for table in tables:
             columns = [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
             order = ", ".join(f'"{column}"' for column in columns)
@@ -288,7 +345,9 @@ def identity(call: dict) -> tuple[str, str, str]:
 
 def carries(call: dict, label: str) -> bool:
     labels = call["labels"] or {}
-    return label in labels.get("control", ()) or any(label in each for each in labels.get("sources", {}).values())
+    return label in labels.get("control", ()) or any(
+        label in each for each in labels.get("sources", {}).values()
+    )
 
 
 def check_carries(checked: CheckResult, step: str, tool: str, label: str) -> bool:
@@ -297,27 +356,39 @@ def check_carries(checked: CheckResult, step: str, tool: str, label: str) -> boo
 
 
 def secret_decides(checked: CheckResult) -> bool:
-    """Whether the check finds a secret in what decides which steps run: in a call's control, or in what
+    """Whether the check finds a secret in what decides which steps run: in a call's control, or in
+    what
     it warns of as such (W508: an `exit`'s condition too)."""
-    return (any(SECRET in flow.control for flow in checked.flow.calls.values())
-            or any(found.code == "W508" for found in checked.diagnostics))
+    return any(SECRET in flow.control for flow in checked.flow.calls.values()) or any(
+        found.code == "W508" for found in checked.diagnostics
+    )
 
 
 def within_check(checked: CheckResult, ran: Ran, text: str) -> None:
     """Property 0 over every call of `ran` the store recorded labels for."""
     for call in ran.calls:
         if call["labels"] is not None:
-            assert_within_check(checked, call["step"], call["labels"].get("sources", {}),
-                                call["labels"].get("control", ()), text, call["tool"])
+            assert_within_check(
+                checked,
+                call["step"],
+                call["labels"].get("sources", {}),
+                call["labels"].get("control", ()),
+                text,
+                call["tool"],
+            )
 
 
-STOPPED = ("failed", "interrupted")  # a run that failed (a refusal, a denial, an error) or was interrupted
+STOPPED = (
+    "failed",
+    "interrupted",
+)  # a run that failed (a refusal, a denial, an error) or was interrupted
 STOPPED_AT = re.compile(r"^step (\S+?):")  # how a failed run's message names where it stopped
 SEGMENT = re.compile(r"^(\w+)\.(\d+)(?:\[(\d+)\])?$")
 
 
 def position(step: str) -> tuple:
-    """Where the step path `step` comes in the plan's order: `2` before `2/do.1[0]` before `2/do.2[0]` before
+    """Where the step path `step` comes in the plan's order: `2` before `2/do.1[0]` before
+    `2/do.2[0]` before
     `2/do.1[1]` before `3`; an agent's rounds (`4/agent.1/send`) in their order."""
     key = []
     for segment in step.split("/"):
@@ -325,15 +396,20 @@ def position(step: str) -> tuple:
         if found:
             key.append((int(found[3] or 0), found[1], int(found[2])))
         else:
-            key.append((0, "" if segment.isdigit() else segment, int(segment) if segment.isdigit() else 0))
+            key.append(
+                (0, "" if segment.isdigit() else segment, int(segment) if segment.isdigit() else 0)
+            )
     return tuple(key)
 
 
 def stopped_at(store: Path) -> tuple | None:
-    """Where in the plan the run stopped, when it failed or was interrupted: the step its message names, or
+    """Where in the plan the run stopped, when it failed or was interrupted: the step its message
+    names, or
     its first step when it names none. None when it did not stop."""
     with sqlite3.connect(store) as db:
-        status, message = db.execute("SELECT status, message FROM runs WHERE id = ?", (CLOCK.run_id,)).fetchone()
+        status, message = db.execute(
+            "SELECT status, message FROM runs WHERE id = ?", (CLOCK.run_id,)
+        ).fetchone()
     if status not in STOPPED:
         return None
     found = STOPPED_AT.match(message or "")
@@ -341,21 +417,27 @@ def stopped_at(store: Path) -> tuple | None:
 
 
 def cut(first: Ran, second: Ran) -> tuple[list[dict], list[dict]]:
-    """Each run's effectful calls, cut at the first point in the plan where either run stopped: the calls
+    """Each run's effectful calls, cut at the first point in the plan where either run stopped: the
+    calls
     made before it (the other run's calls past that point have nothing to be compared with)."""
     stops = [ran.stopped for ran in (first, second) if ran.stopped is not None]
     if not stops:
         return made(first), made(second)
     point = min(stops)
-    return ([call for call in made(ran) if position(call["step"]) < point] for ran in (first, second))
+    return (
+        [call for call in made(ran) if position(call["step"]) < point] for ran in (first, second)
+    )
 
 
 def test_untrusted_data_makes_and_changes_no_call(project):
-    """Property I (and 0): what untrusted tools return may stop a run, never make or change a call the
+    """Property I (and 0): what untrusted tools return may stop a run, never make or change a call
+    the
     run's labels do not mark as theirs, at run time and in the check."""
 
-    @settings(max_examples=examples(200, dev=8), suppress_health_check=[HealthCheck.too_slow,
-                                                                          HealthCheck.filter_too_much])
+    @settings(
+        max_examples=examples(200, dev=8),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
     @given(plans(), seeds, seeds, st.tuples(seeds, seeds).filter(lambda pair: pair[0] != pair[1]))
     def prop(plan, trusted, secret, untrusted):
         text, sub = plan
@@ -367,31 +449,46 @@ def test_untrusted_data_makes_and_changes_no_call(project):
             runs.append(run_in_world(project, checked, text, world, keep=False))
             within_check(checked, runs[-1], text)
         one, two = cut(*runs)
-        note(f"stopped at {[ran.stopped for ran in runs]}; made {[list(map(identity, made(ran))) for ran in runs]}")
-        for mine, theirs, ran, world in ((one, two, runs[0], untrusted[0]), (two, one, runs[1], untrusted[1])):
+        note(
+            f"stopped at {[ran.stopped for ran in runs]}; made {[list(map(identity, made(ran))) for ran in runs]}"
+        )
+        for mine, theirs, ran, world in (
+            (one, two, runs[0], untrusted[0]),
+            (two, one, runs[1], untrusted[1]),
+        ):
             extra = Counter(map(identity, mine)) - Counter(map(identity, theirs))
             for call in mine:
                 if extra[identity(call)] <= 0:
                     continue
                 extra[identity(call)] -= 1
-                note(f"the run in the world of untrusted seed {world} ({ran.status}) made {identity(call)}, "
-                     f"with labels {call['labels']}; the other ({[r.status for r in runs]}) made "
-                     f"{[identity(other) for other in theirs]}")
-                assert carries(call, UNTRUSTED), ("a call untrusted data made or changed carries no `untrusted`",
-                                                  identity(call), call["labels"])
+                note(
+                    f"the run in the world of untrusted seed {world} ({ran.status}) made {identity(call)}, "
+                    f"with labels {call['labels']}; the other ({[r.status for r in runs]}) made "
+                    f"{[identity(other) for other in theirs]}"
+                )
+                assert carries(call, UNTRUSTED), (
+                    "a call untrusted data made or changed carries no `untrusted`",
+                    identity(call),
+                    call["labels"],
+                )
                 assert check_carries(checked, call["step"], call["tool"], UNTRUSTED), (
                     "the check's flow does not carry `untrusted` where untrusted data made or changed a call",
-                    identity(call), checked_bound(checked, call["step"], call["tool"]))
+                    identity(call),
+                    checked_bound(checked, call["step"], call["tool"]),
+                )
 
     prop()
 
 
 def test_a_secret_changes_no_byte_planc_writes(project):
-    """Property S (and 0): where no secret decides which calls run, two runs whose secrets differ write the
+    """Property S (and 0): where no secret decides which calls run, two runs whose secrets differ
+    write the
     same bytes everywhere, once each redaction mark is set aside."""
 
-    @settings(max_examples=examples(200, dev=8), suppress_health_check=[HealthCheck.too_slow,
-                                                                          HealthCheck.filter_too_much])
+    @settings(
+        max_examples=examples(200, dev=8),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
     @given(plans(), seeds, seeds, st.tuples(seeds, seeds).filter(lambda pair: pair[0] != pair[1]))
     def prop(plan, trusted, untrusted, secret):
         text, sub = plan
@@ -407,7 +504,11 @@ def test_a_secret_changes_no_byte_planc_writes(project):
         for name in written[0]:
             one, two = written[0][name].splitlines(), written[1][name].splitlines()
             differing = [(number, a, b) for number, (a, b) in enumerate(zip(one, two), 1) if a != b]
-            assert one == two, (f"{name} differs between secret seeds {secret}", len(one), len(two),
-                                differing[:3])
+            assert one == two, (
+                f"{name} differs between secret seeds {secret}",
+                len(one),
+                len(two),
+                differing[:3],
+            )
 
     prop()
