@@ -223,8 +223,8 @@ class Counted(IdGenerator):
 
 
 class Traces:
-    """The spans planc makes of a run's events (`RunSpans`, as `--otel` sends them), kept in memory.
-    """
+    """The spans planc makes of a run's events (`RunSpans`, as `--otel` sends them), kept in
+    memory."""
 
     def __init__(self) -> None:
         self.exporter = InMemorySpanExporter()
@@ -512,3 +512,47 @@ def test_a_secret_changes_no_byte_planc_writes(project):
             )
 
     prop()
+
+
+def test_a_fixed_clock_stamps_every_row_and_event_of_a_run_through_every_door(project):
+    """The runs above are deterministic because the clock and the run's id are the ones its options
+    fix, in whichever door continues it: every time the store and the events file hold is the fixed
+    one, and the run's id is the fixed one."""
+    text = (
+        's1 = inbox(folder: "f0")\n'
+        "map(over: $s1, concurrency: 1, do: { send(to: item.text, amount: index) })\n"
+    )
+    (project.folder / "sub.plan").write_text('post(text: "sub")\n', encoding="utf-8")
+    checked = check(
+        text,
+        registry=load_registry(project.folder / "planc.toml"),
+        policy=load_policy(project.folder / "policy.cedar"),
+        approvals=True,
+    )
+    assert checked.ok, checked.diagnostics
+    ran = run_in_world(project, checked, text, {"trusted": 0, "secret": 0, UNTRUSTED: 1}, keep=True)
+    assert [call["outcome"] for call in ran.calls if call["tool"] == "send"] == ["ok"] * 3
+    said = ran.written["stderr"]  # each door, in turn: the three items' sends each waited
+    assert (
+        "planc approve: exit 3" in said
+        and "planc resume: exit 3" in said
+        and "approve_async: ok" in said
+    )
+    assert "Traceback" not in said and ran.status == "ok"
+    store = project.folder / "run" / "runs.sqlite"
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT id FROM runs").fetchall() == [(CLOCK.run_id,)]
+        times = [
+            row[0]
+            for query in (
+                "SELECT started_at FROM runs",
+                "SELECT finished_at FROM runs",
+                "SELECT started_at FROM calls",
+                "SELECT finished_at FROM calls",
+                "SELECT at FROM events",
+            )
+            for row in db.execute(query)
+        ]
+    assert times and set(times) == {CLOCK.at}
+    stamps = {json.loads(line)["time"] for line in ran.written["events"].splitlines()}
+    assert stamps == {"2026-01-01T00:00:00.000000Z"}
