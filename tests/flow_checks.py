@@ -23,9 +23,8 @@ def checked_bound(
     checked: CheckResult, step: str, tool: str = ""
 ) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
     """What the check says a call of `tool` at the step path `step` (loop indices and all) may
-    carry: each
-    argument's labels (`*`: any argument, for a call the plan does not write itself), and its
-    control's."""
+    carry: each argument's labels (`*`: any argument, for a call the plan does not write itself),
+    and its control's."""
     path = LOOP_INDEX.sub("", step)
     flows = checked.flow.calls
     if path in flows and not tool.startswith("model:"):
@@ -43,8 +42,7 @@ def assert_within_check(
     checked: CheckResult, step: str, sources: dict, control, context: object = None, tool: str = ""
 ) -> None:
     """Property 0 for one call (of `tool`): its run-time `sources` (argument -> labels) and
-    `control` are
-    within the check's at its step path."""
+    `control` are within the check's at its step path."""
     bound, bound_control = checked_bound(checked, step, tool)
     for name, carried in sources.items():
         allowed = bound.get(name, bound.get("*", frozenset()))

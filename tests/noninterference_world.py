@@ -9,8 +9,8 @@ world's seed for the entry's kind and by the key. An entry's kind is its tool's 
 the untrusted seed. So two worlds with the same trusted and secret seeds are U-equivalent (they
 differ only in what untrusted tools and parts return: values, list lengths, whether a call fails and
 with what text), and two with the same trusted and untrusted seeds are S-equivalent (secret values
-drawn independently, of any length). The effectful tools (`send`, `post`) return without reading
-the world.
+drawn independently, of any length). The effectful tools (`send`, `post`) return without reading the
+world.
 
 Secrets are made of letters no other value holds (Cyrillic and Greek capitals, and sometimes a
 quote, a backslash and a newline), so a secret that reached some text is seen there.

@@ -1,5 +1,5 @@
-"""A chat-completions server on loopback whose every answer is a pure function of the conversation it
-is sent.
+"""A chat-completions server on loopback whose every answer is a pure function of the conversation
+it is sent.
 
 The non-interference properties (test_noninterference.py) run one plan in two worlds and compare
 what the runs did: a model that answered from a queue, or at random, would tell the runs apart by
@@ -47,8 +47,7 @@ def _text(message: dict) -> str:
 
 def _copied(messages: list[dict], kind: str, salt: str) -> str | int:
     """A word (`kind` "string") or number from the last message that has one, chosen by a digest of
-    the
-    whole conversation and `salt`; a constant where none has any."""
+    the whole conversation and `salt`; a constant where none has any."""
     pattern = WORDS if kind == "string" else NUMBERS
     for message in reversed(messages):
         values = KEYS.sub(

@@ -18,9 +18,9 @@ continued through each door in turn: `planc.approve_async`, `planc approve`, and
   carries `untrusted` in its argument or control labels in the run that makes it, and so does the
   check's flow at its step path.
 - Property S (secrecy): in two worlds that differ only in what secret tools return, for a plan where
-  the check finds `secret` in no call's control, the store (every table, in a fixed order),
-  `show-run` in every format, the events files, the traces and stderr are the same bytes once each
-  redaction mark is replaced, whole, by one constant.
+  the check finds `secret` in no call's control (nor warns, W508, that one decides an `exit`), the
+  store (every table, in a fixed order), `show-run` in every format, the events files, the traces
+  and stderr are the same bytes once each redaction mark is replaced, whole, by one constant.
 - Property 0: every call's run-time labels are within the check's at its step path (flow_checks.py,
   as test_flow_property.py holds for its own plans).
 """
@@ -112,8 +112,7 @@ def project(tmp_path_factory):
 
 def checked_plan(project: Project, text: str, sub: str) -> CheckResult:
     """`text` checked against the project (with `sub` as the declared plan's body), as a run that
-    lets a
-    person approve what the policy flags; only plans that check are run."""
+    lets a person approve what the policy flags; only plans that check are run."""
     (project.folder / "sub.plan").write_text(sub, encoding="utf-8")
     registry = load_registry(project.folder / "planc.toml")
     checked = check(
@@ -158,9 +157,8 @@ def run_in_world(
     project: Project, checked: CheckResult, text: str, seeds: dict[str, int], keep: bool
 ) -> Ran:
     """Run `checked` in the world `seeds` names, in a store of its own (the same path for every
-    world, so
-    that no path tells two runs apart), continuing it through the doors while it waits; what it did.
-    """
+    world, so that no path tells two runs apart), continuing it through the doors while it waits;
+    what it did."""
     folder = project.folder / "run"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
@@ -357,8 +355,7 @@ def check_carries(checked: CheckResult, step: str, tool: str, label: str) -> boo
 
 def secret_decides(checked: CheckResult) -> bool:
     """Whether the check finds a secret in what decides which steps run: in a call's control, or in
-    what
-    it warns of as such (W508: an `exit`'s condition too)."""
+    what it warns of as such (W508: an `exit`'s condition too)."""
     return any(SECRET in flow.control for flow in checked.flow.calls.values()) or any(
         found.code == "W508" for found in checked.diagnostics
     )
@@ -388,8 +385,8 @@ SEGMENT = re.compile(r"^(\w+)\.(\d+)(?:\[(\d+)\])?$")
 
 def position(step: str) -> tuple:
     """Where the step path `step` comes in the plan's order: `2` before `2/do.1[0]` before
-    `2/do.2[0]` before
-    `2/do.1[1]` before `3`; an agent's rounds (`4/agent.1/send`) in their order."""
+    `2/do.2[0]` before `2/do.1[1]` before `3`; an agent's rounds (`4/agent.1/send`) in their order.
+    """
     key = []
     for segment in step.split("/"):
         found = SEGMENT.match(segment)
@@ -404,8 +401,7 @@ def position(step: str) -> tuple:
 
 def stopped_at(store: Path) -> tuple | None:
     """Where in the plan the run stopped, when it failed or was interrupted: the step its message
-    names, or
-    its first step when it names none. None when it did not stop."""
+    names, or its first step when it names none. None when it did not stop."""
     with sqlite3.connect(store) as db:
         status, message = db.execute(
             "SELECT status, message FROM runs WHERE id = ?", (CLOCK.run_id,)
@@ -418,8 +414,8 @@ def stopped_at(store: Path) -> tuple | None:
 
 def cut(first: Ran, second: Ran) -> tuple[list[dict], list[dict]]:
     """Each run's effectful calls, cut at the first point in the plan where either run stopped: the
-    calls
-    made before it (the other run's calls past that point have nothing to be compared with)."""
+    calls made before it (the other run's calls past that point have nothing to be compared with).
+    """
     stops = [ran.stopped for ran in (first, second) if ran.stopped is not None]
     if not stops:
         return made(first), made(second)
@@ -431,8 +427,7 @@ def cut(first: Ran, second: Ran) -> tuple[list[dict], list[dict]]:
 
 def test_untrusted_data_makes_and_changes_no_call(project):
     """Property I (and 0): what untrusted tools return may stop a run, never make or change a call
-    the
-    run's labels do not mark as theirs, at run time and in the check."""
+    the run's labels do not mark as theirs, at run time and in the check."""
 
     @settings(
         max_examples=examples(200, dev=8),
@@ -482,8 +477,7 @@ def test_untrusted_data_makes_and_changes_no_call(project):
 
 def test_a_secret_changes_no_byte_planc_writes(project):
     """Property S (and 0): where no secret decides which calls run, two runs whose secrets differ
-    write the
-    same bytes everywhere, once each redaction mark is set aside."""
+    write the same bytes everywhere, once each redaction mark is set aside."""
 
     @settings(
         max_examples=examples(200, dev=8),
