@@ -19,9 +19,7 @@ LOOP_INDEX = re.compile(r"\[\d+\]")
 AGENT_CALL = re.compile(r"^(.*?)/(?:agent|check)\.\d+/")
 
 
-def checked_bound(
-    checked: CheckResult, step: str, tool: str = ""
-) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+def checked_bound(checked: CheckResult, step: str, tool: str = "") -> tuple[dict[str, frozenset[str]], frozenset[str]]:
     """What the check says a call of `tool` at the step path `step` (loop indices and all) may
     carry: each argument's labels (`*`: any argument, for a call the plan does not write itself),
     and its control's."""
@@ -38,9 +36,7 @@ def checked_bound(
     return {"*": everything}, everything
 
 
-def assert_within_check(
-    checked: CheckResult, step: str, sources: dict, control, context: object = None, tool: str = ""
-) -> None:
+def assert_within_check(checked: CheckResult, step: str, sources: dict, control, context: object = None, tool: str = "") -> None:
     """Property 0 for one call (of `tool`): its run-time `sources` (argument -> labels) and
     `control` are within the check's at its step path."""
     bound, bound_control = checked_bound(checked, step, tool)

@@ -26,9 +26,7 @@ class Values:
         self.strings: list[str] = ['"plain"']
         self.numbers: list[str] = ["7"]
         self.flags: list[str] = []
-        self.lists: list[
-            tuple[str, str]
-        ] = []  # (expression, what its items are: "record", "number", "entry")
+        self.lists: list[tuple[str, str]] = []  # (expression, what its items are: "record", "number", "entry")
 
     def add(self, label: str, tool: str) -> None:
         ref = f"${label}"
@@ -50,9 +48,7 @@ class Values:
 
 
 def _condition(draw, values: Values) -> str:
-    kind = draw(
-        st.sampled_from(["compare", "flag", "text"] if values.flags else ["compare", "text"])
-    )
+    kind = draw(st.sampled_from(["compare", "flag", "text"] if values.flags else ["compare", "text"]))
     if kind == "flag":
         return draw(st.sampled_from(values.flags))
     if kind == "text":
@@ -62,23 +58,16 @@ def _condition(draw, values: Values) -> str:
 
 def _text(draw, values: Values, *extra: str) -> str:
     """A template of one to three holes (or literal text)."""
-    readable = [
-        value
-        for value in values.strings + values.numbers + list(extra)
-        if not value[0] in '"0123456789'
-    ]
+    readable = [value for value in values.strings + values.numbers + list(extra) if value[0] not in '"0123456789']
     holes = draw(st.lists(st.sampled_from(readable), max_size=3)) if readable else []
     return '"' + " ".join(["t", *(f"{{{hole}}}" for hole in holes)]) + '"'
 
 
 def _effect(draw, values: Values, *bound: str) -> str:
-    """One effectful call, its arguments drawn from `values` and the names a block binds (`bound`).
-    """
+    """One effectful call, its arguments drawn from `values` and the names a block binds (`bound`)."""
     if draw(st.booleans()):
         to = draw(st.sampled_from(values.strings + [_text(draw, values, *bound)]))
-        amount = draw(
-            st.sampled_from(values.numbers + [name for name in bound if name != "item.text"])
-        )
+        amount = draw(st.sampled_from(values.numbers + [name for name in bound if name != "item.text"]))
         return f"send(to: {to}, amount: {amount})"
     return f"post(text: {_text(draw, values, *bound)})"
 
@@ -95,10 +84,7 @@ def _loop(draw, values: Values) -> str:
         return f"map(over: {over}, concurrency: 1, do: {{ {_effect(draw, values, 'index', *fields)} }})"
     if kind == "filter":
         where = {"record": "n > 2", "number": "item > 2", "entry": 'memo != "x"'}[items]
-        return (
-            f"filter(over: {over}, where: {where}) |> map(concurrency: 1, do: {{ "
-            f"{_effect(draw, values, 'index', *fields)} }})"
-        )
+        return f"filter(over: {over}, where: {where}) |> map(concurrency: 1, do: {{ {_effect(draw, values, 'index', *fields)} }})"
     return (
         f"reduce(over: {over}, initial: 0, do: {{ {_effect(draw, values, 'index', 'accumulator', *fields)}; "
         f"add(a: accumulator, b: 1) }})"
@@ -127,19 +113,11 @@ def _step(draw, values: Values, number: int) -> list[str]:
     if kind == "loop":
         return [_loop(draw, values)]
     if kind in ("decide", "decide infer"):
-        how = (
-            f"when: {_condition(draw, values)}"
-            if kind == "decide"
-            else f"infer: {_text(draw, values)}"
-        )
+        how = f"when: {_condition(draw, values)}" if kind == "decide" else f"infer: {_text(draw, values)}"
         otherwise = f", else: {{ {_effect(draw, values)} }}" if draw(st.booleans()) else ""
         return [f"decide({how}, then: {{ {_effect(draw, values)} }}{otherwise})"]
     if kind in ("exit", "exit infer"):
-        how = (
-            f"when: {_condition(draw, values)}"
-            if kind == "exit"
-            else f"infer: {_text(draw, values)}"
-        )
+        how = f"when: {_condition(draw, values)}" if kind == "exit" else f"infer: {_text(draw, values)}"
         status = draw(st.sampled_from(["ok", "error"]))
         return [f'exit({how}, status: "{status}", message: {_text(draw, values)})']
     if kind == "agent":
@@ -161,8 +139,7 @@ def _step(draw, values: Values, number: int) -> list[str]:
             )
         )
         return [
-            f"a{number} = agent(prompt: {_text(draw, values)}, tools: [{listed}], max_iterations: 4, "
-            f"output_schema: {OUTPUT})",
+            f"a{number} = agent(prompt: {_text(draw, values)}, tools: [{listed}], max_iterations: 4, output_schema: {OUTPUT})",
             follow.format(n=number),
         ]
     if kind == "ask":
@@ -201,9 +178,7 @@ def _sub(draw) -> str:
     lines.append(f"r = {tool}({argument})")
     values.add("r", tool)
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(
-            st.sampled_from(["effect", "exit", "loop"] if values.lists else ["effect", "exit"])
-        )
+        kind = draw(st.sampled_from(["effect", "exit", "loop"] if values.lists else ["effect", "exit"]))
         if kind == "effect":
             lines.append(_effect(draw, values))
         elif kind == "loop":
@@ -211,12 +186,9 @@ def _sub(draw) -> str:
         else:
             status = draw(st.sampled_from(["ok", "error"]))
             lines.append(
-                f'exit(when: {_condition(draw, values)}, status: "{status}", output: {{n: 1}}, '
-                f"message: {_text(draw, values)})"
+                f'exit(when: {_condition(draw, values)}, status: "{status}", output: {{n: 1}}, message: {_text(draw, values)})'
             )
-    lines.append(
-        f"reshape(value: {{n: {draw(st.sampled_from(values.numbers))}}})"
-    )  # its result, or an exit's
+    lines.append(f"reshape(value: {{n: {draw(st.sampled_from(values.numbers))}}})")  # its result, or an exit's
     return "\n".join(lines) + "\n"
 
 

@@ -31,9 +31,7 @@ KEYS = re.compile(r'"[^"]*"\s*:')
 
 def digest(value: object) -> int:
     return int(
-        hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[
-            :12
-        ],
+        hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12],
         16,
     )
 
@@ -50,9 +48,7 @@ def _copied(messages: list[dict], kind: str, salt: str) -> str | int:
     the whole conversation and `salt`; a constant where none has any."""
     pattern = WORDS if kind == "string" else NUMBERS
     for message in reversed(messages):
-        values = KEYS.sub(
-            " ", _text(message)
-        )  # a JSON text's values, not its keys, which every world shares
+        values = KEYS.sub(" ", _text(message))  # a JSON text's values, not its keys, which every world shares
         found = [word for word in pattern.findall(values) if word not in ("true", "false", "null")]
         if found:
             chosen = found[digest([messages, salt]) % len(found)]
@@ -96,15 +92,12 @@ def answer(body: dict) -> dict:
 
 
 class ScriptedModel:
-    """The server: `url` is what `[models.NAME] base_url` takes; `requests` counts what it answered.
-    """
+    """The server: `url` is what `[models.NAME] base_url` takes; `requests` counts what it answered."""
 
     def __init__(self) -> None:
         self.requests = 0
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self.thread = threading.Thread(
-            target=self.http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
+        self.thread = threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
     @property
     def url(self) -> str:

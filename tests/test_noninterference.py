@@ -115,18 +115,14 @@ def checked_plan(project: Project, text: str, sub: str) -> CheckResult:
     lets a person approve what the policy flags; only plans that check are run."""
     (project.folder / "sub.plan").write_text(sub, encoding="utf-8")
     registry = load_registry(project.folder / "planc.toml")
-    checked = check(
-        text, registry=registry, policy=load_policy(project.folder / "policy.cedar"), approvals=True
-    )
+    checked = check(text, registry=registry, policy=load_policy(project.folder / "policy.cedar"), approvals=True)
     assume(checked.ok)
     return checked
 
 
 def digest(value: object) -> int:
     return int(
-        hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[
-            :8
-        ],
+        hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:8],
         16,
     )
 
@@ -153,9 +149,7 @@ class Ran:
     stopped: tuple | None = None  # where in the plan it stopped (`position`), when it failed
 
 
-def run_in_world(
-    project: Project, checked: CheckResult, text: str, seeds: dict[str, int], keep: bool
-) -> Ran:
+def run_in_world(project: Project, checked: CheckResult, text: str, seeds: dict[str, int], keep: bool) -> Ran:
     """Run `checked` in the world `seeds` names, in a store of its own (the same path for every
     world, so that no path tells two runs apart), continuing it through the doors while it waits;
     what it did."""
@@ -178,9 +172,7 @@ def run_in_world(
                 asyncio.run(planc_run(checked, store, hooks))
             except (AwaitingApproval, RunError):
                 pass
-    asks = (
-        "ask(" in text
-    )  # `planc approve` has no one to answer an `ask`: such runs go on through the API
+    asks = "ask(" in text  # `planc approve` has no one to answer an `ask`: such runs go on through the API
     for door_number in range(MOST_WAITS):
         if status_of(store) != "awaiting_approval":
             break
@@ -196,9 +188,7 @@ def run_in_world(
         for form in ("text", "json", "html"):
             shown = invoke("show-run", CLOCK.run_id, "--store", store, "--format", form)
             written[f"show-run {form}"] = f"exit {shown.exit_code}\n{shown.stdout}\n{shown.stderr}"
-        written["events"] = "".join(
-            path.read_text(encoding="utf-8") for path in events if path.exists()
-        )
+        written["events"] = "".join(path.read_text(encoding="utf-8") for path in events if path.exists())
         written["stderr"] = "\n".join(stderr)
         written["traces"] = traces.written()
     return Ran(status, calls_of(store), written, stopped_at(store))
@@ -279,9 +269,7 @@ def continue_through(door: str, store: Path, events: Path, hooks: Hooks, traces:
         resumed = invoke("resume", CLOCK.run_id, "--store", store, "--events", events)
         assert status_of(store) == "awaiting_approval", resumed.output
         return f"{door}: exit {resumed.exit_code}\n{resumed.stdout}\n{resumed.stderr}"
-    answered = invoke(
-        "approve", CLOCK.run_id, "--store", store, "--events", events, *(["--deny"] if deny else [])
-    )
+    answered = invoke("approve", CLOCK.run_id, "--store", store, "--events", events, *(["--deny"] if deny else []))
     return f"{door}: exit {answered.exit_code}\n{answered.stdout}\n{answered.stderr}"
 
 
@@ -297,8 +285,7 @@ def waiting_calls(store: Path) -> list[dict]:
 def calls_of(store: Path) -> list[dict]:
     with sqlite3.connect(store) as db:
         rows = db.execute(
-            "SELECT sequence, step, tool, input, outcome, labels FROM calls WHERE run_id = ? "
-            "ORDER BY sequence",
+            "SELECT sequence, step, tool, input, outcome, labels FROM calls WHERE run_id = ? ORDER BY sequence",
             (CLOCK.run_id,),
         ).fetchall()
     return [
@@ -318,12 +305,7 @@ def dump(store: Path) -> str:
     """Every table of the store, every row, in a fixed order."""
     lines = []
     with sqlite3.connect(store) as db:
-        tables = [
-            row[0]
-            for row in db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-            )
-        ]
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
         for table in tables:
             columns = [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
             order = ", ".join(f'"{column}"' for column in columns)
@@ -343,9 +325,7 @@ def identity(call: dict) -> tuple[str, str, str]:
 
 def carries(call: dict, label: str) -> bool:
     labels = call["labels"] or {}
-    return label in labels.get("control", ()) or any(
-        label in each for each in labels.get("sources", {}).values()
-    )
+    return label in labels.get("control", ()) or any(label in each for each in labels.get("sources", {}).values())
 
 
 def check_carries(checked: CheckResult, step: str, tool: str, label: str) -> bool:
@@ -393,9 +373,7 @@ def position(step: str) -> tuple:
         if found:
             key.append((int(found[3] or 0), found[1], int(found[2])))
         else:
-            key.append(
-                (0, "" if segment.isdigit() else segment, int(segment) if segment.isdigit() else 0)
-            )
+            key.append((0, "" if segment.isdigit() else segment, int(segment) if segment.isdigit() else 0))
     return tuple(key)
 
 
@@ -403,9 +381,7 @@ def stopped_at(store: Path) -> tuple | None:
     """Where in the plan the run stopped, when it failed or was interrupted: the step its message
     names, or its first step when it names none. None when it did not stop."""
     with sqlite3.connect(store) as db:
-        status, message = db.execute(
-            "SELECT status, message FROM runs WHERE id = ?", (CLOCK.run_id,)
-        ).fetchone()
+        status, message = db.execute("SELECT status, message FROM runs WHERE id = ?", (CLOCK.run_id,)).fetchone()
     if status not in STOPPED:
         return None
     found = STOPPED_AT.match(message or "")
@@ -420,9 +396,7 @@ def cut(first: Ran, second: Ran) -> tuple[list[dict], list[dict]]:
     if not stops:
         return made(first), made(second)
     point = min(stops)
-    return (
-        [call for call in made(ran) if position(call["step"]) < point] for ran in (first, second)
-    )
+    return ([call for call in made(ran) if position(call["step"]) < point] for ran in (first, second))
 
 
 def test_untrusted_data_makes_and_changes_no_call(project):
@@ -444,9 +418,7 @@ def test_untrusted_data_makes_and_changes_no_call(project):
             runs.append(run_in_world(project, checked, text, world, keep=False))
             within_check(checked, runs[-1], text)
         one, two = cut(*runs)
-        note(
-            f"stopped at {[ran.stopped for ran in runs]}; made {[list(map(identity, made(ran))) for ran in runs]}"
-        )
+        note(f"stopped at {[ran.stopped for ran in runs]}; made {[list(map(identity, made(ran))) for ran in runs]}")
         for mine, theirs, ran, world in (
             (one, two, runs[0], untrusted[0]),
             (two, one, runs[1], untrusted[1]),
@@ -512,10 +484,7 @@ def test_a_fixed_clock_stamps_every_row_and_event_of_a_run_through_every_door(pr
     """The runs above are deterministic because the clock and the run's id are the ones its options
     fix, in whichever door continues it: every time the store and the events file hold is the fixed
     one, and the run's id is the fixed one."""
-    text = (
-        's1 = inbox(folder: "f0")\n'
-        "map(over: $s1, concurrency: 1, do: { send(to: item.text, amount: index) })\n"
-    )
+    text = 's1 = inbox(folder: "f0")\nmap(over: $s1, concurrency: 1, do: { send(to: item.text, amount: index) })\n'
     (project.folder / "sub.plan").write_text('post(text: "sub")\n', encoding="utf-8")
     checked = check(
         text,
@@ -527,11 +496,7 @@ def test_a_fixed_clock_stamps_every_row_and_event_of_a_run_through_every_door(pr
     ran = run_in_world(project, checked, text, {"trusted": 0, "secret": 0, UNTRUSTED: 1}, keep=True)
     assert [call["outcome"] for call in ran.calls if call["tool"] == "send"] == ["ok"] * 3
     said = ran.written["stderr"]  # each door, in turn: the three items' sends each waited
-    assert (
-        "planc approve: exit 3" in said
-        and "planc resume: exit 3" in said
-        and "approve_async: ok" in said
-    )
+    assert "planc approve: exit 3" in said and "planc resume: exit 3" in said and "approve_async: ok" in said
     assert "Traceback" not in said and ran.status == "ok"
     store = project.folder / "run" / "runs.sqlite"
     with sqlite3.connect(store) as db:
