@@ -22,6 +22,7 @@ from planc.backend.run.launch import Launch
 from planc.backend.run.recorded_run import RecordedRun
 from planc.backend.run.spec import RunSpec, RunWiring
 from planc.backend.state.interrupts import Interrupts
+from planc.clock import FixedClock, fixed
 from planc.passes.check import CheckResult
 from planc.passes.policy.load import Policy, load_policy
 from planc.registry.config import load_registry
@@ -85,7 +86,8 @@ def approved(
 
     def answered(runs: RunStore | None) -> RecordedRun:
         assert runs is not None  # an answer is given in the store
-        answer = runs.answer(record["id"], call, approved=not deny, denied=DENIED)
+        with fixed(FixedClock.from_data(record["options"].get("clock"))):  # stamped as the run is
+            answer = runs.answer(record["id"], call, approved=not deny, denied=DENIED)
         return RecordedRun.resume(runs, answer, checked, registry=registry, policy=policy)
 
     wiring = attrs.evolve(wiring, store=store)  # None: the door wires its store later

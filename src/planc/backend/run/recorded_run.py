@@ -32,6 +32,8 @@ from planc.backend.run.interpreter import RunResult, run_plan
 from planc.backend.run.spec import ReadFiles, RunSpec
 from planc.backend.state.interrupts import Interrupted, Interrupts, cancelled_by
 from planc.backend.state.values import RunError
+from planc.clock import FixedClock, fixed
+from planc.clock import current as current_clock
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
 from planc.passes.policy.load import Policy
@@ -59,6 +61,9 @@ class RecordedRun:
     store: RunStore | None = None
     ended: Interrupted | None = None  # what the run said when its interruption was recorded
     store_named: str | None = None  # how `planc approve` must name the store, said when a call waits
+    # The clock its record is stamped with when it was made under a fixed one (planc.clock): kept
+    # in its options, so that every door that continues it stamps with the same.
+    clock: FixedClock | None = None
 
     @property
     def run_id(self) -> str:
@@ -87,10 +92,14 @@ class RecordedRun:
                             principals=tuple(policy.principals) if policy is not None else (),
                             approvals=context.approvals if context is not None else False,
                             written_by=context.written_by if context is not None else frozenset())
+        options = spec.to_record()
+        fixed_clock = current_clock()
+        if fixed_clock is not None:
+            options["clock"] = fixed_clock.to_data()
         recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy),
-                                                   spec.arguments, spec.to_record(), batch,
+                                                   spec.arguments, options, batch,
                                                    checked_step_rows(checked)))
-        return cls(checked, registry, policy, spec, recorder, store)
+        return cls(checked, registry, policy, spec, recorder, store, clock=fixed_clock)
 
     @classmethod
     def resume(cls, store: RunStore, run: dict, checked: CheckResult, *, registry: Registry | None,
@@ -100,14 +109,16 @@ class RecordedRun:
         the run was made with); `principal`, when given, in place of the recorded one."""
         spec = RunSpec.from_record(run)
         spec = attrs.evolve(spec, approve=approve or spec.approve, principal=principal or spec.principal)
-        return cls(checked, registry, policy, spec, Resume(store, run), store)
+        return cls(checked, registry, policy, spec, Resume(store, run), store,
+                   clock=FixedClock.from_data(run["options"].get("clock")))
 
     @classmethod
     def replay(cls, run: dict, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
                principal: str | None = None) -> RecordedRun:
         """`run` again, every tool and model result from its record: nothing is called, nothing written."""
         spec = RunSpec.from_record(run)
-        return cls(checked, registry, policy, attrs.evolve(spec, principal=principal or spec.principal), Replay(run))
+        return cls(checked, registry, policy, attrs.evolve(spec, principal=principal or spec.principal), Replay(run),
+                   clock=FixedClock.from_data(run["options"].get("clock")))
 
     def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
                 interrupts: Interrupts | None = None, executor: RayExecutor | None = None) -> RunResult:
@@ -128,6 +139,11 @@ class RecordedRun:
         Cancelled (a signal, or the program cancelled the task awaiting it), the run is recorded as
         interrupted, by `cancelled` when the caller knows why better than the task does, and the cancellation
         goes on. `executor`: as `run_plan` takes it."""
+        with fixed(self.clock):
+            return await self._running(hooks, schedule, executor, cancelled)
+
+    async def _running(self, hooks: Hooks, schedule: Schedule | None, executor: RayExecutor | None,
+                       cancelled: str | None) -> RunResult:
         hooks = self.recorded_hooks(hooks)
         if hooks.gate is None and self.spec.waits_for is not None and self.store is not None:
             assert not isinstance(self.recorder, Replay)  # a replay has no store
