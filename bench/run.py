@@ -75,8 +75,9 @@ import planc
 from planc.backend.calls.hooks import Hooks
 from planc.backend.report.events import Stamp
 from planc.backend.run.interpreter import run_plan
-from planc.backend.run.recorded_run import run as recorded_run
 from planc.registry import load_registry
+
+recorded_run = planc.run  # the API's run: recorded when given a store, as `planc run` records one
 
 STEPS = 1_000
 RECORDED_STEPS = 50

@@ -71,8 +71,11 @@ POLICY = ('permit(principal, action, resource);\nforbid(principal, action, resou
 
 def build(folder: Path, runs: int) -> Path:
     """A store of `runs` runs in `folder`: four in five of the first plan, one in five of the second."""
+    import attrs
+
     import planc
     from planc.backend.run.recorded_run import RecordedRun
+    from planc.backend.run.spec import RunSpec
     from planc.backend.state.values import RunError
     from planc.passes.policy.load import load_policy
     from planc.registry import load_registry
@@ -86,12 +89,11 @@ def build(folder: Path, runs: int) -> Path:
     store = RunStore(folder / "runs.sqlite")
     store.db.execute("PRAGMA synchronous = OFF")  # the bench's own store: the same rows, sooner
     checked = [(planc.check(text, registry=registry, policy=policy), given) for text, given in PLANS.items()]
-    options = {"config": str(folder / "planc.toml"), "policy": str(folder / "policy.cedar"), "finish": "output",
-               "query": None}  # as `planc run` records a run
+    spec = RunSpec(config=str(folder / "planc.toml"), policy=str(folder / "policy.cedar"))  # as `planc run` has it
     for n in range(runs):
         plan, given = checked[0] if n % 5 else checked[1]
-        recorded = RecordedRun.record(store, plan, registry=registry, policy=policy, principal='User::"anonymous"',
-                                      arguments=given(n), options=options)
+        recorded = RecordedRun.record(store, plan, attrs.evolve(spec, arguments=given(n)), registry=registry,
+                                      policy=policy)
         try:
             recorded.execute()
         except RunError:

@@ -141,9 +141,10 @@ def test_langgraph_a_refused_call_goes_back_to_the_model_and_the_tool_is_never_c
 
 
 def test_langgraph_arguments_of_the_wrong_type_never_reach_the_tool(project):
-    answer = langgraph_run(project, {"order": 5})
-    assert "argument `order` of `refund` is invalid at run time: 5 is not of type 'string'" in answer["error"]
-    assert calls(project) == [] and statuses(project) == ["failed"]
+    answer = langgraph_run(project, {"order": 5})  # refused before the run: nothing is recorded
+    assert "the arguments do not fit the plan: E300 1:15 wrong value for `order` of `refund`: expected a string, " \
+           "found `$args.order`, an integer" in answer["error"]
+    assert calls(project) == [] and statuses(project) == []
 
 
 # --- the OpenAI Agents SDK ------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ SOURCE = Path(__file__).resolve().parents[1] / "src"
 
 # Bottom to top: a module may import from its own layer and the layers below it, never above.
 LAYERS = (
-    ("syntax", "diagnostics", "gc_pause", "version", "run_error"),
+    ("syntax", "diagnostics", "gc_pause", "version", "run_error", "clock"),
     ("registry",),
     ("analysis",),
     ("passes",),

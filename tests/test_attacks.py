@@ -465,7 +465,7 @@ def test_no_call_starts_after_the_first_failure(property_project, monkeypatch, t
     store = tmp_path_factory.mktemp("property-store") / "runs.sqlite"
     hooked: list = []
     # what `planc run` hands its events to (the --events file) gets them here, as they happen
-    monkeypatch.setattr("planc.cli.run_commands.events_writer", lambda sink, path: hooked[0])
+    monkeypatch.setattr("planc.cli.runs.events_writer", lambda sink, path: hooked[0])
 
     @settings(max_examples=examples(200))
     @given(st.lists(_loop(), min_size=1, max_size=3))

@@ -155,7 +155,7 @@ def test_tool_finished_reports_the_tools_error_and_the_replacement_apart(project
     assert finished[:2] == [
         {"event": "tool_finished", "step": "1", "tool": "fails", "error": "step 1: `fails` failed: ValueError: "
          "no such thing", "replacement": {"recovered": True}, "stack": []},  # the real call: it failed
-        {"event": "step_finished", "step": "1", "result": {"recovered": True}, "stack": []}]  # what the run used
+        {"event": "step_finished", "step": "1", "tool": "fails", "result": {"recovered": True}, "stack": []}]  # what the run used
     assert [call["tool"] for call in calls(project)] == ["fails"]
 
 

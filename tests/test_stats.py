@@ -9,6 +9,7 @@ import re
 import sqlite3
 from pathlib import Path
 
+import attrs
 import pytest
 from cli import invoke
 from model_server import model_server  # noqa: F401  (the loopback model server fixture)
@@ -16,6 +17,7 @@ from tool_project import tool_project
 
 import planc
 from planc.backend.run.recorded_run import RecordedRun
+from planc.backend.run.spec import RunSpec
 from planc.backend.state.values import RunError
 from planc.passes.policy.load import load_policy
 from planc.registry import load_registry
@@ -87,8 +89,7 @@ def store(tmp_path_factory):
         runs = RunStore(folder / "runs.store")
         runs.db.execute("PRAGMA synchronous = OFF")  # the test's own store: no fsync per row, the same rows
         # how `planc run` records a run: so the session's replay of every store replays these too
-        options = {"config": str(folder / "planc.toml"), "policy": str(folder / "policy.cedar"), "finish": "output",
-                   "query": None}
+        spec = RunSpec(config=str(folder / "planc.toml"), policy=str(folder / "policy.cedar"))  # as `planc run`
         plans = [(TRIAGE, [{"q": "boom" if n % 10 == 0 else "disk"} for n in range(200)]),
                  (LOOKUP, [{"id": f"I{n}"} for n in range(60)]),
                  (ALERT, [{"channel": "#secret"}] * 40)]
@@ -96,8 +97,8 @@ def store(tmp_path_factory):
             checked = planc.check(text, registry=registry, policy=policy)
             assert checked.ok, checked.diagnostics
             for given in arguments:
-                recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy,
-                                              principal='User::"anonymous"', arguments=given, options=options)
+                recorded = RecordedRun.record(runs, checked, attrs.evolve(spec, arguments=given),
+                                              registry=registry, policy=policy)
                 try:
                     recorded.execute()
                 except RunError:

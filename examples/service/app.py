@@ -1,7 +1,8 @@
 """A web service that runs the plans it is sent, a person approving every order before it is placed.
 
     POST /runs                {"plan": "...", "arguments": {...}}
-        422: the plan does not check (the problems, worded as a model that wrote it would be sent them);
+        422: the plan does not check, or its arguments do not fit it (the problems, worded as a model that
+             wrote it would be sent them);
         202: the run waits for a person: {"run", "status": "awaiting_approval", "waiting": [the calls]};
         200: the run ended: {"run", "status", "result"}, or {"status": "failed", "error"}.
     POST /runs/{run}/approve  {"deny": false, "call": null}
@@ -75,6 +76,8 @@ async def ended(running):
     except planc.AwaitingApproval as asked:
         return JSONResponse({"run": asked.run_id, "status": "awaiting_approval", "waiting": waiting(asked.calls)},
                             status_code=202)
+    except planc.ArgumentsRefused as error:  # arguments the plan does not take: nothing ran, nothing recorded
+        return JSONResponse({"status": "refused", "problems": str(error)}, status_code=422)
     except planc.NotWaiting as error:  # answered already (perhaps by another request at the same moment)
         return JSONResponse({"error": str(error)}, status_code=409)
     except RunStoreError as error:  # no such run, or a store that cannot be used

@@ -37,8 +37,9 @@ _API = {
     "load_project": "planc.project",
     "Project": "planc.project",
     "render_repair": "planc.diagnostics.render_repair",
-    "run": "planc.backend.run.recorded_run",
-    "run_async": "planc.backend.run.recorded_run",
+    "run": "planc.backend.run.launch",
+    "ArgumentsRefused": "planc.backend.run.launch",
+    "run_async": "planc.backend.run.launch",
     "approve": "planc.backend.run.approved_run",
     "approve_async": "planc.backend.run.approved_run",
     "AwaitingApproval": "planc.backend.calls.approvals",
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from planc.backend.calls.hooks import Hooks
     from planc.backend.run.approved_run import approve, approve_async
     from planc.backend.run.interpreter import RunResult
-    from planc.backend.run.recorded_run import run, run_async
+    from planc.backend.run.launch import ArgumentsRefused, run, run_async
     from planc.decoding import export_grammar
     from planc.diagnostics import Diagnostic, Fix, Position, Severity, Span
     from planc.diagnostics.render_repair import render_repair

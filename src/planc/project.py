@@ -187,7 +187,7 @@ class Project:
             record: bool = True, **options: Any) -> RunResult:
         """Run `checked` as `planc run` does: recorded in the project's run store (unless `record` is false),
         with its registry, policy and principal. `options` go to `planc.run` (schedule, executor, ...)."""
-        from planc.backend.run.recorded_run import run
+        from planc.backend.run.launch import run
 
         return run(checked, **self._run_options(arguments, hooks, record, options))
 
@@ -195,7 +195,7 @@ class Project:
                         record: bool = True, **options: Any) -> RunResult:
         """`run`, awaited in the running event loop (`planc.run_async`: `approve=True` makes every effectful
         call wait in the run store for `approve_async`)."""
-        from planc.backend.run.recorded_run import run_async
+        from planc.backend.run.launch import run_async
 
         return await run_async(checked, **self._run_options(arguments, hooks, record, options))
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
 import click
 
 from planc.cli.files import read_file
@@ -25,9 +25,10 @@ from planc.cli.runs import executor_for, open_store
 from planc.cli.usage import UsageError
 
 if TYPE_CHECKING:
-    from planc.backend.calls.ray_executor import RayExecutor
     from planc.backend.run.batch import Line
+    from planc.backend.run.launch import Launch
     from planc.backend.run.recorded_run import RecordedRun
+    from planc.backend.run.spec import RunSpec, RunWiring
     from planc.passes.cost.cost_range import CostRange
     from planc.passes.policy.load import Policy
     from planc.registry.loading.registry import Registry
@@ -86,6 +87,7 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
                              budget=Budget(max_usd, max_calls, max_inferences))
     stored = save_plan(checked, registry=registry, policy=policy)
     from planc.backend.run.batch import check_line, read_lines
+    from planc.backend.run.spec import RunWiring
 
     found = read_lines(read_file(args_file))
     lines = [check_line(checked, stored, number, arguments, registry=registry, policy=policy, principal=principal,
@@ -103,11 +105,11 @@ def batch_command(plan: str | None, args_file: str | None, resume: str | None, p
         batch_id = runs.start_batch(stored, [(number, arguments) for number, arguments, _ in found], refused,
                                     options)
         click.echo(f"batch: {batch_id}", err=True)
-        run_options = {"config": options["config"], "policy": options["policy"], "finish": "output", "query": None,
-                       "approve": False, "budget": budget, "executor": options["executor"]}
-        starts = [(line.number, _recorder(runs, line, registry, policy, principal, run_options, batch_id))
+        spec = _spec(options, principal)
+        wiring = RunWiring(store=runs, executor=connected)
+        starts = [(line.number, _launch(line, spec, wiring, registry, policy, batch_id))
                   for line in lines if line.refused is None]
-        _run_lines(runs, batch_id, starts, parallel or PARALLEL, connected)
+        _run_lines(runs, batch_id, starts, parallel or PARALLEL)
     _summary(runs, batch_id, lines, output_format)
 
 
@@ -115,7 +117,9 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
                   principal: str | None, store: str | None, output_format: str) -> None:
     """Finish the batch `name` names: resume each run that was cut short, start each line that never did."""
     from planc.backend.run.batch import check_line
+    from planc.backend.run.launch import Launch
     from planc.backend.run.recorded_run import RecordedRun
+    from planc.backend.run.spec import RunWiring
     from planc.passes.cost.budget import Budget
     from planc.store.run_store import RunStoreError
     from planc.store.stored import StoredPlanError, dump, load_plan
@@ -150,42 +154,51 @@ def _resume_batch(name: str, parallel: int | None, executor: str | None, ray_add
     _report_refused(refused)
     if refused:
         runs.refuse_lines(batch_id, refused)
-    run_options = {"config": options["config"], "policy": options["policy"], "finish": "output", "query": None,
-                   "approve": False, "budget": budget, "executor": options["executor"]}
+    spec = _spec(options, principal)
 
-    def resumed(run_id: str) -> Callable[[], RecordedRun]:
-        def start() -> RecordedRun:
-            runs.take_lease(run_id)
-            return RecordedRun.resume(runs, runs.run(run_id), checked, registry=registry, policy=policy,
+    def resumed(run_id: str, wiring: RunWiring) -> Launch:
+        def start(store: RunStore | None) -> RecordedRun:
+            assert store is not None  # the batch's
+            store.take_lease(run_id)
+            return RecordedRun.resume(store, store.run(run_id), checked, registry=registry, policy=policy,
                                       principal=principal)
-        return start
+        return Launch.continued(checked, spec, wiring, start, registry=registry, policy=policy)
 
-    starts = []
-    for line in lines:
-        run = batch["runs"].get(line.number)
-        if run is None and line.refused is None:
-            starts.append((line.number, _recorder(runs, line, registry, policy, principal, run_options, batch_id)))
-        elif run is not None and run["status"] == "interrupted":  # cut short: taken up in its own record
-            starts.append((line.number, resumed(run["id"])))
-    click.echo(f"batch: {batch_id} (resumed: {len(starts)} of {len(batch['lines'])} lines to finish)", err=True)
     with executor_for(executor, ray_address, registry, runs.path, options["executor"]) as (_, connected):
-        _run_lines(runs, batch_id, starts, parallel or options["parallel"], connected)
+        wiring = RunWiring(store=runs, executor=connected)
+        starts = []
+        for line in lines:
+            run = batch["runs"].get(line.number)
+            if run is None and line.refused is None:
+                starts.append((line.number, _launch(line, spec, wiring, registry, policy, batch_id)))
+            elif run is not None and run["status"] == "interrupted":  # cut short: taken up in its own record
+                starts.append((line.number, resumed(run["id"], wiring)))
+        click.echo(f"batch: {batch_id} (resumed: {len(starts)} of {len(batch['lines'])} lines to finish)", err=True)
+        _run_lines(runs, batch_id, starts, parallel or options["parallel"])
     _summary(runs, batch_id, lines, output_format)
 
 
-def _recorder(runs: RunStore, line: Line, registry: Registry | None, policy: Policy | None, principal: str,
-              options: dict, batch_id: str) -> Callable[[], RecordedRun]:
-    """What starts `line`'s run: it records a new run of the line's checked plan, with the batch's id."""
-    from planc.backend.run.recorded_run import RecordedRun
+def _spec(options: dict, principal: str) -> RunSpec:
+    """The choices each run of a batch is made with, from the batch's options (its arguments are its line's)."""
+    from planc.backend.run.spec import RunSpec
+    from planc.passes.cost.budget import Budget
+    from planc.registry.settings.declarations import Executor
 
-    checked, arguments = line.checked, line.arguments
-    assert checked is not None and arguments is not None  # a line the check did not refuse
-    return lambda: RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
-                                      arguments=arguments, options=options, batch=(batch_id, line.number))
+    return RunSpec(principal=principal, budget=Budget(*options["budget"]), config=options["config"],
+                   policy=options["policy"], executor=Executor(**options["executor"]))
 
 
-def _run_lines(runs: RunStore, batch_id: str, starts: list[tuple[int, Callable[[], RecordedRun]]], parallel: int,
-               executor: RayExecutor | None) -> None:
+def _launch(line: Line, spec: RunSpec, wiring: RunWiring, registry: Registry | None, policy: Policy | None,
+            batch_id: str) -> Launch:
+    """`line`'s run: a new run of the line's checked plan, with its arguments, recorded with the batch's id."""
+    from planc.backend.run.launch import Launch
+
+    assert line.checked is not None and line.arguments is not None  # a line the check did not refuse
+    return Launch.new(line.checked, attrs.evolve(spec, arguments=line.arguments),
+                      attrs.evolve(wiring, batch=(batch_id, line.number)), registry=registry, policy=policy)
+
+
+def _run_lines(runs: RunStore, batch_id: str, starts: list[tuple[int, Launch]], parallel: int) -> None:
     """Run `starts`, a bar (or a line per run) on stderr; the batch is recorded finished once all have run."""
     from planc.backend.report.progress import BatchProgress
     from planc.backend.run.batch import Batch
@@ -195,7 +208,7 @@ def _run_lines(runs: RunStore, batch_id: str, starts: list[tuple[int, Callable[[
     progress = BatchProgress(console(stderr=True), len(starts))
     try:
         with progress:
-            Batch(runs, batch_id, parallel, executor, progress.finished).execute(starts)
+            Batch(runs, batch_id, parallel, progress.finished).execute(starts)
         runs.finish_batch(batch_id)
     except Interrupted as error:
         click.echo(f"error: {error}", err=True)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
 import click
 
 from planc.cli.options import (
@@ -19,13 +19,13 @@ from planc.cli.options import (
 )
 from planc.cli.printing import console, print_checked
 from planc.cli.project import find_policy, find_registry, principal_for, with_learned_shapes
-from planc.cli.runs import ask_hook, open_store, print_result, run_failed, tool_output_to_stderr
+from planc.cli.runs import ask_hook, open_store, refused_arguments, run_on_terminal
 from planc.cli.usage import UsageError
 
 if TYPE_CHECKING:
-    from planc.backend.calls.hooks import Question
     from planc.backend.run.recorders import Recorder as StoreRecorder
     from planc.backend.run.recorders import Replay
+    from planc.backend.run.spec import RunSpec
     from planc.passes.check import CheckResult
     from planc.passes.policy.load import Policy
     from planc.planning.planner import Planned
@@ -93,10 +93,11 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     run out. The exchange is recorded in the run store: `planc show-run` shows it, `planc replay`
     reproduces it with no model. With --run the plan then runs, exit codes as `planc run`.
     """
-    from planc.backend.models.client import ModelError
+    from planc.backend.models.client import ModelClient, ModelError
     from planc.backend.run.arguments import parse_arguments
     from planc.backend.run.recorded_run import code_tools, keep_read_files
     from planc.backend.run.recorders import Recorder
+    from planc.backend.run.spec import ReadFiles, RunSpec, file_path
     from planc.passes.cost.budget import Budget
     from planc.planning.planner import plan
     from planc.store.run_store import RunStoreError
@@ -107,8 +108,13 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     if registry is None:
         raise UsageError("planc plan needs a planc.toml (here or above, or --config): the tools to plan with "
                          "and [models.*] to ask")
+    try:  # a model that is not configured is a configuration mistake: exit 2, nothing recorded
+        ModelClient.for_role(registry, role)
+    except ModelError as error:
+        raise UsageError(str(error)) from None
     principal = principal_for(registry, principal)
-    answer = ask_hook(answers_file, console(stderr=True)) if then_run else None  # a bad file: exit 2, nothing asked
+    if then_run:
+        ask_hook(answers_file, console(stderr=True))  # a file that cannot be used: exit 2, nothing asked
     policy = find_policy(policy_file, registry, principal)
     try:
         arguments = parse_arguments(args, json_args)
@@ -117,12 +123,11 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     runs = open_store(store, registry)
     planned_options = {"task": task, "role": role, "rounds": rounds, "grammar": grammar, "run": then_run,
                        "budget": [max_usd, max_calls, max_inferences], "output": output}
-    assert registry.source is not None  # found as a planc.toml
-    options = {"config": str(registry.source.resolve()), "principal": principal, "finish": "output", "query": None,
-               "policy": str(Path(policy_file).resolve()) if policy_file else None, "planned": planned_options,
-               "read": keep_read_files(runs, registry, policy), "code_tools": code_tools(registry)}
+    spec = RunSpec(principal=principal, budget=Budget(max_usd, max_calls, max_inferences), arguments=arguments,
+                   config=file_path(registry.source), policy=file_path(policy_file), planned=planned_options,
+                   read=ReadFiles(**keep_read_files(runs, registry, policy)), code_tools=code_tools(registry))
     try:
-        recorder = Recorder(runs, runs.start_run(None, arguments, options))
+        recorder = Recorder(runs, runs.start_run(None, arguments, spec.to_record()))
     except RunStoreError as error:
         raise UsageError(str(error)) from None
     click.echo(f"run: {recorder.run_id}", err=True)
@@ -135,17 +140,17 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
         runs.close()
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
-    finish_planning(planned, runs, recorder, registry, policy, principal, arguments, planned_options, answer)
+    finish_planning(planned, runs, recorder, registry, policy, spec, answers_file)
 
 
 def finish_planning(planned: Planned, runs: RunStore | None, recorder: StoreRecorder | Replay,
-                    registry: Registry | None, policy: Policy | None, principal: str, arguments: Mapping, planned_options: dict,
-                    interlocutor: Callable[[Question], Awaitable[object]] | None = None) -> None:
+                    registry: Registry | None, policy: Policy | None, spec: RunSpec,
+                    answers_file: str | None = None) -> None:
     """Say how the planning went, record it, and print, write or run the plan: what `planc plan` does after
     the model's last answer, and what its replay does after the recorded one."""
-    from planc.backend.calls.hooks import Hooks
+    from planc.backend.run.launch import ArgumentsRefused, Launch, checked_arguments
     from planc.backend.run.recorded_run import RecordedRun
-    from planc.backend.state.values import RunError
+    from planc.backend.run.spec import RunWiring
     from planc.store.stored import save_plan
 
     err = console(stderr=True)
@@ -166,7 +171,8 @@ def finish_planning(planned: Planned, runs: RunStore | None, recorder: StoreReco
     text = planned.text
     assert text is not None  # the plan checked
     _set_plan(runs, recorder, save_plan(planned.checked, registry=registry, policy=policy), planned.checked)
-    then_run, output = planned_options["run"], planned_options["output"]
+    assert spec.planned is not None  # a planned run's
+    then_run, output = spec.planned["run"], spec.planned["output"]
     if not then_run:
         _finish(runs, recorder, "ok", output=text)
     if output:  # written before it runs too (-o with --run), so the plan is kept whatever the run does
@@ -179,13 +185,15 @@ def finish_planning(planned: Planned, runs: RunStore | None, recorder: StoreReco
         click.echo(text, nl=False)
     if not then_run:
         return
-    recorded = RecordedRun(planned.checked, registry, policy, principal, arguments, recorder, runs)
-    try:
-        with tool_output_to_stderr():
-            result = recorded.execute(Hooks(interlocutor=interlocutor))
-    except RunError as error:
-        run_failed(error)
-    print_result(result, "output", None, None, recorder)
+    try:  # the plan's run, in the record its planning began, once its arguments fit it
+        spec = attrs.evolve(spec, arguments=checked_arguments(planned.checked, spec.arguments))
+    except ArgumentsRefused as error:
+        _finish(runs, recorder, "failed", message=str(error))
+        refused_arguments(error, "plan")
+    launch = Launch.continued(planned.checked, spec, RunWiring(), lambda store: RecordedRun(
+        planned.checked, registry, policy, spec, recorder, store), registry=registry, policy=policy)
+    run_on_terminal(launch, registry=registry, store=None, events=None, otel=False, answers_file=answers_file,
+                    name="plan", said=None, writes=runs is not None, opened=runs)
 
 
 def _set_plan(runs: RunStore | None, recorder: StoreRecorder | Replay, stored: dict, checked: CheckResult) -> None:

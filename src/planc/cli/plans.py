@@ -78,6 +78,8 @@ def checked_to_run(text: str, name: str, registry: Registry | None, policy: Poli
                        "again", err=True)
             sys.exit(1)
         except StoredPlanError as error:
+            if registry is None:  # away from its project: what is missing is a planc.toml, not its tools
+                _refuse_undeclared(name, _checked_bare(text))
             click.echo(f"error: {name}: {error}", err=True)
             sys.exit(1)
     else:
@@ -92,11 +94,7 @@ def checked_to_run(text: str, name: str, registry: Registry | None, policy: Poli
         if not checked.ok:
             print_checked([(name, checked)], stderr=True)
             sys.exit(1)
-    if names := undeclared_tools(checked):
-        listed = ", ".join(f"`{tool}`" for tool in names)
-        click.echo(f"error: {name}: no planc.toml declares {listed}, so nothing says what to call: {NO_CONFIG}",
-                   err=True)
-        sys.exit(1)
+    _refuse_undeclared(name, checked)
     if connects and registry is not None and registry.servers:
         from planc.backend.calls.mcp_runtime import needed_servers
         from planc.registry.mcp.mcp_credentials import missing_variable
@@ -112,12 +110,32 @@ NO_CONFIG = ("declare the tools in a planc.toml beside the plan or above it (`pl
              "starting one), or name one with --config")
 
 
-def undeclared_tools(checked: CheckResult) -> list[str]:
+def _refuse_undeclared(name: str, checked: CheckResult | None) -> None:
+    """Exit 1 naming the tools of `checked` that no planc.toml declares, when there are any."""
+    if names := undeclared_tools(checked):
+        listed = ", ".join(f"`{tool}`" for tool in names)
+        click.echo(f"error: {name}: no planc.toml declares {listed}, so nothing says what to call: {NO_CONFIG}",
+                   err=True)
+        sys.exit(1)
+
+
+def _checked_bare(text: str) -> CheckResult | None:
+    """The stored plan `text`'s own source checked with no planc.toml (None when it cannot be read)."""
+    from planc.passes.check import check
+    from planc.store.stored import StoredPlanError, stored_source
+
+    try:
+        return check(stored_source(text))
+    except StoredPlanError:
+        return None
+
+
+def undeclared_tools(checked: CheckResult | None) -> list[str]:
     """The tools the plan calls that nothing declares, so nothing checked: every one but the control
     steps when it was checked without a planc.toml (with one, an unknown tool is an error, E200)."""
     from planc.syntax.steps import walk_steps
 
-    if checked.plan is None or checked.context is None or checked.context.registry is not None:
+    if checked is None or checked.plan is None or checked.context is None or checked.context.registry is not None:
         return []
     known = checked.resolution.tools if checked.resolution is not None else {}
     return sorted({step.tool.text for step, _ in walk_steps(checked.plan.pipelines) if step not in known})

@@ -21,21 +21,9 @@ from planc.cli.options import (
     executor_options,
 )
 from planc.cli.plans import checked_to_run, optimized_plan
-from planc.cli.printing import console, print_checked
+from planc.cli.printing import print_checked
 from planc.cli.project import find_policy, find_registry, plan_arguments, plan_returns, principal_for, principal_given
-from planc.cli.runs import (
-    ask_hook,
-    events_file,
-    events_writer,
-    executor_for,
-    kept_files,
-    open_store,
-    print_result,
-    run_failed,
-    run_traces,
-    solver_client,
-    tool_output_to_stderr,
-)
+from planc.cli.runs import executor_declared, refused_arguments, run_on_terminal, solver_client
 from planc.cli.usage import UsageError
 
 
@@ -74,9 +62,10 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     Progress goes to stderr; stdout holds the result only. With --executor ray, the Python tool calls of
     map/filter/reduce items (and of the steps --optimize runs side by side) are Ray tasks.
     """
-    from planc.backend.calls.hooks import Hooks
     from planc.backend.run.arguments import parse_arguments
-    from planc.backend.state.values import RunError
+    from planc.backend.run.launch import ArgumentsRefused, Launch
+    from planc.backend.run.spec import RunSpec, RunWiring, file_path
+    from planc.passes.cost.budget import Budget
 
     if finish == "solver" and not query:
         raise UsageError("--finish solver needs --query TEXT, the question the report answers")
@@ -87,70 +76,29 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     principal = principal_for(registry, principal)
     policy = find_policy(policy_file, registry, principal, principals)
     solver = solver_client(registry) if finish == "solver" else None  # before any tool runs
-    from planc.passes.cost.budget import Budget
-
-    checked = checked_to_run(read_file(plan), plan, registry, policy, principal, extract=extract,
-                             budget=Budget(max_usd, max_calls, max_inferences), approvals=approve)
+    budget = Budget(max_usd, max_calls, max_inferences)
+    checked = checked_to_run(read_file(plan), plan, registry, policy, principal, extract=extract, budget=budget,
+                             approvals=approve)
     try:
         arguments = parse_arguments(args, json_args, checked.typing.arguments if checked.typing else None)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    from planc.backend.run.interpreter import run_arguments
-
-    try:
-        arguments = run_arguments(checked, arguments)  # refused before the run is recorded; recorded with defaults
-    except RunError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
+    spec = RunSpec(principal=principal, approve=approve, budget=budget, optimize=optimize, arguments=arguments,
+                   returns=plan_returns(registry, plan), config=file_path(registry.source if registry else None),
+                   policy=file_path(policy_file), executor=executor_declared(executor, ray_address, registry),
+                   finish=finish, query=query)
     schedule = None
     if optimize:
         optimized = optimized_plan(checked, plan)
         checked, schedule = optimized.checked, optimized.schedule
-    from planc.backend.calls.approve import approval_gate
-    from planc.backend.report.events import fan_out
-    from planc.backend.report.progress import Progress
-    from planc.backend.run.recorded_run import RecordedRun
-    from planc.backend.state.interrupts import Interrupts
-    from planc.store.run_store import RunStoreError
-
-    err = console(stderr=True)
-    most = checked.cost.total.calls if checked.cost is not None else None
-    progress = Progress(err, int(most.high) if most is not None and most.bounded else None)
-    answer = ask_hook(answers_file, err, progress.paused)  # a file that cannot be used: exit 2, nothing run
-    traces = run_traces(otel, Path(plan).name, plan)  # before the run is recorded, so that --otel without
-    sink = events_file(events, kept_files(store, registry, plan, policy_file)) if events else None  # OpenTelemetry,
-    runs = open_store(store, registry)  # or an --events FILE it cannot write (or must not), runs nothing
-    # Connected before the run is recorded: a cluster that cannot be reached records nothing. A signal from
-    # the moment the run is recorded ends it as interrupted.
-    with traces as spans:  # sent once the result is out
-        with executor_for(executor, ray_address, registry, runs.path) as (how, connected), \
-                Interrupts() as interrupts:
-            options = {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
-                       "policy": str(Path(policy_file).resolve()) if policy_file else None,
-                       "finish": finish, "query": query, "approve": approve,
-                       "budget": [max_usd, max_calls, max_inferences], "returns": plan_returns(registry, plan),
-                       "executor": {"kind": how.kind, "address": how.address}}
-            try:
-                recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
-                                              arguments=arguments, options=options)
-            except RunStoreError as error:  # nothing ran: an I/O problem, as a store that cannot be opened
-                raise UsageError(str(error)) from None
-            click.echo(f"run: {recorded.run_id}", err=True)
-            # --approve asks on a terminal; with none, a call that needs a person waits for `planc approve`.
-            hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if approve and sys.stdin.isatty() else None,
-                          events=fan_out(events_writer(sink, events), progress.sink, spans), interlocutor=answer)
-            try:
-                with progress, tool_output_to_stderr():
-                    result = recorded.execute(hooks, schedule, interrupts, connected)
-            except RunError as error:
-                run_failed(error)
-            finally:
-                if sink:
-                    sink.close()
-        try:
-            print_result(result, finish, query, None if solver is None else lambda: solver, recorded.recorder)
-        finally:
-            runs.close()
+    try:  # refused before anything is recorded
+        launch = Launch.new(checked, spec, RunWiring(schedule=schedule), registry=registry, policy=policy)
+    except ArgumentsRefused as error:
+        refused_arguments(error, plan)
+    # --approve asks on a terminal; with none, a call that needs a person waits for `planc approve`.
+    run_on_terminal(launch, registry=registry, store=store, events=events, otel=otel, answers_file=answers_file,
+                    name=Path(plan).name, plan=plan, policy_file=policy_file,
+                    asks=approve and sys.stdin.isatty(), solver=solver)
 
 
 @click.command("compile")

@@ -1,5 +1,6 @@
-"""What `planc run`, `replay`, `resume` and `batch` share: the run store, the executor, the events file, the
-traces, the answers to `ask`, the solver, and the end of a run."""
+"""What `planc run`, `replay`, `resume`, `approve`, `plan --run` and `batch` share: the run store, the executor,
+the events file, the traces, the answers to `ask`, the solver, a run on the terminal (`run_on_terminal`),
+and the end of a run."""
 
 from __future__ import annotations
 
@@ -9,21 +10,24 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+import attrs
 import click
 
 from planc.cli.usage import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from rich.console import Console
 
     from planc.backend.calls.hooks import Question
-    from planc.backend.calls.ray_executor import RayExecutor
+    from planc.backend.calls.run_view import Recorder
     from planc.backend.models.client import ModelClient
     from planc.backend.report.traces import RunSpans
     from planc.backend.run.interpreter import RunResult
-    from planc.backend.run.session import Recorder
+    from planc.backend.run.launch import ArgumentsRefused, Launch
     from planc.registry.loading.registry import Registry
     from planc.registry.settings.declarations import Executor
     from planc.store.run_store import RunStore
@@ -41,18 +45,24 @@ def open_store(store: str | None, registry: Registry | None = None, read_only: b
         raise UsageError(str(error)) from None
 
 
-@contextmanager
-def executor_for(kind: str | None, address: str | None, registry: Registry | None, store: Path | None,
-                 recorded: Mapping | None = None) -> Iterator[tuple[Executor, RayExecutor | None]]:
-    """The executor runs use, as declared (`--executor`, `--ray-address`, a resumed run's record, planc.toml)
-    and connected (None: this process), as `(declaration, connected)`, closed after; a UsageError when
-    it cannot be connected, before anything runs."""
-    from planc.backend.run.recorded_run import choose_executor, connect_executor
+def executor_declared(kind: str | None, address: str | None, registry: Registry | None,
+                      recorded: Mapping | None = None) -> Executor:
+    """The executor a run uses, as declared (`--executor`, `--ray-address`, a resumed run's record, planc.toml);
+    a UsageError for an address the local executor cannot take."""
+    from planc.backend.run.recorded_run import choose_executor
 
     try:
-        how = choose_executor(registry, kind, address, recorded)
+        return choose_executor(registry, kind, address, recorded)
     except ValueError as error:
         raise UsageError(f"--ray-address: {error}") from None
+
+
+@contextmanager
+def executor_connected(how: Executor, registry: Registry | None, store: Path | None) -> Iterator[Any]:
+    """The executor `how` declares, connected (None: this process) and closed after; a UsageError when it
+    cannot be connected, before anything runs."""
+    from planc.backend.run.recorded_run import connect_executor
+
     connected = None
     if how.kind != "local":
         from planc.backend.calls.ray_executor import RayUnavailable
@@ -62,10 +72,19 @@ def executor_for(kind: str | None, address: str | None, registry: Registry | Non
         except RayUnavailable as error:
             raise UsageError(str(error)) from None
     try:
-        yield how, connected
+        yield connected
     finally:
         if connected is not None:
             connected.close()
+
+
+@contextmanager
+def executor_for(kind: str | None, address: str | None, registry: Registry | None, store: Path | None,
+                 recorded: Mapping | None = None) -> Iterator[tuple[Executor, Any]]:
+    """The executor runs use, as declared and connected, as `(declaration, connected)`, closed after."""
+    how = executor_declared(kind, address, registry, recorded)
+    with executor_connected(how, registry, store) as connected:
+        yield how, connected
 
 
 @contextmanager
@@ -260,3 +279,97 @@ def _exit_status(result: RunResult) -> None:
     if result.status == "error":
         click.echo(f"exit: {result.message or 'the plan stopped with status error'}", err=True)
         sys.exit(4)
+
+
+def refused_arguments(error: ArgumentsRefused, plan: str) -> NoReturn:
+    """Arguments that do not fit the plan (`ArgumentsRefused`): its diagnostics, or what is wrong; exit 1, and
+    nothing ran or was recorded."""
+    if error.checked is not None:
+        from planc.cli.printing import print_checked
+
+        print_checked([(plan, error.checked)], stderr=True)
+    else:
+        click.echo(f"error: {error}", err=True)
+    sys.exit(1)
+
+
+def run_on_terminal(launch: Launch, *, registry: Registry | None, store: str | None, events: str | None,
+                    otel: bool, answers_file: str | None, name: str, plan: str | None = None,
+                    policy_file: str | None = None, asks: bool = False, said: str | None = "",
+                    solver: ModelClient | None = None, writes: bool = True, opened: RunStore | None = None) -> None:
+    """`launch` run for a person at a terminal, as every command that runs a plan runs one: `--answers`,
+    `--otel` and `--events` made ready, the store opened and the executor connected (each a UsageError,
+    exit 2, before anything is recorded); its progress on stderr, made from its events as `--events` and
+    the traces get them; `run: ID` once it is recorded (`said`: how, as "resumed"); `asks`: the gate asks
+    on the terminal; `writes`: false for a replay, which opens no store; `opened`: the store, already open
+    (its caller closes it). Then its result printed as its spec's `--finish` says, and the exit code."""
+    from planc.backend.calls.approve import approval_gate
+    from planc.backend.calls.hooks import Hooks
+    from planc.backend.report.events import fan_out
+    from planc.backend.report.progress import Progress
+    from planc.backend.state.interrupts import Interrupts
+    from planc.backend.state.values import RunError
+    from planc.cli.printing import console
+    from planc.store.run_store import NotWaiting, RunStoreError
+
+    err = console(stderr=True)
+    checked = launch.checked
+    most = checked.cost.total.calls if checked.cost is not None else None
+    progress = Progress(err, int(most.high) if most is not None and most.bounded else None)
+    answer = ask_hook(answers_file, err, progress.paused)  # a file that cannot be used: exit 2, nothing run
+    traces = run_traces(otel, name, plan)  # before the run is recorded, so that --otel without OpenTelemetry,
+    sink = events_file(events, kept_files(store, registry, plan, policy_file)) if events else None  # or an
+    runs = (opened or open_store(store, registry)) if writes else None  # --events FILE it cannot write (or
+    # must not), runs nothing.
+
+    def recorded(run_id: str) -> None:
+        click.echo(f"run: {run_id}" + (f" ({said})" if said else ""), err=True)
+
+    with traces as spans:  # sent once the result is out
+        # Connected before the run is recorded: a cluster that cannot be reached records nothing. A signal from
+        # the moment the run is recorded ends it as interrupted.
+        with executor_connected(launch.spec.executor, registry, runs.path if runs else None) as connected, \
+                Interrupts() as interrupts:
+            hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if asks else None,
+                          events=fan_out(events_writer(sink, events), progress.sink, spans), interlocutor=answer)
+            launch.wiring = attrs.evolve(launch.wiring, store=runs, hooks=hooks, executor=connected,
+                                         recorded=recorded if said is not None and runs else None,
+                                         store_named=_store_named(runs))
+            try:
+                with progress, tool_output_to_stderr():
+                    result = launch.run_to_end(interrupts)
+            except NotWaiting as error:  # answered already, by this process or another: nothing ran
+                click.echo(f"error: {error}", err=True)
+                sys.exit(1)
+            except RunStoreError as error:  # nothing ran when it is not recorded: a store that cannot be written
+                if runs is not None and opened is None:
+                    runs.close()
+                if launch.recorded is None:
+                    raise UsageError(str(error)) from None
+                run_failed(error)
+            except RunError as error:
+                if runs is not None and opened is None:
+                    runs.close()
+                run_failed(error)
+            finally:
+                if sink:
+                    sink.close()
+        try:
+            print_result(result, launch.spec.finish, launch.spec.query, lambda: solver or solver_client(registry),
+                         launch.recorded.recorder if launch.recorded is not None else None)
+        finally:
+            if runs is not None and opened is None:
+                runs.close()
+
+
+def _store_named(runs: RunStore | None) -> str | None:
+    """How `planc approve` must be told of `runs`: None when, run here, it finds that store by itself."""
+    if runs is None:
+        return None
+    from planc.cli.project import store_path
+
+    try:
+        found = store_path(os.environ.get("PLANC_STORE"))
+    except UsageError:
+        return str(runs.path)
+    return None if same_file(found, runs.path) else str(runs.path)

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
 import click
 
 from planc.cli.files import read_file
@@ -22,29 +23,17 @@ from planc.cli.options import (
     executor_options,
 )
 from planc.cli.plans import checked_to_run
-from planc.cli.printing import console
 from planc.cli.project import find_policy, find_registry
-from planc.cli.runs import (
-    ask_hook,
-    events_file,
-    events_writer,
-    executor_for,
-    kept_files,
-    open_store,
-    print_result,
-    run_failed,
-    run_traces,
-    solver_client,
-    tool_output_to_stderr,
-)
+from planc.cli.runs import executor_declared, open_store, run_on_terminal
 from planc.cli.usage import UsageError
 from planc.passes.cost.cost_words import dollars
 
 if TYPE_CHECKING:
-    from planc.passes.cost.budget import Budget
+    from planc.backend.run.spec import RunSpec
     from planc.passes.policy.load import Policy
     from planc.registry.loading.registry import Registry
     from planc.store.run_store import RunStore
+
 
 
 def _as_run(run: dict, store: str | None, principal: str) -> tuple[Registry | None, Policy | None] | None:
@@ -235,37 +224,38 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     Exit 0 ok, 1 refused, failed or diverged from the record, 4 an exit step with status error, 130 a run
     that was interrupted (as it was).
     """
+    from planc.backend.run.launch import Launch
     from planc.backend.run.recorded_run import RecordedRun
-    from planc.backend.state.values import RunError
+    from planc.backend.run.spec import RunWiring
+    from planc.registry.settings.declarations import Executor
     from planc.store.stored import dump
 
     run = _stored_run(store, run_id)
     run_id = run["id"]
+    spec = _spec_of(run)
     given = config is not None or policy_file is not None
-    config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
+    config, policy_file, principal = _as_recorded(spec, config, policy_file, principal)
     kept = None if given else _as_run(run, store, principal)
     if kept is not None:
         registry, policy = kept
     else:
         registry = find_registry(config, plan=plan_file)
-        policy = find_policy(policy_file, registry, principal, run["options"].get("principals", ()))
-    planned = run["options"].get("planned")
-    if planned is not None and plan_file is None:
-        _replay_planning(run, planned, registry, policy, principal)
+        policy = find_policy(policy_file, registry, principal, spec.principals)
+    if spec.planned is not None and plan_file is None:
+        _replay_planning(run, spec, registry, policy, principal)
         return
     text = read_file(plan_file) if plan_file else dump(run["plan"])
-    checked = checked_to_run(text, plan_file or run_id, registry, policy, principal, budget=_budget_of(run),
-                             approvals=run["options"].get("approvals", False),
-                             written_by=run["options"].get("written_by", ()), recorded=not plan_file,
+    checked = checked_to_run(text, plan_file or run_id, registry, policy, principal, budget=spec.budget,
+                             approvals=spec.approvals, written_by=spec.written_by, recorded=not plan_file,
                              connects=False)
-    replay = RecordedRun.replay(run, checked, registry=registry, policy=policy, principal=principal)
-    try:
-        result = replay.execute()
-    except RunError as error:
-        run_failed(error)
-    options = run["options"]
-    print_result(result, options.get("finish", "output"), options.get("query"), lambda: solver_client(registry),
-                 replay.recorder)
+
+    def replayed(_: object) -> RecordedRun:
+        return RecordedRun.replay(run, checked, registry=registry, policy=policy, principal=principal)
+
+    spec = attrs.evolve(spec, executor=Executor())  # a replay calls nothing: no executor to connect to
+    launch = Launch.continued(checked, spec, RunWiring(), replayed, registry=registry, policy=policy)
+    run_on_terminal(launch, registry=registry, store=None, events=None, otel=False, answers_file=None,
+                    name=run_id, said=None, writes=False)
 
 
 def _leased_run(runs: RunStore, run_id: str) -> dict:
@@ -287,7 +277,7 @@ def _leased_run(runs: RunStore, run_id: str) -> dict:
         raise UsageError(str(error)) from None
 
 
-def _replay_planning(run: dict, planned: dict, registry: Registry | None, policy: Policy | None,
+def _replay_planning(run: dict, spec: RunSpec, registry: Registry | None, policy: Policy | None,
                      principal: str) -> None:
     """A `planc plan` run again from its record: the model's answers, then the plan's calls if it ran."""
     from planc.backend.models.client import ModelError
@@ -296,34 +286,36 @@ def _replay_planning(run: dict, planned: dict, registry: Registry | None, policy
     from planc.cli.planning_commands import finish_planning
     from planc.planning.planner import plan
 
+    planned = spec.planned
+    assert planned is not None  # a planned run's
     replay = Replay(run)
     try:
         outcome = plan(planned["task"], registry=registry, policy=policy, principal=principal,
-                       budget=_budget_of(run), role=planned["role"], rounds=planned["rounds"],
+                       budget=spec.budget, role=planned["role"], rounds=planned["rounds"],
                        grammar=planned["grammar"], recorder=replay, shapes=dict)  # shapes: the record's
     except (ModelError, RunError) as error:  # a model that failed as it did; a record that does not hold a round
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
-    finish_planning(outcome, None, replay, registry, policy, principal, run["arguments"], {**planned, "output": None})
+    finish_planning(outcome, None, replay, registry, policy, attrs.evolve(spec, planned={**planned, "output": None}))
 
 
-def _budget_of(run: dict) -> Budget:
-    """The `--max-*` budgets `run` was checked with: its replay and resume are checked with them too."""
-    from planc.passes.cost.budget import Budget
+def _spec_of(run: dict) -> RunSpec:
+    """The choices `run` was started with, as its record keeps them; one line and exit 1 when this planc
+    cannot read them."""
+    from planc.backend.run.spec import RunSpec
 
-    options = run["options"]
-    return Budget(*options.get("budget") or (options.get("planned") or {}).get("budget") or (None, None, None))
+    try:
+        return RunSpec.from_record(run)
+    except ValueError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
 
 
-def _as_recorded(run: dict, config: str | None, policy_file: str | None, principal: str | None,
-                 ) -> tuple[str | None, str | None, str]:
-    """The planc.toml, policy file and principal to replay or resume `run` with: what it ran with,
+def _as_recorded(spec: RunSpec, config: str | None, policy_file: str | None,
+                 principal: str | None) -> tuple[str | None, str | None, str]:
+    """The planc.toml, policy file and principal to replay or resume a run with: what it ran with (`spec`),
     unless the command line says otherwise."""
-    from planc.passes.policy.load import DEFAULT_PRINCIPAL
-
-    options = run["options"]
-    return (config or options.get("config"), policy_file or options.get("policy"),
-            principal or options.get("principal") or DEFAULT_PRINCIPAL)
+    return config or spec.config, policy_file or spec.policy, principal or spec.principal
 
 
 @click.command("resume")
@@ -352,12 +344,9 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
     Exit 0 ok, 1 refused, failed or outcome unknown, 3 a call waits for `planc approve`, 4 an exit step with
     status error, 130 interrupted.
     """
-    from planc.backend.calls.approve import approval_gate
-    from planc.backend.calls.hooks import Hooks
-    from planc.backend.report.events import fan_out
+    from planc.backend.run.launch import Launch
     from planc.backend.run.recorded_run import RecordedRun
-    from planc.backend.state.interrupts import Interrupts
-    from planc.backend.state.values import RunError
+    from planc.backend.run.spec import RunWiring
     from planc.store.stored import dump
 
     run = _stored_run(store, run_id)
@@ -369,45 +358,27 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
         click.echo(f"error: run {run_id} stopped while a model was writing its plan: there is no plan to resume; "
                    "plan the task again", err=True)
         sys.exit(1)
-    config, policy_file, principal = _as_recorded(run, config, policy_file, principal)
+    spec = _spec_of(run)
+    config, policy_file, principal = _as_recorded(spec, config, policy_file, principal)
     registry = find_registry(config, plan=None)
-    policy = find_policy(policy_file, registry, principal, run["options"].get("principals", ()))
-    checked = checked_to_run(dump(run["plan"]), run_id, registry, policy, principal, budget=_budget_of(run),
-                             approvals=approve or run["options"].get("approvals", False),
-                             written_by=run["options"].get("written_by", ()), recorded=True)
+    policy = find_policy(policy_file, registry, principal, spec.principals)
+    checked = checked_to_run(dump(run["plan"]), run_id, registry, policy, principal, budget=spec.budget,
+                             approvals=approve or spec.approvals, written_by=spec.written_by, recorded=True)
+    spec = attrs.evolve(spec, principal=principal, approve=approve or spec.approve,
+                        executor=executor_declared(executor, ray_address, registry, attrs.asdict(spec.executor)))
+
+    def resumed(runs: RunStore | None) -> RecordedRun:
+        assert runs is not None  # a resume writes its record
+        taken = _leased_run(runs, run_id)  # as it is now that this process alone records into it
+        return RecordedRun.resume(runs, taken, checked, registry=registry, policy=policy, principal=principal,
+                                  approve=approve)
+
     # The approval the run was made under holds for its resume: it asks on a terminal, and where it cannot
     # ask, the call waits in the store for `planc approve`.
-    asks = (approve or run["options"].get("approve", False)) and sys.stdin.isatty()
-    err = console(stderr=True)
-    answer = ask_hook(answers_file, err)  # a file that cannot be used: exit 2, nothing resumed
-    traces = run_traces(otel, run_id)  # before the run is taken up, so that --otel without OpenTelemetry,
-    sink = events_file(events, kept_files(store, registry, None, policy_file)) if events else None  # or an --events
-    # FILE it cannot write (or must not), resumes nothing
-    runs = open_store(store)
-    with traces as spans:
-        with executor_for(executor, ray_address, registry, runs.path, run["options"].get("executor")) as \
-                (_, connected), Interrupts() as interrupts:
-            run = _leased_run(runs, run_id)  # as it is now that this process alone records into it
-            resumed = RecordedRun.resume(runs, run, checked, registry=registry, policy=policy, principal=principal,
-                                         approve=approve)
-            click.echo(f"run: {run_id} (resumed)", err=True)
-            hooks = Hooks(gate=approval_gate(err) if asks else None, interlocutor=answer,
-                          events=fan_out(events_writer(sink, events), spans))
-            try:
-                with tool_output_to_stderr():
-                    result = resumed.execute(hooks, interrupts=interrupts, executor=connected)
-            except RunError as error:
-                runs.close()
-                run_failed(error)
-            finally:
-                if sink:
-                    sink.close()
-        options = run["options"]
-        try:
-            print_result(result, options.get("finish", "output"), options.get("query"),
-                         lambda: solver_client(registry), resumed.recorder)
-        finally:
-            runs.close()
+    launch = Launch.continued(checked, spec, RunWiring(), resumed, registry=registry, policy=policy)
+    run_on_terminal(launch, registry=registry, store=store, events=events, otel=otel, answers_file=answers_file,
+                    name=run_id, policy_file=policy_file, asks=spec.approve and sys.stdin.isatty(),
+                    said="resumed")
 
 
 @click.command("approve")
@@ -425,45 +396,27 @@ def approve_command(run_id: str, deny: bool, call: int | None, store: str | None
     Exit 0 ok, 1 nothing to answer, refused or failed, 3 the run waits again, 4 an exit step with status
     error, 130 interrupted.
     """
-    from planc.backend.calls.hooks import Hooks
-    from planc.backend.report.events import fan_out
-    from planc.backend.run.approved_run import approve
-    from planc.backend.state.values import RunError
+    from planc.backend.run.approved_run import approved
+    from planc.backend.run.spec import RunWiring
     from planc.cli.project import store_path
     from planc.passes.policy.load import PolicyError
     from planc.registry.loading.config import ConfigError
-    from planc.store.run_store import NotWaiting, RunStoreError
+    from planc.store.run_store import RunStoreError
     from planc.store.stored import StoredPlanError
 
     path = store_path(store)
     runs = open_store(store, read_only=True)  # no store here: exit 2
     try:
-        run_id = runs.find(run_id)
+        record = runs.run(runs.find(run_id))
     except RunStoreError as error:
         raise UsageError(str(error)) from None
     finally:
         runs.close()
-    sink = events_file(events, {"the run store": path}) if events else None
-
-    def continued(event: dict) -> None:  # said once the answer is given and the run goes on
-        if event["event"] == "run_started":
-            click.echo(f"run: {run_id} ({'denied' if deny else 'approved'}, continued)", err=True)
-
-    try:
-        with tool_output_to_stderr():
-            result = approve(run_id, store=path, deny=deny, call=call,
-                             hooks=Hooks(events=fan_out(continued, events_writer(sink, events))))
-    except NotWaiting as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
-    except RunStoreError as error:
-        raise UsageError(str(error)) from None
-    except (ConfigError, PolicyError, StoredPlanError) as error:
+    run_id = record["id"]
+    try:  # checked again as it was recorded, before the answer is given
+        launch = approved(record, None, RunWiring(), deny=deny, call=call)
+    except (ConfigError, PolicyError, StoredPlanError, ValueError) as error:
         click.echo(f"error: run {run_id}: {error}", err=True)
         sys.exit(1)
-    except RunError as error:
-        run_failed(error)
-    finally:
-        if sink:
-            sink.close()
-    print_result(result, "output", None, None, None)
+    run_on_terminal(launch, registry=launch.registry, store=str(path), events=events, otel=False,
+                    answers_file=None, name=run_id, said="denied, continued" if deny else "approved, continued")

@@ -26,7 +26,6 @@ token is never sent on.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -35,9 +34,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from planc.backend.calls.approvals import AwaitingApproval
 from planc.backend.calls.hooks import Hooks
 from planc.backend.calls.ray_executor import RayUnavailable
-from planc.backend.run.approved_run import DENIED, as_recorded
-from planc.backend.run.interpreter import run_arguments
-from planc.backend.run.recorded_run import RecordedRun, choose_executor, connect_executor
+from planc.backend.run.approved_run import approved, as_recorded
+from planc.backend.run.launch import ArgumentsRefused, Launch
+from planc.backend.run.recorded_run import RecordedRun, choose_executor
+from planc.backend.run.spec import RunSpec, RunWiring, file_path
 from planc.backend.state.values import RunError
 from planc.diagnostics.render_json import check_json
 from planc.diagnostics.render_repair import render_repair
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
 
     from planc.mcp_server.auth import IntrospectionVerifier, JwtVerifier
     from planc.passes.check import CheckResult
-    from planc.registry.settings.declarations import Executor
 
 PLAN_NAME = "plan"  # what a client's plan is called in diagnostics: it has no file
 CALLERS_KEPT = 256  # the principals whose policy is kept loaded, the earliest seen dropped first
@@ -153,71 +152,54 @@ class PlancServer:
         checked = self.checked(plan, caller)
         if not checked.ok:
             return {**refusal(checked), "status": "refused"}
-        try:
-            arguments = run_arguments(checked, arguments or {})
-        except RunError as error:
-            return {"ok": False, "status": "refused", "message": str(error)}
         project = caller.project
-
-        def record(store: RunStore, how: Executor) -> RecordedRun:
-            return RecordedRun.record(store, checked, registry=project.registry, policy=project.policy,
-                                      principal=caller.principal, arguments=arguments, options=self.options(how))
-
-        return await self.running(record, ctx, None)
-
-    async def running(self, recorded: Callable[[RunStore, Executor], RecordedRun], ctx: Context,
-                      executor: Mapping | None) -> dict[str, Any]:
-        """`recorded(store, how)` (the RecordedRun of a new or continued run) run for the client of `ctx`, with the
-        executor the run was recorded with (`executor`) or planc.toml's."""
-        project = self.project
-        how = choose_executor(project.registry, None, None, executor)
+        # As `planc run --approve` runs it: a resume without a terminal makes no effectful call the run had not.
+        spec = RunSpec(principal=caller.principal, approve=True, arguments=arguments or {}, client="mcp",
+                       executor=choose_executor(project.registry, None, None),
+                       config=file_path(project.registry.source) if project.registry is not None else None)
+        wiring, notes = self.wiring(ctx)
         try:
-            connected = connect_executor(how, project.registry, project.store)
-        except RayUnavailable as error:  # nothing ran, nothing recorded
-            return {"ok": False, "status": "failed", "message": str(error)}
-        try:
-            try:
-                run = recorded(self.store, how)
-            except RunStoreError as error:  # nothing ran: the store cannot be opened or written, or not answered
-                return {"ok": False, "status": "failed", "message": str(error)}
-            return await self.execute(run, ctx)
-        finally:
-            if connected is not None:
-                connected.close()
+            launch = Launch.new(checked, spec, wiring, registry=project.registry, policy=project.policy)
+        except ArgumentsRefused as error:  # nothing ran, nothing recorded
+            refused = refusal(error.checked) if error.checked is not None else {"ok": False, "message": str(error)}
+            return {**refused, "status": "refused"}
+        return await self.execute(launch, notes)
 
-    async def execute(self, recorded: RecordedRun, ctx: Context) -> dict[str, Any]:
-        """Run `recorded` for the client of `ctx`; its record ends as the run does, interrupted when the client
-        goes away (the run's task is cancelled then), awaiting approval when it cannot be asked about a call."""
+    def wiring(self, ctx: Context) -> tuple[RunWiring, ProgressNotes]:
+        """What a client's run is connected to: the project's store, the client asked in the person's place,
+        its progress as notifications (sent by the ProgressNotes), a client gone recorded as an interruption."""
         notes = ProgressNotes(ctx)
         asks = ClientAsks(ctx, can_elicit(ctx), self.serving.answers_from_person)
         hooks = Hooks(gate=asks.gate, events=notes.sink, interlocutor=asks.interlocutor)
+        return RunWiring(store=self.store, hooks=hooks, cancelled=WENT_AWAY), notes
+
+    async def execute(self, launch: Launch, notes: ProgressNotes) -> dict[str, Any]:
+        """Run `launch` for its client; its record ends as the run does, interrupted when the client goes away
+        (the run's task is cancelled then), awaiting approval when it cannot be asked about a call."""
         try:
             async with notes:
-                result = await recorded.running(hooks, cancelled=WENT_AWAY)
+                result = await launch.run()
+        except RayUnavailable as error:  # nothing ran, nothing recorded
+            return {"ok": False, "status": "failed", "message": str(error)}
         except AwaitingApproval as waiting:
-            return {"ok": False, "run": recorded.run_id, "status": "awaiting_approval", "awaiting": waiting.calls,
-                    "message": f"run {recorded.run_id} waits for an approval: `approve_run` with this `run` approves "
+            run_id = waiting.run_id
+            return {"ok": False, "run": run_id, "status": "awaiting_approval", "awaiting": waiting.calls,
+                    "message": f"run {run_id} waits for an approval: `approve_run` with this `run` approves "
                                "the call (`deny: true` refuses it) and continues the run"}
+        except RunStoreError as error:  # the store cannot be written, or the call was answered already
+            return {"ok": False, "status": "failed", "message": str(error)}
         except RunError as error:
-            return {"ok": False, "run": recorded.run_id, "status": "failed", "message": str(error)}
-        # A value labelled `secret` reaches the client as planc records it: its mark.
-        return {"ok": result.status == "ok", "run": recorded.run_id, "status": result.status,
+            ran = {"run": launch.recorded.run_id} if launch.recorded is not None else {}
+            return {"ok": False, **ran, "status": "failed", "message": str(error)}
+        # A value labelled `secret` reaches the client as planc records it: its length and hash.
+        return {"ok": result.status == "ok", "run": result.run_id, "status": result.status,
                 "result": result.kept(), **({"message": result.message} if result.message else {})}
-
-    def options(self, how: Executor) -> dict:
-        """How a client's run runs, kept with it so that `planc resume` and `replay` run it the same way: as
-        `planc run --approve` does (a resume without a terminal makes no effectful call the run had not)."""
-        registry = self.project.registry
-        return {"config": str(registry.source.resolve()) if registry is not None and registry.source else None,
-                "policy": None, "finish": "output", "query": None, "approve": True,
-                "budget": [None, None, None], "returns": None,
-                "executor": {"kind": how.kind, "address": how.address}, "client": "mcp"}
 
     def own_run(self, run: str, caller: Caller) -> dict:
         """The record of the run `run` names among `caller`'s own runs; a RunStoreError, worded as for a run that
         is not there, for another principal's."""
         record = self.store.run(self.store.find(run, principal=caller.principal))
-        assert record["options"].get("principal") == caller.principal
+        assert RunSpec.from_record(record).principal == caller.principal
         return record
 
     def show_run(self, run: str, ctx: Context) -> dict[str, Any]:
@@ -242,16 +224,12 @@ class PlancServer:
         caller = self.caller(ctx)
         try:
             record = self.own_run(run, caller)
-            registry, policy, principal, checked = as_recorded(record, caller.project.registry,
-                                                               caller.project.policy)
-        except (RunStoreError, ConfigError, PolicyError, StoredPlanError) as error:
+            wiring, notes = self.wiring(ctx)
+            launch = approved(record, self.store, wiring, deny=deny, call=call,
+                              registry=caller.project.registry, policy=caller.project.policy)
+        except (RunStoreError, ConfigError, PolicyError, StoredPlanError, ValueError) as error:
             return {"ok": False, "status": "refused", "message": str(error)}
-
-        def answered(store: RunStore, how: Executor) -> RecordedRun:
-            answer = store.answer(record["id"], call, approved=not deny, denied=DENIED)
-            return RecordedRun.resume(store, answer, checked, registry=registry, policy=policy, principal=principal)
-
-        return await self.running(answered, ctx, record["options"].get("executor"))
+        return await self.execute(launch, notes)
 
     async def resume_run(self, run: str, ctx: Context) -> dict[str, Any]:
         """Continue one of your runs that did not finish (its client went away, its server stopped), in the same
@@ -264,15 +242,18 @@ class PlancServer:
                         "message": f"run {record['id']} is {record['status']}: nothing to resume"
                         + (" (`approve_run` answers the call it waits on)"
                            if record["status"] == "awaiting_approval" else "")}
-            registry, policy, principal, checked = as_recorded(record, caller.project.registry,
-                                                               caller.project.policy)
-        except (RunStoreError, ConfigError, PolicyError, StoredPlanError) as error:
+            spec = RunSpec.from_record(record)
+            registry, policy, checked = as_recorded(record, caller.project.registry, caller.project.policy)
+        except (RunStoreError, ConfigError, PolicyError, StoredPlanError, ValueError) as error:
             return {"ok": False, "status": "refused", "message": str(error)}
 
-        def resumed(store: RunStore, how: Executor) -> RecordedRun:
-            return RecordedRun.resume(store, record, checked, registry=registry, policy=policy, principal=principal)
+        def resumed(store: RunStore | None) -> RecordedRun:
+            assert store is not None  # the server's store, always open
+            return RecordedRun.resume(store, record, checked, registry=registry, policy=policy)
 
-        return await self.running(resumed, ctx, record["options"].get("executor"))
+        wiring, notes = self.wiring(ctx)
+        return await self.execute(Launch.continued(checked, spec, wiring, resumed, registry=registry,
+                                                   policy=policy), notes)
 
     def close(self) -> None:
         if self._store is not None:

@@ -178,3 +178,18 @@ def recheck(checked: CheckResult, source: str) -> CheckResult:
     assert checked.context is not None, "a plan the check ran on keeps its context"
     with gc_paused():
         return _check(source, False, attrs.evolve(checked.context, source=source, facts=Facts()))
+
+
+def recheck_arguments(checked: CheckResult, arguments: Mapping[str, Mapping]) -> CheckResult:
+    """`checked` checked again with its `$args` typed by `arguments` (the JSON Schema of each run argument),
+    as a run of it with those arguments is checked before it starts.
+
+    >>> recheck_arguments(check("take(over: [1], count: $args.n)"), {"n": {"type": "string"}}).diagnostics[0].code
+    'E300'
+    """
+    assert checked.context is not None  # what `check` returned keeps what it was checked with
+    context = attrs.evolve(checked.context, arguments=arguments, facts=Facts())
+    with gc_paused():
+        again = _check(checked.source, False, context)
+        # A plan taken out of a model reply (`--extract`, `planc plan`) is taken out again.
+        return again if again.plan is not None else _check(checked.source, True, context)

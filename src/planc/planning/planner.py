@@ -36,7 +36,7 @@ from planc.registry.tools.learned_shapes import LearnedShape
 from planc.registry.tools.tool import Effects, Tool
 
 if TYPE_CHECKING:
-    from planc.backend.run.session import Recorder
+    from planc.backend.calls.run_view import Recorder
 
 ROLE = "planner"
 ROUNDS = 3

@@ -22,11 +22,11 @@ import hashlib
 import json
 import re
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from planc import clock
 from planc.registry.settings.declarations import STORE_PATH
 from planc.registry.tools.learned_shapes import LearnedShape, first_shape
 from planc.store.faults import RunLeased, RunStoreError, store_failure
@@ -227,13 +227,13 @@ class RunStore:
         and its id; `options` says how it runs, so that replay and resume can do the same; `batch`, the
         batch and line it runs (`start_batch`); `steps`, the plan's rows (`plan_steps.checked_step_rows`),
         else they are read from its text, without the check's estimates."""
-        run_id = _new_id()
+        run_id = clock.new_run_id()
         holder = Holder()
         batch_id, line = batch or (None, None)
         with self.transaction() as db:
             db.execute("INSERT INTO runs (id, started_at, status, plan, arguments, options, batch, batch_line) "
                        "VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
-                       (run_id, time.time(), keep(db, stored_plan), keep(db, dict(arguments or {})),
+                       (run_id, clock.now(), keep(db, stored_plan), keep(db, dict(arguments or {})),
                         to_json(options or {}), batch_id, line))
             if stored_plan is not None:
                 _keep_steps(db, run_id, stored_plan, steps)
@@ -244,10 +244,10 @@ class RunStore:
                     options: dict) -> str:
         """A new batch of runs of `stored_plan`, one per line of arguments, and its id: `lines` holds each
         line's number and arguments, `refused` why the check refused a line (it never runs)."""
-        batch_id = _new_id()
+        batch_id = clock.new_run_id()
         with self.transaction() as db:
             db.execute("INSERT INTO batches (id, started_at, plan, lines, refused, options) VALUES (?, ?, ?, ?, ?, ?)",
-                       (batch_id, time.time(), keep(db, stored_plan), keep(db, [list(line) for line in lines]),
+                       (batch_id, clock.now(), keep(db, stored_plan), keep(db, [list(line) for line in lines]),
                         keep(db, {str(number): why for number, why in refused.items()}), to_json(options)))
         return batch_id
 
@@ -261,7 +261,7 @@ class RunStore:
     def finish_batch(self, batch_id: str) -> None:
         """Every line of the batch has run, or was refused."""
         with self.transaction() as db:
-            db.execute("UPDATE batches SET finished_at = ? WHERE id = ?", (time.time(), batch_id))
+            db.execute("UPDATE batches SET finished_at = ? WHERE id = ?", (clock.now(), batch_id))
 
     def batch(self, batch_id: str) -> dict:
         """The batch `batch_id`: its plan, lines, refusals and options, and its runs by line (id and status,
@@ -323,7 +323,7 @@ class RunStore:
         db.execute("INSERT INTO leases (run_id, pid, pid_started, token, taken_at) VALUES (?, ?, ?, ?, ?) "
                    "ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, pid_started = excluded.pid_started, "
                    "token = excluded.token, taken_at = excluded.taken_at",
-                   (run_id, holder.pid, holder.started, holder.token, time.time()))
+                   (run_id, holder.pid, holder.started, holder.token, clock.now()))
         self.backend.lease_taken(db, run_id)
         holder.take()  # the transaction commits, or the exception leaves the holder unused
         self.leases[run_id] = holder
@@ -344,7 +344,7 @@ class RunStore:
         with self.transaction() as db:
             db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, started_at, idempotency_key, labels) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       (run_id, sequence, step, tool, keep(db, arguments), time.time(), key, _labels_json(labels)))
+                       (run_id, sequence, step, tool, keep(db, arguments), clock.now(), key, _labels_json(labels)))
 
     def call_ended(self, run_id: str, sequence: int, outcome: str, output: object = None, error: str | None = None,
                    learn: str | None = None) -> None:
@@ -353,7 +353,7 @@ class RunStore:
         with self.transaction() as db:
             db.execute("UPDATE calls SET output = ?, error = ?, outcome = ?, finished_at = ? "
                        "WHERE run_id = ? AND sequence = ?",
-                       (keep(db, output) if outcome == "ok" else None, error, outcome, time.time(), run_id, sequence))
+                       (keep(db, output) if outcome == "ok" else None, error, outcome, clock.now(), run_id, sequence))
             if learn is not None and outcome == "ok":
                 _learn(db, learn, output)
 
@@ -369,13 +369,13 @@ class RunStore:
         with self.transaction() as db:
             db.execute("UPDATE calls SET outcome = NULL, error = NULL, started_at = ?, finished_at = NULL, "
                        "idempotency_key = ?, labels = ? WHERE run_id = ? AND sequence = ?",
-                       (time.time(), key, _labels_json(labels), run_id, sequence))
+                       (clock.now(), key, _labels_json(labels), run_id, sequence))
 
     def call_declined(self, run_id: str, sequence: int, step: str, tool: str, arguments: Mapping, message: str,
                       labels: dict | None = None) -> None:
         """The row of a call the gate refused: it was not made, and it ended as it started. It takes the place
         of row `sequence` when there is one (a call that waited for approval, answered no on a terminal)."""
-        now = time.time()
+        now = clock.now()
         with self.transaction() as db:
             db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, output, error, started_at, finished_at, "
                        f"outcome, idempotency_key, labels) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, 'not_approved', NULL, ?) "
@@ -422,7 +422,7 @@ class RunStore:
         try:
             with self.transaction() as db:
                 db.execute("UPDATE runs SET finished_at = ?, status = ?, output = ?, message = ? WHERE id = ?",
-                           (time.time(), status, keep(db, output), message, run_id))
+                           (clock.now(), status, keep(db, output), message, run_id))
                 if holder is not None:
                     db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
         finally:
@@ -459,7 +459,7 @@ class RunStore:
             db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, output, error, started_at, finished_at, "
                        "outcome, idempotency_key, labels) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, NULL, 'awaiting_approval', "
                        f"?, ?) {_REPLACING_CALL}",
-                       (run_id, sequence, step, tool, keep(db, arguments), asks, time.time(), key,
+                       (run_id, sequence, step, tool, keep(db, arguments), asks, clock.now(), key,
                         _labels_json(labels)))
 
     def awaiting(self, run_id: str) -> list[dict]:
@@ -496,7 +496,7 @@ class RunStore:
                 "UPDATE calls SET outcome = ?, error = ?, finished_at = ? WHERE run_id = ? AND sequence = ? "
                 "AND outcome = 'awaiting_approval'",
                 ("approved" if approved else "not_approved", None if approved else denied.format(**chosen[0]),
-                 None if approved else time.time(), run_id, chosen[0]["sequence"]))
+                 None if approved else clock.now(), run_id, chosen[0]["sequence"]))
             if answered.rowcount != 1:  # never, inside this transaction; said rather than assumed
                 raise NotWaiting(f"call {chosen[0]['sequence']} of run {run_id} was answered already")
             db.execute("UPDATE runs SET status = 'running', finished_at = NULL, message = NULL WHERE id = ?",
@@ -588,7 +588,7 @@ def _learn(db: Db, tool: str, output: object) -> None:
     shape = first_shape(tool, output) if row is None else LearnedShape(tool, json.loads(row[0]), row[1]).learning(output)
     db.execute("INSERT INTO shapes (tool, schema, calls, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (tool) DO UPDATE "
                "SET schema = excluded.schema, calls = excluded.calls, updated_at = excluded.updated_at",
-               (tool, json.dumps(shape.schema), shape.calls, time.time()))
+               (tool, json.dumps(shape.schema), shape.calls, clock.now()))
 
 
 def learned_shapes(path: str | Path) -> dict[str, LearnedShape]:
@@ -649,11 +649,6 @@ class NotWaiting(RunStoreError):
 
 def _labels_json(labels: dict | None) -> str | None:
     return json.dumps(labels, sort_keys=True) if labels is not None else None
-
-
-def _new_id() -> str:
-    """A new run's or batch's id: when it started, and 8 random hex digits."""
-    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
 
 
 def _set_up(backend: SqliteBackend | PostgresBackend) -> None:

@@ -10,8 +10,9 @@ store, `--events`, the progress on stderr and the traces each take the same stam
 from __future__ import annotations
 
 import datetime
-import time
 from collections.abc import Callable
+
+from planc import clock
 
 STAMP = ("time", "run", "seq")  # the fields a stamp adds to an event
 
@@ -40,7 +41,7 @@ class Stamp:
 
     def __call__(self, event: dict) -> None:
         self.seq += 1
-        self.sink({"time": rfc3339(time.time()), "run": self.run_id, "seq": self.seq, **event})
+        self.sink({"time": rfc3339(clock.now()), "run": self.run_id, "seq": self.seq, **event})
 
 
 def rfc3339(seconds: float) -> str:

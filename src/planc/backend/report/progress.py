@@ -124,7 +124,6 @@ class Progress(LiveDisplay):
             rich.SpinnerColumn(), rich.TextColumn("{task.description}"), rich.BarColumn(), rich.MofNCompleteColumn(),
             rich.TextColumn("tool calls"), rich.TimeElapsedColumn()], "starting", total_calls)
         self.calls = 0
-        self.tools: dict[object, object] = {}  # step path -> tool name, for step_finished events
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -140,11 +139,7 @@ class Progress(LiveDisplay):
 
     def sink(self, event: dict) -> None:
         kind = event.get("event")
-        if kind == "step_started":
-            self.tools[event.get("step")] = event.get("tool")
-        elif kind == "step_finished" and "tool" not in event:  # the interpreter names the tool on start only
-            event = {**event, "tool": self.tools.pop(event.get("step"), None)}
-        elif kind in ENDED_CALLS:
+        if kind in ENDED_CALLS:
             self.calls += 1
         text = line(event)
         if self.display is None:

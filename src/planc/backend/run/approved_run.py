@@ -14,13 +14,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from planc.backend.calls.hooks import Hooks
 from planc.backend.run.interpreter import RunResult
-from planc.backend.run.recorded_run import RecordedRun, choose_executor, connect_executor
+from planc.backend.run.launch import Launch
+from planc.backend.run.recorded_run import RecordedRun
+from planc.backend.run.spec import RunSpec, RunWiring
 from planc.backend.state.interrupts import Interrupts
+from planc.clock import FixedClock, fixed
 from planc.passes.check import CheckResult
-from planc.passes.cost.budget import Budget
-from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy, load_policy
+from planc.passes.policy.load import Policy, load_policy
 from planc.registry.loading.config import load_registry
 from planc.registry.loading.registry import Registry
 from planc.store.run_store import RunStore
@@ -28,60 +32,95 @@ from planc.store.run_store import RunStore
 DENIED = "step {step}: stopped before calling `{tool}`: a person denied it (`planc approve --deny`)"
 
 
-async def approve_async(run: str, *, store: str | Path, deny: bool = False, call: int | None = None,
-                        hooks: Hooks = Hooks(), registry: Registry | None = None,
-                        policy: Policy | None = None) -> RunResult:
-    """Approve (or, with `deny`, refuse) the call of run `run` (its id, a unique start of it, or `last`) that
-    waits in `store`, the call numbered `call` when several wait, and continue the run from its record in
-    the running event loop: its result, as `run_async` gives it (AwaitingApproval when another call waits
-    in turn; a RunError when the run fails, as it does at a denied call).
+async def approve_async(
+    run: str,
+    *,
+    store: str | Path,
+    deny: bool = False,
+    call: int | None = None,
+    hooks: Hooks = Hooks(),
+    registry: Registry | None = None,
+    policy: Policy | None = None,
+) -> RunResult:
+    """Approve (or, with `deny`, refuse) the call of run `run` (its id, a unique start of it, or
+    `last`) that waits in `store`, the call numbered `call` when several wait, and continue the run
+    from its record in the running event loop: its result, as `run_async` gives it (AwaitingApproval
+    when another call waits in turn; a RunError when the run fails, as it does at a denied call).
 
-    The run is checked again against the planc.toml and policy it was recorded with (or `registry` and
-    `policy`, as given). NotWaiting (a RunStoreError) when there is nothing to answer: the run does not
-    wait, or the call was answered already, by this process or another.
+    The run is checked again against the planc.toml and policy it was recorded with (or `registry`
+    and `policy`, as given), as its record says it was checked: its principal, its author's labels,
+    its approvals and budgets. NotWaiting (a RunStoreError) when there is nothing to answer: the run
+    does not wait, or the call was answered already, by this process or another.
     """
     runs = RunStore(store)
     try:
-        run_id = runs.find(run)
-        record = runs.run(run_id)
-        registry, policy, principal, checked = as_recorded(record, registry, policy)  # before the answer is given
-        record = runs.answer(run_id, call, approved=not deny, denied=DENIED)
-        resumed = RecordedRun.resume(runs, record, checked, registry=registry, policy=policy, principal=principal)
-        connected = connect_executor(choose_executor(registry, None, None, record["options"].get("executor")),
-                                     registry, Path(store))
-        try:
-            return await resumed.running(hooks, executor=connected)
-        finally:
-            if connected is not None:
-                connected.close()
+        record = runs.run(runs.find(run))
+        return await approved(
+            record,
+            runs,
+            RunWiring(store=runs, hooks=hooks),
+            deny=deny,
+            call=call,
+            registry=registry,
+            policy=policy,
+        ).run()
     finally:
         runs.close()
 
 
+def approved(
+    record: dict,
+    store: RunStore | None,
+    wiring: RunWiring,
+    *,
+    deny: bool = False,
+    call: int | None = None,
+    registry: Registry | None = None,
+    policy: Policy | None = None,
+) -> Launch:
+    """The run of `record` continued once the answer (`deny`, to `call`) is given, as `Launch` runs
+    it: checked again as it was recorded before the answer is given (a ConfigError, PolicyError or
+    StoredPlanError when that fails, and nothing is answered)."""
+    spec = RunSpec.from_record(record)
+    registry, policy, checked = as_recorded(record, registry, policy)
+
+    def answered(runs: RunStore | None) -> RecordedRun:
+        assert runs is not None  # an answer is given in the store
+        with fixed(FixedClock.from_data(record["options"].get("clock"))):  # stamped as the run is
+            answer = runs.answer(record["id"], call, approved=not deny, denied=DENIED)
+        return RecordedRun.resume(runs, answer, checked, registry=registry, policy=policy)
+
+    wiring = attrs.evolve(wiring, store=store)  # None: the door wires its store later
+    return Launch.continued(checked, spec, wiring, answered, registry=registry, policy=policy)
+
+
 def approve(run: str, **options: Any) -> RunResult:
-    """`approve_async` in an event loop of its own, SIGINT and SIGTERM ending the run as interrupted; the
-    options are the same."""
+    """`approve_async` in an event loop of its own, SIGINT and SIGTERM ending the run as
+    interrupted; the options are the same."""
     with Interrupts() as signals:
         return signals.run(approve_async(run, **options))
 
 
-def as_recorded(record: dict, registry: Registry | None, policy: Policy | None
-                ) -> tuple[Registry | None, Policy | None, str, CheckResult]:
-    """The registry, policy and principal a recorded run is continued with (the planc.toml and policy it was
-    recorded with, unless given), and its plan checked again against them as it was checked (its
-    budget, its approvals). A ConfigError, PolicyError or StoredPlanError when they no longer serve."""
+def as_recorded(
+    record: dict, registry: Registry | None, policy: Policy | None
+) -> tuple[Registry | None, Policy | None, CheckResult]:
+    """The registry and policy a recorded run is continued with (the planc.toml and policy it was
+    recorded with, unless given), and its plan checked again against them as its record says it was
+    checked (`RunSpec.from_record`: its principal, its author's labels, its approvals, its budget).
+    A ConfigError, PolicyError or StoredPlanError when they no longer serve."""
     from planc.store.stored import dump, load_plan
 
-    options = record["options"]
-    if registry is None and options.get("config"):
-        registry = load_registry(Path(options["config"]))
-    principal = options.get("principal") or DEFAULT_PRINCIPAL
+    spec = RunSpec.from_record(record)
+    if registry is None and spec.config:
+        registry = load_registry(Path(spec.config))
     if policy is None:
-        path = options.get("policy") or (registry.policy if registry is not None else None)
-        policy = load_policy(Path(path)) if path else None
-    budget = Budget(*options.get("budget") or (None, None, None))
-    # `written_by`: the labels its author gave its literals (an MCP client's plan) hold when it is continued too.
-    checked = load_plan(dump(record["plan"]), registry=registry, policy=policy, principal=principal,
-                        approvals=options.get("approvals", False), written_by=frozenset(options.get("written_by", ())),
-                        recorded=True, **budget.keywords())
-    return registry, policy, principal, checked
+        path = spec.policy or (registry.policy if registry is not None else None)
+        policy = load_policy(Path(path), spec.principals) if path else None  # and its attributes
+    checked = load_plan(
+        dump(record["plan"]),
+        registry=registry,
+        policy=policy,
+        recorded=True,
+        **spec.check_keywords(),
+    )
+    return registry, policy, checked

@@ -24,7 +24,7 @@ import attrs
 
 from planc.backend.calls.results import NotPlain, plain
 from planc.backend.run.interpreter import run_arguments
-from planc.backend.run.recorded_run import RecordedRun
+from planc.backend.run.launch import Launch
 from planc.backend.state.interrupts import Interrupted, Interrupts
 from planc.backend.state.stop import settle
 from planc.backend.state.values import RunError
@@ -36,7 +36,6 @@ from planc.store.stored import StoredPlanError, dump, load_plan
 from planc.syntax.json_input import read_json
 
 if TYPE_CHECKING:
-    from planc.backend.calls.ray_executor import RayExecutor
     from planc.passes.policy.load import Policy
     from planc.registry.loading.registry import Registry
     from planc.store.run_store import RunStore
@@ -105,54 +104,51 @@ def check_line(plan: CheckResult, stored: Mapping, number: int, arguments: Mappi
 
 @attrs.define
 class Batch:
-    """The runs of one batch (`batch_id` in `store`), `parallel` at a time, on `executor` (None: this process).
+    """The runs of one batch (`batch_id` in `store`), `parallel` at a time, each a `Launch` wired to the store
+    and the executor the batch shares.
 
     `finished(line, run_id, outcome)` is told of each run as it ends (an outcome of OUTCOMES)."""
 
     store: RunStore
     batch_id: str
     parallel: int
-    executor: RayExecutor | None = None
     finished: Callable[[int, str, str], None] = lambda line, run_id, outcome: None
-    in_flight: dict = attrs.field(factory=dict)  # line -> its RecordedRun, while it runs
+    in_flight: dict = attrs.field(factory=dict)  # line -> its Launch, while it runs
     failure: RunStoreError | None = None  # a store that failed: no run starts after it
 
-    def execute(self, starts: list[tuple[int, Callable[[], RecordedRun]]]) -> None:
-        """Run every `(line, start)`: `start()` records the line's run (or takes one up again) and gives it.
+    def execute(self, starts: list[tuple[int, Launch]]) -> None:
+        """Run every `(line, launch)`: the launch records the line's run (or takes one up again) and runs it.
         Interrupted when a signal stopped them, each run in flight recorded as interrupted; RunStoreError
         when the store failed, once the runs in flight have ended."""
         with Interrupts() as signals:
             try:
                 signals.run(self.run(starts))
             except Interrupted as error:
-                for recorded in self.in_flight.values():
-                    recorded.interrupted(error)
+                for launch in self.in_flight.values():
+                    if launch.recorded is not None:
+                        launch.recorded.interrupted(error)
                 raise Interrupted(f"{error}: batch {self.batch_id} stopped, and `planc batch --resume "
                                   f"{self.batch_id}` finishes it") from None
         if self.failure is not None:
             raise self.failure
 
-    async def run(self, starts: list[tuple[int, Callable[[], RecordedRun]]]) -> None:
+    async def run(self, starts: list[tuple[int, Launch]]) -> None:
         limit = asyncio.Semaphore(self.parallel)
 
-        async def one(line: int, start: Callable[[], RecordedRun]) -> None:
+        async def one(line: int, launch: Launch) -> None:
             async with limit:
                 if self.failure is not None:
                     return
+                self.in_flight[line] = launch
                 try:
-                    recorded = start()
-                except RunStoreError as error:
-                    self.failure = error
-                    return
-                self.in_flight[line] = recorded
-                try:
-                    result = await recorded.running(executor=self.executor)
+                    result = await launch.run()
                     outcome = RUN_OUTCOMES[result.status]
                 except RunStoreError as error:
                     self.failure, outcome = error, "failed"
                 except RunError:
                     outcome = "failed"
                 del self.in_flight[line]
-                self.finished(line, recorded.run_id, outcome)
+                if launch.recorded is not None:
+                    self.finished(line, launch.recorded.run_id, outcome)
 
-        await settle([asyncio.ensure_future(one(line, start)) for line, start in starts])
+        await settle([asyncio.ensure_future(one(line, launch)) for line, launch in starts])

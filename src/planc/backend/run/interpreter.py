@@ -55,7 +55,7 @@ from planc.syntax import ast
 
 if TYPE_CHECKING:
     from planc.backend.calls.ray_executor import RayExecutor
-    from planc.backend.run.session import Recorder
+    from planc.backend.calls.run_view import Recorder
     from planc.passes.flow.flow import CallFlow
     from planc.passes.policy.load import Policy
     from planc.registry.tools.tool import Tool
@@ -272,9 +272,11 @@ class Run:
         try:
             arguments = self.arguments(step, tool, path, scope, piped)
         except Exception as error:  # it fails as it starts
+            if type(error) is RunError and not str(error).startswith("step "):  # a value it reads: say whose
+                error = RunError(f"step {path}: {error}", error.node, error.code)
             self.emit("step_started", step=path, tool=step.tool.text)
             stop.set(error)
-            raise
+            raise error from None
         assert tool is not None  # `arguments` refused a step without one
         sources, control = step_sources(step, tool, scope, piped_view), scope.controlled()
         self.emit("step_started", step=path, tool=step.tool.text,
@@ -312,7 +314,8 @@ class Run:
         if SECRET in whole and tool.name in PURE_STEPS and tool.kind == "pure" and any(
                 SECRET in labels for labels in sources.values()):
             self.session.redactor.learn(result, view)  # a secret made over (`upper`) is one too
-        self.emit("step_finished", step=path, result=self.session.redactor.labelled(result, whole))
+        self.emit("step_finished", step=path, tool=step.tool.text,
+                  result=self.session.redactor.labelled(result, whole))
         return result
 
     def arguments(self, step: ast.Step, tool: Tool | None, path: str, scope: Scope, piped: object) -> dict:

@@ -7,7 +7,9 @@ record, writing nothing. `running` runs the plan in the caller's event loop, eve
 the run's id, its number in the run and its time (`events.py`) and recorded, and commits how the run
 ended: ok, error (an exit with status error), failed, interrupted (SIGINT or SIGTERM, or the task
 awaiting it cancelled), or awaiting_approval (a call waits for a person: `approvals.py`); `execute`
-is `running` in an event loop of its own, with the signals caught. `run_async` and `run` are the API's.
+is `running` in an event loop of its own, with the signals caught. Each run carries its `RunSpec`
+(spec.py): a new run records it, a resume or a replay reads it back from the record. Every door
+reaches these through the launcher (launch.py).
 """
 
 from __future__ import annotations
@@ -15,23 +17,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
-from planc.backend.calls.approvals import EFFECTFUL, FLAGGED, AwaitingApproval, waiting_gate
+from planc.backend.calls.approvals import AwaitingApproval, waiting_gate
 from planc.backend.calls.hooks import Hooks
 from planc.backend.models.client import excerpt
 from planc.backend.report.events import Stamp, fan_out
-from planc.backend.run.interpreter import RunResult, run_arguments, run_plan
+from planc.backend.run.interpreter import RunResult, run_plan
 from planc.backend.run.recorders import Recorder, Replay, Resume
+from planc.backend.run.spec import ReadFiles, RunSpec
 from planc.backend.state.interrupts import Interrupted, Interrupts, cancelled_by
 from planc.backend.state.values import RunError
+from planc.clock import FixedClock, fixed
+from planc.clock import current as current_clock
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
-from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
+from planc.passes.policy.load import Policy
 from planc.registry.loading.registry import Registry
 from planc.registry.mcp.lock import lock_path
 from planc.registry.settings.declarations import Executor
@@ -44,61 +50,75 @@ if TYPE_CHECKING:
 
 @attrs.define
 class RecordedRun:
-    """One run of a checked plan and its record; `store` is None for a replay, which writes nothing."""
+    """One run of a checked plan and its record; `store` is None for a replay, which writes nothing. `spec` is
+    every choice that decides what it does, as it is recorded (a continued run's, read from its record)."""
 
     checked: CheckResult
     registry: Registry | None
     policy: Policy | None
-    principal: str
-    arguments: Mapping
+    spec: RunSpec
     recorder: Recorder | Replay | Resume
     store: RunStore | None = None
-    returns: Mapping | None = None  # what the result must conform to: the `returns` of a declared plan run itself
-    # Whose approval a call waits for in the store when no gate is given: approvals.EFFECTFUL (`--approve`),
-    # approvals.FLAGGED (checked for a person to let flagged calls through), or None (no call waits).
-    waits_for: str | None = None
     ended: Interrupted | None = None  # what the run said when its interruption was recorded
+    store_named: str | None = None  # how `planc approve` must name the store, said when a call waits
+    # The clock its record is stamped with when it was made under a fixed one (planc.clock): kept
+    # in its options, so that every door that continues it stamps with the same.
+    clock: FixedClock | None = None
 
     @property
     def run_id(self) -> str:
         return self.recorder.run_id
 
+    @property
+    def principal(self) -> str:
+        return self.spec.principal
+
+    @property
+    def arguments(self) -> Mapping:
+        return self.spec.arguments
+
     @classmethod
-    def record(cls, store: RunStore, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
-               principal: str, arguments: Mapping, options: Mapping,
-               batch: tuple[str, int] | None = None) -> RecordedRun:
-        """A new run of `checked` in `store`; `options` (how it runs: config, policy, finish, ...) are kept
-        with it, so that a replay or a resume runs it the same way; `batch`: the batch and line it runs."""
+    def record(cls, store: RunStore, checked: CheckResult, spec: RunSpec, *, registry: Registry | None,
+               policy: Policy | None, batch: tuple[str, int] | None = None) -> RecordedRun:
+        """A new run of `checked` in `store`, `spec` kept with it (with the files it reads, its code tools, and
+        what it was checked with: its approvals and its author's labels), so that a replay, a resume or an
+        approval continues it with the same choices; `batch`: the batch and line it runs."""
         from planc.store.plan_steps import checked_step_rows
         from planc.store.stored import save_plan
 
-        # `approvals`: it was checked for a person to let flagged calls through, so its replay and resume are too.
-        options = {**options, "principal": principal, "read": keep_read_files(store, registry, policy),
-                   "principals": list(policy.principals) if policy is not None else [],
-                   "code_tools": code_tools(registry),
-                   "approvals": checked.context.approvals if checked.context is not None else False,
-                   # `written_by`: whoever wrote it gave its literals their labels, in its replay and resume too.
-                   "written_by": sorted(checked.context.written_by) if checked.context is not None else []}
-        recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy), arguments,
-                                                   options, batch, checked_step_rows(checked)))
-        return cls(checked, registry, policy, principal, arguments, recorder, store, options.get("returns"),
-                   waits_for(options))
+        context = checked.context
+        spec = attrs.evolve(spec, read=ReadFiles(**keep_read_files(store, registry, policy)),
+                            code_tools=code_tools(registry),
+                            principals=tuple(policy.principals) if policy is not None else (),
+                            approvals=context.approvals if context is not None else False,
+                            written_by=context.written_by if context is not None else frozenset())
+        options = spec.to_record()
+        fixed_clock = current_clock()
+        if fixed_clock is not None:
+            options["clock"] = fixed_clock.to_data()
+        recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy),
+                                                   spec.arguments, options, batch,
+                                                   checked_step_rows(checked)))
+        return cls(checked, registry, policy, spec, recorder, store, clock=fixed_clock)
 
     @classmethod
     def resume(cls, store: RunStore, run: dict, checked: CheckResult, *, registry: Registry | None,
-               policy: Policy | None, principal: str, approve: bool = False) -> RecordedRun:
-        """`run` (a run that did not finish) continued in its own record, its calls approved as the run's were
-        (`approve`: every effectful call, as `--approve` asks, whatever the run was made with)."""
-        options = {**run["options"], "approve": approve or run["options"].get("approve", False)}
-        return cls(checked, registry, policy, principal, run["arguments"], Resume(store, run), store,
-                   options.get("returns"), waits_for(options))
+               policy: Policy | None, principal: str | None = None, approve: bool = False) -> RecordedRun:
+        """`run` (a run that did not finish) continued in its own record with the choices it was recorded with,
+        its calls approved as the run's were (`approve`: every effectful call, as `--approve` asks, whatever
+        the run was made with); `principal`, when given, in place of the recorded one."""
+        spec = RunSpec.from_record(run)
+        spec = attrs.evolve(spec, approve=approve or spec.approve, principal=principal or spec.principal)
+        return cls(checked, registry, policy, spec, Resume(store, run), store,
+                   clock=FixedClock.from_data(run["options"].get("clock")))
 
     @classmethod
     def replay(cls, run: dict, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
-               principal: str) -> RecordedRun:
+               principal: str | None = None) -> RecordedRun:
         """`run` again, every tool and model result from its record: nothing is called, nothing written."""
-        return cls(checked, registry, policy, principal, run["arguments"], Replay(run),
-                   returns=run["options"].get("returns"))
+        spec = RunSpec.from_record(run)
+        return cls(checked, registry, policy, attrs.evolve(spec, principal=principal or spec.principal), Replay(run),
+                   clock=FixedClock.from_data(run["options"].get("clock")))
 
     def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
                 interrupts: Interrupts | None = None, executor: RayExecutor | None = None) -> RunResult:
@@ -119,14 +139,19 @@ class RecordedRun:
         Cancelled (a signal, or the program cancelled the task awaiting it), the run is recorded as
         interrupted, by `cancelled` when the caller knows why better than the task does, and the cancellation
         goes on. `executor`: as `run_plan` takes it."""
+        with fixed(self.clock):
+            return await self._running(hooks, schedule, executor, cancelled)
+
+    async def _running(self, hooks: Hooks, schedule: Schedule | None, executor: RayExecutor | None,
+                       cancelled: str | None) -> RunResult:
         hooks = self.recorded_hooks(hooks)
-        if hooks.gate is None and self.waits_for is not None and self.store is not None:
+        if hooks.gate is None and self.spec.waits_for is not None and self.store is not None:
             assert not isinstance(self.recorder, Replay)  # a replay has no store
-            hooks = attrs.evolve(hooks, gate=waiting_gate(self.recorder, self.waits_for))
+            hooks = attrs.evolve(hooks, gate=waiting_gate(self.recorder, self.spec.waits_for))
         try:
             result = await run_plan(self.checked, registry=self.registry, arguments=self.arguments,
                                     hooks=hooks, policy=self.policy, principal=self.principal,
-                                    recorder=self.recorder, schedule=schedule, returns=self.returns,
+                                    recorder=self.recorder, schedule=schedule, returns=self.spec.returns,
                                     executor=executor)
         except Interrupted:
             raise
@@ -147,7 +172,7 @@ class RecordedRun:
         if self.store is None:  # a replay: the run waited here
             return waiting
         calls = self.store.awaiting(self.run_id)
-        said = AwaitingApproval(waiting_words(self.run_id, calls), run_id=self.run_id, calls=calls)
+        said = AwaitingApproval(waiting_words(self.run_id, calls, self.store_named), run_id=self.run_id, calls=calls)
         self._finish("awaiting_approval", message=str(said))
         return said
 
@@ -186,71 +211,6 @@ class RecordedRun:
             why = "either" if str(error) == message else f"({error})"
             raise RunStoreError(f"{ended}; and how it ended could not be recorded {why}: the store says the run is "
                                 f"still running, and `planc resume {self.run_id}` ends it from its record") from None
-
-
-async def run_async(checked: CheckResult, *, arguments: Mapping | None = None, hooks: Hooks = Hooks(),
-                    registry: Registry | None = None, policy: Policy | None = None, principal: str | None = None,
-                    store: str | Path | None = None, schedule: Schedule | None = None, executor: str | None = None,
-                    ray_address: str | None = None, approve: bool = False) -> RunResult:
-    """Run `checked` (what `planc.check` returned, without errors) in the running event loop; its result.
-
-    It runs against what it was checked with: the registry, policy and principal of its check,
-    unless given here. `arguments` are its `$args` (checked against a declared plan's `params`).
-    With `store` (a path), the run is recorded there as `planc run` records it, so `planc replay`
-    and `planc resume` can take it up; cancelling the task that awaits it ends it as interrupted,
-    recorded, and resumable. `executor` ("local" or "ray"; default: planc.toml's `[executor]`) and
-    `ray_address` say where the Python tool calls of loop items and scheduled steps are made, as
-    `planc run --executor` does. A RunError says what failed and where; RayUnavailable, that the Ray
-    cluster cannot be reached (nothing ran).
-
-    With `store` and no gate in `hooks`, a call a person must approve waits in the store: every
-    effectful call with `approve` (as `planc run --approve` with no terminal), and a call the policy
-    flags for where its values came from when `checked` was checked with `approvals=True`. The run
-    then raises AwaitingApproval (its `run_id`, and its `calls` that wait), and `planc.approve`
-    continues it, from any process.
-    """
-    context = checked.context
-    registry = registry if registry is not None else (context.registry if context is not None else None)
-    policy = policy if policy is not None else (context.policy if context is not None else None)
-    principal = principal or (context.principal if context is not None else DEFAULT_PRINCIPAL)
-    arguments = run_arguments(checked, arguments or {})
-    if approve and store is None and hooks.gate is None:
-        raise ValueError("approve=True needs a store, where a call waits for its approval, or a gate in hooks")
-    how = choose_executor(registry, executor, ray_address)
-    connected = connect_executor(how, registry, Path(store) if store is not None else None)
-    try:
-        if store is None:
-            return await run_plan(checked, registry=registry, arguments=arguments, hooks=hooks, policy=policy,
-                                  principal=principal, schedule=schedule, executor=connected)
-        runs = RunStore(store)
-        try:
-            recorded = RecordedRun.record(runs, checked, registry=registry, policy=policy, principal=principal,
-                                          arguments=arguments, options={"config": str(registry.source.resolve())
-                                                                        if registry is not None and registry.source
-                                                                        else None, "policy": None, "finish": "output",
-                                                                        "query": None, "approve": approve,
-                                                                        "executor": attrs.asdict(how)})
-            return await recorded.running(hooks, schedule, executor=connected)
-        finally:
-            runs.close()
-    finally:
-        if connected is not None:
-            connected.close()
-
-
-def run(checked: CheckResult, **options: Any) -> RunResult:
-    """`run_async` in an event loop of its own, SIGINT and SIGTERM ending the run as interrupted (Interrupted);
-    the options are the same. Inside a running event loop, await `run_async` instead (a RuntimeError says so,
-    and nothing runs)."""
-    with Interrupts() as signals:
-        return signals.run(run_async(checked, **options))
-
-
-def waits_for(options: Mapping) -> str | None:
-    """Whose approval a run's calls wait for in the store, from the options it is recorded with: every
-    effectful call's under `--approve` (`approve`), flagged calls' when it was checked for a person to
-    let them through (`approvals`), else none."""
-    return EFFECTFUL if options.get("approve") else FLAGGED if options.get("approvals") else None
 
 
 def choose_executor(registry: Registry | None, kind: str | None, address: str | None,
@@ -311,33 +271,35 @@ def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | No
     from planc.passes.policy.load import check_principal, policy_from_text
     from planc.registry.loading.config import registry_from_text
 
-    options = run["options"]
-    read = options.get("read")
-    if read is None or (read["config"] is None and options.get("config") is not None):
+    spec = RunSpec.from_record(run)
+    read = spec.read
+    if read is None or (read.config is None and spec.config is not None):
         return None  # recorded before runs kept their files, or its planc.toml could not be read
     registry = None
-    if read.get("config") is not None:
-        lock = store.file(read["lock"]) if read.get("lock") else None
-        kept = options.get("code_tools")
-        registry = registry_from_text(store.file(read["config"]), Path(options["config"]), locked=lock is not None,
+    if read.config is not None and spec.config is not None:
+        lock = store.file(read.lock) if read.lock else None
+        kept = spec.code_tools
+        registry = registry_from_text(store.file(read.config), Path(spec.config), locked=lock is not None,
                                       lock_text=lock, code_tools={name: Tool.from_data(data) for name, data in kept.items()}
                                       if kept is not None else None)
     policy = None
-    if read.get("policy") is not None:
+    if read.policy is not None:
         check_principal(principal)
-        path = Path(options["policy"]) if options.get("policy") else registry.policy if registry is not None else None
+        path = Path(spec.policy) if spec.policy else registry.policy if registry is not None else None
         assert path is not None  # a kept policy was read from --policy, or from planc.toml's `policy`
-        policy = policy_from_text(store.file(read["policy"]), path, options.get("principals", ()))
+        policy = policy_from_text(store.file(read.policy), path, spec.principals)
     return registry, policy
 
 
-def waiting_words(run_id: str, calls: list[dict]) -> str:
-    """What a run that waits says of itself: which calls wait, and the command that answers them."""
+def waiting_words(run_id: str, calls: list[dict], store: str | None = None) -> str:
+    """What a run that waits says of itself: which calls wait, and the command that answers them (naming
+    the run store with `--store` when `store` says a command would not find it by itself)."""
     lines = [f"run {run_id} waits for a person to approve {len(calls)} call"
              f"{'s' if len(calls) != 1 else ''}:"]
     lines += [f"  call {call['sequence']} (step {call['step']}): {call['tool']} "
               f"{excerpt(json.dumps(call['input'], ensure_ascii=False), 100)}: {call['asks']}" for call in calls]
-    lines.append(f"`planc approve {run_id}` approves it and continues the run; "
-                 f"`planc approve {run_id} --deny` refuses it"
+    command = f"planc approve {run_id}" + (f" --store {shlex.quote(store)}" if store else "")
+    lines.append(f"`{command}` approves it and continues the run; "
+                 f"`{command} --deny` refuses it"
                  + (" (give --call N: which call)" if len(calls) > 1 else ""))
     return "\n".join(lines)
