@@ -21,12 +21,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from planc.registry.provenance.redaction import KnownValues
 from planc.registry.settings.declarations import McpServer
 
 VARIABLE = re.compile(r"\$(?:(\$)|([A-Za-z_][A-Za-z0-9_]*))")
+if TYPE_CHECKING:  # the redaction step (hashlib, hmac, html) is loaded when a credential is first redacted
+    from planc.registry.provenance.redaction import KnownValues
+
 REDACTED = "[redacted credential]"
 SHORTEST_SECRET = 4  # a shorter value (an empty variable, `x`) would redact ordinary text, and guards nothing
 
@@ -111,6 +113,8 @@ def redact_value(value: Any, secrets: Iterable[str]) -> Any:
 
 
 def _known(secrets: Iterable[str]) -> KnownValues:
+    from planc.registry.provenance.redaction import KnownValues
+
     known = KnownValues()
     for secret in secrets:
         known.add(secret, REDACTED, SHORTEST_SECRET)
