@@ -45,6 +45,7 @@ from planc.backend.state.values import (
     TemplateScope,
     ToolFailed,
     evaluate,
+    failure_caught,
     truth,
     unlabelled,
 )
@@ -383,7 +384,11 @@ async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: ob
     conversation.labels = union(conversation.labels, union(given, control))
 
     async def dispatched(call: Call) -> Any:
-        result = await run.dispatch(call, step, in_loop)
+        caught = failure_caught.set(True)  # its failure comes back here, and the model goes on
+        try:
+            result = await run.dispatch(call, step, in_loop)
+        finally:
+            failure_caught.reset(caught)
         value_, added = unlabelled(result)
         read = union(union(call.tool.labels, control), added.whole() if added is not None else NO_LABELS)
         conversation.labels = union(conversation.labels, read)
