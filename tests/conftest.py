@@ -163,9 +163,6 @@ def pytest_deselected(items):
 def pytest_configure(config):
     config.addinivalue_line("markers", "last: run after every other test (it checks what the others left)")
     config.addinivalue_line("markers", f"slow: in the slow tier, which `make test` leaves out ({SLOW_TIER})")
-    config.addinivalue_line("markers", "open_hole: a property that still finds a counterexample, named in its "
-                                       "docstring; both tiers leave it out until the hole is closed "
-                                       "(`make test-open-holes` runs it)")
 
 
 # The files whose tests take longest, longest first, in each tier (the slow tier's, then the others'). They

@@ -86,12 +86,20 @@ file = "triage.plan"
 
 [plans.triage_contacts]
 file = "triage_contacts.plan"
+
+[plans.mail_then_send]
+file = "mail_then_send.plan"
+
+[plans.contacts_then_send]
+file = "contacts_then_send.plan"
 '''
 
 MORE_FILES = {
     **FILES,
     "triage.plan": 'read_inbox()\nexit(when: $1[0].urgent, status: "error", message: "urgent")\n',
     "triage_contacts.plan": 'contacts()\nexit(when: $1.length == 0, status: "error")\n',
+    "mail_then_send.plan": 'read_inbox()\nsend(to: "alice@example.com", text: "mail read")\n',
+    "contacts_then_send.plan": 'contacts()\nsend(to: "alice@example.com", text: "mail read")\n',
 }
 
 
@@ -238,6 +246,25 @@ def test_a_declared_plans_exit_over_mail_decides_no_later_step(project):
     refused_everywhere(project, inline, "$1[0].urgent", "untrusted-decides-nothing")
     runs(project, text.replace("plan__triage", "plan__triage_contacts"),
          ["contacts", "send alice@example.com mail came"])
+
+
+@pytest.mark.parametrize("plan, made, code", [
+    ("mail_then_send", ["read_inbox"], 1),
+    ("contacts_then_send", ["contacts", "send alice@example.com mail read"], 0),
+])
+def test_a_declared_plan_an_agent_calls_sends_only_where_no_mail_could_fail_it(
+        agent_project, model_server, plan, made, code):
+    """Inside a declared plan an agent calls, a failure goes back to the agent, which goes on: so
+    whether the mail could be read decides whether the plan's `send` is made. It carries the mail's
+    labels as control, and is refused before it is made; its twin reads the user's own contacts."""
+    model_server.call(f"plan__{plan}", {})
+    model_server.reply("{}")
+    text = f'agent(prompt: "Tell alice", tools: ["plan__{plan}"], output_schema: {{type: "object"}})\n'
+    assert checked(agent_project, text) == (0, [])  # which tools the model calls: only a run knows
+    result = ran(agent_project, text)
+    assert result.exit_code == code and "Traceback" not in result.output, result.output
+    assert ("untrusted-decides-nothing" in result.output) is (code == 1)
+    assert calls(agent_project) == made and statuses(agent_project) == ["failed" if code else "ok"]
 
 
 # --- x-labels under $ref and $defs ----------------------------------------------------------------

@@ -18,9 +18,10 @@ continued through each door in turn: `planc.approve_async`, `planc approve`, and
   carries `untrusted` in its argument or control labels in the run that makes it, and so does the
   check's flow at its step path.
 - Property S (secrecy): in two worlds that differ only in what secret tools return, for a plan where
-  the check finds `secret` in no call's control (nor warns, W508, that one decides an `exit`), the
-  store (every table, in a fixed order), `show-run` in every format, the events files, the traces
-  and stderr are the same bytes once each redaction mark is replaced, whole, by one constant.
+  the check finds `secret` in no call's control (nor warns, W508, that one decides an `exit` or may
+  make a step fail), the store (every table, in a fixed order), `show-run` in every format, the
+  events files, the traces and stderr are the same bytes once each redaction mark is replaced,
+  whole, by one constant.
 - Property 0: every call's run-time labels are within the check's at its step path (flow_checks.py,
   as test_flow_property.py holds for its own plans).
 """
@@ -399,14 +400,9 @@ def cut(first: Ran, second: Ran) -> tuple[list[dict], list[dict]]:
     return ([call for call in made(ran) if position(call["step"]) < point] for ran in (first, second))
 
 
-@pytest.mark.open_hole
 def test_untrusted_data_makes_and_changes_no_call(project):
     """Property I (and 0): what untrusted tools return may stop a run, never make or change a call
-    the run's labels do not mark as theirs, at run time and in the check.
-
-    Open hole (found under the ci profile in about one run of four): an `agent` offered a declared
-    plan whose call fails on what an untrusted tool returned goes on, while that plan's later calls,
-    made in the other world, carry no label of the call that decided them."""
+    the run's labels do not mark as theirs, at run time and in the check."""
 
     @settings(
         max_examples=examples(200, dev=8),
@@ -452,14 +448,11 @@ def test_untrusted_data_makes_and_changes_no_call(project):
     prop()
 
 
-@pytest.mark.open_hole
 def test_a_secret_changes_no_byte_planc_writes(project):
     """Property S (and 0): where no secret decides which calls run, two runs whose secrets differ
-    write the same bytes everywhere, once each redaction mark is set aside.
-
-    Open hole (found in every run under the ci profile): a call given a secret may fail in one world
-    and not the other (`lookup(key: $s1.code)`), so its outcome, the run's status and what ran
-    after it differ, while the check puts `secret` in no call's control and gives no W508."""
+    write the same bytes everywhere, once each redaction mark is set aside. A step that may fail on
+    a secret it is given (`lookup(key: $s1.code)`) decides which calls run (W508), as a condition
+    does; an `exit`'s message and an `ask`'s question fail on nothing, and are still compared."""
 
     @settings(
         max_examples=examples(200, dev=8),

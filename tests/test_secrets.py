@@ -296,8 +296,10 @@ def test_a_redaction_key_others_can_read_is_refused_in_one_message(project, tmp_
 @pytest.mark.parametrize("text, warned, made", [
     ('vault()\ndecide(when: $1.pin == "1", then: { note(text: "unlocked") })\n', "$1.pin", ["vault"]),
     ('vault()\nexit(when: $1.token == "x", status: "error")\n', "$1.token", ["vault"]),
-    # A secret argument decides nothing: no warning.
-    ('vault()\ndecide(when: true, then: { note(text: $1.pin) })\n', None, ["vault", "note"]),
+    # A call may fail on a secret it is given: whether it failed decides what runs after it.
+    ('vault()\ndecide(when: true, then: { note(text: $1.pin) })\n', "$1.pin", ["vault", "note"]),
+    # An exit's message fails on nothing: it is written as its mark, and decides nothing.
+    ('vault()\nexit(status: "ok", message: "pin {$1.pin}")\n', None, ["vault"]),
 ])
 def test_a_secret_that_decides_which_steps_run_is_a_warning(project, text, warned, made):
     (project / "p.plan").write_text(text, encoding="utf-8")

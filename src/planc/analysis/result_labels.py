@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from planc.analysis.literals import literal_value
-from planc.registry.provenance.labels import NO_LABELS, LabelView, union, union_all, view_of
+from planc.registry.provenance.labels import NO_LABELS, SECRET, LabelView, label_set, union, union_all, view_of
+from planc.registry.steps.pure_steps import PURE_STEPS
 from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 
@@ -39,6 +40,49 @@ def call_labels(tool_labels: frozenset[str], sources: Mapping[str, frozenset[str
     """What a call's result carries, and its error too (its text, and that it failed): its tool's
     labels, every argument's and its control's."""
     return union(union(tool_labels, union_all(sources.values())), control)
+
+
+# The labels whose values must not reach the record, where which steps ran and how a run ended are
+# written: a step whose failure they may decide decides those for them, even where a failure ends
+# the run.
+RECORDED = label_set([SECRET])
+
+
+def fails_on(step: ast.Step, tool: Tool, sources: Mapping[str, frozenset[str]], control: frozenset[str],
+             added: frozenset[str], asked: frozenset[str]) -> frozenset[str] | None:
+    """The labels of what may decide whether `step` fails (None: it cannot fail on what it is given): a
+    call (a tool's code, a declared plan's steps), a pure step (`parse_json`, `divide` fail on some
+    values of their types) and a model (an `agent`, shown all it read, `added`; an `infer`, asked
+    `asked`) can. An `exit`, a `decide` on `when`, a loop, `reshape` and `ask` fail on nothing they
+    are given (an `ask` goes unanswered by a person's choice), so their failures decide nothing here.
+    """
+    given = union(union_all(sources.values()), control)
+    if not tool.builtin or tool.name in PURE_STEPS:
+        return given
+    if tool.name == "agent":
+        return union(given, added)
+    if step.arg("infer") is not None:
+        return union(control, asked)
+    return None
+
+
+def failure_control(tool_labels: frozenset[str], given: frozenset[str] | None, caught: bool) -> frozenset[str]:
+    """What a step's possible failure (decided by `given`, `fails_on`) adds to the control of every
+    later step of its plan, and to the plan's result and outcome. Where the failure is caught (a
+    declared plan an agent calls goes back to the agent as an error), whether it happened decides
+    what runs next: all its labels, its tool's too, as the error carries them. Where it ends the run,
+    which steps ran and how the run ended are recorded: the labels of `RECORDED` it was given.
+
+    >>> sorted(failure_control(frozenset({"untrusted"}), frozenset({"secret", "private"}), caught=False))
+    ['secret']
+    >>> sorted(failure_control(frozenset({"untrusted"}), frozenset({"private"}), caught=True))
+    ['private', 'untrusted']
+    """
+    if given is None:
+        return NO_LABELS
+    if caught:
+        return union(tool_labels, given)
+    return label_set(given & RECORDED) if given else NO_LABELS
 
 
 def kept_input(tool: Tool | None) -> str | None:

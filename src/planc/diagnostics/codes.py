@@ -521,13 +521,18 @@ _ALL = [
          "stderr, `show-run`): each is replaced by its mark, its length and a keyed hash. But which steps "
          "ran, and how the run ended, is recorded too, so a condition that reads a secret (a `decide`'s "
          "or an `exit`'s `when` or `infer`, or what decides how often a block runs) writes something "
-         "about it: whether it held. The warning points at the reference in the condition that carries "
-         "the secret. Compare the secret where planc does not record the outcome (inside a tool), or "
-         "accept that the record tells which branch ran.",
+         "about it: whether it held. So does a step that may fail on a secret it is given (a tool call, "
+         "a declared plan, a pure step, an `agent` or an `infer`): whether it failed decides whether the "
+         "steps after it run, and the run's status and message. An `exit`'s message and an `ask`'s "
+         "question fail on nothing: they are written as marks. The warning points at the reference "
+         "that carries the secret. Compare the secret where planc does not record the outcome (inside "
+         "a tool), or accept that the record tells which branch ran.",
          {"decides": "`{written}` is secret, and it decides whether {what} runs: which steps ran is "
                      "recorded",
           "exits": "`{written}` is secret, and it decides whether the run ends at the `exit` at step "
-                   "{path}: how the run ended is recorded"},
+                   "{path}: how the run ended is recorded",
+          "fails": "`{written}` is secret, and {what} may fail on it, which decides whether the steps "
+                   "after it run and how the run ends: both are recorded"},
          'vault()\ndecide(when: $1.pin == "1234", then: { notify(channel: "#ops", text: "unlocked") })',
          registry=SECRET_TOOLS),
     Code("N600", "repeated call reused",

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from planc.analysis.result_labels import kept_input, result_view
+from planc.analysis.result_labels import fails_on, failure_control, kept_input, result_view
 from planc.backend.calls import plan_stack
 from planc.backend.calls.approvals import AwaitingApproval
 from planc.backend.calls.dispatch import Dispatch, result_problem
@@ -35,12 +35,14 @@ from planc.backend.state.values import (
     NOTHING,
     ArgsView,
     Exited,
+    Gates,
     Labelled,
     RunError,
     Scope,
     TemplateScope,
     ToolFailed,
     evaluate,
+    failure_caught,
     unlabelled,
 )
 from planc.optimize.schedule import Schedule
@@ -48,10 +50,12 @@ from planc.passes.check import CheckResult
 from planc.passes.policy.load import DEFAULT_PRINCIPAL
 from planc.passes.resolve.resolve import ARGS
 from planc.registry.loading.registry import Registry
+from planc.registry.provenance.expressions import expr_labels
 from planc.registry.provenance.labels import NO_LABELS, SECRET, LabelView, union
 from planc.registry.provenance.redaction import RedactionKeyProblem, Redactor, redaction_key, shown_arguments
 from planc.registry.steps.pure_steps import PURE_STEPS
 from planc.syntax import ast
+from planc.syntax.steps import deciding
 
 if TYPE_CHECKING:
     from planc.backend.calls.ray_executor import RayExecutor
@@ -307,8 +311,15 @@ class Run:
         result, added = unlabelled(result)
         kept = kept_input(tool)
         items = labels_of(step, kept, scope, labelled_piped) if kept else None
-        view = scope.labels[step] = result_view(step, tool, sources, control,
-                                                added.whole() if added is not None else NO_LABELS, items)
+        added_labels = added.whole() if added is not None else NO_LABELS
+        view = scope.labels[step] = result_view(step, tool, sources, control, added_labels, items)
+        # Whether it might have failed decides whether every later step of its plan runs.
+        decided = deciding(step) if tool.name != "filter" and step.arg("infer") is not None else None
+        asked = expr_labels(decided.value, scope) if decided is not None else added_labels
+        fails = failure_control(tool.labels, fails_on(step, tool, sources, control, added_labels, asked),
+                                scope.gates.caught)
+        if fails:
+            scope.gates.labels = union(scope.gates.labels, fails)
         self.finished[path] = result
         whole = view.whole()
         if SECRET in whole and tool.name in PURE_STEPS and tool.kind == "pure" and any(
@@ -345,9 +356,10 @@ class Run:
         self.tools.update(resolution.tools)
         self.names.update(template_names(checked))
         # Its `$args` carry the labels of the caller's arguments; its steps run under the call's control.
+        # A failure in it fails the call, which an agent takes back as an error and goes on from.
         scope = Scope(ChainMap(), resolution.targets, arguments,
                       args_view=ArgsView({param: LabelView(labels) for param, labels in call.sources.items()}),
-                      control=call.control)
+                      control=call.control, gates=Gates(failure_caught.get()))
         # What decided its `exit`s decides whether the caller's later steps run (`Labelled.gates`),
         # as an `exit` written in the caller does; and its failure carries it.
         try:

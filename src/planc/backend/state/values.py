@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections import ChainMap
 from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import attrs
@@ -49,14 +50,21 @@ def unlabelled(result: object) -> tuple[object, LabelView | None]:
 
 
 class Gates:
-    """The labels of the `exit` conditions asked so far in one plan being run: they decide whether every
-    later step of it runs."""
+    """The labels of the `exit` conditions asked so far in one plan being run, and of the steps that
+    might have failed: they decide whether every later step of it runs. `caught`: whether a failure
+    in the plan goes back to an agent (a declared plan it calls), which goes on, rather than ending
+    the run."""
 
-    __slots__ = ("labels",)
+    __slots__ = ("labels", "caught")
 
-    def __init__(self) -> None:
+    def __init__(self, caught: bool = False) -> None:
         self.labels = NO_LABELS
+        self.caught = caught
 
+
+# Whether a failure of the call being made goes back to an agent (one of its tool calls, its check),
+# which goes on: a declared plan run there marks its `Gates` `caught`.
+failure_caught: ContextVar[bool] = ContextVar("planc_failure_caught", default=False)
 
 NOTHING = object()  # no piped input
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
-from planc.analysis.result_labels import kept_input, result_view
+from planc.analysis.result_labels import fails_on, failure_control, kept_input, result_view
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.flow.secret_control import secret_control
@@ -32,7 +32,8 @@ from planc.registry.provenance.expressions import (
     expr_view,
     writes_text,
 )
-from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all
+from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all, view_of
+from planc.registry.steps.control import condition_labels
 from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 from planc.syntax.printer import print_expr
@@ -57,6 +58,9 @@ class CallFlow:
     # before it, each with what it was read in, and the loops around it and the declared plans
     # called before it (`Decided`): where its control labels come from.
     deciders: tuple = attrs.field(default=(), eq=False, repr=False)
+    # The labels its possible failure adds to the control of the steps after it (`failure_control`):
+    # those of `RECORDED` it was given, as a failure here ends the run.
+    fails: frozenset[str] = NO_LABELS
 
     def carriers(self, argument: str) -> list[tuple[ast.Expr, frozenset[str], str]]:
         """The references in `argument` that carry labels: (node, labels, where the value came from)."""
@@ -270,6 +274,7 @@ class Walk:
         if piped is not None and tool is not None and tool.pipe and tool.pipe not in views:
             views[tool.pipe] = piped
         sources = {name: view.whole() for name, view in views.items()}
+        fails = NO_LABELS
         if tool is None:  # an unknown tool, reported by resolve: what it returns is not known
             result = LabelView(union(UNTRUSTED_ONLY, control))
         else:  # what any call's result carries, and what the step's own rule adds
@@ -280,7 +285,14 @@ class Walk:
                 added = self.declared_plan(step, tool, env, views, control)
             kept = kept_input(tool)
             result = result_view(step, tool, sources, control, added, views.get(kept) if kept else None)
-        self.calls[env.paths[step]] = CallFlow(step, tool, sources, control, result, env, self.deciders)
+            asked = added if tool.name == "filter" or step.arg("infer") is None else condition_labels(step, env)
+            fails = failure_control(tool.labels, fails_on(step, tool, sources, control, added, asked), caught=False)
+        path = env.paths[step]
+        self.calls[path] = CallFlow(step, tool, sources, control, result, env, self.deciders, fails)
+        if fails:  # whether it fails decides whether every later step of its plan runs
+            self.gates = union(self.gates, fails)
+            origin = f"whether `{tool.name if tool else step.tool.text}` at step {path} fails, on what it is given"
+            self.deciders = (*self.deciders, Decided(step.tool, fails, origin))
         return result
 
     def declared_plan(self, step: ast.Step, tool: Tool, env: PlanEnv, views: Mapping[str, LabelView],
@@ -304,13 +316,14 @@ class Walk:
         return result.whole()
 
     def carried(self, tool: Tool) -> frozenset[str]:
-        """What any call of `tool` may return, whatever its arguments: its labels, and for a declared plan
-        those of every tool it may call, at any depth (what an agent calling it may read)."""
+        """What any call of `tool` may return, whatever its arguments: its labels and its parts'
+        (`x-labels`), and for a declared plan those of every tool it may call, at any depth (what an
+        agent calling it may read)."""
         found = self._carried.get(tool.name)
         if found is not None:
             return found
         self._carried[tool.name] = UNTRUSTED_ONLY  # a plan reached again while it is looked into
-        found = tool.labels
+        found = view_of(tool.labels, tool.returns).whole()  # the parts its `returns` labels too
         if tool.kind == "plan":
             checked = self.context.plans.get(tool.address)
             if checked is None or not checked.ok:

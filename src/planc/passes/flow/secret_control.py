@@ -1,5 +1,5 @@
 """W508: a value labelled `secret` decides which steps run, so the record of what ran says something
-about it. Redaction keeps a secret's text out of everything planc writes; it cannot keep out whether
+about it: as a condition, or given to a step that may fail on it (a call, a pure step, a model). Redaction keeps a secret's text out of everything planc writes; it cannot keep out whether
 a step ran or how the run ended.
 """
 
@@ -30,7 +30,18 @@ def secret_control(calls: Mapping[str, CallFlow]) -> list[Diagnostic]:
 
 def _deciders(path: str, call: CallFlow, seen: set[int]) -> Iterator[Diagnostic]:
     """A warning for each reference carrying `secret`, not `seen` before, that decides whether `call`'s
-    step runs, or whether it ends the run (an `exit`)."""
+    step runs, or whether it ends the run (an `exit`), or that it is given and may make it fail."""
+    if SECRET in call.fails:  # first: the steps after it name this step's failure among their deciders
+        given = [node for argument in call.sources for node, labels, _ in call.carriers(argument) if SECRET in labels]
+        # With no argument carrying it, what it read (an agent's tools) does; its control is warned of
+        # where it is decided.
+        whole = [] if given or SECRET in call.control else [call.step.tool]
+        seen.add(id(call.step.tool))
+        for node in given or whole:
+            if id(node) not in seen or node is call.step.tool:
+                seen.add(id(node))
+                yield diagnostic("W508", "fails", node.span, step=path, what=f"`{call.step.tool.text}` at step {path}",
+                                 written=node.text if isinstance(node, ast.Name) else print_expr(node))
     if SECRET in call.control:
         for node, labels, _ in call.control_carriers():
             if SECRET in labels and id(node) not in seen:

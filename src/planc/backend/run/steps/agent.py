@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 from planc.backend.calls.hooks import Call
 from planc.backend.run.control_steps import piped_labels, quoting, step_sources, value
-from planc.backend.state.values import Labelled, RunError, Scope, TemplateScope, ToolFailed, unlabelled
+from planc.backend.state.values import (
+    Labelled,
+    RunError,
+    Scope,
+    TemplateScope,
+    ToolFailed,
+    failure_caught,
+    unlabelled,
+)
 from planc.registry.provenance.labels import NO_LABELS, LabelView, union, union_all
 from planc.registry.steps.builtins import CONTROL_STEPS
 from planc.syntax import ast
@@ -37,7 +45,11 @@ async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: ob
     conversation.labels = union(conversation.labels, union(given, control))
 
     async def dispatched(call: Call) -> Any:
-        result = await run.dispatch(call, step, in_loop)
+        caught = failure_caught.set(True)  # its failure comes back here, and the model goes on
+        try:
+            result = await run.dispatch(call, step, in_loop)
+        finally:
+            failure_caught.reset(caught)
         value_, added = unlabelled(result)
         read = union(union(call.tool.labels, control), added.whole() if added is not None else NO_LABELS)
         conversation.labels = union(conversation.labels, read)
