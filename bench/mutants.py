@@ -34,7 +34,7 @@ MUTANTS = [
     ("budget: a plan over its budget is no longer refused", "src/planc/passes/cost/budget.py",
      "    return value > limit and not math.isclose(value, limit, rel_tol=1e-9)", "    return False",
      ["tests/test_cost.py", "tests/test_attacks.py"]),
-    ("read-only: the SQL authorizer allows everything", "src/planc/registry/sql_tools.py",
+    ("read-only: the SQL authorizer allows everything", "src/planc/registry/tools/sql_tools.py",
      "        return sqlite3.SQLITE_DENY\n    return sqlite3.SQLITE_OK", "        return sqlite3.SQLITE_OK\n    return sqlite3.SQLITE_OK",
      ["tests/test_sql_tools.py"]),
 ]

@@ -96,7 +96,7 @@ def real_model(config: Path, tasks_file: Path, limit: int | None, arms: list[str
 
     from planc.backend.models.client import role_config
     from planc.planning import planner
-    from planc.registry.declarations import ModelConfig
+    from planc.registry.settings.declarations import ModelConfig
 
     sys.path.insert(0, str(ROOT / "tests"))
     from real_model import SAMPLING, LlamaServer, skip_reason

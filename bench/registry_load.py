@@ -1,4 +1,4 @@
-"""Loading a planc.toml: what keeping each JSON Schema check's answer (registry/schema_check.py) saves.
+"""Loading a planc.toml: what keeping each JSON Schema check's answer (registry/settings/schema_check.py) saves.
 
     .venv/bin/python bench/registry_load.py           # the table (about 30 s on a quiet machine, two minutes under load)
     .venv/bin/python bench/registry_load.py --quick   # fewer rounds, for a smoke run
@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from planc.registry import schema_check  # noqa: E402
-from planc.registry.config import registry_from_text  # noqa: E402
+from planc.registry.loading.config import registry_from_text  # noqa: E402
+from planc.registry.settings import schema_check  # noqa: E402
 
 KINDS = ('{ type = "string" }', '{ type = "integer", minimum = 0 }', '{ type = "boolean" }',
          '{ type = "array", items = { type = "string" } }')

@@ -520,7 +520,7 @@ EXTRA_CALLS = {
 def told_apart(a, b, view, path: str) -> list[str]:
     """The paths under which `a` and `b` differ where `view` (their labels) is not untrusted: a value, the length
     of a list or the keys of an object."""
-    from planc.registry.labels import UNTRUSTED
+    from planc.registry.provenance.labels import UNTRUSTED
 
     whole = view.field("length").whole() if isinstance(a, (list, dict)) else view.whole()
     found = []
@@ -544,7 +544,7 @@ def test_what_a_suite_declares_trusted_the_attacker_cannot_change(suite_name):
     from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
     from pydantic_core import to_jsonable_python
 
-    from planc.registry.labels import LabelView
+    from planc.registry.provenance.labels import LabelView
 
     suite = load_suite(suite_name)
     task_suite, registry = suite.task_suite, suite.registry()

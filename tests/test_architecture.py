@@ -1,6 +1,6 @@
 """The architecture the folders promise: layers that only import downward, backend folders that import only
-the folders they name, no import cycles, and every control step known to every stage that handles control
-steps."""
+the folders they name, no import cycles, every control step known to every stage that handles control
+steps, and a tool's kind read in one place."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ SOURCE = Path(__file__).resolve().parents[1] / "src"
 
 # Bottom to top: a module may import from its own layer and the layers below it, never above.
 LAYERS = (
-    ("syntax", "diagnostics", "gc_pause", "version", "clock"),
+    ("syntax", "diagnostics", "gc_pause", "version", "run_error", "clock"),
     ("registry",),
     ("analysis",),
     ("passes",),
     ("optimize", "diff", "pictures", "decoding"),
-    ("backend", "store", "planning"),
+    ("store",),  # below the run: what a run tells the store is the backend's (backend/run/recorders.py)
+    ("backend", "planning"),
     ("cli", "lsp", "mcp_server", "corpus", "explain", "project", "adapters", "__init__"),
 )
 
@@ -30,6 +31,17 @@ BACKEND_FOLDERS = {
     "models": ("state", "calls"),  # an inference is recorded as a call
     "run": ("state", "calls", "models", "report"),  # the interpreter, the session, a recorded run, a batch
 }
+
+# Inside the registry, likewise: one folder per job, importing itself and the folders named here.
+REGISTRY_FOLDERS = {
+    "provenance": (),  # labels: where values came from
+    "tools": ("provenance",),  # the one Tool shape and the kinds of tool
+    "steps": ("provenance", "tools"),  # the built-in steps: control and pure
+    "settings": ("provenance",),  # what planc.toml declares, typed, with its defaults
+    "mcp": ("provenance", "tools", "settings"),  # the lock, sync, transport, credentials, login
+    "loading": ("provenance", "tools", "steps", "settings", "mcp"),  # planc.toml into a Registry
+}
+FOLDERS = {"backend": BACKEND_FOLDERS, "registry": REGISTRY_FOLDERS}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -84,26 +96,30 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
                   for module, targets in graph.items() for target in targets if layer_of(target) > layer_of(module))
 
 
-def backend_folder(module: str) -> str | None:
-    """The backend folder `module` is in (None outside the backend); a backend module in no folder of
-    BACKEND_FOLDERS is an error, so that a new folder or a module left at the top is a decision."""
+def folder_of(module: str) -> tuple[str, str] | None:
+    """The package with folders (`backend`, `registry`) and the folder of it `module` is in; None
+    outside them. A module of such a package in no folder of FOLDERS is an error, so that a new
+    folder or a module left at the top is a decision (the package's own `__init__` aside)."""
     parts = module.split(".")
-    if parts[1:2] != ["backend"] or len(parts) == 2:
+    if len(parts) < 3 or parts[1] not in FOLDERS:
         return None
-    if parts[2] not in BACKEND_FOLDERS:
-        raise AssertionError(f"{module} is in no backend folder: put it in one, or add `{parts[2]}` to BACKEND_FOLDERS")
-    return parts[2]
+    folders = FOLDERS[parts[1]]
+    if parts[2] not in folders:
+        raise AssertionError(f"{module} is in no {parts[1]} folder: put it in one, "
+                             f"or add `{parts[2]}` to {parts[1].upper()}_FOLDERS")
+    return parts[1], parts[2]
 
 
-def backend_crossings(graph: dict[str, set[str]]) -> list[str]:
-    """The imports from one backend folder into another that BACKEND_FOLDERS does not allow."""
+def folder_crossings(graph: dict[str, set[str]]) -> list[str]:
+    """The imports from one folder of a package into another that its FOLDERS table forbids."""
     found = []
     for module, targets in graph.items():
-        folder = backend_folder(module)
+        here = folder_of(module)
         for target in targets:
-            other = backend_folder(target)
-            if folder and other and other != folder and other not in BACKEND_FOLDERS[folder]:
-                found.append(f"{module} ({folder}/) imports {target} ({other}/)")
+            there = folder_of(target)
+            if here and there and here[0] == there[0] and there != here \
+                    and there[1] not in FOLDERS[here[0]][here[1]]:
+                found.append(f"{module} ({here[1]}/) imports {target} ({there[1]}/)")
     return sorted(found)
 
 
@@ -146,8 +162,8 @@ def test_no_module_imports_a_layer_above_its_own():
     assert upward_imports(import_graph(SOURCE)) == []
 
 
-def test_each_backend_folder_imports_only_the_folders_it_names():
-    assert backend_crossings(import_graph(SOURCE)) == []
+def test_each_backend_and_registry_folder_imports_only_the_folders_it_names():
+    assert folder_crossings(import_graph(SOURCE)) == []
 
 
 def test_there_is_no_import_cycle():
@@ -167,7 +183,7 @@ def test_the_checks_find_an_upward_import_and_a_cycle(tmp_path):
     (package / "syntax" / "typed.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from planc.cli.commands import x\n")
     graph = import_graph(tmp_path)
-    assert upward_imports(graph) == ["planc.syntax.lexer (layer 0) imports planc.cli.commands (layer 6)"]
+    assert upward_imports(graph) == ["planc.syntax.lexer (layer 0) imports planc.cli.commands (layer 7)"]
     assert cycles(graph) == [["planc.cli.commands", "planc.syntax.lexer"]]
 
 
@@ -182,22 +198,54 @@ def test_the_backend_check_finds_a_call_that_imports_the_interpreter(tmp_path):
     (backend / "__init__.py").write_text("")
     (backend / "run" / "interpreter.py").write_text("from planc.backend.calls.dispatch import call\n")
     (backend / "calls" / "dispatch.py").write_text("def call():\n    from planc.backend.run import interpreter\n")
-    assert backend_crossings(import_graph(tmp_path)) == [
+    assert folder_crossings(import_graph(tmp_path)) == [
         "planc.backend.calls.dispatch (calls/) imports planc.backend.run.interpreter (run/)"]
     (backend / "loose.py").write_text("")
     with pytest.raises(AssertionError, match="planc.backend.loose is in no backend folder"):
-        backend_crossings(import_graph(tmp_path))
+        folder_crossings(import_graph(tmp_path))
+
+
+def test_the_registry_check_finds_a_tool_that_imports_the_loading_of_planc_toml(tmp_path):
+    """A module of `tools/` that imports `loading/` crosses the registry's folders the wrong way;
+    `loading/` importing `tools/` is the right way."""
+    registry = tmp_path / "planc" / "registry"
+    for folder in ("tools", "loading"):
+        (registry / folder).mkdir(parents=True)
+        (registry / folder / "__init__.py").write_text("")
+    (tmp_path / "planc" / "__init__.py").write_text("")
+    (registry / "__init__.py").write_text("")
+    (registry / "loading" / "config.py").write_text("from planc.registry.tools.tool import Tool\n")
+    (registry / "tools" / "tool.py").write_text(
+        "def kind():\n    from planc.registry.loading import config\n")
+    assert folder_crossings(import_graph(tmp_path)) == [
+        "planc.registry.tools.tool (tools/) imports planc.registry.loading.config (loading/)"]
 
 
 @pytest.mark.parametrize("stage", ["types", "cost", "run"])
 def test_every_control_step_has_a_rule_in_every_stage(stage):
-    from planc.backend.run.control_steps import CONTROL_HANDLERS
+    from planc.backend.run.steps import CONTROL_HANDLERS
     from planc.passes.cost.cost import COST_RULES
     from planc.passes.types.control_steps import TYPE_RULES
-    from planc.registry.builtins import CONTROL_STEPS
+    from planc.registry.steps.builtins import CONTROL_STEPS
 
     table = {"types": TYPE_RULES, "cost": COST_RULES, "run": CONTROL_HANDLERS}[stage]
     assert sorted(table) == sorted(CONTROL_STEPS)
+
+
+def test_each_control_step_is_one_declaration_and_one_handler_of_the_same_name():
+    """A control step is two modules: `registry/steps/NAME.py` (its signature and its type, cost and flow
+    rules, as `STEP`) and `backend/run/steps/NAME.py` (its handler, `run_NAME`); each side finds its
+    modules itself, so the two folders hold the same names and nothing else lists them."""
+    import pkgutil
+
+    import planc.backend.run.steps as handlers
+    from planc.registry.steps.builtins import CONTROL_DECLARATIONS
+
+    declared = {name for name, step in CONTROL_DECLARATIONS.items() if step.tool.kind == "control"}
+    handled = {module.name for module in pkgutil.iter_modules(handlers.__path__)}
+    assert declared == handled
+    assert list(CONTROL_DECLARATIONS) == ["map", "filter", "reduce", "decide", "exit", "agent", "ask", "reshape"]
+    assert all(handlers.CONTROL_HANDLERS[name].__name__ == f"run_{name}" for name in declared)
 
 
 def test_every_control_step_has_a_flow_rule_or_carries_only_what_any_call_carries():
@@ -205,9 +253,96 @@ def test_every_control_step_has_a_flow_rule_or_carries_only_what_any_call_carrie
     what an agent read) has its own rule in the flow pass; the others are listed as carrying only what any
     call carries, so that a new control step is a decision, not an omission."""
     from planc.passes.flow.rules import CALL_RULE, FLOW_RULES
-    from planc.registry.builtins import CONTROL_STEPS
+    from planc.registry.steps.builtins import CONTROL_STEPS
 
     assert not set(FLOW_RULES) & CALL_RULE
     assert sorted(set(FLOW_RULES) | CALL_RULE) == sorted(CONTROL_STEPS)
     # planc's own steps add no label of their own: what they return carries only what they were given
     assert {name: step.labels for name, step in CONTROL_STEPS.items() if step.labels} == {}
+
+
+# The one module that reads a tool's `provider` text: everything else asks `Tool.kind` (or `Tool.address`).
+PROVIDER_READER = "planc.registry.tools.tool"
+TEXT_METHODS = {"startswith", "endswith", "split", "rsplit", "partition", "rpartition", "removeprefix", "find",
+                "index", "count"}
+
+
+def _is_provider(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "provider") or \
+        (isinstance(node, ast.Name) and node.id == "provider")
+
+
+def provider_text_tests(source: str) -> list[int]:
+    """The lines of `source` that test a provider's text: compare it, cut it, look into it, or name the old
+    `"builtin"` provider."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and any(map(_is_provider, (node.left, *node.comparators))):
+            found.add(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in TEXT_METHODS and _is_provider(node.func.value):
+            found.add(node.lineno)
+        elif isinstance(node, ast.Subscript) and _is_provider(node.value):
+            found.add(node.lineno)
+        elif isinstance(node, ast.Constant) and node.value == "builtin":
+            found.add(node.lineno)
+    return sorted(found)
+
+
+def test_no_module_but_the_tools_tests_a_providers_text():
+    found = [f"{module_name(path, SOURCE)}:{line}" for path in sorted(SOURCE.rglob("*.py"))
+             if module_name(path, SOURCE) != PROVIDER_READER
+             for line in provider_text_tests(path.read_text(encoding="utf-8"))]
+    assert found == []
+
+
+def test_the_provider_check_finds_each_way_of_reading_the_text():
+    source = ("a = tool.provider.startswith('plan:')\n"
+              "b = provider == 'x'\n"
+              "c = tool.provider[len('sql:'):]\n"
+              "d = 'builtin'\n"
+              "e = tool.kind == 'plan' and tool.address\n"
+              "f = config.provider_name == 'x'\n")
+    assert provider_text_tests(source) == [1, 2, 3, 4]
+
+
+def test_the_run_and_its_session_have_what_calls_and_models_read_of_them():
+    """`calls/` and `models/` know the run only by the protocols of `calls/run_view.py`; the interpreter's `Run`
+    and its `Session` have every member those name, so a member renamed on one side fails here, not mid-run."""
+    import planc
+    from planc.backend.calls.hooks import Hooks
+    from planc.backend.calls.run_view import Recorder, RunSession, RunView
+    from planc.backend.run.interpreter import Run
+    from planc.backend.run.recorders import Recorder as StoreRecorder
+    from planc.backend.run.session import Session
+
+    def members(protocol: type) -> set[str]:
+        return {name for name in (*vars(protocol).get("__annotations__", {}), *vars(protocol))
+                if not name.startswith("_")}
+
+    checked = planc.check("reshape(value: 1)")
+    session = Session(checked, None)
+    run = Run(checked, session, Hooks(), None, "User::\"anonymous\"")
+    assert {name for name in members(RunView) if not hasattr(run, name)} == set()
+    assert {name for name in members(RunSession) if not hasattr(session, name)} == set()
+    # `run_id` and `redactor` are what each store recorder sets in its `__init__`.
+    assert {name for name in members(Recorder) if not hasattr(StoreRecorder, name)} - {"run_id", "redactor"} == set()
+
+
+# What the backend reads of the passes at run time: the checked plan, the policy's engine (the same
+# decision and the same words as the check's), the budget, and the target of `$args`. The labels of a
+# value are the registry's and the analyses' (registry/provenance/, analysis/result_labels.py), never
+# the flow pass's walk.
+BACKEND_READS_OF_THE_PASSES = {
+    "planc.passes.check", "planc.passes.policy.load", "planc.passes.policy.decide",
+    "planc.passes.policy.denial", "planc.passes.cost.budget", "planc.passes.cost.cost_words",
+    "planc.passes.resolve.resolve",
+}
+
+
+def test_the_backend_reads_of_the_passes_only_what_a_run_shares_with_the_check():
+    graph = import_graph(SOURCE)
+    found = sorted(f"{module} imports {target}" for module, targets in graph.items()
+                   if module.startswith("planc.backend.") for target in targets
+                   if target.startswith("planc.passes.") and target not in BACKEND_READS_OF_THE_PASSES)
+    assert found == []

@@ -124,7 +124,7 @@ def test_run_time_labels_are_within_what_the_check_computed(tools_module):
     from planc.backend.calls.hooks import Hooks, Proceed
     from planc.backend.run.interpreter import run_plan
     from planc.passes.check import check
-    from planc.registry.config import registry_from_text
+    from planc.registry.loading.config import registry_from_text
 
     label_names = st.lists(st.sampled_from(["untrusted", "private", "pii"]), max_size=2, unique=True)
 

@@ -253,7 +253,7 @@ def the_rest(tool, param: str) -> str:
     needed = [other for other in tool.required if other != param]
     needed += [group[0] for group in tool.one_of if param not in group and group[0] not in needed]
     filler = {"block": "{ today() }", "condition": "$1 > 1"}
-    return "".join(f", {other}: {filler.get(tool.kind(other), '$1')}" for other in needed)
+    return "".join(f", {other}: {filler.get(tool.param_kind(other), '$1')}" for other in needed)
 
 
 def test_block_parameters_take_blocks_and_conditions_any_expression(narrowed):
@@ -374,8 +374,8 @@ def test_any_enum_value_and_description_goes_through_both_exports_into_llguidanc
     """Whatever text a tool's `enum` or description holds (control characters, DEL, lone surrogates), each
     export is a grammar llguidance reads, and the literal planc prints for each value is a plan it accepts."""
     from planc.decoding.specialise import _literal_text
-    from planc.registry.registry import Registry
-    from planc.registry.tool import Tool
+    from planc.registry.loading.registry import Registry
+    from planc.registry.tools.tool import Tool
 
     registry = Registry(tools={"pick": Tool("pick", params={"choice": {"enum": values}}, required=("choice",),
                                             description=description)})

@@ -325,7 +325,7 @@ def test_the_approve_question_says_whether_a_call_may_be_made_again(key, says, n
 
     from planc.backend.calls.approve import describe
     from planc.backend.calls.hooks import Call
-    from planc.registry.tool import Effects, Tool
+    from planc.registry.tools.tool import Effects, Tool
 
     effects = Effects(read_only=False, deterministic=False, idempotent=False, destructive=False, open_world=True)
     tool = Tool("send", params={"text": {"type": "string"}}, effects=effects, idempotency_key=key)

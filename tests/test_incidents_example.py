@@ -317,7 +317,7 @@ def _function(name: str):
     return getattr(_import(module), function)
 
 
-PYTHON_TOOLS = sorted(name for name, tool in REGISTRY.tools.items() if tool.provider.startswith("python:"))
+PYTHON_TOOLS = sorted(name for name, tool in REGISTRY.tools.items() if tool.kind == "python")
 
 
 @pytest.mark.parametrize("name", PYTHON_TOOLS)

@@ -14,8 +14,9 @@ from cli import HANG_GUARD_S, invoke, planc_completed
 from mcp_servers import TIME_SERVER, toml_list
 
 import planc
-from planc.registry import ConfigError, Effects, load_registry, mcp_sync
-from planc.registry.lock import LOCK_NAME, entry, tool_hash
+from planc.registry import ConfigError, Effects, load_registry
+from planc.registry.mcp import mcp_sync
+from planc.registry.mcp.lock import LOCK_NAME, entry, tool_hash
 
 
 @pytest.fixture

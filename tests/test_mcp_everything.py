@@ -19,7 +19,7 @@ from mcp_servers import toml_list
 from model_server import ModelServer
 
 from planc.registry import load_registry
-from planc.registry.lock import LOCK_NAME
+from planc.registry.mcp.lock import LOCK_NAME
 
 pytestmark = pytest.mark.slow  # conftest.py: the slow tier
 
@@ -287,7 +287,7 @@ def test_a_request_planc_cannot_tie_to_one_call_or_over_its_allowance_is_refused
     from mcp import types
 
     from planc.backend.calls.mcp_runtime import InFlight, McpRuntime
-    from planc.registry.declarations import McpServer
+    from planc.registry.settings.declarations import McpServer
 
     asked = []
 

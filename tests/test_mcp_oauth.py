@@ -161,8 +161,8 @@ def test_the_login_is_kept_in_the_keyring_where_it_has_a_backend(tmp_path, monke
     import keyring
     from keyring.backend import KeyringBackend
 
-    from planc.registry.declarations import McpServer, OAuthLogin
-    from planc.registry.mcp_oauth import Logins
+    from planc.registry.mcp.mcp_oauth import Logins
+    from planc.registry.settings.declarations import McpServer, OAuthLogin
 
     class Memory(KeyringBackend):
         priority = 1

@@ -19,7 +19,7 @@ from planc.backend.calls.mcp_runtime import needed_servers
 from planc.backend.report.events import STAMP
 from planc.passes.check import check
 from planc.registry import ConfigError, load_registry
-from planc.registry.lock import LOCK_NAME, entry, started_as
+from planc.registry.mcp.lock import LOCK_NAME, entry, started_as
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from cli import HANG_GUARD_S, PLANC, invoke, planc_completed, planc_forks
 from test_attacks import calls, statuses  # the spy's lines, the recorded statuses
 from tool_project import tool_project
 
-from planc.registry.redaction import MARK
+from planc.registry.provenance.redaction import MARK
 
 pytest.importorskip("mcp.server.mcpserver")
 from mcp import ClientSession, StdioServerParameters, types  # noqa: E402

@@ -14,8 +14,8 @@ from model_server import ModelServer, model_server  # noqa: F401  (the fixture)
 
 from planc.backend.models.agent_loop import SYSTEM_PROMPT, ToolFailure, Turn, ask_yes_no, run_agent, system_message
 from planc.backend.models.client import ModelClient, ModelError, ToolCall
-from planc.registry.config import ConfigError, registry_from_text
-from planc.registry.tool import Tool
+from planc.registry.loading.config import ConfigError, registry_from_text
+from planc.registry.tools.tool import Tool
 
 SEARCH = Tool("search", description="Full-text search over incidents", required=("query",),
               params={"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "default": 20}})

@@ -64,7 +64,7 @@ from planc.backend.state.values import RunError
 from planc.clock import FixedClock, fixed
 from planc.passes.check import CheckResult, check
 from planc.passes.policy.load import load_policy
-from planc.registry.config import load_registry
+from planc.registry.loading.config import load_registry
 
 UNTRUSTED, SECRET = "untrusted", "secret"
 CLOCK = FixedClock(at=1767225600.0, run_id="20260101-000000-n0n1n7er")

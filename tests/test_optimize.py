@@ -84,7 +84,7 @@ trust_annotations = true
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    from planc.registry.lock import entry
+    from planc.registry.mcp.lock import entry
 
     now = entry("now", "The time now", {"type": "object", "properties": {}}, None, {"readOnlyHint": True})
     lock = {"format": "planc.lock", "version": 1,

@@ -26,7 +26,7 @@ from planc.passes.check import check
 from planc.pictures.dot import render_dot
 from planc.pictures.graph import Node, plan_graph
 from planc.pictures.mermaid import render_mermaid
-from planc.registry.config import registry_from_text
+from planc.registry.loading.config import registry_from_text
 from planc.syntax.printer import print_plan
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,9 +11,9 @@ from cli import invoke
 import planc
 from planc.passes.policy.decide import decide
 from planc.passes.policy.load import PolicyError, policy_from_text
-from planc.registry.config import registry_from_text
-from planc.registry.registry import Registry
-from planc.registry.tool import Effects, Tool
+from planc.registry.loading.config import registry_from_text
+from planc.registry.loading.registry import Registry
+from planc.registry.tools.tool import Effects, Tool
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = """\

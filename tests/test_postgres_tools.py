@@ -17,8 +17,8 @@ from cli import invoke
 
 import planc
 from planc.registry import ConfigError, load_registry
-from planc.registry.postgres_tools import run_query
-from planc.registry.sql_tools import SqlError
+from planc.registry.tools.postgres_tools import run_query
+from planc.registry.tools.sql_tools import SqlError
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "incidents"
 QUERY = sql_tools_test.QUERY  # the same query, the same rows

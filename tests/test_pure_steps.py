@@ -22,8 +22,8 @@ from profiles import examples
 import planc
 from planc.backend.run.interpreter import run_plan
 from planc.backend.state.values import RunError
-from planc.registry.linear_regex import search as linear_search
-from planc.registry.pure_steps import FAMILIES, PURE_STEPS
+from planc.registry.steps.linear_regex import search as linear_search
+from planc.registry.steps.pure_steps import FAMILIES, PURE_STEPS
 
 ROOT = Path(__file__).resolve().parents[1]
 PROPERTY = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -525,7 +525,7 @@ BASE = ['rows = spending(month: "2024-05")', 'map(over: [1, 2], do: { notify(cha
 def test_pure_steps_anywhere_add_nothing_to_what_a_plan_may_cost(inserted):
     """The cost property: any pure steps, anywhere (top level or in a block), leave the plan's range of
     calls, inferences, dollars and latency exactly as it was."""
-    from planc.registry.signatures import example_call
+    from planc.registry.tools.signatures import example_call
 
     registry = planc.load_registry(ROOT / "corpus" / "pure" / "planc.toml")
     lines = list(BASE)

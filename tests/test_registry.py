@@ -130,6 +130,19 @@ def test_the_config_is_found_upward_and_errors_are_clean(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "bad.toml:1" in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("provider", ["plan:nope", "control", "pure"])
+def test_a_tool_cannot_claim_to_be_planc_s_own_step_or_a_declared_plan(tmp_path, monkeypatch, provider):
+    """A `[tools]` table whose provider is a declared plan's or planc's own steps' is refused where it is
+    written: checked, such a tool was taken for a plan that does not exist, or a step with no rules, and
+    `planc check` ended in a traceback."""
+    (tmp_path / "planc.toml").write_text(f'[tools.x]\nprovider = "{provider}"\n', encoding="utf-8")
+    (tmp_path / "p.plan").write_text("x()\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = invoke("check", "p.plan")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "planc.toml:2" in result.output and "planc's own steps and declared plans" in result.output
+
+
 def test_registry_list_shows_tools_and_effects(tmp_path):
     (tmp_path / "planc.toml").write_text(TOML, encoding="utf-8")
     import json

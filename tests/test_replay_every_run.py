@@ -33,7 +33,7 @@ import attrs
 import pytest
 from cli import PRINTED, invoke, printed_in
 
-from planc.registry.redaction import is_redacted
+from planc.registry.provenance.redaction import is_redacted
 
 pytestmark = pytest.mark.last
 

@@ -31,8 +31,8 @@ from planc.backend.calls.hooks import Hooks
 from planc.backend.models.agent_loop import task
 from planc.backend.run.interpreter import run_plan
 from planc.backend.state.values import RunError
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import ModelConfig
+from planc.registry.settings.declarations import ModelConfig
+from planc.registry.steps.builtins import CONTROL_STEPS
 from planc.syntax import ast
 from planc.syntax.steps import walk_steps
 
@@ -165,7 +165,7 @@ def recording(tmp_path_factory, scripted_model):
     registry_cases = [case for case in corpus.load_cases(CORPUS) if case.category.startswith("registry/")]
     registry = registry_cases[0].registry
     folder = tmp_path_factory.mktemp("recording")
-    tools = {name: tool for name, tool in registry.tools.items() if tool.provider.startswith("python:")}
+    tools = {name: tool for name, tool in registry.tools.items() if tool.kind == "python"}
     returns = {name: tool.returns for name, tool in tools.items()}
     at_most = {name: [tool.returns_at_most, dict(tool.params.get(tool.returns_at_most, {}))]
                for name, tool in tools.items() if tool.returns_at_most}
@@ -192,7 +192,7 @@ def runnable(checked, registry) -> str | None:
         if name in CONTROL_STEPS or name in ("ask", "agent"):
             continue
         tool = checked.resolution.tools.get(step)
-        if tool is None or name not in registry.tools or not tool.provider.startswith(("python:", "plan:")):
+        if tool is None or name not in registry.tools or tool.kind not in ("python", "plan"):
             return "a tool outside the corpus registry"
     return None
 

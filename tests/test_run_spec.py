@@ -12,7 +12,7 @@ from cli import invoke
 
 from planc.backend.run.spec import SPEC_VERSION, ReadFiles, RunSpec
 from planc.passes.cost.budget import Budget
-from planc.registry.declarations import Executor
+from planc.registry.settings.declarations import Executor
 from planc.store.run_store import RunStore
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

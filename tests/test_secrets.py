@@ -29,7 +29,7 @@ from cli import invoke
 from test_attacks import calls, statuses
 from tool_project import spied_project
 
-from planc.registry.redaction import MARK, canonical, key_path
+from planc.registry.provenance.redaction import MARK, canonical, key_path
 
 TOKEN = "QXZJVKQXZJVKQXZJVKQX"
 ODD = 'QX"ZJ\\VK\nQXÄZJVKQXZJ'
@@ -220,8 +220,8 @@ def test_the_backstop_takes_every_form_of_a_secret_out_of_any_text():
     """What the label rule would miss (a text made where no label is known) the run's redaction step
     still takes out: every escaped form of each secret it learned, in strings and keys, marks
     kept."""
-    from planc.registry.labels import LabelView, label_set
-    from planc.registry.redaction import Redactor, mark
+    from planc.registry.provenance.labels import LabelView, label_set
+    from planc.registry.provenance.redaction import Redactor, mark
 
     redactor = Redactor()
     redactor.learn({"odd": ODD, "tiny": TINY, "n": 12345678}, LabelView(label_set(["secret"])))
@@ -354,9 +354,9 @@ def test_the_terminal_approval_shows_a_secret_argument_as_its_mark():
 
     from planc.backend.calls.approve import describe
     from planc.backend.calls.hooks import Call
-    from planc.registry.labels import label_set
-    from planc.registry.redaction import mark
-    from planc.registry.tool import Tool
+    from planc.registry.provenance.labels import label_set
+    from planc.registry.provenance.redaction import mark
+    from planc.registry.tools.tool import Tool
 
     tool = Tool("unlock", {"pin": {"type": "string"}, "note": {"type": "string"}}, labels=[])
     call = Call("2", tool, {"pin": TOKEN, "note": "plain"}, sources={"pin": label_set(["secret"])})

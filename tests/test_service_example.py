@@ -22,7 +22,7 @@ from cli import HANG_GUARD_S, invoke, planc_executable
 pytest.importorskip("fastapi", reason="the service example needs FastAPI: pip install 'planc[service]'")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from planc.registry.redaction import MARK  # noqa: E402
+from planc.registry.provenance.redaction import MARK  # noqa: E402
 from planc.store.run_store import RunStore  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "service"

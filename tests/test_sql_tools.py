@@ -12,7 +12,7 @@ from cli import invoke
 
 import planc
 from planc.registry import ConfigError, load_registry
-from planc.registry.sql_tools import SqlError, open_read_only, run_query
+from planc.registry.tools.sql_tools import SqlError, open_read_only, run_query
 
 QUERY = "SELECT id, title, severity FROM incidents WHERE team = :team ORDER BY id LIMIT :limit"
 

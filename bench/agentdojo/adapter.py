@@ -25,9 +25,9 @@ from agentdojo.task_suite.load_suites import get_suite
 from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
-from planc.registry.config import registry_from_text
-from planc.registry.declarations import ModelConfig
-from planc.registry.tool import Tool
+from planc.registry.loading.config import registry_from_text
+from planc.registry.settings.declarations import ModelConfig
+from planc.registry.tools.tool import Tool
 
 HERE = Path(__file__).resolve().parent
 SUITES = ("banking", "slack", "travel", "workspace")

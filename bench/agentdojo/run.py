@@ -358,9 +358,9 @@ def main(argv=None) -> int:
 def planner_models(role: str, models: Path | None):
     """The models `--models` declares, or the planner `role` as SmolLM2-135M-Instruct served on loopback (and
     that server, to stop)."""
-    from planc.registry.config import registry_from_text
-    from planc.registry.declarations import ModelConfig
-    from planc.registry.errors import ConfigError
+    from planc.registry.loading.config import registry_from_text
+    from planc.registry.settings.declarations import ModelConfig
+    from planc.registry.settings.errors import ConfigError
 
     if models is not None:
         try:

@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 
 import planc
-from planc.registry.declarations import ModelConfig
+from planc.registry.settings.declarations import ModelConfig
 
 HERE = Path(__file__).resolve().parent
 TASK = "Find the open severe disk incidents and post how many there are to #incidents."

@@ -31,8 +31,8 @@ _API = {
     "load_plan": "planc.store.stored",
     "print_plan": "planc.syntax.printer",
     "save_plan": "planc.store.stored",
-    "tool": "planc.registry.python_tools",
-    "load_registry": "planc.registry.config",
+    "tool": "planc.registry.tools.python_tools",
+    "load_registry": "planc.registry.loading.config",
     "load_policy": "planc.passes.policy.load",
     "load_project": "planc.project",
     "Project": "planc.project",
@@ -69,8 +69,8 @@ if TYPE_CHECKING:
     from planc.planning.planner import Planned, plan, plan_async
     from planc.planning.prompt import system_prompt
     from planc.project import Project, load_project
-    from planc.registry.config import load_registry
-    from planc.registry.python_tools import tool
+    from planc.registry.loading.config import load_registry
+    from planc.registry.tools.python_tools import tool
     from planc.store.run_store import NotWaiting
     from planc.store.stored import load_plan, save_plan
     from planc.syntax.extract import extract

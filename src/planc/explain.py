@@ -3,7 +3,7 @@
 docs/diagnostics.md (and `planc explain CODE`, one code's section of it) comes from the table of codes (`planc.diagnostics.codes`), each example run
 through the check; the table is plain data at the bottom of the layers, and running an example
 needs the passes, the policy and the optimizer, so it happens up here. The control-step reference
-in docs/language.md comes from the control steps' declarations (`planc.registry.builtins`).
+in docs/language.md comes from the control steps' declarations (`planc.registry.steps.builtins`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import attrs
 from planc.diagnostics.codes import CODES, Code
 from planc.passes.check import CheckResult, check
 from planc.passes.policy.load import policy_from_text
-from planc.registry.config import registry_from_text
+from planc.registry.loading.config import registry_from_text
 
 if TYPE_CHECKING:
-    from planc.registry.tool import Tool
+    from planc.registry.tools.tool import Tool
 
 # The examples are checked as if their planc.toml were at the top of the repository: plan files it
 # declares (E210's) are found from there.
@@ -34,7 +34,7 @@ def check_example(code: Code) -> CheckResult:
     where = ROOT / "planc.toml"
     registry = registry_from_text(code.registry, where) if code.registry else None
     if code.learned:
-        from planc.registry.learned_shapes import LearnedShape
+        from planc.registry.tools.learned_shapes import LearnedShape
 
         assert registry is not None  # an example that learned shapes declares its tools
         registry = registry.learning({tool: LearnedShape(tool, schema, calls)
@@ -111,15 +111,15 @@ def render_code(code: Code, shown: dict[str, str] | None = None) -> list[str]:
     return out + ["```", code.example.rstrip("\n"), "```", "", "```text", captured.get().rstrip("\n"), "```", ""]
 
 
-CONTROL_STEPS_BEGIN = "<!-- control steps: generated from src/planc/registry/builtins.py by `make docs` -->"
+CONTROL_STEPS_BEGIN = "<!-- control steps: generated from src/planc/registry/steps/ by `make docs` -->"
 CONTROL_STEPS_END = "<!-- end of control steps -->"
-PURE_STEPS_BEGIN = "<!-- pure steps: {family}: generated from src/planc/registry/pure_steps.py by `make docs` -->"
+PURE_STEPS_BEGIN = "<!-- pure steps: {family}: generated from src/planc/registry/steps/pure_steps.py by `make docs` -->"
 PURE_STEPS_END = "<!-- end of pure steps: {family} -->"
 
 
 def render_steps(tools: Iterable[Tool]) -> str:
     """A reference of built-in steps: each step's signature, rules and meaning."""
-    from planc.registry.signatures import groups, signature
+    from planc.registry.tools.signatures import groups, signature
 
     out = []
     for tool in tools:
@@ -131,8 +131,8 @@ def render_steps(tools: Iterable[Tool]) -> str:
 def with_control_steps(page: str) -> str:
     """`page` (docs/language.md) with its generated references made current: the control steps, and the
     pure steps of each family."""
-    from planc.registry.builtins import CONTROL_STEPS
-    from planc.registry.pure_steps import FAMILIES, PURE_STEPS
+    from planc.registry.steps.builtins import CONTROL_STEPS
+    from planc.registry.steps.pure_steps import FAMILIES, PURE_STEPS
 
     control = [tool for name, tool in CONTROL_STEPS.items() if name not in PURE_STEPS]
     page = _replaced(page, CONTROL_STEPS_BEGIN, CONTROL_STEPS_END, render_steps(control))

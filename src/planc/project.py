@@ -25,10 +25,10 @@ import attrs
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import Policy, PolicyError, check_principal, load_policy, principal_of
 from planc.passes.policy.principals import merged, principal_from_json
-from planc.registry.config import find_config, load_registry
-from planc.registry.declarations import STORE_PATH
-from planc.registry.errors import ConfigError
-from planc.registry.registry import Registry
+from planc.registry.loading.config import find_config, load_registry
+from planc.registry.loading.registry import Registry
+from planc.registry.settings.declarations import STORE_PATH
+from planc.registry.settings.errors import ConfigError
 
 if TYPE_CHECKING:
     from planc.backend.calls.hooks import Hooks

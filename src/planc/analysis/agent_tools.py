@@ -6,9 +6,10 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping
 
-from planc.registry.builtins import agent_check, agent_patterns
-from planc.registry.registry import Registry
-from planc.registry.tool import Effects, Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.steps.agent import continued
+from planc.registry.steps.builtins import agent_check, agent_patterns
+from planc.registry.tools.tool import Effects, Tool
 from planc.syntax import ast
 
 
@@ -41,9 +42,9 @@ def agent_check_tool(step: ast.Step, registry: Registry | None) -> Tool | None:
 
 def runnable(tool: Tool, plans: Mapping | None) -> bool:
     """Whether `tool` can be called in a run whose declared plans are `plans` (None: any can)."""
-    if plans is None or not tool.provider.startswith("plan:"):
+    if plans is None or tool.kind != "plan":
         return True
-    checked = plans.get(tool.provider[len("plan:"):])
+    checked = plans.get(tool.address)
     return checked is not None and checked.ok
 
 
@@ -68,15 +69,6 @@ def conversation_start(step: ast.Step, targets: Mapping) -> ast.Step | None:
         first = step = earlier
 
 
-def continued(step: ast.Step, targets: Mapping) -> ast.Step | None:
-    """The agent step that `step`'s `continue` refers to (`continue: $review`), when it is one."""
-    arg = step.arg("continue") if step.tool.text == "agent" else None
-    if arg is None or type(arg.value) is not ast.Ref or arg.value.accessors:
-        return None
-    target = targets.get(arg.value)
-    return target if isinstance(target, ast.Step) and target.tool.text == "agent" else None
-
-
 def matching_tools(registry: Registry, patterns: Iterable[str]) -> list[Tool]:
     """The registry's tools whose names match any of `patterns` (names, or names with `*`)."""
     return [registry.tools[name] for name in sorted(registry.tools)
@@ -88,7 +80,7 @@ def call_effects(step: ast.Step, tool: Tool, registry: Registry | None, targets:
     """What calling `tool` at `step` may do, as every reader takes it: its declared effects, normalised; for an
     `agent` step, what the tools it may call (and its check) may do, so an agent with read-only tools, or
     none, is read-only."""
-    if tool.name == "agent" and tool.provider == "builtin":
+    if tool.name == "agent" and tool.kind == "control":
         return agent_effects(agent_tools(step, registry, targets, plans), agent_check_tool(step, registry))
     return tool.effects.normalised()
 

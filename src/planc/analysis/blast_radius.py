@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import attrs
 
 from planc.analysis.agent_tools import call_effects
-from planc.registry.registry import Registry
-from planc.registry.tool import Effects
+from planc.registry.loading.registry import Registry
+from planc.registry.tools.tool import Effects
 
 if TYPE_CHECKING:
     from planc.passes.resolve.resolve import Resolution

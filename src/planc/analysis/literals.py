@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from planc.analysis.schema_words import describe, describe_value
-from planc.analysis.schemas import json_equal, value_kind
 from planc.diagnostics import Fix
+from planc.registry.tools.schemas import json_equal, value_kind
 from planc.syntax import ast
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
-from planc.analysis.schemas import Missing, kinds
+from planc.registry.tools.schemas import Missing, kinds
 
 NOUNS = {"string": ("a string", "strings"), "integer": ("an integer", "integers"), "number": ("a number", "numbers"),
          "array": ("a list", "lists"), "object": ("an object", "objects"), "boolean": ("true or false", "booleans"),

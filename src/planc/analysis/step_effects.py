@@ -14,7 +14,7 @@ from __future__ import annotations
 import attrs
 
 from planc.analysis.agent_tools import agent_check_tool, agent_tools
-from planc.registry.registry import Registry
+from planc.registry.loading.registry import Registry
 from planc.syntax import ast
 from planc.syntax.steps import walk_steps
 
@@ -49,9 +49,9 @@ def step_effects(step: ast.Step, tools: dict, registry: Registry | None) -> Step
     for inner, _ in walk_steps([ast.Pipeline((step,), step.span)]):
         name = inner.tool.text
         tool = tools.get(inner)
-        if tool is None or (not tool.effects.declared and not tool.provider.startswith(("plan:", "builtin"))):
+        if tool is None or (not tool.effects.declared and tool.kind not in ("plan", "pure", "control")):
             changes[name] = undeclared[name] = None
-        elif tool.provider == "builtin" and name == "agent":
+        elif tool.kind == "control" and name == "agent":
             may_call = agent_tools(inner, registry)
             check = agent_check_tool(inner, registry)
             for called in (*may_call, *([check] if check else [])) if may_call is not None else ():
@@ -64,5 +64,5 @@ def step_effects(step: ast.Step, tools: dict, registry: Registry | None) -> Step
             continues = continues or inner.arg("continue") is not None
         elif not tool.effects.read_only:
             changes[name] = None
-        exits = exits or (name == "exit" and tool is not None and tool.provider == "builtin")
+        exits = exits or (name == "exit" and tool is not None and tool.kind == "control")
     return StepEffects(tuple(changes), tuple(undeclared), exits, continues)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from planc.backend.run.spec import RunSpec, RunWiring
     from planc.passes.cost.cost_range import CostRange
     from planc.passes.policy.load import Policy
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
     from planc.store.run_store import RunStore
 
 PARALLEL = 4  # runs in flight, unless --parallel says
@@ -182,7 +182,7 @@ def _spec(options: dict, principal: str) -> RunSpec:
     """The choices each run of a batch is made with, from the batch's options (its arguments are its line's)."""
     from planc.backend.run.spec import RunSpec
     from planc.passes.cost.budget import Budget
-    from planc.registry.declarations import Executor
+    from planc.registry.settings.declarations import Executor
 
     return RunSpec(principal=principal, budget=Budget(*options["budget"]), config=options["config"],
                    policy=options["policy"], executor=Executor(**options["executor"]))

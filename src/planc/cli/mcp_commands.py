@@ -68,7 +68,7 @@ def _project(config: str | None, store: str | None) -> Project:
 
     from planc.passes.policy.load import PolicyError
     from planc.project import load_project
-    from planc.registry.errors import ConfigError
+    from planc.registry.settings.errors import ConfigError
 
     try:
         project = load_project(Path.cwd(), config=config, store=store)

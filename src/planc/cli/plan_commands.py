@@ -25,7 +25,7 @@ from planc.cli.usage import UsageError
 
 if TYPE_CHECKING:
     from planc.passes.check import CheckResult
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
 
 FORMATS = ["text", "json", "repair", "sarif", "line"]
 

@@ -23,13 +23,13 @@ from planc.cli.runs import ask_hook, open_store, refused_arguments, run_on_termi
 from planc.cli.usage import UsageError
 
 if TYPE_CHECKING:
+    from planc.backend.run.recorders import Recorder as StoreRecorder
+    from planc.backend.run.recorders import Replay
     from planc.backend.run.spec import RunSpec
     from planc.passes.check import CheckResult
     from planc.passes.policy.load import Policy
     from planc.planning.planner import Planned
-    from planc.registry.registry import Registry
-    from planc.store.recorders import Recorder as StoreRecorder
-    from planc.store.recorders import Replay
+    from planc.registry.loading.registry import Registry
     from planc.store.run_store import RunStore
 
 
@@ -96,10 +96,10 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     from planc.backend.models.client import ModelClient, ModelError
     from planc.backend.run.arguments import parse_arguments
     from planc.backend.run.recorded_run import code_tools, keep_read_files
+    from planc.backend.run.recorders import Recorder
     from planc.backend.run.spec import ReadFiles, RunSpec, file_path
     from planc.passes.cost.budget import Budget
     from planc.planning.planner import plan
-    from planc.store.recorders import Recorder
     from planc.store.run_store import RunStoreError
 
     if (args or json_args or answers_file) and not then_run:

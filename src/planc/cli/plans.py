@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from planc.passes.check import CheckResult
     from planc.passes.cost.budget import Budget
     from planc.passes.policy.load import Policy
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
     from planc.syntax.parser import ParseResult
 
 SYNTAX_ERROR = 1  # the exit code of every command given a plan with syntax errors: the input must be fixed
@@ -97,7 +97,7 @@ def checked_to_run(text: str, name: str, registry: Registry | None, policy: Poli
     _refuse_undeclared(name, checked)
     if connects and registry is not None and registry.servers:
         from planc.backend.calls.mcp_runtime import needed_servers
-        from planc.registry.mcp_credentials import missing_variable
+        from planc.registry.mcp.mcp_credentials import missing_variable
 
         missing = missing_variable(registry.servers[server] for server in needed_servers(checked, registry))
         if missing is not None:

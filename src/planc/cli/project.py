@@ -13,7 +13,7 @@ from planc.cli.usage import UsageError
 
 if TYPE_CHECKING:
     from planc.passes.policy.load import Policy
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
 
 
 def find_registry(config: str | None, locked: bool = True, plan: str | None = None) -> Registry | None:
@@ -21,7 +21,7 @@ def find_registry(config: str | None, locked: bool = True, plan: str | None = No
     above the working directory (so `planc run examples/incidents/triage.plan` finds the
     example's); else None. Opened as `planc.load_project` opens it (`planc.project`)."""
     from planc import project
-    from planc.registry.config import ConfigError
+    from planc.registry.loading.config import ConfigError
 
     try:
         return project.find_registry(config, plan, locked=locked)
@@ -32,7 +32,7 @@ def find_registry(config: str | None, locked: bool = True, plan: str | None = No
 def fmt_width(plan: str) -> int:
     """The line width `planc fmt` keeps `plan` (a file, or `-`) within: `[fmt] width` of the nearest planc.toml
     above it (of the working directory for `-`), read without loading the registry; else 100."""
-    from planc.registry.config_file import find_config
+    from planc.registry.settings.config_file import find_config
     from planc.syntax.printer import WIDTH
 
     config = find_config(Path.cwd() if plan == "-" else Path(plan).resolve().parent)
@@ -40,8 +40,8 @@ def fmt_width(plan: str) -> int:
         return WIDTH
     import tomllib
 
-    from planc.registry.format_settings import FmtTableError
-    from planc.registry.format_settings import fmt_width as width_of
+    from planc.registry.settings.format_settings import FmtTableError
+    from planc.registry.settings.format_settings import fmt_width as width_of
 
     try:
         return width_of(tomllib.loads(config.read_text(encoding="utf-8")).get("fmt", {}))
@@ -128,7 +128,7 @@ def store_path(store: str | Path | None, registry: Registry | None = None) -> Pa
     """Where the run store is (`planc.project.store_path`): `--store` (or $PLANC_STORE), else planc.toml's
     `store`, else `.planc/runs.sqlite` beside the planc.toml in use, else under the working directory."""
     from planc import project
-    from planc.registry.config import ConfigError
+    from planc.registry.loading.config import ConfigError
 
     try:
         return project.store_path(store, registry)

@@ -15,8 +15,8 @@ from planc.cli.project import find_policy, find_registry, principal_for
 from planc.cli.usage import UsageError
 
 if TYPE_CHECKING:
-    from planc.registry.learned_shapes import LearnedShape
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
+    from planc.registry.tools.learned_shapes import LearnedShape
 
 
 @click.group("policy")
@@ -73,7 +73,7 @@ def registry_group() -> None:
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def registry_list_command(config: str | None, output_format: str) -> None:
     """List the tools: their parameters and effects."""
-    from planc.registry.listing import registry_json, registry_table
+    from planc.registry.loading.listing import registry_json, registry_table
 
     registry = find_registry(config)
     if registry is None:
@@ -92,12 +92,12 @@ def registry_list_command(config: str | None, output_format: str) -> None:
               help="Seconds each MCP server has to start and list its tools.")
 def registry_sync_command(config: str | None, timeout: float) -> None:
     """Ask each MCP server for its tools and write planc.lock.json. Exit 1 if a server failed."""
-    from planc.registry.mcp_sync import SyncError, sync
+    from planc.registry.mcp.mcp_sync import SyncError, sync
 
     registry = find_registry(config, locked=False)  # the lock is what is being rewritten: it may be stale or broken
     if registry is None:
         raise UsageError("no planc.toml here or above; name one with --config")
-    from planc.registry.mcp_credentials import missing_variable
+    from planc.registry.mcp.mcp_credentials import missing_variable
 
     missing = missing_variable(registry.servers.values())
     if missing is not None:
@@ -142,9 +142,9 @@ def registry_login_command(server: str, config: str | None, no_browser: bool) ->
         import mcp  # noqa: F401
     except ImportError:
         raise UsageError("`planc registry login` needs the MCP SDK: pip install 'planc[mcp]'") from None
-    from planc.registry.mcp_credentials import CredentialProblem
-    from planc.registry.mcp_login import login
-    from planc.registry.mcp_transport import Link
+    from planc.registry.mcp.mcp_credentials import CredentialProblem
+    from planc.registry.mcp.mcp_login import login
+    from planc.registry.mcp.mcp_transport import Link
 
     def say(text: str) -> None:
         click.echo(text, err=True)
@@ -193,7 +193,7 @@ def registry_shapes_command(config: str | None, store: str | None, output_format
         click.echo("no shapes learned yet: a trusted tool (`labels = []`) without `returns` teaches its shape "
                    "with each call that succeeds", err=True)
         return
-    from planc.registry.signatures import type_text
+    from planc.registry.tools.signatures import type_text
 
     for name, shape in shapes.items():
         used = "" if name in declared and declared[name].learns else \
@@ -203,8 +203,8 @@ def registry_shapes_command(config: str | None, store: str | None, output_format
 
 def _write_returns(registry: Registry | None, shapes: Mapping[str, LearnedShape], tool: str) -> None:
     """`--write TOOL`: planc.toml with TOOL's learned shape as its `returns`, checked to load before it is written."""
-    from planc.registry.config import ConfigError, registry_from_text
-    from planc.registry.config_edit import CannotEdit, with_returns
+    from planc.registry.loading.config import ConfigError, registry_from_text
+    from planc.registry.loading.config_edit import CannotEdit, with_returns
 
     if registry is None or registry.source is None:
         raise UsageError("no planc.toml here or above; name one with --config")

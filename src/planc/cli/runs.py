@@ -23,13 +23,13 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from planc.backend.calls.hooks import Question
+    from planc.backend.calls.run_view import Recorder
     from planc.backend.models.client import ModelClient
     from planc.backend.report.traces import RunSpans
     from planc.backend.run.interpreter import RunResult
     from planc.backend.run.launch import ArgumentsRefused, Launch
-    from planc.backend.run.session import Recorder
-    from planc.registry.declarations import Executor
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
+    from planc.registry.settings.declarations import Executor
     from planc.store.run_store import RunStore
 
 

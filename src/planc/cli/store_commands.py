@@ -31,7 +31,7 @@ from planc.passes.cost.cost_words import dollars
 if TYPE_CHECKING:
     from planc.backend.run.spec import RunSpec
     from planc.passes.policy.load import Policy
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
     from planc.store.run_store import RunStore
 
 
@@ -40,7 +40,7 @@ def _as_run(run: dict, store: str | None, principal: str) -> tuple[Registry | No
     """The registry and policy `run` ran with, from the files it kept; None when it kept none."""
     from planc.backend.run.recorded_run import as_it_ran
     from planc.passes.policy.load import PolicyError
-    from planc.registry.config import ConfigError
+    from planc.registry.loading.config import ConfigError
     from planc.store.run_store import RunStoreError
 
     runs = open_store(store, read_only=True)
@@ -227,7 +227,7 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
     from planc.backend.run.launch import Launch
     from planc.backend.run.recorded_run import RecordedRun
     from planc.backend.run.spec import RunWiring
-    from planc.registry.declarations import Executor
+    from planc.registry.settings.declarations import Executor
     from planc.store.stored import dump
 
     run = _stored_run(store, run_id)
@@ -281,10 +281,10 @@ def _replay_planning(run: dict, spec: RunSpec, registry: Registry | None, policy
                      principal: str) -> None:
     """A `planc plan` run again from its record: the model's answers, then the plan's calls if it ran."""
     from planc.backend.models.client import ModelError
+    from planc.backend.run.recorders import Replay
     from planc.backend.state.values import RunError
     from planc.cli.planning_commands import finish_planning
     from planc.planning.planner import plan
-    from planc.store.recorders import Replay
 
     planned = spec.planned
     assert planned is not None  # a planned run's
@@ -400,7 +400,7 @@ def approve_command(run_id: str, deny: bool, call: int | None, store: str | None
     from planc.backend.run.spec import RunWiring
     from planc.cli.project import store_path
     from planc.passes.policy.load import PolicyError
-    from planc.registry.config import ConfigError
+    from planc.registry.loading.config import ConfigError
     from planc.store.run_store import RunStoreError
     from planc.store.stored import StoredPlanError
 

@@ -45,9 +45,9 @@ import attrs
 
 from planc.passes.check import CheckResult, check
 from planc.passes.policy.load import Policy, PolicyError, load_policy
-from planc.registry.config import CONFIG_NAME, load_registry
-from planc.registry.errors import ConfigError
-from planc.registry.registry import Registry
+from planc.registry.loading.config import CONFIG_NAME, load_registry
+from planc.registry.loading.registry import Registry
+from planc.registry.settings.errors import ConfigError
 
 HEADER = re.compile(r"^={3,}\n(?P<name>[^\n]*)\n={3,}\n", re.MULTILINE)
 BUDGET = re.compile(r"\s*\[max-(?P<what>calls|inferences|usd)=(?P<value>[^\]]*)\]\s*$")

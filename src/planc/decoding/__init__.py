@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from planc.decoding.rules import GrammarError
 
 if TYPE_CHECKING:
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
 
 FORMATS = ("lark", "gbnf")
 

@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping
 from planc.decoding import regex
 from planc.decoding.rules import EMPTY, NOTHING, Choice, Expr, Grammar, GrammarError, Literal, Many, Seq, Symbol, replace, walk
 from planc.diagnostics.span import Lines, Span
-from planc.registry.registry import Registry
-from planc.registry.tool import Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 from planc.syntax.printer import print_expr
 from planc.syntax.templates import BINDINGS, HOLE
@@ -194,7 +194,7 @@ class _Specialiser:
     # What a parameter may hold.
 
     def _value(self, tool: Tool, param: str) -> Expr:
-        if tool.kind(param) == "block":
+        if tool.param_kind(param) == "block":
             return self._typed(("block",), Symbol(BLOCK))
         literals = self._literals(tool.params[param])
         if literals is None:

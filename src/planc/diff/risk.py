@@ -17,7 +17,7 @@ from planc.analysis.blast_radius import GROUP_WORDS, blast_radius
 from planc.diff.changes import Change, Diff
 from planc.passes.context import CheckContext
 from planc.passes.resolve.resolve import resolve
-from planc.registry.registry import Registry
+from planc.registry.loading.registry import Registry
 from planc.syntax.ast import Plan
 
 RISKS = tuple(word for _, word in GROUP_WORDS)  # "effectful", "destructive", "open-world"
@@ -27,7 +27,7 @@ def with_risk(diff: Diff, plan_a: Plan, plan_b: Plan, registry: Registry) -> Dif
     """`diff` (of `plan_a` and `plan_b`) with each change's `risk` by the effects `registry` declares.
 
     >>> from planc.diff import diff_plans
-    >>> from planc.registry.tool import Effects, Tool
+    >>> from planc.registry.tools.tool import Effects, Tool
     >>> from planc.syntax.parser import parse
     >>> search = Tool("search", effects=Effects(read_only=True, destructive=False, open_world=False))
     >>> a, b = 'search(query: "x")', 'search(query: "y")\\nmap(over: $1, do: { delete(id: item.id) })'

@@ -1,7 +1,7 @@
 """What a hover says, in Markdown: a tool as the plan language writes its signature, with its
 description and effects; a reference as the step it reads, that step's path and the types.
 
->>> from planc.registry.builtins import CONTROL_STEPS
+>>> from planc.registry.steps.builtins import CONTROL_STEPS
 >>> print(tool_hover(CONTROL_STEPS["reshape"]).splitlines()[1])
 reshape(value: any)
 """
@@ -14,8 +14,8 @@ import attrs
 
 from planc.passes.check import CheckResult
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.signatures import groups, signature, type_text
-from planc.registry.tool import Effects, Tool
+from planc.registry.tools.signatures import groups, signature, type_text
+from planc.registry.tools.tool import Effects, Tool
 from planc.syntax import ast
 from planc.syntax.printer import print_step
 
@@ -28,7 +28,7 @@ def tool_hover(tool: Tool) -> str:
     if tool.description.strip():
         parts.append(tool.description.strip())
     parts += groups(tool)
-    if tool.provider != "builtin":  # a control step's effects are its blocks' and its model's
+    if not tool.builtin:  # a control step's effects are its blocks' and its model's
         parts.append(_effects(tool.effects))
     return "\n\n".join(parts)
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import attrs
 
 from planc.passes.policy.load import Policy, PolicyError, load_policy
-from planc.registry.config import find_config, load_registry
-from planc.registry.errors import ConfigError
-from planc.registry.lock import lock_path
-from planc.registry.registry import Registry
+from planc.registry.loading.config import find_config, load_registry
+from planc.registry.loading.registry import Registry
+from planc.registry.mcp.lock import lock_path
+from planc.registry.settings.errors import ConfigError
 
 
 @attrs.frozen

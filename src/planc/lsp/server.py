@@ -33,8 +33,8 @@ from planc.lsp.describe import reference_hover, tool_hover
 from planc.lsp.positions import LineIndex
 from planc.lsp.project import Projects
 from planc.passes.check import CheckResult, check
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.signatures import parameter, signature
+from planc.registry.steps.builtins import CONTROL_STEPS
+from planc.registry.tools.signatures import parameter, signature
 from planc.syntax import ast
 from planc.syntax.format import format_source
 from planc.syntax.parser import parse
@@ -44,7 +44,7 @@ from planc.version import installed_version
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
-    from planc.registry.tool import Tool
+    from planc.registry.tools.tool import Tool
 
 T = TypeVar("T")  # what a request's handler answers
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, cast
 
 from planc.passes.policy.cedar_json import entity_uid
 from planc.passes.policy.principals import principal_data
-from planc.registry.declarations import ServerAuth
+from planc.registry.settings.declarations import ServerAuth
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
@@ -100,7 +100,7 @@ class IntrospectionVerifier:
 
     def __init__(self, auth: ServerAuth, audience: str, environ: Mapping[str, str]) -> None:
         self.auth, self.audience = auth, audience
-        # [mcp_server.auth] has these where it has no jwks_url (registry/config.py refuses it otherwise)
+        # [mcp_server.auth] has these where it has no jwks_url (registry/loading/config.py refuses it otherwise)
         assert auth.introspection_url is not None
         assert auth.client_id_env is not None and auth.client_secret_env is not None
         self.introspection_url: str = auth.introspection_url

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 import attrs
 
 from planc.project import Project
-from planc.registry.declarations import McpServing
-from planc.registry.mcp_transport import is_loopback
+from planc.registry.mcp.mcp_transport import is_loopback
+from planc.registry.settings.declarations import McpServing
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings

@@ -46,8 +46,8 @@ from planc.mcp_server.auth import NoPrincipal, principal_of
 from planc.passes.policy.load import PolicyError
 from planc.planning.prompt import system_prompt
 from planc.project import Project, find_policy
-from planc.registry.declarations import McpServing
-from planc.registry.errors import ConfigError
+from planc.registry.settings.declarations import McpServing
+from planc.registry.settings.errors import ConfigError
 from planc.store.run_store import RunStore, RunStoreError
 from planc.store.stored import StoredPlanError
 from planc.version import installed_version

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from planc.analysis.step_effects import StepEffects
-from planc.registry.tool import Tool
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _reusable(tool: Tool | None, if_declared: bool) -> bool:
     """A call of a registry tool (not a control step, not a plan) whose result depends on its arguments alone."""
     if tool is None:  # no registry declares it
         return if_declared
-    if tool.provider.startswith(("builtin", "plan:")):
+    if tool.kind in ("pure", "control", "plan"):
         return False
     effects = tool.effects
     return (effects.read_only and effects.deterministic) or (if_declared and not effects.declared)

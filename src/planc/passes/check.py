@@ -20,9 +20,9 @@ from planc.passes.policy.policy import PolicyFacts, policy
 from planc.passes.resolve.resolve import Resolution, resolve
 from planc.passes.resolve.signatures import with_registry_hints
 from planc.passes.types.types import Typing, types
-from planc.registry.declared_plans import PlanFile
-from planc.registry.labels import label_set
-from planc.registry.registry import Registry
+from planc.registry.loading.declared_plans import PlanFile
+from planc.registry.loading.registry import Registry
+from planc.registry.provenance.labels import label_set
 from planc.syntax.ast import Plan
 from planc.syntax.extract import extract
 from planc.syntax.parser import parse

@@ -9,7 +9,7 @@ import attrs
 
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
-from planc.registry.registry import Registry
+from planc.registry.loading.registry import Registry
 
 if TYPE_CHECKING:  # the facts' types belong to their passes, which import this module
     from planc.passes.check import CheckResult

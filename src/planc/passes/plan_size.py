@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from planc.diagnostics import Diagnostic, Lines, Span
 from planc.diagnostics.build import diagnostic
-from planc.registry.declarations import limits_of
-from planc.registry.registry import Registry
+from planc.registry.loading.registry import Registry
+from planc.registry.settings.declarations import limits_of
 
 MIB = 2**20
 

@@ -17,7 +17,7 @@ from planc.analysis.blast_radius import blast_radius
 from planc.analysis.reads import reads_by_argument
 from planc.passes.check import CheckResult
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.registry import Registry
+from planc.registry.loading.registry import Registry
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
 

@@ -31,12 +31,12 @@ from planc.passes.check import CheckResult, check
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import Policy
 from planc.planning.prompt import forbidden, system_prompt
-from planc.registry.learned_shapes import LearnedShape
-from planc.registry.registry import Registry
-from planc.registry.tool import Effects, Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.tools.learned_shapes import LearnedShape
+from planc.registry.tools.tool import Effects, Tool
 
 if TYPE_CHECKING:
-    from planc.backend.run.session import Recorder
+    from planc.backend.calls.run_view import Recorder
 
 ROLE = "planner"
 ROUNDS = 3
@@ -44,7 +44,7 @@ PATH = "plan"  # the step path the planning inferences are recorded at
 GRAMMAR_FORMATS = ("lark", "gbnf")
 REPAIR_OPENING = "Your plan has "  # how every repair message begins (diagnostics.render_repair)
 # Reading the run store's learned shapes at a round, recorded like a call so that a replay reads the same.
-READ_SHAPES = Tool("planc:learned_shapes", provider="builtin", labels=(),
+READ_SHAPES = Tool("planc:learned_shapes", provider="control", labels=(),
                    effects=Effects(read_only=True, idempotent=True, destructive=False, open_world=False))
 
 

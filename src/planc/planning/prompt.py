@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 
 from planc.passes.policy.load import Policy
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.learned_shapes import LearnedShape
-from planc.registry.pure_steps import FAMILIES, PURE_STEPS
-from planc.registry.registry import Registry
-from planc.registry.signatures import example_call, groups, signature, type_text
-from planc.registry.tool import Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.steps.builtins import CONTROL_STEPS
+from planc.registry.steps.pure_steps import FAMILIES, PURE_STEPS
+from planc.registry.tools.learned_shapes import LearnedShape
+from planc.registry.tools.signatures import example_call, groups, signature, type_text
+from planc.registry.tools.tool import Tool
 from planc.syntax.json_input import printable_json
 
 LANGUAGE = """\
@@ -109,7 +109,7 @@ def estimated_tokens(text: str) -> int:
 def _tool_entry(tool: Tool) -> str:
     lines = [f"- {signature(tool)}"]
     description = tool.description.strip()
-    if tool.provider == "builtin":  # planc's own words
+    if tool.builtin:  # planc's own words
         if description and description[-1] not in ".!?":
             description += "."
         about = " ".join(part for part in (description, *groups(tool)) if part)
@@ -127,7 +127,7 @@ def _tool_entry(tool: Tool) -> str:
 def learned_words(shape: LearnedShape) -> str:
     """What the prompt says of the shape learned of a tool's results: its type, and how many items its lists had.
 
-    >>> from planc.registry.learned_shapes import shape_of
+    >>> from planc.registry.tools.learned_shapes import shape_of
     >>> learned_words(LearnedShape("t", shape_of([{"id": "secret text"}]), 1))
     'Not declared; its results so far (1 call) were: list[{id: string}], of 1 item.'
     """
@@ -219,7 +219,7 @@ def _words(text: str) -> list[str]:
 
 def _candidates(tools: list[Tool]) -> Iterator[tuple[str, str]]:
     """Example plans, most telling first; the caller keeps those that check clean."""
-    plain = sorted((tool for tool in tools if not tool.provider.startswith("plan:")),
+    plain = sorted((tool for tool in tools if tool.kind != "plan"),
                    key=lambda tool: not tool.effects.read_only)  # readers first: the gentlest examples
     listing = [tool for tool in plain if tool.effects.read_only and (tool.returns or {}).get("type") == "array"]
     for lister in listing:

@@ -11,7 +11,7 @@ import errno
 import os
 from pathlib import Path
 
-from planc.backend.state.values import RunError
+from planc.run_error import RunError
 
 BUSY_TIMEOUT_S = 5.0  # how long a write waits for another process that holds the store
 

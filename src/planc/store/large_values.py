@@ -21,7 +21,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from planc.registry.redaction import MARK
+from planc.registry.provenance.redaction import MARK
 from planc.store.faults import RunStoreError
 from planc.syntax.json_input import read_json
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.steps.builtins import CONTROL_STEPS
 from planc.store.plan_hashes import StoredPlanError, fingerprint, tool_hash
 
 if TYPE_CHECKING:
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
     from planc.syntax import ast
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from planc.registry.tool import Tool
+    from planc.registry.tools.tool import Tool
 
 
 class StoredPlanError(Exception):

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from planc.registry.postgres_tools import environment_dsn
+from planc.registry.tools.postgres_tools import environment_dsn
 from planc.store.faults import RunLeased, RunStoreError, refuse_newer
 
 if TYPE_CHECKING:

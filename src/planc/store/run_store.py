@@ -6,7 +6,7 @@ query and every promise are this module's, once, in SQL both understand; a backe
 is opened, how a transaction takes it, where the schema's version is kept and how a lease is held.
 
 Before a tool is called an intent row is committed; after, its outcome and result. What a run
-tells the store, and what a replay or a resume answers from it, is `planc.store.recorders`'.
+tells the store, and what a replay or a resume answers from it, is `planc.backend.run.recorders`'.
 
 Every failure of the store (another process holding it, a full disk, a read-only or damaged
 file, a server that cannot be reached) is a RunStoreError naming the store (`faults.py`), never the
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from planc import clock
-from planc.registry.declarations import STORE_PATH
-from planc.registry.learned_shapes import LearnedShape, first_shape
+from planc.registry.settings.declarations import STORE_PATH
+from planc.registry.tools.learned_shapes import LearnedShape, first_shape
 from planc.store.faults import RunLeased, RunStoreError, store_failure
 from planc.store.large_values import Values, keep, keep_event, read_record, to_json
 from planc.store.lease import Holder
@@ -121,7 +121,7 @@ CREATE TABLE IF NOT EXISTS large_values (  -- each JSON text longer than a page,
     hash TEXT PRIMARY KEY,         -- sha256 of the text
     json TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS shapes (  -- what each trusted tool's results look like (registry/learned_shapes.py)
+CREATE TABLE IF NOT EXISTS shapes (  -- what each trusted tool's results look like (registry/tools/learned_shapes.py)
     tool TEXT PRIMARY KEY,
     schema TEXT NOT NULL,          -- JSON Schema: types, field names, lengths; never a value
     calls INTEGER NOT NULL,        -- how many successful calls it was learned from

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from planc.registry.sql_tools import SqlError, run_query
+from planc.registry.tools.sql_tools import SqlError, run_query
 
 PERCENTILES = (50, 90, 99)
 
@@ -39,7 +39,7 @@ def reader(where: Path) -> Query:
     """The rows of a query with its `:name` arguments, read from the store at `where` (an SQLite file, or
     "postgresql:$NAME": its `planc` schema) on a connection that can only read; an SqlError otherwise."""
     if str(where).startswith("postgresql:"):
-        from planc.registry import postgres_tools
+        from planc.registry.tools import postgres_tools
         from planc.store.postgres_backend import SCHEMA_NAME
 
         return lambda sql, arguments: postgres_tools.run_query(str(where), sql, arguments, schema=SCHEMA_NAME)

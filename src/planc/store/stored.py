@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.steps.builtins import CONTROL_STEPS
 from planc.store.migrations import MIGRATIONS
 from planc.store.plan_hashes import StoredPlanError, canonical_json, content_hash, fingerprint, sha256, tool_hash
 from planc.syntax.json_input import read_json
@@ -28,7 +28,7 @@ from planc.syntax.json_input import read_json
 if TYPE_CHECKING:
     from planc.passes.check import CheckResult
     from planc.passes.policy.load import Policy
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
 
 FORMAT = "planc.plan"
 # 2: `plans`, the files of the declared plans it can reach; 3: `params`, its own declared params;
@@ -77,7 +77,7 @@ class OlderPlan(StoredPlanError):
 def _used_tools(checked: CheckResult) -> dict:
     """name -> Tool of every registry tool the plan calls (the built-in control steps belong to planc)."""
     tools = checked.resolution.tools.values() if checked.resolution else ()
-    return {tool.name: tool for tool in tools if tool.provider != "builtin"}
+    return {tool.name: tool for tool in tools if not tool.builtin}
 
 
 def _policy_hash(policy: Policy | None) -> str | None:

@@ -16,7 +16,7 @@ from planc.backend.calls.hooks import Call, Proceed
 from planc.backend.state.values import RunError
 
 if TYPE_CHECKING:
-    from planc.store.recorders import Recorder as StoreRecorder
+    from planc.backend.run.recorders import Recorder as StoreRecorder
 
 EFFECTFUL = "effectful"  # a person approves every effectful call, and every flagged one (`--approve`)
 FLAGGED = "flagged"  # a person approves only the calls the policy flags for their labels (checked with approvals)

@@ -29,30 +29,29 @@ from planc.backend.calls.idempotency import idempotency_key
 from planc.backend.calls.mcp_runtime import calling
 from planc.backend.calls.providers import UnknownOutcome, call_provider
 from planc.backend.calls.results import usable
+from planc.backend.calls.run_view import Recorder, RunView
 from planc.backend.calls.spending import more_than_declared
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import Aborted, RunError, ToolFailed
-from planc.registry.declarations import limits_of
-from planc.registry.labels import NO_LABELS, SECRET, LabelView, subtree_labels, union
-from planc.registry.redaction import mark
-from planc.registry.tool import PYTHON_TYPES
+from planc.registry.provenance.labels import NO_LABELS, SECRET, LabelView, subtree_labels, union
+from planc.registry.provenance.redaction import mark
+from planc.registry.settings.declarations import limits_of
+from planc.registry.tools.tool import PYTHON_TYPES
 from planc.syntax import ast
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
     from planc.backend.calls.ray_executor import RayExecutor
-    from planc.backend.run.interpreter import Run
-    from planc.backend.run.session import Recorder
     from planc.passes.policy.load import Policy
-    from planc.registry.registry import Registry
-    from planc.registry.tool import Tool
+    from planc.registry.loading.registry import Registry
+    from planc.registry.tools.tool import Tool
 
 
 class Dispatch:
     """The dispatch of one run: `await dispatch(call, step, in_loop)` is the call's result."""
 
-    def __init__(self, run: Run, policy: Policy | None, principal: str) -> None:
+    def __init__(self, run: RunView, policy: Policy | None, principal: str) -> None:
         self.run, self.policy, self.principal = run, policy, principal
         self.hooks, self.session = run.hooks, run.session
         self.validators: dict[int, tuple] = {}  # id(schema) -> (schema, its jsonschema validator)
@@ -68,7 +67,7 @@ class Dispatch:
         """The call's result (a declared plan's `Labelled`), made as the module's docstring says."""
         current_stop().check(call.step, step.tool)  # nothing starts after a failure, at any depth
         tool = call.tool
-        if not tool.provider.startswith("plan:"):  # a declared plan's own calls are counted as they are made
+        if tool.kind != "plan":  # a declared plan's own calls are counted as they are made
             self.session.spending.call(tool, call.step, step.tool)
         self.validate(call, step)
         shown = call.shown_input()
@@ -86,7 +85,7 @@ class Dispatch:
         try:
             if isinstance(answer, Skip):
                 result = answer.result
-            elif tool.provider.startswith("plan:"):  # its own calls come this way, each recorded
+            elif tool.kind == "plan":  # its own calls come this way, each recorded
                 labelled = await self.run.declared_plan(call, step, in_loop)
                 result = labelled.value
             else:
@@ -102,14 +101,14 @@ class Dispatch:
             raise
         self.run.emit("tool_finished", step=call.step, tool=tool.name,
                       result=self.session.redactor.labelled(result, call.result_labels()))
-        return labelled if tool.provider.startswith("plan:") and not isinstance(answer, Skip) else result
+        return labelled if tool.kind == "plan" and not isinstance(answer, Skip) else result
 
     def from_record(self, call: Call, step: ast.Step) -> Skip | Proceed | None:
         """The call's result when the recorder holds it (a replay, a resume): it is neither asked for nor made
         again; Proceed for a call a person approved in the record (`planc approve`): made, and not asked
         again. A declared plan is not recorded as a call: its own calls are."""
         recorder = self.session.recorder
-        if recorder is None or call.tool.provider.startswith("plan:"):
+        if recorder is None or call.tool.kind == "plan":
             return None
         return recorder.replayed(call, step)
 
@@ -125,7 +124,7 @@ class Dispatch:
         error = Aborted(f"step {call.step}: stopped before calling `{call.tool.name}`: {gate.reason}", step.tool,
                         results=self.run.finished)
         recorder = self.session.recorder
-        if recorder is not None and not call.tool.provider.startswith("plan:"):
+        if recorder is not None and call.tool.kind != "plan":
             recorder.declined(call, str(error))
         raise error
 
@@ -136,8 +135,7 @@ class Dispatch:
         if self.policy is None:
             return None
         from planc.passes.policy.decide import Ask, decide_all
-        from planc.passes.policy.denial import denial
-        from planc.passes.policy.policy import flow_blame
+        from planc.passes.policy.denial import denial, flow_blame
 
         ask = Ask(call.tool, call.args, call.step, in_loop, (), call.sources, call.control)
         [decision] = decide_all(self.policy, self.principal, [ask])

@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 
-from planc.passes.flow.results import call_labels
-from planc.registry.labels import SECRET
-from planc.registry.redaction import mark, shown_arguments
-from planc.registry.tool import Tool
+from planc.analysis.result_labels import call_labels
+from planc.registry.provenance.labels import SECRET
+from planc.registry.provenance.redaction import mark, shown_arguments
+from planc.registry.tools.tool import Tool
 
 
 @attrs.frozen

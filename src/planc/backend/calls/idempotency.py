@@ -3,7 +3,7 @@
 Every tool call of a run has a key, computed in the dispatch by `idempotency_key` from the run's id,
 the call's step path (which holds the index of every `map`, `filter` and `reduce` item the call is
 in: `3/do.1[4]`) and its arguments in canonical JSON, each argument labelled `secret` as its mark
-(`planc.registry.redaction`: its keyed hash), so that a tool given the key cannot test guesses of a
+(`planc.registry.provenance.redaction`: its keyed hash), so that a tool given the key cannot test guesses of a
 secret against it; and planc writes the key of such a call as its mark too. The same call of the
 same run has the same key whenever it is made: when a resume makes a call again whose outcome is
 unknown, or when an executor retries it elsewhere. A tool that deduplicates by the key (it
@@ -12,7 +12,7 @@ remembers the keys it has acted on) can therefore be called again safely, idempo
 A Python tool receives its key in the parameter it names (`@planc.tool(idempotency_key="request_id")`,
 or `idempotency_key = "request_id"` in planc.toml), or in a keyword-only parameter called
 `idempotency_key`; an MCP tool receives it in the request's `_meta`, under
-`planc.registry.tool.MCP_META_KEY` ("planc/idempotency_key").
+`planc.registry.tools.tool.MCP_META_KEY` ("planc/idempotency_key").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """MCP servers at run time: started (or reached) once per run, checked against the lock.
 
 `McpRuntime.open` connects to every server the run may call as `planc registry sync` does
-(registry/mcp_transport.py: started over stdio in the planc.toml's folder, or reached at its URL
+(registry/mcp/mcp_transport.py: started over stdio in the planc.toml's folder, or reached at its URL
 with its headers or OAuth login): the servers of the tools the checked plan calls, or every locked
 server when the plan has an `agent` step, whose tools are chosen at run time. A server that
 planc.toml now starts or reaches otherwise, or offers other roots, than it was synced with is refused
@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import attrs
 
 from planc.backend.state.values import RunError
-from planc.registry.declarations import MCP_START_TIMEOUT_S
-from planc.registry.errors import ConfigError
-from planc.registry.lock import ENTRY_KEYS, entry, lock_path, plan_names, read_lock, unsynced
-from planc.registry.tool import MCP_META_KEY, Tool
+from planc.registry.mcp.lock import ENTRY_KEYS, entry, lock_path, plan_names, read_lock, unsynced
+from planc.registry.settings.declarations import MCP_START_TIMEOUT_S
+from planc.registry.settings.errors import ConfigError
+from planc.registry.tools.tool import MCP_META_KEY, Tool
 from planc.syntax.json_input import read_json
 
 if TYPE_CHECKING:
@@ -55,8 +55,8 @@ if TYPE_CHECKING:
     from planc.backend.calls.hooks import Call
     from planc.backend.models.mcp_requests import ServerRequests
     from planc.passes.check import CheckResult
-    from planc.registry.declarations import McpServer
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
+    from planc.registry.settings.declarations import McpServer
     from planc.syntax import ast
 
 # The dispatch's call being made in this task, as (hooks.Call, ast.Step): what a server's request during it
@@ -116,7 +116,7 @@ class McpRuntime:
         except ImportError:
             raise RunError("the plan calls MCP tools, and running them needs the MCP SDK: "
                            "pip install 'planc[mcp]'") from None
-        from planc.registry.mcp_transport import Link, all_tools, client_session, connected
+        from planc.registry.mcp.mcp_transport import Link, all_tools, client_session, connected
 
         assert self.registry is not None and self.registry.source is not None
         try:
@@ -230,7 +230,7 @@ def needed_servers(checked: CheckResult, registry: Registry | None) -> list[str]
         return []
     plans = [checked, *(checked.context.plans.values() if checked.context is not None else ())]
     tools = [tool for plan in plans if plan.resolution is not None for tool in plan.resolution.tools.values()]
-    if any(tool.name == "agent" and tool.provider == "builtin" for tool in tools):
+    if any(tool.name == "agent" and tool.kind == "control" for tool in tools):
         tools = list(registry.tools.values())
     servers = {tool.server for tool in tools if tool.server is not None}
     return sorted(server for server in servers if server in registry.servers)

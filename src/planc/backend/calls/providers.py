@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from planc.backend.state.values import RunError
-from planc.registry.declarations import limits_of
-from planc.registry.python_tools import import_provider
-from planc.registry.registry import Registry
-from planc.registry.tool import Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.settings.declarations import limits_of
+from planc.registry.tools.python_tools import import_provider
+from planc.registry.tools.tool import Tool
 
 if TYPE_CHECKING:
     from planc.backend.calls.mcp_runtime import McpRuntime
@@ -68,21 +68,21 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
 
 async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp: McpRuntime | None, key: str | None,
                 executor: RayExecutor | None, timeout: float) -> Any:
-    if tool.provider.startswith("mcp:") and mcp is not None:
+    if tool.kind == "mcp" and mcp is not None:
         return await mcp.call(tool, dict(args), key)
-    if tool.provider.startswith(("sql:", "postgresql:")):
-        from planc.registry import postgres_tools, sql_tools
+    if tool.kind in ("sql", "postgresql"):
+        from planc.registry.tools import postgres_tools, sql_tools
 
         query = tool.query
-        assert query is not None  # a SQL tool declares its query (registry/config.py refuses one without)
+        assert query is not None  # a SQL tool declares its query (registry/loading/config.py refuses one without)
         defaults = {param: schema["default"] for param, schema in tool.params.items() if "default" in schema}
-        if tool.provider.startswith("sql:"):
-            path = Path(tool.provider[len("sql:"):])
+        if tool.kind == "sql":
+            path = Path(tool.address)
             return await in_thread(lambda **arguments: sql_tools.run_query(path, query, arguments),
                                    {**defaults, **args})
         return await in_thread(lambda **arguments: postgres_tools.run_query(tool.provider, query, arguments,
                                                                             timeout), {**defaults, **args})
-    if tool.provider.startswith("python:"):
+    if tool.kind == "python":
         if tool.idempotency_key is not None and key is not None:
             args = {**args, tool.idempotency_key: key}
         if executor is not None:  # the key in its arguments: every attempt of the task gets the same
@@ -94,8 +94,7 @@ async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp: McpRu
             return await function(**args)
         except (SystemExit, KeyboardInterrupt) as error:
             raise ToolExited(exited(error)) from None
-    kind = tool.provider.split(":", 1)[0] or "none"
-    raise RunError(f"`{tool.name}` is provided by `{tool.provider or 'nothing'}`: running {kind} tools is not built yet")
+    raise RunError(f"`{tool.name}` is provided by `{tool.provider or 'nothing'}`, which this run cannot call")
 
 
 async def in_thread(function: Callable[..., object], args: Mapping) -> Any:

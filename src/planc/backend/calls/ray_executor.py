@@ -34,9 +34,9 @@ from typing import Any
 
 from planc.backend.calls.providers import ToolExited, UnknownOutcome, exited, not_loaded
 from planc.backend.state.values import RunError
-from planc.registry.declarations import RAY_RETRIES
-from planc.registry.python_tools import import_provider
-from planc.registry.tool import Tool
+from planc.registry.settings.declarations import RAY_RETRIES
+from planc.registry.tools.python_tools import import_provider
+from planc.registry.tools.tool import Tool
 
 REACH_TIMEOUT_S = 10.0  # a cluster whose address does not answer in this time is not there
 

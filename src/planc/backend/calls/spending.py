@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from planc.backend.state.values import RunError
 from planc.passes.cost.budget import LIMITS, Budget, exceeds
 from planc.passes.cost.cost_words import dollars
-from planc.registry.tool import Tool
+from planc.registry.tools.tool import Tool
 
 
 class Spending:

@@ -34,7 +34,7 @@ import attrs
 from jsonschema.validators import validator_for
 
 from planc.backend.models.client import Chat, ModelError, Reply, ToolCall, excerpt
-from planc.registry.tool import Tool
+from planc.registry.tools.tool import Tool
 from planc.syntax.json_input import read_json
 
 if TYPE_CHECKING:

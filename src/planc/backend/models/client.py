@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
-from planc.registry.declarations import DEFAULT_MODEL_ROLE, ModelConfig
-from planc.registry.redaction import cut
-from planc.registry.registry import Registry
-from planc.registry.tool import Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.provenance.redaction import cut
+from planc.registry.settings.declarations import DEFAULT_MODEL_ROLE, ModelConfig
+from planc.registry.tools.tool import Tool
 from planc.syntax.json_input import read_json
 
 if TYPE_CHECKING:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from planc.backend.calls.hooks import Unanswered
 from planc.backend.calls.mcp_runtime import InFlight, Progress
+from planc.backend.calls.run_view import RunView
 from planc.backend.models.client import ModelError
 from planc.backend.models.questions import answer
 from planc.backend.state.values import RunError
@@ -32,16 +33,15 @@ from planc.backend.state.values import RunError
 if TYPE_CHECKING:
     from mcp.types import CreateMessageResult, ElicitResult, ErrorData
 
-    from planc.backend.run.interpreter import Run
-    from planc.registry.declarations import McpServer
+    from planc.registry.settings.declarations import McpServer
 
 ACCEPT = (True, "accept", "yes")  # answers that accept a URL elicitation
 
 
 class ServerRequests:
-    """The answers of one run (an interpreter.Run) to its MCP servers' requests."""
+    """The answers of one run to its MCP servers' requests."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunView) -> None:
         self.run = run
 
     def progress(self, flight: InFlight) -> Progress:

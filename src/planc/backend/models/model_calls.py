@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, cast
 
 from planc.backend.calls.dispatch import recorded_call
 from planc.backend.calls.hooks import Call, Skip
+from planc.backend.calls.run_view import Recorder
 from planc.backend.models.client import ModelClient, ModelError, Reply
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import ToolFailed
-from planc.registry.declarations import RESULT_BYTES, ModelConfig
-from planc.registry.tool import Effects, Tool
+from planc.registry.settings.declarations import RESULT_BYTES, ModelConfig
+from planc.registry.tools.tool import Effects, Tool
 
 if TYPE_CHECKING:
     from planc.backend.calls.spending import Spending
-    from planc.backend.run.session import Recorder
     from planc.syntax import ast
 
 # What asking a model may do: nothing in the world (so it may be asked again), not deterministic.

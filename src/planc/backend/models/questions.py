@@ -10,22 +10,20 @@ or it was interrupted, while the question was open).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from planc.backend.calls import plan_stack
 from planc.backend.calls.dispatch import recorded_call, result_bytes
 from planc.backend.calls.hooks import Call, Question, Skip, Unanswered
+from planc.backend.calls.run_view import RunView
 from planc.backend.state.stop import current as current_stop
-from planc.registry.builtins import CONTROL_STEPS
+from planc.registry.steps.builtins import CONTROL_STEPS
 from planc.syntax import ast
-
-if TYPE_CHECKING:
-    from planc.backend.run.interpreter import Run
 
 NO_INTERLOCUTOR = "no one is there to ask: the run has no interlocutor"
 
 
-async def answer(run: Run, step: ast.Step, path: str, text: str, schema: Mapping | None = None) -> object:
+async def answer(run: RunView, step: ast.Step, path: str, text: str, schema: Mapping | None = None) -> object:
     """The answer to the question `text` of the `ask` step at `path` (or of an MCP server, during the call at
     `path`, which recorded with the `schema` it asks the answer to fit), or Unanswered with the reason."""
     question = Question(path, text, plan_stack.current())

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Self
 
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.redaction import cut
+from planc.registry.provenance.redaction import cut
+from planc.registry.steps.builtins import CONTROL_STEPS
 
 if TYPE_CHECKING:
     from rich.console import Console

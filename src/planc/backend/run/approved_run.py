@@ -25,8 +25,8 @@ from planc.backend.state.interrupts import Interrupts
 from planc.clock import FixedClock, fixed
 from planc.passes.check import CheckResult
 from planc.passes.policy.load import Policy, load_policy
-from planc.registry.config import load_registry
-from planc.registry.registry import Registry
+from planc.registry.loading.config import load_registry
+from planc.registry.loading.registry import Registry
 from planc.store.run_store import RunStore
 
 DENIED = "step {step}: stopped before calling `{tool}`: a person denied it (`planc approve --deny`)"

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from planc.analysis.schemas import type_of
 from planc.backend.calls.results import NotPlain, plain
 from planc.backend.run.interpreter import run_arguments
 from planc.backend.run.launch import Launch
@@ -31,13 +30,14 @@ from planc.backend.state.stop import settle
 from planc.backend.state.values import RunError
 from planc.passes.check import CheckResult
 from planc.passes.cost.budget import Budget
+from planc.registry.tools.schemas import type_of
 from planc.store.run_store import RunStoreError
 from planc.store.stored import StoredPlanError, dump, load_plan
 from planc.syntax.json_input import read_json
 
 if TYPE_CHECKING:
     from planc.passes.policy.load import Policy
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
     from planc.store.run_store import RunStore
 
 # What became of a line, in the order a summary lists them; a run's status as the store has it -> this.

@@ -1,21 +1,21 @@
-"""The built-in steps at run time: one handler each, in `CONTROL_HANDLERS` (one for every pure step).
+"""The built-in steps at run time: what the control steps' handlers share, and `run_pure`, the
+handler of every pure step.
 
-A handler is `handler(run, step, path, scope, piped, in_loop, shown)` and returns
-the step's result (`piped` is the piped input, `Labelled` with its labels, or NOTHING;
-`shown` its rendered input, as `step_started` showed it: the values it has already).
-A control step is never dispatched as a tool call and never gated; what it runs
-(its blocks' steps, an agent's tools) takes the dispatch like any other call. An
-argument left out takes the default its declaration in `planc.registry.builtins`
-gives.
+Each control step's handler is `run_<name>` in the module of `steps/` named after it (its
+declaration, `registry/steps/<name>.py`, has the same name); `steps.CONTROL_HANDLERS` gathers them.
+A handler is `handler(run, step, path, scope, piped, in_loop, shown)` and returns the step's result
+(`piped` is the piped input, `Labelled` with its labels, or NOTHING; `shown` its rendered input, as
+`step_started` showed it: the values it has already). A control step is never dispatched as a tool
+call and never gated; what it runs (its blocks' steps, an agent's tools) takes the dispatch like any
+other call. An argument left out takes the default its declaration gives.
 
-Where values came from: a step's result carries what any call's carries (its
-arguments' labels and its control's, added by the interpreter); a handler whose
-result carries more (a block's results, a condition, what an agent read) returns
-it `Labelled` with those, as the flow pass's rule of the step (passes/flow/rules.py)
-says before the run.
+Where values came from: a step's result carries what any call's carries (its arguments' labels and
+its control's, added by the interpreter); a handler whose result carries more (a block's results, a
+condition, what an agent read) returns it `Labelled` with those, as the step's flow rule (in its
+declaration) says before the run.
 
 A text a handler makes from a `secret` input (an `exit`'s message, an `ask`'s question, a pure
-step's error quoting its input) is made as its mark (`planc.registry.redaction`), so nothing it
+step's error quoting its input) is made as its mark (`planc.registry.provenance.redaction`), so nothing it
 reaches (the record, events, stderr, whoever answers) holds the secret.
 """
 
@@ -27,43 +27,35 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from planc.backend.calls import plan_stack
 from planc.backend.calls.dispatch import recorded_call
-from planc.backend.calls.hooks import Call, Skip, Unanswered
+from planc.backend.calls.hooks import Call, Skip
 from planc.backend.calls.results import NotPlain, plain
-from planc.backend.models.questions import answer
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.stop import settle
 from planc.backend.state.values import (
     NOTHING,
-    Exited,
     Labelled,
     RunError,
     Scope,
-    TemplateScope,
-    ToolFailed,
     evaluate,
-    failure_caught,
     truth,
     unlabelled,
 )
-from planc.passes.flow.expressions import expr_labels, expr_view
-from planc.passes.flow.results import Loop, loop_over
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import limits_of
-from planc.registry.labels import NO_LABELS, SECRET, LabelView, union, union_all
-from planc.registry.pure_steps import PURE_STEPS, PureStepError
-from planc.registry.redaction import mark
+from planc.registry.provenance.control import Loop
+from planc.registry.provenance.expressions import expr_labels, expr_view
+from planc.registry.provenance.labels import NO_LABELS, SECRET, LabelView, union_all
+from planc.registry.provenance.redaction import mark
+from planc.registry.settings.declarations import limits_of
+from planc.registry.steps.builtins import CONTROL_STEPS
+from planc.registry.steps.pure_steps import PURE_STEPS, PureStepError
 from planc.syntax import ast
 from planc.syntax.steps import deciding, step_blocks, walk_steps
 
 if TYPE_CHECKING:
-    from planc.backend.models.agent_loop import Conversation
     from planc.backend.run.interpreter import Run
-    from planc.registry.pure_steps import PureStep
-    from planc.registry.tool import Tool
+    from planc.registry.steps.pure_steps import PureStep
+    from planc.registry.tools.tool import Tool
 
 
 def value(step: ast.Step, name: str, scope: Scope, piped: object = NOTHING) -> Any:
@@ -94,7 +86,7 @@ def step_sources(step: ast.Step, tool: Tool, scope: Scope, piped_view: LabelView
     sources: dict[str, frozenset[str]] = {}
     for arg in step.args:
         name = arg.name.text
-        if tool.kind(name) == "value" and not tool.binds.get(name):
+        if tool.param_kind(name) == "value" and not tool.binds.get(name):
             sources[name] = expr_labels(arg.value, scope)
     if piped_view is not None and tool.pipe and tool.pipe not in sources:
         sources[tool.pipe] = piped_view.whole()
@@ -110,7 +102,7 @@ def rendered_input(step: ast.Step, scope: Scope, piped: object) -> dict:
     shown = {}
     for arg in step.args:
         name = arg.name.text
-        if declared.kind(name) != "value" or declared.binds.get(name):
+        if declared.param_kind(name) != "value" or declared.binds.get(name):
             continue
         try:
             shown[name] = evaluate(arg.value, scope)
@@ -154,7 +146,7 @@ async def each_item(run: Run, step: ast.Step, path: str, scope: Scope, over: lis
     return [task.result() for task in tasks]
 
 
-def _carried(results: list[Labelled]) -> LabelView:
+def carried(results: list[Labelled]) -> LabelView:
     return LabelView(union_all(result.view.whole() for result in results))
 
 
@@ -171,12 +163,12 @@ async def judge(run: Run, question: str, step: ast.Step, path: str, shown: froze
     try:
         answer = await ask_yes_no(model, question)
     except ModelError as error:
-        raise RunError(f"step {path}: {_quoting(error, shown)}", step.tool) from None
+        raise RunError(f"step {path}: {quoting(error, shown)}", step.tool) from None
     run.emit("inference_finished", step=path, answer=answer)
     return answer
 
 
-def _quoting(error: Exception, shown: frozenset[str]) -> str:
+def quoting(error: Exception, shown: frozenset[str]) -> str:
     """What a model's failure says (it may quote the question or the answer): its mark when the
     model was shown a `secret`."""
     return mark(str(error)) if SECRET in shown else str(error)
@@ -193,84 +185,7 @@ async def condition(run: Run, step: ast.Step, path: str, scope: Scope) -> tuple[
     return await judge(run, evaluate(infer, scope), step, path, shown), shown
 
 
-# --- the handlers
-
-
-async def run_map(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                 shown: dict) -> Any:
-    over = items(step, path, scope, piped)
-    loop = loop_over(labels_of(step, "over", scope, piped))
-    results = await each_item(run, step, path, scope, over, loop, value(step, "concurrency", scope))
-    return Labelled([result.value for result in results], _carried(results))
-
-
-async def run_filter(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                 shown: dict) -> Any:
-    over = items(step, path, scope, piped)
-    loop = loop_over(labels_of(step, "over", scope, piped))
-    if (where_arg := step.arg("where")) is not None:  # it binds the item's fields, and no `index`
-        where = where_arg.value
-        bound = scope.bind({"item": loop.item})
-        kept = [item for item in over
-                if truth(evaluate(where, attrs.evolve(bound.bind(item=item), fields=item)), where)]
-        read = expr_labels(where, attrs.evolve(bound, field_view=loop.item)) if over else NO_LABELS
-        return Labelled(kept, LabelView(read))
-    if (do := step.arg("do")) is not None:
-        results = await each_item(run, step, path, scope, over, loop)
-        return Labelled([item for item, keep in zip(over, results) if truth(keep.value, do.value)],
-                        _carried(results))
-    infer = step.arg("infer")
-    assert infer is not None  # a filter has one of `where`, `do` and `infer`
-    question = infer.value  # a text, or a reference to one (`infer: $args.question`), evaluated per item
-    bound = scope.bind({"item": loop.item, "index": loop.index})
-    asked = expr_labels(question, bound) if over else NO_LABELS  # what the judge reads
-    kept = [await judge(run, evaluate(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]", asked)
-            for index, item in enumerate(over)]
-    return Labelled([item for item, keep in zip(over, kept) if keep], LabelView(asked))
-
-
-async def run_reduce(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                 shown: dict) -> Any:
-    accumulator = Labelled(value(step, "initial", scope), LabelView(labels_of(step, "initial", scope).whole()))
-    loop = loop_over(labels_of(step, "over", scope, piped))
-    views = {"item": loop.item, "index": loop.index}
-    for index, item in enumerate(items(step, path, scope, piped)):
-        bound = scope.bind({**views, "accumulator": LabelView(accumulator.view.whole())}, item=item, index=index,
-                           accumulator=accumulator.value)
-        done = await block(run, step, "do", path, bound, True, item=index, control=loop.control)
-        accumulator = Labelled(done.value, LabelView(union(accumulator.view.whole(), done.view.whole())))
-    return accumulator
-
-
-async def run_decide(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                 shown: dict) -> Any:
-    holds, decided = await condition(run, step, path, scope)
-    if may_exit(step):  # whether the steps after it run was decided here, whichever branch is taken
-        scope.gates.labels = union(scope.gates.labels, decided)
-    branch = "then" if holds else "else"
-    if step.arg(branch) is None:
-        return Labelled(None, LabelView(decided))
-    taken = await block(run, step, branch, path, scope, in_loop, control=decided)
-    return Labelled(taken.value, LabelView(union(decided, taken.view.whole())))
-
-
-async def run_exit(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                 shown: dict) -> Any:
-    passed = value(step, "value", scope, piped)
-    decided = NO_LABELS
-    if deciding(step) is not None:
-        holds, decided = await condition(run, step, path, scope)
-        # Whether any later step runs was decided here, and by what decided that this step runs.
-        scope.gates.labels = union(scope.gates.labels, union(decided, scope.control))
-        if not holds:
-            return Labelled(passed, LabelView(decided))
-    output = value(step, "output", scope) if step.arg("output") is not None else passed
-    given = union_all(step_sources(step, CONTROL_STEPS["exit"], scope, _view(piped)).values())
-    message = value(step, "message", scope)
-    if message is not None:
-        message = run.session.redactor.labelled(message, labels_of(step, "message", scope).whole())
-    raise Exited(value(step, "status", scope), message, output,
-                 union(union(given, decided), scope.controlled()))
+# --- what the handlers share
 
 
 @functools.lru_cache(maxsize=4096)
@@ -280,32 +195,13 @@ def may_exit(step: ast.Step) -> bool:
                for inner, _ in walk_steps(block_node.pipelines))
 
 
-def _view(piped: object) -> LabelView | None:
+def piped_labels(piped: object) -> LabelView | None:
+    """The labels of a piped input that carries them, else None."""
     return piped.view if type(piped) is Labelled else None
 
 
-async def run_reshape(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                 shown: dict) -> Any:
-    return value(step, "value", scope)
-
-
-async def run_ask(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                  shown: dict) -> Any:
-    question = run.session.redactor.labelled(value(step, "question", scope),
-                                             labels_of(step, "question", scope).whole())
-    said = await answer(run, step, path, str(question))
-    if not isinstance(said, Unanswered):
-        return said
-    unanswered = value(step, "when_unanswered", scope)
-    if unanswered == "default":
-        return value(step, "default", scope)
-    if unanswered == "skip":
-        return None
-    raise RunError(f"step {path}: nobody answered `{question}`: {said.reason}", step.tool)
-
-
 async def run_pure(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                 shown: dict) -> Any:
+                   shown: dict) -> Any:
     """A pure step: its implementation over its inputs, which must conform to its parameters as any call's
     arguments must. Its result must be plain JSON data within `[limits] result_bytes`. Bad input fails the
     step, saying which step and why. `today` reads the clock: what it read is recorded like a call, and a
@@ -323,11 +219,11 @@ async def run_pure(run: Run, step: ast.Step, path: str, scope: Scope, piped: obj
     # The values of a plan are JSON data already (literals, `$args`, results); their types are what the
     # check could not always see (`$args`, a tool without `returns`). The declared defaults conform.
     def said(problem: str) -> str:  # what a failure says of its inputs: its mark, if one is secret
-        labels = union_all(step_sources(step, pure.tool, scope, _view(piped)).values())
+        labels = union_all(step_sources(step, pure.tool, scope, piped_labels(piped)).values())
         return mark(problem) if SECRET in labels else problem
 
     if not pure.surely_valid(inputs):  # most inputs are known good by their Python types alone
-        sources = step_sources(step, pure.tool, scope, _view(piped))
+        sources = step_sources(step, pure.tool, scope, piped_labels(piped))
         run.dispatch.check_arguments(pure.tool, inputs, path, step, sources)
     if pure.deterministic:  # its implementation's own defaults are the declared ones
         return _pure_result(pure, inputs, run, path, step, said)
@@ -367,118 +263,6 @@ def _pure_result(pure: PureStep, inputs: dict, run: Run, path: str, step: ast.St
         raise RunError(f"step {path}: `{pure.tool.name}` failed: {problem}", step.tool) from None
 
 
-async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                 shown: dict) -> Any:
-    from planc.backend.models.agent_loop import CheckFailed, ToolFailure, Turn, check_problems
-    from planc.backend.models.agent_loop import run_agent as agent_loop
-    from planc.backend.models.client import ModelError
-
-    registry = run.registry
-    conversation = _conversation(run, step, path, scope)
-    scope.conversations[step] = conversation
-    calls = checks = 0
-    # What the model has been shown, as labels: its conversation, this step's arguments, the results of the
-    # tools it calls. Every argument it writes carries all of it, and so does its answer.
-    control = scope.controlled()
-    given = union_all(step_sources(step, CONTROL_STEPS["agent"], scope, _view(piped)).values())
-    conversation.labels = union(conversation.labels, union(given, control))
-
-    async def dispatched(call: Call) -> Any:
-        caught = failure_caught.set(True)  # its failure comes back here, and the model goes on
-        try:
-            result = await run.dispatch(call, step, in_loop)
-        finally:
-            failure_caught.reset(caught)
-        value_, added = unlabelled(result)
-        read = union(union(call.tool.labels, control), added.whole() if added is not None else NO_LABELS)
-        conversation.labels = union(conversation.labels, read)
-        return value_
-
-    def labelled(arguments: dict) -> dict:
-        return {argument: conversation.labels for argument in arguments}
-
-    async def call_tool(name: str, arguments: dict, call_id: str) -> Any:
-        nonlocal calls
-        calls += 1
-        assert registry is not None  # the model was offered this tool: a registry's
-        call = Call(f"{path}/agent.{calls}/{name}", registry.tools[name], arguments,
-                    scope=TemplateScope(scope, run.names), id=call_id, sources=labelled(arguments), control=control)
-        try:
-            return await dispatched(call)
-        except ToolFailed as error:  # goes back to the model, which may try again, and has read it
-            conversation.labels = union(conversation.labels, error.labels)
-            raise ToolFailure(str(error)) from None
-
-    async def check(answer: dict) -> list[str]:
-        nonlocal checks
-        checks += 1
-        assert registry is not None  # the check names a tool: a registry's
-        tool = registry.tools[name]  # the check takes the answer's fields it declares
-        arguments = {key: answer[key] for key in tool.params if key in answer}
-        call = Call(f"{path}/check.{checks}/{name}", tool, arguments, sources=labelled(arguments), control=control)
-        try:
-            return check_problems(await dispatched(call))
-        except ToolFailed as error:  # a check that raises fails: the model is told why
-            conversation.labels = union(conversation.labels, error.labels)
-            return [str(error)]
-
-    name = value(step, "check", scope)
-    turn = Turn(prompt=value(step, "prompt", scope), output_schema=value(step, "output_schema", scope),
-                tools=_turn_tools(run, step, path, scope, conversation), context=value(step, "context", scope, piped),
-                max_iterations=value(step, "max_iterations", scope), check=check if name is not None else None,
-                check_name=name or "", repairs=value(step, "repairs", scope))
-    chat, repair = (run.session.model(conversation.role, step, path),
-                    run.session.model("repair", step, path, instead=conversation.role))
-    chat.shown = repair.shown = lambda: conversation.labels
-    try:
-        answered = await agent_loop(chat, turn, call_tool, conversation.messages, repair)
-        return Labelled(answered, LabelView(conversation.labels))
-    except (ModelError, CheckFailed) as error:
-        raise RunError(f"step {path}: {_quoting(error, conversation.labels)}", step.tool) from None
-
-
-def _conversation(run: Run, step: ast.Step, path: str, scope: Scope) -> Conversation:
-    """The conversation `step` continues (`continue: $review`), or a new one."""
-    from planc.analysis.agent_tools import continued
-    from planc.backend.models.agent_loop import Conversation, system_message
-
-    if step.arg("continue") is None:
-        patterns = value(step, "tools", scope)  # none written: every tool; `[]`: none
-        return Conversation(value(step, "model", scope), _offered(run, ["*"] if patterns is None else patterns),
-                            [system_message(value(step, "system_prompt", scope))])
-    earlier = continued(step, scope.targets)
-    if earlier is None or earlier not in scope.conversations:  # the check refuses this: a plan that was not checked
-        raise RunError(f"step {path}: `continue` refers to no agent step that has run", step.tool)
-    return scope.conversations[earlier]
-
-
-def _turn_tools(run: Run, step: ast.Step, path: str, scope: Scope, conversation: Conversation) -> list[Tool]:
-    """The tools this turn offers: the conversation's, or those of them `tools` names."""
-    patterns = value(step, "tools", scope)
-    if step.arg("continue") is None or patterns is None:
-        return conversation.tools
-    tools = _offered(run, patterns)
-    widened = [tool.name for tool in tools if tool not in conversation.tools]
-    if widened:
-        raise RunError(f"step {path}: `tools` offers `{widened[0]}`, which the conversation it continues does not "
-                       "offer", step.tool)
-    return tools
-
-
-def _offered(run: Run, patterns: list[str]) -> list[Tool]:
-    """The registry's tools that `patterns` match and that can run (a declared plan leading back to itself cannot)."""
-    from planc.analysis.agent_tools import matching_tools, runnable
-
-    if run.registry is None:  # no tool to offer: the step fails when it asks for a model
-        return []
-    plans = run.checked.context.plans if run.checked.context is not None else None
-    return [tool for tool in matching_tools(run.registry, patterns) if runnable(tool, plans)]
-
 
 # A built-in step's handler: (run, step, path, scope, piped, in_loop, shown) -> its result.
 Handler = Callable[["Run", ast.Step, str, Scope, object, bool, dict], Awaitable[Any]]
-
-# The handler of each built-in step.
-CONTROL_HANDLERS: dict[str, Handler] = {
-    "map": run_map, "filter": run_filter, "reduce": run_reduce, "decide": run_decide, "exit": run_exit,
-    "agent": run_agent, "ask": run_ask, "reshape": run_reshape, **dict.fromkeys(PURE_STEPS, run_pure)}

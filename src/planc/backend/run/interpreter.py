@@ -2,7 +2,7 @@
 
 A run has three parts. This module walks the steps, in text order or as the
 optimizer's schedule allows (`planc run --optimize`), and hands each step to
-the handler of its control step (`control_steps.py`, one handler each) or, for
+the handler of its built-in step (`steps/`, one module each; `control_steps.py`) or, for
 a tool, to the one path every real call takes, at any depth (`dispatch.py`).
 What the run holds open (its recorder, MCP servers and models) is its
 session (`session.py`). Declared plans run inside the run that calls them:
@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from planc.analysis.result_labels import fails_on, failure_control, kept_input, result_view
 from planc.backend.calls import plan_stack
 from planc.backend.calls.approvals import AwaitingApproval
 from planc.backend.calls.dispatch import Dispatch, result_problem
 from planc.backend.calls.hooks import Call, Hooks
 from planc.backend.models.mcp_requests import ServerRequests
-from planc.backend.run.control_steps import CONTROL_HANDLERS, labels_of, rendered_input, step_sources
+from planc.backend.run.control_steps import labels_of, rendered_input, step_sources
 from planc.backend.run.session import Session
+from planc.backend.run.steps import CONTROL_HANDLERS
 from planc.backend.state.stop import Stopped, plan_stop, settle
 from planc.backend.state.stop import current as current_stop
 from planc.backend.state.values import (
@@ -45,23 +47,22 @@ from planc.backend.state.values import (
 )
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
-from planc.passes.flow.expressions import expr_labels
-from planc.passes.flow.results import fails_on, failure_control, kept_input, result_view
 from planc.passes.policy.load import DEFAULT_PRINCIPAL
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.labels import NO_LABELS, SECRET, LabelView, union
-from planc.registry.pure_steps import PURE_STEPS
-from planc.registry.redaction import RedactionKeyProblem, Redactor, redaction_key, shown_arguments
-from planc.registry.registry import Registry
+from planc.registry.loading.registry import Registry
+from planc.registry.provenance.expressions import expr_labels
+from planc.registry.provenance.labels import NO_LABELS, SECRET, LabelView, union
+from planc.registry.provenance.redaction import RedactionKeyProblem, Redactor, redaction_key, shown_arguments
+from planc.registry.steps.pure_steps import PURE_STEPS
 from planc.syntax import ast
 from planc.syntax.steps import deciding
 
 if TYPE_CHECKING:
     from planc.backend.calls.ray_executor import RayExecutor
-    from planc.backend.run.session import Recorder
+    from planc.backend.calls.run_view import Recorder
     from planc.passes.flow.flow import CallFlow
     from planc.passes.policy.load import Policy
-    from planc.registry.tool import Tool
+    from planc.registry.tools.tool import Tool
 
 
 ITEM = re.compile(r"\[\d+\]")  # a map item's index in a run-time step path
@@ -95,7 +96,7 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     With a `schedule` of its steps (`planc.optimize.optimize.optimize`), each top-level step starts
     as soon as the steps it waits for have finished, rather than after the step before it.
 
-    `recorder` (a `planc.backend.run.session.Recorder`: the run store's), if given, is told of every
+    `recorder` (a `planc.backend.calls.run_view.Recorder`: the run store's), if given, is told of every
     real tool call and model inference, and may answer it from its record instead (a replay).
 
     `executor` (a connected `planc.backend.calls.ray_executor.RayExecutor`), if given, makes the Python tool
@@ -285,10 +286,10 @@ class Run:
         self.emit("step_started", step=path, tool=step.tool.text,
                   input=shown_arguments(arguments, sources))
         labelled_piped = piped  # a control step reads its piped input with its labels; a tool's call has them
-        if piped is not NOTHING and tool.provider == "builtin":
+        if piped is not NOTHING and tool.builtin:
             labelled_piped = Labelled(piped, piped_view or LabelView())
         try:
-            if tool.provider == "builtin":
+            if tool.builtin:
                 result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, labelled_piped, in_loop,
                                                            arguments)
             else:
@@ -321,7 +322,7 @@ class Run:
             scope.gates.labels = union(scope.gates.labels, fails)
         self.finished[path] = result
         whole = view.whole()
-        if SECRET in whole and tool.name in PURE_STEPS and tool.provider == "builtin" and any(
+        if SECRET in whole and tool.name in PURE_STEPS and tool.kind == "pure" and any(
                 SECRET in labels for labels in sources.values()):
             self.session.redactor.learn(result, view)  # a secret made over (`upper`) is one too
         self.emit("step_finished", step=path, tool=step.tool.text,
@@ -332,7 +333,7 @@ class Run:
         """The step's rendered input: a tool's arguments (piped input included), a control step's values."""
         if tool is None:
             raise RunError(f"step {path}: no registry declares the tool `{step.tool.text}`", step.tool)
-        if tool.provider == "builtin":
+        if tool.builtin:
             return rendered_input(step, scope, piped)
         args = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}
         if piped is not NOTHING and tool.pipe:
@@ -343,7 +344,7 @@ class Run:
         """Run the declared plan that `call` (of `plan__NAME`) calls, inside this run, with the call's arguments
         over its declared defaults; its steps' paths are under the calling step's, and it runs in the
         caller's loops. It was checked with the plan that calls it, so it runs as checked then."""
-        name = call.tool.provider[len("plan:"):]
+        name = call.tool.address
         checked = self.checked.context.plans.get(name) if self.checked.context is not None else None
         if checked is None or not checked.ok:  # only when the caller was not checked with the registry
             raise RunError(f"step {call.step}: the plan `{name}` was not checked with this plan: check it first",

@@ -17,7 +17,6 @@ from typing import Any
 
 import attrs
 
-from planc.analysis.schemas import type_of
 from planc.backend.calls.hooks import Hooks
 from planc.backend.run.interpreter import RunResult, run_arguments, run_plan
 from planc.backend.run.recorded_run import RecordedRun, choose_executor, connect_executor
@@ -28,7 +27,8 @@ from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult, recheck_arguments
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import DEFAULT_PRINCIPAL, Policy
-from planc.registry.registry import Registry
+from planc.registry.loading.registry import Registry
+from planc.registry.tools.schemas import type_of
 from planc.store.run_store import RunStore
 
 

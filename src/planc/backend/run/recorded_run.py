@@ -29,6 +29,7 @@ from planc.backend.calls.hooks import Hooks
 from planc.backend.models.client import excerpt
 from planc.backend.report.events import Stamp, fan_out
 from planc.backend.run.interpreter import RunResult, run_plan
+from planc.backend.run.recorders import Recorder, Replay, Resume
 from planc.backend.run.spec import ReadFiles, RunSpec
 from planc.backend.state.interrupts import Interrupted, Interrupts, cancelled_by
 from planc.backend.state.values import RunError
@@ -37,11 +38,10 @@ from planc.clock import current as current_clock
 from planc.optimize.schedule import Schedule
 from planc.passes.check import CheckResult
 from planc.passes.policy.load import Policy
-from planc.registry.declarations import Executor
-from planc.registry.lock import lock_path
-from planc.registry.registry import Registry
-from planc.registry.tool import Tool
-from planc.store.recorders import Recorder, Replay, Resume
+from planc.registry.loading.registry import Registry
+from planc.registry.mcp.lock import lock_path
+from planc.registry.settings.declarations import Executor
+from planc.registry.tools.tool import Tool
 from planc.store.run_store import RunStore, RunStoreError
 
 if TYPE_CHECKING:
@@ -260,7 +260,7 @@ def code_tools(registry: Registry | None) -> dict:
     if registry is None:
         return {}
     return {name: tool.to_data() for name, tool in registry.tools.items()
-            if tool.provider.startswith(("python:", "sql:", "postgresql:"))}
+            if tool.kind in ("python", "sql", "postgresql")}
 
 
 def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | None, Policy | None] | None:
@@ -269,7 +269,7 @@ def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | No
     A ConfigError or PolicyError when a kept file no longer loads (planc changed since).
     """
     from planc.passes.policy.load import check_principal, policy_from_text
-    from planc.registry.config import registry_from_text
+    from planc.registry.loading.config import registry_from_text
 
     spec = RunSpec.from_record(run)
     read = spec.read

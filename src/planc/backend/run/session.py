@@ -1,11 +1,12 @@
 """What one run holds open from before its first step to after its last: its recorder, MCP servers,
 models, the sink its events go to (`events.py`), the executor its Python tool calls may be made
-on, and its redaction step (`planc.registry.redaction.Redactor`: the recorder's, shared with the
+on, and its redaction step (`planc.registry.provenance.redaction.Redactor`: the recorder's, shared with the
 run store's rows), which every event passes through before any sink sees it.
 
-The recorder is the run store's side of a run (`planc.store.run_store`): it is told of every real
-tool call and model inference, and a replay answers them from its record, so a replay starts no
-MCP server and needs no model endpoint.
+The recorder (`calls/run_view.py`'s `Recorder`; `recorders.py` beside this module makes them) is the
+run store's side of a run: it is told of every real tool call and model inference, and a replay
+answers them from its record, so a replay starts no MCP server and needs no model endpoint. A
+`Session` is the `RunSession` the calls read.
 """
 
 from __future__ import annotations
@@ -13,17 +14,17 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from planc.backend.calls import plan_stack
-from planc.backend.calls.hooks import Call, Proceed, Skip
 from planc.backend.calls.mcp_runtime import McpRuntime
+from planc.backend.calls.run_view import Recorder
 from planc.backend.calls.spending import Spending
 from planc.backend.state.values import RunError
 from planc.passes.cost.budget import Budget
-from planc.registry.declarations import DEFAULT_MODEL_ROLE
-from planc.registry.redaction import Redactor
-from planc.registry.registry import Registry
+from planc.registry.loading.registry import Registry
+from planc.registry.provenance.redaction import Redactor
+from planc.registry.settings.declarations import DEFAULT_MODEL_ROLE
 from planc.syntax import ast
 
 if TYPE_CHECKING:
@@ -31,33 +32,6 @@ if TYPE_CHECKING:
     from planc.backend.models.client import ModelClient
     from planc.backend.models.model_calls import StepModel
     from planc.passes.check import CheckResult
-
-
-class Recorder(Protocol):
-    """What a run tells the run store, and what the store may answer from its record."""
-
-    calls_tools: bool  # false for a replay: every call is answered from the record
-    run_id: str  # the run's id in the store: a resumed run keeps its own, and so its calls' idempotency keys
-    redactor: Redactor  # what it writes passes through this first; the run's events too
-
-    def replayed(self, call: Call, step: ast.Step | None) -> Skip | Proceed | None:
-        """The recorded result of `call` (a Skip), or None to make the call (Proceed: a person approved it, and
-        it is made without asking the gate again)."""
-
-    def started(self, call: Call) -> None:
-        """`call` is about to be made: its intent is committed first."""
-
-    def finished(self, call: Call, result: object, error: Exception | None) -> None:
-        """`call` returned `result`, or failed with `error`."""
-
-    def declined(self, call: Call, message: str) -> None:
-        """The gate refused `call` (`message` says so): it is not made, now or by any resume."""
-
-    def abandoned(self, call: Call) -> None:
-        """The run stopped waiting for `call` (it was interrupted): whether it had its effect is unknown."""
-
-    def event(self, event: dict) -> None:
-        """One of the run's events."""
 
 
 class Session:

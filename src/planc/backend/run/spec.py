@@ -21,7 +21,7 @@ from planc.backend.calls.hooks import Hooks
 from planc.optimize.schedule import Schedule
 from planc.passes.cost.budget import Budget
 from planc.passes.policy.load import DEFAULT_PRINCIPAL
-from planc.registry.declarations import Executor
+from planc.registry.settings.declarations import Executor
 
 # The version of the options a run is recorded with. 0 is every record made before the options had
 # one: its keys came one at a time, and each one missing reads as the run then ran (`from_record`).

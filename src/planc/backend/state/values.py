@@ -17,22 +17,12 @@ from typing import Any
 
 import attrs
 
-from planc.passes.flow.flow import ArgsView
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union
+from planc.registry.provenance.expressions import ArgsView
+from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union
+from planc.run_error import RunError  # the run's one error, below the store that raises it too
 from planc.syntax import ast
 from planc.syntax.printer import print_expr
-
-
-class RunError(Exception):
-    """A plan that fails while running: the message names the step, and the span says where; `code` is the
-    diagnostic code of a refusal the check would give too (E400, E401), so the run store can count them.
-    `labels`: what the error carries (its text, and that it happened), wherever it goes on to."""
-
-    def __init__(self, message: str, node: object = None, code: str | None = None,
-                 labels: frozenset[str] = NO_LABELS) -> None:
-        super().__init__(message)
-        self.node, self.code, self.labels = node, code, labels
 
 
 class Exited(Exception):
@@ -139,7 +129,7 @@ class Scope:
         """The labels that decide whether a step of this scope runs now."""
         return union(self.control, self.gates.labels)
 
-    # What `passes.flow.expressions` reads the labels of an expression's value through.
+    # What `registry.provenance.expressions` reads the labels of an expression's value through.
     def ref_view(self, ref: ast.Ref) -> LabelView | ArgsView:
         target = self.targets[ref]
         if target == ARGS:

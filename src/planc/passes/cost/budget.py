@@ -20,7 +20,7 @@ from planc.passes.cost.cost_words import dollars
 from planc.syntax import ast
 
 if TYPE_CHECKING:
-    from planc.registry.declarations import Budgets
+    from planc.registry.settings.declarations import Budgets
 
 
 @attrs.frozen

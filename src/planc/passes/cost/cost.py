@@ -52,15 +52,15 @@ from planc.passes.context import CheckContext
 from planc.passes.cost.budget import over_budget
 from planc.passes.cost.cost_range import UNBOUNDED, CostRange, Range
 from planc.passes.cost.list_bounds import ListBounds, largest_argument
-from planc.registry.builtins import CONTROL_STEPS
-from planc.registry.declarations import DEFAULT_MODEL_ROLE
-from planc.registry.pure_steps import PURE_STEPS
+from planc.registry.settings.declarations import DEFAULT_MODEL_ROLE
+from planc.registry.steps.builtins import CONTROL_DECLARATIONS, CONTROL_STEPS
+from planc.registry.steps.pure_steps import PURE_STEPS
 from planc.syntax import ast
 
 if TYPE_CHECKING:
     from planc.passes.resolve.resolve import Resolution
     from planc.passes.types.types import Typing
-    from planc.registry.tool import Tool
+    from planc.registry.tools.tool import Tool
 
 ONE = Range(1, 1)
 NO_BOUND = CostRange(*(Range(0, UNBOUNDED) for _ in range(5)))
@@ -80,7 +80,7 @@ class CostReport:
 
 
 @attrs.frozen
-class _Run:
+class Run:
     """The cost of running some steps, and what their place among their siblings depends on."""
 
     cost: CostRange = CostRange()
@@ -97,7 +97,7 @@ def cost(plan: ast.Plan, context: CheckContext) -> tuple[CostReport, list[Diagno
     ([3, 3], ())
     """
     resolution = context.learned("resolution")
-    coster = _Coster(plan, resolution, context.learned("typing"), context)
+    coster = Coster(plan, resolution, context.learned("typing"), context)
     total = coster.sequence(plan.pipelines).cost
     top = [(step, resolution.paths.get(step, ""), coster.steps[step])
            for pipeline in plan.pipelines for step in pipeline.steps]
@@ -105,7 +105,7 @@ def cost(plan: ast.Plan, context: CheckContext) -> tuple[CostReport, list[Diagno
     return CostReport(coster.steps, total), sorted(diagnostics, key=sort_key)
 
 
-class _Coster:
+class Coster:
     """One walk over the plan, costing each step after the steps inside it."""
 
     def __init__(self, plan: ast.Plan, resolution: Resolution, typing: Typing, context: CheckContext) -> None:
@@ -117,7 +117,7 @@ class _Coster:
         self.steps: dict[ast.Step, CostRange] = {}
         self.diagnostics: list[Diagnostic] = []
 
-    def sequence(self, pipelines: Iterable[ast.Pipeline]) -> _Run:
+    def sequence(self, pipelines: Iterable[ast.Pipeline]) -> Run:
         """The cost of a plan's or a block's steps.
 
         Their critical path is the latest finish: a step starts when what it
@@ -150,7 +150,7 @@ class _Coster:
                 after_ordered = (max(after_ordered[0], finish[0]), max(after_ordered[1], finish[1]))
             counted.append(cost)
             exited, ordered = exited or run.may_exit, ordered or run.ordered
-        return _Run(CostRange.total(counted).with_critical(Range(*latest)), exited, ordered)
+        return Run(CostRange.total(counted).with_critical(Range(*latest)), exited, ordered)
 
     def _waits_for(self, step: ast.Step) -> Iterator[ast.Step]:
         """The steps whose results `step` reads: piped to it, or referenced in it or in its blocks' steps."""
@@ -159,12 +159,12 @@ class _Coster:
             yield before
         yield from reads(step, self.resolution.targets)
 
-    def step(self, step: ast.Step) -> _Run:
+    def step(self, step: ast.Step) -> Run:
         tool = self.resolution.tools.get(step)
         if tool is None:
-            run = _Run(_call(0, 0), ordered=True)
-        elif tool.provider != "builtin":  # a declared plan keeps its place: its calls are not looked into
-            run = _Run(self.call_cost(tool), ordered=tool.provider.startswith("plan:") or not tool.effects.read_only)
+            run = Run(_call(0, 0), ordered=True)
+        elif not tool.builtin:  # a declared plan keeps its place: its calls are not looked into
+            run = Run(self.call_cost(tool), ordered=tool.kind == "plan" or not tool.effects.read_only)
         else:
             run = COST_RULES[tool.name](self, step)
         self.steps[step] = run.cost
@@ -176,34 +176,23 @@ class _Coster:
         checked = self.plans.get(name)
         return checked.cost.total if checked is not None and checked.ok and checked.cost is not None else NO_BOUND
 
-    # --- the control steps, one method each
+    # --- what the control steps' cost rules (their declarations, `registry/steps/`) are made of
 
-    def _map(self, step: ast.Step) -> _Run:
-        body = self.block(step, "do")
-        count = self.fan_out(step, body)
-        return attrs.evolve(body, cost=body.cost.times(count, _waves(count, self._concurrency(step))))
+    def run(self, cost: CostRange | None = None, may_exit: bool = False, ordered: bool = False) -> Run:
+        """What a step costs itself (nothing by default), whether it may end the plan, and whether it keeps
+        its place among the steps that change something."""
+        return Run(CostRange() if cost is None else cost, may_exit, ordered)
 
-    def _filter(self, step: ast.Step) -> _Run:
-        if step.arg("infer") is not None:
-            body = _Run(self.judged(step))
-        else:
-            body = self.block(step, "do")
-        return attrs.evolve(body, cost=body.cost.times(self.fan_out(step, body)))
+    def free(self) -> CostRange:
+        """Nothing: no call, no inference, no spend."""
+        return CostRange()
 
-    def _reduce(self, step: ast.Step) -> _Run:
-        body = self.block(step, "do")
-        return attrs.evolve(body, cost=body.cost.times(self.fan_out(step, body)))
+    def waves(self, count: Range, concurrency: Range) -> Range:
+        """How many waves `count` items take, `concurrency` at once: the critical path's multiplier."""
+        return _waves(count, concurrency)
 
-    def _decide(self, step: ast.Step) -> _Run:
-        then, otherwise = self.block(step, "then"), self.block(step, "else")
-        condition = self.judged(step) if step.arg("infer") is not None else CostRange()
-        return _Run(condition + then.cost.either(otherwise.cost), then.may_exit or otherwise.may_exit,
-                    then.ordered or otherwise.ordered)
-
-    def _exit(self, step: ast.Step) -> _Run:
-        return _Run(self.judged(step) if step.arg("infer") is not None else CostRange(), may_exit=True, ordered=True)
-
-    def _agent(self, step: ast.Step) -> _Run:
+    def agent(self, step: ast.Step) -> Run:
+        """An `agent` step's cost: its rounds, its tools' calls and its check, as the module says."""
         most = largest_argument(step, AGENT, "max_iterations", self.typing)
         check = agent_check_tool(step, self.registry)
         repairs = largest_argument(step, AGENT, "repairs", self.typing) if check is not None else 0
@@ -224,7 +213,7 @@ class _Coster:
         each = self.inference_usd(role, step.arg("prompt"))
         fix_up = self.inference_usd(REPAIR_ROLE, step.arg("prompt"), instead=role)
         usd = Range(0, each).times(Range(1, rounds)) + Range(0, fix_up)
-        return _Run(CostRange(inferences=Range(1, rounds + 1), usd=usd) + calls + checks, ordered=ordered)
+        return Run(CostRange(inferences=Range(1, rounds + 1), usd=usd) + calls + checks, ordered=ordered)
 
     def judged(self, step: ast.Step) -> CostRange:
         """One inference of the `judge` role, on the question `infer` asks."""
@@ -246,28 +235,22 @@ class _Coster:
     def call_cost(self, tool: Tool) -> CostRange:
         """What one call of `tool` may cost: a declared plan's own total, else one call at its declared cost (and,
         for a tool of an MCP server that may sample a model, up to `samples_per_call` inferences)."""
-        if tool.provider.startswith("plan:"):
-            return self.plan_cost(tool.provider[len("plan:"):])
+        if tool.kind == "plan":
+            return self.plan_cost(tool.address)
         server = self.registry.servers.get(tool.server) if self.registry is not None and tool.server else None
         samples = CostRange(inferences=Range(0, server.samples_per_call)) if server and server.sampling else CostRange()
         return _call(tool.cost.usd, tool.cost.latency_ms) + samples
 
-    def _ask(self, step: ast.Step) -> _Run:
-        return _Run()
-
-    def _reshape(self, step: ast.Step) -> _Run:
-        return _Run()
-
-    def _pure(self, step: ast.Step) -> _Run:
-        return _Run()  # computed by planc, in the step: no call, no inference, no spend
+    def _pure(self, step: ast.Step) -> Run:
+        return Run()  # computed by planc, in the step: no call, no inference, no spend
 
     # --- what the control steps run
 
-    def block(self, step: ast.Step, name: str) -> _Run:
+    def block(self, step: ast.Step, name: str) -> Run:
         arg = step.arg(name)
-        return self.sequence(arg.value.pipelines) if arg is not None and type(arg.value) is ast.Block else _Run()
+        return self.sequence(arg.value.pipelines) if arg is not None and type(arg.value) is ast.Block else Run()
 
-    def fan_out(self, step: ast.Step, body: _Run) -> Range:
+    def fan_out(self, step: ast.Step, body: Run) -> Range:
         """How many times `step` runs `body`: once per item of its list; W500 when that has no bound and costs."""
         bound = self.bounds.of_over(step)
         count = bound.count
@@ -284,7 +267,7 @@ class _Coster:
                 self.diagnostics.append(diagnostic("W500", "infer", at, step=path, hints=hints, tool=name))
         return count
 
-    def _concurrency(self, step: ast.Step) -> Range:
+    def concurrency(self, step: ast.Step) -> Range:
         """How many items `map` runs at once: [least, most]."""
         arg = step.arg("concurrency")
         if arg is None:
@@ -297,10 +280,10 @@ class _Coster:
 
 AGENT = CONTROL_STEPS["agent"]
 
-# The cost rule of each control step: what it costs itself, and what it runs.
-COST_RULES = {"map": _Coster._map, "filter": _Coster._filter, "reduce": _Coster._reduce, "decide": _Coster._decide,
-              "exit": _Coster._exit, "agent": _Coster._agent, "ask": _Coster._ask, "reshape": _Coster._reshape,
-              **dict.fromkeys(PURE_STEPS, _Coster._pure)}
+# The cost rule of each built-in step: what it costs itself, and what it runs; each control step's from its
+# declaration (`registry/steps/`), and a pure step is free.
+COST_RULES = {**{name: step.cost for name, step in CONTROL_DECLARATIONS.items()},
+              **dict.fromkeys(PURE_STEPS, Coster._pure)}
 
 
 @functools.lru_cache(maxsize=1024)  # one per distinct declared cost, shared by every call

@@ -19,7 +19,7 @@ import attrs
 
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.passes.cost.cost_range import UNBOUNDED, Range
-from planc.registry.tool import Tool
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks, walk_steps
 
@@ -96,7 +96,7 @@ class ListBounds:
         name = step.tool.text
         if tool is None:
             return UNKNOWN
-        if tool.provider == "builtin":
+        if tool.builtin:
             if name == "map":
                 return self.of_over(step)
             if name == "filter":  # keeps any number of the items, none included

@@ -5,7 +5,7 @@ caller's path, with `$args` carrying the labels of the caller's arguments). The 
 `$args` carry the labels of whoever wrote it (`CheckContext.written_by`); a declared plan's literals were
 written by the project, and carry none. A step's result
 carries the labels its tool declares, those of every argument it was given, and its control
-labels; the control steps have their own rule each (`rules.py`). What the walk computes is an
+labels; the control steps have their own rule each, in their declarations (`rules.py`). What the walk computes is an
 estimate that a run can only lower: an agent is taken to have read everything it may call, both
 branches of a `decide` to have run, every `exit` to have been asked before the steps after it.
 The policy pass reads it: each request's `context.sources` and `context.control`.
@@ -13,20 +13,28 @@ The policy pass reads it: each request's `context.sources` and `context.control`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
+from planc.analysis.result_labels import fails_on, failure_control, kept_input, result_view
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
-from planc.passes.flow.expressions import View, carriers, expr_labels, expr_view, writes_text
-from planc.passes.flow.results import Decided, fails_on, failure_control, kept_input, result_view
-from planc.passes.flow.rules import condition_labels
 from planc.passes.flow.secret_control import secret_control
 from planc.passes.resolve.resolve import ARGS
-from planc.registry.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all, view_of
-from planc.registry.tool import Tool
+from planc.registry.provenance.control import Decided
+from planc.registry.provenance.expressions import (
+    ArgsView,
+    View,
+    carriers,
+    expr_labels,
+    expr_view,
+    writes_text,
+)
+from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED_ONLY, LabelView, union, union_all, view_of
+from planc.registry.steps.control import condition_labels
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 from planc.syntax.printer import print_expr
 
@@ -87,7 +95,7 @@ class FlowFacts:
         what a reviewer looks at first. Control steps are left out: what they run is listed itself.
 
         >>> from planc.passes.check import check
-        >>> from planc.registry.registry import Registry
+        >>> from planc.registry.loading.registry import Registry
         >>> registry = Registry(tools={"read": Tool("read"), "send": Tool("send", {"to": {}}, labels=[])})
         >>> check('read() |> send(to: $1.iban)', registry=registry).facts.flow.into_effects()
         [{'step': '2', 'tool': 'send', 'argument': 'to', 'labels': ['untrusted'], 'from': ['`$1.iban`, which `read` returned at step 1']}]
@@ -95,7 +103,7 @@ class FlowFacts:
         found = []
         for path, call in self.calls.items():
             tool = call.tool
-            if tool is None or tool.effects.read_only or tool.provider == "builtin":
+            if tool is None or tool.effects.read_only or tool.builtin:
                 continue
             for argument, labels in call.sources.items():
                 if labels:
@@ -106,28 +114,6 @@ class FlowFacts:
                 found.append({"step": path, "tool": tool.name, "argument": "", "labels": sorted(call.control),
                               "from": [origin for _, _, origin in call.control_carriers()]})
         return found
-
-
-class ArgsView:
-    """The labels of `$args`: each run argument's own; `rest`, those of any argument not in `views`."""
-
-    def __init__(self, views: Mapping[str, LabelView], rest: frozenset[str] = NO_LABELS) -> None:
-        self.views, self.rest = views, rest
-
-    def field(self, name: str) -> LabelView:
-        return self.views.get(name) or LabelView(self.rest)
-
-    def item(self) -> LabelView:
-        return LabelView(self.whole())
-
-    def whole(self) -> frozenset[str]:
-        return union(self.rest, union_all(view.whole() for view in self.views.values()))
-
-    def read(self, accessors: Sequence[ast.Accessor]) -> LabelView:
-        if not accessors:
-            return LabelView(self.whole())
-        first = accessors[0]
-        return (self.field(first.name) if hasattr(first, "name") else self.item()).read(accessors[1:])
 
 
 @attrs.frozen
@@ -199,7 +185,7 @@ def flow(plan: ast.Plan, context: CheckContext) -> tuple[FlowFacts, list[Diagnos
     """The labels of every call of `plan`: its arguments', its control's and its result's.
 
     >>> from planc.passes.check import check
-    >>> from planc.registry.registry import Registry
+    >>> from planc.registry.loading.registry import Registry
     >>> registry = Registry(tools={"read": Tool("read"), "send": Tool("send", {"to": {}}, labels=[])})
     >>> facts = check('read() |> send(to: $1.iban)', registry=registry).facts.flow
     >>> sorted(facts.calls["2"].sources["to"]), sorted(facts.calls["2"].result.whole())
@@ -283,7 +269,7 @@ class Walk:
         views: dict[str, LabelView] = {}
         for arg in step.args:  # what a control step reads per item (`infer` of a filter) is its rule's
             name = arg.name.text
-            if tool is None or (tool.kind(name) == "value" and not tool.binds.get(name)):
+            if tool is None or (tool.param_kind(name) == "value" and not tool.binds.get(name)):
                 views[name] = expr_view(arg.value, env)
         if piped is not None and tool is not None and tool.pipe and tool.pipe not in views:
             views[tool.pipe] = piped
@@ -293,9 +279,9 @@ class Walk:
             result = LabelView(union(UNTRUSTED_ONLY, control))
         else:  # what any call's result carries, and what the step's own rule adds
             added = NO_LABELS
-            if tool.provider == "builtin" and tool.name in self.rules:
+            if tool.builtin and tool.name in self.rules:
                 added = self.rules[tool.name](self, step, env, views, control)
-            elif tool.provider.startswith("plan:"):
+            elif tool.kind == "plan":
                 added = self.declared_plan(step, tool, env, views, control)
             kept = kept_input(tool)
             result = result_view(step, tool, sources, control, added, views.get(kept) if kept else None)
@@ -313,7 +299,7 @@ class Walk:
                       control: frozenset[str]) -> frozenset[str]:
         """A call of `plan__NAME`: its steps walked under the caller's path with `$args` carrying the
         caller's arguments; what its result carries from its own steps."""
-        checked = self.context.plans.get(tool.provider[len("plan:"):])
+        checked = self.context.plans.get(tool.address)
         if checked is None or not checked.ok:  # not walked (a cycle, errors): what it returns is not known
             return UNTRUSTED_ONLY
         # `$args` carries each argument's labels whole, as a run passes them on with the call.
@@ -338,14 +324,14 @@ class Walk:
             return found
         self._carried[tool.name] = UNTRUSTED_ONLY  # a plan reached again while it is looked into
         found = view_of(tool.labels, tool.returns).whole()  # the parts its `returns` labels too
-        if tool.provider.startswith("plan:"):
-            checked = self.context.plans.get(tool.provider[len("plan:"):])
+        if tool.kind == "plan":
+            checked = self.context.plans.get(tool.address)
             if checked is None or not checked.ok:
                 found = union(found, UNTRUSTED_ONLY)
             else:
                 assert checked.resolution is not None  # it checked without errors
                 for inner_step, inner in checked.resolution.tools.items():
-                    is_agent = inner.provider == "builtin" and inner.name == "agent"
+                    is_agent = inner.kind == "control" and inner.name == "agent"
                     found = union(found, self.may_read(inner_step, checked.resolution.targets) if is_agent
                                   else self.carried(inner))
         self._carried[tool.name] = found

@@ -1,121 +1,14 @@
-"""The flow rule of each control step: what its result carries besides what any call's result carries
-(its arguments' labels and its control labels), and what the steps in its blocks are given, before a
-run. A control step without a rule of its own (a pure step) carries only what any call carries.
-
-A rule is `rule(walk, step, env, views, control) -> frozenset`: `views` holds the labels of the
-step's value arguments (its piped input under its pipe parameter), `control` the labels that decide
-whether it runs. Blocks are walked with `walk.block` (once) or `walk.loop` (once per item). The
-run-time handlers (`backend/run/control_steps.py`) add the same labels from what really ran.
+"""The flow rule of each control step, from its declaration (`registry/steps/`; `control.py` says
+what a rule is): what its result carries besides what any call's result carries (its arguments'
+labels and its control labels), and what the steps in its blocks are given, before a run. A built-in
+step without a rule of its own (`ask`, `reshape`, a pure step) carries only what any call carries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from planc.registry.steps.builtins import CONTROL_DECLARATIONS
+from planc.registry.steps.pure_steps import PURE_STEPS
 
-from planc.passes.flow.expressions import Env, expr_labels
-from planc.passes.flow.results import Decided, Loop, loop_over
-from planc.registry.labels import NO_LABELS, LabelView, union, union_all
-from planc.registry.pure_steps import PURE_STEPS
-from planc.syntax import ast
-from planc.syntax.steps import deciding
-
-if TYPE_CHECKING:
-    from planc.passes.flow.flow import PlanEnv, Walk
-
-
-def condition_labels(step: ast.Step, env: Env) -> frozenset[str]:
-    """The labels of what decides: the `when` condition, or the `infer` question put to the judge."""
-    decides = _deciding(step)
-    return expr_labels(decides, env) if decides is not None else NO_LABELS
-
-
-def _deciding(step: ast.Step) -> ast.Expr | None:
-    arg = deciding(step)
-    return arg.value if arg is not None else None
-
-
-def looped(walk: Walk, step: ast.Step, env: PlanEnv, inner: PlanEnv, loop: Loop,
-           control: frozenset[str]) -> LabelView:
-    """Walk `step`'s `do` block, once per item of the list `loop` goes over, which decides how often
-    every step in it runs."""
-    where = f"the list that `{step.tool.text}` at step {env.paths.get(step, '?')} goes over"
-    decider = Decided(step.tool, loop.control, f"how many items {where} has, and in what order")
-    inside = union(control, loop.control)
-    return walk.decided_by(decider, lambda: walk.loop(step, "do", inner, inside))
-
-
-def flow_map(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
-             control: frozenset[str]) -> frozenset[str]:
-    loop = loop_over(views.get("over", LabelView()))
-    inner = env.bound_by(step).bind(item=loop.item, index=loop.index)
-    return looped(walk, step, env, inner, loop, control).whole()
-
-
-def flow_filter(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
-                control: frozenset[str]) -> frozenset[str]:
-    loop = loop_over(views.get("over", LabelView()))
-    inner = env.bound_by(step).bind(item=loop.item, index=loop.index)
-    if (where := step.arg("where")) is not None:  # it binds the item's fields, and no `index`
-        fields = env.bound_by(step).bind(item=loop.item).with_fields(loop.item)
-        return expr_labels(where.value, fields)
-    if step.arg("do") is not None:
-        return looped(walk, step, env, inner, loop, control).whole()
-    if (infer := step.arg("infer")) is not None:
-        return expr_labels(infer.value, inner)
-    return NO_LABELS
-
-
-def flow_reduce(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
-                control: frozenset[str]) -> frozenset[str]:
-    loop = loop_over(views.get("over", LabelView()))
-    accumulator = views.get("initial", LabelView()).whole()
-    while True:  # the accumulator carries what any round gave it: walked until nothing is added
-        bound = env.bound_by(step).bind(item=loop.item, index=loop.index,
-                                        accumulator=LabelView(accumulator))
-        rounds = looped(walk, step, env, bound, loop, control)
-        grown = union(accumulator, rounds.whole())
-        if grown is accumulator:
-            return accumulator
-        accumulator = grown
-
-
-def flow_decide(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
-                control: frozenset[str]) -> frozenset[str]:
-    decided = condition_labels(step, env)
-    inner = union(control, decided)
-    taken = walk.decided_by((_deciding(step), env), lambda: union(
-        walk.block(step, "then", env, inner).whole(), walk.block(step, "else", env, inner).whole()))
-    return union(decided, taken)
-
-
-def flow_exit(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
-              control: frozenset[str]) -> frozenset[str]:
-    decided = condition_labels(step, env)
-    # When it ends the plan, the plan's result is its `output` (else its `value`), decided here.
-    walk.exits = union(walk.exits, union(union_all(view.whole() for view in views.values()), union(decided, control)))
-    # Whether any later step runs is decided here, by its condition and by what decides that it runs (the
-    # `decide` it is in): a run adds those when it asks the condition, or takes either branch.
-    walk.gates = union(walk.gates, union(decided, control))
-    if step.arg("when") is not None or step.arg("infer") is not None:
-        walk.deciders = (*walk.deciders, (_deciding(step), env))
-    return decided
-
-
-def flow_agent(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
-               control: frozenset[str]) -> frozenset[str]:
-    from planc.analysis.agent_tools import continued
-
-    read = walk.may_read(step, env.targets)
-    earlier = continued(step, env.targets)
-    if earlier is not None:  # the conversation it continues: all that agent was shown
-        read = union(read, env.results.get(earlier, LabelView()).whole())
-    return read
-
-
-# The rule of each control step that has one of its own; every other built-in step (`ask`, `reshape`, the
-# pure steps) carries only what any call carries (`CALL_RULE`): tests/test_architecture.py holds the two
-# together to the built-in steps.
-FLOW_RULES = {"map": flow_map, "filter": flow_filter, "reduce": flow_reduce, "decide": flow_decide,
-              "exit": flow_exit, "agent": flow_agent}
-CALL_RULE = frozenset({"ask", "reshape", *PURE_STEPS})
+# tests/test_architecture.py holds the two together to the built-in steps.
+FLOW_RULES = {name: step.flow for name, step in CONTROL_DECLARATIONS.items() if step.flow is not None}
+CALL_RULE = frozenset({*(name for name in CONTROL_DECLARATIONS if name not in FLOW_RULES), *PURE_STEPS})

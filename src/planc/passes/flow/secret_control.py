@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from planc.diagnostics import Diagnostic
 from planc.diagnostics.build import diagnostic
-from planc.passes.flow.expressions import carriers
-from planc.registry.labels import SECRET
+from planc.registry.provenance.expressions import carriers
+from planc.registry.provenance.labels import SECRET
 from planc.syntax import ast
 from planc.syntax.printer import print_expr
 from planc.syntax.steps import deciding

@@ -22,8 +22,8 @@ import attrs
 
 from planc.passes.policy.cedar_json import cedar_value, entity_uid
 from planc.passes.policy.load import Policy, Rule
-from planc.registry.labels import union_all
-from planc.registry.tool import Tool
+from planc.registry.provenance.labels import union_all
+from planc.registry.tools.tool import Tool
 
 if TYPE_CHECKING:
     from cedarpy import AuthzResult, Entities

@@ -7,15 +7,18 @@ with the real values before every call, stops the run with its message.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from planc.diagnostics import Diagnostic, Span
 from planc.diagnostics.build import diagnostic
-from planc.passes.policy.decide import Decision
+from planc.passes.policy.decide import Ask, Decision, blamed_labels
 from planc.passes.policy.load import Policy
 from planc.syntax import ast
+
+if TYPE_CHECKING:
+    from planc.passes.flow.flow import CallFlow
 
 UNEVALUATED = ("a policy that cannot be evaluated for a call denies it: a value of another type than the policy "
                "expects (a decimal for a whole number, a set for a string) is the usual cause")
@@ -126,3 +129,15 @@ def flow_denial(step: ast.Step, path: str, decision: Decision, principal: str, p
     if approvals:
         return diagnostic("W505", "flow", at, argument=blame.argument, **said)
     return diagnostic("E400", "flow", at, argument=blame.argument, **said)
+
+
+def flow_blame(policy: Policy, principal: str, ask: Ask, call: CallFlow | None) -> Blame | None:
+    """What the denial of `ask` is owed to when it is where its values came from (`call` is the flow pass's
+    `CallFlow` of the step, for the references that carry the labels); None otherwise."""
+    argument = blamed_labels(policy, principal, ask)
+    if argument is None:
+        return None
+    if argument:
+        found = call.carriers(argument) if call is not None else []
+        return Blame(argument, ask.sources[argument], tuple(found))
+    return Blame("", ask.control, tuple(call.control_carriers()) if call is not None else ())

@@ -23,7 +23,7 @@ from planc.passes.policy.principals import cedar_entities, entity_types, merged,
 if TYPE_CHECKING:
     from cedarpy import PolicySet
 
-    from planc.registry.registry import Registry
+    from planc.registry.loading.registry import Registry
 
 # What a policy can read about a call. `args` and `sources` are declared with no
 # attributes: their keys differ from tool to tool, so a policy must test `context.args has NAME`

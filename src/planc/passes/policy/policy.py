@@ -19,16 +19,14 @@ from planc.analysis.agent_tools import call_effects
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
-from planc.registry.labels import UNTRUSTED_ONLY
-from planc.registry.tool import Tool
+from planc.registry.provenance.labels import UNTRUSTED_ONLY
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
 
 if TYPE_CHECKING:  # Cedar's side is imported when a plan is judged: a check without a policy never loads it
     from planc.passes.flow.flow import CallFlow
     from planc.passes.policy.decide import Ask, Decision
-    from planc.passes.policy.denial import Blame
-    from planc.passes.policy.load import Policy
     from planc.passes.resolve.resolve import Resolution
 
 # The control steps whose blocks run once per item: a step inside one is `in_loop`.
@@ -63,7 +61,7 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
     if context.policy is None:
         return PolicyFacts({}), []
     from planc.passes.policy.decide import decide_all
-    from planc.passes.policy.denial import denial
+    from planc.passes.policy.denial import denial, flow_blame
 
     asked: list[tuple[ast.Step, Ask, tuple | None]] = []
     flows = context.learned("flow").calls
@@ -83,21 +81,6 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
     return PolicyFacts(decisions), diagnostics
 
 
-def flow_blame(policy: Policy, principal: str, ask: Ask, call: CallFlow | None) -> Blame | None:
-    """What the denial of `ask` is owed to when it is where its values came from (`call` is the flow pass's
-    `CallFlow` of the step, for the references that carry the labels); None otherwise."""
-    from planc.passes.policy.decide import blamed_labels
-    from planc.passes.policy.denial import Blame
-
-    argument = blamed_labels(policy, principal, ask)
-    if argument is None:
-        return None
-    if argument:
-        found = call.carriers(argument) if call is not None else []
-        return Blame(argument, ask.sources[argument], tuple(found))
-    return Blame("", ask.control, tuple(call.control_carriers()) if call is not None else ())
-
-
 def _judge(plan: ast.Plan, resolution: Resolution, context: CheckContext, asked: list, flows: Mapping[str, CallFlow],
            caller: tuple[ast.Step, str, bool, str] | None = None) -> None:
     """Put every step of `plan` (its facts in `resolution`), and every step of the declared plans it
@@ -115,7 +98,7 @@ def _judge(plan: ast.Plan, resolution: Resolution, context: CheckContext, asked:
         tool = resolution.tools.get(step) or (Tool(step.tool.text) if context.registry is None else None)
         if tool is None:  # an unknown tool, already reported by resolve
             continue
-        if tool.name == "agent" and tool.provider == "builtin":  # judged by what the tools it may call may do
+        if tool.name == "agent" and tool.kind == "control":  # judged by what the tools it may call may do
             tool = attrs.evolve(tool, effects=call_effects(step, tool, context.registry, resolution.targets,
                                                             context.plans))
         args, dynamic = _arguments(step, tool, piped)
@@ -127,10 +110,10 @@ def _judge(plan: ast.Plan, resolution: Resolution, context: CheckContext, asked:
         else:
             sources, control = call.sources, call.control
         asked.append((step, Ask(tool, args, path, in_loop, dynamic, sources, control), caller))
-        declared = context.plans.get(tool.provider[len("plan:"):]) if tool.provider.startswith("plan:") else None
+        declared = context.plans.get(tool.address) if tool.kind == "plan" else None
         if declared is not None and declared.ok:
             assert context.registry is not None and declared.plan is not None and declared.resolution is not None
-            written = context.registry.plans[tool.provider[len("plan:"):]].written
+            written = context.registry.plans[tool.address].written
             at = caller[0] if caller else step
             _judge(declared.plan, declared.resolution, context, asked, flows,
                    (at, path, in_loop, written) if caller is None else (at, path, in_loop, caller[3]))
@@ -154,7 +137,7 @@ def _arguments(step: ast.Step, tool: Tool, piped: bool) -> tuple[dict, list[str]
     dynamic = [tool.pipe] if piped and tool.pipe else []
     for arg in step.args:
         name = arg.name.text
-        if tool.kind(name) != "value":
+        if tool.param_kind(name) != "value":
             continue
         value = literal_value(arg.value)
         if value is NOT_LITERAL:

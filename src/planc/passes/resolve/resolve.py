@@ -20,9 +20,9 @@ from planc.diagnostics.build import diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.resolve.labels import misplaced_labels
 from planc.passes.resolve.signatures import check_arguments, unknown_tool
-from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS, param_binds
-from planc.registry.registry import Registry
-from planc.registry.tool import Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.steps.builtins import CONTROL_STEPS, ITEM_FIELDS, param_binds
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 from planc.syntax.steps import block_name, children, step_paths, walk_steps
 from planc.syntax.templates import BINDINGS
@@ -135,8 +135,8 @@ class _Resolver:
             return None
         self.tools[step] = tool
         self.diagnostics.extend(check_arguments(step, tool, piped, self.registry, path))
-        if tool.provider.startswith("plan:"):
-            self.diagnostics.extend(self.declared_plan(name, step.tool.span, tool.provider[len("plan:"):], path))
+        if tool.kind == "plan":
+            self.diagnostics.extend(self.declared_plan(name, step.tool.span, tool.address, path))
         if tool is CONTROL_STEPS["agent"] and (check := step.arg("check")) is not None:
             self.diagnostics.extend(self.agent_check(check.value, path))
         return tool
@@ -158,8 +158,8 @@ class _Resolver:
             hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"] if close else []
             return [diagnostic("E200", "unknown_check", value.span, step=path, name=name,
                                hints=hints + ["`check` names a tool of the registry or a declared plan `plan__NAME`"])]
-        if tool.provider.startswith("plan:"):
-            return self.declared_plan(name, value.span, tool.provider[len("plan:"):], path)
+        if tool.kind == "plan":
+            return self.declared_plan(name, value.span, tool.address, path)
         return []
 
     def declared_plan(self, name: str, span: Span, plan: str, path: str) -> list[Diagnostic]:

@@ -15,8 +15,8 @@ import attrs
 
 from planc.diagnostics import Diagnostic
 from planc.diagnostics.build import diagnostic
-from planc.registry.registry import Registry
-from planc.registry.tool import Tool
+from planc.registry.loading.registry import Registry
+from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 
 
@@ -47,7 +47,7 @@ def _listed(names: Iterable[str]) -> str:
 def with_registry_hints(diagnostic: Diagnostic, text: str, registry: Registry) -> Diagnostic:
     """A syntax diagnostic whose hints say more with the registry: the parameters of the step's tool for a
     positional argument (E102), and an example that calls this registry's own tools."""
-    from planc.registry.signatures import example_call
+    from planc.registry.tools.signatures import example_call
     from planc.syntax.errors import PLAN_HINT
 
     if diagnostic.code == "E102":

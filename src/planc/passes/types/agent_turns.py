@@ -17,7 +17,7 @@ from planc.analysis.agent_tools import agent_check_tool, agent_tools, conversati
 from planc.analysis.literals import NOT_LITERAL, literal_value
 from planc.diagnostics import Diagnostic, Span
 from planc.diagnostics.build import diagnostic
-from planc.registry.registry import Registry
+from planc.registry.loading.registry import Registry
 from planc.syntax import ast
 from planc.syntax.steps import step_blocks
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from planc.analysis.literals import NOT_LITERAL, literal_value, meant_fix
 from planc.analysis.schema_words import describe, describe_value
-from planc.analysis.schemas import BOOLEAN, NULL, compatible, enum_of, json_equal, kinds
 from planc.diagnostics import Diagnostic
 from planc.diagnostics.build import diagnostic
+from planc.registry.tools.schemas import BOOLEAN, NULL, compatible, enum_of, json_equal, kinds
 from planc.syntax import ast
 
 ORDERING = ("<", "<=", ">", ">=")

@@ -1,28 +1,24 @@
-"""The control steps in the types pass: what their inputs must be (E303) and what they return.
+"""The built-in steps in the types pass: what their inputs must be (E303) and what they return.
 
 The inputs a JSON Schema cannot state well get their own check: an agent's
 `output_schema` must itself be an object schema, `max_iterations` at least 1,
-and `tools` not empty. Their results derive from their inputs: `map` returns
-a list of its block's results, `agent` an object around its `output_schema`.
+and `tools` not empty. Their results derive from their inputs, by each step's
+type rule in its declaration: `map` returns a list of its block's results,
+`agent` an object around its `output_schema`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from planc.analysis.schema_words import describe, describe_value
-from planc.analysis.schemas import LIST, kinds
 from planc.diagnostics import Diagnostic, Span
 from planc.diagnostics.build import diagnostic
-from planc.registry.pure_steps import PURE_STEPS
-from planc.registry.schema_check import schema_error
+from planc.registry.settings.schema_check import schema_error
+from planc.registry.steps.builtins import CONTROL_DECLARATIONS
+from planc.registry.steps.pure_steps import PURE_STEPS
 
-TOOL_CALLED = {"type": "object", "properties": {"tool": {"type": "string"}, "round": {"type": "integer", "minimum": 1}},
-               "required": ["tool", "round"], "additionalProperties": False}
-AGENT_FIELDS = {"iterations": {"type": "integer", "minimum": 0}, "tools_called": {**LIST, "items": TOOL_CALLED},
-                "final": {"type": "boolean"}}
 OBJECT_SCHEMA = '`{type: "object", properties: {...}}`'
 
 
@@ -71,49 +67,9 @@ def control_result(name: str, inputs: Mapping, literals: Mapping | None = None) 
     return TYPE_RULES[name](inputs, literals if literals is not None else {})
 
 
-def _map(inputs: Mapping, literals: Mapping) -> Mapping:
-    result: dict = {"type": "array"}
-    if inputs.get("do") is not None:
-        result["items"] = inputs["do"]
-    return _keep_bound(result, inputs.get("over"))
-
-
-def _filter(inputs: Mapping, literals: Mapping) -> Mapping:
-    over: Any = inputs.get("over")
-    if kinds(over) != {"array"}:
-        return _keep_bound(dict(LIST), over)
-    # The kept items have the input's item type and at most its length; any may be dropped.
-    if "minItems" not in over and "prefixItems" not in over:
-        return over
-    return {key: value for key, value in over.items() if key not in ("minItems", "prefixItems")}
-
-
-def _decide(inputs: Mapping, literals: Mapping) -> Mapping | None:
-    then = inputs.get("then")
-    return then if "else" in inputs and inputs["else"] == then else None
-
-
-def _agent(inputs: Mapping, literals: Mapping) -> Mapping:
-    return {"type": "object", "properties": {"output": literals.get("output_schema") or {}, **AGENT_FIELDS},
-            "required": ["output", *AGENT_FIELDS], "additionalProperties": False}
-
-
-# The type rule of each built-in step: (the types of its inputs, its literal inputs) -> its result's type.
+# The type rule of each built-in step: (the types of its inputs, its literal inputs) -> its result's
+# type; each control step's from its declaration (`registry/steps/`), each pure step's likewise.
 TYPE_RULES: dict[str, Callable[[Mapping, Mapping], Mapping | None]] = {
-    "map": _map,
-    "filter": _filter,
-    "reduce": lambda inputs, _: inputs.get("do"),
-    "decide": _decide,
-    "exit": lambda inputs, _: None,  # when it does not exit, its `value`, of any type
-    "agent": _agent,
-    "ask": lambda inputs, _: None,  # whatever the person answers
-    "reshape": lambda inputs, _: inputs.get("value"),
+    **{name: step.result for name, step in CONTROL_DECLARATIONS.items()},
     **{name: pure.result for name, pure in PURE_STEPS.items()},
 }
-
-
-def _keep_bound(result: dict, over: object) -> dict:
-    """`result` with the list bound of `over`: a map or filter has at most as many items."""
-    if isinstance(over, Mapping) and isinstance(over.get("maxItems"), int):
-        result["maxItems"] = over["maxItems"]
-    return result

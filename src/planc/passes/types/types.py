@@ -1,8 +1,9 @@
 """Types: the static type of every step result and value, checked against what receives it.
 
 A type is a JSON Schema; None is unknown (`any`) and passes every check. A
-step's type is its tool's `returns`; control steps derive theirs
-(`control_steps.py`). References and paths read into those types.
+step's type is its tool's `returns`; control steps derive theirs (by the type
+rule of each one's declaration, `registry/steps/`). References and paths read
+into those types.
 
 - E300: a literal argument that its parameter's schema rejects, or a
   reference, template or pipe whose type cannot match it; a comparison of
@@ -15,7 +16,7 @@ step's type is its tool's `returns`; control steps derive theirs
 - W502: a hole from another template language in a string (`foreign_holes.py`).
 - W503: `==`/`!=` with a literal outside the `enum` of the other side.
 - W507: a reference reads a field that no result of a tool without `returns` had (its learned shape,
-  `registry/learned_shapes.py`). A learned shape never types a value: it only warns.
+  `registry/tools/learned_shapes.py`). A learned shape never types a value: it only warns.
 """
 
 from __future__ import annotations
@@ -33,7 +34,18 @@ from planc.analysis.literals import (
     literal_value,
 )
 from planc.analysis.schema_words import describe, describe_value, means_length, missing_hints
-from planc.analysis.schemas import (
+from planc.analysis.step_effects import step_effects
+from planc.diagnostics import Diagnostic, Fix, sort_key
+from planc.diagnostics.build import diagnostic
+from planc.passes.context import CheckContext
+from planc.passes.resolve.resolve import ARGS
+from planc.passes.types.agent_turns import agent_turns
+from planc.passes.types.conditions import Conditions
+from planc.passes.types.control_steps import agent_input, control_result
+from planc.passes.types.foreign_holes import foreign_holes
+from planc.registry.steps.builtins import CONTROL_STEPS, ITEM_FIELDS
+from planc.registry.steps.pure_steps import PURE_STEPS
+from planc.registry.tools.schemas import (
     BOOLEAN,
     LENGTH,
     SCALARS,
@@ -46,26 +58,15 @@ from planc.analysis.schemas import (
     read,
     record_of,
 )
-from planc.analysis.step_effects import step_effects
-from planc.diagnostics import Diagnostic, Fix, sort_key
-from planc.diagnostics.build import diagnostic
-from planc.passes.context import CheckContext
-from planc.passes.resolve.resolve import ARGS
-from planc.passes.types.agent_turns import agent_turns
-from planc.passes.types.conditions import Conditions
-from planc.passes.types.control_steps import agent_input, control_result
-from planc.passes.types.foreign_holes import foreign_holes
-from planc.registry.builtins import CONTROL_STEPS, ITEM_FIELDS
-from planc.registry.pure_steps import PURE_STEPS
 from planc.syntax import ast
 from planc.syntax.templates import BINDINGS
 
 if TYPE_CHECKING:
     from planc.diagnostics import Span
     from planc.passes.resolve.resolve import Resolution
-    from planc.registry.learned_shapes import LearnedShape
-    from planc.registry.pure_steps import PureStep
-    from planc.registry.tool import Tool
+    from planc.registry.steps.pure_steps import PureStep
+    from planc.registry.tools.learned_shapes import LearnedShape
+    from planc.registry.tools.tool import Tool
 
 Schema = Any  # a JSON Schema (a mapping), or None: unknown, which passes every check
 
@@ -156,7 +157,7 @@ class _Checker(Conditions):
             inputs[arg.name.text] = self.visit_arg(arg, tool, _bind(env, binds, inputs) if binds else env)
         if tool is None:
             result = None
-        elif tool.provider == "builtin":
+        elif tool.builtin:
             literals = self.literals(step, tool)
             pure = PURE_STEPS.get(tool.name)
             if pure is not None and pure.values is not None:
@@ -271,7 +272,7 @@ class _Checker(Conditions):
             self.path = self.resolution.paths.get(step)
             name = f"${step.label.text}" if step.label else f"${self.path}" if (self.path or "").isdigit() else None
             use = f"read it as `{name}`" if name else "label it and read it by its label"
-            if tool.provider != "builtin":
+            if not tool.builtin:
                 does = f"`{tool.name}` only reads, so the call is wasted"
             elif any(type(arg.value) is ast.Block for arg in step.args):
                 does = f"`{tool.name}` and the steps in it change nothing, so the step is wasted"

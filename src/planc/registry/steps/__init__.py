@@ -1,0 +1,1 @@
+"""The built-in steps: the control steps and the pure steps, each declared once. Imports `provenance/` and `tools/`."""
