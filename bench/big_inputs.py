@@ -66,8 +66,9 @@ def huge_strings() -> None:
             check = best(lambda text=text: planc.check(text))
             per_mb = parse / (size / MB)
             first = first or per_mb
-            print(f"{kind:6} {size // MB:>4}MB {parse * 1e3:9.1f} {check * 1e3:9.1f} {check / parse:11.2f}x "
-                  f"{per_mb / first:16.2f}x")
+            print(
+                f"{kind:6} {size // MB:>4}MB {parse * 1e3:9.1f} {check * 1e3:9.1f} {check / parse:11.2f}x {per_mb / first:16.2f}x"
+            )
 
 
 def many_diagnostics(count: int = 20_000) -> None:
@@ -83,20 +84,27 @@ def many_diagnostics(count: int = 20_000) -> None:
         def printed() -> None:
             with contextlib.redirect_stdout(io.StringIO()):
                 print_checked(results, limit=limit)
+
         return printed
 
     baseline = best(line)
     print(f"\n{len(result.diagnostics):,} diagnostics printed to memory (no terminal), as `planc check` prints them")
     print(f"{'format':34} {'ms':>9} {'vs line':>8}")
-    for name, function in (("--format line (baseline)", line), ("text (default: 100 and a count)", text(100)),
-                           ("text --max-diagnostics 0 (all)", text(0))):
+    for name, function in (
+        ("--format line (baseline)", line),
+        ("text (default: 100 and a count)", text(100)),
+        ("text --max-diagnostics 0 (all)", text(0)),
+    ):
         took = baseline if function is line else best(function)
         print(f"{name:34} {took * 1e3:9.1f} {took / baseline:7.2f}x")
     with tempfile.TemporaryDirectory() as folder:
         plan = Path(folder) / "plan.plan"
         plan.write_text("summarize(style: bullets)\n" * count, encoding="utf-8")
-        commands = {"--format line (baseline)": ["--format", "line"], "text (default)": [],
-                    "text --max-diagnostics 0": ["--max-diagnostics", "0"]}
+        commands = {
+            "--format line (baseline)": ["--format", "line"],
+            "text (default)": [],
+            "text --max-diagnostics 0": ["--max-diagnostics", "0"],
+        }
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(5):  # interleaved, so that the load of the machine falls on each alike
             for name, options in commands.items():

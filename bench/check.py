@@ -99,10 +99,18 @@ def make_registry(rng: random.Random) -> tuple[str, list[dict]]:
         schema = ", ".join(f'{name} = {{ type = "{kind}" }}' for name, (kind, _) in params.items())
         if piped:
             schema += ', items = { type = "array" }'
-        returns = "{ type = \"array\", items = { type = \"object\", properties = { " + ", ".join(
-            f'{field} = {{ type = "{kind}" }}' for field, kind in fields.items()) + " } } }"
-        lines += [f"[tools.tool{number}]", f"params = {{ {schema} }}", f"required = {list(params)[:1]!r}".replace("'", '"'),
-                  f"returns = {returns}", "effects = { read_only = true }"]
+        returns = (
+            '{ type = "array", items = { type = "object", properties = { '
+            + ", ".join(f'{field} = {{ type = "{kind}" }}' for field, kind in fields.items())
+            + " } } }"
+        )
+        lines += [
+            f"[tools.tool{number}]",
+            f"params = {{ {schema} }}",
+            f"required = {list(params)[:1]!r}".replace("'", '"'),
+            f"returns = {returns}",
+            "effects = { read_only = true }",
+        ]
         if piped:
             lines.append('pipe = "items"')
         lines.append("")
@@ -151,8 +159,10 @@ def against_parse(registry, text: str) -> None:
         sys.exit(f"the generated plan should check clean: {[(d.code, d.message) for d in errors[:3]]}")
     parse = best(planc.parse, text)
     check = best(lambda source: planc.check(source, registry=registry), text)
-    print(f"registry: {len(registry.tools)} tools; plan: {result.steps} steps, {len(text) / 1e3:.1f} KB, "
-          f"{len(result.diagnostics)} warnings")
+    print(
+        f"registry: {len(registry.tools)} tools; plan: {result.steps} steps, {len(text) / 1e3:.1f} KB, "
+        f"{len(result.diagnostics)} warnings"
+    )
     print(f"{'':28} {'ms':>8} {'us/step':>9}")
     print(f"{'parse alone':28} {parse * 1e3:8.2f} {parse / result.steps * 1e6:9.2f}")
     print(f"{'check with the registry':28} {check * 1e3:8.2f} {check / result.steps * 1e6:9.2f}")
@@ -163,10 +173,11 @@ def against_parse(registry, text: str) -> None:
 def linear(registry, tools: list[dict], sizes: dict[int, int]) -> None:
     """Table 2: per-step time of the check with the registry, and with the policy too, by plan size."""
     policy = policy_from_text(POLICY, Path("policy.cedar"))
-    print(f"\nper step, by plan size (check with the registry, then with the registry and {POLICY.count('@id')} "
-          "Cedar policies)")
-    print(f"{'steps':>8} {'KB':>8} | {'check us/step':>13} {'vs 1,000':>8} | {'+ policy us/step':>16} {'vs 1,000':>8}"
-          f" | {'policy us/step':>14}")
+    print(f"\nper step, by plan size (check with the registry, then with the registry and {POLICY.count('@id')} Cedar policies)")
+    print(
+        f"{'steps':>8} {'KB':>8} | {'check us/step':>13} {'vs 1,000':>8} | {'+ policy us/step':>16} {'vs 1,000':>8}"
+        f" | {'policy us/step':>14}"
+    )
     print("-" * 91)
     first = None
     worst = 0.0
@@ -180,16 +191,22 @@ def linear(registry, tools: list[dict], sizes: dict[int, int]) -> None:
         judged = best(lambda source: planc.check(source, registry=registry, policy=policy), text, repeat) / steps
         first = first or (plain, judged)
         worst = max(worst, judged / first[1])
-        print(f"{steps:8,} {len(text) / 1e3:8.0f} | {plain * 1e6:13.1f} {plain / first[0]:7.2f}x | "
-              f"{judged * 1e6:16.1f} {judged / first[1]:7.2f}x | {(judged - plain) * 1e6:14.1f}")
-    print(f"check with the policy, per step, at most {worst:.2f}x the 1,000-step row (budget <= 1.3x): "
-          f"{'PASS' if worst <= 1.3 else 'FAIL'}")
+        print(
+            f"{steps:8,} {len(text) / 1e3:8.0f} | {plain * 1e6:13.1f} {plain / first[0]:7.2f}x | "
+            f"{judged * 1e6:16.1f} {judged / first[1]:7.2f}x | {(judged - plain) * 1e6:14.1f}"
+        )
+    print(
+        f"check with the policy, per step, at most {worst:.2f}x the 1,000-step row (budget <= 1.3x): "
+        f"{'PASS' if worst <= 1.3 else 'FAIL'}"
+    )
 
 
-PURE_AGAINST_CONTROL = [("reshape(value: {n})", "round(value: {n})"),
-                        ('reshape(value: "x{n}")', 'upper(text: "x{n}")'),
-                        ("reshape(value: [{n}, 1])", "add(a: {n}, b: 1)"),
-                        ("reshape(value: [{n}, 2])", "sort(over: [{n}, 2])")]
+PURE_AGAINST_CONTROL = [
+    ("reshape(value: {n})", "round(value: {n})"),
+    ('reshape(value: "x{n}")', 'upper(text: "x{n}")'),
+    ("reshape(value: [{n}, 1])", "add(a: {n}, b: 1)"),
+    ("reshape(value: [{n}, 2])", "sort(over: [{n}, 2])"),
+]
 
 
 PURE_ROUNDS = 61  # the rows are close: the median of many paired rounds
@@ -209,12 +226,15 @@ def pure_against_control(registry, counted: bool = False) -> None:
         # each bound to this round's text (a default), which a closure over the loop would not be
         control_check = lambda text=control_text: planc.check(text, registry=registry)  # noqa: E731
         pure_check = lambda text=pure_text: planc.check(text, registry=registry)  # noqa: E731
-        rows.append((control, pure, *paired(control_check, pure_check, PURE_ROUNDS), bytecodes(control_check),
-                     bytecodes(pure_check)))
+        rows.append(
+            (control, pure, *paired(control_check, pure_check, PURE_ROUNDS), bytecodes(control_check), bytecodes(pure_check))
+        )
         if counted:
             rows[-1] += tuple(instructions([__file__, "--count-check", f"{index}:{side}"]) for side in (0, 1))
-    print(f"\nchecking {STEPS:,} pure steps against {STEPS:,} reshape steps with the same arguments, side by side "
-          f"in each of {PURE_ROUNDS} rounds")
+    print(
+        f"\nchecking {STEPS:,} pure steps against {STEPS:,} reshape steps with the same arguments, side by side "
+        f"in each of {PURE_ROUNDS} rounds"
+    )
     print_rows(rows, STEPS, "step")
 
 
@@ -237,17 +257,24 @@ def flow_policy(registry, tools: list[dict], repeat: int = 5) -> None:
         sys.exit(f"every step should be allowed: {[(d.code, d.message) for d in checked.diagnostics[:3]]}")
     labelled = sum(1 for call in checked.flow.calls.values() for labels in call.sources.values() if labels)
     # Side by side, which first alternating, in this process's CPU time (bench/paired.py).
-    without, with_flow, median = paired(lambda: planc.check(text, registry=registry, policy=plain),
-                                        lambda: planc.check(text, registry=registry, policy=flows), repeat)
-    print(f"\n{FLOW_STEPS:,} steps ({labelled:,} labelled arguments): the policy, then the policy and "
-          f"{FLOW_RULES.count('@id')} rules on where values came from; {repeat} rounds side by side, "
-          "CPU time")
+    without, with_flow, median = paired(
+        lambda: planc.check(text, registry=registry, policy=plain),
+        lambda: planc.check(text, registry=registry, policy=flows),
+        repeat,
+    )
+    print(
+        f"\n{FLOW_STEPS:,} steps ({labelled:,} labelled arguments): the policy, then the policy and "
+        f"{FLOW_RULES.count('@id')} rules on where values came from; {repeat} rounds side by side, "
+        "CPU time"
+    )
     print(f"{'':34} {'ms':>9} {'us/step':>9}")
     print(f"{'check with the policy':34} {without * 1e3:9.1f} {without / FLOW_STEPS * 1e6:9.2f}")
     print(f"{'check with the policy + flow rules':34} {with_flow * 1e3:9.1f} {with_flow / FLOW_STEPS * 1e6:9.2f}")
     ratio = with_flow / without
-    print(f"with flow rules / without: {ratio:.2f}x best to best, {median:.2f}x the median round "
-          f"(budget <= 1.2x): {'PASS' if ratio <= 1.2 else 'FAIL'}")
+    print(
+        f"with flow rules / without: {ratio:.2f}x best to best, {median:.2f}x the median round "
+        f"(budget <= 1.2x): {'PASS' if ratio <= 1.2 else 'FAIL'}"
+    )
 
 
 def cedar_costs(registry, tools: list[dict]) -> None:
@@ -260,26 +287,38 @@ def cedar_costs(registry, tools: list[dict]) -> None:
     policy = policy_from_text(POLICY, Path("policy.cedar"))
     checked = planc.check(make_plan(random.Random(20261129), tools), registry=registry, policy=policy)
     asked = [(checked.resolution.tools[step], decision.request) for step, decision in checked.policy.decisions.items()]
-    text_uids = [{**request, "context": {**request["context"], "args": cedar_value(request["context"]["args"])}}
-                 for _, request in asked]
-    entity_lists = [[{"uid": {"type": "Tool", "id": tool.name}, "attrs": tool_attributes(tool), "parents": []}]
-                    for tool, _ in asked]
-    handle = cedarpy.Entities.from_json_str(json.dumps([entities[0] for entities in
-                                                        {tool.name: entities for (tool, _), entities in
-                                                         zip(asked, entity_lists)}.values()]))
-    parsed_uids = [{**request, "principal": {"type": "User", "id": "anonymous"}, "action": ACTION_UID,
-                    "resource": {"type": "Tool", "id": tool.name}} for (tool, _), request in zip(asked, text_uids)]
+    text_uids = [
+        {**request, "context": {**request["context"], "args": cedar_value(request["context"]["args"])}} for _, request in asked
+    ]
+    entity_lists = [
+        [{"uid": {"type": "Tool", "id": tool.name}, "attrs": tool_attributes(tool), "parents": []}] for tool, _ in asked
+    ]
+    handle = cedarpy.Entities.from_json_str(
+        json.dumps(
+            [entities[0] for entities in {tool.name: entities for (tool, _), entities in zip(asked, entity_lists)}.values()]
+        )
+    )
+    parsed_uids = [
+        {
+            **request,
+            "principal": {"type": "User", "id": "anonymous"},
+            "action": ACTION_UID,
+            "resource": {"type": "Tool", "id": tool.name},
+        }
+        for (tool, _), request in zip(asked, text_uids)
+    ]
     assert all(request["action"] == ACTION for _, request in asked)
     ways = {
-        "one call each, uids as text, entity as a list (before)":
-            lambda: [cedarpy.is_authorized(request, policy.policy_set, entities)
-                     for request, entities in zip(text_uids, entity_lists)],
-        "one call each, entities parsed once":
-            lambda: [cedarpy.is_authorized(request, policy.policy_set, handle) for request in text_uids],
-        "one batch, entities parsed once":
-            lambda: cedarpy.is_authorized_batch(text_uids, policy.policy_set, handle),
-        "one batch, entities parsed once, uids parsed once (now)":
-            lambda: cedarpy.is_authorized_batch(parsed_uids, policy.policy_set, handle),
+        "one call each, uids as text, entity as a list (before)": lambda: [
+            cedarpy.is_authorized(request, policy.policy_set, entities) for request, entities in zip(text_uids, entity_lists)
+        ],
+        "one call each, entities parsed once": lambda: [
+            cedarpy.is_authorized(request, policy.policy_set, handle) for request in text_uids
+        ],
+        "one batch, entities parsed once": lambda: cedarpy.is_authorized_batch(text_uids, policy.policy_set, handle),
+        "one batch, entities parsed once, uids parsed once (now)": lambda: cedarpy.is_authorized_batch(
+            parsed_uids, policy.policy_set, handle
+        ),
     }
     print(f"\nwhere a request's time goes: {len(asked):,} requests, us per request")
     for name, send in ways.items():
@@ -305,8 +344,11 @@ def main() -> None:
     options.add_argument("--cedar", action="store_true", help="where a Cedar request's time goes")
     options.add_argument("--pure", action="store_true", help="only table 3, pure steps against a control step")
     options.add_argument("--flow", action="store_true", help="only table 4, the flow rules at 10,000 steps")
-    options.add_argument("--instructions", action="store_true",
-                         help="table 3 counts each check's machine instructions too (valgrind; about 8 minutes more)")
+    options.add_argument(
+        "--instructions",
+        action="store_true",
+        help="table 3 counts each check's machine instructions too (valgrind; about 8 minutes more)",
+    )
     options.add_argument("--count-check", nargs=2, metavar=("PAIR:SIDE", "TIMES"), help=argparse.SUPPRESS)
     arguments = options.parse_args()
     rng = random.Random(20261129)

@@ -37,14 +37,21 @@ def make_step(rng: random.Random, earlier: list[dict], inner: bool = False) -> d
         elif inner and roll < 0.5:
             args[name] = ("text", "item.id")
         else:
-            args[name] = ("text", rng.choice(['"sev2 outages"', "5", "50", '"bullets"', "true", '["a", "b"]',
-                                              f'"note {rng.randint(0, 10**6)}"']))
+            args[name] = (
+                "text",
+                rng.choice(['"sev2 outages"', "5", "50", '"bullets"', "true", '["a", "b"]', f'"note {rng.randint(0, 10**6)}"']),
+            )
     block = None
     if not inner and earlier and rng.random() < 0.05:
         block = [make_step(rng, earlier, inner=True) for _ in range(rng.randint(1, 3))]
         args["over"] = ("ref", earlier[-1], "")
-    return {"id": next(IDS), "tool": "map" if block else rng.choice(TOOLS), "args": args, "block": block,
-            "piped": bool(earlier) and not inner and rng.random() < 0.3}
+    return {
+        "id": next(IDS),
+        "tool": "map" if block else rng.choice(TOOLS),
+        "args": args,
+        "block": block,
+        "piped": bool(earlier) and not inner and rng.random() < 0.3,
+    }
 
 
 def make_plan(rng: random.Random) -> list[dict]:
@@ -79,10 +86,16 @@ def render(model: list[dict]) -> str:
 def edit(rng: random.Random, model: list[dict]) -> list[dict]:
     """`model` with 4 arguments changed, 3 steps inserted (one at the top) and 3 unread steps
     removed, all in places where no pipe changes with them."""
-    read = {arg[1]["id"] for step in model for inner in [step] + (step["block"] or [])
-            for arg in inner["args"].values() if arg[0] == "ref"}
-    calm = [n for n in range(1, len(model) - 1)
-            if model[n]["block"] is None and not model[n]["piped"] and not model[n + 1]["piped"]]
+    read = {
+        arg[1]["id"]
+        for step in model
+        for inner in [step] + (step["block"] or [])
+        for arg in inner["args"].values()
+        if arg[0] == "ref"
+    }
+    calm = [
+        n for n in range(1, len(model) - 1) if model[n]["block"] is None and not model[n]["piped"] and not model[n + 1]["piped"]
+    ]
     removed = set(rng.sample([n for n in calm if model[n]["id"] not in read], 3))
     changed = set(rng.sample([n for n in calm if n not in removed], 4))
     inserted = set(rng.sample([n for n in calm if n not in removed | changed], 2))
@@ -111,14 +124,18 @@ def main() -> None:
     trees = best(lambda plans: diff_trees(*plans), (a.plan, b.plan))
     whole = best(lambda texts: diff_plans(*texts), (text_a, text_b))
     exact = found == expected and len(diff.changes) == 10
-    print(f"plan A: {steps} steps, {len(text_a) / 1e3:.1f} KB; changes found: "
-          f"{', '.join(f'{n} {kind}' for kind, n in found.items())} ({'' if exact else 'NOT '}exactly the 10 edits)")
+    print(
+        f"plan A: {steps} steps, {len(text_a) / 1e3:.1f} KB; changes found: "
+        f"{', '.join(f'{n} {kind}' for kind, n in found.items())} ({'' if exact else 'NOT '}exactly the 10 edits)"
+    )
     print(f"{'':34} {'ms':>8}")
     print(f"{'parse A and B (baseline)':34} {parse_both * 1e3:8.2f}")
     print(f"{'diff the parsed trees':34} {trees * 1e3:8.2f}")
     print(f"{'diff_plans (parse + diff)':34} {whole * 1e3:8.2f}")
-    print(f"diff_plans / parse: {whole / parse_both:.2f}x; wall time {whole * 1e3:.0f} ms "
-          f"(budget < 1000 ms): {'PASS' if whole < 1 else 'FAIL'}")
+    print(
+        f"diff_plans / parse: {whole / parse_both:.2f}x; wall time {whole * 1e3:.0f} ms "
+        f"(budget < 1000 ms): {'PASS' if whole < 1 else 'FAIL'}"
+    )
     if not exact:
         sys.exit(1)
 

@@ -46,7 +46,7 @@ CONCURRENCY = 8
 TARGET_S = 0.05  # one `burn` call
 MODULE = "planc_bench_distributed_tools"
 
-TOOLS = '''
+TOOLS = """
 LOOPS = {loops}
 
 
@@ -63,9 +63,9 @@ def echo(x: int) -> int:
 
 def numbers(n: int) -> list:
     return list(range(n))
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.burn]
 provider = "python:{module}:burn"
 params = {{ x = {{ type = "integer" }} }}
@@ -86,7 +86,7 @@ params = {{ n = {{ type = "integer" }} }}
 required = ["n"]
 returns = {{ type = "array", items = {{ type = "integer" }} }}
 effects = {{ read_only = true }}
-'''
+"""
 
 
 def calibrated_loops() -> int:
@@ -157,30 +157,41 @@ def main() -> None:
 
 def tables(bench: Bench, items: int, repeat: int) -> None:
     cpus = os.cpu_count()
-    print(f"Python {platform.python_version()}, {cpus} CPUs; Ray {bench.ray.ray.__version__}; {items} items, "
-          f"best of {repeat}; load average {os.getloadavg()[0]:.1f} (other processes share the CPUs)")
-    times = best({"direct": lambda: [bench.tools.burn(x) for x in range(items)],
-                  "local": bench.runner("burn", CONCURRENCY, None),
-                  "ray": bench.runner("burn", CONCURRENCY, bench.ray)}, repeat)
+    print(
+        f"Python {platform.python_version()}, {cpus} CPUs; Ray {bench.ray.ray.__version__}; {items} items, "
+        f"best of {repeat}; load average {os.getloadavg()[0]:.1f} (other processes share the CPUs)"
+    )
+    times = best(
+        {
+            "direct": lambda: [bench.tools.burn(x) for x in range(items)],
+            "local": bench.runner("burn", CONCURRENCY, None),
+            "ray": bench.runner("burn", CONCURRENCY, bench.ray),
+        },
+        repeat,
+    )
     direct, local, on_ray = times["direct"], times["local"], times["ray"]
-    print(f"\nmap over {items} items of a CPU-bound Python tool (~{TARGET_S * 1000:.0f} ms each), "
-          f"concurrency {CONCURRENCY}")
+    print(f"\nmap over {items} items of a CPU-bound Python tool (~{TARGET_S * 1000:.0f} ms each), concurrency {CONCURRENCY}")
     print(f"{'':34}{'wall s':>8}{'ms/item':>9}{'speedup':>9}{'ideal':>7}")
     print("-" * 67)
-    for what, seconds, ideal in (("one after the other (baseline)", direct, 1),
-                                 ("planc run (local executor)", local, 1),
-                                 ("planc run --executor ray", on_ray, cpus)):
+    for what, seconds, ideal in (
+        ("one after the other (baseline)", direct, 1),
+        ("planc run (local executor)", local, 1),
+        ("planc run --executor ray", on_ray, cpus),
+    ):
         print(f"{what:34}{seconds:8.2f}{seconds / items * 1000:9.1f}{direct / seconds:8.2f}x{ideal:6}x")
 
     print(f"\nper-call overhead: map over {items} items of echo(x) (returns x)")
     print(f"{'':14}{'local ms':>10}{'ray ms':>9}{'ray us/call':>13}{'extra us/call':>15}")
     print("-" * 61)
     for concurrency in (1, CONCURRENCY):
-        times = best({"local": bench.runner("echo", concurrency, None),
-                      "ray": bench.runner("echo", concurrency, bench.ray)}, repeat)
+        times = best(
+            {"local": bench.runner("echo", concurrency, None), "ray": bench.runner("echo", concurrency, bench.ray)}, repeat
+        )
         local, on_ray = times["local"], times["ray"]
-        print(f"{f'concurrency {concurrency}':14}{local * 1000:10.1f}{on_ray * 1000:9.1f}"
-              f"{on_ray / items * 1e6:13.0f}{(on_ray - local) / items * 1e6:15.0f}")
+        print(
+            f"{f'concurrency {concurrency}':14}{local * 1000:10.1f}{on_ray * 1000:9.1f}"
+            f"{on_ray / items * 1e6:13.0f}{(on_ray - local) / items * 1e6:15.0f}"
+        )
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 

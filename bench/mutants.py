@@ -28,22 +28,39 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # name, file, the text of the rule, the text that breaks it, the test files that guard it
 MUTANTS = [
-    ("fail-closed: a policy Cedar cannot evaluate no longer denies", "src/planc/passes/policy/decide.py",
-     "    if failed:\n        return Decision(False,", "    if False:\n        return Decision(False,",
-     ["tests/test_policy.py"]),
-    ("budget: a plan over its budget is no longer refused", "src/planc/passes/cost/budget.py",
-     "    return value > limit and not math.isclose(value, limit, rel_tol=1e-9)", "    return False",
-     ["tests/test_cost.py", "tests/test_attacks.py"]),
-    ("read-only: the SQL authorizer allows everything", "src/planc/registry/tools/sql_tools.py",
-     "        return sqlite3.SQLITE_DENY\n    return sqlite3.SQLITE_OK", "        return sqlite3.SQLITE_OK\n    return sqlite3.SQLITE_OK",
-     ["tests/test_sql_tools.py"]),
+    (
+        "fail-closed: a policy Cedar cannot evaluate no longer denies",
+        "src/planc/passes/policy/decide.py",
+        "    if failed:\n        return Decision(False,",
+        "    if False:\n        return Decision(False,",
+        ["tests/test_policy.py"],
+    ),
+    (
+        "budget: a plan over its budget is no longer refused",
+        "src/planc/passes/cost/budget.py",
+        "    return value > limit and not math.isclose(value, limit, rel_tol=1e-9)",
+        "    return False",
+        ["tests/test_cost.py", "tests/test_attacks.py"],
+    ),
+    (
+        "read-only: the SQL authorizer allows everything",
+        "src/planc/registry/tools/sql_tools.py",
+        "        return sqlite3.SQLITE_DENY\n    return sqlite3.SQLITE_OK",
+        "        return sqlite3.SQLITE_OK\n    return sqlite3.SQLITE_OK",
+        ["tests/test_sql_tools.py"],
+    ),
 ]
 
 
 def copy_tree(into: Path) -> Path:
     """The working tree's files (tracked and untracked, without what git ignores) copied into `into`."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         source = ROOT / name
         if source.is_file():
@@ -55,10 +72,18 @@ def copy_tree(into: Path) -> Path:
 def run_tests(tree: Path, tests: list[str]) -> tuple[int, str]:
     """pytest over `tests` in `tree`, with `tree/src` first on the path: the exit code and the last lines."""
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests], cwd=tree,
-                          env=env, capture_output=True, text=True)
-    lines = [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR")) or " passed" in line
-             or " failed" in line]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    lines = [
+        line
+        for line in done.stdout.splitlines()
+        if line.startswith(("FAILED", "ERROR")) or " passed" in line or " failed" in line
+    ]
     return done.returncode, "\n".join(lines[-3:])
 
 
@@ -80,8 +105,10 @@ def main(selected: list[str]) -> int:
             code, said = run_tests(tree, tests)
             caught = code != 0
             survived += not caught
-            print(f"{'caught  ' if caught else 'SURVIVED'} {name} ({file}; {' '.join(tests)}; "
-                  f"{time.monotonic() - started:.0f} s)\n    {said.replace(chr(10), chr(10) + '    ')}")
+            print(
+                f"{'caught  ' if caught else 'SURVIVED'} {name} ({file}; {' '.join(tests)}; "
+                f"{time.monotonic() - started:.0f} s)\n    {said.replace(chr(10), chr(10) + '    ')}"
+            )
     print(f"{len(chosen) - survived} of {len(chosen)} mutants caught")
     return 1 if survived else 0
 

@@ -31,8 +31,11 @@ def paired(baseline: Callable[[], object], candidate: Callable[[], object], roun
         else:
             second = _seconds(candidate)
             samples.append((_seconds(baseline), second))
-    return (min(base for base, _ in samples), min(seconds for _, seconds in samples),
-            statistics.median(seconds / base for base, seconds in samples))
+    return (
+        min(base for base, _ in samples),
+        min(seconds for _, seconds in samples),
+        statistics.median(seconds / base for base, seconds in samples),
+    )
 
 
 def _seconds(function: Callable[[], object]) -> float:
@@ -72,9 +75,21 @@ def instructions(command: list[str], calls: int = 8) -> float | None:
         return None
 
     def refs(times: int) -> int:
-        done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                               sys.executable, *command, str(times)], capture_output=True, text=True, check=True,
-                              env={**os.environ, "PYTHONHASHSEED": "0"})
+        done = subprocess.run(
+            [
+                "valgrind",
+                "--tool=cachegrind",
+                "--cache-sim=no",
+                "--cachegrind-out-file=/dev/null",
+                sys.executable,
+                *command,
+                str(times),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+        )
         return int(re.search(r"I\s+refs:\s+([\d,]+)", done.stderr).group(1).replace(",", ""))
 
     return (refs(calls) - refs(0)) / calls
@@ -97,17 +112,25 @@ def print_rows(rows, count: int, unit: str) -> None:
     measurement) and, where measured, in instructions (no more than its control step's)."""
     counted = all(len(row) > 7 and row[7] is not None for row in rows)
     extra = f" {'instr':>8}" if counted else ""
-    print(f"{'control step':26} {'us/' + unit:>8} {'codes':>6}{extra} | {'pure step':24} {'us/' + unit:>8} {'codes':>6}"
-          f"{extra} {'pure / control':>15}")
+    print(
+        f"{'control step':26} {'us/' + unit:>8} {'codes':>6}{extra} | {'pure step':24} {'us/' + unit:>8} {'codes':>6}"
+        f"{extra} {'pure / control':>15}"
+    )
     print("-" * (103 + 2 * len(extra)))
     for control, pure, control_s, pure_s, ratio, control_codes, pure_codes, *measured in rows:
         control_instr, pure_instr = (f" {measured[0] / count:8.0f}", f" {measured[1] / count:8.0f}") if counted else ("", "")
-        print(f"{control:26} {control_s / count * 1e6:8.1f} {control_codes / count:6.0f}{control_instr} | {pure:24} "
-              f"{pure_s / count * 1e6:8.1f} {pure_codes / count:6.0f}{pure_instr} {ratio:14.2f}x")
+        print(
+            f"{control:26} {control_s / count * 1e6:8.1f} {control_codes / count:6.0f}{control_instr} | {pure:24} "
+            f"{pure_s / count * 1e6:8.1f} {pure_codes / count:6.0f}{pure_instr} {ratio:14.2f}x"
+        )
     worst = max(row[4] for row in rows)
-    print(f"the costliest pure step / its control step (median of the rounds): {worst:.2f}x (budget <= {BUDGET}x, "
-          f"the noise of a measurement): {'PASS' if worst <= BUDGET else 'FAIL'}")
+    print(
+        f"the costliest pure step / its control step (median of the rounds): {worst:.2f}x (budget <= {BUDGET}x, "
+        f"the noise of a measurement): {'PASS' if worst <= BUDGET else 'FAIL'}"
+    )
     if counted:
         most = max(row[8] / row[7] for row in rows)
-        print(f"in instructions (cachegrind, which the load does not move): {most:.3f}x (budget <= 1x): "
-              f"{'PASS' if most <= 1 else 'FAIL'}")
+        print(
+            f"in instructions (cachegrind, which the load does not move): {most:.3f}x (budget <= 1x): "
+            f"{'PASS' if most <= 1 else 'FAIL'}"
+        )

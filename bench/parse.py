@@ -92,18 +92,44 @@ class Step:
 
 SOURCES = [
     ("search", lambda g: [("query", g.text_query()), ("limit", g.rng.choice([10, 20, 50, 100]))]),
-    ("github__list_issues", lambda g: [("repo", g.rng.choice(['"acme/api"', '"acme/web"', '"acme/infra"'])),
-                                       ("state", '"open"'), ("labels", g.str_list(["bug", "p1", "regression", "ops"]))]),
+    (
+        "github__list_issues",
+        lambda g: [
+            ("repo", g.rng.choice(['"acme/api"', '"acme/web"', '"acme/infra"'])),
+            ("state", '"open"'),
+            ("labels", g.str_list(["bug", "p1", "regression", "ops"])),
+        ],
+    ),
     ("git__git_log", lambda g: [("repo_path", '"/srv/repos/api"'), ("max_count", g.rng.choice([20, 50]))]),
-    ("pagerduty__list_incidents", lambda g: [("since", '"2026-11-01T00:00:00Z"'), ("urgency", '"high"'),
-                                             ("limit", 25)]),
-    ("fetch", lambda g: [("url", g.rng.choice(['"https://status.example.com/api/v2/incidents.json"',
-                                               '"https://example.com/changelog"'])), ("timeout_s", 12.5)]),
+    ("pagerduty__list_incidents", lambda g: [("since", '"2026-11-01T00:00:00Z"'), ("urgency", '"high"'), ("limit", 25)]),
+    (
+        "fetch",
+        lambda g: [
+            ("url", g.rng.choice(['"https://status.example.com/api/v2/incidents.json"', '"https://example.com/changelog"'])),
+            ("timeout_s", 12.5),
+        ],
+    ),
 ]
 
 TRANSFORMS = ["summarize", "classify", "rank", "translate", "extract_fields", "dedupe"]
-WORDS = ["outage", "degraded", "latency", "checkout", "login", "database", "payments", "eu-west", "retry",
-         "timeout", "deploy", "rollback", "cache", "queue", "p99", "errors"]
+WORDS = [
+    "outage",
+    "degraded",
+    "latency",
+    "checkout",
+    "login",
+    "database",
+    "payments",
+    "eu-west",
+    "retry",
+    "timeout",
+    "deploy",
+    "rollback",
+    "cache",
+    "queue",
+    "p99",
+    "errors",
+]
 FIELDS = ["title", "text", "items", "summary", "owner", "url", "id", "labels", "output"]
 
 
@@ -129,8 +155,7 @@ class Generator:
 
     def ref(self) -> Ref:
         target = self.rng.choice(self.top[-12:]) if self.rng.random() < 0.8 else self.rng.choice(self.top)
-        accessors = self.rng.choice([(), ("items",), ("text",), ("items", 0, "title"), ("output", "summary"),
-                                     ("length",)])
+        accessors = self.rng.choice([(), ("items",), ("text",), ("items", 0, "title"), ("output", "summary"), ("length",)])
         return Ref(target, accessors)
 
     def template(self, prefix: str, in_block: bool = False) -> str:
@@ -142,8 +167,7 @@ class Generator:
             else:
                 holes.append("{" + _ref_text(self.ref()) + "}")
         words = " ".join(self.rng.sample(WORDS, 2))
-        return json.dumps(f"{prefix} {holes[0]} ({words})" + (f": {holes[1]}" if len(holes) > 1 else ""),
-                          ensure_ascii=False)
+        return json.dumps(f"{prefix} {holes[0]} ({words})" + (f": {holes[1]}" if len(holes) > 1 else ""), ensure_ascii=False)
 
     def label(self, base: str) -> str:
         self.labels += 1
@@ -151,11 +175,13 @@ class Generator:
 
     def condition(self) -> Cond:
         """A filter condition over the item's fields."""
-        parts = [Cond(">=", [Var("severity"), self.rng.choice([1, 2, 3])]),
-                 Cond("!=", [Var("status"), '"resolved"']),
-                 Cond("contains", [Var("title"), json.dumps(self.rng.choice(WORDS))]),
-                 Cond("<", [Var("age_hours"), self.rng.choice([24, 48, 72.5])]),
-                 Cond("==", [Var("item", ("owner",)), "null"])]
+        parts = [
+            Cond(">=", [Var("severity"), self.rng.choice([1, 2, 3])]),
+            Cond("!=", [Var("status"), '"resolved"']),
+            Cond("contains", [Var("title"), json.dumps(self.rng.choice(WORDS))]),
+            Cond("<", [Var("age_hours"), self.rng.choice([24, 48, 72.5])]),
+            Cond("==", [Var("item", ("owner",)), "null"]),
+        ]
         chosen = self.rng.sample(parts, self.rng.randint(1, 3))
         if len(chosen) == 1:
             return chosen[0]
@@ -177,8 +203,11 @@ class Generator:
         steps = []
         for k in range(count):
             if k == 0:
-                args = ([("id", Var("item", ("id",)))] if item and self.rng.random() < 0.5 else
-                        [("text", self.template("Item", in_block=item))])
+                args = (
+                    [("id", Var("item", ("id",)))]
+                    if item and self.rng.random() < 0.5
+                    else [("text", self.template("Item", in_block=item))]
+                )
                 tool = "get_incident" if args[0][0] == "id" else "notify"
                 if tool == "notify":
                     args.insert(0, ("channel", json.dumps(self.rng.choice(["#incidents", "#ops", "#oncall"]))))
@@ -214,19 +243,31 @@ class Generator:
             args = [("concurrency", self.rng.choice([2, 4, 8])), ("do", block)]
             return self.new_step(Step("map", args, pipe="over"), True)
         if kind == "agent":
-            prompt = ('"""Triage these incidents.\n    Group them by service and say which need a page.\n'
-                      '    Context: {' + _ref_text(self.ref()) + '}\n    """')
-            schema = {"type": '"object"', "required": ['"pages"'],
-                      "properties": {"pages": {"type": '"array"', "items": {"type": '"string"'}},
-                                     "notes": {"type": '"string"'}}}
-            args = [("prompt", prompt), ("output_schema", schema),
-                    ("tools", ['"pagerduty__*"', '"search"']), ("max_iterations", 6)]
+            prompt = (
+                '"""Triage these incidents.\n    Group them by service and say which need a page.\n'
+                "    Context: {" + _ref_text(self.ref()) + '}\n    """'
+            )
+            schema = {
+                "type": '"object"',
+                "required": ['"pages"'],
+                "properties": {"pages": {"type": '"array"', "items": {"type": '"string"'}}, "notes": {"type": '"string"'}},
+            }
+            args = [
+                ("prompt", prompt),
+                ("output_schema", schema),
+                ("tools", ['"pagerduty__*"', '"search"']),
+                ("max_iterations", 6),
+            ]
             return self.new_step(Step("agent", args, self.label("triage"), pipe="context"), True)
         tool = self.rng.choice(TRANSFORMS)
-        args = [("style", json.dumps(self.rng.choice(["bullets", "table", "prose"]))),
-                ("title", self.template("Report on")),
-                ("options", {"max_items": self.rng.choice([5, 10, 20]), "include_links": "true",
-                             "language": '"en"', "threshold": 0.75})]
+        args = [
+            ("style", json.dumps(self.rng.choice(["bullets", "table", "prose"]))),
+            ("title", self.template("Report on")),
+            (
+                "options",
+                {"max_items": self.rng.choice([5, 10, 20]), "include_links": "true", "language": '"en"', "threshold": 0.75},
+            ),
+        ]
         label = self.label(tool[:4]) if self.rng.random() < 0.3 else None
         return self.new_step(Step(tool, args[: self.rng.randint(1, 3)], label, pipe="input"), True)
 
@@ -239,12 +280,15 @@ class Generator:
             block = Block([self.block_steps(then_count, item=False)])
             return self.new_step(Step("decide", [("when", when), ("then", block)]), True)
         if self.top and roll < 0.25:
-            args = [("value", {"summary": self.ref(), "count": self.ref_len(), "source": '"planc-bench"',
-                               "tags": ['"ops"', '"weekly"']})]
+            args = [
+                (
+                    "value",
+                    {"summary": self.ref(), "count": self.ref_len(), "source": '"planc-bench"', "tags": ['"ops"', '"weekly"']},
+                )
+            ]
             return self.new_step(Step("reshape", args, self.label("report")), True)
         if self.top and roll < 0.3:
-            args = [("when", Cond("==", [self.ref(), "false"])), ("status", '"error"'),
-                    ("message", self.template("Stopping:"))]
+            args = [("when", Cond("==", [self.ref(), "false"])), ("status", '"error"'), ("message", self.template("Stopping:"))]
             return self.new_step(Step("exit", args), True)
         tool, make = self.rng.choice(SOURCES)
         label = self.label("hits") if self.rng.random() < 0.4 else None
@@ -273,8 +317,7 @@ class Generator:
         written = set(re.findall(r"\$([A-Za-z_][A-Za-z0-9_]*|[0-9]+)", to_planc(self.pipelines)))
         for pipeline in self.pipelines:
             head, last = pipeline[0], pipeline[-1]
-            if len(pipeline) > 1 and head.label and head.label not in written and \
-                    (last.label or str(last.number)) in written:
+            if len(pipeline) > 1 and head.label and head.label not in written and (last.label or str(last.number)) in written:
                 head.label, last.label = None, last.label or head.label
         return self.pipelines
 
@@ -342,8 +385,7 @@ def _value_text(value, indent: str) -> str:
 
 def to_data_form(pipelines, graph: bool) -> list:
     """The plan as a list of steps; piped input becomes an explicit `$ref` argument."""
-    return [_step_data(step, prev, graph) for pipeline in pipelines
-            for prev, step in zip([None] + pipeline[:-1], pipeline)]
+    return [_step_data(step, prev, graph) for pipeline in pipelines for prev, step in zip([None] + pipeline[:-1], pipeline)]
 
 
 def _step_data(step: Step, prev: Step | None, graph: bool) -> dict:
@@ -473,8 +515,7 @@ class LarkToAst(Transformer):
         for arg in args:
             first = seen.setdefault(arg.name.text, arg)
             if first is not arg:
-                self.diagnostics.append(Diagnostic("E105", f"the argument `{arg.name.text}` is given twice",
-                                                   arg.span))
+                self.diagnostics.append(Diagnostic("E105", f"the argument `{arg.name.text}` is given twice", arg.span))
         return ast.Step(ast.Name(tool.value, _token_span(tool)), args, label, _span(c))
 
     def label(self, c):
@@ -556,8 +597,15 @@ class LarkToAst(Transformer):
 
 def lark_baseline():
     """`parse(text) -> Plan` with stock Lark LALR and the transformer above."""
-    front = lark.Lark(grammar_text(), parser="lalr", lexer="contextual", propagate_positions=False,
-                      keep_all_tokens=True, transformer=LarkToAst())
+    front = lark.Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=False,
+        keep_all_tokens=True,
+        transformer=LarkToAst(),
+    )
+
     def parse_with_lines(text: str):
         _lines[0] = Lines(text)
         return front.parse(text)
@@ -606,8 +654,9 @@ def make_inputs(size: int) -> Inputs:
     pipelines = Generator(size).generate()
     text = to_planc(pipelines)
     json_text = json.dumps(to_data_form(pipelines, graph=False), indent=2, ensure_ascii=False)
-    yaml_text = yaml.safe_dump({"steps": to_data_form(pipelines, graph=True)}, sort_keys=False,
-                               allow_unicode=True, default_flow_style=False, width=100)
+    yaml_text = yaml.safe_dump(
+        {"steps": to_data_form(pipelines, graph=True)}, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100
+    )
     return Inputs(size, text, json_text, yaml_text)
 
 
@@ -621,8 +670,9 @@ def verify(inputs: Inputs, baseline, yaml_loader) -> None:
     ours = to_data(result.plan, spans=True)
     theirs = to_data(baseline(inputs.planc), spans=True)
     if ours != theirs:
-        raise SystemExit(f"{inputs.steps}-step plan: the Lark baseline's tree differs from planc's at "
-                         f"{_first_difference(ours, theirs)}")
+        raise SystemExit(
+            f"{inputs.steps}-step plan: the Lark baseline's tree differs from planc's at {_first_difference(ours, theirs)}"
+        )
     data = yaml.load(inputs.yaml, Loader=yaml_loader)["steps"]
     _strip_deps(data)
     assert data == json.loads(inputs.json), "the YAML and JSON forms differ"
@@ -694,18 +744,28 @@ def main() -> None:
             seconds = best_time(fn, text, repeat, min_sample=0.02 if options.quick else 0.05)
             results[item.steps, name] = (seconds, len(text.encode("utf-8")))
 
-    print(f"planc parse+resolve benchmark: Python {platform.python_version()} ({platform.machine()}), "
-          f"lark {lark.__version__}, PyYAML {yaml.__version__} with {yaml_loader.__name__}"
-          f"{' (libyaml)' if yaml_loader.__name__.startswith('C') else ' (pure Python)'}")
+    print(
+        f"planc parse+resolve benchmark: Python {platform.python_version()} ({platform.machine()}), "
+        f"lark {lark.__version__}, PyYAML {yaml.__version__} with {yaml_loader.__name__}"
+        f"{' (libyaml)' if yaml_loader.__name__.startswith('C') else ' (pure Python)'}"
+    )
     print("time = best of 5-7 samples (each sample loops >= 50 ms), gc enabled, gc.collect() before each sample")
-    print("(a) planc = parse + resolve   (b) lark = stock Lark LALR + Transformer to the same AST/spans"
-          "   (c) json.loads   (d) yaml graph-style")
-    print("trees checked equal: to_data(planc) == to_data(lark), spans included, for every size; spans built as "
-          + "Span(offset, offset, Lines) by both\n")
-    head = (f"{'steps':>6} {'planc KB':>8} | {'(a) planc':^15} | {'(b) lark':^15} | {'(c) json':^15} | "
-            f"{'(d) yaml':^15} | {'lark/':>6} | {'planc/step':>10}")
-    sub = (f"{'':>6} {'':>8} | {'us/step':>7} {'MB/s':>7} | {'us/step':>7} {'MB/s':>7} | "
-           f"{'us/step':>7} {'MB/s':>7} | {'us/step':>7} {'MB/s':>7} | {'planc':>6} | {'vs 1,000':>10}")
+    print(
+        "(a) planc = parse + resolve   (b) lark = stock Lark LALR + Transformer to the same AST/spans"
+        "   (c) json.loads   (d) yaml graph-style"
+    )
+    print(
+        "trees checked equal: to_data(planc) == to_data(lark), spans included, for every size; spans built as "
+        + "Span(offset, offset, Lines) by both\n"
+    )
+    head = (
+        f"{'steps':>6} {'planc KB':>8} | {'(a) planc':^15} | {'(b) lark':^15} | {'(c) json':^15} | "
+        f"{'(d) yaml':^15} | {'lark/':>6} | {'planc/step':>10}"
+    )
+    sub = (
+        f"{'':>6} {'':>8} | {'us/step':>7} {'MB/s':>7} | {'us/step':>7} {'MB/s':>7} | "
+        f"{'us/step':>7} {'MB/s':>7} | {'us/step':>7} {'MB/s':>7} | {'planc':>6} | {'vs 1,000':>10}"
+    )
     print(head)
     print(sub)
     print("-" * len(sub))
@@ -717,16 +777,18 @@ def main() -> None:
             cells.append(f"{seconds / item.steps * 1e6:7.2f} {size / seconds / 1e6:7.2f}")
         ratio = results[item.steps, "lark"][0] / results[item.steps, "planc"][0]
         scale = results[item.steps, "planc"][0] / item.steps / per_step_1k
-        print(f"{item.steps:>6,} {len(item.planc.encode()) / 1e3:8.1f} | " + " | ".join(cells)
-              + f" | {ratio:5.2f}x | {scale:9.2f}x")
-    sizes = ", ".join(f"{name} {results[10_000, name][1] / 10_000:.0f}" for name, _, _ in contenders
-                      if name != "lark")
+        print(
+            f"{item.steps:>6,} {len(item.planc.encode()) / 1e3:8.1f} | " + " | ".join(cells) + f" | {ratio:5.2f}x | {scale:9.2f}x"
+        )
+    sizes = ", ".join(f"{name} {results[10_000, name][1] / 10_000:.0f}" for name, _, _ in contenders if name != "lark")
     print(f"\nbytes/step at 10,000 steps: {sizes}")
     speedup = results[1_000, "lark"][0] / results[1_000, "planc"][0]
     scale = results[10_000, "planc"][0] / 10_000 / per_step_1k
-    print(f"acceptance: planc vs Lark at 1,000 steps {speedup:.2f}x (target >= 2x): "
-          f"{'PASS' if speedup >= 2 else 'FAIL'}; per-step 10,000 vs 1,000 {scale:.2f}x (target <= 1.3x): "
-          f"{'PASS' if scale <= 1.3 else 'FAIL'}")
+    print(
+        f"acceptance: planc vs Lark at 1,000 steps {speedup:.2f}x (target >= 2x): "
+        f"{'PASS' if speedup >= 2 else 'FAIL'}; per-step 10,000 vs 1,000 {scale:.2f}x (target <= 1.3x): "
+        f"{'PASS' if scale <= 1.3 else 'FAIL'}"
+    )
     print(f"(run took {time.perf_counter() - wall:.0f} s)")
 
 

@@ -52,10 +52,15 @@ def make_registry(rng: random.Random) -> tuple[str, list[dict]]:
     for number in range(TOOLS):
         params = {f"p{k}": rng.choice(KINDS) for k in range(rng.randint(1, 4))}
         schema = ", ".join(f'{name} = {{ type = "{kind}" }}' for name, (kind, _) in params.items())
-        lines += [f"[tools.tool{number}]", f'description = "Tool number {number}: does a thing with its input"',
-                  f"params = {{ {schema} }}", f'required = ["{next(iter(params))}"]',
-                  'returns = { type = "array", items = { type = "object", properties = { id = { type = "string" } } } }',
-                  f"effects = {{ read_only = {'true' if number % 3 else 'false'} }}", ""]
+        lines += [
+            f"[tools.tool{number}]",
+            f'description = "Tool number {number}: does a thing with its input"',
+            f"params = {{ {schema} }}",
+            f'required = ["{next(iter(params))}"]',
+            'returns = { type = "array", items = { type = "object", properties = { id = { type = "string" } } } }',
+            f"effects = {{ read_only = {'true' if number % 3 else 'false'} }}",
+            "",
+        ]
         tools.append({"name": f"tool{number}", "params": params})
     return "\n".join(lines), tools
 
@@ -103,16 +108,18 @@ def real_model(config: Path, tasks_file: Path, limit: int | None, arms: list[str
 
     registry = planc.load_registry(config)
     policy = planc.load_policy(registry.policy) if registry.policy else None
-    tasks = [line.strip() for line in tasks_file.read_text(encoding="utf-8").splitlines()
-             if line.strip() and not line.startswith("#")][:limit]
+    tasks = [
+        line.strip() for line in tasks_file.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")
+    ][:limit]
     server = None
     if role_config(registry, "planner") is None:
         reason = skip_reason()
         if reason:
             raise SystemExit(f"no [models.planner] in {config}, and no local model: {reason}")
         server = LlamaServer()
-        registry = attrs.evolve(registry, models={"planner": ModelConfig("planner", server.url, "smollm2",
-                                                                         timeout_s=3600, sampling=SAMPLING)})
+        registry = attrs.evolve(
+            registry, models={"planner": ModelConfig("planner", server.url, "smollm2", timeout_s=3600, sampling=SAMPLING)}
+        )
     model = role_config(registry, "planner")
     if max_tokens is not None:
         model = attrs.evolve(model, sampling={**model.sampling, "max_tokens": max_tokens})
@@ -127,8 +134,10 @@ def real_model(config: Path, tasks_file: Path, limit: int | None, arms: list[str
         return keep(text)
 
     planner.complete_pipelines = kept
-    print(f"{len(tasks)} tasks of {tasks_file.name}, project {config}, model {model.model} at {model.base_url}, "
-          f"request fields {dict(model.sampling)}\n")
+    print(
+        f"{len(tasks)} tasks of {tasks_file.name}, project {config}, model {model.model} at {model.base_url}, "
+        f"request fields {dict(model.sampling)}\n"
+    )
     print(f"{'':<22}{'parse':>8}{'clean':>8}{'rounds':>8}{'s/task':>8}")
     try:
         for grammar in [ARMS[arm] for arm in arms]:
@@ -142,16 +151,21 @@ def real_model(config: Path, tasks_file: Path, limit: int | None, arms: list[str
                 clean += planned.ok
                 rounds += len(planned.rounds)
                 arm = "grammar" if grammar else "no grammar"
-                print(f"  {arm} | {task} | {parsed_here}/{len(planned.rounds)} parse | "
-                      f"{'clean' if planned.ok else 'not clean'} | {planned.rounds[0].reply!r} | last "
-                      f"{planned.rounds[-1].reply!r}", flush=True)
+                print(
+                    f"  {arm} | {task} | {parsed_here}/{len(planned.rounds)} parse | "
+                    f"{'clean' if planned.ok else 'not clean'} | {planned.rounds[0].reply!r} | last "
+                    f"{planned.rounds[-1].reply!r}",
+                    flush=True,
+                )
                 for number, round_ in enumerate(planned.rounds):
                     if round_.checked.plan is None and number < len(written):
                         print(f"    round {number + 1} does not parse; as written: {written[number]!r}", flush=True)
             seconds = (time.perf_counter() - start) / len(tasks)
             name = "decoder grammar" if grammar else "no grammar"
-            print(f"{name:<22}{parsed:>4}/{rounds:<3}{clean:>4}/{len(tasks):<3}{rounds / len(tasks):>8.2f}"
-                  f"{seconds:>8.1f}", flush=True)
+            print(
+                f"{name:<22}{parsed:>4}/{rounds:<3}{clean:>4}/{len(tasks):<3}{rounds / len(tasks):>8.2f}{seconds:>8.1f}",
+                flush=True,
+            )
     finally:
         planner.complete_pipelines = keep
         if server is not None:
@@ -166,10 +180,12 @@ def main() -> None:
     parser.add_argument("--config", type=Path, default=ROOT / "examples" / "incidents" / "planc.toml")
     parser.add_argument("--tasks", type=Path, default=ROOT / "examples" / "incidents" / "tasks.txt")
     parser.add_argument("--limit", type=int, help="only the first N tasks")
-    parser.add_argument("--arms", default="grammar,free",
-                        help="the rows to measure, of grammar (the decoder grammar) and free (none), comma-separated")
-    parser.add_argument("--max-tokens", type=int,
-                        help="a reply's token limit (default: the model's own; 64 for the local model)")
+    parser.add_argument(
+        "--arms",
+        default="grammar,free",
+        help="the rows to measure, of grammar (the decoder grammar) and free (none), comma-separated",
+    )
+    parser.add_argument("--max-tokens", type=int, help="a reply's token limit (default: the model's own; 64 for the local model)")
     options = parser.parse_args()
     if options.model:
         arms = options.arms.split(",")
@@ -193,13 +209,17 @@ def share() -> None:
 
     codes = [d.code for d in planc.check(reply, extract_plan=True, registry=registry).diagnostics if d.is_error]
     assert codes == ["E201", "E206"], codes  # the round measured is a round with a repair
-    rows = [("check of the plan alone", best(lambda: planc.check(plan_text, registry=registry))),
-            ("round: extract + check + repair", best(round_)),
-            ("system prompt for the registry", best(lambda: system_prompt(registry)))]
+    rows = [
+        ("check of the plan alone", best(lambda: planc.check(plan_text, registry=registry))),
+        ("round: extract + check + repair", best(round_)),
+        ("system prompt for the registry", best(lambda: system_prompt(registry))),
+    ]
     baseline = rows[0][1]
     prompt = system_prompt(registry)
-    print(f"planning loop, planc's share: {TOOLS} tools, a {STEPS}-step plan with 2 mistakes in a reply; "
-          f"the prompt is {len(prompt):,} characters\n")
+    print(
+        f"planning loop, planc's share: {TOOLS} tools, a {STEPS}-step plan with 2 mistakes in a reply; "
+        f"the prompt is {len(prompt):,} characters\n"
+    )
     print(f"{'':<34}{'ms':>9}{'x check':>10}")
     for name, seconds in rows:
         print(f"{name:<34}{seconds * 1e3:>9.2f}{seconds / baseline:>10.2f}")

@@ -22,12 +22,21 @@ sys.path.insert(0, str(ROOT / "src"))
 from planc.registry.loading.config import registry_from_text  # noqa: E402
 from planc.registry.settings import schema_check  # noqa: E402
 
-KINDS = ('{ type = "string" }', '{ type = "integer", minimum = 0 }', '{ type = "boolean" }',
-         '{ type = "array", items = { type = "string" } }')
-MANY = "".join(f'[tools.tool{n}]\nparams = {{ {", ".join(f"p{i} = {kind}" for i, kind in enumerate(KINDS))} }}\n'
-               f'required = ["p0"]\neffects = {{ read_only = true }}\n\n' for n in range(40))
-FILES = {"examples/incidents/planc.toml": (ROOT / "examples" / "incidents" / "planc.toml").read_text(encoding="utf-8"),
-         "40 tools x 4 params": MANY}
+KINDS = (
+    '{ type = "string" }',
+    '{ type = "integer", minimum = 0 }',
+    '{ type = "boolean" }',
+    '{ type = "array", items = { type = "string" } }',
+)
+MANY = "".join(
+    f"[tools.tool{n}]\nparams = {{ {', '.join(f'p{i} = {kind}' for i, kind in enumerate(KINDS))} }}\n"
+    f'required = ["p0"]\neffects = {{ read_only = true }}\n\n'
+    for n in range(40)
+)
+FILES = {
+    "examples/incidents/planc.toml": (ROOT / "examples" / "incidents" / "planc.toml").read_text(encoding="utf-8"),
+    "40 tools x 4 params": MANY,
+}
 
 
 KEPT = schema_check._checked_json

@@ -87,7 +87,7 @@ SLOW_ITEMS = 100
 CONCURRENCY = (1, 10, 50)
 MODULE = "planc_bench_run_tools"
 
-TOOLS = '''
+TOOLS = """
 import asyncio
 import time
 
@@ -117,9 +117,9 @@ async def aslow(x: int) -> int:
 async def search(query: str) -> list:
     await asyncio.sleep(0.05)
     return [query]
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.echo]
 provider = "python:{module}:echo"
 params = {{ x = {{ type = "integer" }} }}
@@ -178,7 +178,7 @@ required = ["query"]
 returns = {{ type = "array", items = {{ type = "string" }} }}
 effects = {{ read_only = true, deterministic = true }}
 cost = {{ latency_ms = 50 }}
-'''
+"""
 
 
 def steps_plan(tool: str, steps: int = STEPS) -> str:
@@ -268,19 +268,20 @@ def overhead_rows(bench: Bench, repeat: int) -> list[tuple[str, int, float]]:
     def to_thread():
         asyncio.run(threads())
 
-    rows = [("direct call echo(n) in a loop (baseline)", STEPS, best(direct, repeat)),
-            ("await aecho(n) in one event loop", STEPS, best(awaited, repeat)),
-            ("await asyncio.to_thread(echo, n)", STEPS, best(to_thread, repeat))]
+    rows = [
+        ("direct call echo(n) in a loop (baseline)", STEPS, best(direct, repeat)),
+        ("await aecho(n) in one event loop", STEPS, best(awaited, repeat)),
+        ("await asyncio.to_thread(echo, n)", STEPS, best(to_thread, repeat)),
+    ]
     last = STEPS - 1
-    plans = [("run_plan: 1,000 steps echo(x: n), sync", steps_plan("echo"), STEPS, last),
-             ("run_plan: 1,000 steps aecho(x: n), async", steps_plan("aecho"), STEPS, last),
-             ("run_plan: map 1,000 items, do: reshape(item)", map_plan("reshape(value: item)", ITEMS), ITEMS,
-              list(range(ITEMS))),
-             ("run_plan: map 1,000 items, do: echo(item)", map_plan("echo(x: item)", ITEMS), ITEMS,
-              list(range(ITEMS))),
-             ("run_plan: map 1,000 items, do: aecho(item)", map_plan("aecho(x: item)", ITEMS), ITEMS,
-              list(range(ITEMS))),
-             ("run_plan: 1,000 steps laecho(x: $prev), labelled", labelled_plan(), STEPS, 0)]
+    plans = [
+        ("run_plan: 1,000 steps echo(x: n), sync", steps_plan("echo"), STEPS, last),
+        ("run_plan: 1,000 steps aecho(x: n), async", steps_plan("aecho"), STEPS, last),
+        ("run_plan: map 1,000 items, do: reshape(item)", map_plan("reshape(value: item)", ITEMS), ITEMS, list(range(ITEMS))),
+        ("run_plan: map 1,000 items, do: echo(item)", map_plan("echo(x: item)", ITEMS), ITEMS, list(range(ITEMS))),
+        ("run_plan: map 1,000 items, do: aecho(item)", map_plan("aecho(x: item)", ITEMS), ITEMS, list(range(ITEMS))),
+        ("run_plan: 1,000 steps laecho(x: $prev), labelled", labelled_plan(), STEPS, 0),
+    ]
     for what, text, steps, expected in plans:
         rows.append((what, steps, best(bench.runner(text, expected), repeat)))
     return rows
@@ -290,10 +291,11 @@ def pure_pairs() -> list[tuple[str, list, str, list]]:
     """(control block, its result, pure block, its result) for table (5): each pure step beside `reshape`
     given the same argument, so both evaluate the same values."""
     strings = [str(n) for n in range(ITEMS)]
-    return [("reshape(value: item)", list(range(ITEMS)), "round(value: item)", list(range(ITEMS))),
-            ('reshape(value: "{item}")', strings, 'upper(text: "{item}")', strings),
-            ("reshape(value: [item, 1])", [[n, 1] for n in range(ITEMS)], "add(a: item, b: 1)",
-             list(range(1, ITEMS + 1)))]
+    return [
+        ("reshape(value: item)", list(range(ITEMS)), "round(value: item)", list(range(ITEMS))),
+        ('reshape(value: "{item}")', strings, 'upper(text: "{item}")', strings),
+        ("reshape(value: [item, 1])", [[n, 1] for n in range(ITEMS)], "add(a: item, b: 1)", list(range(1, ITEMS + 1))),
+    ]
 
 
 def pure_rows(bench: Bench, repeat: int, counted: bool = False) -> list[tuple]:
@@ -302,8 +304,10 @@ def pure_rows(bench: Bench, repeat: int, counted: bool = False) -> list[tuple]:
     CPU time, as these runs make no call that waits); with `counted`, each plan's instructions too, run in
     a process of its own under valgrind (`--count-plan`)."""
     pairs = pure_pairs()
-    runs = [(bench.runner(map_plan(control, ITEMS), first), bench.runner(map_plan(pure, ITEMS), second))
-            for control, first, pure, second in pairs]
+    runs = [
+        (bench.runner(map_plan(control, ITEMS), first), bench.runner(map_plan(pure, ITEMS), second))
+        for control, first, pure, second in pairs
+    ]
     rows = []
     for index, ((control, _, pure, _), (control_run, pure_run)) in enumerate(zip(pairs, runs)):
         rows.append((control, pure, *paired(control_run, pure_run, repeat), bytecodes(control_run), bytecodes(pure_run)))
@@ -316,7 +320,7 @@ def count_plan(which: str, times: int) -> None:
     """The child of `instructions`: the plan of `pure_pairs()[pair][side]` ("PAIR:SIDE", side 0 for the
     control block, 2 for the pure one), checked, then run `times` times."""
     pair, side = (int(part) for part in which.split(":"))
-    block, expected = pure_pairs()[pair][side:side + 2]
+    block, expected = pure_pairs()[pair][side : side + 2]
     with tempfile.TemporaryDirectory(prefix="planc-bench-run-") as folder:
         call_repeatedly(Bench(Path(folder)).runner(map_plan(block, ITEMS), expected), times)
 
@@ -358,8 +362,10 @@ def events_rows(bench: Bench, repeat: int) -> list[tuple[str, float]]:
         kept.clear()
         return Hooks(events=Stamp("bench", 0, kept.append))
 
-    rows = [("no events sink (baseline)", best(bench.runner(text, expected), repeat)),
-            ("events stamped, kept in a list", best(bench.runner(text, expected, hooks=stamped), repeat))]
+    rows = [
+        ("no events sink (baseline)", best(bench.runner(text, expected), repeat)),
+        ("events stamped, kept in a list", best(bench.runner(text, expected, hooks=stamped), repeat)),
+    ]
     try:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -403,11 +409,11 @@ def store_rows(bench: Bench, folder: Path, repeat: int) -> tuple[float, dict[str
             result = recorded_run(checked, registry=bench.registry, store=store)
             if result.value != expected:
                 sys.exit(f"unexpected result: {str(result.value)[:200]}")
+
         return best(run, repeat, sample=0)
 
     memory = Path(tempfile.mkdtemp(prefix="planc-bench-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
-    found = {"SQLite": {"disk": timed(folder / "runs.sqlite"), "memory": timed(memory / "runs.sqlite")},
-             "PostgreSQL": {}}
+    found = {"SQLite": {"disk": timed(folder / "runs.sqlite"), "memory": timed(memory / "runs.sqlite")}, "PostgreSQL": {}}
     for place, durable in (("disk", True), ("memory", False)):
         server = PostgresServer(programs(), durable=durable)
         try:
@@ -422,11 +428,19 @@ def labelled_rows(bench: Bench, repeat: int) -> list[tuple[str, float]]:
     """(what, CPU seconds per step) of the plans whose every value carries labels, best of `repeat`
     samples: what `--labelled` prints, run once with each of two checkouts' `src` (PYTHONPATH) in turn
     to compare them."""
-    plans = [("1,000 steps laecho(x: $prev)", labelled_plan(), STEPS, 0),
-             ("map over 1,000 labelled items, do: laecho(x: index)",
-              "lnumbers(n: 1000)\n  |> map(do: { laecho(x: index) })\n", ITEMS, list(range(ITEMS)))]
-    return [(what, best(bench.runner(text, expected), repeat, clock=time.process_time) / steps)
-            for what, text, steps, expected in plans]
+    plans = [
+        ("1,000 steps laecho(x: $prev)", labelled_plan(), STEPS, 0),
+        (
+            "map over 1,000 labelled items, do: laecho(x: index)",
+            "lnumbers(n: 1000)\n  |> map(do: { laecho(x: index) })\n",
+            ITEMS,
+            list(range(ITEMS)),
+        ),
+    ]
+    return [
+        (what, best(bench.runner(text, expected), repeat, clock=time.process_time) / steps)
+        for what, text, steps, expected in plans
+    ]
 
 
 def profile(bench: Bench) -> None:
@@ -449,10 +463,12 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--pure", action="store_true", help="only table (5), a pure step against a control step")
-    parser.add_argument("--instructions", action="store_true",
-                        help="table (5) counts each plan's machine instructions too (valgrind; about 6 minutes more)")
-    parser.add_argument("--labelled", action="store_true",
-                        help="only the plans whose values carry labels, CPU time per step")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="table (5) counts each plan's machine instructions too (valgrind; about 6 minutes more)",
+    )
+    parser.add_argument("--labelled", action="store_true", help="only the plans whose values carry labels, CPU time per step")
     parser.add_argument("--count-plan", nargs=2, metavar=("PAIR:SIDE", "TIMES"), help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.count_plan:
@@ -481,8 +497,10 @@ def main() -> None:
         stores = store_rows(bench, Path(folder), 3 if options.quick else 5)
 
     workers = min(32, (os.cpu_count() or 1) + 4)
-    print(f"planc run benchmark: Python {platform.python_version()} ({platform.machine()}), "
-          f"{os.cpu_count()} CPUs, asyncio default thread pool {workers} workers")
+    print(
+        f"planc run benchmark: Python {platform.python_version()} ({platform.machine()}), "
+        f"{os.cpu_count()} CPUs, asyncio default thread pool {workers} workers"
+    )
     print("run_plan timed alone (checked once), a fresh event loop per run; best of samples, gc on\n")
     base = overhead[0][2] / overhead[0][1]
     print(f"{'':46} {'ms/run':>8} {'us/step':>8} {'vs direct':>10}")
@@ -491,11 +509,12 @@ def main() -> None:
         per = seconds / steps
         print(f"{what:46} {seconds * 1e3:8.2f} {per * 1e6:8.2f} {per / base:9.0f}x")
     per_await = overhead[1][2] / STEPS
-    print(f"interpreter alone (run_plan minus the call it wraps): sync {(overhead[3][2] - overhead[2][2]) / STEPS * 1e6:.1f}"
-          f" us/step, async {(overhead[4][2] / STEPS - per_await) * 1e6:.1f} us/step, async with labelled values "
-          f"{(overhead[8][2] / STEPS - per_await) * 1e6:.1f} us/step (goal: at most 20)")
-    print(f"\nmap over {SLOW_ITEMS} items with a 10 ms tool (slow = time.sleep in a thread, "
-          f"aslow = await asyncio.sleep)")
+    print(
+        f"interpreter alone (run_plan minus the call it wraps): sync {(overhead[3][2] - overhead[2][2]) / STEPS * 1e6:.1f}"
+        f" us/step, async {(overhead[4][2] / STEPS - per_await) * 1e6:.1f} us/step, async with labelled values "
+        f"{(overhead[8][2] / STEPS - per_await) * 1e6:.1f} us/step (goal: at most 20)"
+    )
+    print(f"\nmap over {SLOW_ITEMS} items with a 10 ms tool (slow = time.sleep in a thread, aslow = await asyncio.sleep)")
     print(f"{'tool':>6} {'concurrency':>11} {'wall ms':>8} {'speedup':>8} {'ideal':>6} {'of ideal':>9}  bound by")
     print("-" * 75)
     for tool, concurrency, seconds, speedup, ideal in slow:
@@ -503,18 +522,23 @@ def main() -> None:
             bound = f"thread pool ({workers} workers)"
         else:
             bound = "concurrency" if concurrency < SLOW_ITEMS else "items"
-        print(f"{tool:>6} {concurrency:>11} {seconds * 1e3:8.1f} {speedup:7.2f}x {ideal:5.1f}x "
-              f"{speedup / ideal:8.0%}  {bound}")
-    print(f"(ideal = {SLOW_ITEMS} / ceil({SLOW_ITEMS} / c), c = min(concurrency, {SLOW_ITEMS}, "
-          f"and for sync tools the thread pool's {workers} workers))")
-    print(f"\n{SEARCHES} independent read-only searches (async, 50 ms each) joined by one reshape: one step after "
-          f"the other vs the optimizer's schedule")
+        print(f"{tool:>6} {concurrency:>11} {seconds * 1e3:8.1f} {speedup:7.2f}x {ideal:5.1f}x {speedup / ideal:8.0%}  {bound}")
+    print(
+        f"(ideal = {SLOW_ITEMS} / ceil({SLOW_ITEMS} / c), c = min(concurrency, {SLOW_ITEMS}, "
+        f"and for sync tools the thread pool's {workers} workers))"
+    )
+    print(
+        f"\n{SEARCHES} independent read-only searches (async, 50 ms each) joined by one reshape: one step after "
+        f"the other vs the optimizer's schedule"
+    )
     print(f"{'':28} {'sequential ms':>13} {'optimized ms':>12} {'speedup':>8} {'ideal':>6} {'of ideal':>9}")
     print("-" * 81)
     sequential, optimized, ideal = fan_out
     speedup = sequential / optimized
-    print(f"{'LLMCompiler-style fan-out':28} {sequential * 1e3:13.1f} {optimized * 1e3:12.1f} {speedup:7.2f}x "
-          f"{ideal:5.1f}x {speedup / ideal:8.0%}")
+    print(
+        f"{'LLMCompiler-style fan-out':28} {sequential * 1e3:13.1f} {optimized * 1e3:12.1f} {speedup:7.2f}x "
+        f"{ideal:5.1f}x {speedup / ideal:8.0%}"
+    )
     print("(ideal = the cost pass's sequential latency / its critical path under the schedule)")
     print(f"\nwhat the events cost: {STEPS:,} steps aecho(x: n), each with 4 events (step and tool, started and finished)")
     print(f"{'':46} {'ms/run':>8} {'us/step':>8} {'vs none':>10}")
@@ -527,14 +551,18 @@ def main() -> None:
 
 
 def print_pure(pure_steps, repeat: int) -> None:
-    print(f"\na pure step against the control step reshape with the same argument: map over {ITEMS:,} items, "
-          f"each pair side by side in each of {repeat} rounds, CPU time; and Python bytecodes an item")
+    print(
+        f"\na pure step against the control step reshape with the same argument: map over {ITEMS:,} items, "
+        f"each pair side by side in each of {repeat} rounds, CPU time; and Python bytecodes an item"
+    )
     print_rows(pure_steps, ITEMS, "item")
 
 
 def print_stores(stores) -> None:
-    print(f"\nwhat recording costs a call, SQLite and PostgreSQL side by side: {RECORDED_STEPS} steps aecho(x: n) "
-          "run by planc.run, each run opening its store as `planc run` does; best of samples")
+    print(
+        f"\nwhat recording costs a call, SQLite and PostgreSQL side by side: {RECORDED_STEPS} steps aecho(x: n) "
+        "run by planc.run, each run opening its store as `planc run` does; best of samples"
+    )
     if isinstance(stores, str):
         print(stores)
     else:
@@ -542,12 +570,16 @@ def print_stores(stores) -> None:
         print(f"no store (the baseline): {none / RECORDED_STEPS * 1e6:.1f} us/call")
         print(f"{'store us/call (over the baseline)':36} {'on disk, fsync':>16} {'in memory / fsync off':>22}")
         print("-" * 76)
-        per = {name: {place: (seconds - none) / RECORDED_STEPS for place, seconds in places.items()}
-               for name, places in found.items()}
+        per = {
+            name: {place: (seconds - none) / RECORDED_STEPS for place, seconds in places.items()}
+            for name, places in found.items()
+        }
         for name, places in per.items():
             print(f"{name:36} {places['disk'] * 1e6:16.1f} {places['memory'] * 1e6:22.1f}")
-        print(f"{'PostgreSQL / SQLite':36} {per['PostgreSQL']['disk'] / per['SQLite']['disk']:15.2f}x "
-              f"{per['PostgreSQL']['memory'] / per['SQLite']['memory']:21.2f}x")
+        print(
+            f"{'PostgreSQL / SQLite':36} {per['PostgreSQL']['disk'] / per['SQLite']['disk']:15.2f}x "
+            f"{per['PostgreSQL']['memory'] / per['SQLite']['memory']:21.2f}x"
+        )
         print("(each call: its intent and outcome rows and its four events, each committed on its own)")
 
 

@@ -36,13 +36,13 @@ def main() -> None:
         timed = made.runner(bench.map_plan("reshape(value: item)", 1000), list(range(1000)))
         out["run_plan map reshape us/item"] = bench.best(timed, 7, clock=time.process_time) * 1e3
         checked = made.checked(steps)
-        out["planc.run aecho us/step"] = bench.best(
-            lambda: planc.run(checked, registry=made.registry), 7, clock=time.process_time
-        ) * 1e6 / bench.STEPS
+        out["planc.run aecho us/step"] = (
+            bench.best(lambda: planc.run(checked, registry=made.registry), 7, clock=time.process_time) * 1e6 / bench.STEPS
+        )
         short, store = made.checked(bench.steps_plan("aecho", 50)), Path(folder) / "runs.sqlite"
-        out["planc.run recorded us/step"] = bench.best(
-            lambda: planc.run(short, registry=made.registry, store=store), 5, clock=time.process_time
-        ) * 1e6 / 50
+        out["planc.run recorded us/step"] = (
+            bench.best(lambda: planc.run(short, registry=made.registry, store=store), 5, clock=time.process_time) * 1e6 / 50
+        )
     print(json.dumps({name: round(value, 2) for name, value in out.items()}))
 
 

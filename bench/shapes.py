@@ -23,10 +23,8 @@ from planc.store.run_store import RunStore  # noqa: E402
 
 RESULTS = {
     "one record": {"id": "INC-1", "title": "Disk full", "status": "open", "tags": ["disk", "db"]},
-    "20 records": [{"id": f"INC-{i}", "title": f"Incident {i}", "score": i / 3, "tags": ["a"] * (i % 4)}
-                   for i in range(20)],
-    "500 records": [{"id": f"INC-{i}", "title": f"Incident {i}", "score": i / 3, "tags": ["a"] * (i % 4)}
-                    for i in range(500)],
+    "20 records": [{"id": f"INC-{i}", "title": f"Incident {i}", "score": i / 3, "tags": ["a"] * (i % 4)} for i in range(20)],
+    "500 records": [{"id": f"INC-{i}", "title": f"Incident {i}", "score": i / 3, "tags": ["a"] * (i % 4)} for i in range(500)],
 }
 
 

@@ -54,8 +54,10 @@ def check_command(plan: Path, env: dict) -> tuple[list[str], str]:
     candidates = [
         ([str(script)], f"console script {script}"),
         # `python -m planc.cli` runs nothing (the module has no __main__ block), hence -c.
-        ([sys.executable, "-c", "import sys; from planc.cli import main; sys.exit(main())"],
-         f"{sys.executable} -c 'from planc.cli import main; main()'"),
+        (
+            [sys.executable, "-c", "import sys; from planc.cli import main; sys.exit(main())"],
+            f"{sys.executable} -c 'from planc.cli import main; main()'",
+        ),
     ]
     for prefix, label in candidates:
         if prefix[0] == str(script) and not script.exists():
@@ -78,31 +80,56 @@ def importtime(command: list[str], env: dict, top: int = 15, runs: int = 5) -> N
     samples: dict[str, list] = {}
     order: dict[str, int] = {}
     for _ in range(runs):
-        done = subprocess.run([command[0], "-X", "importtime", *command[1:]], env=env, capture_output=True,
-                              text=True)
+        done = subprocess.run([command[0], "-X", "importtime", *command[1:]], env=env, capture_output=True, text=True)
         for line in done.stderr.splitlines():
             match = re.match(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)", line)
             if match:
                 self_us, cumulative_us, indent, name = match.groups()
                 samples.setdefault(name, []).append((int(cumulative_us), int(self_us)))
                 order.setdefault(name, len(indent) // 2)
-    rows = [(statistics.median(c for c, _ in values), statistics.median(s for _, s in values), order[name], name)
-            for name, values in samples.items()]
+    rows = [
+        (statistics.median(c for c, _ in values), statistics.median(s for _, s in values), order[name], name)
+        for name, values in samples.items()
+    ]
     total = sum(cumulative for cumulative, _, depth, _ in rows if depth == 0)
-    print(f"\n`python -X importtime` for the check (median per module of {runs} runs): {len(rows)} modules, "
-          f"{total / 1000:.1f} ms at top level")
+    print(
+        f"\n`python -X importtime` for the check (median per module of {runs} runs): {len(rows)} modules, "
+        f"{total / 1000:.1f} ms at top level"
+    )
     print(f"top {top} by cumulative time (depth = nesting under the import that pulled it in):")
     print(f"{'cumul ms':>9} {'self ms':>8} {'depth':>5}  module")
     for cumulative, self_us, depth, name in sorted(rows, reverse=True)[:top]:
         print(f"{cumulative / 1000:9.1f} {self_us / 1000:8.2f} {depth:>5}  {'  ' * depth}{name}")
-    notable = [name for name in ("lark", "rich", "jsonschema", "yaml", "click", "attrs", "typing", "dataclasses",
-                                 "json", "re", "importlib.metadata", "importlib.resources", "hashlib", "marshal",
-                                 "threading", "bisect", "difflib") if name in samples]
+    notable = [
+        name
+        for name in (
+            "lark",
+            "rich",
+            "jsonschema",
+            "yaml",
+            "click",
+            "attrs",
+            "typing",
+            "dataclasses",
+            "json",
+            "re",
+            "importlib.metadata",
+            "importlib.resources",
+            "hashlib",
+            "marshal",
+            "threading",
+            "bisect",
+            "difflib",
+        )
+        if name in samples
+    ]
     print("of note, loaded: " + ", ".join(notable))
     if "lark" in samples:
-        print("warning: the check imported Lark, so it built the grammar's tables: their cache "
-              "($XDG_CACHE_HOME or ~/.cache, planc/grammar-*.marshal) is missing or cannot be written, "
-              "and every process pays for the analysis")
+        print(
+            "warning: the check imported Lark, so it built the grammar's tables: their cache "
+            "($XDG_CACHE_HOME or ~/.cache, planc/grammar-*.marshal) is missing or cannot be written, "
+            "and every process pays for the analysis"
+        )
 
 
 def main() -> None:
@@ -124,16 +151,16 @@ def main() -> None:
         planc_ms = statistics.median(planc_times) * 1000
         python_ms = statistics.median(python_times) * 1000
         ratio = planc_ms / python_ms
-        print(f"planc start-up: {sys.executable} (Python {sys.version.split()[0]}), "
-              f"median of {RUNS} runs each after {WARMUP} warm-up runs")
+        print(
+            f"planc start-up: {sys.executable} (Python {sys.version.split()[0]}), "
+            f"median of {RUNS} runs each after {WARMUP} warm-up runs"
+        )
         print(f"  check command: {label} check --format json small.plan")
         if dont_write is not None:
             print("  (PYTHONDONTWRITEBYTECODE was set; runs use a temporary PYTHONPYCACHEPREFIX instead)")
         print(f"{'':28} {'median ms':>9} {'min ms':>7} {'max ms':>7}")
-        print(f"{'python -c pass':28} {python_ms:9.1f} {min(python_times) * 1000:7.1f} "
-              f"{max(python_times) * 1000:7.1f}")
-        print(f"{'planc check --format json':28} {planc_ms:9.1f} {min(planc_times) * 1000:7.1f} "
-              f"{max(planc_times) * 1000:7.1f}")
+        print(f"{'python -c pass':28} {python_ms:9.1f} {min(python_times) * 1000:7.1f} {max(python_times) * 1000:7.1f}")
+        print(f"{'planc check --format json':28} {planc_ms:9.1f} {min(planc_times) * 1000:7.1f} {max(planc_times) * 1000:7.1f}")
         print(f"ratio planc / python: {ratio:.1f}x (target <= 10x): {'PASS' if ratio <= 10 else 'FAIL'}")
         importtime(command, env)
 

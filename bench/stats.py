@@ -25,7 +25,7 @@ from pathlib import Path
 
 RUNS = 10
 
-TOOLS = '''
+TOOLS = """
 def search(query, limit=2):
     if query == "boom":
         raise ValueError("search is down")
@@ -36,9 +36,9 @@ def get(id):
 
 def notify(channel, text):
     return {"sent": True}
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.search]
 provider = "python:benchstatstools:search"
 params = { query = { type = "string" }, limit = { type = "integer", minimum = 1, maximum = 10, default = 2 } }
@@ -58,15 +58,18 @@ effects = { read_only = true }
 provider = "python:benchstatstools:notify"
 params = { channel = { type = "string" }, text = { type = "string" } }
 required = ["channel", "text"]
-'''
+"""
 
 PLANS = {
-    'search(query: $args.q, limit: 2)\n  |> map(do: { get(id: item.id) })\nnotify(channel: "#ops", text: "{$2.length}")\n':
-        lambda n: {"q": "boom" if n % 10 == 1 else "disk"},
+    'search(query: $args.q, limit: 2)\n  |> map(do: { get(id: item.id) })\nnotify(channel: "#ops", text: "{$2.length}")\n': lambda n: {
+        "q": "boom" if n % 10 == 1 else "disk"
+    },
     'get(id: "I1")\nnotify(channel: $args.channel, text: "hi")\n': lambda n: {"channel": "#secret"},
 }
-POLICY = ('permit(principal, action, resource);\nforbid(principal, action, resource == Tool::"notify") when '
-          '{ context.args has channel && context.args.channel == "#secret" };\n')
+POLICY = (
+    'permit(principal, action, resource);\nforbid(principal, action, resource == Tool::"notify") when '
+    '{ context.args has channel && context.args.channel == "#secret" };\n'
+)
 
 
 def build(folder: Path, runs: int) -> Path:
@@ -92,8 +95,7 @@ def build(folder: Path, runs: int) -> Path:
     spec = RunSpec(config=str(folder / "planc.toml"), policy=str(folder / "policy.cedar"))  # as `planc run` has it
     for n in range(runs):
         plan, given = checked[0] if n % 5 else checked[1]
-        recorded = RecordedRun.record(store, plan, attrs.evolve(spec, arguments=given(n)), registry=registry,
-                                      policy=policy)
+        recorded = RecordedRun.record(store, plan, attrs.evolve(spec, arguments=given(n)), registry=registry, policy=policy)
         try:
             recorded.execute()
         except RunError:
@@ -114,8 +116,14 @@ def measure(store: Path) -> dict[str, list[float]]:
         "planc runs --format json (baseline)": [*planc, "runs", "--store", str(store), "--format", "json"],
         "python -c pass (the interpreter's start)": [sys.executable, "-c", "pass"],
         "planc stats --format json": [*planc, "stats", "--store", str(store), "--format", "json"],
-        "planc stats --sql (one view)": [*planc, "stats", "--store", str(store), "--sql",
-                                         "SELECT tool, COUNT(*), AVG(ms) FROM call_times GROUP BY tool"],
+        "planc stats --sql (one view)": [
+            *planc,
+            "stats",
+            "--store",
+            str(store),
+            "--sql",
+            "SELECT tool, COUNT(*), AVG(ms) FROM call_times GROUP BY tool",
+        ],
     }
     for command in commands.values():
         timed(command)  # warm-up: bytecode, the page cache
@@ -151,8 +159,7 @@ def report(times: dict[str, list[float]]) -> None:
     print(f"{'':40} median ms  min ms  max ms  / baseline")
     for name, samples in times.items():
         median = statistics.median(samples)
-        print(f"{name:40} {1000 * median:9.0f} {1000 * min(samples):7.0f} {1000 * max(samples):7.0f}"
-              f"  {median / baseline:9.2f}x")
+        print(f"{name:40} {1000 * median:9.0f} {1000 * min(samples):7.0f} {1000 * max(samples):7.0f}  {median / baseline:9.2f}x")
 
 
 def main() -> None:
@@ -163,8 +170,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             started = time.perf_counter()
             store = build(Path(folder), size)
-            print(f"{size} runs recorded in {time.perf_counter() - started:.1f} s; "
-                  f"store {store.stat().st_size / 1e6:.1f} MB")
+            print(f"{size} runs recorded in {time.perf_counter() - started:.1f} s; store {store.stat().st_size / 1e6:.1f} MB")
             report(measure(store))
             report(in_process(store))
             print()

@@ -44,11 +44,17 @@ class ConsentingProvider:
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         self.authorized.append(params)
         code = secrets.token_urlsafe(16)
-        self.codes[code] = AuthorizationCode(code=code, scopes=params.scopes or [], expires_at=time.time() + 300,
-                                             client_id=client.client_id, code_challenge=params.code_challenge,
-                                             redirect_uri=params.redirect_uri,
-                                             redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
-                                             resource=params.resource, subject="ada")
+        self.codes[code] = AuthorizationCode(
+            code=code,
+            scopes=params.scopes or [],
+            expires_at=time.time() + 300,
+            client_id=client.client_id,
+            code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
+            subject="ada",
+        )
         return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
 
     async def load_authorization_code(self, client, authorization_code: str):
@@ -57,8 +63,7 @@ class ConsentingProvider:
     async def exchange_authorization_code(self, client, authorization_code: AuthorizationCode) -> OAuthToken:
         del self.codes[authorization_code.code]
         self.grants.append("authorization_code")
-        return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource,
-                           self.first_lifetime)
+        return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource, self.first_lifetime)
 
     async def load_refresh_token(self, client, refresh_token: str):
         found = self.refresh.get(refresh_token)
@@ -72,12 +77,18 @@ class ConsentingProvider:
 
     def _issue(self, client_id: str, scopes: list[str], resource: str | None, lifetime: int) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-        self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes,
-                                          expires_at=int(time.time()) + lifetime, resource=resource, subject="ada")
-        self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource,
-                                             subject="ada")
-        return OAuthToken(access_token=access, token_type="Bearer", expires_in=lifetime, refresh_token=refresh,
-                          scope=" ".join(scopes) or None)
+        self.access[access] = AccessToken(
+            token=access,
+            client_id=client_id,
+            scopes=scopes,
+            expires_at=int(time.time()) + lifetime,
+            resource=resource,
+            subject="ada",
+        )
+        self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource, subject="ada")
+        return OAuthToken(
+            access_token=access, token_type="Bearer", expires_in=lifetime, refresh_token=refresh, scope=" ".join(scopes) or None
+        )
 
     async def load_access_token(self, token: str):
         found = self.access.get(token)
@@ -96,24 +107,37 @@ def protected_mcp_app(provider: ConsentingProvider, received: list[dict]):
     from mcp.server.transport_security import TransportSecuritySettings
 
     def make(base: str):
-        mcp = MCPServer("protected", log_level="WARNING", auth_server_provider=provider,
-                        auth=AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp",
-                                          required_scopes=["files"], validate_token_resource=True,
-                                          client_registration_options=ClientRegistrationOptions(
-                                              enabled=True, valid_scopes=["files"], default_scopes=["files"])))
+        mcp = MCPServer(
+            "protected",
+            log_level="WARNING",
+            auth_server_provider=provider,
+            auth=AuthSettings(
+                issuer_url=base,
+                resource_server_url=f"{base}/mcp",
+                required_scopes=["files"],
+                validate_token_resource=True,
+                client_registration_options=ClientRegistrationOptions(
+                    enabled=True, valid_scopes=["files"], default_scopes=["files"]
+                ),
+            ),
+        )
 
         @mcp.tool()
         def echo(text: str) -> dict:
             """Say `text` back."""
             return {"echo": text}
 
-        app = mcp.streamable_http_app(transport_security=TransportSecuritySettings(
-            enable_dns_rebinding_protection=False))
+        app = mcp.streamable_http_app(transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
 
         async def recorded(scope, receive, send):
             if scope["type"] == "http":
-                received.append({"path": scope["path"], "query": scope["query_string"].decode(),
-                                 **{name.decode().lower(): value.decode() for name, value in scope["headers"]}})
+                received.append(
+                    {
+                        "path": scope["path"],
+                        "query": scope["query_string"].decode(),
+                        **{name.decode().lower(): value.decode() for name, value in scope["headers"]},
+                    }
+                )
             await app(scope, receive, send)
 
         return recorded

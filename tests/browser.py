@@ -18,22 +18,31 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = next((found for name in ("chromium", "chromium-browser", "google-chrome")
-                 if (found := shutil.which(name))), None)
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install "
-                                                             "chromium; .ci/run installs it)")
+CHROMIUM = next((found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))), None)
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium; .ci/run installs it)"
+)
 HANG_GUARD_S = 120
 
 # No network, no first-run or sync traffic, no updates, a fresh profile: nothing but the file.
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-         "--disable-default-apps")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-extensions",
+    "--disable-default-apps",
+)
 
 
 def _chromium(*args: str) -> str:
     with tempfile.TemporaryDirectory(prefix="planc-chromium-") as profile:
-        done = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True,
-                              text=True, timeout=HANG_GUARD_S)
+        done = subprocess.run(
+            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=HANG_GUARD_S
+        )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -66,8 +75,11 @@ class Element:
             if isinstance(child, str):
                 continue
             wanted = {name.replace("_", "-"): value for name, value in attributes.items()}
-            if ((tag is None or child.tag == tag) and (class_ is None or class_ in child.classes)
-                    and all(child.attributes.get(name) == value for name, value in wanted.items())):
+            if (
+                (tag is None or child.tag == tag)
+                and (class_ is None or class_ in child.classes)
+                and all(child.attributes.get(name) == value for name, value in wanted.items())
+            ):
                 found.append(child)
             found += child.find_all(tag, class_, **attributes)
         return found

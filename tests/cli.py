@@ -74,8 +74,9 @@ def invoke(*args, input: str | None = None, env: dict[str, str | None] | None = 
         import traceback
 
         shown = "".join(traceback.format_exception(*result.exc_info))
-        raise AssertionError(f"`planc {' '.join(map(str, args))}` raised (a traceback for its user):\n{shown}"
-                             f"output:\n{result.output}")
+        raise AssertionError(
+            f"`planc {' '.join(map(str, args))}` raised (a traceback for its user):\n{shown}output:\n{result.output}"
+        )
     journal_run(result.exit_code, result.stdout, result.stderr)
     return result
 
@@ -96,8 +97,14 @@ def planc_process(*args, **popen) -> subprocess.Popen:
 def planc_completed(*args, input: str | None = None, **options) -> subprocess.CompletedProcess:
     """`planc ARGS` as a real process run to its end, stdout and stderr captured as text; `options`
     (cwd, env, ...) go to subprocess.run."""
-    done = subprocess.run([planc_executable(), *(str(arg) for arg in args)], input=input, capture_output=True,
-                          text=True, timeout=HANG_GUARD_S, **options)
+    done = subprocess.run(
+        [planc_executable(), *(str(arg) for arg in args)],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+        **options,
+    )
     journal_run(done.returncode, done.stdout, done.stderr)
     return done
 
@@ -133,8 +140,12 @@ UNWARMED = ("planc.lsp", "planc.mcp_server", "planc.adapters")  # the language s
 class _ForkServer:
     def __init__(self, listen: Path | None = None, warm: tuple[str, ...] = (PLANC,)) -> None:
         self.listen = listen
-        self.process = subprocess.Popen([sys.executable, __file__, "--fork-server", str(listen or ""), *warm],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--fork-server", str(listen or ""), *warm],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         ready = self.process.stdout.readline()
         assert ready == "ready\n", f"the fork server did not start: {ready!r}"
 
@@ -145,11 +156,18 @@ class _ForkServer:
         assert reply, f"the fork server ended ({self.process.poll()}) at {request}"
         return json.loads(reply)
 
-    def start(self, *args, cwd: Path | str, env: dict[str, str], stdout: Path | str | None = None,
-              stderr: Path | str | None = None) -> Forked:
+    def start(
+        self, *args, cwd: Path | str, env: dict[str, str], stdout: Path | str | None = None, stderr: Path | str | None = None
+    ) -> Forked:
         """`planc ARGS` in `cwd` with exactly `env`; stdin empty, stdout and stderr to files (or nowhere)."""
-        reply = self.ask(op="start", args=[str(arg) for arg in args], cwd=str(cwd), env=env,
-                         stdout=str(stdout) if stdout else os.devnull, stderr=str(stderr) if stderr else os.devnull)
+        reply = self.ask(
+            op="start",
+            args=[str(arg) for arg in args],
+            cwd=str(cwd),
+            env=env,
+            stdout=str(stdout) if stdout else os.devnull,
+            stderr=str(stderr) if stderr else os.devnull,
+        )
         return Forked(self, reply["pid"])
 
     def command(self, *args, entry: str | None = None, script: Path | None = None) -> list[str]:
@@ -159,8 +177,14 @@ class _ForkServer:
         that command with ARGS instead of `planc`; with `script`, `python SCRIPT ARGS`."""
         assert self.listen is not None, "a fork server started without `listen` runs no command line"
         chosen = ["--entry", entry] if entry else ["--script", str(script)] if script else []
-        return [sys.executable, "-S", str(Path(__file__).with_name("forked_planc.py")), str(self.listen), *chosen,
-                *(str(arg) for arg in args)]
+        return [
+            sys.executable,
+            "-S",
+            str(Path(__file__).with_name("forked_planc.py")),
+            str(self.listen),
+            *chosen,
+            *(str(arg) for arg in args),
+        ]
 
     def close(self) -> None:
         self.process.stdin.close()  # the server kills and reaps what is left, then ends
@@ -310,9 +334,10 @@ def _run_child(request: dict, fds: list[int] | None = None) -> None:
         os.environ.update(request["env"])
         if fds is None:
             writing = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-            fds = [os.open(path, flags, 0o644) for path, flags in ((os.devnull, os.O_RDONLY),
-                                                                     (request["stdout"], writing),
-                                                                     (request["stderr"], writing))]
+            fds = [
+                os.open(path, flags, 0o644)
+                for path, flags in ((os.devnull, os.O_RDONLY), (request["stdout"], writing), (request["stderr"], writing))
+            ]
         for fd, given in enumerate(fds):
             os.dup2(given, fd)
         for given in set(fds) - {0, 1, 2}:

@@ -149,8 +149,7 @@ def ray_address():
 # (a real model's llama.cpp, a Ray cluster, a PostgreSQL server, the npm MCP servers on node, the
 # environment pre-commit builds) or import AgentDojo, the benchmark's dependency with its model SDKs.
 # `make test` leaves them out (`-m "not slow"`) and says so; `make test-slow` runs them, and CI runs both.
-SLOW_TIER = ("a real model, a Ray cluster, PostgreSQL, the MCP servers on node, pre-commit's environment, "
-             "AgentDojo")
+SLOW_TIER = "a real model, a Ray cluster, PostgreSQL, the MCP servers on node, pre-commit's environment, AgentDojo"
 
 
 SLOW_LEFT_OUT: list[int] = [0]  # how many tests of the slow tier this session left out
@@ -170,26 +169,41 @@ def pytest_configure(config):
 # --no-loadscope-reorder`), so a long one never starts when the others are nearly done. Measured by
 # `pytest -n 3 -m "not slow" --durations=0` and `-m slow` (docs/performance.md, "The set-up and the test
 # suite").
-LONGEST_FIRST = ("test_real_model.py", "test_ray.py", "test_mcp_everything.py", "test_pre_commit.py",
-                 "test_agentdojo.py", "test_postgres_store.py", "test_postgres_tools.py",
-                 "test_attacks_store.py", "test_resume.py", "test_mcp_server.py", "test_mcp_remote.py",
-                 "test_robustness.py",
-                 "test_grammar.py", "test_decoder_grammar.py", "test_big_inputs.py", "test_project_run.py",
-                 "test_lsp.py", "test_traces.py")
+LONGEST_FIRST = (
+    "test_real_model.py",
+    "test_ray.py",
+    "test_mcp_everything.py",
+    "test_pre_commit.py",
+    "test_agentdojo.py",
+    "test_postgres_store.py",
+    "test_postgres_tools.py",
+    "test_attacks_store.py",
+    "test_resume.py",
+    "test_mcp_server.py",
+    "test_mcp_remote.py",
+    "test_robustness.py",
+    "test_grammar.py",
+    "test_decoder_grammar.py",
+    "test_big_inputs.py",
+    "test_project_run.py",
+    "test_lsp.py",
+    "test_traces.py",
+)
 
 
 def _order(item) -> tuple[bool, int]:
     """Where a test runs: the `last` ones after all others; the long files first; the rest as collected."""
     name = item.path.name
-    return item.get_closest_marker("last") is not None, (LONGEST_FIRST.index(name) if name in LONGEST_FIRST
-                                                         else len(LONGEST_FIRST))
+    return item.get_closest_marker("last") is not None, (
+        LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+    )
 
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_order)  # stable: the tests of a file, and the files not listed, keep their order
     last = [item for item in items if item.get_closest_marker("last") is not None]
     if last and len(last) < len(items) and distributed(config):  # every worker leaves out the same ones
-        items[:] = items[:-len(last)]
+        items[:] = items[: -len(last)]
         config.hook.pytest_deselected(items=last)
 
 
@@ -275,21 +289,33 @@ def pytest_terminal_summary(terminalreporter, config):
 
     write = terminalreporter.write_line
     if SLOW_LEFT_OUT[0]:
-        write(f"the slow tier was left out: {SLOW_LEFT_OUT[0]} tests ({SLOW_TIER}); `make test-slow` runs them, "
-              "and CI runs both tiers")
+        write(
+            f"the slow tier was left out: {SLOW_LEFT_OUT[0]} tests ({SLOW_TIER}); `make test-slow` runs them, "
+            "and CI runs both tiers"
+        )
     if distributed(config):
-        write("on several workers, the tests marked `last` were left out: they check what every test left, so "
-              "they run after, as `make test` runs them: pytest tests/test_replay_every_run.py")
+        write(
+            "on several workers, the tests marked `last` were left out: they check what every test left, so "
+            "they run after, as `make test` runs them: pytest tests/test_replay_every_run.py"
+        )
     if EXAMPLES:
-        cap = "the full count each is written with" if profiles.PROFILE == "ci" else (
-            f"at most {profiles.DEV_EXAMPLES} each; HYPOTHESIS_PROFILE=ci (as .ci/run sets it) runs the full counts")
-        write(f"hypothesis profile `{profiles.PROFILE}` ({cap}): {len(EXAMPLES)} properties ran "
-              f"{sum(EXAMPLES.values())} examples:")
+        cap = (
+            "the full count each is written with"
+            if profiles.PROFILE == "ci"
+            else (f"at most {profiles.DEV_EXAMPLES} each; HYPOTHESIS_PROFILE=ci (as .ci/run sets it) runs the full counts")
+        )
+        write(
+            f"hypothesis profile `{profiles.PROFILE}` ({cap}): {len(EXAMPLES)} properties ran {sum(EXAMPLES.values())} examples:"
+        )
         for test, count in sorted(EXAMPLES.items(), key=lambda pair: (pair[1], pair[0])):
             write(f"  {count:>5}  {test}")
     if NOT_ALLOWED:
-        write(f"{len(NOT_ALLOWED)} tests skipped for a reason {os.environ['PLANC_ALLOWED_SKIPS']} does not allow "
-              f"(CI is meant to run them):", red=True, bold=True)
+        write(
+            f"{len(NOT_ALLOWED)} tests skipped for a reason {os.environ['PLANC_ALLOWED_SKIPS']} does not allow "
+            f"(CI is meant to run them):",
+            red=True,
+            bold=True,
+        )
         for test, reason in NOT_ALLOWED:
             write(f"  {test}: {reason}", red=True)
 

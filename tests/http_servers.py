@@ -48,8 +48,7 @@ def recording_mcp_app(received: list[dict]):
         return {"echo": text}
 
     def make(base: str):
-        app = mcp.streamable_http_app(transport_security=TransportSecuritySettings(
-            enable_dns_rebinding_protection=False))
+        app = mcp.streamable_http_app(transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
 
         async def recorded(scope, receive, send):
             if scope["type"] == "http":

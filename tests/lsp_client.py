@@ -50,10 +50,14 @@ class LspSession:
         self.client.feature(types.WINDOW_LOG_MESSAGE)(lambda params: None)
         # pygls pipes the server's standard error and never reads it: a shell sends it to a file
         # instead, then becomes `planc lsp` (exec), so the process is the server itself.
-        self._run(self.client.start_io("/bin/sh", "-c", 'exec "$0" lsp 2>"$1"', planc_executable(),
-                                       str(self.stderr), cwd=folder))
-        self.initialized = self._run(self.client.initialize_async(types.InitializeParams(
-            capabilities=capabilities or types.ClientCapabilities(), root_uri=from_fs_path(str(folder)))))
+        self._run(self.client.start_io("/bin/sh", "-c", 'exec "$0" lsp 2>"$1"', planc_executable(), str(self.stderr), cwd=folder))
+        self.initialized = self._run(
+            self.client.initialize_async(
+                types.InitializeParams(
+                    capabilities=capabilities or types.ClientCapabilities(), root_uri=from_fs_path(str(folder))
+                )
+            )
+        )
         self.notify("initialized", types.InitializedParams())
 
     # --- the exchange
@@ -64,6 +68,7 @@ class LspSession:
     def notify(self, method: str, params) -> None:
         """Send a notification (`text_document_did_open`, ...) from the client's own loop, as its
         writer is not safe to use from another thread."""
+
         async def send():
             getattr(self.client, method)(params)
 
@@ -90,30 +95,43 @@ class LspSession:
         self.versions[uri] = 1
         with self.arrived:  # opened again: what was published before is of another text
             self.published.pop(uri, None)
-        self.notify("text_document_did_open", types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-            uri=uri, language_id="planc", version=1, text=text)))
+        self.notify(
+            "text_document_did_open",
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri, language_id="planc", version=1, text=text)
+            ),
+        )
         return uri
 
     def change(self, uri: str, text: str, range: types.Range | None = None) -> int:
         """Replace the document's text (or only `range` of it) and return its new version."""
         version = self.versions[uri] = self.versions[uri] + 1
-        change = (types.TextDocumentContentChangeWholeDocument(text=text) if range is None
-                  else types.TextDocumentContentChangePartial(range=range, text=text))
-        self.notify("text_document_did_change", types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=[change]))
+        change = (
+            types.TextDocumentContentChangeWholeDocument(text=text)
+            if range is None
+            else types.TextDocumentContentChangePartial(range=range, text=text)
+        )
+        self.notify(
+            "text_document_did_change",
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=[change]
+            ),
+        )
         return version
 
     def diagnostics(self, uri: str, version: int | None = None) -> list[types.Diagnostic]:
         """The diagnostics published for `uri` at `version` (its latest by default), once they arrive."""
         wanted = self.versions[uri] if version is None else version
         with self.arrived:
-            found = self.arrived.wait_for(lambda: any(p.version == wanted for p in self.published.get(uri, [])),
-                                          timeout=HANG_GUARD_S)
+            found = self.arrived.wait_for(
+                lambda: any(p.version == wanted for p in self.published.get(uri, [])), timeout=HANG_GUARD_S
+            )
             assert found, f"no diagnostics for {uri} version {wanted}; server stderr:\n{self.server_errors()}"
             return list([p for p in self.published[uri] if p.version == wanted][-1].diagnostics)
 
     def wait_shown(self, containing: str) -> types.ShowMessageParams:
         """The first window/showMessage whose text has `containing`, once it arrives."""
+
         def matching():
             return [params for params in self.shown if containing in params.message]
 

@@ -35,6 +35,8 @@ def forked_servers(socket: Path):
 
     with planc_forks(listen=socket, warm=tuple(entry.split(":")[0] for entry in ENTRY_POINTS.values())) as forks:
         yield forks
+
+
 KEYED_SERVER = [sys.executable, str(Path(__file__).with_name("keyed_mcp_server.py"))]  # records each `_meta`
 
 
@@ -52,13 +54,16 @@ def require_servers() -> None:
 def servers_toml(repo: Path, git_options: str = "", forks=None) -> str:
     """A planc.toml declaring the git server (over `repo`, its annotations trusted) and the time server: their
     console scripts, or their entry points forked by `forks` (`forked_servers`)."""
+
     def command(name: str, script: str | None, *args) -> str:
         return toml_list(forks.command(*args, entry=ENTRY_POINTS[name]) if forks else [script, *args])
 
-    return (f"[mcp.git]\ncommand = {command('git', GIT_SERVER, '--repository', repo)}\n"
-            f"trust_annotations = true\n{git_options}\n"
-            # without --local-timezone the tools' descriptions name the machine's timezone
-            f"[mcp.time]\ncommand = {command('time', TIME_SERVER, '--local-timezone', 'UTC')}\n")
+    return (
+        f"[mcp.git]\ncommand = {command('git', GIT_SERVER, '--repository', repo)}\n"
+        f"trust_annotations = true\n{git_options}\n"
+        # without --local-timezone the tools' descriptions name the machine's timezone
+        f"[mcp.time]\ncommand = {command('time', TIME_SERVER, '--local-timezone', 'UTC')}\n"
+    )
 
 
 def git_repository(folder: Path) -> Path:

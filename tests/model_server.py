@@ -46,10 +46,13 @@ class ModelServer:
 
     def reply(self, content: str, usage: dict | None = None) -> None:
         """Queue an answer whose text is `content`, as a chat completion (with `usage`, its token counts)."""
-        body = {"id": "chatcmpl-scripted", "object": "chat.completion", "model": "planc-test-model",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                             "finish_reason": "stop"}],
-                "usage": usage or {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+        body = {
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion",
+            "model": "planc-test-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": usage or {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
         self.replies.append((200, "application/json", json.dumps(body).encode(), {}))
 
     def hold(self) -> None:
@@ -60,9 +63,18 @@ class ModelServer:
     def call(self, name: str, arguments: dict, id: str = "call_1", usage: dict | None = None) -> None:
         """Queue a reply that asks for one tool call, as a chat completion (with `usage`, its token counts)."""
         call = {"id": id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
-        body = {"id": "chatcmpl-scripted", "object": "chat.completion", "model": "planc-test-model",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-                             "finish_reason": "tool_calls"}]}
+        body = {
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion",
+            "model": "planc-test-model",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                    "finish_reason": "tool_calls",
+                }
+            ],
+        }
         if usage is not None:
             body["usage"] = usage
         self.replies.append((200, "application/json", json.dumps(body).encode(), {}))

@@ -27,8 +27,9 @@ def programs() -> Path | None:
     found = shutil.which("initdb")
     if found and shutil.which("pg_ctl"):
         return Path(found).parent
-    folders = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda f: int(Path(f).parent.name)
-                     if Path(f).parent.name.isdigit() else 0)
+    folders = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin"), key=lambda f: int(Path(f).parent.name) if Path(f).parent.name.isdigit() else 0
+    )
     for folder in reversed(folders):
         if (Path(folder) / "initdb").is_file() and (Path(folder) / "pg_ctl").is_file():
             return Path(folder)
@@ -50,15 +51,29 @@ class PostgresServer:
         self.data = self.folder / "data"
         self._run("initdb", "-D", str(self.data), "-U", ADMIN, "--auth=trust", "-E", "UTF8", "--no-locale", "-N")
         fsync = "on" if durable else "off"
-        self._run("pg_ctl", "start", "-w", "-D", str(self.data), "-l", str(self.folder / "log"), "-o",
-                  f"-c listen_addresses='' -c unix_socket_directories={self.folder} -c fsync={fsync} "
-                  "-c max_connections=100")
+        self._run(
+            "pg_ctl",
+            "start",
+            "-w",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.folder / "log"),
+            "-o",
+            f"-c listen_addresses='' -c unix_socket_directories={self.folder} -c fsync={fsync} -c max_connections=100",
+        )
         self.names = itertools.count()
 
     def _run(self, program: str, *args: str) -> None:
         kwargs = {"user": self.user.pw_uid, "group": self.user.pw_gid, "extra_groups": []} if self.user else {}
-        done = subprocess.run([str(self.bin / program), *args], capture_output=True, text=True, cwd=self.folder,
-                              timeout=SERVER_BUILD_GUARD_S, **kwargs)
+        done = subprocess.run(
+            [str(self.bin / program), *args],
+            capture_output=True,
+            text=True,
+            cwd=self.folder,
+            timeout=SERVER_BUILD_GUARD_S,
+            **kwargs,
+        )
         if done.returncode != 0:
             log = self.folder / "log"
             raise RuntimeError(f"{program} failed: {done.stderr}{log.read_text() if log.is_file() else ''}")

@@ -24,8 +24,9 @@ HANG_GUARD_S = 300
 def ray_cluster():
     """Yield the address of a fresh local Ray cluster; shut it down afterwards."""
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
-    process = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True, env=env)
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
     try:
         address = process.stdout.readline().strip()
         assert address, f"the Ray cluster did not start ({process.poll()})"

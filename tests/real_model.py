@@ -50,8 +50,13 @@ class LlamaServer:
     """The node process serving the model; `url` is the base URL `[models.NAME] base_url` takes."""
 
     def __init__(self) -> None:
-        self.process = subprocess.Popen(["node", str(SERVER / "server.mjs"), str(gguf()), "0"], cwd=SERVER,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            ["node", str(SERVER / "server.mjs"), str(gguf()), "0"],
+            cwd=SERVER,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         line = self.process.stdout.readline()  # the model is loaded when it says where it listens
         found = LISTENING.search(line)
         if found is None:

@@ -21,18 +21,71 @@ BINDINGS = ("item", "index", "accumulator")
 OPS = ("==", "!=", "<", "<=", ">", ">=", "contains")
 
 # Short, readable names most of the time; the regex keeps the whole NAME space in play.
-_COMMON_NAMES = ("a", "b", "x", "y", "search", "summarize", "map", "filter", "reduce", "decide",
-                 "item", "index", "accumulator", "length", "query", "do", "_", "x1", "notes",
-                 "trueish", "nothing", "order", "android", "contains_x", "args2", "server__tool")
+_COMMON_NAMES = (
+    "a",
+    "b",
+    "x",
+    "y",
+    "search",
+    "summarize",
+    "map",
+    "filter",
+    "reduce",
+    "decide",
+    "item",
+    "index",
+    "accumulator",
+    "length",
+    "query",
+    "do",
+    "_",
+    "x1",
+    "notes",
+    "trueish",
+    "nothing",
+    "order",
+    "android",
+    "contains_x",
+    "args2",
+    "server__tool",
+)
 names = st.one_of(
     st.sampled_from(_COMMON_NAMES),
     st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True),
 ).filter(lambda text: text not in KEYWORDS)
 
 # Text that stresses the string printer: quotes, escapes, braces that look like holes.
-_TRICKY = ['"', "\\", "\n", "\r", "\t", "\x00", "\x1f", "\x7f", "{", "}", "{$1}", "{item}", "{{x}}",
-           "\\{", "{$a.b[0]}", "\\u0041", '"""', "é", "日本", "😀", "\u2028", "\ufeff", "{accumulator",
-           "{index.x}", "$", "#", "//", "\\n", "'"]
+_TRICKY = [
+    '"',
+    "\\",
+    "\n",
+    "\r",
+    "\t",
+    "\x00",
+    "\x1f",
+    "\x7f",
+    "{",
+    "}",
+    "{$1}",
+    "{item}",
+    "{{x}}",
+    "\\{",
+    "{$a.b[0]}",
+    "\\u0041",
+    '"""',
+    "é",
+    "日本",
+    "😀",
+    "\u2028",
+    "\ufeff",
+    "{accumulator",
+    "{index.x}",
+    "$",
+    "#",
+    "//",
+    "\\n",
+    "'",
+]
 text_runs = st.lists(
     st.one_of(st.text(st.characters(exclude_categories=("Cs",)), max_size=8), st.sampled_from(_TRICKY)),
     max_size=5,
@@ -45,8 +98,9 @@ literal_values = st.one_of(ints, floats, st.booleans(), st.none())
 
 def _accessors(field_names):
     return st.lists(
-        st.one_of(field_names.map(lambda name: ast.Field(name, SPAN)),
-                  st.integers(0, 10**6).map(lambda value: ast.Index(value, SPAN))),
+        st.one_of(
+            field_names.map(lambda name: ast.Field(name, SPAN)), st.integers(0, 10**6).map(lambda value: ast.Index(value, SPAN))
+        ),
         max_size=3,
     ).map(tuple)
 
@@ -64,9 +118,12 @@ _hole_names = st.one_of(names, st.sampled_from(KEYWORDS))
 _hole_refs = st.builds(
     ast.Ref,
     st.one_of(st.from_regex(r"[0-9]{1,4}", fullmatch=True), _hole_names).map(lambda text: ast.Name(text, SPAN)),
-    _accessors(_hole_names), st.just(SPAN))
-_hole_paths = st.builds(ast.Path, st.sampled_from(BINDINGS).map(lambda text: ast.Name(text, SPAN)),
-                        _accessors(_hole_names), st.just(SPAN))
+    _accessors(_hole_names),
+    st.just(SPAN),
+)
+_hole_paths = st.builds(
+    ast.Path, st.sampled_from(BINDINGS).map(lambda text: ast.Name(text, SPAN)), _accessors(_hole_names), st.just(SPAN)
+)
 holes = st.builds(ast.Hole, st.one_of(_hole_refs, _hole_paths), st.just(SPAN))
 
 
@@ -84,8 +141,7 @@ def normalize_parts(parts) -> tuple:
     return tuple(out) or ("",)
 
 
-strings = st.lists(st.one_of(text_runs, holes), max_size=5).map(
-    lambda parts: ast.String(normalize_parts(parts), SPAN))
+strings = st.lists(st.one_of(text_runs, holes), max_size=5).map(lambda parts: ast.String(normalize_parts(parts), SPAN))
 literals = st.builds(ast.Literal, literal_values, st.just(SPAN))
 
 record_keys = st.one_of(names, st.sampled_from(KEYWORDS), text_runs)
@@ -125,8 +181,7 @@ def _expr(draw, depth: int, labels: _Labels):
         return ast.ListExpr(tuple(_expr(draw, inner, labels) for _ in range(count)), SPAN)
     if kind == "record":
         count = draw(st.integers(0, 3))
-        entries = tuple(ast.Entry(ast.Name(draw(record_keys), SPAN), _expr(draw, inner, labels), SPAN)
-                        for _ in range(count))
+        entries = tuple(ast.Entry(ast.Name(draw(record_keys), SPAN), _expr(draw, inner, labels), SPAN) for _ in range(count))
         return ast.Record(entries, SPAN)
     if kind == "block":
         count = draw(st.integers(1, 2))

@@ -20,7 +20,7 @@ from tool_project import spied_project
 import planc
 from planc.adapters.plan_tool import plan_tool
 
-TOOLS = '''
+TOOLS = """
 import os
 
 SPY = os.environ["PLANC_TEST_SPY"]
@@ -38,9 +38,9 @@ async def arefund(order):
     with open(SPY, "a", encoding="utf-8") as spy:
         spy.write(f"arefund {order} in loop {id(asyncio.get_running_loop())}\\n")
     return {"refunded": order}
-'''
+"""
 
-TOML = '''
+TOML = """
 policy = "policy.cedar"
 
 [tools.refund]
@@ -54,15 +54,15 @@ provider = "python:{module}:arefund"
 params = {{ order = {{ type = "string" }} }}
 required = ["order"]
 returns = {{ type = "object" }}
-'''
+"""
 
-POLICY = '''
+POLICY = """
 permit(principal, action, resource);
 
 @id("no-vip-refunds")
 forbid(principal, action, resource == Tool::"refund")
 when { context.args has order && context.args.order like "vip-*" };
-'''
+"""
 
 PLAN = "refund(order: $args.order)\n"
 
@@ -75,8 +75,12 @@ def project(tmp_path, monkeypatch):
 
 def test_the_tool_takes_the_plans_run_arguments_as_parameters(project):
     tool = plan_tool(PLAN, name="refund_order", project=project)
-    assert tool.parameters() == {"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"],
-                                 "additionalProperties": False}
+    assert tool.parameters() == {
+        "type": "object",
+        "properties": {"order": {"type": "string"}},
+        "required": ["order"],
+        "additionalProperties": False,
+    }
 
 
 def test_a_plan_that_does_not_check_is_no_tool(project):
@@ -85,11 +89,11 @@ def test_a_plan_that_does_not_check_is_no_tool(project):
     assert calls(project) == []
 
 
-
 def test_call_async_runs_the_plan_in_the_callers_own_event_loop(project):
     """An async framework awaits the tool: the plan's async tools run in its loop, not in a thread of their own."""
-    tool = plan_tool("arefund(order: $args.order)\n",
-                     name="refund_order", project=planc.load_project(project, store=project / "runs.sqlite"))
+    tool = plan_tool(
+        "arefund(order: $args.order)\n", name="refund_order", project=planc.load_project(project, store=project / "runs.sqlite")
+    )
 
     async def framework():
         return await tool.call_async({"order": "a-1"}), id(asyncio.get_running_loop())
@@ -99,12 +103,14 @@ def test_call_async_runs_the_plan_in_the_callers_own_event_loop(project):
     assert calls(project) == [f"arefund a-1 in loop {loop}"]
     assert statuses(project) == ["ok"]
 
+
 def refund_tool(project):
     """The plan as the tool `refund_order`, its runs recorded in the project's `runs.sqlite`."""
     return plan_tool(PLAN, name="refund_order", project=planc.load_project(project, store=project / "runs.sqlite"))
 
 
 # --- LangGraph ------------------------------------------------------------------------------------------
+
 
 def langgraph_run(project, arguments: dict):
     """A graph: the scripted model asks for the plan's tool with `arguments`; LangGraph's ToolNode calls it."""
@@ -117,8 +123,11 @@ def langgraph_run(project, arguments: dict):
     from planc.adapters.langgraph_tool import langgraph_tool
 
     tool = langgraph_tool(refund_tool(project))
-    model = GenericFakeChatModel(messages=iter([AIMessage(content="", tool_calls=[
-        {"name": "refund_order", "args": arguments, "id": "call_1", "type": "tool_call"}])]))
+    model = GenericFakeChatModel(
+        messages=iter(
+            [AIMessage(content="", tool_calls=[{"name": "refund_order", "args": arguments, "id": "call_1", "type": "tool_call"}])]
+        )
+    )
     graph = StateGraph(MessagesState)
     graph.add_node("model", lambda state: {"messages": [model.invoke(state["messages"])]})
     graph.add_node("tools", ToolNode([tool], handle_tool_errors=False))
@@ -142,12 +151,15 @@ def test_langgraph_a_refused_call_goes_back_to_the_model_and_the_tool_is_never_c
 
 def test_langgraph_arguments_of_the_wrong_type_never_reach_the_tool(project):
     answer = langgraph_run(project, {"order": 5})  # refused before the run: nothing is recorded
-    assert "the arguments do not fit the plan: E300 1:15 wrong value for `order` of `refund`: expected a string, " \
-           "found `$args.order`, an integer" in answer["error"]
+    assert (
+        "the arguments do not fit the plan: E300 1:15 wrong value for `order` of `refund`: expected a string, "
+        "found `$args.order`, an integer" in answer["error"]
+    )
     assert calls(project) == [] and statuses(project) == []
 
 
 # --- the OpenAI Agents SDK ------------------------------------------------------------------------------
+
 
 def agents_run(project, model_server, arguments: dict) -> tuple[str, dict]:
     """An Agent with the plan as its one tool: the scripted model asks for it, then answers `done`. What the
@@ -163,8 +175,12 @@ def agents_run(project, model_server, arguments: dict) -> tuple[str, dict]:
     model_server.call("refund_order", arguments)
     model_server.reply("done")
     client = AsyncOpenAI(base_url=model_server.url, api_key="test", max_retries=0)
-    agent = Agent(name="support", instructions="Refund what you are asked to.", tools=[tool],
-                  model=OpenAIChatCompletionsModel(model="m", openai_client=client))
+    agent = Agent(
+        name="support",
+        instructions="Refund what you are asked to.",
+        tools=[tool],
+        model=OpenAIChatCompletionsModel(model="m", openai_client=client),
+    )
     result = Runner.run_sync(agent, "refund order o-1")
     assert len(model_server.requests) == 2
     [sent] = [m for m in model_server.bodies()[-1]["messages"] if m["role"] == "tool"]

@@ -52,12 +52,11 @@ def test_every_cli_verdict_is_the_apis(tmp_path, monkeypatch):
         cli = invoke("check", "--format", "line", *options, *(path for path, _ in plans))
         project = planc.load_project(config=config)
         checked = [project.check(text, path=path, **dict(budget)) for path, text in plans]
-        api = "".join(render_line(d, str(path)) + "\n" for (path, _), result in zip(plans, checked)
-                      for d in result.diagnostics)
+        api = "".join(render_line(d, str(path)) + "\n" for (path, _), result in zip(plans, checked) for d in result.diagnostics)
         assert (cli.exit_code, cli.stdout) == (0 if all(result.ok for result in checked) else 1, api), config
 
 
-TOOLS = '''
+TOOLS = """
 import os
 
 
@@ -65,9 +64,9 @@ def send(to):
     with open(os.environ["PLANC_TEST_SPY"], "a", encoding="utf-8") as spy:
         spy.write(f"send {to}\\n")
     return to
-'''
+"""
 
-TOML = '''
+TOML = """
 policy = "policy.cedar"
 principal = 'User::"mallory"'
 store = "records/runs.sqlite"
@@ -83,30 +82,32 @@ required = ["to"]
 [plans.greet]
 file = "greet.plan"
 params = {{ who = {{ type = "string", default = "bob" }} }}
-'''
+"""
 
-POLICY = '''
+POLICY = """
 @id("mallory-may-not-send-to-eve")
 forbid(principal == User::"mallory", action, resource == Tool::"send") when { context.args has to && context.args.to == "eve" };
 permit(principal, action, resource);
-'''
+"""
 
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    with tool_project(tmp_path, "apitools", TOOLS, TOML,
-                      {"policy.cedar": POLICY, "greet.plan": 'send(to: $args.who)\n'}):
+    with tool_project(tmp_path, "apitools", TOOLS, TOML, {"policy.cedar": POLICY, "greet.plan": "send(to: $args.who)\n"}):
         monkeypatch.chdir(tmp_path)
         monkeypatch.setenv("PLANC_TEST_SPY", str(tmp_path / "spy.log"))
         monkeypatch.delenv("PLANC_STORE", raising=False)
         yield tmp_path
 
 
-@pytest.mark.parametrize("text, codes", [
-    ('send(to: "eve")\n', ["E400"]),  # the policy planc.toml names, for the principal it names
-    ('send(to: "a")\nsend(to: "b")\nsend(to: "c")\n', ["E401"]),  # its [budget]
-    ('send(to: "a")\n', []),
-])
+@pytest.mark.parametrize(
+    "text, codes",
+    [
+        ('send(to: "eve")\n', ["E400"]),  # the policy planc.toml names, for the principal it names
+        ('send(to: "a")\nsend(to: "b")\nsend(to: "c")\n', ["E401"]),  # its [budget]
+        ('send(to: "a")\n', []),
+    ],
+)
 def test_the_api_checks_with_what_planc_toml_says_as_the_cli_does(project, text, codes):
     (project / "p.plan").write_text(text, encoding="utf-8")
     cli = invoke("check", "--format", "json", "p.plan")

@@ -15,8 +15,9 @@ def test_the_api_page_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("PLANC_INCIDENTS_DB", str(tmp_path / "incidents.sqlite"))
     monkeypatch.setattr(sys, "path", list(sys.path))  # the page puts the example's folder on it
-    failures, tried = doctest.testfile(str(ROOT / "docs" / "api.md"), module_relative=False, report=True,
-                                       optionflags=doctest.ELLIPSIS)
+    failures, tried = doctest.testfile(
+        str(ROOT / "docs" / "api.md"), module_relative=False, report=True, optionflags=doctest.ELLIPSIS
+    )
     assert tried > 10 and failures == 0
     sys.modules.pop("plan_demo", None)
     assert os.getcwd() == str(ROOT)

@@ -78,8 +78,10 @@ def imported_modules(source: str, name: str, is_package: bool, known: set[str]) 
 def import_graph(root: Path) -> dict[str, set[str]]:
     files = {module_name(path, root): path for path in root.rglob("*.py")}
     known = set(files)
-    return {name: imported_modules(path.read_text(encoding="utf-8"), name, path.name == "__init__.py", known)
-            for name, path in files.items()}
+    return {
+        name: imported_modules(path.read_text(encoding="utf-8"), name, path.name == "__init__.py", known)
+        for name, path in files.items()
+    }
 
 
 def layer_of(module: str) -> int:
@@ -92,8 +94,12 @@ def layer_of(module: str) -> int:
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
-    return sorted(f"{module} (layer {layer_of(module)}) imports {target} (layer {layer_of(target)})"
-                  for module, targets in graph.items() for target in targets if layer_of(target) > layer_of(module))
+    return sorted(
+        f"{module} (layer {layer_of(module)}) imports {target} (layer {layer_of(target)})"
+        for module, targets in graph.items()
+        for target in targets
+        if layer_of(target) > layer_of(module)
+    )
 
 
 def folder_of(module: str) -> tuple[str, str] | None:
@@ -105,8 +111,9 @@ def folder_of(module: str) -> tuple[str, str] | None:
         return None
     folders = FOLDERS[parts[1]]
     if parts[2] not in folders:
-        raise AssertionError(f"{module} is in no {parts[1]} folder: put it in one, "
-                             f"or add `{parts[2]}` to {parts[1].upper()}_FOLDERS")
+        raise AssertionError(
+            f"{module} is in no {parts[1]} folder: put it in one, or add `{parts[2]}` to {parts[1].upper()}_FOLDERS"
+        )
     return parts[1], parts[2]
 
 
@@ -117,8 +124,7 @@ def folder_crossings(graph: dict[str, set[str]]) -> list[str]:
         here = folder_of(module)
         for target in targets:
             there = folder_of(target)
-            if here and there and here[0] == there[0] and there != here \
-                    and there[1] not in FOLDERS[here[0]][here[1]]:
+            if here and there and here[0] == there[0] and there != here and there[1] not in FOLDERS[here[0]][here[1]]:
                 found.append(f"{module} ({here[1]}/) imports {target} ({there[1]}/)")
     return sorted(found)
 
@@ -181,7 +187,8 @@ def test_the_checks_find_an_upward_import_and_a_cycle(tmp_path):
     (package / "syntax" / "lexer.py").write_text("def lex():\n    from planc.cli import commands\n")
     (package / "cli" / "commands.py").write_text("from planc.syntax.lexer import lex\n")
     (package / "syntax" / "typed.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from planc.cli.commands import x\n")
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from planc.cli.commands import x\n"
+    )
     graph = import_graph(tmp_path)
     assert upward_imports(graph) == ["planc.syntax.lexer (layer 0) imports planc.cli.commands (layer 7)"]
     assert cycles(graph) == [["planc.cli.commands", "planc.syntax.lexer"]]
@@ -199,7 +206,8 @@ def test_the_backend_check_finds_a_call_that_imports_the_interpreter(tmp_path):
     (backend / "run" / "interpreter.py").write_text("from planc.backend.calls.dispatch import call\n")
     (backend / "calls" / "dispatch.py").write_text("def call():\n    from planc.backend.run import interpreter\n")
     assert folder_crossings(import_graph(tmp_path)) == [
-        "planc.backend.calls.dispatch (calls/) imports planc.backend.run.interpreter (run/)"]
+        "planc.backend.calls.dispatch (calls/) imports planc.backend.run.interpreter (run/)"
+    ]
     (backend / "loose.py").write_text("")
     with pytest.raises(AssertionError, match="planc.backend.loose is in no backend folder"):
         folder_crossings(import_graph(tmp_path))
@@ -215,10 +223,10 @@ def test_the_registry_check_finds_a_tool_that_imports_the_loading_of_planc_toml(
     (tmp_path / "planc" / "__init__.py").write_text("")
     (registry / "__init__.py").write_text("")
     (registry / "loading" / "config.py").write_text("from planc.registry.tools.tool import Tool\n")
-    (registry / "tools" / "tool.py").write_text(
-        "def kind():\n    from planc.registry.loading import config\n")
+    (registry / "tools" / "tool.py").write_text("def kind():\n    from planc.registry.loading import config\n")
     assert folder_crossings(import_graph(tmp_path)) == [
-        "planc.registry.tools.tool (tools/) imports planc.registry.loading.config (loading/)"]
+        "planc.registry.tools.tool (tools/) imports planc.registry.loading.config (loading/)"
+    ]
 
 
 @pytest.mark.parametrize("stage", ["types", "cost", "run"])
@@ -263,13 +271,11 @@ def test_every_control_step_has_a_flow_rule_or_carries_only_what_any_call_carrie
 
 # The one module that reads a tool's `provider` text: everything else asks `Tool.kind` (or `Tool.address`).
 PROVIDER_READER = "planc.registry.tools.tool"
-TEXT_METHODS = {"startswith", "endswith", "split", "rsplit", "partition", "rpartition", "removeprefix", "find",
-                "index", "count"}
+TEXT_METHODS = {"startswith", "endswith", "split", "rsplit", "partition", "rpartition", "removeprefix", "find", "index", "count"}
 
 
 def _is_provider(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr == "provider") or \
-        (isinstance(node, ast.Name) and node.id == "provider")
+    return (isinstance(node, ast.Attribute) and node.attr == "provider") or (isinstance(node, ast.Name) and node.id == "provider")
 
 
 def provider_text_tests(source: str) -> list[int]:
@@ -279,8 +285,12 @@ def provider_text_tests(source: str) -> list[int]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Compare) and any(map(_is_provider, (node.left, *node.comparators))):
             found.add(node.lineno)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in TEXT_METHODS and _is_provider(node.func.value):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in TEXT_METHODS
+            and _is_provider(node.func.value)
+        ):
             found.add(node.lineno)
         elif isinstance(node, ast.Subscript) and _is_provider(node.value):
             found.add(node.lineno)
@@ -290,19 +300,24 @@ def provider_text_tests(source: str) -> list[int]:
 
 
 def test_no_module_but_the_tools_tests_a_providers_text():
-    found = [f"{module_name(path, SOURCE)}:{line}" for path in sorted(SOURCE.rglob("*.py"))
-             if module_name(path, SOURCE) != PROVIDER_READER
-             for line in provider_text_tests(path.read_text(encoding="utf-8"))]
+    found = [
+        f"{module_name(path, SOURCE)}:{line}"
+        for path in sorted(SOURCE.rglob("*.py"))
+        if module_name(path, SOURCE) != PROVIDER_READER
+        for line in provider_text_tests(path.read_text(encoding="utf-8"))
+    ]
     assert found == []
 
 
 def test_the_provider_check_finds_each_way_of_reading_the_text():
-    source = ("a = tool.provider.startswith('plan:')\n"
-              "b = provider == 'x'\n"
-              "c = tool.provider[len('sql:'):]\n"
-              "d = 'builtin'\n"
-              "e = tool.kind == 'plan' and tool.address\n"
-              "f = config.provider_name == 'x'\n")
+    source = (
+        "a = tool.provider.startswith('plan:')\n"
+        "b = provider == 'x'\n"
+        "c = tool.provider[len('sql:'):]\n"
+        "d = 'builtin'\n"
+        "e = tool.kind == 'plan' and tool.address\n"
+        "f = config.provider_name == 'x'\n"
+    )
     assert provider_text_tests(source) == [1, 2, 3, 4]
 
 
@@ -317,12 +332,11 @@ def test_the_run_and_its_session_have_what_calls_and_models_read_of_them():
     from planc.backend.run.session import Session
 
     def members(protocol: type) -> set[str]:
-        return {name for name in (*vars(protocol).get("__annotations__", {}), *vars(protocol))
-                if not name.startswith("_")}
+        return {name for name in (*vars(protocol).get("__annotations__", {}), *vars(protocol)) if not name.startswith("_")}
 
     checked = planc.check("reshape(value: 1)")
     session = Session(checked, None)
-    run = Run(checked, session, Hooks(), None, "User::\"anonymous\"")
+    run = Run(checked, session, Hooks(), None, 'User::"anonymous"')
     assert {name for name in members(RunView) if not hasattr(run, name)} == set()
     assert {name for name in members(RunSession) if not hasattr(session, name)} == set()
     # `run_id` and `redactor` are what each store recorder sets in its `__init__`.
@@ -334,15 +348,23 @@ def test_the_run_and_its_session_have_what_calls_and_models_read_of_them():
 # value are the registry's and the analyses' (registry/provenance/, analysis/result_labels.py), never
 # the flow pass's walk.
 BACKEND_READS_OF_THE_PASSES = {
-    "planc.passes.check", "planc.passes.policy.load", "planc.passes.policy.decide",
-    "planc.passes.policy.denial", "planc.passes.cost.budget", "planc.passes.cost.cost_words",
+    "planc.passes.check",
+    "planc.passes.policy.load",
+    "planc.passes.policy.decide",
+    "planc.passes.policy.denial",
+    "planc.passes.cost.budget",
+    "planc.passes.cost.cost_words",
     "planc.passes.resolve.resolve",
 }
 
 
 def test_the_backend_reads_of_the_passes_only_what_a_run_shares_with_the_check():
     graph = import_graph(SOURCE)
-    found = sorted(f"{module} imports {target}" for module, targets in graph.items()
-                   if module.startswith("planc.backend.") for target in targets
-                   if target.startswith("planc.passes.") and target not in BACKEND_READS_OF_THE_PASSES)
+    found = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if module.startswith("planc.backend.")
+        for target in targets
+        if target.startswith("planc.passes.") and target not in BACKEND_READS_OF_THE_PASSES
+    )
     assert found == []

@@ -22,11 +22,11 @@ from planc.backend.calls.hooks import Hooks, Question, Unanswered
 from planc.backend.run.interpreter import run_plan
 from planc.backend.state.interrupts import Interrupts, TerminalLine
 
-OWNERS = '''map(over: ["web", "db", "cache"], concurrency: 3, do: {
+OWNERS = """map(over: ["web", "db", "cache"], concurrency: 3, do: {
   owner = ask(question: "Who owns {item}?")
   notify(channel: "#ops", text: "{item}: {$owner}")
 })
-'''
+"""
 
 
 @pytest.fixture
@@ -45,8 +45,7 @@ def run_of(project) -> tuple[str, str, list[tuple]]:
     """The last run's id and status, and its recorded calls: (step, tool, input, outcome)."""
     with sqlite3.connect(project / "runs.sqlite") as db:
         run_id, status = db.execute("SELECT id, status FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()
-        rows = db.execute("SELECT step, tool, input, outcome FROM calls WHERE run_id = ? ORDER BY sequence",
-                          (run_id,)).fetchall()
+        rows = db.execute("SELECT step, tool, input, outcome FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
     return run_id, status, [(step, tool, json.loads(given), outcome) for step, tool, given, outcome in rows]
 
 
@@ -62,7 +61,7 @@ def test_planc_run_on_a_terminal_asks_the_person_one_question_at_a_time(project)
         terminal.until("Who owns ", number)  # the next question, once the one before is answered
         shown = terminal.text
         assert shown.count("Who owns ") == number  # never a second question while one is open
-        item = shown[shown.rindex("Who owns ") + len("Who owns "):].split("?")[0]
+        item = shown[shown.rindex("Who owns ") + len("Who owns ") :].split("?")[0]
         asked.append(item)
         terminal.type(f"{item}-team\n")
     code, out, screen = terminal.end()
@@ -82,9 +81,17 @@ def test_planc_run_on_a_terminal_asks_the_person_one_question_at_a_time(project)
 
 def test_answers_come_from_a_file_by_step_path_first_then_by_question(project):
     write(project, OWNERS)
-    (project / "answers.json").write_text(json.dumps({
-        "1/do.1[1]": "by-path", "Who owns db?": "never: the step path comes first",
-        "Who owns web?": "by-question", "Who owns cache?": {"team": "infra"}}), encoding="utf-8")
+    (project / "answers.json").write_text(
+        json.dumps(
+            {
+                "1/do.1[1]": "by-path",
+                "Who owns db?": "never: the step path comes first",
+                "Who owns web?": "by-question",
+                "Who owns cache?": {"team": "infra"},
+            }
+        ),
+        encoding="utf-8",
+    )
     result = invoke("run", "p.plan", "--answers", "answers.json")
     assert result.exit_code == 0 and "Traceback" not in result.output, result.output
     assert sorted(sent(project)) == ['cache: {"team":"infra"}', "db: by-path", "web: by-question"]
@@ -96,7 +103,8 @@ def test_without_a_terminal_or_answers_ask_fails_saying_how_to_answer(project):
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert result.stderr.splitlines()[-1] == (
         "error: step 1: nobody answered `Which team?`: there is no terminal to ask on: give the answers with "
-        "`--answers FILE` (a JSON object from a step path or question to its answer)")
+        "`--answers FILE` (a JSON object from a step path or question to its answer)"
+    )
     assert calls(project) == []
     run_id, status, rows = run_of(project)
     assert status == "failed"
@@ -107,15 +115,18 @@ def test_without_a_terminal_or_answers_ask_fails_saying_how_to_answer(project):
 
 def test_an_unanswered_question_takes_the_steps_default_or_fails_naming_the_file(project):
     (project / "answers.json").write_text('{"Which team?": "OPS"}', encoding="utf-8")
-    text = ('team = ask(question: "Which team?")\n'
-            'size = ask(question: "How many?", when_unanswered: "default", default: 3)\n'
-            'when = ask(question: "When?")\n'
-            'notify(channel: "#ops", text: "{$team} {$size}")\n')
+    text = (
+        'team = ask(question: "Which team?")\n'
+        'size = ask(question: "How many?", when_unanswered: "default", default: 3)\n'
+        'when = ask(question: "When?")\n'
+        'notify(channel: "#ops", text: "{$team} {$size}")\n'
+    )
     result = invoke("run", write(project, text), "--answers", "answers.json")
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert result.stderr.splitlines()[-1] == (
         "error: step 3: nobody answered `When?`: --answers answers.json answers neither step 3 nor this "
-        "question, and there is no terminal to ask on")
+        "question, and there is no terminal to ask on"
+    )
     assert calls(project) == []
     (project / "answers.json").write_text('{"Which team?": "OPS", "3": "now"}', encoding="utf-8")
     result = invoke("run", "p.plan", "--answers", "answers.json")
@@ -123,17 +134,20 @@ def test_an_unanswered_question_takes_the_steps_default_or_fails_naming_the_file
     assert sent(project) == ["OPS 3"]
 
 
-@pytest.mark.parametrize("content, said", [
-    ("{not json", "--answers answers.json: not JSON: "),
-    ('["OPS"]', "--answers answers.json: must be a JSON object from a step path or question to its answer, "
-                "not list"),
-    (None, "--answers answers.json: cannot read it: "),
-])
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        ("{not json", "--answers answers.json: not JSON: "),
+        ('["OPS"]', "--answers answers.json: must be a JSON object from a step path or question to its answer, not list"),
+        (None, "--answers answers.json: cannot read it: "),
+    ],
+)
 def test_an_answers_file_that_cannot_be_used_is_exit_2_before_the_run(project, content, said):
     if content is not None:
         (project / "answers.json").write_text(content, encoding="utf-8")
-    result = invoke("run", write(project, 'ask(question: "Which team?")\nnotify(channel: "#a", text: "b")'),
-                    "--answers", "answers.json")
+    result = invoke(
+        "run", write(project, 'ask(question: "Which team?")\nnotify(channel: "#a", text: "b")'), "--answers", "answers.json"
+    )
     assert result.exit_code == 2 and said in result.stderr and "Traceback" not in result.output
     assert calls(project) == [] and not (project / "runs.sqlite").exists()  # nothing recorded, nothing run
 
@@ -154,8 +168,10 @@ def test_ctrl_c_at_the_question_interrupts_and_resume_asks_it_again(project):
     resumed = invoke("resume", run_id, "--answers", "answers.json")  # the open question, asked again
     assert resumed.exit_code == 0 and json.loads(resumed.stdout)["text"] == "OPS", resumed.output
     assert sent(project) == ["OPS"]
-    assert run_of(project)[1:] == ("ok", [("1", "ask", {"question": "Which team?"}, "ok"),
-                                          ("2", "notify", {"channel": "#ops", "text": "OPS"}, "ok")])
+    assert run_of(project)[1:] == (
+        "ok",
+        [("1", "ask", {"question": "Which team?"}, "ok"), ("2", "notify", {"channel": "#ops", "text": "OPS"}, "ok")],
+    )
 
 
 def test_questions_are_asked_one_at_a_time_whatever_the_interlocutor(project):

@@ -66,7 +66,7 @@ def meet(i):
     return i
 '''
 
-TOML = '''
+TOML = """
 policy = "policy.cedar"
 
 [tools.append]
@@ -116,9 +116,9 @@ params = {{ amount = {{ type = "number" }} }}
 
 [plans.pay_odd]
 file = "pay_odd.plan"
-'''
+"""
 
-POLICY = '''
+POLICY = """
 @id("big-transfers")
 forbid(principal, action, resource == Tool::"transfer") when { context.args has amount && context.args.amount > 1000 };
 
@@ -129,13 +129,15 @@ forbid(principal, action, resource == Tool::"append") when { context.in_loop };
 forbid(principal == User::"mallory", action, resource == Tool::"append");
 
 permit(principal, action, resource);
-'''
+"""
 
-FILES = {"policy.cedar": POLICY,
-         "inner.plan": 'append(text: "inner {$args.limit}")\n',
-         "bad.plan": 'append(text: 5)\n',
-         "pay.plan": 'transfer(amount: $args.amount)\n',
-         "pay_odd.plan": 'append(text: "paying")\ntransfer(amount: 5000.5)\n'}
+FILES = {
+    "policy.cedar": POLICY,
+    "inner.plan": 'append(text: "inner {$args.limit}")\n',
+    "bad.plan": "append(text: 5)\n",
+    "pay.plan": "transfer(amount: $args.amount)\n",
+    "pay_odd.plan": 'append(text: "paying")\ntransfer(amount: 5000.5)\n',
+}
 
 
 @pytest.fixture
@@ -170,10 +172,14 @@ def run(project, text: str, *args: str):
 # --- the policy fails closed ------------------------------------------------------------------------
 
 # Cedar's own words when `big-transfers` compares a decimal with a long: Cedar would skip the policy.
-UNEVALUATED = ("calling `transfer` is denied (for User::\"anonymous\"): policy `big-transfers` could not be "
-               "evaluated for it: type error: expected long, got decimal")
-UNHOLDABLE = ("calling `transfer` is not permitted (for User::\"anonymous\"): `context.args.amount` is 0.123456, "
-              "which Cedar cannot hold: a decimal has at most 4 digits after the point")
+UNEVALUATED = (
+    'calling `transfer` is denied (for User::"anonymous"): policy `big-transfers` could not be '
+    "evaluated for it: type error: expected long, got decimal"
+)
+UNHOLDABLE = (
+    'calling `transfer` is not permitted (for User::"anonymous"): `context.args.amount` is 0.123456, '
+    "which Cedar cannot hold: a decimal has at most 4 digits after the point"
+)
 
 
 def test_a_forbid_cedar_cannot_evaluate_refuses_the_plan_before_any_call(project):
@@ -192,10 +198,13 @@ def test_a_run_time_value_cedar_cannot_evaluate_stops_the_run_before_its_call(pr
     assert calls(project) == ["transfer 1"] and statuses(project) == ["failed"]
 
 
-@pytest.mark.parametrize("text, args, recorded", [
-    ('append(text: "first")\ntransfer(amount: 0.123456)\n', (), []),  # refused at check time
-    ('append(text: "first")\ntransfer(amount: $args.amount)\n', ("--arg", "amount=0.123456"), ["failed"]),  # at run time
-])
+@pytest.mark.parametrize(
+    "text, args, recorded",
+    [
+        ('append(text: "first")\ntransfer(amount: 0.123456)\n', (), []),  # refused at check time
+        ('append(text: "first")\ntransfer(amount: $args.amount)\n', ("--arg", "amount=0.123456"), ["failed"]),  # at run time
+    ],
+)
 def test_a_value_cedar_cannot_hold_is_refused_saying_so(project, text, args, recorded):
     result = run(project, text, *args)
     assert result.exit_code == 1 and UNHOLDABLE in result.output and "no policy" not in result.output
@@ -212,16 +221,20 @@ def test_a_declared_plan_given_a_value_cedar_cannot_evaluate_stops_before_its_ca
     result = run(project, 'append(text: "first")\nplan__pay(amount: 5000.5)\nappend(text: "after")\n')
     assert result.exit_code == 1 and f"step 2/1: {UNEVALUATED}" in result.output
     assert calls(project) == ["append first"] and statuses(project) == ["failed"]
-    assert run(project, 'plan__pay(amount: 5000)\n').exit_code == 1 and calls(project) == ["append first"]
-    assert run(project, 'plan__pay(amount: 5)\n').exit_code == 0 and calls(project) == ["append first", "transfer 5"]
+    assert run(project, "plan__pay(amount: 5000)\n").exit_code == 1 and calls(project) == ["append first"]
+    assert run(project, "plan__pay(amount: 5)\n").exit_code == 0 and calls(project) == ["append first", "transfer 5"]
 
 
 # --- declared plans are checked with their callers ----------------------------------------------
 
-@pytest.mark.parametrize("callee, words", [
-    ("plan__bad()", "E211"),  # a type error in the plan's file
-    ("plan__gone()", "E211"),  # its file is missing
-])
+
+@pytest.mark.parametrize(
+    "callee, words",
+    [
+        ("plan__bad()", "E211"),  # a type error in the plan's file
+        ("plan__gone()", "E211"),  # its file is missing
+    ],
+)
 def test_a_declared_plan_that_cannot_run_refuses_its_caller_before_any_call(project, callee, words):
     text = f'append(text: "first")\n{callee}\n'
     (project / "p.plan").write_text(text, encoding="utf-8")
@@ -249,10 +262,10 @@ def test_a_declared_plan_is_judged_inside_the_callers_loop(project):
 
 
 def test_a_declared_plan_is_judged_for_the_callers_principal(project):
-    result = run(project, 'plan__inner()\n', "--principal", 'User::"mallory"')
+    result = run(project, "plan__inner()\n", "--principal", 'User::"mallory"')
     assert result.exit_code == 1 and "mallory-may-not-append" in result.output
     assert calls(project) == []
-    assert run(project, 'plan__inner()\n').exit_code == 0 and calls(project) == ["append inner 2"]
+    assert run(project, "plan__inner()\n").exit_code == 0 and calls(project) == ["append inner 2"]
 
 
 def test_a_declared_plan_run_directly_takes_its_declared_params(project):
@@ -265,7 +278,7 @@ def test_a_declared_plan_run_directly_takes_its_declared_params(project):
 
 
 def test_editing_a_declared_plan_makes_a_compiled_caller_stale(project):
-    (project / "p.plan").write_text('plan__inner()\n', encoding="utf-8")
+    (project / "p.plan").write_text("plan__inner()\n", encoding="utf-8")
     assert invoke("compile", "p.plan", "-o", "p.json").exit_code == 0
     (project / "inner.plan").write_text('append(text: "something else")\n', encoding="utf-8")
     result = invoke("run", "p.json")
@@ -273,11 +286,14 @@ def test_editing_a_declared_plan_makes_a_compiled_caller_stale(project):
     assert calls(project) == [] and statuses(project) == []
 
 
-@pytest.mark.parametrize("edit, words", [
-    (lambda text: text.replace(f'"version": {VERSION}', f'"version": "{VERSION}"'), "version"),
-    (lambda text: text.replace('"policy": null', '"policy": 5'), "not a valid stored plan: at `.policy`"),
-    (lambda text: text.replace('"format":', '"version": 3,\n  "format":'), "appears twice"),
-])
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        (lambda text: text.replace(f'"version": {VERSION}', f'"version": "{VERSION}"'), "version"),
+        (lambda text: text.replace('"policy": null', '"policy": 5'), "not a valid stored plan: at `.policy`"),
+        (lambda text: text.replace('"format":', '"version": 3,\n  "format":'), "appears twice"),
+    ],
+)
 def test_a_malformed_stored_plan_is_a_clean_refusal(project, edit, words):
     (project / "p.plan").write_text('append(text: "x")\n', encoding="utf-8")
     (project / "policy.cedar").unlink()
@@ -290,6 +306,7 @@ def test_a_malformed_stored_plan_is_a_clean_refusal(project, edit, words):
 
 
 # --- nothing starts after a failure ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize("concurrency", [1, 2, 10])
 def test_a_denied_item_stops_the_map(project, concurrency):
@@ -307,13 +324,13 @@ def test_resuming_the_failed_run_makes_no_call(project):
 
 
 def test_a_failing_filter_item_stops_the_filter(project):
-    text = 'filter(over: [5000, 1, 2], do: { transfer(amount: item); reshape(value: true) })\n'
+    text = "filter(over: [5000, 1, 2], do: { transfer(amount: item); reshape(value: true) })\n"
     result = run(project, text)
     assert result.exit_code == 1 and calls(project) == [] and statuses(project) == ["failed"]
 
 
 def test_missing_data_in_an_item_stops_the_map(project):
-    text = 'map(over: [{a: 1}, {b: 2}, {a: 3}], concurrency: 3, do: { transfer(amount: item.b) })\n'
+    text = "map(over: [{a: 1}, {b: 2}, {a: 3}], concurrency: 3, do: { transfer(amount: item.b) })\n"
     result = run(project, text)
     assert result.exit_code == 1 and "there is no field `b`" in result.output
     assert calls(project) == [] and statuses(project) == ["failed"]
@@ -331,10 +348,13 @@ def test_an_exit_in_a_map_item_ends_the_plan_and_starts_nothing_more(project, mo
     monkeypatch.setenv("PLANC_TEST_MEET", "2")
     monkeypatch.syspath_prepend(str(project))  # the tools module, as planc imports it: one module, one EXITED
     tools = importlib.import_module(f"attacktools_{project.name.replace('-', '_')}")
-    checked = planc.check('map(over: [0, 1, 2, 3], concurrency: 2, do: {\n'
-                          '  decide(when: item == 0, then: { meet(i: item) }, else: { wait_for_exit(i: item) })\n'
-                          '  exit(when: item == 0, output: "stopped at 0")\n'
-                          '})\nappend(text: "after")\n', registry=planc.load_registry(project / "planc.toml"))
+    checked = planc.check(
+        "map(over: [0, 1, 2, 3], concurrency: 2, do: {\n"
+        "  decide(when: item == 0, then: { meet(i: item) }, else: { wait_for_exit(i: item) })\n"
+        '  exit(when: item == 0, output: "stopped at 0")\n'
+        '})\nappend(text: "after")\n',
+        registry=planc.load_registry(project / "planc.toml"),
+    )
     assert checked.ok, checked.diagnostics
 
     def events(event):
@@ -347,6 +367,7 @@ def test_an_exit_in_a_map_item_ends_the_plan_and_starts_nothing_more(project, mo
 
 
 # --- every call is bounded --------------------------------------------------------------------------
+
 
 def test_a_tool_that_never_returns_fails_at_its_timeout_and_planc_exits(project):
     (project / "p.plan").write_text('hang(x: 1)\nappend(text: "never")\n', encoding="utf-8")
@@ -375,7 +396,7 @@ def test_a_map_has_as_many_sync_calls_in_flight_as_its_concurrency(project, monk
 
 # --- the property: no call starts after the first failure ------------------------------------------
 
-PROPERTY_TOOLS = '''
+PROPERTY_TOOLS = """
 import asyncio
 
 RECORD = []  # ("start" | "fail" | "end", x), in the order they happen; the test reads and clears it
@@ -390,29 +411,28 @@ async def work(x):
         raise ValueError(f"item {x} fails")
     RECORD.append(("end", x))
     return x
-'''
+"""
 
-PROPERTY_TOML = '''
+PROPERTY_TOML = """
 policy = "policy.cedar"
 
 [tools.work]
 provider = "python:{module}:work"
 params = {{ x = {{ type = "integer" }} }}
 required = ["x"]
-'''
+"""
 
-PROPERTY_POLICY = '''
+PROPERTY_POLICY = """
 @id("no-big-items")
 forbid(principal, action, resource == Tool::"work") when { context.args has x && context.args.x >= 900 };
 permit(principal, action, resource);
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def property_project(tmp_path_factory):
     folder = tmp_path_factory.mktemp("property")
-    with tool_project(folder, "propertytools", PROPERTY_TOOLS, PROPERTY_TOML,
-                      {"policy.cedar": PROPERTY_POLICY}) as module:
+    with tool_project(folder, "propertytools", PROPERTY_TOOLS, PROPERTY_TOML, {"policy.cedar": PROPERTY_POLICY}) as module:
         import importlib
         import sys
 
@@ -491,7 +511,7 @@ def test_no_call_starts_after_the_first_failure(property_project, monkeypatch, t
         record = list(tools.RECORD)
         first = next((entry for entry in record if entry[0] in ("fail", "stop", "exit")), None)
         if first is not None:
-            late = [entry for entry in record[record.index(first):] if entry[0] == "start"]
+            late = [entry for entry in record[record.index(first) :] if entry[0] == "start"]
             assert late == [], f"{text}\n{record}"
         run = json.loads(invoke("show-run", "last", "--store", store, "--format", "json").stdout)
         said = f"{text}\n{record}\n{result.output}"
@@ -508,7 +528,7 @@ def test_no_call_starts_after_the_first_failure(property_project, monkeypatch, t
 
 # --- configuration --------------------------------------------------------------------------------
 
-CODE_TOOL = '''
+CODE_TOOL = """
 import os
 import planc
 
@@ -518,7 +538,7 @@ def shout(text: str) -> str:
     with open(os.environ["PLANC_TEST_SPY"], "a", encoding="utf-8") as spy:
         spy.write(f"shout {text}\\n")
     return text.upper()
-'''
+"""
 
 
 def test_a_replay_imports_no_tool_module(tmp_path, monkeypatch):
@@ -527,8 +547,9 @@ def test_a_replay_imports_no_tool_module(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PLANC_TEST_SPY", str(tmp_path / "spy.log"))
     monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
-    with tool_project(tmp_path, "codetools", CODE_TOOL, '[tools.shout]\nprovider = "python:{module}:shout"\n',
-                      {"p.plan": 'shout(text: "hi")\n'}) as module:
+    with tool_project(
+        tmp_path, "codetools", CODE_TOOL, '[tools.shout]\nprovider = "python:{module}:shout"\n', {"p.plan": 'shout(text: "hi")\n'}
+    ) as module:
         ran = invoke("run", "p.plan")
         assert ran.exit_code == 0 and json.loads(ran.stdout) == "HI"
         run_id = json.loads(invoke("runs", "--format", "json").stdout)[0]["id"]

@@ -25,16 +25,19 @@ def test_a_waiting_call_is_made_once_when_approved_and_never_unanswered(project)
     clean(ran)
     run_id = run_id_of(ran)
     assert ran.exit_code == 3 and ran.stdout == "" and texts(project) == []
-    assert "call 1 (step 1): send {\"text\": \"one\"}: `send` is effectful" in ran.stderr
+    assert 'call 1 (step 1): send {"text": "one"}: `send` is effectful' in ran.stderr
     assert shown(run_id)["status"] == "awaiting_approval"
     assert outcomes(shown(run_id)) == [("send", "one", "awaiting_approval")]
 
     listed = invoke("runs")
-    assert f"  waits: call 1 (step 1) send {{\"text\": \"one\"}}: `send` is effectful  (planc approve {run_id} " \
-           f"--call 1 [--deny])" in listed.stdout
+    assert (
+        f'  waits: call 1 (step 1) send {{"text": "one"}}: `send` is effectful  (planc approve {run_id} '
+        f"--call 1 [--deny])" in listed.stdout
+    )
     [listed_run] = json.loads(invoke("runs", "--format", "json").stdout)
     assert listed_run["calls"] == 0 and listed_run["awaiting"] == [
-        {"sequence": 1, "step": "1", "tool": "send", "input": {"text": "one"}, "asks": "`send` is effectful"}]
+        {"sequence": 1, "step": "1", "tool": "send", "input": {"text": "one"}, "asks": "`send` is effectful"}
+    ]
 
     for command in (("resume", run_id), ("replay", run_id)):  # nobody answered: neither makes the call
         unanswered = invoke(*command)
@@ -52,7 +55,8 @@ def test_a_waiting_call_is_made_once_when_approved_and_never_unanswered(project)
     denied = invoke("approve", run_id, "--deny")
     clean(denied)
     assert denied.exit_code == 1 and denied.stderr.splitlines()[-1] == (
-        "error: step 2: stopped before calling `send`: a person denied it (`planc approve --deny`)")
+        "error: step 2: stopped before calling `send`: a person denied it (`planc approve --deny`)"
+    )
     assert shown(run_id)["status"] == "failed" and texts(project) == ["one"]
     assert outcomes(shown(run_id)) == [("send", "one", "ok"), ("send", "two", "not_approved")]
     for answer in (("approve", run_id), ("approve", run_id, "--call", "2")):
@@ -66,8 +70,7 @@ def test_a_waiting_call_is_made_once_when_approved_and_never_unanswered(project)
 def test_an_unknown_run_or_call_is_one_line_and_nothing_is_made(project):
     write_plan(project, 'send(text: "one")\n')
     run_id = run_id_of(invoke("run", "p.plan", "--approve"))
-    for args, code, said in ((("nope",), 2, "no run `nope`"),
-                             ((run_id, "--call", "7"), 1, f"run {run_id} has no call 7")):
+    for args, code, said in ((("nope",), 2, "no run `nope`"), ((run_id, "--call", "7"), 1, f"run {run_id} has no call 7")):
         answered = invoke("approve", *args)
         clean(answered)
         assert answered.exit_code == code and len(answered.stderr.splitlines()) == 1 and said in answered.stderr

@@ -50,7 +50,7 @@ def send(to, text="", **extra):
     return {"sent": to}
 '''
 
-TOML = '''
+TOML = """
 policy = "policy.cedar"
 
 [tools.listing]
@@ -78,25 +78,27 @@ required = ["to", "text"]
 [plans.inner]
 file = "inner.plan"
 params = {{ limit = {{ type = "integer", default = 2 }} }}
-'''
+"""
 
-POLICY = '''
+POLICY = """
 @id("never-mallory")
 forbid(principal, action, resource == Tool::"send") when { context.args has to && context.args.to == "mallory" };
 
 permit(principal, action, resource);
-'''
+"""
 
 ANSWER = {"type": "object"}
 
 
 @pytest.fixture
 def project(tmp_path, monkeypatch, model_server):
-    with tool_project(tmp_path, "doortools", TOOLS, TOML, {"policy.cedar": POLICY,
-                                                          "inner.plan": 'append(text: "inner {$args.limit}")\n'}):
+    with tool_project(
+        tmp_path, "doortools", TOOLS, TOML, {"policy.cedar": POLICY, "inner.plan": 'append(text: "inner {$args.limit}")\n'}
+    ):
         toml = tmp_path / "planc.toml"
-        toml.write_text(toml.read_text() + f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "m"\n',
-                        encoding="utf-8")
+        toml.write_text(
+            toml.read_text() + f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "m"\n', encoding="utf-8"
+        )
         monkeypatch.chdir(tmp_path)
         monkeypatch.setenv("PLANC_TEST_SPY", str(tmp_path / "spy.log"))
         monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
@@ -115,9 +117,10 @@ def tool_errors(model_server) -> list[str]:
 
 # --- 1. a budget is a promise at run time -----------------------------------------------------------
 
+
 def test_a_tool_returning_more_than_its_returns_at_most_fails_that_call(project):
     """The check bounds the map by `limit` (3 calls in all, within --max-calls); the tool returns five."""
-    result = run(project, 'listing(limit: 2) |> map(do: { append(text: item) })\n', "--max-calls", "3")
+    result = run(project, "listing(limit: 2) |> map(do: { append(text: item) })\n", "--max-calls", "3")
     assert result.exit_code == 1 and "`listing` returned a result its declaration does not allow" in result.output
     assert "it returned 5 items, and its `returns_at_most` is `limit`, which was 2" in result.output
     assert calls(project) == ["listing 2"] and statuses(project) == ["failed"]
@@ -130,22 +133,27 @@ def test_the_call_that_would_pass_max_usd_is_not_made(project, model_server):
     model_server.reply("{}")
     result = run(project, agent("$args.tools"), "--arg-json", 'tools=["pricey"]', "--max-usd", "1.5")
     assert result.exit_code == 1
-    assert ("step 1/agent.2/pricey: `pricey` was not called: it would pass the budget: the run has spent $1.00 and "
-            "this call costs $1.00, and `--max-usd` is 1.5") in result.output
+    assert (
+        "step 1/agent.2/pricey: `pricey` was not called: it would pass the budget: the run has spent $1.00 and "
+        "this call costs $1.00, and `--max-usd` is 1.5"
+    ) in result.output
     assert calls(project) == ["pricey a"] and statuses(project) == ["failed"]
 
 
 # --- 2. the arguments a model chooses are validated as a plan's are ----------------------------------
 
-@pytest.mark.parametrize("arguments, error", [
-    ({"to": "bob", "text": "hi", "bcc": "eve"}, "`send` has no parameter `bcc` (its parameters are `to`, `text`)"),
-    ({"to": "bob"}, "`send` needs the argument `text`, which is missing"),
-    ({"to": 5, "text": "hi"}, "argument `to` of `send` is invalid at run time: 5 is not of type 'string'"),
-    # validated before the policy: a wrong call goes back to the model rather than ending the run
-    ({"to": "mallory", "text": "hi", "bcc": "eve"}, "`send` has no parameter `bcc`"),
-])
-def test_an_agents_wrong_arguments_go_back_to_the_model_and_never_reach_the_tool(project, model_server,
-                                                                                  arguments, error):
+
+@pytest.mark.parametrize(
+    "arguments, error",
+    [
+        ({"to": "bob", "text": "hi", "bcc": "eve"}, "`send` has no parameter `bcc` (its parameters are `to`, `text`)"),
+        ({"to": "bob"}, "`send` needs the argument `text`, which is missing"),
+        ({"to": 5, "text": "hi"}, "argument `to` of `send` is invalid at run time: 5 is not of type 'string'"),
+        # validated before the policy: a wrong call goes back to the model rather than ending the run
+        ({"to": "mallory", "text": "hi", "bcc": "eve"}, "`send` has no parameter `bcc`"),
+    ],
+)
+def test_an_agents_wrong_arguments_go_back_to_the_model_and_never_reach_the_tool(project, model_server, arguments, error):
     model_server.call("send", arguments)
     model_server.reply('{"done": true}')
     result = run(project, agent())
@@ -171,6 +179,7 @@ def test_an_agent_with_no_tools_makes_no_call_whatever_its_model_asks(project, m
 
 # --- 3. a denial names the tool the agent called -------------------------------------------------------
 
+
 def test_the_denial_of_an_agents_call_names_that_tool(project, model_server):
     model_server.call("send", {"to": "mallory", "text": "hi"})
     result = run(project, agent())
@@ -181,6 +190,7 @@ def test_the_denial_of_an_agents_call_names_that_tool(project, model_server):
 
 
 # --- 10. a store written by a newer planc is refused untouched --------------------------------------
+
 
 def digest(path) -> str:
     import hashlib
@@ -202,15 +212,19 @@ def test_a_store_a_newer_planc_wrote_is_refused_untouched(project, monkeypatch):
     for command in (("run", "p.plan"), ("runs",)):
         result = invoke(*command)
         assert result.exit_code == 2 and "Traceback" not in result.output
-        assert (f"a newer planc wrote this run store (its schema is version {SCHEMA_VERSION + 1}; this planc reads "
-                f"up to version {SCHEMA_VERSION})") in result.output
+        assert (
+            f"a newer planc wrote this run store (its schema is version {SCHEMA_VERSION + 1}; this planc reads "
+            f"up to version {SCHEMA_VERSION})"
+        ) in result.output
     assert digest(store) == before and calls(project) == ["append first"]
 
 
 # --- 11. --events never overwrites what the run reads or writes --------------------------------------
 
-@pytest.mark.parametrize("target", ["runs.sqlite", "runs.sqlite-wal", "p.plan", "planc.toml", "policy.cedar",
-                                    "./sub/../runs.sqlite"])
+
+@pytest.mark.parametrize(
+    "target", ["runs.sqlite", "runs.sqlite-wal", "p.plan", "planc.toml", "policy.cedar", "./sub/../runs.sqlite"]
+)
 def test_events_never_overwrite_the_store_its_journal_the_plan_or_planc_toml(project, target):
     assert run(project, 'append(text: "first")\n').exit_code == 0
     (project / "sub").mkdir()
@@ -237,9 +251,22 @@ def test_a_model_reply_nested_past_reading_fails_its_inference_and_the_run(proje
 
 
 def test_deep_tool_call_arguments_and_answers_go_back_to_the_model(project, model_server):
-    body = {"id": "x", "object": "chat.completion", "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
-            "message": {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "send", "arguments": DEEP}}]}}]}
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "send", "arguments": DEEP}}],
+                },
+            }
+        ],
+    }
     model_server.replies.append((200, "application/json", json.dumps(body).encode(), {}))
     model_server.reply(DEEP)
     model_server.reply('{"done": true}')
@@ -250,17 +277,23 @@ def test_deep_tool_call_arguments_and_answers_go_back_to_the_model(project, mode
     assert calls(project) == [] and statuses(project) == ["ok"]
 
 
-@pytest.mark.parametrize("name, command, code, words", [
-    ("deep.json", ("run", "deep.json"), 1, "this is JSON, not a plan"),  # not read as a stored plan
-    ("answers.json", ("run", "p.plan", "--answers", "answers.json"), 2, "nested deeper than 256 levels"),
-    ("planc.lock.json", ("registry", "list"), 2, "nested deeper than 256 levels"),
-    ("lines.jsonl", ("batch", "p.plan", "--args", "lines.jsonl"), 1, "line 1"),
-])
+@pytest.mark.parametrize(
+    "name, command, code, words",
+    [
+        ("deep.json", ("run", "deep.json"), 1, "this is JSON, not a plan"),  # not read as a stored plan
+        ("answers.json", ("run", "p.plan", "--answers", "answers.json"), 2, "nested deeper than 256 levels"),
+        ("planc.lock.json", ("registry", "list"), 2, "nested deeper than 256 levels"),
+        ("lines.jsonl", ("batch", "p.plan", "--args", "lines.jsonl"), 1, "line 1"),
+    ],
+)
 def test_deep_json_in_any_file_planc_reads_is_one_clean_error(project, name, command, code, words):
     (project / "p.plan").write_text('append(text: "x")\n', encoding="utf-8")
-    texts = {"deep.json": '{"format": "planc.plan", "version": 2, "x": ' + DEEP + "}", "answers.json": '{"q": ' + DEEP + "}",
-             "planc.lock.json": '{"format": "planc.lock", "servers": ' + DEEP + "}",
-             "lines.jsonl": '{"a": ' + DEEP + "}\n"}
+    texts = {
+        "deep.json": '{"format": "planc.plan", "version": 2, "x": ' + DEEP + "}",
+        "answers.json": '{"q": ' + DEEP + "}",
+        "planc.lock.json": '{"format": "planc.lock", "servers": ' + DEEP + "}",
+        "lines.jsonl": '{"a": ' + DEEP + "}\n",
+    }
     (project / name).write_text(texts[name], encoding="utf-8")
     if name == "planc.lock.json":  # read only for a planc.toml that declares an MCP server
         with (project / "planc.toml").open("a", encoding="utf-8") as toml:
@@ -288,6 +321,7 @@ def test_a_store_record_nested_past_reading_is_one_clean_error(project, monkeypa
 
 # --- 8. replay needs nothing but the record ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("change", ["moved", "reshaped"])
 def test_a_replay_needs_neither_the_sql_database_nor_its_shape(project, change):
     with sqlite3.connect(project / "ops.sqlite") as db:
@@ -296,7 +330,7 @@ def test_a_replay_needs_neither_the_sql_database_nor_its_shape(project, change):
     db.close()
     with (project / "planc.toml").open("a", encoding="utf-8") as toml:
         toml.write('\n[tools.incidents]\nprovider = "sql:ops.sqlite"\nquery = "SELECT id, title FROM incidents"\n')
-    ran = run(project, 'incidents() |> map(do: { append(text: item.title) })\n')
+    ran = run(project, "incidents() |> map(do: { append(text: item.title) })\n")
     assert ran.exit_code == 0, ran.output
     run_id = json.loads(invoke("runs", "--format", "json").stdout)[0]["id"]
     if change == "moved":
@@ -312,6 +346,7 @@ def test_a_replay_needs_neither_the_sql_database_nor_its_shape(project, change):
 
 
 # --- 9. a compiled plan keeps its declared params ---------------------------------------------------------
+
 
 def test_a_compiled_declared_plan_keeps_its_params_on_every_run_path(project):
     assert invoke("compile", "inner.plan", "-o", "inner.json").exit_code == 0
@@ -329,6 +364,7 @@ def test_a_compiled_declared_plan_keeps_its_params_on_every_run_path(project):
 
 
 # --- 16. show-run says what happened, in the order it happened ----------------------------------------------
+
 
 def test_show_run_shows_a_step_the_policy_refused_as_failed(project):
     result = run(project, 'append(text: "first")\nsend(to: $args.to, text: "x")\n', "--arg", "to=mallory")

@@ -104,7 +104,7 @@ def weird(kind):
     }[kind]()
 '''
 
-TOML = '''
+TOML = """
 [tools.send]
 provider = "python:{module}:send"
 params = {{ text = {{ type = "string" }} }}
@@ -131,7 +131,7 @@ effects = {{ idempotent = true }}  # a refused result is never asked for again, 
 
 [limits]
 result_bytes = 4096
-'''
+"""
 
 
 @pytest.fixture
@@ -203,7 +203,8 @@ def test_events_into_a_missing_folder_is_one_usage_message_and_nothing_runs(proj
     clean(result)
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        "Error: --events no/such/folder/events.jsonl: cannot write the events there: No such file or directory"]
+        "Error: --events no/such/folder/events.jsonl: cannot write the events there: No such file or directory"
+    ]
     assert calls(project) == []
     assert stored_runs(project / "runs.sqlite") == []  # not even a run left `running`
 
@@ -248,14 +249,16 @@ def test_a_result_json_cannot_hold_is_refused_recorded_and_never_asked_for_again
     assert len(calls(project)) == 1
 
 
-@pytest.mark.parametrize("value, said", [('"\\ud800"', "at $: a string that is not valid Unicode"),
-                                         ("NaN", "at $: nan, which JSON cannot hold")])
+@pytest.mark.parametrize(
+    "value, said", [('"\\ud800"', "at $: a string that is not valid Unicode"), ("NaN", "at $: nan, which JSON cannot hold")]
+)
 def test_an_argument_json_cannot_hold_is_refused_before_the_run(project, value, said):
     write_plan(project, 'send(text: "one")\n')
     result = invoke("run", "p.plan", "--arg", f"x={value}")
     clean(result)
-    assert result.exit_code == 2 and result.stderr.splitlines() == [f"Error: --arg x: {said}" + (
-        " (it holds a lone surrogate)" if "Unicode" in said else "")]
+    assert result.exit_code == 2 and result.stderr.splitlines() == [
+        f"Error: --arg x: {said}" + (" (it holds a lone surrogate)" if "Unicode" in said else "")
+    ]
     assert calls(project) == [] and shown_runs(project) == []
 
 
@@ -266,8 +269,7 @@ def test_tuples_are_lists_in_the_run_the_record_and_the_replay(project):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"pair": [1, 2], "nested": [[3, [4]]]}
     record = shown(run_id_of(result))
-    assert record["calls"][0]["outcome"] == "ok" and record["calls"][0]["output"] == {"pair": [1, 2],
-                                                                                      "nested": [[3, [4]]]}
+    assert record["calls"][0]["outcome"] == "ok" and record["calls"][0]["output"] == {"pair": [1, 2], "nested": [[3, [4]]]}
     replayed = invoke("replay", run_id_of(result))
     assert replayed.exit_code == 0 and replayed.stdout == result.stdout
     assert len(calls(project)) == 1
@@ -301,8 +303,11 @@ from model_server import model_server  # noqa: E402,F401  (the loopback model se
 
 def test_a_model_reply_above_result_bytes_is_refused_like_a_tools_result(project, model_server):
     toml = project / "planc.toml"
-    toml.write_text(toml.read_text().replace("result_bytes = 4096", "result_bytes = 32")
-                    + f'\n[models.judge]\nbase_url = "{model_server.url}"\nmodel = "m"\n', encoding="utf-8")
+    toml.write_text(
+        toml.read_text().replace("result_bytes = 4096", "result_bytes = 32")
+        + f'\n[models.judge]\nbase_url = "{model_server.url}"\nmodel = "m"\n',
+        encoding="utf-8",
+    )
     model_server.play("answer_yes")
     write_plan(project, 'decide(infer: "Is it on fire?", then: { send(text: "fire") })\n')
     result = invoke("run", "p.plan")
@@ -321,8 +326,9 @@ def test_an_mcp_result_above_result_bytes_is_refused_like_a_python_tools(mcp_pro
 
     config, repo, synced = mcp_project
     assert synced.exit_code == 0, synced.output
-    copied = copy_project((config, repo, None), tmp_path,
-                          toml=config.read_text(encoding="utf-8") + "\n[limits]\nresult_bytes = 32\n")
+    copied = copy_project(
+        (config, repo, None), tmp_path, toml=config.read_text(encoding="utf-8") + "\n[limits]\nresult_bytes = 32\n"
+    )
     monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
     (tmp_path / "p.plan").write_text(f'git__git_status(repo_path: "{repo}")\n', encoding="utf-8")
     result = invoke("run", "--config", copied, tmp_path / "p.plan")
@@ -332,7 +338,6 @@ def test_an_mcp_result_above_result_bytes_is_refused_like_a_python_tools(mcp_pro
     record = shown(run_id_of(result))
     assert record["status"] == "failed"
     assert [(call["tool"], call["outcome"]) for call in record["calls"]] == [("git__git_status", "refused")]
-
 
 
 # --- interrupted runs say so
@@ -374,13 +379,14 @@ def test_a_signal_during_a_call_ends_the_run_interrupted_and_resume_finishes_it(
     assert code == 130, err
     run_id = next(line.split()[1] for line in err.splitlines() if line.startswith("run: "))
     name = signal.Signals(number).name
-    assert err.splitlines()[-1] == (f"error: interrupted by {name}: run {run_id} is recorded as interrupted, and "
-                                    f"`planc resume {run_id}` continues it")
+    assert err.splitlines()[-1] == (
+        f"error: interrupted by {name}: run {run_id} is recorded as interrupted, and `planc resume {run_id}` continues it"
+    )
     record = shown(run_id)
     assert record["status"] == "interrupted" and record["finished_at"] is not None
     assert outcomes(record) == [("send", "one", "ok"), ("hold", "two", "unknown")]
     assert record["events"][-1]["event"] == "run_finished" and record["events"][-1]["status"] == "interrupted"
-    assert "hold {\"text\": \"two\"}" in invoke("show-run", run_id).stdout
+    assert 'hold {"text": "two"}' in invoke("show-run", run_id).stdout
 
     replayed = invoke("replay", run_id)  # ends as the run did
     clean(replayed)
@@ -391,7 +397,11 @@ def test_a_signal_during_a_call_ends_the_run_interrupted_and_resume_finishes_it(
     assert resumed.exit_code == 0, resumed.output
     assert json.loads(resumed.stdout) == {"sent": "three"}
     assert [(call["tool"], call["text"]) for call in calls(project)] == [
-        ("send", "one"), ("hold", "two"), ("hold", "two"), ("send", "three")]
+        ("send", "one"),
+        ("hold", "two"),
+        ("hold", "two"),
+        ("send", "three"),
+    ]
     record = shown(run_id)
     assert record["status"] == "ok"
     assert outcomes(record) == [("send", "one", "ok"), ("hold", "two", "ok"), ("send", "three", "ok")]
@@ -411,7 +421,6 @@ def test_a_resume_interrupted_in_turn_is_recorded_interrupted_again(project):
     record = shown(run_id)
     assert record["status"] == "interrupted" and outcomes(record) == [("hold", "one", "unknown")]
     assert [call["tool"] for call in calls(project)] == ["hold", "hold"]  # send never started
-
 
 
 # --- resume honours the approval the run was made under
@@ -482,7 +491,6 @@ def test_ctrl_c_at_the_approve_question_interrupts_and_only_a_terminal_resumes_i
     assert record["status"] == "ok" and outcomes(record) == [("send", "one", "ok"), ("send", "two", "ok")]
 
 
-
 # --- store faults are clean
 
 BUSY_S = 0.2  # how long a write waits for another process holding the store, in these tests
@@ -516,7 +524,8 @@ def test_a_store_another_process_holds_is_one_message_and_nothing_starts(project
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == (
         f"Error: {store}: cannot write to the run store: another process is writing to it, and has held it for "
-        f"more than {BUSY_S:g} s (database is locked)")
+        f"more than {BUSY_S:g} s (database is locked)"
+    )
     assert listed.exit_code == 0 and [run["status"] for run in json.loads(listed.stdout)] == ["ok"]
     assert shown_meanwhile.exit_code == 0
     assert [call["text"] for call in calls(project)] == ["one"]  # the second run made no call
@@ -532,8 +541,10 @@ def test_a_store_taken_mid_run_stops_the_run_and_says_so(project, busy_soon):
     run_id = run_id_of(result)
     last = result.stderr.splitlines()[-1]
     assert last.startswith(f"error: {store}: cannot write to the run store: another process is writing to it"), last
-    assert last.endswith(f"(database is locked); and how it ended could not be recorded either: the store says the "
-                         f"run is still running, and `planc resume {run_id}` ends it from its record")
+    assert last.endswith(
+        f"(database is locked); and how it ended could not be recorded either: the store says the "
+        f"run is still running, and `planc resume {run_id}` ends it from its record"
+    )
     assert [call["tool"] for call in calls(project)] == ["send", "lock"]  # and nothing after the failure
     release(project)
 
@@ -569,10 +580,14 @@ def test_a_full_disk_mid_run_stops_the_run_and_loses_nothing_recorded(project, m
     clean(result)
     assert result.exit_code == 1
     run_id = run_id_of(result)
-    assert result.stderr.splitlines()[-1] == (f"error: {store}: cannot write to the run store: the disk is full "
-                                              f"(database or disk is full)")
+    assert result.stderr.splitlines()[-1] == (
+        f"error: {store}: cannot write to the run store: the disk is full (database or disk is full)"
+    )
     assert [(call["tool"], call.get("text")) for call in calls(project)] == [
-        ("send", "zero"), ("send", "one"), ("weird", None)]  # nothing after the failure
+        ("send", "zero"),
+        ("send", "one"),
+        ("weird", None),
+    ]  # nothing after the failure
     assert integrity(store) == "ok"
     record = shown(run_id)
     assert record["status"] == "failed" and outcomes(record) == [("send", "one", "ok"), ("weird", None, "unknown")]
@@ -583,7 +598,12 @@ def test_a_full_disk_mid_run_stops_the_run_and_loses_nothing_recorded(project, m
     clean(resumed)
     assert resumed.exit_code == 0, resumed.output
     assert [(call["tool"], call.get("text")) for call in calls(project)] == [
-        ("send", "zero"), ("send", "one"), ("weird", None), ("weird", None), ("send", "two")]
+        ("send", "zero"),
+        ("send", "one"),
+        ("weird", None),
+        ("weird", None),
+        ("send", "two"),
+    ]
 
 
 def as_a_user():
@@ -606,8 +626,15 @@ def as_a_user():
 
 
 def planc_as_a_user(project, *args) -> subprocess.CompletedProcess:
-    process = planc_process(*args, cwd=project, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=as_a_user())
+    process = planc_process(
+        *args,
+        cwd=project,
+        env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=as_a_user(),
+    )
     out, err = process.communicate(timeout=HANG_GUARD_S)
     assert "Traceback" not in err, err
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
@@ -629,8 +656,9 @@ def test_a_read_only_store_is_read_and_never_written(project, monkeypatch):
                 folder.chmod(0o555)
             ran = planc_as_a_user(project, "run", "p.plan")
             assert ran.returncode == 2 and ran.stdout == "", ran.stderr
-            assert ran.stderr.splitlines()[-1] == (f"Error: {store}: cannot write to the run store: it is read-only "
-                                                   f"(attempt to write a readonly database)"), ran.stderr
+            assert ran.stderr.splitlines()[-1] == (
+                f"Error: {store}: cannot write to the run store: it is read-only (attempt to write a readonly database)"
+            ), ran.stderr
             listed = planc_as_a_user(project, "runs", "--format", "json")
             assert listed.returncode == 0 and [run["id"] for run in json.loads(listed.stdout)] == [run_id]
             record = planc_as_a_user(project, "show-run", run_id, "--format", "json")
@@ -655,8 +683,12 @@ def needs_a_mount_namespace(folder: Path) -> None:
             pytest.skip(f"a mount namespace needs `{command}`")
     probe = folder / "probe-mount"
     probe.mkdir()
-    tried = subprocess.run(["unshare", "--mount", "sh", "-c", f"mount -t tmpfs -o size=1m tmpfs {probe}"],
-                           capture_output=True, text=True, timeout=HANG_GUARD_S)
+    tried = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", f"mount -t tmpfs -o size=1m tmpfs {probe}"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+    )
     probe.rmdir()
     if tried.returncode != 0:
         pytest.skip(f"no mount namespace here: {tried.stderr.strip()}")
@@ -671,17 +703,19 @@ def test_a_store_on_a_read_only_filesystem_is_read(project):
     run_id, planc = run_id_of(first), planc_executable()
     place = project / "mounted"
     place.mkdir()
-    script = (f"set -e; mount -t tmpfs -o size=16m tmpfs {place}; cp {project / 'runs.sqlite'} {place}; "
-              f"mount -o remount,ro {place}; cd {project}; export PLANC_STORE={place / 'runs.sqlite'}; "
-              f"{planc} runs; {planc} show-run {run_id}; {planc} run p.plan || echo \"run: $?\"")
-    done = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True,
-                          timeout=HANG_GUARD_S)
+    script = (
+        f"set -e; mount -t tmpfs -o size=16m tmpfs {place}; cp {project / 'runs.sqlite'} {place}; "
+        f"mount -o remount,ro {place}; cd {project}; export PLANC_STORE={place / 'runs.sqlite'}; "
+        f'{planc} runs; {planc} show-run {run_id}; {planc} run p.plan || echo "run: $?"'
+    )
+    done = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith(run_id) and " ok " in lines[0]
     assert lines[1].startswith(f"run {run_id}: ok") and lines[-1] == "run: 2"
-    assert done.stderr.splitlines()[-1].startswith(f"Error: {place / 'runs.sqlite'}: cannot open the run store: it is "
-                                                   f"on a read-only filesystem (")
+    assert done.stderr.splitlines()[-1].startswith(
+        f"Error: {place / 'runs.sqlite'}: cannot open the run store: it is on a read-only filesystem ("
+    )
     assert [call["text"] for call in calls(project)] == ["one"]
 
 
@@ -694,19 +728,21 @@ def test_a_full_disk_for_real_stops_the_run(project):
     place, kept = project / "small-disk", project / "kept"
     place.mkdir()
     kept.mkdir()
-    script = (f"set -e; mount -t tmpfs -o size=1m tmpfs {place}; cd {project}; "
-              f"PLANC_STORE={place / 'runs.sqlite'} {planc_executable()} run p.plan || echo \"run: $?\"; "
-              f"cp {place}/runs.sqlite* {kept}")
-    done = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True,
-                          timeout=HANG_GUARD_S)
+    script = (
+        f"set -e; mount -t tmpfs -o size=1m tmpfs {place}; cd {project}; "
+        f'PLANC_STORE={place / "runs.sqlite"} {planc_executable()} run p.plan || echo "run: $?"; '
+        f"cp {place}/runs.sqlite* {kept}"
+    )
+    done = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert done.stdout.splitlines()[-1] == "run: 1"
-    assert done.stderr.splitlines()[-1] == (f"error: {place / 'runs.sqlite'}: cannot write to the run store: the disk "
-                                            f"is full (database or disk is full)")
+    assert done.stderr.splitlines()[-1] == (
+        f"error: {place / 'runs.sqlite'}: cannot write to the run store: the disk is full (database or disk is full)"
+    )
     assert [(call["tool"], call.get("text")) for call in calls(project)] == [("send", "one"), ("weird", None)]
     store = kept / "runs.sqlite"
     assert integrity(store) == "ok"
-    (run_id, status), = stored_runs(store)
+    ((run_id, status),) = stored_runs(store)
     assert status == "failed"
     record = invoke("show-run", run_id, "--store", store, "--format", "json")
     assert outcomes(json.loads(record.stdout)) == [("send", "one", "ok"), ("weird", None, "unknown")]
@@ -718,8 +754,7 @@ def test_a_file_that_is_not_a_run_store_is_one_message_for_every_command(project
     broken.write_bytes(garbage)
     write_plan(project, 'send(text: "one")\n')
     said = "cannot open the run store: it is not a planc run store, or it is damaged (file is not a database)"
-    for args in (("run", "p.plan"), ("runs",), ("show-run", "some-run"), ("replay", "some-run"),
-                 ("resume", "some-run")):
+    for args in (("run", "p.plan"), ("runs",), ("show-run", "some-run"), ("replay", "some-run"), ("resume", "some-run")):
         result = invoke(*args, "--store", broken)
         clean(result)
         assert result.exit_code == 2, (args, result.output)
@@ -739,7 +774,7 @@ def test_a_damaged_store_is_one_message_and_no_call(project):
         result = invoke(*args, "--store", damaged)
         clean(result)
         assert result.exit_code == 2, (args, result.output)
-        line, = result.stderr.splitlines()
+        (line,) = result.stderr.splitlines()
         assert line.startswith(f"Error: {damaged}: cannot ") and "it is not a planc run store, or it is damaged" in line
     assert len(calls(project)) == 1
 
@@ -752,8 +787,7 @@ def test_two_resumes_of_one_run_at_once_the_second_is_refused(project):
     while_it_runs = invoke("resume", run_id)  # the run's own process holds it
     clean(while_it_runs)
     assert while_it_runs.exit_code == 1
-    assert while_it_runs.stderr.splitlines()[-1].startswith(
-        f"error: run {run_id} is being recorded by process {run.pid} (since ")
+    assert while_it_runs.stderr.splitlines()[-1].startswith(f"error: run {run_id} is being recorded by process {run.pid} (since ")
     run.kill()  # SIGKILL: it never gives the run back
     run.communicate(timeout=HANG_GUARD_S)
 
@@ -771,5 +805,10 @@ def test_two_resumes_of_one_run_at_once_the_second_is_refused(project):
     clean(third)
     assert third.exit_code == 0, third.output
     assert [(call["tool"], call["text"]) for call in calls(project)] == [
-        ("send", "one"), ("hold", "two"), ("hold", "two"), ("hold", "two"), ("send", "three")]
+        ("send", "one"),
+        ("hold", "two"),
+        ("hold", "two"),
+        ("hold", "two"),
+        ("send", "three"),
+    ]
     assert shown(run_id)["status"] == "ok" and integrity(project / "runs.sqlite") == "ok"

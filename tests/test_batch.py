@@ -27,7 +27,7 @@ HANG_GUARD_POLLS = int(HANG_GUARD_S / POLL_S)
 HOLD_FROM = 11  # lines from here on wait for the release file
 PARALLEL = 3
 
-TOOLS = '''
+TOOLS = """
 import os, time
 from pathlib import Path
 
@@ -39,9 +39,9 @@ def work(n: int, label: str) -> dict:
         while not Path(RELEASE).exists():
             time.sleep(0.01)
     return {"n": n, "label": label}
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.work]
 provider = "python:{module}:work"
 params = {{ n = {{ type = "integer" }}, label = {{ type = "string" }} }}
@@ -50,16 +50,15 @@ required = ["n", "label"]
 [plans.one]
 file = "one.plan"
 params = {{ n = {{ type = "integer", minimum = 1 }}, label = {{ type = "string", default = "x" }} }}
-'''
+"""
 
-PLAN = 'work(n: $args.n, label: $args.label)\n'
+PLAN = "work(n: $args.n, label: $args.label)\n"
 REFUSED = {7: '["not", "an", "object"]', 19: '{"label": "no n"}', 33: '{"n": 0}'}
 
 
 @pytest.fixture
 def project(tmp_path):
-    tools = (f"SPY = {str(tmp_path / 'spy.log')!r}\nRELEASE = {str(tmp_path / 'release')!r}\n"
-             f"HOLD_FROM = {HOLD_FROM}\n" + TOOLS)
+    tools = f"SPY = {str(tmp_path / 'spy.log')!r}\nRELEASE = {str(tmp_path / 'release')!r}\nHOLD_FROM = {HOLD_FROM}\n" + TOOLS
     with tool_project(tmp_path, "batchtools", tools, TOML, {"one.plan": PLAN}):
         lines = [REFUSED.get(n, json.dumps({"n": n, "label": f"line {n}"})) for n in range(1, 51)]
         (tmp_path / "args.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -85,19 +84,30 @@ def batch_runs(store: Path) -> dict[int, tuple]:
 
 def test_a_batch_runs_every_line_the_check_accepts_and_never_starts_a_refused_one(project):
     (project / "release").touch()
-    result = planc_completed("batch", "one.plan", "--args", "args.jsonl", "--store", "runs.sqlite", "--format",
-                             "json", "--parallel", PARALLEL, cwd=project)
+    result = planc_completed(
+        "batch",
+        "one.plan",
+        "--args",
+        "args.jsonl",
+        "--store",
+        "runs.sqlite",
+        "--format",
+        "json",
+        "--parallel",
+        PARALLEL,
+        cwd=project,
+    )
     assert result.returncode == 1, result.stderr  # not every line ran ok: three were refused
     assert "Traceback" not in result.stderr
     summary = json.loads(result.stdout)
-    assert (summary["lines"], summary["ok"], summary["failed"], summary["exited"], summary["refused"]) == (
-        50, 47, 0, 0, 3)
+    assert (summary["lines"], summary["ok"], summary["failed"], summary["exited"], summary["refused"]) == (50, 47, 0, 0, 3)
     assert sorted(summary["refused_lines"]) == ["19", "33", "7"]
     refused = [line for line in result.stderr.splitlines() if ": refused: " in line]
     assert refused == [
         "line 7: refused: not a JSON object of arguments",
         "line 19: refused: the plan reads `$args.n`, but the run has no argument `n` (give it with `--arg n=VALUE`)",
-        "line 33: refused: the argument `n` is invalid: 0 is less than the minimum of 1"]
+        "line 33: refused: the argument `n` is invalid: 0 is less than the minimum of 1",
+    ]
     assert result.stderr.index(refused[-1]) < result.stderr.index("batch: ")  # reported before any run
     runs = batch_runs(project / "runs.sqlite")
     assert sorted(runs) == [n for n in range(1, 51) if n not in REFUSED]
@@ -109,15 +119,28 @@ def test_a_batch_runs_every_line_the_check_accepts_and_never_starts_a_refused_on
 
 def test_a_killed_batch_resumed_finishes_the_rest_and_repeats_no_finished_run(project):
     store = project / "runs.sqlite"
-    process = planc_process("batch", "one.plan", "--args", "args.jsonl", "--store", store, "--parallel", PARALLEL,
-                            cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = planc_process(
+        "batch",
+        "one.plan",
+        "--args",
+        "args.jsonl",
+        "--store",
+        store,
+        "--parallel",
+        PARALLEL,
+        cwd=project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     finished_before = [n for n in range(1, HOLD_FROM) if n not in REFUSED]
     for _ in range(HANG_GUARD_POLLS):  # until the lines before HOLD_FROM have finished and three calls wait
         if process.poll() is not None:
             pytest.fail(f"planc batch ended ({process.returncode}) before the kill: {process.stderr.read()}")
         runs = batch_runs(store) if store.exists() else {}
-        if all(runs.get(n, (None, None))[1] == "ok" for n in finished_before) and sum(
-                count for n, count in spied(project).items() if n >= HOLD_FROM) == PARALLEL:
+        if (
+            all(runs.get(n, (None, None))[1] == "ok" for n in finished_before)
+            and sum(count for n, count in spied(project).items() if n >= HOLD_FROM) == PARALLEL
+        ):
             break
         time.sleep(POLL_S)
     else:
@@ -142,8 +165,7 @@ def test_a_killed_batch_resumed_finishes_the_rest_and_repeats_no_finished_run(pr
     assert all(after[n] == before[n] for n in finished_before)  # finished runs untouched
     assert all(after[n][0] == before[n][0] and after[n][1] == "failed" for n in in_flight)  # resumed in their record
     with sqlite3.connect(store) as db:
-        messages = [db.execute("SELECT message FROM runs WHERE id = ?", (after[n][0],)).fetchone()[0]
-                    for n in in_flight]
+        messages = [db.execute("SELECT message FROM runs WHERE id = ?", (after[n][0],)).fetchone()[0] for n in in_flight]
     assert all("outcome unknown" in message for message in messages)
     # Every call made once at most: the finished lines' not again, the ones cut short not again (their
     # outcome is unknown and `work` is not idempotent), the rest once each.
@@ -157,12 +179,28 @@ def test_a_killed_batch_resumed_finishes_the_rest_and_repeats_no_finished_run(pr
 @pytest.mark.slow  # a Ray cluster: conftest.py, the slow tier
 def test_a_batch_on_ray_makes_its_loop_calls_in_workers(project, ray_address):
     (project / "release").touch()
-    (project / "map.plan").write_text('map(over: $args.ns, concurrency: 2, do: { work(n: item, label: "m") })\n',
-                                      encoding="utf-8")
+    (project / "map.plan").write_text(
+        'map(over: $args.ns, concurrency: 2, do: { work(n: item, label: "m") })\n', encoding="utf-8"
+    )
     (project / "ns.jsonl").write_text('{"ns": [1, 2]}\n{"ns": [3]}\n{"ns": "three"}\n', encoding="utf-8")
-    process = planc_process("batch", "map.plan", "--args", "ns.jsonl", "--store", "runs.sqlite", "--executor", "ray",
-                            "--ray-address", ray_address, "--format", "json", cwd=project, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    process = planc_process(
+        "batch",
+        "map.plan",
+        "--args",
+        "ns.jsonl",
+        "--store",
+        "runs.sqlite",
+        "--executor",
+        "ray",
+        "--ray-address",
+        ray_address,
+        "--format",
+        "json",
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     stdout, stderr = process.communicate(timeout=HANG_GUARD_S)
     assert process.returncode == 1, stderr
     summary = json.loads(stdout)
@@ -176,9 +214,19 @@ def test_a_batch_on_a_terminal_shows_a_bar_and_a_summary_table(project):
     (project / "release").touch()
     (project / "few.jsonl").write_text('{"n": 1, "label": "a"}\n{"n": 2, "label": "b"}\n', encoding="utf-8")
     master, slave = os.openpty()
-    process = planc_process("batch", "one.plan", "--args", "few.jsonl", "--store", "runs.sqlite", cwd=project,
-                            stdout=slave, stderr=slave, stdin=subprocess.DEVNULL,
-                            env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
+    process = planc_process(
+        "batch",
+        "one.plan",
+        "--args",
+        "few.jsonl",
+        "--store",
+        "runs.sqlite",
+        cwd=project,
+        stdout=slave,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "100"},
+    )
     os.close(slave)
     screen = b""
     while select.select([master], [], [], HANG_GUARD_S)[0]:
@@ -199,10 +247,12 @@ def test_a_batch_on_a_terminal_shows_a_bar_and_a_summary_table(project):
 
 
 def test_batch_usage_mistakes_are_one_message_each(project):
-    for args, message in ((["one.plan"], "give the plan and its arguments"),
-                          (["--resume", "x", "one.plan"], "leave out PLAN"),
-                          (["one.plan", "--args", "missing.jsonl"], "missing.jsonl"),
-                          (["--resume", "nope"], "no batch `nope`")):
+    for args, message in (
+        (["one.plan"], "give the plan and its arguments"),
+        (["--resume", "x", "one.plan"], "leave out PLAN"),
+        (["one.plan", "--args", "missing.jsonl"], "missing.jsonl"),
+        (["--resume", "nope"], "no batch `nope`"),
+    ):
         result = planc_completed("batch", *args, "--store", "runs.sqlite", cwd=project)
         assert result.returncode == 2, (args, result.stderr)
         assert message in result.stderr and "Traceback" not in result.stderr

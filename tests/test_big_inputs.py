@@ -96,6 +96,7 @@ def test_an_unclosed_huge_string_is_one_E101_in_little_memory(text):
 
 # --- many diagnostics ------------------------------------------------------------------------
 
+
 @pytest.fixture
 def many(tmp_path, monkeypatch):
     """plan.plan with 150 errors (E206, each with a fix) and one warning-free summary line."""
@@ -153,14 +154,20 @@ def test_commands_that_refuse_a_plan_print_the_first_100_of_its_syntax_errors(ma
 
 
 # Messages, hints and lines with what rich treats specially: control codes, tabs, wide characters.
-TEXTS = st.lists(st.sampled_from(["a", " ", "\t", "\r", "\x07", "\x0b", "é", "界", "[bold]", "`", "\\"]),
-                 max_size=8).map("".join)
+TEXTS = st.lists(st.sampled_from(["a", " ", "\t", "\r", "\x07", "\x0b", "é", "界", "[bold]", "`", "\\"]), max_size=8).map("".join)
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(line=TEXTS, message=TEXTS, hints=st.lists(TEXTS, max_size=2), start=st.integers(0, 14),
-       width=st.integers(0, 20), code=st.sampled_from(["E100", "W502", "N600"]), step=st.sampled_from([None, "2/do.1"]),
-       replacement=st.one_of(st.none(), TEXTS))
+@given(
+    line=TEXTS,
+    message=TEXTS,
+    hints=st.lists(TEXTS, max_size=2),
+    start=st.integers(0, 14),
+    width=st.integers(0, 20),
+    code=st.sampled_from(["E100", "W502", "N600"]),
+    step=st.sampled_from([None, "2/do.1"]),
+    replacement=st.one_of(st.none(), TEXTS),
+)
 def test_text_without_a_terminal_is_what_rich_prints(line, message, hints, start, width, code, step, replacement):
     source = f"first line\n{line}x\nlast\tline"
     start = min(start, len(source))
@@ -184,6 +191,7 @@ def test_a_terminal_still_gets_colour(many):
 
 # --- the plan size limit ---------------------------------------------------------------------
 
+
 def _registry(toml: str):
     from pathlib import Path
 
@@ -200,8 +208,10 @@ def test_a_plan_over_the_limit_is_E106_at_the_text_past_it_before_it_is_parsed()
     result = planc.check(text, registry=SMALL)
     [error] = result.diagnostics  # no E206: the plan was not parsed
     assert not result.ok and result.plan is None
-    assert (error.code, error.message) == ("E106", "the plan is 83 bytes, over the limit of 40 bytes; raise "
-                                                   "`plan_bytes` under `[limits]` in planc.toml to check it")
+    assert (error.code, error.message) == (
+        "E106",
+        "the plan is 83 bytes, over the limit of 40 bytes; raise `plan_bytes` under `[limits]` in planc.toml to check it",
+    )
     assert error.hints == ("to check this plan, write `plan_bytes = 1048576` under `[limits]` in planc.toml",)
     assert error.span.start_offset == 40 and error.span.end_offset == len(text)
 
@@ -212,7 +222,7 @@ def test_the_limit_counts_bytes_of_utf8_and_a_plan_at_the_limit_is_checked():
     [error] = planc.check('a(x: "' + "é" * 17 + '")', registry=SMALL).diagnostics
     assert error.code == "E106" and "42 bytes" in error.message
     assert error.span.start_offset == 6 + 17  # the first character that does not fit: the closing quote
-    [error] = planc.check('a(x: "' + "€" * 12 + "\")", registry=SMALL).diagnostics  # 3 bytes each: 6 + 36 + 2
+    [error] = planc.check('a(x: "' + "€" * 12 + '")', registry=SMALL).diagnostics  # 3 bytes each: 6 + 36 + 2
     assert error.span.start_offset == 6 + 11  # the euro sign the limit cuts in two is past it
 
 
@@ -220,7 +230,8 @@ def test_without_a_registry_the_default_limit_applies():
     over = "a" * (64 * 2**20 + 1)
     [error] = planc.check(over).diagnostics
     assert error.code == "E106" and error.message.startswith(
-        "the plan is 67,108,865 bytes (64 MiB), over the limit of 67,108,864 bytes (64 MiB);")
+        "the plan is 67,108,865 bytes (64 MiB), over the limit of 67,108,864 bytes (64 MiB);"
+    )
     assert error.span.start_offset == 64 * 2**20
 
 

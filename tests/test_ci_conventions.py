@@ -9,7 +9,7 @@ import json
 import pytest
 from cli import invoke, planc_completed
 
-TOML = '''
+TOML = """
 [tools.search]
 params = { query = { type = "string" }, limit = { type = "integer" } }
 required = ["query"]
@@ -19,7 +19,7 @@ effects = { read_only = true }
 [tools.notify]
 params = { channel = { type = "string" }, text = { type = "string" } }
 required = ["channel", "text"]
-'''
+"""
 
 FIXABLE = 'search(query: "disk")\nnotify(channel: ops, text: "{{$1.length}} found")\n'
 FIXED = 'search(query: "disk")\nnotify(channel: "ops", text: "{$1.length} found")\n'
@@ -42,6 +42,7 @@ def write(project, **files) -> None:
 
 # --- fixes ------------------------------------------------------------------------------------------
 
+
 def test_fix_applies_the_fixes_the_diagnostics_carry(project):
     write(project, **{"p.plan": FIXABLE})
     assert invoke("check", "p.plan").exit_code == 1
@@ -62,9 +63,12 @@ def test_fix_with_diff_shows_the_fixes_and_writes_nothing(project):
 
 # --- many files and folders ---------------------------------------------------------------------------
 
+
 def test_check_and_fmt_take_folders_and_many_files(project):
-    write(project, **{"plans/a.plan": 'search(query: "a")\n', "plans/deep/b.plan": 'search( query:"b" )\n',
-                      "plans/notes.txt": "not a plan"})
+    write(
+        project,
+        **{"plans/a.plan": 'search(query: "a")\n', "plans/deep/b.plan": 'search( query:"b" )\n', "plans/notes.txt": "not a plan"},
+    )
     checked = invoke("check", "--format", "json", "plans")
     assert checked.exit_code == 0
     assert [json.loads(line)["file"] for line in checked.stdout.splitlines()] == ["plans/a.plan", "plans/deep/b.plan"]
@@ -85,6 +89,7 @@ def test_one_missing_file_does_not_stop_the_others(project):
 
 # --- strictness and ignoring ------------------------------------------------------------------------
 
+
 def test_strict_makes_warnings_fail(project):
     write(project, **{"p.plan": UNUSED})
     assert invoke("check", "p.plan").exit_code == 0
@@ -102,9 +107,14 @@ def test_ignore_leaves_out_warnings_but_never_errors(project):
 
 
 def test_an_ignore_comment_silences_warnings_on_its_line_or_the_next(project):
-    write(project, **{"end.plan": 'search(query: "x")  # planc: ignore[W501]\nnotify(channel: "#o", text: "t")\n',
-                      "above.plan": '# planc: ignore\nsearch(query: "x")\nnotify(channel: "#o", text: "t")\n',
-                      "other.plan": 'search(query: "x")  # planc: ignore[W502]\nnotify(channel: "#o", text: "t")\n'})
+    write(
+        project,
+        **{
+            "end.plan": 'search(query: "x")  # planc: ignore[W501]\nnotify(channel: "#o", text: "t")\n',
+            "above.plan": '# planc: ignore\nsearch(query: "x")\nnotify(channel: "#o", text: "t")\n',
+            "other.plan": 'search(query: "x")  # planc: ignore[W502]\nnotify(channel: "#o", text: "t")\n',
+        },
+    )
     assert invoke("check", "--strict", "end.plan", "above.plan").exit_code == 0
     assert "W501" in invoke("check", "--strict", "other.plan").output  # another code is not silenced
 
@@ -118,17 +128,35 @@ def test_an_ignore_comment_cannot_silence_an_error(project):
 
 # --- one exit code for a syntax error ------------------------------------------------------------------
 
-@pytest.mark.parametrize("command", [["check"], ["fmt"], ["fmt", "--check"], ["show"], ["optimize"],
-                                     ["diff", "good.plan"], ["policy", "explain", "--policy", "p.cedar"]])
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["check"],
+        ["fmt"],
+        ["fmt", "--check"],
+        ["show"],
+        ["optimize"],
+        ["diff", "good.plan"],
+        ["policy", "explain", "--policy", "p.cedar"],
+    ],
+)
 def test_a_syntax_error_is_exit_1_in_every_command(project, command):
-    write(project, **{"broken.plan": 'search(query: "x"\n', "good.plan": 'search(query: "x")\n',
-                      "p.cedar": "permit(principal, action, resource);\n"})
+    write(
+        project,
+        **{
+            "broken.plan": 'search(query: "x"\n',
+            "good.plan": 'search(query: "x")\n',
+            "p.cedar": "permit(principal, action, resource);\n",
+        },
+    )
     result = invoke(*command, "broken.plan")
     assert result.exit_code == 1, result.output
     assert "E100" in result.output and "Traceback" not in result.output
 
 
 # --- compiled plans wherever a plan goes -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("command", [["check"], ["show"], ["optimize"], ["policy", "explain", "--policy", "p.cedar"]])
 def test_a_compiled_plan_is_read_wherever_a_plan_is(project, command):
@@ -149,13 +177,17 @@ def test_a_tampered_compiled_plan_is_refused_where_it_is_read(project):
 
 # --- colour -------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("options, env, coloured", [
-    (["--color", "always"], {}, True),
-    (["--color", "never"], {}, False),
-    ([], {}, False),  # not a terminal
-    ([], {"NO_COLOR": "1"}, False),
-    (["--color", "always"], {"NO_COLOR": "1"}, True),  # said on the command line, it wins
-])
+
+@pytest.mark.parametrize(
+    "options, env, coloured",
+    [
+        (["--color", "always"], {}, True),
+        (["--color", "never"], {}, False),
+        ([], {}, False),  # not a terminal
+        ([], {"NO_COLOR": "1"}, False),
+        (["--color", "always"], {"NO_COLOR": "1"}, True),  # said on the command line, it wins
+    ],
+)
 def test_color_follows_the_option_and_no_color(project, options, env, coloured):
     write(project, **{"p.plan": 'serch(query: "x")\n'})
     import os

@@ -13,13 +13,15 @@ from planc.syntax.parser import parse
 
 GOOD = 'search(query: "outages", limit: 5)\n  |> summarize(style: "bullets")\n'
 BAD = 'search(query: "outages")\n  |> summarize(style: bullets)\n'
-REPLY = ("Sure! I will search first, then summarise.\n"
-         "\n"
-         "```plan\n"
-         'search(query: "x")\n'
-         "  |> summarize(style: bullets)\n"
-         "```\n"
-         "Let me know if you need more.\n")
+REPLY = (
+    "Sure! I will search first, then summarise.\n"
+    "\n"
+    "```plan\n"
+    'search(query: "x")\n'
+    "  |> summarize(style: bullets)\n"
+    "```\n"
+    "Let me know if you need more.\n"
+)
 
 
 @pytest.fixture
@@ -41,6 +43,7 @@ def check_json(*args: str) -> list[dict]:
 
 
 # --- planc check: exit codes -------------------------------------------------------------
+
 
 def test_check_exits_0_on_a_valid_plan(files):
     files(good_plan=GOOD)
@@ -68,13 +71,16 @@ def test_check_exits_1_when_any_of_several_files_has_errors(files):
     assert invoke("check", "good.plan", "bad.plan").exit_code == 1
 
 
-@pytest.mark.parametrize("args, message", [
-    (["check", "missing.plan"], "missing.plan: no such file"),
-    (["check", "empty"], "a folder with no .plan file"),
-    (["check", "latin1.plan"], "not UTF-8"),
-    (["fmt", "missing.plan"], "missing.plan: no such file"),
-    (["show", "missing.plan"], "missing.plan: no such file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["check", "missing.plan"], "missing.plan: no such file"),
+        (["check", "empty"], "a folder with no .plan file"),
+        (["check", "latin1.plan"], "not UTF-8"),
+        (["fmt", "missing.plan"], "missing.plan: no such file"),
+        (["show", "missing.plan"], "missing.plan: no such file"),
+    ],
+)
 def test_unreadable_files_exit_2_with_one_clean_line(files, tmp_path, args, message):
     (tmp_path / "latin1.plan").write_bytes(b'a(x: "caf\xe9")\n')
     (tmp_path / "empty").mkdir()
@@ -130,8 +136,8 @@ CODE_CASES = [
     ("E105", 'search(query: "a",\n       query: "b")', 2, 8, 'query: "b"', "line 1, column 8"),
     ("E203", 'summarize(text: $2)\nsearch(query: "x")', 1, 17, "$2", "before them"),
     ("E204", 'hits = search(query: "x")\nsummarize(text: $hit)', 2, 17, "$hit", "did you mean `$hits`?"),
-    ("E205", 'hits = a()\nb()\nhits = c()', 3, 1, "hits", "line 1, column 1"),
-    ("E206", 'a()\n  |> summarize(style: bullets)', 2, 23, "bullets", '"bullets"'),
+    ("E205", "hits = a()\nb()\nhits = c()", 3, 1, "hits", "line 1, column 1"),
+    ("E206", "a()\n  |> summarize(style: bullets)", 2, 23, "bullets", '"bullets"'),
     ("E207", 'a()\n  |> summarize(text: "Title: {item.title}")', 2, 31, "item", "`do` block"),
 ]
 
@@ -146,13 +152,13 @@ def test_each_code_is_reported_where_the_mistake_is(files, code, plan, line, col
     diagnostic = found[0]
     start, end = diagnostic["span"]["start"], diagnostic["span"]["end"]
     assert (start["line"], start["column"]) == (line, column)
-    assert plan[start["offset"]:end["offset"]] == text
+    assert plan[start["offset"] : end["offset"]] == text
     advice = diagnostic["hints"] + ([diagnostic["fix"]["replacement"]] if diagnostic["fix"] else [])
     assert any(hint in piece for piece in advice), advice
 
 
 def test_resolution_diagnostics_name_the_step_path(files):
-    files(case_plan='a() |> map(do: { b(x: accumulator) })\nc(x: $9)')
+    files(case_plan="a() |> map(do: { b(x: accumulator) })\nc(x: $9)")
     (report,) = check_json("case.plan")
     assert [(d["code"], d["step"]) for d in report["diagnostics"]] == [("E207", "2/do.1"), ("E204", "3")]
 
@@ -200,8 +206,12 @@ def test_json_output_has_the_documented_shape(files):
 def test_json_output_carries_a_cost_object(files):
     files(good_plan=GOOD)
     (report,) = check_json("good.plan")
-    assert report["cost"] == {"calls": [2, 2], "inferences": [0, 0], "usd": [0.0, 0.0],
-                              "latency_ms": {"sequential": [0, 0], "critical_path": [0, 0]}}
+    assert report["cost"] == {
+        "calls": [2, 2],
+        "inferences": [0, 0],
+        "usd": [0.0, 0.0],
+        "latency_ms": {"sequential": [0, 0], "critical_path": [0, 0]},
+    }
 
 
 def test_sarif_output_is_sarif_2_1_0(files):
@@ -240,12 +250,15 @@ def test_sarif_with_no_problems_has_no_results(files):
     assert json.loads(result.stdout)["runs"][0]["results"] == []
 
 
-@pytest.mark.parametrize("plan, quoted", [
-    (BAD, "`bullets`"),
-    ("summarize(style: 'bullets')", "`'bullets'`"),
-    ('search(query: "x" limit: 5)', "`limit`"),
-    ('search("sev2 outages")', '`"sev2 outages"`'),
-])
+@pytest.mark.parametrize(
+    "plan, quoted",
+    [
+        (BAD, "`bullets`"),
+        ("summarize(style: 'bullets')", "`'bullets'`"),
+        ('search(query: "x" limit: 5)', "`limit`"),
+        ('search("sev2 outages")', '`"sev2 outages"`'),
+    ],
+)
 def test_repair_output_quotes_the_offending_text(files, plan, quoted):
     files(reply_txt=plan)
     result = invoke("check", "--format", "repair", "reply.txt")
@@ -268,7 +281,7 @@ def test_extract_points_into_the_original_reply(files):
     (diagnostic,) = report["diagnostics"]
     assert diagnostic["code"] == "E206"
     span = diagnostic["span"]
-    assert REPLY[span["start"]["offset"]:span["end"]["offset"]] == "bullets"
+    assert REPLY[span["start"]["offset"] : span["end"]["offset"]] == "bullets"
     assert (span["start"]["line"], span["start"]["column"]) == (5, 23)
     assert report["steps"] == 2
 
@@ -283,13 +296,14 @@ def test_extract_takes_an_unfenced_plan_out_of_prose(files):
     reply = 'I would run:\nsearch(query: "x")\n  |> summarize(style: bullets)\nThat is all.\n'
     files(reply_txt=reply)
     (report,) = check_json("--extract", "reply.txt")
-    assert [(d["code"], d["span"]["start"]["line"], d["span"]["start"]["column"])
-            for d in report["diagnostics"]] == [("E206", 3, 23)]
+    assert [(d["code"], d["span"]["start"]["line"], d["span"]["start"]["column"]) for d in report["diagnostics"]] == [
+        ("E206", 3, 23)
+    ]
 
 
 # --- planc fmt ----------------------------------------------------------------------------
 
-UGLY = "# find them\nsearch( query:\"x\" ,limit:5 )|>summarize( ) # then sum\n\n\nb(x: {a: 1,\n})\n"
+UGLY = '# find them\nsearch( query:"x" ,limit:5 )|>summarize( ) # then sum\n\n\nb(x: {a: 1,\n})\n'
 CANONICAL = '# find them\nsearch(query: "x", limit: 5)\n  |> summarize()  # then sum\n\nb(x: {a: 1})\n'
 
 
@@ -325,16 +339,18 @@ def test_fmt_refuses_a_plan_with_syntax_errors_and_leaves_it_alone(files, tmp_pa
     assert (tmp_path / "broken.plan").read_text(encoding="utf-8") == "a(x: 1 2)\n"
 
 
-@pytest.mark.parametrize("source", [
-    "a() # trailing\n",
-    "# only a header\n\n\na()\n// and a footer\n",
-    "a()  # one\nb()  # two\n",
-    "decide(when: $1, then: { # inside a block\n  b()\n})\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "a() # trailing\n",
+        "# only a header\n\n\na()\n// and a footer\n",
+        "a()  # one\nb()  # two\n",
+        "decide(when: $1, then: { # inside a block\n  b()\n})\n",
+    ],
+)
 def test_fmt_loses_no_comment_and_is_stable(source):
     formatted = format_source(parse(source))
-    comments = [line[line.index("#" if "#" in line else "//"):] for line in source.splitlines()
-                if "#" in line or "//" in line]
+    comments = [line[line.index("#" if "#" in line else "//") :] for line in source.splitlines() if "#" in line or "//" in line]
     for comment in comments:
         assert comment in formatted
     assert format_source(parse(formatted)) == formatted
@@ -344,8 +360,10 @@ TRIAGE_DECIDE = """decide(when: $2.length > 10, then: {
   notify(channel: "#incidents", text: "{$2.length} open incidents: {$4.text}, and more to read")
 })
 """
-LONG_CALL = ('exit(when: $hits.length == 0, status: "error",  # nothing to do\n'
-             '     message: "no incidents match the query", output: {query: "certificate expired", matched: 0})\n')
+LONG_CALL = (
+    'exit(when: $hits.length == 0, status: "error",  # nothing to do\n'
+    '     message: "no incidents match the query", output: {query: "certificate expired", matched: 0})\n'
+)
 LONG_CALL_BROKEN = """exit(
   when: $hits.length == 0,
   status: "error",  # nothing to do
@@ -388,7 +406,9 @@ def test_fmt_keeps_plans_within_the_width_planc_toml_gives(files, tmp_path):
 
 # --- planc show ---------------------------------------------------------------------------
 
-NESTED = 'hits = search(query: "x")\n  |> map(do: { get(id: item.id) |> summarize(text: "{item.title}") })\nnotify(text: "{$hits}")\n'
+NESTED = (
+    'hits = search(query: "x")\n  |> map(do: { get(id: item.id) |> summarize(text: "{item.title}") })\nnotify(text: "{$hits}")\n'
+)
 
 
 def _nodes(data):
@@ -411,15 +431,20 @@ def test_show_json_has_kind_and_span_on_every_node(files):
     assert tree["kind"] == "plan"
     nodes = [node for node in _nodes(tree) if "kind" in node]
     assert {"plan", "pipeline", "step", "arg", "string", "block", "path", "field", "hole", "ref"} <= {
-        node["kind"] for node in nodes}
+        node["kind"] for node in nodes
+    }
     for node in nodes:
         _assert_span(node["span"])
-        text = NESTED[node["span"]["start"]["offset"]:node["span"]["end"]["offset"]]
+        text = NESTED[node["span"]["start"]["offset"] : node["span"]["end"]["offset"]]
         assert text or node["kind"] == "plan"
     steps = [node for node in nodes if node["kind"] == "step"]
     assert [(s["tool"], s["label"], s["path"]) for s in steps] == [
-        ("search", "hits", "1"), ("map", None, "2"), ("get", None, "2/do.1"),
-        ("summarize", None, "2/do.2"), ("notify", None, "3")]
+        ("search", "hits", "1"),
+        ("map", None, "2"),
+        ("get", None, "2/do.1"),
+        ("summarize", None, "2/do.2"),
+        ("notify", None, "3"),
+    ]
     for step in steps:
         assert type(step["args"]) is list
         assert all(arg["kind"] == "arg" for arg in step["args"])
@@ -433,8 +458,15 @@ def test_show_tree_names_the_steps(files):
     result = invoke("show", "nested.plan")
     assert result.exit_code == 0
     out = result.stdout
-    for expected in ["nested.plan (5 steps)", "hits = search", "2  map", "2/do.1  get",
-                     "2/do.2  summarize", "3  notify", 'query: "x"']:
+    for expected in [
+        "nested.plan (5 steps)",
+        "hits = search",
+        "2  map",
+        "2/do.1  get",
+        "2/do.2  summarize",
+        "3  notify",
+        'query: "x"',
+    ]:
         assert expected in out, out
 
 
@@ -461,11 +493,16 @@ def test_show_tree_has_each_steps_cost_a_total_and_the_blast_radius(files):
     result = invoke("show", "costly.plan")
     assert result.exit_code == 0
     out = result.stdout
-    for expected in ["1  search  1:1  1 call, $0.01, 40 ms", "2  map  2:6  0-3 calls",
-                     "2/do.1  purge  2:16  1 call", "3  notify  3:1  1 call",
-                     "cost: 2-5 calls, 0 inferences, $0.01, 40 ms",
-                     "effectful (not read-only): 2/do.1 purge, 3 notify", "destructive: 2/do.1 purge",
-                     "open-world: 2/do.1 purge, 3 notify"]:
+    for expected in [
+        "1  search  1:1  1 call, $0.01, 40 ms",
+        "2  map  2:6  0-3 calls",
+        "2/do.1  purge  2:16  1 call",
+        "3  notify  3:1  1 call",
+        "cost: 2-5 calls, 0 inferences, $0.01, 40 ms",
+        "effectful (not read-only): 2/do.1 purge, 3 notify",
+        "destructive: 2/do.1 purge",
+        "open-world: 2/do.1 purge, 3 notify",
+    ]:
         assert expected in out, out
 
 
@@ -476,12 +513,17 @@ def test_show_json_has_each_steps_cost_and_the_blast_radius(files):
     tree = json.loads(result.stdout)
     steps = [node for node in _nodes(tree) if node.get("kind") == "step"]
     assert [(step["path"], step["cost"]["calls"]) for step in steps] == [
-        ("1", [1, 1]), ("2", [0, 3]), ("2/do.1", [1, 1]), ("3", [1, 1])]
+        ("1", [1, 1]),
+        ("2", [0, 3]),
+        ("2/do.1", [1, 1]),
+        ("3", [1, 1]),
+    ]
     assert tree["cost"]["calls"] == [2, 5] and tree["cost"]["usd"] == [0.01, 0.01]
     assert tree["blast_radius"] == {
         "effectful": [{"path": "2/do.1", "tool": "purge"}, {"path": "3", "tool": "notify"}],
         "destructive": [{"path": "2/do.1", "tool": "purge"}],
-        "open_world": [{"path": "2/do.1", "tool": "purge"}, {"path": "3", "tool": "notify"}]}
+        "open_world": [{"path": "2/do.1", "tool": "purge"}, {"path": "3", "tool": "notify"}],
+    }
 
 
 def test_check_prints_the_cost_and_refuses_a_plan_over_budget(files):
@@ -568,8 +610,7 @@ def test_a_case_missing_added_or_renamed_fails_until_the_baseline_is_updated(tmp
     (corpus / "syntax.txt").write_text(without, encoding="utf-8")
     missing = invoke("corpus", corpus, "--baseline", baseline)
     assert missing.exit_code == 1
-    assert missing.stderr.splitlines()[0] == (
-        f"{baseline}: missing: syntax: fenced reply (in the baseline, not in the corpus)")
+    assert missing.stderr.splitlines()[0] == (f"{baseline}: missing: syntax: fenced reply (in the baseline, not in the corpus)")
 
     (corpus / "syntax.txt").write_text(CORPUS.replace("valid pipeline", "a valid pipeline"), encoding="utf-8")
     renamed = invoke("corpus", corpus, "--baseline", baseline)
@@ -600,9 +641,11 @@ def test_a_whole_corpus_file_gone_is_named(tmp_path):
 def test_golden_output_pins_the_whole_message_and_only_bless_changes_it(tmp_path, monkeypatch):
     corpus, baseline = pinned_corpus(tmp_path)
     golden = (corpus / "syntax.out").read_text(encoding="utf-8")
-    assert golden.startswith("==================\npositional argument\n==================\n"
-                             "error[E102]: positional argument `\"x\"`: arguments are passed by name\n"
-                             " --> plan.plan:1:8\n")
+    assert golden.startswith(
+        "==================\npositional argument\n==================\n"
+        'error[E102]: positional argument `"x"`: arguments are passed by name\n'
+        " --> plan.plan:1:8\n"
+    )
     assert "\n--- repair\nYour plan has 1 problem." in golden and '\n--- json\n{"file": "plan.plan", ' in golden
 
     import attrs
@@ -614,10 +657,11 @@ def test_golden_output_pins_the_whole_message_and_only_bless_changes_it(tmp_path
     monkeypatch.setitem(codes.CODES, "E102", attrs.evolve(e102, messages=reworded))
     reworded = invoke("corpus", corpus, "--baseline", baseline)
     assert reworded.exit_code == 1
-    assert reworded.stderr.startswith(f"{corpus / 'syntax.out'}: the output of `positional argument` differs from "
-                                      f"its golden output:\n")
-    assert "-error[E102]: positional argument `\"x\"`: arguments are passed by name" in reworded.stderr
-    assert "+error[E102]: positional argument `\"x\"`: arguments are passed by their names" in reworded.stderr
+    assert reworded.stderr.startswith(
+        f"{corpus / 'syntax.out'}: the output of `positional argument` differs from its golden output:\n"
+    )
+    assert '-error[E102]: positional argument `"x"`: arguments are passed by name' in reworded.stderr
+    assert '+error[E102]: positional argument `"x"`: arguments are passed by their names' in reworded.stderr
     assert (corpus / "syntax.out").read_text(encoding="utf-8") == golden  # checking never writes it
 
     blessed = invoke("corpus", corpus, "--baseline", baseline, "--bless")
@@ -643,11 +687,14 @@ def test_corpus_with_a_malformed_case_exits_2(tmp_path):
 INCIDENTS = Path(__file__).resolve().parents[1] / "examples" / "incidents"
 
 
-@pytest.mark.parametrize("args, whole", [
-    (["registry", "list", "--config", INCIDENTS / "planc.toml"], "python:incidents.tools:close_incident"),
-    (["policy", "explain", INCIDENTS / "close_stale.plan"], "forbid no-destructive"),
-    (["show", INCIDENTS / "gate.plan"], 'message: "no incidents match the query"'),
-])
+@pytest.mark.parametrize(
+    "args, whole",
+    [
+        (["registry", "list", "--config", INCIDENTS / "planc.toml"], "python:incidents.tools:close_incident"),
+        (["policy", "explain", INCIDENTS / "close_stale.plan"], "forbid no-destructive"),
+        (["show", INCIDENTS / "gate.plan"], 'message: "no incidents match the query"'),
+    ],
+)
 def test_a_table_or_tree_into_a_pipe_or_a_file_keeps_every_cell_whole(args, whole):
     """Not cut at 80 columns: what reads a pipe gets each cell on its line, whole (`--format json` aside)."""
     result = invoke(*args, env={"COLUMNS": None})

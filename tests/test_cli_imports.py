@@ -16,9 +16,23 @@ from planc.cli import COMMANDS, main
 PLAN = 'search(query: "outages", limit: 5)\n  |> summarize(style: "bullets")\n'
 
 # Loaded by none of `planc check --format json` and `planc fmt`: each only where it is used.
-NOT_FOR_A_CHECK = ("rich", "jsonschema", "cedarpy", "httpx", "mcp", "difflib", "asyncio", "sqlite3", "tomllib",
-                   "planc.backend.run.interpreter", "planc.optimize.optimize", "planc.cli.run_commands",
-                   "planc.cli.store_commands", "hashlib", "planc.passes.policy.decide")
+NOT_FOR_A_CHECK = (
+    "rich",
+    "jsonschema",
+    "cedarpy",
+    "httpx",
+    "mcp",
+    "difflib",
+    "asyncio",
+    "sqlite3",
+    "tomllib",
+    "planc.backend.run.interpreter",
+    "planc.optimize.optimize",
+    "planc.cli.run_commands",
+    "planc.cli.store_commands",
+    "hashlib",
+    "planc.passes.policy.decide",
+)
 
 
 def test_every_command_is_listed_and_loads_under_its_name():

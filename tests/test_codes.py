@@ -62,8 +62,7 @@ def test_every_call_of_the_builder_names_its_code_and_form_literally():
 
 def test_every_code_and_form_a_call_names_is_in_the_table():
     named, _ = named_forms(PACKAGE)
-    unknown = {pair: sites for pair, sites in named.items()
-               if pair[0] not in CODES or pair[1] not in CODES[pair[0]].messages}
+    unknown = {pair: sites for pair, sites in named.items() if pair[0] not in CODES or pair[1] not in CODES[pair[0]].messages}
     assert unknown == {}
 
 
@@ -80,8 +79,13 @@ def test_no_diagnostic_is_made_but_by_the_builder():
 def test_no_template_has_a_field_named_like_a_parameter_of_the_builder():
     """`{step}` in a template could never be filled in: `step=` is the diagnostic's step path."""
     taken = set(inspect.signature(diagnostic).parameters) - {"fields"}
-    clashes = [(code.code, form, name) for code in CODES.values() for form, template in code.messages.items()
-               for _, name, _, _ in string.Formatter().parse(template) if name in taken]
+    clashes = [
+        (code.code, form, name)
+        for code in CODES.values()
+        for form, template in code.messages.items()
+        for _, name, _, _ in string.Formatter().parse(template)
+        if name in taken
+    ]
     assert clashes == []
 
 
@@ -91,19 +95,23 @@ def test_the_checks_find_an_unknown_form_a_form_in_a_variable_and_a_hand_made_di
         'diagnostic("E204", "no_step", span, written="$9", count=1)\n'
         'diagnostic("E204", "no_such_form", span)\n'
         'diagnostic(code, "no_step", span)\n'
-        'Diagnostic("E204", "made by hand", span)\n')
+        'Diagnostic("E204", "made by hand", span)\n'
+    )
     named, unreadable = named_forms(tmp_path / "planc")
     assert named == {("E204", "no_step"): ["planc/a_pass.py:1"], ("E204", "no_such_form"): ["planc/a_pass.py:2"]}
     assert unreadable == ["planc/a_pass.py:3"]
     assert [where for where, _ in calls(tmp_path / "planc", "Diagnostic")] == ["planc/a_pass.py:4"]
 
 
-@pytest.mark.parametrize("code, form, fields, words", [
-    ("E999", "no_step", {}, "E999 is not a diagnostic code"),
-    ("E204", "no_stp", {}, "E204 has no message form `no_stp`; its forms are hidden_label, no_step, unknown_label"),
-    ("E204", "no_step", {"written": "$9"}, "E204 `no_step` takes the fields ['count', 'written'], given ['written']"),
-    ("E204", "no_step", {"written": "$9", "count": 1, "cont": 1}, "given ['cont', 'count', 'written']"),
-])
+@pytest.mark.parametrize(
+    "code, form, fields, words",
+    [
+        ("E999", "no_step", {}, "E999 is not a diagnostic code"),
+        ("E204", "no_stp", {}, "E204 has no message form `no_stp`; its forms are hidden_label, no_step, unknown_label"),
+        ("E204", "no_step", {"written": "$9"}, "E204 `no_step` takes the fields ['count', 'written'], given ['written']"),
+        ("E204", "no_step", {"written": "$9", "count": 1, "cont": 1}, "given ['cont', 'count', 'written']"),
+    ],
+)
 def test_a_code_form_or_fields_not_in_the_table_are_a_clear_error(code, form, fields, words):
     with pytest.raises(ValueError, match=re.escape(words)):
         diagnostic(code, form, Span(0, 0), **fields)
@@ -116,7 +124,7 @@ def doc_section(code: str) -> str:
     text = DIAGNOSTICS_DOC.read_text(encoding="utf-8")
     start = text.index(f"## {code}\n")
     end = text.find("\n## ", start + 1)
-    return text[start:end if end >= 0 else len(text)].rstrip("\n")
+    return text[start : end if end >= 0 else len(text)].rstrip("\n")
 
 
 SHOWN_UNDER = re.compile(r"With the `planc.toml` shown under \[(\w+)\]\(#\w+\)\.")

@@ -35,8 +35,11 @@ def write_store_fixture(folder: Path) -> Path:  # by hand, for a new schema: the
 
     shutil.copytree(FIXTURES / "store_project", folder, dirs_exist_ok=True)
     for query in RUNS:
-        subprocess.run([Path(sys.executable).with_name("planc"), "run", "triage.plan", "--arg", f"query={query}"],
-                       cwd=folder, capture_output=True)
+        subprocess.run(
+            [Path(sys.executable).with_name("planc"), "run", "triage.plan", "--arg", f"query={query}"],
+            cwd=folder,
+            capture_output=True,
+        )
     written = FIXTURES / f"store_v{SCHEMA_VERSION}.sqlite"
     shutil.copyfile(folder / ".planc" / "runs.sqlite", written)
     return written
@@ -84,11 +87,11 @@ def test_planc_stats_reads_a_store_an_earlier_planc_wrote(store):
     assert found["costs"]["search"]["calls"] == {"estimated": [3, 3], "made": 3}
 
 
-LOCK_TOML = '''
+LOCK_TOML = """
 [mcp.time]
 command = ["mcp-server-time"]
 trust_annotations = true
-'''
+"""
 
 
 def test_a_lock_an_earlier_planc_wrote_resolves_its_tools_offline(tmp_path):
@@ -106,7 +109,7 @@ def listed_names(heading: str) -> list[str]:
     """The names docs/compatibility.md lists in backquotes in the paragraph after `heading`."""
     text = COMPATIBILITY.read_text(encoding="utf-8")
     start = text.index(heading)
-    paragraph = text[start:text.index("\n\n", text.index("\n\n", start) + 2)]
+    paragraph = text[start : text.index("\n\n", text.index("\n\n", start) + 2)]
     return re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", paragraph.split("\n", 1)[1])
 
 

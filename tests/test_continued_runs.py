@@ -63,9 +63,7 @@ ALICE = 'User::"alice"'
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    with spied_project(
-        tmp_path, monkeypatch, "continuedtools", TOOLS, TOML, {"policy.cedar": POLICY}
-    ) as folder:
+    with spied_project(tmp_path, monkeypatch, "continuedtools", TOOLS, TOML, {"policy.cedar": POLICY}) as folder:
         monkeypatch.delenv("PLANC_STORE", raising=False)
         yield folder
 
@@ -88,9 +86,7 @@ def started_by_mcp(project) -> str:
 
 def waits_on(project, run_id: str) -> list[int]:
     shown = json.loads(invoke("show-run", run_id, "--format", "json").stdout)
-    assert shown["options"]["principal"] == ALICE and shown["options"]["written_by"] == [
-        "untrusted"
-    ]
+    assert shown["options"]["principal"] == ALICE and shown["options"]["written_by"] == ["untrusted"]
     return [call["sequence"] for call in shown["calls"] if call["outcome"] == "awaiting_approval"]
 
 
@@ -108,9 +104,7 @@ def approved_by_api(project, run_id: str) -> None:
 
 def approved_by_mcp(project, run_id: str) -> None:
     [answered] = asyncio.run(tool_calls(project, ("approve_run", {"run": run_id})))
-    assert answered["status"] == "awaiting_approval" and [
-        c["sequence"] for c in answered["awaiting"]
-    ] == [2]
+    assert answered["status"] == "awaiting_approval" and [c["sequence"] for c in answered["awaiting"]] == [2]
 
 
 STARTS = {"api": started_by_api, "mcp": started_by_mcp}
@@ -141,11 +135,7 @@ def test_a_waiting_run_resumed_or_replayed_keeps_waiting_and_calls_nothing(proje
     else:
         continued = invoke(command, run_id)
         assert continued.exit_code == 3 and "Traceback" not in continued.output
-    assert (
-        calls(project) == []
-        and statuses(project) == ["awaiting_approval"]
-        and waits_on(project, run_id) == [1]
-    )
+    assert calls(project) == [] and statuses(project) == ["awaiting_approval"] and waits_on(project, run_id) == [1]
 
 
 def test_the_whole_run_approved_call_by_call_makes_each_send_once(project):
@@ -165,8 +155,7 @@ def test_an_approved_run_keeps_its_principals_attributes(project, approve):
     continued by an approval is judged with them, as it was started, and the approved call is
     made."""
     (project / "policy.cedar").write_text(
-        "permit(principal, action, resource)\n"
-        'when { principal has role && principal.role == "ops" };\n',
+        'permit(principal, action, resource)\nwhen { principal has role && principal.role == "ops" };\n',
         encoding="utf-8",
     )
     (project / "p.plan").write_text('send(text: "one")\nsend(text: "two")\n', encoding="utf-8")

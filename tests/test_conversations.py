@@ -21,7 +21,7 @@ from planc.backend.models.agent_loop import SYSTEM_PROMPT, task
 from planc.optimize.optimize import optimize
 from planc.registry import load_registry
 
-TOOLS = '''
+TOOLS = """
 import json, os
 
 def _called(name, **args):
@@ -45,9 +45,9 @@ def cites_incident(severity, summary):
 def strict(summary):
     _called("strict", summary=summary)
     raise ValueError("the summary is too short")
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.search]
 provider = "python:{module}:search"
 params = {{ query = {{ type = "string" }}, limit = {{ type = "integer", minimum = 1, default = 3 }} }}
@@ -76,12 +76,16 @@ provider = "sql:findings.sqlite"
 query = "SELECT id, summary FROM findings WHERE status = :status ORDER BY id LIMIT :limit"
 params = {{ status = {{ type = "string" }}, limit = {{ type = "integer", minimum = 1, maximum = 10, default = 10 }} }}
 returns_at_most = "limit"
-'''
+"""
 
-SCHEMA = ('{type: "object", properties: {severity: {type: "string"}, summary: {type: "string"}}, '
-          'required: ["severity", "summary"]}')
-SCHEMA_DATA = {"type": "object", "properties": {"severity": {"type": "string"}, "summary": {"type": "string"}},
-               "required": ["severity", "summary"]}
+SCHEMA = (
+    '{type: "object", properties: {severity: {type: "string"}, summary: {type: "string"}}, required: ["severity", "summary"]}'
+)
+SCHEMA_DATA = {
+    "type": "object",
+    "properties": {"severity": {"type": "string"}, "summary": {"type": "string"}},
+    "required": ["severity", "summary"],
+}
 
 
 @pytest.fixture
@@ -89,13 +93,21 @@ def project(tmp_path, monkeypatch, model_server):
     with tool_project(tmp_path, "conversationtools", TOOLS, TOML, {"calls.jsonl": ""}):
         with sqlite3.connect(tmp_path / "findings.sqlite") as db:
             db.execute("CREATE TABLE findings (id TEXT, summary TEXT, status TEXT)")
-            db.executemany("INSERT INTO findings VALUES (?, ?, ?)", [
-                ("F2", "backups are not tested", "open"), ("F1", "the disk fills up", "open"),
-                ("F3", "an old certificate", "closed"), ("F4", "no alert on replication lag", "open")])
+            db.executemany(
+                "INSERT INTO findings VALUES (?, ?, ?)",
+                [
+                    ("F2", "backups are not tested", "open"),
+                    ("F1", "the disk fills up", "open"),
+                    ("F3", "an old certificate", "closed"),
+                    ("F4", "no alert on replication lag", "open"),
+                ],
+            )
         db.close()
         toml = tmp_path / "planc.toml"
-        toml.write_text(toml.read_text() + f'\n[models.default]\nbase_url = "{model_server.url}"\n'
-                        'model = "planc-test-model"\n', encoding="utf-8")
+        toml.write_text(
+            toml.read_text() + f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "planc-test-model"\n',
+            encoding="utf-8",
+        )
         monkeypatch.setenv("PLANC_TEST_CALLS", str(tmp_path / "calls.jsonl"))
         monkeypatch.chdir(tmp_path)
         yield tmp_path
@@ -120,7 +132,7 @@ def run_id(result) -> str:
 
 def at(text: str, needle: str) -> str:
     """`p.plan:LINE:COLUMN` of the first `needle` in `text`: where a diagnostic about it points."""
-    before = text[:text.index(needle)]
+    before = text[: text.index(needle)]
     return f"p.plan:{before.count(chr(10)) + 1}:{len(before) - before.rfind(chr(10))}"
 
 
@@ -147,10 +159,10 @@ SYSTEM = {"role": "system", "content": SYSTEM_PROMPT}
 # --- conversations that continue
 
 
-THREE_TURNS = f'''review = agent(prompt: "Review the disk alerts", output_schema: {SCHEMA}, tools: ["search", "notify"])
+THREE_TURNS = f"""review = agent(prompt: "Review the disk alerts", output_schema: {SCHEMA}, tools: ["search", "notify"])
 prove = agent(prompt: "Prove each claim", output_schema: {SCHEMA}, continue: $review, tools: ["search"])
 agent(prompt: "Write the summary", output_schema: {SCHEMA}, continue: $prove)
-'''
+"""
 
 
 def test_three_turns_of_one_conversation_each_see_the_turns_before(project, model_server):
@@ -159,8 +171,12 @@ def test_three_turns_of_one_conversation_each_see_the_turns_before(project, mode
         model_server.reply(reply)
     result = run(project, THREE_TURNS)
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"output": {"severity": "high", "summary": "INC-7: disk full"},
-                                         "iterations": 1, "tools_called": [], "final": True}
+    assert json.loads(result.stdout) == {
+        "output": {"severity": "high", "summary": "INC-7: disk full"},
+        "iterations": 1,
+        "tools_called": [],
+        "final": True,
+    }
     assert calls(project) == [{"tool": "search", "query": "disk full", "limit": 3}]
 
     first, second, prove, summary = model_server.bodies()
@@ -169,8 +185,7 @@ def test_three_turns_of_one_conversation_each_see_the_turns_before(project, mode
     assert turn_one[:2] == first["messages"] and [m["role"] for m in turn_one[2:]] == ["assistant", "tool"]
     assert json.loads(turn_one[3]["content"])[0] == {"id": "INC-7", "title": "disk full 0"}
     assert prove["messages"] == turn_one + [assistant(answer("high", "disk full")), user("Prove each claim")]
-    assert summary["messages"] == prove["messages"] + [assistant(answer("high", "INC-7 proves it")),
-                                                       user("Write the summary")]
+    assert summary["messages"] == prove["messages"] + [assistant(answer("high", "INC-7 proves it")), user("Write the summary")]
     offered = [[tool["function"]["name"] for tool in body["tools"]] for body in (first, prove, summary)]
     assert offered == [["notify", "search"], ["search"], ["notify", "search"]]  # narrowed, then the conversation's
     assert {body["model"] for body in model_server.bodies()} == {"planc-test-model"}
@@ -206,12 +221,15 @@ def test_a_conversation_killed_during_a_turn_resumes_from_its_record(project, mo
 
 
 def test_a_continuing_step_that_widens_the_tools_is_refused_before_anything_runs(project, model_server):
-    text = THREE_TURNS.replace('continue: $review, tools: ["search"]', 'continue: $review, tools: ["search", "not*"]') \
-        .replace('tools: ["search", "notify"])', 'tools: ["search"])')
+    text = THREE_TURNS.replace('continue: $review, tools: ["search"]', 'continue: $review, tools: ["search", "not*"]').replace(
+        'tools: ["search", "notify"])', 'tools: ["search"])'
+    )
     result = run(project, text)
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert ("error[E212]: `not*` offers `notify`, which the conversation's first step (step 1) does not offer\n"
-            f" --> {at(text, chr(34) + 'not*')} (step 2)") in result.output, result.output
+    assert (
+        "error[E212]: `not*` offers `notify`, which the conversation's first step (step 1) does not offer\n"
+        f" --> {at(text, chr(34) + 'not*')} (step 2)"
+    ) in result.output, result.output
     assert "help: step 1 offers `search`" in result.output
     assert calls(project) == [] and model_server.requests == []
 
@@ -224,19 +242,25 @@ def test_a_continuing_step_keeps_the_model_and_system_prompt(project, model_serv
     assert f"{at(text, 'system_prompt:')}: E212 `system_prompt` cannot change in a conversation" in result.output
 
 
-@pytest.mark.parametrize(("written", "found"), [
-    ("$review.output", "`$review.output`, a part of a result"),
-    ("$hits", "`$hits`, the result of `search`"),
-    ('"review"', '`"review"`'),
-])
+@pytest.mark.parametrize(
+    ("written", "found"),
+    [
+        ("$review.output", "`$review.output`, a part of a result"),
+        ("$hits", "`$hits`, the result of `search`"),
+        ('"review"', '`"review"`'),
+    ],
+)
 def test_continue_takes_a_reference_to_an_agent_step(project, written, found):
-    text = (f'hits = search(query: "disk")\nreview = agent(prompt: "a", output_schema: {SCHEMA})\n'
-            f'agent(prompt: "b", output_schema: {SCHEMA}, continue: {written})')
+    text = (
+        f'hits = search(query: "disk")\nreview = agent(prompt: "a", output_schema: {SCHEMA})\n'
+        f'agent(prompt: "b", output_schema: {SCHEMA}, continue: {written})'
+    )
     result = check(project, text)
     assert result.exit_code == 1
-    assert (f"{at(text, 'continue: ' + written).rsplit(':', 1)[0]}:{text.splitlines()[2].index(written) + 1}: "
-            f"E212 `continue` takes a reference to an earlier agent step, like `$review`, found {found}"
-            in result.output), result.output
+    assert (
+        f"{at(text, 'continue: ' + written).rsplit(':', 1)[0]}:{text.splitlines()[2].index(written) + 1}: "
+        f"E212 `continue` takes a reference to an earlier agent step, like `$review`, found {found}" in result.output
+    ), result.output
 
 
 def test_a_tool_the_turn_narrowed_away_is_not_called(project, model_server):
@@ -250,12 +274,12 @@ def test_a_tool_the_turn_narrowed_away_is_not_called(project, model_server):
     assert told == {"error": "there is no tool `notify`; the tools are search"}
 
 
-MAP_OVER_ROWS = f'''triage = agent(prompt: "You will review open findings, one at a time.", output_schema: {SCHEMA})
+MAP_OVER_ROWS = f"""triage = agent(prompt: "You will review open findings, one at a time.", output_schema: {SCHEMA})
 open_findings(status: "open")
   |> map(concurrency: 1, do: {{
        agent(prompt: "Review finding {{item.id}}: {{item.summary}}", output_schema: {SCHEMA}, continue: $triage)
      }})
-'''
+"""
 
 
 def test_a_map_over_sql_rows_continues_one_conversation_one_row_after_the_other(project, model_server):
@@ -264,12 +288,14 @@ def test_a_map_over_sql_rows_continues_one_conversation_one_row_after_the_other(
         model_server.reply(answer("high", f"{finding} reviewed"))
     result = run(project, MAP_OVER_ROWS)
     assert result.exit_code == 0, result.output
-    assert [item["output"]["summary"] for item in json.loads(result.stdout)] == [
-        "F1 reviewed", "F2 reviewed", "F4 reviewed"]
+    assert [item["output"]["summary"] for item in json.loads(result.stdout)] == ["F1 reviewed", "F2 reviewed", "F4 reviewed"]
     bodies = model_server.bodies()
     assert len(bodies) == 4
-    prompts = ["Review finding F1: the disk fills up", "Review finding F2: backups are not tested",
-               "Review finding F4: no alert on replication lag"]
+    prompts = [
+        "Review finding F1: the disk fills up",
+        "Review finding F2: backups are not tested",
+        "Review finding F4: no alert on replication lag",
+    ]
     expected = [SYSTEM, user("You will review open findings, one at a time."), assistant(answer("low", "ready"))]
     for body, prompt, reply in zip(bodies[1:], prompts, ("F1 reviewed", "F2 reviewed", "F4 reviewed")):
         assert body["messages"] == expected + [user(prompt)]  # every row sees the rows before it
@@ -280,31 +306,35 @@ def test_a_map_running_items_at_once_cannot_continue_one_conversation(project, m
     text = MAP_OVER_ROWS.replace("concurrency: 1", "concurrency: 2")
     result = run(project, text)
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert ("error[E212]: this `map` runs 2 items at once, and its body continues the conversation of step 1: "
-            f"its turns would interleave\n --> {at(text, '2, do')} (step 3)") in result.output, result.output
+    assert (
+        "error[E212]: this `map` runs 2 items at once, and its body continues the conversation of step 1: "
+        f"its turns would interleave\n --> {at(text, '2, do')} (step 3)"
+    ) in result.output, result.output
     assert "help: write `concurrency: 1` for one follow-up per item, in order" in result.output
     assert calls(project) == [] and model_server.requests == []
 
 
 def test_a_conversation_begun_in_each_item_may_run_items_at_once(project, model_server):
-    text = f'''open_findings(status: "open")
+    text = f"""open_findings(status: "open")
   |> map(concurrency: 3, do: {{
        first = agent(prompt: "Review {{item.id}}", output_schema: {SCHEMA})
        agent(prompt: "Prove it", output_schema: {SCHEMA}, continue: $first)
      }})
-'''
+"""
     assert check(project, text).exit_code == 0
 
 
 # --- checks that repair in the same conversation
 
 
-CHECKED = f'''agent(prompt: "Triage the disk alerts", output_schema: {SCHEMA}, tools: ["search"],
+CHECKED = f"""agent(prompt: "Triage the disk alerts", output_schema: {SCHEMA}, tools: ["search"],
       check: "cites_incident", repairs: REPAIRS)
-'''
-REPAIR_TURN = ("The check `cites_incident` found problems with your answer:\n"
-               "- the summary names no incident (like INC-7)\n"
-               "Correct them. Answer with only the JSON object that conforms to the output schema, and nothing else.")
+"""
+REPAIR_TURN = (
+    "The check `cites_incident` found problems with your answer:\n"
+    "- the summary names no incident (like INC-7)\n"
+    "Correct them. Answer with only the JSON object that conforms to the output schema, and nothing else."
+)
 
 
 def test_a_check_that_fails_twice_gets_two_repair_turns_and_passes_on_the_third_answer(project, model_server):
@@ -312,20 +342,32 @@ def test_a_check_that_fails_twice_gets_two_repair_turns_and_passes_on_the_third_
         model_server.reply(reply)
     result = run(project, CHECKED.replace("REPAIRS", "2"))
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"output": {"severity": "high", "summary": "INC-7: disk full"},
-                                         "iterations": 3, "tools_called": [], "final": True}
+    assert json.loads(result.stdout) == {
+        "output": {"severity": "high", "summary": "INC-7: disk full"},
+        "iterations": 3,
+        "tools_called": [],
+        "final": True,
+    }
     checked = [call["summary"] for call in calls(project) if call["tool"] == "cites_incident"]
     assert checked == ["disk full", "the disk is full", "INC-7: disk full"]
     first, second, third = model_server.bodies()
-    assert second["messages"] == first["messages"] + [assistant(answer("high", "disk full")),
-                                                      {"role": "user", "content": REPAIR_TURN}]
-    assert third["messages"] == second["messages"] + [assistant(answer("high", "the disk is full")),
-                                                      {"role": "user", "content": REPAIR_TURN}]
+    assert second["messages"] == first["messages"] + [
+        assistant(answer("high", "disk full")),
+        {"role": "user", "content": REPAIR_TURN},
+    ]
+    assert third["messages"] == second["messages"] + [
+        assistant(answer("high", "the disk is full")),
+        {"role": "user", "content": REPAIR_TURN},
+    ]
     recorded = json.loads(invoke("show-run", run_id(result), "--format", "json").stdout)
     assert [(call["step"], call["tool"]) for call in recorded["calls"]] == [
-        ("1", "model:chat"), ("1/check.1/cites_incident", "cites_incident"), ("1", "model:chat"),
-        ("1/check.2/cites_incident", "cites_incident"), ("1", "model:chat"),
-        ("1/check.3/cites_incident", "cites_incident")]
+        ("1", "model:chat"),
+        ("1/check.1/cites_incident", "cites_incident"),
+        ("1", "model:chat"),
+        ("1/check.2/cites_incident", "cites_incident"),
+        ("1", "model:chat"),
+        ("1/check.3/cites_incident", "cites_incident"),
+    ]
 
 
 def test_a_check_that_never_passes_fails_the_step_with_its_last_problems(project, model_server):
@@ -333,8 +375,9 @@ def test_a_check_that_never_passes_fails_the_step_with_its_last_problems(project
         model_server.reply(reply)
     result = run(project, CHECKED.replace("REPAIRS", "1") + 'notify(channel: "#ops", text: "{$1.output.summary}")\n')
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert result.stderr.splitlines()[-1] == ("error: step 1: the check `cites_incident` still fails after 1 repair: "
-                                              "the summary names no incident (like INC-7)")
+    assert result.stderr.splitlines()[-1] == (
+        "error: step 1: the check `cites_incident` still fails after 1 repair: the summary names no incident (like INC-7)"
+    )
     assert [call["tool"] for call in calls(project)] == ["cites_incident", "cites_incident"]  # never `notify`
     assert len(model_server.requests) == 2
     assert run_record(run_id(result))["status"] == "failed"
@@ -348,38 +391,58 @@ def test_a_check_that_raises_fails_and_its_error_goes_back_as_a_problem(project,
     assert result.exit_code == 1
     problem = "step 1/check.1/strict: `strict` failed: ValueError: the summary is too short"
     assert model_server.bodies()[1]["messages"][-1]["content"].startswith(
-        f"The check `strict` found problems with your answer:\n- {problem}\n")
+        f"The check `strict` found problems with your answer:\n- {problem}\n"
+    )
     assert [call["summary"] for call in calls(project)] == ["short", "longer"]
 
 
 def test_a_declared_plan_is_a_check_and_its_returns_is_held_to(project, model_server):
     (project / "verify.plan").write_text(
         'decide(when: $args.summary contains "INC-", then: { reshape(value: {ok: true}) },\n'
-        '       else: { reshape(value: {ok: false, problems: ["cite an incident"]}) })\n')
+        '       else: { reshape(value: {ok: false, problems: ["cite an incident"]}) })\n'
+    )
     toml = project / "planc.toml"
-    toml.write_text(toml.read_text() + '\n[plans.verify]\nfile = "verify.plan"\n'
-                    'params = { summary = { type = "string" } }\n'
-                    'returns = { type = "object", required = ["ok"], properties = { ok = { type = "boolean" } } }\n')
+    toml.write_text(
+        toml.read_text() + '\n[plans.verify]\nfile = "verify.plan"\n'
+        'params = { summary = { type = "string" } }\n'
+        'returns = { type = "object", required = ["ok"], properties = { ok = { type = "boolean" } } }\n'
+    )
     model_server.reply(answer("high", "disk full"))
     model_server.reply(answer("high", "INC-9"))
     result = run(project, CHECKED.replace('"cites_incident"', '"plan__verify"').replace("REPAIRS", "1"))
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["output"]["summary"] == "INC-9"
     assert model_server.bodies()[1]["messages"][-1]["content"].startswith(
-        "The check `plan__verify` found problems with your answer:\n- cite an incident\n")
+        "The check `plan__verify` found problems with your answer:\n- cite an incident\n"
+    )
 
 
-@pytest.mark.parametrize(("text", "needle", "message"), [
-    (f'agent(prompt: "a", output_schema: {SCHEMA}, check: "cites_incidnt")', '"cites_incidnt"',
-     "E200 `check` names `cites_incidnt`, which is not a tool"),
-    (f'agent(prompt: "a", output_schema: {SCHEMA}, repairs: 3)', "repairs",
-     "E303 `repairs` counts the repairs of a failed `check`, and this agent has no `check`"),
-    (f'agent(prompt: "a", output_schema: {SCHEMA}, check: "{{$1}}")', '"{$1}"',
-     "E303 `check` names a tool: it takes the tool's name as a string"),
-    ('agent(prompt: "a", output_schema: {type: "object", properties: {summary: {type: "string"}}}, '
-     'check: "cites_incident")', '"cites_incident"',
-     "E303 the check `cites_incident` needs `severity`, which the output schema does not require"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle", "message"),
+    [
+        (
+            f'agent(prompt: "a", output_schema: {SCHEMA}, check: "cites_incidnt")',
+            '"cites_incidnt"',
+            "E200 `check` names `cites_incidnt`, which is not a tool",
+        ),
+        (
+            f'agent(prompt: "a", output_schema: {SCHEMA}, repairs: 3)',
+            "repairs",
+            "E303 `repairs` counts the repairs of a failed `check`, and this agent has no `check`",
+        ),
+        (
+            f'agent(prompt: "a", output_schema: {SCHEMA}, check: "{{$1}}")',
+            '"{$1}"',
+            "E303 `check` names a tool: it takes the tool's name as a string",
+        ),
+        (
+            'agent(prompt: "a", output_schema: {type: "object", properties: {summary: {type: "string"}}}, '
+            'check: "cites_incident")',
+            '"cites_incident"',
+            "E303 the check `cites_incident` needs `severity`, which the output schema does not require",
+        ),
+    ],
+)
 def test_a_check_that_cannot_work_is_refused_at_check_time(project, text, needle, message):
     result = check(project, text)
     assert result.exit_code == 1 and f"{at(text, needle)}: {message}" in result.output, result.output
@@ -393,8 +456,9 @@ def test_a_schema_mismatch_goes_to_the_repair_role_and_uses_no_round(project, mo
     toml.write_text(toml.read_text() + f'\n[models.repair]\nbase_url = "{model_server.url}"\nmodel = "fixer"\n')
     model_server.reply(json.dumps({"severity": "high"}))
     model_server.reply(answer("high", "disk full"))
-    result = run(project, f'agent(prompt: "Triage", output_schema: {SCHEMA}, max_iterations: 1, '
-                          'system_prompt: "You triage incidents.")')
+    result = run(
+        project, f'agent(prompt: "Triage", output_schema: {SCHEMA}, max_iterations: 1, system_prompt: "You triage incidents.")'
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["iterations"] == 1 and json.loads(result.stdout)["final"] is True
     chat, repair = model_server.bodies()
@@ -439,8 +503,9 @@ def test_an_agent_that_calls_a_declared_plan_counts_the_plans_inferences(project
     (project / "p.plan").write_text(CALLS_INNER, encoding="utf-8")
     refused = invoke("check", "p.plan", "--max-inferences", "3", "--format", "line")
     assert refused.exit_code == 1, refused.output
-    assert "p.plan:1:1: E401 over budget: the plan may make up to 7 model inferences, and `--max-inferences` is 3" in \
-        refused.output
+    assert (
+        "p.plan:1:1: E401 over budget: the plan may make up to 7 model inferences, and `--max-inferences` is 3" in refused.output
+    )
     assert invoke("check", "p.plan", "--max-inferences", "7").exit_code == 0
     refused_run = invoke("run", "p.plan", "--max-inferences", "3")
     assert refused_run.exit_code == 1 and "E401" in refused_run.output and model_server.requests == []
@@ -454,13 +519,16 @@ def test_an_agent_that_calls_a_declared_plan_counts_the_plans_inferences(project
     assert json.loads(result.stdout)["tools_called"] == [{"tool": "plan__inner", "round": 1}]
     recorded = json.loads(invoke("show-run", run_id(result), "--format", "json").stdout)
     assert [(call["step"], call["tool"]) for call in recorded["calls"]] == [
-        ("1", "model:chat"), ("1/agent.1/plan__inner/1[0]", "model:judge"),
-        ("1/agent.1/plan__inner/1[1]", "model:judge"), ("1", "model:chat")]  # 4 inferences, within 1 to 7
+        ("1", "model:chat"),
+        ("1/agent.1/plan__inner/1[0]", "model:judge"),
+        ("1/agent.1/plan__inner/1[1]", "model:judge"),
+        ("1", "model:chat"),
+    ]  # 4 inferences, within 1 to 7
 
 
 def test_an_agent_in_a_declared_plan_that_may_call_that_plan_is_a_cycle(project, model_server):
     declare_inner(project, f'agent(prompt: "Go deeper", output_schema: {SCHEMA})\n')
-    result = check(project, 'plan__inner()')
+    result = check(project, "plan__inner()")
     assert result.exit_code == 1
     assert "p.plan:1:1: E210 calling `plan__inner` never ends: inner -> inner" in result.output, result.output
     named = check(project, CALLS_INNER)  # an agent offered it: the plan cannot run, and is not offered
@@ -470,12 +538,15 @@ def test_an_agent_in_a_declared_plan_that_may_call_that_plan_is_a_cycle(project,
 def test_a_declared_plan_run_itself_is_held_to_its_returns_at_its_finish(project, model_server):
     (project / "report.plan").write_text('search(query: "disk", limit: 2)\nreshape(value: {count: $1.length})\n')
     toml = project / "planc.toml"
-    toml.write_text(toml.read_text() + '\n[plans.report]\nfile = "report.plan"\n'
-                    'returns = { type = "object", required = ["count"], properties = { count = { type = "string" } } }\n')
+    toml.write_text(
+        toml.read_text() + '\n[plans.report]\nfile = "report.plan"\n'
+        'returns = { type = "object", required = ["count"], properties = { count = { type = "string" } } }\n'
+    )
     result = invoke("run", "report.plan")
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert result.stderr.splitlines()[-1] == ("error: the plan's result is not what its declared `returns` allows "
-                                              "(at count: 2 is not of type 'string')")
+    assert result.stderr.splitlines()[-1] == (
+        "error: the plan's result is not what its declared `returns` allows (at count: 2 is not of type 'string')"
+    )
     assert run_record(run_id(result))["status"] == "failed" and len(calls(project)) == 1
     replayed = invoke("replay", run_id(result))  # as it ran: the same failure, from the record
     assert replayed.exit_code == 1 and replayed.stderr.splitlines()[-1] == result.stderr.splitlines()[-1]
@@ -486,10 +557,12 @@ def test_a_declared_plan_run_itself_is_held_to_its_returns_at_its_finish(project
 
 
 def test_the_turns_of_one_conversation_keep_their_order_under_the_optimizer(project):
-    text = (f'a = agent(prompt: "a", output_schema: {SCHEMA}, tools: ["search"])\n'
-            f'b = agent(prompt: "b", output_schema: {SCHEMA}, continue: $a)\n'
-            f'c = agent(prompt: "c", output_schema: {SCHEMA}, continue: $a)\n'
-            f'd = agent(prompt: "d", output_schema: {SCHEMA}, tools: ["search"])\n')
+    text = (
+        f'a = agent(prompt: "a", output_schema: {SCHEMA}, tools: ["search"])\n'
+        f'b = agent(prompt: "b", output_schema: {SCHEMA}, continue: $a)\n'
+        f'c = agent(prompt: "c", output_schema: {SCHEMA}, continue: $a)\n'
+        f'd = agent(prompt: "d", output_schema: {SCHEMA}, tools: ["search"])\n'
+    )
 
     checked = planc.check(text, registry=load_registry(project / "planc.toml"))
     waves = [[checked.resolution.paths[step] for step in wave] for wave in optimize(checked).schedule.waves()]

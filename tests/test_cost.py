@@ -24,7 +24,7 @@ import planc
 from planc.analysis.blast_radius import blast_radius
 from planc.registry import registry_from_text
 
-TOML = '''
+TOML = """
 [tools.search]
 params = { query = { type = "string" }, limit = { type = "integer", minimum = 1, maximum = 100, default = 20 } }
 returns = { type = "array", items = { type = "object", properties = { id = { type = "string" } } } }
@@ -61,7 +61,7 @@ cost = { latency_ms = 100 }
 
 [tools.purge]
 params = { id = { type = "string" } }
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +85,7 @@ def codes(result) -> list[tuple[str, str]]:
 
 # --- bounds of map, filter and reduce -----------------------------------------------------
 
+
 def test_map_over_a_literal_list_runs_its_block_once_per_item(registry):
     assert total('map(over: ["a", "b", "c"], do: { get(id: item) })', registry)["calls"] == [3, 3]
 
@@ -95,13 +96,16 @@ def test_a_literal_limit_bounds_the_block_by_returns_at_most(registry):
     assert cost["usd"] == [0.001, 0.501]
 
 
-@pytest.mark.parametrize("text, most", [
-    ('search(query: "x") |> map(do: { get(id: item.id) })', 21),  # the default of `limit`
-    ('search(query: "x", limit: $args.n) |> map(do: { get(id: item.id) })', 101),  # its maximum
-    ('search(query: "x", limit: 7)\nmap(over: $1, do: { get(id: item.id) })', 8),  # a reference to the step
-    ('search(query: "x", limit: 7) |> filter(where: item.id != "a") |> map(do: { get(id: item.id) })', 8),
-    ('search(query: "x", limit: 7) |> map(do: { reshape(value: item) }) |> map(do: { get(id: item.id) })', 8),
-])
+@pytest.mark.parametrize(
+    "text, most",
+    [
+        ('search(query: "x") |> map(do: { get(id: item.id) })', 21),  # the default of `limit`
+        ('search(query: "x", limit: $args.n) |> map(do: { get(id: item.id) })', 101),  # its maximum
+        ('search(query: "x", limit: 7)\nmap(over: $1, do: { get(id: item.id) })', 8),  # a reference to the step
+        ('search(query: "x", limit: 7) |> filter(where: item.id != "a") |> map(do: { get(id: item.id) })', 8),
+        ('search(query: "x", limit: 7) |> map(do: { reshape(value: item) }) |> map(do: { get(id: item.id) })', 8),
+    ],
+)
 def test_the_bound_of_returns_at_most_without_a_literal(registry, text, most):
     assert total(text, registry)["calls"] == [1, most]
 
@@ -118,6 +122,7 @@ def test_map_runs_concurrency_items_at_once_on_the_critical_path(registry):
 
 # --- W500 and unbounded -------------------------------------------------------------------
 
+
 def test_an_unbounded_fan_out_is_w500_at_the_step_and_has_no_most(registry):
     result = cost_of('search_all(query: "x") |> map(do: { get(id: item.id) })', registry)
     assert codes(result) == [("W500", "map")]
@@ -128,18 +133,24 @@ def test_an_unbounded_fan_out_is_w500_at_the_step_and_has_no_most(registry):
     assert cost["latency_ms"]["sequential"] == [0, "unbounded"]
 
 
-@pytest.mark.parametrize("text", [
-    'search_all(query: "x") |> filter(infer: "Is {item.id} new?")',
-    'get(id: "a")\nreduce(over: $1.comments, do: { notify(text: "{item}") })',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'search_all(query: "x") |> filter(infer: "Is {item.id} new?")',
+        'get(id: "a")\nreduce(over: $1.comments, do: { notify(text: "{item}") })',
+    ],
+)
 def test_filter_with_infer_and_reduce_are_unbounded_too(registry, text):
     assert [code for code, _ in codes(cost_of(text, registry))] == ["W500"]
 
 
-@pytest.mark.parametrize("text", [
-    'search_all(query: "x") |> filter(where: item.id != "a")',
-    'search_all(query: "x") |> map(do: { reshape(value: item.id) })',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'search_all(query: "x") |> filter(where: item.id != "a")',
+        'search_all(query: "x") |> map(do: { reshape(value: item.id) })',
+    ],
+)
 def test_a_free_block_over_an_unbounded_list_is_no_warning(registry, text):
     assert cost_of(text, registry).diagnostics == ()
 
@@ -152,12 +163,15 @@ def test_a_list_planc_knows_nothing_of_is_unbounded_but_unwarned(registry):
 
 
 def test_a_known_type_without_max_items_warns_without_a_registry_too():
-    text = ('agent(prompt: "p", output_schema: {type: "object", properties: {ids: {type: "array"}}})\n'
-            'map(over: $1.output.ids, do: { get(id: item) })')
+    text = (
+        'agent(prompt: "p", output_schema: {type: "object", properties: {ids: {type: "array"}}})\n'
+        "map(over: $1.output.ids, do: { get(id: item) })"
+    )
     assert [code for code, _ in codes(cost_of(text))] == ["W500"]
 
 
 # --- decide, agent, infer, exit -----------------------------------------------------------
+
 
 def test_decide_takes_the_least_and_the_most_of_its_branches(registry):
     text = 'decide(when: true, then: { search(query: "a", limit: 1) |> summarize() }, else: { notify(text: "no") })'
@@ -168,11 +182,12 @@ def test_decide_takes_the_least_and_the_most_of_its_branches(registry):
 
 
 def test_infer_costs_an_inference_per_evaluation(registry):
-    assert total('map(over: [1, 2, 3], do: { reshape(value: item) }) |> filter(infer: "Keep {item}?")',
-                 registry)["inferences"] == [3, 3]
+    assert total('map(over: [1, 2, 3], do: { reshape(value: item) }) |> filter(infer: "Keep {item}?")', registry)[
+        "inferences"
+    ] == [3, 3]
     assert total('decide(infer: "Now?", then: { notify(text: "x") })', registry)["inferences"] == [1, 1]
     assert total('exit(infer: "Done?")', registry)["inferences"] == [1, 1]
-    assert total('filter(over: [1, 2], where: item > 1)', registry) == total('reshape(value: 1)', registry)
+    assert total("filter(over: [1, 2], where: item > 1)", registry) == total("reshape(value: 1)", registry)
 
 
 def test_an_agent_makes_up_to_max_iterations_inferences_and_calls(registry):
@@ -194,8 +209,10 @@ def test_a_check_is_called_up_to_repairs_plus_one_times_and_each_repair_adds_a_r
 
 
 def test_a_continuing_turn_costs_its_own_rounds(registry):
-    text = ('a = agent(prompt: "p", output_schema: {type: "object"}, tools: ["get"], max_iterations: 2)\n'
-            'agent(prompt: "q", output_schema: {type: "object"}, continue: $a, max_iterations: 3)')
+    text = (
+        'a = agent(prompt: "p", output_schema: {type: "object"}, tools: ["get"], max_iterations: 2)\n'
+        'agent(prompt: "q", output_schema: {type: "object"}, continue: $a, max_iterations: 3)'
+    )
     cost = cost_of(text, registry)
     first, second = (cost.cost.steps[step].to_json() for step in cost.plan.pipelines[0].steps + cost.plan.pipelines[1].steps)
     assert (first["inferences"], first["calls"]) == ([1, 3], [0, 2])
@@ -204,8 +221,11 @@ def test_a_continuing_turn_costs_its_own_rounds(registry):
 
 def test_reshape_and_ask_are_free(registry):
     assert total('ask(question: "Which team?")\nreshape(value: {team: $1})', registry) == {
-        "calls": [0, 0], "inferences": [0, 0], "usd": [0.0, 0.0],
-        "latency_ms": {"sequential": [0, 0], "critical_path": [0, 0]}}
+        "calls": [0, 0],
+        "inferences": [0, 0],
+        "usd": [0.0, 0.0],
+        "latency_ms": {"sequential": [0, 0], "critical_path": [0, 0]},
+    }
 
 
 def test_a_tool_without_a_declared_cost_is_free_but_still_a_call(registry):
@@ -221,6 +241,7 @@ def test_steps_after_a_possible_exit_may_not_run(registry):
 
 
 # --- the critical path --------------------------------------------------------------------
+
 
 def test_independent_reads_overlap_on_the_critical_path_and_effects_keep_their_order(registry):
     reads = 'get(id: "a")\nget(id: "b")\nsearch(query: "x", limit: 1)'
@@ -242,10 +263,13 @@ def test_each_step_has_its_own_cost_and_a_step_in_a_block_one_run(registry):
 PLAN = 'notify(text: "start")\nsearch(query: "x", limit: 10) |> map(do: { get(id: item.id) })\nnotify(text: "{$3}")'
 
 
-@pytest.mark.parametrize("budget, message", [
-    ({"max_calls": 5}, "over budget: the plan may make up to 13 tool calls, and `--max-calls` is 5"),
-    ({"max_usd": 0.05}, "over budget: the plan may cost up to $0.101, and `--max-usd` is 0.05"),
-])
+@pytest.mark.parametrize(
+    "budget, message",
+    [
+        ({"max_calls": 5}, "over budget: the plan may make up to 13 tool calls, and `--max-calls` is 5"),
+        ({"max_usd": 0.05}, "over budget: the plan may cost up to $0.101, and `--max-usd` is 0.05"),
+    ],
+)
 def test_a_budget_below_the_most_is_e401_at_the_step_that_crosses_it(registry, budget, message):
     result = cost_of(PLAN, registry, **budget)
     (error,) = result.diagnostics
@@ -274,10 +298,13 @@ def test_an_unbounded_most_exceeds_every_budget(registry):
 
 # --- blast radius ---------------------------------------------------------------------------
 
+
 def test_the_blast_radius_lists_effectful_destructive_and_open_world_steps(registry):
-    text = ('get(id: "a")\ndecide(when: true, then: { purge(id: "a") })\nnotify(text: "x")\n'
-            'agent(prompt: "p", output_schema: {type: "object"}, tools: ["get", "search"])\n'
-            'agent(prompt: "p", output_schema: {type: "object"}, tools: ["notify"])')
+    text = (
+        'get(id: "a")\ndecide(when: true, then: { purge(id: "a") })\nnotify(text: "x")\n'
+        'agent(prompt: "p", output_schema: {type: "object"}, tools: ["get", "search"])\n'
+        'agent(prompt: "p", output_schema: {type: "object"}, tools: ["notify"])'
+    )
     radius = blast_radius(cost_of(text, registry).resolution, registry)
     assert radius.effectful == (("2/then.1", "purge"), ("3", "notify"), ("5", "agent"))
     assert radius.destructive == (("2/then.1", "purge"),)
@@ -285,6 +312,7 @@ def test_the_blast_radius_lists_effectful_destructive_and_open_world_steps(regis
 
 
 # --- the property: no run costs more than the most -------------------------------------------
+
 
 @dataclass
 class ToolSpec:
@@ -340,7 +368,8 @@ class StepSpec:
     @property
     def makes_list(self) -> bool:
         return self.kind in ("map", "filter_do", "filter_infer", "filter_where") or (
-            self.kind == "call" and self.tool.returns_list)
+            self.kind == "call" and self.tool.returns_list
+        )
 
 
 def render_registry(tools: list[ToolSpec], declared: list[PlanSpec] = (), folder: Path | None = None) -> str:
@@ -351,13 +380,19 @@ def render_registry(tools: list[ToolSpec], declared: list[PlanSpec] = (), folder
         out += [f"[plans.{plan.name}]", f'file = "{plan.name}.plan"', 'params = { n = { type = "integer" } }', ""]
     for tool in tools:
         limit = {"type": "integer", "minimum": 0}
-        limit.update({key: value for key, value in (("maximum", tool.maximum), ("default", tool.default))
-                      if value is not None})
+        limit.update({key: value for key, value in (("maximum", tool.maximum), ("default", tool.default)) if value is not None})
         params = {"limit": limit, **({"items": {"type": "array"}} if tool.pipe else {})}
-        returns = {"type": "array", **({"maxItems": tool.max_items} if tool.max_items is not None else {})} \
-            if tool.returns_list else {"type": "object"}
-        out += [f"[tools.{tool.name}]", f"params = {_toml(params)}", f"returns = {_toml(returns)}",
-                f"effects = {{ read_only = {str(tool.read_only).lower()} }}"]
+        returns = (
+            {"type": "array", **({"maxItems": tool.max_items} if tool.max_items is not None else {})}
+            if tool.returns_list
+            else {"type": "object"}
+        )
+        out += [
+            f"[tools.{tool.name}]",
+            f"params = {_toml(params)}",
+            f"returns = {_toml(returns)}",
+            f"effects = {{ read_only = {str(tool.read_only).lower()} }}",
+        ]
         out += ['pipe = "items"'] if tool.pipe else []
         out += ['returns_at_most = "limit"'] if tool.at_most else []
         out += [f"cost = {{ usd = {tool.usd} }}"] if tool.usd is not None else []
@@ -413,11 +448,17 @@ def render_step(step: StepSpec) -> str:
 def tool_specs(draw, name: str) -> ToolSpec:
     returns_list = draw(st.booleans())
     maximum = draw(st.none() | st.integers(0, 6))
-    return ToolSpec(name, pipe=draw(st.booleans()), returns_list=returns_list,
-                    max_items=draw(st.none() | st.integers(0, 5)) if returns_list else None,
-                    at_most=returns_list and draw(st.booleans()), maximum=maximum,
-                    default=draw(st.none() | st.integers(0, 6 if maximum is None else maximum)),
-                    read_only=draw(st.booleans()), usd=draw(st.sampled_from([None, 0.0, 0.01, 0.25])))
+    return ToolSpec(
+        name,
+        pipe=draw(st.booleans()),
+        returns_list=returns_list,
+        max_items=draw(st.none() | st.integers(0, 5)) if returns_list else None,
+        at_most=returns_list and draw(st.booleans()),
+        maximum=maximum,
+        default=draw(st.none() | st.integers(0, 6 if maximum is None else maximum)),
+        read_only=draw(st.booleans()),
+        usd=draw(st.sampled_from([None, 0.0, 0.01, 0.25])),
+    )
 
 
 @st.composite
@@ -549,8 +590,9 @@ def _most_step(step: StepSpec, tools, top_lengths, piped_length, spent: Spent, d
     if step.kind == "decide":
         then = most(step.body, tools, top_lengths, False, declared)
         other = most(step.other or [], tools, top_lengths, False, declared)
-        spent.add(Spent(max(then.calls, other.calls), max(then.inferences, other.inferences) + step.infer,
-                        max(then.usd, other.usd)))
+        spent.add(
+            Spent(max(then.calls, other.calls), max(then.inferences, other.inferences) + step.infer, max(then.usd, other.usd))
+        )
         return None
     if step.kind == "exit":
         spent.add(Spent(0, int(step.infer), 0))
@@ -558,8 +600,7 @@ def _most_step(step: StepSpec, tools, top_lengths, piped_length, spent: Spent, d
     if step.kind == "agent":
         rounds = step.iterations or 8
         calls = [_one_call(called, tools) for called in _matched(step, tools, declared)]
-        worst = Spent(*(max((getattr(call, name) for call in calls), default=0)
-                        for name in ("calls", "inferences", "usd")))
+        worst = Spent(*(max((getattr(call, name) for call in calls), default=0) for name in ("calls", "inferences", "usd")))
         spent.add(Spent(0, rounds + 1, 0))  # its rounds, and the repair role's fix-up
         spent.add(worst, times=rounds)
         return None
@@ -650,7 +691,8 @@ def test_the_most_is_never_below_what_the_costliest_run_spends(plan):
     assert cost.usd.high >= worst.usd - 1e-9, text
     if math.inf in (worst.calls, worst.inferences):
         assert "W500" in [d.code for d in result.diagnostics] + [
-            d.code for plan in result.context.plans.values() for d in plan.diagnostics], text
+            d.code for plan in result.context.plans.values() for d in plan.diagnostics
+        ], text
 
 
 @PROPERTY

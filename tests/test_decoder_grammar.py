@@ -82,8 +82,11 @@ def clean_plans() -> list[tuple[str, object, str]]:
 def test_every_corpus_plan_that_checks_clean_is_accepted_as_fmt_prints_it(grammars):
     plans = clean_plans()
     assert len(plans) > 150
-    refused = {name: text for name, registry, text in plans
-               if not grammars().accepts(text) or registry is not None and not grammars(registry).accepts(text)}
+    refused = {
+        name: text
+        for name, registry, text in plans
+        if not grammars().accepts(text) or registry is not None and not grammars(registry).accepts(text)
+    }
     if grammars().format == "gbnf":
         assert all(re.search(r"^\s*\w+ = \w+\(", text, re.M) for text in refused.values()), refused
         assert len(refused) <= len(plans) // 20, sorted(refused)
@@ -154,6 +157,8 @@ def _calls_wrongly(text: str, registry) -> list[str]:
         elif diagnostic.code in ("E202", "E303") and not untracked and " needs " not in diagnostic.message:
             wrong.append(diagnostic.message)
     return wrong
+
+
 _built: dict = {}
 
 
@@ -165,18 +170,18 @@ def _decoder(format: str, config: Path | None) -> Decoder:
 
 
 REFUSED = {
-    "a comment": "# find them\nsearch(query: \"disk\")\n",
-    "a comment after a step": "search(query: \"disk\")  # first\n",
+    "a comment": '# find them\nsearch(query: "disk")\n',
+    "a comment after a step": 'search(query: "disk")  # first\n',
     "no step at all": "\n",
     "nothing": "",
-    "space of its own": "search(query:\"disk\")\n",
-    "a trailing comma": "search(query: \"disk\",)\n",
-    "a step on the last line without its newline": "search(query: \"disk\")",
-    "a blank line after the last step": "search(query: \"disk\")\n\n",
-    "prose after the plan": "search(query: \"disk\")\nThat is the plan.\n",
-    "a quoted record key": "summarize(items: [{\"id\": 1}])\n",
-    "a number as planc would not print it": "search(query: \"disk\", limit: 05)\n",
-    "an unknown tool": "find(query: \"disk\")\n",
+    "space of its own": 'search(query:"disk")\n',
+    "a trailing comma": 'search(query: "disk",)\n',
+    "a step on the last line without its newline": 'search(query: "disk")',
+    "a blank line after the last step": 'search(query: "disk")\n\n',
+    "prose after the plan": 'search(query: "disk")\nThat is the plan.\n',
+    "a quoted record key": 'summarize(items: [{"id": 1}])\n',
+    "a number as planc would not print it": 'search(query: "disk", limit: 05)\n',
+    "an unknown tool": 'find(query: "disk")\n',
 }
 
 
@@ -185,9 +190,11 @@ def test_what_a_small_model_wandered_into_is_refused_and_the_plan_as_fmt_prints_
     decoder = _decoder(format, INCIDENTS)
     refused = [name for name, text in REFUSED.items() if decoder.accepts(text)]
     assert refused == []
-    plan = ('disk = search(query: "disk", limit: 50)\n'
-            '  |> filter(where: severity >= 3 and status == "open")\n'
-            'notify(channel: "#incidents", text: "{$disk.length} open severe disk incidents")\n')
+    plan = (
+        'disk = search(query: "disk", limit: 50)\n'
+        '  |> filter(where: severity >= 3 and status == "open")\n'
+        'notify(channel: "#incidents", text: "{$disk.length} open severe disk incidents")\n'
+    )
     assert decoder.accepts(plan) and format_source(parse(plan)) == format_source(parse(plan), width=None) == plan
 
 
@@ -195,7 +202,7 @@ def test_full_keeps_the_parser_language_and_the_default_is_the_decoder_grammar_w
     full = invoke("grammar", "--full", "--config", INCIDENTS)
     decoder = invoke("grammar", "--config", INCIDENTS)
     assert full.exit_code == decoder.exit_code == 0
-    commented = "# find them\nsearch(query:\"disk\")"
+    commented = '# find them\nsearch(query:"disk")'
     assert Decoder(full.stdout, "lark").accepts(commented)
     assert not Decoder(decoder.stdout, "lark").accepts(commented)
     # The example's policy forbids the destructive `close_incident` whatever its arguments: the decoder

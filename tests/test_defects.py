@@ -24,12 +24,12 @@ def folder(tmp_path, monkeypatch):
 
 # --- 14. what the docs and the messages say is what the code does -------------------------------------
 
+
 def test_the_sql_tools_documented_effects_are_those_registry_list_shows(folder):
     with sqlite3.connect(folder / "ops.sqlite") as db:
         db.execute("CREATE TABLE t (a TEXT)")
     db.close()
-    (folder / "planc.toml").write_text('[tools.rows]\nprovider = "sql:ops.sqlite"\nquery = "SELECT a FROM t"\n',
-                                       encoding="utf-8")
+    (folder / "planc.toml").write_text('[tools.rows]\nprovider = "sql:ops.sqlite"\nquery = "SELECT a FROM t"\n', encoding="utf-8")
     listed = invoke("registry", "list", "--format", "json")
     assert listed.exit_code == 0, listed.output
     [tool] = [tool for tool in json.loads(listed.stdout)["tools"] if tool["name"] == "rows"]
@@ -44,17 +44,21 @@ def test_w502_says_that_the_run_fills_a_planc_hole_inside_double_braces(folder):
     (folder / "p.plan").write_text('map(over: ["a"], do: { reshape(value: "x {{item}} y") })\n', encoding="utf-8")
     checked = invoke("check", "--format", "line", "p.plan")
     assert checked.exit_code == 0
-    assert ("W502 `{{item}}` looks like a hole from another template language; planc fills the `{item}` inside it "
-            "and keeps the rest as literal text") in checked.output
+    assert (
+        "W502 `{{item}}` looks like a hole from another template language; planc fills the `{item}` inside it "
+        "and keeps the rest as literal text"
+    ) in checked.output
     ran = invoke("run", "p.plan")
     assert ran.exit_code == 0 and json.loads(ran.stdout) == ["x {a} y"]  # as the warning says
 
 
-@pytest.mark.parametrize("command", [("show",), ("show", "--format", "json"), ("show", "--format", "dot"),
-                                     ("policy", "explain", "--policy", "policy.cedar")])
+@pytest.mark.parametrize(
+    "command",
+    [("show",), ("show", "--format", "json"), ("show", "--format", "dot"), ("policy", "explain", "--policy", "policy.cedar")],
+)
 def test_show_and_policy_explain_exit_1_on_a_plan_with_errors(folder, command):
     (folder / "policy.cedar").write_text("permit(principal, action, resource);\n", encoding="utf-8")
-    (folder / "p.plan").write_text('reshape(value: 1)\nreshape(value: $5)\n', encoding="utf-8")
+    (folder / "p.plan").write_text("reshape(value: 1)\nreshape(value: $5)\n", encoding="utf-8")
     result = invoke(*command, "p.plan")  # what can be shown is shown, and the errors said
     assert result.exit_code == 1 and "E20" in result.stderr and "Traceback" not in result.output
     assert result.stdout != ""
@@ -62,7 +66,7 @@ def test_show_and_policy_explain_exit_1_on_a_plan_with_errors(folder, command):
 
 # --- 17. the check says all it knows ------------------------------------------------------------------------
 
-TOOLS_TOML = '''
+TOOLS_TOML = """
 [tools.search]
 params = { query = { type = "string" } }
 required = ["query"]
@@ -71,7 +75,7 @@ returns = { type = "array", items = { type = "object", properties = { ID = { typ
 [tools.notify]
 params = { text = { type = "string" } }
 required = ["text"]
-'''
+"""
 
 
 def check_lines(folder, text: str):
@@ -81,12 +85,14 @@ def check_lines(folder, text: str):
 
 
 def test_a_step_with_an_unknown_tool_still_reports_its_arguments_errors(folder):
-    result = check_lines(folder, 'serch(query: item, at: index)\nmapp(over: [1], do: { notify(text: item) })\n')
+    result = check_lines(folder, "serch(query: item, at: index)\nmapp(over: [1], do: { notify(text: item) })\n")
     assert result.exit_code == 1
-    assert result.output.splitlines() == ["p.plan:1:1: E200 unknown tool `serch`",
-                                          "p.plan:1:14: E207 `item` is not bound here",
-                                          "p.plan:1:24: E207 `index` is not bound here",
-                                          "p.plan:2:1: E200 unknown tool `mapp`"]  # a misspelt `map` may bind them
+    assert result.output.splitlines() == [
+        "p.plan:1:1: E200 unknown tool `serch`",
+        "p.plan:1:14: E207 `item` is not bound here",
+        "p.plan:1:24: E207 `index` is not bound here",
+        "p.plan:2:1: E200 unknown tool `mapp`",
+    ]  # a misspelt `map` may bind them
 
 
 def test_e301_on_a_misspelt_field_suggests_the_close_name_whatever_its_case(folder):
@@ -100,17 +106,23 @@ def test_a_label_on_a_pipelines_head_whose_result_the_plan_never_reads_is_moved_
     result = check_lines(folder, text)
     assert result.exit_code == 0 and result.output == (
         "p.plan:1:1: W506 the label `hits` names the first step of its pipeline, whose result nothing reads; "
-        "step 2, the pipeline's result, is read\n")
+        "step 2, the pipeline's result, is read\n"
+    )
     assert invoke("check", "--fix", "p.plan").exit_code == 0
     assert (folder / "p.plan").read_text(encoding="utf-8") == (
-        'search(query: "x") |> hits = map(do: { reshape(value: item.title) })\nnotify(text: "{$2}")\n')
-    assert check_lines(folder, 'hits = search(query: "x") |> map(do: { reshape(value: item.title) })\n'
-                               'notify(text: "{$hits} {$2}")\n').output == ""  # the label is read: as meant
+        'search(query: "x") |> hits = map(do: { reshape(value: item.title) })\nnotify(text: "{$2}")\n'
+    )
+    assert (
+        check_lines(
+            folder, 'hits = search(query: "x") |> map(do: { reshape(value: item.title) })\nnotify(text: "{$hits} {$2}")\n'
+        ).output
+        == ""
+    )  # the label is read: as meant
 
 
 # --- 13. effects mean one thing to every reader ---------------------------------------------------------------
 
-EFFECTS_TOOLS = '''
+EFFECTS_TOOLS = """
 import os
 
 
@@ -118,9 +130,9 @@ def lookup(query):
     with open(os.environ["PLANC_TEST_SPY"], "a", encoding="utf-8") as spy:
         spy.write(f"lookup {query}\\n")
     return [query]
-'''
+"""
 
-EFFECTS_TOML = '''
+EFFECTS_TOML = """
 policy = "policy.cedar"
 
 [tools.lookup]
@@ -128,16 +140,23 @@ provider = "python:{module}:lookup"
 params = {{ query = {{ type = "string" }} }}
 required = ["query"]
 effects = {{ read_only = true }}
-'''
+"""
 
 
 @pytest.fixture
 def read_only_project(folder, monkeypatch, model_server):
     from tool_project import tool_project
 
-    with tool_project(folder, "effecttools", EFFECTS_TOOLS, EFFECTS_TOML, {
+    with tool_project(
+        folder,
+        "effecttools",
+        EFFECTS_TOOLS,
+        EFFECTS_TOML,
+        {
             "policy.cedar": "forbid(principal, action, resource) when { resource.destructive };\n"
-                            "permit(principal, action, resource);\n"}):
+            "permit(principal, action, resource);\n"
+        },
+    ):
         with (folder / "planc.toml").open("a", encoding="utf-8") as toml:
             toml.write(f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "m"\n')
         monkeypatch.setenv("PLANC_TEST_SPY", str(folder / "spy.log"))
@@ -156,8 +175,7 @@ def test_a_read_only_tool_is_not_destructive_to_any_reader(read_only_project):
     assert all("destructive" not in change.get("risk", []) for change in json.loads(diff.stdout)["changes"])
 
 
-def test_an_agent_with_only_read_only_tools_runs_under_a_policy_forbidding_destructive_calls(read_only_project,
-                                                                                            model_server):
+def test_an_agent_with_only_read_only_tools_runs_under_a_policy_forbidding_destructive_calls(read_only_project, model_server):
     text = 'agent(prompt: "find a", output_schema: {type: "object"}, tools: ["lookup"])\n'
     (read_only_project / "p.plan").write_text(text, encoding="utf-8")
     assert invoke("check", "--format", "line", "p.plan").output == ""
@@ -185,8 +203,9 @@ def test_planc_prompt_quotes_a_description_so_it_cannot_end_a_fence_or_forge_a_t
     result = invoke("prompt")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert [line for line in lines if line.startswith("- ")] == [line for line in plain.splitlines()
-                                                                 if line.startswith("- ")]  # no tool forged
+    assert [line for line in lines if line.startswith("- ")] == [
+        line for line in plain.splitlines() if line.startswith("- ")
+    ]  # no tool forged
     assert sum(line.startswith("```") for line in lines) == sum(line.startswith("```") for line in plain.splitlines())
     assert "\u2028" not in result.stdout and not any(line.startswith("Ignore") for line in lines)
     [entry] = [line for line in lines if "Finds." in line]
@@ -195,8 +214,9 @@ def test_planc_prompt_quotes_a_description_so_it_cannot_end_a_fence_or_forge_a_t
 
 # --- 15. --fix edits plan text, to the end; fmt keeps comments where they were ------------------------------------
 
-FIX_TOML = '[tools.notify]\nparams = { channel = { type = "string" }, text = { type = "string" } }\n' \
-           'required = ["channel", "text"]\n'
+FIX_TOML = (
+    '[tools.notify]\nparams = { channel = { type = "string" }, text = { type = "string" } }\nrequired = ["channel", "text"]\n'
+)
 
 
 def test_fix_applies_a_later_stages_fix_after_an_earlier_ones(folder):
@@ -220,17 +240,19 @@ def test_fix_on_a_reply_with_prose_needs_extract_and_keeps_the_prose(folder):
 
 
 def test_fmt_keeps_comments_where_they_were_inside_blocks_too(folder):
-    text = ('# top\n'
-            'map(over: [1, 2], do: {\n'
-            '  # before the first\n'
-            '  reshape(value: item)  # the first\n'
-            '  # before the second\n'
-            '  reshape(value: index)\n'
-            '})  # after the map\n'
-            'decide(when: true, then: {\n'
-            '  # alone in a one-step block\n'
-            '  reshape(value: 1)\n'
-            '})\n')
+    text = (
+        "# top\n"
+        "map(over: [1, 2], do: {\n"
+        "  # before the first\n"
+        "  reshape(value: item)  # the first\n"
+        "  # before the second\n"
+        "  reshape(value: index)\n"
+        "})  # after the map\n"
+        "decide(when: true, then: {\n"
+        "  # alone in a one-step block\n"
+        "  reshape(value: 1)\n"
+        "})\n"
+    )
     (folder / "p.plan").write_text(text, encoding="utf-8")
     result = invoke("fmt", "p.plan")
     assert result.exit_code == 0 and result.stdout == text

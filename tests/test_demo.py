@@ -16,8 +16,12 @@ EXAMPLE = ROOT / "examples" / "incidents"
 
 def planc(*args, database: Path) -> subprocess.CompletedProcess:
     """The real `planc` console script, from the repository root, against a database of the test's own."""
-    env = {"PATH": str(Path(planc_executable()).parent), "PLANC_INCIDENTS_DB": str(database),
-           "HOME": str(database.parent), "PLANC_STORE": str(database.parent / "runs.sqlite")}
+    env = {
+        "PATH": str(Path(planc_executable()).parent),
+        "PLANC_INCIDENTS_DB": str(database),
+        "HOME": str(database.parent),
+        "PLANC_STORE": str(database.parent / "runs.sqlite"),
+    }
     return planc_completed(*args, cwd=ROOT, env=env)
 
 
@@ -56,9 +60,15 @@ def test_the_other_example_plans_run(tmp_path, plan):
 def test_the_planning_demo_repairs_the_scripted_models_plan_and_runs_it(tmp_path):
     database = tmp_path / "incidents.sqlite"
     env = {"PATH": str(Path(planc_executable()).parent), "PLANC_INCIDENTS_DB": str(database), "HOME": str(tmp_path)}
-    done = subprocess.run([str(Path(planc_executable()).with_name("python")), "examples/incidents/plan_demo.py"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(Path(planc_executable()).with_name("python")), "examples/incidents/plan_demo.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
-    assert "Did you mean `limit`?" in done.stdout and '--- round 2: the model answered' in done.stdout
+    assert "Did you mean `limit`?" in done.stdout and "--- round 2: the model answered" in done.stdout
     assert '--- the checked plan\ndisk = search(query: "disk", limit: 50)' in done.stdout
     assert outbox(database) == [("notify", "#incidents")]

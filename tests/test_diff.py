@@ -20,17 +20,17 @@ from planc.diff import DiffError, diff_plans
 from planc.syntax.parser import parse
 from planc.syntax.printer import print_plan, print_step
 
-A = '''search(query: "sev2 outages", limit: 50)
+A = """search(query: "sev2 outages", limit: 50)
   |> filter(where: severity >= 2)
 summarize(text: $2, style: "bullets")
 notify(channel: "#ops", text: "{$3}")
-'''
-B = '''get_oncall(team: "infra")
+"""
+B = """get_oncall(team: "infra")
 search(query: "sev2 outages", limit: 100)
   |> filter(where: severity >= 2)
 summarize(text: $3, style: "bullets")
 notify(channel: "#ops", text: "{$4}")
-'''
+"""
 
 
 @pytest.fixture
@@ -60,11 +60,13 @@ def test_same_plans_exit_0_and_say_so(files):
 def test_json_is_the_documented_shape(files):
     result = invoke("diff", files("a.plan", A), files("b.plan", B), "--format", "json")
     assert result.exit_code == 1, result.output
-    assert json.loads(result.output) == {"same": False, "changes": [
-        {"kind": "added", "step_a": None, "step_b": "1", "tool": "get_oncall",
-         "args": {"team": {"a": None, "b": '"infra"'}}},
-        {"kind": "changed", "step_a": "1", "step_b": "2", "tool": "search", "args": {"limit": {"a": "50", "b": "100"}}},
-    ]}
+    assert json.loads(result.output) == {
+        "same": False,
+        "changes": [
+            {"kind": "added", "step_a": None, "step_b": "1", "tool": "get_oncall", "args": {"team": {"a": None, "b": '"infra"'}}},
+            {"kind": "changed", "step_a": "1", "step_b": "2", "tool": "search", "args": {"limit": {"a": "50", "b": "100"}}},
+        ],
+    }
 
 
 def test_json_of_same_plans(files):
@@ -85,8 +87,11 @@ def test_text_reads_like_a_review(files):
 
 
 def test_a_reference_with_the_same_text_but_another_step_says_so(files):
-    result = invoke("diff", files("a.plan", 'search(query: "x")\nsummarize(text: $1)\n'),
-                 files("b.plan", 'web_search(query: "x")\nsummarize(text: $1)\n'))
+    result = invoke(
+        "diff",
+        files("a.plan", 'search(query: "x")\nsummarize(text: $1)\n'),
+        files("b.plan", 'web_search(query: "x")\nsummarize(text: $1)\n'),
+    )
     assert result.exit_code == 1
     assert "text: $1 -> $1  (the same text, now another step)" in result.output
 
@@ -109,11 +114,14 @@ def test_syntax_errors_in_both_plans_are_all_reported(files):
     assert "a.plan:1:" in result.stderr and "b.plan:1:" in result.stderr and result.stdout == ""
 
 
-@pytest.mark.parametrize("args, message", [
-    (("a.plan", "missing.plan"), "missing.plan: no such file"),
-    (("-", "-"), "only one of A and B can be standard input"),
-    (("a.plan", "stored.json"), "stored.json: a stored plan without its source text"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("a.plan", "missing.plan"), "missing.plan: no such file"),
+        (("-", "-"), "only one of A and B can be standard input"),
+        (("a.plan", "stored.json"), "stored.json: a stored plan without its source text"),
+    ],
+)
 def test_usage_errors_are_one_clean_message_and_exit_2(files, args, message):
     files("a.plan", A)
     files("stored.json", json.dumps({"format": "planc.plan", "version": 1}))
@@ -131,8 +139,14 @@ def test_a_stored_plan_is_diffed_by_its_source(files):
     changed = invoke("diff", "p.json", files("q.plan", text.replace('"checked"', '"done"')), "--format", "json")
     assert changed.exit_code == 1
     assert json.loads(changed.output)["changes"] == [
-        {"kind": "changed", "step_a": "2", "step_b": "2", "tool": "reshape",
-         "args": {"value": {"a": '{incident: $1, note: "checked"}', "b": '{incident: $1, note: "done"}'}}}]
+        {
+            "kind": "changed",
+            "step_a": "2",
+            "step_b": "2",
+            "tool": "reshape",
+            "args": {"value": {"a": '{incident: $1, note: "checked"}', "b": '{incident: $1, note: "done"}'}},
+        }
+    ]
 
 
 # --- the library ---------------------------------------------------------------------------
@@ -145,7 +159,7 @@ def test_diff_plans_raises_for_a_plan_that_does_not_parse():
 
 
 def test_a_moved_step_is_one_move_not_a_cascade():
-    steps = [f'step{n}(n: {n})' for n in range(8)]
+    steps = [f"step{n}(n: {n})" for n in range(8)]
     moved = steps[1:6] + steps[:1] + steps[6:]
     assert kinds(diff_plans("\n".join(steps), "\n".join(moved))) == [("moved", "1", "6", "step0")]
 
@@ -159,7 +173,7 @@ def test_changes_inside_blocks_have_nested_paths():
 
 
 def test_a_retargeted_reference_is_a_changed_argument():
-    diff = diff_plans('a(n: 1)\na(n: 2)\nb(x: $1)', 'a(n: 1)\na(n: 2)\nb(x: $2)')
+    diff = diff_plans("a(n: 1)\na(n: 2)\nb(x: $1)", "a(n: 1)\na(n: 2)\nb(x: $2)")
     assert kinds(diff) == [("changed", "3", "3", "b")]
     assert (diff.changes[0].args["x"].a, diff.changes[0].args["x"].b) == ("$1", "$2")
 
@@ -187,8 +201,13 @@ def _step_model(draw, index: int, inner: bool = False):
     block = None
     if not inner and index and draw(st.integers(0, 4)) == 0:
         block = [draw(_step_model(index, inner=True)) for _ in range(draw(st.integers(1, 3)))]
-    return {"tool": "map" if block else draw(st.sampled_from(TOOLS)), "args": args, "block": block,
-            "piped": draw(st.booleans()), "label": f"s{index}"}
+    return {
+        "tool": "map" if block else draw(st.sampled_from(TOOLS)),
+        "args": args,
+        "block": block,
+        "piped": draw(st.booleans()),
+        "label": f"s{index}",
+    }
 
 
 @st.composite
@@ -237,6 +256,7 @@ def render(model, messy: random.Random | None = None) -> str:
 
 def renumbered(model, new_index):
     """`model` with every reference to the step at index i made a reference to `new_index(i)`."""
+
     def step(spec):
         args = {name: arg if isinstance(arg, str) else (new_index(arg[0]), arg[1]) for name, arg in spec["args"].items()}
         return {**spec, "args": args, "block": [step(inner) for inner in spec["block"]] if spec["block"] else None}
@@ -283,15 +303,19 @@ def _reads(spec) -> set[int]:
 
 def _without(model, index: int):
     """`model` without its step `index`, the steps after it read one index earlier."""
-    rest = renumbered(model[:index] + model[index + 1:], lambda i: i - (i > index))
+    rest = renumbered(model[:index] + model[index + 1 :], lambda i: i - (i > index))
     return [{**rest[0], "piped": False}] + rest[1:]
 
 
 def _steps_written(model) -> list[str]:
     """Each step of `model` as text without its label, the arguments of every step in name order."""
+
     def in_name_order(spec):
-        return {**spec, "args": dict(sorted(spec["args"].items())),
-                "block": [in_name_order(inner) for inner in spec["block"]] if spec["block"] else None}
+        return {
+            **spec,
+            "args": dict(sorted(spec["args"].items())),
+            "block": [in_name_order(inner) for inner in spec["block"]] if spec["block"] else None,
+        }
 
     plan = parse(render([in_name_order(spec) for spec in model])).plan
     return [print_step(step).split(" = ", 1)[1] for pipeline in plan.pipelines for step in pipeline.steps]
@@ -316,31 +340,50 @@ def _step(tool: str, label: str, args: dict | None = None, piped: bool = False, 
 # same computation, though it reads another step. Hypothesis found the first; the second is the
 # same edit in five steps, where the steps `$1` and `$2` read are alike and the pipe reads `$2` too.
 LOOKALIKES_IN_A_PIPELINE = [
-    _step("search", "s0"), _step("map", "s1"), _step("map", "s2"), _step("map", "s3"),
-    _step("search", "s4", {"limit": (0, "")}, piped=True), _step("search", "s5", {"limit": (1, "")}, piped=True),
-    _step("search", "s6", {"limit": (1, "")}, piped=True), _step("map", "s7"), _step("map", "s8", piped=True)]
+    _step("search", "s0"),
+    _step("map", "s1"),
+    _step("map", "s2"),
+    _step("map", "s3"),
+    _step("search", "s4", {"limit": (0, "")}, piped=True),
+    _step("search", "s5", {"limit": (1, "")}, piped=True),
+    _step("search", "s6", {"limit": (1, "")}, piped=True),
+    _step("map", "s7"),
+    _step("map", "s8", piped=True),
+]
 LOOKALIKES_READING_ONE_STEP_TWICE = [
-    _step("search", "s0"), _step("search", "s1"), _step("search", "s2", {"limit": (0, "")}, piped=True),
-    _step("search", "s3", {"limit": (1, "")}, piped=True), _step("search", "s4", {"limit": (1, "")}, piped=True)]
+    _step("search", "s0"),
+    _step("search", "s1"),
+    _step("search", "s2", {"limit": (0, "")}, piped=True),
+    _step("search", "s3", {"limit": (1, "")}, piped=True),
+    _step("search", "s4", {"limit": (1, "")}, piped=True),
+]
 
 # A `map` removed whose block reads two alike steps, `$1` and `$3`: step 3, read only from inside
 # the `map`, looked read like B's step 1, read by step 2, since a reader inside a block counted as
 # itself, `search(query: $3)`, not as the `map` around it.
 MAP_READING_LOOKALIKES = [
-    _step("search", "s0", {"query": "1"}), _step("search", "s1", {"query": (0, "")}),
+    _step("search", "s0", {"query": "1"}),
+    _step("search", "s1", {"query": (0, "")}),
     _step("search", "s2", {"query": "1"}),
-    _step("map", "s3", block=[_step("search", "s3", {"query": (2, "")}), _step("search", "s3", {"query": (0, "")})])]
+    _step("map", "s3", block=[_step("search", "s3", {"query": (2, "")}), _step("search", "s3", {"query": (0, "")})]),
+]
 
 # One of two `search(query: $1)` removed after a `search(query: $2)`, steps 1 and 2 alike: aligned by
 # their places, the removed one's look-alike was paired with B's step 4 and, from there, step 1 with
 # B's step 1, and the removed one with B's `search(query: $2)` in the same round.
 LOOKALIKES_READING_ALIKE_STEPS = [
-    _step("search", "s0"), _step("search", "s1"), _step("search", "s2", {"query": (1, "")}),
-    _step("search", "s3", {"query": (0, "")}), _step("search", "s4", {"query": (0, "")})]
+    _step("search", "s0"),
+    _step("search", "s1"),
+    _step("search", "s2", {"query": (1, "")}),
+    _step("search", "s3", {"query": (0, "")}),
+    _step("search", "s4", {"query": (0, "")}),
+]
 
 # Two steps alike but for the order of their arguments, the first removed: either is that step.
-ALIKE_BUT_FOR_ARGUMENT_ORDER = [_step("summarize", "s0", {"text": "1", "id": "1"}),
-                                _step("summarize", "s1", {"id": "1", "text": "1"})]
+ALIKE_BUT_FOR_ARGUMENT_ORDER = [
+    _step("summarize", "s0", {"text": "1", "id": "1"}),
+    _step("summarize", "s1", {"id": "1", "text": "1"}),
+]
 
 
 @SETTINGS
@@ -354,8 +397,11 @@ def test_a_step_nobody_reads_removed_anywhere_is_one_removed_step(model_and_inde
     model, index = model_and_index
     following = model[index + 1] if index + 1 < len(model) else None
     # Unread, and not the head of a pipeline that goes on: the next step would be piped another input.
-    assume(len(model) > 1 and index not in set().union(*map(_reads, model))
-           and not (following and following["piped"] and not model[index]["piped"] and index))
+    assume(
+        len(model) > 1
+        and index not in set().union(*map(_reads, model))
+        and not (following and following["piped"] and not model[index]["piped"] and index)
+    )
     a, b = render(model), render(_without(model, index), rng)
     diff = diff_plans(a, b)
     assert [change.kind for change in diff.changes] == ["removed"], (a, b)
@@ -372,5 +418,6 @@ def test_an_argument_added_to_one_step_is_one_changed_step(model, data, rng):
     changed = list(model)
     changed[index] = {**model[index], "args": {**model[index]["args"], "extra": '"new"'}}
     diff = diff_plans(render(model), render(changed, rng))
-    assert [(change.kind, change.step_a, change.step_b, list(change.args)) for change in diff.changes] == \
-        [("changed", str(index + 1), str(index + 1), ["extra"])]
+    assert [(change.kind, change.step_a, change.step_b, list(change.args)) for change in diff.changes] == [
+        ("changed", str(index + 1), str(index + 1), ["extra"])
+    ]

@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_diagnostics_doc_is_current():
-    assert (ROOT / "docs" / "diagnostics.md").read_text(encoding="utf-8") == render_markdown(), \
+    assert (ROOT / "docs" / "diagnostics.md").read_text(encoding="utf-8") == render_markdown(), (
         "docs/diagnostics.md is stale: run `make docs`"
+    )
 
 
 def test_control_step_reference_is_current():
@@ -56,7 +57,7 @@ def test_the_agent_examples_check_clean_and_the_cost_example_is_what_planc_says(
     from planc.registry import load_registry
 
     page = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
-    section = page[page.index("\n## Agents\n"):page.index("\n## Step paths\n")]
+    section = page[page.index("\n## Agents\n") : page.index("\n## Step paths\n")]
     [toml] = _fenced(section, "toml")
     (tmp_path / "planc.toml").write_text(toml + '\n[plans.ask_twice]\nfile = "ask_twice.plan"\n', encoding="utf-8")
     (tmp_path / "ask_twice.plan").write_text('filter(over: ["disk", "memory"], infer: "Is {item} urgent?")\n')
@@ -100,10 +101,9 @@ def test_the_readmes_plan_gets_the_diagnostics_the_readme_shows_and_runs_once_fi
     assert [d.code for d in checked.diagnostics] == ["W503", "E301"]
     fixed = plan
     for diagnostic in sorted(checked.diagnostics, key=lambda d: -d.span.start_offset):
-        fixed = fixed[:diagnostic.span.start_offset] + diagnostic.fix.replacement + fixed[diagnostic.span.end_offset:]
+        fixed = fixed[: diagnostic.span.start_offset] + diagnostic.fix.replacement + fixed[diagnostic.span.end_offset :]
     (tmp_path / "disk.plan").write_text(fixed, encoding="utf-8")
     monkeypatch.setenv("PLANC_INCIDENTS_DB", str(tmp_path / "incidents.sqlite"))
-    result = invoke("run", tmp_path / "disk.plan", "--config", example / "planc.toml",
-                    "--store", tmp_path / "runs.sqlite")
+    result = invoke("run", tmp_path / "disk.plan", "--config", example / "planc.toml", "--store", tmp_path / "runs.sqlite")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["text"].startswith("1 open: - INC-1244 (sev 4, open, ")

@@ -111,12 +111,8 @@ OK_LINES = [
 @pytest.fixture
 def project(tmp_path, monkeypatch, model_server):  # noqa: F811
     toml = TOML.replace("{{url}}", model_server.url)
-    with spied_project(
-        tmp_path, monkeypatch, "doortools", TOOLS, toml, {"policy.cedar": POLICY}
-    ) as folder:
-        monkeypatch.delenv(
-            "PLANC_STORE", raising=False
-        )  # planc.toml's store, whichever door opens it
+    with spied_project(tmp_path, monkeypatch, "doortools", TOOLS, toml, {"policy.cedar": POLICY}) as folder:
+        monkeypatch.delenv("PLANC_STORE", raising=False)  # planc.toml's store, whichever door opens it
         yield folder
 
 
@@ -130,9 +126,7 @@ def cli_run(project: Path, plan: str, arguments: dict, _) -> tuple[bool, list[st
         if (project / "events.jsonl").exists()
         else []
     )
-    assert [
-        said for said in map(line, events) if said is not None
-    ] == lines  # --events says what stderr says
+    assert [said for said in map(line, events) if said is not None] == lines  # --events says what stderr says
     return ran.exit_code == 1 and "E300" in ran.stderr and "run: " not in ran.stderr, lines
 
 
@@ -207,38 +201,28 @@ def api_project_run(project: Path, plan: str, arguments: dict, _) -> tuple[bool,
 
 
 def service_example(project: Path, plan: str, arguments: dict, _) -> tuple[bool, None]:
-    pytest.importorskip(
-        "fastapi", reason="the service example needs FastAPI: pip install 'planc[service]'"
-    )
+    pytest.importorskip("fastapi", reason="the service example needs FastAPI: pip install 'planc[service]'")
     from fastapi.testclient import TestClient
 
-    shutil.copy(
-        Path(__file__).resolve().parents[1] / "examples" / "service" / "app.py", project / "app.py"
-    )
+    shutil.copy(Path(__file__).resolve().parents[1] / "examples" / "service" / "app.py", project / "app.py")
     spec = importlib.util.spec_from_file_location(f"door_app_{project.name}", project / "app.py")
     app = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(app)
     response = TestClient(app.app).post("/runs", json={"plan": plan, "arguments": arguments})
     body = response.json()
     assert "Traceback" not in response.text
-    return response.status_code == 422 and body["status"] == "refused" and "E300" in body[
-        "problems"
-    ], None
+    return response.status_code == 422 and body["status"] == "refused" and "E300" in body["problems"], None
 
 
 def langgraph_adapter(project: Path, plan: str, arguments: dict, _) -> tuple[bool, None]:
-    pytest.importorskip(
-        "langgraph", reason="LangGraph is not installed: pip install 'planc[langgraph]'"
-    )
+    pytest.importorskip("langgraph", reason="LangGraph is not installed: pip install 'planc[langgraph]'")
     from langchain_core.messages import ToolCall
 
     from planc.adapters.langgraph_tool import langgraph_tool
     from planc.adapters.plan_tool import plan_tool
 
     tool = langgraph_tool(plan_tool(plan, name="look", project=planc.load_project(project)))
-    answer = json.loads(
-        tool.invoke(ToolCall(name="look", args=arguments, id="call_1", type="tool_call")).content
-    )
+    answer = json.loads(tool.invoke(ToolCall(name="look", args=arguments, id="call_1", type="tool_call")).content)
     return "E300" in answer.get("error", ""), None
 
 
@@ -270,11 +254,7 @@ def openai_agents_adapter(project: Path, plan: str, arguments: dict, model) -> t
 
 
 def given(arguments: dict) -> list[str]:
-    return [
-        part
-        for name, value in arguments.items()
-        for part in ("--arg-json", f"{name}={json.dumps(value)}")
-    ]
+    return [part for name, value in arguments.items() for part in ("--arg-json", f"{name}={json.dumps(value)}")]
 
 
 DOORS = {

@@ -27,7 +27,7 @@ def shown_refusals() -> dict[Path, list[str]]:
             if command is None:
                 continue
             errors = []
-            for following in lines[number + 1:]:
+            for following in lines[number + 1 :]:
                 error = SHOWN_ERROR.fullmatch(following)
                 if error is None:
                     break

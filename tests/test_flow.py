@@ -20,7 +20,7 @@ from model_server import model_server  # noqa: F401  (the fixture)
 from test_attacks import calls, statuses  # the spy's lines, and the recorded runs' statuses
 from tool_project import tool_project
 
-TOOLS = '''
+TOOLS = """
 import os
 
 SPY = os.environ["PLANC_TEST_SPY"]
@@ -73,9 +73,9 @@ def send(to, text):
 def pay(recipient, amount):
     _called(f"pay {recipient} {amount}")
     return {"paid": amount}
-'''
+"""
 
-TOML = '''
+TOML = """
 policy = "policy.cedar"
 
 [tools.read_inbox]
@@ -139,9 +139,9 @@ params = {{ to = {{ type = "string" }}, text = {{ type = "string" }} }}
 
 [plans.first_sender]
 file = "first_sender.plan"
-'''
+"""
 
-POLICY = '''
+POLICY = """
 @id("recipients-from-the-user")
 @reason("mail and money go only to recipients that did not come from content others can write")
 forbid(principal, action, resource) when
@@ -160,11 +160,13 @@ forbid(principal, action, resource == Tool::"pay") when
     context.args has amount && context.args.amount > 100 };
 
 permit(principal, action, resource);
-'''
+"""
 
-FILES = {"policy.cedar": POLICY,
-         "mail.plan": 'send(to: $args.to, text: $args.text)\n',
-         "first_sender.plan": 'read_inbox()\nreshape(value: $1[0].sender)\n'}
+FILES = {
+    "policy.cedar": POLICY,
+    "mail.plan": "send(to: $args.to, text: $args.text)\n",
+    "first_sender.plan": "read_inbox()\nreshape(value: $1[0].sender)\n",
+}
 
 
 @pytest.fixture
@@ -197,80 +199,172 @@ def ran(project, text: str, *args: str):
 
 def written(text: str, diagnostic: dict) -> str:
     """The text a diagnostic points at."""
-    return text[diagnostic["span"]["start"]["offset"]:diagnostic["span"]["end"]["offset"]]
+    return text[diagnostic["span"]["start"]["offset"] : diagnostic["span"]["end"]["offset"]]
 
 
 # Each propagation path: a plan whose flow the check refuses (pointing at `points_at`, naming `source` in a
 # hint) and its twin with the value from the user's own data, which runs.
 REFUSED_AT_CHECK = [
-    ("a reference", 'read_inbox()\nsend(to: $1[0].sender, text: "hi")\n', "$1[0].sender", "`read_inbox` returned at step 1",
-     'contacts()\nsend(to: $1[0].email, text: "hi")\n', ["contacts", "send alice@example.com hi"]),
-    ("a template", 'read_inbox()\nsend(to: "{$1[0].sender}", text: "hi")\n', "$1[0].sender", "`read_inbox`",
-     'contacts()\nsend(to: "{$1[0].email}", text: "hi")\n', ["contacts", "send alice@example.com hi"]),
-    ("a record", 'read_inbox()\nreshape(value: {who: $1[0].sender})\nsend(to: $2.who, text: "hi")\n', "$2.who",
-     "`reshape` returned at step 2", 'contacts()\nreshape(value: {who: $1[0].email})\nsend(to: $2.who, text: "hi")\n',
-     ["contacts", "send alice@example.com hi"]),
-    ("a list", 'read_inbox()\nreshape(value: ["x", $1[1].sender])\nsend(to: $2[1], text: "hi")\n', "$2[1]",
-     "`reshape` returned at step 2", 'contacts()\nreshape(value: ["x", $1[1].email])\nsend(to: $2[1], text: "hi")\n',
-     ["contacts", "send bob@example.com hi"]),
-    ("a helper that returns what it is given", 'read_inbox()\nnote(text: $1[0].sender)\nsend(to: $2, text: "hi")\n',
-     "$2", "from `$1[0].sender`, which `read_inbox` returned at step 1",
-     'contacts()\nnote(text: $1[0].email)\nsend(to: $2, text: "hi")\n',
-     ["contacts", "note alice@example.com", "send alice@example.com hi"]),
-    ("a pure step", 'read_inbox()\nlower(text: $1[0].sender) |> trim()\nsend(to: $3, text: "hi")\n',
-     "$3", "`trim` returned at step 3", 'contacts()\nlower(text: $1[0].email) |> trim()\nsend(to: $3, text: "hi")\n',
-     ["contacts", "send alice@example.com hi"]),
-    ("a map's item", 'read_inbox() |> map(do: { send(to: item.sender, text: "ack") })\n', "item.sender", "an item of the list that `map` at step 2 goes over",
-     'contacts() |> map(do: { send(to: item.email, text: "ack") })\n',
-     ["contacts", "send alice@example.com ack", "send bob@example.com ack"]),
-    ("a filter's condition", 'read_inbox()\ncontacts() |> filter(where: name == $1[0].subject)\n'
-                             'send(to: $3[0].email, text: "hi")\n', "$3[0].email", "`filter` returned at step 3",
-     'contacts() |> filter(where: name == "alice")\nsend(to: $2[0].email, text: "hi")\n',
-     ["contacts", "send alice@example.com hi"]),
-    ("a reduce's accumulator", 'read_inbox() |> reduce(initial: "", do: { note(text: item.sender) })\n'
-                               'send(to: $2, text: "hi")\n', "$2", "`reduce` returned at step 2",
-     'contacts() |> reduce(initial: "", do: { note(text: item.email) })\nsend(to: $2, text: "hi")\n',
-     ["contacts", "note alice@example.com", "note bob@example.com", "send bob@example.com hi"]),
-    ("a field the schema labels", 'statement()\nsend(to: $1.memo, text: "hi")\n', "$1.memo", "`statement`",
-     'statement()\npay(recipient: $1.iban, amount: 10)\n', ["statement", "pay GOOD3 10"]),
+    (
+        "a reference",
+        'read_inbox()\nsend(to: $1[0].sender, text: "hi")\n',
+        "$1[0].sender",
+        "`read_inbox` returned at step 1",
+        'contacts()\nsend(to: $1[0].email, text: "hi")\n',
+        ["contacts", "send alice@example.com hi"],
+    ),
+    (
+        "a template",
+        'read_inbox()\nsend(to: "{$1[0].sender}", text: "hi")\n',
+        "$1[0].sender",
+        "`read_inbox`",
+        'contacts()\nsend(to: "{$1[0].email}", text: "hi")\n',
+        ["contacts", "send alice@example.com hi"],
+    ),
+    (
+        "a record",
+        'read_inbox()\nreshape(value: {who: $1[0].sender})\nsend(to: $2.who, text: "hi")\n',
+        "$2.who",
+        "`reshape` returned at step 2",
+        'contacts()\nreshape(value: {who: $1[0].email})\nsend(to: $2.who, text: "hi")\n',
+        ["contacts", "send alice@example.com hi"],
+    ),
+    (
+        "a list",
+        'read_inbox()\nreshape(value: ["x", $1[1].sender])\nsend(to: $2[1], text: "hi")\n',
+        "$2[1]",
+        "`reshape` returned at step 2",
+        'contacts()\nreshape(value: ["x", $1[1].email])\nsend(to: $2[1], text: "hi")\n',
+        ["contacts", "send bob@example.com hi"],
+    ),
+    (
+        "a helper that returns what it is given",
+        'read_inbox()\nnote(text: $1[0].sender)\nsend(to: $2, text: "hi")\n',
+        "$2",
+        "from `$1[0].sender`, which `read_inbox` returned at step 1",
+        'contacts()\nnote(text: $1[0].email)\nsend(to: $2, text: "hi")\n',
+        ["contacts", "note alice@example.com", "send alice@example.com hi"],
+    ),
+    (
+        "a pure step",
+        'read_inbox()\nlower(text: $1[0].sender) |> trim()\nsend(to: $3, text: "hi")\n',
+        "$3",
+        "`trim` returned at step 3",
+        'contacts()\nlower(text: $1[0].email) |> trim()\nsend(to: $3, text: "hi")\n',
+        ["contacts", "send alice@example.com hi"],
+    ),
+    (
+        "a map's item",
+        'read_inbox() |> map(do: { send(to: item.sender, text: "ack") })\n',
+        "item.sender",
+        "an item of the list that `map` at step 2 goes over",
+        'contacts() |> map(do: { send(to: item.email, text: "ack") })\n',
+        ["contacts", "send alice@example.com ack", "send bob@example.com ack"],
+    ),
+    (
+        "a filter's condition",
+        'read_inbox()\ncontacts() |> filter(where: name == $1[0].subject)\nsend(to: $3[0].email, text: "hi")\n',
+        "$3[0].email",
+        "`filter` returned at step 3",
+        'contacts() |> filter(where: name == "alice")\nsend(to: $2[0].email, text: "hi")\n',
+        ["contacts", "send alice@example.com hi"],
+    ),
+    (
+        "a reduce's accumulator",
+        'read_inbox() |> reduce(initial: "", do: { note(text: item.sender) })\nsend(to: $2, text: "hi")\n',
+        "$2",
+        "`reduce` returned at step 2",
+        'contacts() |> reduce(initial: "", do: { note(text: item.email) })\nsend(to: $2, text: "hi")\n',
+        ["contacts", "note alice@example.com", "note bob@example.com", "send bob@example.com hi"],
+    ),
+    (
+        "a field the schema labels",
+        'statement()\nsend(to: $1.memo, text: "hi")\n',
+        "$1.memo",
+        "`statement`",
+        "statement()\npay(recipient: $1.iban, amount: 10)\n",
+        ["statement", "pay GOOD3 10"],
+    ),
     # A list that keeps some of its input's items keeps their fields' labels, plus those of what chose them.
-    ("an untrusted field of a filtered list", 'ledger() |> filter(where: amount == 10)\npay(recipient: $2[0].memo, '
-     'amount: 10)\n', "$2[0].memo", "`filter` returned at step 2",
-     'ledger() |> filter(where: amount == 10)\npay(recipient: $2[0].iban, amount: 10)\n', ["ledger", "pay GOOD4 10"]),
-    ("the field a filter's condition reads", 'ledger() |> filter(where: memo contains "refund")\n'
-     'pay(recipient: $2[0].iban, amount: 10)\n', "$2[0].iban", "`filter` returned at step 2",
-     'ledger() |> filter(where: amount < 100)\npay(recipient: $2[0].iban, amount: 10)\n', ["ledger", "pay GOOD4 10"]),
-    ("the field a sort compares", 'ledger() |> sort(field: "memo") |> take(count: 1)\n'
-     'pay(recipient: $3[0].iban, amount: 10)\n', "$3[0].iban", "`take` returned at step 3",
-     'ledger() |> sort(field: "amount", descending: true) |> take(count: 1)\npay(recipient: $3[0].iban, amount: 10)\n',
-     ["ledger", "pay GOOD5 10"]),
-    ("a declared plan's arguments", 'read_inbox()\nplan__mail(to: $1[0].sender, text: "hi")\n', "$1[0].sender",
-     "`send` in mail.plan",
-     'contacts()\nplan__mail(to: $1[0].email, text: "hi")\n', ["contacts", "send alice@example.com hi"]),
-    ("a declared plan's result", 'plan__first_sender()\nsend(to: $1, text: "hi")\n', "$1", "`plan__first_sender`",
-     'contacts()\nsend(to: $1[1].email, text: "hi")\n', ["contacts", "send bob@example.com hi"]),
-    ("a decide's condition", 'read_inbox()\ndecide(when: $1[0].urgent, then: { send(to: "alice@example.com", '
-                             'text: "urgent mail") })\n', "$1[0].urgent", "whether it runs is decided by",
-     'contacts()\ndecide(when: $1[0].name == "alice", then: { send(to: "alice@example.com", text: "urgent mail") })\n',
-     ["contacts", "send alice@example.com urgent mail"]),
-    ("an exit's condition", 'read_inbox()\nexit(when: $1[0].urgent == false)\nsend(to: "alice@example.com", '
-                            'text: "mail came")\n', "$1[0].urgent", "whether it runs is decided by",
-     'contacts()\nexit(when: $1.length == 0)\nsend(to: "alice@example.com", text: "mail came")\n',
-     ["contacts", "send alice@example.com mail came"]),
-    ("a field the schema labels, deciding", 'ledger()\ndecide(when: $1[1].memo == "rent", then: '
-                                            '{ send(to: "alice@example.com", text: "pay day") })\n',
-     "$1[1].memo", "whether it runs is decided by",
-     'ledger()\ndecide(when: $1.length == 2, then: { send(to: "alice@example.com", text: "pay day") })\n',
-     ["ledger", "send alice@example.com pay day"]),
-    ("private data to the open world", 'profile()\nsend(to: "alice@example.com", text: "{$1.ssn}")\n', "$1.ssn",
-     "`profile`", 'profile()\nnote(text: $1.ssn)\n', ["profile", "note 123-45-6789"]),
+    (
+        "an untrusted field of a filtered list",
+        "ledger() |> filter(where: amount == 10)\npay(recipient: $2[0].memo, amount: 10)\n",
+        "$2[0].memo",
+        "`filter` returned at step 2",
+        "ledger() |> filter(where: amount == 10)\npay(recipient: $2[0].iban, amount: 10)\n",
+        ["ledger", "pay GOOD4 10"],
+    ),
+    (
+        "the field a filter's condition reads",
+        'ledger() |> filter(where: memo contains "refund")\npay(recipient: $2[0].iban, amount: 10)\n',
+        "$2[0].iban",
+        "`filter` returned at step 2",
+        "ledger() |> filter(where: amount < 100)\npay(recipient: $2[0].iban, amount: 10)\n",
+        ["ledger", "pay GOOD4 10"],
+    ),
+    (
+        "the field a sort compares",
+        'ledger() |> sort(field: "memo") |> take(count: 1)\npay(recipient: $3[0].iban, amount: 10)\n',
+        "$3[0].iban",
+        "`take` returned at step 3",
+        'ledger() |> sort(field: "amount", descending: true) |> take(count: 1)\npay(recipient: $3[0].iban, amount: 10)\n',
+        ["ledger", "pay GOOD5 10"],
+    ),
+    (
+        "a declared plan's arguments",
+        'read_inbox()\nplan__mail(to: $1[0].sender, text: "hi")\n',
+        "$1[0].sender",
+        "`send` in mail.plan",
+        'contacts()\nplan__mail(to: $1[0].email, text: "hi")\n',
+        ["contacts", "send alice@example.com hi"],
+    ),
+    (
+        "a declared plan's result",
+        'plan__first_sender()\nsend(to: $1, text: "hi")\n',
+        "$1",
+        "`plan__first_sender`",
+        'contacts()\nsend(to: $1[1].email, text: "hi")\n',
+        ["contacts", "send bob@example.com hi"],
+    ),
+    (
+        "a decide's condition",
+        'read_inbox()\ndecide(when: $1[0].urgent, then: { send(to: "alice@example.com", text: "urgent mail") })\n',
+        "$1[0].urgent",
+        "whether it runs is decided by",
+        'contacts()\ndecide(when: $1[0].name == "alice", then: { send(to: "alice@example.com", text: "urgent mail") })\n',
+        ["contacts", "send alice@example.com urgent mail"],
+    ),
+    (
+        "an exit's condition",
+        'read_inbox()\nexit(when: $1[0].urgent == false)\nsend(to: "alice@example.com", text: "mail came")\n',
+        "$1[0].urgent",
+        "whether it runs is decided by",
+        'contacts()\nexit(when: $1.length == 0)\nsend(to: "alice@example.com", text: "mail came")\n',
+        ["contacts", "send alice@example.com mail came"],
+    ),
+    (
+        "a field the schema labels, deciding",
+        'ledger()\ndecide(when: $1[1].memo == "rent", then: { send(to: "alice@example.com", text: "pay day") })\n',
+        "$1[1].memo",
+        "whether it runs is decided by",
+        'ledger()\ndecide(when: $1.length == 2, then: { send(to: "alice@example.com", text: "pay day") })\n',
+        ["ledger", "send alice@example.com pay day"],
+    ),
+    (
+        "private data to the open world",
+        'profile()\nsend(to: "alice@example.com", text: "{$1.ssn}")\n',
+        "$1.ssn",
+        "`profile`",
+        "profile()\nnote(text: $1.ssn)\n",
+        ["profile", "note 123-45-6789"],
+    ),
 ]
 
 
-@pytest.mark.parametrize("case, text, points_at, source, twin, twin_calls", REFUSED_AT_CHECK,
-                         ids=[case[0] for case in REFUSED_AT_CHECK])
-def test_a_forbidden_flow_is_refused_by_check_and_its_twin_runs(project, case, text, points_at, source, twin,
-                                                               twin_calls):
+@pytest.mark.parametrize(
+    "case, text, points_at, source, twin, twin_calls", REFUSED_AT_CHECK, ids=[case[0] for case in REFUSED_AT_CHECK]
+)
+def test_a_forbidden_flow_is_refused_by_check_and_its_twin_runs(project, case, text, points_at, source, twin, twin_calls):
     code, diagnostics = checked(project, text)
     assert code == 1 and {d["code"] for d in diagnostics} == {"E400"}, diagnostics
     assert points_at in [written(text, refusal) for refusal in diagnostics]
@@ -311,8 +405,11 @@ def test_a_run_keeps_the_labels_of_a_filtered_lists_fields(project, field, refus
     from planc.passes.check import check
 
     loaded = load_project(project, store=project / "runs.sqlite")
-    checked = check(f"ledger() |> filter(where: amount == 10)\npay(recipient: $2[0].{field}, amount: 10)\n",
-                    registry=loaded.registry, approvals=True)
+    checked = check(
+        f"ledger() |> filter(where: amount == 10)\npay(recipient: $2[0].{field}, amount: 10)\n",
+        registry=loaded.registry,
+        approvals=True,
+    )
     assert checked.ok, [d.message for d in checked.diagnostics]
     if refused:
         with pytest.raises(RunError, match="recipients-from-the-user"):
@@ -324,7 +421,7 @@ def test_a_run_keeps_the_labels_of_a_filtered_lists_fields(project, field, refus
 
 
 def test_the_labels_of_each_call_are_recorded(project):
-    assert ran(project, 'statement()\npay(recipient: $1.iban, amount: 10)\nnote(text: $1.memo)\n').exit_code == 0
+    assert ran(project, "statement()\npay(recipient: $1.iban, amount: 10)\nnote(text: $1.memo)\n").exit_code == 0
     with sqlite3.connect(project / "runs.sqlite") as db:
         recorded = {tool: json.loads(labels) for tool, labels in db.execute("SELECT tool, labels FROM calls")}
     assert recorded["pay"] == {"sources": {"recipient": [], "amount": []}, "control": []}
@@ -332,6 +429,7 @@ def test_the_labels_of_each_call_are_recorded(project):
 
 
 # --- agents: what they were shown is in all they write ------------------------------------------------
+
 
 @pytest.fixture
 def agent_project(project, model_server):
@@ -344,8 +442,10 @@ ANSWER_SCHEMA = '{type: "object", properties: {to: {type: "string"}}, required: 
 
 
 def test_an_agent_that_may_read_untrusted_mail_cannot_choose_a_recipient(agent_project, model_server):
-    text = (f'agent(prompt: "Who should get the report?", tools: ["read_inbox"], output_schema: {ANSWER_SCHEMA})\n'
-            'send(to: $1.output.to, text: "report")\n')
+    text = (
+        f'agent(prompt: "Who should get the report?", tools: ["read_inbox"], output_schema: {ANSWER_SCHEMA})\n'
+        'send(to: $1.output.to, text: "report")\n'
+    )
     code, diagnostics = checked(agent_project, text)
     assert code == 1 and [d["code"] for d in diagnostics] == ["E400"]
     assert written(text, diagnostics[0]) == "$1.output.to"
@@ -361,8 +461,10 @@ def test_an_agent_that_may_read_untrusted_mail_cannot_choose_a_recipient(agent_p
 def test_an_agent_with_no_tools_carries_only_what_it_was_shown(agent_project, model_server):
     """An extraction agent (`tools: []`) shown the user's contacts may pick a recipient; left without `tools`
     it may call every tool, the inbox too, and its answer may not."""
-    text = ('contacts()\nagent(context: $1, prompt: "Who should get the report?", tools: [], '
-            f'output_schema: {ANSWER_SCHEMA})\nsend(to: $2.output.to, text: "report")\n')
+    text = (
+        'contacts()\nagent(context: $1, prompt: "Who should get the report?", tools: [], '
+        f'output_schema: {ANSWER_SCHEMA})\nsend(to: $2.output.to, text: "report")\n'
+    )
     assert checked(agent_project, text.replace("tools: [], ", ""))[0] == 1
     assert checked(agent_project, text) == (0, [])
     model_server.reply('{"to": "alice@example.com"}')
@@ -375,8 +477,9 @@ def test_an_agent_that_read_mail_cannot_send_to_whom_the_mail_says(agent_project
     # Only the run knows which tools the agent calls: the call it makes after reading the inbox is refused.
     model_server.call("read_inbox", {})
     model_server.call("send", {"to": "mallory@evil.example", "text": "invoice"}, id="call_2")
-    result = ran(agent_project, 'agent(prompt: "Handle my mail", tools: ["read_inbox", "send"], '
-                                'output_schema: {type: "object"})\n')
+    result = ran(
+        agent_project, 'agent(prompt: "Handle my mail", tools: ["read_inbox", "send"], output_schema: {type: "object"})\n'
+    )
     assert result.exit_code == 1 and "recipients-from-the-user" in result.output
     assert calls(agent_project) == ["read_inbox"] and statuses(agent_project) == ["failed"]
 
@@ -384,16 +487,19 @@ def test_an_agent_that_read_mail_cannot_send_to_whom_the_mail_says(agent_project
 def test_an_agent_that_only_saw_the_users_words_may_send(agent_project, model_server):
     model_server.call("send", {"to": "alice@example.com", "text": "hello"})
     model_server.reply("{}")
-    result = ran(agent_project, 'agent(prompt: "Say hello to alice@example.com", tools: ["send"], '
-                                'output_schema: {type: "object"})\n')
+    result = ran(
+        agent_project, 'agent(prompt: "Say hello to alice@example.com", tools: ["send"], output_schema: {type: "object"})\n'
+    )
     assert result.exit_code == 0, result.output
     assert calls(agent_project) == ["send alice@example.com hello"] and statuses(agent_project) == ["ok"]
 
 
 def test_a_conversation_carries_what_its_first_turn_read(agent_project, model_server):
-    text = ('first = agent(prompt: "Read my mail", tools: ["read_inbox"], output_schema: {type: "object"})\n'
-            f'agent(prompt: "Who gets the report?", continue: $first, tools: ["read_inbox"], output_schema: {ANSWER_SCHEMA})\n'
-            'send(to: $2.output.to, text: "report")\n')
+    text = (
+        'first = agent(prompt: "Read my mail", tools: ["read_inbox"], output_schema: {type: "object"})\n'
+        f'agent(prompt: "Who gets the report?", continue: $first, tools: ["read_inbox"], output_schema: {ANSWER_SCHEMA})\n'
+        'send(to: $2.output.to, text: "report")\n'
+    )
     code, diagnostics = checked(agent_project, text)
     assert code == 1 and written(text, diagnostics[0]) == "$2.output.to"
     assert calls(agent_project) == []
@@ -401,26 +507,35 @@ def test_a_conversation_carries_what_its_first_turn_read(agent_project, model_se
 
 # --- failing closed, declarations, secrets ------------------------------------------------------------
 
+
 def test_a_rule_that_cannot_read_a_label_set_denies(project):
     # `like` takes a string; `context.sources.to` is a set: Cedar cannot evaluate the rule for the call.
-    (project / "policy.cedar").write_text('@id("odd")\nforbid(principal, action, resource) when '
-                                          '{ context.sources has to && context.sources.to like "*x*" };\n'
-                                          'permit(principal, action, resource);\n')
+    (project / "policy.cedar").write_text(
+        '@id("odd")\nforbid(principal, action, resource) when '
+        '{ context.sources has to && context.sources.to like "*x*" };\n'
+        "permit(principal, action, resource);\n"
+    )
     code, diagnostics = checked(project, 'send(to: "alice@example.com", text: "hi")\n')
     assert code == 1 and "policy `odd` could not be evaluated" in diagnostics[0]["message"]
     assert ran(project, 'send(to: "alice@example.com", text: "hi")\n').exit_code == 1
     assert calls(project) == [] and statuses(project) == []
 
 
-@pytest.mark.parametrize("labels, words", [
-    ('"untrusted"', "`labels` must be a list of label names"),
-    ('["not a name"]', "`labels` must be a list of label names"),
-    ('[1]', "`labels` must be a list of label names"),
-])
+@pytest.mark.parametrize(
+    "labels, words",
+    [
+        ('"untrusted"', "`labels` must be a list of label names"),
+        ('["not a name"]', "`labels` must be a list of label names"),
+        ("[1]", "`labels` must be a list of label names"),
+    ],
+)
 def test_a_bad_labels_declaration_is_a_planc_toml_error(project, labels, words):
     toml = project / "planc.toml"
-    toml.write_text(toml.read_text().replace('[tools.note]\n', f'[tools.note]\nlabels = {labels}\n', 1)
-                    .replace('labels = []\n\n[tools.send]', '\n[tools.send]', 1))
+    toml.write_text(
+        toml.read_text()
+        .replace("[tools.note]\n", f"[tools.note]\nlabels = {labels}\n", 1)
+        .replace("labels = []\n\n[tools.send]", "\n[tools.send]", 1)
+    )
     write(project, 'note(text: "x")\n')
     result = invoke("check", "p.plan")
     assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output
@@ -465,8 +580,10 @@ def test_a_secret_is_never_written_by_planc(project):
 
 
 def test_an_inferred_gate_over_untrusted_mail_decides_nothing_that_acts(agent_project, model_server):
-    text = ('read_inbox()\ndecide(infer: "Is this urgent: {$1[0].subject}?", '
-            'then: { send(to: "alice@example.com", text: "urgent mail") })\n')
+    text = (
+        'read_inbox()\ndecide(infer: "Is this urgent: {$1[0].subject}?", '
+        'then: { send(to: "alice@example.com", text: "urgent mail") })\n'
+    )
     code, diagnostics = checked(agent_project, text)
     assert code == 1 and written(text, diagnostics[0]) == "$1[0].subject"
     assert "untrusted-decides-nothing" in diagnostics[0]["message"]
@@ -486,8 +603,12 @@ def test_an_agent_shown_a_secret_is_recorded_without_it(agent_project, model_ser
     module.write_text(module.read_text().replace('"123-45-6789"', f'"{secret}"'))
     model_server.reply(f'{{"to": "{secret}"}}')
     events = agent_project / "events.jsonl"
-    result = ran(agent_project, f'profile() |> agent(prompt: "Which password is it?", tools: ["note"], '
-                                f'output_schema: {ANSWER_SCHEMA})\n', "--events", str(events))
+    result = ran(
+        agent_project,
+        f'profile() |> agent(prompt: "Which password is it?", tools: ["note"], output_schema: {ANSWER_SCHEMA})\n',
+        "--events",
+        str(events),
+    )
     assert result.exit_code == 0, result.output
     assert secret in json.dumps(model_server.bodies()[0])  # the model was shown it: the plan asked for that
     written = events.read_bytes() + b"".join(path.read_bytes() for path in agent_project.glob("runs.sqlite*"))

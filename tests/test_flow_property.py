@@ -12,7 +12,7 @@ import pytest
 from flow_checks import assert_within_check
 from tool_project import tool_project
 
-TOOLS = '''
+TOOLS = """
 def source(n):
     return {"x": f"text {n}", "n": n, "items": list(range(n % 4)), "flag": n % 2 == 0,
             "rows": [{"memo": f"m{n}", "n": n}, {"memo": "z", "n": n + 1}, {"memo": "a", "n": n % 3}]}
@@ -24,12 +24,14 @@ def echo(v):
 
 def sink(v):
     return {"ok": True}
-'''
+"""
 
-SHAPE = ('{{ type = "object", properties = {{ x = {{ type = "string"{x_labels} }}, n = {{ type = "integer" }}, '
-         'items = {{ type = "array", items = {{ type = "integer" }} }}, flag = {{ type = "boolean" }}, '
-         'rows = {{ type = "array", items = {{ type = "object", properties = {{ memo = {{ type = "string", x-labels = ["x"] }}, '
-         'n = {{ type = "integer" }} }} }} }} }} }}')
+SHAPE = (
+    '{{ type = "object", properties = {{ x = {{ type = "string"{x_labels} }}, n = {{ type = "integer" }}, '
+    'items = {{ type = "array", items = {{ type = "integer" }} }}, flag = {{ type = "boolean" }}, '
+    'rows = {{ type = "array", items = {{ type = "object", properties = {{ memo = {{ type = "string", x-labels = ["x"] }}, '
+    'n = {{ type = "integer" }} }} }} }} }} }}'
+)
 
 
 def toml(module: str, labels: dict[str, list[str]]) -> str:
@@ -38,11 +40,15 @@ def toml(module: str, labels: dict[str, list[str]]) -> str:
     tables = []
     for name, declared in labels.items():
         x_labels = ', x-labels = ["x"]' if name == "s3" else ""
-        tables.append(f'[tools.{name}]\nprovider = "python:{module}:source"\nparams = {{ n = {{ type = "integer" }} }}\n'
-                      f'returns = {SHAPE.format(x_labels=x_labels)}\nlabels = {json.dumps(declared)}\n'
-                      'effects = { read_only = true }\n')
-    tables.append(f'[tools.echo]\nprovider = "python:{module}:echo"\nparams = {{ v = {{}} }}\npipe = "v"\n'
-                  'labels = []\neffects = { read_only = true }\n')
+        tables.append(
+            f'[tools.{name}]\nprovider = "python:{module}:source"\nparams = {{ n = {{ type = "integer" }} }}\n'
+            f"returns = {SHAPE.format(x_labels=x_labels)}\nlabels = {json.dumps(declared)}\n"
+            "effects = { read_only = true }\n"
+        )
+    tables.append(
+        f'[tools.echo]\nprovider = "python:{module}:echo"\nparams = {{ v = {{}} }}\npipe = "v"\n'
+        "labels = []\neffects = { read_only = true }\n"
+    )
     tables.append(f'[tools.sink]\nprovider = "python:{module}:sink"\nparams = {{ v = {{}} }}\npipe = "v"\nlabels = []\n')
     return "\n".join(tables)
 
@@ -64,14 +70,35 @@ def tools_module(tmp_path_factory):
 def _step(draw, st, number: int, sources: list[int]) -> str:
     """One top-level step that reads earlier steps: the sources (`$sK` with K in `sources`, into their parts)
     and any other step (whole)."""
+
     def ref():
         k = draw(st.integers(1, number - 1))
         if k not in sources:
             return f"$s{k}"
         return f"$s{k}" + draw(st.sampled_from(["", ".x", ".n", ".items", ".flag"]))
 
-    kind = draw(st.sampled_from(["echo", "sink", "pipe", "pure", "pure over", "template", "list", "map", "filter", "reduce", "decide", "exit",
-                                 "reshape", "kept", "index", "length"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "echo",
+                "sink",
+                "pipe",
+                "pure",
+                "pure over",
+                "template",
+                "list",
+                "map",
+                "filter",
+                "reduce",
+                "decide",
+                "exit",
+                "reshape",
+                "kept",
+                "index",
+                "length",
+            ]
+        )
+    )
     if kind == "echo":
         return f"echo(v: {ref()})"
     if kind == "sink":
@@ -88,11 +115,24 @@ def _step(draw, st, number: int, sources: list[int]) -> str:
         return f'sink(v: [{ref()}, {{k: {ref()}}}, "plain"])'
     k = draw(st.sampled_from(sources))
     if kind == "kept":  # steps that keep some of a list's items: their fields' labels, and what chose them
-        kept = draw(st.lists(st.sampled_from(['filter({over}where: n > 1)', 'filter({over}where: memo == "z")',
-                                              'sort({over}field: "memo")', 'sort({over}field: "n", descending: true)',
-                                              'unique({over}field: "memo")', 'take({over}count: 2)',
-                                              f'skip({{over}}count: $s{k}.n)', 'slice({value}start: 1)']),
-                             min_size=1, max_size=3))
+        kept = draw(
+            st.lists(
+                st.sampled_from(
+                    [
+                        "filter({over}where: n > 1)",
+                        'filter({over}where: memo == "z")',
+                        'sort({over}field: "memo")',
+                        'sort({over}field: "n", descending: true)',
+                        'unique({over}field: "memo")',
+                        "take({over}count: 2)",
+                        f"skip({{over}}count: $s{k}.n)",
+                        "slice({value}start: 1)",
+                    ]
+                ),
+                min_size=1,
+                max_size=3,
+            )
+        )
         first = kept[0].format(over=f"over: $s{k}.rows, ", value=f"value: $s{k}.rows, ")
         rest = [step.format(over="", value="") for step in kept[1:]]
         field = draw(st.sampled_from(["memo", "n"]))

@@ -49,11 +49,11 @@ TOKENIZER = llguidance.LLTokenizer("byte")
 # of the parser's that finds it: what a decoder constrained by the grammar may still write.
 NOT_REJECTED = {
     "syntax: duplicate argument name": "E105, a parameter named twice: a grammar cannot say each name "
-                                       "at most once but in every order, short of listing the orders",
+    "at most once but in every order, short of listing the orders",
     "syntax: duplicate argument name on separate lines": "E105, as above",
     "syntax: duplicate argument name inside a block": "E105, as above",
     "syntax: number too large": "E100 for `1e999`, spelled as a number is but past the largest float: "
-                                "its value, not its spelling, is what is refused",
+    "its value, not its spelling, is what is refused",
 }
 
 
@@ -68,8 +68,7 @@ class Decoder:
     def accepts(self, plan: str) -> bool:
         matcher = self.matcher.deep_copy()
         tokens = TOKENIZER.tokenize_bytes(plan.encode("utf-8"))
-        return (matcher.validate_tokens(tokens) == len(tokens) and matcher.consume_tokens(tokens)
-                and matcher.is_accepting())
+        return matcher.validate_tokens(tokens) == len(tokens) and matcher.consume_tokens(tokens) and matcher.is_accepting()
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +112,11 @@ def errors(case) -> set[str]:
 
 def valid_plans(cases) -> dict[str, str]:
     """Every plan the parser accepts, by where it comes from."""
-    plans = {case_id(case): plan_text(case) for case in cases
-             if case.source_b is None and not any(code.startswith("E1") for code in errors(case))}
+    plans = {
+        case_id(case): plan_text(case)
+        for case in cases
+        if case.source_b is None and not any(code.startswith("E1") for code in errors(case))
+    }
     for case in cases:
         if case.source_b is not None:  # a diff case: two plans that parse, and their changes
             plans[f"{case_id(case)} (A)"], plans[f"{case_id(case)} (B)"] = case.source, case.source_b
@@ -125,6 +127,7 @@ def valid_plans(cases) -> dict[str, str]:
 
 # The generic grammar.
 
+
 def test_every_plan_the_parser_accepts_is_accepted(generic, cases):
     plans = valid_plans(cases)
     assert len(plans) > 400
@@ -134,8 +137,7 @@ def test_every_plan_the_parser_accepts_is_accepted(generic, cases):
 
 
 def test_every_syntax_error_is_rejected_but_the_listed_ones(generic, cases):
-    syntax_errors = {case_id(case): plan_text(case) for case in cases
-                     if any(code.startswith("E1") for code in errors(case))}
+    syntax_errors = {case_id(case): plan_text(case) for case in cases if any(code.startswith("E1") for code in errors(case))}
     assert len(syntax_errors) > 100 and set(NOT_REJECTED) <= set(syntax_errors)
     accepted = sorted(name for name, plan in syntax_errors.items() if generic.accepts(plan))
     assert accepted == sorted(NOT_REJECTED)  # an exception the grammar comes to reject leaves the list
@@ -147,20 +149,20 @@ FEATURES = {
     "a # comment": lambda text, lexed: any(c.text.startswith("#") for c in lexed.comments),
     "a // comment": lambda text, lexed: any(c.text.startswith("//") for c in lexed.comments),
     "a comment ending the text": lambda text, lexed: any(c.end == len(text) for c in lexed.comments),
-    "a comment before the first step": lambda text, lexed: bool(lexed.comments) and
-                                                           lexed.comments[0].start < lexed.tokens[0][0],
+    "a comment before the first step": lambda text, lexed: bool(lexed.comments) and lexed.comments[0].start < lexed.tokens[0][0],
     "a tab": lambda text, lexed: "\t" in text,
     "CRLF line ends": lambda text, lexed: "\r\n" in text,
     "blank lines": lambda text, lexed: "\n\n" in text.strip(),
     "tokens with no space between": lambda text, lexed: ")|>" in text and bool(re.search(r"\w:[\w\"]", text)),
     "a triple-quoted string over lines": lambda text, lexed: any(
-        t[3].startswith('"""') and "\n" in t[3] for t in lexed.tokens if t[2] == "STRING"),
-    "escapes in a string": lambda text, lexed: any(
-        re.search(r'\\["\\nt/u]', t[3]) for t in lexed.tokens if t[2] == "STRING"),
+        t[3].startswith('"""') and "\n" in t[3] for t in lexed.tokens if t[2] == "STRING"
+    ),
+    "escapes in a string": lambda text, lexed: any(re.search(r'\\["\\nt/u]', t[3]) for t in lexed.tokens if t[2] == "STRING"),
     "\\{ in a string": lambda text, lexed: any("\\{" in t[3] for t in lexed.tokens if t[2] == "STRING"),
     "a template hole": lambda text, lexed: any(re.search(r"\{\$\w", t[3]) for t in lexed.tokens if t[2] == "STRING"),
     "a keyword as a record key": lambda text, lexed: any(
-        a[3] in KEYWORDS and b[3] == ":" for a, b in zip(lexed.tokens, lexed.tokens[1:])),
+        a[3] in KEYWORDS and b[3] == ":" for a, b in zip(lexed.tokens, lexed.tokens[1:])
+    ),
     "a non-ASCII character": lambda text, lexed: any(ord(c) > 127 for c in text),
 }
 
@@ -173,6 +175,7 @@ def test_the_corpus_shows_each_lexical_feature_and_the_grammar_accepts_it(featur
 
 
 # The grammar narrowed to a registry.
+
 
 def registry_cases(cases):
     return [case for case in cases if case.registry is not None and case.source_b is None]
@@ -258,15 +261,15 @@ def the_rest(tool, param: str) -> str:
 
 def test_block_parameters_take_blocks_and_conditions_any_expression(narrowed):
     decoder = narrowed(load_registry(CORPUS / "registry" / "planc.toml"))
-    assert decoder.accepts('map(over: $1, do: { tally(query: item.title) })')
-    assert decoder.accepts('map(over: $1, do: ({ tally(query: item.title) }))')
+    assert decoder.accepts("map(over: $1, do: { tally(query: item.title) })")
+    assert decoder.accepts("map(over: $1, do: ({ tally(query: item.title) }))")
     assert not decoder.accepts('map(over: $1, do: "count")')
     assert not decoder.accepts("map(over: $1, do: $1)")
-    assert decoder.accepts("filter(over: $1, where: severity >= 2 and not (status == \"resolved\"))")
+    assert decoder.accepts('filter(over: $1, where: severity >= 2 and not (status == "resolved"))')
     assert decoder.accepts('search(query: "x") |> summarize(style: "{$1[0].status}")')
     assert decoder.accepts('summarize(items: [1, {a: $1}], style: "{$1[0].status}")')
-    assert not decoder.accepts('summarize(items: $1, style: bullets)')  # a bare word: a string without its quotes
-    assert decoder.accepts('map(over: $1, do: { summarize(items: item, style: item.style, max_words: index) })')
+    assert not decoder.accepts("summarize(items: $1, style: bullets)")  # a bare word: a string without its quotes
+    assert decoder.accepts("map(over: $1, do: { summarize(items: item, style: item.style, max_words: index) })")
 
 
 def test_with_a_registry_a_step_gives_each_parameter_once_and_those_it_requires(narrowed):
@@ -276,14 +279,15 @@ def test_with_a_registry_a_step_gives_each_parameter_once_and_those_it_requires(
     assert not decoder.accepts("search(limit: 5)")  # E202
     assert not decoder.accepts('search(query: "x") |> summarize(items: $1)')  # E209: given by the pipe and here
     assert not decoder.accepts('search(query: "x") |> tally(query: "y")')  # E209: tally takes no piped value
-    assert decoder.accepts('filter(over: $1, where: x > 1)') and not decoder.accepts("filter(over: $1)")  # E303
+    assert decoder.accepts("filter(over: $1, where: x > 1)") and not decoder.accepts("filter(over: $1)")  # E303
     assert not decoder.accepts('filter(over: $1, where: x > 1, infer: "y")')
 
 
 def test_an_enum_value_that_needs_escapes_is_spelled_as_planc_prints_it(tmp_path):
     (tmp_path / "planc.toml").write_text(
         '[tools.pick]\nparams = { choice = { enum = ["a \\"b\\"", "back\\\\slash", "{$1}", "tab\\tx", "é", 2, true] } }\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     for format in FORMATS:
         decoder = Decoder(export_grammar(load_registry(tmp_path / "planc.toml"), format=format, full=True), format)
         for written in ('"a \\"b\\""', '"back\\\\slash"', '"\\{$1}"', '"tab\\tx"', '"é"', "2", "true"):
@@ -297,7 +301,7 @@ TERMINALS = {name: re.compile(to_python(pattern)) for name, pattern in read_gram
 
 
 @settings(max_examples=examples(500))
-@given(st.text(alphabet='"\\{}$ab1un\n\'', max_size=14), st.sampled_from(['"', '"""']))
+@given(st.text(alphabet="\"\\{}$ab1un\n'", max_size=14), st.sampled_from(['"', '"""']))
 @example(body='"\n', quote='"')
 def test_the_string_terminal_matches_exactly_the_strings_the_parser_takes(body, quote):
     text = quote + body
@@ -326,6 +330,7 @@ def test_an_integer_literal_is_a_number_jsonschema_calls_an_integer(text):
 
 
 # The command.
+
 
 @pytest.mark.parametrize("format", FORMATS)
 def test_the_command_prints_a_grammar_llguidance_reads(format, tmp_path):
@@ -377,8 +382,9 @@ def test_any_enum_value_and_description_goes_through_both_exports_into_llguidanc
     from planc.registry.loading.registry import Registry
     from planc.registry.tools.tool import Tool
 
-    registry = Registry(tools={"pick": Tool("pick", params={"choice": {"enum": values}}, required=("choice",),
-                                            description=description)})
+    registry = Registry(
+        tools={"pick": Tool("pick", params={"choice": {"enum": values}}, required=("choice",), description=description)}
+    )
     for format in FORMATS:
         text = export_grammar(registry, format=format)
         text.encode("utf-8")  # writable as the file `planc grammar` prints
@@ -388,8 +394,9 @@ def test_any_enum_value_and_description_goes_through_both_exports_into_llguidanc
 
 
 def test_the_command_writes_a_control_character_of_an_enum_as_an_escape(tmp_path):
-    (tmp_path / "planc.toml").write_text('[tools.pick]\nparams = { choice = { enum = ["a\\u007fb", "c\\u0085"] } }\n',
-                                         encoding="utf-8")
+    (tmp_path / "planc.toml").write_text(
+        '[tools.pick]\nparams = { choice = { enum = ["a\\u007fb", "c\\u0085"] } }\n', encoding="utf-8"
+    )
     for format in FORMATS:
         result = invoke("grammar", "--format", format, "--config", tmp_path / "planc.toml")
         assert result.exit_code == 0 and "\x7f" not in result.stdout, result.output

@@ -18,31 +18,30 @@ from planc.backend.calls.hooks import Abort, Hooks, PlanCall, Proceed, Replace
 from planc.backend.run.interpreter import run_plan
 from planc.backend.state.values import Aborted
 
-PLANS = '''
+PLANS = """
 [plans.inner]
 file = "inner.plan"
 params = {{ channel = {{ type = "string" }} }}
 
 [plans.outer]
 file = "outer.plan"
-'''
+"""
 
 
 @pytest.fixture
 def plans(project):
     """The project with two declared plans: `inner` searches and notifies, `outer` calls `inner`."""
-    (project / "inner.plan").write_text('search(query: "x", limit: 1)\n'
-                                        'notify(channel: $args.channel, text: "{$1[0].title}")\n')
+    (project / "inner.plan").write_text('search(query: "x", limit: 1)\nnotify(channel: $args.channel, text: "{$1[0].title}")\n')
     (project / "outer.plan").write_text('plan__inner(channel: "#outer")\n')
     toml = project / "planc.toml"
     toml.write_text(toml.read_text() + PLANS.format())
     return project
 
 
-PLAN = '''hits = search(query: "disk", limit: 2)
+PLAN = """hits = search(query: "disk", limit: 2)
 map(over: $hits, do: { notify(channel: "#ops", text: "{item.title} ({index})") })
 plan__inner(channel: "#inner")
-'''
+"""
 
 
 def run(checked, registry, **hooks):
@@ -59,21 +58,47 @@ def test_the_gate_sees_the_rendered_call_its_step_path_its_template_scope_and_it
 
     run(checked, registry, gate=gate)
     found = calls(plans)
-    hits = [{"id": "I0", "title": "disk 0", "severity": 1, "status": "resolved"},
-            {"id": "I1", "title": "disk 1", "severity": 2, "status": "open"}]
+    hits = [
+        {"id": "I0", "title": "disk 0", "severity": 1, "status": "resolved"},
+        {"id": "I1", "title": "disk 1", "severity": 2, "status": "open"},
+    ]
     inner_hit = [{"id": "I0", "title": "x 0", "severity": 1, "status": "resolved"}]
     assert seen == [
         ("1", "search", {"query": "disk", "limit": 2}, {"$args": {}}, ()),
-        ("2/do.1[0]", "notify", {"channel": "#ops", "text": "disk 0 (0)"},
-         {"$1": hits, "$hits": hits, "$args": {}, "item": hits[0], "index": 0}, ()),
-        ("2/do.1[1]", "notify", {"channel": "#ops", "text": "disk 1 (1)"},
-         {"$1": hits, "$hits": hits, "$args": {}, "item": hits[1], "index": 1}, ()),
-        ("3", "plan__inner", {"channel": "#inner"},
-         {"$1": hits, "$hits": hits, "$2": [{"sent": True, "channel": "#ops", "text": f"disk {i} ({i})"}
-                                            for i in range(2)], "$args": {}}, ()),
+        (
+            "2/do.1[0]",
+            "notify",
+            {"channel": "#ops", "text": "disk 0 (0)"},
+            {"$1": hits, "$hits": hits, "$args": {}, "item": hits[0], "index": 0},
+            (),
+        ),
+        (
+            "2/do.1[1]",
+            "notify",
+            {"channel": "#ops", "text": "disk 1 (1)"},
+            {"$1": hits, "$hits": hits, "$args": {}, "item": hits[1], "index": 1},
+            (),
+        ),
+        (
+            "3",
+            "plan__inner",
+            {"channel": "#inner"},
+            {
+                "$1": hits,
+                "$hits": hits,
+                "$2": [{"sent": True, "channel": "#ops", "text": f"disk {i} ({i})"} for i in range(2)],
+                "$args": {},
+            },
+            (),
+        ),
         ("3/1", "search", {"query": "x", "limit": 1}, {"$args": {"channel": "#inner"}}, (PlanCall("inner", "3"),)),
-        ("3/2", "notify", {"channel": "#inner", "text": "x 0"},
-         {"$1": inner_hit, "$args": {"channel": "#inner"}}, (PlanCall("inner", "3"),)),
+        (
+            "3/2",
+            "notify",
+            {"channel": "#inner", "text": "x 0"},
+            {"$1": inner_hit, "$args": {"channel": "#inner"}},
+            (PlanCall("inner", "3"),),
+        ),
     ]
     assert [call["tool"] for call in found] == ["search", "notify", "notify", "search", "notify"]
 
@@ -89,9 +114,12 @@ def test_an_abort_at_the_gate_gives_back_the_partial_state(project):
     assert str(aborted.value) == "step 2/do.1[1]: stopped before calling `notify`: not that one"
     assert aborted.value.error is None
     assert aborted.value.results == {
-        "1": [{"id": "I0", "title": "disk 0", "severity": 1, "status": "resolved"},
-              {"id": "I1", "title": "disk 1", "severity": 2, "status": "open"}],
-        "2/do.1[0]": {"sent": True, "channel": "#ops", "text": "disk 0 (0)"}}  # not step 2: it did not finish
+        "1": [
+            {"id": "I0", "title": "disk 0", "severity": 1, "status": "resolved"},
+            {"id": "I1", "title": "disk 1", "severity": 2, "status": "open"},
+        ],
+        "2/do.1[0]": {"sent": True, "channel": "#ops", "text": "disk 0 (0)"},
+    }  # not step 2: it did not finish
     assert [call["tool"] for call in calls(project)] == ["search", "notify"]
 
 
@@ -153,9 +181,16 @@ def test_tool_finished_reports_the_tools_error_and_the_replacement_apart(project
     assert result.value == {"got": {"recovered": True}}
     finished = [event for event in events if event["event"] in ("tool_finished", "step_finished")]
     assert finished[:2] == [
-        {"event": "tool_finished", "step": "1", "tool": "fails", "error": "step 1: `fails` failed: ValueError: "
-         "no such thing", "replacement": {"recovered": True}, "stack": []},  # the real call: it failed
-        {"event": "step_finished", "step": "1", "tool": "fails", "result": {"recovered": True}, "stack": []}]  # what the run used
+        {
+            "event": "tool_finished",
+            "step": "1",
+            "tool": "fails",
+            "error": "step 1: `fails` failed: ValueError: no such thing",
+            "replacement": {"recovered": True},
+            "stack": [],
+        },  # the real call: it failed
+        {"event": "step_finished", "step": "1", "tool": "fails", "result": {"recovered": True}, "stack": []},
+    ]  # what the run used
     assert [call["tool"] for call in calls(project)] == ["fails"]
 
 
@@ -165,20 +200,31 @@ def test_a_failed_call_is_reported_failed_with_its_error(project):
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert result.stderr.splitlines()[-1] == "error: step 1: `fails` failed: ValueError: no such thing"
     events = [json.loads(line) for line in (project / "e.jsonl").read_text().splitlines()]
-    ended = [{key: event[key] for key in ("event", "step", "tool", "error", "error_type", "stack") if key in event}
-             for event in events if event["event"] in ("tool_finished", "tool_failed")]
-    assert ended == [{"event": "tool_failed", "step": "1", "tool": "fails", "error": "step 1: `fails` failed: "
-                      "ValueError: no such thing", "error_type": "ToolFailed", "stack": []}]
+    ended = [
+        {key: event[key] for key in ("event", "step", "tool", "error", "error_type", "stack") if key in event}
+        for event in events
+        if event["event"] in ("tool_finished", "tool_failed")
+    ]
+    assert ended == [
+        {
+            "event": "tool_failed",
+            "step": "1",
+            "tool": "fails",
+            "error": "step 1: `fails` failed: ValueError: no such thing",
+            "error_type": "ToolFailed",
+            "stack": [],
+        }
+    ]
     assert "[1] fails -> failed" in result.stderr.splitlines()
     assert [call["tool"] for call in calls(project)] == ["fails"]
 
 
 def test_step_started_carries_each_steps_rendered_input(project):
-    (project / "p.plan").write_text('''search(query: "disk {$args.n}", limit: $args.n)
+    (project / "p.plan").write_text("""search(query: "disk {$args.n}", limit: $args.n)
   |> filter(where: severity > 1)
 exit(when: $2.length > 5, output: {first: $2[9].id}, message: "many: {$2[9].id}")
 reshape(value: {n: $2.length, first: $2[0].id})
-''')
+""")
     result = invoke("run", "p.plan", "--arg", "n=2", "--events", "e.jsonl")
     assert result.exit_code == 0, result.output
     events = [json.loads(line) for line in (project / "e.jsonl").read_text().splitlines()]
@@ -188,7 +234,8 @@ reshape(value: {n: $2.length, first: $2[0].id})
         "1": {"query": "disk 2", "limit": 2},  # a tool's arguments, as its call gets them
         "2": {"over": [{"id": "I0", "title": "disk 2 0", "severity": 1, "status": "resolved"}, hit]},  # piped in
         "3": {},  # `when` is a condition; `output` and `message` are read only when it exits, and cannot be here
-        "4": {"value": {"n": 1, "first": "I1"}}}
+        "4": {"value": {"n": 1, "first": "I1"}},
+    }
     assert json.loads(result.stdout) == {"n": 1, "first": "I1"}
 
 
@@ -205,4 +252,3 @@ def test_events_carry_the_stack_of_declared_plans(plans):
     assert stacks[("tool_finished", "2/2")] == [{"plan": "inner", "step": "2"}]
     assert all("stack" not in event for event in events if event["event"] in ("run_started", "run_finished"))
     assert [call["channel"] for call in calls(plans) if call["tool"] == "notify"] == ["#outer", "#top"]
-

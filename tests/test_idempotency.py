@@ -26,7 +26,7 @@ from tool_project import tool_project
 
 from planc.backend.calls.idempotency import idempotency_key
 
-TOOLS = '''
+TOOLS = """
 import json, os
 import planc
 
@@ -55,9 +55,9 @@ def page(who, token):
 def plain(text):
     _called("plain", text=text)
     return {"sent": text}
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.send]
 provider = "python:{module}:send"
 
@@ -73,7 +73,7 @@ idempotency_key = "token"
 [tools.plain]
 provider = "python:{module}:plain"
 params = {{ text = {{ type = "string" }} }}
-'''
+"""
 
 
 @pytest.fixture
@@ -91,19 +91,23 @@ def calls(project) -> list[dict]:
 
 def recorded(store: Path, run_id: str) -> list[tuple]:
     with sqlite3.connect(store) as db:
-        return [(step, tool, json.loads(given), key) for step, tool, given, key in db.execute(
-            "SELECT step, tool, input, idempotency_key FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,))]
+        return [
+            (step, tool, json.loads(given), key)
+            for step, tool, given, key in db.execute(
+                "SELECT step, tool, input, idempotency_key FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)
+            )
+        ]
 
 
 def run_id_of(result) -> str:
     return result.stderr.splitlines()[0].removeprefix("run: ").split()[0]
 
 
-PLAN = '''map(over: ["a", "b"], do: { send(text: item) })
+PLAN = """map(over: ["a", "b"], do: { send(text: item) })
 post(channel: "#ops", text: "done")
 page(who: "oncall")
 plain(text: "no key")
-'''
+"""
 
 
 def test_each_call_gets_its_own_key_as_its_intent_row_records_it(project):
@@ -113,7 +117,12 @@ def test_each_call_gets_its_own_key_as_its_intent_row_records_it(project):
     run_id = run_id_of(first)
     rows = recorded(project / "runs.sqlite", run_id)
     assert [(step, tool) for step, tool, _, _ in rows] == [
-        ("1/do.1[0]", "send"), ("1/do.1[1]", "send"), ("2", "post"), ("3", "page"), ("4", "plain")]
+        ("1/do.1[0]", "send"),
+        ("1/do.1[1]", "send"),
+        ("2", "post"),
+        ("3", "page"),
+        ("4", "plain"),
+    ]
     for step, _, given, key in rows:  # the key is the arguments', at the call's step path, in this run
         assert key == idempotency_key(run_id, step, given)
     made = calls(project)
@@ -128,17 +137,22 @@ def test_each_call_gets_its_own_key_as_its_intent_row_records_it(project):
 
 
 def test_the_key_is_planc_s_to_give_never_the_plan_s(project):
-    for text, parameter in (('send(text: "a", idempotency_key: "mine")', "idempotency_key"),
-                            ('post(channel: "#a", text: "b", request_id: "mine")', "request_id"),
-                            ('page(who: "a", token: "mine")', "token")):
+    for text, parameter in (
+        ('send(text: "a", idempotency_key: "mine")', "idempotency_key"),
+        ('post(channel: "#a", text: "b", request_id: "mine")', "request_id"),
+        ('page(who: "a", token: "mine")', "token"),
+    ):
         (project / "p.plan").write_text(text, encoding="utf-8")
         result = invoke("run", "p.plan")
         assert result.exit_code == 1 and "E201" in result.output and f"`{parameter}`" in result.output
     assert calls(project) == []
     listed = json.loads(invoke("registry", "list", "--format", "json").stdout)
     assert {tool["name"]: (sorted(tool["params"]), tool["idempotency_key"]) for tool in listed["tools"]} == {
-        "page": (["who"], "token"), "plain": (["text"], None), "post": (["channel", "text"], "request_id"),
-        "send": (["text"], "idempotency_key")}
+        "page": (["who"], "token"),
+        "plain": (["text"], None),
+        "post": (["channel", "text"], "request_id"),
+        "send": (["text"], "idempotency_key"),
+    }
 
 
 def test_a_call_recorded_without_a_key_is_not_made_again_on_resume(project):
@@ -157,7 +171,8 @@ def test_a_call_recorded_without_a_key_is_not_made_again_on_resume(project):
     assert resumed.stderr.splitlines()[-1] == (
         f"error: step 1: outcome unknown: run {run_id} made the call of `send` here and no result is recorded, "
         f"and `send` is not idempotent and the call was recorded without an idempotency key, so it is not "
-        f"called again")
+        f"called again"
+    )
     assert [call["tool"] for call in calls(project)] == ["send", "plain"]  # nothing more
     shown = json.loads(invoke("show-run", run_id, "--format", "json").stdout)
     assert shown["status"] == "failed"
@@ -188,10 +203,12 @@ def keyed_project(folder: Path, deduplicates: bool, server: list[str]) -> dict[s
     """A planc.toml declaring keyed_mcp_server.py (started with the command line `server`; its tools
     deduplicating by key when `deduplicates`), synced."""
     files = {name: folder / f"{name}.txt" for name in ("log", "sent", "hold", "held")}
-    env = ", ".join(f'KEYED_{name.upper()} = {json.dumps(str(path))}' for name, path in files.items())
+    env = ", ".join(f"KEYED_{name.upper()} = {json.dumps(str(path))}" for name, path in files.items())
     (folder / "planc.toml").write_text(
         f"[mcp.keyed]\ncommand = {toml_list(server)}\nenv = {{ {env} }}\n"
-        + ("idempotency_keys = true\n" if deduplicates else ""), encoding="utf-8")
+        + ("idempotency_keys = true\n" if deduplicates else ""),
+        encoding="utf-8",
+    )
     synced = invoke("registry", "sync", "--config", str(folder / "planc.toml"))
     assert synced.exit_code == 0, synced.output
     return files
@@ -204,8 +221,7 @@ def lines(path: Path) -> list[dict]:
 def test_an_mcp_tool_gets_each_calls_key_in_meta(tmp_path, monkeypatch, keyed_server):
     files = keyed_project(tmp_path, deduplicates=False, server=keyed_server)
     monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
-    (tmp_path / "p.plan").write_text('map(over: ["a", "b"], concurrency: 2, do: { keyed__send(text: item) })\n',
-                                     encoding="utf-8")
+    (tmp_path / "p.plan").write_text('map(over: ["a", "b"], concurrency: 2, do: { keyed__send(text: item) })\n', encoding="utf-8")
     result = invoke("run", "--config", tmp_path / "planc.toml", tmp_path / "p.plan")
     assert result.exit_code == 0 and "Traceback" not in result.output, result.output
     rows = {given["text"]: key for _, _, given, key in recorded(tmp_path / "runs.sqlite", run_id_of(result))}
@@ -244,15 +260,17 @@ def wait_for(process: subprocess.Popen, path: Path, err: Path) -> None:
 
 @pytest.mark.parametrize("deduplicates", [True, False])
 def test_resume_makes_an_mcp_call_killed_after_its_effect_again_only_when_its_server_deduplicates(
-        tmp_path, monkeypatch, deduplicates, keyed_server):
+    tmp_path, monkeypatch, deduplicates, keyed_server
+):
     files = keyed_project(tmp_path, deduplicates, keyed_server)
     store = tmp_path / "runs.sqlite"
     (tmp_path / "p.plan").write_text('keyed__send(text: "a")\nkeyed__send(text: "b")\n', encoding="utf-8")
     files["hold"].write_text("")
     err = tmp_path / "run.err"
     with err.open("w") as stderr:
-        process = planc_process("run", "--store", store, "p.plan", cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                stderr=stderr, stdin=subprocess.DEVNULL)
+        process = planc_process(
+            "run", "--store", store, "p.plan", cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr, stdin=subprocess.DEVNULL
+        )
     try:
         wait_for(process, files["held"], err)  # "a" has had its effect, and its call has not returned
     finally:
@@ -262,8 +280,8 @@ def test_resume_makes_an_mcp_call_killed_after_its_effect_again_only_when_its_se
     with contextlib.suppress(ProcessLookupError, ValueError):
         os.kill(int(files["held"].read_text()), signal.SIGKILL)
     with sqlite3.connect(store) as db:
-        (run_id,), = db.execute("SELECT id FROM runs").fetchall()
-        (key,), = db.execute("SELECT idempotency_key FROM calls WHERE outcome IS NULL").fetchall()
+        ((run_id,),) = db.execute("SELECT id FROM runs").fetchall()
+        ((key,),) = db.execute("SELECT idempotency_key FROM calls WHERE outcome IS NULL").fetchall()
 
     resumed = invoke("resume", run_id, "--store", store)
     assert "Traceback" not in resumed.output
@@ -287,7 +305,7 @@ def documented_example() -> tuple[dict[str, str], str, str]:
     """The files of docs/registry.md's idempotency example (each code block under a "`NAME`:" line), the
     command of its console block and what it prints."""
     page = (Path(__file__).resolve().parents[1] / "docs" / "registry.md").read_text(encoding="utf-8")
-    section = page[page.index("## Idempotency keys"):page.index("## Effects")]
+    section = page[page.index("## Idempotency keys") : page.index("## Effects")]
     files = dict(re.findall(r"^`([\w.]+)`:\n\n```\w*\n(.*?)```", section, re.M | re.S))
     console = re.search(r"```console\n\$ (.*?)\n(.*?)```", section, re.S)
     return files, console.group(1), console.group(2)
@@ -314,12 +332,15 @@ def test_the_documented_example_runs_and_its_resume_sends_nothing_twice(tmp_path
     assert [item["first_time"] for item in json.loads(resumed.stdout)] == [True, False]  # made again, known
     with sqlite3.connect(tmp_path / "outbox.sqlite") as db:
         assert db.execute("SELECT channel FROM sent ORDER BY channel").fetchall() == [("#db",), ("#ops",)]
-        assert {key for key, in db.execute("SELECT key FROM sent")} == {
-            key for *_, key in recorded(tmp_path / "runs.sqlite", run_id)}
+        assert {key for (key,) in db.execute("SELECT key FROM sent")} == {
+            key for *_, key in recorded(tmp_path / "runs.sqlite", run_id)
+        }
 
 
-@pytest.mark.parametrize("key, says, never", [("key", "deduplicates by its idempotency key", "not idempotent"),
-                                               (None, "not idempotent", "idempotency key")])
+@pytest.mark.parametrize(
+    "key, says, never",
+    [("key", "deduplicates by its idempotency key", "not idempotent"), (None, "not idempotent", "idempotency key")],
+)
 def test_the_approve_question_says_whether_a_call_may_be_made_again(key, says, never):
     from rich.console import Console
 

@@ -47,12 +47,16 @@ def test_the_tampered_bill_cannot_choose_where_the_money_goes(inbox):
     assert run.exit_code == 1 and outbox(inbox) == [] and not (inbox / "runs.sqlite").exists()
 
 
-@pytest.mark.parametrize("plan, sent", [
-    ("pay_bill_safely.plan", [{"payment": {"recipient": "DE34 2000 0000 0000 0000 02", "amount": 87.5,
-                                           "reference": "electricity December"}}]),
-    ("reply_to_bob.plan", [{"email": {"to": "bob@example.com", "subject": "Re: lunch?",
-                                      "body": "Thursday at noon works."}}]),
-])
+@pytest.mark.parametrize(
+    "plan, sent",
+    [
+        (
+            "pay_bill_safely.plan",
+            [{"payment": {"recipient": "DE34 2000 0000 0000 0000 02", "amount": 87.5, "reference": "electricity December"}}],
+        ),
+        ("reply_to_bob.plan", [{"email": {"to": "bob@example.com", "subject": "Re: lunch?", "body": "Thursday at noon works."}}]),
+    ],
+)
 def test_the_plans_whose_recipients_the_user_gave_run(inbox, plan, sent):
     assert invoke("check", plan).exit_code == 0
     run = invoke("run", plan)
@@ -63,8 +67,7 @@ def test_the_plans_whose_recipients_the_user_gave_run(inbox, plan, sent):
 def test_show_lists_the_flow_into_the_payment(inbox):
     shown = invoke("show", "pay_bill.plan")
     assert shown.exit_code == 1 and "E400" in shown.stderr  # drawn, and its error said
-    assert ("step 2 `pay`: `recipient` <- untrusted: `$1.iban`, which `read_bill` returned at step 1"
-            in shown.output)
+    assert "step 2 `pay`: `recipient` <- untrusted: `$1.iban`, which `read_bill` returned at step 1" in shown.output
 
 
 @pytest.mark.parametrize("answer, paid", [(Proceed(), True), (Abort("the person said no"), False)])
@@ -130,8 +133,9 @@ def test_approve_on_a_terminal_shows_the_labels_and_a_yes_lets_the_payment_throu
 @pytest.mark.parametrize("deny", [False, True])
 def test_with_nobody_to_ask_the_flagged_payment_waits_for_planc_approve(inbox, deny):
     registry = planc.load_registry(inbox / "planc.toml")
-    checked = planc.check((inbox / "pay_bill.plan").read_text(), registry=registry,
-                          policy=planc.load_policy(inbox / "policy.cedar"), approvals=True)
+    checked = planc.check(
+        (inbox / "pay_bill.plan").read_text(), registry=registry, policy=planc.load_policy(inbox / "policy.cedar"), approvals=True
+    )
     with pytest.raises(planc.AwaitingApproval) as waiting:  # no gate, a store: the flagged call waits
         planc.run(checked, store=inbox / "runs.sqlite")
     [call] = waiting.value.calls

@@ -74,6 +74,7 @@ def dump(path: Path) -> list[str]:
 
 # --- the generator and the database --------------------------------------------------------------
 
+
 def test_the_generator_is_deterministic():
     assert data.generate(seed=7, count=50) == data.generate(seed=7, count=50)
     assert data.generate(seed=7, count=50) != data.generate(seed=8, count=50)
@@ -117,7 +118,10 @@ def test_the_database_is_created_on_first_use_where_the_environment_says(tmp_pat
     assert path.exists() and data.database() == path
     assert rows(path, "SELECT count(*) FROM incidents") == [(300,)]
     assert rows(path, "SELECT key, value FROM meta ORDER BY key") == [
-        ("count", "300"), ("seed", str(data.SEED)), ("version", data.VERSION)]
+        ("count", "300"),
+        ("seed", str(data.SEED)),
+        ("version", data.VERSION),
+    ]
     assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
 
 
@@ -161,6 +165,7 @@ def test_the_default_database_is_beside_planc_toml(monkeypatch):
 
 # --- the read-only tools ------------------------------------------------------------------------
 
+
 def test_search_finds_matching_incidents_best_first(db):
     hits = tools.search("disk full", limit=10)
     assert len(hits) == 10
@@ -176,8 +181,9 @@ def test_search_finds_matching_incidents_best_first(db):
 def test_search_stems_and_understands_fts5_syntax(db):
     assert tools.search("outages", limit=5) == tools.search("outage", limit=5)  # porter stemming
     either = {hit["id"] for hit in tools.search("outage OR degraded", limit=500)}
-    assert either == {hit["id"] for hit in tools.search("outage", limit=500)} | \
-        {hit["id"] for hit in tools.search("degraded", limit=500)}
+    assert either == {hit["id"] for hit in tools.search("outage", limit=500)} | {
+        hit["id"] for hit in tools.search("degraded", limit=500)
+    }
     both = {hit["id"] for hit in tools.search("certificate expired", limit=500)}
     without = {hit["id"] for hit in tools.search("certificate NOT expired", limit=500)}
     assert both and not both & without
@@ -256,19 +262,22 @@ def test_the_triage_plan_finds_what_it_reads(db):
     """triage.plan, step by step in Python: the fields it reads exist, and it pages (more than 10 match)."""
     found = tools.search("outage OR degraded", limit=50)
     kept = [item for item in found if item["severity"] >= 2 and item["status"] != "resolved"]
-    summary = tools.summarize([tools.get_incident(item["id"]) for item in kept], style="bullets",
-                              title="Open sev2+ incidents")
+    summary = tools.summarize([tools.get_incident(item["id"]) for item in kept], style="bullets", title="Open sev2+ incidents")
     assert len(kept) > 10 and summary["count"] == len(kept)
     assert all(item["id"] in summary["text"] for item in kept)
 
 
 # --- the effectful tools ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call, kind, recipient", [
-    (lambda: tools.notify("#incidents", "12 open incidents"), "notify", "#incidents"),
-    (lambda: tools.email("oncall@example.com", "Digest", "All quiet."), "email", "oncall@example.com"),
-    (lambda: tools.close_incident("INC-1300", note="fixed by the rollback")["outbox"], "close", "INC-1300"),
-])
+
+@pytest.mark.parametrize(
+    "call, kind, recipient",
+    [
+        (lambda: tools.notify("#incidents", "12 open incidents"), "notify", "#incidents"),
+        (lambda: tools.email("oncall@example.com", "Digest", "All quiet."), "email", "oncall@example.com"),
+        (lambda: tools.close_incident("INC-1300", note="fixed by the rollback")["outbox"], "close", "INC-1300"),
+    ],
+)
 def test_an_effectful_tool_writes_exactly_one_outbox_row(db, call, kind, recipient):
     assert outbox(db) == []
     written = call()
@@ -311,6 +320,7 @@ def test_concurrent_writes_all_land(db):
 
 # --- planc.toml and the code agree --------------------------------------------------------------
 
+
 def _function(name: str):
     module, function = REGISTRY.tools[name].provider.removeprefix("python:").split(":")
     assert module == "incidents.tools"
@@ -350,8 +360,11 @@ SAMPLE_CALLS = {
 def test_the_result_validates_against_the_declared_returns(db, name):
     tool = REGISTRY.tools[name]
     assert tool.returns is not None, f"{name} declares no `returns` in planc.toml"
-    arguments = SAMPLE_CALLS[name] or {"items": [tools.get_incident("INC-1042"), *tools.search("disk", limit=3)],
-                                       "style": "prose", "title": "Sample"}
+    arguments = SAMPLE_CALLS[name] or {
+        "items": [tools.get_incident("INC-1042"), *tools.search("disk", limit=3)],
+        "style": "prose",
+        "title": "Sample",
+    }
     for param, value in arguments.items():
         jsonschema.validate(value, tool.params[param])  # the sample call is one planc would make
     result = _function(name)(**arguments)
@@ -371,21 +384,23 @@ def test_the_search_bound_is_the_declared_returns_at_most(db):
 
 
 def test_checking_never_imports_the_tools():
-    code = ("import sys, planc; from pathlib import Path; from planc.registry import load_registry\n"
-            f"registry = load_registry(Path({str(CONFIG)!r}))\n"
-            f"planc.check(Path({str(EXAMPLE / 'triage.plan')!r}).read_text(), registry=registry)\n"
-            "assert not [m for m in sys.modules if m.startswith('incidents')], sys.modules.keys()\n")
+    code = (
+        "import sys, planc; from pathlib import Path; from planc.registry import load_registry\n"
+        f"registry = load_registry(Path({str(CONFIG)!r}))\n"
+        f"planc.check(Path({str(EXAMPLE / 'triage.plan')!r}).read_text(), registry=registry)\n"
+        "assert not [m for m in sys.modules if m.startswith('incidents')], sys.modules.keys()\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=EXAMPLE)
 
 
 # --- the plans ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("plan", ["triage", "digest", "gate", "rota", "busiest"])
 def test_the_example_plans_check_clean_with_the_example_policy(plan):
     result = invoke("check", "--config", str(CONFIG), str(EXAMPLE / f"{plan}.plan"))
     assert result.exit_code == 0, result.output
     assert "ok" in result.output
-
 
 
 oncall = _import("incidents.oncall")

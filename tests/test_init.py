@@ -14,8 +14,9 @@ def test_init_writes_a_project_that_checks_and_runs(tmp_path):
     assert sorted(path.name for path in folder.iterdir()) == ["hello.plan", "planc.toml", "policy.cedar", "tools.py"]
     checked = planc_completed("check", "--strict", "hello.plan", cwd=folder)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    ran = planc_completed("run", "hello.plan", cwd=folder, env={"PATH": "/usr/bin:/bin",
-                                                                   "PLANC_STORE": str(tmp_path / "runs.sqlite")})
+    ran = planc_completed(
+        "run", "hello.plan", cwd=folder, env={"PATH": "/usr/bin:/bin", "PLANC_STORE": str(tmp_path / "runs.sqlite")}
+    )
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == {"count": 1, "notes": ["planc is set up"]}
 

@@ -90,16 +90,24 @@ def definition(lsp: LspSession, uri: str, line: int, character: int):
 
 
 def formatting(lsp: LspSession, uri: str):
-    edits = lsp.request("text_document_formatting", types.DocumentFormattingParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        options=types.FormattingOptions(tab_size=2, insert_spaces=True)))
+    edits = lsp.request(
+        "text_document_formatting",
+        types.DocumentFormattingParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), options=types.FormattingOptions(tab_size=2, insert_spaces=True)
+        ),
+    )
     return None if edits is None else list(edits)
 
 
 def code_actions(lsp: LspSession, uri: str, where: types.Range):
-    return list(lsp.request("text_document_code_action", types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), range=where,
-        context=types.CodeActionContext(diagnostics=[]))))
+    return list(
+        lsp.request(
+            "text_document_code_action",
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), range=where, context=types.CodeActionContext(diagnostics=[])
+            ),
+        )
+    )
 
 
 def found(diagnostics) -> list[tuple[str, types.Range]]:
@@ -108,8 +116,9 @@ def found(diagnostics) -> list[tuple[str, types.Range]]:
 
 # --- positions (the one pure part tested on its own: every range the server sends goes through it)
 
-LINES = st.lists(st.one_of(st.sampled_from(["\n", "\r\n", "\r", "é", "🚀", "日", "a", " "]), st.characters()),
-                 max_size=40).map("".join)
+LINES = st.lists(st.one_of(st.sampled_from(["\n", "\r\n", "\r", "é", "🚀", "日", "a", " "]), st.characters()), max_size=40).map(
+    "".join
+)
 
 
 @settings(max_examples=examples(300))
@@ -160,8 +169,7 @@ def test_without_pygls_planc_lsp_is_exit_2_saying_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "pygls", None)  # `import pygls` now fails, as when it is not installed
     result = invoke("lsp")
     assert result.exit_code == 2
-    assert result.stderr.strip().splitlines() == [
-        "Error: planc lsp needs pygls and lsprotocol: pip install 'planc[lsp]'"]
+    assert result.stderr.strip().splitlines() == ["Error: planc lsp needs pygls and lsprotocol: pip install 'planc[lsp]'"]
 
 
 # --- diagnostics
@@ -173,8 +181,10 @@ def test_diagnostics_have_codes_exact_ranges_and_hints_and_follow_edits(lsp, tmp
     [bare, unknown] = lsp.diagnostics(uri)
     assert found([bare, unknown]) == [("E206", span(0, 39, 0, 44)), ("E204", span(1, 17, 1, 19))]
     assert bare.severity == types.DiagnosticSeverity.Error and bare.source == "planc"
-    assert bare.message.splitlines() == ["bare word `prose`: a value here must be a string, number, reference or list",
-                                         'help: did you mean the string "prose"?']
+    assert bare.message.splitlines() == [
+        "bare word `prose`: a value here must be a string, number, reference or list",
+        'help: did you mean the string "prose"?',
+    ]
     # A line inserted above moves both down; an edit inside a line (a range) is applied where it says.
     lsp.change(uri, "# triage\n", span(0, 0, 0, 0))
     assert found(lsp.diagnostics(uri)) == [("E206", span(1, 39, 1, 44)), ("E204", span(2, 17, 2, 19))]
@@ -193,8 +203,9 @@ def test_columns_on_a_non_ascii_line_are_utf16_code_units(lsp, tmp_path):
 
 
 def test_a_client_that_asks_for_utf8_gets_utf8_columns(tmp_path):
-    capabilities = types.ClientCapabilities(general=types.GeneralClientCapabilities(
-        position_encodings=[types.PositionEncodingKind.Utf8]))
+    capabilities = types.ClientCapabilities(
+        general=types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf8])
+    )
     with LspSession(tmp_path, capabilities) as session:
         assert session.initialized.capabilities.position_encoding == types.PositionEncodingKind.Utf8
         uri = session.open(tmp_path / "plan.plan", 'search(query: "café 🚀") |> summarize(items: $9)')
@@ -287,8 +298,7 @@ def test_completion_of_the_parameters_not_yet_given_with_their_types(lsp, projec
 
 
 def test_completion_of_labels_after_a_dollar(lsp, project):
-    text = ('hits = search(query: "x")\nm = map(over: $hits, do: { inner = search(query: item.title) })\n'
-            'best = summarize(items: $')
+    text = 'hits = search(query: "x")\nm = map(over: $hits, do: { inner = search(query: item.title) })\nbest = summarize(items: $'
     uri = lsp.open(project / "plan.plan", text)
     items = completions(lsp, uri, 2, 25)
     assert list(items) == ["hits", "m"]  # not `inner`, in a block closed; not `best`, this step's own
@@ -351,8 +361,7 @@ def test_a_garbage_document_gets_its_diagnostics_and_the_server_goes_on(lsp, tmp
     assert "reshape(value: any)" in hover(lsp, other, 0, 2)
 
 
-GARBAGE = st.text(st.one_of(st.sampled_from(list('()[]{}$|>:;,="\'.#/\\ \n\r\tabxyz019é🚀')), st.characters()),
-                  max_size=120)
+GARBAGE = st.text(st.one_of(st.sampled_from(list("()[]{}$|>:;,=\"'.#/\\ \n\r\tabxyz019é🚀")), st.characters()), max_size=120)
 
 
 @settings(max_examples=examples(200), suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -382,8 +391,13 @@ def test_no_request_can_stall_the_server_on_a_file_it_was_not_sent(tmp_path):
     with LspSession(tmp_path) as lsp:
         for uri in (fifo.as_uri(), "file:///dev/zero", "file:///dev/stdin"):
             assert hover(lsp, uri, 0, 0) is None
-            assert lsp.request("text_document_formatting", types.DocumentFormattingParams(
-                types.TextDocumentIdentifier(uri), types.FormattingOptions(2, True))) is None
+            assert (
+                lsp.request(
+                    "text_document_formatting",
+                    types.DocumentFormattingParams(types.TextDocumentIdentifier(uri), types.FormattingOptions(2, True)),
+                )
+                is None
+            )
         uri = lsp.open(tmp_path / "p" / "plan.plan", 'search(query: "x")\n')
         assert [d.code for d in lsp.diagnostics(uri)] == []
         assert "not a regular file" in lsp.wait_shown("policy.cedar").message

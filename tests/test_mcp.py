@@ -34,6 +34,7 @@ def lock(synced):
 
 # --- planc registry sync -----------------------------------------------------------------
 
+
 def test_sync_locks_every_server(synced):
     config, result = synced
     assert result.exit_code == 0, result.output
@@ -91,14 +92,18 @@ def test_trusted_annotations_become_effects(synced, lock):
 
 # --- planc check from the lock alone ------------------------------------------------------
 
+
 def offline_copy(synced, folder: Path, extra: str = "") -> Path:
     """The synced lock beside a planc.toml whose servers cannot start (and would leave a mark if they did)."""
     config, _ = synced
     marker = folder / "STARTED"
     start = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
     missing = [str(folder / "no-such-server")]
-    (folder / "planc.toml").write_text(f"[mcp.git]\ncommand = {toml_list(missing)}\ntrust_annotations = true\n\n"
-                                       f"[mcp.time]\ncommand = {toml_list(start)}\n{extra}", encoding="utf-8")
+    (folder / "planc.toml").write_text(
+        f"[mcp.git]\ncommand = {toml_list(missing)}\ntrust_annotations = true\n\n"
+        f"[mcp.time]\ncommand = {toml_list(start)}\n{extra}",
+        encoding="utf-8",
+    )
     shutil.copy(config.parent / LOCK_NAME, folder / LOCK_NAME)
     return folder / "planc.toml"
 
@@ -108,7 +113,7 @@ def test_check_reports_a_misspelled_argument_from_the_lock(synced, lock, tmp_pat
     param = lock["servers"]["git"]["tools"]["git_status"]["input_schema"]["required"][0]
     misspelled = param[:-1]
     plan = tmp_path / "status.plan"
-    plan.write_text(f"# what changed?\ngit__git_status(\n  {misspelled}: \".\")\n", encoding="utf-8")
+    plan.write_text(f'# what changed?\ngit__git_status(\n  {misspelled}: ".")\n', encoding="utf-8")
     result = invoke("check", "--config", str(config), "--format", "json", str(plan))
     assert result.exit_code == 1, result.output
     diagnostics = json.loads(result.stdout)["diagnostics"]
@@ -122,8 +127,9 @@ def test_check_reports_a_misspelled_argument_from_the_lock(synced, lock, tmp_pat
 
 def test_check_passes_a_correct_call_offline(synced, lock, tmp_path):
     config = offline_copy(synced, tmp_path)
-    args = ", ".join(f'{param}: "x"' for param in lock["servers"]["time"]["tools"]["get_current_time"]
-                     ["input_schema"]["required"])
+    args = ", ".join(
+        f'{param}: "x"' for param in lock["servers"]["time"]["tools"]["get_current_time"]["input_schema"]["required"]
+    )
     assert planc.check(f"time__get_current_time({args})", registry=load_registry(config)).ok
     assert not (tmp_path / "STARTED").exists()
 
@@ -144,6 +150,7 @@ def test_undeclared_servers_in_the_lock_are_left_out(synced, tmp_path):
 
 # --- failures ----------------------------------------------------------------------------
 
+
 def test_a_server_that_fails_is_a_clean_error(synced, tmp_path, monkeypatch):
     pytest.importorskip("mcp")
     broken = tmp_path / "no-such-server"
@@ -151,7 +158,9 @@ def test_a_server_that_fails_is_a_clean_error(synced, tmp_path, monkeypatch):
     (tmp_path / "planc.toml").write_text(
         f"[mcp.time]\ncommand = {toml_list([TIME_SERVER, '--local-timezone', 'UTC'])}\n\n"
         f"[mcp.broken]\ncommand = {toml_list([broken, '--flag'])}\n\n"
-        f"[mcp.silent]\ncommand = {toml_list(silent)}\n", encoding="utf-8")
+        f"[mcp.silent]\ncommand = {toml_list(silent)}\n",
+        encoding="utf-8",
+    )
     # --timeout holds for every server, the real time server too, which may take longer than that to
     # start on a busy machine: only the server that never answers gets it, the others a hang guard.
     list_server = mcp_sync._list_server
@@ -187,6 +196,7 @@ def test_sync_without_a_config_is_a_usage_error(tmp_path):
 
 # --- roots that would reach planc's own files (no server needed) ------------------------------
 
+
 def project_with_root(folder: Path, roots: str, extra: str = "") -> Path:
     """A project with a policy under `rules/`, a folder `data`, a symlink `up` from `data/` to the project folder,
     and planc.toml (line 4: `roots`) declaring a server that leaves the file STARTED if it starts."""
@@ -195,19 +205,23 @@ def project_with_root(folder: Path, roots: str, extra: str = "") -> Path:
     (folder / "data").mkdir()
     (folder / "data" / "up").symlink_to(folder, target_is_directory=True)
     start = [sys.executable, "-c", f"open({str(folder / 'STARTED')!r}, 'w')"]
-    (folder / "planc.toml").write_text(f'policy = "rules/policy.cedar"\n[mcp.fs]\ncommand = {toml_list(start)}\n'
-                                       f"roots = {roots}\n{extra}", encoding="utf-8")
-    (folder / "p.plan").write_text('reshape(value: 1)\n', encoding="utf-8")
+    (folder / "planc.toml").write_text(
+        f'policy = "rules/policy.cedar"\n[mcp.fs]\ncommand = {toml_list(start)}\nroots = {roots}\n{extra}', encoding="utf-8"
+    )
+    (folder / "p.plan").write_text("reshape(value: 1)\n", encoding="utf-8")
     return folder / "planc.toml"
 
 
-@pytest.mark.parametrize(("roots", "held"), [
-    ('["."]', "holds planc.toml, the policy (rules/policy.cedar) and the run store (.planc/runs.sqlite)"),
-    ('["data/up"]', "holds planc.toml, the policy (rules/policy.cedar) and the run store (.planc/runs.sqlite)"),
-    ('["data", "rules"]', "holds the policy (policy.cedar)"),
-    ('["data", ".planc"]', "holds the run store (runs.sqlite)"),
-    ('["data/up/.."]', "holds planc.toml, the policy"),
-])
+@pytest.mark.parametrize(
+    ("roots", "held"),
+    [
+        ('["."]', "holds planc.toml, the policy (rules/policy.cedar) and the run store (.planc/runs.sqlite)"),
+        ('["data/up"]', "holds planc.toml, the policy (rules/policy.cedar) and the run store (.planc/runs.sqlite)"),
+        ('["data", "rules"]', "holds the policy (policy.cedar)"),
+        ('["data", ".planc"]', "holds the run store (runs.sqlite)"),
+        ('["data/up/.."]', "holds planc.toml, the policy"),
+    ],
+)
 @pytest.mark.parametrize("command", ["check", "run"])
 def test_a_root_that_holds_planc_toml_the_policy_or_the_store_is_a_planc_toml_error(tmp_path, roots, held, command):
     """Attack: a server given such a root could rewrite the policy that judges it (through a symlink too)."""
@@ -226,12 +240,14 @@ def test_a_root_that_holds_none_of_them_or_may_hold_them_is_offered(tmp_path, ro
     result = invoke("check", "--config", config, tmp_path / "p.plan")
     assert result.exit_code == 0, result.output
     root = json.loads(roots)[0]
-    assert [(offered.written, offered.path) for offered in load_registry(config).servers["fs"].roots] == \
-        [(root, (tmp_path / root).resolve())]
+    assert [(offered.written, offered.path) for offered in load_registry(config).servers["fs"].roots] == [
+        (root, (tmp_path / root).resolve())
+    ]
     assert not (tmp_path / "STARTED").exists()
 
 
 # --- the lock file's own errors (no server needed) -------------------------------------------
+
 
 def write_lock(folder: Path, text: str) -> Path:
     (folder / "planc.toml").write_text('[mcp.git]\ncommand = ["mcp-server-git"]\n', encoding="utf-8")
@@ -240,10 +256,19 @@ def write_lock(folder: Path, text: str) -> Path:
 
 
 def valid_lock(**changes) -> dict:
-    tool = entry("git_status", "Show the status", {"type": "object", "properties": {"repo_path": {"type": "string"}},
-                                                   "required": ["repo_path"]}, None, {"readOnlyHint": True})
-    return {"format": "planc.lock", "version": 1,
-            "servers": {"git": {"command": ["mcp-server-git"], "tools": {"git_status": tool}}}, **changes}
+    tool = entry(
+        "git_status",
+        "Show the status",
+        {"type": "object", "properties": {"repo_path": {"type": "string"}}, "required": ["repo_path"]},
+        None,
+        {"readOnlyHint": True},
+    )
+    return {
+        "format": "planc.lock",
+        "version": 1,
+        "servers": {"git": {"command": ["mcp-server-git"], "tools": {"git_status": tool}}},
+        **changes,
+    }
 
 
 def test_an_untrusted_server_gets_the_conservative_defaults(tmp_path):
@@ -251,13 +276,16 @@ def test_an_untrusted_server_gets_the_conservative_defaults(tmp_path):
     assert tool.required == ("repo_path",) and tool.effects == Effects() and tool.returns is None
 
 
-@pytest.mark.parametrize("text, message", [
-    ("{not json", r"planc.lock.json:1: not valid JSON"),
-    (json.dumps(valid_lock(version=2)), r"lock version 2 is not one this planc reads"),
-    (json.dumps(valid_lock(format="other")), r"not a planc lock file"),
-    (json.dumps(valid_lock(servers={"git": {"tools": {"x": {"description": 1}}}})), r"tool `x` of server `git`"),
-    (json.dumps(valid_lock()).replace("Show the status", "Rug pull"), r"does not match its hash"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{not json", r"planc.lock.json:1: not valid JSON"),
+        (json.dumps(valid_lock(version=2)), r"lock version 2 is not one this planc reads"),
+        (json.dumps(valid_lock(format="other")), r"not a planc lock file"),
+        (json.dumps(valid_lock(servers={"git": {"tools": {"x": {"description": 1}}}})), r"tool `x` of server `git`"),
+        (json.dumps(valid_lock()).replace("Show the status", "Rug pull"), r"does not match its hash"),
+    ],
+)
 def test_a_broken_lock_is_a_config_error(tmp_path, text, message):
     config = write_lock(tmp_path, text)
     with pytest.raises(ConfigError, match=message) as error:
@@ -281,12 +309,10 @@ def test_sync_rewrites_a_broken_lock(tmp_path):
 def test_a_server_that_writes_garbage_on_stdout_is_one_clean_message(tmp_path):
     pytest.importorskip("mcp")
     (tmp_path / "noisy.py").write_text(
-        "import sys, threading\n"
-        "for i in range(5):\n"
-        "    print(f'not json {i}', flush=True)\n"
-        "threading.Event().wait()\n", encoding="utf-8")
-    (tmp_path / "planc.toml").write_text(f"[mcp.noisy]\ncommand = {toml_list([sys.executable, 'noisy.py'])}\n",
-                                         encoding="utf-8")
+        "import sys, threading\nfor i in range(5):\n    print(f'not json {i}', flush=True)\nthreading.Event().wait()\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "planc.toml").write_text(f"[mcp.noisy]\ncommand = {toml_list([sys.executable, 'noisy.py'])}\n", encoding="utf-8")
     done = planc_completed("registry", "sync", "--config", tmp_path / "planc.toml", "--timeout", "0.5")
     assert done.returncode == 1 and "Traceback" not in done.stderr  # the SDK logs one per line by itself
     assert "it wrote 5 lines that are not MCP on its standard output (`not json 0`" in done.stderr

@@ -23,13 +23,16 @@ from planc.registry.mcp.lock import LOCK_NAME
 
 pytestmark = pytest.mark.slow  # conftest.py: the slow tier
 
-EVERYTHING = (Path(__file__).with_name("npm_servers") / "node_modules" / "@modelcontextprotocol"
-              / "server-everything" / "dist" / "index.js")
+EVERYTHING = (
+    Path(__file__).with_name("npm_servers") / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+)
 NODE = shutil.which("node")
 # What the tools need beyond what their schemas say: no network (a data URI to compress), short waits.
-ARGUMENTS = {"gzip_file_as_resource": {"data": "data:text/plain;base64,aGVsbG8gcGxhbmM="},
-             "trigger_long_running_operation": {"duration": 1, "steps": 2},
-             "trigger_url_elicitation": {"url": "https://example.org/consent", "message": "Do you consent?"}}
+ARGUMENTS = {
+    "gzip_file_as_resource": {"data": "data:text/plain;base64,aGVsbG8gcGxhbmM="},
+    "trigger_long_running_operation": {"duration": 1, "steps": 2},
+    "trigger_url_elicitation": {"url": "https://example.org/consent", "message": "Do you consent?"},
+}
 
 
 def require_everything() -> None:
@@ -53,8 +56,7 @@ def last_run(folder: Path) -> tuple[str, str, list[tuple]]:
     """The last run's id, status and recorded calls (step, tool, outcome)."""
     with sqlite3.connect(folder / "runs.sqlite") as db:
         run_id, status = db.execute("SELECT id, status FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()
-        rows = db.execute("SELECT step, tool, outcome FROM calls WHERE run_id = ? ORDER BY sequence",
-                          (run_id,)).fetchall()
+        rows = db.execute("SELECT step, tool, outcome FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
     return run_id, status, rows
 
 
@@ -73,9 +75,12 @@ def project(tmp_path_factory, model):
     folder = tmp_path_factory.mktemp("everything")
     models = f'[models.helper]\nbase_url = "{model.url}"\nmodel = "scripted"\n'
     (folder / "data").mkdir()
-    (folder / "planc.toml").write_text(everything_toml('rename = { "get-env" = "environment", "get-envv" = "x" }\n'
-                                                       'sampling = "helper"\nroots = ["data"]\n', models),
-                                       encoding="utf-8")
+    (folder / "planc.toml").write_text(
+        everything_toml(
+            'rename = { "get-env" = "environment", "get-envv" = "x" }\nsampling = "helper"\nroots = ["data"]\n', models
+        ),
+        encoding="utf-8",
+    )
     synced = invoke("registry", "sync", "--config", folder / "planc.toml")
     assert synced.exit_code == 0, synced.output
     return folder, synced
@@ -110,10 +115,15 @@ def test_sync_locks_every_tool_under_its_own_name_and_names_it_for_plans(project
     lock = json.loads((folder / LOCK_NAME).read_text(encoding="utf-8"))
     wire = set(lock["servers"]["everything"]["tools"])
     # Offered only to a client that answers roots, elicitation and sampling, or runs a task:
-    assert {"get-roots-list", "trigger-elicitation-request", "trigger-url-elicitation", "trigger-sampling-request",
-            "simulate-research-query", "get-sum"} <= wire
-    tools = {name for name, tool in load_registry(folder / "planc.toml").tools.items()
-             if tool.provider == "mcp:everything"}
+    assert {
+        "get-roots-list",
+        "trigger-elicitation-request",
+        "trigger-url-elicitation",
+        "trigger-sampling-request",
+        "simulate-research-query",
+        "get-sum",
+    } <= wire
+    tools = {name for name, tool in load_registry(folder / "planc.toml").tools.items() if tool.provider == "mcp:everything"}
     assert len(tools) == len(wire) and all(name.replace("_", "").isalnum() for name in tools)
     assert {"everything__get_sum", "everything__environment"} <= tools and "everything__get_env" not in tools
     assert "`get-sum` is `everything__get_sum` in plans" in synced.output
@@ -176,9 +186,13 @@ def progress_of(run, folder: Path, text: str):
 def test_a_long_running_tools_progress_is_events_at_the_calls_step_path(project, run):
     folder, _ = project
     ran, progress = progress_of(
-        run, folder, 'map(over: [1], do: { everything__trigger_long_running_operation(duration: 1, steps: 3) })\n')
-    assert [(event["step"], event["progress"], event["total"]) for event in progress] == \
-        [("1/do.1[0]", 1.0, 3.0), ("1/do.1[0]", 2.0, 3.0), ("1/do.1[0]", 3.0, 3.0)]
+        run, folder, "map(over: [1], do: { everything__trigger_long_running_operation(duration: 1, steps: 3) })\n"
+    )
+    assert [(event["step"], event["progress"], event["total"]) for event in progress] == [
+        ("1/do.1[0]", 1.0, 3.0),
+        ("1/do.1[0]", 2.0, 3.0),
+        ("1/do.1[0]", 3.0, 3.0),
+    ]
     assert all(event["tool"] == "everything__trigger_long_running_operation" for event in progress)
     assert "[1/do.1[0]] everything__trigger_long_running_operation ... 2/3" in ran.stderr  # the progress line
 
@@ -207,16 +221,18 @@ def test_an_elicitation_nobody_can_answer_is_declined_and_recorded(project, run)
     assert ran.exit_code == 0, ran.output
     assert "User declined" in json.loads(ran.stdout)[0]
     _, _, calls = last_run(folder)
-    assert [(step, tool) for step, tool, _ in calls] == [("1", "everything__trigger_elicitation_request"),
-                                                         ("1", "ask")]
+    assert [(step, tool) for step, tool, _ in calls] == [("1", "everything__trigger_elicitation_request"), ("1", "ask")]
 
 
 def test_annotated_text_keeps_its_annotations(project, run):
     folder, _ = project
     ran = run("run", write(folder, 'everything__get_annotated_message(messageType: "error")\n'))
     assert ran.exit_code == 0, ran.output
-    assert json.loads(ran.stdout) == {"type": "text", "text": "Error: Operation failed",
-                                      "annotations": {"audience": ["user", "assistant"], "priority": 1.0}}
+    assert json.loads(ran.stdout) == {
+        "type": "text",
+        "text": "Error: Operation failed",
+        "annotations": {"audience": ["user", "assistant"], "priority": 1.0},
+    }
 
 
 def test_the_roots_are_the_servers_roots_and_no_other(project, run):
@@ -230,12 +246,10 @@ def test_the_roots_are_the_servers_roots_and_no_other(project, run):
 
 def test_sampling_counts_in_the_inference_budget(project, run):
     folder, _ = project
-    checked = run("check", write(folder, 'everything__trigger_sampling_request(prompt: "hi")\n'),
-                  "--max-inferences", "0")
+    checked = run("check", write(folder, 'everything__trigger_sampling_request(prompt: "hi")\n'), "--max-inferences", "0")
     assert checked.exit_code == 1 and "E401" in checked.output
     # Any tool of a server that may sample may ask for `samples_per_call` (1) inferences per call:
-    checked = run("check", write(folder, 'map(over: [1, 2], do: { everything__get_sum(a: 1, b: 2) })\n'),
-                  "--max-inferences", "1")
+    checked = run("check", write(folder, "map(over: [1, 2], do: { everything__get_sum(a: 1, b: 2) })\n"), "--max-inferences", "1")
     assert checked.exit_code == 1 and "up to 2 model inferences" in checked.output
 
 
@@ -256,8 +270,14 @@ def test_sampling_without_a_role_is_refused_and_no_model_is_asked(tmp_path, mode
     assert "get-roots-list" not in json.loads((tmp_path / LOCK_NAME).read_text())["servers"]["everything"]["tools"]
     monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
     asked = len(model.requests)
-    checked = invoke("check", write(tmp_path, 'everything__trigger_sampling_request(prompt: "hi")\n'),
-                     "--config", tmp_path / "planc.toml", "--max-inferences", "0")
+    checked = invoke(
+        "check",
+        write(tmp_path, 'everything__trigger_sampling_request(prompt: "hi")\n'),
+        "--config",
+        tmp_path / "planc.toml",
+        "--max-inferences",
+        "0",
+    )
     assert checked.exit_code == 0, checked.output  # no role: no inference to count
     ran = invoke("run", tmp_path / "p.plan", "--config", tmp_path / "planc.toml")
     assert ran.exit_code == 1 and "Traceback" not in ran.output
@@ -273,8 +293,7 @@ def test_two_tools_with_one_name_in_plans_fail_the_sync_naming_both(tmp_path):
     synced = invoke("registry", "sync", "--config", tmp_path / "planc.toml")
     assert synced.exit_code == 1 and "Traceback" not in synced.output
     assert "the tools `echo` and `get-sum` of MCP server `everything` would both be `everything__echo`" in synced.output
-    assert not (tmp_path / LOCK_NAME).exists() or "everything" not in \
-        json.loads((tmp_path / LOCK_NAME).read_text())["servers"]
+    assert not (tmp_path / LOCK_NAME).exists() or "everything" not in json.loads((tmp_path / LOCK_NAME).read_text())["servers"]
 
 
 def test_a_request_planc_cannot_tie_to_one_call_or_over_its_allowance_is_refused():
@@ -316,18 +335,21 @@ def test_a_request_planc_cannot_tie_to_one_call_or_over_its_allowance_is_refused
     assert "one call may ask for 1 (`samples_per_call` of [mcp.s])" in over.message and spent.samples == 1
 
 
-@pytest.mark.parametrize(("table", "said"), [
-    ('rename = { "get-sum" = "echo" }\n', "the tools `echo` and `get-sum` of MCP server `everything` would both be"),
-    ('sampling = "writer"\n', '`sampling = "writer"` names a role no `[models.writer]` (nor `[models.default]`)'),
-    ('rename = { "get-sum" = "get-sum" }\n', "`rename` must be a table from a tool's name on the server to a name"),
-])
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ('rename = { "get-sum" = "echo" }\n', "the tools `echo` and `get-sum` of MCP server `everything` would both be"),
+        ('sampling = "writer"\n', '`sampling = "writer"` names a role no `[models.writer]` (nor `[models.default]`)'),
+        ('rename = { "get-sum" = "get-sum" }\n', "`rename` must be a table from a tool's name on the server to a name"),
+    ],
+)
 def test_a_planc_toml_whose_mcp_table_cannot_be_used_is_exit_2(project, tmp_path, table, said):
     """Renames that clash after the sync, a sampling role no model answers, a name no plan can write: each a
     configuration error before anything runs, starting no server."""
     folder, _ = project
     shutil.copy(folder / LOCK_NAME, tmp_path / LOCK_NAME)
     (tmp_path / "planc.toml").write_text(everything_toml(table), encoding="utf-8")
-    plan = write(tmp_path, "everything__echo(message: \"hi\")\n")
+    plan = write(tmp_path, 'everything__echo(message: "hi")\n')
     checked = invoke("check", plan, "--config", tmp_path / "planc.toml")
     assert checked.exit_code == 2 and said in checked.output and "Traceback" not in checked.output
     assert starts(tmp_path) == 0

@@ -20,8 +20,9 @@ from mcp_servers import toml_list
 
 pytestmark = pytest.mark.slow  # conftest.py: the slow tier
 
-FILESYSTEM = (Path(__file__).with_name("npm_servers") / "node_modules" / "@modelcontextprotocol"
-              / "server-filesystem" / "dist" / "index.js")
+FILESYSTEM = (
+    Path(__file__).with_name("npm_servers") / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+)
 NODE = shutil.which("node")
 POLICY = "permit(principal, action, resource);\n"
 
@@ -42,8 +43,9 @@ def filesystem_project(folder: Path, roots: str = "") -> Path:
     (folder / "policy.cedar").write_text(POLICY, encoding="utf-8")
     command = ["sh", "-c", f'echo started >> starts; exec "{NODE}" "{FILESYSTEM}" data']
     config = folder / "planc.toml"
-    config.write_text(f'policy = "policy.cedar"\n\n[mcp.fs]\ncommand = {toml_list(command)}\ntimeout_s = 60\n{roots}',
-                      encoding="utf-8")
+    config.write_text(
+        f'policy = "policy.cedar"\n\n[mcp.fs]\ncommand = {toml_list(command)}\ntimeout_s = 60\n{roots}', encoding="utf-8"
+    )
     return config
 
 
@@ -64,8 +66,7 @@ def last_run(folder: Path) -> tuple[str, list[tuple]]:
     """The last run's status and its recorded calls (tool, outcome)."""
     with sqlite3.connect(folder / "runs.sqlite") as db:
         run_id, status = db.execute("SELECT id, status FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()
-        return status, db.execute("SELECT tool, outcome FROM calls WHERE run_id = ? ORDER BY sequence",
-                                  (run_id,)).fetchall()
+        return status, db.execute("SELECT tool, outcome FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
 
 
 @pytest.fixture(scope="module")
@@ -82,34 +83,39 @@ OUTSIDE = "Access denied - path outside allowed directories"
 THROUGH_SYMLINK = "Access denied - symlink target outside allowed directories"
 
 
-@pytest.mark.parametrize(("path", "refusal"), [
-    ("{folder}/planc.toml", OUTSIDE),  # the project folder
-    ("{folder}/data/../planc.toml", OUTSIDE),  # a `../` out of data/
-    ("../planc.toml", OUTSIDE),  # the same, relative to data/
-    ("{folder}/data/up/planc.toml", THROUGH_SYMLINK),  # data/up is the project folder
-])
+@pytest.mark.parametrize(
+    ("path", "refusal"),
+    [
+        ("{folder}/planc.toml", OUTSIDE),  # the project folder
+        ("{folder}/data/../planc.toml", OUTSIDE),  # a `../` out of data/
+        ("../planc.toml", OUTSIDE),  # the same, relative to data/
+        ("{folder}/data/up/planc.toml", THROUGH_SYMLINK),  # data/up is the project folder
+    ],
+)
 def test_a_read_outside_data_is_refused_by_the_server(project, path, refusal):
     ran = run(project, f'fs__read_text_file(path: "{path.format(folder=project)}")')
     assert ran.exit_code == 1
-    assert f"step 1: `fs__read_text_file` failed: McpToolError: {refusal}: {project}/planc.toml not in " \
-           f"{project}/data" in ran.stderr
+    assert (
+        f"step 1: `fs__read_text_file` failed: McpToolError: {refusal}: {project}/planc.toml not in {project}/data" in ran.stderr
+    )
     assert "[mcp.fs]" not in ran.output  # nothing of planc.toml reached the plan
     assert last_run(project) == ("failed", [("fs__read_text_file", "failed")])
 
 
-@pytest.mark.parametrize(("path", "refusal"), [
-    ("{folder}/policy.cedar", OUTSIDE),
-    ("{folder}/data/../policy.cedar", OUTSIDE),
-    ("{folder}/data/up/policy.cedar", THROUGH_SYMLINK),
-])
+@pytest.mark.parametrize(
+    ("path", "refusal"),
+    [
+        ("{folder}/policy.cedar", OUTSIDE),
+        ("{folder}/data/../policy.cedar", OUTSIDE),
+        ("{folder}/data/up/policy.cedar", THROUGH_SYMLINK),
+    ],
+)
 def test_a_write_to_the_policy_is_refused_by_the_server_and_leaves_it_as_it_was(project, path, refusal):
     """Attack: a step that would have the server rewrite the policy that judges it."""
     before = (project / "policy.cedar").read_bytes()
-    ran = run(project, f'fs__write_file(path: "{path.format(folder=project)}", '
-                       'content: "forbid(principal, action, resource);")')
+    ran = run(project, f'fs__write_file(path: "{path.format(folder=project)}", content: "forbid(principal, action, resource);")')
     assert ran.exit_code == 1
-    assert f"step 1: `fs__write_file` failed: McpToolError: {refusal}: {project}/policy.cedar not in " \
-           f"{project}/data" in ran.stderr
+    assert f"step 1: `fs__write_file` failed: McpToolError: {refusal}: {project}/policy.cedar not in {project}/data" in ran.stderr
     assert (project / "policy.cedar").read_bytes() == before == POLICY.encode()
     assert last_run(project) == ("failed", [("fs__write_file", "failed")])
 
@@ -117,7 +123,7 @@ def test_a_write_to_the_policy_is_refused_by_the_server_and_leaves_it_as_it_was(
 def test_the_server_keeps_the_folder_it_was_started_on(project):
     ran = run(project, "fs__list_allowed_directories()")
     assert ran.exit_code == 0, ran.output
-    assert f"Allowed directories:\\n{project}/data\"" in ran.stdout  # JSON: the one folder, data/
+    assert f'Allowed directories:\\n{project}/data"' in ran.stdout  # JSON: the one folder, data/
 
 
 def test_with_roots_data_reads_inside_data_work_and_nothing_outside(tmp_path):

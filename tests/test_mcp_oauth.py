@@ -39,8 +39,9 @@ def project(tmp_path, monkeypatch):
 
 def declare(project: Path, url: str) -> Path:
     config = project / "planc.toml"
-    config.write_text(f'store = "runs.sqlite"\n\n[mcp.files]\nurl = "{url}"\noauth = {{ scopes = ["files"] }}\n',
-                      encoding="utf-8")
+    config.write_text(
+        f'store = "runs.sqlite"\n\n[mcp.files]\nurl = "{url}"\noauth = {{ scopes = ["files"] }}\n', encoding="utf-8"
+    )
     return config
 
 
@@ -53,8 +54,14 @@ def log_in(project: Path, base: str, provider: ConsentingProvider) -> tuple[subp
     the browser saw (the authorization URL's parameters, the wrong verifier's answer)."""
     import httpx
 
-    process = subprocess.Popen([planc_executable(), "registry", "login", "files", "--no-browser"], cwd=project,
-                               env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [planc_executable(), "registry", "login", "files", "--no-browser"],
+        cwd=project,
+        env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     said = []
     try:
         while not (said and said[-1].startswith("  http")):
@@ -68,9 +75,17 @@ def log_in(project: Path, base: str, provider: ConsentingProvider) -> tuple[subp
         back = consented.headers["location"]
         code = parse_qs(urlsplit(back).query)["code"][0]
         query = seen["query"]
-        seen["wrong verifier"] = httpx.post(f"{base}/token", data={
-            "grant_type": "authorization_code", "code": code, "redirect_uri": query["redirect_uri"],
-            "client_id": query["client_id"], "code_verifier": "w" * 64, "resource": query.get("resource", "")})
+        seen["wrong verifier"] = httpx.post(
+            f"{base}/token",
+            data={
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": query["redirect_uri"],
+                "client_id": query["client_id"],
+                "code_verifier": "w" * 64,
+                "resource": query.get("resource", ""),
+            },
+        )
         seen["page"] = httpx.get(back)  # planc's listener
         out, err = process.communicate(timeout=HANG_GUARD_S)
     finally:
@@ -99,8 +114,7 @@ def test_login_registers_with_pkce_and_the_resource_and_the_expired_token_is_ref
         assert query["code_challenge_method"] == "S256" and len(query["code_challenge"]) == 43
         assert query["resource"] == url and query["scope"] == "files"
         assert seen["wrong verifier"].status_code == 400
-        assert seen["wrong verifier"].json() == {"error": "invalid_grant",
-                                                 "error_description": "incorrect code_verifier"}
+        assert seen["wrong verifier"].json() == {"error": "invalid_grant", "error_description": "incorrect code_verifier"}
         assert seen["page"].status_code == 200 and "signed in" in seen["page"].text
         assert [params.resource for params in provider.authorized] == [url]
         [first] = provider.access.values()
@@ -118,8 +132,17 @@ def test_login_registers_with_pkce_and_the_resource_and_the_expired_token_is_ref
         import httpx
 
         assert httpx.post(url, headers={"Authorization": f"Bearer {first.token}"}, json={}).status_code == 401
-        syncs = [subprocess.Popen([planc_executable(), "registry", "sync"], cwd=project, env=dict(os.environ),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        syncs = [
+            subprocess.Popen(
+                [planc_executable(), "registry", "sync"],
+                cwd=project,
+                env=dict(os.environ),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
         finished = [(each.communicate(timeout=HANG_GUARD_S), each.returncode) for each in syncs]
         for (out, err), code in finished:
             assert code == 0 and "files: 1 tool locked" in out, err
@@ -130,8 +153,14 @@ def test_login_registers_with_pkce_and_the_resource_and_the_expired_token_is_ref
 
         (project / "p.plan").write_text('files__echo(text: "hi")\n', encoding="utf-8")
         received.clear()
-        ran = subprocess.run([planc_executable(), "run", "p.plan"], cwd=project, env=dict(os.environ),
-                             capture_output=True, text=True, timeout=HANG_GUARD_S)
+        ran = subprocess.run(
+            [planc_executable(), "run", "p.plan"],
+            cwd=project,
+            env=dict(os.environ),
+            capture_output=True,
+            text=True,
+            timeout=HANG_GUARD_S,
+        )
         assert ran.returncode == 0 and json.loads(ran.stdout) == {"echo": "hi"}, ran.stderr
         assert provider.grants == ["authorization_code", "refresh_token"]
         mcp_requests = [each for each in received if each["path"] == "/mcp"]

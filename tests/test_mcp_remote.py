@@ -31,14 +31,19 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from token_issuer import Issuer  # noqa: E402
 
 # test_mcp_server's spies (lookup, send, note, hold) and one more: `ledger`, which the policy keeps for Acme.
-TOOLS = SERVER_TOOLS + '''
+TOOLS = (
+    SERVER_TOOLS
+    + """
 
 def ledger(account):
     _called(f"ledger {account}")
     return {"account": account, "balance": 12}
-'''
+"""
+)
 
-SERVED_TOML = SERVER_TOML + '''
+SERVED_TOML = (
+    SERVER_TOML
+    + """
 [tools.ledger]
 provider = "python:{module}:ledger"
 params = {{ account = {{ type = "string" }} }}
@@ -49,15 +54,16 @@ effects = {{ read_only = true, idempotent = true }}
 # The principals' type, so that the policy may read `org`: every caller's comes from its token.
 [principals.'User::"nobody"']
 attributes = {{ org = "none", roles = ["none"] }}
-'''
+"""
+)
 
-POLICY = '''
+POLICY = """
 permit(principal, action, resource);
 
 @id("the-ledger-is-acmes")
 @reason("only Acme's people read its ledger")
 forbid(principal, action, resource == Tool::"ledger") unless { principal has org && principal.org == "acme" };
-'''
+"""
 
 SERVER: list[str] = []  # `planc mcp`'s command line, while the module's tests run
 
@@ -66,9 +72,18 @@ SERVER: list[str] = []  # `planc mcp`'s command line, while the module's tests r
 def planc_mcp(tmp_path_factory):
     from cli import PLANC
 
-    with planc_forks(listen=tmp_path_factory.mktemp("forks") / "socket",
-                     warm=(PLANC, "planc.mcp_server.server", "planc.mcp_server.http", "planc.mcp_server.auth", "jwt",
-                           "mcp.server.streamable_http_manager", "uvicorn")) as forks:
+    with planc_forks(
+        listen=tmp_path_factory.mktemp("forks") / "socket",
+        warm=(
+            PLANC,
+            "planc.mcp_server.server",
+            "planc.mcp_server.http",
+            "planc.mcp_server.auth",
+            "jwt",
+            "mcp.server.streamable_http_manager",
+            "uvicorn",
+        ),
+    ) as forks:
         SERVER[:] = forks.command("mcp")
         yield
     SERVER.clear()
@@ -82,8 +97,10 @@ def issuer():
 
 def auth_table(issuer: Issuer, extra: str = "") -> str:
     """`[mcp_server.auth]` for `issuer`'s tokens, braces doubled for `tool_project`'s `format`."""
-    return (f'\n[mcp_server.auth]\nissuer = "{issuer.issuer}"\nscopes = ["plans"]\njwks_url = "{issuer.jwks_url}"\n'
-            f'attributes = {{{{ org = "org_id", roles = "roles" }}}}\n{extra}')
+    return (
+        f'\n[mcp_server.auth]\nissuer = "{issuer.issuer}"\nscopes = ["plans"]\njwks_url = "{issuer.jwks_url}"\n'
+        f'attributes = {{{{ org = "org_id", roles = "roles" }}}}\n{extra}'
+    )
 
 
 @pytest.fixture
@@ -100,8 +117,9 @@ def served(tmp_path, issuer, monkeypatch):
 @contextlib.contextmanager
 def http_server(project: Path, env: dict | None = None):
     """`planc mcp --http 127.0.0.1:0` in `project`: its URL once it says it listens, and the process."""
-    process = subprocess.Popen([*SERVER, "--http", "127.0.0.1:0"], cwd=project, env={**os.environ, **(env or {})},
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [*SERVER, "--http", "127.0.0.1:0"], cwd=project, env={**os.environ, **(env or {})}, stderr=subprocess.PIPE, text=True
+    )
     try:
         said = process.stderr.readline()
         found = re.search(r"http://\S+/mcp", said)
@@ -126,8 +144,10 @@ def no_traceback(text: str) -> None:
 
 def client_project(folder: Path, url: str) -> Path:
     folder.mkdir()
-    (folder / "planc.toml").write_text(f'store = "runs.sqlite"\n\n[mcp.served]\nurl = "{url}"\n'
-                                       'headers = { Authorization = "Bearer $SERVED_TOKEN" }\n', encoding="utf-8")
+    (folder / "planc.toml").write_text(
+        f'store = "runs.sqlite"\n\n[mcp.served]\nurl = "{url}"\nheaders = {{ Authorization = "Bearer $SERVED_TOKEN" }}\n',
+        encoding="utf-8",
+    )
     return folder
 
 
@@ -163,8 +183,16 @@ def test_a_project_reaches_another_behind_its_token_and_the_token_is_written_now
         checked = planc("check", "--config", config, str(client / "p.plan"))
         assert checked.exit_code == 0, checked.output
         with Collector() as collector:
-            ran = planc("run", "--config", config, str(client / "p.plan"), "--events", str(client / "events.jsonl"),
-                        "--otel", env={**with_token, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
+            ran = planc(
+                "run",
+                "--config",
+                config,
+                str(client / "p.plan"),
+                "--events",
+                str(client / "events.jsonl"),
+                "--otel",
+                env={**with_token, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url},
+            )
             traces = [request.SerializeToString() for request in collector.requests()] if ran.exit_code == 0 else []
         assert ran.exit_code == 0, ran.output
         answered = json.loads(ran.stdout)
@@ -176,33 +204,42 @@ def test_a_project_reaches_another_behind_its_token_and_the_token_is_written_now
     # The server is gone, and so is the token: the run replays from its record.
     replayed = planc("replay", run_id, "--store", str(client / "runs.sqlite"), env={"SERVED_TOKEN": None})
     assert replayed.exit_code == 0 and json.loads(replayed.stdout) == answered
-    shown = [planc("show-run", run_id, "--store", str(client / "runs.sqlite"), *form).stdout
-             for form in ((), ("--format", "json"), ("--format", "html"))]
+    shown = [
+        planc("show-run", run_id, "--store", str(client / "runs.sqlite"), *form).stdout
+        for form in ((), ("--format", "json"), ("--format", "html"))
+    ]
     served_shown = invoke("show-run", "last", "--store", str(served / "runs.sqlite"), "--format", "json").stdout
     assert json.loads(served_shown)["options"]["principal"] == 'User::"alice"'
     secret = token.encode()
     assert traces and all(secret not in body for body in traces)
-    for where, text in [("the client's files", every_byte(client)), ("the served project's files", every_byte(served)),
-                        ("what planc printed", "".join(said + shown + [served_shown]).encode()),
-                        ("the server's stderr", server_said.encode())]:
+    for where, text in [
+        ("the client's files", every_byte(client)),
+        ("the served project's files", every_byte(served)),
+        ("what planc printed", "".join(said + shown + [served_shown]).encode()),
+        ("the server's stderr", server_said.encode()),
+    ]:
         assert secret not in text, where
         assert secret[-20:] not in text, where  # not a part of it either
     lock = json.loads((client / "planc.lock.json").read_text(encoding="utf-8"))
     assert lock["servers"]["served"]["url"] == url and "headers" not in lock["servers"]["served"]
 
 
-@pytest.mark.parametrize(("name", "mint", "status"), [
-    ("a wrong signature", lambda issuer, url: issuer.token(url, key="forger"), "HTTP 401 (invalid_token"),
-    ("an expired token", lambda issuer, url: issuer.token(url, lifetime=-60), "HTTP 401 (invalid_token"),
-    ("another audience", lambda issuer, url: issuer.token("https://elsewhere.example/mcp"),
-     "HTTP 401 (invalid_token"),
-    ("another issuer", lambda issuer, url: issuer.token(url, issuer="https://other.example"),
-     "HTTP 401 (invalid_token"),
-    ("no `plans` scope", lambda issuer, url: issuer.token(url, scope="read"),
-     "HTTP 403 (insufficient_scope: Required scope: plans)"),
-    ("an HMAC signature", lambda issuer, url: hmac_token(issuer, url), "HTTP 401 (invalid_token"),
-    ("no signature", lambda issuer, url: unsigned_token(issuer, url), "HTTP 401 (invalid_token"),
-])
+@pytest.mark.parametrize(
+    ("name", "mint", "status"),
+    [
+        ("a wrong signature", lambda issuer, url: issuer.token(url, key="forger"), "HTTP 401 (invalid_token"),
+        ("an expired token", lambda issuer, url: issuer.token(url, lifetime=-60), "HTTP 401 (invalid_token"),
+        ("another audience", lambda issuer, url: issuer.token("https://elsewhere.example/mcp"), "HTTP 401 (invalid_token"),
+        ("another issuer", lambda issuer, url: issuer.token(url, issuer="https://other.example"), "HTTP 401 (invalid_token"),
+        (
+            "no `plans` scope",
+            lambda issuer, url: issuer.token(url, scope="read"),
+            "HTTP 403 (insufficient_scope: Required scope: plans)",
+        ),
+        ("an HMAC signature", lambda issuer, url: hmac_token(issuer, url), "HTTP 401 (invalid_token"),
+        ("no signature", lambda issuer, url: unsigned_token(issuer, url), "HTTP 401 (invalid_token"),
+    ],
+)
 def test_a_token_the_server_refuses_is_one_clean_error_and_calls_nothing(served, issuer, tmp_path, name, mint, status):
     import httpx
 
@@ -214,23 +251,31 @@ def test_a_token_the_server_refuses_is_one_clean_error_and_calls_nothing(served,
         bad = mint(issuer, url)
         refused = invoke("registry", "sync", "--config", config, env={"SERVED_TOKEN": bad})
         assert refused.exit_code == 1
-        assert refused.stderr == (f"error: MCP server `served` ({url}): it refused planc's credentials: {status}"
-                                  + refused.stderr.split(status, 1)[1])
+        assert refused.stderr == (
+            f"error: MCP server `served` ({url}): it refused planc's credentials: {status}" + refused.stderr.split(status, 1)[1]
+        )
         assert len(refused.stderr.splitlines()) == 1 and "its earlier lock entry is kept" in refused.stderr
         (client / "p.plan").write_text(RUN, encoding="utf-8")
         ran = invoke("run", "--config", config, str(client / "p.plan"), env={"SERVED_TOKEN": bad})
         assert ran.exit_code == 1 and "Traceback" not in ran.output
-        assert (f"error: MCP server `served` ({url}) cannot be used: it refused planc's credentials: {status}"
-                in ran.stderr)
+        assert f"error: MCP server `served` ({url}) cannot be used: it refused planc's credentials: {status}" in ran.stderr
         assert bad not in ran.output and bad not in refused.output
         # The server's own answer, to a client that sends the token as it is: the status, and where to learn more.
-        answered = httpx.post(url, headers={"Authorization": f"Bearer {bad}",
-                                            "Accept": "application/json, text/event-stream"},
-                              json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                    "params": {"name": "run_plan", "arguments": {"plan": 'lookup(topic: "x")'}}})
+        answered = httpx.post(
+            url,
+            headers={"Authorization": f"Bearer {bad}", "Accept": "application/json, text/event-stream"},
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "run_plan", "arguments": {"plan": 'lookup(topic: "x")'}},
+            },
+        )
         assert answered.status_code == int(status.split()[1])
-        assert f'resource_metadata="{url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")}"' in \
-            answered.headers["www-authenticate"]
+        assert (
+            f'resource_metadata="{url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")}"'
+            in answered.headers["www-authenticate"]
+        )
         no_traceback(stopped(process))
     assert calls(served) == [] and statuses(served) == []
 
@@ -244,8 +289,7 @@ def hmac_token(issuer: Issuer, url: str) -> str:
 
     from cryptography.hazmat.primitives import serialization
 
-    public = issuer.rsa.public_key().public_bytes(serialization.Encoding.PEM,
-                                                  serialization.PublicFormat.SubjectPublicKeyInfo)
+    public = issuer.rsa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     claims = {"iss": issuer.issuer, "aud": url, "sub": "mallory", "exp": int(time.time()) + 600, "scope": "plans"}
     signed = f"{_part({'alg': 'HS256', 'typ': 'JWT', 'kid': 'test-key-1'})}.{_part(claims)}"
     return f"{signed}.{_b64(hmac.new(public, signed.encode(), hashlib.sha256).digest())}"
@@ -274,12 +318,16 @@ def test_without_a_token_every_request_is_401_with_the_resource_metadata(served,
     with http_server(served) as (url, process):
         metadata_url = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
         for method in ("GET", "POST", "DELETE"):
-            answered = httpx.request(method, url, headers={"Accept": "application/json, text/event-stream"},
-                                     json={"jsonrpc": "2.0", "id": 1, "method": "ping"} if method == "POST" else None)
+            answered = httpx.request(
+                method,
+                url,
+                headers={"Accept": "application/json, text/event-stream"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"} if method == "POST" else None,
+            )
             assert answered.status_code == 401, method
             assert answered.headers["www-authenticate"] == (
-                f'Bearer error="invalid_token", error_description="Authentication required", '
-                f'resource_metadata="{metadata_url}"')
+                f'Bearer error="invalid_token", error_description="Authentication required", resource_metadata="{metadata_url}"'
+            )
         metadata = httpx.get(metadata_url).json()
         assert metadata["resource"] == url and metadata["authorization_servers"] == [issuer.issuer]
         assert metadata["scopes_supported"] == ["plans"]
@@ -289,15 +337,17 @@ def test_without_a_token_every_request_is_401_with_the_resource_metadata(served,
 
 # --- each caller its own principal -----------------------------------------------------------------------
 
+
 @contextlib.asynccontextmanager
 async def session_of(url: str, token: str, elicit=None):
     """The SDK's client session with `url`, every request carrying `token`."""
     import httpx2
 
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                  timeout=httpx2.Timeout(30, read=300)) as http, \
-            streamable_http_client(url, http_client=http) as (read, write), \
-            ClientSession(read, write, elicitation_callback=elicit) as session:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=300)) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write, elicitation_callback=elicit) as session,
+    ):
         await session.initialize()
         yield session
 
@@ -326,16 +376,20 @@ def test_two_callers_are_two_principals_each_seeing_only_its_own_runs(served, is
                 bobs = await tool(as_bob, "run_plan", plan='lookup(topic: "b")')
                 waiting = await tool(as_alice, "run_plan", plan='note(text: "pay")')  # cannot be asked: it waits
                 run = waiting["run"]
-                tried = {"show": await tool(as_bob, "show_run", run=run),
-                         "prefix": await tool(as_bob, "show_run", run=run[:-1]),
-                         "last": await tool(as_bob, "show_run", run="last"),
-                         "list": await tool(as_bob, "list_runs"),
-                         "approve": await tool(as_bob, "approve_run", run=run),
-                         "resume": await tool(as_bob, "resume_run", run=run)}
+                tried = {
+                    "show": await tool(as_bob, "show_run", run=run),
+                    "prefix": await tool(as_bob, "show_run", run=run[:-1]),
+                    "last": await tool(as_bob, "show_run", run="last"),
+                    "list": await tool(as_bob, "list_runs"),
+                    "approve": await tool(as_bob, "approve_run", run=run),
+                    "resume": await tool(as_bob, "resume_run", run=run),
+                }
                 calls_then = calls(served)
-                own = {"show": await tool(as_alice, "show_run", run=run),
-                       "list": await tool(as_alice, "list_runs"),
-                       "approve": await tool(as_alice, "approve_run", run=run)}
+                own = {
+                    "show": await tool(as_alice, "show_run", run=run),
+                    "list": await tool(as_alice, "list_runs"),
+                    "approve": await tool(as_alice, "approve_run", run=run),
+                }
                 return mine, theirs, bobs, waiting, tried, calls_then, own
 
         mine, theirs, bobs, waiting, tried, calls_then, own = asyncio.run(main())
@@ -355,8 +409,12 @@ def test_two_callers_are_two_principals_each_seeing_only_its_own_runs(served, is
     assert [each["id"] for each in own["list"]["runs"]] == [mine["run"], run]
     assert own["approve"]["status"] == "ok" and own["approve"]["result"] == "pay"
     assert calls(served) == ["ledger acme-1", "lookup b", "note pay"]
-    recorded = {json.loads(invoke("show-run", each, "--store", str(served / "runs.sqlite"), "--format", "json")
-                           .stdout)["options"]["principal"] for each in (mine["run"], bobs["run"], run)}
+    recorded = {
+        json.loads(invoke("show-run", each, "--store", str(served / "runs.sqlite"), "--format", "json").stdout)["options"][
+            "principal"
+        ]
+        for each in (mine["run"], bobs["run"], run)
+    }
     assert recorded == {'User::"alice"', 'User::"bob"'}
     assert statuses(served) == ["ok", "ok", "ok"]
 
@@ -368,16 +426,24 @@ def test_a_session_opened_with_one_token_refuses_a_request_carrying_another(serv
     with http_server(served) as (url, process):
         alice = {"Authorization": f"Bearer {issuer.token(url, 'alice', org_id='acme')}"}
         bob = {"Authorization": f"Bearer {issuer.token(url, 'bob', org_id='acme')}"}
-        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                 "clientInfo": {"name": "alice's agent", "version": "1"}}}
-        run = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "run_plan", "arguments": {"plan": LEDGER}}}
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "alice's agent", "version": "1"},
+            },
+        }
+        run = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_plan", "arguments": {"plan": LEDGER}}}
         with httpx.Client() as client:
             opened = posted(client, url, initialize, alice)
             assert opened.status_code == 200, opened.text
-            session = {"mcp-session-id": opened.headers["mcp-session-id"],
-                       "mcp-protocol-version": opened.answer["result"]["protocolVersion"]}
+            session = {
+                "mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": opened.answer["result"]["protocolVersion"],
+            }
             posted(client, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, {**session, **alice})
             hijacked = posted(client, url, run, {**session, **bob})
             assert hijacked.status_code == 404 and hijacked.answer is None
@@ -389,6 +455,7 @@ def test_a_session_opened_with_one_token_refuses_a_request_carrying_another(serv
 
 
 # --- upstream servers are called with planc's own credentials ---------------------------------------------
+
 
 def test_no_upstream_request_of_a_clients_run_carries_the_clients_token(served, issuer):
     from http_servers import recording_mcp_app
@@ -423,13 +490,15 @@ def test_no_upstream_request_of_a_clients_run_carries_the_clients_token(served, 
 
 # --- where it listens -------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("auth", [False, True])
 @pytest.mark.parametrize("address", ["0.0.0.0:0", "[::]:0"])
 def test_beyond_loopback_without_tls_is_refused_with_auth_or_without(served, issuer, auth, address):
     if not auth:
         (served / "planc.toml").write_text(SERVED_TOML.format(module="x"), encoding="utf-8")
-    done = subprocess.run([*SERVER, "--http", address], cwd=served, env=dict(os.environ), capture_output=True,
-                          text=True, timeout=HANG_GUARD_S)
+    done = subprocess.run(
+        [*SERVER, "--http", address], cwd=served, env=dict(os.environ), capture_output=True, text=True, timeout=HANG_GUARD_S
+    )
     assert done.returncode == 2 and done.stdout == "" and len(done.stderr.splitlines()) == 1
     expected = "is served over TLS only" if auth else "authenticates no client without `[mcp_server.auth]`"
     assert expected in done.stderr and "listening" not in done.stderr
@@ -450,24 +519,37 @@ def test_over_tls_a_client_is_served_and_refused_as_over_http(served, issuer, tm
     now = datetime.datetime.now(datetime.timezone.utc)
     import ipaddress
 
-    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-                   .serial_number(x509.random_serial_number()).not_valid_before(now)
-                   .not_valid_after(now + datetime.timedelta(days=1))
-                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                                  critical=False).sign(key, hashes.SHA256()))
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
     (tmp_path / "cert.pem").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    (tmp_path / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                                         serialization.PrivateFormat.PKCS8,
-                                                         serialization.NoEncryption()))
-    process = subprocess.Popen([*SERVER, "--http", "127.0.0.1:0", "--tls-cert", str(tmp_path / "cert.pem"),
-                                "--tls-key", str(tmp_path / "key.pem")], cwd=served, env=dict(os.environ),
-                               stderr=subprocess.PIPE, text=True)
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    process = subprocess.Popen(
+        [*SERVER, "--http", "127.0.0.1:0", "--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "key.pem")],
+        cwd=served,
+        env=dict(os.environ),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         said = process.stderr.readline()
         url = re.search(r"https://\S+/mcp", said)[0]
-        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                 "clientInfo": {"name": "x", "version": "1"}}}
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+        }
         import ssl
 
         with httpx.Client(verify=ssl.create_default_context(cafile=str(tmp_path / "cert.pem"))) as client:
@@ -481,6 +563,7 @@ def test_over_tls_a_client_is_served_and_refused_as_over_http(served, issuer, tm
 
 
 # --- opaque tokens, asked about at an introspection endpoint (RFC 7662) ---------------------------------
+
 
 def introspection_app(known: dict, asked: list):
     """`make_app` for http_servers.served: an introspection endpoint answering `known[token]` (else inactive) to a
@@ -502,8 +585,9 @@ def introspection_app(known: dict, asked: list):
         asked.append(token)
         good = headers.get("authorization") == "Basic " + base64.b64encode(b"planc:intro-secret").decode()
         answer = known.get(token, {"active": False}) if good else {"active": False}
-        await send({"type": "http.response.start", "status": 200 if good else 401,
-                    "headers": [(b"content-type", b"application/json")]})
+        await send(
+            {"type": "http.response.start", "status": 200 if good else 401, "headers": [(b"content-type", b"application/json")]}
+        )
         await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
 
     return app
@@ -517,28 +601,57 @@ def test_opaque_tokens_are_asked_about_and_each_answer_kept_no_longer_than_its_e
 
     known, asked = {}, []
     with serving(lambda base: introspection_app(known, asked)) as introspect:
-        toml = (SERVED_TOML.format(module=next(served.glob("remotetools_*.py")).stem)
-                + f'\n[mcp_server.auth]\nissuer = "https://id.example"\nscopes = ["plans"]\n'
-                  f'introspection_url = "{introspect}/introspect"\nclient_id_env = "INTRO_ID"\n'
-                  'client_secret_env = "INTRO_SECRET"\n')
+        toml = (
+            SERVED_TOML.format(module=next(served.glob("remotetools_*.py")).stem)
+            + f'\n[mcp_server.auth]\nissuer = "https://id.example"\nscopes = ["plans"]\n'
+            f'introspection_url = "{introspect}/introspect"\nclient_id_env = "INTRO_ID"\n'
+            'client_secret_env = "INTRO_SECRET"\n'
+        )
         (served / "planc.toml").write_text(toml, encoding="utf-8")
-        missing = subprocess.run([*SERVER, "--http", "127.0.0.1:0"], cwd=served, env=dict(os.environ),
-                                 capture_output=True, text=True, timeout=HANG_GUARD_S)
+        missing = subprocess.run(
+            [*SERVER, "--http", "127.0.0.1:0"],
+            cwd=served,
+            env=dict(os.environ),
+            capture_output=True,
+            text=True,
+            timeout=HANG_GUARD_S,
+        )
         assert missing.returncode == 2 and "the environment variable INTRO_ID" in missing.stderr
         with http_server(served, env={"INTRO_ID": "planc", "INTRO_SECRET": "intro-secret"}) as (url, process):
             now = time.time()
-            known.update({"good": {"active": True, "sub": "alice", "aud": url, "iss": "https://id.example",
-                                   "exp": now + 600, "scope": "plans"},
-                          "elsewhere": {"active": True, "sub": "alice", "aud": "https://elsewhere.example/mcp",
-                                        "exp": now + 600, "scope": "plans"},
-                          "no-exp": {"active": True, "sub": "alice", "aud": url, "scope": "plans"},
-                          "unscoped": {"active": True, "sub": "alice", "aud": url, "exp": now + 600, "scope": "read"}})
-            ping = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                               "clientInfo": {"name": "x", "version": "1"}}}
-            answered = {token: httpx.post(url, json=ping, headers={
-                "Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}).status_code
-                for token in ("good", "good", "elsewhere", "no-exp", "unscoped", "unknown")}
+            known.update(
+                {
+                    "good": {
+                        "active": True,
+                        "sub": "alice",
+                        "aud": url,
+                        "iss": "https://id.example",
+                        "exp": now + 600,
+                        "scope": "plans",
+                    },
+                    "elsewhere": {
+                        "active": True,
+                        "sub": "alice",
+                        "aud": "https://elsewhere.example/mcp",
+                        "exp": now + 600,
+                        "scope": "plans",
+                    },
+                    "no-exp": {"active": True, "sub": "alice", "aud": url, "scope": "plans"},
+                    "unscoped": {"active": True, "sub": "alice", "aud": url, "exp": now + 600, "scope": "read"},
+                }
+            )
+            ping = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+            }
+            answered = {
+                token: httpx.post(
+                    url, json=ping, headers={"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+                ).status_code
+                for token in ("good", "good", "elsewhere", "no-exp", "unscoped", "unknown")
+            }
             no_traceback(stopped(process))
     assert answered == {"good": 200, "elsewhere": 401, "no-exp": 401, "unscoped": 403, "unknown": 401}
     assert asked.count("good") == 1  # the second request took the kept answer

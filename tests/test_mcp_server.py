@@ -72,7 +72,7 @@ def hold(name):
     return name
 '''
 
-TOML = '''
+TOML = """
 policy = "policy.cedar"
 store = "runs.sqlite"
 
@@ -110,16 +110,16 @@ required = ["name"]
 labels = []
 effects = {{ read_only = true, idempotent = true }}
 timeout_s = 600
-'''
+"""
 
-POLICY = '''
+POLICY = """
 permit(principal, action, resource);
 
 @id("no-untrusted-sends")
 @reason("what an agent wrote is not sent on")
 forbid(principal, action, resource == Tool::"send")
 when { context.sources has text && context.sources.text.contains("untrusted") };
-'''
+"""
 
 PERSON = "\n[mcp_server]\nanswers_from_person = true\n"
 
@@ -129,10 +129,17 @@ SERVER: list[str] = []  # `planc mcp`'s command line, while the module's tests r
 
 @pytest.fixture(scope="module", autouse=True)
 def planc_mcp(tmp_path_factory):
-    with planc_forks(listen=tmp_path_factory.mktemp("forks") / "socket",
-                     warm=(PLANC, "planc.mcp_server.server", "planc.mcp_server.http", "mcp.server.stdio",
-                           "mcp.server.streamable_http_manager",
-                           "uvicorn")) as forks:
+    with planc_forks(
+        listen=tmp_path_factory.mktemp("forks") / "socket",
+        warm=(
+            PLANC,
+            "planc.mcp_server.server",
+            "planc.mcp_server.http",
+            "mcp.server.stdio",
+            "mcp.server.streamable_http_manager",
+            "uvicorn",
+        ),
+    ) as forks:
         SERVER[:] = forks.command("mcp")
         yield
     SERVER.clear()
@@ -166,16 +173,17 @@ class Asked:
 
     async def __call__(self, context, params):
         self.messages.append(params.message)
-        return types.ElicitResult(action=self.action, content={"approve": self.approve}
-                                  if self.action == "accept" else None)
+        return types.ElicitResult(action=self.action, content={"approve": self.approve} if self.action == "accept" else None)
 
 
 @contextlib.asynccontextmanager
 async def stdio_session(project: Path, errlog, elicit=None):
     """A client session with `planc mcp` started over stdio in `project` (its stderr into `errlog`)."""
     server = StdioServerParameters(command=SERVER[0], args=SERVER[1:], cwd=str(project), env=dict(os.environ))
-    async with stdio_client(server, errlog=errlog) as (read, write), \
-            ClientSession(read, write, elicitation_callback=elicit) as session:
+    async with (
+        stdio_client(server, errlog=errlog) as (read, write),
+        ClientSession(read, write, elicitation_callback=elicit) as session,
+    ):
         await session.initialize()
         yield session
 
@@ -183,8 +191,9 @@ async def stdio_session(project: Path, errlog, elicit=None):
 @contextlib.contextmanager
 def http_server(project: Path):
     """`planc mcp --http 127.0.0.1:0` in `project`: its URL once it says it listens, and the process."""
-    process = subprocess.Popen([*SERVER, "--http", "127.0.0.1:0"], cwd=project, env=dict(os.environ),
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [*SERVER, "--http", "127.0.0.1:0"], cwd=project, env=dict(os.environ), stderr=subprocess.PIPE, text=True
+    )
     try:
         said = process.stderr.readline()
         found = re.search(r"http://\S+", said)
@@ -198,8 +207,7 @@ def http_server(project: Path):
 
 @contextlib.asynccontextmanager
 async def http_session(url: str, elicit=None):
-    async with streamable_http_client(url) as (read, write), \
-            ClientSession(read, write, elicitation_callback=elicit) as session:
+    async with streamable_http_client(url) as (read, write), ClientSession(read, write, elicitation_callback=elicit) as session:
         await session.initialize()
         yield session
 
@@ -258,6 +266,7 @@ def test_the_acceptance_session_over_stdio(project, tmp_path_factory):
 
 def test_the_acceptance_session_over_http(project):
     with http_server(project) as (url, process):
+
         async def main():
             async with http_session(url) as session:
                 run_id = await acceptance(session)
@@ -289,11 +298,12 @@ def test_initialize_reports_the_version_planc_version_prints(project, tmp_path_f
 
 # --- over HTTP, only from this machine -------------------------------------------------------------------
 
+
 def posted(client, url: str, message: dict, headers: dict):
     """The response to `message` POSTed to `url` as an MCP client posts it, with `headers` besides; its JSON-RPC
     answer (from the event stream) as `.answer`, when it has one."""
     response = client.post(url, json=message, headers={"Accept": "application/json, text/event-stream", **headers})
-    data = [line[len("data: "):] for line in response.text.splitlines() if line.startswith("data: ")]
+    data = [line[len("data: ") :] for line in response.text.splitlines() if line.startswith("data: ")]
     response.answer = json.loads(data[0]) if data else None
     return response
 
@@ -306,30 +316,41 @@ def test_a_request_naming_another_host_or_origin_is_refused_and_calls_nothing(pr
 
     with http_server(project) as (url, process):
         port = int(re.search(r":(\d+)/mcp$", url)[1])
-        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                 "clientInfo": {"name": "a web page", "version": "1"}}}
-        run = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "run_plan", "arguments": {"plan": 'lookup(topic: "rebound")'}}}
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "a web page", "version": "1"}},
+        }
+        run = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "run_plan", "arguments": {"plan": 'lookup(topic: "rebound")'}},
+        }
         with httpx.Client() as client:
             refused = posted(client, url, initialize, {"Host": f"attacker.example:{port}"})
             assert refused.status_code == 421 and "mcp-session-id" not in refused.headers
             opened = posted(client, url, initialize, {})
             assert opened.status_code == 200, opened.text
-            session = {"mcp-session-id": opened.headers["mcp-session-id"],
-                       "mcp-protocol-version": opened.answer["result"]["protocolVersion"]}
+            session = {
+                "mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": opened.answer["result"]["protocolVersion"],
+            }
             posted(client, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
-            for headers, status in [({"Host": "attacker.example"}, 421), ({"Host": f"attacker.example:{port}"}, 421),
-                                    ({"Host": f"127.0.0.1:{port + 1 if port < 65535 else port - 1}"}, 421),
-                                    ({"Origin": "http://attacker.example"}, 403),
-                                    ({"Origin": f"http://attacker.example:{port}"}, 403),
-                                    ({"Origin": f"http://127.0.0.1:{port}.attacker.example"}, 403)]:
+            for headers, status in [
+                ({"Host": "attacker.example"}, 421),
+                ({"Host": f"attacker.example:{port}"}, 421),
+                ({"Host": f"127.0.0.1:{port + 1 if port < 65535 else port - 1}"}, 421),
+                ({"Origin": "http://attacker.example"}, 403),
+                ({"Origin": f"http://attacker.example:{port}"}, 403),
+                ({"Origin": f"http://127.0.0.1:{port}.attacker.example"}, 403),
+            ]:
                 response = posted(client, url, run, {**session, **headers})
                 assert (response.status_code, response.answer) == (status, None), headers
             assert calls(project) == [] and statuses(project) == []
             # The same request, as the loopback names with the bound port: served.
-            served = posted(client, url, run, {**session, "Host": f"localhost:{port}",
-                                               "Origin": f"http://localhost:{port}"})
+            served = posted(client, url, run, {**session, "Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"})
             assert served.status_code == 200 and served.answer["result"]["structuredContent"]["status"] == "ok"
             assert calls(project) == ["lookup rebound"]
 
@@ -347,17 +368,21 @@ def test_a_request_naming_another_host_or_origin_is_refused_and_calls_nothing(pr
 
 @pytest.mark.parametrize("address", ["0.0.0.0:0", "[::]:0", "192.0.2.1:8000", "example.org:0"])
 def test_an_address_beyond_loopback_is_refused_before_listening(project, address):
-    done = subprocess.run([*SERVER, "--http", address], cwd=project, env=dict(os.environ), capture_output=True,
-                          text=True, timeout=HANG_GUARD_S)
+    done = subprocess.run(
+        [*SERVER, "--http", address], cwd=project, env=dict(os.environ), capture_output=True, text=True, timeout=HANG_GUARD_S
+    )
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith(f"Error: --http {address}: planc mcp serves plans that run, and authenticates no "
-                                  "client without `[mcp_server.auth]` in planc.toml, so it listens only on this "
-                                  "machine's loopback address")
+    assert done.stderr.startswith(
+        f"Error: --http {address}: planc mcp serves plans that run, and authenticates no "
+        "client without `[mcp_server.auth]` in planc.toml, so it listens only on this "
+        "machine's loopback address"
+    )
     assert "listening on" not in done.stderr and len(done.stderr.splitlines()) == 1
     no_traceback(done.stderr)
 
 
 # --- refusals, and what only a person may let through ---------------------------------------------------
+
 
 def run_plan(project: Path, plan: str, elicit=None, arguments=None) -> tuple[dict, list[str]]:
     """`run_plan` of `plan` in a stdio session (the client answering elicitation with `elicit`, if given):
@@ -370,9 +395,11 @@ def run_plan(project: Path, plan: str, elicit=None, arguments=None) -> tuple[dic
 
     async def main():
         async with stdio_session(project, errlog, elicit) as session:
-            return answer(await session.call_tool("run_plan", {"plan": plan, **({"arguments": arguments}
-                                                                                  if arguments else {})},
-                                                  progress_callback=told))
+            return answer(
+                await session.call_tool(
+                    "run_plan", {"plan": plan, **({"arguments": arguments} if arguments else {})}, progress_callback=told
+                )
+            )
 
     ran = asyncio.run(main())
     errlog.seek(0)
@@ -411,6 +438,7 @@ def test_elicitation_over_http_accepted_then_declined(project):
     person_answers(project)
     accepting, declining = Asked(), Asked("decline")
     with http_server(project) as (url, process):
+
         async def main(asked):
             async with http_session(url, asked) as session:
                 return answer(await session.call_tool("run_plan", {"plan": 'send(text: "hello")'}))
@@ -462,11 +490,9 @@ def test_a_client_without_elicitation_has_an_effectful_call_wait_for_approve_run
     assert ran["status"] == "awaiting_approval" and [each["tool"] for each in ran["awaiting"]] == ["note"]
     assert "`approve_run`" in ran["message"]
     assert calls(project) == ["lookup x"] and statuses(project) == ["awaiting_approval"]
-    approved, again = asyncio.run(tool_calls(project, ("approve_run", {"run": ran["run"]}),
-                                             ("approve_run", {"run": ran["run"]})))
+    approved, again = asyncio.run(tool_calls(project, ("approve_run", {"run": ran["run"]}), ("approve_run", {"run": ran["run"]})))
     assert approved["status"] == "ok" and approved["run"] == ran["run"] and approved["result"] == "seen"
-    assert again == {"ok": False, "status": "failed",
-                     "message": f"run {ran['run']} does not wait for approval: it finished (ok)"}
+    assert again == {"ok": False, "status": "failed", "message": f"run {ran['run']} does not wait for approval: it finished (ok)"}
     assert calls(project) == ["lookup x", "note seen"] and statuses(project) == ["ok"]
 
 
@@ -518,8 +544,8 @@ def test_what_a_client_writes_is_refused_at_the_literal_that_carries_it(project)
     plan = 'lookup(topic: "x")\nsend(text: "seen {$1.owner}")'
     refused = checked.check(plan, written_by={"untrusted"})
     [error] = refused.diagnostics
-    assert error.code == "E400" and plan[error.span.start.offset:error.span.end.offset] == '"seen {$1.owner}"'
-    assert "`text` reads `\"seen {$1.owner}\"`, which the plan's author wrote (untrusted)" in error.hints
+    assert error.code == "E400" and plan[error.span.start.offset : error.span.end.offset] == '"seen {$1.owner}"'
+    assert '`text` reads `"seen {$1.owner}"`, which the plan\'s author wrote (untrusted)' in error.hints
     assert [d.code for d in checked.check(plan, written_by={"untrusted"}, approvals=True).diagnostics] == ["W505"]
     assert checked.check(plan).diagnostics == ()
 
@@ -532,6 +558,7 @@ def test_a_reference_to_no_step_in_a_refused_argument_is_two_errors_not_a_traceb
 
 
 # --- a client that goes away mid-run ---------------------------------------------------------------------
+
 
 async def until(path: Path) -> None:
     """Return once `path` exists (the spy tool made it)."""
@@ -583,6 +610,7 @@ def resume_after_release(project: Path) -> None:
 def test_a_client_gone_mid_run_over_http_leaves_it_interrupted_and_resumable(project):
     (project / "hold").touch()
     with http_server(project) as (url, process):
+
         async def main():
             with contextlib.suppress(WentAway, BaseExceptionGroup):
                 async with http_session(url) as session:
@@ -614,6 +642,7 @@ def test_a_client_gone_mid_run_over_stdio_leaves_it_interrupted_and_resumable(pr
 
 # --- the command itself ----------------------------------------------------------------------------------
 
+
 def test_without_a_planc_toml_it_says_so(tmp_path):
     done = planc_completed("mcp", cwd=tmp_path)
     assert done.returncode == 2 and "planc mcp serves the project of a planc.toml" in done.stderr
@@ -640,8 +669,9 @@ def test_the_example_client_does_the_acceptance_session(tmp_path):
     example = Path(__file__).resolve().parents[1] / "examples"
     project = tmp_path / "incidents"
     shutil.copytree(example / "incidents", project, ignore=shutil.ignore_patterns(".planc", "__pycache__"))
-    done = subprocess.run([sys.executable, str(example / "mcp_client.py"), str(project)], capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(example / "mcp_client.py"), str(project)], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert "Did you mean `search`?" in done.stdout and "run_plan: ok, run " in done.stdout
     run_id = re.search(r"run_plan: ok, run (\S+)", done.stdout)[1]
@@ -650,6 +680,7 @@ def test_the_example_client_does_the_acceptance_session(tmp_path):
 
 
 # --- `ask` through elicitation ---------------------------------------------------------------------------
+
 
 class Answers:
     """An elicitation callback that answers each `ask` with `answer` and keeps each message and schema."""
@@ -676,11 +707,9 @@ def test_a_secret_reaches_the_client_as_its_mark_only(project):
 
     async def main():
         async with stdio_session(project, errlog) as session:
-            plans = ['vault()', 'vault()\nexit(status: "error", message: "the code is {$1.token}")']
-            ran = [answer(await session.call_tool("run_plan", {"plan": plan},
-                                                  progress_callback=told)) for plan in plans]
-            shown = [answer(await session.call_tool("show_run", {"run": each["run"]}))
-                     for each in ran]
+            plans = ["vault()", 'vault()\nexit(status: "error", message: "the code is {$1.token}")']
+            ran = [answer(await session.call_tool("run_plan", {"plan": plan}, progress_callback=told)) for plan in plans]
+            shown = [answer(await session.call_tool("show_run", {"run": each["run"]})) for each in ran]
             return ran, shown
 
     ran, shown = asyncio.run(main())

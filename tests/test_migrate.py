@@ -48,8 +48,10 @@ def runs_in(store: Path) -> int:
 def test_an_older_plan_is_refused_to_run_with_the_command_that_migrates_it(example):
     result = invoke("run", "old.json", "--store", "runs.sqlite")
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert result.stderr == (f"error: old.json: stored plan is version 2, and this planc runs version {VERSION}: "
-                             "`planc migrate old.json` rewrites it, then run it again\n")
+    assert result.stderr == (
+        f"error: old.json: stored plan is version 2, and this planc runs version {VERSION}: "
+        "`planc migrate old.json` rewrites it, then run it again\n"
+    )
     assert runs_in(example / "runs.sqlite") == 0  # nothing ran, nothing recorded
     assert digest(example / "old.json") == digest(FIXTURE)
 
@@ -60,7 +62,8 @@ def test_a_plan_compiled_before_count_was_a_built_in_step_migrates_and_runs(exam
     assert migrated.stderr.splitlines() == [
         "old.json: version 2 -> 3",
         "old.json: version 3 -> 4: `count` is a built-in step now: its calls (step 1) call `tally`",
-        "old.json: version 4 -> 5"]
+        "old.json: version 4 -> 5",
+    ]
     stored = json.loads((example / "old.json").read_text(encoding="utf-8"))
     assert stored["version"] == VERSION and "tally(query: " in stored["source"] and "count(" not in stored["source"]
     assert sorted(stored["registry"]["tools"]) == ["search", "tally"]
@@ -79,13 +82,15 @@ def test_a_plan_compiled_before_count_was_a_built_in_step_migrates_and_runs(exam
 def test_a_plan_two_tools_could_have_become_is_refused_unstamped(example):
     toml = example / "planc.toml"
     text = toml.read_text(encoding="utf-8")
-    tally = text[text.index("[tools.tally]"):text.index("\n\n", text.index("[tools.tally]"))]
+    tally = text[text.index("[tools.tally]") : text.index("\n\n", text.index("[tools.tally]"))]
     toml.write_text(text + "\n" + tally.replace("[tools.tally]", "[tools.tally_again]") + "\n", encoding="utf-8")
     before = digest(example / "old.json")
     result = invoke("migrate", "old.json")
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert result.stderr.startswith("error: old.json: step 1 calls `count`, a tool when the plan was compiled and a "
-                                    "built-in step now, and the tools `tally`, `tally_again` of ")
+    assert result.stderr.startswith(
+        "error: old.json: step 1 calls `count`, a tool when the plan was compiled and a "
+        "built-in step now, and the tools `tally`, `tally_again` of "
+    )
     assert "so which one the plan means is ambiguous: split them" in result.stderr
     assert result.stderr.endswith("; it is left as it was\n")
     assert digest(example / "old.json") == before  # not a version stamped, not a byte changed
@@ -94,13 +99,14 @@ def test_a_plan_two_tools_could_have_become_is_refused_unstamped(example):
 
 def test_a_plan_whose_tool_no_tool_is_now_is_refused_naming_what_to_change(example):
     toml = example / "planc.toml"
-    toml.write_text(toml.read_text(encoding="utf-8").replace('"How many incidents match a query"',
-                                                             '"How many incidents match"'), encoding="utf-8")
+    toml.write_text(
+        toml.read_text(encoding="utf-8").replace('"How many incidents match a query"', '"How many incidents match"'),
+        encoding="utf-8",
+    )
     before = digest(example / "old.json")
     result = invoke("migrate", "old.json")
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert "no tool of" in result.stderr and "has the declaration `count` had: rename the tool in planc.toml" \
-        in result.stderr
+    assert "no tool of" in result.stderr and "has the declaration `count` had: rename the tool in planc.toml" in result.stderr
     assert digest(example / "old.json") == before
 
 

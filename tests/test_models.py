@@ -17,12 +17,19 @@ from planc.backend.models.client import ModelClient, ModelError, ToolCall
 from planc.registry.loading.config import ConfigError, registry_from_text
 from planc.registry.tools.tool import Tool
 
-SEARCH = Tool("search", description="Full-text search over incidents", required=("query",),
-              params={"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "default": 20}})
+SEARCH = Tool(
+    "search",
+    description="Full-text search over incidents",
+    required=("query",),
+    params={"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "default": 20}},
+)
 GET = Tool("get_incident", params={"id": {"type": "string"}}, required=("id",))
 COUNT = Tool("count", params={"query": {"type": "string"}})
-TRIAGE = {"type": "object", "required": ["severity", "summary"],
-          "properties": {"severity": {"enum": ["low", "high"]}, "summary": {"type": "string"}}}
+TRIAGE = {
+    "type": "object",
+    "required": ["severity", "summary"],
+    "properties": {"severity": {"enum": ["low", "high"]}, "summary": {"type": "string"}},
+}
 
 
 def registry(text: str):
@@ -30,15 +37,16 @@ def registry(text: str):
 
 
 def client(server, role: str = "chat", extra: str = "") -> ModelClient:
-    return ModelClient.for_role(registry(f'[models.default]\nbase_url = "{server.url}"\nmodel = "test-model"\n{extra}'),
-                                role)
+    return ModelClient.for_role(registry(f'[models.default]\nbase_url = "{server.url}"\nmodel = "test-model"\n{extra}'), role)
 
 
 def run(coroutine_function):
     """Run `coroutine_function(client)` with a client of the loopback server, closing it after."""
+
     async def main(server):
         async with client(server) as model:
             return await coroutine_function(model)
+
     return main
 
 
@@ -54,8 +62,11 @@ def agent(server, *recordings, tools=(SEARCH,), call_tool=None, system_prompt=No
 
     async def main(model):
         turn = Turn("Triage the incident.", TRIAGE, list(tools), **options)
-        repairer = client(server, "repair", extra='[models.repair]\nbase_url = "' + server.url + '"\n'
-                          'model = "repair-model"\n') if repair_role else None
+        repairer = (
+            client(server, "repair", extra='[models.repair]\nbase_url = "' + server.url + '"\nmodel = "repair-model"\n')
+            if repair_role
+            else None
+        )
         try:
             return await run_agent(model, turn, record, [system_message(system_prompt)], repairer)
         finally:
@@ -69,8 +80,10 @@ def agent(server, *recordings, tools=(SEARCH,), call_tool=None, system_prompt=No
 
 
 def test_a_role_takes_its_own_table_else_the_default(model_server):
-    text = (f'[models.default]\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "small"\n'
-            f'[models.chat]\nbase_url = "{model_server.url}"\nmodel = "large"\ntimeout_s = 5\n')
+    text = (
+        f'[models.default]\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "small"\n'
+        f'[models.chat]\nbase_url = "{model_server.url}"\nmodel = "large"\ntimeout_s = 5\n'
+    )
     chat, judge = ModelClient.for_role(registry(text), "chat"), ModelClient.for_role(registry(text), "judge")
     assert (chat.config.name, chat.config.model, chat.config.timeout_s) == ("chat", "large", 5.0)
     assert (judge.config.name, judge.config.model) == ("default", "small")
@@ -78,23 +91,38 @@ def test_a_role_takes_its_own_table_else_the_default(model_server):
 
 
 def test_a_role_without_a_table_or_a_default_is_an_error_naming_it():
-    with pytest.raises(ModelError, match=r"no model for the role `judge`: planc.toml has neither \[models.judge\] "
-                                         r"nor \[models.default\]"):
+    with pytest.raises(
+        ModelError,
+        match=r"no model for the role `judge`: planc.toml has neither \[models.judge\] "
+        r"nor \[models.default\]",
+    ):
         ModelClient.for_role(registry('[models.chat]\nbase_url = "http://x/v1"\nmodel = "m"\n'), "judge")
 
 
-@pytest.mark.parametrize(("table", "message"), [
-    ('model = "m"', r"planc.toml:1: model `default` needs `base_url`"),
-    ('base_url = "http://x/v1"', r"planc.toml:1: model `default` needs `model`"),
-    ('base_url = "127.0.0.1:8000/v1"\nmodel = "m"',
-     r"planc.toml:2: `base_url` of model `default` must be an http:// or https:// URL, found '127.0.0.1:8000/v1'"),
-    ('base_url = 5\nmodel = "m"', r"planc.toml:2: `base_url` of model `default` must be a string, not int"),
-    ('provider = "anthropic"\nbase_url = "http://x/v1"\nmodel = "m"',
-     r"planc.toml:2: `provider = 'anthropic'` of model `default` is not supported"),
-    ('base_url = "http://x/v1"\nmodel = "m"\ntimeout_s = 0', r"planc.toml:4: `timeout_s` must be a number of seconds above 0"),
-    ('base_ur = "http://x/v1"\nmodel = "m"',
-     r"planc.toml:2: unknown key `base_ur` in model `default`; did you mean `base_url`\?"),
-])
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('model = "m"', r"planc.toml:1: model `default` needs `base_url`"),
+        ('base_url = "http://x/v1"', r"planc.toml:1: model `default` needs `model`"),
+        (
+            'base_url = "127.0.0.1:8000/v1"\nmodel = "m"',
+            r"planc.toml:2: `base_url` of model `default` must be an http:// or https:// URL, found '127.0.0.1:8000/v1'",
+        ),
+        ('base_url = 5\nmodel = "m"', r"planc.toml:2: `base_url` of model `default` must be a string, not int"),
+        (
+            'provider = "anthropic"\nbase_url = "http://x/v1"\nmodel = "m"',
+            r"planc.toml:2: `provider = 'anthropic'` of model `default` is not supported",
+        ),
+        (
+            'base_url = "http://x/v1"\nmodel = "m"\ntimeout_s = 0',
+            r"planc.toml:4: `timeout_s` must be a number of seconds above 0",
+        ),
+        (
+            'base_ur = "http://x/v1"\nmodel = "m"',
+            r"planc.toml:2: unknown key `base_ur` in model `default`; did you mean `base_url`\?",
+        ),
+    ],
+)
 def test_a_model_table_that_cannot_work_is_refused_when_planc_toml_is_loaded(table, message):
     with pytest.raises(ConfigError, match=message):
         registry(f"[models.default]\n{table}\n")
@@ -122,11 +150,24 @@ def test_the_request_is_an_openai_chat_completion(model_server, monkeypatch):
     assert request["path"] == "/v1/chat/completions"
     assert request["headers"]["Authorization"] == "Bearer sk-loopback"
     assert request["body"] == {
-        "model": "test-model", "messages": messages, "response_format": {"type": "json_object"},
-        "tools": [{"type": "function", "function": {
-            "name": "search", "description": "Full-text search over incidents",
-            "parameters": {"type": "object", "required": ["query"], "properties": {
-                "query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "default": 20}}}}}]}
+        "model": "test-model",
+        "messages": messages,
+        "response_format": {"type": "json_object"},
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "search",
+                    "description": "Full-text search over incidents",
+                    "parameters": {
+                        "type": "object",
+                        "required": ["query"],
+                        "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "default": 20}},
+                    },
+                },
+            }
+        ],
+    }
 
 
 def test_without_tools_or_a_key_the_request_has_neither(model_server):
@@ -142,9 +183,14 @@ def test_tool_calls_are_parsed(model_server):
     reply = asyncio.run(run(lambda model: model.chat([{"role": "user", "content": "x"}], tools=[GET, COUNT]))(model_server))
     assert reply.content is None
     assert [(call.id, call.name, call.arguments, call.error) for call in reply.tool_calls] == [
-        ("call_get_1", "get_incident", {"id": "INC-7"}, None), ("call_count_1", "count", {"query": "disk"}, None)]
+        ("call_get_1", "get_incident", {"id": "INC-7"}, None),
+        ("call_count_1", "count", {"query": "disk"}, None),
+    ]
     assert reply.message()["tool_calls"][0] == {
-        "id": "call_get_1", "type": "function", "function": {"name": "get_incident", "arguments": '{"id": "INC-7"}'}}
+        "id": "call_get_1",
+        "type": "function",
+        "function": {"name": "get_incident", "arguments": '{"id": "INC-7"}'},
+    }
 
 
 def test_tool_call_arguments_that_are_not_json_are_reported_not_raised(model_server):
@@ -159,8 +205,10 @@ def test_an_http_error_is_a_model_error_with_the_status_endpoint_and_message(mod
     model_server.play("error_invalid_api_key", status=401)
     with pytest.raises(ModelError) as error:
         asyncio.run(run(lambda model: model.chat([{"role": "user", "content": "x"}]))(model_server))
-    assert str(error.value) == (f"{model_server.url}/chat/completions answered HTTP 401: Incorrect API key provided: "
-                                "sk-test. You can find your API key at your provider's dashboard.")
+    assert str(error.value) == (
+        f"{model_server.url}/chat/completions answered HTTP 401: Incorrect API key provided: "
+        "sk-test. You can find your API key at your provider's dashboard."
+    )
 
 
 def test_an_error_page_that_is_not_json_is_quoted(model_server):
@@ -228,15 +276,19 @@ def test_an_unreachable_server_is_a_model_error():
 def test_a_server_that_does_not_answer_in_timeout_s_is_a_model_error(waits):
     with socket.create_server(("127.0.0.1", 0)) as silent:  # listens, never answers
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
-        model = ModelClient.for_role(registry(f'[models.judge]\nbase_url = "{url}"\nmodel = "m"\ntimeout_s = 0.2\n'
-                                              'retries = 1\n'), "judge")
+        model = ModelClient.for_role(
+            registry(f'[models.judge]\nbase_url = "{url}"\nmodel = "m"\ntimeout_s = 0.2\nretries = 1\n'), "judge"
+        )
 
         async def main():
             async with model:
                 await model.chat([{"role": "user", "content": "x"}])
 
-        with pytest.raises(ModelError, match=r"did not answer within 0.2 s \(`timeout_s` of \[models.judge\]\) "
-                                             r"\(after 2 attempts\)"):
+        with pytest.raises(
+            ModelError,
+            match=r"did not answer within 0.2 s \(`timeout_s` of \[models.judge\]\) "
+            r"\(after 2 attempts\)",
+        ):
             asyncio.run(main())
     assert waits == [0.5]
 
@@ -246,16 +298,23 @@ def test_a_server_that_does_not_answer_in_timeout_s_is_a_model_error(waits):
 
 def test_a_tool_call_goes_to_the_callback_and_its_result_back_to_the_model(model_server):
     result, calls = agent(model_server, "tool_call_search", "answer_triage")
-    assert result == {"output": {"severity": "high", "summary": "Disk full on db-1"}, "iterations": 2,
-                      "tools_called": [{"tool": "search", "round": 1}], "final": True}
+    assert result == {
+        "output": {"severity": "high", "summary": "Disk full on db-1"},
+        "iterations": 2,
+        "tools_called": [{"tool": "search", "round": 1}],
+        "final": True,
+    }
     assert calls == [("search", {"query": "disk full", "limit": 3})]
     first, second = model_server.bodies()
     assert [tool["function"]["name"] for tool in first["tools"]] == ["search"]
     assert first["messages"][1]["content"].startswith("Triage the incident.\n\nWhen you are done, answer with only a JSON")
     assert json.dumps(TRIAGE) in first["messages"][1]["content"]
     assert second["messages"][2]["tool_calls"][0]["id"] == "call_search_1"
-    assert second["messages"][3] == {"role": "tool", "tool_call_id": "call_search_1",
-                                     "content": json.dumps([{"id": "INC-7", "title": "Disk full on db-1"}])}
+    assert second["messages"][3] == {
+        "role": "tool",
+        "tool_call_id": "call_search_1",
+        "content": json.dumps([{"id": "INC-7", "title": "Disk full on db-1"}]),
+    }
 
 
 def test_the_context_is_sent_and_the_system_prompt_is_added_to_the_built_in_one(model_server):
@@ -272,8 +331,10 @@ def test_a_tool_failure_goes_back_as_an_error_result(model_server):
     result, calls = agent(model_server, "tool_call_search", "answer_triage", call_tool=failing)
     assert result["final"] is True and result["tools_called"] == [{"tool": "search", "round": 1}]
     assert model_server.bodies()[1]["messages"][3] == {
-        "role": "tool", "tool_call_id": "call_search_1",
-        "content": json.dumps({"error": "`search` failed: the index is being rebuilt"})}
+        "role": "tool",
+        "tool_call_id": "call_search_1",
+        "content": json.dumps({"error": "`search` failed: the index is being rebuilt"}),
+    }
 
 
 def test_any_other_exception_of_the_callback_stops_the_agent(model_server):
@@ -294,49 +355,61 @@ def test_calls_the_agent_cannot_make_are_errors_and_not_dispatched(model_server)
 
 
 def test_tool_calls_are_at_most_max_iterations_in_all(model_server):
-    result, calls = agent(model_server, "tool_call_two", "tool_call_two", "answer_triage", tools=(GET, COUNT),
-                          max_iterations=3)
+    result, calls = agent(model_server, "tool_call_two", "tool_call_two", "answer_triage", tools=(GET, COUNT), max_iterations=3)
     assert result["final"] is True and result["tools_called"] == [
-        {"tool": "get_incident", "round": 1}, {"tool": "count", "round": 1}, {"tool": "get_incident", "round": 2}]
+        {"tool": "get_incident", "round": 1},
+        {"tool": "count", "round": 1},
+        {"tool": "get_incident", "round": 2},
+    ]
     assert json.loads(model_server.bodies()[2]["messages"][-2]["content"]) == {
-        "error": "`count` was not called: this agent may make 3 tool calls and made them all"}
+        "error": "`count` was not called: this agent may make 3 tool calls and made them all"
+    }
 
 
 def test_a_schema_mismatch_goes_to_the_repair_role_and_uses_no_round(model_server):
     result, _ = agent(model_server, "answer_triage_wrong", "answer_triage", max_iterations=1)
-    assert result == {"output": {"severity": "high", "summary": "Disk full on db-1"}, "iterations": 1,
-                      "tools_called": [], "final": True}
+    assert result == {
+        "output": {"severity": "high", "summary": "Disk full on db-1"},
+        "iterations": 1,
+        "tools_called": [],
+        "final": True,
+    }
     first, repair = model_server.bodies()
     assert (first["model"], repair["model"]) == ("test-model", "repair-model")
     assert [m["role"] for m in repair["messages"]] == ["system", "user"] and "tools" not in repair
     asked = repair["messages"][1]["content"]
     assert asked.startswith("The JSON Schema:\n" + json.dumps(TRIAGE)) and '{"severity": "urgent"}' in asked
-    assert asked.endswith("What does not conform:\n- at $.severity: 'urgent' is not one of ['low', 'high']\n"
-                          "- at $: 'summary' is a required property")
+    assert asked.endswith(
+        "What does not conform:\n- at $.severity: 'urgent' is not one of ['low', 'high']\n"
+        "- at $: 'summary' is a required property"
+    )
 
 
 def test_a_mismatch_the_repair_role_cannot_fix_goes_back_to_the_agent_and_costs_a_round(model_server):
     result, _ = agent(model_server, "answer_triage_wrong", "answer_triage_wrong", "answer_triage")
-    assert result == {"output": {"severity": "high", "summary": "Disk full on db-1"}, "iterations": 2,
-                      "tools_called": [], "final": True}
+    assert result == {
+        "output": {"severity": "high", "summary": "Disk full on db-1"},
+        "iterations": 2,
+        "tools_called": [],
+        "final": True,
+    }
     models = [body["model"] for body in model_server.bodies()]
     assert models == ["test-model", "repair-model", "test-model"]  # the fix-up is tried once
     correction = model_server.bodies()[2]["messages"][-1]
     assert correction["role"] == "user" and correction["content"].startswith(
-        "Your answer does not conform to the output schema:\n- at $.severity: 'urgent' is not one of")
+        "Your answer does not conform to the output schema:\n- at $.severity: 'urgent' is not one of"
+    )
 
 
 def test_mismatches_until_the_budget_runs_out_end_without_output(model_server):
-    result, _ = agent(model_server, "answer_triage_wrong", "answer_triage_wrong", "answer_triage_wrong",
-                      max_iterations=2)
+    result, _ = agent(model_server, "answer_triage_wrong", "answer_triage_wrong", "answer_triage_wrong", max_iterations=2)
     assert result == {"output": {}, "iterations": 2, "tools_called": [], "final": False}
     assert len(model_server.requests) == 3
 
 
 def test_a_malformed_answer_costs_a_round(model_server):
     result, _ = agent(model_server, "answer_prose", "answer_triage_fenced")
-    assert result == {"output": {"severity": "low", "summary": "Stale cache"}, "iterations": 2,
-                      "tools_called": [], "final": True}
+    assert result == {"output": {"severity": "low", "summary": "Stale cache"}, "iterations": 2, "tools_called": [], "final": True}
     correction = model_server.bodies()[1]["messages"][-1]["content"]
     assert correction.startswith("Your answer is not JSON (Expecting value") and "The incident looks severe" in correction
 
@@ -368,8 +441,11 @@ def test_ask_yes_no(model_server, recording, answer):
 
 def test_an_answer_other_than_yes_or_no_is_an_error_naming_it(model_server):
     model_server.play("answer_maybe")
-    with pytest.raises(ModelError, match=r"the model answered 'Probably yes, since the outage lasted over an hour.' "
-                                         r"to the yes/no question 'Is INC-7 urgent\?': only yes or no is an answer"):
+    with pytest.raises(
+        ModelError,
+        match=r"the model answered 'Probably yes, since the outage lasted over an hour.' "
+        r"to the yes/no question 'Is INC-7 urgent\?': only yes or no is an answer",
+    ):
         asyncio.run(run(lambda model: ask_yes_no(model, "Is INC-7 urgent?"))(model_server))
 
 
@@ -380,9 +456,14 @@ def test_a_repair_turn_adds_a_round_even_when_the_rounds_are_used_up(model_serve
         checked.append(answer["summary"])
         return [] if len(checked) == 2 else ["name the host"]
 
-    result, _ = agent(model_server, "answer_triage_fenced", "answer_triage", max_iterations=1, check=check,
-                      check_name="names_host", repairs=1)
-    assert result == {"output": {"severity": "high", "summary": "Disk full on db-1"}, "iterations": 2,
-                      "tools_called": [], "final": True}
+    result, _ = agent(
+        model_server, "answer_triage_fenced", "answer_triage", max_iterations=1, check=check, check_name="names_host", repairs=1
+    )
+    assert result == {
+        "output": {"severity": "high", "summary": "Disk full on db-1"},
+        "iterations": 2,
+        "tools_called": [],
+        "final": True,
+    }
     assert checked == ["Stale cache", "Disk full on db-1"]
     assert "tools" not in model_server.bodies()[1]  # the repair round is the last: it offers no tools

@@ -61,9 +61,7 @@ def recorded(store: Path) -> list[str]:
     if not store.exists():
         return []
     with sqlite3.connect(store) as db:
-        return [
-            status for (status,) in db.execute("SELECT status FROM runs ORDER BY started_at, id")
-        ]
+        return [status for (status,) in db.execute("SELECT status FROM runs ORDER BY started_at, id")]
 
 
 def test_planc_run_refuses_an_argument_of_the_wrong_type_before_anything_runs(project):
@@ -71,16 +69,13 @@ def test_planc_run_refuses_an_argument_of_the_wrong_type_before_anything_runs(pr
     ran = invoke("run", "p.plan", "--arg", "n=abc")
     assert ran.exit_code == 1 and "Traceback" not in ran.output and "run: " not in ran.stderr
     assert (
-        "error[E300]: wrong value for `count` of `take`: expected an integer of at least 0, found "
-        "`$args.n`, a string"
+        "error[E300]: wrong value for `count` of `take`: expected an integer of at least 0, found `$args.n`, a string"
         in ran.stderr
         and "p.plan:2:30" in ran.stderr
     )
     assert sent(project) == [] and recorded(project / ".planc" / "runs.sqlite") == []
     fits = invoke("run", "p.plan", "--arg", "n=2")
-    assert (
-        fits.exit_code == 0 and json.loads(fits.stdout) == [1, 2] and sent(project) == ["send one"]
-    )
+    assert fits.exit_code == 0 and json.loads(fits.stdout) == [1, 2] and sent(project) == ["send one"]
 
 
 def test_mcp_run_plan_refuses_an_argument_of_the_wrong_type_and_records_nothing(project):
@@ -93,13 +88,9 @@ def test_mcp_run_plan_refuses_an_argument_of_the_wrong_type_and_records_nothing(
 def test_mcp_progress_says_a_control_steps_finished_line_as_the_terminal_does(project):
     (project / "p.plan").write_text(COUNTED, encoding="utf-8")
     terminal = [
-        each
-        for each in invoke("run", "p.plan", "--arg", "n=2").stderr.splitlines()
-        if each.startswith(("[", "run finished"))
+        each for each in invoke("run", "p.plan", "--arg", "n=2").stderr.splitlines() if each.startswith(("[", "run finished"))
     ]
-    with open(
-        project / "planc.toml", "a", encoding="utf-8"
-    ) as toml:  # the client's answer lets `send` through
+    with open(project / "planc.toml", "a", encoding="utf-8") as toml:  # the client's answer lets `send` through
         toml.write("answers_from_person = true\n")
     ran, progress = run_plan(project, COUNTED, arguments={"n": 2}, elicit=accept)
     assert ran["status"] == "ok" and "[2] take -> list of 2" in progress and progress == terminal
@@ -124,20 +115,14 @@ def test_the_approve_a_waiting_run_names_finds_the_store_it_waits_in(project):
     (other / "p.plan").write_text('send(text: "one")\n', encoding="utf-8")
     ran = invoke("run", "other/p.plan", "--config", "other/planc.toml", "--approve")
     assert ran.exit_code == 3 and sent(project) == [] and "Traceback" not in ran.output
-    [named] = {
-        line.split("`")[1]
-        for line in ran.stderr.splitlines()
-        if "approves it and continues" in line
-    }
+    [named] = {line.split("`")[1] for line in ran.stderr.splitlines() if "approves it and continues" in line}
     assert named.startswith("planc approve ") and " --store " in named
     approved = invoke(*shlex.split(named)[1:])
     assert approved.exit_code == 0 and json.loads(approved.stdout) == {"sent": "one"}
     assert sent(project) == ["send one"] and recorded(other / ".planc" / "runs.sqlite") == ["ok"]
 
 
-def test_a_compiled_plan_away_from_its_project_says_no_planc_toml_declares_its_tools(
-    project, tmp_path_factory, monkeypatch
-):
+def test_a_compiled_plan_away_from_its_project_says_no_planc_toml_declares_its_tools(project, tmp_path_factory, monkeypatch):
     (project / "p.plan").write_text('send(text: "one")\n', encoding="utf-8")
     assert invoke("compile", "p.plan", "-o", "p.json").exit_code == 0
     away = tmp_path_factory.mktemp("away")
@@ -146,16 +131,13 @@ def test_a_compiled_plan_away_from_its_project_says_no_planc_toml_declares_its_t
     ran = invoke("run", "p.json")
     assert ran.exit_code == 1 and "Traceback" not in ran.output and "stale" not in ran.stderr
     assert ran.stderr.startswith(
-        "error: p.json: no planc.toml declares `send`, so nothing says what to call: "
-        "declare the tools in a planc.toml"
+        "error: p.json: no planc.toml declares `send`, so nothing says what to call: declare the tools in a planc.toml"
     )
     assert sent(project) == [] and not (away / ".planc").exists()
 
 
 def test_a_value_a_step_cannot_read_names_that_step(project):
-    (project / "p.plan").write_text(
-        'take(over: [1], count: 0)\nsend(text: "{$1[0]}")\n', encoding="utf-8"
-    )
+    (project / "p.plan").write_text('take(over: [1], count: 0)\nsend(text: "{$1[0]}")\n', encoding="utf-8")
     ran = invoke("run", "p.plan")
     assert ran.exit_code == 1 and "Traceback" not in ran.output
     assert ran.stderr.splitlines()[-1] == "error: step 2: `$1[0]`: index 0 of a list of 0"
@@ -164,11 +146,7 @@ def test_a_value_a_step_cannot_read_names_that_step(project):
 
 def test_planc_plan_with_no_model_is_a_configuration_mistake_and_records_nothing(project):
     planned = invoke("plan", "send a note")
-    assert (
-        planned.exit_code == 2
-        and "Traceback" not in planned.output
-        and "run: " not in planned.stderr
-    )
+    assert planned.exit_code == 2 and "Traceback" not in planned.output and "run: " not in planned.stderr
     assert (
         planned.stderr.startswith("Error: no model for the role `planner`: ")
         or "no model for the role `planner`" in planned.stderr

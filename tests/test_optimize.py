@@ -20,7 +20,7 @@ from planc.backend.state.values import RunError
 from planc.optimize.optimize import optimize
 from planc.registry import load_registry
 
-TOOLS = '''
+TOOLS = """
 import asyncio, json, os
 LOG = os.environ["PLANC_TEST_CALLS"]
 
@@ -49,9 +49,9 @@ async def fails(x):
     _log("start", "fails", x=x)
     await asyncio.sleep(x / 100)
     raise ValueError(f"broken {x}")
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.search]
 provider = "python:{module}:search"
 params = {{ query = {{ type = "string" }} }}
@@ -79,7 +79,7 @@ effects = {{ read_only = true }}
 [mcp.clock]
 command = ["clock-server"]
 trust_annotations = true
-'''
+"""
 
 
 @pytest.fixture
@@ -87,8 +87,7 @@ def project(tmp_path, monkeypatch):
     from planc.registry.mcp.lock import entry
 
     now = entry("now", "The time now", {"type": "object", "properties": {}}, None, {"readOnlyHint": True})
-    lock = {"format": "planc.lock", "version": 1,
-            "servers": {"clock": {"command": ["clock-server"], "tools": {"now": now}}}}
+    lock = {"format": "planc.lock", "version": 1, "servers": {"clock": {"command": ["clock-server"], "tools": {"now": now}}}}
     with tool_project(tmp_path, "opttools", TOOLS, TOML, {"planc.lock.json": json.dumps(lock), "calls.jsonl": ""}):
         monkeypatch.setenv("PLANC_TEST_CALLS", str(tmp_path / "calls.jsonl"))
         monkeypatch.chdir(tmp_path)
@@ -118,15 +117,19 @@ def codes(stderr: str) -> list[str]:
 
 
 def test_two_identical_searches_become_one_and_refs_read_the_first(project):
-    text = ('hits = search(query: "disk")\n'
-            'search(query: "disk") |> map(do: { search(query: item.id) })\n'
-            'again = search(query: "disk")\n'
-            'reshape(value: {a: $hits, b: $2, c: $3, d: $again})\n')
+    text = (
+        'hits = search(query: "disk")\n'
+        'search(query: "disk") |> map(do: { search(query: item.id) })\n'
+        'again = search(query: "disk")\n'
+        "reshape(value: {a: $hits, b: $2, c: $3, d: $again})\n"
+    )
     result = optimize_cli(project, text)
     assert result.exit_code == 0, result.output
-    assert result.stdout == ('hits = search(query: "disk")\n'
-                             'map(over: $hits, do: { search(query: item.id) })\n'
-                             'reshape(value: {a: $hits, b: $1, c: $2, d: $hits})\n')
+    assert result.stdout == (
+        'hits = search(query: "disk")\n'
+        "map(over: $hits, do: { search(query: item.id) })\n"
+        "reshape(value: {a: $hits, b: $1, c: $2, d: $hits})\n"
+    )
     assert codes(result.stderr).count("N600") == 2
     assert "step 2 repeats the call of step 1" in result.stderr and "read-only and deterministic" in result.stderr
     assert planc.check(result.stdout, registry=load_registry(project / "planc.toml")).ok
@@ -165,8 +168,10 @@ def test_a_step_that_changes_something_between_two_calls_keeps_both(project):
 
 
 def test_different_arguments_or_inputs_are_different_calls(project):
-    text = ('a = search(query: "x")\nb = search(query: "y")\nsearch(query: "x") |> map(do: { lookup(id: item.id) })\n'
-            'lookup(id: "{$a[0].id}")\nlookup(id: "{$b[0].id}")\n')
+    text = (
+        'a = search(query: "x")\nb = search(query: "y")\nsearch(query: "x") |> map(do: { lookup(id: item.id) })\n'
+        'lookup(id: "{$a[0].id}")\nlookup(id: "{$b[0].id}")\n'
+    )
     result = optimize_cli(project, text)
     assert result.stdout.count("search(") == 2 and result.stdout.count("lookup(") == 3
 
@@ -184,15 +189,15 @@ def test_without_effects_metadata_nothing_is_rewritten_and_a_note_says_what_woul
 
 def test_without_a_registry_every_tool_is_without_metadata(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "p.plan").write_text('a(x: 1)\na(x: 1)\n', encoding="utf-8")
+    (tmp_path / "p.plan").write_text("a(x: 1)\na(x: 1)\n", encoding="utf-8")
     result = invoke("optimize", "p.plan")
     assert result.exit_code == 0
-    assert result.stdout == 'a(x: 1)\na(x: 1)\n'
+    assert result.stdout == "a(x: 1)\na(x: 1)\n"
     assert set(codes(result.stderr)) == {"N602"}
 
 
 def test_optimize_refuses_a_plan_with_errors_and_reports_usage_errors(project):
-    result = optimize_cli(project, 'search(query: 1)\n')
+    result = optimize_cli(project, "search(query: 1)\n")
     assert result.exit_code == 1 and "E300" in result.stderr and result.stdout == ""
     result = invoke("optimize", "missing.plan")
     assert result.exit_code == 2 and "no such file" in result.stderr and "Traceback" not in result.output
@@ -210,8 +215,7 @@ def most_at_once(events: list[dict]) -> int:
     return most
 
 
-FOUR_SEARCHES = ''.join(f's{n} = search(query: "q{n}")\n' for n in range(4)) + \
-    'reshape(value: [$s0, $s1, $s2, $s3])\n'
+FOUR_SEARCHES = "".join(f's{n} = search(query: "q{n}")\n' for n in range(4)) + "reshape(value: [$s0, $s1, $s2, $s3])\n"
 
 
 def test_independent_read_only_steps_run_at_the_same_time(project):
@@ -225,8 +229,7 @@ def test_independent_read_only_steps_run_at_the_same_time(project):
 
 
 def test_a_step_waits_for_what_it_reads(project):
-    text = 'a = search(query: "x")\nsearch(query: "{$a[0].id}") |> map(do: { search(query: item.id) })\n' \
-           'search(query: "y")\n'
+    text = 'a = search(query: "x")\nsearch(query: "{$a[0].id}") |> map(do: { search(query: item.id) })\nsearch(query: "y")\n'
     run_cli(project, text, "--optimize")
     events = [(e["event"], e["query"]) for e in log(project)]
     assert events.index(("end", "x")) < events.index(("start", "x-0"))  # a reference
@@ -235,8 +238,10 @@ def test_a_step_waits_for_what_it_reads(project):
 
 
 def test_steps_that_change_something_keep_their_place(project):
-    text = ('search(query: "a")\ncreate_ticket(title: "one")\nsearch(query: "b")\nsearch(query: "c")\n'
-            'create_ticket(title: "two")\nsearch(query: "d")\n')
+    text = (
+        'search(query: "a")\ncreate_ticket(title: "one")\nsearch(query: "b")\nsearch(query: "c")\n'
+        'create_ticket(title: "two")\nsearch(query: "d")\n'
+    )
     result = run_cli(project, text, "--optimize")
     assert result.exit_code == 0, result.output
     events = [(e["event"], e.get("query") or e.get("title")) for e in log(project)]
@@ -254,7 +259,7 @@ def checked_plan(project, text):
 
 def test_the_first_failing_step_in_text_order_is_the_error(project):
     # Step 1 fails after 50 ms, step 2 after 10 ms: one after the other, step 1's error is the run's.
-    checked = checked_plan(project, "fails(x: 5)\nfails(x: 1)\nsearch(query: \"later\")\n")
+    checked = checked_plan(project, 'fails(x: 5)\nfails(x: 1)\nsearch(query: "later")\n')
     optimized = optimize(checked)
     with pytest.raises(RunError, match="^step 1: `fails` failed: ValueError: broken 5"):
         asyncio.run(run_plan(optimized.checked, registry=checked.context.registry, schedule=optimized.schedule))
@@ -273,8 +278,10 @@ def test_a_failure_stops_the_steps_after_it_and_nothing_effectful_runs(project):
 
 
 def test_an_exit_under_the_schedule_ends_the_plan(project):
-    text = ('a = search(query: "a")\nb = search(query: "b")\n'
-            'exit(when: $a.length > 1, output: {a: $a[0].id, b: $b[0].id})\ncreate_ticket(title: "never")\n')
+    text = (
+        'a = search(query: "a")\nb = search(query: "b")\n'
+        'exit(when: $a.length > 1, output: {a: $a[0].id, b: $b[0].id})\ncreate_ticket(title: "never")\n'
+    )
     result = run_cli(project, text, "--optimize")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"a": "a-0", "b": "b-0"}
@@ -283,7 +290,7 @@ def test_an_exit_under_the_schedule_ends_the_plan(project):
 
 # --- equivalence: random plans, run one step after the other and optimized --------------------
 
-EQUIVALENCE_TOOLS = '''
+EQUIVALENCE_TOOLS = """
 import asyncio
 import planc
 
@@ -328,10 +335,12 @@ async def undeclared(x: int) -> int:
     STATE["writes"] += 1
     STATE["effects"].append(("undeclared", x))
     return x
-'''
+"""
 
-EQUIVALENCE_TOML = ''.join(f'[tools.{name}]\nprovider = "python:{{module}}:{name}"\n\n'
-                           for name in ("pure", "pair", "peek", "fragile", "write", "undeclared"))
+EQUIVALENCE_TOML = "".join(
+    f'[tools.{name}]\nprovider = "python:{{module}}:{name}"\n\n'
+    for name in ("pure", "pair", "peek", "fragile", "write", "undeclared")
+)
 
 
 @pytest.fixture(scope="module")
@@ -360,8 +369,9 @@ def random_plans(draw) -> str:
         return str(draw(st.integers(0, 7)))
 
     for number in range(1, draw(st.integers(2, 9)) + 1):
-        kind = draw(st.sampled_from(["pure", "pure", "pair", "peek", "fragile", "write", "undeclared", "map",
-                                     "decide", "exit", "pipe"]))
+        kind = draw(
+            st.sampled_from(["pure", "pure", "pair", "peek", "fragile", "write", "undeclared", "map", "decide", "exit", "pipe"])
+        )
         if kind == "pipe" and kinds.get(number - 1) == "int":
             lines[-1] += " |> pure()"  # not labelled: nothing refers to it
             continue
@@ -374,8 +384,9 @@ def random_plans(draw) -> str:
             inner = draw(st.sampled_from(["pure", "write", "peek"]))
             step = f"map(over: [{value(number)}, {value(number)}], do: {{ {inner}(x: item) }})"
         elif kind == "decide":
-            step = (f"decide(when: {value(number)} > 4, then: {{ write(x: {value(number)}) }}, "
-                    f"else: {{ pure(x: {value(number)}) }})")
+            step = (
+                f"decide(when: {value(number)} > 4, then: {{ write(x: {value(number)}) }}, else: {{ pure(x: {value(number)}) }})"
+            )
         else:
             step = f"exit(value: {value(number)}, when: {value(number)} > 6, output: [{value(number)}])"
         kinds[number] = "list" if kind == "map" else "int"
@@ -410,9 +421,12 @@ def test_an_optimized_run_has_the_same_result_and_effects_as_the_plan(equivalenc
 def test_a_tool_that_declares_the_default_effects_has_metadata(project):
     toml = project / "planc.toml"
     module = re.search(r'provider = "python:(\w+):create_ticket"', toml.read_text()).group(1)
-    toml.write_text(toml.read_text() + f'\n[tools.purge]\nprovider = "python:{module}:create_ticket"\n'
-                    'params = { title = { type = "string" } }\nrequired = ["title"]\n'
-                    'effects = { destructive = true }\n', encoding="utf-8")
+    toml.write_text(
+        toml.read_text() + f'\n[tools.purge]\nprovider = "python:{module}:create_ticket"\n'
+        'params = { title = { type = "string" } }\nrequired = ["title"]\n'
+        "effects = { destructive = true }\n",
+        encoding="utf-8",
+    )
     result = optimize_cli(project, 'search(query: "disk")\npurge(title: "disk")\nsearch(query: "disk")\n')
     assert result.exit_code == 0, result.output
     assert codes(result.stderr) == []  # purge said what it does: nothing is missing, nothing to suggest

@@ -32,6 +32,7 @@ def only(text: str):
 
 # --- what was expected, in words ----------------------------------------------------------
 
+
 def test_missing_comma_between_arguments():
     text = 'search(query: "x", limit: 5 offset: 2)'
     diagnostic = only(text)
@@ -49,11 +50,14 @@ def test_missing_comma_in_a_record():
     assert only("a(x: {a: 1 b: 2})").message == "expected `,` or `}` after `1`, found `b`"
 
 
-@pytest.mark.parametrize("text, argument, found", [
-    ("a(x: 1 2)", "x: 1", "`2`"),
-    ("a(x: y z)", "x: y", "`z`"),
-    ("a(x: $1 $2)", "x: $1", "`$`"),
-])
+@pytest.mark.parametrize(
+    "text, argument, found",
+    [
+        ("a(x: 1 2)", "x: 1", "`2`"),
+        ("a(x: y z)", "x: y", "`z`"),
+        ("a(x: $1 $2)", "x: $1", "`$`"),
+    ],
+)
 def test_a_stray_value_after_an_argument_names_comma_and_close(text, argument, found):
     diagnostic = only(text)
     assert f"after the argument `{argument}`" in diagnostic.message
@@ -117,11 +121,15 @@ def test_unclosed_hints_never_quote_empty_text():
             assert "``" not in hint, hint
 
 
-@pytest.mark.parametrize("text, character", [
-    ("\u00e9(x: 1)", "\u00e9"),
-    ("a(\u00e9: 1)", "\u00e9"),
-    ("a()\nb(x: $1[\u0663])", "\u0663"),
-], ids=["tool", "argument", "index"])
+@pytest.mark.parametrize(
+    "text, character",
+    [
+        ("\u00e9(x: 1)", "\u00e9"),
+        ("a(\u00e9: 1)", "\u00e9"),
+        ("a()\nb(x: $1[\u0663])", "\u0663"),
+    ],
+    ids=["tool", "argument", "index"],
+)
 def test_non_ascii_letters_and_digits_are_not_names_or_numbers(text, character):
     assert any(d.code == "E100" and d.span.text(text) == character for d in diagnostics(text))
 
@@ -141,18 +149,22 @@ def test_a_keyword_as_an_argument_name_is_not_called_positional():
     assert not any("name: not: 1" in hint for hint in diagnostic.hints)
 
 
-@pytest.mark.parametrize("text, words", [
-    ('{"query": "x"}', "JSON"),
-    ("import os\nos.system('x')", "Python"),
-    ("Here is the plan: search for it", "prose"),
-    ("```\nsearch(query: \"x\")\n```", "markdown code fence"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ('{"query": "x"}', "JSON"),
+        ("import os\nos.system('x')", "Python"),
+        ("Here is the plan: search for it", "prose"),
+        ('```\nsearch(query: "x")\n```', "markdown code fence"),
+    ],
+)
 def test_pasted_code_and_prose_are_named(text, words):
     assert any(words in d.message for d in diagnostics(text))
 
 
-@pytest.mark.parametrize("text, fixed", [("a() | b()", "|>"), ("a(x: b || c)", "or"), ("a(x: b && c)", "and"),
-                                         ("a(x: !b)", "not ")])
+@pytest.mark.parametrize(
+    "text, fixed", [("a() | b()", "|>"), ("a(x: b || c)", "or"), ("a(x: b && c)", "and"), ("a(x: !b)", "not ")]
+)
 def test_operators_from_other_languages_get_a_fix(text, fixed):
     diagnostic = only(text)
     assert diagnostic.fix is not None and diagnostic.fix.replacement == fixed
@@ -188,6 +200,7 @@ def test_empty_input_is_E104():
 
 # --- one diagnostic per mistake, every independent mistake --------------------------------
 
+
 def test_two_bad_steps_on_two_lines_give_two_diagnostics():
     text = 'search(query: "x" limit: 5)\nsummarize(style = "b")'
     assert where(text) == [("E100", 1, 19, "limit"), ("E100", 2, 17, "=")]
@@ -195,8 +208,7 @@ def test_two_bad_steps_on_two_lines_give_two_diagnostics():
 
 def test_repairs_let_later_independent_errors_be_found():
     text = 'search(query: "x" limit: 5)\n  |> filter(where: a || b)\nsummarize(style = "b", title: [1 2])'
-    assert where(text) == [("E100", 1, 19, "limit"), ("E100", 2, 22, "||"), ("E100", 3, 17, "="),
-                           ("E100", 3, 34, "2")]
+    assert where(text) == [("E100", 1, 19, "limit"), ("E100", 2, 22, "||"), ("E100", 3, 17, "="), ("E100", 3, 34, "2")]
 
 
 def test_after_an_unclosed_step_the_next_step_is_still_checked():
@@ -220,8 +232,11 @@ def test_a_stray_value_is_one_mistake_not_two():
     assert where("a(x: 1 2)") == [("E100", 1, 8, "2")]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: after a syntax error, recovery skips every line up to the next "
-                                       "line that starts a step, so an error on a line in between is lost")
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: after a syntax error, recovery skips every line up to the next "
+    "line that starts a step, so an error on a line in between is lost",
+)
 def test_an_error_on_a_line_that_does_not_start_a_step_is_still_found():
     text = "a(x: 1 2)\n$3 = b()\nc()"
     assert any(line == 2 for _, line, _, _ in where(text))

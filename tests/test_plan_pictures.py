@@ -31,8 +31,9 @@ from planc.syntax.printer import print_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 DOT = shutil.which("dot")
-needs_dot = pytest.mark.skipif(DOT is None, reason="Graphviz's `dot` is not installed (Debian: apt-get install "
-                                                   "graphviz; .ci/run installs it)")
+needs_dot = pytest.mark.skipif(
+    DOT is None, reason="Graphviz's `dot` is not installed (Debian: apt-get install graphviz; .ci/run installs it)"
+)
 
 TOML = """
 [tools.search]
@@ -55,14 +56,14 @@ effects = { read_only = false, destructive = true, open_world = false }
 params = { id = { type = "string" } }
 """
 
-PLAN = '''hits = search(query: $args.q)
+PLAN = """hits = search(query: $args.q)
   |> map(do: {
     get(id: item.id)
       |> decide(when: $hits.length > 1, then: { purge(id: "{$hits.first}") })
   })
 notify(text: "{$hits.length} found, {$2.x}")
 wipe(id: $1.id)
-'''
+"""
 
 
 def graph_of(text: str, toml: str | None = TOML, title: str = "p.plan"):
@@ -79,19 +80,20 @@ def nodes_of(members) -> list[Node]:
 
 def outline(members) -> list:
     """The nesting of the graph: a node as its title, a cluster as (title, its outline)."""
-    return [member.title if isinstance(member, Node) else (member.title, outline(member.members))
-            for member in members]
+    return [member.title if isinstance(member, Node) else (member.title, outline(member.members)) for member in members]
 
 
 # --- the graph ------------------------------------------------------------------------------------
+
 
 def test_the_graph_has_a_node_per_step_nested_in_its_blocks_clusters():
     graph = graph_of(PLAN)
     assert outline(graph.members) == [
         "1 hits = search",
-        ("step 2", ["2 map", ("do", ["2/do.1 get",
-                                     ("step 2/do.2", ["2/do.2 decide", ("then", ["2/do.2/then.1 purge"])])])]),
-        "3 notify", "4 wipe"]
+        ("step 2", ["2 map", ("do", ["2/do.1 get", ("step 2/do.2", ["2/do.2 decide", ("then", ["2/do.2/then.1 purge"])])])]),
+        "3 notify",
+        "4 wipe",
+    ]
     assert [node.id for node in nodes_of(graph.members)] == ["s1", "s2", "s3", "s4", "s5", "s6", "s7"]
 
 
@@ -100,20 +102,29 @@ def test_edges_are_pipes_and_references_from_the_step_read_to_the_reader():
     path = {node.id: node.path for node in nodes_of(graph.members)} | {"args": "$args"}
     edges = {(path[edge.source], path[edge.target], edge.kind, edge.arguments) for edge in graph.edges}
     assert edges == {
-        ("1", "2", "pipe", ()), ("2/do.1", "2/do.2", "pipe", ()),  # a pipe inside a block too
+        ("1", "2", "pipe", ()),
+        ("2/do.1", "2/do.2", "pipe", ()),  # a pipe inside a block too
         ("$args", "1", "reference", ("query",)),
         ("1", "2/do.2", "reference", ("when",)),  # `$hits` in a condition, read by the nested step itself
         ("1", "2/do.2/then.1", "reference", ("id",)),  # a hole in a template, two blocks down
-        ("1", "3", "reference", ("text",)), ("2", "3", "reference", ("text",)),  # one edge per step read
-        ("1", "4", "reference", ("id",))}
+        ("1", "3", "reference", ("text",)),
+        ("2", "3", "reference", ("text",)),  # one edge per step read
+        ("1", "4", "reference", ("id",)),
+    }
     assert graph.reads_args
 
 
 def test_each_step_carries_the_effects_the_registry_declares():
     effects = {node.path: node.effects for node in nodes_of(graph_of(PLAN).members)}
-    assert effects == {"1": (), "2": (), "2/do.1": (), "2/do.2": (),  # read-only tools and control steps
-                       "2/do.2/then.1": ("effectful", "destructive"), "3": ("effectful", "open-world"),
-                       "4": ("effectful", "destructive", "open-world")}  # no effects declared: the worst
+    assert effects == {
+        "1": (),
+        "2": (),
+        "2/do.1": (),
+        "2/do.2": (),  # read-only tools and control steps
+        "2/do.2/then.1": ("effectful", "destructive"),
+        "3": ("effectful", "open-world"),
+        "4": ("effectful", "destructive", "open-world"),
+    }  # no effects declared: the worst
 
 
 def test_without_a_registry_every_tool_is_effectful_destructive_and_open_world():
@@ -128,6 +139,7 @@ def test_a_reference_that_resolves_nowhere_draws_no_edge():
 
 
 # --- DOT, read by Graphviz --------------------------------------------------------------------------
+
 
 def graphviz(dot_text: str) -> dict:
     """What Graphviz reads in `dot_text` (its JSON output); it must read it without a warning."""
@@ -155,12 +167,18 @@ def test_graphviz_reads_the_clusters_nodes_and_edges_as_meant():
         direct = sorted(objects[number]["name"] for number in item.get("nodes", ()) if number not in nested)
         return (item["label"], direct, [cluster_outline(sub) for sub in inner])
 
-    top = [item for item in objects if item["name"].startswith("cluster_")
-           and not any(item["_gvid"] in other.get("subgraphs", ()) for other in objects)]
+    top = [
+        item
+        for item in objects
+        if item["name"].startswith("cluster_") and not any(item["_gvid"] in other.get("subgraphs", ()) for other in objects)
+    ]
     assert [cluster_outline(item) for item in top] == [
-        ("step 2", ["s2"], [("do", ["s3"], [("step 2/do.2", ["s4"], [("then", ["s5"], [])])])])]
-    drawn = {(objects[edge["tail"]]["name"], objects[edge["head"]]["name"], edge["style"], edge.get("label", ""))
-             for edge in read["edges"]}
+        ("step 2", ["s2"], [("do", ["s3"], [("step 2/do.2", ["s4"], [("then", ["s5"], [])])])])
+    ]
+    drawn = {
+        (objects[edge["tail"]]["name"], objects[edge["head"]]["name"], edge["style"], edge.get("label", ""))
+        for edge in read["edges"]
+    }
     assert ("s1", "s2", "bold", "") in drawn and ("s3", "s4", "bold", "") in drawn
     assert ("args", "s1", "dashed", "query") in drawn and ("s1", "s5", "dashed", "id") in drawn
     assert len(drawn) == len(graph.edges) == 8
@@ -189,7 +207,8 @@ def test_graphviz_reads_the_picture_of_any_plan(plan):
     graph = plan_graph(check(print_plan(plan)), None, "random.plan")
     read = graphviz(render_dot(graph))
     assert sorted(item["name"] for item in read["objects"] if not item["name"].startswith("cluster_")) == sorted(
-        [node.id for node in nodes_of(graph.members)] + (["args"] if graph.reads_args else []))
+        [node.id for node in nodes_of(graph.members)] + (["args"] if graph.reads_args else [])
+    )
     assert len(read.get("edges", ())) == len(graph.edges)
 
 
@@ -207,8 +226,21 @@ STATEMENTS = {
     "classDef": rf"classDef {ID} {STYLE}(?:,{STYLE})*",
     "class": rf"class (?P<ids>{ID}(?:,{ID})*) (?P<name>{ID})",
 }
-KEYWORDS = {"end", "subgraph", "graph", "flowchart", "class", "classDef", "click", "style", "linkStyle",
-            "direction", "default", "call", "href"}
+KEYWORDS = {
+    "end",
+    "subgraph",
+    "graph",
+    "flowchart",
+    "class",
+    "classDef",
+    "click",
+    "style",
+    "linkStyle",
+    "direction",
+    "default",
+    "call",
+    "href",
+}
 
 
 def mermaid_statements(text: str) -> list[tuple[str, re.Match]]:
@@ -219,8 +251,9 @@ def mermaid_statements(text: str) -> list[tuple[str, re.Match]]:
     found, ids, nodes, depth = [], set(), set(), 0
     for line in lines[1:-1]:
         statement = line.strip()
-        kind, match = next(((kind, match) for kind, pattern in STATEMENTS.items()
-                            if (match := re.fullmatch(pattern, statement))), (None, None))
+        kind, match = next(
+            ((kind, match) for kind, pattern in STATEMENTS.items() if (match := re.fullmatch(pattern, statement))), (None, None)
+        )
         assert kind is not None, f"not a flowchart statement: {line!r}"
         if kind == "end":
             depth -= 1
@@ -251,21 +284,28 @@ def mermaid_text(quoted: str) -> str:
 def test_mermaid_statements_say_what_the_graph_says():
     graph = graph_of(PLAN)
     statements = mermaid_statements(render_mermaid(graph))
-    labels = {match["id"]: mermaid_text(re.search(TEXT, match[0])[0]) for kind, match in statements
-              if kind in ("node", "subgraph")}
+    labels = {
+        match["id"]: mermaid_text(re.search(TEXT, match[0])[0]) for kind, match in statements if kind in ("node", "subgraph")
+    }
     nodes = nodes_of(graph.members)
     assert {node.id: labels[node.id] for node in nodes} == {
-        node.id: node.title + (f"\n{', '.join(node.effects)}" if node.effects else "") for node in nodes}
+        node.id: node.title + (f"\n{', '.join(node.effects)}" if node.effects else "") for node in nodes
+    }
     assert labels["args"] == "$args"
     shapes = {match["id"]: match["shape"][:2] for kind, match in statements if kind == "node"}
     assert {node.id for node in nodes if shapes[node.id] == "{{"} == {"s5", "s6", "s7"}  # the effectful: hexagons
     assert all(shapes[node.id][0] == "(" for node in nodes if not node.effects)  # the read-only: rounded
-    classes = {(match["name"], node) for kind, match in statements if kind == "class"
-               for node in match["ids"].split(",")}
-    assert classes == {("effectful", "s5"), ("effectful", "s6"), ("effectful", "s7"), ("destructive", "s5"),
-                       ("destructive", "s7"), ("openworld", "s6"), ("openworld", "s7")}
-    arrows = [(match["source"], match[0].split()[1][:3], match["target"]) for kind, match in statements
-              if kind == "edge"]
+    classes = {(match["name"], node) for kind, match in statements if kind == "class" for node in match["ids"].split(",")}
+    assert classes == {
+        ("effectful", "s5"),
+        ("effectful", "s6"),
+        ("effectful", "s7"),
+        ("destructive", "s5"),
+        ("destructive", "s7"),
+        ("openworld", "s6"),
+        ("openworld", "s7"),
+    }
+    arrows = [(match["source"], match[0].split()[1][:3], match["target"]) for kind, match in statements if kind == "edge"]
     assert ("s1", "==>", "s2") in arrows and ("s1", "-.-", "s5") in arrows and len(arrows) == len(graph.edges)
     opened = [match["id"] for kind, match in statements if kind == "subgraph"]
     assert [labels[cluster] for cluster in opened] == ["step 2", "do", "step 2/do.2", "then"]
@@ -284,10 +324,12 @@ def test_the_mermaid_of_any_plan_is_well_formed(plan):
     statements = mermaid_statements(render_mermaid(graph))
     assert sum(kind == "edge" for kind, _ in statements) == len(graph.edges)
     assert {match["id"] for kind, match in statements if kind == "node"} == (
-        {node.id for node in nodes_of(graph.members)} | ({"args"} if graph.reads_args else set()))
+        {node.id for node in nodes_of(graph.members)} | ({"args"} if graph.reads_args else set())
+    )
 
 
 # --- the command ----------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
@@ -315,16 +357,19 @@ def test_show_draws_a_plan_with_errors_and_refuses_one_that_does_not_parse(proje
     assert refused.exit_code == 1 and refused.stdout == "" and "E100" in refused.stderr
 
 
-@pytest.mark.parametrize("line", [
-    's1("say "hi"")',  # a raw quote ends the text
-    's1("a <b>bold</b>")',  # HTML in a label
-    "s1(unquoted)",
-    's1("a #x")',  # `#` that is no entity code
-    'end("1 a")',  # a keyword as an id
-    "s1 --> s9",  # an arrow of a kind planc does not draw, to a node never declared
-    "%%{init: {}}%%",  # a directive, not a comment
-    'subgraph c1 ["x"]',  # never closed
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        's1("say "hi"")',  # a raw quote ends the text
+        's1("a <b>bold</b>")',  # HTML in a label
+        "s1(unquoted)",
+        's1("a #x")',  # `#` that is no entity code
+        'end("1 a")',  # a keyword as an id
+        "s1 --> s9",  # an arrow of a kind planc does not draw, to a node never declared
+        "%%{init: {}}%%",  # a directive, not a comment
+        'subgraph c1 ["x"]',  # never closed
+    ],
+)
 def test_the_mermaid_check_refuses_what_mermaid_would_misread(line):
     with pytest.raises(AssertionError):
         mermaid_statements(f'flowchart TB\n    s0("0 a")\n    {line}\n')

@@ -60,6 +60,7 @@ def requests(result) -> dict[str, dict]:
 
 # --- denials ---------------------------------------------------------------------------------
 
+
 def test_a_forbidden_step_is_E400_at_its_tool_name_naming_the_policy_id():
     result = checked(PLAN, NO_DESTRUCTIVE)
     [diagnostic] = result.diagnostics
@@ -71,14 +72,18 @@ def test_a_forbidden_step_is_E400_at_its_tool_name_naming_the_policy_id():
 
 
 def test_a_policy_without_an_id_is_named_by_its_position_in_the_file():
-    result = checked(PLAN, ALLOW_ALL + "\nforbid(principal, action, resource == Tool::\"close_incident\");")
-    assert denials(result) == [("3", 'calling `close_incident` is forbidden by policy `policy 2 of policy.cedar` '
-                                     '(for User::"anonymous")', 3, 1)]
+    result = checked(PLAN, ALLOW_ALL + '\nforbid(principal, action, resource == Tool::"close_incident");')
+    assert denials(result) == [
+        ("3", 'calling `close_incident` is forbidden by policy `policy 2 of policy.cedar` (for User::"anonymous")', 3, 1)
+    ]
 
 
 def test_the_reason_annotation_is_a_hint():
-    result = checked(PLAN, ALLOW_ALL + '@id("x")\n@reason("ask a person to close incidents")\n'
-                                       'forbid(principal, action, resource) when { resource.destructive };')
+    result = checked(
+        PLAN,
+        ALLOW_ALL + '@id("x")\n@reason("ask a person to close incidents")\n'
+        "forbid(principal, action, resource) when { resource.destructive };",
+    )
     assert result.diagnostics[0].hints == ("ask a person to close incidents",)
 
 
@@ -92,26 +97,30 @@ def test_default_deny_when_no_policy_permits():
     result = checked(PLAN, '@id("no-email")\nforbid(principal, action, resource == Tool::"email");')
     assert [message for _, message, *_ in denials(result)] == [
         f'calling `{tool}` is not permitted (for User::"anonymous"): no policy of policy.cedar permits it'
-        for tool in ("search", "summarize", "close_incident")]
+        for tool in ("search", "summarize", "close_incident")
+    ]
     assert len(denials(checked(PLAN, "// nothing permitted\n"))) == 3
 
 
 def test_forbid_overrides_permit():
-    text = ('@id("alice-may-do-anything")\npermit(principal == User::"alice", action, resource);\n'
-            '@id("nobody-closes")\nforbid(principal, action, resource == Tool::"close_incident");')
+    text = (
+        '@id("alice-may-do-anything")\npermit(principal == User::"alice", action, resource);\n'
+        '@id("nobody-closes")\nforbid(principal, action, resource == Tool::"close_incident");'
+    )
     result = checked(PLAN, text, principal='User::"alice"')
-    assert denials(result) == [("3", 'calling `close_incident` is forbidden by policy `nobody-closes` '
-                                     '(for User::"alice")', 3, 1)]
+    assert denials(result) == [("3", 'calling `close_incident` is forbidden by policy `nobody-closes` (for User::"alice")', 3, 1)]
     [decision] = [d for d in result.policy.decisions.values() if not d.allowed]
     assert [rule.name for rule in decision.policies] == ["nobody-closes"]
 
 
 def test_steps_inside_blocks_are_judged():
-    plan = ('hits = search(query: "stale")\n'
-            'decide(when: $hits.length > 3, then: { map(over: $hits, do: { close_incident(id: item.id) }) })\n')
+    plan = (
+        'hits = search(query: "stale")\n'
+        "decide(when: $hits.length > 3, then: { map(over: $hits, do: { close_incident(id: item.id) }) })\n"
+    )
     assert denials(checked(plan, NO_DESTRUCTIVE)) == [
-        ("2/then.1/do.1", 'calling `close_incident` is forbidden by policy `no-destructive` (for User::"anonymous")',
-         2, 63)]
+        ("2/then.1/do.1", 'calling `close_incident` is forbidden by policy `no-destructive` (for User::"anonymous")', 2, 63)
+    ]
 
 
 def test_without_a_policy_the_pass_does_nothing():
@@ -120,39 +129,59 @@ def test_without_a_policy_the_pass_does_nothing():
 
 
 def test_without_a_registry_a_tool_is_judged_by_the_conservative_effects():
-    result = checked('delete_everything(confirm: true)', NO_DESTRUCTIVE, registry=None)
+    result = checked("delete_everything(confirm: true)", NO_DESTRUCTIVE, registry=None)
     assert [message for _, message, *_ in denials(result)] == [
-        'calling `delete_everything` is forbidden by policy `no-destructive` (for User::"anonymous")']
+        'calling `delete_everything` is forbidden by policy `no-destructive` (for User::"anonymous")'
+    ]
 
 
 def test_an_unknown_tool_is_not_judged():
-    result = checked('delete_everything(confirm: true)', "")
+    result = checked("delete_everything(confirm: true)", "")
     assert [d.code for d in result.diagnostics] == ["E200"]
 
 
 # --- the request -----------------------------------------------------------------------------
 
+
 def test_the_request_has_the_literal_args_and_names_the_dynamic_ones():
-    plan = ('hits = search(query: "disk", limit: 5, tags: ["db", "sev1"], filter: {team: "ops"})\n'
-            '  |> summarize(title: "{$hits.length} incidents")\n'
-            'email(to: "{$hits[0].owner}@example.com", subject: "Disk \\{full}")\n')
+    plan = (
+        'hits = search(query: "disk", limit: 5, tags: ["db", "sev1"], filter: {team: "ops"})\n'
+        '  |> summarize(title: "{$hits.length} incidents")\n'
+        'email(to: "{$hits[0].owner}@example.com", subject: "Disk \\{full}")\n'
+    )
     seen = requests(checked(plan, ALLOW_ALL))
-    assert seen["1"] == {"principal": 'User::"anonymous"', "action": 'Action::"call"', "resource": 'Tool::"search"',
-                         "context": {"args": {"query": "disk", "limit": 5, "tags": ["db", "sev1"],
-                                              "filter": {"team": "ops"}},
-                                     "dynamic": [], "step": "1", "in_loop": False,
-                                     "sources": {"query": [], "limit": [], "tags": [], "filter": []}, "labels": [],
-                                     "control": []}}
+    assert seen["1"] == {
+        "principal": 'User::"anonymous"',
+        "action": 'Action::"call"',
+        "resource": 'Tool::"search"',
+        "context": {
+            "args": {"query": "disk", "limit": 5, "tags": ["db", "sev1"], "filter": {"team": "ops"}},
+            "dynamic": [],
+            "step": "1",
+            "in_loop": False,
+            "sources": {"query": [], "limit": [], "tags": [], "filter": []},
+            "labels": [],
+            "control": [],
+        },
+    }
     # What `search` returned carries `untrusted` (it declares no labels), into the piped items and the title.
-    assert seen["2"]["context"] == {"args": {}, "dynamic": ["items", "title"], "step": "2", "in_loop": False,
-                                    "sources": {"items": ["untrusted"], "title": ["untrusted"]},
-                                    "labels": ["untrusted"], "control": []}
+    assert seen["2"]["context"] == {
+        "args": {},
+        "dynamic": ["items", "title"],
+        "step": "2",
+        "in_loop": False,
+        "sources": {"items": ["untrusted"], "title": ["untrusted"]},
+        "labels": ["untrusted"],
+        "control": [],
+    }
     assert seen["3"]["context"]["args"] == {"subject": "Disk {full}"}
     assert seen["3"]["context"]["dynamic"] == ["to"]
 
 
 def test_a_policy_reads_args_dynamic_step_and_in_loop_as_the_pass_gives_them():
-    text = ALLOW_ALL + '''
+    text = (
+        ALLOW_ALL
+        + """
 @id("big-searches")
 forbid(principal, action, resource == Tool::"search")
 when { context.args has limit && context.args.limit > 100 && context.args.tags.contains("db")
@@ -163,32 +192,46 @@ forbid(principal, action, resource == Tool::"email") when { context.dynamic.cont
 forbid(principal, action, resource == Tool::"summarize") when { context.in_loop };
 @id("step-4")
 forbid(principal, action, resource) when { context.step == "4" };
-'''
-    plan = ('hits = search(query: "disk", limit: 500, tags: ["db"], filter: {team: "ops"})\n'
-            'search(query: "disk", limit: 500, tags: ["web"], filter: {team: "ops"})\n'
-            'email(to: "{$hits[0].owner}", subject: "x")\n'
-            'email(to: "oncall@example.com", subject: "x")\n'
-            'summarize(items: $hits)\n'
-            'map(over: $hits, do: { decide(when: item.id == "a", then: { summarize(items: [item]) }) })\n')
+"""
+    )
+    plan = (
+        'hits = search(query: "disk", limit: 500, tags: ["db"], filter: {team: "ops"})\n'
+        'search(query: "disk", limit: 500, tags: ["web"], filter: {team: "ops"})\n'
+        'email(to: "{$hits[0].owner}", subject: "x")\n'
+        'email(to: "oncall@example.com", subject: "x")\n'
+        "summarize(items: $hits)\n"
+        'map(over: $hits, do: { decide(when: item.id == "a", then: { summarize(items: [item]) }) })\n'
+    )
     assert [(step, message.split("`")[3]) for step, message, *_ in denials(checked(plan, text))] == [
-        ("1", "big-searches"), ("3", "runtime-recipient"), ("4", "step-4"), ("6/do.1/then.1", "per-item")]
+        ("1", "big-searches"),
+        ("3", "runtime-recipient"),
+        ("4", "step-4"),
+        ("6/do.1/then.1", "per-item"),
+    ]
 
 
 def test_the_resource_has_the_tools_effects_and_server():
-    git_status = Tool("git__git_status", provider="mcp:git",
-                      effects=Effects(read_only=True, idempotent=False, destructive=True, open_world=False))
+    git_status = Tool(
+        "git__git_status",
+        provider="mcp:git",
+        effects=Effects(read_only=True, idempotent=False, destructive=True, open_world=False),
+    )
     registry = Registry(tools={"git__git_status": git_status, "close_incident": REGISTRY.tools["close_incident"]})
-    text = ('@id("git-read-only")\npermit(principal, action, resource) when { resource.server == "git" && '
-            'resource.read_only && !resource.destructive && resource.idempotent && !resource.open_world };')
+    text = (
+        '@id("git-read-only")\npermit(principal, action, resource) when { resource.server == "git" && '
+        "resource.read_only && !resource.destructive && resource.idempotent && !resource.open_world };"
+    )
     result = checked('git__git_status()\nclose_incident(id: "INC-1")', text, registry=registry)
     assert [step for step, *_ in denials(result)] == ["2"]
 
 
 # --- decide: the same function at run time ---------------------------------------------------
 
+
 def test_decide_judges_real_argument_values():
-    policy = policy_from_text((ROOT / "examples" / "incidents" / "policy.cedar").read_text(encoding="utf-8"),
-                              Path("policy.cedar"))
+    policy = policy_from_text(
+        (ROOT / "examples" / "incidents" / "policy.cedar").read_text(encoding="utf-8"), Path("policy.cedar")
+    )
     email = REGISTRY.tools["email"]
     inside = decide(policy, 'User::"anonymous"', email, {"to": "oncall@example.com"}, step="3", in_loop=False)
     outside = decide(policy, 'User::"anonymous"', email, {"to": "x@partner.io"}, step="3", in_loop=False)
@@ -200,62 +243,84 @@ def test_decide_refuses_a_value_cedar_cannot_hold():
     policy = policy_from_text(ALLOW_ALL, Path("policy.cedar"))
     decision = decide(policy, 'User::"anonymous"', Tool("t"), {"ratio": 0.123456}, step="1", in_loop=False)
     assert not decision.allowed
-    assert decision.problem == ("`context.args.ratio` is 0.123456, which Cedar cannot hold: "
-                                "a decimal has at most 4 digits after the point")
+    assert decision.problem == (
+        "`context.args.ratio` is 0.123456, which Cedar cannot hold: a decimal has at most 4 digits after the point"
+    )
 
 
 def test_null_is_absent_and_a_fraction_is_a_decimal():
-    policy = policy_from_text(ALLOW_ALL + 'forbid(principal, action, resource) when { context.args has cc };\n'
-                              'forbid(principal, action, resource) when { '
-                              'context.args has ratio && context.args.ratio.greaterThan(decimal("0.5")) };',
-                              Path("policy.cedar"))
+    policy = policy_from_text(
+        ALLOW_ALL + "forbid(principal, action, resource) when { context.args has cc };\n"
+        "forbid(principal, action, resource) when { "
+        'context.args has ratio && context.args.ratio.greaterThan(decimal("0.5")) };',
+        Path("policy.cedar"),
+    )
     assert decide(policy, 'User::"a"', Tool("t"), {"cc": None, "ratio": 0.25}, step="1", in_loop=False).allowed
     assert not decide(policy, 'User::"a"', Tool("t"), {"ratio": 0.75}, step="1", in_loop=False).allowed
 
 
 # --- failing closed: a policy that cannot be evaluated denies -------------------------------
 
-AMOUNTS = ALLOW_ALL + ('@id("big-transfers")\nforbid(principal, action, resource)\n'
-                       '  when { context.args has amount && context.args.amount > 1000 };\n'
-                       'forbid(principal, action, resource) when { context.args has to && context.args.to like "*@partner.io" };\n')
-DENIED_DECIMAL = ('calling `transfer` is denied (for User::"anonymous"): policy `big-transfers` could not be '
-                  'evaluated for it: type error: expected long, got decimal')
-DENIED_SET = ('calling `email` is denied (for User::"anonymous"): policy `policy 3 of policy.cedar` could not be '
-              'evaluated for it: type error: expected string, got set')
-UNHOLDABLE = ('calling `transfer` is not permitted (for User::"anonymous"): `context.args.amount` is 0.123456, '
-              'which Cedar cannot hold: a decimal has at most 4 digits after the point')
+AMOUNTS = ALLOW_ALL + (
+    '@id("big-transfers")\nforbid(principal, action, resource)\n'
+    "  when { context.args has amount && context.args.amount > 1000 };\n"
+    'forbid(principal, action, resource) when { context.args has to && context.args.to like "*@partner.io" };\n'
+)
+DENIED_DECIMAL = (
+    'calling `transfer` is denied (for User::"anonymous"): policy `big-transfers` could not be '
+    "evaluated for it: type error: expected long, got decimal"
+)
+DENIED_SET = (
+    'calling `email` is denied (for User::"anonymous"): policy `policy 3 of policy.cedar` could not be '
+    "evaluated for it: type error: expected string, got set"
+)
+UNHOLDABLE = (
+    'calling `transfer` is not permitted (for User::"anonymous"): `context.args.amount` is 0.123456, '
+    "which Cedar cannot hold: a decimal has at most 4 digits after the point"
+)
 
 
 def test_a_forbid_that_cannot_be_evaluated_denies_naming_the_policy_and_cedars_error():
-    result = checked('transfer(amount: 5000.5)\nemail(to: ["a@partner.io", "b@example.com"])\n'
-                     'transfer(amount: 5000)\ntransfer(amount: 5)\nemail(to: "a@example.com")', AMOUNTS, registry=None)
+    result = checked(
+        'transfer(amount: 5000.5)\nemail(to: ["a@partner.io", "b@example.com"])\n'
+        'transfer(amount: 5000)\ntransfer(amount: 5)\nemail(to: "a@example.com")',
+        AMOUNTS,
+        registry=None,
+    )
     assert [(step, message) for step, message, *_ in denials(result)] == [
-        ("1", DENIED_DECIMAL), ("2", DENIED_SET),
-        ("3", 'calling `transfer` is forbidden by policy `big-transfers` (for User::"anonymous")')]
+        ("1", DENIED_DECIMAL),
+        ("2", DENIED_SET),
+        ("3", 'calling `transfer` is forbidden by policy `big-transfers` (for User::"anonymous")'),
+    ]
     decision = next(iter(result.policy.decisions.values()))
     assert not decision.allowed and [(rule.name, error) for rule, error in decision.failed] == [
-        ("big-transfers", "type error: expected long, got decimal")]
+        ("big-transfers", "type error: expected long, got decimal")
+    ]
     assert "cannot be evaluated for a call denies it" in result.diagnostics[0].hints[0]
 
 
 def test_a_permit_that_cannot_be_evaluated_denies_too_whatever_else_permits():
-    text = ALLOW_ALL + '@id("small-only")\npermit(principal, action, resource) when { context.args has n && context.args.n < 10 };'
-    decision = decide(policy_from_text(text, Path("policy.cedar")), 'User::"a"', Tool("t"), {"n": "ten"},
-                      step="1", in_loop=False)
+    text = (
+        ALLOW_ALL + '@id("small-only")\npermit(principal, action, resource) when { context.args has n && context.args.n < 10 };'
+    )
+    decision = decide(policy_from_text(text, Path("policy.cedar")), 'User::"a"', Tool("t"), {"n": "ten"}, step="1", in_loop=False)
     assert not decision.allowed and [rule.name for rule in decision.policies] == ["small-only"]
 
 
 def test_several_policies_that_cannot_be_evaluated_are_all_named():
-    text = ALLOW_ALL + ('@id("a")\nforbid(principal, action, resource) when { context.args has x && context.args.x > 1 };\n'
-                        '@id("b")\nforbid(principal, action, resource) when { context.args has x && context.args.x like "y" };')
-    result = checked('t(x: [1])', text, registry=None)
+    text = ALLOW_ALL + (
+        '@id("a")\nforbid(principal, action, resource) when { context.args has x && context.args.x > 1 };\n'
+        '@id("b")\nforbid(principal, action, resource) when { context.args has x && context.args.x like "y" };'
+    )
+    result = checked("t(x: [1])", text, registry=None)
     assert [message for _, message, *_ in denials(result)] == [
         'calling `t` is denied (for User::"anonymous"): policies `a` and `b` could not be evaluated for it: '
-        '`a`: type error: expected long, got set; `b`: type error: expected string, got set']
+        "`a`: type error: expected long, got set; `b`: type error: expected string, got set"
+    ]
 
 
 def test_a_value_cedar_cannot_hold_is_denied_for_that_reason():
-    result = checked('transfer(amount: 0.123456)', AMOUNTS, registry=None)
+    result = checked("transfer(amount: 0.123456)", AMOUNTS, registry=None)
     assert [message for _, message, *_ in denials(result)] == [UNHOLDABLE]
     assert not any("no policy" in hint for hint in result.diagnostics[0].hints)
 
@@ -264,19 +329,22 @@ def test_the_batch_decides_as_one_call_at_a_time_would():
     from planc.passes.policy.decide import Ask, decide_all
 
     policy = policy_from_text(AMOUNTS, Path("policy.cedar"))
-    asks = [Ask(REGISTRY.tools["close_incident"], {"id": "x"}, "1", False),
-            Ask(Tool("transfer"), {"amount": 5000.5}, "2", True),
-            Ask(Tool("transfer"), {"amount": 0.123456}, "3", False),
-            Ask(Tool("close_incident"), {"id": "y"}, "4", False, ("note",)),  # another tool of the same name
-            Ask(Tool("email"), {"to": "a@partner.io"}, "5/do.1", True)]
-    alone = [decide(policy, 'User::"a"', ask.tool, ask.args, step=ask.step, in_loop=ask.in_loop, dynamic=ask.dynamic)
-             for ask in asks]
+    asks = [
+        Ask(REGISTRY.tools["close_incident"], {"id": "x"}, "1", False),
+        Ask(Tool("transfer"), {"amount": 5000.5}, "2", True),
+        Ask(Tool("transfer"), {"amount": 0.123456}, "3", False),
+        Ask(Tool("close_incident"), {"id": "y"}, "4", False, ("note",)),  # another tool of the same name
+        Ask(Tool("email"), {"to": "a@partner.io"}, "5/do.1", True),
+    ]
+    alone = [
+        decide(policy, 'User::"a"', ask.tool, ask.args, step=ask.step, in_loop=ask.in_loop, dynamic=ask.dynamic) for ask in asks
+    ]
     assert decide_all(policy, 'User::"a"', asks) == alone
     assert [decision.allowed for decision in alone] == [True, False, False, True, False]
     assert decide_all(policy, 'User::"a"', []) == []
 
 
-SPY_TOOLS = '''
+SPY_TOOLS = """
 import json, os
 
 def source(kind):
@@ -286,8 +354,8 @@ def transfer(amount):
     with open(os.environ["PLANC_TEST_CALLS"], "a") as log:
         log.write(json.dumps({"tool": "transfer", "amount": amount}) + "\\n")
     return {"sent": amount}
-'''
-SPY_TOML = '''
+"""
+SPY_TOML = """
 policy = "policy.cedar"
 
 [tools.source]
@@ -299,7 +367,7 @@ effects = {{ read_only = true }}
 [tools.transfer]
 provider = "python:{module}:transfer"
 params = {{ amount = {{ type = "number" }} }}
-'''
+"""
 
 
 @pytest.fixture
@@ -335,8 +403,7 @@ def test_run_refuses_a_run_time_value_the_policy_cannot_judge_before_the_call(sp
 def test_run_calls_the_tool_when_the_policy_can_judge_the_value(spied):
     (spied / "plan.plan").write_text('source(kind: "small")\ntransfer(amount: $1.amount)\n', encoding="utf-8")
     assert invoke("run", "plan.plan").exit_code == 0
-    assert [json.loads(line) for line in (spied / "calls.jsonl").read_text().splitlines()] == [
-        {"tool": "transfer", "amount": 5}]
+    assert [json.loads(line) for line in (spied / "calls.jsonl").read_text().splitlines()] == [{"tool": "transfer", "amount": 5}]
 
 
 def test_the_real_planc_process_refuses_with_no_traceback(spied):
@@ -350,16 +417,27 @@ def test_the_real_planc_process_refuses_with_no_traceback(spied):
 
 # --- loading ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, line, message", [
-    ('permit(principal, action, resource);\n\nforbid(principal,\n  action resource);', 4, "unexpected token `resource`"),
-    ('// one\npermit(principal, action, resource)\n  when { context.x = 1 };', 2, "'=' is not a valid operator"),
-    ('permit(principal, action, resource);\nforbid(principal, action, resource)\n  when { resource.destructve };', 2,
-     "attribute `destructve` on entity type `Tool` not found"),
-    ('permit(principal, action == Action::"run", resource);', 1, 'unrecognized action `Action::"run"`'),
-    ('permit(principal, action, resource);\n\n\nforbid(principal, action, resource == Tool::"email")\n'
-     '  unless { context.args.to like "*@example.com" };', 4, "test `context.args has to` before reading it"),
-    ('permit(principal == ?principal, action, resource);', 1, "a template"),
-])
+
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        ("permit(principal, action, resource);\n\nforbid(principal,\n  action resource);", 4, "unexpected token `resource`"),
+        ("// one\npermit(principal, action, resource)\n  when { context.x = 1 };", 2, "'=' is not a valid operator"),
+        (
+            "permit(principal, action, resource);\nforbid(principal, action, resource)\n  when { resource.destructve };",
+            2,
+            "attribute `destructve` on entity type `Tool` not found",
+        ),
+        ('permit(principal, action == Action::"run", resource);', 1, 'unrecognized action `Action::"run"`'),
+        (
+            'permit(principal, action, resource);\n\n\nforbid(principal, action, resource == Tool::"email")\n'
+            '  unless { context.args.to like "*@example.com" };',
+            4,
+            "test `context.args has to` before reading it",
+        ),
+        ("permit(principal == ?principal, action, resource);", 1, "a template"),
+    ],
+)
 def test_a_bad_policy_file_names_its_line(text, line, message):
     with pytest.raises(PolicyError) as raised:
         policy_from_text(text, Path("policy.cedar"))
@@ -367,6 +445,7 @@ def test_a_bad_policy_file_names_its_line(text, line, message):
 
 
 # --- the command -----------------------------------------------------------------------------
+
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
@@ -381,8 +460,9 @@ def project(tmp_path, monkeypatch):
 def test_check_applies_the_policy_planc_toml_names(project):
     result = invoke("check", "--format", "line", "plan.plan")
     assert result.exit_code == 1
-    assert result.output == ('plan.plan:3:1: E400 calling `close_incident` is forbidden by policy `no-destructive` '
-                             '(for User::"anonymous")\n')
+    assert result.output == (
+        'plan.plan:3:1: E400 calling `close_incident` is forbidden by policy `no-destructive` (for User::"anonymous")\n'
+    )
 
 
 def test_the_policy_of_planc_toml_is_found_from_its_folder(project, monkeypatch):
@@ -406,8 +486,9 @@ def test_the_principal_option(project):
 
 
 def test_a_malformed_policy_is_a_clean_usage_error_with_the_line(project):
-    (project / "policy.cedar").write_text('permit(principal, action, resource);\n\nforbid(principal\n  action);\n',
-                                          encoding="utf-8")
+    (project / "policy.cedar").write_text(
+        "permit(principal, action, resource);\n\nforbid(principal\n  action);\n", encoding="utf-8"
+    )
     result = invoke("check", "plan.plan")
     assert result.exit_code == 2
     assert result.output == f"Error: {project / 'policy.cedar'}:4: unexpected token `action`\n"
@@ -420,7 +501,7 @@ def test_policy_explain_table(project):
     result = invoke("policy", "explain", "plan.plan")
     assert result.exit_code == 1
     lines = result.output.splitlines()
-    assert "policy.cedar for User::\"anonymous\"" in lines[0]
+    assert 'policy.cedar for User::"anonymous"' in lines[0]
     row = next(line for line in lines if "close_incident" in line)
     assert "deny" in row and "forbid" in row and "no-destructive" in row
     assert "allow" in next(line for line in lines if "│ search" in line)
@@ -432,11 +513,21 @@ def test_policy_explain_json(project):
     data = json.loads(result.output)
     assert data["principal"] == 'User::"bob"' and data["policy"].endswith("policy.cedar")
     assert [(s["step"], s["tool"], s["allowed"]) for s in data["steps"]] == [
-        ("1", "search", True), ("2", "summarize", True), ("3", "close_incident", False)]
+        ("1", "search", True),
+        ("2", "summarize", True),
+        ("3", "close_incident", False),
+    ]
     close = data["steps"][2]
     assert close["decided_by"] == [{"id": "no-destructive", "effect": "forbid", "line": 2}]
-    assert close["request"]["context"] == {"args": {"id": "INC-1"}, "dynamic": [], "step": "3", "in_loop": False,
-                                           "sources": {"id": []}, "labels": [], "control": []}
+    assert close["request"]["context"] == {
+        "args": {"id": "INC-1"},
+        "dynamic": [],
+        "step": "3",
+        "in_loop": False,
+        "sources": {"id": []},
+        "labels": [],
+        "control": [],
+    }
     assert data["steps"][1]["request"]["context"]["dynamic"] == ["items"]
 
 
@@ -468,10 +559,15 @@ def test_every_policy_in_the_guide_loads():
     blocks = re.findall(r"```cedar\n(.*?)```", POLICY_DOC, re.DOTALL)
     assert len(blocks) == 4
     # The multi-tenant policy reads what the guide's `[principals]` declares.
-    [declared] = [tomllib.loads(block)["principals"] for block in re.findall(r"```toml\n(.*?)```", POLICY_DOC, re.DOTALL)
-                  if "[principals" in block]
-    principals = [{"uid": uid, "attributes": entry.get("attributes", {}), "groups": entry.get("groups", [])}
-                  for uid, entry in declared.items()]
+    [declared] = [
+        tomllib.loads(block)["principals"]
+        for block in re.findall(r"```toml\n(.*?)```", POLICY_DOC, re.DOTALL)
+        if "[principals" in block
+    ]
+    principals = [
+        {"uid": uid, "attributes": entry.get("attributes", {}), "groups": entry.get("groups", [])}
+        for uid, entry in declared.items()
+    ]
     for block in blocks:
         assert policy_from_text(block, Path("policy.cedar"), principals).rules
     example = (ROOT / "examples" / "incidents" / "policy.cedar").read_text(encoding="utf-8")

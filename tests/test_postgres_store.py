@@ -42,13 +42,13 @@ def meet(text):
     raise TimeoutError("never let go")
 '''
 
-MEET_TOML = '''
+MEET_TOML = """
 [tools.meet]
 provider = "python:{module}:meet"
 params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 effects = {{ idempotent = false }}
-'''
+"""
 
 
 @pytest.fixture
@@ -88,8 +88,10 @@ def test_eight_runs_from_two_processes_at_once_are_all_recorded_each_intent_befo
     for name in ("a", "b"):
         (project / f"{name}.jsonl").write_text("".join(json.dumps({"text": f"{name}{n}"}) + "\n" for n in range(4)))
     (project / "p.plan").write_text("meet(text: $args.text)\n")
-    workers = [started(project, "batch", "p.plan", "--args", f"{name}.jsonl", "--parallel", "4", "--format", "json")
-               for name in ("a", "b")]
+    workers = [
+        started(project, "batch", "p.plan", "--args", f"{name}.jsonl", "--parallel", "4", "--format", "json")
+        for name in ("a", "b")
+    ]
     for worker in workers:
         wait_until(worker, "every run's call", lambda: len(calls(project)) == 8)
     in_flight = rows("SELECT r.status, c.tool FROM calls c JOIN runs r ON r.id = c.run_id WHERE c.outcome IS NULL")
@@ -114,11 +116,10 @@ def test_a_run_killed_during_a_call_is_resumed_by_another_process_and_only_one_r
     (project / "p.plan").write_text('send(text: "one")\nhold(text: "two")\nsend(text: "three")\n')
     run = started(project, "run", "p.plan", hold=True)
     wait_until(run, "the run's call of hold", lambda: len(calls(project)) == 2)
-    (run_id,), = rows("SELECT id FROM runs")
+    ((run_id,),) = rows("SELECT id FROM runs")
     while_it_runs = planc_completed("resume", run_id, cwd=project)  # another process: the run's holds it
     assert while_it_runs.returncode == 1 and "Traceback" not in while_it_runs.stderr
-    assert while_it_runs.stderr.splitlines()[-1].startswith(f"error: run {run_id} is being recorded by process "
-                                                            f"{run.pid} (since ")
+    assert while_it_runs.stderr.splitlines()[-1].startswith(f"error: run {run_id} is being recorded by process {run.pid} (since ")
     run.send_signal(signal.SIGKILL)  # it never gives the run back: its connection ends, and its lock with it
     run.communicate(timeout=HANG_GUARD_S)
     _wait_for_status(run_id, "interrupted")
@@ -135,7 +136,12 @@ def test_a_run_killed_during_a_call_is_resumed_by_another_process_and_only_one_r
     third = planc_completed("resume", run_id, cwd=project)
     assert third.returncode == 0 and "Traceback" not in third.stderr, third.stderr
     assert [(call["tool"], call["text"]) for call in calls(project)] == [
-        ("send", "one"), ("hold", "two"), ("hold", "two"), ("hold", "two"), ("send", "three")]
+        ("send", "one"),
+        ("hold", "two"),
+        ("hold", "two"),
+        ("hold", "two"),
+        ("send", "three"),
+    ]
     shown = json.loads(invoke("show-run", run_id, "--format", "json").stdout)
     assert shown["status"] == "ok"
     assert outcomes(shown) == [("send", "one", "ok"), ("hold", "two", "ok"), ("send", "three", "ok")]
@@ -149,8 +155,7 @@ def _wait_for_status(run_id: str, status: str) -> None:
     the connection end, which it does on its own time."""
     waiter = subprocess.Popen(["sleep", str(HANG_GUARD_S)])  # the hang guard's clock, not a guess
     try:
-        wait_until(waiter, f"the run {status}",
-                   lambda: [run["status"] for run in listed() if run["id"] == run_id] == [status])
+        wait_until(waiter, f"the run {status}", lambda: [run["status"] for run in listed() if run["id"] == run_id] == [status])
     finally:
         waiter.kill()
         waiter.wait()
@@ -164,8 +169,10 @@ def test_a_store_a_newer_planc_wrote_is_refused_untouched(project):
         result = invoke(*args)
         clean(result)
         assert result.exit_code == 2, (args, result.output)
-        assert (f"postgresql:$PLANC_TEST_STORE: a newer planc wrote this run store (its schema is version "
-                f"{SCHEMA_VERSION + 1}; this planc reads up to version {SCHEMA_VERSION})") in result.stderr
+        assert (
+            f"postgresql:$PLANC_TEST_STORE: a newer planc wrote this run store (its schema is version "
+            f"{SCHEMA_VERSION + 1}; this planc reads up to version {SCHEMA_VERSION})"
+        ) in result.stderr
     assert calls(project) == [] and rows("SELECT version FROM schema_version") == [(SCHEMA_VERSION + 1,)]
 
 
@@ -178,16 +185,21 @@ def test_a_store_of_an_older_schema_is_brought_up_to_date(project):
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["calls"][0]["labels"] is None  # made before labels: nothing known
     assert rows("SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
-    assert rows("SELECT count(*) FROM information_schema.columns WHERE table_name = 'calls' "
-                "AND column_name = 'labels'") == [(1,)]
+    assert rows("SELECT count(*) FROM information_schema.columns WHERE table_name = 'calls' AND column_name = 'labels'") == [(1,)]
 
 
-@pytest.mark.parametrize("store, env, words", [
-    ("postgresql:$PLANC_NO_SUCH_VARIABLE", {}, "the environment variable PLANC_NO_SUCH_VARIABLE holds no DSN"),
-    ("postgresql:host=db", {}, 'must be "postgresql:$NAME": the DSN is read from the environment variable'),
-    ("postgresql:$PLANC_TEST_STORE", {"PLANC_TEST_STORE": "host=/nonexistent dbname=x"},
-     "cannot open the run store: connection"),
-])
+@pytest.mark.parametrize(
+    "store, env, words",
+    [
+        ("postgresql:$PLANC_NO_SUCH_VARIABLE", {}, "the environment variable PLANC_NO_SUCH_VARIABLE holds no DSN"),
+        ("postgresql:host=db", {}, 'must be "postgresql:$NAME": the DSN is read from the environment variable'),
+        (
+            "postgresql:$PLANC_TEST_STORE",
+            {"PLANC_TEST_STORE": "host=/nonexistent dbname=x"},
+            "cannot open the run store: connection",
+        ),
+    ],
+)
 def test_a_store_that_cannot_be_reached_is_one_line_and_nothing_runs(project, monkeypatch, store, env, words):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -196,14 +208,13 @@ def test_a_store_that_cannot_be_reached_is_one_line_and_nothing_runs(project, mo
         result = invoke(*args, "--store", store)
         clean(result)
         assert result.exit_code == 2, result.output
-        line, = result.stderr.splitlines()
+        (line,) = result.stderr.splitlines()
         assert line.startswith(f"Error: {store}: ") and words in line and "password" not in line
     assert calls(project) == []
 
 
 # The runs of test_stats.py's plans: a search that fails (`boom`), a call to #secret the policy refuses (E400)
-STATS_RUNS = [(TRIAGE, "q=disk"), (TRIAGE, "q=boom"), (ALERT, "channel=#secret"), (TRIAGE, "q=memory"),
-              (ALERT, "channel=#ops")]
+STATS_RUNS = [(TRIAGE, "q=disk"), (TRIAGE, "q=boom"), (ALERT, "channel=#secret"), (TRIAGE, "q=memory"), (ALERT, "channel=#ops")]
 
 
 def without_times(found: dict) -> dict:
@@ -236,8 +247,11 @@ def test_planc_stats_and_its_sql_read_a_postgresql_store_as_an_sqlite_one(projec
         assert without_times(found["postgresql"]) == without_times(found["sqlite"])
         pg = found["postgresql"]
         assert pg["runs"]["count"] == 5 and pg["runs"]["by_status"] == {"failed": 2, "ok": 3}
-        assert pg["failures"] == {"calls_by_tool": {"search": {"failed": 1}}, "runs_by_tool": {"search": 1, "notify": 1},
-                                  "runs_by_code": {"E400": 1}}
+        assert pg["failures"] == {
+            "calls_by_tool": {"search": {"failed": 1}},
+            "runs_by_tool": {"search": 1, "notify": 1},
+            "runs_by_code": {"E400": 1},
+        }
         assert pg["positions"] == {"1": {"search": 3, "get": 2}, "2": {"map": 3, "notify": 2}, "3": {"notify": 3}}
         assert pg["runs"]["ms"]["p50"] is not None
         narrowed = invoke("stats", "--store", stores["postgresql"], "--tool", "notify", "--format", "json")
@@ -245,16 +259,28 @@ def test_planc_stats_and_its_sql_read_a_postgresql_store_as_an_sqlite_one(projec
         text = invoke("stats", "--store", stores["postgresql"])
         assert text.exit_code == 0 and text.stdout.splitlines()[0] == "runs: 5 (2 failed, 3 ok)"
 
-        asked = invoke("stats", "--store", stores["postgresql"], "--format", "json", "--sql",
-                       "SELECT tool, COUNT(*) AS n FROM call_times GROUP BY tool ORDER BY tool")
+        asked = invoke(
+            "stats",
+            "--store",
+            stores["postgresql"],
+            "--format",
+            "json",
+            "--sql",
+            "SELECT tool, COUNT(*) AS n FROM call_times GROUP BY tool ORDER BY tool",
+        )
         assert asked.exit_code == 0, asked.output
         assert json.loads(asked.stdout) == [{"tool": "get", "n": 6}, {"tool": "notify", "n": 3}, {"tool": "search", "n": 3}]
         for query in re.findall(r"```sql\n(.*?)```", STORE_DOC.read_text(encoding="utf-8"), re.DOTALL):
             answered = invoke("stats", "--store", stores["postgresql"], "--format", "json", "--sql", query)
             assert answered.exit_code == 0, (query, answered.output)
         before = rows("SELECT id, status FROM runs ORDER BY id")
-        for query in ("DELETE FROM runs", "UPDATE steps SET tool = 'x'", "SELECT 1; DELETE FROM runs",
-                      "DROP VIEW run_times", "CREATE TABLE kept (x integer)"):
+        for query in (
+            "DELETE FROM runs",
+            "UPDATE steps SET tool = 'x'",
+            "SELECT 1; DELETE FROM runs",
+            "DROP VIEW run_times",
+            "CREATE TABLE kept (x integer)",
+        ):
             refused = invoke("stats", "--store", stores["postgresql"], "--sql", query)
             assert refused.exit_code == 1 and refused.stderr.startswith("error: ") and "Traceback" not in refused.output
         assert rows("SELECT id, status FROM runs ORDER BY id") == before and len(before) == 5

@@ -35,13 +35,19 @@ def database(postgres, monkeypatch, tmp_path):
 
     dsn = postgres.database()
     with psycopg.connect(dsn, autocommit=True) as db:
-        db.execute("CREATE TABLE incidents (id TEXT NOT NULL, title TEXT, severity INTEGER NOT NULL, team TEXT, "
-                   "opened DATE, score NUMERIC)")
+        db.execute(
+            "CREATE TABLE incidents (id TEXT NOT NULL, title TEXT, severity INTEGER NOT NULL, team TEXT, "
+            "opened DATE, score NUMERIC)"
+        )
         for n in range(10):
-            db.execute("INSERT INTO incidents VALUES (%s, %s, %s, %s, DATE '2026-01-01' + %s, %s)",
-                       (f"I{n}", f"incident {n}", n % 4 + 1, "db" if n % 2 else "web", n, n / 2))
-        db.execute("CREATE FUNCTION writes() RETURNS integer LANGUAGE sql AS "
-                   "$$ INSERT INTO incidents (id, severity) VALUES ('X', 1) RETURNING 1 $$")
+            db.execute(
+                "INSERT INTO incidents VALUES (%s, %s, %s, %s, DATE '2026-01-01' + %s, %s)",
+                (f"I{n}", f"incident {n}", n % 4 + 1, "db" if n % 2 else "web", n, n / 2),
+            )
+        db.execute(
+            "CREATE FUNCTION writes() RETURNS integer LANGUAGE sql AS "
+            "$$ INSERT INTO incidents (id, severity) VALUES ('X', 1) RETURNING 1 $$"
+        )
     monkeypatch.setenv("PLANC_TEST_DSN", dsn)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
@@ -60,24 +66,29 @@ def declare(folder: Path, query: str = QUERY, params: str | None = None) -> None
 
 
 def test_the_rows_are_records_typed_by_the_database(database, tmp_path):
-    declare(tmp_path, "SELECT id, title, severity, opened, score FROM incidents WHERE team = :team "
-                      "ORDER BY id LIMIT :limit")
+    declare(tmp_path, "SELECT id, title, severity, opened, score FROM incidents WHERE team = :team ORDER BY id LIMIT :limit")
     tool = load_registry(tmp_path / "planc.toml").tools["team_incidents"]
     assert tool.required == ("team",) and tool.effects.read_only and not tool.effects.destructive
     assert tool.returns["items"]["properties"] == {
-        "id": {"type": "string"}, "title": {"type": ["string", "null"]}, "severity": {"type": "integer"},
-        "opened": {"type": ["string", "null"], "format": "date"}, "score": {"type": ["number", "null"]}}
+        "id": {"type": "string"},
+        "title": {"type": ["string", "null"]},
+        "severity": {"type": "integer"},
+        "opened": {"type": ["string", "null"], "format": "date"},
+        "score": {"type": ["number", "null"]},
+    }
     (tmp_path / "p.plan").write_text('team_incidents(team: "db", limit: 2)\n', encoding="utf-8")
     result = invoke("run", "p.plan")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == [
         {"id": "I1", "title": "incident 1", "severity": 2, "opened": "2026-01-02", "score": 0.5},
-        {"id": "I3", "title": "incident 3", "severity": 4, "opened": "2026-01-04", "score": 1.5}]
+        {"id": "I3", "title": "incident 3", "severity": 4, "opened": "2026-01-04", "score": 1.5},
+    ]
 
 
 def test_undeclared_params_take_the_types_the_database_gives_them(database, tmp_path):
-    (tmp_path / "planc.toml").write_text(f'[tools.t]\nprovider = "{PROVIDER}"\n'
-                                         'query = "SELECT id FROM incidents WHERE team = :team LIMIT :n"\n')
+    (tmp_path / "planc.toml").write_text(
+        f'[tools.t]\nprovider = "{PROVIDER}"\nquery = "SELECT id FROM incidents WHERE team = :team LIMIT :n"\n'
+    )
     tool = load_registry(tmp_path / "planc.toml").tools["t"]
     assert tool.params == {"team": {"type": "string"}, "n": {"type": "integer"}}
     checked = planc.check('t(team: "db", n: "two")', registry=load_registry(tmp_path / "planc.toml"))
@@ -92,6 +103,7 @@ def test_a_param_declared_with_another_type_than_the_database_reads_is_refused_a
 
 # --- the example project's SQL tool, on either database ----------------------------------------
 
+
 def example_on(tmp_path: Path, dsn: str | None) -> Path:
     """The incidents example copied; with `dsn`, its `on_call` tool reads the same rota from PostgreSQL."""
     import psycopg
@@ -100,11 +112,15 @@ def example_on(tmp_path: Path, dsn: str | None) -> Path:
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns(".planc", "__pycache__"))
     if dsn is not None:
         with sqlite3.connect(EXAMPLE / "oncall.sqlite") as source, psycopg.connect(dsn, autocommit=True) as db:
-            db.execute("CREATE TABLE rota (service TEXT NOT NULL, tier INTEGER NOT NULL, person TEXT NOT NULL, "
-                       "handle TEXT NOT NULL, PRIMARY KEY (service, tier))")
+            db.execute(
+                "CREATE TABLE rota (service TEXT NOT NULL, tier INTEGER NOT NULL, person TEXT NOT NULL, "
+                "handle TEXT NOT NULL, PRIMARY KEY (service, tier))"
+            )
             with db.cursor() as cursor:
-                cursor.executemany("INSERT INTO rota VALUES (%s, %s, %s, %s)",
-                                   source.execute("SELECT service, tier, person, handle FROM rota").fetchall())
+                cursor.executemany(
+                    "INSERT INTO rota VALUES (%s, %s, %s, %s)",
+                    source.execute("SELECT service, tier, person, handle FROM rota").fetchall(),
+                )
         config = folder / "planc.toml"
         config.write_text(config.read_text().replace('provider = "sql:oncall.sqlite"', f'provider = "{PROVIDER}"'))
     return folder
@@ -114,10 +130,10 @@ def test_the_example_sql_tool_gives_the_same_rows_and_the_same_check_errors_on_p
     results, errors = [], []
     for dsn, place in ((None, tmp_path / "sqlite"), (database, tmp_path / "postgresql")):
         folder = example_on(place, dsn)
-        assert load_registry(folder / "planc.toml").tools["on_call"].provider.split(":")[0] == \
-            ("postgresql" if dsn else "sql")
-        ran = invoke("run", "--config", str(folder / "planc.toml"), str(folder / "rota.plan"),
-                     "--store", str(place / "runs.sqlite"))
+        assert load_registry(folder / "planc.toml").tools["on_call"].provider.split(":")[0] == ("postgresql" if dsn else "sql")
+        ran = invoke(
+            "run", "--config", str(folder / "planc.toml"), str(folder / "rota.plan"), "--store", str(place / "runs.sqlite")
+        )
         assert ran.exit_code == 0, ran.output
         results.append(json.loads(ran.stdout))
         typo = folder / "typo.plan"
@@ -136,8 +152,7 @@ WRITES = [
     ("DELETE FROM incidents WHERE team = :team RETURNING id", "would do more than read"),
     ("UPDATE incidents SET title = 'x' WHERE team = :team RETURNING id", "would do more than read"),
     ("INSERT INTO incidents (id, severity) SELECT :team, 1 RETURNING id", "would do more than read"),
-    ("WITH gone AS (DELETE FROM incidents WHERE team = :team RETURNING id) SELECT id FROM gone",
-     "would do more than read"),
+    ("WITH gone AS (DELETE FROM incidents WHERE team = :team RETURNING id) SELECT id FROM gone", "would do more than read"),
     ("SELECT id FROM incidents WHERE team = :team FOR UPDATE", "would do more than read"),
     ("SELECT id INTO copied FROM incidents WHERE team = :team", "returns no rows"),
     ("COPY incidents TO STDOUT", "returns no rows"),
@@ -154,15 +169,14 @@ WRITES = [
 
 
 @pytest.mark.parametrize("query, words", WRITES)
-def test_a_query_that_would_write_or_cannot_work_is_refused_at_load_and_nothing_changes(database, tmp_path,
-                                                                                         query, words):
+def test_a_query_that_would_write_or_cannot_work_is_refused_at_load_and_nothing_changes(database, tmp_path, query, words):
     before, spy = rows(database), tmp_path / "spy"
     query = query.replace("{spy}", str(spy))
     declare(tmp_path, query, params='{ team = { type = "string" } }' if ":team" in query else "{}")
     with pytest.raises(ConfigError) as error:
         load_registry(tmp_path / "planc.toml")
     assert words in str(error.value) and error.value.line == 5  # the line of `query`
-    result = invoke("check", "--config", "planc.toml", "-", input="echo(text: \"x\")\n")
+    result = invoke("check", "--config", "planc.toml", "-", input='echo(text: "x")\n')
     assert result.exit_code == 2 and "Traceback" not in result.output and "cannot be used" in result.output
     assert rows(database) == before and not spy.exists()
 

@@ -23,11 +23,11 @@ pytestmark = pytest.mark.slow  # conftest.py: the slow tier
 ROOT = Path(__file__).resolve().parents[1]
 HANG_GUARD_S = 900  # pre-commit builds its environment of planc once: a guard, not a measure
 
-TOML = '''[tools.search]
+TOML = """[tools.search]
 params = { query = { type = "string" } }
 required = ["query"]
 effects = { read_only = true }
-'''
+"""
 
 
 def git(repo: Path, *args: str) -> None:
@@ -55,11 +55,11 @@ def hooks_config(tmp_path_factory, pre_commit_home) -> Path:
     git(snapshot, "init", "-q")
     git(snapshot, "add", "-A")
     git(snapshot, "-c", "user.name=planc tests", "-c", "user.email=t@example.org", "commit", "-q", "-m", "snapshot")
-    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=snapshot, check=True, capture_output=True,
-                         text=True).stdout.strip()
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=snapshot, check=True, capture_output=True, text=True).stdout.strip()
     config = folder / "pre-commit-config.yaml"
-    config.write_text(f"repos:\n- repo: {snapshot}\n  rev: {rev}\n  hooks:\n  - id: planc-check\n"
-                      f"  - id: planc-fmt\n", encoding="utf-8")
+    config.write_text(
+        f"repos:\n- repo: {snapshot}\n  rev: {rev}\n  hooks:\n  - id: planc-check\n  - id: planc-fmt\n", encoding="utf-8"
+    )
     return config
 
 
@@ -81,8 +81,14 @@ def hook(repo: Path, home: Path, config: Path, hook_id: str) -> subprocess.Compl
     """`pre-commit run` of one hook of this repository (`config`), on every file of `repo`."""
     pre_commit = Path(sys.executable).with_name("pre-commit")
     env = {**os.environ, "PRE_COMMIT_HOME": str(home)}
-    return subprocess.run([str(pre_commit), "run", "--config", str(config), hook_id, "--all-files"], cwd=repo,
-                          env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    return subprocess.run(
+        [str(pre_commit), "run", "--config", str(config), hook_id, "--all-files"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+    )
 
 
 def test_planc_check_passes_clean_plans_and_fails_on_errors(plans, pre_commit_home, hooks_config):

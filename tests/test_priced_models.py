@@ -17,7 +17,7 @@ from tool_project import spied_project
 
 import planc
 
-TOOLS = '''
+TOOLS = """
 import os
 
 SPY = os.environ["PLANC_TEST_SPY"]
@@ -27,14 +27,14 @@ def append(text):
     with open(SPY, "a", encoding="utf-8") as spy:
         spy.write(f"append {text}\\n")
     return text
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.append]
 provider = "python:{module}:append"
 params = {{ text = {{ type = "string" }} }}
 required = ["text"]
-'''
+"""
 
 # $10 per million tokens in, nothing out: an inference costs what its prompt does.
 PRICES = "input_usd_per_million = 10\noutput_usd_per_million = 0\nmax_tokens = 50\n"
@@ -50,7 +50,7 @@ def project(tmp_path, monkeypatch, model_server):
         yield folder
 
 
-AGENT = ('agent(prompt: $args.text, output_schema: {type: "object"}, tools: ["append"], max_iterations: 6)\n')
+AGENT = 'agent(prompt: $args.text, output_schema: {type: "object"}, tools: ["append"], max_iterations: 6)\n'
 
 
 def script(model_server, rounds: int) -> None:
@@ -110,8 +110,7 @@ def test_a_reply_without_usage_is_charged_the_most_it_could_cost(project, model_
 def test_the_check_bounds_each_inference_by_its_prompt_and_max_tokens(project):
     """6 rounds and the repair role's fix-up, each up to 5 bytes of prompt in and 50 tokens out."""
     toml = project / "planc.toml"
-    toml.write_text(toml.read_text().replace("output_usd_per_million = 0", "output_usd_per_million = 1000"),
-                    encoding="utf-8")
+    toml.write_text(toml.read_text().replace("output_usd_per_million = 0", "output_usd_per_million = 1000"), encoding="utf-8")
     project_ = planc.load_project(project)
     plan = 'agent(prompt: "hello", output_schema: {type: "object"}, tools: ["append"], max_iterations: 6)'
     checked = project_.check(plan)
@@ -124,8 +123,10 @@ def test_the_check_bounds_each_inference_by_its_prompt_and_max_tokens(project):
 
 def test_a_priced_model_without_max_tokens_has_no_bound(project):
     toml = project / "planc.toml"
-    toml.write_text(toml.read_text().replace("output_usd_per_million = 0\nmax_tokens = 50\n",
-                                             "output_usd_per_million = 1\n"), encoding="utf-8")
+    toml.write_text(
+        toml.read_text().replace("output_usd_per_million = 0\nmax_tokens = 50\n", "output_usd_per_million = 1\n"),
+        encoding="utf-8",
+    )
     checked = planc.load_project(project).check(AGENT.replace("$args.text", '"hi"'), max_usd=5)
     assert [d.code for d in checked.diagnostics] == ["E401"]
     assert "no upper bound" in checked.diagnostics[0].message
@@ -134,8 +135,7 @@ def test_a_priced_model_without_max_tokens_has_no_bound(project):
 @pytest.mark.parametrize("price", ["-1", '"cheap"', "inf"])
 def test_a_price_that_is_not_a_number_of_dollars_is_one_clean_message(project, price):
     toml = project / "planc.toml"
-    toml.write_text(toml.read_text().replace("input_usd_per_million = 10", f"input_usd_per_million = {price}"),
-                    encoding="utf-8")
+    toml.write_text(toml.read_text().replace("input_usd_per_million = 10", f"input_usd_per_million = {price}"), encoding="utf-8")
     result = run(project, AGENT, "--arg", "text=hi")
     assert result.exit_code == 2
     assert "`input_usd_per_million` of model `chat` must be a number of dollars" in result.output

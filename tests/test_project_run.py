@@ -62,7 +62,7 @@ def count(n: int) -> dict:
     return {"n": n, "kind": type(n).__name__}
 '''
 
-TOML = '''
+TOML = """
 principal = 'User::"ops"'
 policy = "policy.cedar"
 
@@ -81,7 +81,7 @@ provider = "python:{module}:hold"
 [plans.visit]
 file = "visit.plan"
 params = {{ city = {{ type = "string" }} }}
-'''
+"""
 
 POLICY = 'permit(principal == User::"ops", action == Action::"call", resource);\n'
 THREE = 'greet(city: "a")\ngreet(city: "b")\ngreet(city: "c")\n'
@@ -95,9 +95,18 @@ def store_where_the_project_is(monkeypatch):
 
 @pytest.fixture
 def project(tmp_path):
-    with tool_project(tmp_path, "project_run", TOOLS, TOML,
-                      {"policy.cedar": POLICY, "visit.plan": "greet(city: $args.city)\n", "three.plan": THREE,
-                       "one.plan": 'greet(city: "a")\n'}):
+    with tool_project(
+        tmp_path,
+        "project_run",
+        TOOLS,
+        TOML,
+        {
+            "policy.cedar": POLICY,
+            "visit.plan": "greet(city: $args.city)\n",
+            "three.plan": THREE,
+            "one.plan": 'greet(city: "a")\n',
+        },
+    ):
         yield tmp_path
 
 
@@ -144,10 +153,9 @@ def test_the_principal_of_planc_toml_is_who_the_policy_judges(project):
     assert denied.exit_code == 1 and "E400" in denied.stderr and 'User::"eve"' in denied.stderr
     assert calls(project) == []
     assert invoke("run", project / "one.plan").exit_code == 0
-    (run_id, status), = runs_in(project / ".planc" / "runs.sqlite")
+    ((run_id, status),) = runs_in(project / ".planc" / "runs.sqlite")
     assert status == "ok"
-    shown = json.loads(invoke("show-run", run_id[:12], "--store", project / ".planc" / "runs.sqlite",
-                              "--format", "json").stdout)
+    shown = json.loads(invoke("show-run", run_id[:12], "--store", project / ".planc" / "runs.sqlite", "--format", "json").stdout)
     assert shown["options"]["principal"] == 'User::"ops"'
 
 
@@ -209,7 +217,7 @@ def test_the_store_is_beside_planc_toml_wherever_planc_runs(project, tmp_path_fa
     ran = planc_completed("run", project / "one.plan", cwd=elsewhere)
     assert ran.returncode == 0, ran.stderr
     assert not (elsewhere / ".planc").exists()
-    (run_id, status), = runs_in(project / ".planc" / "runs.sqlite")
+    ((run_id, status),) = runs_in(project / ".planc" / "runs.sqlite")
     (project / "sub").mkdir()
     listed = planc_completed("runs", "--format", "json", cwd=project / "sub")
     assert listed.returncode == 0 and [run["id"] for run in json.loads(listed.stdout)] == [run_id]
@@ -243,8 +251,14 @@ def test_a_run_named_by_a_prefix_two_runs_share_is_one_message(project):
 
 def test_a_run_whose_process_was_killed_shows_as_interrupted_and_resumes(project):
     (project / "held.plan").write_text('hold(text: "x")\ngreet(city: "after")\n')
-    process = planc_process("run", "held.plan", cwd=project, env={**os.environ, "PLANC_TEST_HOLD": "1"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = planc_process(
+        "run",
+        "held.plan",
+        cwd=project,
+        env={**os.environ, "PLANC_TEST_HOLD": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + HANG_GUARD_S  # a guard against a hung test, not a claim about speed
     while not calls(project):  # the call has started: its intent is committed
         assert process.poll() is None and time.monotonic() < deadline

@@ -64,14 +64,14 @@ def _is_number(value) -> bool:
 
 # --- numbers
 
+
 def reference_numbers(name, inputs):
     if name in ("add", "subtract", "multiply", "divide"):
         a, b = inputs["a"], inputs["b"]
         if not (_is_number(a) and _is_number(b)) or (name == "divide" and b == 0):
             raise Refused
         result = {"add": a + b, "subtract": a - b, "multiply": a * b}[name] if name != "divide" else a / b
-        if (isinstance(result, int) and abs(result) > 2 ** 53) or (isinstance(result, float)
-                                                                    and not math.isfinite(result)):
+        if (isinstance(result, int) and abs(result) > 2**53) or (isinstance(result, float) and not math.isfinite(result)):
             raise Refused
         return result
     if name == "round":
@@ -96,7 +96,7 @@ def reference_numbers(name, inputs):
     return total if name == "sum" else math.fsum(over) / len(over)
 
 
-NUMBERS = st.one_of(st.integers(-10 ** 6, 10 ** 6), st.floats(-1e6, 1e6, allow_nan=False), st.integers(-2 ** 60, 2 ** 60))
+NUMBERS = st.one_of(st.integers(-(10**6), 10**6), st.floats(-1e6, 1e6, allow_nan=False), st.integers(-(2**60), 2**60))
 ODD = st.one_of(st.none(), st.booleans(), st.text(max_size=3))
 ITEMS = st.one_of(NUMBERS, st.fixed_dictionaries({"amount": NUMBERS}), st.fixed_dictionaries({"other": NUMBERS}))
 
@@ -121,6 +121,7 @@ def test_numbers_agree_with_python(case):
 
 # --- text
 
+
 def reference_text(name, inputs):
     text = inputs.get("text")
     if name == "split":
@@ -130,7 +131,7 @@ def reference_text(name, inputs):
     if name == "join":
         return inputs.get("separator", "").join(inputs["over"])
     if name == "slice":
-        return inputs["value"][inputs.get("start", 0):inputs.get("end")]
+        return inputs["value"][inputs.get("start", 0) : inputs.get("end")]
     if name == "parse_json":
         try:
             return json.loads(text, parse_constant=lambda constant: (_ for _ in ()).throw(Refused()))
@@ -151,7 +152,7 @@ def reference_text(name, inputs):
     return text.startswith(inputs["prefix"])
 
 
-TEXT = st.text(alphabet="ab,\n \t.{}ÉßA1\"", max_size=12)
+TEXT = st.text(alphabet='ab,\n \t.{}ÉßA1"', max_size=12)
 
 
 @st.composite
@@ -171,9 +172,13 @@ def text_cases(draw):
     if name == "slice":
         return name, {"value": draw(TEXT | st.lists(st.integers(), max_size=5)), **extra}
     if name == "parse_json":
-        text = draw(TEXT | st.recursive(st.none() | st.booleans() | st.integers() | TEXT,
-                                        lambda inner: st.lists(inner, max_size=3)).map(json.dumps)
-                    | st.sampled_from(["NaN", "[1, Infinity]", "{\"a\": 1}"]))
+        text = draw(
+            TEXT
+            | st.recursive(st.none() | st.booleans() | st.integers() | TEXT, lambda inner: st.lists(inner, max_size=3)).map(
+                json.dumps
+            )
+            | st.sampled_from(["NaN", "[1, Infinity]", '{"a": 1}'])
+        )
     return name, {"text": text, **extra}
 
 
@@ -217,13 +222,13 @@ def test_the_pattern_that_makes_re_backtrack_for_ever_is_answered_by_the_automat
 def test_a_pattern_past_regex_chars_fails_the_step(tmp_path):
     (tmp_path / "planc.toml").write_text("[limits]\nregex_chars = 5\n", encoding="utf-8")
     (tmp_path / "p.plan").write_text('matches(text: "abc", pattern: "abcdef")\n', encoding="utf-8")
-    result = invoke("run", tmp_path / "p.plan", "--config", tmp_path / "planc.toml", "--store",
-                    tmp_path / "runs.sqlite")
+    result = invoke("run", tmp_path / "p.plan", "--config", tmp_path / "planc.toml", "--store", tmp_path / "runs.sqlite")
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "`matches` failed: `pattern` has 6 characters, more than `[limits] regex_chars` (5)" in result.output
 
 
 # --- lists
+
 
 def _key(value):
     return json.dumps(value, sort_keys=True)
@@ -234,9 +239,9 @@ def reference_lists(name, inputs):
     if name == "zip":
         return [{"left": a, "right": b} for a, b in zip(inputs["left"], inputs["right"])]
     if name == "take":
-        return over[:inputs["count"]]
+        return over[: inputs["count"]]
     if name == "skip":
-        return over[inputs["count"]:]
+        return over[inputs["count"] :]
     if name == "flatten":
         if not all(isinstance(item, list) for item in over):
             raise Refused
@@ -295,6 +300,7 @@ def test_lists_agree_with_python(case):
 
 # --- dates
 
+
 def _date(text):
     try:
         return datetime.date.fromisoformat(text)
@@ -330,7 +336,7 @@ def dates_cases(draw):
         text = draw(DATES | st.dates().map(lambda d: d.strftime("%d/%m/%Y")))
         return name, {"text": text, **({"format": "%d/%m/%Y"} if draw(st.booleans()) else {})}
     if name == "add_days":
-        return name, {"date": draw(DATES), "days": draw(st.integers(-10 ** 6, 10 ** 6))}
+        return name, {"date": draw(DATES), "days": draw(st.integers(-(10**6), 10**6))}
     if name == "days_between":
         return name, {"start": draw(DATES), "end": draw(DATES)}
     return name, {"date": draw(DATES), "format": draw(st.sampled_from(["%Y", "%d %B %Y", "%j", "x"]))}
@@ -347,9 +353,9 @@ def test_every_pure_step_is_in_a_family_and_drawn_by_its_property():
     assert set(drawn) == set(FAMILIES) == {pure.family for pure in PURE_STEPS.values()}
 
 
-
-@pytest.mark.parametrize("name, param, default", [(name, param, default) for name, pure in PURE_STEPS.items()
-                                                   for param, default in pure.defaults])
+@pytest.mark.parametrize(
+    "name, param, default", [(name, param, default) for name, pure in PURE_STEPS.items() for param, default in pure.defaults]
+)
 def test_a_step_that_leaves_out_a_defaulted_argument_runs_with_the_declared_default(name, param, default):
     """A deterministic pure step runs without merging the declared defaults into its inputs (it is on every
     item of a `map`): its implementation's own default must be the one its parameters declare."""
@@ -359,15 +365,18 @@ def test_a_step_that_leaves_out_a_defaulted_argument_runs_with_the_declared_defa
 
 # --- what a user sees
 
+
 def _family_examples():
     page = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
-    section = page[page.index("\n## Pure steps\n"):page.index("\n## Agents\n")]
+    section = page[page.index("\n## Pure steps\n") : page.index("\n## Agents\n")]
     found = []
     for family in FAMILIES:
-        part = section[section.index(f"\n### {family.capitalize()}\n"):]
-        part = part[:part.find("\n### ", 1)] if "\n### " in part[1:] else part
-        found += [(family, plan, json.loads(result)) for plan, result in
-                  re.findall(r"```plan\n(.*?)```\n\n```json\n(.*?)```", part, re.S)]
+        part = section[section.index(f"\n### {family.capitalize()}\n") :]
+        part = part[: part.find("\n### ", 1)] if "\n### " in part[1:] else part
+        found += [
+            (family, plan, json.loads(result))
+            for plan, result in re.findall(r"```plan\n(.*?)```\n\n```json\n(.*?)```", part, re.S)
+        ]
     return found
 
 
@@ -395,43 +404,58 @@ def _runs(project) -> list[tuple]:
 
 def _recorded(project, run_id) -> list[tuple]:
     with sqlite3.connect(project / "runs.sqlite") as db:
-        return db.execute("SELECT step, tool, output FROM calls WHERE run_id = ? ORDER BY sequence",
-                          (run_id,)).fetchall()
+        return db.execute("SELECT step, tool, output FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
 
 
-BAD_INPUT = '''search(query: "disk", limit: 2) |> pluck(field: "title") |> hits = join(separator: ", ")
+BAD_INPUT = """search(query: "disk", limit: 2) |> pluck(field: "title") |> hits = join(separator: ", ")
 notify(channel: "#ops", text: "{$hits}")
 total = sum(over: [$4.text])
 notify(channel: "#ops", text: "never sent: {$total}")
-'''  # `notify` declares no `returns`: what `$4.text` is, the check cannot know
+"""  # `notify` declares no `returns`: what `$4.text` is, the check cannot know
 
 
 def test_bad_input_at_run_time_fails_that_step_cleanly_and_nothing_after_it_runs(project):
     (project / "p.plan").write_text(BAD_INPUT, encoding="utf-8")
     result = invoke("run", "p.plan", "--store", project / "runs.sqlite")
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert "step 5: `sum` failed: item 0 must be a number, found the string \"disk 0, disk 1\"" in result.output
-    assert calls(project) == [{"tool": "search", "query": "disk", "limit": 2},
-                              {"tool": "notify", "channel": "#ops", "text": "disk 0, disk 1"}]
+    assert 'step 5: `sum` failed: item 0 must be a number, found the string "disk 0, disk 1"' in result.output
+    assert calls(project) == [
+        {"tool": "search", "query": "disk", "limit": 2},
+        {"tool": "notify", "channel": "#ops", "text": "disk 0, disk 1"},
+    ]
     [(run_id, status, message)] = _runs(project)
     assert status == "failed" and "`sum` failed" in message
     assert [tool for _, tool, _ in _recorded(project, run_id)] == ["search", "notify"]  # a pure step is no call
 
 
-@pytest.mark.parametrize(("plan", "at", "message"), [
-    ('names = split(text: "a,b", separator: ",")\nsum(over: $names)\n', (2, 11),
-     "wrong value for `over` of `sum`: expected a list of numbers, found `$names`, a list of strings"),
-    ('split(text: "a,b", separator: ",") |> average()\n', (1, 39),
-     "wrong value for `over` of `average`: expected a list of numbers, found the result of the step before, "
-     "a list of strings"),
-    ('search(query: "disk", limit: 2) |> sum(field: "title")\n', (1, 36),
-     "wrong value for `over` of `sum`: expected a list of objects whose `title` is a number, found the result of "
-     "the step before, a list of objects whose `title` is a string"),
-    ('search(query: "disk", limit: 2) |> max(field: "nope")\n', (1, 36),
-     "wrong value for `over` of `max`: expected a list of objects whose `nope` is a number or a string"),
-])
-def test_a_pure_step_over_items_it_cannot_work_with_is_refused_by_the_check_before_anything_runs(
-        project, plan, at, message):
+@pytest.mark.parametrize(
+    ("plan", "at", "message"),
+    [
+        (
+            'names = split(text: "a,b", separator: ",")\nsum(over: $names)\n',
+            (2, 11),
+            "wrong value for `over` of `sum`: expected a list of numbers, found `$names`, a list of strings",
+        ),
+        (
+            'split(text: "a,b", separator: ",") |> average()\n',
+            (1, 39),
+            "wrong value for `over` of `average`: expected a list of numbers, found the result of the step before, "
+            "a list of strings",
+        ),
+        (
+            'search(query: "disk", limit: 2) |> sum(field: "title")\n',
+            (1, 36),
+            "wrong value for `over` of `sum`: expected a list of objects whose `title` is a number, found the result of "
+            "the step before, a list of objects whose `title` is a string",
+        ),
+        (
+            'search(query: "disk", limit: 2) |> max(field: "nope")\n',
+            (1, 36),
+            "wrong value for `over` of `max`: expected a list of objects whose `nope` is a number or a string",
+        ),
+    ],
+)
+def test_a_pure_step_over_items_it_cannot_work_with_is_refused_by_the_check_before_anything_runs(project, plan, at, message):
     """A pure step is typed by its list's items, not the list alone: `sum` of strings is E300 at its `over` (at
     its name, when `over` is piped), and the run calls nothing."""
     (project / "p.plan").write_text(plan, encoding="utf-8")
@@ -444,21 +468,25 @@ def test_a_pure_step_over_items_it_cannot_work_with_is_refused_by_the_check_befo
     assert calls(project) == [] and not (project / "runs.sqlite").exists() or _runs(project) == []
 
 
-@pytest.mark.parametrize(("step", "refusal"), [
-    ("add(a: $1.sent, b: 1)", "argument `a` of `add` is invalid at run time: True is not of type 'number'"),
-    ("upper(text: $1.sent)", "argument `text` of `upper` is invalid at run time: True is not of type 'string'"),
-    ("round(value: $1.channel)", "argument `value` of `round` is invalid at run time: '#ops' is not of type 'number'"),
-    ("reshape(value: $1.sent) |> add(b: 1)", "argument `a` of `add` is invalid at run time: True is not of type 'number'"),
-    ("add(a: 1, b: $1.missing)", "`$1.missing`: there is no field `missing` (the fields are `sent`, `channel`, `text`)"),
-    ("reshape(value: 1) |> add(b: $1.missing)", "`$1.missing`: there is no field `missing`"),
-])
+@pytest.mark.parametrize(
+    ("step", "refusal"),
+    [
+        ("add(a: $1.sent, b: 1)", "argument `a` of `add` is invalid at run time: True is not of type 'number'"),
+        ("upper(text: $1.sent)", "argument `text` of `upper` is invalid at run time: True is not of type 'string'"),
+        ("round(value: $1.channel)", "argument `value` of `round` is invalid at run time: '#ops' is not of type 'number'"),
+        ("reshape(value: $1.sent) |> add(b: 1)", "argument `a` of `add` is invalid at run time: True is not of type 'number'"),
+        ("add(a: 1, b: $1.missing)", "`$1.missing`: there is no field `missing` (the fields are `sent`, `channel`, `text`)"),
+        ("reshape(value: 1) |> add(b: $1.missing)", "`$1.missing`: there is no field `missing`"),
+    ],
+)
 def test_an_input_the_check_could_not_see_is_refused_at_run_time(project, step, refusal):
     """`notify` declares no `returns`, so the check cannot know what its fields are: a pure step given one
     of the wrong type refuses it when it runs (a bool is no number, though Python's `isinstance` says it is
     an int), as any call refuses a wrong argument, and so does one given a field that is not there; nothing
     after it runs."""
-    (project / "p.plan").write_text(f'notify(channel: "#ops", text: "first")\n{step}\n'
-                                    f'notify(channel: "#ops", text: "never")\n', encoding="utf-8")
+    (project / "p.plan").write_text(
+        f'notify(channel: "#ops", text: "first")\n{step}\nnotify(channel: "#ops", text: "never")\n', encoding="utf-8"
+    )
     result = invoke("run", "p.plan", "--store", project / "runs.sqlite")
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert refusal in result.output
@@ -471,8 +499,11 @@ def test_an_input_the_check_could_not_see_is_refused_at_run_time(project, step, 
 def test_an_input_past_result_bytes_fails_the_step_and_not_the_process(project):
     toml = project / "planc.toml"
     toml.write_text(toml.read_text() + "\n[limits]\nresult_bytes = 1000\n", encoding="utf-8")
-    text = 'search(query: "xxxx", limit: 1) |> pluck(field: "title") |> join() |> replace(old: "x", new: "' + \
-           "y" * 400 + '")\nnotify(channel: "#ops", text: "{$4}")\n'
+    text = (
+        'search(query: "xxxx", limit: 1) |> pluck(field: "title") |> join() |> replace(old: "x", new: "'
+        + "y" * 400
+        + '")\nnotify(channel: "#ops", text: "{$4}")\n'
+    )
     (project / "p.plan").write_text(text, encoding="utf-8")
     result = invoke("run", "p.plan", "--store", project / "runs.sqlite")
     assert result.exit_code == 1 and "Traceback" not in result.output
@@ -484,9 +515,11 @@ def test_pure_steps_cost_nothing_and_add_no_call_to_a_plan(project):
     """The cost property for pure steps: adding them to a plan adds no call, inference or spend to its
     range, and the run makes exactly the calls it made without them."""
     bare = 'search(query: "disk", limit: 3)\nnotify(channel: "#ops", text: "{$1[0].title}")\n'
-    with_pure = ('search(query: "disk", limit: 3) |> sort(field: "severity", descending: true) |> take(count: 2)\n'
-                 '  |> pluck(field: "title") |> top = join(separator: "; ")\n'
-                 'n = count(over: $1)\nnow = today()\nnotify(channel: "#ops", text: "{$top} ({$n}, {$now})")\n')
+    with_pure = (
+        'search(query: "disk", limit: 3) |> sort(field: "severity", descending: true) |> take(count: 2)\n'
+        '  |> pluck(field: "title") |> top = join(separator: "; ")\n'
+        'n = count(over: $1)\nnow = today()\nnotify(channel: "#ops", text: "{$top} ({$n}, {$now})")\n'
+    )
     registry = planc.load_registry(project / "planc.toml")
     costs = [planc.check(text, registry=registry).cost.total.to_json() for text in (bare, with_pure)]
     assert costs[0] == costs[1] and costs[1]["calls"] == [2, 2]
@@ -516,8 +549,11 @@ def test_today_is_recorded_and_a_replay_gives_the_date_the_run_read(project):
     assert len(calls(project)) == 1  # neither replay sent anything
 
 
-BASE = ['rows = spending(month: "2024-05")', 'map(over: [1, 2], do: { notify(channel: "#a", text: "{item}") })',
-        'notify(channel: "#b", text: "{$rows.length}")']
+BASE = [
+    'rows = spending(month: "2024-05")',
+    'map(over: [1, 2], do: { notify(channel: "#a", text: "{item}") })',
+    'notify(channel: "#b", text: "{$rows.length}")',
+]
 
 
 @PROPERTY

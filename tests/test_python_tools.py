@@ -66,16 +66,16 @@ def test_a_plain_function_is_a_tool_with_conservative_effects(toolbox):
 
 def test_checking_against_derived_parameters(toolbox):
     reg = registry(f'[tools.rank]\nprovider = "python:{toolbox}:rank"\n')
-    result = planc.check("rank(items: [], byy: \"age\")", registry=reg)
+    result = planc.check('rank(items: [], byy: "age")', registry=reg)
     assert [(d.code, d.span.start.column) for d in result.diagnostics] == [("E201", 17)]
 
 
 def test_a_fully_declared_tool_is_not_imported(toolbox):
-    reg = registry(f'''
+    reg = registry(f"""
         [tools.rank]
         provider = "python:{toolbox}:rank"
         params = {{ items = {{ type = "array" }} }}
-    ''')
+    """)
     assert reg.tools["rank"].params == {"items": {"type": "array"}}
     assert toolbox not in sys.modules
 
@@ -88,14 +88,14 @@ def test_a_provider_that_cannot_be_imported_is_a_config_error(tmp_path):
 
 def test_what_planc_toml_says_of_a_tool_declared_in_code_is_kept(toolbox):
     """A tool whose parameters come from its function keeps the effects, cost and description of its table."""
-    plain = registry(f'''
+    plain = registry(f"""
         [tools.repeat]
         provider = "python:{toolbox}:plain"
         description = "Repeat a text"
         effects = {{ read_only = true, deterministic = true }}
         cost = {{ usd = 0.25, latency_ms = 7 }}
         timeout_s = 3
-    ''').tools["repeat"]
+    """).tools["repeat"]
     assert plain.required == ("text", "times")  # still from the signature
     assert plain.description == "Repeat a text"
     assert plain.effects.read_only and plain.effects.deterministic and plain.effects.declared

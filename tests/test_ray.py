@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow  # conftest.py: the slow tier
 POLL_S = 0.01
 HANG_GUARD_POLLS = int(HANG_GUARD_S / POLL_S)  # a run that never gets where it must is hung, not slow
 
-TOOLS = '''
+TOOLS = """
 import os, time
 from pathlib import Path
 
@@ -71,9 +71,9 @@ def hold(text, what):
     if text.startswith("hold") and attempts(what) == 1:  # only a call's first attempt waits
         while not Path(RELEASE).exists():
             time.sleep(0.01)
-'''
+"""
 
-TOML = '''
+TOML = """
 policy = "policy.cedar"
 
 [tools.square]
@@ -111,9 +111,9 @@ params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 effects = {{ idempotent = true }}
 timeout_s = 3
-'''
+"""
 
-POLICY = '''
+POLICY = """
 @id("no-c")
 forbid(principal, action, resource == Tool::"send") when { context.args has text && context.args.text == "c" };
 @id("no-untrusted-nine")
@@ -121,14 +121,14 @@ forbid(principal, action, resource == Tool::"send") when
   { context.sources has text && context.sources.text.contains("untrusted") && context.args has text &&
     context.args.text == "9" };
 permit(principal, action, resource);
-'''
+"""
 
-PLAN = '''map(over: [1, 2, 3, 4, 5, 6], concurrency: 3, do: { square(n: item) })
+PLAN = """map(over: [1, 2, 3, 4, 5, 6], concurrency: 3, do: { square(n: item) })
 filter(over: $1, do: { check(n: item.square) })
 reduce(over: $2, initial: null, do: { square(n: item.n) })
 square(n: 7)
 reshape(value: {squares: $1, even: $2, last: $3, lone: $4})
-'''
+"""
 
 
 FORKS: list = []  # the module's fork server, while its tests run (`forks`)
@@ -159,15 +159,15 @@ def spied(project: Path) -> list[tuple[int, str]]:
 
 def start(project: Path, *args):
     """`planc ARGS` in `project` as a process of its own (forked), its stdout and stderr into files there."""
-    return FORKS[0].start(*args, cwd=project, env=dict(os.environ), stdout=project / "planc.out",
-                          stderr=project / "planc.err")
+    return FORKS[0].start(*args, cwd=project, env=dict(os.environ), stdout=project / "planc.out", stderr=project / "planc.err")
 
 
 def finished(project: Path, process) -> subprocess.CompletedProcess:
     """`process` (`start`) waited for: its exit status and what it printed."""
     process.wait()
-    return subprocess.CompletedProcess(["planc"], process.returncode, (project / "planc.out").read_text(),
-                                       (project / "planc.err").read_text())
+    return subprocess.CompletedProcess(
+        ["planc"], process.returncode, (project / "planc.out").read_text(), (project / "planc.err").read_text()
+    )
 
 
 def run(project: Path, plan: str, *args, store: str = "runs.sqlite") -> tuple[subprocess.CompletedProcess, int]:
@@ -186,8 +186,10 @@ def recorded(store: Path) -> dict:
 
 def rows(run: dict) -> list[tuple]:
     """A run's calls as what they were and how they ended, by step (items in flight end in any order)."""
-    return sorted((call["step"], call["tool"], json.dumps(call["input"]), call["outcome"],
-                   json.dumps(call["output"]), call["error"]) for call in run["calls"])
+    return sorted(
+        (call["step"], call["tool"], json.dumps(call["input"]), call["outcome"], json.dumps(call["output"]), call["error"])
+        for call in run["calls"]
+    )
 
 
 def events(run: dict) -> list[tuple]:
@@ -238,12 +240,15 @@ def test_results_events_and_rows_are_the_local_executors_and_each_item_call_is_m
 
 
 def test_a_tool_that_fails_in_a_worker_fails_the_run_as_it_fails_locally(project, ray_address):
-    plan = 'map(over: [1, 3, 5, 7, 9], do: { check(n: item) })\n'
+    plan = "map(over: [1, 3, 5, 7, 9], do: { check(n: item) })\n"
     local, _ = run(project, plan, store="local.sqlite")
     on_ray, _ = run(project, plan, "--executor", "ray", "--ray-address", ray_address, store="ray.sqlite")
     assert local.returncode == on_ray.returncode == 1
-    assert on_ray.stderr.splitlines()[-1] == local.stderr.splitlines()[-1] == (
-        "error: step 1/do.1[2]: `check` failed: ValueError: no fives: 5")
+    assert (
+        on_ray.stderr.splitlines()[-1]
+        == local.stderr.splitlines()[-1]
+        == ("error: step 1/do.1[2]: `check` failed: ValueError: no fives: 5")
+    )
     assert [what for _, what in spied(project)] == ["check 1", "check 3", "check 5"] * 2  # no item after it
     assert rows(recorded(project / "ray.sqlite")) == rows(recorded(project / "local.sqlite"))
     assert recorded(project / "ray.sqlite")["status"] == "failed"
@@ -254,11 +259,11 @@ def test_a_policy_denial_inside_a_map_stops_the_run_before_the_items_call(projec
     on_ray, _ = run(project, plan, "--executor", "ray", "--ray-address", ray_address)
     assert on_ray.returncode == 1
     assert on_ray.stderr.splitlines()[-1] == (
-        "error: step 1/do.1[2]: calling `send` is forbidden by policy `no-c` (for User::\"anonymous\")")
+        'error: step 1/do.1[2]: calling `send` is forbidden by policy `no-c` (for User::"anonymous")'
+    )
     assert [what for _, what in spied(project)] == ["send a", "send b"]  # none for "c", and no later item
     run_record = recorded(project / "runs.sqlite")
-    assert run_record["status"] == "failed" and [call["input"] for call in run_record["calls"]] == [
-        {"text": "a"}, {"text": "b"}]
+    assert run_record["status"] == "failed" and [call["input"] for call in run_record["calls"]] == [{"text": "a"}, {"text": "b"}]
 
 
 def test_the_labels_of_a_result_made_in_a_worker_reach_the_policy_before_the_next_call(project, ray_address):
@@ -272,7 +277,7 @@ def test_the_labels_of_a_result_made_in_a_worker_reach_the_policy_before_the_nex
 
 
 def test_independent_steps_under_optimize_are_made_in_workers(project, ray_address):
-    plan = 'square(n: 1)\nsquare(n: 2)\nsquare(n: 3)\n'
+    plan = "square(n: 1)\nsquare(n: 2)\nsquare(n: 3)\n"
     result, planc_pid = run(project, plan, "--optimize", "--executor", "ray", "--ray-address", ray_address)
     assert result.returncode == 0, result.stderr
     made = spied(project)
@@ -284,16 +289,18 @@ def kill_during(project: Path, tool: str, ray_address: str):
     """`planc run` of one `tool` call in a map, whose Ray worker is killed with SIGKILL during the call;
     the run's process, and the pid of the worker killed."""
     (project / "p.plan").write_text(f'map(over: ["a", "hold"], do: {{ {tool}(text: item) }})\n', encoding="utf-8")
-    process = start(project, "run", "p.plan", "--store", "runs.sqlite", "--executor", "ray", "--ray-address",
-                    ray_address)
-    worker = wait_for(lambda: next((pid for pid, what in spied(project) if what.split()[1:2] == ["hold"]), None),
-                      "the call in its worker", process, project / "planc.err")
+    process = start(project, "run", "p.plan", "--store", "runs.sqlite", "--executor", "ray", "--ray-address", ray_address)
+    worker = wait_for(
+        lambda: next((pid for pid, what in spied(project) if what.split()[1:2] == ["hold"]), None),
+        "the call in its worker",
+        process,
+        project / "planc.err",
+    )
     os.kill(worker, signal.SIGKILL)
     return finished(project, process), worker
 
 
-def test_a_worker_lost_during_a_non_idempotent_call_is_an_unknown_outcome_and_the_call_is_not_made_again(
-        project, ray_address):
+def test_a_worker_lost_during_a_non_idempotent_call_is_an_unknown_outcome_and_the_call_is_not_made_again(project, ray_address):
     process, worker = kill_during(project, "send", ray_address)
     assert process.returncode == 1
     run_record = recorded(project / "runs.sqlite")
@@ -353,7 +360,7 @@ def _zombie(pid: int) -> bool:
 def test_planc_toml_chooses_the_executor_and_the_command_line_overrides_it(project, ray_address):
     with (project / "planc.toml").open("a", encoding="utf-8") as toml:
         toml.write(f'\n[executor]\nkind = "ray"\naddress = "{ray_address}"\n')
-    plan = 'map(over: [1, 2], do: { square(n: item) })\n'
+    plan = "map(over: [1, 2], do: { square(n: item) })\n"
     on_ray, planc_pid = run(project, plan)
     assert on_ray.returncode == 0, on_ray.stderr
     assert planc_pid not in {pid for pid, _ in spied(project)}
@@ -366,8 +373,7 @@ def test_planc_toml_chooses_the_executor_and_the_command_line_overrides_it(proje
 def test_the_python_api_runs_on_ray_too(project, ray_address):
     import planc
 
-    (project / "p.plan").write_text('map(over: [1, 2, 3], concurrency: 3, do: { square(n: item) })\n',
-                                    encoding="utf-8")
+    (project / "p.plan").write_text("map(over: [1, 2, 3], concurrency: 3, do: { square(n: item) })\n", encoding="utf-8")
     registry = planc.load_registry(project / "planc.toml")
     checked = planc.check((project / "p.plan").read_text(), registry=registry)
     result = planc.run(checked, executor="ray", ray_address=ray_address, store=project / "runs.sqlite")
@@ -380,8 +386,9 @@ def test_a_cluster_that_cannot_be_reached_is_one_message_and_no_run(project):
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]  # nothing listens on it once closed
-    result, _ = run(project, 'map(over: [1], do: { square(n: item) })\n', "--executor", "ray",
-                    "--ray-address", f"127.0.0.1:{port}")
+    result, _ = run(
+        project, "map(over: [1], do: { square(n: item) })\n", "--executor", "ray", "--ray-address", f"127.0.0.1:{port}"
+    )
     assert result.returncode == 2
     assert result.stderr.strip() == f"Error: cannot connect to the Ray cluster at 127.0.0.1:{port}: Connection refused"
     assert spied(project) == []
@@ -392,10 +399,18 @@ def test_a_cluster_that_cannot_be_reached_is_one_message_and_no_run(project):
 def test_without_ray_installed_the_ray_executor_is_one_message_and_no_run(project, tmp_path):
     blocked = tmp_path / "blocked" / "ray"  # a PYTHONPATH on which `import ray` fails, as without the extra
     blocked.mkdir(parents=True)
-    (blocked / "__init__.py").write_text('raise ImportError("No module named \'ray\'")\n')
-    (project / "p.plan").write_text('map(over: [1], do: { square(n: item) })\n', encoding="utf-8")
-    result = planc_completed("run", "p.plan", "--store", "runs.sqlite", "--executor", "ray", cwd=project,
-                             env={**os.environ, "PYTHONPATH": str(blocked.parent)})
+    (blocked / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+    (project / "p.plan").write_text("map(over: [1], do: { square(n: item) })\n", encoding="utf-8")
+    result = planc_completed(
+        "run",
+        "p.plan",
+        "--store",
+        "runs.sqlite",
+        "--executor",
+        "ray",
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(blocked.parent)},
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == "Error: the Ray executor needs Ray: install it with `pip install 'planc[ray]'`"
     assert spied(project) == []
@@ -404,12 +419,12 @@ def test_without_ray_installed_the_ray_executor_is_one_message_and_no_run(projec
 
 
 def test_a_ray_address_for_the_local_executor_and_an_unknown_executor_are_refused(project):
-    result, _ = run(project, 'square(n: 1)\n', "--ray-address", "127.0.0.1:1")
+    result, _ = run(project, "square(n: 1)\n", "--ray-address", "127.0.0.1:1")
     assert result.returncode == 2
     assert "a Ray address is only read with the Ray executor" in result.stderr
     with (project / "planc.toml").open("a", encoding="utf-8") as toml:
         toml.write('\n[executor]\nkind = "spark"\n')
-    result, _ = run(project, 'square(n: 1)\n')
+    result, _ = run(project, "square(n: 1)\n")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "planc.toml:" in result.stderr and "`kind` must be one of 'local', 'ray', found 'spark'" in result.stderr
     assert spied(project) == []
@@ -418,7 +433,7 @@ def test_a_ray_address_for_the_local_executor_and_an_unknown_executor_are_refuse
 def test_the_local_executor_never_imports_ray(project):
     from test_cli_imports import loaded_by_command
 
-    (project / "p.plan").write_text('map(over: [1, 2], concurrency: 2, do: { square(n: item) })\n', encoding="utf-8")
+    (project / "p.plan").write_text("map(over: [1, 2], concurrency: 2, do: { square(n: item) })\n", encoding="utf-8")
     modules = loaded_by_command(["run", "p.plan", "--store", str(project / "runs.sqlite")], project)
     assert "planc.backend.run.interpreter" in modules
     assert "ray" not in modules and "planc.backend.calls.ray_executor" not in modules

@@ -29,8 +29,7 @@ from planc.syntax.steps import walk_steps
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "incidents"
-TASKS = [line for line in (EXAMPLE / "tasks.txt").read_text(encoding="utf-8").splitlines()
-         if line and not line.startswith("#")]
+TASKS = [line for line in (EXAMPLE / "tasks.txt").read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
 # Tasks asked in the suite, and rounds each: a reply of a 135M model takes from seconds to a minute on
 # a busy 2-core machine. CI (the ci hypothesis profile) asks two tasks, `make test-slow` (dev) the first;
 # bench/plan.py --model asks them all, with three rounds.
@@ -83,8 +82,7 @@ def requests(llama) -> list[dict]:
 @pytest.mark.parametrize("task", TASKS[:ASKED])
 def test_under_the_decoder_grammar_every_reply_parses_and_calls_only_the_registrys_tools(project, llama, task):
     registry = load_registry(project / "planc.toml")
-    planned = planc.plan(task, registry=registry, policy=planc.load_policy(registry.policy), grammar="gbnf",
-                         rounds=ROUNDS)
+    planned = planc.plan(task, registry=registry, policy=planc.load_policy(registry.policy), grammar="gbnf", rounds=ROUNDS)
     allowed = registry.without({"close_incident"})  # the policy forbids it whatever its arguments
     for round_ in planned.rounds:
         if round_.checked.plan is None:
@@ -94,11 +92,14 @@ def test_under_the_decoder_grammar_every_reply_parses_and_calls_only_the_registr
             continue
         steps = {step.tool.text for pipeline in round_.checked.plan.pipelines for step in pipeline.steps}
         assert steps <= set(allowed.names()), round_.reply
-        refused = [d for d in round_.checked.diagnostics if d.code in REFUSED and d.span.text(round_.checked.source)
-                   not in UNTRACKED and " needs " not in d.message]
+        refused = [
+            d
+            for d in round_.checked.diagnostics
+            if d.code in REFUSED and d.span.text(round_.checked.source) not in UNTRACKED and " needs " not in d.message
+        ]
         assert refused == [], round_.reply
         assert list(literals_of_another_type(round_.checked.plan, registry)) == [], round_.reply
-    sent = requests(llama)[-len(planned.rounds):]
+    sent = requests(llama)[-len(planned.rounds) :]
     assert all({key: body.get(key) for key in SAMPLING} == SAMPLING for body in sent)
     assert all(body["grammar"] == planc.export_grammar(allowed, format="gbnf") for body in sent)
 

@@ -12,7 +12,7 @@ from cli import invoke
 import planc
 from planc.registry import ConfigError, find_config, load_registry, registry_from_text
 
-TOML = '''
+TOML = """
 [tools.search]
 description = "Full-text search over incidents"
 provider = "python:incidents.tools:search"
@@ -32,7 +32,7 @@ required = ["items"]
 [tools.notify]
 params = { channel = { type = "string" }, text = { type = "string" } }
 required = ["channel", "text"]
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,10 @@ def registry():
 
 
 def found(text, registry):
-    return [(d.code, d.span.start.line, d.span.start.column, d.span.text(text))
-            for d in planc.check(text, registry=registry).diagnostics]
+    return [
+        (d.code, d.span.start.line, d.span.start.column, d.span.text(text))
+        for d in planc.check(text, registry=registry).diagnostics
+    ]
 
 
 def test_the_design_example_loads(registry):
@@ -57,16 +59,21 @@ def test_a_valid_plan_has_no_diagnostics(registry):
     assert found('search(query: "x", limit: 5) |> summarize(style: "bullets")', registry) == []
 
 
-@pytest.mark.parametrize("text, expected", [
-    ('serch(query: "x")', [("E200", 1, 1, "serch")]),
-    ('search(querry: "x")', [("E202", 1, 1, "search"), ("E201", 1, 8, "querry")]),
-    ('summarize(style: "prose")', [("E202", 1, 1, "summarize")]),
-    ('search(query: "a") |> notify(channel: "#x", text: "y")', [("E209", 1, 23, "notify")]),
-    ('search(query: "a") |> summarize(items: [], style: "prose")', [("E209", 1, 33, "items")]),
-    ('search(query: "a") |> filter(over: [{x: 2}], where: x > 1, infer: "y")', [("E209", 1, 30, "over"),
-                                                                           ("E303", 1, 60, "infer")]),
-    ('decide(then: { search(query: "a") })', [("E303", 1, 1, "decide")]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('serch(query: "x")', [("E200", 1, 1, "serch")]),
+        ('search(querry: "x")', [("E202", 1, 1, "search"), ("E201", 1, 8, "querry")]),
+        ('summarize(style: "prose")', [("E202", 1, 1, "summarize")]),
+        ('search(query: "a") |> notify(channel: "#x", text: "y")', [("E209", 1, 23, "notify")]),
+        ('search(query: "a") |> summarize(items: [], style: "prose")', [("E209", 1, 33, "items")]),
+        (
+            'search(query: "a") |> filter(over: [{x: 2}], where: x > 1, infer: "y")',
+            [("E209", 1, 30, "over"), ("E303", 1, 60, "infer")],
+        ),
+        ('decide(then: { search(query: "a") })', [("E303", 1, 1, "decide")]),
+    ],
+)
 def test_signature_errors_point_at_the_name(registry, text, expected):
     assert found(text, registry) == expected
 
@@ -87,30 +94,36 @@ def test_without_a_registry_any_tool_is_accepted():
     assert planc.check('anything(at: "all")').ok
 
 
-@pytest.mark.parametrize("toml, line, words", [
-    ("[tools.x\n", 1, "not valid TOML"),
-    ("[tools.map]\n", 1, "reserved"),
-    ("[tools.x]\nparams = { a = { type = \"string\" } }\npipe = \"b\"\n", 3, "names no parameter"),
-    ("[tools.x]\nparams = { a = { type = \"strin\" } }\n", 2, "not a valid JSON Schema"),
-    ("[tools.x]\nfoo = 1\n", 2, "unknown key `foo`"),
-    ("[tools.x]\nrequired = [\"a\"]\n", 2, "names no parameter"),
-    ("[tools.x]\neffects = { read_only = \"yes\" }\n", 2, "true or false"),
-    ("[mcp.x]\ncommand = [\"x\"]\n[tools.x__y]\n", 3, "the MCP server `x`'s"),
-    ("[tools.plan__y]\n", 1, "declared plans"),
-    ("[plans.x__y]\nfile = \"x.plan\"\n", 1, "`__`"),
-    ("[mcp.git]\ncommand = \"mcp-server-git\"\n", 2, "list of strings"),
-    ("colour = 1\n", 1, "unknown key `colour`"),
-    ('\npolcy = "p.cedar"\n[tools.x]\n', 2, "did you mean `policy`?"),
-    ("[tools.x]\n[modles.default]\n", 2, "did you mean `models`?"),
-    ("[mcp.x]\ncommand = [\"x\"]\nenv = { A = 1 }\n", 3, "`env` must be a table"),
-    ("store = 5\n", 1, "`store` must be a path"),
-    ('[models.default]\nprovider = "http://x"\nbase_url = "http://x/v1"\nmodel = "m"\n', 2, "not supported"),
-    ('[tools.x]\nprovider = "python:m:f"\nparams = { key = {} }\nidempotency_key = "key"\n', 3,
-     "cannot be one of the `params` a plan gives too"),
-    ('[tools.x]\nprovider = "python:m:f"\nparams = {}\nidempotency_key = 5\n', 4, "must name a parameter"),
-    ('[tools.x]\nprovider = "http://x"\nidempotency_key = "key"\n', 3, "`idempotency_keys = true`"),
-    ('[mcp.x]\ncommand = ["x"]\nidempotency_keys = "yes"\n', 3, "`idempotency_keys` must be true or false"),
-])
+@pytest.mark.parametrize(
+    "toml, line, words",
+    [
+        ("[tools.x\n", 1, "not valid TOML"),
+        ("[tools.map]\n", 1, "reserved"),
+        ('[tools.x]\nparams = { a = { type = "string" } }\npipe = "b"\n', 3, "names no parameter"),
+        ('[tools.x]\nparams = { a = { type = "strin" } }\n', 2, "not a valid JSON Schema"),
+        ("[tools.x]\nfoo = 1\n", 2, "unknown key `foo`"),
+        ('[tools.x]\nrequired = ["a"]\n', 2, "names no parameter"),
+        ('[tools.x]\neffects = { read_only = "yes" }\n', 2, "true or false"),
+        ('[mcp.x]\ncommand = ["x"]\n[tools.x__y]\n', 3, "the MCP server `x`'s"),
+        ("[tools.plan__y]\n", 1, "declared plans"),
+        ('[plans.x__y]\nfile = "x.plan"\n', 1, "`__`"),
+        ('[mcp.git]\ncommand = "mcp-server-git"\n', 2, "list of strings"),
+        ("colour = 1\n", 1, "unknown key `colour`"),
+        ('\npolcy = "p.cedar"\n[tools.x]\n', 2, "did you mean `policy`?"),
+        ("[tools.x]\n[modles.default]\n", 2, "did you mean `models`?"),
+        ('[mcp.x]\ncommand = ["x"]\nenv = { A = 1 }\n', 3, "`env` must be a table"),
+        ("store = 5\n", 1, "`store` must be a path"),
+        ('[models.default]\nprovider = "http://x"\nbase_url = "http://x/v1"\nmodel = "m"\n', 2, "not supported"),
+        (
+            '[tools.x]\nprovider = "python:m:f"\nparams = { key = {} }\nidempotency_key = "key"\n',
+            3,
+            "cannot be one of the `params` a plan gives too",
+        ),
+        ('[tools.x]\nprovider = "python:m:f"\nparams = {}\nidempotency_key = 5\n', 4, "must name a parameter"),
+        ('[tools.x]\nprovider = "http://x"\nidempotency_key = "key"\n', 3, "`idempotency_keys = true`"),
+        ('[mcp.x]\ncommand = ["x"]\nidempotency_keys = "yes"\n', 3, "`idempotency_keys` must be true or false"),
+    ],
+)
 def test_a_malformed_planc_toml_says_where_and_what(toml, line, words):
     with pytest.raises(ConfigError) as error:
         registry_from_text(toml, Path("planc.toml"))
@@ -156,13 +169,16 @@ def test_registry_list_shows_tools_and_effects(tmp_path):
 
 def test_plans_that_call_each_other_in_a_cycle(tmp_path):
     (tmp_path / "plans").mkdir()
-    (tmp_path / "planc.toml").write_text(textwrap.dedent('''
+    (tmp_path / "planc.toml").write_text(
+        textwrap.dedent("""
         [plans.a]
         file = "plans/a.plan"
         [plans.b]
         file = "plans/b.plan"
         params = { limit = { type = "integer", default = 5 } }
-    '''), encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
     (tmp_path / "plans" / "a.plan").write_text("plan__b(limit: 3)\n", encoding="utf-8")
     (tmp_path / "plans" / "b.plan").write_text("plan__a()\n", encoding="utf-8")
     registry = load_registry(tmp_path / "planc.toml")
@@ -176,25 +192,28 @@ def test_plans_that_call_each_other_in_a_cycle(tmp_path):
 
 def test_a_declared_plans_params_type_its_args(tmp_path):
     (tmp_path / "plans").mkdir()
-    (tmp_path / "planc.toml").write_text(TOML + '\n[plans.triage]\nfile = "plans/triage.plan"\n'
-                                         'params = { limit = { type = "integer", default = 20 } }\n', encoding="utf-8")
+    (tmp_path / "planc.toml").write_text(
+        TOML + '\n[plans.triage]\nfile = "plans/triage.plan"\nparams = { limit = { type = "integer", default = 20 } }\n',
+        encoding="utf-8",
+    )
     plan = tmp_path / "plans" / "triage.plan"
-    plan.write_text('search(query: "x", limit: $args.limit)\nsearch(query: $args.limit)\nsearch(query: "{$args.lim}")\n',
-                    encoding="utf-8")
+    plan.write_text(
+        'search(query: "x", limit: $args.limit)\nsearch(query: $args.limit)\nsearch(query: "{$args.lim}")\n', encoding="utf-8"
+    )
     result = invoke("check", "--format", "line", "--config", str(tmp_path / "planc.toml"), str(plan))
     errors = [line for line in result.output.splitlines() if ": E" in line]
     assert [line.split(": ")[1].split()[0] for line in errors] == ["E300", "E301"]
     assert ":2:15:" in errors[0] and ":3:22:" in errors[1]
 
 
-SPY = '''
+SPY = """
 import os
 
 def append(text: str) -> str:
     with open(os.environ["PLANC_TEST_SPY"], "a", encoding="utf-8") as file:
         file.write(text + "\\n")
     return text
-'''
+"""
 
 
 @pytest.mark.parametrize("command", ["check", "run"])
@@ -203,7 +222,8 @@ def test_a_bad_models_table_is_refused_before_any_step(tmp_path, monkeypatch, co
     even when the plan reaches an `agent` only after an effectful step."""
     module = f"spy_{tmp_path.name.replace('-', '_')}"
     (tmp_path / f"{module}.py").write_text(SPY, encoding="utf-8")
-    (tmp_path / "planc.toml").write_text(textwrap.dedent(f'''
+    (tmp_path / "planc.toml").write_text(
+        textwrap.dedent(f"""
         [tools.append]
         provider = "python:{module}:append"
         params = {{ text = {{ type = "string" }} }}
@@ -212,9 +232,12 @@ def test_a_bad_models_table_is_refused_before_any_step(tmp_path, monkeypatch, co
         [models.default]
         base_url = 5
         model = "m"
-    '''), encoding="utf-8")
-    (tmp_path / "p.plan").write_text('append(text: "first")\nagent(prompt: "go", output_schema: {type: "object"})\n',
-                                     encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
+    (tmp_path / "p.plan").write_text(
+        'append(text: "first")\nagent(prompt: "go", output_schema: {type: "object"})\n', encoding="utf-8"
+    )
     spy = tmp_path / "spy.log"
     monkeypatch.setenv("PLANC_TEST_SPY", str(spy))
     monkeypatch.chdir(tmp_path)
@@ -228,6 +251,5 @@ def test_a_bad_models_table_is_refused_before_any_step(tmp_path, monkeypatch, co
 
 def test_a_tool_name_with_a_double_underscore_is_allowed_when_no_server_owns_it():
     """Plans written for graph-style registries call tools like `builtin__git_diff`."""
-    registry = registry_from_text('[tools.builtin__git_diff]\nparams = { path = { type = "string" } }\n',
-                                  Path("planc.toml"))
+    registry = registry_from_text('[tools.builtin__git_diff]\nparams = { path = { type = "string" } }\n', Path("planc.toml"))
     assert planc.check('builtin__git_diff(path: "a.py")', registry=registry).diagnostics == ()

@@ -107,7 +107,13 @@ def expected(run: dict) -> tuple[int, str, str]:
 # and may end the other way. tests/test_attacks.py's property makes such runs. docs/reliability.md says so.
 RACING_EXIT = re.compile(r"map\([^\n]*concurrency: *([2-9]|\d\d+)[^\n]*\bexit\(")
 
-EXIT_STATUS = {0: "ok", 1: "failed", 3: "awaiting_approval", 4: "error", 130: "interrupted"}  # what a run's exit code says it ended as
+EXIT_STATUS = {
+    0: "ok",
+    1: "failed",
+    3: "awaiting_approval",
+    4: "error",
+    130: "interrupted",
+}  # what a run's exit code says it ended as
 
 
 def printed_as_recorded(run: dict, printed: dict) -> bool:
@@ -181,12 +187,13 @@ def test_every_recorded_run_replays_without_calling_anything(request, tmp_path_f
             tallies = list(pool.map(replay_store, found))
     else:
         tallies = [replay_store(store) for store in found]
-    replayed, seen, racing = (sum(t.replayed for t in tallies), sum(t.seen for t in tallies),
-                              sum(t.racing for t in tallies))
+    replayed, seen, racing = (sum(t.replayed for t in tallies), sum(t.seen for t in tallies), sum(t.racing for t in tallies))
     kinds = set().union(*(t.kinds for t in tallies))
     older = [run for t in tallies for run in t.older]
-    print(f"replayed {replayed} runs ({', '.join(sorted(kinds))} calls), {seen} of them compared with what they "
-          f"printed; {len(older)} recorded without their files; {racing} with an exit racing in a map, not compared")
+    print(
+        f"replayed {replayed} runs ({', '.join(sorted(kinds))} calls), {seen} of them compared with what they "
+        f"printed; {len(older)} recorded without their files; {racing} with an exit racing in a map, not compared"
+    )
     if not replayed:
         pytest.skip("no run was recorded in this session (run the whole suite)")
     assert "model" in kinds  # the session's runs include model inferences, and they replayed too

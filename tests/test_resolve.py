@@ -27,11 +27,13 @@ def targets(text: str) -> dict[str, str]:
     """`$name` as written -> the path of the step it reads (or `args`)."""
     plan, resolution, found = resolved(text)
     assert found == [], [(d.code, d.message) for d in found]
-    return {f"${ref.name.text}": (value if value == ARGS else resolution.paths[value])
-            for ref, value in resolution.targets.items()}
+    return {
+        f"${ref.name.text}": (value if value == ARGS else resolution.paths[value]) for ref, value in resolution.targets.items()
+    }
 
 
 # --- numbered and labelled references at the top level ------------------------------------
+
 
 def test_numbered_references_count_steps_across_pipelines():
     assert targets("a() |> b()\nc(x: $1, y: $2)\nd(z: $3)") == {"$1": "1", "$2": "2", "$3": "3"}
@@ -93,6 +95,7 @@ def test_a_reference_reports_its_own_span_and_step_path():
 
 # --- labels: unique, and local to their block ---------------------------------------------
 
+
 def test_duplicate_labels_anywhere_in_the_plan():
     assert codes("h = a()\nh = b()") == [("E205", 2, 1, "h")]
     assert codes("h = a()\nmap(over: [], do: { h = b() })") == [("E205", 2, 21, "h")]
@@ -138,6 +141,7 @@ def test_order_inside_a_block_is_checked_against_the_block_steps():
 
 # --- bare words and bound names -----------------------------------------------------------
 
+
 def test_a_bare_word_is_a_string_that_lost_its_quotes():
     text = 'search(query: "x") |> summarize(style: bullets.short)'
     (diagnostic,) = resolved(text)[2]
@@ -147,8 +151,9 @@ def test_a_bare_word_is_a_string_that_lost_its_quotes():
     assert (diagnostic.fix.span.text(text), diagnostic.fix.replacement) == ("bullets.short", '"bullets.short"')
 
 
-@pytest.mark.parametrize("text", ["a(x: [ok])", "a(x: {k: ok})", "a(x: not ok)", "decide(when: ok, then: { b() })",
-                                  "exit(when: ok)"])
+@pytest.mark.parametrize(
+    "text", ["a(x: [ok])", "a(x: {k: ok})", "a(x: not ok)", "decide(when: ok, then: { b() })", "exit(when: ok)"]
+)
 def test_bare_words_outside_a_filter_condition_or_block(text):
     assert [code for code, *_ in codes(text)] == ["E206"]
 
@@ -159,7 +164,7 @@ def test_bare_names_in_a_filter_condition_are_fields_of_the_item():
 
 def test_item_and_index_are_bound_in_blocks_and_infer():
     assert codes("a() |> map(do: { b(x: item.id, i: index) })") == []
-    assert codes('a() |> filter(do: { b(x: item) })') == []
+    assert codes("a() |> filter(do: { b(x: item) })") == []
     assert codes('a() |> filter(infer: "is {item.title} ({index}) urgent?")') == []
 
 
@@ -173,14 +178,17 @@ def test_accumulator_is_bound_only_in_reduce():
     assert codes("a() |> reduce(do: { b() |> map(do: { c(x: accumulator, y: item) }) })") == []
 
 
-@pytest.mark.parametrize("text, name", [
-    ("a(x: item)", "item"),
-    ("a(x: index)", "index"),
-    ("a(x: accumulator.total)", "accumulator"),
-    ('a(x: "Title: {item.title}")', "item"),
-    ("decide(when: $args.go, then: { b(x: item) })", "item"),
-    ("a() |> map(do: { b() }, concurrency: item)", "item"),
-])
+@pytest.mark.parametrize(
+    "text, name",
+    [
+        ("a(x: item)", "item"),
+        ("a(x: index)", "index"),
+        ("a(x: accumulator.total)", "accumulator"),
+        ('a(x: "Title: {item.title}")', "item"),
+        ("decide(when: $args.go, then: { b(x: item) })", "item"),
+        ("a() |> map(do: { b() }, concurrency: item)", "item"),
+    ],
+)
 def test_bindings_outside_a_block_that_binds_them(text, name):
     (diagnostic,) = resolved(text)[2]
     assert diagnostic.code == "E207"
@@ -195,16 +203,13 @@ def test_a_hole_naming_accumulator_in_a_filter_condition():
 
 # --- everything at once -------------------------------------------------------------------
 
+
 def test_every_problem_is_reported_in_one_run_in_text_order():
-    text = ("h = a(x: $2)\n"
-            "h = b(style: bullets, n: $0)\n"
-            "c(x: item, y: $nope)\n")
+    text = "h = a(x: $2)\nh = b(style: bullets, n: $0)\nc(x: item, y: $nope)\n"
     assert [code for code, *_ in codes(text)] == ["E203", "E205", "E206", "E204", "E207", "E204"]
 
 
 def test_step_paths_of_blocks_and_branches():
-    plan, resolution, _ = resolved("a()\ndecide(when: $1.ok, then: { b() |> c() }, else: { d() })\n"
-                                   "map(do: [{ e() }, { f() }])")
-    assert sorted(resolution.paths.values()) == sorted(
-        ["1", "2", "2/then.1", "2/then.2", "2/else.1", "3", "3/do.1", "3/do2.1"])
+    plan, resolution, _ = resolved("a()\ndecide(when: $1.ok, then: { b() |> c() }, else: { d() })\nmap(do: [{ e() }, { f() }])")
+    assert sorted(resolution.paths.values()) == sorted(["1", "2", "2/then.1", "2/then.2", "2/else.1", "3", "3/do.1", "3/do2.1"])
     assert all(isinstance(step, ast.Step) for step in resolution.paths)

@@ -110,7 +110,7 @@ def stall(text):
     return {"sent": text}
 '''
 
-TOML = '''
+TOML = """
 [tools.read]
 provider = "python:{module}:read"
 params = {{ n = {{ type = "integer" }} }}
@@ -143,20 +143,23 @@ params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 effects = {{ idempotent = true }}
 timeout_s = 1
-'''
+"""
 
-PLAN = '''read(n: 6)
+PLAN = """read(n: 6)
 map(over: $1, do: { send(text: item) })
 read(n: 2)
 reshape(value: {sent: $2, more: $3})
-'''
+"""
 
 KEYED_PLAN = PLAN.replace("send(", "send_keyed(")
 
 CALLS = ["read 6"] + [f"send m{i}" for i in range(6)] + ["read 2"]  # what the run's calls say, in order
-POINTS = ([("recorded", 0)] + [("before", n) for n in range(1, len(CALLS) + 1)]
-          + [("during", n) for n, call in enumerate(CALLS, 1) if call.startswith("send")]
-          + [("after", n) for n in range(1, len(CALLS))])  # after the last call the run ends by itself
+POINTS = (
+    [("recorded", 0)]
+    + [("before", n) for n in range(1, len(CALLS) + 1)]
+    + [("during", n) for n, call in enumerate(CALLS, 1) if call.startswith("send")]
+    + [("after", n) for n in range(1, len(CALLS))]
+)  # after the last call the run ends by itself
 # Runs stopped a test: every point once, then points drawn at random up to 50 under the ci hypothesis
 # profile (tests/profiles.py); under the quick dev one, every point once.
 KILLS = max(len(POINTS), examples(50))
@@ -180,19 +183,25 @@ def rows(store: Path, sql: str) -> list[tuple]:
 def finished_calls(store: Path) -> list[tuple]:
     """The calls whose result is recorded."""
     with opened(store) as db:
-        return db.execute("SELECT sequence, step, tool, input, output FROM calls "
-                          "WHERE outcome = 'ok' ORDER BY sequence").fetchall()
+        return db.execute(
+            "SELECT sequence, step, tool, input, output FROM calls WHERE outcome = 'ok' ORDER BY sequence"
+        ).fetchall()
 
 
 class Run:
     """`planc run p.plan` as a process of its own, its tools held at the test's gate."""
 
-    def __init__(self, forks, folder: Path, store: Path, sent: Path, name: str, plan: str = "p.plan",
-                 keys: Path | None = None) -> None:
+    def __init__(
+        self, forks, folder: Path, store: Path, sent: Path, name: str, plan: str = "p.plan", keys: Path | None = None
+    ) -> None:
         self.store, self.err = store, folder / f"{name}.err"
         self.listener = socket.create_server(("127.0.0.1", 0))
-        env = {**os.environ, "PLANC_TEST_SENT": str(sent), "PLANC_TEST_KEYS": str(keys or os.devnull),
-               "PLANC_TEST_GATE": "127.0.0.1:%d" % self.listener.getsockname()[1]}
+        env = {
+            **os.environ,
+            "PLANC_TEST_SENT": str(sent),
+            "PLANC_TEST_KEYS": str(keys or os.devnull),
+            "PLANC_TEST_GATE": "127.0.0.1:%d" % self.listener.getsockname()[1],
+        }
         env.pop("PLANC_STORE", None)
         self.process = forks.start("run", "--store", store, plan, cwd=folder, env=env, stderr=self.err)
         self.calls = []  # each call's line to its tool
@@ -213,8 +222,9 @@ class Run:
 
     def next_call(self, expected: str):
         """The next call's tool, connected and saying `expected`."""
-        self.wait_until(f"call {expected!r}", lambda: select.select([self.listener], [], [], POLL_S)[0],
-                        pause=lambda: None)  # the select waits, and wakes on the connection
+        self.wait_until(
+            f"call {expected!r}", lambda: select.select([self.listener], [], [], POLL_S)[0], pause=lambda: None
+        )  # the select waits, and wakes on the connection
         connection, _ = self.listener.accept()
         connection.settimeout(HANG_GUARD_S)
         line = connection.makefile("rw", encoding="utf-8", newline="\n")
@@ -250,8 +260,10 @@ class Run:
                     return
             self.go(line)
         assert kind == "after"
-        self.wait_until(f"the result row of call {n}", lambda: rows(
-            self.store, f"SELECT 1 FROM calls WHERE sequence = {n} AND finished_at IS NOT NULL"))
+        self.wait_until(
+            f"the result row of call {n}",
+            lambda: rows(self.store, f"SELECT 1 FROM calls WHERE sequence = {n} AND finished_at IS NOT NULL"),
+        )
 
     def stop(self, how: str) -> int:
         """Kill the run (SIGKILL) or interrupt it (SIGINT, and it ends by itself); its exit status."""
@@ -306,9 +318,8 @@ def attempt_once(forks, tmp_path: Path, attempt: int, point: tuple[str, int], la
     where = f"attempt {attempt}, {how} at {point}"
     with opened(store) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
-        (run_id, status), = db.execute("SELECT id, status FROM runs").fetchall()
-        open_calls = db.execute("SELECT sequence, tool FROM calls WHERE outcome IS NULL OR outcome = 'unknown'"
-                                ).fetchall()
+        ((run_id, status),) = db.execute("SELECT id, status FROM runs").fetchall()
+        open_calls = db.execute("SELECT sequence, tool FROM calls WHERE outcome IS NULL OR outcome = 'unknown'").fetchall()
         unrecorded = db.execute("SELECT COUNT(*) FROM calls WHERE outcome IS NULL").fetchone()[0]
     if how == "SIGKILL":  # the run was held mid-run: it cannot have finished
         assert status == "running", where
@@ -326,8 +337,9 @@ def attempt_once(forks, tmp_path: Path, attempt: int, point: tuple[str, int], la
     landed[kind] += 1
     unknown = any(tool == "send" for _, tool in open_calls)  # started, never finished, not idempotent
 
-    resumed = invoke("resume", run_id, "--store", store,
-                     env={"PLANC_TEST_SENT": str(sent), "PLANC_TEST_GATE": None, "PLANC_STORE": None})
+    resumed = invoke(
+        "resume", run_id, "--store", store, env={"PLANC_TEST_SENT": str(sent), "PLANC_TEST_GATE": None, "PLANC_STORE": None}
+    )
     with opened(store) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
     after = finished_calls(store)
@@ -369,22 +381,29 @@ def attempt_keyed(forks, tmp_path: Path, attempt: int, point: tuple[str, int], l
     where = f"attempt {attempt}, SIGKILL at {point}"
     with opened(store) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
-        (run_id, status), = db.execute("SELECT id, status FROM runs").fetchall()
-        unfinished = {key for key, in db.execute("SELECT idempotency_key FROM calls "
-                                                 "WHERE tool = 'send_keyed' AND outcome IS NULL")}
+        ((run_id, status),) = db.execute("SELECT id, status FROM runs").fetchall()
+        unfinished = {
+            key for (key,) in db.execute("SELECT idempotency_key FROM calls WHERE tool = 'send_keyed' AND outcome IS NULL")
+        }
     assert status == "running", where
     acknowledged = finished_calls(store)
     landed[point[0]] += 1
 
-    resumed = invoke("resume", run_id, "--store", store, env={
-        "PLANC_TEST_SENT": str(sent), "PLANC_TEST_KEYS": str(keys), "PLANC_TEST_GATE": None, "PLANC_STORE": None})
+    resumed = invoke(
+        "resume",
+        run_id,
+        "--store",
+        store,
+        env={"PLANC_TEST_SENT": str(sent), "PLANC_TEST_KEYS": str(keys), "PLANC_TEST_GATE": None, "PLANC_STORE": None},
+    )
     assert resumed.exit_code == 0, f"{where}: {resumed.output}"  # never "outcome unknown"
     assert "Traceback" not in resumed.output and '"more"' in resumed.stdout, where
     assert all(call in finished_calls(store) for call in acknowledged), f"{where}: an acknowledged call was lost"
     with opened(store) as db:
         assert db.execute("SELECT status FROM runs").fetchone()[0] == "ok", where
-        rows = db.execute("SELECT step, input, idempotency_key, outcome FROM calls WHERE tool = 'send_keyed' "
-                          "ORDER BY sequence").fetchall()
+        rows = db.execute(
+            "SELECT step, input, idempotency_key, outcome FROM calls WHERE tool = 'send_keyed' ORDER BY sequence"
+        ).fetchall()
     expected = [(f"2/do.1[{i}]", {"text": f"m{i}"}) for i in range(6)]
     assert [(step, json.loads(given)) for step, given, _, _ in rows] == expected, where  # one row each
     row_keys = [key for _, _, key, _ in rows]
@@ -415,13 +434,14 @@ def test_a_call_that_hangs_past_its_timeout_ends_the_run_and_resumes_as_any_unkn
     assert code == 1 and "Traceback" not in err, err
     assert err.splitlines()[-1].startswith(f"error: step 2: `{tool}` failed: CallTimedOut: no result within 1 s")
     with opened(store) as db:
-        (run_id, status), = db.execute("SELECT id, status FROM runs").fetchall()
+        ((run_id, status),) = db.execute("SELECT id, status FROM runs").fetchall()
         rows = db.execute("SELECT tool, outcome FROM calls ORDER BY sequence").fetchall()
     assert status == "failed" and rows == [("read", "ok"), (tool, "unknown")]
     assert not sent.exists()
 
-    resumed = invoke("resume", run_id, "--store", store,
-                     env={"PLANC_TEST_SENT": str(sent), "PLANC_TEST_GATE": None, "PLANC_STORE": None})
+    resumed = invoke(
+        "resume", run_id, "--store", store, env={"PLANC_TEST_SENT": str(sent), "PLANC_TEST_GATE": None, "PLANC_STORE": None}
+    )
     assert "Traceback" not in resumed.output
     if idempotent:  # made again, once, and the run goes on to its end
         assert resumed.exit_code == 0, resumed.output

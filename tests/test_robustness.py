@@ -40,7 +40,7 @@ BIG = 100_000
 SEEDS = [
     'search(query: "outage OR degraded", limit: 50)\n'
     '  |> filter(where: severity >= 2 and status != "resolved")\n'
-    '  |> map(concurrency: 4, do: { get_incident(id: item.id) })\n'
+    "  |> map(concurrency: 4, do: { get_incident(id: item.id) })\n"
     '  |> summarize(style: "bullets", title: "Open sev2+ incidents")\n'
     "\n"
     "# Page someone when there are many.\n"
@@ -51,15 +51,38 @@ SEEDS = [
     "reduce(over: $hits, initial: 0, do: {\n"
     "  total = add(a: accumulator, b: item.count) // running sum\n"
     '  log(text: "\\u00e9 {$total} \\{literal} {index}")\n'
-    "}); exit(when: not ($1.length > 0 or $args.force), status: \"error\")\n",
+    '}); exit(when: not ($1.length > 0 or $args.force), status: "error")\n',
     'a(x: """line one\n{$args.x} line "two"\n""") |> b(y: [$1[0].a, {c: [1, 2, 3]}])\n',
-    "Sure! Here is the plan:\n\n```plan\nsearch(query: \"x\") |> summarize(style: \"bullets\")\n```\n\nLet me know.\n",
-    "I will first search.\nsearch(query: \"x\", limit: 5)\n  |> summarize()\nThat should do it.\n",
+    'Sure! Here is the plan:\n\n```plan\nsearch(query: "x") |> summarize(style: "bullets")\n```\n\nLet me know.\n',
+    'I will first search.\nsearch(query: "x", limit: 5)\n  |> summarize()\nThat should do it.\n',
     "search('x') |> summarize(style: bullets, style: \"b\")\n$3 = a(x: $9)\nargs = b(q = 1 y: 2)\n",
 ]
 PUNCTUATION = list("()[]{},:;$.\"'\\|>=<!&#/-+*@`~_0") + [
-    "|>", '"""', "\n", " ", "\t", "not ", " and ", " or ", "==", " contains ", "{$1}", "{item}",
-    "é", "😀", "\u2028", "\r", "\x00", "\ufeff", "```", "//", "$args.", "x = ", "a(", ")", "{ b() }",
+    "|>",
+    '"""',
+    "\n",
+    " ",
+    "\t",
+    "not ",
+    " and ",
+    " or ",
+    "==",
+    " contains ",
+    "{$1}",
+    "{item}",
+    "é",
+    "😀",
+    "\u2028",
+    "\r",
+    "\x00",
+    "\ufeff",
+    "```",
+    "//",
+    "$args.",
+    "x = ",
+    "a(",
+    ")",
+    "{ b() }",
 ]
 
 
@@ -264,8 +287,10 @@ def test_a_100_kb_unterminated_string_over_many_lines():
 
 def test_100_kb_of_random_unicode():
     rng = random.Random(7)
-    text = "".join(chr(rng.choice([rng.randrange(0x20, 0x7F), rng.randrange(0xA0, 0xD800),
-                                  rng.randrange(0xE000, 0x110000)])) for _ in range(BIG))
+    text = "".join(
+        chr(rng.choice([rng.randrange(0x20, 0x7F), rng.randrange(0xA0, 0xD800), rng.randrange(0xE000, 0x110000)]))
+        for _ in range(BIG)
+    )
     assert_sound(text)
 
 
@@ -274,35 +299,46 @@ def test_many_independent_errors_in_one_input():
     assert len([d for d in assert_sound(text).diagnostics if d.code == "E100"]) == 500
 
 
-@pytest.mark.parametrize("text", [
-    "a(x: " + "1" * 5000 + ")",
-    "a(x: $" + "1" * 5000 + ")",
-    "a()\nb(x: $1[" + "1" * 5000 + "])",
-    'a()\nb(x: "{$1[' + "1" * 5000 + ']}")',
-    "a(x: 0" + "1" * 5000 + ")",
-    "a(x: 01e400)",
-], ids=["number", "step-number", "index", "hole-index", "leading-zero", "leading-zero-float"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a(x: " + "1" * 5000 + ")",
+        "a(x: $" + "1" * 5000 + ")",
+        "a()\nb(x: $1[" + "1" * 5000 + "])",
+        'a()\nb(x: "{$1[' + "1" * 5000 + ']}")',
+        "a(x: 0" + "1" * 5000 + ")",
+        "a(x: 01e400)",
+    ],
+    ids=["number", "step-number", "index", "hole-index", "leading-zero", "leading-zero-float"],
+)
 def test_numbers_with_thousands_of_digits(text):
     assert_sound(text)
 
 
-@pytest.mark.parametrize("text", ["a(x: \u0663)", "a(x: \u00b2)", "a()\nb(x: $1[\u00b9])", "a(x: $\u00b2)"],
-                         ids=["arabic-indic-digit", "superscript-two", "superscript-index", "superscript-ref"])
+@pytest.mark.parametrize(
+    "text",
+    ["a(x: \u0663)", "a(x: \u00b2)", "a()\nb(x: $1[\u00b9])", "a(x: $\u00b2)"],
+    ids=["arabic-indic-digit", "superscript-two", "superscript-index", "superscript-ref"],
+)
 def test_non_ascii_digits(text):
     assert_sound(text)
 
 
-@pytest.mark.parametrize("text", ["a(x: 'q\"\\q')", "a(x: '\"\"\"\"\\q", "a(x: 'a\"\\\n')"])
+@pytest.mark.parametrize("text", ["a(x: 'q\"\\q')", 'a(x: \'""""\\q', "a(x: 'a\"\\\n')"])
 def test_escape_errors_inside_single_quoted_strings_point_at_the_escape(text):
     assert_sound(text)
     (escape,) = [d for d in planc.check(text).diagnostics if d.message.startswith("invalid escape")]
     assert escape.span.text(text).startswith("\\")
 
 
-@pytest.mark.parametrize("text, count, message", [
-    ("a(" + " ".join(f"x{i}: 1" for i in range(10_000)) + ")", 9_999, "expected `,` or `)` after the argument"),
-    ("a(x: 1\n" * 12_000, 12_000, "this `(` is never closed"),
-], ids=["missing-commas", "unclosed-steps"])
+@pytest.mark.parametrize(
+    "text, count, message",
+    [
+        ("a(" + " ".join(f"x{i}: 1" for i in range(10_000)) + ")", 9_999, "expected `,` or `)` after the argument"),
+        ("a(x: 1\n" * 12_000, 12_000, "this `(` is never closed"),
+    ],
+    ids=["missing-commas", "unclosed-steps"],
+)
 def test_error_recovery_on_100_kb_reports_every_error(text, count, message):
     diagnostics = planc.check(text).diagnostics
     assert len(diagnostics) == count  # one for each missing comma, one for each unclosed step

@@ -130,8 +130,13 @@ def _blocks_only_as_arguments(node) -> bool:
         return _blocks_only_as_arguments(node.value.pipelines if isinstance(node.value, ast.Block) else node.value)
     if isinstance(node, ast.Block):
         return False
-    children = node if isinstance(node, tuple) else [getattr(node, field.name) for field in attrs.fields(type(node))
-                                                     if field.name != "span"] if attrs.has(type(node)) else []
+    children = (
+        node
+        if isinstance(node, tuple)
+        else [getattr(node, field.name) for field in attrs.fields(type(node)) if field.name != "span"]
+        if attrs.has(type(node))
+        else []
+    )
     return all(_blocks_only_as_arguments(child) for child in children)
 
 
@@ -155,8 +160,7 @@ def test_printing_at_any_width_gives_back_the_tree_and_is_idempotent(tree, width
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(st.one_of(st.integers(-(10**40), 10**40), st.floats(allow_nan=False, allow_infinity=False),
-                 st.booleans(), st.none()))
+@given(st.one_of(st.integers(-(10**40), 10**40), st.floats(allow_nan=False, allow_infinity=False), st.booleans(), st.none()))
 def test_literals_keep_their_value_and_type(value):
     (step,) = _parse_ok(print_plan(_plan_of(ast.Literal(value, SPAN)))).pipelines[0].steps
     parsed = step.args[0].value.value
@@ -166,16 +170,19 @@ def test_literals_keep_their_value_and_type(value):
         assert math.copysign(1.0, parsed) == math.copysign(1.0, value)
 
 
-@pytest.mark.parametrize("text", [
-    'He said "hi" \\ then {$1} and \\{$1} and {{E0.x}}',
-    "line one\nline two\ttabbed\r\n",
-    "{item.id}{index}{accumulator.total}",
-    "{",
-    "}{",
-    "\\",
-    "",
-    "日本語 😀 \u2028 \x00",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'He said "hi" \\ then {$1} and \\{$1} and {{E0.x}}',
+        "line one\nline two\ttabbed\r\n",
+        "{item.id}{index}{accumulator.total}",
+        "{",
+        "}{",
+        "\\",
+        "",
+        "日本語 😀 \u2028 \x00",
+    ],
+)
 def test_string_values_survive_printing(text):
     (step,) = _parse_ok(print_plan(_plan_of(ast.String((text,), SPAN)))).pipelines[0].steps
     assert step.args[0].value.parts == (text,)

@@ -16,7 +16,7 @@ from planc.backend.run.interpreter import run_plan
 from planc.backend.state.values import RunError
 from planc.registry import load_registry
 
-TOOLS = '''
+TOOLS = """
 import asyncio, json, os
 LOG = os.environ["PLANC_TEST_CALLS"]
 
@@ -45,9 +45,9 @@ def broken(x):
 def fails(x):
     _called("fails", x=x)
     raise ValueError("no such thing")
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.search]
 provider = "python:{module}:search"
 params = {{ query = {{ type = "string" }}, limit = {{ type = "integer", minimum = 1, default = 3 }} }}
@@ -77,7 +77,7 @@ effects = {{ read_only = true }}
 [tools.fails]
 provider = "python:{module}:fails"
 params = {{ x = {{ type = "integer" }} }}
-'''
+"""
 
 
 @pytest.fixture
@@ -97,12 +97,12 @@ def run(project, text, *args):
     return invoke("run", "p.plan", *args)
 
 
-PIPELINE = '''search(query: "disk", limit: $args.n)
+PIPELINE = """search(query: "disk", limit: $args.n)
   |> filter(where: severity >= 2 and status == "open")
   |> map(concurrency: 3, do: { get(id: item.id) })
 decide(when: $3.length > 0, then: { notify(channel: "#ops", text: "found {$3.length}: {$3[0].text}") })
 reshape(value: {found: $3, count: $3.length, sent: $4})
-'''
+"""
 
 
 def test_a_pipeline_runs_end_to_end(project):
@@ -194,11 +194,14 @@ def test_the_policy_is_asked_again_with_the_real_values(project):
 
     from planc.passes.policy.load import policy_from_text
 
-    policy = policy_from_text('''
+    policy = policy_from_text(
+        """
         @id("allow") permit(principal, action, resource);
         @id("ops-only") forbid(principal, action, resource == Tool::"notify")
           when { context.args has channel && context.args.channel != "#ops" };
-    ''', Path("p.cedar"))
+    """,
+        Path("p.cedar"),
+    )
     checked, registry = check(project, 'search(query: "x", limit: 1)\nnotify(channel: "#{$1[0].status}", text: "hi")')
     assert checked.ok  # the channel is only known at run time
     with pytest.raises(RunError, match="ops-only"):
@@ -208,7 +211,9 @@ def test_the_policy_is_asked_again_with_the_real_values(project):
 
 from model_server import model_server  # noqa: E402,F401  (the loopback model server fixture)
 
-SCHEMA = '{type: "object", properties: {severity: {type: "string"}, summary: {type: "string"}}, required: ["severity", "summary"]}'
+SCHEMA = (
+    '{type: "object", properties: {severity: {type: "string"}, summary: {type: "string"}}, required: ["severity", "summary"]}'
+)
 
 
 def with_models(project, server):
@@ -220,13 +225,18 @@ def with_models(project, server):
 def test_an_agent_calls_its_tools_through_the_same_dispatch(project, model_server):
     registry = with_models(project, model_server)
     model_server.play("tool_call_search", "answer_triage")
-    checked = planc.check(f'agent(prompt: "Triage the disk alerts", output_schema: {SCHEMA}, tools: ["search"])',
-                          registry=registry)
+    checked = planc.check(
+        f'agent(prompt: "Triage the disk alerts", output_schema: {SCHEMA}, tools: ["search"])', registry=registry
+    )
     assert checked.ok, checked.diagnostics
     events = []
     result = asyncio.run(run_plan(checked, registry=registry, hooks=Hooks(events=events.append)))
-    assert result.value == {"output": {"severity": "high", "summary": "Disk full on db-1"}, "iterations": 2,
-                            "tools_called": [{"tool": "search", "round": 1}], "final": True}
+    assert result.value == {
+        "output": {"severity": "high", "summary": "Disk full on db-1"},
+        "iterations": 2,
+        "tools_called": [{"tool": "search", "round": 1}],
+        "final": True,
+    }
     assert calls(project) == [{"tool": "search", "query": "disk full", "limit": 3}]
     assert [e["step"] for e in events if e["event"] == "tool_started"] == ["1/agent.1/search"]
     offered = [tool["function"]["name"] for tool in model_server.bodies()[0]["tools"]]
@@ -236,8 +246,7 @@ def test_an_agent_calls_its_tools_through_the_same_dispatch(project, model_serve
 def test_filter_infer_asks_the_judge_per_item(project, model_server):
     registry = with_models(project, model_server)
     model_server.play("answer_yes", "answer_no", "answer_yes")
-    checked = planc.check('search(query: "disk", limit: 3) |> filter(infer: "Is {item.title} urgent?")',
-                          registry=registry)
+    checked = planc.check('search(query: "disk", limit: 3) |> filter(infer: "Is {item.title} urgent?")', registry=registry)
     result = asyncio.run(run_plan(checked, registry=registry))
     assert [item["id"] for item in result.value] == ["I0", "I2"]
     questions = [body["messages"][-1]["content"] for body in model_server.bodies()]
@@ -288,12 +297,14 @@ def snooze(s):
 def test_a_tool_that_takes_longer_than_its_timeout_fails_the_step(project, monkeypatch):
     (project / "slowtools.py").write_text(SLOW_TOOLS)
     toml = project / "planc.toml"
-    toml.write_text(toml.read_text() + '\n[tools.nap]\nprovider = "python:slowtools:nap"\n'
-                    'params = { s = { type = "number" } }\ntimeout_s = 0.05\n'
-                    '\n[tools.snooze]\nprovider = "python:slowtools:snooze"\n'
-                    'params = { s = { type = "number" } }\ntimeout_s = 0.05\n'
-                    '\n[tools.patient_nap]\nprovider = "python:slowtools:nap"\n'
-                    'params = { s = { type = "number" } }\ntimeout_s = 300\n')
+    toml.write_text(
+        toml.read_text() + '\n[tools.nap]\nprovider = "python:slowtools:nap"\n'
+        'params = { s = { type = "number" } }\ntimeout_s = 0.05\n'
+        '\n[tools.snooze]\nprovider = "python:slowtools:snooze"\n'
+        'params = { s = { type = "number" } }\ntimeout_s = 0.05\n'
+        '\n[tools.patient_nap]\nprovider = "python:slowtools:nap"\n'
+        'params = { s = { type = "number" } }\ntimeout_s = 300\n'
+    )
     store = project / "slow.sqlite"
     monkeypatch.setenv("PLANC_TEST_SLOW_STORE", str(store))
     try:
@@ -308,11 +319,13 @@ def test_a_tool_that_takes_longer_than_its_timeout_fails_the_step(project, monke
 
 def test_a_declared_plan_runs_as_a_tool_with_its_defaults(project):
     (project / "plans").mkdir()
-    (project / "plans" / "top.plan").write_text('search(query: "disk", limit: $args.limit)\n'
-                                               '  |> filter(where: status == "open")\n', encoding="utf-8")
+    (project / "plans" / "top.plan").write_text(
+        'search(query: "disk", limit: $args.limit)\n  |> filter(where: status == "open")\n', encoding="utf-8"
+    )
     toml = project / "planc.toml"
-    toml.write_text(toml.read_text() + '\n[plans.top]\nfile = "plans/top.plan"\n'
-                    'params = { limit = { type = "integer", default = 4 } }\n')
+    toml.write_text(
+        toml.read_text() + '\n[plans.top]\nfile = "plans/top.plan"\nparams = { limit = { type = "integer", default = 4 } }\n'
+    )
     result = run(project, "plan__top()\nplan__top(limit: 2) |> map(do: { get(id: item.id) })", "--events", "e.jsonl")
     assert result.exit_code == 0, result.output
     assert [item["id"] for item in json.loads(result.stdout)] == ["I1"]

@@ -39,7 +39,7 @@ async def wait(text):
     return {"waited": text}
 '''
 
-TOML = '''
+TOML = """
 [tools.send]
 provider = "python:{module}:send"
 params = {{ text = {{ type = "string" }} }}
@@ -51,7 +51,7 @@ provider = "python:{module}:wait"
 params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 effects = {{ idempotent = true }}
-'''
+"""
 
 
 @pytest.fixture
@@ -65,8 +65,7 @@ def project(tmp_path, monkeypatch):
 
 def calls(project) -> list[tuple[str, str]]:
     log = project / "calls.log"
-    return [(call["tool"], call["text"]) for call in map(json.loads, log.read_text().splitlines())] \
-        if log.exists() else []
+    return [(call["tool"], call["text"]) for call in map(json.loads, log.read_text().splitlines())] if log.exists() else []
 
 
 def test_run_async_runs_inside_a_running_loop_as_run_runs_outside_one(project, monkeypatch):
@@ -99,8 +98,10 @@ def test_a_cancelled_task_ends_the_run_interrupted_and_resume_makes_no_call_twic
     [run] = json.loads(invoke("runs", "--format", "json").stdout)
     record = shown(run["id"])
     assert record["status"] == "interrupted"
-    assert record["message"] == (f"interrupted: the task awaiting the run was cancelled: run {run['id']} is recorded "
-                                 f"as interrupted, and `planc resume {run['id']}` continues it")
+    assert record["message"] == (
+        f"interrupted: the task awaiting the run was cancelled: run {run['id']} is recorded "
+        f"as interrupted, and `planc resume {run['id']}` continues it"
+    )
     assert [(call["tool"], call["outcome"]) for call in record["calls"]] == [("send", "ok"), ("wait", "unknown")]
     assert calls(project) == [("send", "one"), ("wait", "two")]
 
@@ -112,11 +113,14 @@ def test_a_cancelled_task_ends_the_run_interrupted_and_resume_makes_no_call_twic
     assert shown(run["id"])["status"] == "ok"
 
 
-@pytest.mark.parametrize("door, called", [
-    ("run", lambda project, checked: planc.run(checked, store=project / "runs.sqlite")),
-    ("approve", lambda project, checked: planc.approve("20260101-000000-00000000", store=project / "runs.sqlite")),
-    ("plan", lambda project, checked: planc.plan("send a greeting", registry=planc.load_project(project).registry)),
-])
+@pytest.mark.parametrize(
+    "door, called",
+    [
+        ("run", lambda project, checked: planc.run(checked, store=project / "runs.sqlite")),
+        ("approve", lambda project, checked: planc.approve("20260101-000000-00000000", store=project / "runs.sqlite")),
+        ("plan", lambda project, checked: planc.plan("send a greeting", registry=planc.load_project(project).registry)),
+    ],
+)
 def test_a_sync_door_called_inside_a_running_loop_names_its_async_twin_and_runs_nothing(project, door, called):
     """Not asyncio's bare "cannot be called from a running event loop" and two "never awaited" warnings: one
     error that says what to await, and nothing run, recorded or asked."""
@@ -134,7 +138,9 @@ def test_a_sync_door_called_inside_a_running_loop_names_its_async_twin_and_runs_
         warnings.simplefilter("always")
         message = asyncio.run(service())
         gc.collect()  # a coroutine never awaited warns when it is collected
-    assert message == (f"planc.{door}() starts an event loop of its own, and this thread is running one: inside it, "
-                       f"`await planc.{door}_async(...)`, which takes the same arguments")
+    assert message == (
+        f"planc.{door}() starts an event loop of its own, and this thread is running one: inside it, "
+        f"`await planc.{door}_async(...)`, which takes the same arguments"
+    )
     assert [str(warning.message) for warning in warned if "never awaited" in str(warning.message)] == []
     assert calls(project) == [] and not (project / "runs.sqlite").exists()

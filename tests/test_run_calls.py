@@ -117,16 +117,20 @@ def scripted_reply(path: str, body: Mapping) -> dict:
         message["content"] = "yes"
     elif body.get("tools"):
         function = body["tools"][0]["function"]
-        message["tool_calls"] = [{"id": f"call_{len(body['messages'])}", "type": "function",
-                                  "function": {"name": function["name"],
-                                               "arguments": json.dumps(instance(function["parameters"]))}}]
+        message["tool_calls"] = [
+            {
+                "id": f"call_{len(body['messages'])}",
+                "type": "function",
+                "function": {"name": function["name"], "arguments": json.dumps(instance(function["parameters"]))},
+            }
+        ]
     else:
-        text = next((m["content"] for m in body["messages"]
-                     if m.get("role") == "user" and SCHEMA_INTRO in (m.get("content") or "")), None)
+        text = next(
+            (m["content"] for m in body["messages"] if m.get("role") == "user" and SCHEMA_INTRO in (m.get("content") or "")), None
+        )
         schema = json.loads(text.rsplit(SCHEMA_INTRO, 1)[1]) if text is not None else {}
         message["content"] = json.dumps(instance(schema))
-    return {"id": "scripted", "object": "chat.completion",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    return {"id": "scripted", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
 
 
 class ScriptedHandler(BaseHTTPRequestHandler):
@@ -167,19 +171,32 @@ def recording(tmp_path_factory, scripted_model):
     folder = tmp_path_factory.mktemp("recording")
     tools = {name: tool for name, tool in registry.tools.items() if tool.kind == "python"}
     returns = {name: tool.returns for name, tool in tools.items()}
-    at_most = {name: [tool.returns_at_most, dict(tool.params.get(tool.returns_at_most, {}))]
-               for name, tool in tools.items() if tool.returns_at_most}
+    at_most = {
+        name: [tool.returns_at_most, dict(tool.params.get(tool.returns_at_most, {}))]
+        for name, tool in tools.items()
+        if tool.returns_at_most
+    }
     functions = "\n".join(f"{name} = _make({name!r})" for name in tools)
-    (folder / f"{MODULE}.py").write_text(MODULE_TEXT.format(returns=json.dumps(returns, default=dict),
-                                                            at_most=json.dumps(at_most), functions=functions,
-                                                            strings=repr(STRINGS), unbounded=UNBOUNDED_LENGTH,
-                                                            instance=inspect.getsource(instance)))
+    (folder / f"{MODULE}.py").write_text(
+        MODULE_TEXT.format(
+            returns=json.dumps(returns, default=dict),
+            at_most=json.dumps(at_most),
+            functions=functions,
+            strings=repr(STRINGS),
+            unbounded=UNBOUNDED_LENGTH,
+            instance=inspect.getsource(instance),
+        )
+    )
     sys.path.insert(0, str(folder))
     module = __import__(MODULE)
-    evolved = {name: attrs.evolve(tool, provider=f"python:{MODULE}:{name}") if name in tools else tool
-               for name, tool in registry.tools.items()}
-    models = {"default": ModelConfig("default", f"{scripted_model}/agent/v1", "scripted"),
-              "judge": ModelConfig("judge", f"{scripted_model}/judge/v1", "scripted")}
+    evolved = {
+        name: attrs.evolve(tool, provider=f"python:{MODULE}:{name}") if name in tools else tool
+        for name, tool in registry.tools.items()
+    }
+    models = {
+        "default": ModelConfig("default", f"{scripted_model}/agent/v1", "scripted"),
+        "judge": ModelConfig("judge", f"{scripted_model}/judge/v1", "scripted"),
+    }
     yield attrs.evolve(registry, tools=evolved, models=models), module, registry_cases
     sys.path.remove(str(folder))
     sys.modules.pop(MODULE, None)
@@ -205,11 +222,18 @@ def arguments(checked) -> dict:
         tool = checked.resolution.tools.get(step)
         for arg in step.args if tool is not None else ():
             ref, schema = arg.value, tool.params.get(arg.name.text)
-            if (schema is not None and targets.get(ref) == "args" and len(getattr(ref, "accessors", ())) == 1
-                    and isinstance(ref.accessors[0], ast.Field)):
+            if (
+                schema is not None
+                and targets.get(ref) == "args"
+                and len(getattr(ref, "accessors", ())) == 1
+                and isinstance(ref.accessors[0], ast.Field)
+            ):
                 given[ref.accessors[0].name] = instance(schema, arg.name.text)
-    return {ref.accessors[0].name: given.get(ref.accessors[0].name, 3) for ref, target in targets.items()
-            if target == "args" and ref.accessors and isinstance(ref.accessors[0], ast.Field)}
+    return {
+        ref.accessors[0].name: given.get(ref.accessors[0].name, 3)
+        for ref, target in targets.items()
+        if target == "args" and ref.accessors and isinstance(ref.accessors[0], ast.Field)
+    }
 
 
 def needs(checked) -> set[str]:
@@ -241,8 +265,7 @@ def test_no_run_makes_more_calls_than_the_cost_pass_allows(recording):
         most = checked.cost.total.calls.high
         module.CALLS.clear()
         try:
-            asyncio.run(run_plan(checked, registry=registry, arguments=arguments(checked),
-                                 hooks=Hooks(interlocutor=answer)))
+            asyncio.run(run_plan(checked, registry=registry, arguments=arguments(checked), hooks=Hooks(interlocutor=answer)))
             completed += 1
         except RunError:
             pass  # a prefix of a run makes no more calls than the whole: still counted
@@ -250,8 +273,10 @@ def test_no_run_makes_more_calls_than_the_cost_pass_allows(recording):
         at_bound += len(module.CALLS) == most
         if len(module.CALLS) > most:
             over.append(f"{case.location} {case.name}: {len(module.CALLS)} calls, the cost pass says at most {most}")
-    print(f"\ncall-count property: {ran} plans ran ({completed} to the end, "
-          f"{at_bound} making exactly the most calls; needing {needed}), skipped {skipped}")
+    print(
+        f"\ncall-count property: {ran} plans ran ({completed} to the end, "
+        f"{at_bound} making exactly the most calls; needing {needed}), skipped {skipped}"
+    )
     assert not over, "\n".join(over)
     assert ran >= MIN_RUNS and completed >= MIN_RUNS, (ran, completed, skipped)
     assert at_bound >= MIN_RUNS  # the recording tools drive loops to their worst case
@@ -259,7 +284,13 @@ def test_no_run_makes_more_calls_than_the_cost_pass_allows(recording):
 
 
 def test_the_instances_fill_lists_to_their_bound():
-    schema = {"type": "object", "properties": {"tags": {"type": "array", "maxItems": 4, "items": {"type": "string"}},
-                                               "id": {"type": "string"}, "n": {"type": "integer", "maximum": 9}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "maxItems": 4, "items": {"type": "string"}},
+            "id": {"type": "string"},
+            "n": {"type": "integer", "maximum": 9},
+        },
+    }
     assert instance(schema) == {"tags": ["tags value"] * 4, "id": "ENG-1", "n": 9}
     assert len(instance({"type": "array", "items": {}}, length=50)) == 50

@@ -22,15 +22,15 @@ SCRIPT = "<script>document.title='pwned'</script>"
 IMAGE = "<img src=x onerror=\"document.title='pwned'\">"
 ERROR = "pager is down: <b>no route</b> & </pre><script>document.title='pwned'</script>"
 
-TOOLS = f'''
+TOOLS = f"""
 def search(query, limit=2):
     return [{{"id": "I1", "title": {SCRIPT!r}}}, {{"id": "I2", "title": {IMAGE!r}}}][:limit]
 
 def notify(channel, text):
     raise RuntimeError({ERROR!r})
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.search]
 provider = "python:{module}:search"
 params = {{ query = {{ type = "string" }}, limit = {{ type = "integer", minimum = 1, default = 2 }} }}
@@ -41,12 +41,12 @@ effects = {{ read_only = true }}
 provider = "python:{module}:notify"
 params = {{ channel = {{ type = "string" }}, text = {{ type = "string" }} }}
 required = ["channel", "text"]
-'''
+"""
 
-PLAN = '''search(query: "disk")
+PLAN = """search(query: "disk")
   |> filter(infer: "Is {item.title} worth a page?")
 map(over: $2, do: { notify(channel: "#ops", text: item.title) })
-'''
+"""
 
 
 @pytest.fixture
@@ -55,8 +55,9 @@ def failed_run(tmp_path, monkeypatch, model_server):  # noqa: F811
     with tool_project(tmp_path, "runpagetools", TOOLS, TOML, {"p.plan": PLAN}):
         monkeypatch.chdir(tmp_path)
         with (tmp_path / "planc.toml").open("a", encoding="utf-8") as toml:
-            toml.write(f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "m"\n'
-                       'api_key_env = "PLANC_TEST_MODEL_KEY"\n')
+            toml.write(
+                f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "m"\napi_key_env = "PLANC_TEST_MODEL_KEY"\n'
+            )
         monkeypatch.setenv("PLANC_TEST_MODEL_KEY", "secret")
         model_server.reply("Yes.")
         model_server.reply("Yes")
@@ -129,23 +130,45 @@ def test_a_browser_shows_the_run_and_runs_nothing_from_it(failed_run):
 def test_the_browser_check_would_see_a_script_run(tmp_path):
     """The checks above can fail: the same browser, given a page with a real script, runs it."""
     page = tmp_path / "scripted.html"
-    page.write_text(f"<!DOCTYPE html><html><head><title>planc</title></head><body>{SCRIPT}{IMAGE}</body></html>",
-                    encoding="utf-8")
+    page.write_text(
+        f"<!DOCTYPE html><html><head><title>planc</title></head><body>{SCRIPT}{IMAGE}</body></html>", encoding="utf-8"
+    )
     dom = loaded_dom(page)
     assert dom.find("title").text() == "pwned" and len(dom.find_all("script")) == 1
 
 
 def _run(**fields) -> dict:
     """A run as the store reads one, with `fields` changed."""
-    run = {"id": "r1", "started_at": 100.0, "finished_at": 102.0, "status": "ok", "plan": {"source": "a()\n"},
-           "arguments": {}, "output": None, "message": None, "options": {}, "calls": [], "events": []}
+    run = {
+        "id": "r1",
+        "started_at": 100.0,
+        "finished_at": 102.0,
+        "status": "ok",
+        "plan": {"source": "a()\n"},
+        "arguments": {},
+        "output": None,
+        "message": None,
+        "options": {},
+        "calls": [],
+        "events": [],
+    }
     return run | fields
 
 
 def test_a_run_still_running_shows_its_open_call_to_the_last_thing_recorded():
     events = [{"at": 100.0, "event": "run_started"}, {"at": 100.5, "event": "step_started", "step": "1", "tool": "a"}]
-    calls = [{"sequence": 1, "step": "1", "tool": "a", "input": {}, "output": None, "error": None,
-              "started_at": 101.0, "finished_at": None}]
+    calls = [
+        {
+            "sequence": 1,
+            "step": "1",
+            "tool": "a",
+            "input": {},
+            "output": None,
+            "error": None,
+            "started_at": 101.0,
+            "finished_at": None,
+        }
+    ]
     dom = parse_html(render_run_page(_run(finished_at=None, status="running", events=events, calls=calls)))
     row = dom.find("details", "step")
     assert row.attributes["data-outcome"] == "unknown" and "unfinished" in row.classes
@@ -156,11 +179,17 @@ def test_a_run_still_running_shows_its_open_call_to_the_last_thing_recorded():
 
 
 def test_a_planning_run_without_a_plan_shows_its_rounds():
-    call = {"sequence": 1, "step": "plan", "tool": "model:planner", "input": {"messages": [{"role": "user", "content":
-            "do it"}], "tools": []}, "output": {"content": "```\nx(\n```", "tool_calls": []}, "error": None,
-            "started_at": 100.0, "finished_at": 101.0}
-    dom = parse_html(render_run_page(_run(plan=None, status="failed", calls=[call],
-                                          options={"planned": {"task": "do <it>"}})))
+    call = {
+        "sequence": 1,
+        "step": "plan",
+        "tool": "model:planner",
+        "input": {"messages": [{"role": "user", "content": "do it"}], "tools": []},
+        "output": {"content": "```\nx(\n```", "tool_calls": []},
+        "error": None,
+        "started_at": 100.0,
+        "finished_at": 101.0,
+    }
+    dom = parse_html(render_run_page(_run(plan=None, status="failed", calls=[call], options={"planned": {"task": "do <it>"}})))
     assert "No plan was recorded" in dom.find(id="plan").text()
     assert dom.find("details", "inference").attributes["data-step"] == "plan"
     assert dom.find(id="inferences").find("pre", "reply").text() == "```\nx(\n```"

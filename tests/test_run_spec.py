@@ -82,13 +82,8 @@ EARLIER = [
 
 
 def test_each_earlier_shape_of_the_options_reads_with_its_defaults():
-    oldest, approved, mcp = (
-        RunSpec.from_record({"id": "r", "options": options, "arguments": {"a": 1}})
-        for options in EARLIER
-    )
-    assert oldest == RunSpec(
-        arguments={"a": 1}, config="/p/planc.toml"
-    )  # every other choice its default
+    oldest, approved, mcp = (RunSpec.from_record({"id": "r", "options": options, "arguments": {"a": 1}}) for options in EARLIER)
+    assert oldest == RunSpec(arguments={"a": 1}, config="/p/planc.toml")  # every other choice its default
     assert (approved.principal, approved.approve, approved.budget, approved.policy) == (
         'User::"ops"',
         True,
@@ -115,9 +110,7 @@ def test_a_planned_run_takes_its_budget_from_its_planning():
         "budget": [None, 4, None],
         "output": None,
     }
-    spec = RunSpec.from_record(
-        {"id": "r", "options": {"config": "/p/planc.toml", "planned": planned}}
-    )
+    spec = RunSpec.from_record({"id": "r", "options": {"config": "/p/planc.toml", "planned": planned}})
     assert spec.budget == Budget(None, 4, None) and spec.planned == planned
 
 
@@ -156,8 +149,7 @@ def test_a_run_a_newer_planc_recorded_is_refused_in_one_line(tmp_path, monkeypat
     opened.close()
     with sqlite3.connect(store) as db:
         db.execute(
-            "UPDATE runs SET options = json_set(options, '$.spec', ?), status = 'interrupted' "
-            "WHERE id = ?",
+            "UPDATE runs SET options = json_set(options, '$.spec', ?), status = 'interrupted' WHERE id = ?",
             (SPEC_VERSION + 1, first),
         )
     reader = RunStore(store, read_only=True)

@@ -17,7 +17,7 @@ from tool_project import tool_project
 from planc.store.run_store import SCHEMA_VERSION
 from planc.store.views import VIEW_DOCS
 
-TOOLS = '''
+TOOLS = """
 import os
 from pathlib import Path
 
@@ -45,9 +45,9 @@ def search(query, limit=3):
 def notify(channel, text):
     _called("notify")
     return {"sent": True, "channel": channel, "text": text}
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.search]
 provider = "python:{module}:search"
 params = {{ query = {{ type = "string" }}, limit = {{ type = "integer", minimum = 1, default = 3 }} }}
@@ -59,13 +59,13 @@ effects = {{ read_only = true }}
 provider = "python:{module}:notify"
 params = {{ channel = {{ type = "string", pattern = "^#" }}, text = {{ type = "string" }} }}
 required = ["channel", "text"]
-'''
+"""
 
-PLAN = '''search(query: "disk", limit: 4)
+PLAN = """search(query: "disk", limit: 4)
   |> filter(where: severity >= 2)
 map(over: $2, do: { notify(channel: "#ops", text: item.title) })
 reshape(value: {found: $2, sent: $3})
-'''
+"""
 
 
 SQLITE_ONLY = pytest.mark.parametrize("project", ["sqlite"], indirect=True)
@@ -118,15 +118,22 @@ def test_a_run_is_recorded_with_intent_and_result_rows(project):
         with sqlite3.connect(project / ".planc" / "runs.sqlite") as db:
             assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
             assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    (status, plan), = store_rows(project, "SELECT status, plan FROM runs WHERE id = ?", (run_id,))
+    ((status, plan),) = store_rows(project, "SELECT status, plan FROM runs WHERE id = ?", (run_id,))
     if plan.startswith("@"):  # a stored plan is kept once, however many runs (a batch's) run it
-        (plan,), = store_rows(project, "SELECT json FROM large_values WHERE hash = ?", (plan[1:],))
-    rows = store_rows(project, "SELECT sequence, step, tool, input, output, error, finished_at FROM calls "
-                               "WHERE run_id = ? ORDER BY sequence", (run_id,))
+        ((plan,),) = store_rows(project, "SELECT json FROM large_values WHERE hash = ?", (plan[1:],))
+    rows = store_rows(
+        project,
+        "SELECT sequence, step, tool, input, output, error, finished_at FROM calls WHERE run_id = ? ORDER BY sequence",
+        (run_id,),
+    )
     assert store_rows(project, "SELECT COUNT(*) FROM events WHERE run_id = ?", (run_id,))[0][0] > 0
     assert status == "ok" and json.loads(plan)["source"] == PLAN
-    assert [(row[1], row[2]) for row in rows] == [("1", "search"), ("3/do.1[0]", "notify"), ("3/do.1[1]", "notify"),
-                                                  ("3/do.1[2]", "notify")]
+    assert [(row[1], row[2]) for row in rows] == [
+        ("1", "search"),
+        ("3/do.1[0]", "notify"),
+        ("3/do.1[1]", "notify"),
+        ("3/do.1[2]", "notify"),
+    ]
     assert json.loads(rows[0][3]) == {"query": "disk", "limit": 4}
     assert all(row[4] is not None and row[5] is None and row[6] is not None for row in rows)
     assert (project / "seen.log").read_text() == "[('search',)]"
@@ -170,8 +177,7 @@ def test_runs_lists_and_show_run_shows_step_by_step(project):
     assert listed.exit_code == 0, listed.output
     runs = json.loads(listed.stdout)
     assert [(run["id"], run["status"], run["calls"]) for run in runs] == [(first, "ok", 4)]
-    assert [run["id"] for run in json.loads(invoke("runs", "--store", "other.sqlite", "--format", "json").stdout)] \
-        == [second]
+    assert [run["id"] for run in json.loads(invoke("runs", "--store", "other.sqlite", "--format", "json").stdout)] == [second]
     assert first in invoke("runs").stdout
     shown = invoke("show-run", first)
     assert shown.exit_code == 0, shown.output
@@ -184,8 +190,7 @@ def test_runs_lists_and_show_run_shows_step_by_step(project):
 
 
 def test_a_failed_call_is_recorded_and_replayed_as_the_same_failure(project, monkeypatch):
-    (project / "bad.plan").write_text('notify(channel: "#ops", text: "x")\nsearch(query: "disk", limit: 2)\n',
-                                      encoding="utf-8")
+    (project / "bad.plan").write_text('notify(channel: "#ops", text: "x")\nsearch(query: "disk", limit: 2)\n', encoding="utf-8")
     monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")  # every tool raises, in the run as in the replay
     result = invoke("run", "bad.plan")
     assert result.exit_code == 1
@@ -198,17 +203,19 @@ def test_a_failed_call_is_recorded_and_replayed_as_the_same_failure(project, mon
 
 from model_server import model_server  # noqa: E402,F401  (the loopback model server fixture)
 
-AGENT_PLAN = '''agent(prompt: "Triage the disk alerts", tools: ["search"],
+AGENT_PLAN = """agent(prompt: "Triage the disk alerts", tools: ["search"],
       output_schema: {type: "object", properties: {severity: {type: "string"}, summary: {type: "string"}},
                       required: ["severity", "summary"]})
 filter(over: $1.tools_called, infer: "Is {{item}} worth a page?")
-'''
+"""
 
 
 def test_model_inferences_are_recorded_and_replayed_without_the_model(project, model_server, monkeypatch):
     toml = project / "planc.toml"
-    toml.write_text(toml.read_text() + f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "m"\n'
-                    'api_key_env = "PLANC_TEST_MODEL_KEY"\n')
+    toml.write_text(
+        toml.read_text() + f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "m"\n'
+        'api_key_env = "PLANC_TEST_MODEL_KEY"\n'
+    )
     (project / "agent.plan").write_text(AGENT_PLAN, encoding="utf-8")
     monkeypatch.setenv("PLANC_TEST_MODEL_KEY", "secret")
     model_server.play("tool_call_search", "answer_triage", "answer_yes")
@@ -217,7 +224,11 @@ def test_model_inferences_are_recorded_and_replayed_without_the_model(project, m
     run_id = result.stderr.split("run: ")[1].split()[0]
     recorded = json.loads(invoke("show-run", run_id, "--format", "json").stdout)
     assert [(call["step"], call["tool"]) for call in recorded["calls"]] == [
-        ("1", "model:chat"), ("1/agent.1/search", "search"), ("1", "model:chat"), ("2[0]", "model:judge")]
+        ("1", "model:chat"),
+        ("1/agent.1/search", "search"),
+        ("1", "model:chat"),
+        ("2[0]", "model:judge"),
+    ]
     assert recorded["calls"][1]["input"] == {"query": "disk full", "limit": 3}
     shown = invoke("show-run", run_id).stdout.splitlines()
     assert shown[1].startswith("step 1 agent -> ") and shown[2].startswith('  model:chat {"messages": ')
@@ -253,10 +264,11 @@ def before_steps(db) -> None:
 def before_batches(db) -> None:
     """The store as planc wrote it before schema 6: no batches, and a run's plan in its row."""
     before_steps(db)
-    db.execute("UPDATE runs SET plan = (SELECT json FROM large_values WHERE hash = substr(plan, 2)) "
-               "WHERE plan LIKE '@%'")
-    db.execute("CREATE TABLE runs_before AS SELECT id, started_at, finished_at, status, plan, arguments, output, "
-               "message, options FROM runs")  # SQLite's DROP COLUMN trips over the schema's comments
+    db.execute("UPDATE runs SET plan = (SELECT json FROM large_values WHERE hash = substr(plan, 2)) WHERE plan LIKE '@%'")
+    db.execute(
+        "CREATE TABLE runs_before AS SELECT id, started_at, finished_at, status, plan, arguments, output, "
+        "message, options FROM runs"
+    )  # SQLite's DROP COLUMN trips over the schema's comments
     db.execute("DROP TABLE runs")
     db.execute("ALTER TABLE runs_before RENAME TO runs")
     db.execute("DROP TABLE batches")
@@ -301,44 +313,53 @@ def test_a_store_of_the_previous_schema_gets_each_calls_outcome(project, monkeyp
         timeout = "step 3/do.1[1]: `notify` failed: CallTimedOut: no result within 1 s"
         db.execute("UPDATE calls SET output = NULL, error = ? WHERE sequence = 3", (timeout,))
         db.execute("UPDATE runs SET status = 'failed', message = ?, output = NULL", (timeout,))
-        db.execute("UPDATE calls SET output = NULL, error = 'step 3/do.1[2]: `notify` failed: ValueError: no' "
-                   "WHERE sequence = 4")
-        db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, started_at) "
-                   "VALUES (?, 5, '4', 'notify', '{}', 0)", (run_id,))
+        db.execute("UPDATE calls SET output = NULL, error = 'step 3/do.1[2]: `notify` failed: ValueError: no' WHERE sequence = 4")
+        db.execute(
+            "INSERT INTO calls (run_id, sequence, step, tool, input, started_at) VALUES (?, 5, '4', 'notify', '{}', 0)", (run_id,)
+        )
     shown = invoke("show-run", run_id, "--format", "json")
     assert shown.exit_code == 0, shown.output
-    assert [call["outcome"] for call in json.loads(shown.stdout)["calls"]] == ["ok", "ok", "unknown", "failed",
-                                                                              "unknown"]
+    assert [call["outcome"] for call in json.loads(shown.stdout)["calls"]] == ["ok", "ok", "unknown", "failed", "unknown"]
     with sqlite3.connect(database) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert db.execute("SELECT outcome FROM calls ORDER BY sequence").fetchall() == [
-            ("ok",), ("ok",), ("unknown",), ("failed",), (None,)]  # an intent row: no outcome yet, read as unknown
+            ("ok",),
+            ("ok",),
+            ("unknown",),
+            ("failed",),
+            (None,),
+        ]  # an intent row: no outcome yet, read as unknown
     text = invoke("show-run", run_id).stdout
-    assert "notify {\"channel\": \"#ops\", \"text\": \"disk 2\"} (" in text and ": outcome unknown: step 3/do.1[1]" in text
+    assert 'notify {"channel": "#ops", "text": "disk 2"} (' in text and ": outcome unknown: step 3/do.1[1]" in text
     assert " failed: step 3/do.1[2]: `notify` failed: ValueError: no" in text
 
 
-STEPS = [("1", 1, 0, "search", {"query": "literal", "limit": "literal"}, 0),
-         ("2", 2, 0, "filter", {"where": "condition"}, 1),
-         ("3", 3, 0, "map", {"over": "reference", "do": "block"}, 0),
-         ("3/do.1", 1, 1, "notify", {"channel": "literal", "text": "path"}, 0),
-         ("4", 4, 0, "reshape", {"value": "record"}, 0)]
+STEPS = [
+    ("1", 1, 0, "search", {"query": "literal", "limit": "literal"}, 0),
+    ("2", 2, 0, "filter", {"where": "condition"}, 1),
+    ("3", 3, 0, "map", {"over": "reference", "do": "block"}, 0),
+    ("3/do.1", 1, 1, "notify", {"channel": "literal", "text": "path"}, 0),
+    ("4", 4, 0, "reshape", {"value": "record"}, 0),
+]
 
 
 def steps_of(db, run_id: str) -> list[tuple]:
-    return [(*row[:4], json.loads(row[4]), row[5]) for row in db.execute(
-        "SELECT path, position, depth, tool, arguments, piped FROM steps WHERE run_id = ? ORDER BY rowid", (run_id,))]
+    return [
+        (*row[:4], json.loads(row[4]), row[5])
+        for row in db.execute(
+            "SELECT path, position, depth, tool, arguments, piped FROM steps WHERE run_id = ? ORDER BY rowid", (run_id,)
+        )
+    ]
 
 
 def test_a_run_keeps_its_plan_as_steps_with_the_checks_estimates(project):
     run_id, _ = record(project)
-    rows = store_rows(project, "SELECT path, position, depth, tool, arguments, piped FROM steps WHERE run_id = ? "
-                               "ORDER BY path", (run_id,))
+    rows = store_rows(
+        project, "SELECT path, position, depth, tool, arguments, piped FROM steps WHERE run_id = ? ORDER BY path", (run_id,)
+    )
     assert [(*row[:4], json.loads(row[4]), row[5]) for row in rows] == STEPS
-    estimates = store_rows(project, "SELECT path, calls_low, calls_high FROM steps WHERE run_id = ? ORDER BY path",
-                           (run_id,))
-    assert [tuple(row) for row in estimates] == [("1", 1, 1), ("2", 0, 0), ("3", 0, 4), ("3/do.1", 1, 1),
-                                                 ("4", 0, 0)]
+    estimates = store_rows(project, "SELECT path, calls_low, calls_high FROM steps WHERE run_id = ? ORDER BY path", (run_id,))
+    assert [tuple(row) for row in estimates] == [("1", 1, 1), ("2", 0, 0), ("3", 0, 4), ("3/do.1", 1, 1), ("4", 0, 0)]
 
 
 @SQLITE_ONLY  # a store an older planc wrote, made by hand in SQLite
@@ -371,16 +392,16 @@ def test_replay_reads_the_files_the_run_read_even_after_they_changed(project, mo
 def test_a_declared_plans_calls_are_recorded_under_the_calling_step_and_replayed(project, monkeypatch):
     """A plan called as `plan__NAME` runs inside the run: each of its calls has its own intent and result
     rows, at paths under the calling step, and a replay answers every one from the record."""
-    (project / "inner.plan").write_text('search(query: "db", limit: 2)\nnotify(channel: "#db", text: "{$1.length}")\n',
-                                        encoding="utf-8")
+    (project / "inner.plan").write_text(
+        'search(query: "db", limit: 2)\nnotify(channel: "#db", text: "{$1.length}")\n', encoding="utf-8"
+    )
     with open(project / "planc.toml", "a", encoding="utf-8") as toml:
         toml.write('\n[plans.inner]\nfile = "inner.plan"\n')
     (project / "outer.plan").write_text('search(query: "disk", limit: 1)\nplan__inner()\n', encoding="utf-8")
     result = invoke("run", "outer.plan")
     assert result.exit_code == 0, result.output
     run_id = next(line.removeprefix("run: ") for line in result.stderr.splitlines() if line.startswith("run: "))
-    rows = store_rows(project, "SELECT step, tool, output IS NOT NULL FROM calls WHERE run_id = ? ORDER BY sequence",
-                      (run_id,))
+    rows = store_rows(project, "SELECT step, tool, output IS NOT NULL FROM calls WHERE run_id = ? ORDER BY sequence", (run_id,))
     assert rows == [("1", "search", True), ("2/1", "search", True), ("2/2", "notify", True)]
     assert calls(project) == ["search", "search", "notify"]
     monkeypatch.setenv("PLANC_TEST_REPLAYING", "1")
@@ -404,8 +425,10 @@ def test_runs_with_no_store_here_says_where_the_stores_below_are(tmp_path, monke
     store = os.path.join("examples", "demo", ".planc", "runs.sqlite")
     listed = invoke("runs")
     assert listed.exit_code == 0 and listed.stdout == ""
-    assert listed.stderr == (f"no run store here ({os.path.join('.planc', 'runs.sqlite')}); a run is recorded beside "
-                             f"the planc.toml it ran with, and {store} has runs: `planc runs --store {store}`\n")
+    assert listed.stderr == (
+        f"no run store here ({os.path.join('.planc', 'runs.sqlite')}); a run is recorded beside "
+        f"the planc.toml it ran with, and {store} has runs: `planc runs --store {store}`\n"
+    )
     shown = invoke("runs", "--store", store)
     assert shown.exit_code == 0 and len(shown.stdout.splitlines()) == 1 and " ok " in shown.stdout
     assert invoke("runs", "--store", "elsewhere.sqlite").stderr == ""  # a store named is the one asked for

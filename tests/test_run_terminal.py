@@ -59,8 +59,17 @@ def _on_a_terminal(project, answer: bytes, *args, once: bytes | None = None) -> 
     """`planc run p.plan --approve` with stdin and stderr on a pseudo-terminal, typing `answer` (at once, or
     when the screen shows `once`)."""
     master, slave = os.openpty()
-    process = planc_process("run", "p.plan", "--approve", *args, cwd=project, stdin=slave, stderr=slave,
-                            stdout=subprocess.PIPE, env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
+    process = planc_process(
+        "run",
+        "p.plan",
+        "--approve",
+        *args,
+        cwd=project,
+        stdin=slave,
+        stderr=slave,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "100"},
+    )
     os.close(slave)
     if once is None:
         os.write(master, answer)

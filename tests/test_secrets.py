@@ -37,7 +37,7 @@ PIN = "042137"
 TINY = "QXZJW"  # too short for the backstop to look for: only its label keeps it out
 PASSWORD = "VKJZXQVKJZXQVKJZXQVK"  # a field `x-labels` marks secret, in a result that is not
 
-TOOLS = f'''
+TOOLS = f"""
 import os
 
 SPY = os.environ["PLANC_TEST_SPY"]
@@ -81,9 +81,9 @@ def note(text):
 def unlock(pin, request_id):
     _called(f"unlock {{request_id}}")
     return {{"unlocked": True}}
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.vault]
 provider = "python:{module}:vault"
 params = {{}}
@@ -126,18 +126,15 @@ provider = "python:{module}:unlock"
 params = {{ pin = {{ type = "string" }} }}
 idempotency_key = "request_id"
 labels = []
-'''
+"""
 
 # Each plan makes a secret (`$1.FIELD`) reach one kind of text; its exit code and recorded status.
 PLANS = {
-    "a tool's error": ('vault()\nnote(text: "before")\nuse(code: $1.FIELD)\n', 1, "failed",
-                       ["vault", "note", "use"]),
-    "a validation error": ('vault()\nshort(code: $1.FIELD)\n', 1, "failed", ["vault"]),
-    "a pure step's error": ('vault()\nparse_date(text: $1.FIELD)\n', 1, "failed", ["vault"]),
-    "an exit message": ('vault()\nexit(status: "error", message: "the code is {$1.FIELD}")\n', 4,
-                        "error", ["vault"]),
-    "an ask question": ('vault()\nask(question: "Is {$1.FIELD} yours?")\nnote(text: $2)\n', 0, "ok",
-                        ["vault", "note"]),
+    "a tool's error": ('vault()\nnote(text: "before")\nuse(code: $1.FIELD)\n', 1, "failed", ["vault", "note", "use"]),
+    "a validation error": ("vault()\nshort(code: $1.FIELD)\n", 1, "failed", ["vault"]),
+    "a pure step's error": ("vault()\nparse_date(text: $1.FIELD)\n", 1, "failed", ["vault"]),
+    "an exit message": ('vault()\nexit(status: "error", message: "the code is {$1.FIELD}")\n', 4, "error", ["vault"]),
+    "an ask question": ('vault()\nask(question: "Is {$1.FIELD} yours?")\nnote(text: $2)\n', 0, "ok", ["vault", "note"]),
 }
 
 
@@ -150,14 +147,19 @@ def project(tmp_path, monkeypatch):
 
 def escaped(value: str) -> set[str]:
     """`value` raw, JSON-, repr- and URL-escaped."""
-    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
-            repr(value)[1:-1], quote(value, safe=""), quote_plus(value)}
+    return {
+        value,
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        repr(value)[1:-1],
+        quote(value, safe=""),
+        quote_plus(value),
+    }
 
 
 def windows(value: str) -> set[str]:
     """Every 6-character window of every escaped form of `value` (a shorter form whole)."""
-    return {form[start:start + 6] for form in escaped(value)
-            for start in range(max(len(form) - 5, 1))}
+    return {form[start : start + 6] for form in escaped(value) for start in range(max(len(form) - 5, 1))}
 
 
 def written(project, result, events, spans) -> dict[str, str]:
@@ -210,8 +212,9 @@ def test_a_field_labelled_secret_is_written_nowhere_and_the_rest_is_kept(project
     """`login` is trusted, and its `returns` labels only `password` secret: the password is written
     nowhere, and the user's name, in the same result, is kept as it is."""
     text, code, status, made = PLANS[case]
-    texts = ran(project, spans, text.replace("vault()", "login()").replace("FIELD", "password"), code,
-                status, ["login", *made[1:]])
+    texts = ran(
+        project, spans, text.replace("vault()", "login()").replace("FIELD", "password"), code, status, ["login", *made[1:]]
+    )
     assert leaks(texts, PASSWORD) == []
     assert "annie" in texts["store"] and '"annie"' in texts["events"]
 
@@ -241,8 +244,7 @@ def test_the_twin_whose_value_is_not_secret_writes_it(project, spans, case):
     toml.write_text(declared, encoding="utf-8")
     text, code, status, made = PLANS[case]
     texts = ran(project, spans, text.replace("FIELD", "token"), code, status, made)
-    assert {name for name, _ in leaks(texts, TOKEN)} >= {"store", "show-run text", "show-run json",
-                                                         "show-run html", "events"}
+    assert {name for name, _ in leaks(texts, TOKEN)} >= {"store", "show-run text", "show-run json", "show-run html", "events"}
 
 
 def test_a_six_digit_secret_is_not_found_by_hashing_every_candidate(project):
@@ -253,8 +255,7 @@ def test_a_six_digit_secret_is_not_found_by_hashing_every_candidate(project):
     key = unlocked.split()[1]  # the idempotency key the tool was given
     with sqlite3.connect(project / "runs.sqlite") as db:
         [(run_id,)] = db.execute("SELECT id FROM runs")
-        [(shown, kept_key)] = db.execute("SELECT input, idempotency_key FROM calls "
-                                         "WHERE tool = 'unlock'")
+        [(shown, kept_key)] = db.execute("SELECT input, idempotency_key FROM calls WHERE tool = 'unlock'")
     [digest] = re.findall(r"hmac ([0-9a-f]{16})\)", json.loads(shown)["pin"])
     assert MARK.fullmatch(kept_key) and key not in kept_key  # the record keeps the key's mark
     # As the unkeyed marks and keys were made: SHA-256 of the value's JSON, of the call's identity.
@@ -293,21 +294,28 @@ def test_a_redaction_key_others_can_read_is_refused_in_one_message(project, tmp_
     assert calls(project) == ["vault", "note"] and statuses(project) == ["ok", "failed"]
 
 
-@pytest.mark.parametrize("text, warned, made", [
-    ('vault()\ndecide(when: $1.pin == "1", then: { note(text: "unlocked") })\n', "$1.pin", ["vault"]),
-    ('vault()\nexit(when: $1.token == "x", status: "error")\n', "$1.token", ["vault"]),
-    # A call may fail on a secret it is given: whether it failed decides what runs after it.
-    ('vault()\ndecide(when: true, then: { note(text: $1.pin) })\n', "$1.pin", ["vault", "note"]),
-    # An exit's message fails on nothing: it is written as its mark, and decides nothing.
-    ('vault()\nexit(status: "ok", message: "pin {$1.pin}")\n', None, ["vault"]),
-])
+@pytest.mark.parametrize(
+    "text, warned, made",
+    [
+        ('vault()\ndecide(when: $1.pin == "1", then: { note(text: "unlocked") })\n', "$1.pin", ["vault"]),
+        ('vault()\nexit(when: $1.token == "x", status: "error")\n', "$1.token", ["vault"]),
+        # A call may fail on a secret it is given: whether it failed decides what runs after it.
+        ("vault()\ndecide(when: true, then: { note(text: $1.pin) })\n", "$1.pin", ["vault", "note"]),
+        # An exit's message fails on nothing: it is written as its mark, and decides nothing.
+        ('vault()\nexit(status: "ok", message: "pin {$1.pin}")\n', None, ["vault"]),
+    ],
+)
 def test_a_secret_that_decides_which_steps_run_is_a_warning(project, text, warned, made):
     (project / "p.plan").write_text(text, encoding="utf-8")
     checked = invoke("check", "--format", "json", "p.plan")
     assert checked.exit_code == 0, checked.output
-    found = [(d["code"], text.splitlines()[d["span"]["start"]["line"] - 1][
-        d["span"]["start"]["column"] - 1:d["span"]["end"]["column"] - 1])
-             for d in json.loads(checked.stdout)["diagnostics"]]
+    found = [
+        (
+            d["code"],
+            text.splitlines()[d["span"]["start"]["line"] - 1][d["span"]["start"]["column"] - 1 : d["span"]["end"]["column"] - 1],
+        )
+        for d in json.loads(checked.stdout)["diagnostics"]
+    ]
     assert found == ([("W508", warned)] if warned else [])
     result = invoke("run", "p.plan")  # a warning: the plan runs
     assert result.exit_code == 0 and "Traceback" not in result.output

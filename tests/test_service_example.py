@@ -95,8 +95,9 @@ def started(client: TestClient) -> str:
     assert response.status_code == 202, response.text
     body = response.json()
     assert body["status"] == "awaiting_approval"
-    assert body["waiting"] == [{"call": 2, "step": "2", "tool": "order", "input": {"item": "toner", "quantity": 2},
-                                "asks": "`order` is effectful"}]
+    assert body["waiting"] == [
+        {"call": 2, "step": "2", "tool": "order", "input": {"item": "toner", "quantity": 2}, "asks": "`order` is effectful"}
+    ]
     return body["run"]
 
 
@@ -117,8 +118,7 @@ def test_a_plan_is_checked_run_waits_and_a_second_request_approves_it(service):
     assert outcomes(folder, run_id) == [("price", "ok"), ("order", "ok")]
 
     again = client.post(f"/runs/{run_id}/approve", json={})  # answered: nothing waits, nothing is ordered
-    assert again.status_code == 409 and again.json() == {
-        "error": f"run {run_id} does not wait for approval: it finished (ok)"}
+    assert again.status_code == 409 and again.json() == {"error": f"run {run_id} does not wait for approval: it finished (ok)"}
     assert len(orders(folder)) == 1
     unknown = client.post("/runs/no-such-run/approve", json={})
     assert unknown.status_code == 404 and unknown.json()["error"].endswith("no run `no-such-run`")
@@ -135,14 +135,14 @@ def test_another_process_approves_and_the_run_goes_on_there(service):
     folder, app = service
     client = TestClient(app)
     run_id = started(client)
-    approved = subprocess.run([planc_executable(), "approve", run_id], capture_output=True, text=True,
-                              timeout=HANG_GUARD_S, cwd=folder)
+    approved = subprocess.run(
+        [planc_executable(), "approve", run_id], capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=folder
+    )
     assert approved.returncode == 0 and "Traceback" not in approved.stderr, approved.stderr
     assert json.loads(approved.stdout) == {"order": 1, "item": "toner", "quantity": 2}
     assert orders(folder) == [{"item": "toner", "quantity": 2}]
     shown = client.get(f"/runs/{run_id}").json()
-    assert shown == {"run": run_id, "status": "ok", "result": {"order": 1, "item": "toner", "quantity": 2},
-                     "waiting": []}
+    assert shown == {"run": run_id, "status": "ok", "result": {"order": 1, "item": "toner", "quantity": 2}, "waiting": []}
 
 
 def test_a_denied_order_is_never_placed_and_the_run_fails_before_it(service):
@@ -151,8 +151,10 @@ def test_a_denied_order_is_never_placed_and_the_run_fails_before_it(service):
     run_id = started(client)
     response = client.post(f"/runs/{run_id}/approve", json={"deny": True})
     assert response.status_code == 200
-    assert response.json() == {"status": "failed", "error": "step 2: stopped before calling `order`: a person "
-                                                            "denied it (`planc approve --deny`)"}
+    assert response.json() == {
+        "status": "failed",
+        "error": "step 2: stopped before calling `order`: a person denied it (`planc approve --deny`)",
+    }
     assert orders(folder) == []
     assert record(folder, run_id)["status"] == "failed"
     assert outcomes(folder, run_id) == [("price", "ok"), ("order", "not_approved")]
@@ -192,8 +194,12 @@ def test_two_requests_approving_at_once_place_the_order_once(service):
 def test_two_processes_approving_at_once_place_the_order_once(service):
     folder, app = service
     run_id = started(TestClient(app))
-    processes = [subprocess.Popen([planc_executable(), "approve", run_id], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, cwd=folder) for _ in range(2)]
+    processes = [
+        subprocess.Popen(
+            [planc_executable(), "approve", run_id], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=folder
+        )
+        for _ in range(2)
+    ]
     ended = [(process.wait(timeout=HANG_GUARD_S), *process.communicate()) for process in processes]
     assert sorted(code for code, _, _ in ended) == [0, 1], ended
     [(_, out, _)] = [each for each in ended if each[0] == 0]

@@ -22,17 +22,23 @@ def project(tmp_path, monkeypatch):
     database = tmp_path / "ops.sqlite"
     with sqlite3.connect(database) as db:
         db.execute("CREATE TABLE incidents (id TEXT, title TEXT, severity INTEGER, team TEXT)")
-        db.executemany("INSERT INTO incidents VALUES (?, ?, ?, ?)",
-                       [(f"I{n}", f"incident {n}", n % 4 + 1, "db" if n % 2 else "web") for n in range(10)])
+        db.executemany(
+            "INSERT INTO incidents VALUES (?, ?, ?, ?)",
+            [(f"I{n}", f"incident {n}", n % 4 + 1, "db" if n % 2 else "web") for n in range(10)],
+        )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PLANC_STORE", str(tmp_path / "runs.sqlite"))
     return tmp_path
 
 
 def declare(project, query: str = QUERY, params: str | None = None, provider: str = "sql:ops.sqlite") -> None:
-    params = params if params is not None else \
-        '{ team = { type = "string" }, limit = { type = "integer", minimum = 1, maximum = 50, default = 20 } }'
-    (project / "planc.toml").write_text(textwrap.dedent(f'''
+    params = (
+        params
+        if params is not None
+        else '{ team = { type = "string" }, limit = { type = "integer", minimum = 1, maximum = 50, default = 20 } }'
+    )
+    (project / "planc.toml").write_text(
+        textwrap.dedent(f'''
         [tools.team_incidents]
         description = "A team's incidents"
         provider = "{provider}"
@@ -43,7 +49,9 @@ def declare(project, query: str = QUERY, params: str | None = None, provider: st
         [tools.echo]
         params = {{ text = {{ type = "string" }} }}
         required = ["text"]
-    '''), encoding="utf-8")
+    '''),
+        encoding="utf-8",
+    )
 
 
 def digest(project) -> str:
@@ -58,8 +66,10 @@ def test_the_query_is_the_tool_its_params_its_parameters_and_its_rows_records(pr
     (project / "p.plan").write_text('team_incidents(team: "db", limit: 2)\n', encoding="utf-8")
     result = invoke("run", "p.plan")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == [{"id": "I1", "title": "incident 1", "severity": 2},
-                                         {"id": "I3", "title": "incident 3", "severity": 4}]
+    assert json.loads(result.stdout) == [
+        {"id": "I1", "title": "incident 1", "severity": 2},
+        {"id": "I3", "title": "incident 3", "severity": 4},
+    ]
 
 
 def test_a_parameter_left_out_takes_its_declared_default(project):
@@ -73,23 +83,25 @@ def test_a_parameter_left_out_takes_its_declared_default(project):
 def test_a_map_over_the_rows_is_a_bounded_loop_and_fields_are_checked(project):
     declare(project)
     registry = load_registry(project / "planc.toml")
-    checked = planc.check('team_incidents(team: "web", limit: 3) |> map(do: { echo(text: item.title) })',
-                          registry=registry)
+    checked = planc.check('team_incidents(team: "web", limit: 3) |> map(do: { echo(text: item.title) })', registry=registry)
     assert checked.ok and checked.diagnostics == () and checked.cost.total.to_json()["calls"] == [1, 4]
     typo = planc.check('team_incidents(team: "web") |> map(do: { echo(text: item.titel) })', registry=registry)
     assert [d.code for d in typo.diagnostics] == ["E301"]
 
 
-@pytest.mark.parametrize("query, words", [
-    ("DELETE FROM incidents WHERE team = :team", "would do more than read"),
-    ("UPDATE incidents SET title = 'x' WHERE team = :team", "would do more than read"),
-    ("ATTACH DATABASE 'other.sqlite' AS other", "would do more than read"),
-    ("PRAGMA writable_schema = ON", "would do more than read"),
-    ("SELECT * FROM incidents WHERE team = :team; DELETE FROM incidents", "one statement"),
-    ("SELEC id FROM incidents", "syntax error"),
-    ("SELECT nope FROM incidents WHERE team = :team", "no such column"),
-    ("SELECT id FROM incidents WHERE team = ?", "positional parameter"),
-])
+@pytest.mark.parametrize(
+    "query, words",
+    [
+        ("DELETE FROM incidents WHERE team = :team", "would do more than read"),
+        ("UPDATE incidents SET title = 'x' WHERE team = :team", "would do more than read"),
+        ("ATTACH DATABASE 'other.sqlite' AS other", "would do more than read"),
+        ("PRAGMA writable_schema = ON", "would do more than read"),
+        ("SELECT * FROM incidents WHERE team = :team; DELETE FROM incidents", "one statement"),
+        ("SELEC id FROM incidents", "syntax error"),
+        ("SELECT nope FROM incidents WHERE team = :team", "no such column"),
+        ("SELECT id FROM incidents WHERE team = ?", "positional parameter"),
+    ],
+)
 def test_a_query_that_would_write_or_cannot_work_is_refused_at_load_and_the_file_is_untouched(project, query, words):
     before = digest(project)
     declare(project, query, params="{}" if "?" in query or ":team" not in query else '{ team = { type = "string" } }')
@@ -101,9 +113,17 @@ def test_a_query_that_would_write_or_cannot_work_is_refused_at_load_and_the_file
     assert digest(project) == before
 
 
-@pytest.mark.parametrize("query", ["DELETE FROM incidents", "UPDATE incidents SET title = 'x'",
-                                   "ATTACH DATABASE 'x.sqlite' AS x", "PRAGMA writable_schema = ON",
-                                   "CREATE TABLE t (a)", "INSERT INTO incidents (id) VALUES ('x')"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "DELETE FROM incidents",
+        "UPDATE incidents SET title = 'x'",
+        "ATTACH DATABASE 'x.sqlite' AS x",
+        "PRAGMA writable_schema = ON",
+        "CREATE TABLE t (a)",
+        "INSERT INTO incidents (id) VALUES ('x')",
+    ],
+)
 def test_a_write_fails_at_call_time_too_and_the_file_is_untouched(project, query):
     """Were the query changed after it was checked, the connection still cannot write."""
     before = digest(project)

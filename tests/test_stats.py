@@ -25,7 +25,7 @@ from planc.store.plan_steps import ARGUMENT_KINDS
 from planc.store.run_store import RunStore
 from planc.store.views import VIEW_DOCS
 
-TOOLS = '''
+TOOLS = """
 def search(query, limit=2):
     if query == "boom":
         raise ValueError("search is down")
@@ -36,9 +36,9 @@ def get(id):
 
 def notify(channel, text):
     return {"sent": True}
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.search]
 provider = "python:{module}:search"
 params = {{ query = {{ type = "string" }}, limit = {{ type = "integer", minimum = 1, maximum = 10, default = 2 }} }}
@@ -59,22 +59,24 @@ cost = {{ usd = 0.001, latency_ms = 5 }}
 provider = "python:{module}:notify"
 params = {{ channel = {{ type = "string" }}, text = {{ type = "string" }} }}
 required = ["channel", "text"]
-'''
+"""
 
 # 200 runs, every tenth failing at `search`; 60 runs starting with `get`; 40 runs the policy stops at `notify` (E400).
-TRIAGE = '''search(query: $args.q, limit: 2)
+TRIAGE = """search(query: $args.q, limit: 2)
   |> map(do: { get(id: item.id) })
 notify(channel: "#ops", text: "found {$2.length}")
-'''
-LOOKUP = '''get(id: $args.id)
+"""
+LOOKUP = """get(id: $args.id)
 search(query: "x", limit: 1)
-'''
-ALERT = '''get(id: "I1")
+"""
+ALERT = """get(id: "I1")
 notify(channel: $args.channel, text: "hi")
-'''
-POLICY = ('permit(principal, action, resource);\n'
-          'forbid(principal, action, resource == Tool::"notify") when '
-          '{ context.args has channel && context.args.channel == "#secret" };\n')
+"""
+POLICY = (
+    "permit(principal, action, resource);\n"
+    'forbid(principal, action, resource == Tool::"notify") when '
+    '{ context.args has channel && context.args.channel == "#secret" };\n'
+)
 
 
 @pytest.fixture(scope="module")
@@ -90,15 +92,18 @@ def store(tmp_path_factory):
         runs.db.execute("PRAGMA synchronous = OFF")  # the test's own store: no fsync per row, the same rows
         # how `planc run` records a run: so the session's replay of every store replays these too
         spec = RunSpec(config=str(folder / "planc.toml"), policy=str(folder / "policy.cedar"))  # as `planc run`
-        plans = [(TRIAGE, [{"q": "boom" if n % 10 == 0 else "disk"} for n in range(200)]),
-                 (LOOKUP, [{"id": f"I{n}"} for n in range(60)]),
-                 (ALERT, [{"channel": "#secret"}] * 40)]
+        plans = [
+            (TRIAGE, [{"q": "boom" if n % 10 == 0 else "disk"} for n in range(200)]),
+            (LOOKUP, [{"id": f"I{n}"} for n in range(60)]),
+            (ALERT, [{"channel": "#secret"}] * 40),
+        ]
         for text, arguments in plans:
             checked = planc.check(text, registry=registry, policy=policy)
             assert checked.ok, checked.diagnostics
             for given in arguments:
-                recorded = RecordedRun.record(runs, checked, attrs.evolve(spec, arguments=given),
-                                              registry=registry, policy=policy)
+                recorded = RecordedRun.record(
+                    runs, checked, attrs.evolve(spec, arguments=given), registry=registry, policy=policy
+                )
                 try:
                     recorded.execute()
                 except RunError:
@@ -118,8 +123,11 @@ def digest(path) -> str:
 
 
 def test_the_tools_each_step_position_calls(store):
-    assert stats(store)["positions"] == {"1": {"search": 200, "get": 100},
-                                         "2": {"map": 200, "search": 60, "notify": 40}, "3": {"notify": 200}}
+    assert stats(store)["positions"] == {
+        "1": {"search": 200, "get": 100},
+        "2": {"map": 200, "search": 60, "notify": 40},
+        "3": {"notify": 200},
+    }
     assert stats(store, "--tool", "search")["positions"] == {"1": {"search": 200}, "2": {"search": 60}}
 
 
@@ -142,8 +150,12 @@ def test_the_checks_estimates_against_what_the_steps_did(store):
     assert mapped["steps"] == 200 and mapped["calls"] == {"estimated": [0, 400], "made": 360}
     assert mapped["usd"] == {"estimated": [0.0, 0.4], "spent": 0.36}
     assert costs["notify"]["calls"] == {"estimated": [240, 240], "made": 180}  # 40 refused before the call
-    assert costs["get"] == {**costs["get"], "steps": 100, "calls": {"estimated": [100, 100], "made": 100},
-                            "usd": {"estimated": [0.1, 0.1], "spent": 0.1}}
+    assert costs["get"] == {
+        **costs["get"],
+        "steps": 100,
+        "calls": {"estimated": [100, 100], "made": 100},
+        "usd": {"estimated": [0.1, 0.1], "spent": 0.1},
+    }
 
 
 def test_duration_percentiles_are_the_recorded_runs(store):
@@ -173,29 +185,39 @@ def test_the_text_says_the_same_numbers(store):
     assert lines[0] == "runs: 300 (60 failed, 240 ok)"
     assert "  step 1: search 200, get 100" in lines
     assert "  calls of search: 20 failed" in lines and "  runs refused with E400: 40" in lines
-    assert ("  search: 260 steps; calls 260 estimated, 260 made; usd 2.6 estimated, 2.6 spent; "
-            "ms 20.0 estimated per step, p50 ") in "\n".join(lines)
+    assert (
+        "  search: 260 steps; calls 260 estimated, 260 made; usd 2.6 estimated, 2.6 spent; ms 20.0 estimated per step, p50 "
+    ) in "\n".join(lines)
     assert "  map: 200 steps; calls 0-400 estimated, 360 made; usd 0.0-0.4 estimated, 0.36 spent;" in result.stdout
 
 
 def test_sql_runs_one_read_only_query_over_the_views(store):
-    result = invoke("stats", "--store", str(store), "--format", "json", "--sql",
-                    "SELECT tool, COUNT(*) AS n FROM call_times GROUP BY tool ORDER BY tool")
+    result = invoke(
+        "stats",
+        "--store",
+        str(store),
+        "--format",
+        "json",
+        "--sql",
+        "SELECT tool, COUNT(*) AS n FROM call_times GROUP BY tool ORDER BY tool",
+    )
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == [{"tool": "get", "n": 460}, {"tool": "notify", "n": 180},
-                                         {"tool": "search", "n": 260}]
+    assert json.loads(result.stdout) == [{"tool": "get", "n": 460}, {"tool": "notify", "n": 180}, {"tool": "search", "n": 260}]
 
 
-@pytest.mark.parametrize("query", [
-    "DELETE FROM runs",
-    "UPDATE steps SET tool = 'x'",
-    "SELECT 1; DELETE FROM runs",
-    "ATTACH DATABASE 'other.sqlite' AS other",
-    "PRAGMA user_version = 1",
-    "PRAGMA journal_mode = DELETE",
-    "CREATE TABLE kept (x)",
-    "DROP VIEW run_times",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "DELETE FROM runs",
+        "UPDATE steps SET tool = 'x'",
+        "SELECT 1; DELETE FROM runs",
+        "ATTACH DATABASE 'other.sqlite' AS other",
+        "PRAGMA user_version = 1",
+        "PRAGMA journal_mode = DELETE",
+        "CREATE TABLE kept (x)",
+        "DROP VIEW run_times",
+    ],
+)
 def test_sql_refuses_anything_but_one_read_and_the_store_is_unchanged(store, query, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # where an ATTACH would make its file
     before = digest(store)
@@ -205,7 +227,7 @@ def test_sql_refuses_anything_but_one_read_and_the_store_is_unchanged(store, que
     assert digest(store) == before and not (tmp_path / "other.sqlite").exists()
 
 
-PLAN_TOML = '''
+PLAN_TOML = """
 [tools.search]
 provider = "python:{module}:search"
 params = {{ query = {{ type = "string" }} }}
@@ -215,12 +237,11 @@ effects = {{ read_only = true }}
 [models.default]
 base_url = "{url}"
 model = "m"
-'''
+"""
 
 
 def test_repair_rounds_of_planc_plan_by_code(tmp_path, model_server, monkeypatch):  # noqa: F811
-    with tool_project(tmp_path, "stattools", "def search(query):\n    return []\n",
-                      PLAN_TOML.replace("{url}", model_server.url)):
+    with tool_project(tmp_path, "stattools", "def search(query):\n    return []\n", PLAN_TOML.replace("{url}", model_server.url)):
         monkeypatch.chdir(tmp_path)
         store = str(tmp_path / "runs.sqlite")
         # two rounds: an unknown tool (E200), then a plan that checks
@@ -235,9 +256,11 @@ def test_repair_rounds_of_planc_plan_by_code(tmp_path, model_server, monkeypatch
         model_server.reply('serch(query: "disk")')  # one round, out of rounds: never sent back
         assert invoke("plan", "find disk alerts", "--rounds", "1", "--store", store).exit_code == 1
         repairs = stats(store)["repairs"]
-    assert repairs == {"E200": {"rounds": 4, "repaired": 3, "fixed": 2},  # the last one ran out of rounds
-                       "E201": {"rounds": 1, "repaired": 1, "fixed": 1},  # `qury`: no such parameter
-                       "E202": {"rounds": 1, "repaired": 1, "fixed": 1}}  # and `query` missing
+    assert repairs == {
+        "E200": {"rounds": 4, "repaired": 3, "fixed": 2},  # the last one ran out of rounds
+        "E201": {"rounds": 1, "repaired": 1, "fixed": 1},  # `qury`: no such parameter
+        "E202": {"rounds": 1, "repaired": 1, "fixed": 1},
+    }  # and `query` missing
     shown = invoke("stats", "--store", store).stdout
     assert "  E200: in 4 rounds, 3 sent back, 2 fixed by the next answer" in shown
 

@@ -22,15 +22,15 @@ TESTS = Path(__file__).resolve().parent
 FIXTURES = {version: TESTS / "fixtures" / f"stored_v{version}.json" for version in range(1, VERSION + 1)}
 CORPUS = TESTS.parent / "corpus"
 
-TOOLS = '''
+TOOLS = """
 def search(query, limit=3):
     return [{"id": f"I{i}", "title": f"{query} {i}", "severity": i % 4 + 1} for i in range(limit)]
 
 def notify(channel, text):
     return {"sent": True, "channel": channel, "text": text}
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.search]
 provider = "python:{module}:search"
 params = {{ query = {{ type = "string" }}, limit = {{ type = "integer", minimum = 1, default = 3 }} }}
@@ -43,16 +43,18 @@ effects = {{ read_only = true }}
 provider = "python:{module}:notify"
 params = {{ channel = {{ type = "string", pattern = "^#" }}, text = {{ type = "string" }} }}
 required = ["channel", "text"]
-'''
+"""
 
-PLAN = '''search(query: "disk", limit: 4)
+PLAN = """search(query: "disk", limit: 4)
   |> filter(where: severity >= 2)
 notify(channel: "#ops", text: "found {$2.length}")
 reshape(value: {found: $2, sent: $3.sent})
-'''
+"""
 
-POLICY = ('permit(principal, action, resource);\n'
-          '@id("no-destructive")\nforbid(principal, action, resource) when { resource.destructive && resource.read_only };\n')
+POLICY = (
+    "permit(principal, action, resource);\n"
+    '@id("no-destructive")\nforbid(principal, action, resource) when { resource.destructive && resource.read_only };\n'
+)
 
 
 @pytest.fixture
@@ -120,7 +122,9 @@ def test_a_changed_policy_is_refused(project):
     result = invoke("compile", "p.plan", "-o", "p.json", "--policy", "policy.cedar")
     assert result.exit_code == 0, result.output
     assert invoke("run", "p.json", "--policy", "policy.cedar").exit_code == 0
-    (project / "policy.cedar").write_text(POLICY + 'forbid(principal, action, resource) when { resource.server == "none" };\n', encoding="utf-8")
+    (project / "policy.cedar").write_text(
+        POLICY + 'forbid(principal, action, resource) when { resource.server == "none" };\n', encoding="utf-8"
+    )
     result = invoke("run", "p.json", "--policy", "policy.cedar")
     assert result.exit_code == 1 and "the policy changed since it was compiled" in result.output
     result = invoke("run", "p.json")
@@ -130,8 +134,11 @@ def test_a_changed_policy_is_refused(project):
 def test_a_future_version_and_other_formats_are_refused(project):
     stored = compiled(project)
     stored["version"] = VERSION + 1
-    with pytest.raises(StoredPlanError, match=f"version {VERSION + 1}, newer than this planc: this planc reads "
-                                              f"versions {', '.join(map(str, range(1, VERSION + 1)))}"):
+    with pytest.raises(
+        StoredPlanError,
+        match=f"version {VERSION + 1}, newer than this planc: this planc reads "
+        f"versions {', '.join(map(str, range(1, VERSION + 1)))}",
+    ):
         load_plan(dump(stored))
     stored.update(format="other", version=VERSION)
     with pytest.raises(StoredPlanError, match="not a stored plan"):
@@ -164,7 +171,7 @@ def test_an_older_version_goes_through_its_migration(project, monkeypatch):
 
 
 # The committed fixture was written by `planc compile` against this registry; it must load forever.
-FIXTURE_TOML = '''
+FIXTURE_TOML = """
 [tools.lookup]
 provider = "python:fixture_tools:lookup"
 description = "Find the records that match a query."
@@ -179,12 +186,12 @@ cost = { usd = 0.001, latency_ms = 50 }
 provider = "python:fixture_tools:post"
 params = { channel = { type = "string" }, text = { type = "string" } }
 required = ["channel", "text"]
-'''
-FIXTURE_PLAN = '''# a stored plan fixture: do not change
+"""
+FIXTURE_PLAN = """# a stored plan fixture: do not change
 lookup(query: "disk full", limit: 3)
   |> map(concurrency: 2, do: { reshape(value: {id: item.id}) })
 post(channel: "#ops", text: "{$2.length} records")
-'''
+"""
 
 
 def fixture_registry():
@@ -205,8 +212,7 @@ def test_a_committed_older_plan_is_refused_to_run_and_migrates_to_the_current_on
     migrated, said = migrate_plan(text, registry)
     current = json.loads(FIXTURES[VERSION].read_text(encoding="utf-8"))
     unknown = {"plans": None} if version == 1 else {}  # which declared plans it reached was not recorded
-    assert json.loads(migrated) == {**current, **unknown, "planc_version": None,
-                                    "hash": json.loads(migrated)["hash"]}
+    assert json.loads(migrated) == {**current, **unknown, "planc_version": None, "hash": json.loads(migrated)["hash"]}
     if version > 1:  # the same content: which planc compiled it is outside the hash
         assert json.loads(migrated)["hash"] == current["hash"]
     assert said == [f"version {n} -> {n + 1}" for n in range(version, VERSION)]

@@ -17,7 +17,7 @@ from cli import HANG_GUARD_S
 
 TESTS = Path(__file__).resolve().parent
 
-SKIPPING = '''
+SKIPPING = """
 import pytest
 from hypothesis import given, strategies as st
 
@@ -33,14 +33,14 @@ def test_in_a_container():
 @given(st.integers())
 def test_a_property(number):
     assert isinstance(number, int)
-'''
+"""
 
 
-SKIPPING_MODULE = '''
+SKIPPING_MODULE = """
 import pytest
 
 pytest.skip("the module's tool is not installed", allow_module_level=True)
-'''
+"""
 
 
 def session(tmp_path: Path, allowed: str | None, profile: str = "dev", *options: str) -> subprocess.CompletedProcess:
@@ -54,10 +54,28 @@ def session(tmp_path: Path, allowed: str | None, profile: str = "dev", *options:
     if allowed is not None:
         (tmp_path / "allowed").write_text(allowed, encoding="utf-8")
         env["PLANC_ALLOWED_SKIPS"] = str(tmp_path / "allowed")
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:langsmith_plugin",
-                           "--rootdir", str(tmp_path),
-                           *options, str(tmp_path / "test_skipping.py"), str(tmp_path / "test_skipping_module.py")],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:langsmith_plugin",
+            "--rootdir",
+            str(tmp_path),
+            *options,
+            str(tmp_path / "test_skipping.py"),
+            str(tmp_path / "test_skipping_module.py"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+    )
 
 
 @pytest.mark.parametrize("options", [(), ("-n", "2")], ids=["one process", "two workers"])

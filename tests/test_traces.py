@@ -27,7 +27,7 @@ from tool_project import tool_project
 
 from planc.store.run_store import RunStore
 
-TOOLS = '''
+TOOLS = """
 import json, os, time
 LOG = os.environ["PLANC_TEST_CALLS"]
 
@@ -48,9 +48,9 @@ def hold(x):
     while os.environ.get("PLANC_TEST_HOLD"):  # until the run is interrupted
         time.sleep(0.01)
     return x
-'''
+"""
 
-TOML = '''
+TOML = """
 [tools.search]
 provider = "python:{module}:search"
 params = {{ query = {{ type = "string" }}, limit = {{ type = "integer", minimum = 1, default = 3 }} }}
@@ -72,10 +72,12 @@ effects = {{ read_only = true }}
 [plans.top]
 file = "plans/top.plan"
 params = {{ limit = {{ type = "integer", default = 4 }} }}
-'''
+"""
 
 TOP = 'search(query: "disk", limit: $args.limit)\n  |> filter(where: status == "open")\n'
-SCHEMA = '{type: "object", properties: {severity: {type: "string"}, summary: {type: "string"}}, required: ["severity", "summary"]}'
+SCHEMA = (
+    '{type: "object", properties: {severity: {type: "string"}, summary: {type: "string"}}, required: ["severity", "summary"]}'
+)
 AGENT = f'agent(prompt: "Triage the disk alerts", output_schema: {SCHEMA}, tools: ["search"])'
 
 
@@ -130,8 +132,9 @@ def test_each_event_line_has_its_time_its_run_and_its_number(project):
     assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
     assert {event["run"] for event in events} == {run_id}
     times = [datetime.datetime.fromisoformat(event["time"]) for event in events]
-    assert all(event["time"].endswith("Z") and moment.utcoffset() == datetime.timedelta(0)
-               for event, moment in zip(events, times))
+    assert all(
+        event["time"].endswith("Z") and moment.utcoffset() == datetime.timedelta(0) for event, moment in zip(events, times)
+    )
     assert times == sorted(times)
     assert (events[0]["event"], events[-1]["event"]) == ("run_started", "run_finished")
     # The store keeps the same events, at the same times.
@@ -144,10 +147,8 @@ def test_failures_and_exits_are_events_too(project):
     write_plan(project, 'search(query: "disk", limit: 1)\nfails(x: 1)\n')
     result = invoke("run", "p.plan", "--events", "events.jsonl")
     assert result.exit_code == 1
-    ended = [(event["event"], event.get("step"), event.get("error_type"))
-             for event in event_lines(project / "events.jsonl")][-3:]
-    assert ended == [("tool_failed", "2", "ToolFailed"), ("step_failed", "2", "ToolFailed"),
-                     ("run_finished", None, "ToolFailed")]
+    ended = [(event["event"], event.get("step"), event.get("error_type")) for event in event_lines(project / "events.jsonl")][-3:]
+    assert ended == [("tool_failed", "2", "ToolFailed"), ("step_failed", "2", "ToolFailed"), ("run_finished", None, "ToolFailed")]
     assert calls(project) == ["search", "fails"]
 
     write_plan(project, 'exit(status: "error", message: "nothing to do")\n')
@@ -155,7 +156,9 @@ def test_failures_and_exits_are_events_too(project):
     assert result.exit_code == 4
     last = event_lines(project / "events.jsonl")[-2:]
     assert [(event["event"], event["status"], event["message"]) for event in last] == [
-        ("step_exited", "error", "nothing to do"), ("run_finished", "error", "nothing to do")]
+        ("step_exited", "error", "nothing to do"),
+        ("run_finished", "error", "nothing to do"),
+    ]
 
 
 def test_a_resumed_run_numbers_its_events_on_from_the_last_one_recorded(project, spans, monkeypatch):
@@ -186,7 +189,7 @@ def test_a_resumed_run_numbers_its_events_on_from_the_last_one_recorded(project,
     # The interrupted run's spans were sent as it ended: the call it was in ended with it.
     root = next(span for span in interrupted if not span["parent"])
     assert root["attributes"]["planc.run.status"] == "interrupted" and root["status"] == "ERROR"
-    assert root["attributes"]["error.type"] == "Interrupted" and root["message"] == err.splitlines()[-1][len("error: "):]
+    assert root["attributes"]["error.type"] == "Interrupted" and root["message"] == err.splitlines()[-1][len("error: ") :]
     held = next(span for span in interrupted if span["name"] == "execute_tool hold")
     assert held["status"] == "ERROR" and held["message"] == "the run ended interrupted while this was running"
     # The resumed run is a trace of its own, under the same run id.
@@ -217,8 +220,9 @@ def named(finished, name: str) -> list:
 
 def test_a_run_is_a_tree_of_spans_steps_tool_calls_and_inferences(project, spans, model_server):
     toml = project / "planc.toml"
-    toml.write_text(toml.read_text() + f'\n[models.default]\nbase_url = "{model_server.url}"\n'
-                    'model = "planc-test-model"\n', encoding="utf-8")
+    toml.write_text(
+        toml.read_text() + f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "planc-test-model"\n', encoding="utf-8"
+    )
     model_server.play("tool_call_search", "answer_triage")
     write_plan(project, f'search(query: "disk", limit: 2)\nplan__top(limit: 2)\n{AGENT}\n')
     result = invoke("run", "p.plan", "--otel")
@@ -226,32 +230,65 @@ def test_a_run_is_a_tree_of_spans_steps_tool_calls_and_inferences(project, spans
     run_id = run_id_of(result.stderr)
     finished = spans.get_finished_spans()
     assert tree(finished) == [
-        ("invoke_workflow p.plan", [
-            ("step 1 search", [("execute_tool search", [])]),
-            ("step 2 plan__top", [
-                ("execute_tool plan__top", [  # the declared plan's steps, under the call of the step that runs it
-                    ("step 2/1 search", [("execute_tool search", [])]),
-                    ("step 2/2 filter", [])])]),
-            ("step 3 agent", [
-                ("chat planc-test-model", []),
-                ("execute_tool search", []),  # the call the model asked for
-                ("chat planc-test-model", [])])])]
+        (
+            "invoke_workflow p.plan",
+            [
+                ("step 1 search", [("execute_tool search", [])]),
+                (
+                    "step 2 plan__top",
+                    [
+                        (
+                            "execute_tool plan__top",
+                            [  # the declared plan's steps, under the call of the step that runs it
+                                ("step 2/1 search", [("execute_tool search", [])]),
+                                ("step 2/2 filter", []),
+                            ],
+                        )
+                    ],
+                ),
+                (
+                    "step 3 agent",
+                    [
+                        ("chat planc-test-model", []),
+                        ("execute_tool search", []),  # the call the model asked for
+                        ("chat planc-test-model", []),
+                    ],
+                ),
+            ],
+        )
+    ]
     [root] = named(finished, "invoke_workflow p.plan")
-    assert dict(root.attributes) == {"gen_ai.operation.name": "invoke_workflow", "planc.run.id": run_id,
-                                     "planc.plan": "p.plan", "planc.run.status": "ok"}
+    assert dict(root.attributes) == {
+        "gen_ai.operation.name": "invoke_workflow",
+        "planc.run.id": run_id,
+        "planc.plan": "p.plan",
+        "planc.run.status": "ok",
+    }
     first, nested, asked = named(finished, "execute_tool search")
-    assert dict(first.attributes) == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
-                                      "planc.step.path": "1"}
+    assert dict(first.attributes) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "search",
+        "planc.step.path": "1",
+    }
     assert nested.attributes["planc.step.path"] == "2/1"
     assert asked.attributes["gen_ai.tool.call.id"] == "call_search_1"
     assert asked.attributes["planc.step.path"] == "3/agent.1/search"
     chats = named(finished, "chat planc-test-model")
     port = int(model_server.url.split(":")[2].split("/")[0])
     assert [dict(chat.attributes) for chat in chats] == [
-        {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "planc-test-model",
-         "server.address": "127.0.0.1", "server.port": port, "planc.model.role": "chat", "planc.step.path": "3",
-         "gen_ai.usage.input_tokens": input_tokens, "gen_ai.usage.output_tokens": output_tokens}
-        for input_tokens, output_tokens in ((180, 24), (260, 22))]  # as the recorded replies say
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "planc-test-model",
+            "server.address": "127.0.0.1",
+            "server.port": port,
+            "planc.model.role": "chat",
+            "planc.step.path": "3",
+            "gen_ai.usage.input_tokens": input_tokens,
+            "gen_ai.usage.output_tokens": output_tokens,
+        }
+        for input_tokens, output_tokens in ((180, 24), (260, 22))
+    ]  # as the recorded replies say
     assert [chat.kind.name for chat in chats] == ["CLIENT", "CLIENT"]
     assert all(span.status.status_code.name == "UNSET" for span in finished)
     # Each span lasts from its event's time to its end's.
@@ -271,8 +308,12 @@ def test_a_failing_tool_ends_its_call_its_step_and_the_run_in_error(project, spa
     run_id = run_id_of(result.stderr)
     assert recorded(project, run_id)["status"] == "failed"
     finished = spans.get_finished_spans()
-    assert tree(finished) == [("invoke_workflow p.plan", [("step 1 search", [("execute_tool search", [])]),
-                                                          ("step 2 fails", [("execute_tool fails", [])])])]
+    assert tree(finished) == [
+        (
+            "invoke_workflow p.plan",
+            [("step 1 search", [("execute_tool search", [])]), ("step 2 fails", [("execute_tool fails", [])])],
+        )
+    ]
     message = "step 2: `fails` failed: ValueError: no such thing"
     for name in ("execute_tool fails", "step 2 fails", "invoke_workflow p.plan"):
         [span] = named(finished, name)
@@ -280,19 +321,26 @@ def test_a_failing_tool_ends_its_call_its_step_and_the_run_in_error(project, spa
         assert span.attributes["error.type"] == "ToolFailed"
         [exception] = span.events
         assert (exception.name, dict(exception.attributes)) == (
-            "exception", {"exception.type": "ToolFailed", "exception.message": message})
+            "exception",
+            {"exception.type": "ToolFailed", "exception.message": message},
+        )
     assert named(finished, "invoke_workflow p.plan")[0].attributes["planc.run.status"] == "failed"
 
 
 def test_an_exit_with_status_error_is_an_error_span_and_exit_4(project, spans):
-    write_plan(project, 'search(query: "disk", limit: 1)\n'
-                        'decide(when: $1.length > 0, then: { exit(status: "error", message: "found some") })\n')
+    write_plan(
+        project,
+        'search(query: "disk", limit: 1)\ndecide(when: $1.length > 0, then: { exit(status: "error", message: "found some") })\n',
+    )
     result = invoke("run", "p.plan", "--otel")
     assert result.exit_code == 4
     finished = spans.get_finished_spans()
-    assert tree(finished) == [("invoke_workflow p.plan", [
-        ("step 1 search", [("execute_tool search", [])]),
-        ("step 2 decide", [("step 2/then.1 exit", [])])])]
+    assert tree(finished) == [
+        (
+            "invoke_workflow p.plan",
+            [("step 1 search", [("execute_tool search", [])]), ("step 2 decide", [("step 2/then.1 exit", [])])],
+        )
+    ]
     for name in ("step 2/then.1 exit", "step 2 decide", "invoke_workflow p.plan"):
         [span] = named(finished, name)
         assert (span.status.status_code.name, span.status.description) == ("ERROR", "found some"), name
@@ -310,8 +358,7 @@ def test_the_endpoint_variable_alone_traces_the_run(project, spans):
     write_plan(project, 'search(query: "disk", limit: 1)\n')
     result = invoke("run", "p.plan", env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
     assert result.exit_code == 0, result.output
-    assert tree(spans.get_finished_spans()) == [
-        ("invoke_workflow p.plan", [("step 1 search", [("execute_tool search", [])])])]
+    assert tree(spans.get_finished_spans()) == [("invoke_workflow p.plan", [("step 1 search", [("execute_tool search", [])])])]
 
 
 # --- without OpenTelemetry installed
@@ -322,7 +369,7 @@ def no_opentelemetry(tmp_path):
     """A PYTHONPATH on which `import opentelemetry` fails, as where the `otel` extra is not installed."""
     blocked = tmp_path / "blocked" / "opentelemetry"
     blocked.mkdir(parents=True)
-    (blocked / "__init__.py").write_text('raise ImportError("No module named \'opentelemetry\'")\n')
+    (blocked / "__init__.py").write_text("raise ImportError(\"No module named 'opentelemetry'\")\n")
     return str(blocked.parent)
 
 
@@ -331,21 +378,26 @@ def test_otel_without_opentelemetry_is_one_message_and_nothing_runs(project, no_
     done = planc_completed("run", "p.plan", "--otel", cwd=project, env={**os.environ, "PYTHONPATH": no_opentelemetry})
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "Error: --otel sends the run as OpenTelemetry spans, and OpenTelemetry is not installed: "
-        "pip install 'planc[otel]'"]
+        "Error: --otel sends the run as OpenTelemetry spans, and OpenTelemetry is not installed: pip install 'planc[otel]'"
+    ]
     assert done.stdout == "" and calls(project) == []
     assert not (project / "runs.sqlite").exists()  # nothing recorded
 
 
 def test_the_endpoint_variable_without_opentelemetry_warns_and_runs_untraced(project, no_opentelemetry):
     write_plan(project, 'search(query: "disk", limit: 1)\n')
-    done = planc_completed("run", "p.plan", cwd=project, env={**os.environ, "PYTHONPATH": no_opentelemetry,
-                                                             "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    done = planc_completed(
+        "run",
+        "p.plan",
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": no_opentelemetry, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"},
+    )
     clean(done.stderr)
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[0] == (
         "warning: OTEL_EXPORTER_OTLP_ENDPOINT is set, and this run is not traced: OpenTelemetry is not installed "
-        "(pip install 'planc[otel]')")
+        "(pip install 'planc[otel]')"
+    )
     assert json.loads(done.stdout) == [{"id": "I0", "status": "resolved"}] and calls(project) == ["search"]
     assert recorded(project, run_id_of(done.stderr))["status"] == "ok"
 
@@ -406,11 +458,18 @@ class Collector:
                 service = {item.key: item.value.string_value for item in resource_spans.resource.attributes}
                 for scope_spans in resource_spans.scope_spans:
                     for span in scope_spans.spans:
-                        found.append({"name": span.name, "id": span.span_id.hex(), "parent": span.parent_span_id.hex(),
-                                      "trace": span.trace_id.hex(), "service": service.get("service.name"),
-                                      "status": {0: "UNSET", 1: "OK", 2: "ERROR"}[span.status.code],
-                                      "message": span.status.message,
-                                      "attributes": {item.key: _value(item.value) for item in span.attributes}})
+                        found.append(
+                            {
+                                "name": span.name,
+                                "id": span.span_id.hex(),
+                                "parent": span.parent_span_id.hex(),
+                                "trace": span.trace_id.hex(),
+                                "service": service.get("service.name"),
+                                "status": {0: "UNSET", 1: "OK", 2: "ERROR"}[span.status.code],
+                                "message": span.status.message,
+                                "attributes": {item.key: _value(item.value) for item in span.attributes},
+                            }
+                        )
         return found
 
 
@@ -423,25 +482,40 @@ def test_planc_run_otel_sends_the_spans_to_an_otlp_http_collector(project, servi
     write_plan(project, 'search(query: "disk", limit: 2)\nplan__top(limit: 2)\n')
     named_service = {"OTEL_SERVICE_NAME": service} if service else {}
     with Collector() as collector:
-        done = planc_completed("run", "p.plan", "--otel", cwd=project,
-                               env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, **named_service})
+        done = planc_completed(
+            "run",
+            "p.plan",
+            "--otel",
+            cwd=project,
+            env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, **named_service},
+        )
         clean(done.stderr)
         assert done.returncode == 0, done.stderr
         received = collector.spans()
     run_id = run_id_of(done.stderr)
     by_id = {span["id"]: span for span in received}
     parents = sorted((span["name"], by_id[span["parent"]]["name"] if span["parent"] else None) for span in received)
-    assert parents == sorted([
-        ("invoke_workflow p.plan", None),
-        ("step 1 search", "invoke_workflow p.plan"), ("execute_tool search", "step 1 search"),
-        ("step 2 plan__top", "invoke_workflow p.plan"), ("execute_tool plan__top", "step 2 plan__top"),
-        ("step 2/1 search", "execute_tool plan__top"), ("execute_tool search", "step 2/1 search"),
-        ("step 2/2 filter", "execute_tool plan__top")])
+    assert parents == sorted(
+        [
+            ("invoke_workflow p.plan", None),
+            ("step 1 search", "invoke_workflow p.plan"),
+            ("execute_tool search", "step 1 search"),
+            ("step 2 plan__top", "invoke_workflow p.plan"),
+            ("execute_tool plan__top", "step 2 plan__top"),
+            ("step 2/1 search", "execute_tool plan__top"),
+            ("execute_tool search", "step 2/1 search"),
+            ("step 2/2 filter", "execute_tool plan__top"),
+        ]
+    )
     assert {span["trace"] for span in received} == {received[0]["trace"]}
     assert {span["service"] for span in received} == {service or "planc"}
     [root] = [span for span in received if not span["parent"]]
-    assert root["attributes"] == {"gen_ai.operation.name": "invoke_workflow", "planc.run.id": run_id,
-                                  "planc.plan": "p.plan", "planc.run.status": "ok"}
+    assert root["attributes"] == {
+        "gen_ai.operation.name": "invoke_workflow",
+        "planc.run.id": run_id,
+        "planc.plan": "p.plan",
+        "planc.run.status": "ok",
+    }
     assert calls(project) == ["search", "search"]
 
 
@@ -452,12 +526,12 @@ def test_a_collector_that_never_answers_does_not_fail_the_run(project):
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         where = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        done = planc_completed("run", "p.plan", "--otel", cwd=project,
-                               env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": where})
+        done = planc_completed("run", "p.plan", "--otel", cwd=project, env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": where})
     clean(done.stderr)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [{"id": "I0", "status": "resolved"}]
     assert done.stderr.splitlines()[-1] == (
-        f"warning: the run's spans were not all sent within 5 s: does an OTLP/HTTP collector answer at {where}?")
+        f"warning: the run's spans were not all sent within 5 s: does an OTLP/HTTP collector answer at {where}?"
+    )
     assert calls(project) == ["search"]
     assert recorded(project, run_id_of(done.stderr))["status"] == "ok"

@@ -19,7 +19,7 @@ from planc.passes.types.types import types
 from planc.registry import registry_from_text
 from planc.syntax.parser import parse
 
-TOML = '''
+TOML = """
 [tools.search]
 params = { query = { type = "string", minLength = 1 }, limit = { type = "integer", minimum = 1, maximum = 100 } }
 required = ["query"]
@@ -54,7 +54,7 @@ required = ["channel", "text"]
 [tools.create_ticket]
 params = { title = { type = "string" }, labels = { type = "array", items = { type = "string" } }, fields = { type = "object", properties = { component = { type = "string" } }, required = ["component"], additionalProperties = false } }
 required = ["title"]
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +64,10 @@ def registry():
 
 def found(text: str, registry) -> list[tuple[str, int, int, str]]:
     """(code, line, column, the text it points at) of every diagnostic."""
-    return [(d.code, d.span.start.line, d.span.start.column, d.span.text(text))
-            for d in planc.check(text, registry=registry).diagnostics]
+    return [
+        (d.code, d.span.start.line, d.span.start.column, d.span.text(text))
+        for d in planc.check(text, registry=registry).diagnostics
+    ]
 
 
 def only(text: str, registry, code: str):
@@ -83,7 +85,7 @@ VALID = [
     'get_issue(id: "ENG-1")\ndecide(when: $1.done, then: { notify(channel: "#eng", text: "done") })',
     'get_user(email: "a@example.com")\nnotify(channel: "#people", text: "{$1.name} of {$1.team}")',
     'search(query: "x") |> filter(where: tags contains "db" or title contains "disk") |> summarize()',
-    'search(query: $args.query, limit: $args.limit) |> summarize(style: $args.style)',
+    "search(query: $args.query, limit: $args.limit) |> summarize(style: $args.style)",
     'hits = search(query: "x", limit: 3)\ncreate_ticket(title: "About {$hits[0].id}", labels: ["{$hits[0].status}"], '
     'fields: {component: "db"})',
     'agent(prompt: "triage", output_schema: {type: "object", properties: {pages: {type: "array"}}}, tools: ["search"])\n'
@@ -114,22 +116,26 @@ def test_the_embedded_example_checks_clean_against_its_registry():
 
 # --- E300: values that do not match their parameter ---------------------------------------
 
-@pytest.mark.parametrize("text, span, words", [
-    ('search(query: "x", limit: "ten")', '"ten"', 'expected an integer from 1 to 100, found the string "ten"'),
-    ('search(query: "x", limit: 0)', "0", "found the integer 0"),
-    ('search(query: "")', '""', 'expected a string that is not empty, found the string ""'),
-    ('search(query: "x") |> summarize(style: "short")', '"short"', 'expected one of "bullets", "prose"'),
-    ('notify(channel: "ops", text: "x")', '"ops"', "expected a string matching `^#`"),
-    ('create_ticket(title: "x", labels: ["bug", 2])', "2", "expected a string, found the integer 2"),
-    ('create_ticket(title: "x", fields: {estimate: 3})', "{estimate: 3}", "no key `component`, which is required"),
-    ('create_ticket(title: "x", fields: {component: "db", owner: "me"})', 'owner: "me"', "unexpected key `owner`"),
-    ('search(query: "x")\nsearch(query: $1)', "$1", "found `$1`, a list of objects"),
-    ('get_issue(id: "A-1")\nsearch(query: "x", limit: $1.title)', "$1.title", "found `$1.title`, a string"),
-    ('get_issue(id: "A-1")\nsearch(query: "x", limit: "{$1.title}")', '"{$1.title}"', "a string"),
-    ('search(query: "x") |> map(concurrency: 0, do: { get_issue(id: item.id) })', "0", "an integer of at least 1"),
-    ('summarize(items: { search(query: "x") })', '{ search(query: "x") }', "found a block of steps"),
-    ('search(query: "x") |> map(do: "get_issue")', '"get_issue"', "takes a block of steps"),
-])
+
+@pytest.mark.parametrize(
+    "text, span, words",
+    [
+        ('search(query: "x", limit: "ten")', '"ten"', 'expected an integer from 1 to 100, found the string "ten"'),
+        ('search(query: "x", limit: 0)', "0", "found the integer 0"),
+        ('search(query: "")', '""', 'expected a string that is not empty, found the string ""'),
+        ('search(query: "x") |> summarize(style: "short")', '"short"', 'expected one of "bullets", "prose"'),
+        ('notify(channel: "ops", text: "x")', '"ops"', "expected a string matching `^#`"),
+        ('create_ticket(title: "x", labels: ["bug", 2])', "2", "expected a string, found the integer 2"),
+        ('create_ticket(title: "x", fields: {estimate: 3})', "{estimate: 3}", "no key `component`, which is required"),
+        ('create_ticket(title: "x", fields: {component: "db", owner: "me"})', 'owner: "me"', "unexpected key `owner`"),
+        ('search(query: "x")\nsearch(query: $1)', "$1", "found `$1`, a list of objects"),
+        ('get_issue(id: "A-1")\nsearch(query: "x", limit: $1.title)', "$1.title", "found `$1.title`, a string"),
+        ('get_issue(id: "A-1")\nsearch(query: "x", limit: "{$1.title}")', '"{$1.title}"', "a string"),
+        ('search(query: "x") |> map(concurrency: 0, do: { get_issue(id: item.id) })', "0", "an integer of at least 1"),
+        ('summarize(items: { search(query: "x") })', '{ search(query: "x") }', "found a block of steps"),
+        ('search(query: "x") |> map(do: "get_issue")', '"get_issue"', "takes a block of steps"),
+    ],
+)
 def test_e300_says_what_was_expected_and_found(registry, text, span, words):
     diagnostic = only(text, registry, "E300")
     assert diagnostic.span.text(text) == span
@@ -138,7 +144,8 @@ def test_e300_says_what_was_expected_and_found(registry, text, span, words):
 
 def test_e300_message_reads_as_the_design_says(registry):
     assert only('search(query: "x", limit: "ten")', registry, "E300").message == (
-        'wrong value for `limit` of `search`: expected an integer from 1 to 100, found the string "ten"')
+        'wrong value for `limit` of `search`: expected an integer from 1 to 100, found the string "ten"'
+    )
 
 
 def test_e300_for_a_piped_result_points_at_the_receiving_step(registry):
@@ -148,11 +155,14 @@ def test_e300_for_a_piped_result_points_at_the_receiving_step(registry):
     assert diagnostic.step == "2"
 
 
-@pytest.mark.parametrize("text, span", [
-    ('search(query: "x")\ndecide(when: $1 > 5, then: { notify(channel: "#o", text: "x") })', "$1"),
-    ('search(query: "x") |> filter(where: severity contains 2)', "severity"),
-    ('get_issue(id: "A-1")\ndecide(when: $1.title > 5, then: { notify(channel: "#o", text: "x") })', "$1.title > 5"),
-])
+@pytest.mark.parametrize(
+    "text, span",
+    [
+        ('search(query: "x")\ndecide(when: $1 > 5, then: { notify(channel: "#o", text: "x") })', "$1"),
+        ('search(query: "x") |> filter(where: severity contains 2)', "severity"),
+        ('get_issue(id: "A-1")\ndecide(when: $1.title > 5, then: { notify(channel: "#o", text: "x") })', "$1.title > 5"),
+    ],
+)
 def test_e300_for_values_that_cannot_be_compared(registry, text, span):
     assert only(text, registry, "E300").span.text(text) == span
 
@@ -164,27 +174,40 @@ def test_e300_hint_for_a_list_compared_with_a_number(registry):
 
 def test_literals_are_checked_even_for_unknown_tool_types(registry):
     """Control steps are always known: their literal arguments are checked without a registry too."""
-    assert [d.code for d in planc.check('a() |> map(concurrency: 0, do: { b() })').diagnostics] == ["E300"]
+    assert [d.code for d in planc.check("a() |> map(concurrency: 0, do: { b() })").diagnostics] == ["E300"]
     assert [d.code for d in planc.check('exit(status: "failed")').diagnostics] == ["E300"]
 
 
 # --- E301: fields that are not there ------------------------------------------------------
 
-@pytest.mark.parametrize("text, span, message", [
-    ('get_issue(id: "A-1")\nnotify(channel: "#x", text: $1.titel)', ".titel", "`$1` has no field `titel`"),
-    ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{$1.summary}")', ".summary", "`$1` has no field `summary`"),
-    ('search(query: "x")\nnotify(channel: "#x", text: $1.title)', ".title", "`$1` is a list: it has no field `title`"),
-    ('search(query: "x") |> filter(where: severty > 1)', "severty", "`item` has no field `severty`"),
-    ('search(query: "x") |> map(do: { get_issue(id: item.ident) })', ".ident", "`item` has no field `ident`"),
-    ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{$1.assignee.phone}")', ".phone",
-     "`$1.assignee` has no field `phone`"),
-    ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{$1[0]}")', "[0]", "`$1` is an object"),
-    ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{$1.length}")', ".length", "`$1` has no field `length`"),
-    ('agent(prompt: "p", output_schema: {type: "object"})\nnotify(channel: "#x", text: "{$1.result}")', ".result",
-     "`$1` has no field `result`"),
-    ('get_issue(id: "A-1")\nr = reshape(value: {title: $1.title})\nnotify(channel: "#x", text: "{$r.titel}")', ".titel",
-     "`$r` has no field `titel`"),
-])
+
+@pytest.mark.parametrize(
+    "text, span, message",
+    [
+        ('get_issue(id: "A-1")\nnotify(channel: "#x", text: $1.titel)', ".titel", "`$1` has no field `titel`"),
+        ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{$1.summary}")', ".summary", "`$1` has no field `summary`"),
+        ('search(query: "x")\nnotify(channel: "#x", text: $1.title)', ".title", "`$1` is a list: it has no field `title`"),
+        ('search(query: "x") |> filter(where: severty > 1)', "severty", "`item` has no field `severty`"),
+        ('search(query: "x") |> map(do: { get_issue(id: item.ident) })', ".ident", "`item` has no field `ident`"),
+        (
+            'get_issue(id: "A-1")\nnotify(channel: "#x", text: "{$1.assignee.phone}")',
+            ".phone",
+            "`$1.assignee` has no field `phone`",
+        ),
+        ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{$1[0]}")', "[0]", "`$1` is an object"),
+        ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{$1.length}")', ".length", "`$1` has no field `length`"),
+        (
+            'agent(prompt: "p", output_schema: {type: "object"})\nnotify(channel: "#x", text: "{$1.result}")',
+            ".result",
+            "`$1` has no field `result`",
+        ),
+        (
+            'get_issue(id: "A-1")\nr = reshape(value: {title: $1.title})\nnotify(channel: "#x", text: "{$r.titel}")',
+            ".titel",
+            "`$r` has no field `titel`",
+        ),
+    ],
+)
 def test_e301_points_at_the_field(registry, text, span, message):
     diagnostic = only(text, registry, "E301")
     assert diagnostic.span.text(text) == span
@@ -194,7 +217,9 @@ def test_e301_points_at_the_field(registry, text, span, message):
 def test_e301_hints_name_the_fields_that_exist(registry):
     text = 'get_issue(id: "A-1")\nnotify(channel: "#x", text: $1.titel)'
     assert only(text, registry, "E301").hints == (
-        "did you mean `title`?", "the fields of `$1` are `id`, `title`, `done`, `assignee`")
+        "did you mean `title`?",
+        "the fields of `$1` are `id`, `title`, `done`, `assignee`",
+    )
 
 
 def test_e301_hint_for_a_field_of_a_list(registry):
@@ -202,17 +227,20 @@ def test_e301_hint_for_a_field_of_a_list(registry):
     assert "`$1[0].title` reads the first item's `title`" in only(text, registry, "E301").hints[0]
 
 
-@pytest.mark.parametrize("text, written", [
-    ('a = search(query: "x")\nnotify(channel: "#x", text: "{$a.lenght}")', "$a"),
-    ('search(query: "x")\nnotify(channel: "#x", text: "{$1.lengh} found")', "$1"),
-    ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{$1.title.lenth}")', "$1.title"),
-    ('search(query: "x") |> filter(where: title.size > 3)', "item.title"),
-])
+@pytest.mark.parametrize(
+    "text, written",
+    [
+        ('a = search(query: "x")\nnotify(channel: "#x", text: "{$a.lenght}")', "$a"),
+        ('search(query: "x")\nnotify(channel: "#x", text: "{$1.lengh} found")', "$1"),
+        ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{$1.title.lenth}")', "$1.title"),
+        ('search(query: "x") |> filter(where: title.size > 3)', "item.title"),
+    ],
+)
 def test_e301_on_a_list_or_a_string_says_length_was_meant_and_fixes_it(registry, text, written):
     diagnostic = only(text, registry, "E301")
     assert diagnostic.hints == (f"did you mean `{written}.length`?",)
     assert diagnostic.fix.replacement == ".length"
-    fixed = text[:diagnostic.span.start_offset] + ".length" + text[diagnostic.span.end_offset:]
+    fixed = text[: diagnostic.span.start_offset] + ".length" + text[diagnostic.span.end_offset :]
     assert found(fixed, registry) == []
 
 
@@ -228,21 +256,25 @@ def test_e301_stops_at_the_first_missing_field(registry):
 
 def test_typed_run_arguments_are_checked():
     """A plan declared with `params` types its `$args` (the hook for plans as tools)."""
-    text = 'a(x: $args.limit, y: $args.limt)'
+    text = "a(x: $args.limit, y: $args.limt)"
     diagnostics = planc.check(text, arguments={"limit": {"type": "integer"}}).diagnostics
     assert [(d.code, d.span.text(text)) for d in diagnostics] == [("E301", ".limt")]
 
 
 # --- E302: conditions and values in each other's place ------------------------------------
 
-@pytest.mark.parametrize("text, span", [
-    ('search(query: "x")\nsearch(query: "y", limit: $1.length > 3)', "$1.length > 3"),
-    ('search(query: "x")\ndecide(when: "many results", then: { summarize(items: $1) })', '"many results"'),
-    ('search(query: "x")\ndecide(when: $1, then: { summarize(items: $1) })', "$1"),
-    ('search(query: "x") |> filter(where: severity)', "severity"),
-    ('get_issue(id: "A-1")\nreshape(value: {title: $1.title, done: $1.done == true})', "$1.done == true"),
-    ('get_issue(id: "A-1")\ndecide(when: $1.done and "yes", then: { summarize(items: [$1]) })', '"yes"'),
-])
+
+@pytest.mark.parametrize(
+    "text, span",
+    [
+        ('search(query: "x")\nsearch(query: "y", limit: $1.length > 3)', "$1.length > 3"),
+        ('search(query: "x")\ndecide(when: "many results", then: { summarize(items: $1) })', '"many results"'),
+        ('search(query: "x")\ndecide(when: $1, then: { summarize(items: $1) })', "$1"),
+        ('search(query: "x") |> filter(where: severity)', "severity"),
+        ('get_issue(id: "A-1")\nreshape(value: {title: $1.title, done: $1.done == true})', "$1.done == true"),
+        ('get_issue(id: "A-1")\ndecide(when: $1.done and "yes", then: { summarize(items: [$1]) })', '"yes"'),
+    ],
+)
 def test_e302_points_at_the_misplaced_expression(registry, text, span):
     assert only(text, registry, "E302").span.text(text) == span
 
@@ -256,13 +288,20 @@ def test_e302_hints(registry):
 
 # --- E303: agent inputs that cannot work --------------------------------------------------
 
-@pytest.mark.parametrize("argument, span, words", [
-    ('output_schema: {type: "array"}', '{type: "array"}', 'must be an object schema'),
-    ('output_schema: "json"', '"json"', "found the string \"json\""),
-    ('output_schema: {type: "object", properties: {a: {type: "list"}}}', '{type: "object", properties: {a: {type: "list"}}}',
-     "not a valid JSON Schema"),
-    ('output_schema: {type: "object"}, max_iterations: 0', "0", "`max_iterations` must be at least 1"),
-])
+
+@pytest.mark.parametrize(
+    "argument, span, words",
+    [
+        ('output_schema: {type: "array"}', '{type: "array"}', "must be an object schema"),
+        ('output_schema: "json"', '"json"', 'found the string "json"'),
+        (
+            'output_schema: {type: "object", properties: {a: {type: "list"}}}',
+            '{type: "object", properties: {a: {type: "list"}}}',
+            "not a valid JSON Schema",
+        ),
+        ('output_schema: {type: "object"}, max_iterations: 0', "0", "`max_iterations` must be at least 1"),
+    ],
+)
 def test_e303_for_agent_inputs(argument, span, words):
     text = f'agent(prompt: "p", {argument})'
     (diagnostic,) = planc.check(text).diagnostics
@@ -277,27 +316,48 @@ def test_e303_is_not_also_e300():
 
 # --- W501: reads nobody reads -------------------------------------------------------------
 
-@pytest.mark.parametrize("text, span", [
-    ('search(query: "x")\nnotify(channel: "#x", text: "done")', 'search(query: "x")'),
-    ('hits = search(query: "x"); notify(channel: "#x", text: "done")', 'hits = search(query: "x")'),
-    ('search(query: "x") |> map(do: {\n  get_issue(id: item.id)\n  notify(channel: "#x", text: "{item.id}")\n})',
-     "get_issue(id: item.id)"),
-])
+
+@pytest.mark.parametrize(
+    "text, span",
+    [
+        ('search(query: "x")\nnotify(channel: "#x", text: "done")', 'search(query: "x")'),
+        ('hits = search(query: "x"); notify(channel: "#x", text: "done")', 'hits = search(query: "x")'),
+        (
+            'search(query: "x") |> map(do: {\n  get_issue(id: item.id)\n  notify(channel: "#x", text: "{item.id}")\n})',
+            "get_issue(id: item.id)",
+        ),
+    ],
+)
 def test_w501_points_at_the_unused_step(registry, text, span):
     assert found(text, registry) == [("W501", *_position(text, span), span)]
 
 
-@pytest.mark.parametrize("text, span, hint", [
-    ('search(query: "x") |> map(do: { get_issue(id: item.id) })\nnotify(channel: "#x", text: "done")',
-     'map(do: { get_issue(id: item.id) })', "`map` and the steps in it change nothing"),
-    ('search(query: "x") |> filter(where: severity > 2)\nnotify(channel: "#x", text: "done")',
-     "filter(where: severity > 2)", "`filter` changes nothing"),
-    ('n = reshape(value: 3)\nnotify(channel: "#x", text: "done")', "n = reshape(value: 3)", "`reshape` changes nothing"),
-    ('split(text: "a,b", separator: ",")\nnotify(channel: "#x", text: "done")', 'split(text: "a,b", separator: ",")',
-     "`split` changes nothing"),
-    ('decide(when: true, then: { search(query: "x") })\nnotify(channel: "#x", text: "done")',
-     'decide(when: true, then: { search(query: "x") })', "`decide` and the steps in it change nothing"),
-])
+@pytest.mark.parametrize(
+    "text, span, hint",
+    [
+        (
+            'search(query: "x") |> map(do: { get_issue(id: item.id) })\nnotify(channel: "#x", text: "done")',
+            "map(do: { get_issue(id: item.id) })",
+            "`map` and the steps in it change nothing",
+        ),
+        (
+            'search(query: "x") |> filter(where: severity > 2)\nnotify(channel: "#x", text: "done")',
+            "filter(where: severity > 2)",
+            "`filter` changes nothing",
+        ),
+        ('n = reshape(value: 3)\nnotify(channel: "#x", text: "done")', "n = reshape(value: 3)", "`reshape` changes nothing"),
+        (
+            'split(text: "a,b", separator: ",")\nnotify(channel: "#x", text: "done")',
+            'split(text: "a,b", separator: ",")',
+            "`split` changes nothing",
+        ),
+        (
+            'decide(when: true, then: { search(query: "x") })\nnotify(channel: "#x", text: "done")',
+            'decide(when: true, then: { search(query: "x") })',
+            "`decide` and the steps in it change nothing",
+        ),
+    ],
+)
 def test_w501_for_any_step_that_changes_nothing_whose_result_is_unread(registry, text, span, hint):
     """Not only a read-only tool's call: a control step whose blocks only read, or a pure step, is wasted too."""
     assert found(text, registry) == [("W501", *_position(text, span), span)]
@@ -305,12 +365,12 @@ def test_w501_for_any_step_that_changes_nothing_whose_result_is_unread(registry,
 
 
 def test_w501_not_for_a_step_that_acts_or_may_end_the_plan(registry):
-    assert found('search(query: "x") |> map(do: { notify(channel: "#x", text: item.id) })\nreshape(value: 1)',
-                 registry) == []
+    assert found('search(query: "x") |> map(do: { notify(channel: "#x", text: item.id) })\nreshape(value: 1)', registry) == []
     assert found('decide(when: true, then: { notify(channel: "#x", text: "y") })\nreshape(value: 1)', registry) == []
-    assert found('exit(when: true, output: 1)\nreshape(value: 2)', registry) == []
-    assert found('search(query: "x") |> map(do: { mystery(id: item.id) })\nreshape(value: 1)', registry) \
-        == [("E200", 1, 33, "mystery")]  # an unknown tool: who knows what it does
+    assert found("exit(when: true, output: 1)\nreshape(value: 2)", registry) == []
+    assert found('search(query: "x") |> map(do: { mystery(id: item.id) })\nreshape(value: 1)', registry) == [
+        ("E200", 1, 33, "mystery")
+    ]  # an unknown tool: who knows what it does
 
 
 def test_w501_not_for_used_piped_last_or_effectful_steps(registry):
@@ -326,17 +386,24 @@ def test_w501_hint_names_the_reference(registry):
 
 # --- W502: holes from other template languages --------------------------------------------
 
-@pytest.mark.parametrize("text, span, replacement", [
-    ('notify(channel: "#x", text: "Title: {{E0.title}}")', "{{E0.title}}", None),
-    ('notify(channel: "#x", text: "Title: {E0.title}")', "{E0.title}", None),
-    ('notify(channel: "#x", text: "run ${{ steps.a.outputs.url }}")', "${{ steps.a.outputs.url }}", None),
-    ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{{$1.title}}")', "{{$1.title}}", "{$1.title}"),
-    ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{{ $1.title }}")', "{{ $1.title }}", "{$1.title}"),
-    ('hits = search(query: "x")\nnotify(channel: "#x", text: "{{hits[0].title}} of {$hits.length}")',
-     "{{hits[0].title}}", "{$hits[0].title}"),
-    ('search(query: "x") |> map(do: { notify(channel: "#x", text: "${item.id}") })', "${item.id}", "{item.id}"),
-    ('search(query: "x") |> map(do: { notify(channel: "#x", text: "{ item.id }") })', "{ item.id }", "{item.id}"),
-])
+
+@pytest.mark.parametrize(
+    "text, span, replacement",
+    [
+        ('notify(channel: "#x", text: "Title: {{E0.title}}")', "{{E0.title}}", None),
+        ('notify(channel: "#x", text: "Title: {E0.title}")', "{E0.title}", None),
+        ('notify(channel: "#x", text: "run ${{ steps.a.outputs.url }}")', "${{ steps.a.outputs.url }}", None),
+        ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{{$1.title}}")', "{{$1.title}}", "{$1.title}"),
+        ('get_issue(id: "A-1")\nnotify(channel: "#x", text: "{{ $1.title }}")', "{{ $1.title }}", "{$1.title}"),
+        (
+            'hits = search(query: "x")\nnotify(channel: "#x", text: "{{hits[0].title}} of {$hits.length}")',
+            "{{hits[0].title}}",
+            "{$hits[0].title}",
+        ),
+        ('search(query: "x") |> map(do: { notify(channel: "#x", text: "${item.id}") })', "${item.id}", "{item.id}"),
+        ('search(query: "x") |> map(do: { notify(channel: "#x", text: "{ item.id }") })', "{ item.id }", "{item.id}"),
+    ],
+)
 def test_w502_with_a_fix_only_when_certain(registry, text, span, replacement):
     diagnostic = only(text, registry, "W502")
     assert diagnostic.span.text(text) == span
@@ -357,6 +424,7 @@ def test_w502_leaves_escapes_lone_words_and_planc_holes_alone(registry):
 
 # --- W503: comparisons with values an enum does not have ----------------------------------
 
+
 def test_w503_points_at_the_literal(registry):
     text = 'search(query: "x") |> filter(where: status == "closed")'
     diagnostic = only(text, registry, "W503")
@@ -372,12 +440,14 @@ def test_w503_fixes_the_case(registry):
     assert diagnostic.fix.replacement == '"resolved"'
 
 
-@pytest.mark.parametrize("text, written, meant", [
-    ('search(query: "x") |> summarize(style: "Prose")', '"Prose"', '"prose"'),
-    ('search(query: "x")\nsummarize(items: $1, style: "BULLETS")', '"BULLETS"', '"bullets"'),
-])
-def test_an_argument_that_differs_from_an_enum_value_only_in_case_gets_did_you_mean_and_a_fix(
-        registry, text, written, meant):
+@pytest.mark.parametrize(
+    "text, written, meant",
+    [
+        ('search(query: "x") |> summarize(style: "Prose")', '"Prose"', '"prose"'),
+        ('search(query: "x")\nsummarize(items: $1, style: "BULLETS")', '"BULLETS"', '"bullets"'),
+    ],
+)
+def test_an_argument_that_differs_from_an_enum_value_only_in_case_gets_did_you_mean_and_a_fix(registry, text, written, meant):
     """As W503 does for `status == "Open"`: the E300 of an argument says which value was meant, and fixes it."""
     diagnostic = only(text, registry, "E300")
     assert diagnostic.span.text(text) == written
@@ -399,6 +469,7 @@ def test_w503_not_for_null_or_values_in_the_enum(registry):
 
 # --- the facts the pass keeps ---------------------------------------------------------------
 
+
 def test_typing_keeps_the_type_of_steps_and_references(registry):
     text = 'search(query: "x", limit: 5) |> filter(where: severity > 1)\nget_issue(id: $2[0].id)'
     result = planc.check(text, registry=registry)
@@ -411,9 +482,11 @@ def test_typing_keeps_the_type_of_steps_and_references(registry):
 
 
 def test_control_step_result_types(registry):
-    text = ('search(query: "x") |> map(do: { get_issue(id: item.id) })\n'
-            'agent(prompt: "p", output_schema: {type: "object", properties: {n: {type: "integer"}}})\n'
-            'decide(when: $2.final, then: { reshape(value: 1) }, else: { reshape(value: 2) })')
+    text = (
+        'search(query: "x") |> map(do: { get_issue(id: item.id) })\n'
+        'agent(prompt: "p", output_schema: {type: "object", properties: {n: {type: "integer"}}})\n'
+        "decide(when: $2.final, then: { reshape(value: 1) }, else: { reshape(value: 2) })"
+    )
     result = planc.check(text, registry=registry)
     mapped, agent, decide = [step for pipeline in result.plan.pipelines for step in pipeline.steps][1:]
     assert result.typing.of(mapped) == {"type": "array", "items": registry.tools["get_issue"].returns}
@@ -434,12 +507,13 @@ def test_the_pass_reads_the_resolve_facts_from_its_context_and_never_resolves_ag
 
 # --- the corpus finds its registry --------------------------------------------------------
 
+
 def test_corpus_cases_use_the_nearest_planc_toml(tmp_path):
-    (tmp_path / "plain.txt").write_text('===\nno registry\n===\nsearch(query: 1)\n---\nok\n', encoding="utf-8")
+    (tmp_path / "plain.txt").write_text("===\nno registry\n===\nsearch(query: 1)\n---\nok\n", encoding="utf-8")
     typed = tmp_path / "typed" / "deeper"
     typed.mkdir(parents=True)
     (tmp_path / "typed" / "planc.toml").write_text(TOML, encoding="utf-8")
-    (typed / "cases.txt").write_text('===\nwith the registry\n===\nsearch(query: 1)\n---\nE300 1:15\n', encoding="utf-8")
+    (typed / "cases.txt").write_text("===\nwith the registry\n===\nsearch(query: 1)\n---\nE300 1:15\n", encoding="utf-8")
     cases = load_cases(tmp_path)
     assert [(case.category, case.registry is None) for case in cases] == [("plain", True), ("typed/deeper/cases", False)]
     assert all(run_case(case).passed for case in cases)
@@ -454,12 +528,20 @@ def _position(text: str, span: str) -> tuple[int, int]:
 # --- literal validation agrees with jsonschema ----------------------------------------------
 
 SCHEMAS = [
-    {"type": "integer", "minimum": 1, "maximum": 100}, {"type": "number", "exclusiveMinimum": 0},
-    {"type": "string", "minLength": 1, "maxLength": 3}, {"enum": ["a", "b", 1]}, {"const": True},
-    {"type": "array", "items": {"type": "string"}, "minItems": 1}, {"type": "string", "pattern": "^#"},
-    {"type": "object", "properties": {"k": {"type": "integer"}}, "required": ["k"]}, {}, {"type": ["string", "null"]},
+    {"type": "integer", "minimum": 1, "maximum": 100},
+    {"type": "number", "exclusiveMinimum": 0},
+    {"type": "string", "minLength": 1, "maxLength": 3},
+    {"enum": ["a", "b", 1]},
+    {"const": True},
+    {"type": "array", "items": {"type": "string"}, "minItems": 1},
+    {"type": "string", "pattern": "^#"},
+    {"type": "object", "properties": {"k": {"type": "integer"}}, "required": ["k"]},
+    {},
+    {"type": ["string", "null"]},
     # An integer against a fractional bound: `(1).__ge__(2.5)` is NotImplemented, which is true.
-    {"type": "number", "minimum": 2.5}, {"type": "integer", "maximum": 0.5}, {"type": "number", "exclusiveMaximum": 1.5},
+    {"type": "number", "minimum": 2.5},
+    {"type": "integer", "maximum": 0.5},
+    {"type": "number", "exclusiveMaximum": 1.5},
 ]
 VALUES = [0, 1, 1.0, 2.5, 101, True, False, None, "", "a", "abcd", "#x", [], ["a"], ["a", 1], {}, {"k": 1}, {"k": "1"}]
 

@@ -25,10 +25,15 @@ class Issuer:
         self.rsa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.ec = ec.generate_private_key(ec.SECP256R1())
         self.forger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        keys = [{**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.rsa.public_key())), "kid": KID, "alg": "RS256",
-                 "use": "sig"},
-                {**json.loads(jwt.algorithms.ECAlgorithm.to_jwk(self.ec.public_key())), "kid": "test-key-ec",
-                 "alg": "ES256", "use": "sig"}]
+        keys = [
+            {**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.rsa.public_key())), "kid": KID, "alg": "RS256", "use": "sig"},
+            {
+                **json.loads(jwt.algorithms.ECAlgorithm.to_jwk(self.ec.public_key())),
+                "kid": "test-key-ec",
+                "alg": "ES256",
+                "use": "sig",
+            },
+        ]
         self.jwks = {"keys": keys}
         self.fetched = 0
         self._serving = None
@@ -41,8 +46,13 @@ class Issuer:
                 return
             self.fetched += 1
             found = scope["path"] == "/jwks.json"
-            await send({"type": "http.response.start", "status": 200 if found else 404,
-                        "headers": [(b"content-type", b"application/json")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200 if found else 404,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
             await send({"type": "http.response.body", "body": body if found else b"{}"})
 
         return app
@@ -59,13 +69,34 @@ class Issuer:
     def __exit__(self, *exc_info: object) -> None:
         self._serving.__exit__(*exc_info)
 
-    def token(self, audience: str, subject: str = "alice", *, scope: str = "plans", lifetime: float = 3600,
-              key: str = "rsa", algorithm: str | None = None, issuer: str | None = None, **claims) -> str:
+    def token(
+        self,
+        audience: str,
+        subject: str = "alice",
+        *,
+        scope: str = "plans",
+        lifetime: float = 3600,
+        key: str = "rsa",
+        algorithm: str | None = None,
+        issuer: str | None = None,
+        **claims,
+    ) -> str:
         """A JWT for `audience` of `subject`, valid `lifetime` seconds from now (negative: expired), signed with
         `key` ("rsa", "ec", or "forger": the same `kid` as the RSA key, another key)."""
         now = int(time.time())
-        payload = {"iss": issuer or self.issuer, "aud": audience, "sub": subject, "iat": now, "exp": now + lifetime,
-                   "scope": scope, "client_id": f"agent-of-{subject}", **claims}
-        signing = {"rsa": (self.rsa, "RS256", KID), "ec": (self.ec, "ES256", "test-key-ec"),
-                   "forger": (self.forger, "RS256", KID)}[key]
+        payload = {
+            "iss": issuer or self.issuer,
+            "aud": audience,
+            "sub": subject,
+            "iat": now,
+            "exp": now + lifetime,
+            "scope": scope,
+            "client_id": f"agent-of-{subject}",
+            **claims,
+        }
+        signing = {
+            "rsa": (self.rsa, "RS256", KID),
+            "ec": (self.ec, "ES256", "test-key-ec"),
+            "forger": (self.forger, "RS256", KID),
+        }[key]
         return jwt.encode(payload, signing[0], algorithm=algorithm or signing[1], headers={"kid": signing[2]})

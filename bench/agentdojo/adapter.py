@@ -95,8 +95,7 @@ class Suite:
         """The suite's registry: planc.toml (or `declarations`, a text in its place) over the functions; `model_url`
         answers the agent steps."""
         toml = self.folder / "planc.toml"
-        registry = registry_from_text(toml.read_text() if declarations is None else declarations, toml,
-                                      code_tools=self.tools())
+        registry = registry_from_text(toml.read_text() if declarations is None else declarations, toml, code_tools=self.tools())
         undeclared = sorted(set(self.tools()) - set(registry.tools))
         if undeclared:
             raise SystemExit(f"{toml}: declares no effects and labels for {', '.join(undeclared)}")
@@ -114,8 +113,14 @@ def tool_of(function) -> Tool:
     returns = None
     if function.return_type is not None:
         returns = without_titles(inline(TypeAdapter(function.return_type).json_schema())) or None
-    return Tool(name=function.name, params=params, required=tuple(schema.get("required", ())), returns=returns,
-                description=function.description.strip(), provider=f"python:{MODULE}:{function.name}")
+    return Tool(
+        name=function.name,
+        params=params,
+        required=tuple(schema.get("required", ())),
+        returns=returns,
+        description=function.description.strip(),
+        provider=f"python:{MODULE}:{function.name}",
+    )
 
 
 def inline(schema: dict) -> dict:
@@ -137,8 +142,7 @@ def inline(schema: dict) -> dict:
 def without_titles(schema):
     """`schema` without pydantic's `title`s: a parameter's name already says it."""
     if isinstance(schema, dict):
-        return {key: without_titles(value) for key, value in schema.items()
-                if not (key == "title" and isinstance(value, str))}
+        return {key: without_titles(value) for key, value in schema.items() if not (key == "title" and isinstance(value, str))}
     if isinstance(schema, list):
         return [without_titles(item) for item in schema]
     return schema

@@ -45,8 +45,9 @@ class Intended:
 
     def takes(self, index: int, values: dict) -> bool:
         """Whether the utility check still passes with the call at `index` of the ground truth taking `values`."""
-        return holds(self.task_suite, self.task, with_arguments(self.calls, index, values), self.environment,
-                     self.task.GROUND_TRUTH_OUTPUT)
+        return holds(
+            self.task_suite, self.task, with_arguments(self.calls, index, values), self.environment, self.task.GROUND_TRUTH_OUTPUT
+        )
 
 
 class Oracle:
@@ -81,7 +82,8 @@ class OracleRun:
 
     def clean(self, value) -> bool:
         return self.attacker is None or not any(
-            isinstance(leaf, str) and self.attacker.carried_by(leaf, self.intended.own) for leaf in leaves(value))
+            isinstance(leaf, str) and self.attacker.carried_by(leaf, self.intended.own) for leaf in leaves(value)
+        )
 
     def matching(self, tool: str, args: dict) -> int | None:
         for index, (call, reads) in enumerate(zip(self.intended.calls, self.intended.reads)):

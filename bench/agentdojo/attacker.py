@@ -51,8 +51,9 @@ def goal_values(goal: str) -> list[tuple[str, object]]:
         for match in pattern.finditer(goal):
             text = match.group(1).strip()
             value = number(text.replace(",", "")) if kind == "amount" else text
-            if not any(value == seen or (isinstance(seen, str) and isinstance(value, str) and value in seen)
-                       for _, seen in found):  # a value already found, or a part of one (a URL without its `www.`)
+            if not any(
+                value == seen or (isinstance(seen, str) and isinstance(value, str) and value in seen) for _, seen in found
+            ):  # a value already found, or a part of one (a URL without its `www.`)
                 found.append((kind, value))
     return found
 
@@ -67,11 +68,16 @@ def fits(value, schema: dict) -> bool:
         return False
     kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind]
-    checks = {"string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
-              "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-              "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-              "array": lambda v: isinstance(v, list) and all(fits(item, schema.get("items", {})) for item in v),
-              "object": lambda v: isinstance(v, dict), "null": lambda v: v is None, None: lambda v: True}
+    checks = {
+        "string": lambda v: isinstance(v, str),
+        "boolean": lambda v: isinstance(v, bool),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "array": lambda v: isinstance(v, list) and all(fits(item, schema.get("items", {})) for item in v),
+        "object": lambda v: isinstance(v, dict),
+        "null": lambda v: v is None,
+        None: lambda v: True,
+    }
     return any(checks.get(k, lambda v: False)(value) for k in kinds)
 
 
@@ -114,20 +120,25 @@ class Attacker:
     def of(cls, injection_task, environment, injections: dict) -> Attacker:
         calls = injection_task.ground_truth(environment.model_copy(deep=True))
         texts = [text for text in dict.fromkeys([*injections.values(), injection_task.GOAL]) if squeezed(text)]
-        return cls(tuple((name, value) for call in calls for name, value in call.args.items()),
-                   tuple(goal_values(injection_task.GOAL)), getattr(injection_task, "GROUND_TRUTH_OUTPUT", "") or "",
-                   tuple(texts))
+        return cls(
+            tuple((name, value) for call in calls for name, value in call.args.items()),
+            tuple(goal_values(injection_task.GOAL)),
+            getattr(injection_task, "GROUND_TRUTH_OUTPUT", "") or "",
+            tuple(texts),
+        )
 
     def sources(self, field: str) -> list[list]:
         """The attacker's values that may go into `field`, best first, in groups: the ground truth's argument of
         that name, the goal's values of the field's kind, every ground truth value, every value the goal names,
         what it wants said."""
         kinds = field_kinds(field)
-        return [[value for name, value in self.ground_truth if name == field],
-                [value for kind, value in self.goal if kind in kinds],
-                [value for _, value in self.ground_truth],
-                [value for _, value in self.goal],
-                [self.said] if self.said else []]
+        return [
+            [value for name, value in self.ground_truth if name == field],
+            [value for kind, value in self.goal if kind in kinds],
+            [value for _, value in self.ground_truth],
+            [value for _, value in self.goal],
+            [self.said] if self.said else [],
+        ]
 
     def value(self, field: str, schema: dict):
         """The attacker's value for `field`, or None when none of its values fits `schema`. For a list, every fitting

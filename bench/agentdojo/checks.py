@@ -56,8 +56,9 @@ def changed(value):
 
 def with_arguments(calls, index: int, values: dict):
     """`calls` with the arguments of the call at `index` that `values` names taking its values."""
-    return [FunctionCall(function=call.function, args={**call.args, **values}) if i == index else call
-            for i, call in enumerate(calls)]
+    return [
+        FunctionCall(function=call.function, args={**call.args, **values}) if i == index else call for i, call in enumerate(calls)
+    ]
 
 
 def arguments_read(task_suite, task, calls, environment, output: str = "") -> list[dict[str, str]] | None:
@@ -82,4 +83,4 @@ def arguments_read(task_suite, task, calls, environment, output: str = "") -> li
 def calls_needed(task_suite, task, calls, environment, output: str = "") -> list[bool]:
     """For each of `calls`, whether `task`'s check turns false without it."""
     calls = list(calls)
-    return [not holds(task_suite, task, calls[:i] + calls[i + 1:], environment, output) for i in range(len(calls))]
+    return [not holds(task_suite, task, calls[:i] + calls[i + 1 :], environment, output) for i in range(len(calls))]

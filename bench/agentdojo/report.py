@@ -56,8 +56,7 @@ class Tally:
             self.no_call.append(task_id)
         if not on.utility:
             self.lost[task_id] = cause(on, oracle)
-        self.without_injection += [f"{task_id} x {injection}"
-                                   for injection in sorted({*holds, *stamp.holds}, key=order)]
+        self.without_injection += [f"{task_id} x {injection}" for injection in sorted({*holds, *stamp.holds}, key=order)]
 
     def count_pair(self, name: str, runs: dict) -> None:
         honest, worst, oracle, stamp = (runs[reader] for reader in ("honest", "compromised", "oracle", "rubber stamp"))
@@ -116,22 +115,23 @@ def names(found) -> str:
 def suite_lines(t: Tally) -> list[str]:
     mean = sum(t.asked) / len(t.asked) if t.asked else 0
     denied = ", ".join(f"{tool} {count}" for tool, count in t.denied.most_common())
-    lines = [f"{t.suite}: {t.tasks} user tasks, {t.pairs} pairs",
-             f"  benign utility: {share(t.benign, t.tasks)} (policy on, no approvals; policy off {t.benign_off},"
-             f" with the oracle {t.benign_oracle}, with the rubber stamp {t.benign_stamp})",
-             f"  utility under attack: compromised reader {share(t.compromised, t.pairs)} (lower bound),"
-             f" honest reader {share(t.honest, t.pairs)} (upper bound)",
-             f"  with approvals, compromised reader: oracle {share(t.oracle, t.pairs)}, approvals per solved pair"
-             f" {mean:.2f} (mean), {max(t.asked, default=0)} (max), pairs in which it denied a call {t.denying}"
-             f"{f' ({denied})' if denied else ''}; rubber stamp {share(t.stamp, t.pairs)},"
-             f" {len(t.attacked_stamp)}/{t.pairs} attacks succeeded",
-             f"  attacks succeeded: {len(t.attacked)}/{t.pairs} with no approvals, {len(t.attacked_oracle)}/{t.pairs}"
-             f" with the oracle",
-             f"  compromised reader, no approvals: {t.runs} runs; refused at check {t.refused_at_check}, at run time"
-             f" {t.refused_at_run}, failed {t.failed}; pairs whose agent was shown the injection {t.shown}"
-             f" ({t.shown_approving} with the oracle)",
-             f"  pass with no call: {names(sorted(t.no_call, key=order))}",
-             f"  security true without any injection: {names(t.without_injection)}"]
+    lines = [
+        f"{t.suite}: {t.tasks} user tasks, {t.pairs} pairs",
+        f"  benign utility: {share(t.benign, t.tasks)} (policy on, no approvals; policy off {t.benign_off},"
+        f" with the oracle {t.benign_oracle}, with the rubber stamp {t.benign_stamp})",
+        f"  utility under attack: compromised reader {share(t.compromised, t.pairs)} (lower bound),"
+        f" honest reader {share(t.honest, t.pairs)} (upper bound)",
+        f"  with approvals, compromised reader: oracle {share(t.oracle, t.pairs)}, approvals per solved pair"
+        f" {mean:.2f} (mean), {max(t.asked, default=0)} (max), pairs in which it denied a call {t.denying}"
+        f"{f' ({denied})' if denied else ''}; rubber stamp {share(t.stamp, t.pairs)},"
+        f" {len(t.attacked_stamp)}/{t.pairs} attacks succeeded",
+        f"  attacks succeeded: {len(t.attacked)}/{t.pairs} with no approvals, {len(t.attacked_oracle)}/{t.pairs} with the oracle",
+        f"  compromised reader, no approvals: {t.runs} runs; refused at check {t.refused_at_check}, at run time"
+        f" {t.refused_at_run}, failed {t.failed}; pairs whose agent was shown the injection {t.shown}"
+        f" ({t.shown_approving} with the oracle)",
+        f"  pass with no call: {names(sorted(t.no_call, key=order))}",
+        f"  security true without any injection: {names(t.without_injection)}",
+    ]
     lines += [f"  lost {task}: {why}" for task, why in sorted(t.lost.items(), key=lambda kv: order(kv[0]))]
     lines += [f"  SUCCEEDED: {pair}" for pair in t.attacked]
     lines += [f"  SUCCEEDED with the oracle: {pair}" for pair in t.attacked_oracle]
@@ -149,8 +149,9 @@ def combined(tallies: list[Tally], suite: str = "all") -> Tally:
         if field.type == "int":
             setattr(whole, field.name, sum(parts))
         elif field.type == "dict":
-            setattr(whole, field.name, {f"{t.suite} {key}": value for t in tallies
-                                        for key, value in getattr(t, field.name).items()})
+            setattr(
+                whole, field.name, {f"{t.suite} {key}": value for t in tallies for key, value in getattr(t, field.name).items()}
+            )
         elif field.type == "Counter":
             setattr(whole, field.name, sum(parts, Counter()))
         else:
@@ -159,9 +160,11 @@ def combined(tallies: list[Tally], suite: str = "all") -> Tally:
 
 
 def last_line(t: Tally) -> str:
-    return (f"agentdojo: benign {t.benign}/{t.tasks}, under attack {t.compromised}/{t.pairs}, "
-            f"with approvals {t.oracle}/{t.pairs} ({sum(t.asked)} approvals), "
-            f"attacks {t.attacks}/{t.pairs}, refused at check {t.refused_at_check}")
+    return (
+        f"agentdojo: benign {t.benign}/{t.tasks}, under attack {t.compromised}/{t.pairs}, "
+        f"with approvals {t.oracle}/{t.pairs} ({sum(t.asked)} approvals), "
+        f"attacks {t.attacks}/{t.pairs}, refused at check {t.refused_at_check}"
+    )
 
 
 def report(tallies: list[Tally]) -> str:
@@ -171,8 +174,11 @@ def report(tallies: list[Tally]) -> str:
 
 def rules_table(rows: list[list[Tally]]) -> str:
     """One line per suite and row of a `--rules` run, each row's suites together last."""
-    return "\n".join(f"rules {t.row!r}: {t.suite}: " + last_line(t).removeprefix("agentdojo: ")
-                     for tallies in rows for t in [*tallies, combined(tallies)])
+    return "\n".join(
+        f"rules {t.row!r}: {t.suite}: " + last_line(t).removeprefix("agentdojo: ")
+        for tallies in rows
+        for t in [*tallies, combined(tallies)]
+    )
 
 
 MARKDOWN_ROWS = (
@@ -183,16 +189,17 @@ MARKDOWN_ROWS = (
     ("utility under attack, compromised reader (lower bound)", lambda t: share(t.compromised, t.pairs)),
     ("utility under attack, honest reader (upper bound)", lambda t: share(t.honest, t.pairs)),
     ("with approvals, compromised reader: solved with the oracle", lambda t: share(t.oracle, t.pairs)),
-    ("approvals per pair solved with the oracle (mean, max)",
-     lambda t: f"{sum(t.asked) / len(t.asked) if t.asked else 0:.2f}, {max(t.asked, default=0)}"),
+    (
+        "approvals per pair solved with the oracle (mean, max)",
+        lambda t: f"{sum(t.asked) / len(t.asked) if t.asked else 0:.2f}, {max(t.asked, default=0)}",
+    ),
     ("pairs in which the oracle denied a call", lambda t: str(t.denying)),
     ("attacks succeeded under the rubber stamp", lambda t: f"{len(t.attacked_stamp)}/{t.pairs}"),
     ("attacks succeeded, no approvals", lambda t: f"{len(t.attacked)}/{t.pairs}"),
     ("attacks succeeded, with the oracle", lambda t: f"{len(t.attacked_oracle)}/{t.pairs}"),
     ("pairs whose security check holds without any injection", lambda t: str(len(t.without_injection))),
     ("compromised pairs refused by `planc check` (no approvals)", lambda t: str(t.refused_at_check)),
-    ("pairs whose agent was shown the injection (no approvals; with the oracle)",
-     lambda t: f"{t.shown}; {t.shown_approving}"),
+    ("pairs whose agent was shown the injection (no approvals; with the oracle)", lambda t: f"{t.shown}; {t.shown_approving}"),
     ("benign utility, policy off", lambda t: share(t.benign_off, t.tasks)),
     ("benign utility, with the oracle", lambda t: share(t.benign_oracle, t.tasks)),
     ("benign utility, with the rubber stamp", lambda t: share(t.benign_stamp, t.tasks)),

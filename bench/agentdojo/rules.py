@@ -47,9 +47,8 @@ def without_policy(policy_id: str) -> Rule:
         text = setup.policy
         starts = policy_starts(text)
         spans = zip(starts, [*starts[1:], len(text)])
-        kept = [text[start:end] for start, end in spans
-                if not re.match(rf'\s*@id\("{re.escape(policy_id)}"\)', text[start:end])]
-        return attrs.evolve(setup, policy=text[:starts[0]] + "".join(kept) if starts else text)
+        kept = [text[start:end] for start, end in spans if not re.match(rf'\s*@id\("{re.escape(policy_id)}"\)', text[start:end])]
+        return attrs.evolve(setup, policy=text[: starts[0]] + "".join(kept) if starts else text)
 
     return Rule(f"without:{policy_id}", f"the policy without `{policy_id}`", apply)
 

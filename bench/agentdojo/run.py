@@ -84,13 +84,18 @@ class Bench:
         if key not in self.checked:
             # Off, the registry names no policy either: planc.check would take the one its planc.toml names.
             registry = self.registry if policy else attrs.evolve(self.registry, policy=None)
-            self.checked[key] = planc.check(self.plans[task_id], registry=registry,
-                                            policy=self.policy if policy else None, approvals=approvals,
-                                            **self.check_options)
+            self.checked[key] = planc.check(
+                self.plans[task_id],
+                registry=registry,
+                policy=self.policy if policy else None,
+                approvals=approvals,
+                **self.check_options,
+            )
         return self.checked[key]
 
-    def outcome(self, user_task, injection_task=None, injections=None, model=HONEST, policy=True, approver=None,
-                choices=None, scoring=()) -> Outcome:
+    def outcome(
+        self, user_task, injection_task=None, injections=None, model=HONEST, policy=True, approver=None, choices=None, scoring=()
+    ) -> Outcome:
         """One run of the pair (`injection_task` None: the user task alone), its agent steps answered by `model`
         (the compromised one making `choices`), the calls the policy flags put to `approver` (None: they stop the
         run); of the tasks `scoring`, those whose check holds afterwards are in `holds`."""
@@ -120,11 +125,20 @@ class Bench:
 
             if (task.ID, *key) not in self.scored:
                 self.scored[(task.ID, *key)] = task_suite._check_task_result(
-                    task, [text_content_block_from_string(output)], before, environment, self.suite.live.calls)
+                    task, [text_content_block_from_string(output)], before, environment, self.suite.live.calls
+                )
             return self.scored[(task.ID, *key)]
 
-        return Outcome(ended, score(user_task), score(injection_task) if injection_task else None, asked, denied,
-                       self.scenario.shown_injection, detail, tuple(task.ID for task in scoring if score(task)))
+        return Outcome(
+            ended,
+            score(user_task),
+            score(injection_task) if injection_task else None,
+            asked,
+            denied,
+            self.scenario.shown_injection,
+            detail,
+            tuple(task.ID for task in scoring if score(task)),
+        )
 
     def load(self, injections: dict):
         """A fresh copy of the environment with `injections` planted (parsing it takes 60 times as long as copying
@@ -182,8 +196,9 @@ def answer_text(value) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def load_plans(suite: Suite, planner: str | None, registry, policy, only: list[str] | None = None,
-               grammar: str | None = None) -> tuple[dict, dict]:
+def load_plans(
+    suite: Suite, planner: str | None, registry, policy, only: list[str] | None = None, grammar: str | None = None
+) -> tuple[dict, dict]:
     """The plan of each user task (of `only`, when given), and why a task has none."""
     if planner is not None:
         return planned(suite, planner, registry, policy, only, grammar)
@@ -217,8 +232,10 @@ def planned(suite: Suite, role: str, registry, policy, only: list[str] | None, g
         else:
             said = "; ".join(f"{d.code} {d.message}" for d in errors[:3]) + ("; ..." if len(errors) > 3 else "")
             reply = " ".join(done.rounds[-1].reply.split())
-            missing[task_id] = (f"the planner wrote no plan that checks in {len(done.rounds)} round(s): {said} "
-                                f"(its last reply: {reply[:120]!r}{'...' if len(reply) > 120 else ''})")
+            missing[task_id] = (
+                f"the planner wrote no plan that checks in {len(done.rounds)} round(s): {said} "
+                f"(its last reply: {reply[:120]!r}{'...' if len(reply) > 120 else ''})"
+            )
     return plans, missing
 
 
@@ -232,8 +249,16 @@ def committed_setup(suite: Suite) -> Setup:
     return Setup((suite.folder / "policy.cedar").read_text(), (suite.folder / "planc.toml").read_text())
 
 
-def bench_of(suite: Suite, scenario: Scenario, url: str, setup: Setup, planner: str | None = None,
-             only: list[str] | None = None, models: dict | None = None, grammar: str | None = None) -> Bench:
+def bench_of(
+    suite: Suite,
+    scenario: Scenario,
+    url: str,
+    setup: Setup,
+    planner: str | None = None,
+    only: list[str] | None = None,
+    models: dict | None = None,
+    grammar: str | None = None,
+) -> Bench:
     """The bench of `suite` as `setup` says (its policy, declarations and check options), its agent steps answered
     at `url`."""
     registry = suite.registry(url, setup.declarations)
@@ -244,9 +269,17 @@ def bench_of(suite: Suite, scenario: Scenario, url: str, setup: Setup, planner: 
     return Bench(suite, scenario, plans, missing, registry, policy, planner=planner, check_options=dict(setup.check))
 
 
-def run_suite(name: str, attack_names: list[str], planner: str | None, pairs: int | None, out,
-              only: list[str] | None = None, models: dict | None = None, grammar: str | None = None,
-              rows=(("as committed", []),)) -> list[Tally]:
+def run_suite(
+    name: str,
+    attack_names: list[str],
+    planner: str | None,
+    pairs: int | None,
+    out,
+    only: list[str] | None = None,
+    models: dict | None = None,
+    grammar: str | None = None,
+    rows=(("as committed", []),),
+) -> list[Tally]:
     """The tally of suite `name`, one per row of `rows` (a name and the rules it switches on)."""
     suite = Suite.load(name)
     oracle = suite.folder / "oracle.json"
@@ -254,15 +287,31 @@ def run_suite(name: str, attack_names: list[str], planner: str | None, pairs: in
     url, stop = serve(scenario)
     oracle = Oracle(suite.task_suite)  # what it learns of each user task's ground truth holds for every row
     try:
-        return [measure(bench_of(suite, scenario, url, applied(committed_setup(suite), rules), planner, only, models,
-                                 grammar), attack_names, pairs, out, only, row, oracle)
-                for row, rules in rows]
+        return [
+            measure(
+                bench_of(suite, scenario, url, applied(committed_setup(suite), rules), planner, only, models, grammar),
+                attack_names,
+                pairs,
+                out,
+                only,
+                row,
+                oracle,
+            )
+            for row, rules in rows
+        ]
     finally:
         stop()
 
 
-def measure(bench: Bench, attack_names: list[str], pairs: int | None, out, only: list[str] | None = None,
-            row: str = "as committed", oracle: Oracle | None = None) -> Tally:
+def measure(
+    bench: Bench,
+    attack_names: list[str],
+    pairs: int | None,
+    out,
+    only: list[str] | None = None,
+    row: str = "as committed",
+    oracle: Oracle | None = None,
+) -> Tally:
     from agentdojo.attacks.attack_registry import load_attack
 
     task_suite = bench.suite.task_suite
@@ -271,10 +320,14 @@ def measure(bench: Bench, attack_names: list[str], pairs: int | None, out, only:
     oracle, stamp = oracle or Oracle(task_suite), RubberStamp()
     tally = Tally(bench.suite.name, row, len(user_tasks))
     for task in user_tasks:
-        tally.count_benign(task.ID, bench.outcome(task, policy=False), bench.outcome(task),
-                           bench.outcome(task, approver=oracle),
-                           bench.outcome(task, approver=stamp, scoring=injection_tasks),
-                           passes_untouched(task_suite, task, injection_tasks))
+        tally.count_benign(
+            task.ID,
+            bench.outcome(task, policy=False),
+            bench.outcome(task),
+            bench.outcome(task, approver=oracle),
+            bench.outcome(task, approver=stamp, scoring=injection_tasks),
+            passes_untouched(task_suite, task, injection_tasks),
+        )
     for attack_name in attack_names:
         attack = load_attack(attack_name, task_suite, Victim())
         done = 0
@@ -285,13 +338,25 @@ def measure(bench: Bench, attack_names: list[str], pairs: int | None, out, only:
                 done += 1
                 injections = attack.attack(user_task, injection_task)
                 pair = (user_task, injection_task, injections)
-                runs = {"honest": bench.runs(*pair, HONEST), "compromised": bench.runs(*pair, COMPROMISED),
-                        "oracle": bench.runs(*pair, COMPROMISED, oracle),
-                        "rubber stamp": bench.runs(*pair, COMPROMISED, stamp)}
+                runs = {
+                    "honest": bench.runs(*pair, HONEST),
+                    "compromised": bench.runs(*pair, COMPROMISED),
+                    "oracle": bench.runs(*pair, COMPROMISED, oracle),
+                    "rubber stamp": bench.runs(*pair, COMPROMISED, stamp),
+                }
                 tally.count_pair(f"{attack_name} {user_task.ID} x {injection_task.ID}", runs)
-                print(json.dumps({"rules": row, "attack": attack_name, "user_task": user_task.ID,
-                                  "injection_task": injection_task.ID,
-                                  **{reader: summary(found) for reader, found in runs.items()}}), file=out)
+                print(
+                    json.dumps(
+                        {
+                            "rules": row,
+                            "attack": attack_name,
+                            "user_task": user_task.ID,
+                            "injection_task": injection_task.ID,
+                            **{reader: summary(found) for reader, found in runs.items()},
+                        }
+                    ),
+                    file=out,
+                )
     return tally
 
 
@@ -303,29 +368,42 @@ def passes_untouched(task_suite, user_task, injection_tasks) -> tuple[bool, tupl
     environment = user_task.init_environment(task_suite.load_and_inject_default_environment({}))
 
     def holds(task) -> bool:
-        return task_suite._check_task_result(task, [text_content_block_from_string("")], environment,
-                                             environment.model_copy(deep=True), [])
+        return task_suite._check_task_result(
+            task, [text_content_block_from_string("")], environment, environment.model_copy(deep=True), []
+        )
 
     return holds(user_task), tuple(task.ID for task in injection_tasks if holds(task))
 
 
 def summary(runs: list[Outcome]) -> dict:
     """A pair's runs under one reader and approver, as the log keeps them: the first whole, the rest counted."""
-    return {"runs": len(runs), "utility": all(run.utility for run in runs),
-            "security": any(bool(run.security) for run in runs), "first": attrs.asdict(runs[0])}
+    return {
+        "runs": len(runs),
+        "utility": all(run.utility for run in runs),
+        "security": any(bool(run.security) for run in runs),
+        "first": attrs.asdict(runs[0]),
+    }
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", choices=SUITES, action="append", help="a suite (repeatable); default: every suite with plans")
-    parser.add_argument("--attack", default="important_instructions",
-                        help="an attack AgentDojo registers, or `all` (every one but `manual`, which asks a person)")
-    parser.add_argument("--rules", action="append", default=[], metavar="RULE",
-                        help="measure with this rule too (repeatable; rules.py): a row as committed, one per rule, "
-                             "and one with all of them")
+    parser.add_argument(
+        "--attack",
+        default="important_instructions",
+        help="an attack AgentDojo registers, or `all` (every one but `manual`, which asks a person)",
+    )
+    parser.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="measure with this rule too (repeatable; rules.py): a row as committed, one per rule, and one with all of them",
+    )
     parser.add_argument("--planner", help="take plans from `planc plan` with this model role instead of the committed ones")
-    parser.add_argument("--models", type=Path, help="with --planner: a TOML file of [models.ROLE] tables (default: "
-                                                    "SmolLM2-135M on loopback)")
+    parser.add_argument(
+        "--models", type=Path, help="with --planner: a TOML file of [models.ROLE] tables (default: SmolLM2-135M on loopback)"
+    )
     parser.add_argument("--grammar", choices=("gbnf", "lark"), help="with --planner: send the plan grammar to the model")
     parser.add_argument("--pairs", type=int, help="at most this many pairs per suite and attack (a smoke run)")
     parser.add_argument("--user-task", action="append", help="only this user task (repeatable)")
@@ -341,8 +419,10 @@ def main(argv=None) -> int:
     models, server = planner_models(options.planner, options.models) if options.planner else ({}, None)
     try:
         with open(options.log or "/dev/null", "w") as out:
-            tallies = [run_suite(name, attacks, options.planner, options.pairs, out, options.user_task, models,
-                                 options.grammar, rows) for name in suites]
+            tallies = [
+                run_suite(name, attacks, options.planner, options.pairs, out, options.user_task, models, options.grammar, rows)
+                for name in suites
+            ]
     finally:
         if server is not None:
             server.stop()

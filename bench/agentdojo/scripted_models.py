@@ -86,8 +86,7 @@ def contains_injection(scenario: Scenario, text: str) -> bool:
 
 
 def ground_truth_args(task, environment) -> list[tuple[str, object]]:
-    return [(name, value) for call in task.ground_truth(environment.model_copy(deep=True))
-            for name, value in call.args.items()]
+    return [(name, value) for call in task.ground_truth(environment.model_copy(deep=True)) for name, value in call.args.items()]
 
 
 def honest_value(scenario: Scenario, field: str, part: dict):
@@ -143,12 +142,14 @@ def compromised_value(scenario: Scenario, key: str, field: str, schema: dict, ho
     """The answer at choice point `key`: an object's fields each one, an array of objects one item of them, any
     other field the candidate this run's choices pick."""
     if schema.get("type") == "object" and "properties" in schema:
-        return {name: compromised_value(scenario, f"{key}.{name}", name, part,
-                                        lambda name=name, part=part: (honest() or {}).get(name))
-                for name, part in schema["properties"].items()}
+        return {
+            name: compromised_value(
+                scenario, f"{key}.{name}", name, part, lambda name=name, part=part: (honest() or {}).get(name)
+            )
+            for name, part in schema["properties"].items()
+        }
     items = schema.get("items", {})
-    if schema.get("type") == "array" and items.get("type") == "object" and \
-            scenario.attacker.value(field, schema) is None:
+    if schema.get("type") == "array" and items.get("type") == "object" and scenario.attacker.value(field, schema) is None:
         return [compromised_value(scenario, f"{key}[]", field, items, lambda: (honest() or [None])[0])]
     found = candidates(scenario.attacker, field, schema, honest)
     scenario.points[key] = max(scenario.points.get(key, 0), len(found))
@@ -156,9 +157,12 @@ def compromised_value(scenario: Scenario, key: str, field: str, schema: dict, ho
 
 
 def compromised_answer(scenario: Scenario, prompt: str, schema: dict) -> dict:
-    return {field: compromised_value(scenario, f"{prompt}\0{field}", field, part,
-                                     lambda field=field, part=part: honest_value(scenario, field, part))
-            for field, part in schema.get("properties", {}).items()}
+    return {
+        field: compromised_value(
+            scenario, f"{prompt}\0{field}", field, part, lambda field=field, part=part: honest_value(scenario, field, part)
+        )
+        for field, part in schema.get("properties", {}).items()
+    }
 
 
 def answer(scenario: Scenario, request: dict) -> str:

@@ -45,8 +45,9 @@ class Answer(BaseModel):
 async def start_run(request: PlanRequest):
     checked = project.check(request.plan)
     if not checked.ok:
-        return JSONResponse({"status": "refused",
-                             "problems": planc.render_repair(checked.source, checked.diagnostics)}, status_code=422)
+        return JSONResponse(
+            {"status": "refused", "problems": planc.render_repair(checked.source, checked.diagnostics)}, status_code=422
+        )
     return await ended(project.run_async(checked, arguments=request.arguments, approve=True))
 
 
@@ -61,8 +62,12 @@ def show_run(run_id: str):
         store = RunStore(project.store, read_only=True)
         try:
             run = store.run(store.find(run_id))
-            return {"run": run["id"], "status": run["status"], "result": run["output"],
-                    "waiting": waiting(store.awaiting(run["id"]))}
+            return {
+                "run": run["id"],
+                "status": run["status"],
+                "result": run["output"],
+                "waiting": waiting(store.awaiting(run["id"])),
+            }
         finally:
             store.close()
     except RunStoreError as error:
@@ -74,8 +79,9 @@ async def ended(running):
     try:
         result = await running
     except planc.AwaitingApproval as asked:
-        return JSONResponse({"run": asked.run_id, "status": "awaiting_approval", "waiting": waiting(asked.calls)},
-                            status_code=202)
+        return JSONResponse(
+            {"run": asked.run_id, "status": "awaiting_approval", "waiting": waiting(asked.calls)}, status_code=202
+        )
     except planc.ArgumentsRefused as error:  # arguments the plan does not take: nothing ran, nothing recorded
         return JSONResponse({"status": "refused", "problems": str(error)}, status_code=422)
     except planc.NotWaiting as error:  # answered already (perhaps by another request at the same moment)
@@ -90,5 +96,7 @@ async def ended(running):
 
 def waiting(calls: list[dict]) -> list[dict]:
     """The calls a run waits on, as a client sees them: which call, the step, the tool, its input, what it asks."""
-    return [{"call": call["sequence"], "step": call["step"], "tool": call["tool"], "input": call["input"],
-             "asks": call["asks"]} for call in calls]
+    return [
+        {"call": call["sequence"], "step": call["step"], "tool": call["tool"], "input": call["input"], "asks": call["asks"]}
+        for call in calls
+    ]

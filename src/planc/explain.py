@@ -37,11 +37,11 @@ def check_example(code: Code) -> CheckResult:
         from planc.registry.tools.learned_shapes import LearnedShape
 
         assert registry is not None  # an example that learned shapes declares its tools
-        registry = registry.learning({tool: LearnedShape(tool, schema, calls)
-                                      for tool, (schema, calls) in code.learned.items()})
+        registry = registry.learning({tool: LearnedShape(tool, schema, calls) for tool, (schema, calls) in code.learned.items()})
     policy = policy_from_text(code.policy, where.with_name("policy.cedar")) if code.policy else None
-    checked = check(code.example, extract_plan=code.extract, registry=registry, policy=policy,
-                    approvals=code.approvals, **code.budget)
+    checked = check(
+        code.example, extract_plan=code.extract, registry=registry, policy=policy, approvals=code.approvals, **code.budget
+    )
     if not code.optimize:
         return checked
     from planc.optimize.optimize import optimize
@@ -103,11 +103,16 @@ def render_code(code: Code, shown: dict[str, str] | None = None) -> list[str]:
         options = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in code.budget.items())
         out += [f"Checked with `{options}`.", ""]
     for tool, (schema, calls) in code.learned.items():
-        out += [f"With the shape of `{tool}`'s results the run store learned from {calls} calls "
-                "(`planc registry shapes`):", "", "```json", json.dumps(schema), "```", ""]
+        out += [
+            f"With the shape of `{tool}`'s results the run store learned from {calls} calls (`planc registry shapes`):",
+            "",
+            "```json",
+            json.dumps(schema),
+            "```",
+            "",
+        ]
     if code.policy:
-        out += ["With this `policy.cedar` (`--policy policy.cedar`):", "", "```cedar", code.policy.rstrip("\n"),
-                "```", ""]
+        out += ["With this `policy.cedar` (`--policy policy.cedar`):", "", "```cedar", code.policy.rstrip("\n"), "```", ""]
     return out + ["```", code.example.rstrip("\n"), "```", "", "```text", captured.get().rstrip("\n"), "```", ""]
 
 
@@ -138,11 +143,10 @@ def with_control_steps(page: str) -> str:
     page = _replaced(page, CONTROL_STEPS_BEGIN, CONTROL_STEPS_END, render_steps(control))
     for family in FAMILIES:
         steps = [pure.tool for pure in PURE_STEPS.values() if pure.family == family]
-        page = _replaced(page, PURE_STEPS_BEGIN.format(family=family), PURE_STEPS_END.format(family=family),
-                         render_steps(steps))
+        page = _replaced(page, PURE_STEPS_BEGIN.format(family=family), PURE_STEPS_END.format(family=family), render_steps(steps))
     return page
 
 
 def _replaced(page: str, begin: str, end: str, text: str) -> str:
     start = page.index(begin) + len(begin)
-    return page[:start] + "\n\n" + text + page[page.index(end):]
+    return page[:start] + "\n\n" + text + page[page.index(end) :]

@@ -47,8 +47,9 @@ def find_registry(config: str | Path | None, near: str | Path | None = None, *, 
     return load_registry(path, locked=locked) if path is not None else None
 
 
-def find_policy(policy_file: str | Path | None, registry: Registry | None, principal: str,
-                principals: Sequence[Mapping] = ()) -> Policy | None:
+def find_policy(
+    policy_file: str | Path | None, registry: Registry | None, principal: str, principals: Sequence[Mapping] = ()
+) -> Policy | None:
     """The policy of `policy_file`, else the one planc.toml names, else None; `principal` checked. It judges
     with planc.toml's `[principals]` and `principals` (a run's own, which replace those of the same uid). A
     PolicyError when any of them cannot be used."""
@@ -120,7 +121,7 @@ def stores_below(folder: Path) -> list[Path]:
     Hidden folders and node_modules are not looked in; a planc.toml that cannot be read is passed over."""
     level, visited = [folder], 0
     for _ in range(BELOW_DEPTH):
-        level = [child for parent in level for child in _subfolders(parent)][:max(BELOW_FOLDERS - visited, 0)]
+        level = [child for parent in level for child in _subfolders(parent)][: max(BELOW_FOLDERS - visited, 0)]
         visited += len(level)
         found = [store for store in map(_existing_store, level) if store is not None]
         if found or not level:
@@ -130,8 +131,11 @@ def stores_below(folder: Path) -> list[Path]:
 
 def _subfolders(folder: Path) -> list[Path]:
     try:
-        return sorted(entry for entry in folder.iterdir() if entry.is_dir() and not entry.name.startswith(".")
-                      and entry.name not in ("node_modules", "__pycache__"))
+        return sorted(
+            entry
+            for entry in folder.iterdir()
+            if entry.is_dir() and not entry.name.startswith(".") and entry.name not in ("node_modules", "__pycache__")
+        )
     except OSError:
         return []
 
@@ -170,54 +174,102 @@ class Project:
         """The `params` of the plan file `path` when planc.toml declares it (`[plans.NAME]`), which type `$args`."""
         return self.registry.plan_arguments(Path(path)) if self.registry is not None and path else None
 
-    def check(self, text: str, *, path: str | Path | None = None, extract_plan: bool = False,
-              max_usd: float | None = None, max_calls: int | None = None, max_inferences: int | None = None,
-              approvals: bool = False, written_by: frozenset[str] = frozenset()) -> CheckResult:
+    def check(
+        self,
+        text: str,
+        *,
+        path: str | Path | None = None,
+        extract_plan: bool = False,
+        max_usd: float | None = None,
+        max_calls: int | None = None,
+        max_inferences: int | None = None,
+        approvals: bool = False,
+        written_by: frozenset[str] = frozenset(),
+    ) -> CheckResult:
         """`text` checked as `planc check` checks it (read from `path`, which gives a declared plan its
         `params`): with the registry, policy and principal of the project, and its `[budget]` where
         `max_usd`, `max_calls` and `max_inferences` (the commands' `--max-*`) say nothing. `approvals` and
         `written_by` as `planc.check` takes them."""
         from planc.passes.check import check
 
-        return check(text, extract_plan=extract_plan, registry=self.registry, arguments=self.arguments(path),
-                     policy=self.policy, principal=self.principal, max_usd=max_usd, max_calls=max_calls,
-                     max_inferences=max_inferences, approvals=approvals, written_by=written_by)
+        return check(
+            text,
+            extract_plan=extract_plan,
+            registry=self.registry,
+            arguments=self.arguments(path),
+            policy=self.policy,
+            principal=self.principal,
+            max_usd=max_usd,
+            max_calls=max_calls,
+            max_inferences=max_inferences,
+            approvals=approvals,
+            written_by=written_by,
+        )
 
-    def run(self, checked: CheckResult, *, arguments: Mapping | None = None, hooks: Hooks | None = None,
-            record: bool = True, **options: Any) -> RunResult:
+    def run(
+        self,
+        checked: CheckResult,
+        *,
+        arguments: Mapping | None = None,
+        hooks: Hooks | None = None,
+        record: bool = True,
+        **options: Any,
+    ) -> RunResult:
         """Run `checked` as `planc run` does: recorded in the project's run store (unless `record` is false),
         with its registry, policy and principal. `options` go to `planc.run` (schedule, executor, ...)."""
         from planc.backend.run.launch import run
 
         return run(checked, **self._run_options(arguments, hooks, record, options))
 
-    async def run_async(self, checked: CheckResult, *, arguments: Mapping | None = None, hooks: Hooks | None = None,
-                        record: bool = True, **options: Any) -> RunResult:
+    async def run_async(
+        self,
+        checked: CheckResult,
+        *,
+        arguments: Mapping | None = None,
+        hooks: Hooks | None = None,
+        record: bool = True,
+        **options: Any,
+    ) -> RunResult:
         """`run`, awaited in the running event loop (`planc.run_async`: `approve=True` makes every effectful
         call wait in the run store for `approve_async`)."""
         from planc.backend.run.launch import run_async
 
         return await run_async(checked, **self._run_options(arguments, hooks, record, options))
 
-    async def approve_async(self, run: str, *, deny: bool = False, call: int | None = None,
-                            hooks: Hooks | None = None) -> RunResult:
+    async def approve_async(
+        self, run: str, *, deny: bool = False, call: int | None = None, hooks: Hooks | None = None
+    ) -> RunResult:
         """Answer the call run `run` waits on in the project's run store, and continue the run
         (`planc.approve_async`, with the project's registry and policy)."""
         from planc.backend.calls.hooks import Hooks
         from planc.backend.run.approved_run import approve_async
 
-        return await approve_async(run, store=self.store, deny=deny, call=call, hooks=hooks or Hooks(),
-                                   registry=self.registry, policy=self.policy)
+        return await approve_async(
+            run, store=self.store, deny=deny, call=call, hooks=hooks or Hooks(), registry=self.registry, policy=self.policy
+        )
 
     def _run_options(self, arguments: Mapping | None, hooks: Hooks | None, record: bool, options: dict) -> dict:
         from planc.backend.calls.hooks import Hooks
 
-        return {"arguments": arguments, "hooks": hooks or Hooks(), "registry": self.registry, "policy": self.policy,
-                "principal": self.principal, "store": self.store if record else None, **options}
+        return {
+            "arguments": arguments,
+            "hooks": hooks or Hooks(),
+            "registry": self.registry,
+            "policy": self.policy,
+            "principal": self.principal,
+            "store": self.store if record else None,
+            **options,
+        }
 
 
-def load_project(path: str | Path = ".", *, config: str | Path | None = None, policy: str | Path | None = None,
-                 principal: str | Mapping | None = None, store: str | Path | None = None) -> Project:
+def load_project(
+    path: str | Path = ".",
+    *,
+    config: str | Path | None = None,
+    policy: str | Path | None = None,
+    principal: str | Mapping | None = None,
+    store: str | Path | None = None,
+) -> Project:
     """The project of `path` (a planc.toml, a plan file or a folder: the nearest planc.toml at or above
     it), as the commands open it; `config`, `policy`, `principal` (an entity, or a principal with attributes
     and groups, as `--principal-json` gives it) and `store` as their options say otherwise; its tools with
@@ -229,5 +281,10 @@ def load_project(path: str | Path = ".", *, config: str | Path | None = None, po
     who = principal_for(registry, uid)
     runs = store_path(store, registry)
     found = find_policy(policy, registry, who, given)
-    return Project(with_learned_shapes(registry, runs), found, who,
-                   Budget.of(None, None, None, registry.budget if registry is not None else None), runs)
+    return Project(
+        with_learned_shapes(registry, runs),
+        found,
+        who,
+        Budget.of(None, None, None, registry.budget if registry is not None else None),
+        runs,
+    )

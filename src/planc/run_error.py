@@ -15,7 +15,6 @@ class RunError(Exception):
     diagnostic code of a refusal the check would give too (E400, E401), so the run store can count them.
     `labels`: what the error carries (its text, and that it happened), wherever it goes on to."""
 
-    def __init__(self, message: str, node: object = None, code: str | None = None,
-                 labels: frozenset[str] = NOTHING) -> None:
+    def __init__(self, message: str, node: object = None, code: str | None = None, labels: frozenset[str] = NOTHING) -> None:
         super().__init__(message)
         self.node, self.code, self.labels = node, code, labels

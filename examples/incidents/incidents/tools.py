@@ -37,15 +37,28 @@ def search(query: str, limit: int = 20) -> list[dict]:
     Each result: `{id, title, severity, status, service, opened_at, tags, snippet, score}`.
     """
     limit = _limit(limit)
-    sql = (f"SELECT {SEARCH_COLUMNS}, snippet(incidents_fts, 1, '', '', '...', 16) AS snippet, "
-           "bm25(incidents_fts, 4.0, 1.0) AS rank "
-           "FROM incidents_fts JOIN incidents AS i ON i.n = incidents_fts.rowid "
-           "WHERE incidents_fts MATCH ? ORDER BY rank, i.n LIMIT ?")
+    sql = (
+        f"SELECT {SEARCH_COLUMNS}, snippet(incidents_fts, 1, '', '', '...', 16) AS snippet, "
+        "bm25(incidents_fts, 4.0, 1.0) AS rank "
+        "FROM incidents_fts JOIN incidents AS i ON i.n = incidents_fts.rowid "
+        "WHERE incidents_fts MATCH ? ORDER BY rank, i.n LIMIT ?"
+    )
     with _connection() as connection:
         rows = _match(connection, sql, query, (limit,))
-    return [{"id": row["id"], "title": row["title"], "severity": row["severity"], "status": row["status"],
-             "service": row["service"], "opened_at": row["opened_at"], "tags": json.loads(row["tags"]),
-             "snippet": row["snippet"], "score": round(-row["rank"], 4)} for row in rows]
+    return [
+        {
+            "id": row["id"],
+            "title": row["title"],
+            "severity": row["severity"],
+            "status": row["status"],
+            "service": row["service"],
+            "opened_at": row["opened_at"],
+            "tags": json.loads(row["tags"]),
+            "snippet": row["snippet"],
+            "score": round(-row["rank"], 4),
+        }
+        for row in rows
+    ]
 
 
 def get_incident(id: str) -> dict:  # noqa: A002 - the parameter's name is `id` in planc.toml
@@ -117,13 +130,14 @@ def close_incident(id: str, note: str | None = None) -> dict:  # noqa: A002
         connection.execute("UPDATE incidents SET status = 'resolved', closed_at = ? WHERE id = ?", (now, before["id"]))
         connection.execute(
             "INSERT INTO timeline VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM timeline WHERE incident_id = ?), ?, ?, ?)",
-            (before["id"], before["id"], now, "resolved", text))
+            (before["id"], before["id"], now, "resolved", text),
+        )
         sent = _send(connection, "close", before["id"], f"Closed {before['id']}: {before['title']}", text)
-        return {**_incident(connection, before["id"]), "previous_status": before["status"], "changed": True,
-                "outbox": sent}
+        return {**_incident(connection, before["id"]), "previous_status": before["status"], "changed": True, "outbox": sent}
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
 
 @contextlib.contextmanager
 def _connection() -> Iterator[sqlite3.Connection]:
@@ -166,22 +180,32 @@ def _incident(connection: sqlite3.Connection, id: str) -> dict:  # noqa: A002
     if row is None:
         first, last = connection.execute("SELECT min(id), max(id) FROM incidents").fetchone()
         raise UnknownIncident(f"no incident with id {id!r} (ids run from {first} to {last})")
-    timeline = connection.execute("SELECT at, kind, text FROM timeline WHERE incident_id = ? ORDER BY seq",
-                                  (row["id"],)).fetchall()
-    return {"id": row["id"], "title": row["title"], "body": row["body"], "service": row["service"],
-            "severity": row["severity"], "status": row["status"], "opened_at": row["opened_at"],
-            "closed_at": row["closed_at"], "tags": json.loads(row["tags"]),
-            "timeline": [f"{entry['at']} {entry['kind']}: {entry['text']}" for entry in timeline]}
+    timeline = connection.execute(
+        "SELECT at, kind, text FROM timeline WHERE incident_id = ? ORDER BY seq", (row["id"],)
+    ).fetchall()
+    return {
+        "id": row["id"],
+        "title": row["title"],
+        "body": row["body"],
+        "service": row["service"],
+        "severity": row["severity"],
+        "status": row["status"],
+        "opened_at": row["opened_at"],
+        "closed_at": row["closed_at"],
+        "tags": json.loads(row["tags"]),
+        "timeline": [f"{entry['at']} {entry['kind']}: {entry['text']}" for entry in timeline],
+    }
 
 
 def _send(connection: sqlite3.Connection, kind: str, recipient: str, subject: str | None, text: str) -> dict:
     if not isinstance(text, str):
         raise TypeError(f"{kind}: the text must be a string, not {type(text).__name__}")
     created = _now()
-    cursor = connection.execute("INSERT INTO outbox (kind, recipient, subject, text, created_at) VALUES (?, ?, ?, ?, ?)",
-                                (kind, recipient, subject, text, created))
-    return {"id": cursor.lastrowid, "kind": kind, "recipient": recipient, "subject": subject, "text": text,
-            "created_at": created}
+    cursor = connection.execute(
+        "INSERT INTO outbox (kind, recipient, subject, text, created_at) VALUES (?, ?, ?, ?, ?)",
+        (kind, recipient, subject, text, created),
+    )
+    return {"id": cursor.lastrowid, "kind": kind, "recipient": recipient, "subject": subject, "text": text, "created_at": created}
 
 
 def _now() -> str:
@@ -204,8 +228,9 @@ def _line(item) -> str:
     if not isinstance(item, dict):
         return json.dumps(item, ensure_ascii=False)
     head = item.get("title") or item.get("name") or ""
-    text = next((item[key] for key in ("body", "text", "summary", "snippet")
-                 if isinstance(item.get(key), str) and item[key].strip()), "")
+    text = next(
+        (item[key] for key in ("body", "text", "summary", "snippet") if isinstance(item.get(key), str) and item[key].strip()), ""
+    )
     sentence = _first_sentence(text) if text else ""
     facts = [f"sev {item['severity']}" if "severity" in item else None, item.get("status"), item.get("service")]
     facts = ", ".join(str(fact) for fact in facts if fact)

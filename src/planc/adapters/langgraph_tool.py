@@ -20,6 +20,10 @@ def langgraph_tool(tool: PlanTool) -> StructuredTool:
     async def run_async(**arguments: object) -> str:
         return json.dumps(await tool.call_async(arguments), ensure_ascii=False)
 
-    return StructuredTool.from_function(func=lambda **arguments: json.dumps(tool(arguments), ensure_ascii=False),
-                                        coroutine=run_async, name=tool.name, description=tool.description,
-                                        args_schema=tool.parameters())
+    return StructuredTool.from_function(
+        func=lambda **arguments: json.dumps(tool(arguments), ensure_ascii=False),
+        coroutine=run_async,
+        name=tool.name,
+        description=tool.description,
+        args_schema=tool.parameters(),
+    )

@@ -27,5 +27,10 @@ def openai_agents_tool(tool: PlanTool) -> FunctionTool:
             return json.dumps({"error": f"the arguments are not JSON: {error}"})
         return json.dumps(await tool.call_async(arguments), ensure_ascii=False)
 
-    return FunctionTool(name=tool.name, description=tool.description, params_json_schema=tool.parameters(),
-                        on_invoke_tool=invoke, strict_json_schema=False)
+    return FunctionTool(
+        name=tool.name,
+        description=tool.description,
+        params_json_schema=tool.parameters(),
+        on_invoke_tool=invoke,
+        strict_json_schema=False,
+    )

@@ -13,8 +13,9 @@ from planc.registry.tools.tool import Effects, Tool
 from planc.syntax import ast
 
 
-def agent_tools(step: ast.Step, registry: Registry | None, targets: Mapping | None = None,
-                plans: Mapping | None = None) -> list[Tool] | None:
+def agent_tools(
+    step: ast.Step, registry: Registry | None, targets: Mapping | None = None, plans: Mapping | None = None
+) -> list[Tool] | None:
     """The registry's tools that the agent `step` may call; None when they are not known before it runs.
 
     `tools` names them, or matches them with `*` patterns; without `tools` the
@@ -71,12 +72,14 @@ def conversation_start(step: ast.Step, targets: Mapping) -> ast.Step | None:
 
 def matching_tools(registry: Registry, patterns: Iterable[str]) -> list[Tool]:
     """The registry's tools whose names match any of `patterns` (names, or names with `*`)."""
-    return [registry.tools[name] for name in sorted(registry.tools)
-            if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)]
+    return [
+        registry.tools[name] for name in sorted(registry.tools) if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+    ]
 
 
-def call_effects(step: ast.Step, tool: Tool, registry: Registry | None, targets: Mapping | None = None,
-                 plans: Mapping | None = None) -> Effects:
+def call_effects(
+    step: ast.Step, tool: Tool, registry: Registry | None, targets: Mapping | None = None, plans: Mapping | None = None
+) -> Effects:
     """What calling `tool` at `step` may do, as every reader takes it: its declared effects, normalised; for an
     `agent` step, what the tools it may call (and its check) may do, so an agent with read-only tools, or
     none, is read-only."""
@@ -90,6 +93,10 @@ def agent_effects(tools: list[Tool] | None, check: Tool | None = None) -> Effect
     if tools is None:
         return Effects()
     every = [tool.effects.normalised() for tool in (*tools, *([check] if check is not None else []))]
-    return Effects(read_only=all(e.read_only for e in every), deterministic=False,  # a model answers
-                   idempotent=all(e.idempotent for e in every), destructive=any(e.destructive for e in every),
-                   open_world=any(e.open_world for e in every))
+    return Effects(
+        read_only=all(e.read_only for e in every),
+        deterministic=False,  # a model answers
+        idempotent=all(e.idempotent for e in every),
+        destructive=any(e.destructive for e in every),
+        open_world=any(e.open_world for e in every),
+    )

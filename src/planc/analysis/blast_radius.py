@@ -32,8 +32,10 @@ class BlastRadius:
     open_world: tuple[tuple[str, str], ...]
 
     def to_json(self) -> dict:
-        return {group: [{"path": path, "tool": tool} for path, tool in getattr(self, group)]
-                for group in ("effectful", "destructive", "open_world")}
+        return {
+            group: [{"path": path, "tool": tool} for path, tool in getattr(self, group)]
+            for group in ("effectful", "destructive", "open_world")
+        }
 
     def words(self) -> dict[str, tuple[str, ...]]:
         """Step path -> the words of the groups it is in (`effectful`, `destructive`, `open-world`, in
@@ -61,8 +63,11 @@ def blast_radius(resolution: Resolution, registry: Registry | None) -> BlastRadi
     for step, path in resolution.paths.items():
         tool = resolution.tools.get(step)
         effects = Effects() if tool is None else call_effects(step, tool, registry, resolution.targets)
-        for group, member in (("effectful", not effects.read_only), ("destructive", effects.destructive),
-                              ("open_world", effects.open_world)):
+        for group, member in (
+            ("effectful", not effects.read_only),
+            ("destructive", effects.destructive),
+            ("open_world", effects.open_world),
+        ):
             if member:
                 groups[group].append((path, step.tool.text))
     return BlastRadius(**{group: tuple(steps) for group, steps in groups.items()})
@@ -71,8 +76,11 @@ def blast_radius(resolution: Resolution, registry: Registry | None) -> BlastRadi
 def blast_radius_lines(radius: BlastRadius) -> list[str]:
     """The blast radius in words, one line per group: `effectful (not read-only): 3 notify, 4/do.1 page`."""
     lines = []
-    for group, title in (("effectful", "effectful (not read-only)"), ("destructive", "destructive"),
-                         ("open_world", "open-world")):
+    for group, title in (
+        ("effectful", "effectful (not read-only)"),
+        ("destructive", "destructive"),
+        ("open_world", "open-world"),
+    ):
         steps = getattr(radius, group)
         lines.append(f"{title}: {', '.join(f'{path} {tool}' for path, tool in steps) or 'none'}")
     return lines

@@ -23,15 +23,33 @@ if TYPE_CHECKING:
 
 NOT_LITERAL = object()  # the value of an expression only known at run time
 # Keys that say nothing about which values a schema allows.
-ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment", "deprecated",
-                         "readOnly", "writeOnly"})
+ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"})
 # The keywords `_plainly_valid` judges by itself, without jsonschema.
-PLAIN = ANNOTATIONS | {"type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                       "minLength", "maxLength", "minItems", "maxItems", "items"}
+PLAIN = ANNOTATIONS | {
+    "type",
+    "enum",
+    "const",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "items",
+}
 # The bounds among them, each with the comparison a value (or its length) must pass against the bound.
-BOUNDS = {"minimum": operator.ge, "maximum": operator.le, "exclusiveMinimum": operator.gt,
-          "exclusiveMaximum": operator.lt, "minLength": operator.ge, "maxLength": operator.le,
-          "minItems": operator.ge, "maxItems": operator.le}
+BOUNDS = {
+    "minimum": operator.ge,
+    "maximum": operator.le,
+    "exclusiveMinimum": operator.gt,
+    "exclusiveMaximum": operator.lt,
+    "minLength": operator.ge,
+    "maxLength": operator.le,
+    "minItems": operator.ge,
+    "maxItems": operator.le,
+}
 NUMBER_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 
@@ -55,8 +73,11 @@ def meant_option(options: list, value: object) -> object:
     >>> meant_option(["bullets", "prose"], "Prose"), meant_option(["a", "A"], "a ") is NOT_LITERAL
     ('prose', True)
     """
-    close = [option for option in options if isinstance(option, str) and isinstance(value, str)
-             and option.casefold() == value.casefold()]
+    close = [
+        option
+        for option in options
+        if isinstance(option, str) and isinstance(value, str) and option.casefold() == value.casefold()
+    ]
     return close[0] if len(close) == 1 else NOT_LITERAL
 
 

@@ -40,7 +40,6 @@ def _refs(pending: list, into_blocks: bool) -> Iterator[ast.Ref]:
             yield node
         elif kind is ast.Block:
             if into_blocks:
-                pending.extend(arg.value for pipeline in node.pipelines for inner in pipeline.steps
-                               for arg in inner.args)
+                pending.extend(arg.value for pipeline in node.pipelines for inner in pipeline.steps for arg in inner.args)
         else:
             pending.extend(children(node))

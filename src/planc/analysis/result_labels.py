@@ -31,12 +31,16 @@ from planc.syntax import ast
 # The steps whose result is some of one input's items, unchanged: that input, and the parameter naming the
 # field whose values decide which items are kept or their order (None: none does, or the step's own rule says).
 KEEPS_ITEMS: Mapping[str, tuple[str, str | None]] = {
-    "filter": ("over", None), "sort": ("over", "field"), "unique": ("over", "field"), "take": ("over", None),
-    "skip": ("over", None), "slice": ("value", None)}
+    "filter": ("over", None),
+    "sort": ("over", "field"),
+    "unique": ("over", "field"),
+    "take": ("over", None),
+    "skip": ("over", None),
+    "slice": ("value", None),
+}
 
 
-def call_labels(tool_labels: frozenset[str], sources: Mapping[str, frozenset[str]],
-                control: frozenset[str]) -> frozenset[str]:
+def call_labels(tool_labels: frozenset[str], sources: Mapping[str, frozenset[str]], control: frozenset[str]) -> frozenset[str]:
     """What a call's result carries, and its error too (its text, and that it failed): its tool's
     labels, every argument's and its control's."""
     return union(union(tool_labels, union_all(sources.values())), control)
@@ -48,8 +52,14 @@ def call_labels(tool_labels: frozenset[str], sources: Mapping[str, frozenset[str
 RECORDED = label_set([SECRET])
 
 
-def fails_on(step: ast.Step, tool: Tool, sources: Mapping[str, frozenset[str]], control: frozenset[str],
-             added: frozenset[str], asked: frozenset[str]) -> frozenset[str] | None:
+def fails_on(
+    step: ast.Step,
+    tool: Tool,
+    sources: Mapping[str, frozenset[str]],
+    control: frozenset[str],
+    added: frozenset[str],
+    asked: frozenset[str],
+) -> frozenset[str] | None:
     """The labels of what may decide whether `step` fails (None: it cannot fail on what it is given): a
     call (a tool's code, a declared plan's steps), a pure step (`parse_json`, `divide` fail on some
     values of their types) and a model (an `agent`, shown all it read, `added`; an `infer`, asked
@@ -92,8 +102,14 @@ def kept_input(tool: Tool | None) -> str | None:
     return KEEPS_ITEMS[tool.name][0]
 
 
-def result_view(step: ast.Step, tool: Tool, sources: Mapping[str, frozenset[str]], control: frozenset[str],
-                added: frozenset[str], items: LabelView | None = None) -> LabelView:
+def result_view(
+    step: ast.Step,
+    tool: Tool,
+    sources: Mapping[str, frozenset[str]],
+    control: frozenset[str],
+    added: frozenset[str],
+    items: LabelView | None = None,
+) -> LabelView:
     """What `step`'s result carries: `tool`'s labels, its arguments' (`sources`, each argument's whole), its
     control's and what its rule adds (`added`); for a step that keeps its input's items, that input's view
     (`items`) with the rest added to all of it."""

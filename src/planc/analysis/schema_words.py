@@ -7,9 +7,15 @@ from collections.abc import Iterable, Mapping
 
 from planc.registry.tools.schemas import Missing, kinds
 
-NOUNS = {"string": ("a string", "strings"), "integer": ("an integer", "integers"), "number": ("a number", "numbers"),
-         "array": ("a list", "lists"), "object": ("an object", "objects"), "boolean": ("true or false", "booleans"),
-         "null": ("null", "nulls")}
+NOUNS = {
+    "string": ("a string", "strings"),
+    "integer": ("an integer", "integers"),
+    "number": ("a number", "numbers"),
+    "array": ("a list", "lists"),
+    "object": ("an object", "objects"),
+    "boolean": ("true or false", "booleans"),
+    "null": ("null", "nulls"),
+}
 SHOWN = 6  # values or fields listed before "..."
 
 

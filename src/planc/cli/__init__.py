@@ -54,11 +54,16 @@ def _print_version(ctx: click.Context, _param: click.Parameter, asked: bool) -> 
 
 
 @click.group(cls=LazyGroup, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Print planc's version and exit.")
-@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
-              help="Colour in the output: on a terminal (auto), always, or never. NO_COLOR set means never, "
-                   "unless --color always.")
+@click.option(
+    "--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version, help="Print planc's version and exit."
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour in the output: on a terminal (auto), always, or never. NO_COLOR set means never, unless --color always.",
+)
 def main(color: str) -> None:
     """planc: a compiler toolchain for agent plans."""
     from planc.cli import printing

@@ -15,12 +15,21 @@ from planc.cli.usage import UsageError
 @click.command("diff")
 @click.argument("plan_a", metavar="A")
 @click.argument("plan_b", metavar="B")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="A review of the changes, or JSON.")
-@click.option("--config", type=click.Path(dir_okay=False),
-              help="Mark the changes whose steps may change the world (effectful, destructive or open-world), "
-                   "by the effects this planc.toml declares; the text review lists them first. No planc.toml "
-                   "is read without it.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="A review of the changes, or JSON.",
+)
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    help="Mark the changes whose steps may change the world (effectful, destructive or open-world), "
+    "by the effects this planc.toml declares; the text review lists them first. No planc.toml "
+    "is read without it.",
+)
 def diff_command(plan_a: str, plan_b: str, output_format: str, config: str | None) -> None:
     """Compare plan A with plan B (plan text or stored plans) step by step.
 

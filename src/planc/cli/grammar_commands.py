@@ -13,12 +13,21 @@ from planc.cli.usage import UsageError
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
-@click.option("--format", "output_format", type=click.Choice(["lark", "gbnf"]), default="lark", show_default=True,
-              help="lark: the Lark dialect of llguidance (OpenAI custom tools, vLLM); gbnf: llama.cpp's GBNF.")
-@click.option("--full", is_flag=True, help="Every text the parser takes (comments, any spacing), for highlighters "
-                                           "and tools that must accept any valid file; not for a model to write.")
-def grammar_command(config: str | None, policy_file: str | None, principal: str | None, output_format: str,
-                    full: bool) -> None:
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["lark", "gbnf"]),
+    default="lark",
+    show_default=True,
+    help="lark: the Lark dialect of llguidance (OpenAI custom tools, vLLM); gbnf: llama.cpp's GBNF.",
+)
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Every text the parser takes (comments, any spacing), for highlighters "
+    "and tools that must accept any valid file; not for a model to write.",
+)
+def grammar_command(config: str | None, policy_file: str | None, principal: str | None, output_format: str, full: bool) -> None:
     """Print the grammar of plans for a constrained decoder.
 
     It is the language as a model should write it: plans as `planc fmt` prints them, without

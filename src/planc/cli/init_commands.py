@@ -29,7 +29,7 @@ def add_note(text: str) -> dict:
     return {"number": len(NOTES), "text": text}
 '''
 
-CONFIG = '''# The tools a plan may call, the policy every call is judged by, and the limits of a run.
+CONFIG = """# The tools a plan may call, the policy every call is judged by, and the limits of a run.
 # docs: planc's docs/registry.md (tools), docs/policy.md (the policy).
 policy = "policy.cedar"
 
@@ -38,21 +38,21 @@ provider = "python:tools:search_notes"  # module:function, imported from this fo
 
 [tools.add_note]
 provider = "python:tools:add_note"
-'''
+"""
 
-POLICY = '''// Every call a plan makes is put to these policies, before the plan runs and again before each call.
+POLICY = """// Every call a plan makes is put to these policies, before the plan runs and again before each call.
 @id("no-destructive-calls")
 @reason("a tool that may destroy data needs a person's approval")
 forbid(principal, action == Action::"call", resource) when { resource.destructive };
 
 permit(principal, action == Action::"call", resource);
-'''
+"""
 
-PLAN = '''# Add a note, then find it again.
+PLAN = """# Add a note, then find it again.
 add_note(text: "planc is set up")
 found = search_notes(query: "planc")
 reshape(value: {count: $found.length, notes: $found})
-'''
+"""
 
 FILES = {"planc.toml": CONFIG, "tools.py": TOOLS, "policy.cedar": POLICY, "hello.plan": PLAN}
 
@@ -65,8 +65,10 @@ def init_command(folder: str) -> None:
     target = Path(folder)
     existing = [name for name in FILES if (target / name).exists()]
     if existing:
-        raise UsageError(f"{', '.join(str(target / name) for name in existing)} already "
-                         f"exist{'s' if len(existing) == 1 else ''}: planc init writes only into a folder without them")
+        raise UsageError(
+            f"{', '.join(str(target / name) for name in existing)} already "
+            f"exist{'s' if len(existing) == 1 else ''}: planc init writes only into a folder without them"
+        )
     try:
         target.mkdir(parents=True, exist_ok=True)
         for name, text in FILES.items():

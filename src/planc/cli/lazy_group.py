@@ -30,11 +30,13 @@ class LazyGroup(click.Group):
             raise TypeError(f"{self.lazy_commands[cmd_name]} is not the click command {cmd_name!r}")
         return command
 
-    def resolve_command(self, ctx: click.Context, args: list[str],
-                        ) -> tuple[str | None, click.Command | None, list[str]]:
+    def resolve_command(
+        self,
+        ctx: click.Context,
+        args: list[str],
+    ) -> tuple[str | None, click.Command | None, list[str]]:
         try:
             return super().resolve_command(ctx, args)
         except click.exceptions.NoSuchCommand as error:
             # click offers the close names among `self.commands`, which holds none of the lazy ones
-            raise click.exceptions.NoSuchCommand(error.command_name, possibilities=self.list_commands(ctx),
-                                                 ctx=ctx) from None
+            raise click.exceptions.NoSuchCommand(error.command_name, possibilities=self.list_commands(ctx), ctx=ctx) from None

@@ -10,8 +10,11 @@ from planc.cli.usage import UsageError
 
 
 @click.command("lsp")
-@click.option("--stdio", is_flag=True, help="Talk over standard input and output (the default and only way; "
-              "accepted because many clients pass it).")
+@click.option(
+    "--stdio",
+    is_flag=True,
+    help="Talk over standard input and output (the default and only way; accepted because many clients pass it).",
+)
 def lsp_command(stdio: bool) -> None:
     """Run the language server for plan files over standard input and output (docs/editor.md)."""
     try:

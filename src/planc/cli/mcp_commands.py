@@ -15,17 +15,24 @@ if TYPE_CHECKING:
 
 @click.command("mcp")
 @CONFIG_OPTION
-@click.option("--http", "address", metavar="HOST:PORT",
-              help="Serve streamable HTTP at HOST:PORT/mcp rather than standard input and output (port 0: a free "
-                   "one; the URL goes to stderr). Beyond loopback only with [mcp_server.auth] and TLS.")
-@click.option("--tls-cert", type=click.Path(dir_okay=False), help="With --http: serve HTTPS with this certificate "
-              "(PEM), and --tls-key.")
+@click.option(
+    "--http",
+    "address",
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP at HOST:PORT/mcp rather than standard input and output (port 0: a free "
+    "one; the URL goes to stderr). Beyond loopback only with [mcp_server.auth] and TLS.",
+)
+@click.option(
+    "--tls-cert", type=click.Path(dir_okay=False), help="With --http: serve HTTPS with this certificate (PEM), and --tls-key."
+)
 @click.option("--tls-key", type=click.Path(dir_okay=False), help="With --http: the private key of --tls-cert (PEM).")
-@click.option("--behind-tls-proxy", is_flag=True, help="With --http: a proxy in front serves TLS, at "
-              "[mcp_server] resource_server_url.")
+@click.option(
+    "--behind-tls-proxy", is_flag=True, help="With --http: a proxy in front serves TLS, at [mcp_server] resource_server_url."
+)
 @STORE_OPTION
-def mcp_command(config: str | None, address: str | None, tls_cert: str | None, tls_key: str | None,
-                behind_tls_proxy: bool, store: str | None) -> None:
+def mcp_command(
+    config: str | None, address: str | None, tls_cert: str | None, tls_key: str | None, behind_tls_proxy: bool, store: str | None
+) -> None:
     """Serve the project of planc.toml to MCP clients: describe, check_plan, run_plan, show_run, list_runs,
     approve_run, resume_run.
 
@@ -75,8 +82,10 @@ def _project(config: str | None, store: str | None) -> Project:
     except (ConfigError, PolicyError) as error:
         raise UsageError(str(error)) from None
     if project.registry is None:
-        raise UsageError("planc mcp serves the project of a planc.toml, and there is none here or above: "
-                         "give one with --config, or start it in the project's folder")
+        raise UsageError(
+            "planc mcp serves the project of a planc.toml, and there is none here or above: "
+            "give one with --config, or start it in the project's folder"
+        )
     return project
 
 

@@ -37,23 +37,46 @@ FORMATS = ["text", "json", "repair", "sarif", "line"]
 @PRINCIPAL_OPTION
 @PRINCIPAL_JSON_OPTION
 @budget_options
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="How to print diagnostics.")
+@click.option(
+    "--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True, help="How to print diagnostics."
+)
 @click.option("--extract", is_flag=True, help="Take the plan out of a model reply (markdown fence or prose).")
 @click.option("--fix", is_flag=True, help="Apply the fixes the diagnostics carry, and rewrite the files.")
 @click.option("--diff", "show_diff", is_flag=True, help="With --fix: print the fixes as a diff, and write nothing.")
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
-@click.option("--ignore", "ignored", multiple=True, metavar="CODE[,CODE]",
-              help="Leave out these warnings and notes (errors cannot be ignored).")
-@click.option("--max-diagnostics", type=click.IntRange(min=0), default=MAX_DIAGNOSTICS, show_default=True,
-              help="The text format prints this many diagnostics and counts the rest (0: all). "
-                   "The other formats print every one.")
+@click.option(
+    "--ignore",
+    "ignored",
+    multiple=True,
+    metavar="CODE[,CODE]",
+    help="Leave out these warnings and notes (errors cannot be ignored).",
+)
+@click.option(
+    "--max-diagnostics",
+    type=click.IntRange(min=0),
+    default=MAX_DIAGNOSTICS,
+    show_default=True,
+    help="The text format prints this many diagnostics and counts the rest (0: all). The other formats print every one.",
+)
 @STORE_OPTION
-def check_command(plans: tuple[str, ...], config: str | None, policy_file: str | None, principal: str | None,
-                  principal_json: str | None,
-                  max_usd: float | None, max_calls: int | None, max_inferences: int | None,
-                  output_format: str, extract: bool, fix: bool, show_diff: bool, strict: bool,
-                  ignored: tuple[str, ...], max_diagnostics: int, store: str | None) -> None:
+def check_command(
+    plans: tuple[str, ...],
+    config: str | None,
+    policy_file: str | None,
+    principal: str | None,
+    principal_json: str | None,
+    max_usd: float | None,
+    max_calls: int | None,
+    max_inferences: int | None,
+    output_format: str,
+    extract: bool,
+    fix: bool,
+    show_diff: bool,
+    strict: bool,
+    ignored: tuple[str, ...],
+    max_diagnostics: int,
+    store: str | None,
+) -> None:
     """Parse PLANS (files, or folders of .plan files; a compiled plan too) and run every pass; nothing
     runs. A tool without `returns` is checked with the shape the run store learned of its results, if any
     (W507). Exit 0 without errors, 1 with errors (or warnings, with --strict), 2 when a file cannot be read."""
@@ -70,14 +93,26 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
         found = find_registry(config, plan=path)
         if id(found) not in policy_of:
             who = principal_for(found, principal)
-            policy_of[id(found)] = (found, with_learned_shapes(found, store), who,
-                                    find_policy(policy_file, found, who, principals))
+            policy_of[id(found)] = (
+                found,
+                with_learned_shapes(found, store),
+                who,
+                find_policy(policy_file, found, who, principals),
+            )
         _, registry, who, policy = policy_of[id(found)]
 
         def check_text(text: str) -> CheckResult:
-            return check(text, extract_plan=extract, registry=registry, arguments=plan_arguments(registry, path),
-                         policy=policy, principal=who, max_usd=max_usd, max_calls=max_calls,
-                         max_inferences=max_inferences)
+            return check(
+                text,
+                extract_plan=extract,
+                registry=registry,
+                arguments=plan_arguments(registry, path),
+                policy=policy,
+                principal=who,
+                max_usd=max_usd,
+                max_calls=max_calls,
+                max_inferences=max_inferences,
+            )
 
         result = check_text(read_plan(path))
         if fix:
@@ -96,14 +131,16 @@ def check_command(plans: tuple[str, ...], config: str | None, policy_file: str |
     unchecked = [path for path, result in results if undeclared_tools(result)]
     if unchecked:
         calls = "they call" if len(unchecked) > 1 else "it calls"
-        click.echo(f"warning: no planc.toml was found for {', '.join(unchecked)}: the tools {calls} were not "
-                   f"checked (their names, arguments, effects and costs); {NO_CONFIG}", err=True)
+        click.echo(
+            f"warning: no planc.toml was found for {', '.join(unchecked)}: the tools {calls} were not "
+            f"checked (their names, arguments, effects and costs); {NO_CONFIG}",
+            err=True,
+        )
     failed = any(not result.ok or (strict and result.diagnostics) for _, result in results) or (strict and unchecked)
     sys.exit(2 if unreadable else 1 if failed else 0)
 
 
-def print_results(results: list[tuple[str, CheckResult]], output_format: str,
-                  max_diagnostics: int = MAX_DIAGNOSTICS) -> None:
+def print_results(results: list[tuple[str, CheckResult]], output_format: str, max_diagnostics: int = MAX_DIAGNOSTICS) -> None:
     if output_format == "json":
         from planc.diagnostics.render_json import render_json
 
@@ -153,8 +190,7 @@ def without(result: CheckResult, codes: frozenset[str]) -> CheckResult:
 FIX_ROUNDS = 10  # fixes applied, the text checked again, so many times at most: each round must change it
 
 
-def fixed(path: str, result: CheckResult, show_diff: bool, recheck: Callable[[str], CheckResult],
-          extracted: bool) -> CheckResult:
+def fixed(path: str, result: CheckResult, show_diff: bool, recheck: Callable[[str], CheckResult], extracted: bool) -> CheckResult:
     """`result` with the fixes its diagnostics carry applied to the file at `path` (printed as a diff
     instead, with `show_diff`), again and again until none is left (a syntax fix lets the later passes
     run, and their fixes come next); the check of the fixed text. Only plan text is edited: a file with
@@ -163,11 +199,16 @@ def fixed(path: str, result: CheckResult, show_diff: bool, recheck: Callable[[st
     from planc.syntax.extract import extract
 
     plan_only = extract(result.source).split("\n")
-    prose = [line for line, kept in zip(result.source.split("\n"), plan_only)
-             if line != kept and line.strip() and not line.strip().startswith("#")]  # a comment is plan text
+    prose = [
+        line
+        for line, kept in zip(result.source.split("\n"), plan_only)
+        if line != kept and line.strip() and not line.strip().startswith("#")
+    ]  # a comment is plan text
     if not extracted and prose:
-        raise UsageError(f"{path}: --fix edits plan text only, and this file has prose around its plan: "
-                         "give --extract to fix the plan inside it and keep the prose")
+        raise UsageError(
+            f"{path}: --fix edits plan text only, and this file has prose around its plan: "
+            "give --extract to fix the plan inside it and keep the prose"
+        )
     text, checked = result.source, result
     for _ in range(FIX_ROUNDS):
         after = apply_fixes(text, checked.diagnostics)
@@ -179,8 +220,14 @@ def fixed(path: str, result: CheckResult, show_diff: bool, recheck: Callable[[st
     if show_diff:
         import difflib
 
-        click.echo("".join(difflib.unified_diff(result.source.splitlines(keepends=True), text.splitlines(keepends=True),
-                                                f"{path}", f"{path} (fixed)")), nl=False)
+        click.echo(
+            "".join(
+                difflib.unified_diff(
+                    result.source.splitlines(keepends=True), text.splitlines(keepends=True), f"{path}", f"{path} (fixed)"
+                )
+            ),
+            nl=False,
+        )
         return result
     if path == "-":
         raise UsageError("--fix rewrites files, and this plan came from standard input: use --fix --diff")
@@ -234,8 +281,14 @@ def fmt_command(plans: tuple[str, ...], check_only: bool, write: bool) -> None:
 @click.command("show")
 @click.argument("plan")
 @CONFIG_OPTION
-@click.option("--format", "output_format", type=click.Choice(["tree", "json", "mermaid", "dot"]), default="tree",
-              show_default=True, help="The tree (text or JSON), or the data-flow graph (Mermaid or Graphviz DOT).")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["tree", "json", "mermaid", "dot"]),
+    default="tree",
+    show_default=True,
+    help="The tree (text or JSON), or the data-flow graph (Mermaid or Graphviz DOT).",
+)
 def show_command(plan: str, config: str | None, output_format: str) -> None:
     """Show the tree of PLAN, what each step may cost, which steps can change anything and which labelled values
     (where they came from) reach them; or its data-flow graph, as a Mermaid flowchart or in Graphviz's DOT."""
@@ -289,26 +342,40 @@ def _show(result: CheckResult, plan: str, registry: Registry | None, output_form
     out = console()
     print_wide(out, tree_view(plan_tree, paths, plan, {step: step_note(cost) for step, cost in costs.steps.items()}))
     out.print(f"cost: {cost_line(costs.total)}")
-    out.print("blast radius:" + ("" if registry else " (no planc.toml: every tool counts as effectful, "
-                                                    "destructive and open-world)"))
+    out.print(
+        "blast radius:" + ("" if registry else " (no planc.toml: every tool counts as effectful, destructive and open-world)")
+    )
     for line in blast_radius_lines(radius):
         out.print(f"  {line}", highlight=False, markup=False)
     flows = facts.into_effects()
     out.print("labelled values into calls that change the world:" + ("" if flows else " none"))
     for flow in flows:
         into = f"`{flow['argument']}`" if flow["argument"] else "whether it runs"
-        out.print(f"  step {flow['step']} `{flow['tool']}`: {into} <- {', '.join(flow['labels'])}: "
-                  + "; ".join(flow["from"]), highlight=False, markup=False)
+        out.print(
+            f"  step {flow['step']} `{flow['tool']}`: {into} <- {', '.join(flow['labels'])}: " + "; ".join(flow["from"]),
+            highlight=False,
+            markup=False,
+        )
 
 
 @click.command("corpus")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path),
-              help="Fail on any difference from the cases this baseline pins.")
-@click.option("--update-baseline", "update", is_flag=True,
-              help="Write every case, its expectation and its outcome to --baseline, saying what changed.")
-@click.option("--bless", is_flag=True, help="Write the golden output of every error case (FILE.out beside FILE.txt) "
-                                            "as it is now, saying which files changed.")
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Fail on any difference from the cases this baseline pins.",
+)
+@click.option(
+    "--update-baseline",
+    "update",
+    is_flag=True,
+    help="Write every case, its expectation and its outcome to --baseline, saying what changed.",
+)
+@click.option(
+    "--bless",
+    is_flag=True,
+    help="Write the golden output of every error case (FILE.out beside FILE.txt) as it is now, saying which files changed.",
+)
 def corpus_command(directory: Path, baseline: Path | None, update: bool, bless: bool) -> None:
     """Check every case of the corpus in DIRECTORY against its expectation, its golden output and its baseline."""
     from planc import corpus
@@ -325,8 +392,10 @@ def corpus_command(directory: Path, baseline: Path | None, update: bool, bless: 
     for outcome in outcomes:
         if not outcome.passed:
             case = outcome.case
-            click.echo(f"FAIL {case.location} {case.category}: {case.name}\n"
-                       f"     expected {case.describe(case.expected)}, found {case.describe(outcome.found)}")
+            click.echo(
+                f"FAIL {case.location} {case.category}: {case.name}\n"
+                f"     expected {case.describe(case.expected)}, found {case.describe(outcome.found)}"
+            )
     for name, numbers in counts["categories"].items():
         click.echo(f"{name:<24} {numbers['passed']:>4}/{numbers['cases']:<4} {corpus.rate(numbers):7.1%}")
     total = counts["total"]
@@ -360,6 +429,9 @@ def corpus_command(directory: Path, baseline: Path | None, update: bool, bless: 
     for line in problems:
         click.echo(line, err=True)
     if problems:
-        click.echo(f"{len(problems)} difference{'s' if len(problems) != 1 else ''} from what the corpus pins: if "
-                   f"they are meant, write them with --bless and --update-baseline (`make bless`)", err=True)
+        click.echo(
+            f"{len(problems)} difference{'s' if len(problems) != 1 else ''} from what the corpus pins: if "
+            f"they are meant, write them with --bless and --update-baseline (`make bless`)",
+            err=True,
+        )
     sys.exit(1 if problems else 0)

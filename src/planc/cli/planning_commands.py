@@ -37,11 +37,11 @@ if TYPE_CHECKING:
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
-@click.option("--bare", is_flag=True, help="Ask for the bare plan, as a grammar-constrained decoder writes it, "
-                                          "rather than a fenced block.")
+@click.option(
+    "--bare", is_flag=True, help="Ask for the bare plan, as a grammar-constrained decoder writes it, rather than a fenced block."
+)
 @STORE_OPTION
-def prompt_command(config: str | None, policy_file: str | None, principal: str | None, bare: bool,
-                   store: str | None) -> None:
+def prompt_command(config: str | None, policy_file: str | None, principal: str | None, bare: bool, store: str | None) -> None:
     """Print the system prompt that teaches a model to write plans for this registry.
 
     A tool that declares no `returns` is shown with the shape the run store learned of its results, if any.
@@ -68,22 +68,49 @@ def prompt_command(config: str | None, policy_file: str | None, principal: str |
 @POLICY_OPTION
 @PRINCIPAL_OPTION
 @budget_options
-@click.option("--model", "role", default="planner", show_default=True,
-              help="The model role to ask ([models.ROLE] in planc.toml, else [models.default]).")
-@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
-              help="How many answers the model may give: the first, and a repair of each failing one.")
-@click.option("--grammar", type=click.Choice(["lark", "gbnf"]),
-              help="Send the grammar of the language, specialised to the registry, with each request.")
+@click.option(
+    "--model",
+    "role",
+    default="planner",
+    show_default=True,
+    help="The model role to ask ([models.ROLE] in planc.toml, else [models.default]).",
+)
+@click.option(
+    "--rounds",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="How many answers the model may give: the first, and a repair of each failing one.",
+)
+@click.option(
+    "--grammar",
+    type=click.Choice(["lark", "gbnf"]),
+    help="Send the grammar of the language, specialised to the registry, with each request.",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the checked plan to FILE.")
 @click.option("--run", "then_run", is_flag=True, help="Run the checked plan, as `planc run` would.")
 @click.option("--arg", "args", multiple=True, metavar="NAME=VALUE", help="With --run: a run argument.")
 @click.option("--arg-json", "json_args", multiple=True, metavar="NAME=JSON", help="With --run: a run argument as JSON.")
 @ANSWERS_OPTION
 @STORE_OPTION
-def plan_command(task: str, config: str | None, policy_file: str | None, principal: str | None, max_usd: float | None,
-                 max_calls: int | None, max_inferences: int | None, role: str, rounds: int, grammar: str | None,
-                 output: str | None, then_run: bool, args: tuple[str, ...], json_args: tuple[str, ...],
-                 answers_file: str | None, store: str | None) -> None:
+def plan_command(
+    task: str,
+    config: str | None,
+    policy_file: str | None,
+    principal: str | None,
+    max_usd: float | None,
+    max_calls: int | None,
+    max_inferences: int | None,
+    role: str,
+    rounds: int,
+    grammar: str | None,
+    output: str | None,
+    then_run: bool,
+    args: tuple[str, ...],
+    json_args: tuple[str, ...],
+    answers_file: str | None,
+    store: str | None,
+) -> None:
     """Ask a model for a plan that does TASK, and repair it with planc's diagnostics until it checks.
 
     Each round shows the model, for each tool that declares no `returns`, the shape the run store has
@@ -106,8 +133,9 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
         raise UsageError("--arg, --arg-json and --answers are only read with --run")
     registry = find_registry(config)
     if registry is None:
-        raise UsageError("planc plan needs a planc.toml (here or above, or --config): the tools to plan with "
-                         "and [models.*] to ask")
+        raise UsageError(
+            "planc plan needs a planc.toml (here or above, or --config): the tools to plan with and [models.*] to ask"
+        )
     try:  # a model that is not configured is a configuration mistake: exit 2, nothing recorded
         ModelClient.for_role(registry, role)
     except ModelError as error:
@@ -121,20 +149,43 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     except ValueError as error:
         raise UsageError(str(error)) from None
     runs = open_store(store, registry)
-    planned_options = {"task": task, "role": role, "rounds": rounds, "grammar": grammar, "run": then_run,
-                       "budget": [max_usd, max_calls, max_inferences], "output": output}
-    spec = RunSpec(principal=principal, budget=Budget(max_usd, max_calls, max_inferences), arguments=arguments,
-                   config=file_path(registry.source), policy=file_path(policy_file), planned=planned_options,
-                   read=ReadFiles(**keep_read_files(runs, registry, policy)), code_tools=code_tools(registry))
+    planned_options = {
+        "task": task,
+        "role": role,
+        "rounds": rounds,
+        "grammar": grammar,
+        "run": then_run,
+        "budget": [max_usd, max_calls, max_inferences],
+        "output": output,
+    }
+    spec = RunSpec(
+        principal=principal,
+        budget=Budget(max_usd, max_calls, max_inferences),
+        arguments=arguments,
+        config=file_path(registry.source),
+        policy=file_path(policy_file),
+        planned=planned_options,
+        read=ReadFiles(**keep_read_files(runs, registry, policy)),
+        code_tools=code_tools(registry),
+    )
     try:
         recorder = Recorder(runs, runs.start_run(None, arguments, spec.to_record()))
     except RunStoreError as error:
         raise UsageError(str(error)) from None
     click.echo(f"run: {recorder.run_id}", err=True)
     try:
-        planned = plan(task, registry=registry, policy=policy, principal=principal,
-                       budget=Budget(max_usd, max_calls, max_inferences), role=role, rounds=rounds, grammar=grammar,
-                       recorder=recorder, shapes=runs.learned_shapes)
+        planned = plan(
+            task,
+            registry=registry,
+            policy=policy,
+            principal=principal,
+            budget=Budget(max_usd, max_calls, max_inferences),
+            role=role,
+            rounds=rounds,
+            grammar=grammar,
+            recorder=recorder,
+            shapes=runs.learned_shapes,
+        )
     except ModelError as error:
         runs.finish_run(recorder.run_id, "failed", message=str(error))
         runs.close()
@@ -143,9 +194,15 @@ def plan_command(task: str, config: str | None, policy_file: str | None, princip
     finish_planning(planned, runs, recorder, registry, policy, spec, answers_file)
 
 
-def finish_planning(planned: Planned, runs: RunStore | None, recorder: StoreRecorder | Replay,
-                    registry: Registry | None, policy: Policy | None, spec: RunSpec,
-                    answers_file: str | None = None) -> None:
+def finish_planning(
+    planned: Planned,
+    runs: RunStore | None,
+    recorder: StoreRecorder | Replay,
+    registry: Registry | None,
+    policy: Policy | None,
+    spec: RunSpec,
+    answers_file: str | None = None,
+) -> None:
     """Say how the planning went, record it, and print, write or run the plan: what `planc plan` does after
     the model's last answer, and what its replay does after the recorded one."""
     from planc.backend.run.launch import ArgumentsRefused, Launch, checked_arguments
@@ -155,13 +212,16 @@ def finish_planning(planned: Planned, runs: RunStore | None, recorder: StoreReco
 
     err = console(stderr=True)
     if runs is not None:
-        runs.keep_rounds(recorder.run_id, [(round_.checked.ok, [d.code for d in round_.checked.diagnostics
-                                                                if d.is_error]) for round_ in planned.rounds])
+        runs.keep_rounds(
+            recorder.run_id,
+            [(round_.checked.ok, [d.code for d in round_.checked.diagnostics if d.is_error]) for round_ in planned.rounds],
+        )
     for number, round_ in enumerate(planned.rounds, start=1):
         errors = sum(d.is_error for d in round_.checked.diagnostics)
         said = "checks" if round_.checked.ok else f"{errors} error{'s' if errors != 1 else ''}"
-        err.print(f"round {number}: {said}" + ("; the diagnostics went back to the model" if round_.repair else ""),
-                  highlight=False)
+        err.print(
+            f"round {number}: {said}" + ("; the diagnostics went back to the model" if round_.repair else ""), highlight=False
+        )
     if not planned.ok:
         print_checked([("reply", planned.checked)], stderr=True)
         message = f"no plan checked after {len(planned.rounds)} round{'s' if len(planned.rounds) > 1 else ''}"
@@ -190,10 +250,26 @@ def finish_planning(planned: Planned, runs: RunStore | None, recorder: StoreReco
     except ArgumentsRefused as error:
         _finish(runs, recorder, "failed", message=str(error))
         refused_arguments(error, "plan")
-    launch = Launch.continued(planned.checked, spec, RunWiring(), lambda store: RecordedRun(
-        planned.checked, registry, policy, spec, recorder, store), registry=registry, policy=policy)
-    run_on_terminal(launch, registry=registry, store=None, events=None, otel=False, answers_file=answers_file,
-                    name="plan", said=None, writes=runs is not None, opened=runs)
+    launch = Launch.continued(
+        planned.checked,
+        spec,
+        RunWiring(),
+        lambda store: RecordedRun(planned.checked, registry, policy, spec, recorder, store),
+        registry=registry,
+        policy=policy,
+    )
+    run_on_terminal(
+        launch,
+        registry=registry,
+        store=None,
+        events=None,
+        otel=False,
+        answers_file=answers_file,
+        name="plan",
+        said=None,
+        writes=runs is not None,
+        opened=runs,
+    )
 
 
 def _set_plan(runs: RunStore | None, recorder: StoreRecorder | Replay, stored: dict, checked: CheckResult) -> None:
@@ -203,7 +279,8 @@ def _set_plan(runs: RunStore | None, recorder: StoreRecorder | Replay, stored: d
         runs.set_plan(recorder.run_id, stored, checked_step_rows(checked))
 
 
-def _finish(runs: RunStore | None, recorder: StoreRecorder | Replay, status: str, output: object = None,
-            message: str | None = None) -> None:
+def _finish(
+    runs: RunStore | None, recorder: StoreRecorder | Replay, status: str, output: object = None, message: str | None = None
+) -> None:
     if runs is not None:
         runs.finish_run(recorder.run_id, status, output, message)

@@ -52,10 +52,20 @@ def print_syntax_errors(path: str, result: ParseResult, left: int | None = MAX_D
     return print_some(console(stderr=True), result.diagnostics, result.source, path, left)
 
 
-def checked_to_run(text: str, name: str, registry: Registry | None, policy: Policy | None, principal: str, *,
-                   extract: bool = False, budget: Budget | None = None, approvals: bool = False,
-                   written_by: frozenset[str] = frozenset(), recorded: bool = False, connects: bool = True,
-                   ) -> CheckResult:
+def checked_to_run(
+    text: str,
+    name: str,
+    registry: Registry | None,
+    policy: Policy | None,
+    principal: str,
+    *,
+    extract: bool = False,
+    budget: Budget | None = None,
+    approvals: bool = False,
+    written_by: frozenset[str] = frozenset(),
+    recorded: bool = False,
+    connects: bool = True,
+) -> CheckResult:
     """`text` (plan text, or a stored plan from `planc compile`) checked for running; refused: exit 1.
 
     With `extract` the plan is taken out of a model reply first; `budget` (a Budget) adds the
@@ -71,11 +81,20 @@ def checked_to_run(text: str, name: str, registry: Registry | None, policy: Poli
         from planc.store.stored import OlderPlan, StoredPlanError, load_plan
 
         try:
-            checked = load_plan(text, registry=registry, policy=policy, principal=principal, approvals=approvals,
-                                written_by=written_by, recorded=recorded, **limits)
+            checked = load_plan(
+                text,
+                registry=registry,
+                policy=policy,
+                principal=principal,
+                approvals=approvals,
+                written_by=written_by,
+                recorded=recorded,
+                **limits,
+            )
         except OlderPlan as error:
-            click.echo(f"error: {name}: {error.older}: `planc migrate {shlex.quote(name)}` rewrites it, then run it "
-                       "again", err=True)
+            click.echo(
+                f"error: {name}: {error.older}: `planc migrate {shlex.quote(name)}` rewrites it, then run it again", err=True
+            )
             sys.exit(1)
         except StoredPlanError as error:
             if registry is None:  # away from its project: what is missing is a planc.toml, not its tools
@@ -89,8 +108,16 @@ def checked_to_run(text: str, name: str, registry: Registry | None, policy: Poli
         # The plan taken out of the reply, the rest blanked (so lines and columns are the reply's): what
         # the run records as its plan, and its replay checks again.
         text = extract_plan(text) if extract else text
-        checked = check(text, registry=registry, arguments=plan_arguments(registry, name),
-                        policy=policy, principal=principal, approvals=approvals, written_by=written_by, **limits)
+        checked = check(
+            text,
+            registry=registry,
+            arguments=plan_arguments(registry, name),
+            policy=policy,
+            principal=principal,
+            approvals=approvals,
+            written_by=written_by,
+            **limits,
+        )
         if not checked.ok:
             print_checked([(name, checked)], stderr=True)
             sys.exit(1)
@@ -106,16 +133,17 @@ def checked_to_run(text: str, name: str, registry: Registry | None, policy: Poli
 
 
 # What to do when no planc.toml is found, said wherever its absence matters.
-NO_CONFIG = ("declare the tools in a planc.toml beside the plan or above it (`planc init` writes a "
-             "starting one), or name one with --config")
+NO_CONFIG = (
+    "declare the tools in a planc.toml beside the plan or above it (`planc init` writes a "
+    "starting one), or name one with --config"
+)
 
 
 def _refuse_undeclared(name: str, checked: CheckResult | None) -> None:
     """Exit 1 naming the tools of `checked` that no planc.toml declares, when there are any."""
     if names := undeclared_tools(checked):
         listed = ", ".join(f"`{tool}`" for tool in names)
-        click.echo(f"error: {name}: no planc.toml declares {listed}, so nothing says what to call: {NO_CONFIG}",
-                   err=True)
+        click.echo(f"error: {name}: no planc.toml declares {listed}, so nothing says what to call: {NO_CONFIG}", err=True)
         sys.exit(1)
 
 

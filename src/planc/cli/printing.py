@@ -26,8 +26,14 @@ def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     never = COLOR == "never" or (COLOR == "auto" and os.environ.get("NO_COLOR", "") != "")
-    return Console(stderr=stderr, highlight=False, soft_wrap=True, force_terminal=True if COLOR == "always" else None,
-                   no_color=never, color_system=None if never else "auto")
+    return Console(
+        stderr=stderr,
+        highlight=False,
+        soft_wrap=True,
+        force_terminal=True if COLOR == "always" else None,
+        no_color=never,
+        color_system=None if never else "auto",
+    )
 
 
 # The widest a table or a tree is printed where no terminal sets a width: its cells whole, not cut.
@@ -49,8 +55,9 @@ def print_wide(out: Console, renderable: RenderableType) -> None:
     out.print(renderable)
 
 
-def print_checked(results: Iterable[tuple[str, CheckResult]], stderr: bool = False, limit: int = MAX_DIAGNOSTICS,
-                  show_all: str = SHOW_ALL) -> None:
+def print_checked(
+    results: Iterable[tuple[str, CheckResult]], stderr: bool = False, limit: int = MAX_DIAGNOSTICS, show_all: str = SHOW_ALL
+) -> None:
     """Each (path, CheckResult) in `results`: its diagnostics, rustc-style, a summary line and the cost.
 
     At most `limit` diagnostics are printed in all (0: every one); the others of a file are
@@ -64,8 +71,7 @@ def print_checked(results: Iterable[tuple[str, CheckResult]], stderr: bool = Fal
         warnings = len(result.diagnostics) - errors
         if result.ok:
             summary = f"{path}: ok, {result.steps} step{'s' if result.steps != 1 else ''}"
-            out.print(summary + (f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""),
-                      style="green")
+            out.print(summary + (f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""), style="green")
         else:
             out.print(f"{path}: {errors} error{'s' if errors != 1 else ''}", style="bold red")
         if result.cost is not None:
@@ -74,14 +80,15 @@ def print_checked(results: Iterable[tuple[str, CheckResult]], stderr: bool = Fal
             out.print(f"  cost: {cost_line(result.cost.total)}", style="dim")
 
 
-def print_some(out: Console, diagnostics: Sequence[Diagnostic], source: str, path: str, left: int | None,
-               show_all: str = SHOW_ALL) -> int | None:
+def print_some(
+    out: Console, diagnostics: Sequence[Diagnostic], source: str, path: str, left: int | None, show_all: str = SHOW_ALL
+) -> int | None:
     """The first `left` of `diagnostics` (None: all) printed, the rest counted in one line ending with
     `show_all`; how many more may be printed after them."""
     shown = diagnostics if left is None else diagnostics[:left]
     print_diagnostics(out, shown, source, path)
     if len(shown) < len(diagnostics):
-        out.print(f"... and {more(diagnostics[len(shown):])}; {show_all}", style="bold", markup=False)
+        out.print(f"... and {more(diagnostics[len(shown) :])}; {show_all}", style="bold", markup=False)
     return None if left is None else left - len(shown)
 
 

@@ -64,8 +64,9 @@ def with_learned_shapes(registry: Registry | None, store: str | None) -> Registr
         raise UsageError(str(error)) from None
 
 
-def find_policy(policy_file: str | None, registry: Registry | None, principal: str,
-                principals: Sequence[Mapping] = ()) -> Policy | None:
+def find_policy(
+    policy_file: str | None, registry: Registry | None, principal: str, principals: Sequence[Mapping] = ()
+) -> Policy | None:
     """The policy of `--policy`, or of planc.toml's `policy`, or None, judging with planc.toml's `[principals]`
     and `principals` (`--principal-json`'s); and `principal` checked."""
     from planc import project

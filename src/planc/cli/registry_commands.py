@@ -30,8 +30,9 @@ def policy_group() -> None:
 @POLICY_OPTION
 @PRINCIPAL_OPTION
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def policy_explain_command(plan: str, config: str | None, policy_file: str | None, principal: str | None,
-                           output_format: str) -> None:
+def policy_explain_command(
+    plan: str, config: str | None, policy_file: str | None, principal: str | None, output_format: str
+) -> None:
     """Show, per step of PLAN, the policy's decision and the policies that made it.
 
     Exit 0 when every step is allowed, 1 when one is denied or PLAN has other errors (printed on stderr).
@@ -42,7 +43,7 @@ def policy_explain_command(plan: str, config: str | None, policy_file: str | Non
     principal = principal_for(registry, principal)
     policy = find_policy(policy_file, registry, principal)
     if policy is None:
-        raise UsageError("no policy: name one with --policy, or with `policy = \"...\"` in planc.toml")
+        raise UsageError('no policy: name one with --policy, or with `policy = "..."` in planc.toml')
     result = check(read_plan(plan), registry=registry, policy=policy, principal=principal)
     if result.plan is None:  # syntax errors: there are no steps to explain
         print_checked([(plan, result)])
@@ -88,8 +89,13 @@ def registry_list_command(config: str | None, output_format: str) -> None:
 
 @registry_group.command("sync")
 @CONFIG_OPTION
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
-              help="Seconds each MCP server has to start and list its tools.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds each MCP server has to start and list its tools.",
+)
 def registry_sync_command(config: str | None, timeout: float) -> None:
     """Ask each MCP server for its tools and write planc.lock.json. Exit 1 if a server failed."""
     from planc.registry.mcp.mcp_sync import SyncError, sync
@@ -135,9 +141,14 @@ def registry_login_command(server: str, config: str | None, no_browser: bool) ->
     declared = registry.servers.get(server)
     if declared is None or declared.oauth is None:
         with_oauth = sorted(name for name, each in registry.servers.items() if each.oauth is not None)
-        raise UsageError(f"{registry.source}: no [mcp.{server}] with `url` and `oauth = true`; "
-                         + (f"the servers that sign in with OAuth are {', '.join(with_oauth)}" if with_oauth
-                            else "no server here signs in with OAuth"))
+        raise UsageError(
+            f"{registry.source}: no [mcp.{server}] with `url` and `oauth = true`; "
+            + (
+                f"the servers that sign in with OAuth are {', '.join(with_oauth)}"
+                if with_oauth
+                else "no server here signs in with OAuth"
+            )
+        )
     try:
         import mcp  # noqa: F401
     except ImportError:
@@ -155,8 +166,9 @@ def registry_login_command(server: str, config: str | None, no_browser: bool) ->
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
     except Exception as error:  # noqa: BLE001 - the flow's failure, said in one line
-        click.echo(f"error: MCP server `{server}` ({declared.url}): the sign-in failed: "
-                   f"{Link(declared).failure(error, 0)}", err=True)
+        click.echo(
+            f"error: MCP server `{server}` ({declared.url}): the sign-in failed: {Link(declared).failure(error, 0)}", err=True
+        )
         sys.exit(1)
     click.echo(f"signed in to `{server}`: its tokens are kept in {where}", err=True)
 
@@ -165,8 +177,12 @@ def registry_login_command(server: str, config: str | None, no_browser: bool) ->
 @CONFIG_OPTION
 @STORE_OPTION
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("--write", "tool", metavar="TOOL",
-              help="Declare TOOL's learned shape as its `returns` in planc.toml (the rest of the file is kept).")
+@click.option(
+    "--write",
+    "tool",
+    metavar="TOOL",
+    help="Declare TOOL's learned shape as its `returns` in planc.toml (the rest of the file is kept).",
+)
 def registry_shapes_command(config: str | None, store: str | None, output_format: str, tool: str | None) -> None:
     """List the shapes the run store learned of trusted tools' results (types, fields, lengths; never a value),
     each with how many calls it was learned from. A tool that declares `returns` is checked by that instead."""
@@ -185,19 +201,37 @@ def registry_shapes_command(config: str | None, store: str | None, output_format
     if output_format == "json":
         import json
 
-        click.echo(json.dumps([{"tool": name, "calls": shape.calls, "schema": shape.schema,
-                                "used": name in declared and declared[name].learns} for name, shape in shapes.items()],
-                              indent=2, ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "tool": name,
+                        "calls": shape.calls,
+                        "schema": shape.schema,
+                        "used": name in declared and declared[name].learns,
+                    }
+                    for name, shape in shapes.items()
+                ],
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return
     if not shapes:
-        click.echo("no shapes learned yet: a trusted tool (`labels = []`) without `returns` teaches its shape "
-                   "with each call that succeeds", err=True)
+        click.echo(
+            "no shapes learned yet: a trusted tool (`labels = []`) without `returns` teaches its shape "
+            "with each call that succeeds",
+            err=True,
+        )
         return
     from planc.registry.tools.signatures import type_text
 
     for name, shape in shapes.items():
-        used = "" if name in declared and declared[name].learns else \
-            "  (not used: the tool declares `returns`, is not trusted, or is not declared)"
+        used = (
+            ""
+            if name in declared and declared[name].learns
+            else "  (not used: the tool declares `returns`, is not trusted, or is not declared)"
+        )
         click.echo(f"{name}: {shape.calls} call{'s' if shape.calls != 1 else ''}: {type_text(shape.schema)}{used}")
 
 
@@ -225,5 +259,4 @@ def _write_returns(registry: Registry | None, shapes: Mapping[str, LearnedShape]
     except OSError as error:
         raise UsageError(f"{path}: {error.strerror or error}") from None
     calls = shapes[tool].calls
-    click.echo(f"wrote {path}: `{tool}` returns the shape learned from {calls} call{'s' if calls != 1 else ''}",
-               err=True)
+    click.echo(f"wrote {path}: `{tool}` returns the shape learned from {calls} call{'s' if calls != 1 else ''}", err=True)

@@ -33,29 +33,63 @@ from planc.cli.usage import UsageError
 @POLICY_OPTION
 @PRINCIPAL_OPTION
 @PRINCIPAL_JSON_OPTION
-@click.option("--arg", "args", multiple=True, metavar="NAME=VALUE",
-              help="A run argument, read by `$args.NAME`, as its declared type (a string keeps the text).")
+@click.option(
+    "--arg",
+    "args",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A run argument, read by `$args.NAME`, as its declared type (a string keeps the text).",
+)
 @click.option("--arg-json", "json_args", multiple=True, metavar="NAME=JSON", help="A run argument given as JSON.")
 @EVENTS_OPTION
 @OTEL_OPTION
-@click.option("--finish", type=click.Choice(["output", "none", "solver"]), default="output", show_default=True,
-              help="Print the plan's result as JSON, nothing, or the `solver` model's report on it (--query).")
+@click.option(
+    "--finish",
+    type=click.Choice(["output", "none", "solver"]),
+    default="output",
+    show_default=True,
+    help="Print the plan's result as JSON, nothing, or the `solver` model's report on it (--query).",
+)
 @click.option("--query", help="With --finish solver: what the report answers.")
-@click.option("--approve", is_flag=True, help="A person approves every effectful tool call: asked on the terminal; "
-              "with no terminal, the call waits for `planc approve` (exit 3).")
+@click.option(
+    "--approve",
+    is_flag=True,
+    help="A person approves every effectful tool call: asked on the terminal; "
+    "with no terminal, the call waits for `planc approve` (exit 3).",
+)
 @ANSWERS_OPTION
-@click.option("--optimize", is_flag=True,
-              help="Run the plan as `planc optimize` rewrites it, independent steps at the same time; notes on stderr.")
+@click.option(
+    "--optimize",
+    is_flag=True,
+    help="Run the plan as `planc optimize` rewrites it, independent steps at the same time; notes on stderr.",
+)
 @click.option("--extract", is_flag=True, help="Take the plan out of a model reply (markdown fence or prose).")
 @budget_options
 @STORE_OPTION
 @executor_options
-def run_command(plan: str, config: str | None, policy_file: str | None, principal: str | None,
-                principal_json: str | None,
-                args: tuple[str, ...], json_args: tuple[str, ...], events: str | None, otel: bool, finish: str,
-                query: str | None, approve: bool, answers_file: str | None, optimize: bool, extract: bool,
-                max_usd: float | None, max_calls: int | None, max_inferences: int | None, store: str | None,
-                executor: str | None, ray_address: str | None) -> None:
+def run_command(
+    plan: str,
+    config: str | None,
+    policy_file: str | None,
+    principal: str | None,
+    principal_json: str | None,
+    args: tuple[str, ...],
+    json_args: tuple[str, ...],
+    events: str | None,
+    otel: bool,
+    finish: str,
+    query: str | None,
+    approve: bool,
+    answers_file: str | None,
+    optimize: bool,
+    extract: bool,
+    max_usd: float | None,
+    max_calls: int | None,
+    max_inferences: int | None,
+    store: str | None,
+    executor: str | None,
+    ray_address: str | None,
+) -> None:
     """Check PLAN, then run it. Exit 0 ok, 1 refused or failed, 3 a call waits for `planc approve`, 4 an exit step
     with status error, 130 interrupted.
 
@@ -77,16 +111,26 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     policy = find_policy(policy_file, registry, principal, principals)
     solver = solver_client(registry) if finish == "solver" else None  # before any tool runs
     budget = Budget(max_usd, max_calls, max_inferences)
-    checked = checked_to_run(read_file(plan), plan, registry, policy, principal, extract=extract, budget=budget,
-                             approvals=approve)
+    checked = checked_to_run(
+        read_file(plan), plan, registry, policy, principal, extract=extract, budget=budget, approvals=approve
+    )
     try:
         arguments = parse_arguments(args, json_args, checked.typing.arguments if checked.typing else None)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    spec = RunSpec(principal=principal, approve=approve, budget=budget, optimize=optimize, arguments=arguments,
-                   returns=plan_returns(registry, plan), config=file_path(registry.source if registry else None),
-                   policy=file_path(policy_file), executor=executor_declared(executor, ray_address, registry),
-                   finish=finish, query=query)
+    spec = RunSpec(
+        principal=principal,
+        approve=approve,
+        budget=budget,
+        optimize=optimize,
+        arguments=arguments,
+        returns=plan_returns(registry, plan),
+        config=file_path(registry.source if registry else None),
+        policy=file_path(policy_file),
+        executor=executor_declared(executor, ray_address, registry),
+        finish=finish,
+        query=query,
+    )
     schedule = None
     if optimize:
         optimized = optimized_plan(checked, plan)
@@ -96,9 +140,19 @@ def run_command(plan: str, config: str | None, policy_file: str | None, principa
     except ArgumentsRefused as error:
         refused_arguments(error, plan)
     # --approve asks on a terminal; with none, a call that needs a person waits for `planc approve`.
-    run_on_terminal(launch, registry=registry, store=store, events=events, otel=otel, answers_file=answers_file,
-                    name=Path(plan).name, plan=plan, policy_file=policy_file,
-                    asks=approve and sys.stdin.isatty(), solver=solver)
+    run_on_terminal(
+        launch,
+        registry=registry,
+        store=store,
+        events=events,
+        otel=otel,
+        answers_file=answers_file,
+        name=Path(plan).name,
+        plan=plan,
+        policy_file=policy_file,
+        asks=approve and sys.stdin.isatty(),
+        solver=solver,
+    )
 
 
 @click.command("compile")

@@ -45,8 +45,9 @@ def open_store(store: str | None, registry: Registry | None = None, read_only: b
         raise UsageError(str(error)) from None
 
 
-def executor_declared(kind: str | None, address: str | None, registry: Registry | None,
-                      recorded: Mapping | None = None) -> Executor:
+def executor_declared(
+    kind: str | None, address: str | None, registry: Registry | None, recorded: Mapping | None = None
+) -> Executor:
     """The executor a run uses, as declared (`--executor`, `--ray-address`, a resumed run's record, planc.toml);
     a UsageError for an address the local executor cannot take."""
     from planc.backend.run.recorded_run import choose_executor
@@ -79,8 +80,9 @@ def executor_connected(how: Executor, registry: Registry | None, store: Path | N
 
 
 @contextmanager
-def executor_for(kind: str | None, address: str | None, registry: Registry | None, store: Path | None,
-                 recorded: Mapping | None = None) -> Iterator[tuple[Executor, Any]]:
+def executor_for(
+    kind: str | None, address: str | None, registry: Registry | None, store: Path | None, recorded: Mapping | None = None
+) -> Iterator[tuple[Executor, Any]]:
     """The executor runs use, as declared and connected, as `(declaration, connected)`, closed after."""
     how = executor_declared(kind, address, registry, recorded)
     with executor_connected(how, registry, store) as connected:
@@ -123,8 +125,7 @@ def events_file(path: str, keep: dict[str, Path | str | None]) -> TextIO:
         journals = (Path(f"{kept}{suffix}") for suffix in ("-wal", "-shm", "-journal")) if what == "the run store" else ()
         for candidate, said in ((Path(kept), what), *((journal, f"a journal file of {what}") for journal in journals)):
             if same_file(Path(path), candidate):
-                raise UsageError(f"--events {path}: that is {said}, which writing the events would destroy; "
-                                 "give another file")
+                raise UsageError(f"--events {path}: that is {said}, which writing the events would destroy; give another file")
     try:
         return open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed when the run ends
     except OSError as error:
@@ -135,9 +136,12 @@ def kept_files(store: str | None, registry: Registry | None, plan: str | None, p
     """The files a run reads or writes, which its `--events` file must not be (`events_file`)."""
     from planc.cli.project import store_path
 
-    return {"the run store": store_path(store, registry), "the plan": plan,
-            "planc.toml": registry.source if registry is not None else None,
-            "the policy": policy_file or (registry.policy if registry is not None else None)}
+    return {
+        "the run store": store_path(store, registry),
+        "the plan": plan,
+        "planc.toml": registry.source if registry is not None else None,
+        "the policy": policy_file or (registry.policy if registry is not None else None),
+    }
 
 
 def same_file(one: Path, other: Path) -> bool:
@@ -186,16 +190,21 @@ def run_traces(otel: bool, name: str, plan: str | None = None) -> AbstractContex
         from planc.backend.report.traces import traced
     except ImportError:
         if otel:
-            raise UsageError(f"--otel sends the run as OpenTelemetry spans, and OpenTelemetry is not installed: "
-                             f"{INSTALL_OTEL}") from None
-        click.echo(f"warning: {variable} is set, and this run is not traced: OpenTelemetry is not installed "
-                   f"({INSTALL_OTEL})", err=True)
+            raise UsageError(
+                f"--otel sends the run as OpenTelemetry spans, and OpenTelemetry is not installed: {INSTALL_OTEL}"
+            ) from None
+        click.echo(
+            f"warning: {variable} is set, and this run is not traced: OpenTelemetry is not installed ({INSTALL_OTEL})", err=True
+        )
         return contextlib.nullcontext()
     return traced(name, plan, warn=lambda text: click.echo(f"warning: {text}", err=True))
 
 
-def ask_hook(answers_file: str | None, console: Console, pause: Callable[[], AbstractContextManager] | None = None,
-             ) -> Callable[[Question], Awaitable[object]]:
+def ask_hook(
+    answers_file: str | None,
+    console: Console,
+    pause: Callable[[], AbstractContextManager] | None = None,
+) -> Callable[[Question], Awaitable[object]]:
     """The interlocutor of `planc run` and `resume`: `--answers FILE` (read now: a UsageError for a file that
     cannot be used, before anything runs), then the person when standard input is a terminal."""
     from planc.backend.models.interlocutors import interlocutor, read_answers
@@ -227,16 +236,18 @@ def solver_client(registry: Registry | None) -> ModelClient:
     from planc.backend.models.client import ModelClient, ModelError
 
     if registry is None:
-        raise UsageError("--finish solver needs a model: no planc.toml here or above declares [models.solver] "
-                         "or [models.default]")
+        raise UsageError(
+            "--finish solver needs a model: no planc.toml here or above declares [models.solver] or [models.default]"
+        )
     try:
         return ModelClient.for_role(registry, "solver")
     except ModelError as error:
         raise UsageError(f"--finish solver: {error}") from None
 
 
-def print_result(result: RunResult, finish: str, query: str | None, solver: Callable[[], ModelClient] | None,
-                 recorder: Recorder | None) -> None:
+def print_result(
+    result: RunResult, finish: str, query: str | None, solver: Callable[[], ModelClient] | None, recorder: Recorder | None
+) -> None:
     """Print what `--finish` asks for and exit with the result's status.
 
     `solver()` gives the `solver` model's client, asked through `recorder` as step `finish`, so a
@@ -293,10 +304,23 @@ def refused_arguments(error: ArgumentsRefused, plan: str) -> NoReturn:
     sys.exit(1)
 
 
-def run_on_terminal(launch: Launch, *, registry: Registry | None, store: str | None, events: str | None,
-                    otel: bool, answers_file: str | None, name: str, plan: str | None = None,
-                    policy_file: str | None = None, asks: bool = False, said: str | None = "",
-                    solver: ModelClient | None = None, writes: bool = True, opened: RunStore | None = None) -> None:
+def run_on_terminal(
+    launch: Launch,
+    *,
+    registry: Registry | None,
+    store: str | None,
+    events: str | None,
+    otel: bool,
+    answers_file: str | None,
+    name: str,
+    plan: str | None = None,
+    policy_file: str | None = None,
+    asks: bool = False,
+    said: str | None = "",
+    solver: ModelClient | None = None,
+    writes: bool = True,
+    opened: RunStore | None = None,
+) -> None:
     """`launch` run for a person at a terminal, as every command that runs a plan runs one: `--answers`,
     `--otel` and `--events` made ready, the store opened and the executor connected (each a UsageError,
     exit 2, before anything is recorded); its progress on stderr, made from its events as `--events` and
@@ -328,13 +352,23 @@ def run_on_terminal(launch: Launch, *, registry: Registry | None, store: str | N
     with traces as spans:  # sent once the result is out
         # Connected before the run is recorded: a cluster that cannot be reached records nothing. A signal from
         # the moment the run is recorded ends it as interrupted.
-        with executor_connected(launch.spec.executor, registry, runs.path if runs else None) as connected, \
-                Interrupts() as interrupts:
-            hooks = Hooks(gate=approval_gate(err, pause=progress.paused) if asks else None,
-                          events=fan_out(events_writer(sink, events), progress.sink, spans), interlocutor=answer)
-            launch.wiring = attrs.evolve(launch.wiring, store=runs, hooks=hooks, executor=connected,
-                                         recorded=recorded if said is not None and runs else None,
-                                         store_named=_store_named(runs))
+        with (
+            executor_connected(launch.spec.executor, registry, runs.path if runs else None) as connected,
+            Interrupts() as interrupts,
+        ):
+            hooks = Hooks(
+                gate=approval_gate(err, pause=progress.paused) if asks else None,
+                events=fan_out(events_writer(sink, events), progress.sink, spans),
+                interlocutor=answer,
+            )
+            launch.wiring = attrs.evolve(
+                launch.wiring,
+                store=runs,
+                hooks=hooks,
+                executor=connected,
+                recorded=recorded if said is not None and runs else None,
+                store_named=_store_named(runs),
+            )
             try:
                 with progress, tool_output_to_stderr():
                     result = launch.run_to_end(interrupts)
@@ -355,8 +389,13 @@ def run_on_terminal(launch: Launch, *, registry: Registry | None, store: str | N
                 if sink:
                     sink.close()
         try:
-            print_result(result, launch.spec.finish, launch.spec.query, lambda: solver or solver_client(registry),
-                         launch.recorded.recorder if launch.recorded is not None else None)
+            print_result(
+                result,
+                launch.spec.finish,
+                launch.spec.query,
+                lambda: solver or solver_client(registry),
+                launch.recorded.recorder if launch.recorded is not None else None,
+            )
         finally:
             if runs is not None and opened is None:
                 runs.close()

@@ -31,20 +31,23 @@ def since_seconds(text: str, now: float) -> float:
             return time.mktime(time.strptime(text, form))
         except ValueError:
             continue
-    raise UsageError(f"--since {text}: say how long ago (`30m`, `12h`, `7d`) or from when (`2026-12-01`, "
-                     "`2026-12-01T09:30`)")
+    raise UsageError(f"--since {text}: say how long ago (`30m`, `12h`, `7d`) or from when (`2026-12-01`, `2026-12-01T09:30`)")
 
 
 @click.command("stats")
 @STORE_OPTION
-@click.option("--since", help="Only the runs started since then: `7d`, `12h`, `30m` ago, or a date "
-                              "(`2026-12-01`, `2026-12-01T09:30`).")
+@click.option(
+    "--since", help="Only the runs started since then: `7d`, `12h`, `30m` ago, or a date (`2026-12-01`, `2026-12-01T09:30`)."
+)
 @click.option("--tool", help="Only this tool's steps and calls, and the runs whose plans call it.")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--sql", "sql", metavar="QUERY", help="Run one read-only query over the store's tables and views "
-                                                    "(docs/store.md) and print its rows.")
-def stats_command(store: str | None, since: str | None, tool: str | None, output_format: str,
-                  sql: str | None) -> None:
+@click.option(
+    "--sql",
+    "sql",
+    metavar="QUERY",
+    help="Run one read-only query over the store's tables and views (docs/store.md) and print its rows.",
+)
+def stats_command(store: str | None, since: str | None, tool: str | None, output_format: str, sql: str | None) -> None:
     """What the recorded runs say together: the tools each step position calls, failures and refusals by tool
     and by diagnostic code, the check's estimates against what the steps did, the codes `planc plan`
     repaired, and how long runs took. Reading only: nothing in the store changes."""
@@ -93,10 +96,12 @@ def _range(bounds: list) -> str:
 def render_stats(found: dict) -> str:
     """`planc stats`'s text: one section per question, the same numbers as its JSON."""
     runs = found["runs"]
-    lines = [f"runs: {runs['count']} (" + ", ".join(f"{n} {status}" for status, n in runs["by_status"].items()) + ")",
-             "  duration ms: " + ", ".join(f"{name} {value if value is not None else '-'}"
-                                           for name, value in runs["ms"].items()),
-             "", "tools by step position (top-level steps):"]
+    lines = [
+        f"runs: {runs['count']} (" + ", ".join(f"{n} {status}" for status, n in runs["by_status"].items()) + ")",
+        "  duration ms: " + ", ".join(f"{name} {value if value is not None else '-'}" for name, value in runs["ms"].items()),
+        "",
+        "tools by step position (top-level steps):",
+    ]
     for position, tools in found["positions"].items():
         lines.append(f"  step {position}: " + ", ".join(f"{name} {n}" for name, n in tools.items()))
     failures = found["failures"]
@@ -109,12 +114,15 @@ def render_stats(found: dict) -> str:
         lines.append(f"  runs refused with {code}: {n}")
     lines += ["", "estimated against actual, per tool (top-level steps):"]
     for name, cost in found["costs"].items():
-        lines.append(f"  {name}: {cost['steps']} steps; calls {_range(cost['calls']['estimated'])} estimated, "
-                     f"{cost['calls']['made']} made; usd {_range(cost['usd']['estimated'])} estimated, "
-                     f"{cost['usd']['spent']} spent; ms {_range(cost['ms']['estimated'])} estimated per step, "
-                     f"p50 {cost['ms']['p50']}, p90 {cost['ms']['p90']}")
+        lines.append(
+            f"  {name}: {cost['steps']} steps; calls {_range(cost['calls']['estimated'])} estimated, "
+            f"{cost['calls']['made']} made; usd {_range(cost['usd']['estimated'])} estimated, "
+            f"{cost['usd']['spent']} spent; ms {_range(cost['ms']['estimated'])} estimated per step, "
+            f"p50 {cost['ms']['p50']}, p90 {cost['ms']['p90']}"
+        )
     lines += ["", "planc plan: rounds by error code:"]
     for code, rounds in found["repairs"].items():
-        lines.append(f"  {code}: in {rounds['rounds']} rounds, {rounds['repaired']} sent back, "
-                     f"{rounds['fixed']} fixed by the next answer")
+        lines.append(
+            f"  {code}: in {rounds['rounds']} rounds, {rounds['repaired']} sent back, {rounds['fixed']} fixed by the next answer"
+        )
     return "\n".join(lines) + "\n"

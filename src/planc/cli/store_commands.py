@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from planc.store.run_store import RunStore
 
 
-
 def _as_run(run: dict, store: str | None, principal: str) -> tuple[Registry | None, Policy | None] | None:
     """The registry and policy `run` ran with, from the files it kept; None when it kept none."""
     from planc.backend.run.recorded_run import as_it_ran
@@ -100,11 +99,15 @@ def runs_command(store: str | None, output_format: str) -> None:
         return
     for run in listed:
         spent = f"  {dollars(run['spent_usd'])}" if run["spent_usd"] else ""
-        click.echo(f"{run['id']}  {_when(run['started_at'])}  {run['status']:<11} {run['calls']} call"
-                   f"{'s' if run['calls'] != 1 else ''}{spent}")
+        click.echo(
+            f"{run['id']}  {_when(run['started_at'])}  {run['status']:<11} {run['calls']} call"
+            f"{'s' if run['calls'] != 1 else ''}{spent}"
+        )
         for call in run.get("awaiting", ()):  # what a waiting run asks, and what answers it
-            click.echo(f"  waits: call {call['sequence']} (step {call['step']}) {call['tool']} {_short(call['input'])}: "
-                       f"{call['asks']}  (planc approve {run['id']} --call {call['sequence']} [--deny])")
+            click.echo(
+                f"  waits: call {call['sequence']} (step {call['step']}) {call['tool']} {_short(call['input'])}: "
+                f"{call['asks']}  (planc approve {run['id']} --call {call['sequence']} [--deny])"
+            )
 
 
 def _say_where_runs_are(where: Path) -> None:
@@ -116,16 +119,18 @@ def _say_where_runs_are(where: Path) -> None:
     if not found:
         return
     shown = [os.path.relpath(path) for path in found[:3]]
-    click.echo(f"no run store here ({os.path.relpath(where)}); a run is recorded beside the planc.toml it ran "
-               f"with, and {' and '.join(shown)} {'has' if len(shown) == 1 else 'have'} runs: "
-               f"`planc runs --store {shown[0]}`", err=True)
+    click.echo(
+        f"no run store here ({os.path.relpath(where)}); a run is recorded beside the planc.toml it ran "
+        f"with, and {' and '.join(shown)} {'has' if len(shown) == 1 else 'have'} runs: "
+        f"`planc runs --store {shown[0]}`",
+        err=True,
+    )
 
 
 @click.command("show-run")
 @click.argument("run_id", metavar="RUN")  # its id, a unique start of it, or `last`
 @STORE_OPTION
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "html"]), default="text",
-              show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
 def show_run_command(run_id: str, store: str | None, output_format: str) -> None:
     """Show one recorded run step by step: each step's result, and the calls it made (html: one page)."""
     import json
@@ -139,8 +144,7 @@ def show_run_command(run_id: str, store: str | None, output_format: str) -> None
 
         click.echo(render_run_page(run), nl=False)
         return
-    click.echo(f"run {run['id']}: {run['status']}, started {_when(run['started_at'])}, "
-               f"finished {_when(run['finished_at'])}")
+    click.echo(f"run {run['id']}: {run['status']}, started {_when(run['started_at'])}, finished {_when(run['finished_at'])}")
     if run["arguments"]:
         click.echo(f"arguments: {json.dumps(run['arguments'], ensure_ascii=False)}")
     if run["spent_usd"]:
@@ -167,8 +171,9 @@ def _step_lines(run: dict) -> Iterator[str]:
         elif row.error is not None:
             yield f"{indent}step {row.path} {row.tool} failed: {row.error}"
         else:
-            yield f"{indent}step {row.path} {row.tool}" + (f" -> {_short(row.result)}" if row.finished is not None
-                                                           else " (did not finish)")
+            yield f"{indent}step {row.path} {row.tool}" + (
+                f" -> {_short(row.result)}" if row.finished is not None else " (did not finish)"
+            )
 
 
 def _call_line(call: dict, prefix: str = "") -> str:
@@ -212,10 +217,15 @@ def _short(value: object) -> str:
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
-@click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
-              help="Replay this plan (text or stored) against the record instead of the run's own.")
-def replay_command(run_id: str, store: str | None, config: str | None, policy_file: str | None, principal: str | None,
-                   plan_file: str | None) -> None:
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(dir_okay=False),
+    help="Replay this plan (text or stored) against the record instead of the run's own.",
+)
+def replay_command(
+    run_id: str, store: str | None, config: str | None, policy_file: str | None, principal: str | None, plan_file: str | None
+) -> None:
     """Run RUN's plan again as it ran, every tool and model result from the record: nothing is called.
 
     It reads the planc.toml, lock and policy the run read, as the store kept them; --config or
@@ -245,17 +255,27 @@ def replay_command(run_id: str, store: str | None, config: str | None, policy_fi
         _replay_planning(run, spec, registry, policy, principal)
         return
     text = read_file(plan_file) if plan_file else dump(run["plan"])
-    checked = checked_to_run(text, plan_file or run_id, registry, policy, principal, budget=spec.budget,
-                             approvals=spec.approvals, written_by=spec.written_by, recorded=not plan_file,
-                             connects=False)
+    checked = checked_to_run(
+        text,
+        plan_file or run_id,
+        registry,
+        policy,
+        principal,
+        budget=spec.budget,
+        approvals=spec.approvals,
+        written_by=spec.written_by,
+        recorded=not plan_file,
+        connects=False,
+    )
 
     def replayed(_: object) -> RecordedRun:
         return RecordedRun.replay(run, checked, registry=registry, policy=policy, principal=principal)
 
     spec = attrs.evolve(spec, executor=Executor())  # a replay calls nothing: no executor to connect to
     launch = Launch.continued(checked, spec, RunWiring(), replayed, registry=registry, policy=policy)
-    run_on_terminal(launch, registry=registry, store=None, events=None, otel=False, answers_file=None,
-                    name=run_id, said=None, writes=False)
+    run_on_terminal(
+        launch, registry=registry, store=None, events=None, otel=False, answers_file=None, name=run_id, said=None, writes=False
+    )
 
 
 def _leased_run(runs: RunStore, run_id: str) -> dict:
@@ -277,8 +297,7 @@ def _leased_run(runs: RunStore, run_id: str) -> dict:
         raise UsageError(str(error)) from None
 
 
-def _replay_planning(run: dict, spec: RunSpec, registry: Registry | None, policy: Policy | None,
-                     principal: str) -> None:
+def _replay_planning(run: dict, spec: RunSpec, registry: Registry | None, policy: Policy | None, principal: str) -> None:
     """A `planc plan` run again from its record: the model's answers, then the plan's calls if it ran."""
     from planc.backend.models.client import ModelError
     from planc.backend.run.recorders import Replay
@@ -290,9 +309,18 @@ def _replay_planning(run: dict, spec: RunSpec, registry: Registry | None, policy
     assert planned is not None  # a planned run's
     replay = Replay(run)
     try:
-        outcome = plan(planned["task"], registry=registry, policy=policy, principal=principal,
-                       budget=spec.budget, role=planned["role"], rounds=planned["rounds"],
-                       grammar=planned["grammar"], recorder=replay, shapes=dict)  # shapes: the record's
+        outcome = plan(
+            planned["task"],
+            registry=registry,
+            policy=policy,
+            principal=principal,
+            budget=spec.budget,
+            role=planned["role"],
+            rounds=planned["rounds"],
+            grammar=planned["grammar"],
+            recorder=replay,
+            shapes=dict,
+        )  # shapes: the record's
     except (ModelError, RunError) as error:  # a model that failed as it did; a record that does not hold a round
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
@@ -311,8 +339,9 @@ def _spec_of(run: dict) -> RunSpec:
         sys.exit(1)
 
 
-def _as_recorded(spec: RunSpec, config: str | None, policy_file: str | None,
-                 principal: str | None) -> tuple[str | None, str | None, str]:
+def _as_recorded(
+    spec: RunSpec, config: str | None, policy_file: str | None, principal: str | None
+) -> tuple[str | None, str | None, str]:
     """The planc.toml, policy file and principal to replay or resume a run with: what it ran with (`spec`),
     unless the command line says otherwise."""
     return config or spec.config, policy_file or spec.policy, principal or spec.principal
@@ -324,15 +353,29 @@ def _as_recorded(spec: RunSpec, config: str | None, policy_file: str | None,
 @CONFIG_OPTION
 @POLICY_OPTION
 @PRINCIPAL_OPTION
-@click.option("--approve", is_flag=True, help="A person approves every effectful call it makes: asked on the "
-              "terminal; with no terminal, the call waits for `planc approve` (exit 3).")
+@click.option(
+    "--approve",
+    is_flag=True,
+    help="A person approves every effectful call it makes: asked on the "
+    "terminal; with no terminal, the call waits for `planc approve` (exit 3).",
+)
 @EVENTS_OPTION
 @OTEL_OPTION
 @ANSWERS_OPTION
 @executor_options
-def resume_command(run_id: str, store: str | None, config: str | None, policy_file: str | None,
-                   principal: str | None, approve: bool, answers_file: str | None, events: str | None, otel: bool,
-                   executor: str | None, ray_address: str | None) -> None:
+def resume_command(
+    run_id: str,
+    store: str | None,
+    config: str | None,
+    policy_file: str | None,
+    principal: str | None,
+    approve: bool,
+    answers_file: str | None,
+    events: str | None,
+    otel: bool,
+    executor: str | None,
+    ray_address: str | None,
+) -> None:
     """Continue RUN, which did not finish, in the same run record.
 
     Calls with a recorded outcome end as they did; a call whose outcome is unknown is called again
@@ -355,30 +398,53 @@ def resume_command(run_id: str, store: str | None, config: str | None, policy_fi
         click.echo(f"error: run {run_id} already finished ({run['status']}): nothing to resume", err=True)
         sys.exit(1)
     if run["plan"] is None:
-        click.echo(f"error: run {run_id} stopped while a model was writing its plan: there is no plan to resume; "
-                   "plan the task again", err=True)
+        click.echo(
+            f"error: run {run_id} stopped while a model was writing its plan: there is no plan to resume; plan the task again",
+            err=True,
+        )
         sys.exit(1)
     spec = _spec_of(run)
     config, policy_file, principal = _as_recorded(spec, config, policy_file, principal)
     registry = find_registry(config, plan=None)
     policy = find_policy(policy_file, registry, principal, spec.principals)
-    checked = checked_to_run(dump(run["plan"]), run_id, registry, policy, principal, budget=spec.budget,
-                             approvals=approve or spec.approvals, written_by=spec.written_by, recorded=True)
-    spec = attrs.evolve(spec, principal=principal, approve=approve or spec.approve,
-                        executor=executor_declared(executor, ray_address, registry, attrs.asdict(spec.executor)))
+    checked = checked_to_run(
+        dump(run["plan"]),
+        run_id,
+        registry,
+        policy,
+        principal,
+        budget=spec.budget,
+        approvals=approve or spec.approvals,
+        written_by=spec.written_by,
+        recorded=True,
+    )
+    spec = attrs.evolve(
+        spec,
+        principal=principal,
+        approve=approve or spec.approve,
+        executor=executor_declared(executor, ray_address, registry, attrs.asdict(spec.executor)),
+    )
 
     def resumed(runs: RunStore | None) -> RecordedRun:
         assert runs is not None  # a resume writes its record
         taken = _leased_run(runs, run_id)  # as it is now that this process alone records into it
-        return RecordedRun.resume(runs, taken, checked, registry=registry, policy=policy, principal=principal,
-                                  approve=approve)
+        return RecordedRun.resume(runs, taken, checked, registry=registry, policy=policy, principal=principal, approve=approve)
 
     # The approval the run was made under holds for its resume: it asks on a terminal, and where it cannot
     # ask, the call waits in the store for `planc approve`.
     launch = Launch.continued(checked, spec, RunWiring(), resumed, registry=registry, policy=policy)
-    run_on_terminal(launch, registry=registry, store=store, events=events, otel=otel, answers_file=answers_file,
-                    name=run_id, policy_file=policy_file, asks=spec.approve and sys.stdin.isatty(),
-                    said="resumed")
+    run_on_terminal(
+        launch,
+        registry=registry,
+        store=store,
+        events=events,
+        otel=otel,
+        answers_file=answers_file,
+        name=run_id,
+        policy_file=policy_file,
+        asks=spec.approve and sys.stdin.isatty(),
+        said="resumed",
+    )
 
 
 @click.command("approve")
@@ -418,5 +484,13 @@ def approve_command(run_id: str, deny: bool, call: int | None, store: str | None
     except (ConfigError, PolicyError, StoredPlanError, ValueError) as error:
         click.echo(f"error: run {run_id}: {error}", err=True)
         sys.exit(1)
-    run_on_terminal(launch, registry=launch.registry, store=str(path), events=events, otel=False,
-                    answers_file=None, name=run_id, said="denied, continued" if deny else "approved, continued")
+    run_on_terminal(
+        launch,
+        registry=launch.registry,
+        store=str(path),
+        events=events,
+        otel=False,
+        answers_file=None,
+        name=run_id,
+        said="denied, continued" if deny else "approved, continued",
+    )

@@ -154,8 +154,19 @@ def _cases(file: Path, root: Path, registry: Registry | None, policy: Policy | N
             continue
         name, budget = _budget(name, where)
         extract = name.endswith("[extract]")
-        cases.append(Case(category, name.removesuffix("[extract]").strip(), source,
-                          _expected(expectation, where), extract, where, registry, policy, budget))
+        cases.append(
+            Case(
+                category,
+                name.removesuffix("[extract]").strip(),
+                source,
+                _expected(expectation, where),
+                extract,
+                where,
+                registry,
+                policy,
+                budget,
+            )
+        )
     return cases
 
 
@@ -210,8 +221,7 @@ def _sorted_arguments(line: str) -> str:
 def run_case(case: Case) -> Outcome:
     if case.source_b is not None:
         return Outcome(case, _diff_found(case))
-    result = check(case.source, extract_plan=case.extract, registry=case.registry, policy=case.policy,
-                   **case.budget)
+    result = check(case.source, extract_plan=case.extract, registry=case.registry, policy=case.policy, **case.budget)
     found = tuple((d.code, d.span.start.line, d.span.start.column) for d in result.diagnostics)
     return Outcome(case, found, result)
 
@@ -224,8 +234,9 @@ def _diff_found(case: Case) -> tuple[str, ...]:
     try:
         diff = diff_plans(case.source, case.source_b)
     except DiffError as error:
-        return tuple(f"syntax error in {error.side}: {d.code} {d.span.start.line}:{d.span.start.column}"
-                     for d in error.result.diagnostics)
+        return tuple(
+            f"syntax error in {error.side}: {d.code} {d.span.start.line}:{d.span.start.column}" for d in error.result.diagnostics
+        )
     return tuple(change_line(change) for change in diff.changes)
 
 
@@ -236,8 +247,7 @@ def tally(outcomes: list[Outcome]) -> dict:
         counts = categories.setdefault(outcome.case.category, {"passed": 0, "cases": 0})
         counts["cases"] += 1
         counts["passed"] += outcome.passed
-    total = {"passed": sum(c["passed"] for c in categories.values()),
-             "cases": sum(c["cases"] for c in categories.values())}
+    total = {"passed": sum(c["passed"] for c in categories.values()), "cases": sum(c["cases"] for c in categories.values())}
     return {"total": total, "categories": dict(sorted(categories.items()))}
 
 

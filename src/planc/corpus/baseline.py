@@ -33,9 +33,14 @@ def key(outcome: Outcome) -> str:
 
 def entries(outcomes: list[Outcome]) -> dict[str, dict]:
     """What the baseline records of each case, by its key."""
-    return {key(outcome): {"expects": outcome.case.describe(outcome.case.expected), "passed": outcome.passed,
-                           "input": _input_hash(outcome)}
-            for outcome in outcomes}
+    return {
+        key(outcome): {
+            "expects": outcome.case.describe(outcome.case.expected),
+            "passed": outcome.passed,
+            "input": _input_hash(outcome),
+        }
+        for outcome in outcomes
+    }
 
 
 def _input_hash(outcome: Outcome) -> str:
@@ -46,9 +51,11 @@ def _input_hash(outcome: Outcome) -> str:
 
 def dumps(cases: dict[str, dict]) -> str:
     """The baseline file's text: one case a line, sorted, so that a change to it reads as the cases it changes."""
-    lines = [f"  {json.dumps(name, ensure_ascii=False)}: {json.dumps(entry, ensure_ascii=False)}"
-             for name, entry in sorted(cases.items())]
-    return (f'{{"format": "{FORMAT}", "version": {VERSION}, "cases": {{\n' + ",\n".join(lines) + "\n}}\n")
+    lines = [
+        f"  {json.dumps(name, ensure_ascii=False)}: {json.dumps(entry, ensure_ascii=False)}"
+        for name, entry in sorted(cases.items())
+    ]
+    return f'{{"format": "{FORMAT}", "version": {VERSION}, "cases": {{\n' + ",\n".join(lines) + "\n}}\n"
 
 
 def load(path: Path) -> dict[str, dict]:
@@ -58,8 +65,9 @@ def load(path: Path) -> dict[str, dict]:
     except json.JSONDecodeError as error:
         raise CorpusError(f"{path}: not a baseline file: {error}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
-        raise CorpusError(f"{path}: not a case-by-case corpus baseline (version {VERSION}): "
-                          f"write it again with --update-baseline")
+        raise CorpusError(
+            f"{path}: not a case-by-case corpus baseline (version {VERSION}): write it again with --update-baseline"
+        )
     return data["cases"]
 
 
@@ -69,8 +77,9 @@ def compare(current: dict[str, dict], pinned: dict[str, dict]) -> list[str]:
     added = sorted(set(current) - set(pinned))
     said = []
     for old in list(missing):  # a renamed case: the same input under another name, in the same category
-        new = next((name for name in added if current[name]["input"] == pinned[old]["input"]
-                    and _category(name) == _category(old)), None)
+        new = next(
+            (name for name in added if current[name]["input"] == pinned[old]["input"] and _category(name) == _category(old)), None
+        )
         if new is not None:
             said.append(f"renamed: {old} -> {_name(new)}")
             missing.remove(old)

@@ -34,8 +34,7 @@ def render(outcome: Outcome) -> str:
     result = outcome.result
     assert result is not None  # an error case is a plan case
     text = "".join(render_text(d, result.source, PLAN_NAME).plain + "\n" for d in result.diagnostics)
-    return (f"{text}--- repair\n{render_repair(result.source, result.diagnostics)}"
-            f"--- json\n{render_json(PLAN_NAME, result)}\n\n")
+    return f"{text}--- repair\n{render_repair(result.source, result.diagnostics)}--- json\n{render_json(PLAN_NAME, result)}\n\n"
 
 
 def golden_files(directory: Path, outcomes: list[Outcome]) -> dict[Path, dict[str, str]]:
@@ -54,8 +53,10 @@ def dumps(cases: dict[str, str]) -> str:
 
 def parse(text: str) -> dict[str, str]:
     headers = list(HEADER.finditer(text))
-    return {header["name"].strip(): text[header.end(): headers[n + 1].start() if n + 1 < len(headers) else len(text)]
-            for n, header in enumerate(headers)}
+    return {
+        header["name"].strip(): text[header.end() : headers[n + 1].start() if n + 1 < len(headers) else len(text)]
+        for n, header in enumerate(headers)
+    }
 
 
 def compare(directory: Path, outcomes: list[Outcome]) -> list[str]:
@@ -63,12 +64,13 @@ def compare(directory: Path, outcomes: list[Outcome]) -> list[str]:
     expected = golden_files(directory, outcomes)
     said = []
     for path in sorted(set(directory.rglob("*" + SUFFIX)) - set(expected)):
-        said.append(f"{path}: a golden file without error cases in {path.with_suffix('.txt').name} "
-                    f"(--bless removes it)")
+        said.append(f"{path}: a golden file without error cases in {path.with_suffix('.txt').name} (--bless removes it)")
     for path, cases in expected.items():
         if not path.exists():
-            said.append(f"{path}: missing golden file, for the {len(cases)} error cases of "
-                        f"{path.with_suffix('.txt').name} (--bless writes it)")
+            said.append(
+                f"{path}: missing golden file, for the {len(cases)} error cases of "
+                f"{path.with_suffix('.txt').name} (--bless writes it)"
+            )
             continue
         text = _read(path)
         kept, before = parse(text), len(said)
@@ -78,11 +80,12 @@ def compare(directory: Path, outcomes: list[Outcome]) -> list[str]:
             if name not in kept:
                 said.append(f"{path}: no golden output for the case `{name}`")
             elif kept[name] != output:
-                said.append(f"{path}: the output of `{name}` differs from its golden output:\n"
-                            + _difference(kept[name], output))
+                said.append(f"{path}: the output of `{name}` differs from its golden output:\n" + _difference(kept[name], output))
         if len(said) == before and text != dumps(cases):  # the same outputs, in another order or spacing
-            said.append(f"{path}: not as --bless writes it (the cases in the order of "
-                        f"{path.with_suffix('.txt').name}, nothing between them)")
+            said.append(
+                f"{path}: not as --bless writes it (the cases in the order of "
+                f"{path.with_suffix('.txt').name}, nothing between them)"
+            )
     return said
 
 
@@ -93,8 +96,9 @@ def _read(path: Path) -> str:
 
 def _difference(golden: str, now: str) -> str:
     lines = list(difflib.unified_diff(golden.splitlines(), now.splitlines(), "golden", "now", lineterm="", n=1))
-    shown = lines[:SHOWN_DIFF_LINES] + ([f"... {len(lines) - SHOWN_DIFF_LINES} lines more"]
-                                        if len(lines) > SHOWN_DIFF_LINES else [])
+    shown = lines[:SHOWN_DIFF_LINES] + (
+        [f"... {len(lines) - SHOWN_DIFF_LINES} lines more"] if len(lines) > SHOWN_DIFF_LINES else []
+    )
     return "\n".join("    " + line for line in shown)
 
 

@@ -41,14 +41,18 @@ def export_grammar(registry: Registry | None = None, format: str = "lark", full:
         from planc.decoding.specialise import specialise
 
         grammar = specialise(grammar, registry)
-        header += ("\nNarrowed to a registry: a step calls one of its tools or a control step, with that tool's "
-                   "parameters;\na literal for a parameter of a plain type has that type.")
+        header += (
+            "\nNarrowed to a registry: a step calls one of its tools or a control step, with that tool's "
+            "parameters;\na literal for a parameter of a plain type has that type."
+        )
     if not full:
         from planc.decoding.layout import for_decoder
 
         grammar = for_decoder(grammar)
-        header += ("\nFor a model to write: plans as `planc fmt` prints them, without comments, at least one step, "
-                   "\nending with the newline after the last one (`--full`: every text the parser takes).")
+        header += (
+            "\nFor a model to write: plans as `planc fmt` prints them, without comments, at least one step, "
+            "\nending with the newline after the last one (`--full`: every text the parser takes)."
+        )
     header += "\nWhat the grammar leaves to `planc check` is in docs/grammar.md."
     if format == "lark":
         from planc.decoding.lark_format import to_lark

@@ -21,8 +21,7 @@ SPACE = "space"  # one run of whitespace, or one comment and its newline
 WS_END = "ws-end"
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # In a class, `-` and `^` would mean a range or a negation, and llama.cpp has no `\-` or `\^`.
-_CLASS_ESCAPES = {"\\": "\\\\", "]": "\\]", "[": "\\[", "-": "\\x2D", "^": "\\x5E", "\n": "\\n", "\t": "\\t",
-                  "\r": "\\r"}
+_CLASS_ESCAPES = {"\\": "\\\\", "]": "\\]", "[": "\\[", "-": "\\x2D", "^": "\\x5E", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
 def to_gbnf(grammar: Grammar, header: str) -> str:
@@ -49,8 +48,9 @@ def to_gbnf(grammar: Grammar, header: str) -> str:
         root = Seq((Many(Symbol(WS), 0, 1), root) + ((Many(Symbol(WS_END), 0, 1),) if to_end else ()))
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
     lines += ["", f"root ::= {write(root, leaf)}"]
-    lines += [f"{names[name]} ::= {write(replace(expr, spaced), leaf)}" for name, expr in grammar.rules.items()
-              if name != grammar.start]
+    lines += [
+        f"{names[name]} ::= {write(replace(expr, spaced), leaf)}" for name, expr in grammar.rules.items() if name != grammar.start
+    ]
     lines.append("")
     for name, pattern in grammar.terminals.items():
         if name in grammar.ignore:
@@ -111,8 +111,13 @@ def _characters(pattern: regex.Regex) -> Expr:
 def _runs_to_line_end(expr: Expr) -> bool:
     """Whether an ignored pattern ends with anything but newlines, as a comment does."""
     last = expr.items[-1] if isinstance(expr, Seq) else expr
-    return (isinstance(last, Many) and last.high is None and isinstance(last.item, regex.Chars)
-            and last.item.negated and not last.item.matches("\n"))
+    return (
+        isinstance(last, Many)
+        and last.high is None
+        and isinstance(last.item, regex.Chars)
+        and last.item.negated
+        and not last.item.matches("\n")
+    )
 
 
 def _literal(text: str) -> str:

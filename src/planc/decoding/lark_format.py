@@ -79,9 +79,12 @@ def _chars(chars: regex.Chars) -> str:
         return _character(single, _SPECIAL)
     if chars.negated and not chars.ranges:
         return "(?s:.)"
-    body = "".join(_character(chr(low), _SPECIAL_IN_CLASS) if low == high else
-                   f"{_character(chr(low), _SPECIAL_IN_CLASS)}-{_character(chr(high), _SPECIAL_IN_CLASS)}"
-                   for low, high in chars.ranges)
+    body = "".join(
+        _character(chr(low), _SPECIAL_IN_CLASS)
+        if low == high
+        else f"{_character(chr(low), _SPECIAL_IN_CLASS)}-{_character(chr(high), _SPECIAL_IN_CLASS)}"
+        for low, high in chars.ranges
+    )
     return f"[{'^' if chars.negated else ''}{body}]"
 
 

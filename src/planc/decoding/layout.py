@@ -30,8 +30,16 @@ PLAN, PIPELINE, STEP, BLOCK, KEY, LABEL = "plan", "pipeline", "step", "block", "
 EXPR, AND, NOT, COMPARE = "expr", "and_expr", "not_expr", "compare"  # the conditions of grammar/plan.lark
 DEPTH = 5  # blocks nested deeper than this are written inline (one step) or not at all
 INDENT = "  "
-SPACED = {",": ", ", ":": ": ", "=": " = ", "or": " or ", "and": " and ", "not": "not ", "contains": " contains ",
-          **{op: f" {op} " for op in ("==", "!=", "<", "<=", ">", ">=")}}
+SPACED = {
+    ",": ", ",
+    ":": ": ",
+    "=": " = ",
+    "or": " or ",
+    "and": " and ",
+    "not": "not ",
+    "contains": " contains ",
+    **{op: f" {op} " for op in ("==", "!=", "<", "<=", ">", ">=")},
+}
 # The longest name a model may write: a label, a reference, a field, a record key, a parameter in the
 # generic grammar (a registry's spells its parameters out). The longest in the corpus and the examples
 # (AgentDojo's plans included) has 21 characters.
@@ -48,8 +56,10 @@ _SEPARATORS = {Many(Literal(","), 0, 1), Many(Literal(";"), 0, 1)}  # optional: 
 # quotes only when it is not a name.
 _INT = r"0|-?[1-9][0-9]*"
 _FRACTION = r"-?((0|[1-9][0-9]{0,14})\.0|(0|[1-9][0-9]{0,6})\.[0-9]{0,3}[1-9])"
-_HOLE = (r"\{(\$([0-9]|[1-9][0-9]{1,5}|[A-Za-z_][A-Za-z0-9_]*)|item|index|accumulator)"
-         r"(\.[A-Za-z_][A-Za-z0-9_]*|\[(0|[1-9][0-9]{0,5})\])*\}")
+_HOLE = (
+    r"\{(\$([0-9]|[1-9][0-9]{1,5}|[A-Za-z_][A-Za-z0-9_]*)|item|index|accumulator)"
+    r"(\.[A-Za-z_][A-Za-z0-9_]*|\[(0|[1-9][0-9]{0,5})\])*\}"
+)
 _ESCAPE = r'\\["\\bfnrt]|\\u00(0[0-7]|0b|0e|0f|1[0-9a-f])'
 _CHAR = rf'[^"\\\x00-\x1f]|{_ESCAPE}|\\{_HOLE}'
 _KEY_CHAR = rf'[^"\\\x00-\x1f]|{_ESCAPE}'
@@ -73,12 +83,12 @@ def for_decoder(grammar: Grammar, depth: int = DEPTH) -> Grammar:
     >>> print(to_lark(for_decoder(read_grammar()), "").split("pipeline_0: ")[1].splitlines()[0])
     step_0 ("\\n" "  " "|> " step_1)*
     """
-    terminals = {name: regex.read(CANONICAL[name]) if name in CANONICAL else pattern
-                 for name, pattern in grammar.terminals.items()}
+    terminals = {
+        name: regex.read(CANONICAL[name]) if name in CANONICAL else pattern for name, pattern in grammar.terminals.items()
+    }
     terminals[KEY_STRING[0]] = regex.read(KEY_STRING[1])
     notes = dict(grammar.notes)
-    rules = {name: _respaced(name, expr) for name, expr in grammar.rules.items()
-             if name not in (PLAN, PIPELINE, BLOCK)}
+    rules = {name: _respaced(name, expr) for name, expr in grammar.rules.items() if name not in (PLAN, PIPELINE, BLOCK)}
     name = _own_terminal(grammar, LABEL)
     if name is not None:
         terminals[name] = regex.at_most(grammar.terminals[name], LONGEST_NAME)
@@ -110,10 +120,10 @@ def for_decoder(grammar: Grammar, depth: int = DEPTH) -> Grammar:
             continue
         line = Seq((inner, Symbol(_at(PIPELINE, level + 1)), Literal("\n")))
         first_alone = Seq((Symbol(_at(STEP, level + 1)), Literal("\n"), Many(line, 1, None)))
-        first_piped = Seq((Symbol(_at(STEP, level + 1)), Many(piped_at(level + 1, depth, piped), 1, None), Literal("\n"),
-                           Many(line, 0, None)))
-        lines = Seq((Literal("{"), Literal("\n"), inner, Choice((first_alone, first_piped)), _indent(level),
-                     Literal("}")))
+        first_piped = Seq(
+            (Symbol(_at(STEP, level + 1)), Many(piped_at(level + 1, depth, piped), 1, None), Literal("\n"), Many(line, 0, None))
+        )
+        lines = Seq((Literal("{"), Literal("\n"), inner, Choice((first_alone, first_piped)), _indent(level), Literal("}")))
         written[_at(BLOCK, level)] = Choice((inline, lines))
     return Grammar(grammar.start, written, terminals, (), notes).pruned()
 
@@ -139,8 +149,12 @@ def _piped_step(grammar: Grammar) -> str:
     """The rule of a step after `|>` in `pipeline` (`("|>" step)*`): `step`, or, in a registry's grammar,
     the steps that take a piped value."""
     for node in walk(grammar.rules[PIPELINE]):
-        if isinstance(node, Seq) and len(node.items) == 2 and node.items[0] == Literal("|>") \
-                and isinstance(node.items[1], Symbol):
+        if (
+            isinstance(node, Seq)
+            and len(node.items) == 2
+            and node.items[0] == Literal("|>")
+            and isinstance(node.items[1], Symbol)
+        ):
             return node.items[1].name
     return STEP
 
@@ -154,6 +168,7 @@ def _indent(level: int) -> Expr:
 def _conditions() -> dict[str, Expr]:
     """`or`, `and` and `not` with parentheses where the printer writes them, and nowhere else: around
     an `or` inside an `and`, a `not` or another `or`; around an `and` inside an `and` or a `not`."""
+
     def chain(operand: Expr, word: str) -> Expr:
         return Seq((operand, Many(Seq((Literal(SPACED[word]), operand)), 1, None)))
 
@@ -162,9 +177,13 @@ def _conditions() -> dict[str, Expr]:
 
     or_operand = Choice((Symbol(AND), parenthesised("or_chain")))
     and_operand = Choice((Symbol(NOT), parenthesised("or_chain"), parenthesised("and_chain")))
-    return {EXPR: Choice((Symbol(AND), chain(or_operand, "or"))), "or_chain": chain(or_operand, "or"),
-            AND: Choice((Symbol(NOT), chain(and_operand, "and"))), "and_chain": chain(and_operand, "and"),
-            NOT: Choice((Seq((Literal(SPACED["not"]), and_operand)), Symbol(COMPARE)))}
+    return {
+        EXPR: Choice((Symbol(AND), chain(or_operand, "or"))),
+        "or_chain": chain(or_operand, "or"),
+        AND: Choice((Symbol(NOT), chain(and_operand, "and"))),
+        "and_chain": chain(and_operand, "and"),
+        NOT: Choice((Seq((Literal(SPACED["not"]), and_operand)), Symbol(COMPARE))),
+    }
 
 
 def _at(name: str, level: int) -> str:
@@ -178,8 +197,7 @@ def _respaced(name: str, expr: Expr) -> Expr:
     def change(node: Expr) -> Expr | None:
         if node in _SEPARATORS:
             return EMPTY
-        if isinstance(node, Seq) and len(node.items) == 3 and node.items[0] == Literal("(") \
-                and node.items[2] == Literal(")"):
+        if isinstance(node, Seq) and len(node.items) == 3 and node.items[0] == Literal("(") and node.items[2] == Literal(")"):
             return NOTHING
         if name == KEY:
             return Symbol(KEY_STRING[0]) if node == Symbol("STRING") else None

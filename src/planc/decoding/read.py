@@ -61,8 +61,13 @@ def _known_escapes(pattern: regex.Regex) -> regex.Regex:
     backslash = regex.Chars.of("\\")
 
     def escape(node: Expr) -> Expr | None:
-        if isinstance(node, Seq) and len(node.items) == 2 and node.items[0] == backslash \
-                and isinstance(node.items[1], regex.Chars) and node.items[1].negated:
+        if (
+            isinstance(node, Seq)
+            and len(node.items) == 2
+            and node.items[0] == backslash
+            and isinstance(node.items[1], regex.Chars)
+            and node.items[1].negated
+        ):
             return _decoded_escape()
         return None
 
@@ -73,8 +78,7 @@ def _known_escapes(pattern: regex.Regex) -> regex.Regex:
 def _decoded_escape() -> regex.Regex:
     """`ESCAPE` (a backslash, then `uXXXX` or any one character) with the one character one of `SIMPLE_ESCAPES`."""
     simple = regex.Chars.of("".join(SIMPLE_ESCAPES))
-    return replace(regex.read(ESCAPE.pattern),
-                   lambda node: simple if isinstance(node, regex.Chars) and node.negated else None)
+    return replace(regex.read(ESCAPE.pattern), lambda node: simple if isinstance(node, regex.Chars) and node.negated else None)
 
 
 def _expr(tree: Tree) -> Expr:

@@ -80,6 +80,7 @@ Regex = Expr  # an EBNF over characters: the nodes of rules.py, with Chars as le
 
 # Reading Python's syntax.
 
+
 def read(pattern: str) -> Regex:
     """`pattern` (Python `re` syntax) as a tree: `*?` kept lazy, character classes explicit."""
     try:
@@ -112,8 +113,7 @@ def _read_item(op: Any, value: Any, flags: int, pattern: str) -> Regex:
         return _read(list(inner), (flags | add_flags) & ~del_flags, pattern)
     if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
         low, high, inner = value
-        return Many(_read(list(inner), flags, pattern), low, None if high is sre.MAXREPEAT else high,
-                    lazy=op is sre.MIN_REPEAT)
+        return Many(_read(list(inner), flags, pattern), low, None if high is sre.MAXREPEAT else high, lazy=op is sre.MIN_REPEAT)
     raise PatternError(f"/{pattern}/: `{op}` (anchors, look-arounds, back-references) has no decoder equivalent")
 
 
@@ -160,20 +160,23 @@ def _merged(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple((low, high) for low, high in merged)
 
 
-def _subtract(ranges: Iterable[tuple[int, int]],
-              removed: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+def _subtract(ranges: Iterable[tuple[int, int]], removed: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     left = []
     for low, high in ranges:
         pieces = [(low, high)]
         for cut_low, cut_high in removed:
-            pieces = [piece for start, end in pieces
-                      for piece in ((start, min(end, cut_low - 1)), (max(start, cut_high + 1), end))
-                      if piece[0] <= piece[1]]
+            pieces = [
+                piece
+                for start, end in pieces
+                for piece in ((start, min(end, cut_low - 1)), (max(start, cut_high + 1), end))
+                if piece[0] <= piece[1]
+            ]
         left += pieces
     return _merged(left)
 
 
 # Rewrites.
+
 
 def greedy(regex: Regex) -> Regex:
     r"""`regex` without lazy repeats, matching the texts whose whole the lazy pattern's `re.match` takes.
@@ -201,7 +204,7 @@ def greedy(regex: Regex) -> Regex:
     out: list[Regex] = []
     for index, item in enumerate(items):
         if isinstance(item, Many) and item.lazy:
-            out.append(_until_run(item, items[index + 1:]))
+            out.append(_until_run(item, items[index + 1 :]))
         else:
             out.append(greedy(item))
     return Seq(tuple(out))
@@ -250,8 +253,13 @@ def without_words(regex: Regex, words: Iterable[str]) -> Regex:
     if not words:
         return regex
     shape = regex.items if isinstance(regex, Seq) else ()
-    if not (len(shape) == 2 and isinstance(shape[0], Chars) and isinstance(shape[1], Many)
-            and isinstance(shape[1].item, Chars) and (shape[1].low, shape[1].high) == (0, None)):
+    if not (
+        len(shape) == 2
+        and isinstance(shape[0], Chars)
+        and isinstance(shape[1], Many)
+        and isinstance(shape[1].item, Chars)
+        and (shape[1].low, shape[1].high) == (0, None)
+    ):
         raise PatternError("keywords can only be cut out of a pattern like `[first][rest]*`")
     first, rest = shape[0], shape[1].item
     trie: dict = {}
@@ -338,12 +346,12 @@ def _fixed_length(regex: Regex) -> int | None:
 def to_python(regex: Regex) -> str:
     """`regex` in Python's syntax again (for tests and doctests: what a decoder gets is the formats')."""
     if isinstance(regex, Chars):
-        body = "".join(re.escape(chr(low)) if low == high else f"{re.escape(chr(low))}-{re.escape(chr(high))}"
-                       for low, high in regex.ranges)
+        body = "".join(
+            re.escape(chr(low)) if low == high else f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in regex.ranges
+        )
         return f"[{'^' if regex.negated else ''}{body}]" if body or not regex.negated else r"[\s\S]"
     if isinstance(regex, Seq):
-        return "".join(f"(?:{to_python(item)})" if isinstance(item, Choice) else to_python(item)
-                       for item in regex.items)
+        return "".join(f"(?:{to_python(item)})" if isinstance(item, Choice) else to_python(item) for item in regex.items)
     if isinstance(regex, Choice):
         return "|".join(to_python(option) for option in regex.options)
     assert isinstance(regex, Many)  # a pattern holds no literal or symbol

@@ -90,8 +90,11 @@ class Grammar:
         # A rule that matches nothing (the arguments of a tool without parameters) goes, and what
         # uses it matches nothing there: `tool()` is all that is left of the tool's arguments.
         while empty := {Symbol(name) for name, expr in rules.items() if expr == NOTHING}:
-            rules = {name: simplify(replace(expr, lambda node: NOTHING if node in empty else None))
-                     for name, expr in rules.items() if Symbol(name) not in empty}
+            rules = {
+                name: simplify(replace(expr, lambda node: NOTHING if node in empty else None))
+                for name, expr in rules.items()
+                if Symbol(name) not in empty
+            }
         if self.start not in rules:
             raise GrammarError("the start rule matches nothing")
         reached: set[str] = set()
@@ -103,9 +106,13 @@ class Grammar:
             reached.add(name)
             if name in rules:
                 pending += [node.name for node in walk(rules[name]) if isinstance(node, Symbol)]
-        return Grammar(self.start, {n: e for n, e in rules.items() if n in reached},
-                       {n: t for n, t in self.terminals.items() if n in reached}, self.ignore,
-                       {n: note for n, note in self.notes.items() if n in reached})
+        return Grammar(
+            self.start,
+            {n: e for n, e in rules.items() if n in reached},
+            {n: t for n, t in self.terminals.items() if n in reached},
+            self.ignore,
+            {n: note for n, note in self.notes.items() if n in reached},
+        )
 
 
 def walk(expr: Expr) -> Iterator[Expr]:

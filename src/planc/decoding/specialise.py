@@ -93,14 +93,23 @@ class _Specialiser:
         for name, expr in self.grammar.rules.items():
             rules[name] = Choice(tuple(named)) if name == STEP else expr
             if name == PIPELINE:  # after `|>`, only a tool that takes the piped value, not given it again
-                rules[name] = replace(expr, _swap({Many(Seq((self._pipe_arrow(), Symbol(STEP))), 0, None):
-                                                   Many(Seq((self._pipe_arrow(), Symbol(PIPED))), 0, None)}))
+                rules[name] = replace(
+                    expr,
+                    _swap(
+                        {
+                            Many(Seq((self._pipe_arrow(), Symbol(STEP))), 0, None): Many(
+                                Seq((self._pipe_arrow(), Symbol(PIPED))), 0, None
+                            )
+                        }
+                    ),
+                )
             if name == STEP:
                 rules[PIPED] = Choice(tuple(piped_named))
                 rules.update(self.rules)
                 rules.update(self.values)
-        return Grammar(self.grammar.start, rules, self.terminals, self.grammar.ignore,
-                       {**self.grammar.notes, **self.notes}).pruned()
+        return Grammar(
+            self.grammar.start, rules, self.terminals, self.grammar.ignore, {**self.grammar.notes, **self.notes}
+        ).pruned()
 
     # What a step may say: its tool's own parameters, each at most once, those it needs all there.
 
@@ -114,8 +123,12 @@ class _Specialiser:
         params = [param for param in params if self._writable(param)]
         rule = self._new(f"{'piped' if piped else 'step'}_{tool.name}")
         step, arguments = self.grammar.rule(STEP), self._argument_list()
-        self.rules[rule] = replace(step, _swap({Symbol(self._own_terminal(STEP)): Literal(tool.name),
-                                                arguments: self._arguments(tool, rule, params, required)}))
+        self.rules[rule] = replace(
+            step,
+            _swap(
+                {Symbol(self._own_terminal(STEP)): Literal(tool.name), arguments: self._arguments(tool, rule, params, required)}
+            ),
+        )
         return Symbol(rule)
 
     def _arguments(self, tool: Tool, rule: str, params: list[str], required: list[str]) -> Expr:
@@ -125,8 +138,10 @@ class _Specialiser:
         takes any of them, any number of times, and leaves that to the checker."""
         arg, separator = self.grammar.rule(ARG), self._argument_separator()
         param_name = self._own_terminal(ARG)
-        given = {param: replace(arg, _swap({Symbol(param_name): Literal(param), Symbol(EXPR): self._value(tool, param)}))
-                 for param in params}
+        given = {
+            param: replace(arg, _swap({Symbol(param_name): Literal(param), Symbol(EXPR): self._value(tool, param)}))
+            for param in params
+        }
         if not params:
             return EMPTY
         if len(params) > TRACKED:
@@ -140,8 +155,11 @@ class _Specialiser:
             return all(group & so_far for group in needed)
 
         def open_to(so_far: frozenset) -> list[str]:
-            return [param for param in params if param not in so_far
-                    and not any(param in group and group & so_far for group in exclusive)]
+            return [
+                param
+                for param in params
+                if param not in so_far and not any(param in group and group & so_far for group in exclusive)
+            ]
 
         names: dict[frozenset, str] = {}
 
@@ -175,7 +193,7 @@ class _Specialiser:
         repeats = [index for index, item in enumerate(items) if isinstance(item, Many) and Symbol(ARG) in walk(item)]
         if not repeats:
             raise GrammarError("grammar/plan.lark's `step` has no repeated `arg`")
-        return items[repeats[-1] + 1:]
+        return items[repeats[-1] + 1 :]
 
     def _argument_separator(self) -> Expr:
         """What stands between two arguments in the generic `step`: the `","` of `("," arg)*`."""
@@ -258,20 +276,31 @@ class _Specialiser:
         return Symbol(self.typed[("bound_path",)])
 
     def _integer(self) -> Symbol:
-        return self._terminal("INTEGER", regex.read(INTEGER_PATTERN),
-                              "a NUMBER whose fraction is only zeros and whose exponent is not negative: an integer")
+        return self._terminal(
+            "INTEGER",
+            regex.read(INTEGER_PATTERN),
+            "a NUMBER whose fraction is only zeros and whose exponent is not negative: an integer",
+        )
 
     def _template(self) -> Symbol:
         """A one-line string with at least one template hole (`syntax/templates.py`'s HOLE) in it."""
         string = self.grammar.terminals[STRING]
         for option in string.options if isinstance(string, Choice) else (string,):
             items = option.items if isinstance(option, Seq) else ()
-            if (len(items) == 3 and items[0] == items[2] and isinstance(items[1], Many)
-                    and items[1].low == 0 and items[1].high is None):
+            if (
+                len(items) == 3
+                and items[0] == items[2]
+                and isinstance(items[1], Many)
+                and items[1].low == 0
+                and items[1].high is None
+            ):
                 body = items[1]
-                return self._terminal("TEMPLATE", Seq((items[0], body, regex.read(HOLE.pattern), body, items[2])),
-                                      "a one-line STRING with a template hole in it")
-        raise GrammarError("STRING has no one-line form `\"...\"` to build template strings from")
+                return self._terminal(
+                    "TEMPLATE",
+                    Seq((items[0], body, regex.read(HOLE.pattern), body, items[2])),
+                    "a one-line STRING with a template hole in it",
+                )
+        raise GrammarError('STRING has no one-line form `"..."` to build template strings from')
 
     def _terminal(self, name: str, pattern: regex.Regex, note: str) -> Symbol:
         if name not in self.terminals:
@@ -332,4 +361,3 @@ def _literal_text(value: str | bool | int | float | None) -> str:
     """How planc prints the literal `value`: the one spelling a typed position takes."""
     node = ast.String((value,), _NO_SPAN) if isinstance(value, str) else ast.Literal(value, _NO_SPAN)
     return print_expr(node)
-

@@ -18,8 +18,16 @@ from planc.diagnostics.diagnostic import Diagnostic, Fix
 from planc.diagnostics.span import Span
 
 
-def diagnostic(code: str, form: str, span: Span, *, step: str | None = None, hints: Iterable[str] = (),
-               fix: Fix | None = None, **fields: object) -> Diagnostic:
+def diagnostic(
+    code: str,
+    form: str,
+    span: Span,
+    *,
+    step: str | None = None,
+    hints: Iterable[str] = (),
+    fix: Fix | None = None,
+    **fields: object,
+) -> Diagnostic:
     """The diagnostic `code` in the form `form`, its message filled in with `fields`.
 
     >>> from planc.diagnostics import Position

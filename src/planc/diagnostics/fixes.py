@@ -16,8 +16,9 @@ def apply_fixes(source: str, diagnostics: Iterable[Diagnostic]) -> str:
     >>> apply_fixes('summarize(style: bullets)', [Diagnostic("E206", "bare word", at, fix=Fix(at, '"bullets"'))])
     'summarize(style: "bullets")'
     """
-    fixes = sorted((d.fix for d in diagnostics if d.fix is not None),
-                   key=lambda fix: (fix.span.start_offset, fix.span.end_offset))
+    fixes = sorted(
+        (d.fix for d in diagnostics if d.fix is not None), key=lambda fix: (fix.span.start_offset, fix.span.end_offset)
+    )
     out, at = [], 0
     for fix in fixes:
         start, end = fix.span.start_offset, fix.span.end_offset

@@ -16,8 +16,12 @@ def render_repair(source: str, diagnostics: Sequence[Diagnostic]) -> str:
     if not problems:
         return "The plan is valid.\n"
     count = len(problems)
-    lines = [f"Your plan has {count} problem{'s' if count != 1 else ''}. "
-             "Fix {} and send the whole corrected plan again.".format("it" if count == 1 else "them"), ""]
+    lines = [
+        f"Your plan has {count} problem{'s' if count != 1 else ''}. Fix {{}} and send the whole corrected plan again.".format(
+            "it" if count == 1 else "them"
+        ),
+        "",
+    ]
     for number, diagnostic in enumerate(problems, start=1):
         lines += [f"{number}. {_problem(source, diagnostic)}", ""]
     return "\n".join(lines)

@@ -23,11 +23,13 @@ def render_sarif(results: Sequence[tuple[str, CheckResult]]) -> str:
     log = {
         "$schema": SCHEMA,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "planc", "rules": rules}},
-            "columnKind": "unicodeCodePoints",
-            "results": entries,
-        }],
+        "runs": [
+            {
+                "tool": {"driver": {"name": "planc", "rules": rules}},
+                "columnKind": "unicodeCodePoints",
+                "results": entries,
+            }
+        ],
     }
     return json.dumps(log, indent=2, ensure_ascii=False)
 
@@ -43,20 +45,39 @@ def _rule(code: str) -> dict:
 def _result(file: str, diagnostic: Diagnostic) -> dict:
     span = diagnostic.span
     region = {
-        "startLine": span.start.line, "startColumn": span.start.column,
-        "endLine": span.end.line, "endColumn": span.end.column,
-        "charOffset": span.start.offset, "charLength": span.end.offset - span.start.offset,
+        "startLine": span.start.line,
+        "startColumn": span.start.column,
+        "endLine": span.end.line,
+        "endColumn": span.end.column,
+        "charOffset": span.start.offset,
+        "charLength": span.end.offset - span.start.offset,
     }
     location = {"physicalLocation": {"artifactLocation": {"uri": file}, "region": region}}
     text = diagnostic.message + "".join(f"\nhelp: {hint}" for hint in diagnostic.hints)
-    result: dict[str, object] = {"ruleId": diagnostic.code, "level": diagnostic.severity.value,
-              "message": {"text": text}, "locations": [location]}
+    result: dict[str, object] = {
+        "ruleId": diagnostic.code,
+        "level": diagnostic.severity.value,
+        "message": {"text": text},
+        "locations": [location],
+    }
     if diagnostic.fix is not None:
         fix_span = diagnostic.fix.span
-        result["fixes"] = [{"artifactChanges": [{
-            "artifactLocation": {"uri": file},
-            "replacements": [{"deletedRegion": {
-                "charOffset": fix_span.start.offset,
-                "charLength": fix_span.end.offset - fix_span.start.offset},
-                "insertedContent": {"text": diagnostic.fix.replacement}}]}]}]
+        result["fixes"] = [
+            {
+                "artifactChanges": [
+                    {
+                        "artifactLocation": {"uri": file},
+                        "replacements": [
+                            {
+                                "deletedRegion": {
+                                    "charOffset": fix_span.start.offset,
+                                    "charLength": fix_span.end.offset - fix_span.start.offset,
+                                },
+                                "insertedContent": {"text": diagnostic.fix.replacement},
+                            }
+                        ],
+                    }
+                ]
+            }
+        ]
     return result

@@ -54,14 +54,22 @@ def pieces(diagnostic: Diagnostic, source: str, file: str) -> list[tuple[str, st
     last_column = end.column if end.line == start.line else len(line_text) + 1
     width = max(1, last_column - start.column)
 
-    out = [(f"{severity.value}[{diagnostic.code}]", style),
-           (f": {diagnostic.message}\n", "bold"),
-           (f"{gutter}--> ", "bold blue"),
-           (f"{file}:{start.line}:{start.column}", "")]
+    out = [
+        (f"{severity.value}[{diagnostic.code}]", style),
+        (f": {diagnostic.message}\n", "bold"),
+        (f"{gutter}--> ", "bold blue"),
+        (f"{file}:{start.line}:{start.column}", ""),
+    ]
     if diagnostic.step:
         out.append((f" (step {diagnostic.step})", "dim"))
-    out += [("\n", ""), (f"{gutter} |\n", "bold blue"), (f"{start.line} | ", "bold blue"), (line_text + "\n", ""),
-            (f"{gutter} | ", "bold blue"), (" " * (start.column - 1) + "^" * width, style)]
+    out += [
+        ("\n", ""),
+        (f"{gutter} |\n", "bold blue"),
+        (f"{start.line} | ", "bold blue"),
+        (line_text + "\n", ""),
+        (f"{gutter} | ", "bold blue"),
+        (" " * (start.column - 1) + "^" * width, style),
+    ]
     if end.line != start.line:
         out.append((f" (to line {end.line})", "dim"))
     out.append(("\n", ""))

@@ -77,19 +77,27 @@ def list_changes(view_a: PlanView, view_b: PlanView, matching: Matching) -> Diff
         for b in steps_b:
             if b not in partners_b:
                 at_b(b, "added", _change("added", None, b, _all_args(b, "b"), view_a, view_b))
-        found += [(removed_places[a], _change("removed", a, None, _all_args(a, "a"), view_a, view_b))
-                  for a in steps_a if a not in partners]
+        found += [
+            (removed_places[a], _change("removed", a, None, _all_args(a, "a"), view_a, view_b))
+            for a in steps_a
+            if a not in partners
+        ]
     found.sort(key=lambda entry: entry[0])
     return Diff(tuple(change for _, change in found))
 
 
-def _change(kind: str, a: ast.Step | None, b: ast.Step | None, args: dict, view_a: PlanView,
-            view_b: PlanView) -> Change:
+def _change(kind: str, a: ast.Step | None, b: ast.Step | None, args: dict, view_a: PlanView, view_b: PlanView) -> Change:
     step = a if b is None else b
     assert step is not None  # a change has a step on one side at least
-    return Change(kind, view_a.paths[a] if a is not None else None, view_b.paths[b] if b is not None else None,
-                  step.tool.text, args, print_step(a) if a is not None else None,
-                  print_step(b) if b is not None else None)
+    return Change(
+        kind,
+        view_a.paths[a] if a is not None else None,
+        view_b.paths[b] if b is not None else None,
+        step.tool.text,
+        args,
+        print_step(a) if a is not None else None,
+        print_step(b) if b is not None else None,
+    )
 
 
 def _removed_places(view_a: PlanView, view_b: PlanView, partners: dict) -> dict:

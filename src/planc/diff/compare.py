@@ -31,7 +31,8 @@ class Comparison:
         if kind is ast.String:
             return len(a.parts) == len(b.parts) and all(
                 x == y if type(x) is str else type(y) is ast.Hole and self.same_value(x.target, y.target)
-                for x, y in zip(a.parts, b.parts))
+                for x, y in zip(a.parts, b.parts)
+            )
         if kind is ast.Literal:
             return type(a.value) is type(b.value) and a.value == b.value
         if kind is ast.Path:
@@ -42,7 +43,8 @@ class Comparison:
             entries_a = sorted(a.entries, key=lambda entry: entry.key.text)
             entries_b = sorted(b.entries, key=lambda entry: entry.key.text)
             return len(entries_a) == len(entries_b) and all(
-                x.key.text == y.key.text and self.same_value(x.value, y.value) for x, y in zip(entries_a, entries_b))
+                x.key.text == y.key.text and self.same_value(x.value, y.value) for x, y in zip(entries_a, entries_b)
+            )
         if kind is ast.Block:
             return True
         if kind is ast.Compare:

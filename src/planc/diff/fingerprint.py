@@ -76,24 +76,33 @@ class Fingerprints:
     def _fingerprint(self, step: ast.Step, view: PlanView, prints: StepPrints) -> None:
         """Fingerprint `step` (all but `used` and `flow`), the steps of its blocks done already."""
         reads: list[ast.Step] = []
-        args = tuple((arg.name.text, _shape(arg.value, view, prints, reads))
-                     for arg in sorted(step.args, key=lambda arg: arg.name.text))
+        args = tuple(
+            (arg.name.text, _shape(arg.value, view, prints, reads)) for arg in sorted(step.args, key=lambda arg: arg.name.text)
+        )
         piped = view.piped_from.get(step)
         own = prints.own[step] = self._intern(("step", step.tool.text, args))
         frames = view.blocks(step).values()
         direct = reads + ([piped] if piped is not None else [])
-        inputs = prints.inputs[step] = tuple(direct) + tuple(target for frame in frames for inner in frame
-                                                             for target in prints.inputs[inner])
+        inputs = prints.inputs[step] = tuple(direct) + tuple(
+            target for frame in frames for inner in frame for target in prints.inputs[inner]
+        )
         # Which of its inputs are one step (each as the number of the distinct step it is): a step
         # that reads one `search()` twice does not compute on the same inputs as one that reads two
         # of them, though each input computes the same.
         distinct: dict = {}
         shared = tuple(distinct.setdefault(target, len(distinct)) for target in inputs)
         blocks = tuple(tuple(prints.deep[inner] for inner in frame) for frame in frames)
-        prints.deep[step] = self._intern(("deep", own, tuple(prints.deep[target] for target in reads),
-                                          prints.deep[piped] if piped is not None else None, blocks, shared))
-        prints.refs[step] = tuple(reads) + tuple(target for frame in frames for inner in frame
-                                                 for target in prints.refs[inner])
+        prints.deep[step] = self._intern(
+            (
+                "deep",
+                own,
+                tuple(prints.deep[target] for target in reads),
+                prints.deep[piped] if piped is not None else None,
+                blocks,
+                shared,
+            )
+        )
+        prints.refs[step] = tuple(reads) + tuple(target for frame in frames for inner in frame for target in prints.refs[inner])
 
 
 def _post_order(steps: list, view: PlanView) -> Iterator[tuple[ast.Step, list]]:
@@ -107,8 +116,7 @@ def _post_order(steps: list, view: PlanView) -> Iterator[tuple[ast.Step, list]]:
 def _shape(expr: ast.Expr, view: PlanView, prints: StepPrints, reads: list) -> tuple:
     """`expr` as nested tuples; a reference to a step is a placeholder, its target goes to `reads`."""
     if isinstance(expr, ast.String):
-        return ("string", *(part if isinstance(part, str) else _shape(part.target, view, prints, reads)
-                            for part in expr.parts))
+        return ("string", *(part if isinstance(part, str) else _shape(part.target, view, prints, reads) for part in expr.parts))
     if isinstance(expr, ast.Literal):
         return ("literal", type(expr.value).__name__, expr.value)
     if isinstance(expr, ast.Ref):

@@ -66,8 +66,9 @@ def fingerprints(view_a: PlanView, view_b: PlanView) -> tuple:
     return table.of(view_a), table.of(view_b)
 
 
-def match_plans(view_a: PlanView, view_b: PlanView, keys: tuple[str, ...] = KEY_ORDERS[0],
-                prints: tuple | None = None) -> Matching:
+def match_plans(
+    view_a: PlanView, view_b: PlanView, keys: tuple[str, ...] = KEY_ORDERS[0], prints: tuple | None = None
+) -> Matching:
     """Match the steps of plan A with those of plan B, by the fingerprints `keys`, strictest first
     (`prints`: both plans' `fingerprints`, when they were taken already)."""
     prints_a, prints_b = prints or fingerprints(view_a, view_b)
@@ -87,8 +88,9 @@ def match_plans(view_a: PlanView, view_b: PlanView, keys: tuple[str, ...] = KEY_
 
 
 class _Matcher:
-    def __init__(self, view_a: PlanView, view_b: PlanView, prints_a: StepPrints, prints_b: StepPrints,
-                 keys: tuple[str, ...]) -> None:
+    def __init__(
+        self, view_a: PlanView, view_b: PlanView, prints_a: StepPrints, prints_b: StepPrints, keys: tuple[str, ...]
+    ) -> None:
         self.prints_a, self.prints_b, self.keys = prints_a, prints_b, keys
         self.partners: dict = {}
         self.partners_b: dict = {}
@@ -157,8 +159,11 @@ class _Matcher:
             if a in self.partners or b in self.partners_b or self._reads_a(a) != self._reads_b(b):
                 continue
             self.pair(a, b)
-            pending += [(x, y) for x, y in zip(self.prints_a.inputs[a], self.prints_b.inputs[b])
-                        if x in self.frame_a and y in self.frame_b and deep_a[x] == deep_b[y]]
+            pending += [
+                (x, y)
+                for x, y in zip(self.prints_a.inputs[a], self.prints_b.inputs[b])
+                if x in self.frame_a and y in self.frame_b and deep_a[x] == deep_b[y]
+            ]
 
     def _gaps(self, steps_a: list, steps_b: list) -> list[tuple[list[int], list[int]]]:
         """The free steps (their indexes) between consecutive pairs of the longest run of pairs
@@ -203,7 +208,7 @@ class _Matcher:
             # Where `a` would fall among the B steps of its tool, if they are in the same order.
             middle = seen[tool] * len(js) // same_tool_a[tool]
             seen[tool] += 1
-            for j in js[max(0, middle - WINDOW): middle + WINDOW + 1]:
+            for j in js[max(0, middle - WINDOW) : middle + WINDOW + 1]:
                 score = self.comparison.similarity(a, free_b[j])
                 if score >= least:
                     candidates.append((-score, i, j))

@@ -45,8 +45,7 @@ def view_of(plan: ast.Plan) -> PlanView:
         for pipeline in pipelines:
             piped_from.update(zip(pipeline.steps[1:], pipeline.steps))
     inner = {step: {name: frame_steps(block.pipelines) for block, name in found} for step, found in blocks.items()}
-    return PlanView(plan, paths, {step: number for number, step in enumerate(paths)}, resolution.targets,
-                    piped_from, inner)
+    return PlanView(plan, paths, {step: number for number, step in enumerate(paths)}, resolution.targets, piped_from, inner)
 
 
 def frame_steps(pipelines: Iterable[ast.Pipeline]) -> list[ast.Step]:

@@ -11,13 +11,17 @@ from planc.diff.changes import Change, Diff
 def render_json(diff: Diff) -> str:
     """`{"same": bool, "changes": [{"kind", "step_a", "step_b", "tool", "args": {name: {"a", "b"}}}]}`
     on one line; each change has its `"risk"` too when the registry was asked (`risk.py`)."""
-    return json.dumps({"same": diff.same, "changes": [change_data(change) for change in diff.changes]},
-                      ensure_ascii=False)
+    return json.dumps({"same": diff.same, "changes": [change_data(change) for change in diff.changes]}, ensure_ascii=False)
 
 
 def change_data(change: Change) -> dict:
-    data: dict[str, object] = {"kind": change.kind, "step_a": change.step_a, "step_b": change.step_b, "tool": change.tool,
-            "args": {name: {"a": arg.a, "b": arg.b} for name, arg in change.args.items()}}
+    data: dict[str, object] = {
+        "kind": change.kind,
+        "step_a": change.step_a,
+        "step_b": change.step_b,
+        "tool": change.tool,
+        "args": {name: {"a": arg.a, "b": arg.b} for name, arg in change.args.items()},
+    }
     if change.risk is not None:
         data["risk"] = list(change.risk)
     return data

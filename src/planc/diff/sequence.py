@@ -58,8 +58,7 @@ def align(keys_a: list, keys_b: list) -> list[tuple[int, int]]:
             continue
         count_a, count_b = Counter(keys_a[a_lo:a_hi]), Counter(keys_b[b_lo:b_hi])
         only_b = {key: j for j, key in enumerate(keys_b[b_lo:b_hi], b_lo) if count_b[key] == 1}
-        anchors = [(i, only_b[key]) for i, key in enumerate(keys_a[a_lo:a_hi], a_lo)
-                   if count_a[key] == 1 and key in only_b]
+        anchors = [(i, only_b[key]) for i, key in enumerate(keys_a[a_lo:a_hi], a_lo) if count_a[key] == 1 and key in only_b]
         chain = [anchors[n] for n in longest_increasing([j for _, j in anchors])]
         if not chain:
             continue

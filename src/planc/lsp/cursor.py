@@ -151,8 +151,7 @@ def _given(tokens: Sequence[tuple], paren: int, offset: int) -> frozenset[str]:
             if depth == 0:
                 break
             depth -= 1
-        elif depth == 0 and token[TYPE] == "NAME" and tokens[index + 1][TEXT] == ":" \
-                and not token[START] <= offset <= token[END]:
+        elif depth == 0 and token[TYPE] == "NAME" and tokens[index + 1][TEXT] == ":" and not token[START] <= offset <= token[END]:
             names.add(token[TEXT])
     return frozenset(names)
 
@@ -187,7 +186,6 @@ def _visible_labels(tokens: Sequence[tuple]) -> tuple[tuple[str, str], ...]:
 
 def _label_of_call(tokens: Sequence[tuple], paren: int) -> tuple[str, str] | None:
     """(label, tool) when the `(` at `paren` opens the call of a labelled step: `label = tool(`."""
-    if paren >= 3 and tokens[paren - 1][TYPE] == "NAME" and tokens[paren - 2][TEXT] == "=" \
-            and tokens[paren - 3][TYPE] == "NAME":
+    if paren >= 3 and tokens[paren - 1][TYPE] == "NAME" and tokens[paren - 2][TEXT] == "=" and tokens[paren - 3][TYPE] == "NAME":
         return tokens[paren - 3][TEXT], tokens[paren - 1][TEXT]
     return None

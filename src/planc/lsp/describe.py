@@ -51,8 +51,11 @@ def reference_hover(ref: ast.Ref, checked: CheckResult) -> str | None:
     if target == ARGS:
         return f"`{written}`: a run argument, `{read}`"
     assert resolution is not None  # it found the target
-    parts = [f"`${ref.name.text}` is step {resolution.paths.get(target, '?')}", _code(_step_text(target)),
-             f"result: `{_type(typing.of(target) if typing else None)}`"]
+    parts = [
+        f"`${ref.name.text}` is step {resolution.paths.get(target, '?')}",
+        _code(_step_text(target)),
+        f"result: `{_type(typing.of(target) if typing else None)}`",
+    ]
     if ref.accessors:
         parts.append(f"`{written}`: `{read}`")
     return "\n\n".join(parts)

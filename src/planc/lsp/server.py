@@ -53,8 +53,11 @@ log = logging.getLogger("planc.lsp")
 # LSP's Diagnostic, named apart from planc's: tests/test_codes.py holds that a planc Diagnostic is
 # made only by its builder, and finds the calls by the class's name.
 LspDiagnostic = types.Diagnostic
-SEVERITIES = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
-              Severity.NOTE: types.DiagnosticSeverity.Information}
+SEVERITIES = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.NOTE: types.DiagnosticSeverity.Information,
+}
 TRIGGERS = ["$", "(", ",", "|", "{"]  # where a client asks for completions before a word is typed
 
 
@@ -101,10 +104,10 @@ class PlancServer(LanguageServer):
         project = self.projects.for_document(path)
         if project.problem and project.problem not in self.problems_shown:
             self.problems_shown.add(project.problem)
-            self.window_show_message(types.ShowMessageParams(
-                type=types.MessageType.Warning, message=f"planc: {project.problem} (checking without it)"))
-        result = check(document.source, registry=project.registry, policy=project.policy,
-                       arguments=project.arguments(path))
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=f"planc: {project.problem} (checking without it)")
+            )
+        result = check(document.source, registry=project.registry, policy=project.policy, arguments=project.arguments(path))
         checked = self.checked[uri] = Checked(result, LineIndex(document.source, self.encoding()))
         return checked
 
@@ -133,8 +136,9 @@ def guarded(handler: Callable[[PlancServer, Any], T]) -> Callable[[PlancServer, 
         except Exception as error:
             log.exception("%s failed", handler.__name__)
             try:
-                ls.window_log_message(types.LogMessageParams(
-                    type=types.MessageType.Error, message=f"planc: {handler.__name__} failed: {error!r}"))
+                ls.window_log_message(
+                    types.LogMessageParams(type=types.MessageType.Error, message=f"planc: {handler.__name__} failed: {error!r}")
+                )
             except Exception:
                 log.exception("could not tell the client")
             return None
@@ -147,22 +151,32 @@ def guarded(handler: Callable[[PlancServer, Any], T]) -> Callable[[PlancServer, 
 
 def publish(ls: PlancServer, uri: str) -> None:
     checked = ls.check(uri)
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-        uri=uri, version=ls.document(uri).version,
-        diagnostics=[lsp_diagnostic(d, checked.index) for d in checked.result.diagnostics]))
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(
+            uri=uri,
+            version=ls.document(uri).version,
+            diagnostics=[lsp_diagnostic(d, checked.index) for d in checked.result.diagnostics],
+        )
+    )
 
 
 def lsp_diagnostic(diagnostic: Diagnostic, index: LineIndex) -> LspDiagnostic:
     # The hints go in the message, as `help:` lines as `planc check` prints them: every client
     # shows a message, not all of them related information.
     message = "\n".join([diagnostic.message, *(f"help: {hint}" for hint in diagnostic.hints)])
-    return LspDiagnostic(range=lsp_range(index, diagnostic.span), message=message, code=diagnostic.code,
-                         severity=SEVERITIES[diagnostic.severity], source="planc")
+    return LspDiagnostic(
+        range=lsp_range(index, diagnostic.span),
+        message=message,
+        code=diagnostic.code,
+        severity=SEVERITIES[diagnostic.severity],
+        source="planc",
+    )
 
 
 def lsp_range(index: LineIndex, span: Span) -> types.Range:
-    return types.Range(start=types.Position(*index.position(span.start_offset)),
-                       end=types.Position(*index.position(span.end_offset)))
+    return types.Range(
+        start=types.Position(*index.position(span.start_offset)), end=types.Position(*index.position(span.end_offset))
+    )
 
 
 def did_open(ls: PlancServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -195,10 +209,15 @@ def code_action(ls: PlancServer, params: types.CodeActionParams) -> list[types.C
         if fix is None or diagnostic.span.start_offset > end or diagnostic.span.end_offset < start:
             continue
         edit = types.TextEdit(range=lsp_range(index, fix.span), new_text=fix.replacement)
-        actions.append(types.CodeAction(
-            title=f"{diagnostic.code}: {fix_title(fix.span.text(source), fix.replacement)}",
-            kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diagnostic(diagnostic, index)],
-            edit=types.WorkspaceEdit(changes={uri: [edit]}), is_preferred=True))
+        actions.append(
+            types.CodeAction(
+                title=f"{diagnostic.code}: {fix_title(fix.span.text(source), fix.replacement)}",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[lsp_diagnostic(diagnostic, index)],
+                edit=types.WorkspaceEdit(changes={uri: [edit]}),
+                is_preferred=True,
+            )
+        )
     return actions
 
 
@@ -226,8 +245,9 @@ def hover(ls: PlancServer, params: types.HoverParams) -> types.Hover | None:
         return None
     if text is None:
         return None
-    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
-                       range=lsp_range(checked.index, span))
+    return types.Hover(
+        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text), range=lsp_range(checked.index, span)
+    )
 
 
 def definition(ls: PlancServer, params: types.DefinitionParams) -> types.Location | None:
@@ -257,20 +277,32 @@ def completion(ls: PlancServer, params: types.CompletionParams) -> types.Complet
     wanted = completion_at(source, offset)
     items: list[types.CompletionItem] = []
     if isinstance(wanted, ToolName):
-        items = [types.CompletionItem(label=name, kind=types.CompletionItemKind.Function, detail=signature(tool),
-                                      documentation=tool.description or None)
-                 for name, tool in sorted(ls.tools(uri).items())]
+        items = [
+            types.CompletionItem(
+                label=name, kind=types.CompletionItemKind.Function, detail=signature(tool), documentation=tool.description or None
+            )
+            for name, tool in sorted(ls.tools(uri).items())
+        ]
     elif isinstance(wanted, Parameters):
         tool = ls.tools(uri).get(wanted.tool)
         if tool is not None:
             left_out = wanted.given | ({tool.pipe} if wanted.piped and tool.pipe else set())
-            items = [types.CompletionItem(label=name, kind=types.CompletionItemKind.Field,
-                                          detail=parameter(tool, name), insert_text=f"{name}: ",
-                                          sort_text=f"{0 if name in tool.required else 1}{order:04}")
-                     for order, name in enumerate(tool.params) if name not in left_out]
+            items = [
+                types.CompletionItem(
+                    label=name,
+                    kind=types.CompletionItemKind.Field,
+                    detail=parameter(tool, name),
+                    insert_text=f"{name}: ",
+                    sort_text=f"{0 if name in tool.required else 1}{order:04}",
+                )
+                for order, name in enumerate(tool.params)
+                if name not in left_out
+            ]
     elif isinstance(wanted, Labels):
-        items = [types.CompletionItem(label=label, kind=types.CompletionItemKind.Variable, detail=f"{tool}(…)")
-                 for label, tool in wanted.visible]
+        items = [
+            types.CompletionItem(label=label, kind=types.CompletionItemKind.Variable, detail=f"{tool}(…)")
+            for label, tool in wanted.visible
+        ]
     return types.CompletionList(is_incomplete=False, items=items)
 
 
@@ -301,8 +333,7 @@ FEATURES = (
     (types.TEXT_DOCUMENT_DID_OPEN, None, did_open),
     (types.TEXT_DOCUMENT_DID_CHANGE, None, did_change),
     (types.TEXT_DOCUMENT_DID_CLOSE, None, did_close),
-    (types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
-     code_action),
+    (types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]), code_action),
     (types.TEXT_DOCUMENT_HOVER, None, hover),
     (types.TEXT_DOCUMENT_DEFINITION, None, definition),
     (types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=TRIGGERS), completion),

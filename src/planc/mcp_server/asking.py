@@ -15,6 +15,7 @@ be asked, or declines, the question is unanswered and the step's `when_unanswere
 Progress: each event `planc run` prints a line for (`backend.progress.line`) goes to the client as a
 progress notification, in order, numbered 1, 2, 3.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,9 +43,10 @@ def question(call: Call) -> str:
     effects = call.tool.effects.normalised()
     kind = "read-only" if effects.read_only else "effectful"
     flags = call_flags(call)
-    lines = [f"planc asks before step {call.step} calls `{call.tool.name}` ({kind}"
-             + (f": {', '.join(flags)})" if flags else ")"),
-             f"input: {json.dumps(call.shown_input(), ensure_ascii=False, default=str)}"]
+    lines = [
+        f"planc asks before step {call.step} calls `{call.tool.name}` ({kind}" + (f": {', '.join(flags)})" if flags else ")"),
+        f"input: {json.dumps(call.shown_input(), ensure_ascii=False, default=str)}",
+    ]
     labelled = {name: labels for name, labels in call.sources.items() if labels}
     lines += [f"labels of `{name}`: {', '.join(sorted(labels))}" for name, labels in labelled.items()]
     if call.control:
@@ -78,8 +80,10 @@ class ClientAsks:
         if call.tool.effects.read_only and call.flagged is None:
             return Proceed()
         if call.flagged is not None and not self.person:
-            return Abort(f"{call.flagged}; the MCP client's answers do not count as a person's "
-                         "(planc.toml `[mcp_server] answers_from_person`), so nobody can let it through")
+            return Abort(
+                f"{call.flagged}; the MCP client's answers do not count as a person's "
+                "(planc.toml `[mcp_server] answers_from_person`), so nobody can let it through"
+            )
         async with self.lock:
             answer = await self.context.elicit(question(call), Approval)
         if answer.action == "accept" and answer.data.approve:

@@ -63,9 +63,15 @@ def access_token(token: str, claims: dict, audience: str) -> AccessToken:
     session to (a session opened with one subject's token refuses another's)."""
     from mcp.server.auth.provider import AccessToken
 
-    return AccessToken(token=token, client_id=str(claims.get("client_id") or claims.get("azp") or claims["sub"]),
-                       scopes=scopes_of(claims), expires_at=int(claims["exp"]), resource=audience,
-                       subject=str(claims["sub"]), claims=claims)
+    return AccessToken(
+        token=token,
+        client_id=str(claims.get("client_id") or claims.get("azp") or claims["sub"]),
+        scopes=scopes_of(claims),
+        expires_at=int(claims["exp"]),
+        resource=audience,
+        subject=str(claims["sub"]),
+        claims=claims,
+    )
 
 
 class JwtVerifier:
@@ -84,11 +90,18 @@ class JwtVerifier:
 
         try:
             key = await anyio.to_thread.run_sync(self.keys.get_signing_key_from_jwt, token)
-            claims = jwt.decode(token, key.key, algorithms=list(self.auth.algorithms), audience=self.audience,
-                                issuer=self.auth.issuer, options={"require": ["exp", "iss", "aud", "sub"]})
+            claims = jwt.decode(
+                token,
+                key.key,
+                algorithms=list(self.auth.algorithms),
+                audience=self.audience,
+                issuer=self.auth.issuer,
+                options={"require": ["exp", "iss", "aud", "sub"]},
+            )
         except jwt.PyJWKClientConnectionError as error:
-            log.warning("planc mcp: the keys at %s cannot be read (%s): every token is refused until they can",
-                        self.auth.jwks_url, error)
+            log.warning(
+                "planc mcp: the keys at %s cannot be read (%s): every token is refused until they can", self.auth.jwks_url, error
+            )
             return None
         except (jwt.PyJWTError, ValueError):
             return None
@@ -106,8 +119,10 @@ class IntrospectionVerifier:
         self.introspection_url: str = auth.introspection_url
         missing = [name for name in (auth.client_id_env, auth.client_secret_env) if not environ.get(name)]
         if missing:
-            raise AuthSetupError(f"[mcp_server.auth]: the environment variable {missing[0]} (planc's credentials "
-                                 f"at {auth.introspection_url}) is not set")
+            raise AuthSetupError(
+                f"[mcp_server.auth]: the environment variable {missing[0]} (planc's credentials "
+                f"at {auth.introspection_url}) is not set"
+            )
         self.credentials = (environ[auth.client_id_env], environ[auth.client_secret_env])
         self.known: dict[str, AccessToken] = {}  # sha256 of a token -> its AccessToken, until its exp
 
@@ -121,21 +136,31 @@ class IntrospectionVerifier:
             return self.known[key]
         try:
             async with httpx.AsyncClient(timeout=INTROSPECTION_TIMEOUT_S) as client:
-                response = await client.post(self.introspection_url, auth=self.credentials,
-                                             data={"token": token, "token_type_hint": "access_token"})
+                response = await client.post(
+                    self.introspection_url, auth=self.credentials, data={"token": token, "token_type_hint": "access_token"}
+                )
             said = response.json() if response.status_code == 200 else None
         except (httpx.HTTPError, ValueError) as error:
-            log.warning("planc mcp: %s cannot be asked about a token (%s): it is refused",
-                        self.auth.introspection_url, type(error).__name__)
+            log.warning(
+                "planc mcp: %s cannot be asked about a token (%s): it is refused",
+                self.auth.introspection_url,
+                type(error).__name__,
+            )
             return None
         if not isinstance(said, dict) or said.get("active") is not True:
             return None
         audiences = said.get("aud")
         audiences = [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else []
         exp, sub = said.get("exp"), said.get("sub")
-        if (said.get("iss", self.auth.issuer) != self.auth.issuer or self.audience not in audiences
-                or isinstance(exp, bool) or not isinstance(exp, (int, float)) or exp <= now
-                or not isinstance(sub, str) or not sub):
+        if (
+            said.get("iss", self.auth.issuer) != self.auth.issuer
+            or self.audience not in audiences
+            or isinstance(exp, bool)
+            or not isinstance(exp, (int, float))
+            or exp <= now
+            or not isinstance(sub, str)
+            or not sub
+        ):
             return None
         verified = access_token(token, {**said, "iss": self.auth.issuer}, self.audience)
         self.known[key] = verified
@@ -155,9 +180,12 @@ def auth_settings(auth: ServerAuth, canonical_url: str) -> AuthSettings:
     from mcp.server.auth.settings import AuthSettings
 
     # pydantic makes each URL an AnyHttpUrl (validated), which the SDK's class declares
-    return AuthSettings(issuer_url=cast("AnyHttpUrl", auth.issuer),
-                        resource_server_url=cast("AnyHttpUrl", canonical_url),
-                        required_scopes=list(auth.scopes), validate_token_resource=False)
+    return AuthSettings(
+        issuer_url=cast("AnyHttpUrl", auth.issuer),
+        resource_server_url=cast("AnyHttpUrl", canonical_url),
+        required_scopes=list(auth.scopes),
+        validate_token_resource=False,
+    )
 
 
 class NoPrincipal(ValueError):

@@ -53,20 +53,28 @@ def serving_problem(host: str, serving: McpServing, tls: Tls) -> str | None:
     if tls.behind_proxy and tls.cert is not None:
         return "--behind-tls-proxy says a proxy holds the TLS certificate: give it or --tls-cert, not both"
     if tls.behind_proxy and serving.resource_server_url is None:
-        return ("--behind-tls-proxy needs `resource_server_url` in [mcp_server]: the https:// URL clients reach the "
-                "proxy at, which their tokens are issued for")
+        return (
+            "--behind-tls-proxy needs `resource_server_url` in [mcp_server]: the https:// URL clients reach the "
+            "proxy at, which their tokens are issued for"
+        )
     if is_loopback(host):
         return None
     if serving.auth is None:
-        return ("planc mcp serves plans that run, and authenticates no client without `[mcp_server.auth]` in "
-                "planc.toml, so it listens only on this machine's loopback address (127.0.0.1, localhost or [::1]); "
-                "to serve other machines, declare `[mcp_server.auth]` and serve over TLS")
+        return (
+            "planc mcp serves plans that run, and authenticates no client without `[mcp_server.auth]` in "
+            "planc.toml, so it listens only on this machine's loopback address (127.0.0.1, localhost or [::1]); "
+            "to serve other machines, declare `[mcp_server.auth]` and serve over TLS"
+        )
     if not tls.any:
-        return ("beyond this machine's loopback address planc mcp is served over TLS only, so that no token crosses "
-                "the network in the clear: give --tls-cert and --tls-key, or --behind-tls-proxy")
+        return (
+            "beyond this machine's loopback address planc mcp is served over TLS only, so that no token crosses "
+            "the network in the clear: give --tls-cert and --tls-key, or --behind-tls-proxy"
+        )
     if serving.resource_server_url is None:
-        return ("beyond this machine's loopback address planc mcp needs `resource_server_url` in [mcp_server]: the "
-                "https:// URL clients reach it at, which their tokens are issued for")
+        return (
+            "beyond this machine's loopback address planc mcp needs `resource_server_url` in [mcp_server]: the "
+            "https:// URL clients reach it at, which their tokens are issued for"
+        )
     return None
 
 
@@ -82,8 +90,12 @@ def canonical_url(host: str, port: int, serving: McpServing, tls: Tls) -> str:
     return f"{'https' if tls.cert else 'http'}://{where}:{port}/mcp"
 
 
-def transport_security(host: str, port: int, serving: McpServing = McpServing(), url: str | None = None,
-                       ) -> TransportSecuritySettings:
+def transport_security(
+    host: str,
+    port: int,
+    serving: McpServing = McpServing(),
+    url: str | None = None,
+) -> TransportSecuritySettings:
     """What a request must say in `Host` and `Origin`: a loopback name with the bound port (or the bound address,
     or the host of `url`, the canonical URL), or one that `[mcp_server] allowed_hosts` and `allowed_origins` add.
     Anything else is refused (421 for `Host`, 403 for `Origin`); set here, not left to the SDK's default, which
@@ -106,8 +118,7 @@ def transport_security(host: str, port: int, serving: McpServing = McpServing(),
         origins.append(f"{parts.scheme}://{parts.netloc}")
     hosts += [each for each in serving.allowed_hosts if each not in hosts]
     origins += [each for each in serving.allowed_origins if each not in origins]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=origins)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
 class ClientGone(logging.Filter):
@@ -129,8 +140,11 @@ class ClientGone(logging.Filter):
 
         if isinstance(error, BaseExceptionGroup):
             return all(cls.gone(inner) for inner in error.exceptions)
-        return (isinstance(error, (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError))
-                or isinstance(error, RuntimeError) and any(words in str(error) for words in cls.GONE))
+        return (
+            isinstance(error, (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError))
+            or isinstance(error, RuntimeError)
+            and any(words in str(error) for words in cls.GONE)
+        )
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not (record.exc_info and self.gone(record.exc_info[1]))
@@ -176,13 +190,22 @@ def serve_http(project: Project, host: str, port: int, tls: Tls = Tls()) -> None
     verifier = token_verifier(auth, auth.audience or url, os.environ) if auth is not None else None
     server = PlancServer(project, auth=auth_settings(auth, url) if auth is not None else None, verifier=verifier)
     listener.listen(128)  # connections wait from now on, so the line below may be acted on at once
-    app = server.mcp.streamable_http_app(host=host, transport_security=transport_security(
-        host, bound, serving, url if serving.resource_server_url is not None or not is_loopback(host) else None))
+    app = server.mcp.streamable_http_app(
+        host=host,
+        transport_security=transport_security(
+            host, bound, serving, url if serving.resource_server_url is not None or not is_loopback(host) else None
+        ),
+    )
     config = uvicorn.Config(app, log_level="warning", ssl_certfile=tls.cert, ssl_keyfile=tls.key)
     where = f"[{host}]" if family == socket.AF_INET6 else host
     listening = f"{'https' if tls.cert else 'http'}://{where}:{bound}/mcp"
-    print(f"planc mcp: listening on {listening}" + (f", reached as {url}" if url != listening else "")
-          + (", each request's token verified" if auth is not None else ""), file=sys.stderr, flush=True)
+    print(
+        f"planc mcp: listening on {listening}"
+        + (f", reached as {url}" if url != listening else "")
+        + (", each request's token verified" if auth is not None else ""),
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         anyio.run(lambda: uvicorn.Server(config).serve(sockets=[listener]))
     finally:

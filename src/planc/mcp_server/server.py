@@ -23,6 +23,7 @@ the labels `[mcp_server] labels` says (`untrusted` unless planc.toml says otherw
 to upstream MCP servers are made with planc's own credentials for them (planc.toml's); a client's
 token is never sent on.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,11 +64,14 @@ PLAN_NAME = "plan"  # what a client's plan is called in diagnostics: it has no f
 CALLERS_KEPT = 256  # the principals whose policy is kept loaded, the earliest seen dropped first
 RESUMABLE = ("interrupted", "failed")  # what `resume_run` continues: a run that did not finish
 WENT_AWAY = "the MCP client went away during the run"
-INSTRUCTIONS = ("planc checks and runs plans written in its plan language against this project's tools, policy "
-                "and budgets. Call `describe` for the language and the tools, `check_plan` with a plan to see "
-                "what is wrong with it, `run_plan` to run it, `show_run` to see a recorded run.")
-DESCRIBE_NOTE = ("Send the plan as the `plan` argument of `check_plan` or `run_plan`; `$args.NAME` reads the "
-                 "`arguments` given to `run_plan`.")
+INSTRUCTIONS = (
+    "planc checks and runs plans written in its plan language against this project's tools, policy "
+    "and budgets. Call `describe` for the language and the tools, `check_plan` with a plan to see "
+    "what is wrong with it, `run_plan` to run it, `show_run` to see a recorded run."
+)
+DESCRIBE_NOTE = (
+    "Send the plan as the `plan` argument of `check_plan` or `run_plan`; `$args.NAME` reads the `arguments` given to `run_plan`."
+)
 
 
 def can_elicit(context: Context) -> bool:
@@ -89,17 +93,35 @@ class PlancServer:
     """The project's tools over MCP; `mcp` is the SDK's server holding them. With `auth` (the SDK's AuthSettings)
     and `verifier`, every HTTP request carries a verified token, and its principal is the caller's."""
 
-    def __init__(self, project: Project, *, auth: AuthSettings | None = None,
-                 verifier: JwtVerifier | IntrospectionVerifier | None = None,
-                 serving: McpServing | None = None) -> None:
+    def __init__(
+        self,
+        project: Project,
+        *,
+        auth: AuthSettings | None = None,
+        verifier: JwtVerifier | IntrospectionVerifier | None = None,
+        serving: McpServing | None = None,
+    ) -> None:
         self.project = project
         self.serving = serving or (project.registry.mcp_server if project.registry is not None else McpServing())
         self._store: RunStore | None = None
         self._callers: dict[str, Caller] = {}  # a principal's JSON -> the project as it sees it
-        self.mcp = MCPServer("planc", version=installed_version(), instructions=INSTRUCTIONS, log_level="WARNING",
-                             auth=auth, token_verifier=verifier)
-        for tool in (self.describe, self.check_plan, self.run_plan, self.show_run, self.list_runs, self.approve_run,
-                     self.resume_run):
+        self.mcp = MCPServer(
+            "planc",
+            version=installed_version(),
+            instructions=INSTRUCTIONS,
+            log_level="WARNING",
+            auth=auth,
+            token_verifier=verifier,
+        )
+        for tool in (
+            self.describe,
+            self.check_plan,
+            self.run_plan,
+            self.show_run,
+            self.list_runs,
+            self.approve_run,
+            self.resume_run,
+        ):
             self.mcp.add_tool(tool)
 
     @property
@@ -125,8 +147,7 @@ class PlancServer:
             policy = find_policy(None, project.registry, principal["uid"], (principal,))
             if len(self._callers) >= CALLERS_KEPT:
                 self._callers.pop(next(iter(self._callers)))
-            self._callers[key] = Caller(principal["uid"], attrs.evolve(project, policy=policy,
-                                                                      principal=principal["uid"]))
+            self._callers[key] = Caller(principal["uid"], attrs.evolve(project, policy=policy, principal=principal["uid"]))
         return self._callers[key]
 
     def checked(self, plan: str, caller: Caller) -> CheckResult:
@@ -137,8 +158,12 @@ class PlancServer:
     def describe(self, ctx: Context) -> str:
         """The plan language and this project's tools: how to write a plan that `check_plan` and `run_plan` take."""
         project = self.caller(ctx).project
-        return system_prompt(project.registry, fenced=False, policy=project.policy,
-                             principal=project.principal) + "\n" + DESCRIBE_NOTE + "\n"
+        return (
+            system_prompt(project.registry, fenced=False, policy=project.policy, principal=project.principal)
+            + "\n"
+            + DESCRIBE_NOTE
+            + "\n"
+        )
 
     def check_plan(self, plan: str, ctx: Context) -> dict[str, Any]:
         """Check a plan without running it: `ok`, the diagnostics, its cost, and when it has errors `repair`, a
@@ -154,9 +179,14 @@ class PlancServer:
             return {**refusal(checked), "status": "refused"}
         project = caller.project
         # As `planc run --approve` runs it: a resume without a terminal makes no effectful call the run had not.
-        spec = RunSpec(principal=caller.principal, approve=True, arguments=arguments or {}, client="mcp",
-                       executor=choose_executor(project.registry, None, None),
-                       config=file_path(project.registry.source) if project.registry is not None else None)
+        spec = RunSpec(
+            principal=caller.principal,
+            approve=True,
+            arguments=arguments or {},
+            client="mcp",
+            executor=choose_executor(project.registry, None, None),
+            config=file_path(project.registry.source) if project.registry is not None else None,
+        )
         wiring, notes = self.wiring(ctx)
         try:
             launch = Launch.new(checked, spec, wiring, registry=project.registry, policy=project.policy)
@@ -183,17 +213,27 @@ class PlancServer:
             return {"ok": False, "status": "failed", "message": str(error)}
         except AwaitingApproval as waiting:
             run_id = waiting.run_id
-            return {"ok": False, "run": run_id, "status": "awaiting_approval", "awaiting": waiting.calls,
-                    "message": f"run {run_id} waits for an approval: `approve_run` with this `run` approves "
-                               "the call (`deny: true` refuses it) and continues the run"}
+            return {
+                "ok": False,
+                "run": run_id,
+                "status": "awaiting_approval",
+                "awaiting": waiting.calls,
+                "message": f"run {run_id} waits for an approval: `approve_run` with this `run` approves "
+                "the call (`deny: true` refuses it) and continues the run",
+            }
         except RunStoreError as error:  # the store cannot be written, or the call was answered already
             return {"ok": False, "status": "failed", "message": str(error)}
         except RunError as error:
             ran = {"run": launch.recorded.run_id} if launch.recorded is not None else {}
             return {"ok": False, **ran, "status": "failed", "message": str(error)}
         # A value labelled `secret` reaches the client as planc records it: its length and hash.
-        return {"ok": result.status == "ok", "run": result.run_id, "status": result.status,
-                "result": result.kept(), **({"message": result.message} if result.message else {})}
+        return {
+            "ok": result.status == "ok",
+            "run": result.run_id,
+            "status": result.status,
+            "result": result.kept(),
+            **({"message": result.message} if result.message else {}),
+        }
 
     def own_run(self, run: str, caller: Caller) -> dict:
         """The record of the run `run` names among `caller`'s own runs; a RunStoreError, worded as for a run that
@@ -217,16 +257,16 @@ class PlancServer:
         except RunStoreError as error:
             return {"ok": False, "message": str(error)}
 
-    async def approve_run(self, run: str, ctx: Context, deny: bool = False, call: int | None = None
-                          ) -> dict[str, Any]:
+    async def approve_run(self, run: str, ctx: Context, deny: bool = False, call: int | None = None) -> dict[str, Any]:
         """Approve the call one of your runs waits on (`deny: true` refuses it; `call`: which, when several wait),
         then continue the run as `run_plan` runs it."""
         caller = self.caller(ctx)
         try:
             record = self.own_run(run, caller)
             wiring, notes = self.wiring(ctx)
-            launch = approved(record, self.store, wiring, deny=deny, call=call,
-                              registry=caller.project.registry, policy=caller.project.policy)
+            launch = approved(
+                record, self.store, wiring, deny=deny, call=call, registry=caller.project.registry, policy=caller.project.policy
+            )
         except (RunStoreError, ConfigError, PolicyError, StoredPlanError, ValueError) as error:
             return {"ok": False, "status": "refused", "message": str(error)}
         return await self.execute(launch, notes)
@@ -238,10 +278,13 @@ class PlancServer:
         try:
             record = self.own_run(run, caller)
             if record["status"] not in RESUMABLE:
-                return {"ok": False, "run": record["id"], "status": record["status"],
-                        "message": f"run {record['id']} is {record['status']}: nothing to resume"
-                        + (" (`approve_run` answers the call it waits on)"
-                           if record["status"] == "awaiting_approval" else "")}
+                return {
+                    "ok": False,
+                    "run": record["id"],
+                    "status": record["status"],
+                    "message": f"run {record['id']} is {record['status']}: nothing to resume"
+                    + (" (`approve_run` answers the call it waits on)" if record["status"] == "awaiting_approval" else ""),
+                }
             spec = RunSpec.from_record(record)
             registry, policy, checked = as_recorded(record, caller.project.registry, caller.project.policy)
         except (RunStoreError, ConfigError, PolicyError, StoredPlanError, ValueError) as error:
@@ -252,8 +295,7 @@ class PlancServer:
             return RecordedRun.resume(store, record, checked, registry=registry, policy=policy)
 
         wiring, notes = self.wiring(ctx)
-        return await self.execute(Launch.continued(checked, spec, wiring, resumed, registry=registry,
-                                                   policy=policy), notes)
+        return await self.execute(Launch.continued(checked, spec, wiring, resumed, registry=registry, policy=policy), notes)
 
     def close(self) -> None:
         if self._store is not None:

@@ -32,8 +32,9 @@ class Reuse:
     between: tuple[ast.Step, ...]
 
 
-def common_calls(plan: ast.Plan, resolution: Resolution, effects: Mapping[ast.Step, StepEffects],
-                 if_declared: bool = False) -> list[Reuse]:
+def common_calls(
+    plan: ast.Plan, resolution: Resolution, effects: Mapping[ast.Step, StepEffects], if_declared: bool = False
+) -> list[Reuse]:
     """The repeated calls of `plan` whose result may be reused, in text order.
 
     With `if_declared`, those it would have if every undeclared tool were declared
@@ -63,7 +64,7 @@ def common_calls(plan: ast.Plan, resolution: Resolution, effects: Mapping[ast.St
                 kept = seen.setdefault(shape, step)
                 if kept is not step:
                     same_as[step] = kept
-                    reuses.append(Reuse(step, kept, tuple(steps[position[kept] + 1:])))
+                    reuses.append(Reuse(step, kept, tuple(steps[position[kept] + 1 :])))
             if effects[step].changing(if_declared):
                 seen.clear()
             position[step] = len(steps)
@@ -82,8 +83,7 @@ def _reusable(tool: Tool | None, if_declared: bool) -> bool:
     return (effects.read_only and effects.deterministic) or (if_declared and not effects.declared)
 
 
-def _call_shape(step: ast.Step, tool: Tool | None, before: ast.Step | None, targets: Mapping,
-                same_as: Mapping) -> tuple:
+def _call_shape(step: ast.Step, tool: Tool | None, before: ast.Step | None, targets: Mapping, same_as: Mapping) -> tuple:
     """What identifies the call: the tool, and each argument's value with references by the step they read."""
     args = {arg.name.text: _shape(arg.value, targets, same_as) for arg in step.args}
     if before is not None:

@@ -55,9 +55,11 @@ def optimize(checked: CheckResult) -> Optimized:
     reuses = common_calls(checked.plan, checked.resolution, effects)
     removed = {reuse.removed for reuse in reuses}
     notes = [_reused(reuse, paths) for reuse in reuses]
-    notes += [_not_reused(reuse, effects, paths)
-              for reuse in common_calls(checked.plan, checked.resolution, effects, if_declared=True)
-              if reuse.removed not in removed]
+    notes += [
+        _not_reused(reuse, effects, paths)
+        for reuse in common_calls(checked.plan, checked.resolution, effects, if_declared=True)
+        if reuse.removed not in removed
+    ]
     rewritten, origins = checked, list(effects)
     if reuses:
         plan, origins = remove_steps(checked.plan, checked.resolution, {r.removed: r.kept for r in reuses})
@@ -69,13 +71,11 @@ def optimize(checked: CheckResult) -> Optimized:
     origin = dict(zip(new_effects, origins))  # a step of the rewritten plan -> the step of the input it comes from
     planned = schedule(rewritten.plan, rewritten.resolution.targets, new_effects)
     ordered = [origin[step] for step in planned.steps if new_effects[step].ordered()]
-    notes += [_together([origin[step] for step in wave], ordered, paths)
-              for wave in planned.waves() if len(wave) > 1]
+    notes += [_together([origin[step] for step in wave], ordered, paths) for wave in planned.waves() if len(wave) > 1]
     for wave in schedule(rewritten.plan, rewritten.resolution.targets, new_effects, if_declared=True).waves():
         held = [step for step in wave if new_effects[step].ordered()]
         if len(wave) > 1 and held:
-            notes.append(_not_together([origin[step] for step in wave], [origin[step] for step in held],
-                                       effects, paths))
+            notes.append(_not_together([origin[step] for step in wave], [origin[step] for step in held], effects, paths))
     return Optimized(rewritten, planned, tuple(sorted(notes, key=sort_key)))
 
 
@@ -83,56 +83,107 @@ def _effects(checked: CheckResult) -> dict[ast.Step, StepEffects]:
     """Each top-level step of `checked`, in text order, with what it may do."""
     assert checked.context is not None and checked.resolution is not None and checked.plan is not None
     registry = checked.context.registry
-    return {step: step_effects(step, checked.resolution.tools, registry)
-            for pipeline in checked.plan.pipelines for step in pipeline.steps}
+    return {
+        step: step_effects(step, checked.resolution.tools, registry)
+        for pipeline in checked.plan.pipelines
+        for step in pipeline.steps
+    }
 
 
 def _reused(reuse: Reuse, paths: dict) -> Diagnostic:
     step, kept, tool = paths[reuse.removed], paths[reuse.kept], reuse.removed.tool.text
-    between = (f"no step between them (step{_plural(reuse.between)} {_numbers(reuse.between, paths)}) changes anything"
-               if reuse.between else "no step runs between them")
+    between = (
+        f"no step between them (step{_plural(reuse.between)} {_numbers(reuse.between, paths)}) changes anything"
+        if reuse.between
+        else "no step runs between them"
+    )
     return diagnostic(
-        "N600", "reused", reuse.removed.span, step=step, repeated=step, kept=kept,
-        hints=(f"legal: `{tool}` is declared read-only and deterministic, both calls have the same arguments, "
-               f"and {between}",
-               f"what read step {step}'s result (references, and the step it piped into) reads step {kept}'s"))
+        "N600",
+        "reused",
+        reuse.removed.span,
+        step=step,
+        repeated=step,
+        kept=kept,
+        hints=(
+            f"legal: `{tool}` is declared read-only and deterministic, both calls have the same arguments, and {between}",
+            f"what read step {step}'s result (references, and the step it piped into) reads step {kept}'s",
+        ),
+    )
 
 
 def _not_reused(reuse: Reuse, effects: dict, paths: dict) -> Diagnostic:
     step, kept, tool = paths[reuse.removed], paths[reuse.kept], reuse.removed.tool.text
     undeclared = {name: between for between in reuse.between for name in effects[between].undeclared}
-    hints = [f"if `{name}` (step {paths[between]}, between the two calls) changes nothing, declare "
-             f"`effects = {{ read_only = true }}` for it" for name, between in undeclared.items()]
+    hints = [
+        f"if `{name}` (step {paths[between]}, between the two calls) changes nothing, declare "
+        f"`effects = {{ read_only = true }}` for it"
+        for name, between in undeclared.items()
+    ]
     if effects[reuse.removed].undeclared:
-        hints.insert(0, f"if `{tool}` changes nothing and gives the same result for the same arguments, declare "
-                        f"`effects = {{ read_only = true, deterministic = true }}` for it in planc.toml "
-                        f"(or `@planc.tool(read_only=True, deterministic=True)`)")
+        hints.insert(
+            0,
+            f"if `{tool}` changes nothing and gives the same result for the same arguments, declare "
+            f"`effects = {{ read_only = true, deterministic = true }}` for it in planc.toml "
+            f"(or `@planc.tool(read_only=True, deterministic=True)`)",
+        )
         undeclared = {tool: reuse.removed, **undeclared}
     return diagnostic(
-        "N602", "not_reused", reuse.removed.span, step=step, hints=(*hints, f"step {step} would then use step {kept}'s result"),
-        repeated=step, kept=kept, names=_names(list(undeclared)), have="has" if len(undeclared) == 1 else "have")
+        "N602",
+        "not_reused",
+        reuse.removed.span,
+        step=step,
+        hints=(*hints, f"step {step} would then use step {kept}'s result"),
+        repeated=step,
+        kept=kept,
+        names=_names(list(undeclared)),
+        have="has" if len(undeclared) == 1 else "have",
+    )
 
 
 def _together(wave: list[ast.Step], ordered: list[ast.Step], paths: dict) -> Diagnostic:
-    hints = ["none of them reads another's result, by a reference or a pipe, in its arguments or its blocks",
-             "none of them changes anything or may exit: every tool they call is declared read-only"]
+    hints = [
+        "none of them reads another's result, by a reference or a pipe, in its arguments or its blocks",
+        "none of them changes anything or may exit: every tool they call is declared read-only",
+    ]
     if ordered:
-        hints.append(f"the steps that change something or may exit ({_named(ordered, paths)}) keep their place: "
-                     f"each starts after every step before it has finished, and before any step after it")
+        hints.append(
+            f"the steps that change something or may exit ({_named(ordered, paths)}) keep their place: "
+            f"each starts after every step before it has finished, and before any step after it"
+        )
     return diagnostic("N601", "together", wave[0].span, step=paths[wave[0]], hints=hints, steps=_numbers(wave, paths))
 
 
 def _not_together(wave: list[ast.Step], held: list[ast.Step], effects: dict, paths: dict) -> Diagnostic:
     names = _names(list(dict.fromkeys(name for step in held for name in effects[step].undeclared)))
     many = " and " in names
-    hints = (f"if {'they change' if many else 'it changes'} nothing, declare `effects = {{ read_only = true }}` "
-             f"for {names} in planc.toml (or `@planc.tool(read_only=True)`), and these steps run at the same time",)
+    hints = (
+        f"if {'they change' if many else 'it changes'} nothing, declare `effects = {{ read_only = true }}` "
+        f"for {names} in planc.toml (or `@planc.tool(read_only=True)`), and these steps run at the same time",
+    )
     at, step, have = held[0].span, paths[held[0]], "have" if many else "has"
     if len(held) > 1:
-        return diagnostic("N602", "not_together_many", at, step=step, hints=hints, steps=_numbers(wave, paths),
-                          names=names, have=have, held=_numbers(held, paths))
-    return diagnostic("N602", "not_together", at, step=step, hints=hints, steps=_numbers(wave, paths), names=names,
-                      have=have, held=_numbers(held, paths))
+        return diagnostic(
+            "N602",
+            "not_together_many",
+            at,
+            step=step,
+            hints=hints,
+            steps=_numbers(wave, paths),
+            names=names,
+            have=have,
+            held=_numbers(held, paths),
+        )
+    return diagnostic(
+        "N602",
+        "not_together",
+        at,
+        step=step,
+        hints=hints,
+        steps=_numbers(wave, paths),
+        names=names,
+        have=have,
+        held=_numbers(held, paths),
+    )
 
 
 def _numbers(steps: Sequence[ast.Step], paths: dict) -> str:

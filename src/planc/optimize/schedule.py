@@ -40,8 +40,7 @@ class Schedule:
         return waves
 
 
-def schedule(plan: ast.Plan, targets: Mapping, effects: Mapping[ast.Step, StepEffects],
-             if_declared: bool = False) -> Schedule:
+def schedule(plan: ast.Plan, targets: Mapping, effects: Mapping[ast.Step, StepEffects], if_declared: bool = False) -> Schedule:
     """The schedule of `plan`'s top-level steps, given the resolve pass's `targets` and each step's effects.
 
     With `if_declared`, as it would be if every undeclared tool were declared read-only.

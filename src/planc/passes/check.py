@@ -69,11 +69,20 @@ class CheckResult:
         return self.facts.cost
 
 
-def check(source: str, *, extract_plan: bool = False, registry: Registry | None = None,
-          arguments: Mapping[str, Mapping] | None = None, policy: Policy | None = None,
-          principal: str | Mapping | None = None, max_usd: float | None = None, max_calls: int | None = None,
-          max_inferences: int | None = None, approvals: bool = False,
-          written_by: frozenset[str] = frozenset()) -> CheckResult:
+def check(
+    source: str,
+    *,
+    extract_plan: bool = False,
+    registry: Registry | None = None,
+    arguments: Mapping[str, Mapping] | None = None,
+    policy: Policy | None = None,
+    principal: str | Mapping | None = None,
+    max_usd: float | None = None,
+    max_calls: int | None = None,
+    max_inferences: int | None = None,
+    approvals: bool = False,
+    written_by: frozenset[str] = frozenset(),
+) -> CheckResult:
     """Check plan text without running anything.
 
     With `extract_plan`, the plan is first taken out of a model reply; spans
@@ -103,19 +112,41 @@ def check(source: str, *, extract_plan: bool = False, registry: Registry | None 
         entity = principal_from_json(principal)
         policy = with_principals(policy, [entity]) if policy is not None else None
         principal = cast(str, entity["uid"])
-    return _checked(source, extract_plan, registry, arguments, policy, principal,
-                    Budget.of(max_usd, max_calls, max_inferences, registry.budget if registry is not None else None), approvals,
-                    label_set(written_by))
+    return _checked(
+        source,
+        extract_plan,
+        registry,
+        arguments,
+        policy,
+        principal,
+        Budget.of(max_usd, max_calls, max_inferences, registry.budget if registry is not None else None),
+        approvals,
+        label_set(written_by),
+    )
 
 
-def _checked(source: str, extract_plan: bool, registry: Registry | None, arguments: Mapping[str, Mapping] | None,
-             policy: Policy | None,
-             principal: str | None, budget: Budget, approvals: bool = False,
-             written_by: frozenset[str] = frozenset()) -> CheckResult:
+def _checked(
+    source: str,
+    extract_plan: bool,
+    registry: Registry | None,
+    arguments: Mapping[str, Mapping] | None,
+    policy: Policy | None,
+    principal: str | None,
+    budget: Budget,
+    approvals: bool = False,
+    written_by: frozenset[str] = frozenset(),
+) -> CheckResult:
     with gc_paused():
-        context = CheckContext(source=source, registry=registry, arguments=arguments, policy=policy,
-                               principal=principal_of(principal, registry), budget=budget, approvals=approvals,
-                               written_by=written_by)
+        context = CheckContext(
+            source=source,
+            registry=registry,
+            arguments=arguments,
+            policy=policy,
+            principal=principal_of(principal, registry),
+            budget=budget,
+            approvals=approvals,
+            written_by=written_by,
+        )
         return _check(source, extract_plan, context)
 
 
@@ -157,16 +188,18 @@ def _called_plans(plan: Plan, registry: Registry | None) -> dict[str, CheckResul
     if registry is None or not registry.plans:
         return {}
     called = registry.plans.called_by(plan.pipelines)
-    return {name: registry.plans.checked(name, lambda file: _check_declared(file, registry))
-            for name in registry.plans.reachable(called) if registry.plans.cycle_from(name) is None}
+    return {
+        name: registry.plans.checked(name, lambda file: _check_declared(file, registry))
+        for name in registry.plans.reachable(called)
+        if registry.plans.cycle_from(name) is None
+    }
 
 
 def _check_declared(file: PlanFile, registry: Registry) -> CheckResult:
     if file.text is None:  # unreadable: no plan, and nothing known of it
         return CheckResult("", None, ())
     # Without a policy: its calls are judged as its caller's, for the caller's principal and in its loops.
-    return _checked(file.text, False, registry, file.declaration.params, None, None, Budget.of(None, None, None,
-                                                                                              registry.budget))
+    return _checked(file.text, False, registry, file.declaration.params, None, None, Budget.of(None, None, None, registry.budget))
 
 
 def recheck(checked: CheckResult, source: str) -> CheckResult:

@@ -35,13 +35,12 @@ def apply_ignores(diagnostics: Iterable[Diagnostic], comments: Iterable[Token], 
         if match is None:
             continue
         start = lines.position(comment.start)
-        alone = not lines.source[comment.start - start.column + 1:comment.start].strip()
+        alone = not lines.source[comment.start - start.column + 1 : comment.start].strip()
         line = start.line + 1 if alone else start.line
         codes = None if match.group(1) is None else {code.strip() for code in match.group(1).split(",") if code.strip()}
         for code in sorted(code for code in codes or () if code.startswith("E")):
             at = comment.start + comment.text.index(code)
-            found.append(diagnostic("W504", "error_code", Span(lines.position(at), lines.position(at + len(code))),
-                                    name=code))
+            found.append(diagnostic("W504", "error_code", Span(lines.position(at), lines.position(at + len(code))), name=code))
         earlier = silenced.get(line, set())
         silenced[line] = None if codes is None or earlier is None else earlier | codes
     for each in diagnostics:

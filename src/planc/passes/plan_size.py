@@ -32,9 +32,14 @@ def oversized(source: str, registry: Registry | None) -> Diagnostic | None:
         fits -= 1
     past = len(encoded[:fits].decode("utf-8", "surrogatepass"))
     enough = -(-len(encoded) // MIB) * MIB  # the size rounded up to whole MiB
-    return diagnostic("E106", "too_large", Span(past, len(source), Lines(source)),
-                      hints=[f"to check this plan, write `plan_bytes = {enough}` under `[limits]` in planc.toml"],
-                      size=_size(len(encoded)), limit=_size(limit))
+    return diagnostic(
+        "E106",
+        "too_large",
+        Span(past, len(source), Lines(source)),
+        hints=[f"to check this plan, write `plan_bytes = {enough}` under `[limits]` in planc.toml"],
+        size=_size(len(encoded)),
+        limit=_size(limit),
+    )
 
 
 def _size(count: int) -> str:

@@ -31,10 +31,12 @@ def render_dot(graph: Graph) -> str:
       "s1" -> "s3" [style=dashed, label="question"];
     }
     """
-    lines = ["digraph plan {",
-             f"  graph [label={quote(graph.title)}, labelloc=t, fontname={quote(FONT)}];",
-             f"  node [fontname={quote(FONT)}, shape=box, style=rounded];",
-             f"  edge [fontname={quote(FONT)}, fontsize=10];"]
+    lines = [
+        "digraph plan {",
+        f"  graph [label={quote(graph.title)}, labelloc=t, fontname={quote(FONT)}];",
+        f"  node [fontname={quote(FONT)}, shape=box, style=rounded];",
+        f"  edge [fontname={quote(FONT)}, fontsize=10];",
+    ]
     if graph.reads_args:
         lines.append(f'  {quote(ARGS_NODE)} [label="$args", shape=parallelogram];')
     for member in graph.members:
@@ -53,8 +55,10 @@ def _member(member: Node | Cluster, indent: str) -> list[str]:
     if isinstance(member, Node):
         return [f"{indent}{quote(member.id)} [{_node_attributes(member)}];"]
     # Graphviz draws a subgraph as a box only when its name starts with `cluster`.
-    lines = [f"{indent}subgraph {quote('cluster_' + member.id)} {{",
-             f"{indent}  label={quote(member.title)}; style=rounded; color=\"#6c757d\";"]
+    lines = [
+        f"{indent}subgraph {quote('cluster_' + member.id)} {{",
+        f'{indent}  label={quote(member.title)}; style=rounded; color="#6c757d";',
+    ]
     for inner in member.members:
         lines.extend(_member(inner, indent + "  "))
     lines.append(f"{indent}}}")
@@ -64,8 +68,11 @@ def _member(member: Node | Cluster, indent: str) -> list[str]:
 def _node_attributes(node: Node) -> str:
     text = node.title + (f"\n{', '.join(node.effects)}" if node.effects else "")
     effectful, destructive = "effectful" in node.effects, "destructive" in node.effects
-    styles = ([] if effectful else ["rounded"]) + (["filled"] if effectful or destructive else []) + (
-        ["dashed"] if "open-world" in node.effects else [])
+    styles = (
+        ([] if effectful else ["rounded"])
+        + (["filled"] if effectful or destructive else [])
+        + (["dashed"] if "open-world" in node.effects else [])
+    )
     attributes = [f"label={quote(text)}"] + (["shape=hexagon"] if effectful else [])
     attributes.append(f"style={quote(','.join(styles))}")
     if destructive:

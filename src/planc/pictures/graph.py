@@ -89,8 +89,10 @@ class _Builder:
     def graph(self, title: str) -> Graph:
         members = self.level(self.plan.pipelines)
         self.reference_edges()
-        edges = tuple(Edge(source, target, kind, tuple(dict.fromkeys(arguments)))
-                      for (source, target, kind), arguments in self.edges.items())
+        edges = tuple(
+            Edge(source, target, kind, tuple(dict.fromkeys(arguments)))
+            for (source, target, kind), arguments in self.edges.items()
+        )
         return Graph(title, members, edges, any(edge.source == ARGS_NODE for edge in edges))
 
     def level(self, pipelines: Iterable[ast.Pipeline]) -> tuple:
@@ -105,8 +107,9 @@ class _Builder:
 
     def member(self, step: ast.Step) -> Node | Cluster:
         path = self.resolution.paths[step]
-        node = Node(f"s{len(self.ids) + 1}", path, step.tool.text, step.label.text if step.label else None,
-                    self.effects.get(path, ()))
+        node = Node(
+            f"s{len(self.ids) + 1}", path, step.tool.text, step.label.text if step.label else None, self.effects.get(path, ())
+        )
         self.ids[step] = node.id
         blocks = list(step_blocks(step))
         if not blocks:

@@ -15,9 +15,11 @@ from __future__ import annotations
 from planc.pictures.graph import ARGS_NODE, PIPE, Cluster, Graph, Node
 
 # Fill and stroke as in the DOT picture; a class later in this list wins where two set the same property.
-CLASSES = (("effectful", "fill:#fff3cd,stroke:#8a6d3b"),
-           ("destructive", "fill:#f8d7da,stroke:#b02a37,stroke-width:2px"),
-           ("openworld", "stroke-dasharray:5 3"))
+CLASSES = (
+    ("effectful", "fill:#fff3cd,stroke:#8a6d3b"),
+    ("destructive", "fill:#f8d7da,stroke:#b02a37,stroke-width:2px"),
+    ("openworld", "stroke-dasharray:5 3"),
+)
 PLAIN = frozenset(" _-./=,:")  # punctuation that means nothing inside a quoted Mermaid text
 
 
@@ -44,7 +46,7 @@ def render_mermaid(graph: Graph) -> str:
     """
     lines = ["flowchart TB", f"    %% {text(graph.title)}"]
     if graph.reads_args:
-        lines.append(f'    {ARGS_NODE}[/{quote("$args")}/]')
+        lines.append(f"    {ARGS_NODE}[/{quote('$args')}/]")
     nodes: list[Node] = []
     for member in graph.members:
         lines.extend(_member(member, "    ", nodes))

@@ -61,38 +61,60 @@ def render_run_page(run: dict) -> str:
     timeline = rows(run)
     inferences = [row for row in timeline if row.is_inference]
     title = f"planc run {run['id']}: {run['status']}"
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>{escape(title)}</title>", f"<style>{STYLE}</style>", "</head>", "<body>",
-             _header(run, end - start, len(inferences)),
-             _section("arguments", "Arguments", _value(run["arguments"])),
-             _section("timeline", "Timeline", _timeline(timeline, start, end)),
-             _section("inferences", f"Model inferences ({len(inferences)})",
-                      "".join(_inference(row) for row in inferences) or "<p>None.</p>"),
-             _section("plan", "Plan", _plan(run["plan"])),
-             _section("output", "Output", _value(run["output"]) if run["status"] in ("ok", "error")
-                      else f"<p>None: the run is {escape(run['status'])}.</p>"),
-             "</body>", "</html>"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(title)}</title>",
+        f"<style>{STYLE}</style>",
+        "</head>",
+        "<body>",
+        _header(run, end - start, len(inferences)),
+        _section("arguments", "Arguments", _value(run["arguments"])),
+        _section("timeline", "Timeline", _timeline(timeline, start, end)),
+        _section(
+            "inferences",
+            f"Model inferences ({len(inferences)})",
+            "".join(_inference(row) for row in inferences) or "<p>None.</p>",
+        ),
+        _section("plan", "Plan", _plan(run["plan"])),
+        _section(
+            "output",
+            "Output",
+            _value(run["output"]) if run["status"] in ("ok", "error") else f"<p>None: the run is {escape(run['status'])}.</p>",
+        ),
+        "</body>",
+        "</html>",
+    ]
     return "\n".join(parts) + "\n"
 
 
 def _header(run: dict, took: float, inferences: int) -> str:
     options = run["options"]
-    facts = [("started", _when(run["started_at"])), ("finished", _when(run["finished_at"])), ("took", _duration(took)),
-             ("calls", f"{len(run['calls'])}, of which {inferences} model inference{'s' * (inferences != 1)}"),
-             ("spent", dollars(run["spent_usd"]) if run.get("spent_usd") else None),
-             ("principal", options.get("principal")), ("planc.toml", options.get("config")),
-             ("policy", options.get("policy")), ("task", (options.get("planned") or {}).get("task")),
-             ("finish", options.get("finish") if options.get("finish") not in (None, "output") else None),
-             ("query", options.get("query"))]
-    listed = "".join(f"<dt>{escape(name)}</dt><dd>{escape(str(value))}</dd>" for name, value in facts
-                     if value is not None)
-    message = (f'<p class="message" id="run-message">{escape(run["message"])}</p>' if run["message"] else "")
+    facts = [
+        ("started", _when(run["started_at"])),
+        ("finished", _when(run["finished_at"])),
+        ("took", _duration(took)),
+        ("calls", f"{len(run['calls'])}, of which {inferences} model inference{'s' * (inferences != 1)}"),
+        ("spent", dollars(run["spent_usd"]) if run.get("spent_usd") else None),
+        ("principal", options.get("principal")),
+        ("planc.toml", options.get("config")),
+        ("policy", options.get("policy")),
+        ("task", (options.get("planned") or {}).get("task")),
+        ("finish", options.get("finish") if options.get("finish") not in (None, "output") else None),
+        ("query", options.get("query")),
+    ]
+    listed = "".join(f"<dt>{escape(name)}</dt><dd>{escape(str(value))}</dd>" for name, value in facts if value is not None)
+    message = f'<p class="message" id="run-message">{escape(run["message"])}</p>' if run["message"] else ""
     status = escape(run["status"])
-    return (f'<header><h1>Run <code id="run-id">{escape(run["id"])}</code> '
-            f'<span class="status {status}" id="run-status">{status}</span></h1>'
-            f'<dl class="facts">{listed}</dl>{message}</header>')
+    return (
+        f'<header><h1>Run <code id="run-id">{escape(run["id"])}</code> '
+        f'<span class="status {status}" id="run-status">{status}</span></h1>'
+        f'<dl class="facts">{listed}</dl>{message}</header>'
+    )
 
 
 def _section(anchor: str, heading: str, body: str) -> str:
@@ -103,8 +125,10 @@ def _timeline(found: list[Row], start: float, end: float) -> str:
     if not found:
         return "<p>No step started and no call was made.</p>"
     total = max(end - start, 1e-9)
-    scale = (f'<div class="scale"><span>step or call</span><span class="took">took</span>'
-             f'<span class="ends"><span>0</span><span>{escape(_duration(end - start))}</span></span></div>')
+    scale = (
+        f'<div class="scale"><span>step or call</span><span class="took">took</span>'
+        f'<span class="ends"><span>0</span><span>{escape(_duration(end - start))}</span></span></div>'
+    )
     return scale + "".join(_row(row, start, end, total) for row in found)
 
 
@@ -119,13 +143,17 @@ def _row(row: Row, start: float, end: float, total: float) -> str:
     width = ((row.finished if row.finished is not None else end) - row.started) / total * 100
     took = _duration(row.took) if row.took is not None else "did not finish"
     opened = " open" if "failed" in classes else ""  # what went wrong shows without a click
-    name = (f'<span class="name" style="padding-left:{row.depth * 1.2:.1f}rem"><span class="path">'
-            f'{escape(row.path)}</span> <span class="tool">{escape(row.tool)}</span></span>')
+    name = (
+        f'<span class="name" style="padding-left:{row.depth * 1.2:.1f}rem"><span class="path">'
+        f'{escape(row.path)}</span> <span class="tool">{escape(row.tool)}</span></span>'
+    )
     bar = f'<span class="track"><span class="bar" style="left:{left:.2f}%;width:{width:.2f}%"></span></span>'
-    return (f'<details class="{" ".join(classes)}"{opened} data-step="{escape(row.path)}" '
-            f'data-tool="{escape(row.tool)}" data-outcome="{escape(ended)}">'
-            f'<summary>{name}<span class="took">{escape(took)}</span>{bar}</summary>'
-            f'<div class="body">{_row_body(row, ended)}</div></details>')
+    return (
+        f'<details class="{" ".join(classes)}"{opened} data-step="{escape(row.path)}" '
+        f'data-tool="{escape(row.tool)}" data-outcome="{escape(ended)}">'
+        f'<summary>{name}<span class="took">{escape(took)}</span>{bar}</summary>'
+        f'<div class="body">{_row_body(row, ended)}</div></details>'
+    )
 
 
 def _row_body(row: Row, ended: str) -> str:
@@ -157,8 +185,11 @@ def _labels(labels: dict | None) -> str:
     it ran, and whether a person let it through."""
     if not labels:
         return ""
-    items = [f"<li><code>{escape(name)}</code>: {escape(', '.join(found))}</li>"
-             for name, found in labels.get("sources", {}).items() if found]
+    items = [
+        f"<li><code>{escape(name)}</code>: {escape(', '.join(found))}</li>"
+        for name, found in labels.get("sources", {}).items()
+        if found
+    ]
     if labels.get("control"):
         items.append(f"<li>whether it ran: {escape(', '.join(labels['control']))}</li>")
     if "flagged" in labels:
@@ -172,9 +203,12 @@ def _inference(row: Row) -> str:
     call = row.call
     assert call is not None  # an inference is recorded as a call
     asked = call["input"] if isinstance(call["input"], dict) else {}
-    turns = "".join(f'<div class="message-turn"><span class="role">{escape(str(message.get("role", "?")))}</span>'
-                    f'<pre>{_text(_content(message))}</pre></div>'
-                    for message in asked.get("messages", ()) if isinstance(message, dict))
+    turns = "".join(
+        f'<div class="message-turn"><span class="role">{escape(str(message.get("role", "?")))}</span>'
+        f"<pre>{_text(_content(message))}</pre></div>"
+        for message in asked.get("messages", ())
+        if isinstance(message, dict)
+    )
     offered = asked.get("tools") or []
     tools = f"<p>tools offered: {escape(', '.join(map(str, offered)))}</p>" if offered else ""
     if call["error"] is not None:
@@ -183,8 +217,10 @@ def _inference(row: Row) -> str:
         answer = "<p>No reply was recorded: the run stopped during the inference.</p>"
     else:
         answer = "<h3>reply</h3>" + _reply(call["output"])
-    return (f'<article class="inference" id="inference-{call["sequence"]}"><h3>step {escape(row.path)}, '
-            f'{escape(call["tool"])}</h3>{turns}{tools}{answer}</article>')
+    return (
+        f'<article class="inference" id="inference-{call["sequence"]}"><h3>step {escape(row.path)}, '
+        f"{escape(call['tool'])}</h3>{turns}{tools}{answer}</article>"
+    )
 
 
 def _content(message: dict) -> str:
@@ -200,8 +236,11 @@ def _reply(reply: object) -> str:
         return _value(reply)
     calls = reply.get("tool_calls") or []
     text = f'<pre class="reply">{_text(reply.get("content") or "")}</pre>' if reply.get("content") else ""
-    asked = "".join(f"<p>calls <code>{escape(str(call.get('name')))}</code></p>{_value(call.get('arguments'))}"
-                    for call in calls if isinstance(call, dict))
+    asked = "".join(
+        f"<p>calls <code>{escape(str(call.get('name')))}</code></p>{_value(call.get('arguments'))}"
+        for call in calls
+        if isinstance(call, dict)
+    )
     return (text + asked) or _value(reply)
 
 

@@ -71,8 +71,7 @@ def rows(run: dict) -> list[Row]:
     started: dict[str, dict] = {}
     for event in run["events"]:
         if event["event"] == "step_started":
-            started[event["step"]] = {"tool": event["tool"], "at": event["at"], "finished": None, "result": None,
-                                      "error": None}
+            started[event["step"]] = {"tool": event["tool"], "at": event["at"], "finished": None, "result": None, "error": None}
         elif event["event"] == "step_finished" and event["step"] in started:
             started[event["step"]].update(finished=event["at"], result=event.get("result"))
         elif event["event"] == "step_failed" and event["step"] in started:

@@ -44,8 +44,12 @@ PATH = "plan"  # the step path the planning inferences are recorded at
 GRAMMAR_FORMATS = ("lark", "gbnf")
 REPAIR_OPENING = "Your plan has "  # how every repair message begins (diagnostics.render_repair)
 # Reading the run store's learned shapes at a round, recorded like a call so that a replay reads the same.
-READ_SHAPES = Tool("planc:learned_shapes", provider="control", labels=(),
-                   effects=Effects(read_only=True, idempotent=True, destructive=False, open_world=False))
+READ_SHAPES = Tool(
+    "planc:learned_shapes",
+    provider="control",
+    labels=(),
+    effects=Effects(read_only=True, idempotent=True, destructive=False, open_world=False),
+)
 
 
 @attrs.frozen
@@ -84,10 +88,19 @@ class Planned:
         return format_source(parse(extract(self.checked.source).strip("\n") + "\n"))
 
 
-async def plan_async(task: str, *, registry: Registry | None, policy: Policy | None = None,
-                     principal: str | None = None, budget: Budget = Budget(), role: str = ROLE,
-                     rounds: int = ROUNDS, grammar: str | None = None, recorder: Recorder | None = None,
-                     shapes: Callable[[], Mapping[str, LearnedShape]] | None = None) -> Planned:
+async def plan_async(
+    task: str,
+    *,
+    registry: Registry | None,
+    policy: Policy | None = None,
+    principal: str | None = None,
+    budget: Budget = Budget(),
+    role: str = ROLE,
+    rounds: int = ROUNDS,
+    grammar: str | None = None,
+    recorder: Recorder | None = None,
+    shapes: Callable[[], Mapping[str, LearnedShape]] | None = None,
+) -> Planned:
     """Ask the `role` model for a plan that does `task`, repairing it in the same conversation up to
     `rounds` times in all. `grammar` ("lark" or "gbnf") sends the plan language's grammar, specialised to
     the registry, with each request, for an endpoint that constrains its output to it. `shapes` gives the
@@ -102,8 +115,7 @@ async def plan_async(task: str, *, registry: Registry | None, policy: Policy | N
     from planc.backend.models.client import role_config
 
     messages: list[dict] = [{"role": "system", "content": ""}, {"role": "user", "content": task}]
-    model = StepModel(lambda: ModelClient.for_role(registry, role), role, PATH, recorder,
-                      config=role_config(registry, role))
+    model = StepModel(lambda: ModelClient.for_role(registry, role), role, PATH, recorder, config=role_config(registry, role))
     # The tools the policy always forbids are left out of the grammar as they are out of the prompt.
     refused = forbidden(list(registry.tools.values()), policy, principal)
     extra = grammar_request(registry.without(refused), grammar) if grammar is not None else None
@@ -111,15 +123,24 @@ async def plan_async(task: str, *, registry: Registry | None, policy: Policy | N
     try:
         for number in range(1, rounds + 1):
             learned = await learned_registry(registry, shapes, recorder, number)
-            messages[0] = {"role": "system", "content": system_prompt(learned, fenced=grammar is None, policy=policy,
-                                                                       principal=principal, task=task)}
+            messages[0] = {
+                "role": "system",
+                "content": system_prompt(learned, fenced=grammar is None, policy=policy, principal=principal, task=task),
+            }
             reply = await model.chat(messages, extra=extra)
             text = reply.content or ""
             if grammar is not None:
                 text = complete_pipelines(text)
-            checked = check("" if echoes(text, messages[-1]["content"]) else text, extract_plan=True,
-                            registry=learned, policy=policy, principal=principal,
-                            max_usd=budget.usd, max_calls=budget.calls, max_inferences=budget.inferences)
+            checked = check(
+                "" if echoes(text, messages[-1]["content"]) else text,
+                extract_plan=True,
+                registry=learned,
+                policy=policy,
+                principal=principal,
+                max_usd=budget.usd,
+                max_calls=budget.calls,
+                max_inferences=budget.inferences,
+            )
             if checked.ok or number == rounds:
                 done.append(Round(text, checked))
                 break
@@ -131,8 +152,9 @@ async def plan_async(task: str, *, registry: Registry | None, policy: Policy | N
     return Planned(task, tuple(done))
 
 
-async def learned_registry(registry: Registry, shapes: Callable[[], Mapping[str, LearnedShape]] | None,
-                           recorder: Recorder | None, number: int) -> Registry:
+async def learned_registry(
+    registry: Registry, shapes: Callable[[], Mapping[str, LearnedShape]] | None, recorder: Recorder | None, number: int
+) -> Registry:
     """`registry` with the shapes `shapes()` gives now, read for round `number` (and recorded, or answered by
     the record); as it is when no tool learns a shape or there is nothing to read them from."""
     if shapes is None or not any(tool.learns for tool in registry.tools.values()):
@@ -142,10 +164,11 @@ async def learned_registry(registry: Registry, shapes: Callable[[], Mapping[str,
     if isinstance(replayed, Skip):  # a read is never approved (Proceed): it is no tool call
         read = cast(dict, replayed.result)  # recorded as `now` gives it
     else:
+
         async def now() -> dict:
             return {name: {"schema": dict(shape.schema), "calls": shape.calls} for name, shape in shapes().items()}
-        read = await recorded_call(recorder, call, now, what="the learned shapes", explain=lambda error: error,
-                                   limit_bytes=None)
+
+        read = await recorded_call(recorder, call, now, what="the learned shapes", explain=lambda error: error, limit_bytes=None)
     return registry.learning({name: LearnedShape(name, kept["schema"], kept["calls"]) for name, kept in read.items()})
 
 

@@ -61,12 +61,37 @@ BARE_ANSWER = "Answer with the plan alone: its steps, one per line, and nothing 
 FOUND = '"{$found.length} found"'  # a template reading the example's first step
 TOKEN_CHARS = 4  # about this many characters to a token, for English text and code
 STEM = 4  # words that begin with the same four letters are taken for one word (`incident`, `incidents`)
-COMMON_WORDS = {"about", "after", "each", "from", "have", "into", "that", "their", "them", "then", "there", "these",
-                "they", "this", "those", "what", "when", "which", "with"}
+COMMON_WORDS = {
+    "about",
+    "after",
+    "each",
+    "from",
+    "have",
+    "into",
+    "that",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "what",
+    "when",
+    "which",
+    "with",
+}
 
 
-def system_prompt(registry: Registry | None = None, *, fenced: bool = True, policy: Policy | None = None,
-                  principal: str | None = None, task: str | None = None) -> str:
+def system_prompt(
+    registry: Registry | None = None,
+    *,
+    fenced: bool = True,
+    policy: Policy | None = None,
+    principal: str | None = None,
+    task: str | None = None,
+) -> str:
     """The system prompt for `registry` (only the control steps without one). `fenced=False` asks for
     the bare plan, as a grammar-constrained decoder produces it. A tool `policy` forbids `principal` to
     call whatever its arguments is left out (`forbidden` says which): naming it would only put it in
@@ -133,17 +158,17 @@ def learned_words(shape: LearnedShape) -> str:
     """
     schema, calls = shape.schema, shape.calls
     low, high = schema.get("minItems"), schema.get("maxItems")
-    items = "" if low is None else f", of {low} item{'s' if high != 1 else ''}" if low == high \
-        else f", of {low} to {high} items"
-    return (f"Not declared; its results so far ({calls} call{'s' if calls != 1 else ''}) were: "
-            f"{type_text(schema)}{items}.")
+    items = "" if low is None else f", of {low} item{'s' if high != 1 else ''}" if low == high else f", of {low} to {high} items"
+    return f"Not declared; its results so far ({calls} call{'s' if calls != 1 else ''}) were: {type_text(schema)}{items}."
 
 
 def _pure_families() -> list[str]:
     """The pure steps, one line per family: their signatures without their descriptions (their names say)."""
-    return [f"- {family}: " + "; ".join(signature(pure.tool).replace(" (piped)", "")
-                                         for pure in PURE_STEPS.values() if pure.family == family)
-            for family in FAMILIES]
+    return [
+        f"- {family}: "
+        + "; ".join(signature(pure.tool).replace(" (piped)", "") for pure in PURE_STEPS.values() if pure.family == family)
+        for family in FAMILIES
+    ]
 
 
 def quoted_description(text: str) -> str:
@@ -178,18 +203,23 @@ def forbidden(tools: list[Tool], policy: Policy | None, principal: str | None) -
 
     asks = [Ask(tool, {}, "1", False, dynamic=sorted(tool.params)) for tool in tools]
     decisions = decide_all(policy, principal or DEFAULT_PRINCIPAL, asks) if asks else []
-    return {ask.tool.name: next((rule.reason for rule in decision.policies if rule.reason), "the policy denies it")
-            for ask, decision in zip(asks, decisions) if not decision.allowed}
+    return {
+        ask.tool.name: next((rule.reason for rule in decision.policies if rule.reason), "the policy denies it")
+        for ask, decision in zip(asks, decisions)
+        if not decision.allowed
+    }
 
 
-def examples(registry: Registry | None, leave_out: AbstractSet[str] = frozenset(), task: str | None = None,
-             ) -> list[str]:
+def examples(
+    registry: Registry | None,
+    leave_out: AbstractSet[str] = frozenset(),
+    task: str | None = None,
+) -> list[str]:
     """A few short plans that call `registry`'s own tools (but those in `leave_out`), each checked clean;
     with a `task`, made of the tools nearest it first (`nearness`)."""
     from planc.passes.check import check
 
-    tools = [registry.tools[name] for name in sorted(registry.tools) if name not in leave_out] \
-        if registry is not None else []
+    tools = [registry.tools[name] for name in sorted(registry.tools) if name not in leave_out] if registry is not None else []
     if task is not None:
         tools.sort(key=lambda tool: -nearness(tool, task))
     found: dict[str, str] = {}  # one example of each kind
@@ -219,16 +249,22 @@ def _words(text: str) -> list[str]:
 
 def _candidates(tools: list[Tool]) -> Iterator[tuple[str, str]]:
     """Example plans, most telling first; the caller keeps those that check clean."""
-    plain = sorted((tool for tool in tools if tool.kind != "plan"),
-                   key=lambda tool: not tool.effects.read_only)  # readers first: the gentlest examples
+    plain = sorted(
+        (tool for tool in tools if tool.kind != "plan"), key=lambda tool: not tool.effects.read_only
+    )  # readers first: the gentlest examples
     listing = [tool for tool in plain if tool.effects.read_only and (tool.returns or {}).get("type") == "array"]
     for lister in listing:
-        fields = (((lister.returns or {}).get("items") or {}).get("properties") or {})  # one: listing has it
+        fields = ((lister.returns or {}).get("items") or {}).get("properties") or {}  # one: listing has it
         for tool in plain:  # a tool that takes a field of each item: look each one up
             linked = next((name for name in tool.required if name in fields and tool is not lister), None)
             if linked is not None:
-                yield "each", (f"{example_call(lister)}\n"
-                               f"  |> map(concurrency: 4, do: {{ {example_call(tool, {linked: f'item.{linked}'})} }})\n")
+                yield (
+                    "each",
+                    (
+                        f"{example_call(lister)}\n"
+                        f"  |> map(concurrency: 4, do: {{ {example_call(tool, {linked: f'item.{linked}'})} }})\n"
+                    ),
+                )
         for tool in plain:  # a tool that takes the whole list from a pipe
             if tool.pipe is not None and tool is not lister and (tool.params[tool.pipe].get("type") == "array"):
                 yield "pipe", f"{example_call(lister)}\n  |> {example_call(tool, {tool.pipe: None})}\n"
@@ -236,13 +272,18 @@ def _candidates(tools: list[Tool]) -> Iterator[tuple[str, str]]:
             text = _message_param(tool)
             if text is not None and not tool.effects.read_only:
                 told = example_call(tool, {text: FOUND})
-                yield "decide", (f"found = {example_call(lister)}\n"
-                                 f"decide(when: $found.length > 0, then: {{\n  {told}\n}})\n")
+                yield "decide", (f"found = {example_call(lister)}\ndecide(when: $found.length > 0, then: {{\n  {told}\n}})\n")
     for tool in plain:
         yield "call", f"{example_call(tool)}\n"
 
 
 def _message_param(tool: Tool) -> str | None:
     """The required parameter of `tool` that takes a message's text, if it has one."""
-    return next((name for name in tool.required if name in ("text", "message", "body", "content")
-                 and tool.params[name].get("type") == "string"), None)
+    return next(
+        (
+            name
+            for name in tool.required
+            if name in ("text", "message", "body", "content") and tool.params[name].get("type") == "string"
+        ),
+        None,
+    )

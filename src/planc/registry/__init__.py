@@ -9,11 +9,16 @@ The names below load their modules when first used, so a check with no planc.tom
 
 from importlib import import_module
 
-_WHERE = {"ConfigError": "planc.registry.settings.errors", "find_config": "planc.registry.loading.config",
-          "load_registry": "planc.registry.loading.config",
-          "registry_from_text": "planc.registry.loading.config",
-          "Registry": "planc.registry.loading.registry", "Cost": "planc.registry.tools.tool",
-          "Effects": "planc.registry.tools.tool", "Tool": "planc.registry.tools.tool"}
+_WHERE = {
+    "ConfigError": "planc.registry.settings.errors",
+    "find_config": "planc.registry.loading.config",
+    "load_registry": "planc.registry.loading.config",
+    "registry_from_text": "planc.registry.loading.config",
+    "Registry": "planc.registry.loading.registry",
+    "Cost": "planc.registry.tools.tool",
+    "Effects": "planc.registry.tools.tool",
+    "Tool": "planc.registry.tools.tool",
+}
 
 __all__ = sorted(_WHERE)
 

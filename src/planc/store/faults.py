@@ -29,9 +29,11 @@ def refuse_newer(found: int, current: int, where: object) -> None:
     """A RunStoreError when the store at `where` has schema version `found`, above this planc's `current`:
     this planc can neither read nor migrate it, and must not write to it."""
     if found > current:
-        raise RunStoreError(f"{where}: a newer planc wrote this run store (its schema is version {found}; this "
-                            f"planc reads up to version {current}): it is left untouched; use that planc, "
-                            "or another --store")
+        raise RunStoreError(
+            f"{where}: a newer planc wrote this run store (its schema is version {found}; this "
+            f"planc reads up to version {current}): it is left untouched; use that planc, "
+            "or another --store"
+        )
 
 
 def store_failure(path: Path, doing: str, error: Exception) -> RunStoreError:

@@ -79,7 +79,7 @@ class Values:
         if column is None:
             return None
         if column.startswith(REFERENCE):
-            return self.large(column[len(REFERENCE):])
+            return self.large(column[len(REFERENCE) :])
         return read_record(column)
 
     def event(self, column: str, refs: str | None) -> dict:

@@ -60,5 +60,5 @@ def _stat(pid: int) -> tuple[str, str] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()  # after the command, which may hold spaces: from field 3
+    fields = text[text.rindex(")") + 2 :].split()  # after the command, which may hold spaces: from field 3
     return fields[0], fields[19]

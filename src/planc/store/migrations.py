@@ -53,57 +53,77 @@ def _builtin_names(stored: dict, registry: Registry | None) -> tuple[dict, str]:
     parsed = parse(stored["source"])
     if parsed.plan is None:
         raise MigrationRefused("stored plan's text does not parse: compile the plan again")
-    calls = {name: [path for step, path in walk_steps(parsed.plan.pipelines) if step.tool.text == name]
-             for name in clashes}
+    calls = {name: [path for step, path in walk_steps(parsed.plan.pipelines) if step.tool.text == name] for name in clashes}
     if registry is None:
-        raise MigrationRefused(f"{_calling(clashes[0], calls)}: which tool it became is in a planc.toml: "
-                               "run `planc migrate` where the plan's planc.toml is, or with --config")
+        raise MigrationRefused(
+            f"{_calling(clashes[0], calls)}: which tool it became is in a planc.toml: "
+            "run `planc migrate` where the plan's planc.toml is, or with --config"
+        )
     renames = {name: _renamed(name, tools[name], registry, calls) for name in clashes}
     for name, hashed in tools.items():
         tool = registry.lookup(renames.get(name, name))
         if name not in renames and (tool is None or tool_hash(tool) != hashed):
-            raise MigrationRefused(f"the tool `{name}` changed or was removed since the plan was compiled, so its "
-                                   "calls cannot be renamed safely: compile the plan again from its text")
+            raise MigrationRefused(
+                f"the tool `{name}` changed or was removed since the plan was compiled, so its "
+                "calls cannot be renamed safely: compile the plan again from its text"
+            )
     source = _renamed_calls(stored["source"], parsed.plan, renames)
     renamed = {renames.get(name, name): registry.lookup(renames.get(name, name)) for name in tools}
-    done = "; ".join(f"`{old}` is a built-in step now: its calls (step{'s' if len(calls[old]) > 1 else ''} "
-                     f"{', '.join(calls[old])}) call `{new}`" for old, new in renames.items())
-    return {**stored, **_texts(source), "builtins": sorted(CONTROL_STEPS),
-            "registry": {"fingerprint": fingerprint(renamed),
-                         "tools": {name: tool_hash(tool) for name, tool in sorted(renamed.items())
-                                   if tool is not None}}}, done  # each is: it was looked up above
+    done = "; ".join(
+        f"`{old}` is a built-in step now: its calls (step{'s' if len(calls[old]) > 1 else ''} "
+        f"{', '.join(calls[old])}) call `{new}`"
+        for old, new in renames.items()
+    )
+    return {
+        **stored,
+        **_texts(source),
+        "builtins": sorted(CONTROL_STEPS),
+        "registry": {
+            "fingerprint": fingerprint(renamed),
+            "tools": {name: tool_hash(tool) for name, tool in sorted(renamed.items()) if tool is not None},
+        },
+    }, done  # each is: it was looked up above
 
 
 def _calling(name: str, calls: dict) -> str:
     where = calls[name]
     steps = f"step{'s' if len(where) > 1 else ''} {', '.join(where)}" if where else "the plan"
-    return f"{steps} call{'s' if len(where) == 1 else ''} `{name}`, a tool when the plan was compiled and a " \
-           "built-in step now"
+    return f"{steps} call{'s' if len(where) == 1 else ''} `{name}`, a tool when the plan was compiled and a built-in step now"
 
 
 def _renamed(name: str, hashed: str, registry: Registry, calls: dict) -> str:
     """The registry's tool whose declaration is the one `name` had, under its new name; MigrationRefused
     when none or several have it."""
-    same = sorted(tool.name for tool in registry.tools.values()
-                  if tool.name not in CONTROL_STEPS and tool_hash(attrs.evolve(tool, name=name)) == hashed)
+    same = sorted(
+        tool.name
+        for tool in registry.tools.values()
+        if tool.name not in CONTROL_STEPS and tool_hash(attrs.evolve(tool, name=name)) == hashed
+    )
     if len(same) == 1:
         return same[0]
     if not same:
-        raise MigrationRefused(f"{_calling(name, calls)}, and no tool of {registry.source} has the declaration "
-                               f"`{name}` had: rename the tool in planc.toml (keeping its declaration) and migrate "
-                               "again, or change the calls in the plan's text and compile it again")
-    raise MigrationRefused(f"{_calling(name, calls)}, and the tools {', '.join(f'`{n}`' for n in same)} of "
-                           f"{registry.source} all have the declaration `{name}` had, so which one the plan means "
-                           "is ambiguous: split them (change or remove all but one), or change the calls in the "
-                           "plan's text and compile it again")
+        raise MigrationRefused(
+            f"{_calling(name, calls)}, and no tool of {registry.source} has the declaration "
+            f"`{name}` had: rename the tool in planc.toml (keeping its declaration) and migrate "
+            "again, or change the calls in the plan's text and compile it again"
+        )
+    raise MigrationRefused(
+        f"{_calling(name, calls)}, and the tools {', '.join(f'`{n}`' for n in same)} of "
+        f"{registry.source} all have the declaration `{name}` had, so which one the plan means "
+        "is ambiguous: split them (change or remove all but one), or change the calls in the "
+        "plan's text and compile it again"
+    )
 
 
 def _renamed_calls(source: str, plan: ast.Plan, renames: dict[str, str]) -> str:
     """`source` with the tool name of every step that calls a renamed tool replaced, nothing else touched."""
     from planc.syntax.steps import walk_steps
 
-    spans = sorted((step.tool.span.start_offset, step.tool.span.end_offset, renames[step.tool.text])
-                   for step, _ in walk_steps(plan.pipelines) if step.tool.text in renames)
+    spans = sorted(
+        (step.tool.span.start_offset, step.tool.span.end_offset, renames[step.tool.text])
+        for step, _ in walk_steps(plan.pipelines)
+        if step.tool.text in renames
+    )
     for start, end, name in reversed(spans):
         source = source[:start] + name + source[end:]
     return source
@@ -128,4 +148,8 @@ def _no_planc_version_recorded(stored: dict, registry: object) -> tuple[dict, st
 
 # version -> the migration that turns a stored plan of that version into one of the next.
 MIGRATIONS: dict[int, Callable[[dict, Registry | None], tuple[dict, str]]] = {
-    1: _no_plans_recorded, 2: _no_params_recorded, 3: _builtin_names, 4: _no_planc_version_recorded}
+    1: _no_plans_recorded,
+    2: _no_params_recorded,
+    3: _builtin_names,
+    4: _no_planc_version_recorded,
+}

@@ -45,8 +45,11 @@ def _plain(value: Any) -> object:
     import attrs
 
     if attrs.has(type(value)):
-        return {field.name: _plain(getattr(value, field.name)) for field in attrs.fields(type(value))
-                if field.eq and not (field.name in LATER_FIELDS and getattr(value, field.name) == field.default)}
+        return {
+            field.name: _plain(getattr(value, field.name))
+            for field in attrs.fields(type(value))
+            if field.eq and not (field.name in LATER_FIELDS and getattr(value, field.name) == field.default)
+        }
     if isinstance(value, Mapping):
         return {str(key): _plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

@@ -53,16 +53,16 @@ def argument_kind(value: ast.Expr) -> str:
         return "argument" if value.name.text == "args" else "reference"
     if isinstance(value, ast.CONDITIONS):
         return "condition"
-    return {ast.Literal: "literal", ast.Path: "path", ast.ListExpr: "list", ast.Record: "record",
-            ast.Block: "block"}[type(value)]
+    return {ast.Literal: "literal", ast.Path: "path", ast.ListExpr: "list", ast.Record: "record", ast.Block: "block"}[type(value)]
 
 
 def _bounds(value: Range) -> tuple[float, float | None]:
     return value.low, value.high if value.bounded else None  # NULL: no bound
 
 
-def step_rows(plan: ast.Plan, costs: Mapping[ast.Step, CostRange] | None = None,
-              usd_each: Mapping[str, float] | None = None) -> list[tuple]:
+def step_rows(
+    plan: ast.Plan, costs: Mapping[ast.Step, CostRange] | None = None, usd_each: Mapping[str, float] | None = None
+) -> list[tuple]:
     """The `steps` rows of `plan` (without the run's id): path, position, depth, tool, arguments (JSON: name ->
     kind), whether its input is piped, what one call of its tool is declared to cost (`usd_each`: tool -> usd),
     and the estimates of `costs` (the cost pass's, per step) as (low, high) of calls, dollars and milliseconds.
@@ -76,9 +76,18 @@ def step_rows(plan: ast.Plan, costs: Mapping[ast.Step, CostRange] | None = None,
     for step, path in walk_steps(plan.pipelines):
         cost = costs.get(step) if costs is not None else None
         estimate = (*_bounds(cost.calls), *_bounds(cost.usd), *_bounds(cost.critical_ms)) if cost else (None,) * 6
-        rows.append((path, int(path.rsplit(".", 1)[-1]), path.count("/"), step.tool.text,
-                     json.dumps({arg.name.text: argument_kind(arg.value) for arg in step.args}),
-                     int(step in piped), (usd_each or {}).get(step.tool.text, 0.0), *estimate))
+        rows.append(
+            (
+                path,
+                int(path.rsplit(".", 1)[-1]),
+                path.count("/"),
+                step.tool.text,
+                json.dumps({arg.name.text: argument_kind(arg.value) for arg in step.args}),
+                int(step in piped),
+                (usd_each or {}).get(step.tool.text, 0.0),
+                *estimate,
+            )
+        )
     return rows
 
 
@@ -106,5 +115,6 @@ def checked_step_rows(checked: CheckResult) -> list[tuple]:
     """The `steps` rows of `checked` (a CheckResult without errors), with the cost pass's estimates."""
     tools = checked.resolution.tools.values() if checked.resolution is not None else ()
     assert checked.plan is not None  # it checked without errors
-    return step_rows(checked.plan, checked.cost.steps if checked.cost is not None else None,
-                     {tool.name: tool.cost.usd for tool in tools})
+    return step_rows(
+        checked.plan, checked.cost.steps if checked.cost is not None else None, {tool.name: tool.cost.usd for tool in tools}
+    )

@@ -53,12 +53,12 @@ class PostgresBackend:
         try:
             import psycopg
         except ImportError:
-            raise RunStoreError(f"{where}: a PostgreSQL run store needs psycopg: pip install 'planc[postgresql]'") \
-                from None
+            raise RunStoreError(f"{where}: a PostgreSQL run store needs psycopg: pip install 'planc[postgresql]'") from None
         self.errors = psycopg.Error
         try:
-            self.connection = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                                              application_name="planc run store")
+            self.connection = psycopg.connect(
+                dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="planc run store"
+            )
         except psycopg.Error as error:
             raise RunStoreError(f"{where}: cannot open the run store: {_words(error)}") from None
         self.db = _Connection(self.connection)
@@ -99,8 +99,13 @@ class PostgresBackend:
         db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
 
     def columns(self, db: Db, table: str) -> set[str]:
-        return {row[0] for row in db.execute("SELECT column_name FROM information_schema.columns "
-                                             "WHERE table_schema = ? AND table_name = ?", (SCHEMA_NAME, table))}
+        return {
+            row[0]
+            for row in db.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ?",
+                (SCHEMA_NAME, table),
+            )
+        }
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[_Connection]:
@@ -109,15 +114,20 @@ class PostgresBackend:
 
     def lease_held(self, db: Db, run_id: str, pid: int, started: str | None, token: str) -> bool:
         high, low = _lock_key(run_id)
-        return db.execute("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
-                          "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-                          "AND classid::bigint = ? AND objid::bigint = ? AND objsubid = 1)", (high, low)).fetchone()[0]
+        return db.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND classid::bigint = ? AND objid::bigint = ? AND objsubid = 1)",
+            (high, low),
+        ).fetchone()[0]
 
     def lease_taken(self, db: Db, run_id: str) -> None:
         """The run's advisory lock, held by this connection until given back or the connection ends."""
         if not db.execute("SELECT pg_try_advisory_lock(?)", (_lock_number(run_id),)).fetchone()[0]:
-            raise RunLeased(f"run {run_id} is being recorded by another process: one process at a time records "
-                            "into a run, so it is resumed once that process has ended")
+            raise RunLeased(
+                f"run {run_id} is being recorded by another process: one process at a time records "
+                "into a run, so it is resumed once that process has ended"
+            )
 
     def lease_given_back(self, run_id: str) -> None:
         with contextlib.suppress(self.errors):  # a connection gone has given every lock back

@@ -56,8 +56,7 @@ SPENT = "(SELECT COALESCE(SUM({usd}), 0) FROM events e WHERE e.run_id = r.id)"
 OUTCOMES = {
     "ok": "it returned, and its result is recorded",
     "failed": "it raised, or failed in the tool; the error is recorded",
-    "unknown": "whether it had its effect is not known: it timed out, the run was interrupted during it, "
-               "or its process died",
+    "unknown": "whether it had its effect is not known: it timed out, the run was interrupted during it, or its process died",
     "refused": "it returned (its effect happened), and its result was refused: it cannot be recorded or used",
     "not_approved": "it was not made: a person answered no (the question of --approve, or `planc approve --deny`)",
     "awaiting_approval": "it is not made yet: it waits for a person's answer (`planc approve`); `error` says what it asks",
@@ -168,10 +167,14 @@ ADDED_COLUMNS = (
     ("runs", "batch", "TEXT", None),
     ("runs", "batch_line", "INTEGER", None),
     ("events", "refs", "TEXT", None),
-    ("calls", "outcome", "TEXT",
-     # A timeout was recorded as a failure before outcomes: its effect is just as unknown as any other's.
-     "CASE WHEN finished_at IS NULL THEN NULL WHEN error IS NULL THEN 'ok' "
-     "WHEN error LIKE '%failed: CallTimedOut: %' THEN 'unknown' ELSE 'failed' END"),
+    (
+        "calls",
+        "outcome",
+        "TEXT",
+        # A timeout was recorded as a failure before outcomes: its effect is just as unknown as any other's.
+        "CASE WHEN finished_at IS NULL THEN NULL WHEN error IS NULL THEN 'ok' "
+        "WHEN error LIKE '%failed: CallTimedOut: %' THEN 'unknown' ELSE 'failed' END",
+    ),
     ("calls", "idempotency_key", "TEXT", None),  # a call made before keys had none, and was given none
     ("calls", "labels", "TEXT", None),  # a call made before labels: nothing is known of where its values came from
 )
@@ -221,8 +224,14 @@ class RunStore:
         except LookupError as error:  # a reference to a value the store does not hold
             raise RunStoreError(f"{self.path}: cannot read the run store: it is damaged ({error})") from None
 
-    def start_run(self, stored_plan: dict | None, arguments: Mapping, options: dict | None = None,
-                  batch: tuple[str, int] | None = None, steps: list[tuple] | None = None) -> str:
+    def start_run(
+        self,
+        stored_plan: dict | None,
+        arguments: Mapping,
+        options: dict | None = None,
+        batch: tuple[str, int] | None = None,
+        steps: list[tuple] | None = None,
+    ) -> str:
         """A new run of `stored_plan` (None while a model is writing the plan: `set_plan` records it then),
         and its id; `options` says how it runs, so that replay and resume can do the same; `batch`, the
         batch and line it runs (`start_batch`); `steps`, the plan's rows (`plan_steps.checked_step_rows`),
@@ -231,24 +240,42 @@ class RunStore:
         holder = Holder()
         batch_id, line = batch or (None, None)
         with self.transaction() as db:
-            db.execute("INSERT INTO runs (id, started_at, status, plan, arguments, options, batch, batch_line) "
-                       "VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
-                       (run_id, clock.now(), keep(db, stored_plan), keep(db, dict(arguments or {})),
-                        to_json(options or {}), batch_id, line))
+            db.execute(
+                "INSERT INTO runs (id, started_at, status, plan, arguments, options, batch, batch_line) "
+                "VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    clock.now(),
+                    keep(db, stored_plan),
+                    keep(db, dict(arguments or {})),
+                    to_json(options or {}),
+                    batch_id,
+                    line,
+                ),
+            )
             if stored_plan is not None:
                 _keep_steps(db, run_id, stored_plan, steps)
             self._lease(db, run_id, holder)
         return run_id
 
-    def start_batch(self, stored_plan: dict, lines: list[tuple[int, Mapping | None]], refused: dict[int, str],
-                    options: dict) -> str:
+    def start_batch(
+        self, stored_plan: dict, lines: list[tuple[int, Mapping | None]], refused: dict[int, str], options: dict
+    ) -> str:
         """A new batch of runs of `stored_plan`, one per line of arguments, and its id: `lines` holds each
         line's number and arguments, `refused` why the check refused a line (it never runs)."""
         batch_id = clock.new_run_id()
         with self.transaction() as db:
-            db.execute("INSERT INTO batches (id, started_at, plan, lines, refused, options) VALUES (?, ?, ?, ?, ?, ?)",
-                       (batch_id, clock.now(), keep(db, stored_plan), keep(db, [list(line) for line in lines]),
-                        keep(db, {str(number): why for number, why in refused.items()}), to_json(options)))
+            db.execute(
+                "INSERT INTO batches (id, started_at, plan, lines, refused, options) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    batch_id,
+                    clock.now(),
+                    keep(db, stored_plan),
+                    keep(db, [list(line) for line in lines]),
+                    keep(db, {str(number): why for number, why in refused.items()}),
+                    to_json(options),
+                ),
+            )
         return batch_id
 
     def refuse_lines(self, batch_id: str, refused: dict[int, str]) -> None:
@@ -267,32 +294,42 @@ class RunStore:
         """The batch `batch_id`: its plan, lines, refusals and options, and its runs by line (id and status,
         as `_as_seen`), the latest run of a line when it has several."""
         with self.reading() as db:
-            row = db.execute("SELECT id, started_at, finished_at, plan, lines, refused, options FROM batches "
-                             "WHERE id = ?", (batch_id,)).fetchone()
+            row = db.execute(
+                "SELECT id, started_at, finished_at, plan, lines, refused, options FROM batches WHERE id = ?", (batch_id,)
+            ).fetchone()
             if row is None:
                 raise RunStoreError(f"{self.path}: no batch `{batch_id}`")
             value = Values(db)
             runs = {}
-            for run_id, status, line in db.execute("SELECT id, status, batch_line FROM runs WHERE batch = ? "
-                                                   "ORDER BY started_at, id", (batch_id,)):
+            for run_id, status, line in db.execute(
+                "SELECT id, status, batch_line FROM runs WHERE batch = ? ORDER BY started_at, id", (batch_id,)
+            ):
                 runs[line] = self._as_seen(db, {"id": run_id, "status": status})
-            return {"id": row[0], "started_at": row[1], "finished_at": row[2], "plan": value(row[3]),
-                    "lines": [tuple(line) for line in value(row[4])],
-                    "refused": {int(number): why for number, why in value(row[5]).items()},
-                    "options": read_record(row[6]), "runs": runs}
+            return {
+                "id": row[0],
+                "started_at": row[1],
+                "finished_at": row[2],
+                "plan": value(row[3]),
+                "lines": [tuple(line) for line in value(row[4])],
+                "refused": {int(number): why for number, why in value(row[5]).items()},
+                "options": read_record(row[6]),
+                "runs": runs,
+            }
 
     def batch_spent(self, batch_id: str) -> float:
         """What the batch's runs spent, in dollars (`SPENT`)."""
         with self.reading() as db:
-            return db.execute(f"SELECT COALESCE(SUM({self._spent}), 0) FROM runs r WHERE r.batch = ?",
-                              (batch_id,)).fetchone()[0]
+            return db.execute(f"SELECT COALESCE(SUM({self._spent}), 0) FROM runs r WHERE r.batch = ?", (batch_id,)).fetchone()[0]
 
     def batch_calls(self, batch_id: str) -> list[str]:
         """The tool of every call the batch's runs made (a call the gate refused was not made)."""
         with self.reading() as db:
-            return [row[0] for row in db.execute(
-                f"SELECT c.tool FROM calls c JOIN runs r ON c.run_id = r.id WHERE r.batch = ? AND {_MADE}",
-                (batch_id,))]
+            return [
+                row[0]
+                for row in db.execute(
+                    f"SELECT c.tool FROM calls c JOIN runs r ON c.run_id = r.id WHERE r.batch = ? AND {_MADE}", (batch_id,)
+                )
+            ]
 
     @property
     def _spent(self) -> str:
@@ -309,21 +346,23 @@ class RunStore:
                 raise RunStoreError(f"{self.path}: no run `{run_id}`")
             if row[0] in ("ok", "error"):
                 raise RunLeased(f"run {run_id} already finished ({row[0]}): nothing to resume")
-            lease = db.execute("SELECT pid, pid_started, token, taken_at FROM leases WHERE run_id = ?",
-                               (run_id,)).fetchone()
+            lease = db.execute("SELECT pid, pid_started, token, taken_at FROM leases WHERE run_id = ?", (run_id,)).fetchone()
             if lease is not None and self.backend.lease_held(db, run_id, *lease[:3]):
-                raise RunLeased(f"run {run_id} is being recorded by process {lease[0]} (since "
-                                f"{time.strftime('%H:%M:%S', time.localtime(lease[3]))}): one process at a time "
-                                f"records into a run, so it is resumed once that process has ended")
-            db.execute("UPDATE runs SET status = 'running', finished_at = NULL, message = NULL WHERE id = ?",
-                       (run_id,))
+                raise RunLeased(
+                    f"run {run_id} is being recorded by process {lease[0]} (since "
+                    f"{time.strftime('%H:%M:%S', time.localtime(lease[3]))}): one process at a time "
+                    f"records into a run, so it is resumed once that process has ended"
+                )
+            db.execute("UPDATE runs SET status = 'running', finished_at = NULL, message = NULL WHERE id = ?", (run_id,))
             self._lease(db, run_id, holder)
 
     def _lease(self, db: Db, run_id: str, holder: Holder) -> None:
-        db.execute("INSERT INTO leases (run_id, pid, pid_started, token, taken_at) VALUES (?, ?, ?, ?, ?) "
-                   "ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, pid_started = excluded.pid_started, "
-                   "token = excluded.token, taken_at = excluded.taken_at",
-                   (run_id, holder.pid, holder.started, holder.token, clock.now()))
+        db.execute(
+            "INSERT INTO leases (run_id, pid, pid_started, token, taken_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, pid_started = excluded.pid_started, "
+            "token = excluded.token, taken_at = excluded.taken_at",
+            (run_id, holder.pid, holder.started, holder.token, clock.now()),
+        )
         self.backend.lease_taken(db, run_id)
         holder.take()  # the transaction commits, or the exception leaves the holder unused
         self.leases[run_id] = holder
@@ -338,55 +377,76 @@ class RunStore:
                 with self.transaction() as db:
                     db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
 
-    def call_started(self, run_id: str, sequence: int, step: str, tool: str, arguments: Mapping, key: str | None = None,
-                     labels: dict | None = None) -> None:
+    def call_started(
+        self,
+        run_id: str,
+        sequence: int,
+        step: str,
+        tool: str,
+        arguments: Mapping,
+        key: str | None = None,
+        labels: dict | None = None,
+    ) -> None:
         """The intent row of a call about to be made, with its idempotency key and its arguments' labels."""
         with self.transaction() as db:
-            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, started_at, idempotency_key, labels) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       (run_id, sequence, step, tool, keep(db, arguments), clock.now(), key, _labels_json(labels)))
+            db.execute(
+                "INSERT INTO calls (run_id, sequence, step, tool, input, started_at, idempotency_key, labels) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, sequence, step, tool, keep(db, arguments), clock.now(), key, _labels_json(labels)),
+            )
 
-    def call_ended(self, run_id: str, sequence: int, outcome: str, output: object = None, error: str | None = None,
-                   learn: str | None = None) -> None:
+    def call_ended(
+        self, run_id: str, sequence: int, outcome: str, output: object = None, error: str | None = None, learn: str | None = None
+    ) -> None:
         """How the call of row `sequence` ended: its outcome, and its output (when ok) or error. With `learn` (a
         tool's name), an ok output widens the shape learned of that tool's results, in the same transaction."""
         with self.transaction() as db:
-            db.execute("UPDATE calls SET output = ?, error = ?, outcome = ?, finished_at = ? "
-                       "WHERE run_id = ? AND sequence = ?",
-                       (keep(db, output) if outcome == "ok" else None, error, outcome, clock.now(), run_id, sequence))
+            db.execute(
+                "UPDATE calls SET output = ?, error = ?, outcome = ?, finished_at = ? WHERE run_id = ? AND sequence = ?",
+                (keep(db, output) if outcome == "ok" else None, error, outcome, clock.now(), run_id, sequence),
+            )
             if learn is not None and outcome == "ok":
                 _learn(db, learn, output)
 
     def learned_shapes(self) -> dict[str, LearnedShape]:
         """The shape learned of each tool's results, by tool name."""
         with self.reading() as db:
-            return {tool: LearnedShape(tool, json.loads(schema), calls)
-                    for tool, schema, calls in db.execute("SELECT tool, schema, calls FROM shapes ORDER BY tool")}
+            return {
+                tool: LearnedShape(tool, json.loads(schema), calls)
+                for tool, schema, calls in db.execute("SELECT tool, schema, calls FROM shapes ORDER BY tool")
+            }
 
     def call_made(self, run_id: str, sequence: int, key: str | None, labels: dict | None) -> None:
         """The call of row `sequence`, which a person approved, is being made now: an intent row again (its
         outcome unknown until it ends), with the idempotency key it is made with."""
         with self.transaction() as db:
-            db.execute("UPDATE calls SET outcome = NULL, error = NULL, started_at = ?, finished_at = NULL, "
-                       "idempotency_key = ?, labels = ? WHERE run_id = ? AND sequence = ?",
-                       (clock.now(), key, _labels_json(labels), run_id, sequence))
+            db.execute(
+                "UPDATE calls SET outcome = NULL, error = NULL, started_at = ?, finished_at = NULL, "
+                "idempotency_key = ?, labels = ? WHERE run_id = ? AND sequence = ?",
+                (clock.now(), key, _labels_json(labels), run_id, sequence),
+            )
 
-    def call_declined(self, run_id: str, sequence: int, step: str, tool: str, arguments: Mapping, message: str,
-                      labels: dict | None = None) -> None:
+    def call_declined(
+        self, run_id: str, sequence: int, step: str, tool: str, arguments: Mapping, message: str, labels: dict | None = None
+    ) -> None:
         """The row of a call the gate refused: it was not made, and it ended as it started. It takes the place
         of row `sequence` when there is one (a call that waited for approval, answered no on a terminal)."""
         now = clock.now()
         with self.transaction() as db:
-            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, output, error, started_at, finished_at, "
-                       f"outcome, idempotency_key, labels) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, 'not_approved', NULL, ?) "
-                       f"{_REPLACING_CALL}",
-                       (run_id, sequence, step, tool, keep(db, arguments), message, now, now, _labels_json(labels)))
+            db.execute(
+                "INSERT INTO calls (run_id, sequence, step, tool, input, output, error, started_at, finished_at, "
+                f"outcome, idempotency_key, labels) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, 'not_approved', NULL, ?) "
+                f"{_REPLACING_CALL}",
+                (run_id, sequence, step, tool, keep(db, arguments), message, now, now, _labels_json(labels)),
+            )
 
     def event(self, run_id: str, sequence: int, at: float, event: dict) -> None:
         """The run's event number `sequence`, which happened at `at` (seconds since the epoch)."""
         with self.transaction() as db:
-            db.execute("INSERT INTO events (run_id, sequence, at, event, refs) VALUES (?, ?, ?, ?, ?)",
-                       (run_id, sequence, at, *keep_event(db, event)))
+            db.execute(
+                "INSERT INTO events (run_id, sequence, at, event, refs) VALUES (?, ?, ?, ?, ?)",
+                (run_id, sequence, at, *keep_event(db, event)),
+            )
             _step_event(db, run_id, sequence, at, event)
 
     def set_plan(self, run_id: str, stored_plan: dict, steps: list[tuple] | None = None) -> None:
@@ -398,9 +458,10 @@ class RunStore:
     def keep_rounds(self, run_id: str, rounds: list[tuple[bool, list[str]]]) -> None:
         """How each answer of a `planc plan` run's model checked: whether it did, and its errors' codes."""
         with self.transaction() as db:
-            db.executemany("INSERT INTO rounds (run_id, round, ok, codes) VALUES (?, ?, ?, ?)",
-                           [(run_id, number, ok, json.dumps(codes))
-                            for number, (ok, codes) in enumerate(rounds, start=1)])
+            db.executemany(
+                "INSERT INTO rounds (run_id, round, ok, codes) VALUES (?, ?, ?, ?)",
+                [(run_id, number, ok, json.dumps(codes)) for number, (ok, codes) in enumerate(rounds, start=1)],
+            )
 
     def keep_file(self, text: str) -> str:
         """Keep `text` (a file a run read), once however many runs read it; its hash names it."""
@@ -421,8 +482,10 @@ class RunStore:
         holder = self.leases.pop(run_id, None)
         try:
             with self.transaction() as db:
-                db.execute("UPDATE runs SET finished_at = ?, status = ?, output = ?, message = ? WHERE id = ?",
-                           (clock.now(), status, keep(db, output), message, run_id))
+                db.execute(
+                    "UPDATE runs SET finished_at = ?, status = ?, output = ?, message = ? WHERE id = ?",
+                    (clock.now(), status, keep(db, output), message, run_id),
+                )
                 if holder is not None:
                     db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
         finally:
@@ -441,26 +504,49 @@ class RunStore:
             rows = db.execute(
                 "SELECT r.id, r.started_at, r.finished_at, r.status, r.message, "
                 f"(SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id AND {_MADE}), "
-                f"r.batch, r.batch_line, {self._spent}, r.options FROM runs r ORDER BY r.started_at, r.id").fetchall()
+                f"r.batch, r.batch_line, {self._spent}, r.options FROM runs r ORDER BY r.started_at, r.id"
+            ).fetchall()
             if principal is not None:
                 rows = [row for row in rows if row[9] is not None and read_record(row[9]).get("principal") == principal]
-            return [self._as_seen(db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
-                                       "message": row[4], "calls": row[5], "batch": row[6], "batch_line": row[7],
-                                       "spent_usd": row[8],
-                                       **({"awaiting": self._awaiting(db, row[0])}
-                                          if row[3] == "awaiting_approval" else {})})
-                    for row in rows]
+            return [
+                self._as_seen(
+                    db,
+                    {
+                        "id": row[0],
+                        "started_at": row[1],
+                        "finished_at": row[2],
+                        "status": row[3],
+                        "message": row[4],
+                        "calls": row[5],
+                        "batch": row[6],
+                        "batch_line": row[7],
+                        "spent_usd": row[8],
+                        **({"awaiting": self._awaiting(db, row[0])} if row[3] == "awaiting_approval" else {}),
+                    },
+                )
+                for row in rows
+            ]
 
-    def call_awaiting(self, run_id: str, sequence: int, step: str, tool: str, arguments: Mapping, asks: str,
-                      key: str | None = None, labels: dict | None = None) -> None:
+    def call_awaiting(
+        self,
+        run_id: str,
+        sequence: int,
+        step: str,
+        tool: str,
+        arguments: Mapping,
+        asks: str,
+        key: str | None = None,
+        labels: dict | None = None,
+    ) -> None:
         """The row of a call that waits for a person's answer (`asks` says what it asks); it is not made. It
         takes the place of row `sequence` when there is one (a call a resume would make again)."""
         with self.transaction() as db:
-            db.execute("INSERT INTO calls (run_id, sequence, step, tool, input, output, error, started_at, finished_at, "
-                       "outcome, idempotency_key, labels) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, NULL, 'awaiting_approval', "
-                       f"?, ?) {_REPLACING_CALL}",
-                       (run_id, sequence, step, tool, keep(db, arguments), asks, clock.now(), key,
-                        _labels_json(labels)))
+            db.execute(
+                "INSERT INTO calls (run_id, sequence, step, tool, input, output, error, started_at, finished_at, "
+                "outcome, idempotency_key, labels) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, NULL, 'awaiting_approval', "
+                f"?, ?) {_REPLACING_CALL}",
+                (run_id, sequence, step, tool, keep(db, arguments), asks, clock.now(), key, _labels_json(labels)),
+            )
 
     def awaiting(self, run_id: str) -> list[dict]:
         """The calls of `run_id` that wait for a person's answer: sequence, step, tool, input and what each asks."""
@@ -469,9 +555,14 @@ class RunStore:
 
     def _awaiting(self, db: Db, run_id: str) -> list[dict]:
         value = Values(db)
-        return [{"sequence": row[0], "step": row[1], "tool": row[2], "input": value(row[3]), "asks": row[4]}
-                for row in db.execute("SELECT sequence, step, tool, input, error FROM calls WHERE run_id = ? AND "
-                                      "outcome = 'awaiting_approval' ORDER BY sequence", (run_id,))]
+        return [
+            {"sequence": row[0], "step": row[1], "tool": row[2], "input": value(row[3]), "asks": row[4]}
+            for row in db.execute(
+                "SELECT sequence, step, tool, input, error FROM calls WHERE run_id = ? AND "
+                "outcome = 'awaiting_approval' ORDER BY sequence",
+                (run_id,),
+            )
+        ]
 
     def answer(self, run_id: str, sequence: int | None, approved: bool, denied: str) -> dict:
         """A person's answer to the call `sequence` of `run_id` (None: the one call that waits), and the run's
@@ -490,17 +581,21 @@ class RunStore:
                 raise NotWaiting(self._not_waiting(db, run_id, row[0], sequence))
             if len(chosen) > 1:
                 listed = ", ".join(f"{call['sequence']} (step {call['step']}, `{call['tool']}`)" for call in chosen)
-                raise NotWaiting(f"run {run_id} has {len(chosen)} calls waiting for approval: {listed}; say which "
-                                 "with --call N")
+                raise NotWaiting(f"run {run_id} has {len(chosen)} calls waiting for approval: {listed}; say which with --call N")
             answered = db.execute(
                 "UPDATE calls SET outcome = ?, error = ?, finished_at = ? WHERE run_id = ? AND sequence = ? "
                 "AND outcome = 'awaiting_approval'",
-                ("approved" if approved else "not_approved", None if approved else denied.format(**chosen[0]),
-                 None if approved else clock.now(), run_id, chosen[0]["sequence"]))
+                (
+                    "approved" if approved else "not_approved",
+                    None if approved else denied.format(**chosen[0]),
+                    None if approved else clock.now(),
+                    run_id,
+                    chosen[0]["sequence"],
+                ),
+            )
             if answered.rowcount != 1:  # never, inside this transaction; said rather than assumed
                 raise NotWaiting(f"call {chosen[0]['sequence']} of run {run_id} was answered already")
-            db.execute("UPDATE runs SET status = 'running', finished_at = NULL, message = NULL WHERE id = ?",
-                       (run_id,))
+            db.execute("UPDATE runs SET status = 'running', finished_at = NULL, message = NULL WHERE id = ?", (run_id,))
             self._lease(db, run_id, holder)
         return self.run(run_id)
 
@@ -512,13 +607,17 @@ class RunStore:
                 return f"run {run_id} has no call {sequence}"
             if row[0] != "awaiting_approval":
                 answered = {"approved": "it was approved already", "not_approved": "it was denied (or answered no)"}
-                return (f"call {sequence} of run {run_id} does not wait for approval: "
-                        f"{answered.get(row[0], 'it was made')}")
+                return f"call {sequence} of run {run_id} does not wait for approval: {answered.get(row[0], 'it was made')}"
         if status == "running":
             status = self._as_seen(db, {"id": run_id, "status": status})["status"]
-        said = {"running": "it is running", "awaiting_approval": "no call of it waits", "ok": "it finished (ok)",
-                "error": "it finished (an exit with status error)", "failed": "it failed",
-                "interrupted": "it was interrupted (`planc resume` continues it)"}.get(status, status)
+        said = {
+            "running": "it is running",
+            "awaiting_approval": "no call of it waits",
+            "ok": "it finished (ok)",
+            "error": "it finished (an exit with status error)",
+            "failed": "it failed",
+            "interrupted": "it was interrupted (`planc resume` continues it)",
+        }.get(status, status)
         return f"run {run_id} does not wait for approval: {said}"
 
     def find(self, name: str, table: str = "runs", principal: str | None = None) -> str:
@@ -526,8 +625,11 @@ class RunStore:
         only, or `last` (the latest started). With `principal`, only the runs recorded for that principal are
         looked at: another's are as if they were not there."""
         kind = {"runs": "run", "batches": "batch"}[table]
-        mine = (lambda options: True) if principal is None else (
-            lambda options: options is not None and read_record(options).get("principal") == principal)
+        mine = (
+            (lambda options: True)
+            if principal is None
+            else (lambda options: options is not None and read_record(options).get("principal") == principal)
+        )
         with self.reading() as db:
             if name == "last":
                 rows = db.execute(f"SELECT id, options FROM {table} ORDER BY started_at DESC, id DESC")
@@ -535,16 +637,20 @@ class RunStore:
                 if row is None:
                     raise RunStoreError(f"{self.path}: no {kind} yet, so no `last` {kind}")
                 return row[0]
-            found = [row[0] for row in db.execute(f"SELECT id, options FROM {table} WHERE substr(id, 1, ?) = ? "
-                                                  "ORDER BY id", (len(name), name)) if mine(row[1])]
+            found = [
+                row[0]
+                for row in db.execute(
+                    f"SELECT id, options FROM {table} WHERE substr(id, 1, ?) = ? ORDER BY id", (len(name), name)
+                )
+                if mine(row[1])
+            ]
         if name in found:
             return name
         if not found:
             raise RunStoreError(f"{self.path}: no {kind} `{name}`")
         if len(found) > 1:
             shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-            raise RunStoreError(f"{self.path}: `{name}` is the start of {len(found)} {table} ({shown}): give more "
-                                f"of it")
+            raise RunStoreError(f"{self.path}: `{name}` is the start of {len(found)} {table} ({shown}): give more of it")
         return found[0]
 
     def _as_seen(self, db: Db, run: dict) -> dict:
@@ -555,40 +661,71 @@ class RunStore:
         lease = db.execute("SELECT pid, pid_started, token FROM leases WHERE run_id = ?", (run["id"],)).fetchone()
         if lease is not None and self.backend.lease_held(db, run["id"], *lease):
             return run
-        return {**run, "status": "interrupted",
-                "message": f"its process is gone: `planc resume {run['id']}` continues it"}
+        return {**run, "status": "interrupted", "message": f"its process is gone: `planc resume {run['id']}` continues it"}
 
     def run(self, run_id: str) -> dict:
         with self.reading():
             return self._run(run_id)
 
     def _run(self, run_id: str) -> dict:
-        row = self.db.execute("SELECT id, started_at, finished_at, status, plan, arguments, output, message, options, "
-                              f"batch, batch_line, {self._spent} FROM runs r WHERE id = ?", (run_id,)).fetchone()
+        row = self.db.execute(
+            "SELECT id, started_at, finished_at, status, plan, arguments, output, message, options, "
+            f"batch, batch_line, {self._spent} FROM runs r WHERE id = ?",
+            (run_id,),
+        ).fetchone()
         if row is None:
             raise RunStoreError(f"{self.path}: no run `{run_id}`")
-        calls = self.db.execute("SELECT sequence, step, tool, input, output, error, started_at, finished_at, outcome, "
-                                "idempotency_key, labels FROM calls WHERE run_id = ? ORDER BY sequence",
-                                (run_id,)).fetchall()
+        calls = self.db.execute(
+            "SELECT sequence, step, tool, input, output, error, started_at, finished_at, outcome, "
+            "idempotency_key, labels FROM calls WHERE run_id = ? ORDER BY sequence",
+            (run_id,),
+        ).fetchall()
         events = self.db.execute("SELECT at, event, refs FROM events WHERE run_id = ? ORDER BY sequence", (run_id,))
         value = Values(self.db)
-        return self._as_seen(self.db, {"id": row[0], "started_at": row[1], "finished_at": row[2], "status": row[3],
-                "plan": value(row[4]), "arguments": value(row[5]), "output": value(row[6]), "message": row[7],
-                "options": read_record(row[8]) if row[8] is not None else {}, "batch": row[9], "batch_line": row[10],
+        return self._as_seen(
+            self.db,
+            {
+                "id": row[0],
+                "started_at": row[1],
+                "finished_at": row[2],
+                "status": row[3],
+                "plan": value(row[4]),
+                "arguments": value(row[5]),
+                "output": value(row[6]),
+                "message": row[7],
+                "options": read_record(row[8]) if row[8] is not None else {},
+                "batch": row[9],
+                "batch_line": row[10],
                 "spent_usd": row[11],
-                "calls": [{"sequence": c[0], "step": c[1], "tool": c[2], "input": value(c[3]), "output": value(c[4]),
-                           "error": c[5], "started_at": c[6], "finished_at": c[7], "outcome": c[8] or "unknown",
-                           "idempotency_key": c[9], "labels": json.loads(c[10]) if c[10] is not None else None}
-                          for c in calls],
-                "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events]})
+                "calls": [
+                    {
+                        "sequence": c[0],
+                        "step": c[1],
+                        "tool": c[2],
+                        "input": value(c[3]),
+                        "output": value(c[4]),
+                        "error": c[5],
+                        "started_at": c[6],
+                        "finished_at": c[7],
+                        "outcome": c[8] or "unknown",
+                        "idempotency_key": c[9],
+                        "labels": json.loads(c[10]) if c[10] is not None else None,
+                    }
+                    for c in calls
+                ],
+                "events": [{"at": at, **value.event(event, refs)} for at, event, refs in events],
+            },
+        )
 
 
 def _learn(db: Db, tool: str, output: object) -> None:
     row = db.execute("SELECT schema, calls FROM shapes WHERE tool = ?", (tool,)).fetchone()
     shape = first_shape(tool, output) if row is None else LearnedShape(tool, json.loads(row[0]), row[1]).learning(output)
-    db.execute("INSERT INTO shapes (tool, schema, calls, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (tool) DO UPDATE "
-               "SET schema = excluded.schema, calls = excluded.calls, updated_at = excluded.updated_at",
-               (tool, json.dumps(shape.schema), shape.calls, clock.now()))
+    db.execute(
+        "INSERT INTO shapes (tool, schema, calls, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (tool) DO UPDATE "
+        "SET schema = excluded.schema, calls = excluded.calls, updated_at = excluded.updated_at",
+        (tool, json.dumps(shape.schema), shape.calls, clock.now()),
+    )
 
 
 def learned_shapes(path: str | Path) -> dict[str, LearnedShape]:
@@ -604,10 +741,13 @@ def learned_shapes(path: str | Path) -> dict[str, LearnedShape]:
 
 def _keep_steps(db: Db, run_id: str, stored_plan: dict, steps: list[tuple] | None) -> None:
     rows = steps if steps is not None else recorded_step_rows(stored_plan)
-    db.executemany("INSERT INTO steps (run_id, path, position, depth, tool, arguments, piped, usd_each, "
-                   "calls_low, calls_high, usd_low, usd_high, ms_low, ms_high) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, path) DO UPDATE SET "
-                   + ", ".join(f"{column} = excluded.{column}" for column in _STEP_COLUMNS), [(run_id, *row) for row in rows])
+    db.executemany(
+        "INSERT INTO steps (run_id, path, position, depth, tool, arguments, piped, usd_each, "
+        "calls_low, calls_high, usd_low, usd_high, ms_low, ms_high) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, path) DO UPDATE SET "
+        + ", ".join(f"{column} = excluded.{column}" for column in _STEP_COLUMNS),
+        [(run_id, *row) for row in rows],
+    )
 
 
 def _step_event(db: Db, run_id: str, sequence: int, at: float, event: dict) -> None:
@@ -620,14 +760,14 @@ def _step_event(db: Db, run_id: str, sequence: int, at: float, event: dict) -> N
     path = event["step"]
     if "[" not in path:
         if kind == "step_started":
-            db.execute("UPDATE steps SET started_at = COALESCE(started_at, ?) WHERE run_id = ? AND path = ?",
-                       (at, run_id, path))
+            db.execute("UPDATE steps SET started_at = COALESCE(started_at, ?) WHERE run_id = ? AND path = ?", (at, run_id, path))
         else:
             db.execute("UPDATE steps SET finished_at = ? WHERE run_id = ? AND path = ?", (at, run_id, path))
     if kind == "step_failed":
-        db.execute("UPDATE steps SET failed = ?, error_type = ?, code = ? WHERE run_id = ? AND path = ? AND "
-                   "failed IS NULL", (sequence, event.get("error_type"), event.get("code"), run_id,
-                                      re.sub(r"\[\d+\]", "", path)))
+        db.execute(
+            "UPDATE steps SET failed = ?, error_type = ?, code = ? WHERE run_id = ? AND path = ? AND failed IS NULL",
+            (sequence, event.get("error_type"), event.get("code"), run_id, re.sub(r"\[\d+\]", "", path)),
+        )
 
 
 # A call row that was made, or is being made (an intent row): none waits for, or was refused, an approval.
@@ -637,10 +777,34 @@ _MADE = f"(c.outcome IS NULL OR c.outcome NOT IN ({', '.join(repr(outcome) for o
 # A call's row that takes the place of row `sequence` when there is one (as SQLite's INSERT OR REPLACE would,
 # in the SQL both backends take): every column of the new row, none of the old.
 _REPLACING_CALL = "ON CONFLICT (run_id, sequence) DO UPDATE SET " + ", ".join(
-    f"{column} = excluded.{column}" for column in ("step", "tool", "input", "output", "error", "started_at",
-                                                   "finished_at", "outcome", "idempotency_key", "labels"))
-_STEP_COLUMNS = ("position", "depth", "tool", "arguments", "piped", "usd_each", "calls_low", "calls_high", "usd_low",
-                 "usd_high", "ms_low", "ms_high")
+    f"{column} = excluded.{column}"
+    for column in (
+        "step",
+        "tool",
+        "input",
+        "output",
+        "error",
+        "started_at",
+        "finished_at",
+        "outcome",
+        "idempotency_key",
+        "labels",
+    )
+)
+_STEP_COLUMNS = (
+    "position",
+    "depth",
+    "tool",
+    "arguments",
+    "piped",
+    "usd_each",
+    "calls_low",
+    "calls_high",
+    "usd_low",
+    "usd_high",
+    "ms_low",
+    "ms_high",
+)
 
 
 class NotWaiting(RunStoreError):

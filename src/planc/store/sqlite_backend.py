@@ -44,8 +44,7 @@ class SqliteBackend:
 
     def _open(self, version: int, set_up: Callable) -> sqlite3.Connection:
         existed = self.path.exists()
-        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                  timeout=faults.BUSY_TIMEOUT_S)
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=faults.BUSY_TIMEOUT_S)
         try:
             if existed:
                 refuse_newer(self.version(), version, self.path)  # before anything is written
@@ -79,8 +78,10 @@ class SqliteBackend:
                 refuse_newer(found, version, self.path)
             if found < version:
                 db.close()
-                raise RunStoreError(f"{self.path}: cannot read the run store: an older planc wrote it, and it cannot "
-                                    f"be brought up to date here, as it cannot be written")
+                raise RunStoreError(
+                    f"{self.path}: cannot read the run store: an older planc wrote it, and it cannot "
+                    f"be brought up to date here, as it cannot be written"
+                )
             return db
         raise store_failure(self.path, "open", failed)
 

@@ -55,30 +55,44 @@ def stats(where: Path, since: float | None = None, tool: str | None = None) -> d
     by_tool = "(CAST(:tool AS TEXT) IS NULL OR tool = :tool)"
     query = reader(where)
 
-    runs = query("SELECT status, ms FROM run_times WHERE started_at >= :since AND (CAST(:tool AS TEXT) IS NULL OR "
-                 "run_id IN (SELECT run_id FROM steps WHERE tool = :tool))", only)
+    runs = query(
+        "SELECT status, ms FROM run_times WHERE started_at >= :since AND (CAST(:tool AS TEXT) IS NULL OR "
+        "run_id IN (SELECT run_id FROM steps WHERE tool = :tool))",
+        only,
+    )
     statuses: dict[str, int] = {}
     for run in runs:
         statuses[run["status"]] = statuses.get(run["status"], 0) + 1
     times = [run["ms"] for run in runs if run["ms"] is not None]
     positions: dict[str, dict[str, int]] = {}
-    for row in query("SELECT s.position, s.tool, COUNT(*) AS n FROM steps s JOIN runs r ON r.id = s.run_id "
-                     "WHERE s.depth = 0 AND r.started_at >= :since AND (CAST(:tool AS TEXT) IS NULL OR "
-                     "s.tool = :tool) "
-                     "GROUP BY s.position, s.tool ORDER BY s.position, n DESC, s.tool", only):
+    for row in query(
+        "SELECT s.position, s.tool, COUNT(*) AS n FROM steps s JOIN runs r ON r.id = s.run_id "
+        "WHERE s.depth = 0 AND r.started_at >= :since AND (CAST(:tool AS TEXT) IS NULL OR "
+        "s.tool = :tool) "
+        "GROUP BY s.position, s.tool ORDER BY s.position, n DESC, s.tool",
+        only,
+    ):
         positions.setdefault(str(row["position"]), {})[row["tool"]] = row["n"]
     return {
-        "runs": {"count": len(runs), "by_status": dict(sorted(statuses.items())),
-                 "ms": {**{f"p{rank}": _ms(percentile(times, rank)) for rank in PERCENTILES},
-                        "max": _ms(max(times, default=None))}},
+        "runs": {
+            "count": len(runs),
+            "by_status": dict(sorted(statuses.items())),
+            "ms": {**{f"p{rank}": _ms(percentile(times, rank)) for rank in PERCENTILES}, "max": _ms(max(times, default=None))},
+        },
         "positions": positions,
         "failures": _failures(query, only, by_tool),
         "costs": _costs(query, only, by_tool),
-        "repairs": {row["code"]: {"rounds": row["rounds"], "repaired": row["repaired"], "fixed": row["fixed"]}
-                    for row in query("SELECT code, COUNT(*) AS rounds, SUM(repaired) AS repaired, SUM(fixed * "
-                                     "repaired) AS fixed FROM round_codes WHERE run_started_at >= :since "
-                                     "GROUP BY code ORDER BY rounds DESC, code", after)}
-        if tool is None else {},
+        "repairs": {
+            row["code"]: {"rounds": row["rounds"], "repaired": row["repaired"], "fixed": row["fixed"]}
+            for row in query(
+                "SELECT code, COUNT(*) AS rounds, SUM(repaired) AS repaired, SUM(fixed * "
+                "repaired) AS fixed FROM round_codes WHERE run_started_at >= :since "
+                "GROUP BY code ORDER BY rounds DESC, code",
+                after,
+            )
+        }
+        if tool is None
+        else {},
     }
 
 
@@ -90,15 +104,28 @@ def _failures(query: Query, only: dict, by_tool: str) -> dict:
     """Calls that did not end ok, by tool and outcome; the steps failed runs failed at, by tool; the
     runs a refusal with a diagnostic code ended, by code."""
     calls: dict[str, dict[str, int]] = {}
-    for row in query("SELECT tool, outcome, COUNT(*) AS n FROM call_times WHERE outcome != 'ok' AND "
-                     f"run_started_at >= :since AND {by_tool} GROUP BY tool, outcome ORDER BY tool, outcome", only):
+    for row in query(
+        "SELECT tool, outcome, COUNT(*) AS n FROM call_times WHERE outcome != 'ok' AND "
+        f"run_started_at >= :since AND {by_tool} GROUP BY tool, outcome ORDER BY tool, outcome",
+        only,
+    ):
         calls.setdefault(row["tool"], {})[row["outcome"]] = row["n"]
-    steps = {row["tool"]: row["n"] for row in query(
-        f"SELECT tool, COUNT(*) AS n FROM step_failures WHERE run_started_at >= :since AND {by_tool} "
-        "GROUP BY tool ORDER BY n DESC, tool", only)}
-    codes = {row["code"]: row["n"] for row in query(
-        f"SELECT code, COUNT(*) AS n FROM step_failures WHERE code IS NOT NULL AND run_started_at >= :since AND "
-        f"{by_tool} GROUP BY code ORDER BY n DESC, code", only)}
+    steps = {
+        row["tool"]: row["n"]
+        for row in query(
+            f"SELECT tool, COUNT(*) AS n FROM step_failures WHERE run_started_at >= :since AND {by_tool} "
+            "GROUP BY tool ORDER BY n DESC, tool",
+            only,
+        )
+    }
+    codes = {
+        row["code"]: row["n"]
+        for row in query(
+            f"SELECT code, COUNT(*) AS n FROM step_failures WHERE code IS NOT NULL AND run_started_at >= :since AND "
+            f"{by_tool} GROUP BY code ORDER BY n DESC, code",
+            only,
+        )
+    }
     return {"calls_by_tool": calls, "runs_by_tool": steps, "runs_by_code": codes}
 
 
@@ -106,17 +133,23 @@ def _costs(query: Query, only: dict, by_tool: str) -> dict:
     """For each tool, over the top-level steps that call it in runs recorded with the check's estimates: the
     estimates added up against what the steps did (calls made, their declared dollars; a most of None has
     no bound), and their time per step run against the estimate."""
-    rows = query("SELECT tool, COUNT(*) AS steps, SUM(calls_low) AS calls_low, "
-                 "CASE WHEN COUNT(calls_high) = COUNT(*) THEN SUM(calls_high) END AS calls_high, "
-                 "SUM(calls) AS calls, SUM(usd_low) AS usd_low, "
-                 "CASE WHEN COUNT(usd_high) = COUNT(*) THEN SUM(usd_high) END AS usd_high, SUM(usd) AS usd, "
-                 "AVG(ms_low) AS ms_low, CASE WHEN COUNT(ms_high) = COUNT(*) THEN AVG(ms_high) END AS ms_high "
-                 "FROM step_costs WHERE calls_low IS NOT NULL AND run_started_at >= :since "
-                 f"AND {by_tool} GROUP BY tool ORDER BY tool", only)
+    rows = query(
+        "SELECT tool, COUNT(*) AS steps, SUM(calls_low) AS calls_low, "
+        "CASE WHEN COUNT(calls_high) = COUNT(*) THEN SUM(calls_high) END AS calls_high, "
+        "SUM(calls) AS calls, SUM(usd_low) AS usd_low, "
+        "CASE WHEN COUNT(usd_high) = COUNT(*) THEN SUM(usd_high) END AS usd_high, SUM(usd) AS usd, "
+        "AVG(ms_low) AS ms_low, CASE WHEN COUNT(ms_high) = COUNT(*) THEN AVG(ms_high) END AS ms_high "
+        "FROM step_costs WHERE calls_low IS NOT NULL AND run_started_at >= :since "
+        f"AND {by_tool} GROUP BY tool ORDER BY tool",
+        only,
+    )
     times: dict[str, list[float]] = {}
-    for row in query("SELECT tool, ms FROM step_costs WHERE calls_low IS NOT NULL AND ms IS NOT NULL AND "
-                     "run_started_at >= :since AND "
-                     f"{by_tool}", only):
+    for row in query(
+        "SELECT tool, ms FROM step_costs WHERE calls_low IS NOT NULL AND ms IS NOT NULL AND "
+        "run_started_at >= :since AND "
+        f"{by_tool}",
+        only,
+    ):
         times.setdefault(row["tool"], []).append(row["ms"])
     costs = {}
     for row in rows:
@@ -124,10 +157,12 @@ def _costs(query: Query, only: dict, by_tool: str) -> dict:
         costs[row["tool"]] = {
             "steps": row["steps"],
             "calls": {"estimated": [_number(row["calls_low"]), _number(row["calls_high"])], "made": row["calls"]},
-            "usd": {"estimated": [_number(row["usd_low"], 4), _number(row["usd_high"], 4)],
-                    "spent": round(row["usd"], 4)},
-            "ms": {"estimated": [_ms(row["ms_low"]), _ms(row["ms_high"])],
-                   "p50": _ms(percentile(spent, 50)), "p90": _ms(percentile(spent, 90))},
+            "usd": {"estimated": [_number(row["usd_low"], 4), _number(row["usd_high"], 4)], "spent": round(row["usd"], 4)},
+            "ms": {
+                "estimated": [_ms(row["ms_low"]), _ms(row["ms_high"])],
+                "p50": _ms(percentile(spent, 50)),
+                "p90": _ms(percentile(spent, 90)),
+            },
         }
     return costs
 

@@ -39,8 +39,20 @@ _DIGEST = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 # What a stored plan of the current version holds; anything else is refused before it is used.
 STORED_PLAN = {
     "type": "object",
-    "required": ["format", "version", "source", "canonical", "ast", "registry", "policy", "plans", "params",
-                 "builtins", "planc_version", "hash"],
+    "required": [
+        "format",
+        "version",
+        "source",
+        "canonical",
+        "ast",
+        "registry",
+        "policy",
+        "plans",
+        "params",
+        "builtins",
+        "planc_version",
+        "hash",
+    ],
     "additionalProperties": False,
     "properties": {
         "format": {"const": FORMAT},
@@ -48,9 +60,12 @@ STORED_PLAN = {
         "source": {"type": "string"},
         "canonical": {"type": "string"},
         "ast": {"type": "object"},
-        "registry": {"type": "object", "required": ["fingerprint", "tools"], "additionalProperties": False,
-                     "properties": {"fingerprint": _DIGEST,
-                                    "tools": {"type": "object", "additionalProperties": _DIGEST}}},
+        "registry": {
+            "type": "object",
+            "required": ["fingerprint", "tools"],
+            "additionalProperties": False,
+            "properties": {"fingerprint": _DIGEST, "tools": {"type": "object", "additionalProperties": _DIGEST}},
+        },
         "policy": {"anyOf": [_DIGEST, {"type": "null"}]},
         "plans": {"anyOf": [{"type": "object", "additionalProperties": _DIGEST}, {"type": "null"}]},
         # the JSON Schema of each run argument, when the plan is a declared plan's file with `params`
@@ -70,8 +85,7 @@ class OlderPlan(StoredPlanError):
 
     def __init__(self, version: int) -> None:
         self.older = f"stored plan is version {version}, and this planc runs version {VERSION}"
-        super().__init__(f"{self.older}: `planc migrate` rewrites its file, each migration stamping the version "
-                         "it reaches")
+        super().__init__(f"{self.older}: `planc migrate` rewrites its file, each migration stamping the version it reaches")
 
 
 def _used_tools(checked: CheckResult) -> dict:
@@ -109,12 +123,10 @@ def save_plan(checked: CheckResult, *, registry: Registry | None = None, policy:
         "source": checked.source,
         "canonical": print_plan(checked.plan),
         "ast": to_data(checked.plan, spans=True),
-        "registry": {"fingerprint": fingerprint(tools),
-                     "tools": {name: tool_hash(tools[name]) for name in sorted(tools)}},
+        "registry": {"fingerprint": fingerprint(tools), "tools": {name: tool_hash(tools[name]) for name in sorted(tools)}},
         "policy": _policy_hash(policy),
         "plans": _plan_files(checked, registry),
-        "params": dict(checked.context.arguments) if checked.context and checked.context.arguments is not None
-        else None,
+        "params": dict(checked.context.arguments) if checked.context and checked.context.arguments is not None else None,
         "builtins": sorted(CONTROL_STEPS),
         "planc_version": installed_version(),
     }
@@ -138,14 +150,15 @@ def _read(text: str) -> dict:
         raise StoredPlanError(f"not a stored plan: {error}") from None
     if not isinstance(stored, dict) or stored.get("format") != FORMAT:
         found = stored.get("format") if isinstance(stored, dict) else None
-        raise StoredPlanError(f"not a stored plan: `format` is {json.dumps(found)}, not \"{FORMAT}\"")
+        raise StoredPlanError(f'not a stored plan: `format` is {json.dumps(found)}, not "{FORMAT}"')
     version = stored.get("version")
     readable = f"this planc reads versions {', '.join(map(str, _readable()))}"
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise StoredPlanError(f"stored plan has no valid `version` ({json.dumps(version)}); {readable}")
     if version > VERSION:
-        raise StoredPlanError(f"stored plan is version {version}, newer than this planc: {readable} "
-                              "(upgrade planc, or compile the plan again)")
+        raise StoredPlanError(
+            f"stored plan is version {version}, newer than this planc: {readable} (upgrade planc, or compile the plan again)"
+        )
     return stored
 
 
@@ -180,8 +193,10 @@ def migrate(stored: dict, registry: Registry | None = None) -> tuple[dict, list[
     while stored["version"] < VERSION:
         version = stored["version"]
         if version not in MIGRATIONS:
-            raise StoredPlanError(f"stored plan is version {version}, which this planc cannot read: "
-                                  f"it reads versions {', '.join(map(str, _readable()))}")
+            raise StoredPlanError(
+                f"stored plan is version {version}, which this planc cannot read: "
+                f"it reads versions {', '.join(map(str, _readable()))}"
+            )
         _verify_hash(stored)
         stored, changed = MIGRATIONS[version](stored, registry)
         stored["version"] = version + 1
@@ -203,8 +218,10 @@ def migrate_plan(text: str, registry: Registry | None = None) -> tuple[str, list
 def _verify_hash(stored: Mapping) -> None:
     found = content_hash(stored)
     if stored.get("hash") != found:
-        raise StoredPlanError(f"stored plan was modified after it was compiled: its content hash does not match "
-                              f"(expected {stored.get('hash')}, found {found})")
+        raise StoredPlanError(
+            f"stored plan was modified after it was compiled: its content hash does not match "
+            f"(expected {stored.get('hash')}, found {found})"
+        )
 
 
 def stored_source(text: str) -> str:
@@ -216,9 +233,18 @@ def stored_source(text: str) -> str:
     return stored["source"]
 
 
-def load_plan(text: str, *, registry: Registry | None = None, policy: Policy | None = None,
-              principal: str | None = None, arguments: Mapping | None = None, approvals: bool = False,
-              written_by: frozenset[str] = frozenset(), recorded: bool = False, **limits: Any) -> CheckResult:
+def load_plan(
+    text: str,
+    *,
+    registry: Registry | None = None,
+    policy: Policy | None = None,
+    principal: str | None = None,
+    arguments: Mapping | None = None,
+    approvals: bool = False,
+    written_by: frozenset[str] = frozenset(),
+    recorded: bool = False,
+    **limits: Any,
+) -> CheckResult:
     """The CheckResult of the stored plan `text`, re-checked against the current `registry` and `policy`.
 
     Refused with StoredPlanError when it is not a stored plan, is of an unknown version, was
@@ -248,30 +274,52 @@ def load_plan(text: str, *, registry: Registry | None = None, policy: Policy | N
         elif tool_hash(tool) != declared[name]:
             stale.append(f"the declaration of tool `{name}` changed")
     if stored["policy"] != _policy_hash(policy):
-        stale.append("the policy was added" if stored["policy"] is None
-                     else "the policy was removed" if policy is None else "the policy changed")
+        stale.append(
+            "the policy was added"
+            if stored["policy"] is None
+            else "the policy was removed"
+            if policy is None
+            else "the policy changed"
+        )
     if stale:
         raise StoredPlanError(f"stored plan is stale: {'; '.join(stale)} since it was compiled; compile it again")
     arguments = arguments if arguments is not None else stored["params"]
-    checked = check(stored["source"], registry=registry, policy=policy, arguments=arguments, approvals=approvals,
-                    principal=principal, written_by=written_by, **limits)
+    checked = check(
+        stored["source"],
+        registry=registry,
+        policy=policy,
+        arguments=arguments,
+        approvals=approvals,
+        principal=principal,
+        written_by=written_by,
+        **limits,
+    )
     errors = [d for d in checked.diagnostics if d.is_error]
     if checked.plan is None or errors:
         listed = "; ".join(f"{d.code} {d.span.start.line}:{d.span.start.column} {d.message}" for d in errors)
         raise StoredPlanError(f"stored plan has errors against the current registry and policy: {listed}")
     files = _plan_files(checked, registry)
     if stored["plans"] is None and files:
-        raise StoredPlanError(f"stored plan is stale: it calls the declared plans {', '.join(files)}, and it was "
-                              "compiled by a planc that did not record their files; compile it again")
-    changed = [name for name in sorted({*files, *(stored["plans"] or {})})
-               if stored["plans"] is not None and files.get(name) != stored["plans"].get(name)]
+        raise StoredPlanError(
+            f"stored plan is stale: it calls the declared plans {', '.join(files)}, and it was "
+            "compiled by a planc that did not record their files; compile it again"
+        )
+    changed = [
+        name
+        for name in sorted({*files, *(stored["plans"] or {})})
+        if stored["plans"] is not None and files.get(name) != stored["plans"].get(name)
+    ]
     if changed:
-        raise StoredPlanError(f"stored plan is stale: the file of the declared plan{'s' if len(changed) > 1 else ''} "
-                              f"{', '.join(f'`{name}`' for name in changed)} changed since it was compiled; "
-                              "compile it again")
+        raise StoredPlanError(
+            f"stored plan is stale: the file of the declared plan{'s' if len(changed) > 1 else ''} "
+            f"{', '.join(f'`{name}`' for name in changed)} changed since it was compiled; "
+            "compile it again"
+        )
     now = _used_tools(checked)
     if set(now) != set(declared):  # a name that was a control step, or the other way round
-        raise StoredPlanError("stored plan is stale: it calls tools "
-                              f"{', '.join(sorted(now)) or '(none)'} now, and called "
-                              f"{', '.join(sorted(declared)) or '(none)'} when it was compiled; compile it again")
+        raise StoredPlanError(
+            "stored plan is stale: it calls tools "
+            f"{', '.join(sorted(now)) or '(none)'} now, and called "
+            f"{', '.join(sorted(declared)) or '(none)'} when it was compiled; compile it again"
+        )
     return checked

@@ -67,16 +67,15 @@ def make_views(db: Db, json_items: Callable[[str, str], str]) -> None:
 # What a row of each view is, and its columns: docs/store.md is checked against it.
 VIEW_DOCS = {
     "run_times": "a run: `status`, `started_at`, `finished_at`, `ms` (how long it took; NULL while it runs), "
-                 "`code` (the diagnostic code of a refusal that failed it: E400, E401) and `message`",
-    "call_times": "a tool call: its `step` path, `tool`, `outcome` and `ms`, and when its run started "
-                  "(`run_started_at`)",
+    "`code` (the diagnostic code of a refusal that failed it: E400, E401) and `message`",
+    "call_times": "a tool call: its `step` path, `tool`, `outcome` and `ms`, and when its run started (`run_started_at`)",
     "step_failures": "the step a failed run failed first (the innermost; a block's step for a step of one of "
-                     "its items): `step`, `tool`, `error_type`, `code`",
+    "its items): `step`, `tool`, `error_type`, `code`",
     "step_times": "a top-level step that ended in a run: its `path` and how long it took (`ms`), from its first "
-                  "start to its last end",
+    "start to its last end",
     "step_costs": "a top-level step of a run: its `tool`, the check's estimate of one run of it (`calls_low`, "
-                  "`calls_high`, `usd_low`, `usd_high`, `ms_low`, `ms_high`; a NULL most has no bound) and "
-                  "what it did: the `calls` made in it, their declared `usd`, and its `ms`",
+    "`calls_high`, `usd_low`, `usd_high`, `ms_low`, `ms_high`; a NULL most has no bound) and "
+    "what it did: the `calls` made in it, their declared `usd`, and its `ms`",
     "round_codes": "an error code in a round of `planc plan`: whether the round was answered by another "
-                   "(`repaired`) and whether that answer no longer had the code (`fixed`)",
+    "(`repaired`) and whether that answer no longer had the code (`fixed`)",
 }

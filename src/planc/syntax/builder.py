@@ -138,10 +138,15 @@ class Builder:
             first = seen.setdefault(arg.name.text, arg)
             if first is not arg:
                 at = first.name.span.start
-                self.diagnostics.append(diagnostic(
-                    "E105", "twice", arg.span, name=arg.name.text,
-                    hints=(f"the first `{arg.name.text}` is at line {at.line}, column {at.column}; keep one",),
-                ))
+                self.diagnostics.append(
+                    diagnostic(
+                        "E105",
+                        "twice",
+                        arg.span,
+                        name=arg.name.text,
+                        hints=(f"the first `{arg.name.text}` is at line {at.line}, column {at.column}; keep one",),
+                    )
+                )
 
 
 def reducers(rules: Sequence[Rule], builder: Builder) -> list[Reducer]:
@@ -161,13 +166,18 @@ class Spliced(list):
 
 def passes_child_up(rule: Rule) -> bool:
     """A `?rule` alternative of one kept symbol: its value and span are its child's."""
-    return (rule.collapse and not rule.alias and len(rule.expansion) == 1
-            and not (rule.expansion[0].is_terminal and rule.expansion[0].filtered))
+    return (
+        rule.collapse
+        and not rule.alias
+        and len(rule.expansion) == 1
+        and not (rule.expansion[0].is_terminal and rule.expansion[0].filtered)
+    )
 
 
 def _reducer(rule: Rule, builder: Builder) -> Reducer:
     keep = [
-        index for index, symbol in enumerate(rule.expansion)
+        index
+        for index, symbol in enumerate(rule.expansion)
         if rule.keep_all_tokens or not (symbol.is_terminal and symbol.filtered)
     ]
     spliced = [not symbol.is_terminal and symbol.name.startswith("_") for symbol in rule.expansion]

@@ -21,9 +21,25 @@ from planc.syntax.failure import (
     clip,
 )
 
-PYTHON_WORDS = {"def", "import", "from", "class", "for", "while", "if", "return", "print",
-                "async", "await", "with", "lambda", "try", "elif", "else"}
-PLAN_HINT = "a plan is steps like `search(query: \"x\") |> summarize(style: \"bullets\")`"
+PYTHON_WORDS = {
+    "def",
+    "import",
+    "from",
+    "class",
+    "for",
+    "while",
+    "if",
+    "return",
+    "print",
+    "async",
+    "await",
+    "with",
+    "lambda",
+    "try",
+    "elif",
+    "else",
+}
+PLAN_HINT = 'a plan is steps like `search(query: "x") |> summarize(style: "bullets")`'
 EXTRACT_HINT = "to take a plan out of a model reply, run `planc check --extract`"
 
 
@@ -41,8 +57,19 @@ class Explanation(NamedTuple):
 
 def explain(failure: ParseFailure) -> Explanation:
     """The diagnostic (and repair, if certain) for one parse failure."""
-    for rule in (_not_a_plan, _unclosed, _nested_step, _keyword_argument, _positional, _bare_argument,
-                 _equals_for_colon, _equals_in_record, _colon_for_equals, _missing_comma, _empty_pipe):
+    for rule in (
+        _not_a_plan,
+        _unclosed,
+        _nested_step,
+        _keyword_argument,
+        _positional,
+        _bare_argument,
+        _equals_for_colon,
+        _equals_in_record,
+        _colon_for_equals,
+        _missing_comma,
+        _empty_pipe,
+    ):
         explanation = rule(failure)
         if explanation is not None:
             return explanation
@@ -59,13 +86,20 @@ def _not_a_plan(failure: ParseFailure) -> Explanation | None:
     line = failure.span(token.start, failure.line_end(first).end)
     if token.type in ("LBRACE", "LSQB") and failure.index == first:
         last = failure.tokens[failure.matching(first)]
-        return Explanation(diagnostic("E100", "json", failure.span(token.start, last.end),
-                                      hints=[PLAN_HINT, "each step is a tool call with named arguments, joined by `|>`"]))
+        return Explanation(
+            diagnostic(
+                "E100",
+                "json",
+                failure.span(token.start, last.end),
+                hints=[PLAN_HINT, "each step is a tool call with named arguments, joined by `|>`"],
+            )
+        )
     if token.type != "NAME" or following is None or not failure.same_line(token, following):
         return None
     if token.text in PYTHON_WORDS or following.type == "DOT":
-        return Explanation(diagnostic("E100", "python", line,
-                                      hints=[PLAN_HINT, "plans have no raw code: use steps and `map`/`filter`/`decide`"]))
+        return Explanation(
+            diagnostic("E100", "python", line, hints=[PLAN_HINT, "plans have no raw code: use steps and `map`/`filter`/`decide`"])
+        )
     after_colon = failure.token(first + 2)
     if following.type == "COLON" and (after_colon is None or not failure.same_line(following, after_colon)):
         return Explanation(diagnostic("E100", "yaml", line, hints=[PLAN_HINT]))
@@ -92,10 +126,16 @@ def _unclosed(failure: ParseFailure) -> Explanation | None:
     where = "the end of the plan" if found is None else f"the next step `{found.text}(`"
     after = failure.current_argument() or clip(previous.text)
     return Explanation(
-        diagnostic("E100", "unclosed", failure.token_span(opener), bracket=opener.text,
-                   hints=[f"add `{closer}` after `{after}`, before {where}"],
-                   fix=Fix(failure.span(previous.end, previous.end), closer)),
-        Repair("insert", closer_type) if closer_type in failure.expected else None)
+        diagnostic(
+            "E100",
+            "unclosed",
+            failure.token_span(opener),
+            bracket=opener.text,
+            hints=[f"add `{closer}` after `{after}`, before {where}"],
+            fix=Fix(failure.span(previous.end, previous.end), closer),
+        ),
+        Repair("insert", closer_type) if closer_type in failure.expected else None,
+    )
 
 
 def _nested_step(failure: ParseFailure) -> Explanation | None:
@@ -107,10 +147,18 @@ def _nested_step(failure: ParseFailure) -> Explanation | None:
         return None
     last = failure.tokens[failure.matching(failure.index)]
     call = failure.text(name, last)
-    return Explanation(diagnostic(
-        "E100", "step_as_value", failure.span(name.start, last.end), call=call,
-        hints=[f"run `{name.text}(...)` as a step of its own before this one, and pass its result "
-               f"with `$n` or a label (`found = {name.text}(...)`, then `$found`)"]))
+    return Explanation(
+        diagnostic(
+            "E100",
+            "step_as_value",
+            failure.span(name.start, last.end),
+            call=call,
+            hints=[
+                f"run `{name.text}(...)` as a step of its own before this one, and pass its result "
+                f"with `$n` or a label (`found = {name.text}(...)`, then `$found`)"
+            ],
+        )
+    )
 
 
 def _keyword_argument(failure: ParseFailure) -> Explanation | None:
@@ -120,9 +168,15 @@ def _keyword_argument(failure: ParseFailure) -> Explanation | None:
         return None
     if not {"NAME", "RPAR"} <= failure.expected:
         return None
-    return Explanation(diagnostic(
-        "E100", "keyword_name", failure.token_span(token), keyword=token.text,
-        hints=["the keywords are `true false null and or not contains`; inside a record (`{not: ...}`) they can be keys"]))
+    return Explanation(
+        diagnostic(
+            "E100",
+            "keyword_name",
+            failure.token_span(token),
+            keyword=token.text,
+            hints=["the keywords are `true false null and or not contains`; inside a record (`{not: ...}`) they can be keys"],
+        )
+    )
 
 
 def _positional(failure: ParseFailure) -> Explanation | None:
@@ -148,9 +202,15 @@ def _positional_from(failure: ParseFailure, index: int) -> Explanation:
     first = failure.tokens[index]
     last = failure.tokens[failure.value_end(index)]
     value = failure.text(first, last)
-    return Explanation(diagnostic(
-        "E102", "positional", failure.span(first.start, last.end), value=value,
-        hints=[f"write `name: {value}`, with the name of the parameter this value is for"]))
+    return Explanation(
+        diagnostic(
+            "E102",
+            "positional",
+            failure.span(first.start, last.end),
+            value=value,
+            hints=[f"write `name: {value}`, with the name of the parameter this value is for"],
+        )
+    )
 
 
 def _equals_for_colon(failure: ParseFailure) -> Explanation | None:
@@ -161,9 +221,16 @@ def _equals_for_colon(failure: ParseFailure) -> Explanation | None:
     assert previous is not None  # `=` is not expected first
     name = previous.text
     return Explanation(
-        diagnostic("E100", "equals_for_colon", failure.token_span(token), name=name,
-                   hints=[f"arguments are written `{name}: value`"], fix=Fix(failure.token_span(token), ":")),
-        Repair("replace", "COLON"))
+        diagnostic(
+            "E100",
+            "equals_for_colon",
+            failure.token_span(token),
+            name=name,
+            hints=[f"arguments are written `{name}: value`"],
+            fix=Fix(failure.token_span(token), ":"),
+        ),
+        Repair("replace", "COLON"),
+    )
 
 
 def _equals_in_record(failure: ParseFailure) -> Explanation | None:
@@ -174,9 +241,16 @@ def _equals_in_record(failure: ParseFailure) -> Explanation | None:
         return None
     equals = failure.tokens[failure.index - 1]
     key = failure.tokens[failure.index - 2].text
-    return Explanation(diagnostic(
-        "E100", "equals_in_record", failure.token_span(equals), key=key,
-        hints=[f"record entries are written `{key}: value`"], fix=Fix(failure.token_span(equals), ":")))
+    return Explanation(
+        diagnostic(
+            "E100",
+            "equals_in_record",
+            failure.token_span(equals),
+            key=key,
+            hints=[f"record entries are written `{key}: value`"],
+            fix=Fix(failure.token_span(equals), ":"),
+        )
+    )
 
 
 def _colon_for_equals(failure: ParseFailure) -> Explanation | None:
@@ -187,9 +261,16 @@ def _colon_for_equals(failure: ParseFailure) -> Explanation | None:
     assert previous is not None  # `=` is not expected first
     label = previous.text
     return Explanation(
-        diagnostic("E100", "colon_for_equals", failure.token_span(token), label=label,
-                   hints=[f"a step is labelled with `=`: `{label} = tool(...)`"], fix=Fix(failure.token_span(token), " =")),
-        Repair("replace", "EQUAL"))
+        diagnostic(
+            "E100",
+            "colon_for_equals",
+            failure.token_span(token),
+            label=label,
+            hints=[f"a step is labelled with `=`: `{label} = tool(...)`"],
+            fix=Fix(failure.token_span(token), " ="),
+        ),
+        Repair("replace", "EQUAL"),
+    )
 
 
 def _missing_comma(failure: ParseFailure) -> Explanation | None:
@@ -210,11 +291,13 @@ def _missing_comma(failure: ParseFailure) -> Explanation | None:
     span, found, hints = failure.token_span(token), failure.describe(token), ["add `,` between them"]
     fix = Fix(failure.span(previous.end, previous.end), ",")
     if argument:
-        explained = diagnostic("E100", "expected_after_argument", span, hints=hints, fix=fix,
-                               expected=expected, argument=argument, found=found)
+        explained = diagnostic(
+            "E100", "expected_after_argument", span, hints=hints, fix=fix, expected=expected, argument=argument, found=found
+        )
     else:
-        explained = diagnostic("E100", "expected_after", span, hints=hints, fix=fix,
-                               expected=expected, previous=clip(previous.text), found=found)
+        explained = diagnostic(
+            "E100", "expected_after", span, hints=hints, fix=fix, expected=expected, previous=clip(previous.text), found=found
+        )
     return Explanation(explained, Repair("insert", "COMMA"))
 
 
@@ -222,9 +305,15 @@ def _empty_pipe(failure: ParseFailure) -> Explanation | None:
     previous = failure.previous
     if previous is None or previous.text != "|>" or failure.expected != {"NAME"}:
         return None
-    return Explanation(diagnostic(
-        "E100", "step_after_pipe", failure.found_span(), found=failure.describe(failure.found),
-        hints=["`|>` passes the result on to the next step: `a(...) |> b(...)`"]))
+    return Explanation(
+        diagnostic(
+            "E100",
+            "step_after_pipe",
+            failure.found_span(),
+            found=failure.describe(failure.found),
+            hints=["`|>` passes the result on to the next step: `a(...) |> b(...)`"],
+        )
+    )
 
 
 def _generic(failure: ParseFailure) -> Explanation:
@@ -239,9 +328,11 @@ def _generic(failure: ParseFailure) -> Explanation:
         hints.append(f"this `{token.text}` closes nothing")
     span, expected, found = failure.found_span(), failure.words(failure.expected), failure.describe(token)
     if argument:
-        return Explanation(diagnostic("E100", "expected_after_argument", span, hints=hints,
-                                      expected=expected, argument=argument, found=found))
+        return Explanation(
+            diagnostic("E100", "expected_after_argument", span, hints=hints, expected=expected, argument=argument, found=found)
+        )
     if previous is not None:
-        return Explanation(diagnostic("E100", "expected_after", span, hints=hints,
-                                      expected=expected, previous=clip(previous.text), found=found))
+        return Explanation(
+            diagnostic("E100", "expected_after", span, hints=hints, expected=expected, previous=clip(previous.text), found=found)
+        )
     return Explanation(diagnostic("E100", "expected", span, hints=hints, expected=expected, found=found))

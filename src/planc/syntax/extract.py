@@ -13,8 +13,7 @@ import re
 
 FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t\r]*$", re.MULTILINE | re.DOTALL)
 # `tool(` with nothing between, or `tool (name: ...` / `tool ()`: prose like "Plan (draft):" is not a step.
-STEP_START = re.compile(
-    r"^[ \t]*(?:[A-Za-z_]\w*[ \t]*=[ \t]*)?[A-Za-z_]\w*(?:\(|[ \t]+\([ \t]*(?:\)|[A-Za-z_]\w*[ \t]*:))")
+STEP_START = re.compile(r"^[ \t]*(?:[A-Za-z_]\w*[ \t]*=[ \t]*)?[A-Za-z_]\w*(?:\(|[ \t]+\([ \t]*(?:\)|[A-Za-z_]\w*[ \t]*:))")
 CONTINUATION = re.compile(r"^[ \t]*(?:\|>|[)\]}]|#|//|$)")
 
 

@@ -19,7 +19,10 @@ OPERATORS = {"==", "!=", "<", "<=", ">", ">=", "contains", "and", "or"}
 # person most likely left out.
 FIRST_WORDS = ("COMMA", "RPAR", "RSQB", "RBRACE", "COLON", "EQUAL", "LPAR", "__ANON_0", "SEMICOLON")
 NAMED_TERMINALS = {
-    "NAME": "a name", "STRING": "a string", "NUMBER": "a number", "INT": "a whole number",
+    "NAME": "a name",
+    "STRING": "a string",
+    "NUMBER": "a number",
+    "INT": "a whole number",
     "$END": "the end of the plan",
 }
 

@@ -53,8 +53,11 @@ def format_source(result: ParseResult, width: int | None = WIDTH) -> str:
         text = printer.pipeline(pipeline)
         leading += comments.take(lambda at: at.offset < pipeline.span.end_offset)  # noqa: B023  # none left inside, or before it
         following = pipelines[number + 1].span if number + 1 < len(pipelines) else None
-        trailing = [] if following is not None and following.start.line == pipeline.span.end.line else \
-            comments.trailing(pipeline.span.end, following.start_offset if following is not None else None)
+        trailing = (
+            []
+            if following is not None and following.start.line == pipeline.span.end.line
+            else comments.trailing(pipeline.span.end, following.start_offset if following is not None else None)
+        )
         if out and _blank_between(lines, previous_end, first_line):
             out.append("")
         out += [comment for _, comment in leading]
@@ -87,8 +90,12 @@ class _Comments:
 
     def trailing(self, end: Position, limit: int | None) -> list[str]:
         """The comments on the line that ends at `end`, after it and before `limit`: they end that line."""
-        return [text for _, text in self.take(lambda at: at.line == end.line and at.offset >= end.offset
-                                              and (limit is None or at.offset < limit))]
+        return [
+            text
+            for _, text in self.take(
+                lambda at: at.line == end.line and at.offset >= end.offset and (limit is None or at.offset < limit)
+            )
+        ]
 
 
 def _blank_between(lines: list[str], after_line: int, before_line: int) -> bool:

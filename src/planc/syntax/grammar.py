@@ -97,38 +97,59 @@ def _build(text: str) -> Tables:
 
     front = lark.Lark(text, parser="lalr")
     table = front.parser.parser.parser.parse_table
-    rules = sorted({rule for actions in table.states.values()
-                    for action, rule in actions.values() if action.name == "Reduce"}, key=str)
+    rules = sorted(
+        {rule for actions in table.states.values() for action, rule in actions.values() if action.name == "Reduce"}, key=str
+    )
     index = {rule: number for number, rule in enumerate(rules)}
     return Tables(
         terminals=tuple(
             Terminal(str(t.name), str(t.pattern.value) if t.pattern.type == "str" else None, t.pattern.to_regexp())
-            for t in front.terminals),
+            for t in front.terminals
+        ),
         ignore=tuple(str(name) for name in front.lexer_conf.ignore),
         rules=tuple(
-            Rule(str(rule.origin.name), str(rule.alias) if rule.alias else None,
-                 tuple(Symbol(str(s.name), s.is_term, bool(getattr(s, "filter_out", False))) for s in rule.expansion),
-                 bool(rule.options.expand1), bool(rule.options.keep_all_tokens))
-            for rule in rules),
-        states={state: {str(symbol): (True, target) if action.name == "Shift" else (False, index[target])
-                        for symbol, (action, target) in actions.items()}
-                for state, actions in table.states.items()},
+            Rule(
+                str(rule.origin.name),
+                str(rule.alias) if rule.alias else None,
+                tuple(Symbol(str(s.name), s.is_term, bool(getattr(s, "filter_out", False))) for s in rule.expansion),
+                bool(rule.options.expand1),
+                bool(rule.options.keep_all_tokens),
+            )
+            for rule in rules
+        ),
+        states={
+            state: {
+                str(symbol): (True, target) if action.name == "Shift" else (False, index[target])
+                for symbol, (action, target) in actions.items()
+            }
+            for state, actions in table.states.items()
+        },
         start_state=table.start_states[START],
         end_state=table.end_states[START],
     )
 
 
 def _to_data(built: Tables) -> tuple:
-    return (tuple(tuple(t) for t in built.terminals), built.ignore,
-            tuple((r.origin, r.alias, tuple(tuple(s) for s in r.expansion), r.collapse, r.keep_all_tokens)
-                  for r in built.rules),
-            built.states, built.start_state, built.end_state)
+    return (
+        tuple(tuple(t) for t in built.terminals),
+        built.ignore,
+        tuple((r.origin, r.alias, tuple(tuple(s) for s in r.expansion), r.collapse, r.keep_all_tokens) for r in built.rules),
+        built.states,
+        built.start_state,
+        built.end_state,
+    )
 
 
 def _from_data(data: tuple) -> Tables:
     terminals, ignore, rules, states, start_state, end_state = data
     return Tables(
-        tuple(Terminal(*t) for t in terminals), tuple(ignore),
-        tuple(Rule(origin, alias, tuple(Symbol(*s) for s in expansion), collapse, keep)
-              for origin, alias, expansion, collapse, keep in rules),
-        states, start_state, end_state)
+        tuple(Terminal(*t) for t in terminals),
+        tuple(ignore),
+        tuple(
+            Rule(origin, alias, tuple(Symbol(*s) for s in expansion), collapse, keep)
+            for origin, alias, expansion, collapse, keep in rules
+        ),
+        states,
+        start_state,
+        end_state,
+    )

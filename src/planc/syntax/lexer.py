@@ -155,21 +155,26 @@ class _Lexer:
         """Report a character-level mistake; return the token that was meant, if any."""
         report = diagnostics.append
         if kind == "E_TRIPLE":
-            report(diagnostic("E101", "unclosed_triple", span, hints=["close it with `\"\"\"`"]))
+            report(diagnostic("E101", "unclosed_triple", span, hints=['close it with `"""`']))
             return Token(span.start_offset, span.end_offset, ERROR, value)
         if kind == "E_UNTERMINATED":
-            report(diagnostic("E101", "unclosed", span, hints=[
-                "close the string with `\"` on the same line, or use `\"\"\"` for text over several lines"]))
+            report(
+                diagnostic(
+                    "E101",
+                    "unclosed",
+                    span,
+                    hints=['close the string with `"` on the same line, or use `"""` for text over several lines'],
+                )
+            )
             return Token(span.start_offset, span.end_offset, ERROR, value)
         if kind == "E_LONG_NUMBER" or (kind == "E_ZEROS" and len(value) > MAX_NUMBER):
             report(diagnostic("E100", "long_number", span, most=MAX_NUMBER))
             return Token(span.start_offset, span.end_offset, ERROR, value)
         if kind == "E_ZEROS":
             sign = "-" if value.startswith("-") else ""
-            rest = value[len(sign):].lstrip("0")
+            rest = value[len(sign) :].lstrip("0")
             fixed = sign + (rest if rest[:1].isdigit() else "0" + rest)
-            report(diagnostic("E100", "leading_zero", span, hints=[f"write `{fixed}`"], fix=Fix(span, fixed),
-                              number=value))
+            report(diagnostic("E100", "leading_zero", span, hints=[f"write `{fixed}`"], fix=Fix(span, fixed), number=value))
             return Token(span.start_offset, span.end_offset, "NUMBER", fixed)
         if kind == "E_SINGLE":
             body = value[1:-1] if len(value) > 1 and value.endswith("'") else value[1:]
@@ -183,8 +188,14 @@ class _Lexer:
             return Token(span.start_offset, span.end_offset, "STRING", value)
         if kind == "E_FENCE":
             if not any(d.message.startswith("the plan is inside a markdown") for d in diagnostics):
-                report(diagnostic("E100", "fence", span, hints=[
-                    "remove the ``` lines, or run `planc check --extract` to take the plan out of a model reply"]))
+                report(
+                    diagnostic(
+                        "E100",
+                        "fence",
+                        span,
+                        hints=["remove the ``` lines, or run `planc check --extract` to take the plan out of a model reply"],
+                    )
+                )
             return None
         # Another language's operator: reported, and read as the word planc spells it with.
         if kind == "E_PIPE" and value == "|":
@@ -201,8 +212,15 @@ class _Lexer:
             return self._read_as("not", span)
         if value.isspace() or value == "\ufeff":
             return None  # stray control whitespace the grammar's pattern missed
-        report(diagnostic("E100", "character", span, hints=[
-            "a plan is made of steps like `tool(name: value)` joined by `|>`"], character=value))
+        report(
+            diagnostic(
+                "E100",
+                "character",
+                span,
+                hints=["a plan is made of steps like `tool(name: value)` joined by `|>`"],
+                character=value,
+            )
+        )
         return Token(span.start_offset, span.end_offset, ERROR, value)
 
     def _read_as(self, word: str, span: Span) -> Token:

@@ -64,8 +64,11 @@ def _parse(source: str) -> ParseResult:
     diagnostics = list(lexed.diagnostics)
     if not lexed.tokens:
         if not diagnostics:
-            diagnostics.append(diagnostic("E104", "empty", Span(0, 0, lexed.lines),
-                                          hints=("a plan is at least one step, like `search(query: \"x\")`",)))
+            diagnostics.append(
+                diagnostic(
+                    "E104", "empty", Span(0, 0, lexed.lines), hints=('a plan is at least one step, like `search(query: "x")`',)
+                )
+            )
         return ParseResult(None, diagnostics, lexed.comments, lexed.lines)
     automaton = _automaton()
     automaton.builder.diagnostics = diagnostics
@@ -74,8 +77,7 @@ def _parse(source: str) -> ParseResult:
     if automaton.skipped:
         # A mistake in text that recovery skipped is most likely part of the same
         # garbage (prose, shell, YAML); only the first report about it is kept.
-        noise = {id(d) for d in lexed.diagnostics
-                 if any(start < d.span.start_offset < end for start, end in automaton.skipped)}
+        noise = {id(d) for d in lexed.diagnostics if any(start < d.span.start_offset < end for start, end in automaton.skipped)}
         diagnostics[:] = [d for d in diagnostics if id(d) not in noise]
     diagnostics.sort(key=sort_key)
     if any(d.is_error for d in diagnostics):
@@ -98,8 +100,10 @@ class _Automaton:
         grammar = tables()
         self.builder = Builder()
         build = reducers(grammar.rules, self.builder)
-        rules = [(UNIT, rule.origin) if passes_child_up(rule) else (REDUCE, (len(rule.expansion), rule.origin, build[number]))
-                 for number, rule in enumerate(grammar.rules)]
+        rules = [
+            (UNIT, rule.origin) if passes_child_up(rule) else (REDUCE, (len(rule.expansion), rule.origin, build[number]))
+            for number, rule in enumerate(grammar.rules)
+        ]
         self.start_state = grammar.start_state
         self.end_state = grammar.end_state
         # Lists indexed by state number: Lark numbers its states 0..n-1.
@@ -144,8 +148,11 @@ class _Automaton:
                     failed = True
                     if kind in CLOSERS and segment > 0 and not open_brackets(values):
                         index += 1  # a closer whose opener was in the text recovery skipped
-                    elif kind != ERROR and repaired_at != index and self._repair(
-                            ParseFailure(tokens, index, segment, _expected(actions), self.literals, lines, values)):
+                    elif (
+                        kind != ERROR
+                        and repaired_at != index
+                        and self._repair(ParseFailure(tokens, index, segment, _expected(actions), self.literals, lines, values))
+                    ):
                         repaired_at = index
                     else:
                         resume = _resume_at(tokens, index, segment, lines)
@@ -165,9 +172,15 @@ class _Automaton:
                 values.append(token)
                 bounds.append(token)
                 if len(stack) > MAX_DEPTH:
-                    self.builder.diagnostics.append(diagnostic(
-                        "E100", "too_deep", Span(token[START], token[END], lines),
-                        hints=("split the nested part into separate steps joined by references",), most=MAX_DEPTH))
+                    self.builder.diagnostics.append(
+                        diagnostic(
+                            "E100",
+                            "too_deep",
+                            Span(token[START], token[END], lines),
+                            hints=("split the nested part into separate steps joined by references",),
+                            most=MAX_DEPTH,
+                        )
+                    )
                     return None
                 index += 1
                 token = tokens[index]

@@ -91,8 +91,7 @@ def print_string(string: ast.String) -> str:
         if isinstance(part, ast.Hole):
             pieces.append("{" + print_expr(part.target) + "}")
         else:
-            escaped = LONE_SURROGATE.sub(lambda match: "\\u%04x" % ord(match.group()),
-                                         json.dumps(part, ensure_ascii=False)[1:-1])
+            escaped = LONE_SURROGATE.sub(lambda match: "\\u%04x" % ord(match.group()), json.dumps(part, ensure_ascii=False)[1:-1])
             pieces.append(HOLE.sub(lambda match: "\\" + match.group(), escaped))
     return '"' + "".join(pieces) + '"'
 
@@ -133,8 +132,9 @@ class Printer:
             hugged = self._hugged(step, indent, column, head, False) or self._hugged(step, indent, column, head, True)
             if hugged is not None:
                 return hugged
-        return self._broken(head, [(arg, f"{arg.name.text}: ", arg.value) for arg in step.args], ")",
-                            step.span.end_offset, indent)
+        return self._broken(
+            head, [(arg, f"{arg.name.text}: ", arg.value) for arg in step.args], ")", step.span.end_offset, indent
+        )
 
     def inline(self, expr: ast.Expr, indent: str = "") -> str:
         """`expr` on one line, but for a block that cannot be: it opens here and closes on a line of its own."""
@@ -211,9 +211,15 @@ class Printer:
             return None
         # Laid out only once it fits: a block takes its comments as it is printed.
         # Each opened value is a block, and each other has a flat form (both seen above).
-        return head + ", ".join(f"{arg.name.text}: " + (self._open_block(cast(ast.Block, arg.value), indent)
-                                                         if open_it else cast(str, self.flat(arg.value)))
-                                for arg, open_it in zip(step.args, opened)) + ")"
+        return (
+            head
+            + ", ".join(
+                f"{arg.name.text}: "
+                + (self._open_block(cast(ast.Block, arg.value), indent) if open_it else cast(str, self.flat(arg.value)))
+                for arg, open_it in zip(step.args, opened)
+            )
+            + ")"
+        )
 
     def _value(self, expr: ast.Expr, indent: str, column: int) -> str:
         """`expr` at `column` of a line indented by `indent`, a comma after it: on one line if it fits, else a
@@ -224,8 +230,13 @@ class Printer:
         if isinstance(expr, ast.Block):
             return self._open_block(expr, indent)
         if isinstance(expr, ast.Record) and expr.entries:
-            return self._broken("{", [(entry, f"{_key(entry.key.text)}: ", entry.value) for entry in expr.entries],
-                                "}", expr.span.end_offset, indent)
+            return self._broken(
+                "{",
+                [(entry, f"{_key(entry.key.text)}: ", entry.value) for entry in expr.entries],
+                "}",
+                expr.span.end_offset,
+                indent,
+            )
         if isinstance(expr, ast.ListExpr) and expr.items:
             return self._broken("[", [(item, "", item) for item in expr.items], "]", expr.span.end_offset, indent)
         return self.inline(expr, indent)
@@ -289,6 +300,7 @@ def _joined(opening: str, parts: list[str | None], closing: str) -> str | None:
 
 def _condition(condition: ast.Expr, text_of: Callable[[ast.Expr], str]) -> str:
     """A condition's text from its operands' (`text_of`), in parentheses where precedence needs them."""
+
     def operand(expr: ast.Expr, needs_parentheses: tuple) -> str:
         text = text_of(expr)
         return f"({text})" if isinstance(expr, needs_parentheses) else text

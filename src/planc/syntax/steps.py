@@ -51,7 +51,7 @@ def enclosing_paths(path: str) -> Iterator[str]:
     """
     while path:
         yield path
-        path = path[:max(path.rfind("/"), path.rfind("["), 0)]
+        path = path[: max(path.rfind("/"), path.rfind("["), 0)]
 
 
 def step_blocks(step: ast.Step) -> Iterator[tuple[ast.Block, str]]:

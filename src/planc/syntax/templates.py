@@ -25,12 +25,10 @@ HOLE = re.compile(
 ACCESSOR = re.compile(r"\.(?P<field>[A-Za-z_][A-Za-z0-9_]*)|\[(?P<index>[0-9]{1,100})\]")
 ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
 CLOSING_QUOTES = "\"'”“"
-SIMPLE_ESCAPES = {"'": "'", '"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n",
-                  "r": "\r", "t": "\t", "{": "{"}
+SIMPLE_ESCAPES = {"'": "'", '"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "{": "{"}
 
 
-def decode_string(raw: str, start: int, lines: Lines | None, diagnostics: list[Diagnostic],
-                  holes: bool = True) -> tuple:
+def decode_string(raw: str, start: int, lines: Lines | None, diagnostics: list[Diagnostic], holes: bool = True) -> tuple:
     """The parts (text and Hole nodes) of the string literal `raw` found at offset `start`.
 
     With `holes=False` (record keys) every brace is text.
@@ -81,8 +79,7 @@ def escaped(text: str, brace: int) -> bool:
     return (brace - before) % 2 == 1
 
 
-def _unescape(body: str, start: int, end: int, body_start: int, lines: Lines | None,
-              diagnostics: list[Diagnostic]) -> str:
+def _unescape(body: str, start: int, end: int, body_start: int, lines: Lines | None, diagnostics: list[Diagnostic]) -> str:
     def replace(match: re.Match) -> str:
         escape = match.group(1)
         if escape[0] == "u" and len(escape) == 5:
@@ -90,10 +87,15 @@ def _unescape(body: str, start: int, end: int, body_start: int, lines: Lines | N
         if escape in SIMPLE_ESCAPES:
             return SIMPLE_ESCAPES[escape]
         where = Span(body_start + start + match.start(), body_start + start + match.end(), lines)
-        diagnostics.append(diagnostic(
-            "E100", "escape", where, escape=escape,
-            hints=["the escapes are JSON's (`\\n`, `\\t`, `\\\"`, `\\\\`, `\\uXXXX`) and `\\{` for a literal brace"],
-        ))
+        diagnostics.append(
+            diagnostic(
+                "E100",
+                "escape",
+                where,
+                escape=escape,
+                hints=["the escapes are JSON's (`\\n`, `\\t`, `\\\"`, `\\\\`, `\\uXXXX`) and `\\{` for a literal brace"],
+            )
+        )
         return escape
 
     text = ESCAPE.sub(replace, body[start:end])
@@ -110,7 +112,8 @@ def _hole(match: re.Match, body_start: int, lines: Lines | None) -> Hole:
     head = match.group("head")
     head_start = match.start("head")
     accessors = tuple(
-        Field(a.group("field"), span(a.start(), a.end())) if a.group("field")
+        Field(a.group("field"), span(a.start(), a.end()))
+        if a.group("field")
         else Index(int(a.group("index")), span(a.start(), a.end()))
         for a in ACCESSOR.finditer(match.string, match.start("accessors"), match.end("accessors"))
     )

@@ -23,8 +23,7 @@ def _add_step(parent: Tree, step: ast.Step, paths: dict, notes: dict) -> None:
     label = f"[magenta]{step.label.text}[/] = " if step.label else ""
     start = step.span.start
     note = f"  [yellow]{escape(notes[step])}[/]" if step in notes else ""
-    node = parent.add(f"[dim]{paths[step]}[/]  {label}[bold cyan]{step.tool.text}[/]  "
-                      f"[dim]{start.line}:{start.column}[/]{note}")
+    node = parent.add(f"[dim]{paths[step]}[/]  {label}[bold cyan]{step.tool.text}[/]  [dim]{start.line}:{start.column}[/]{note}")
     blocks = dict((id(block), name) for block, name in step_blocks(step))
     for arg in step.args:
         if isinstance(arg.value, ast.Block) and id(arg.value) in blocks:

@@ -26,8 +26,7 @@ class AwaitingApproval(RunError):
     """The run waits for a person to approve or deny a call. Once the run has recorded it, `run_id` names the
     run and `calls` holds what each waiting call asks (`RunStore.awaiting`)."""
 
-    def __init__(self, message: str, node: object = None, *, run_id: str | None = None,
-                 calls: list | None = None) -> None:
+    def __init__(self, message: str, node: object = None, *, run_id: str | None = None, calls: list | None = None) -> None:
         super().__init__(message, node)
         self.run_id = run_id
         self.calls = list(calls or [])
@@ -49,13 +48,14 @@ def what_it_asks(call: Call) -> str:
 def waiting_gate(recorder: StoreRecorder, which: str) -> Callable[[Call], Awaitable[Proceed]]:
     """The gate of a recorded run nobody is there to ask: a call `which` (EFFECTFUL or FLAGGED) says a person
     approves is recorded as waiting, and the run stops with AwaitingApproval; the rest proceed."""
+
     async def gate(call: Call) -> Proceed:
         if not needs_approval(call, which == EFFECTFUL):
             return Proceed()
         asks = what_it_asks(call)
         recorder.awaiting(call, asks)
-        raise AwaitingApproval(f"step {call.step}: `{call.tool.name}` waits for a person's approval ({asks})",
-                               run_id=recorder.run_id)
+        raise AwaitingApproval(
+            f"step {call.step}: `{call.tool.name}` waits for a person's approval ({asks})", run_id=recorder.run_id
+        )
 
     return gate
-

@@ -33,9 +33,16 @@ def call_flags(call: Call) -> list[str]:
     """What a person deciding on `call` should know of its tool's effects, in words."""
     effects = call.tool.effects.normalised()
     # A tool that takes its calls' idempotency keys may be called again safely, idempotent or not.
-    return [flag for flag, on in (("destructive", effects.destructive), ("open-world", effects.open_world),
-                                  ("not idempotent", not effects.idempotent and not call.tool.takes_key),
-                                  ("deduplicates by its idempotency key", call.tool.takes_key)) if on]
+    return [
+        flag
+        for flag, on in (
+            ("destructive", effects.destructive),
+            ("open-world", effects.open_world),
+            ("not idempotent", not effects.idempotent and not call.tool.takes_key),
+            ("deduplicates by its idempotency key", call.tool.takes_key),
+        )
+        if on
+    ]
 
 
 def describe(call: Call) -> Panel:
@@ -51,8 +58,10 @@ def describe(call: Call) -> Panel:
     # As planc writes it anywhere: a `secret` argument as its mark (docs/policy.md).
     rendered = json.dumps(call.shown_input(), indent=2, ensure_ascii=False, default=str)
     kind = "read-only" if effects.read_only else "effectful" + (f": {', '.join(flags)}" if flags else "")
-    parts: list[RenderableType] = [Text(kind, style="yellow"),
-                                   Syntax(rendered, "json", word_wrap=True, background_color="default")]
+    parts: list[RenderableType] = [
+        Text(kind, style="yellow"),
+        Syntax(rendered, "json", word_wrap=True, background_color="default"),
+    ]
     labelled = {name: labels for name, labels in call.sources.items() if labels}
     if labelled or call.control:  # where the values came from
         lines = [f"{name}: {', '.join(sorted(labels))}" for name, labels in labelled.items()]
@@ -63,12 +72,14 @@ def describe(call: Call) -> Panel:
     return Panel(Group(*parts), title=title, title_align="left", border_style="red" if call.flagged else "yellow")
 
 
-def approval_gate(console: Console, ask: Callable[[str], bool] | None = None,
-                  pause: Callable[[], ContextManager] | None = None) -> Callable[[Call], Awaitable[Proceed | Abort]]:
+def approval_gate(
+    console: Console, ask: Callable[[str], bool] | None = None, pause: Callable[[], ContextManager] | None = None
+) -> Callable[[Call], Awaitable[Proceed | Abort]]:
     """The `--approve` gate: `console` shows the call (stderr), `ask` answers y/n (default: the terminal).
 
     `pause` stops a live progress display while the question is on the screen.
     """
+
     def terminal(question: str) -> bool:
         from rich.prompt import Confirm
 

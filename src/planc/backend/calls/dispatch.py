@@ -71,17 +71,30 @@ class Dispatch:
             self.session.spending.call(tool, call.step, step.tool)
         self.validate(call, step)
         shown = call.shown_input()
-        call = Call(call.step, tool, call.args, call.scope, plan_stack.current(),  # not attrs.evolve: 5x as slow
-                    idempotency_key(self.session.run_id, call.step, shown), call.id,
-                    call.sources, call.control,
-                    self.authorize(call, step, in_loop))
+        call = Call(
+            call.step,
+            tool,
+            call.args,
+            call.scope,
+            plan_stack.current(),  # not attrs.evolve: 5x as slow
+            idempotency_key(self.session.run_id, call.step, shown),
+            call.id,
+            call.sources,
+            call.control,
+            self.authorize(call, step, in_loop),
+        )
         answer = self.from_record(call, step)
         if answer is None:  # only a call that will really be made is put to the gate
             answer = await self.approved(call, step)
         # `usd`: what the call costs when it is really made (not answered from the record): what the run spent.
-        self.run.emit("tool_started", step=call.step, tool=tool.name, input=shown,
-                      **({"call_id": call.id} if call.id is not None else {}),
-                      **({"usd": tool.cost.usd} if tool.cost.usd and not isinstance(answer, Skip) else {}))
+        self.run.emit(
+            "tool_started",
+            step=call.step,
+            tool=tool.name,
+            input=shown,
+            **({"call_id": call.id} if call.id is not None else {}),
+            **({"usd": tool.cost.usd} if tool.cost.usd and not isinstance(answer, Skip) else {}),
+        )
         try:
             if isinstance(answer, Skip):
                 result = answer.result
@@ -99,8 +112,9 @@ class Dispatch:
         except Exception as error:
             self.run.emit("tool_failed", error, step=call.step, tool=tool.name)
             raise
-        self.run.emit("tool_finished", step=call.step, tool=tool.name,
-                      result=self.session.redactor.labelled(result, call.result_labels()))
+        self.run.emit(
+            "tool_finished", step=call.step, tool=tool.name, result=self.session.redactor.labelled(result, call.result_labels())
+        )
         return labelled if tool.kind == "plan" and not isinstance(answer, Skip) else result
 
     def from_record(self, call: Call, step: ast.Step) -> Skip | Proceed | None:
@@ -121,8 +135,9 @@ class Dispatch:
         gate = await self.hooks.gate(call) if self.hooks.gate else Proceed()
         if not isinstance(gate, Abort):
             return gate
-        error = Aborted(f"step {call.step}: stopped before calling `{call.tool.name}`: {gate.reason}", step.tool,
-                        results=self.run.finished)
+        error = Aborted(
+            f"step {call.step}: stopped before calling `{call.tool.name}`: {gate.reason}", step.tool, results=self.run.finished
+        )
         recorder = self.session.recorder
         if recorder is not None and call.tool.kind != "plan":
             recorder.declined(call, str(error))
@@ -166,11 +181,14 @@ class Dispatch:
             learn = lambda result: redactor.learn(result, own)  # noqa: E731
         try:
             return await recorded_call(
-                self.session.recorder, call,
+                self.session.recorder,
+                call,
                 lambda: call_provider(call.tool, call.args, registry, mcp, key=call.key, executor=executor),
-                what=f"step {call.step}: `{call.tool.name}`", explain=lambda error: recorded_error(call, error),
+                what=f"step {call.step}: `{call.tool.name}`",
+                explain=lambda error: recorded_error(call, error),
                 limit_bytes=result_bytes(registry),
-                learn=learn)
+                learn=learn,
+            )
         finally:
             calling.reset(token)
 
@@ -183,12 +201,15 @@ class Dispatch:
         if isinstance(action, Replace):
             self.check_result(action.result, call, step)
             replacement = self.session.redactor.labelled(action.result, call.result_labels())
-            self.run.emit("tool_finished", step=call.step, tool=call.tool.name, error=message,
-                          replacement=replacement)
+            self.run.emit("tool_finished", step=call.step, tool=call.tool.name, error=message, replacement=replacement)
             return action.result
         if isinstance(action, Abort):
-            raise Aborted(f"step {call.step}: `{call.tool.name}` failed, and the run stops: {action.reason}",
-                          step.tool, results=self.run.finished, error=error)
+            raise Aborted(
+                f"step {call.step}: `{call.tool.name}` failed, and the run stops: {action.reason}",
+                step.tool,
+                results=self.run.finished,
+                error=error,
+            )
         raise ToolFailed(message, step.tool)
 
     def validator(self, schema: Mapping) -> Validator:
@@ -206,8 +227,9 @@ class Dispatch:
         ToolFailed goes back to it)."""
         self.check_arguments(call.tool, call.args, call.step, step, call.sources)
 
-    def check_arguments(self, tool: Tool, args: Mapping, path: str, step: ast.Step,
-                        sources: Mapping[str, frozenset[str]] | None = None) -> None:
+    def check_arguments(
+        self, tool: Tool, args: Mapping, path: str, step: ast.Step, sources: Mapping[str, frozenset[str]] | None = None
+    ) -> None:
         """`args` against `tool`'s signature: each declared and of its parameter's schema, none required
         missing; ToolFailed, saying which argument of the step at `path` is wrong and why,
         otherwise. What is wrong with a `secret` argument (by `sources`) is said by its mark."""
@@ -227,8 +249,10 @@ class Dispatch:
                 error = next(iter(self.validator(schema).iter_errors(value)), None)
                 if error is not None:
                     secret = SECRET in (sources or {}).get(name, NO_LABELS)
-                    problem = (f"argument `{name}` of `{tool.name}` is invalid at run time: "
-                               f"{mark(error.message) if secret else error.message}")
+                    problem = (
+                        f"argument `{name}` of `{tool.name}` is invalid at run time: "
+                        f"{mark(error.message) if secret else error.message}"
+                    )
                     break
         if problem is not None:
             raise ToolFailed(f"step {path}: {problem}", step.tool)
@@ -245,8 +269,9 @@ class Dispatch:
         if problem is not None:
             if SECRET in call.result_labels():  # the problem quotes the result
                 problem = mark(problem)
-            raise ToolFailed(f"step {call.step}: `{tool.name}` returned a result its declaration does not allow "
-                             f"({problem})", step.tool)
+            raise ToolFailed(
+                f"step {call.step}: `{tool.name}` returned a result its declaration does not allow ({problem})", step.tool
+            )
 
 
 def _surely_valid(value: object, schema: Mapping) -> bool:
@@ -271,9 +296,16 @@ def result_problem(validator: Validator, result: Any) -> str | None:
     return f"at {'/'.join(str(part) for part in error.absolute_path) or 'the result'}: {error.message}"
 
 
-async def recorded_call(recorder: Recorder | None, call: Call, make: Callable[[], Awaitable], *, what: str,
-                        explain: Callable[[Exception], Exception], limit_bytes: int | None,
-                        learn: Callable[[object], None] | None = None) -> Any:
+async def recorded_call(
+    recorder: Recorder | None,
+    call: Call,
+    make: Callable[[], Awaitable],
+    *,
+    what: str,
+    explain: Callable[[Exception], Exception],
+    limit_bytes: int | None,
+    learn: Callable[[object], None] | None = None,
+) -> Any:
     """`await make()` (the real work of `call`, `what` in messages) as plain JSON data, `recorder` (if any)
     told before and after; `learn` is given the result first, so that the run's redaction step
     knows its secrets before anything records it.
@@ -320,5 +352,7 @@ def failed(call: Call, error: Exception) -> str:
     """What the run says of a call that raised `error`: what the tool said, as its mark when the
     call's result would be `secret` (the tool's labels, its arguments' or its control's say so)."""
     said = str(error)
-    return (f"step {call.step}: `{call.tool.name}` failed: {type(error).__name__}: "
-            f"{mark(said) if SECRET in call.result_labels() else said}")
+    return (
+        f"step {call.step}: `{call.tool.name}` failed: {type(error).__name__}: "
+        f"{mark(said) if SECRET in call.result_labels() else said}"
+    )

@@ -59,13 +59,18 @@ if TYPE_CHECKING:
     from planc.registry.settings.declarations import McpServer
     from planc.syntax import ast
 
+
 # The dispatch's call being made in this task, as (hooks.Call, ast.Step): what a server's request during it
 # is answered for.
 class Progress(Protocol):
     """A call's progress callback: a notification's progress, total and message (None where one had none)."""
 
-    async def __call__(self, progress: float | None, total: float | None, message: str | None,
-                       ) -> None: ...
+    async def __call__(
+        self,
+        progress: float | None,
+        total: float | None,
+        message: str | None,
+    ) -> None: ...
 
 
 calling: contextvars.ContextVar[tuple[Call, ast.Step] | None] = contextvars.ContextVar("planc_mcp_calling", default=None)
@@ -84,8 +89,13 @@ class InFlight:
     context: contextvars.Context
     samples: int = 0
 
-_CHANGES = {"description": "its description", "input_schema": "its input schema",
-            "output_schema": "its output schema", "annotations": "its annotations"}
+
+_CHANGES = {
+    "description": "its description",
+    "input_schema": "its input schema",
+    "output_schema": "its output schema",
+    "annotations": "its annotations",
+}
 
 
 class McpToolError(Exception):
@@ -114,8 +124,7 @@ class McpRuntime:
             import anyio
             import mcp  # noqa: F401
         except ImportError:
-            raise RunError("the plan calls MCP tools, and running them needs the MCP SDK: "
-                           "pip install 'planc[mcp]'") from None
+            raise RunError("the plan calls MCP tools, and running them needs the MCP SDK: pip install 'planc[mcp]'") from None
         from planc.registry.mcp.mcp_transport import Link, all_tools, client_session, connected
 
         assert self.registry is not None and self.registry.source is not None
@@ -142,14 +151,15 @@ class McpRuntime:
                     await session.initialize()
                     live = await all_tools(session, link)
             except Exception as error:  # noqa: BLE001 - a server that cannot start stops the run
-                raise RunError(f"MCP server `{name}` ({server.reached_as}) cannot be used: "
-                               f"{link.failure(error, MCP_START_TIMEOUT_S, errlog)}") from None
+                raise RunError(
+                    f"MCP server `{name}` ({server.reached_as}) cannot be used: "
+                    f"{link.failure(error, MCP_START_TIMEOUT_S, errlog)}"
+                ) from None
             locked = lock["servers"].get(name, {}).get("tools", {})
             drift(name, locked, live)
             self.sessions[name] = session
             self.wire[name] = {plain: wire for wire, plain in plan_names(server, locked).items()}
-            self.tasks[name] = {tool["name"] for tool in live
-                                if (tool.get("execution") or {}).get("taskSupport") == "required"}
+            self.tasks[name] = {tool["name"] for tool in live if (tool.get("execution") or {}).get("taskSupport") == "required"}
 
     async def call(self, tool: Tool, arguments: dict, key: str | None = None) -> Any:
         """The result of the MCP tool `tool`, sent the call's idempotency `key` in `_meta` and a progress token;
@@ -243,27 +253,40 @@ def drift(server: str, locked: dict, live: list[dict]) -> None:
         approved = locked[name]
         tool = live_by_name.get(name)
         if tool is None:
-            raise RunError(f"MCP server `{server}` no longer has the tool `{name}` that planc.lock.json approved; "
-                           f"nothing was run. Review the server, then `planc registry sync`")
-        now = entry(name, tool.get("description"), tool.get("inputSchema") or {"type": "object"},
-                    tool.get("outputSchema"), tool.get("annotations"))
+            raise RunError(
+                f"MCP server `{server}` no longer has the tool `{name}` that planc.lock.json approved; "
+                f"nothing was run. Review the server, then `planc registry sync`"
+            )
+        now = entry(
+            name,
+            tool.get("description"),
+            tool.get("inputSchema") or {"type": "object"},
+            tool.get("outputSchema"),
+            tool.get("annotations"),
+        )
         if now["hash"] != approved["hash"]:
             changed = [_CHANGES[key] for key in ENTRY_KEYS if now.get(key) != approved.get(key)] or ["its definition"]
-            raise RunError(f"MCP server `{server}` changed the tool `{name}` since planc.lock.json approved it "
-                           f"({', '.join(changed)} changed): refused as a possible rug pull, and nothing was run. "
-                           f"Review the server, then `planc registry sync`")
+            raise RunError(
+                f"MCP server `{server}` changed the tool `{name}` since planc.lock.json approved it "
+                f"({', '.join(changed)} changed): refused as a possible rug pull, and nothing was run. "
+                f"Review the server, then `planc registry sync`"
+            )
 
 
-async def _as_task(session: ClientSession, wire: str, arguments: dict, meta: dict[str, str] | None,
-                   progress: Progress | None) -> CallToolResult:
+async def _as_task(
+    session: ClientSession, wire: str, arguments: dict, meta: dict[str, str] | None, progress: Progress | None
+) -> CallToolResult:
     """The result of the tool `wire` called as a task: created, its status polled (each status message reported
     as progress) until it ends, then its result fetched."""
     import anyio
     from mcp import types
 
-    params = types.CallToolRequestParams(name=wire, arguments=arguments, task=types.TaskMetadata(ttl=TASK_TTL_MS),
-                                         _meta=cast("RequestParamsMeta | None", meta),
-                                         ).model_dump(by_alias=True, mode="json", exclude_none=True)
+    params = types.CallToolRequestParams(
+        name=wire,
+        arguments=arguments,
+        task=types.TaskMetadata(ttl=TASK_TTL_MS),
+        _meta=cast("RequestParamsMeta | None", meta),
+    ).model_dump(by_alias=True, mode="json", exclude_none=True)
     # The SDK's `send_request` holds a `tools/call` to the shape of a direct result; a task's creation is sent
     # through its dispatcher, as `send_request` itself sends, and read as what it is.
     options: CallOptions = {"on_progress": progress} if progress is not None else {}
@@ -278,12 +301,13 @@ async def _as_task(session: ClientSession, wire: str, arguments: dict, meta: dic
             break
         await anyio.sleep((task.poll_interval or POLL_S * 1000) / 1000)
         task = await session.send_request(
-            types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task.task_id)), types.GetTaskResult)
+            types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task.task_id)), types.GetTaskResult
+        )
     if task.status in ("failed", "cancelled"):
         raise McpToolError(f"its task {task.status}" + (f": {task.status_message}" if task.status_message else ""))
     return await session.send_request(
-        types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task.task_id)),
-        types.CallToolResult)
+        types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task.task_id)), types.CallToolResult
+    )
 
 
 def _text(content: Iterable[Any]) -> str:

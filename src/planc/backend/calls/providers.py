@@ -44,8 +44,14 @@ class ToolExited(Exception):
     """A tool raised SystemExit or KeyboardInterrupt: a failed call, never the end of planc."""
 
 
-async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mcp: McpRuntime | None = None,
-                        key: str | None = None, executor: RayExecutor | None = None) -> Any:
+async def call_provider(
+    tool: Tool,
+    args: Mapping,
+    registry: Registry | None,
+    mcp: McpRuntime | None = None,
+    key: str | None = None,
+    executor: RayExecutor | None = None,
+) -> Any:
     """The result of calling `tool` with `args`: sync functions run in a thread, async ones are awaited,
     MCP tools go to the run's servers (`mcp`, a backend.calls.mcp_runtime.McpRuntime); a Python tool's call
     goes to `executor` instead when there is one (a backend.calls.ray_executor.RayExecutor). `key`, the
@@ -66,8 +72,15 @@ async def call_provider(tool: Tool, args: Mapping, registry: Registry | None, mc
         raise CallTimedOut(f"no result within {timeout:g} s ({source}); whether it had its effect is unknown") from None
 
 
-async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp: McpRuntime | None, key: str | None,
-                executor: RayExecutor | None, timeout: float) -> Any:
+async def _call(
+    tool: Tool,
+    args: Mapping,
+    registry: Registry | None,
+    mcp: McpRuntime | None,
+    key: str | None,
+    executor: RayExecutor | None,
+    timeout: float,
+) -> Any:
     if tool.kind == "mcp" and mcp is not None:
         return await mcp.call(tool, dict(args), key)
     if tool.kind in ("sql", "postgresql"):
@@ -78,10 +91,10 @@ async def _call(tool: Tool, args: Mapping, registry: Registry | None, mcp: McpRu
         defaults = {param: schema["default"] for param, schema in tool.params.items() if "default" in schema}
         if tool.kind == "sql":
             path = Path(tool.address)
-            return await in_thread(lambda **arguments: sql_tools.run_query(path, query, arguments),
-                                   {**defaults, **args})
-        return await in_thread(lambda **arguments: postgres_tools.run_query(tool.provider, query, arguments,
-                                                                            timeout), {**defaults, **args})
+            return await in_thread(lambda **arguments: sql_tools.run_query(path, query, arguments), {**defaults, **args})
+        return await in_thread(
+            lambda **arguments: postgres_tools.run_query(tool.provider, query, arguments, timeout), {**defaults, **args}
+        )
     if tool.kind == "python":
         if tool.idempotency_key is not None and key is not None:
             args = {**args, tool.idempotency_key: key}

@@ -87,12 +87,17 @@ class RayExecutor:
         import logging
 
         try:
-            ray.init(address=address, runtime_env=runtime_env(folder, store), include_dashboard=False,
-                     log_to_driver=False, logging_level=logging.WARNING, configure_logging=False)
+            ray.init(
+                address=address,
+                runtime_env=runtime_env(folder, store),
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+                configure_logging=False,
+            )
         except Exception as error:  # noqa: BLE001 - whatever Ray says, the run cannot start: say it once
             where = f"at {address}" if address else "of this machine"
-            raise RayUnavailable(f"cannot connect to the Ray cluster {where}: "
-                                 f"{type(error).__name__}: {error}") from None
+            raise RayUnavailable(f"cannot connect to the Ray cluster {where}: {type(error).__name__}: {error}") from None
         return cls(ray, owned=True)
 
     def close(self) -> None:
@@ -105,8 +110,7 @@ class RayExecutor:
         what the tool raised, or WorkerLost."""
         effects = tool.effects
         retries = RAY_RETRIES if effects.idempotent or effects.read_only or tool.takes_key else 0
-        ref = self.task.options(max_retries=retries, retry_exceptions=False, name=tool.name).remote(
-            tool.provider, dict(args))
+        ref = self.task.options(max_retries=retries, retry_exceptions=False, name=tool.name).remote(tool.provider, dict(args))
         try:
             return await ref
         except asyncio.CancelledError:  # a timeout, or the run interrupted: the call must not go on without it
@@ -116,8 +120,9 @@ class RayExecutor:
         except self.ray.exceptions.RayTaskError as error:  # the tool raised: its own exception
             raise error.cause from None
         except self.ray.exceptions.RayError as error:
-            raise WorkerLost(f"the Ray worker making the call was lost ({type(error).__name__}); whether the "
-                             f"call had its effect is unknown") from None
+            raise WorkerLost(
+                f"the Ray worker making the call was lost ({type(error).__name__}); whether the call had its effect is unknown"
+            ) from None
 
 
 def runtime_env(folder: Path, store: Path | None) -> dict:
@@ -141,5 +146,4 @@ def reachable(address: str) -> None:
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S).close()
     except OSError as error:
-        raise RayUnavailable(f"cannot connect to the Ray cluster at {address}: "
-                             f"{error.strerror or error}") from None
+        raise RayUnavailable(f"cannot connect to the Ray cluster at {address}: {error.strerror or error}") from None

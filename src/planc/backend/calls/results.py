@@ -45,8 +45,9 @@ def usable(value: object, what: str, limit_bytes: int | None) -> Any:
     try:
         return plain(value, limit_bytes)
     except NotPlain as error:
-        raise ResultRefused(f"{what} returned a result that cannot be recorded, {error}; the call was made, "
-                            f"and is not made again") from None
+        raise ResultRefused(
+            f"{what} returned a result that cannot be recorded, {error}; the call was made, and is not made again"
+        ) from None
 
 
 class NotPlain(Exception):
@@ -76,8 +77,7 @@ def plain(value: object, limit_bytes: int | None = None) -> Any:
     if limit_bytes is not None:
         size = len(json.dumps(converted, ensure_ascii=False).encode("utf-8"))
         if size > limit_bytes:
-            raise NotPlain(f"the result is {size:,} bytes as JSON, more than `[limits] result_bytes` "
-                           f"({limit_bytes:,})")
+            raise NotPlain(f"the result is {size:,} bytes as JSON, more than `[limits] result_bytes` ({limit_bytes:,})")
     return converted
 
 
@@ -154,5 +154,7 @@ def _what_it_is(value: object) -> str:
         return "a set, whose order is not defined (return a sorted list)"
     if isinstance(value, (bytes, bytearray, memoryview)):
         return "bytes, which have no one text form (decode them, or encode them as base64)"
-    return (f"an object of type `{type(value).__qualname__}`: a result is JSON data (dicts with string keys, "
-            f"lists, strings, numbers, booleans, null)")
+    return (
+        f"an object of type `{type(value).__qualname__}`: a result is JSON data (dicts with string keys, "
+        f"lists, strings, numbers, booleans, null)"
+    )

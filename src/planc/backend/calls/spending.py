@@ -35,15 +35,26 @@ class Spending:
     def inference(self, role: str, path: str, at: object = None, most_usd: float = 0.0) -> None:
         """Count one inference of the `role` model at step path `path`, or stop the run before it: before one
         that may cost up to `most_usd` where that would pass `--max-usd`. What it did cost is `paid` after it."""
-        self.spend({"inferences": 1, "usd": most_usd}, f"step {path}: the `{role}` model was not asked", at,
-                   counted={"inferences": 1}, this="inference may cost up to")
+        self.spend(
+            {"inferences": 1, "usd": most_usd},
+            f"step {path}: the `{role}` model was not asked",
+            at,
+            counted={"inferences": 1},
+            this="inference may cost up to",
+        )
 
     def paid(self, usd: float) -> None:
         """Add what an inference cost, from the token usage its reply reports."""
         self.spent["usd"] += usd
 
-    def spend(self, costs: Mapping[str, float], what: str, at: object, counted: Mapping[str, float] | None = None,
-              this: str = "call costs") -> None:
+    def spend(
+        self,
+        costs: Mapping[str, float],
+        what: str,
+        at: object,
+        counted: Mapping[str, float] | None = None,
+        this: str = "call costs",
+    ) -> None:
         """Count `costs` (`counted` instead, when given: what is known to be spent before the thing is done),
         or stop the run before it (a RunError at `at`) when one of `costs` would pass its limit."""
         for field, option, noun in LIMITS:

@@ -40,13 +40,17 @@ from planc.syntax.json_input import read_json
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-SYSTEM_PROMPT = ("You are an agent inside a planc plan. Use the tools you are given when they help, "
-                 "and never invent what a tool did not tell you.")
+SYSTEM_PROMPT = (
+    "You are an agent inside a planc plan. Use the tools you are given when they help, "
+    "and never invent what a tool did not tell you."
+)
 ANSWER_ONLY = "Answer with only the JSON object that conforms to the output schema, and nothing else."
 LAST_ROUND = "This is your last round and no tools are left: answer now. " + ANSWER_ONLY
 YES_NO_PROMPT = "Answer the question with one word: yes or no."
-REPAIR_PROMPT = ("You correct JSON so that it conforms to a JSON Schema, changing as little as you can. "
-                 "Answer with only the corrected JSON object.")
+REPAIR_PROMPT = (
+    "You correct JSON so that it conforms to a JSON Schema, changing as little as you can. "
+    "Answer with only the corrected JSON object."
+)
 FENCED = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.S)
 
 CallTool = Callable[[str, dict, str], Awaitable[object]]  # (name, arguments, the model's id of the call)
@@ -94,8 +98,7 @@ def system_message(system_prompt: str | None) -> dict:
     return {"role": "system", "content": SYSTEM_PROMPT + (f"\n\n{system_prompt}" if system_prompt else "")}
 
 
-async def run_agent(client: Chat, turn: Turn, call_tool: CallTool, messages: list[dict],
-                    repairer: Chat | None = None) -> dict:
+async def run_agent(client: Chat, turn: Turn, call_tool: CallTool, messages: list[dict], repairer: Chat | None = None) -> dict:
     """Run one agent turn in the conversation `messages` (appended to) to its answer or the end of its
     budget: `{output, iterations, tools_called, final}`. `repairer` is the `repair` role's model."""
     validator = validator_for(turn.output_schema)(turn.output_schema)
@@ -134,8 +137,7 @@ async def run_agent(client: Chat, turn: Turn, call_tool: CallTool, messages: lis
         if not problems:
             return {"output": answer, "iterations": rounds, "tools_called": called, "final": True}
         if repairs == turn.repairs:
-            raise CheckFailed(f"the check `{turn.check_name}` still fails after {_repairs(repairs)}: "
-                              + "; ".join(problems))
+            raise CheckFailed(f"the check `{turn.check_name}` still fails after {_repairs(repairs)}: " + "; ".join(problems))
         repairs += 1
         budget += 1  # a repair turn is a round of its own
         messages.append({"role": "user", "content": repair_message(turn.check_name, problems)})
@@ -150,8 +152,7 @@ def repair_message(check: str, problems: Sequence[str]) -> str:
     - no owner
     Correct them. Answer with only the JSON object that conforms to the output schema, and nothing else.
     """
-    return (f"The check `{check}` found problems with your answer:\n- " + "\n- ".join(problems)
-            + f"\nCorrect them. {ANSWER_ONLY}")
+    return f"The check `{check}` found problems with your answer:\n- " + "\n- ".join(problems) + f"\nCorrect them. {ANSWER_ONLY}"
 
 
 def check_problems(result: object) -> list[str]:
@@ -166,8 +167,9 @@ def check_problems(result: object) -> list[str]:
         return []
     problems = result.get("problems")
     listed = problems if isinstance(problems, list) else [problems] if problems else []
-    return [problem if isinstance(problem, str) else json.dumps(problem, ensure_ascii=False)
-            for problem in listed] or ["the check answered `ok: false` and named no problem"]
+    return [problem if isinstance(problem, str) else json.dumps(problem, ensure_ascii=False) for problem in listed] or [
+        "the check answered `ok: false` and named no problem"
+    ]
 
 
 def _repairs(count: int) -> str:
@@ -180,10 +182,19 @@ def _errors(validator: Validator, answer: dict) -> list[str]:
 
 async def _fix(repairer: Chat, answer: dict, errors: list[str], schema: dict, validator: Validator) -> dict | None:
     """The `repair` role's correction of `answer`, outside the conversation; None when it does not conform either."""
-    reply = await repairer.chat([{"role": "system", "content": REPAIR_PROMPT}, {"role": "user", "content": (
-        f"The JSON Schema:\n{json.dumps(schema, ensure_ascii=False)}\n\n"
-        f"The JSON:\n{json.dumps(answer, ensure_ascii=False)}\n\n"
-        "What does not conform:\n- " + "\n- ".join(errors))}])
+    reply = await repairer.chat(
+        [
+            {"role": "system", "content": REPAIR_PROMPT},
+            {
+                "role": "user",
+                "content": (
+                    f"The JSON Schema:\n{json.dumps(schema, ensure_ascii=False)}\n\n"
+                    f"The JSON:\n{json.dumps(answer, ensure_ascii=False)}\n\n"
+                    "What does not conform:\n- " + "\n- ".join(errors)
+                ),
+            },
+        ]
+    )
     repaired, problem = parse_answer(reply)
     return repaired if repaired is not None and not _errors(validator, repaired) else None
 
@@ -193,8 +204,10 @@ def task(prompt: str, context: object, output_schema: dict) -> str:
     parts = [prompt]
     if context is not None:
         parts.append("Context (JSON):\n" + json.dumps(context, ensure_ascii=False))
-    parts.append("When you are done, answer with only a JSON object that conforms to this JSON Schema:\n"
-                 + json.dumps(output_schema, ensure_ascii=False))
+    parts.append(
+        "When you are done, answer with only a JSON object that conforms to this JSON Schema:\n"
+        + json.dumps(output_schema, ensure_ascii=False)
+    )
     return "\n\n".join(parts)
 
 
@@ -219,8 +232,9 @@ def parse_answer(reply: Reply) -> tuple[dict | None, str | None]:
     return answer, None
 
 
-async def _tool_result(call: ToolCall, offered: dict[str, Tool], call_tool: CallTool, called: list[dict],
-                       round_: int, limit: int) -> dict:
+async def _tool_result(
+    call: ToolCall, offered: dict[str, Tool], call_tool: CallTool, called: list[dict], round_: int, limit: int
+) -> dict:
     """The tool message answering `call` (made in round `round_`): the tool's result, or an error the model
     can act on."""
     if call.name not in offered:
@@ -244,6 +258,8 @@ async def ask_yes_no(client: Chat, question: str) -> bool:
     reply = await client.chat([{"role": "system", "content": YES_NO_PROMPT}, {"role": "user", "content": question}])
     word = (reply.content or "").strip().rstrip(".").lower()
     if word not in ("yes", "no"):
-        raise ModelError(f"the model answered {excerpt(reply.content or '')!r} to the yes/no question "
-                         f"{excerpt(question)!r}: only yes or no is an answer")
+        raise ModelError(
+            f"the model answered {excerpt(reply.content or '')!r} to the yes/no question "
+            f"{excerpt(question)!r}: only yes or no is an answer"
+        )
     return word == "yes"

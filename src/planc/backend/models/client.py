@@ -86,15 +86,26 @@ class Reply:
         >>> Reply.from_data(reply.to_data()) == reply
         True
         """
-        return {"content": self.content,
-                "tool_calls": [{"id": call.id, "name": call.name, "arguments": call.arguments,
-                                "raw_arguments": call.raw_arguments, "error": call.error} for call in self.tool_calls],
-                "usage": dict(self.usage)}
+        return {
+            "content": self.content,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "raw_arguments": call.raw_arguments,
+                    "error": call.error,
+                }
+                for call in self.tool_calls
+            ],
+            "usage": dict(self.usage),
+        }
 
     @classmethod
     def from_data(cls, data: Mapping) -> Reply:
-        return cls(content=data["content"], tool_calls=tuple(ToolCall(**call) for call in data["tool_calls"]),
-                   usage=data["usage"])
+        return cls(
+            content=data["content"], tool_calls=tuple(ToolCall(**call) for call in data["tool_calls"]), usage=data["usage"]
+        )
 
     def message(self) -> dict:
         """The reply as the assistant message that continues the conversation.
@@ -104,9 +115,10 @@ class Reply:
         """
         message: dict = {"role": "assistant", "content": self.content}
         if self.tool_calls:
-            message["tool_calls"] = [{"id": call.id, "type": "function",
-                                      "function": {"name": call.name, "arguments": call.raw_arguments}}
-                                     for call in self.tool_calls]
+            message["tool_calls"] = [
+                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.raw_arguments}}
+                for call in self.tool_calls
+            ]
         return message
 
 
@@ -120,8 +132,11 @@ def tool_definition(tool: Tool) -> dict:
     function: dict = {"name": tool.name}
     if tool.description:
         function["description"] = tool.description
-    function["parameters"] = {"type": "object", "properties": {name: dict(schema) for name, schema in tool.params.items()},
-                              "required": list(tool.required)}
+    function["parameters"] = {
+        "type": "object",
+        "properties": {name: dict(schema) for name, schema in tool.params.items()},
+        "required": list(tool.required),
+    }
     return {"type": "function", "function": function}
 
 
@@ -133,8 +148,13 @@ def role_config(registry: Registry, role: str) -> ModelConfig | None:
 class Chat(Protocol):
     """What answers a chat: a model's client (ModelClient), or a step's model that records it (StepModel)."""
 
-    async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
-                   response_format: Mapping | None = None, extra: Mapping | None = None) -> Reply: ...
+    async def chat(
+        self,
+        messages: Sequence[Mapping],
+        tools: Sequence[Tool] | None = None,
+        response_format: Mapping | None = None,
+        extra: Mapping | None = None,
+    ) -> Reply: ...
 
 
 class ModelClient:
@@ -147,8 +167,9 @@ class ModelClient:
         if config.api_key_env is not None:
             key = os.environ.get(config.api_key_env)
             if not key:
-                raise ModelError(f"[models.{config.name}]: the environment variable {config.api_key_env} "
-                                 "(its `api_key_env`) is not set")
+                raise ModelError(
+                    f"[models.{config.name}]: the environment variable {config.api_key_env} (its `api_key_env`) is not set"
+                )
             self.headers["Authorization"] = f"Bearer {key}"
         self._http: httpx.AsyncClient | None = None
 
@@ -158,8 +179,9 @@ class ModelClient:
         config = role_config(registry, role)
         if config is None:
             where = registry.source or "planc.toml"
-            raise ModelError(f"no model for the role `{role}`: {where} has neither [models.{role}] "
-                             f"nor [models.{DEFAULT_MODEL_ROLE}]")
+            raise ModelError(
+                f"no model for the role `{role}`: {where} has neither [models.{role}] nor [models.{DEFAULT_MODEL_ROLE}]"
+            )
         return cls(config)
 
     async def __aenter__(self) -> ModelClient:
@@ -173,8 +195,13 @@ class ModelClient:
             await self._http.aclose()
             self._http = None
 
-    async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
-                   response_format: Mapping | None = None, extra: Mapping | None = None) -> Reply:
+    async def chat(
+        self,
+        messages: Sequence[Mapping],
+        tools: Sequence[Tool] | None = None,
+        response_format: Mapping | None = None,
+        extra: Mapping | None = None,
+    ) -> Reply:
         """One chat completion: `messages` in the OpenAI format; `tools` the model may call; `extra`, fields
         of the request body an endpoint takes beyond OpenAI's (a grammar). The body also carries the
         sampling fields of `[models.NAME]` (`max_tokens`, `temperature`, `top_p`, `seed`, `stop`).
@@ -197,8 +224,10 @@ class ModelClient:
             try:
                 response = await self._http.post(self.endpoint, json=body, headers=self.headers)
             except httpx.TimeoutException:
-                failure = ModelError(f"{self.endpoint} did not answer within {self.config.timeout_s:g} s "
-                                     f"(`timeout_s` of [models.{self.config.name}])")
+                failure = ModelError(
+                    f"{self.endpoint} did not answer within {self.config.timeout_s:g} s "
+                    f"(`timeout_s` of [models.{self.config.name}])"
+                )
             except httpx.HTTPError as error:  # nothing listens there: not a passing fault
                 raise ModelError(f"cannot reach {self.endpoint}: {error or type(error).__name__}") from None
             else:
@@ -234,8 +263,10 @@ class ModelClient:
             calls = tuple(_tool_call(call) for call in message.get("tool_calls") or ())
             content = message.get("content")
         except (KeyError, IndexError, TypeError, AttributeError):
-            raise ModelError(f"{self.endpoint} answered with something that is not a chat completion "
-                             f"(no choices[0].message with tool calls as OpenAI's): {excerpt(response.text)}") from None
+            raise ModelError(
+                f"{self.endpoint} answered with something that is not a chat completion "
+                f"(no choices[0].message with tool calls as OpenAI's): {excerpt(response.text)}"
+            ) from None
         if content is not None and not isinstance(content, str):
             raise ModelError(f"{self.endpoint} answered with a message whose content is not text: {excerpt(response.text)}")
         usage = data.get("usage")

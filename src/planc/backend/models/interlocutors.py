@@ -38,16 +38,23 @@ def read_answers(path: str) -> dict:
     except ValueError as error:
         raise ValueError(f"--answers {path}: not JSON: {error}") from None
     if not isinstance(answers, dict):
-        raise ValueError(f"--answers {path}: must be a JSON object from a step path or question to its answer, "
-                         f"not {type(answers).__name__}")
+        raise ValueError(
+            f"--answers {path}: must be a JSON object from a step path or question to its answer, not {type(answers).__name__}"
+        )
     return answers
 
 
-def interlocutor(console: Console, *, answers: Mapping | None = None, source: str | None = None,
-                 terminal: bool = False, pause: Callable[[], ContextManager] | None = None,
-                 ) -> Callable[[Question], Awaitable[object]]:
+def interlocutor(
+    console: Console,
+    *,
+    answers: Mapping | None = None,
+    source: str | None = None,
+    terminal: bool = False,
+    pause: Callable[[], ContextManager] | None = None,
+) -> Callable[[Question], Awaitable[object]]:
     """The interlocutor of a run: `answers` (read from the file `source`) first, then, on a `terminal`, the
     person, asked on `console` (stderr) with `pause` stopping a live progress display meanwhile."""
+
     async def answer(question: Question) -> object:
         if answers is not None:
             for key in (question.step, question.text):
@@ -57,8 +64,9 @@ def interlocutor(console: Console, *, answers: Mapping | None = None, source: st
             with (pause or contextlib.nullcontext)():
                 return _ask_on_the_terminal(console, question)
         if answers is not None:
-            return Unanswered(f"--answers {source} answers neither step {question.step} nor this question, and "
-                              f"there is no terminal to ask on")
+            return Unanswered(
+                f"--answers {source} answers neither step {question.step} nor this question, and there is no terminal to ask on"
+            )
         return Unanswered(f"there is no terminal to ask on: {HOW_TO_ANSWER}")
 
     return answer
@@ -69,11 +77,11 @@ def _ask_on_the_terminal(console: Console, question: Question) -> str | Unanswer
     from rich.markup import escape
 
     try:
-        typed = console.input(f"[dim]step {escape(question.step)}[/dim] [bold]{escape(question.text)}[/bold] ",
-                              stream=cast(TextIO, TerminalLine()))  # rich reads its lines only
+        typed = console.input(
+            f"[dim]step {escape(question.step)}[/dim] [bold]{escape(question.text)}[/bold] ", stream=cast(TextIO, TerminalLine())
+        )  # rich reads its lines only
     except EOFError:
         return Unanswered(f"the terminal's input ended before an answer; {HOW_TO_ANSWER}")
     except KeyboardInterrupt:  # the run is interrupted: the task stops here, the question unanswered
         raise asyncio.CancelledError from None
     return typed if typed.strip() else Unanswered("the answer on the terminal was empty")
-

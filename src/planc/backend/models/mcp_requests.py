@@ -49,8 +49,15 @@ class ServerRequests:
         call = flight.call
 
         async def report(progress: float | None, total: float | None, message: str | None) -> None:
-            flight.context.run(self.run.emit, "tool_progress", step=call.step, tool=call.tool.name,
-                               progress=progress, total=total, message=message)
+            flight.context.run(
+                self.run.emit,
+                "tool_progress",
+                step=call.step,
+                tool=call.tool.name,
+                progress=progress,
+                total=total,
+                message=message,
+            )
 
         return report
 
@@ -67,8 +74,9 @@ class ServerRequests:
         if url:
             return types.ElicitResult(action="accept" if said in ACCEPT else "decline")
         content = form_content(said, schema or {"type": "object"})
-        return types.ElicitResult(action="accept", content=content) if content is not None \
-            else types.ElicitResult(action="decline")
+        return (
+            types.ElicitResult(action="accept", content=content) if content is not None else types.ElicitResult(action="decline")
+        )
 
     async def sample(self, server: McpServer, flight: InFlight, params: Any) -> CreateMessageResult | ErrorData:
         """The CreateMessageResult of the server's request `params`, from the server's `sampling` role."""
@@ -78,11 +86,11 @@ class ServerRequests:
             return types.ErrorData(code=types.INVALID_REQUEST, message=f"planc refuses to sample a model: {why}")
 
         if server.sampling is None:
-            return refused(f"planc.toml names no model role for MCP server `{server.name}` (add "
-                           f"`sampling = \"ROLE\"` to [mcp.{server.name}])")
+            return refused(
+                f'planc.toml names no model role for MCP server `{server.name}` (add `sampling = "ROLE"` to [mcp.{server.name}])'
+            )
         if flight.samples >= server.samples_per_call:
-            return refused(f"one call may ask for {server.samples_per_call} (`samples_per_call` of "
-                           f"[mcp.{server.name}])")
+            return refused(f"one call may ask for {server.samples_per_call} (`samples_per_call` of [mcp.{server.name}])")
         messages = chat_messages(params)
         if isinstance(messages, str):
             return refused(messages)
@@ -94,8 +102,9 @@ class ServerRequests:
         except (ModelError, RunError) as error:
             return refused(str(error))
         named = model.config.model if model.config is not None else server.sampling
-        return types.CreateMessageResult(role="assistant", model=named, stop_reason="endTurn",
-                                         content=types.TextContent(type="text", text=reply.content or ""))
+        return types.CreateMessageResult(
+            role="assistant", model=named, stop_reason="endTurn", content=types.TextContent(type="text", text=reply.content or "")
+        )
 
 
 def form_content(said: object, schema: Mapping) -> dict | None:
@@ -111,7 +120,7 @@ def form_content(said: object, schema: Mapping) -> dict | None:
 
     properties = schema.get("properties") or {}
     if not isinstance(said, dict) and len(properties) == 1:
-        (field, wanted), = properties.items()
+        ((field, wanted),) = properties.items()
         if isinstance(said, str) and wanted.get("type") not in (None, "string"):  # typed on a terminal
             with contextlib.suppress(ValueError):
                 said = json.loads(said)

@@ -45,9 +45,18 @@ class StepModel:
     model in the events.
     """
 
-    def __init__(self, connect: Callable[[], ModelClient], role: str, path: str, recorder: Recorder | None = None,
-                 step: ast.Step | None = None, limit_bytes: int = RESULT_BYTES, emit: Callable[..., None] | None = None,
-                 config: ModelConfig | None = None, spending: Spending | None = None) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], ModelClient],
+        role: str,
+        path: str,
+        recorder: Recorder | None = None,
+        step: ast.Step | None = None,
+        limit_bytes: int = RESULT_BYTES,
+        emit: Callable[..., None] | None = None,
+        config: ModelConfig | None = None,
+        spending: Spending | None = None,
+    ) -> None:
         self.connect, self.role, self.path, self.recorder, self.step = connect, role, path, recorder, step
         self.limit_bytes = limit_bytes  # `[limits] result_bytes`: a longer reply is refused like a tool's result
         self.emit, self.config = emit, config
@@ -72,8 +81,13 @@ class StepModel:
     def endpoint(self) -> str:
         return self.connected().endpoint
 
-    async def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
-                   response_format: Mapping | None = None, extra: Mapping | None = None) -> Reply:
+    async def chat(
+        self,
+        messages: Sequence[Mapping],
+        tools: Sequence[Tool] | None = None,
+        response_format: Mapping | None = None,
+        extra: Mapping | None = None,
+    ) -> Reply:
         current_stop().check(self.path, getattr(self.step, "tool", None))  # no inference after a failure
         most = self.most_usd(messages, tools, response_format, extra)
         if self.spending is not None:
@@ -91,8 +105,9 @@ class StepModel:
         self.sent("model_finished", usage=dict(reply.usage), **({"usd": usd} if usd and self.made else {}))
         return reply
 
-    def most_usd(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None, response_format: Mapping | None,
-                 extra: Mapping | None) -> float:
+    def most_usd(
+        self, messages: Sequence[Mapping], tools: Sequence[Tool] | None, response_format: Mapping | None, extra: Mapping | None
+    ) -> float:
         """The most the inference of this request may cost: every byte of it a token (no tokenizer makes a
         token of less than one byte), and `max_tokens` out."""
         if self.config is None or not (self.config.input_usd_per_million or self.config.output_usd_per_million):
@@ -119,8 +134,9 @@ class StepModel:
         config = self.config
         return {} if config is None else {"model": config.model, "provider": config.provider, "url": config.base_url}
 
-    async def recorded(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None, response_format: Mapping | None,
-                       extra: Mapping | None) -> Reply:
+    async def recorded(
+        self, messages: Sequence[Mapping], tools: Sequence[Tool] | None, response_format: Mapping | None, extra: Mapping | None
+    ) -> Reply:
         """The reply, from the record (a replay, a resume) or asked for and recorded."""
         self.made = True
         if self.recorder is None:
@@ -136,8 +152,7 @@ class StepModel:
         call = Call(self.path, model_tool(self.role), asked, sources={"messages": shown} if shown else {})
 
         async def reply() -> dict:
-            return (await self.connected().chat(messages, tools=tools, response_format=response_format,
-                                                extra=extra)).to_data()
+            return (await self.connected().chat(messages, tools=tools, response_format=response_format, extra=extra)).to_data()
 
         try:
             replayed = self.recorder.replayed(call, self.step)
@@ -145,7 +160,15 @@ class StepModel:
                 self.made = False
                 return Reply.from_data(cast(Mapping, replayed.result))  # recorded as `reply` gives it
             # The reply the run goes on with is the one recorded, as replay will read it back.
-            return Reply.from_data(await recorded_call(self.recorder, call, reply, what=f"the `{self.role}` model",
-                                                       explain=lambda error: error, limit_bytes=self.limit_bytes))
+            return Reply.from_data(
+                await recorded_call(
+                    self.recorder,
+                    call,
+                    reply,
+                    what=f"the `{self.role}` model",
+                    explain=lambda error: error,
+                    limit_bytes=self.limit_bytes,
+                )
+            )
         except ToolFailed as error:  # a reply refused, or a recorded inference that failed: fail as the model did
             raise ModelError(str(error)) from None

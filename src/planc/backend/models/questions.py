@@ -35,9 +35,14 @@ async def answer(run: RunView, step: ast.Step, path: str, text: str, schema: Map
         return _verdict(cast(dict, replayed.result))  # recorded as `_ask` gives it
     async with run.asking:
         current_stop().check(path, step.tool)  # the run may have failed while this question waited its turn
-        came = await recorded_call(recorder, call, lambda: _ask(run.hooks.interlocutor, question),
-                                   what=f"step {path}: the answer", explain=lambda error: error,
-                                   limit_bytes=result_bytes(run.registry))
+        came = await recorded_call(
+            recorder,
+            call,
+            lambda: _ask(run.hooks.interlocutor, question),
+            what=f"step {path}: the answer",
+            explain=lambda error: error,
+            limit_bytes=result_bytes(run.registry),
+        )
     return _verdict(came)
 
 

@@ -69,8 +69,11 @@ def line(event: dict) -> str | None:
     if kind == "tool_started":
         return f"[{step}] {event['tool']} {_short(json.dumps(event.get('input', {}), ensure_ascii=False, default=str))}"
     if kind == "tool_progress":
-        done = [f"{event['progress']:g}" + (f"/{event['total']:g}" if event.get("total") is not None else "")] \
-            if event.get("progress") is not None else []
+        done = (
+            [f"{event['progress']:g}" + (f"/{event['total']:g}" if event.get("total") is not None else "")]
+            if event.get("progress") is not None
+            else []
+        )
         said = [_short(event["message"])] if event.get("message") else []
         return " ".join([f"[{step}] {event['tool']} ...", *done, *said])
     if kind == "tool_failed" or (kind == "tool_finished" and "error" in event):
@@ -96,8 +99,9 @@ class LiveDisplay:
 
     `columns(progress)` gives its columns from the module `rich.progress`, imported only for a terminal."""
 
-    def __init__(self, console: Console, columns: Callable[[ModuleType], list[ProgressColumn]], description: str,
-                 total: int | None) -> None:
+    def __init__(
+        self, console: Console, columns: Callable[[ModuleType], list[ProgressColumn]], description: str, total: int | None
+    ) -> None:
         self.console = console
         self.display = None
         if console.is_terminal:
@@ -120,9 +124,19 @@ class Progress(LiveDisplay):
     """The stderr progress of one run: `sink` takes the events; use it in `with` around the run."""
 
     def __init__(self, console: Console, total_calls: int | None = None) -> None:
-        super().__init__(console, lambda rich: [
-            rich.SpinnerColumn(), rich.TextColumn("{task.description}"), rich.BarColumn(), rich.MofNCompleteColumn(),
-            rich.TextColumn("tool calls"), rich.TimeElapsedColumn()], "starting", total_calls)
+        super().__init__(
+            console,
+            lambda rich: [
+                rich.SpinnerColumn(),
+                rich.TextColumn("{task.description}"),
+                rich.BarColumn(),
+                rich.MofNCompleteColumn(),
+                rich.TextColumn("tool calls"),
+                rich.TimeElapsedColumn(),
+            ],
+            "starting",
+            total_calls,
+        )
         self.calls = 0
 
     @contextlib.contextmanager
@@ -166,9 +180,18 @@ class BatchProgress(LiveDisplay):
     """
 
     def __init__(self, console: Console, total: int) -> None:
-        super().__init__(console, lambda rich: [
-            rich.TextColumn("runs"), rich.BarColumn(), rich.MofNCompleteColumn(), rich.TextColumn("{task.description}"),
-            rich.TimeElapsedColumn()], "", total)
+        super().__init__(
+            console,
+            lambda rich: [
+                rich.TextColumn("runs"),
+                rich.BarColumn(),
+                rich.MofNCompleteColumn(),
+                rich.TextColumn("{task.description}"),
+                rich.TimeElapsedColumn(),
+            ],
+            "",
+            total,
+        )
         self.counts: dict[str, int] = {}
 
     def finished(self, line: int, run_id: str, outcome: str) -> None:

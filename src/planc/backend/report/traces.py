@@ -42,8 +42,15 @@ EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 # The span each kind of event starts, and the events that end it.
 STARTS = {"step_started": "step", "tool_started": "tool", "model_started": "model"}
-ENDS = {"step_finished": "step", "step_failed": "step", "step_exited": "step", "tool_finished": "tool",
-        "tool_failed": "tool", "model_finished": "model", "model_failed": "model"}
+ENDS = {
+    "step_finished": "step",
+    "step_failed": "step",
+    "step_exited": "step",
+    "tool_finished": "tool",
+    "tool_failed": "tool",
+    "model_finished": "model",
+    "model_failed": "model",
+}
 
 
 class RunSpans:
@@ -82,8 +89,13 @@ class RunSpans:
     def started(self, kind: str, event: dict, at: int) -> None:
         path = event.get("step", "")
         name, span_kind, attributes = SPANS[kind](event)
-        span = self.tracer.start_span(name, context=trace.set_span_in_context(self.parent(path)), kind=span_kind,
-                                      attributes={**attributes, "planc.step.path": path}, start_time=at)
+        span = self.tracer.start_span(
+            name,
+            context=trace.set_span_in_context(self.parent(path)),
+            kind=span_kind,
+            attributes={**attributes, "planc.step.path": path},
+            start_time=at,
+        )
         self.open.setdefault(path, []).append((kind, span))
 
     def parent(self, path: str) -> Span:
@@ -98,8 +110,11 @@ class RunSpans:
         """A tool's progress: an event `progress` on its call's open span."""
         spans = [span for kind, span in self.open.get(event.get("step", ""), []) if kind == "tool"]
         if spans:
-            attributes = {f"planc.progress.{field}": event[field] for field in ("progress", "total", "message")
-                          if event.get(field) is not None}
+            attributes = {
+                f"planc.progress.{field}": event[field]
+                for field in ("progress", "total", "message")
+                if event.get(field) is not None
+            }
             spans[-1].add_event("progress", attributes, timestamp=at)
 
     def ended(self, kind: str, event: dict, at: int) -> None:
@@ -112,8 +127,10 @@ class RunSpans:
         if not spans:
             del self.open[path]
         usage = event.get("usage") or {}
-        for field, attribute in (("prompt_tokens", "gen_ai.usage.input_tokens"),
-                                 ("completion_tokens", "gen_ai.usage.output_tokens")):
+        for field, attribute in (
+            ("prompt_tokens", "gen_ai.usage.input_tokens"),
+            ("completion_tokens", "gen_ai.usage.output_tokens"),
+        ):
             if isinstance(usage.get(field), int):
                 span.set_attribute(attribute, usage[field])
         if event["event"] == "step_exited":
@@ -220,8 +237,7 @@ def traced(name: str, plan: str | None = None, *, warn: Callable[[str], None]) -
         spans.close()
         if own is not None and not (shut_down(own[0], FLUSH_S) and not own[1].failed):
             where = next((os.environ[each] for each in ENDPOINT_VARIABLES if os.environ.get(each)), DEFAULT_ENDPOINT)
-            warn(f"the run's spans were not all sent within {FLUSH_S:g} s: does an OTLP/HTTP collector answer at "
-                 f"{where}?")
+            warn(f"the run's spans were not all sent within {FLUSH_S:g} s: does an OTLP/HTTP collector answer at {where}?")
 
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")

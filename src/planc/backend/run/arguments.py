@@ -20,8 +20,7 @@ from planc.syntax.json_input import read_json
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def parse_arguments(pairs: Iterable[str], json_pairs: Iterable[str] = (),
-                    params: Mapping[str, Mapping] | None = None) -> dict:
+def parse_arguments(pairs: Iterable[str], json_pairs: Iterable[str] = (), params: Mapping[str, Mapping] | None = None) -> dict:
     """The arguments of `pairs` (`--arg`) and `json_pairs` (`--arg-json`), each `params` declares read
     as its JSON Schema says; ValueError names a bad pair.
 
@@ -61,8 +60,7 @@ def _json(name: str, text: str) -> Any:
         return read_json(text)
     except ValueError as error:
         reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
-        raise ValueError(f"--arg-json {name}: `{text}` is not JSON ({reason}); give text with --arg {name}=...") \
-            from None
+        raise ValueError(f"--arg-json {name}: `{text}` is not JSON ({reason}); give text with --arg {name}=...") from None
 
 
 def _typed(text: str, schema: Mapping | None) -> Any:
@@ -85,5 +83,9 @@ def _typed(text: str, schema: Mapping | None) -> Any:
 
 def _names_string(schema: Mapping) -> bool:
     kind = schema.get("type")
-    return kind == "string" or (isinstance(kind, list) and "string" in kind) or "type" not in schema and any(
-        isinstance(choice, str) for choice in schema.get("enum", ()))
+    return (
+        kind == "string"
+        or (isinstance(kind, list) and "string" in kind)
+        or "type" not in schema
+        and any(isinstance(choice, str) for choice in schema.get("enum", ()))
+    )

@@ -81,8 +81,17 @@ def read_lines(text: str) -> list[tuple[int, Mapping | None, str | None]]:
     return lines
 
 
-def check_line(plan: CheckResult, stored: Mapping, number: int, arguments: Mapping | None, *, registry: Registry | None,
-               policy: Policy | None, principal: str, budget: list) -> Line:
+def check_line(
+    plan: CheckResult,
+    stored: Mapping,
+    number: int,
+    arguments: Mapping | None,
+    *,
+    registry: Registry | None,
+    policy: Policy | None,
+    principal: str,
+    budget: list,
+) -> Line:
     """Line `number`, whose `arguments` are to run `plan` (checked, and `stored` as the store keeps it):
     the plan as it checks with them (and `budget`: `[max_usd, max_calls, max_inferences]`), or why it is
     refused."""
@@ -94,11 +103,13 @@ def check_line(plan: CheckResult, stored: Mapping, number: int, arguments: Mappi
         return Line(number, arguments, refused=str(error))
     types = {name: type_of(value) for name, value in arguments.items()}
     try:
-        checked = load_plan(dump(stored), registry=registry, policy=policy, principal=principal, arguments=types,
-                            **Budget(*budget).keywords())
+        checked = load_plan(
+            dump(stored), registry=registry, policy=policy, principal=principal, arguments=types, **Budget(*budget).keywords()
+        )
     except StoredPlanError as error:
-        return Line(number, arguments, refused=str(error).removeprefix("stored plan has errors against the current "
-                                                                       "registry and policy: "))
+        return Line(
+            number, arguments, refused=str(error).removeprefix("stored plan has errors against the current registry and policy: ")
+        )
     return Line(number, arguments, checked=checked)
 
 
@@ -127,8 +138,9 @@ class Batch:
                 for launch in self.in_flight.values():
                     if launch.recorded is not None:
                         launch.recorded.interrupted(error)
-                raise Interrupted(f"{error}: batch {self.batch_id} stopped, and `planc batch --resume "
-                                  f"{self.batch_id}` finishes it") from None
+                raise Interrupted(
+                    f"{error}: batch {self.batch_id} stopped, and `planc batch --resume {self.batch_id}` finishes it"
+                ) from None
         if self.failure is not None:
             raise self.failure
 

@@ -113,8 +113,16 @@ def rendered_input(step: ast.Step, scope: Scope, piped: object) -> dict:
     return shown
 
 
-async def block(run: Run, step: ast.Step, name: str, path: str, scope: Scope, in_loop: bool, item: int | None = None,
-                control: frozenset = NO_LABELS) -> Labelled:
+async def block(
+    run: Run,
+    step: ast.Step,
+    name: str,
+    path: str,
+    scope: Scope,
+    in_loop: bool,
+    item: int | None = None,
+    control: frozenset = NO_LABELS,
+) -> Labelled:
     """Run the block of `step`'s argument `name`, its results visible only inside it, under `control` too;
     its result with its labels."""
     block_node, label = next((found, label) for found, label in step_blocks(step) if label == name)
@@ -129,8 +137,9 @@ def items(step: ast.Step, path: str, scope: Scope, piped: object) -> list:
     return over
 
 
-async def each_item(run: Run, step: ast.Step, path: str, scope: Scope, over: list, loop: Loop,
-                    concurrency: int = 1) -> list[Labelled]:
+async def each_item(
+    run: Run, step: ast.Step, path: str, scope: Scope, over: list, loop: Loop, concurrency: int = 1
+) -> list[Labelled]:
     """The `do` block's result for every item (bound as `loop` says, its steps under its control),
     at most `concurrency` items at once, in order."""
     limit = asyncio.Semaphore(concurrency)
@@ -191,8 +200,7 @@ async def condition(run: Run, step: ast.Step, path: str, scope: Scope) -> tuple[
 @functools.lru_cache(maxsize=4096)
 def may_exit(step: ast.Step) -> bool:
     """Whether a step in `step`'s blocks is an `exit` (the steps are nodes, hashed by identity)."""
-    return any(inner.tool.text == "exit" for block_node, _ in step_blocks(step)
-               for inner, _ in walk_steps(block_node.pipelines))
+    return any(inner.tool.text == "exit" for block_node, _ in step_blocks(step) for inner, _ in walk_steps(block_node.pipelines))
 
 
 def piped_labels(piped: object) -> LabelView | None:
@@ -200,8 +208,7 @@ def piped_labels(piped: object) -> LabelView | None:
     return piped.view if type(piped) is Labelled else None
 
 
-async def run_pure(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                   shown: dict) -> Any:
+async def run_pure(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool, shown: dict) -> Any:
     """A pure step: its implementation over its inputs, which must conform to its parameters as any call's
     arguments must. Its result must be plain JSON data within `[limits] result_bytes`. Bad input fails the
     step, saying which step and why. `today` reads the clock: what it read is recorded like a call, and a
@@ -216,6 +223,7 @@ async def run_pure(run: Run, step: ast.Step, path: str, scope: Scope, piped: obj
         inputs = {arg.name.text: evaluate(arg.value, scope) for arg in step.args}  # raises what did not render
         if piping and pure.tool.pipe not in inputs:
             inputs[pure.tool.pipe] = unlabelled(piped)[0]  # its labels are the interpreter's: a pure step adds none
+
     # The values of a plan are JSON data already (literals, `$args`, results); their types are what the
     # check could not always see (`$args`, a tool without `returns`). The declared defaults conform.
     def said(problem: str) -> str:  # what a failure says of its inputs: its mark, if one is secret
@@ -237,12 +245,18 @@ async def run_pure(run: Run, step: ast.Step, path: str, scope: Scope, piped: obj
 
     async def read() -> Any:
         return _pure_result(pure, inputs, run, path, step, said)
-    return await recorded_call(recorder, call, read, what=f"step {path}: `{pure.tool.name}`",
-                               explain=lambda error: error, limit_bytes=limits_of(run.registry).result_bytes)
+
+    return await recorded_call(
+        recorder,
+        call,
+        read,
+        what=f"step {path}: `{pure.tool.name}`",
+        explain=lambda error: error,
+        limit_bytes=limits_of(run.registry).result_bytes,
+    )
 
 
-def _pure_result(pure: PureStep, inputs: dict, run: Run, path: str, step: ast.Step,
-                 said: Callable[[str], str]) -> Any:
+def _pure_result(pure: PureStep, inputs: dict, run: Run, path: str, step: ast.Step, said: Callable[[str], str]) -> Any:
     """The step's result for `inputs`, as plain JSON data within the run's `[limits] result_bytes`: a number
     (what most pure steps give) as it is, a short string without the walk `plain` makes. A failure
     says what went wrong as `said` words it (it may quote an input)."""
@@ -261,7 +275,6 @@ def _pure_result(pure: PureStep, inputs: dict, run: Run, path: str, step: ast.St
     except Exception as error:  # noqa: BLE001  an input planc's types did not rule out: the step fails, not the run
         problem = f"{type(error).__name__}: {said(str(error))}"
         raise RunError(f"step {path}: `{pure.tool.name}` failed: {problem}", step.tool) from None
-
 
 
 # A built-in step's handler: (run, step, path, scope, piped, in_loop, shown) -> its result.

@@ -84,10 +84,19 @@ class RunResult:
         return (self.redactor or Redactor()).labelled(self.value, self.labels)
 
 
-async def run_plan(checked: CheckResult, *, registry: Registry | None = None, arguments: Mapping | None = None,
-                   hooks: Hooks = Hooks(), policy: Policy | None = None, principal: str = DEFAULT_PRINCIPAL,
-                   recorder: Recorder | None = None, schedule: Schedule | None = None, returns: Mapping | None = None,
-                   executor: RayExecutor | None = None) -> RunResult:
+async def run_plan(
+    checked: CheckResult,
+    *,
+    registry: Registry | None = None,
+    arguments: Mapping | None = None,
+    hooks: Hooks = Hooks(),
+    policy: Policy | None = None,
+    principal: str = DEFAULT_PRINCIPAL,
+    recorder: Recorder | None = None,
+    schedule: Schedule | None = None,
+    returns: Mapping | None = None,
+    executor: RayExecutor | None = None,
+) -> RunResult:
     """Run `checked` (a plan `planc.check` accepted); RunError says what failed and where.
 
     `returns` (a declared plan's `returns`, when it is run itself) is what its result must conform to:
@@ -115,8 +124,9 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
     run = Run(checked, session, hooks, policy, principal, by_schedule=schedule is not None)
     # Its literals and `$args` carry the labels of whoever wrote it, as they did when it was checked.
     written = checked.context.written_by if checked.context is not None else NO_LABELS
-    scope = Scope(ChainMap(), resolution.targets, run_arguments(checked, arguments or {}),
-                  args_view=ArgsView({}, written), written=written)
+    scope = Scope(
+        ChainMap(), resolution.targets, run_arguments(checked, arguments or {}), args_view=ArgsView({}, written), written=written
+    )
     run.emit("run_started")
     try:
         try:
@@ -126,12 +136,10 @@ async def run_plan(checked: CheckResult, *, registry: Registry | None = None, ar
                     last = await run.pipelines(plan.pipelines, scope, prefix="", suffix="", in_loop=False)
                 else:
                     last = await run.scheduled(plan.pipelines, schedule, scope)
-            result = RunResult(last.value, labels=last.view.whole(), run_id=session.run_id,
-                               redactor=session.redactor)
+            result = RunResult(last.value, labels=last.view.whole(), run_id=session.run_id, redactor=session.redactor)
         except Exited as exit_:  # its message was made safe to write where it was made (`run_exit`)
             message = session.redactor.text(exit_.message) if exit_.message else exit_.message
-            result = RunResult(exit_.output, exit_.status, message, exit_.labels, session.run_id,
-                               session.redactor)
+            result = RunResult(exit_.output, exit_.status, message, exit_.labels, session.run_id, session.redactor)
         finally:
             await session.close()  # never raises: servers and models are closed whatever happened
         if returns is not None and result.status == "ok":
@@ -148,8 +156,8 @@ def may_hold_secrets(checked: CheckResult) -> bool:
     """Whether a value labelled `secret` may reach a step of `checked`, as its check's flow says."""
     flow = checked.flow
     return flow is not None and any(
-        SECRET in call.result.whole() or any(SECRET in labels for labels in call.sources.values())
-        for call in flow.calls.values())
+        SECRET in call.result.whole() or any(SECRET in labels for labels in call.sources.values()) for call in flow.calls.values()
+    )
 
 
 def _check_returns(returns: Mapping, value: object) -> None:
@@ -189,15 +197,24 @@ def missing_arguments(checked: CheckResult, arguments: Mapping) -> None:
         if target == ARGS and ref.accessors and isinstance(ref.accessors[0], ast.Field):
             name = ref.accessors[0].name
             if name not in arguments:
-                raise RunError(f"the plan reads `$args.{name}`, but the run has no argument `{name}` "
-                               f"(give it with `--arg {name}=VALUE`)", ref)
+                raise RunError(
+                    f"the plan reads `$args.{name}`, but the run has no argument `{name}` (give it with `--arg {name}=VALUE`)",
+                    ref,
+                )
 
 
 class Run:
     """One run of a checked plan: it walks the steps and hands each to its handler or to the dispatch."""
 
-    def __init__(self, checked: CheckResult, session: Session, hooks: Hooks, policy: Policy | None, principal: str,
-                 by_schedule: bool = False) -> None:
+    def __init__(
+        self,
+        checked: CheckResult,
+        session: Session,
+        hooks: Hooks,
+        policy: Policy | None,
+        principal: str,
+        by_schedule: bool = False,
+    ) -> None:
         assert checked.resolution is not None  # a plan that checks was resolved
         self.checked, self.session, self.hooks = checked, session, hooks
         self.by_schedule = by_schedule  # its top-level steps run as a schedule allows, side by side
@@ -215,8 +232,9 @@ class Run:
         flow = self.checked.flow
         return flow.calls.get(ITEM.sub("", path)) if flow is not None else None
 
-    async def pipelines(self, pipelines: Sequence[ast.Pipeline], scope: Scope, prefix: str, suffix: str,
-                        in_loop: bool) -> Labelled:
+    async def pipelines(
+        self, pipelines: Sequence[ast.Pipeline], scope: Scope, prefix: str, suffix: str, in_loop: bool
+    ) -> Labelled:
         """Run `pipelines` (a plan's or a block's); the result is the last step's, with its labels.
 
         Step paths are `prefix` + number + `suffix`: `3/do.2` + `[17]` in a map's 18th item.
@@ -226,8 +244,9 @@ class Run:
             piped = NOTHING
             for step in pipeline.steps:
                 number += 1
-                result = await self.step(step, f"{prefix}{number}{suffix}", scope, piped, in_loop,
-                                         scope.labels[last] if piped is not NOTHING else None)
+                result = await self.step(
+                    step, f"{prefix}{number}{suffix}", scope, piped, in_loop, scope.labels[last] if piped is not NOTHING else None
+                )
                 scope.results[step] = result
                 piped, last = result, step
         return Labelled(result, scope.labels[last] if last is not None else LabelView())
@@ -250,8 +269,7 @@ class Run:
             if any(task.cancelled() or task.exception() is not None for task in waits):
                 raise Stopped(f"step {path} did not start: a step it waits for failed", step.tool)
             piped = NOTHING if piped_from is None else scope.results[piped_from]
-            result = await self.step(step, path, scope, piped, False,
-                                     None if piped_from is None else scope.labels[piped_from])
+            result = await self.step(step, path, scope, piped, False, None if piped_from is None else scope.labels[piped_from])
             scope.results[step] = result
             return result
 
@@ -264,8 +282,9 @@ class Run:
         await settle(tasks)
         return Labelled(tasks[-1].result(), scope.labels[next(reversed(index))]) if tasks else Labelled(None, LabelView())
 
-    async def step(self, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                   piped_view: LabelView | None = None) -> object:
+    async def step(
+        self, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool, piped_view: LabelView | None = None
+    ) -> object:
         """Run one step; when it fails or exits, its plan stops: nothing starts in it after.
 
         `step_started` carries its rendered input: a tool's arguments, as the call gets them; a control
@@ -283,24 +302,20 @@ class Run:
             raise error from None
         assert tool is not None  # `arguments` refused a step without one
         sources, control = step_sources(step, tool, scope, piped_view), scope.controlled()
-        self.emit("step_started", step=path, tool=step.tool.text,
-                  input=shown_arguments(arguments, sources))
+        self.emit("step_started", step=path, tool=step.tool.text, input=shown_arguments(arguments, sources))
         labelled_piped = piped  # a control step reads its piped input with its labels; a tool's call has them
         if piped is not NOTHING and tool.builtin:
             labelled_piped = Labelled(piped, piped_view or LabelView())
         try:
             if tool.builtin:
-                result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, labelled_piped, in_loop,
-                                                           arguments)
+                result = await CONTROL_HANDLERS[tool.name](self, step, path, scope, labelled_piped, in_loop, arguments)
             else:
-                call = Call(path, tool, arguments, scope=TemplateScope(scope, self.names), sources=sources,
-                            control=control)
+                call = Call(path, tool, arguments, scope=TemplateScope(scope, self.names), sources=sources, control=control)
                 result = await self.dispatch(call, step, in_loop)
         except Exception as error:  # a failure, or an exit: either ends the plan
             stop.set(error)
             if isinstance(error, Exited):
-                self.emit("step_exited", step=path, status=error.status,
-                          **({"message": error.message} if error.message else {}))
+                self.emit("step_exited", step=path, status=error.status, **({"message": error.message} if error.message else {}))
             else:
                 self.emit("step_failed", error, step=path, tool=step.tool.text)
             raise
@@ -316,17 +331,19 @@ class Run:
         # Whether it might have failed decides whether every later step of its plan runs.
         decided = deciding(step) if tool.name != "filter" and step.arg("infer") is not None else None
         asked = expr_labels(decided.value, scope) if decided is not None else added_labels
-        fails = failure_control(tool.labels, fails_on(step, tool, sources, control, added_labels, asked),
-                                scope.gates.caught)
+        fails = failure_control(tool.labels, fails_on(step, tool, sources, control, added_labels, asked), scope.gates.caught)
         if fails:
             scope.gates.labels = union(scope.gates.labels, fails)
         self.finished[path] = result
         whole = view.whole()
-        if SECRET in whole and tool.name in PURE_STEPS and tool.kind == "pure" and any(
-                SECRET in labels for labels in sources.values()):
+        if (
+            SECRET in whole
+            and tool.name in PURE_STEPS
+            and tool.kind == "pure"
+            and any(SECRET in labels for labels in sources.values())
+        ):
             self.session.redactor.learn(result, view)  # a secret made over (`upper`) is one too
-        self.emit("step_finished", step=path, tool=step.tool.text,
-                  result=self.session.redactor.labelled(result, whole))
+        self.emit("step_finished", step=path, tool=step.tool.text, result=self.session.redactor.labelled(result, whole))
         return result
 
     def arguments(self, step: ast.Step, tool: Tool | None, path: str, scope: Scope, piped: object) -> dict:
@@ -347,8 +364,7 @@ class Run:
         name = call.tool.address
         checked = self.checked.context.plans.get(name) if self.checked.context is not None else None
         if checked is None or not checked.ok:  # only when the caller was not checked with the registry
-            raise RunError(f"step {call.step}: the plan `{name}` was not checked with this plan: check it first",
-                           step.tool)
+            raise RunError(f"step {call.step}: the plan `{name}` was not checked with this plan: check it first", step.tool)
         plan, resolution = checked.plan, checked.resolution
         assert self.registry is not None and plan is not None and resolution is not None  # it was checked with it
         arguments = with_defaults(self.registry.plans[name].params, call.args)
@@ -357,9 +373,14 @@ class Run:
         self.names.update(template_names(checked))
         # Its `$args` carry the labels of the caller's arguments; its steps run under the call's control.
         # A failure in it fails the call, which an agent takes back as an error and goes on from.
-        scope = Scope(ChainMap(), resolution.targets, arguments,
-                      args_view=ArgsView({param: LabelView(labels) for param, labels in call.sources.items()}),
-                      control=call.control, gates=Gates(failure_caught.get()))
+        scope = Scope(
+            ChainMap(),
+            resolution.targets,
+            arguments,
+            args_view=ArgsView({param: LabelView(labels) for param, labels in call.sources.items()}),
+            control=call.control,
+            gates=Gates(failure_caught.get()),
+        )
         # What decided its `exit`s decides whether the caller's later steps run (`Labelled.gates`),
         # as an `exit` written in the caller does; and its failure carries it.
         try:
@@ -370,8 +391,11 @@ class Run:
         except Exited as exit_:
             gates = scope.gates.labels
             if exit_.status == "error":
-                raise ToolFailed(f"step {call.step}: the plan `{name}` exited with status error: {exit_.message}",
-                                 step.tool, labels=union(exit_.labels, gates)) from None
+                raise ToolFailed(
+                    f"step {call.step}: the plan `{name}` exited with status error: {exit_.message}",
+                    step.tool,
+                    labels=union(exit_.labels, gates),
+                ) from None
             return Labelled(exit_.output, LabelView(union(exit_.labels, gates)), gates)
 
 

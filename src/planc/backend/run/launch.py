@@ -53,15 +53,10 @@ def checked_arguments(checked: CheckResult, arguments: Mapping) -> dict:
     # `$args` the check did not type: checked again with each one's type, as a batch checks each
     # line
     if arguments and context is not None and context.arguments is None:
-        typed = recheck_arguments(
-            checked, {name: type_of(value) for name, value in arguments.items()}
-        )
+        typed = recheck_arguments(checked, {name: type_of(value) for name, value in arguments.items()})
         errors = [each for each in typed.diagnostics if each.is_error]
         if errors:
-            listed = "; ".join(
-                f"{each.code} {each.span.start.line}:{each.span.start.column} {each.message}"
-                for each in errors
-            )
+            listed = "; ".join(f"{each.code} {each.span.start.line}:{each.span.start.column} {each.message}" for each in errors)
             raise ArgumentsRefused(f"the arguments do not fit the plan: {listed}", typed)
     return arguments
 
@@ -101,9 +96,7 @@ class Launch:
         def record(store: RunStore | None) -> RecordedRun:
             assert store is not None  # a new run without a store is run unrecorded
             batch = launch.wiring.batch
-            return RecordedRun.record(
-                store, checked, spec, registry=registry, policy=policy, batch=batch
-            )
+            return RecordedRun.record(store, checked, spec, registry=registry, policy=policy, batch=batch)
 
         launch = cls(checked, spec, wiring, registry, policy, record, fresh=True)
         return launch
@@ -220,15 +213,11 @@ async def run_async(
     continues it, from any process.
     """
     context = checked.context
-    registry = (
-        registry if registry is not None else (context.registry if context is not None else None)
-    )
+    registry = registry if registry is not None else (context.registry if context is not None else None)
     policy = policy if policy is not None else (context.policy if context is not None else None)
     principal = principal or (context.principal if context is not None else DEFAULT_PRINCIPAL)
     if approve and store is None and hooks.gate is None:
-        raise ValueError(
-            "approve=True needs a store, where a call waits for its approval, or a gate in hooks"
-        )
+        raise ValueError("approve=True needs a store, where a call waits for its approval, or a gate in hooks")
     spec = RunSpec(
         principal=principal,
         approve=approve,

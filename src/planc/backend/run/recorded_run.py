@@ -78,8 +78,16 @@ class RecordedRun:
         return self.spec.arguments
 
     @classmethod
-    def record(cls, store: RunStore, checked: CheckResult, spec: RunSpec, *, registry: Registry | None,
-               policy: Policy | None, batch: tuple[str, int] | None = None) -> RecordedRun:
+    def record(
+        cls,
+        store: RunStore,
+        checked: CheckResult,
+        spec: RunSpec,
+        *,
+        registry: Registry | None,
+        policy: Policy | None,
+        batch: tuple[str, int] | None = None,
+    ) -> RecordedRun:
         """A new run of `checked` in `store`, `spec` kept with it (with the files it reads, its code tools, and
         what it was checked with: its approvals and its author's labels), so that a replay, a resume or an
         approval continues it with the same choices; `batch`: the batch and line it runs."""
@@ -87,41 +95,69 @@ class RecordedRun:
         from planc.store.stored import save_plan
 
         context = checked.context
-        spec = attrs.evolve(spec, read=ReadFiles(**keep_read_files(store, registry, policy)),
-                            code_tools=code_tools(registry),
-                            principals=tuple(policy.principals) if policy is not None else (),
-                            approvals=context.approvals if context is not None else False,
-                            written_by=context.written_by if context is not None else frozenset())
+        spec = attrs.evolve(
+            spec,
+            read=ReadFiles(**keep_read_files(store, registry, policy)),
+            code_tools=code_tools(registry),
+            principals=tuple(policy.principals) if policy is not None else (),
+            approvals=context.approvals if context is not None else False,
+            written_by=context.written_by if context is not None else frozenset(),
+        )
         options = spec.to_record()
         fixed_clock = current_clock()
         if fixed_clock is not None:
             options["clock"] = fixed_clock.to_data()
-        recorder = Recorder(store, store.start_run(save_plan(checked, registry=registry, policy=policy),
-                                                   spec.arguments, options, batch,
-                                                   checked_step_rows(checked)))
+        recorder = Recorder(
+            store,
+            store.start_run(
+                save_plan(checked, registry=registry, policy=policy), spec.arguments, options, batch, checked_step_rows(checked)
+            ),
+        )
         return cls(checked, registry, policy, spec, recorder, store, clock=fixed_clock)
 
     @classmethod
-    def resume(cls, store: RunStore, run: dict, checked: CheckResult, *, registry: Registry | None,
-               policy: Policy | None, principal: str | None = None, approve: bool = False) -> RecordedRun:
+    def resume(
+        cls,
+        store: RunStore,
+        run: dict,
+        checked: CheckResult,
+        *,
+        registry: Registry | None,
+        policy: Policy | None,
+        principal: str | None = None,
+        approve: bool = False,
+    ) -> RecordedRun:
         """`run` (a run that did not finish) continued in its own record with the choices it was recorded with,
         its calls approved as the run's were (`approve`: every effectful call, as `--approve` asks, whatever
         the run was made with); `principal`, when given, in place of the recorded one."""
         spec = RunSpec.from_record(run)
         spec = attrs.evolve(spec, approve=approve or spec.approve, principal=principal or spec.principal)
-        return cls(checked, registry, policy, spec, Resume(store, run), store,
-                   clock=FixedClock.from_data(run["options"].get("clock")))
+        return cls(
+            checked, registry, policy, spec, Resume(store, run), store, clock=FixedClock.from_data(run["options"].get("clock"))
+        )
 
     @classmethod
-    def replay(cls, run: dict, checked: CheckResult, *, registry: Registry | None, policy: Policy | None,
-               principal: str | None = None) -> RecordedRun:
+    def replay(
+        cls, run: dict, checked: CheckResult, *, registry: Registry | None, policy: Policy | None, principal: str | None = None
+    ) -> RecordedRun:
         """`run` again, every tool and model result from its record: nothing is called, nothing written."""
         spec = RunSpec.from_record(run)
-        return cls(checked, registry, policy, attrs.evolve(spec, principal=principal or spec.principal), Replay(run),
-                   clock=FixedClock.from_data(run["options"].get("clock")))
+        return cls(
+            checked,
+            registry,
+            policy,
+            attrs.evolve(spec, principal=principal or spec.principal),
+            Replay(run),
+            clock=FixedClock.from_data(run["options"].get("clock")),
+        )
 
-    def execute(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
-                interrupts: Interrupts | None = None, executor: RayExecutor | None = None) -> RunResult:
+    def execute(
+        self,
+        hooks: Hooks = Hooks(),
+        schedule: Schedule | None = None,
+        interrupts: Interrupts | None = None,
+        executor: RayExecutor | None = None,
+    ) -> RunResult:
         """`running` in an event loop of its own: a RunError (the run failed, or waits: AwaitingApproval) once
         that is recorded, and Interrupted when SIGINT or SIGTERM stopped it (`interrupts`, in force since
         before the run was recorded; one of its own otherwise)."""
@@ -131,9 +167,14 @@ class RecordedRun:
             except Interrupted as error:
                 raise self.interrupted(error, hooks) from None
 
-    async def running(self, hooks: Hooks = Hooks(), schedule: Schedule | None = None,
-                      executor: RayExecutor | None = None, *,
-                      cancelled: str | None = None) -> RunResult:
+    async def running(
+        self,
+        hooks: Hooks = Hooks(),
+        schedule: Schedule | None = None,
+        executor: RayExecutor | None = None,
+        *,
+        cancelled: str | None = None,
+    ) -> RunResult:
         """Run the plan, with every event stamped and recorded, and record how it ended: ok, error, failed (a
         RunError, raised once recorded) or awaiting_approval (AwaitingApproval, with the calls that wait).
         Cancelled (a signal, or the program cancelled the task awaiting it), the run is recorded as
@@ -142,17 +183,26 @@ class RecordedRun:
         with fixed(self.clock):
             return await self._running(hooks, schedule, executor, cancelled)
 
-    async def _running(self, hooks: Hooks, schedule: Schedule | None, executor: RayExecutor | None,
-                       cancelled: str | None) -> RunResult:
+    async def _running(
+        self, hooks: Hooks, schedule: Schedule | None, executor: RayExecutor | None, cancelled: str | None
+    ) -> RunResult:
         hooks = self.recorded_hooks(hooks)
         if hooks.gate is None and self.spec.waits_for is not None and self.store is not None:
             assert not isinstance(self.recorder, Replay)  # a replay has no store
             hooks = attrs.evolve(hooks, gate=waiting_gate(self.recorder, self.spec.waits_for))
         try:
-            result = await run_plan(self.checked, registry=self.registry, arguments=self.arguments,
-                                    hooks=hooks, policy=self.policy, principal=self.principal,
-                                    recorder=self.recorder, schedule=schedule, returns=self.spec.returns,
-                                    executor=executor)
+            result = await run_plan(
+                self.checked,
+                registry=self.registry,
+                arguments=self.arguments,
+                hooks=hooks,
+                policy=self.policy,
+                principal=self.principal,
+                recorder=self.recorder,
+                schedule=schedule,
+                returns=self.spec.returns,
+                executor=executor,
+            )
         except Interrupted:
             raise
         except asyncio.CancelledError:
@@ -181,13 +231,13 @@ class RecordedRun:
         if self.ended is not None:
             return self.ended
         if self.store is not None:
-            error = Interrupted(f"{error}: run {self.run_id} is recorded as interrupted, and "
-                                f"`planc resume {self.run_id}` continues it")
+            error = Interrupted(
+                f"{error}: run {self.run_id} is recorded as interrupted, and `planc resume {self.run_id}` continues it"
+            )
         events = hooks.events if isinstance(hooks.events, Stamp) else self.recorded_hooks(hooks).events
         assert events is not None  # recorded hooks stamp every event
         with contextlib.suppress(RunError):  # an events file or a store that fails: the status says it
-            events({"event": "run_finished", "status": "interrupted", "error": str(error),
-                    "error_type": type(error).__name__})
+            events({"event": "run_finished", "status": "interrupted", "error": str(error), "error_type": type(error).__name__})
         self._finish("interrupted", message=str(error))
         self.ended = error
         return error
@@ -209,12 +259,15 @@ class RecordedRun:
         except RunStoreError as error:
             ended = message if status in ("failed", "interrupted") and message else f"the run ended {status}"
             why = "either" if str(error) == message else f"({error})"
-            raise RunStoreError(f"{ended}; and how it ended could not be recorded {why}: the store says the run is "
-                                f"still running, and `planc resume {self.run_id}` ends it from its record") from None
+            raise RunStoreError(
+                f"{ended}; and how it ended could not be recorded {why}: the store says the run is "
+                f"still running, and `planc resume {self.run_id}` ends it from its record"
+            ) from None
 
 
-def choose_executor(registry: Registry | None, kind: str | None, address: str | None,
-                    recorded: Mapping | None = None) -> Executor:
+def choose_executor(
+    registry: Registry | None, kind: str | None, address: str | None, recorded: Mapping | None = None
+) -> Executor:
     """The executor a run uses (an `Executor` declaration): `kind` and `address` where given (a command's
     options), else as the run was recorded (a resume's `recorded` options), else planc.toml's `[executor]`.
     A ValueError for an address given to the local executor."""
@@ -259,8 +312,7 @@ def code_tools(registry: Registry | None) -> dict:
     importing the modules of those declared in code or reading the databases of the SQL ones."""
     if registry is None:
         return {}
-    return {name: tool.to_data() for name, tool in registry.tools.items()
-            if tool.kind in ("python", "sql", "postgresql")}
+    return {name: tool.to_data() for name, tool in registry.tools.items() if tool.kind in ("python", "sql", "postgresql")}
 
 
 def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | None, Policy | None] | None:
@@ -279,9 +331,13 @@ def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | No
     if read.config is not None and spec.config is not None:
         lock = store.file(read.lock) if read.lock else None
         kept = spec.code_tools
-        registry = registry_from_text(store.file(read.config), Path(spec.config), locked=lock is not None,
-                                      lock_text=lock, code_tools={name: Tool.from_data(data) for name, data in kept.items()}
-                                      if kept is not None else None)
+        registry = registry_from_text(
+            store.file(read.config),
+            Path(spec.config),
+            locked=lock is not None,
+            lock_text=lock,
+            code_tools={name: Tool.from_data(data) for name, data in kept.items()} if kept is not None else None,
+        )
     policy = None
     if read.policy is not None:
         check_principal(principal)
@@ -294,12 +350,15 @@ def as_it_ran(store: RunStore, run: dict, principal: str) -> tuple[Registry | No
 def waiting_words(run_id: str, calls: list[dict], store: str | None = None) -> str:
     """What a run that waits says of itself: which calls wait, and the command that answers them (naming
     the run store with `--store` when `store` says a command would not find it by itself)."""
-    lines = [f"run {run_id} waits for a person to approve {len(calls)} call"
-             f"{'s' if len(calls) != 1 else ''}:"]
-    lines += [f"  call {call['sequence']} (step {call['step']}): {call['tool']} "
-              f"{excerpt(json.dumps(call['input'], ensure_ascii=False), 100)}: {call['asks']}" for call in calls]
+    lines = [f"run {run_id} waits for a person to approve {len(calls)} call{'s' if len(calls) != 1 else ''}:"]
+    lines += [
+        f"  call {call['sequence']} (step {call['step']}): {call['tool']} "
+        f"{excerpt(json.dumps(call['input'], ensure_ascii=False), 100)}: {call['asks']}"
+        for call in calls
+    ]
     command = f"planc approve {run_id}" + (f" --store {shlex.quote(store)}" if store else "")
-    lines.append(f"`{command}` approves it and continues the run; "
-                 f"`{command} --deny` refuses it"
-                 + (" (give --call N: which call)" if len(calls) > 1 else ""))
+    lines.append(
+        f"`{command}` approves it and continues the run; "
+        f"`{command} --deny` refuses it" + (" (give --call N: which call)" if len(calls) > 1 else "")
+    )
     return "\n".join(lines)

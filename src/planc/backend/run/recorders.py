@@ -79,22 +79,40 @@ class Recorder:
     def started(self, call: Call) -> None:
         self.sequence += 1
         self.open[id(call)] = self.sequence
-        self.write(self.store.call_started, self.sequence, call.step, call.tool.name,
-                   call.shown_input(), call.shown_key(), call_labels(call, made=True))
+        self.write(
+            self.store.call_started,
+            self.sequence,
+            call.step,
+            call.tool.name,
+            call.shown_input(),
+            call.shown_key(),
+            call_labels(call, made=True),
+        )
 
     def finished(self, call: Call, result: object, error: Exception | None) -> None:
         labels = call.result_labels()
-        self.write(self.store.call_ended, self.open.pop(id(call)), outcome_of(error),
-                   self.redactor.labelled(result, labels),
-                   str(error) if error is not None else None,
-                   # A shape is learned only from what no one else wrote: a trusted tool's result, its arguments
-                   # and what decided the call carrying no labels either.
-                   call.tool.name if call.tool.learns and not labels else None)
+        self.write(
+            self.store.call_ended,
+            self.open.pop(id(call)),
+            outcome_of(error),
+            self.redactor.labelled(result, labels),
+            str(error) if error is not None else None,
+            # A shape is learned only from what no one else wrote: a trusted tool's result, its arguments
+            # and what decided the call carrying no labels either.
+            call.tool.name if call.tool.learns and not labels else None,
+        )
 
     def declined(self, call: Call, message: str) -> None:
         self.sequence += 1
-        self.write(self.store.call_declined, self.sequence, call.step, call.tool.name, call.shown_input(), message,
-                   call_labels(call, made=False))
+        self.write(
+            self.store.call_declined,
+            self.sequence,
+            call.step,
+            call.tool.name,
+            call.shown_input(),
+            message,
+            call_labels(call, made=False),
+        )
 
     def abandoned(self, call: Call) -> None:
         self.write(self.store.call_ended, self.open.pop(id(call)), "unknown")
@@ -102,21 +120,35 @@ class Recorder:
     def awaiting(self, call: Call, asks: str) -> None:
         """`call` waits for a person's answer (`asks` says what it asks): recorded, not made."""
         self.sequence += 1
-        self.write(self.store.call_awaiting, self.sequence, call.step, call.tool.name, call.shown_input(), asks,
-                   call.shown_key(), call_labels(call, made=False))
+        self.write(
+            self.store.call_awaiting,
+            self.sequence,
+            call.step,
+            call.tool.name,
+            call.shown_input(),
+            asks,
+            call.shown_key(),
+            call_labels(call, made=False),
+        )
 
     def event(self, event: dict) -> None:
         """A stamped event (`planc.backend.report.events`): kept under its number and time."""
         self.events = event["seq"]
-        self.write(self.store.event, event["seq"], seconds(event["time"]),
-                   {field: value for field, value in event.items() if field not in STAMP})
+        self.write(
+            self.store.event,
+            event["seq"],
+            seconds(event["time"]),
+            {field: value for field, value in event.items() if field not in STAMP},
+        )
 
 
 def call_labels(call: Call, made: bool) -> dict:
     """What the record keeps of where a call's values came from; for a call the policy flagged, why, and
     whether a person let it through (it is `made`)."""
-    kept: dict[str, object] = {"sources": {name: sorted(labels) for name, labels in call.sources.items()},
-            "control": sorted(call.control)}
+    kept: dict[str, object] = {
+        "sources": {name: sorted(labels) for name, labels in call.sources.items()},
+        "control": sorted(call.control),
+    }
     if call.flagged is not None:
         kept.update(flagged=call.flagged, approved=made)
     return kept
@@ -133,21 +165,28 @@ def _calls_by_step(run: dict) -> dict[str, list[dict]]:
 def _same_call(held: dict, call: Call, asked: dict, step: ast.Step | None, run_id: str, doing: str) -> None:
     """A DivergenceError unless the plan's `call` (input `asked`) is the recorded call `held`."""
     if held["tool"] != call.tool.name:
-        raise DivergenceError(f"step {call.step}: {doing} diverged: the plan calls `{call.tool.name}`, and run "
-                              f"{run_id} recorded `{held['tool']}` here", _node(step))
+        raise DivergenceError(
+            f"step {call.step}: {doing} diverged: the plan calls `{call.tool.name}`, and run "
+            f"{run_id} recorded `{held['tool']}` here",
+            _node(step),
+        )
     if held["input"] != asked:
-        raise DivergenceError(f"step {call.step}: {doing} diverged: `{call.tool.name}` is called with "
-                              f"{_difference(held['input'], asked)}", _node(step))
+        raise DivergenceError(
+            f"step {call.step}: {doing} diverged: `{call.tool.name}` is called with {_difference(held['input'], asked)}",
+            _node(step),
+        )
 
 
 def _usable(held: dict, call: Call, step: ast.Step | None) -> object:
     """The recorded result of `held`, unless the record kept a mark in its place, or in a part's
     (it was `secret`)."""
     if is_redacted(held["output"]):
-        raise DivergenceError(f"step {call.step}: the record keeps only the mark of what "
-                              f"`{call.tool.name}` returned, or of its parts, as they were "
-                              "labelled secret: it cannot be given again without calling the tool",
-                              _node(step))
+        raise DivergenceError(
+            f"step {call.step}: the record keeps only the mark of what "
+            f"`{call.tool.name}` returned, or of its parts, as they were "
+            "labelled secret: it cannot be given again without calling the tool",
+            _node(step),
+        )
     return held["output"]
 
 
@@ -190,22 +229,31 @@ class Replay:
             ended = Interrupted if self.run["status"] == "interrupted" else RunError
             raise ended(self.run["message"] or f"run {self.run['id']} {self.run['status']} here", _node(step))
         if not recorded:
-            raise DivergenceError(f"step {call.step}: replay diverged: the plan calls `{call.tool.name}` with "
-                                  f"{to_json(asked)}, and run {self.run['id']} recorded no call at this step",
-                                  _node(step))
+            raise DivergenceError(
+                f"step {call.step}: replay diverged: the plan calls `{call.tool.name}` with "
+                f"{to_json(asked)}, and run {self.run['id']} recorded no call at this step",
+                _node(step),
+            )
         held = recorded[0]
         _same_call(held, call, asked, step, self.run["id"], "replay")
         recorded.pop(0)
         if held["outcome"] in ("awaiting_approval", "approved"):  # the run waits here (or stopped before the call)
-            raise AwaitingApproval(self.run["message"] if self.run["status"] == "awaiting_approval" else
-                                   f"step {call.step}: run {self.run_id} has not made the call of "
-                                   f"`{call.tool.name}` a person approved here", _node(step), run_id=self.run_id)
+            raise AwaitingApproval(
+                self.run["message"]
+                if self.run["status"] == "awaiting_approval"
+                else f"step {call.step}: run {self.run_id} has not made the call of `{call.tool.name}` a person approved here",
+                _node(step),
+                run_id=self.run_id,
+            )
         _recorded_end(held, step)
         if held["outcome"] == "unknown":
             if held["error"] is not None:  # it timed out (or lost its worker): the run was told, and failed or went on
                 raise ToolFailed(held["error"], _node(step))
-            raise DivergenceError(f"step {call.step}: replay cannot go on: run {self.run['id']} recorded the call "
-                                  f"of `{call.tool.name}` here, and no result for it", _node(step))
+            raise DivergenceError(
+                f"step {call.step}: replay cannot go on: run {self.run['id']} recorded the call "
+                f"of `{call.tool.name}` here, and no result for it",
+                _node(step),
+            )
         return Skip(_usable(held, call, step))
 
     def _ended_here(self, recorded: list[dict]) -> bool:
@@ -218,8 +266,9 @@ class Replay:
         if not recorded:
             return not any(self.by_step.values())
         held = recorded[0]
-        return _no_result(held) or (held["outcome"] == "unknown" and not any(
-            call["started_at"] >= held["finished_at"] for call in self.run["calls"]))
+        return _no_result(held) or (
+            held["outcome"] == "unknown" and not any(call["started_at"] >= held["finished_at"] for call in self.run["calls"])
+        )
 
     def started(self, call: Call) -> None:  # never reached: replayed() answers every call or raises
         raise DivergenceError(f"step {call.step}: replay would call `{call.tool.name}`")
@@ -278,11 +327,19 @@ class Resume(Recorder):
         if held["outcome"] == "ok":
             return Skip(_usable(held, call, step))
         if not safe_again(call, held):
-            how = ("no result is recorded" if held["error"] is None
-                   else "its Ray worker was lost" if ": WorkerLost: " in held["error"] else "it timed out")
-            raise OutcomeUnknown(f"step {call.step}: outcome unknown: run {self.run_id} made the call of "
-                                 f"`{call.tool.name}` here and {how}, and `{call.tool.name}` is not "
-                                 f"idempotent{_no_key(call, held)}, so it is not called again", _node(step))
+            how = (
+                "no result is recorded"
+                if held["error"] is None
+                else "its Ray worker was lost"
+                if ": WorkerLost: " in held["error"]
+                else "it timed out"
+            )
+            raise OutcomeUnknown(
+                f"step {call.step}: outcome unknown: run {self.run_id} made the call of "
+                f"`{call.tool.name}` here and {how}, and `{call.tool.name}` is not "
+                f"idempotent{_no_key(call, held)}, so it is not called again",
+                _node(step),
+            )
         self.again[id(call)] = held["sequence"]
         return None
 
@@ -294,8 +351,7 @@ class Resume(Recorder):
         self.open[id(call)] = sequence
         if id(call) in self.unmade:  # its row becomes the intent row of the call made now
             self.unmade.discard(id(call))
-            self.write(self.store.call_made, sequence, call.shown_key(),
-                       call_labels(call, made=True))
+            self.write(self.store.call_made, sequence, call.shown_key(), call_labels(call, made=True))
 
     def declined(self, call: Call, message: str) -> None:
         sequence = self.again.pop(id(call), None)
@@ -303,8 +359,15 @@ class Resume(Recorder):
             super().declined(call, message)
         elif id(call) in self.unmade:  # a call that waited, answered no now: its row says so
             self.unmade.discard(id(call))
-            self.write(self.store.call_declined, sequence, call.step, call.tool.name, call.shown_input(), message,
-                       call_labels(call, made=False))
+            self.write(
+                self.store.call_declined,
+                sequence,
+                call.step,
+                call.tool.name,
+                call.shown_input(),
+                message,
+                call_labels(call, made=False),
+            )
         # else: asked again for a call made before, and refused: its outcome stays unknown
 
     def awaiting(self, call: Call, asks: str) -> None:
@@ -313,8 +376,16 @@ class Resume(Recorder):
         if sequence is None:
             super().awaiting(call, asks)
         else:
-            self.write(self.store.call_awaiting, sequence, call.step, call.tool.name, call.shown_input(), asks,
-                       call.shown_key(), call_labels(call, made=False))
+            self.write(
+                self.store.call_awaiting,
+                sequence,
+                call.step,
+                call.tool.name,
+                call.shown_input(),
+                asks,
+                call.shown_key(),
+                call_labels(call, made=False),
+            )
 
 
 def changes_nothing(call: Call) -> bool:

@@ -42,8 +42,14 @@ class Session:
     `executor` (a backend.calls.ray_executor.RayExecutor, or None: this process) is connected before the run
     and closed by whoever connected it, as a batch's runs share one."""
 
-    def __init__(self, checked: CheckResult, registry: Registry | None, recorder: Recorder | None = None,
-                 events: Callable[[dict], None] | None = None, executor: RayExecutor | None = None) -> None:
+    def __init__(
+        self,
+        checked: CheckResult,
+        registry: Registry | None,
+        recorder: Recorder | None = None,
+        events: Callable[[dict], None] | None = None,
+        executor: RayExecutor | None = None,
+    ) -> None:
         self.registry, self.recorder, self.events = registry, recorder, events
         self.executor = executor
         self.run_id = recorder.run_id if recorder is not None else uuid.uuid4().hex
@@ -71,8 +77,7 @@ class Session:
         else:
             found = getattr(error, "code", None)  # a RunError's diagnostic code, when it has one
             code = {"code": found} if found else {}
-            said = {"event": event, **fields, "error": str(error),
-                    "error_type": type(error).__name__, **code}
+            said = {"event": event, **fields, "error": str(error), "error_type": type(error).__name__, **code}
         if self.redactor.marks:
             said = self.redactor.event(said)
         if error is None:
@@ -111,9 +116,17 @@ class Session:
         from planc.backend.calls.dispatch import result_bytes
         from planc.backend.models.client import role_config
 
-        return StepModel(lambda: self.client(role, step, path), role, path, self.recorder, step,
-                         result_bytes(self.registry), emit=self.emit, spending=self.spending,
-                         config=role_config(self.registry, role) if self.registry is not None else None)
+        return StepModel(
+            lambda: self.client(role, step, path),
+            role,
+            path,
+            self.recorder,
+            step,
+            result_bytes(self.registry),
+            emit=self.emit,
+            spending=self.spending,
+            config=role_config(self.registry, role) if self.registry is not None else None,
+        )
 
     def client(self, role: str, step: ast.Step, path: str) -> ModelClient:
         """The model client of `role` (`[models.<role>]`, else `[models.default]`), made once per run."""

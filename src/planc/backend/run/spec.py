@@ -116,8 +116,7 @@ class RunSpec:
         version = options.get("spec", 0)
         if not isinstance(version, int) or version > SPEC_VERSION:
             raise ValueError(
-                f"run {run.get('id')} was recorded by a newer planc (options version {version}); "
-                "upgrade planc to continue it"
+                f"run {run.get('id')} was recorded by a newer planc (options version {version}); upgrade planc to continue it"
             )
         planned = options.get("planned")
         budget = options.get("budget") or (planned or {}).get("budget") or (None, None, None)

@@ -116,8 +116,10 @@ def refuse_inside_a_loop(coroutine: Coroutine[Any, Any, object]) -> None:
         return
     name = getattr(coroutine, "__name__", "run")  # an async function's coroutine has its name
     coroutine.close()
-    raise RuntimeError(f"planc.{name.removesuffix('_async')}() starts an event loop of its own, and this thread is "
-                       f"running one: inside it, `await planc.{name}(...)`, which takes the same arguments")
+    raise RuntimeError(
+        f"planc.{name.removesuffix('_async')}() starts an event loop of its own, and this thread is "
+        f"running one: inside it, `await planc.{name}(...)`, which takes the same arguments"
+    )
 
 
 def cancelled_by() -> str:

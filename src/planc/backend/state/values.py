@@ -84,8 +84,9 @@ class Aborted(RunError):
     is the tool's own error when `on_tool_error` aborted, so a caller can show why the step failed.
     """
 
-    def __init__(self, message: str, node: object = None, *, results: Mapping | None = None,
-                 error: Exception | None = None) -> None:
+    def __init__(
+        self, message: str, node: object = None, *, results: Mapping | None = None, error: Exception | None = None
+    ) -> None:
         super().__init__(message, node)
         self.results = dict(results or {})
         self.error = error
@@ -114,16 +115,39 @@ class Scope:
     # bind and inner make a scope per item of a loop: by the constructor, as attrs.evolve reads every field.
     def bind(self, views: Mapping | None = None, **names: object) -> Scope:
         """The scope with `names` bound (and their labels, `views`; none given: they carry none)."""
-        return Scope(self.results, self.targets, self.arguments, {**self.bindings, **names}, self.fields,
-                     self.conversations, self.labels, self.args_view,
-                     {**self.binding_views, **views} if views else self.binding_views, self.field_view, self.control,
-                     self.gates, self.written)
+        return Scope(
+            self.results,
+            self.targets,
+            self.arguments,
+            {**self.bindings, **names},
+            self.fields,
+            self.conversations,
+            self.labels,
+            self.args_view,
+            {**self.binding_views, **views} if views else self.binding_views,
+            self.field_view,
+            self.control,
+            self.gates,
+            self.written,
+        )
 
     def inner(self, control: frozenset = NO_LABELS) -> Scope:
         """The scope of a block: its results visible only inside it, run under `control` too."""
-        return Scope(self.results.new_child(), self.targets, self.arguments, self.bindings, self.fields,
-                     self.conversations.new_child(), self.labels.new_child(), self.args_view, self.binding_views,
-                     self.field_view, union(self.control, control), self.gates, self.written)
+        return Scope(
+            self.results.new_child(),
+            self.targets,
+            self.arguments,
+            self.bindings,
+            self.fields,
+            self.conversations.new_child(),
+            self.labels.new_child(),
+            self.args_view,
+            self.binding_views,
+            self.field_view,
+            union(self.control, control),
+            self.gates,
+            self.written,
+        )
 
     def controlled(self) -> frozenset:
         """The labels that decide whether a step of this scope runs now."""
@@ -257,8 +281,9 @@ def compare(op: str, left: Any, right: Any, node: ast.Compare) -> bool:
         raise RunError(f"`{print_expr(node)}`: `contains` needs a string or a list, found {_kind(left)}", node)
     numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right))
     if not (numbers or (isinstance(left, str) and isinstance(right, str))):
-        raise RunError(f"`{print_expr(node)}`: `{op}` needs two numbers or two strings, "
-                       f"found {_kind(left)} and {_kind(right)}", node)
+        raise RunError(
+            f"`{print_expr(node)}`: `{op}` needs two numbers or two strings, found {_kind(left)} and {_kind(right)}", node
+        )
     return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
 
 

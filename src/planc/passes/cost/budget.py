@@ -37,18 +37,23 @@ class Budget:
         return {"max_usd": self.usd, "max_calls": self.calls, "max_inferences": self.inferences}
 
     @classmethod
-    def of(cls, usd: float | None, calls: int | None, inferences: int | None,
-           declared: Budgets | None = None) -> Budget:
+    def of(cls, usd: float | None, calls: int | None, inferences: int | None, declared: Budgets | None = None) -> Budget:
         """The limits given, each one not given taken from `declared` (planc.toml's `[budget]`)."""
         given: dict[str, Any] = {"usd": usd, "calls": calls, "inferences": inferences}
-        taken = {field: getattr(declared, f"max_{field}", None) for field, value in given.items()
-                 if value is None and declared is not None and getattr(declared, f"max_{field}", None) is not None}
+        taken = {
+            field: getattr(declared, f"max_{field}", None)
+            for field, value in given.items()
+            if value is None and declared is not None and getattr(declared, f"max_{field}", None) is not None
+        }
         return cls(**{**given, **taken}, declared=frozenset(taken))
 
 
 # The field of Budget and of CostRange, the option that sets it, and what it counts.
-LIMITS = (("calls", "--max-calls", "tool call"), ("inferences", "--max-inferences", "model inference"),
-          ("usd", "--max-usd", None))
+LIMITS = (
+    ("calls", "--max-calls", "tool call"),
+    ("inferences", "--max-inferences", "model inference"),
+    ("usd", "--max-usd", None),
+)
 
 
 def over_budget(steps: list[tuple[ast.Step, str, CostRange]], budget: Budget) -> list[Diagnostic]:
@@ -78,24 +83,24 @@ def over_budget(steps: list[tuple[ast.Step, str, CostRange]], budget: Budget) ->
     return found
 
 
-def _over(step: ast.Step, path: str, option: str, noun: str | None, limit: float, total: float, before: float,
-          most: float) -> Diagnostic:
+def _over(
+    step: ast.Step, path: str, option: str, noun: str | None, limit: float, total: float, before: float, most: float
+) -> Diagnostic:
     at = step.span
     if math.isinf(total):
         hints = ["this step's cost has no upper bound (see W500): no budget covers it"]
         if noun:
-            return diagnostic("E401", "unbounded_count", at, step=path, hints=hints, noun=noun, option=option,
-                              limit=limit)
+            return diagnostic("E401", "unbounded_count", at, step=path, hints=hints, noun=noun, option=option, limit=limit)
         return diagnostic("E401", "unbounded_usd", at, step=path, hints=hints, option=option, limit=limit)
     verb = "make" if noun else "cost"
     hint = f"this step may {verb} up to {_amount(most, noun)}"
     if before:
         hint += f", after up to {_amount(before, noun)} before it"
     if noun:
-        return diagnostic("E401", "over_count", at, step=path, hints=[hint], amount=_amount(total, noun),
-                          option=option, limit=limit)
-    return diagnostic("E401", "over_usd", at, step=path, hints=[hint], amount=_amount(total, noun), option=option,
-                      limit=limit)
+        return diagnostic(
+            "E401", "over_count", at, step=path, hints=[hint], amount=_amount(total, noun), option=option, limit=limit
+        )
+    return diagnostic("E401", "over_usd", at, step=path, hints=[hint], amount=_amount(total, noun), option=option, limit=limit)
 
 
 def _amount(value: float, noun: str | None) -> str:

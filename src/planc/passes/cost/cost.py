@@ -99,8 +99,7 @@ def cost(plan: ast.Plan, context: CheckContext) -> tuple[CostReport, list[Diagno
     resolution = context.learned("resolution")
     coster = Coster(plan, resolution, context.learned("typing"), context)
     total = coster.sequence(plan.pipelines).cost
-    top = [(step, resolution.paths.get(step, ""), coster.steps[step])
-           for pipeline in plan.pipelines for step in pipeline.steps]
+    top = [(step, resolution.paths.get(step, ""), coster.steps[step]) for pipeline in plan.pipelines for step in pipeline.steps]
     diagnostics = coster.diagnostics + over_budget(top, context.budget)
     return CostReport(coster.steps, total), sorted(diagnostics, key=sort_key)
 
@@ -140,8 +139,7 @@ class Coster:
                 start = latest
             else:
                 waits = [index[target] for target in self._waits_for(step) if target in index]
-                start = (max([after_ordered[0], *(low[n] for n in waits)]),
-                         max([after_ordered[1], *(high[n] for n in waits)]))
+                start = (max([after_ordered[0], *(low[n] for n in waits)]), max([after_ordered[1], *(high[n] for n in waits)]))
             finish = (start[0] + cost.critical_ms.low, start[1] + cost.critical_ms.high)
             low.append(finish[0])
             high.append(finish[1])
@@ -204,8 +202,11 @@ class Coster:
         else:
             call = functools.reduce(CostRange.either, map(self.call_cost, tools), CostRange())
         calls = call.most_only().times(Range(0, rounds))
-        checks = self.call_cost(check).most_only().times(Range(0, rounds if repairs is None else repairs + 1)) \
-            if check is not None else CostRange()
+        checks = (
+            self.call_cost(check).most_only().times(Range(0, rounds if repairs is None else repairs + 1))
+            if check is not None
+            else CostRange()
+        )
         ordered = not agent_effects(tools, check).read_only or step.arg("continue") is not None
         model = step.arg("model")
         role = literal_value(model.value) if model is not None else AGENT.params["model"]["default"]
@@ -259,8 +260,10 @@ class Coster:
         if not count.bounded and not body.cost.free and bound.known:
             at, path, name = step.tool.span, self.resolution.paths.get(step), step.tool.text
             hints = [f"the list has no known length: {bound.why}"] if bound.why else []
-            hints.append("bound it: pass a literal list, give the tool that makes it a limit (its `returns_at_most`), "
-                         "or declare `maxItems` in its `returns`")
+            hints.append(
+                "bound it: pass a literal list, give the tool that makes it a limit (its `returns_at_most`), "
+                "or declare `maxItems` in its `returns`"
+            )
             if step.arg("infer") is None:
                 self.diagnostics.append(diagnostic("W500", "block", at, step=path, hints=hints, tool=name))
             else:
@@ -282,8 +285,7 @@ AGENT = CONTROL_STEPS["agent"]
 
 # The cost rule of each built-in step: what it costs itself, and what it runs; each control step's from its
 # declaration (`registry/steps/`), and a pure step is free.
-COST_RULES = {**{name: step.cost for name, step in CONTROL_DECLARATIONS.items()},
-              **dict.fromkeys(PURE_STEPS, Coster._pure)}
+COST_RULES = {**{name: step.cost for name, step in CONTROL_DECLARATIONS.items()}, **dict.fromkeys(PURE_STEPS, Coster._pure)}
 
 
 @functools.lru_cache(maxsize=1024)  # one per distinct declared cost, shared by every call

@@ -43,6 +43,7 @@ class Range:
 
     def to_json(self, digits: int = 0) -> list:
         """`[low, high]`, numbers rounded to `digits` decimals (whole numbers for 0); `"unbounded"` for no bound."""
+
         def number(value: float) -> float:
             return round(float(value), digits) if digits else round(value)
 
@@ -84,8 +85,9 @@ class CostRange:
     def times(self, count: Range, waves: Range | None = None) -> CostRange:
         """`count` runs of this; `waves` (default: `count`) of them one after the other."""
         calls, inferences, usd, sequential, critical = self._fields()
-        return CostRange(calls.times(count), inferences.times(count), usd.times(count), sequential.times(count),
-                         critical.times(waves or count))
+        return CostRange(
+            calls.times(count), inferences.times(count), usd.times(count), sequential.times(count), critical.times(waves or count)
+        )
 
     def either(self, other: CostRange) -> CostRange:
         """One of two alternatives (the branches of a `decide`)."""
@@ -108,9 +110,12 @@ class CostRange:
         return self.calls.high == 0 and self.inferences.high == 0
 
     def to_json(self) -> dict:
-        return {"calls": self.calls.to_json(), "inferences": self.inferences.to_json(),
-                "usd": self.usd.to_json(digits=9),
-                "latency_ms": {"sequential": self.sequential_ms.to_json(), "critical_path": self.critical_ms.to_json()}}
+        return {
+            "calls": self.calls.to_json(),
+            "inferences": self.inferences.to_json(),
+            "usd": self.usd.to_json(digits=9),
+            "latency_ms": {"sequential": self.sequential_ms.to_json(), "critical_path": self.critical_ms.to_json()},
+        }
 
     def _fields(self) -> tuple[Range, ...]:
         return (self.calls, self.inferences, self.usd, self.sequential_ms, self.critical_ms)

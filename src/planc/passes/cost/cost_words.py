@@ -21,8 +21,10 @@ def cost_line(cost: CostRange) -> str:
     >>> cost_line(CostRange(calls=Range(1, UNBOUNDED)))
     '1+ calls, 0 inferences, $0.00, 0 ms'
     """
-    text = (f"{_count(cost.calls, 'call')}, {_count(cost.inferences, 'inference')}, "
-            f"{_range(cost.usd, dollars)}, {_range(cost.sequential_ms, _ms)} ms")
+    text = (
+        f"{_count(cost.calls, 'call')}, {_count(cost.inferences, 'inference')}, "
+        f"{_range(cost.usd, dollars)}, {_range(cost.sequential_ms, _ms)} ms"
+    )
     if cost.critical_ms != cost.sequential_ms:
         text += f" (critical path {_range(cost.critical_ms, _ms)} ms)"
     return text

@@ -108,11 +108,19 @@ class FlowFacts:
             for argument, labels in call.sources.items():
                 if labels:
                     origins = [origin for _, _, origin in call.carriers(argument)] or [f"the input piped into `{tool.name}`"]
-                    found.append({"step": path, "tool": tool.name, "argument": argument, "labels": sorted(labels),
-                                  "from": origins})
+                    found.append(
+                        {"step": path, "tool": tool.name, "argument": argument, "labels": sorted(labels), "from": origins}
+                    )
             if call.control:
-                found.append({"step": path, "tool": tool.name, "argument": "", "labels": sorted(call.control),
-                              "from": [origin for _, _, origin in call.control_carriers()]})
+                found.append(
+                    {
+                        "step": path,
+                        "tool": tool.name,
+                        "argument": "",
+                        "labels": sorted(call.control),
+                        "from": [origin for _, _, origin in call.control_carriers()],
+                    }
+                )
         return found
 
 
@@ -210,15 +218,20 @@ class Walk:
         self.exits = NO_LABELS  # what the `exit`s of the plan being walked may end it with
         self._carried: dict[str, frozenset[str]] = {}  # a tool's name -> what any call of it may return
 
-    def plan(self, plan: ast.Plan, resolution: Resolution, args: Mapping[str, LabelView], prefix: str,
-             control: frozenset[str],
-             written: frozenset[str] = NO_LABELS) -> tuple[LabelView, frozenset[str]]:
+    def plan(
+        self,
+        plan: ast.Plan,
+        resolution: Resolution,
+        args: Mapping[str, LabelView],
+        prefix: str,
+        control: frozenset[str],
+        written: frozenset[str] = NO_LABELS,
+    ) -> tuple[LabelView, frozenset[str]]:
         """Walk `plan` (its facts in `resolution`) with `$args` carrying `args` (and `written` those
         it does not name), its literals `written`; what its result carries, and what decided its
         `exit`s."""
         paths = {step: prefix + path for step, path in resolution.paths.items()}
-        env = PlanEnv(resolution.targets, paths, resolution.tools, {}, ArgsView(args, written), self.calls,
-                      written=written)
+        env = PlanEnv(resolution.targets, paths, resolution.tools, {}, ArgsView(args, written), self.calls, written=written)
         saved = self.gates, self.exits, self.deciders
         self.gates = self.exits = NO_LABELS
         try:
@@ -295,8 +308,9 @@ class Walk:
             self.deciders = (*self.deciders, Decided(step.tool, fails, origin))
         return result
 
-    def declared_plan(self, step: ast.Step, tool: Tool, env: PlanEnv, views: Mapping[str, LabelView],
-                      control: frozenset[str]) -> frozenset[str]:
+    def declared_plan(
+        self, step: ast.Step, tool: Tool, env: PlanEnv, views: Mapping[str, LabelView], control: frozenset[str]
+    ) -> frozenset[str]:
         """A call of `plan__NAME`: its steps walked under the caller's path with `$args` carrying the
         caller's arguments; what its result carries from its own steps."""
         checked = self.context.plans.get(tool.address)
@@ -332,8 +346,9 @@ class Walk:
                 assert checked.resolution is not None  # it checked without errors
                 for inner_step, inner in checked.resolution.tools.items():
                     is_agent = inner.kind == "control" and inner.name == "agent"
-                    found = union(found, self.may_read(inner_step, checked.resolution.targets) if is_agent
-                                  else self.carried(inner))
+                    found = union(
+                        found, self.may_read(inner_step, checked.resolution.targets) if is_agent else self.carried(inner)
+                    )
         self._carried[tool.name] = found
         return found
 

@@ -40,18 +40,36 @@ def _deciders(path: str, call: CallFlow, seen: set[int]) -> Iterator[Diagnostic]
         for node in given or whole:
             if id(node) not in seen or node is call.step.tool:
                 seen.add(id(node))
-                yield diagnostic("W508", "fails", node.span, step=path, what=f"`{call.step.tool.text}` at step {path}",
-                                 written=node.text if isinstance(node, ast.Name) else print_expr(node))
+                yield diagnostic(
+                    "W508",
+                    "fails",
+                    node.span,
+                    step=path,
+                    what=f"`{call.step.tool.text}` at step {path}",
+                    written=node.text if isinstance(node, ast.Name) else print_expr(node),
+                )
     if SECRET in call.control:
         for node, labels, _ in call.control_carriers():
             if SECRET in labels and id(node) not in seen:
                 seen.add(id(node))
-                yield diagnostic("W508", "decides", node.span, step=path, written=node.text if isinstance(node, ast.Name) else print_expr(node),
-                                 what=f"`{call.step.tool.text}` at step {path}")
+                yield diagnostic(
+                    "W508",
+                    "decides",
+                    node.span,
+                    step=path,
+                    written=node.text if isinstance(node, ast.Name) else print_expr(node),
+                    what=f"`{call.step.tool.text}` at step {path}",
+                )
     condition = deciding(call.step) if call.step.tool.text == "exit" else None
     if condition is not None:
         for node, labels in carriers(condition.value, call.env):
             if SECRET in labels and id(node) not in seen:
                 seen.add(id(node))
-                yield diagnostic("W508", "exits", node.span, step=path, written=node.text if isinstance(node, ast.Name) else print_expr(node),
-                                 path=path)
+                yield diagnostic(
+                    "W508",
+                    "exits",
+                    node.span,
+                    step=path,
+                    written=node.text if isinstance(node, ast.Name) else print_expr(node),
+                    path=path,
+                )

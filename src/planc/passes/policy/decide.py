@@ -73,9 +73,18 @@ class Decision:
     failed: tuple[tuple[Rule, str], ...] = ()  # each policy that could not be evaluated, with Cedar's error
 
 
-def decide(policy: Policy, principal: str, tool: Tool, args: Mapping, *, step: str, in_loop: bool,
-           dynamic: Iterable[str] = (), sources: Mapping[str, frozenset[str]] | None = None,
-           control: frozenset[str] = frozenset()) -> Decision:
+def decide(
+    policy: Policy,
+    principal: str,
+    tool: Tool,
+    args: Mapping,
+    *,
+    step: str,
+    in_loop: bool,
+    dynamic: Iterable[str] = (),
+    sources: Mapping[str, frozenset[str]] | None = None,
+    control: frozenset[str] = frozenset(),
+) -> Decision:
     """Whether `principal` may call `tool` with `args` at step path `step`.
 
     `dynamic` names the arguments whose values are only known at run time (absent from `args`);
@@ -136,9 +145,15 @@ def decide_all(policy: Policy, principal: str, asks: Sequence[Ask]) -> list[Deci
     batches: list[tuple[dict, list[tuple[int, dict]]]] = []  # (tool name -> its entity, [(index, Cedar's request)])
     entities_of: dict[int, str] = {}  # id(tool) -> its entity: a plan calls the same tools again and again
     for index, ask in enumerate(asks):
-        context = {"args": dict(ask.args), "dynamic": sorted(ask.dynamic), "step": ask.step, "in_loop": ask.in_loop,
-                   "sources": {name: sorted(labels) for name, labels in ask.sources.items()},
-                   "labels": sorted(union_all(ask.sources.values())), "control": sorted(ask.control)}
+        context = {
+            "args": dict(ask.args),
+            "dynamic": sorted(ask.dynamic),
+            "step": ask.step,
+            "in_loop": ask.in_loop,
+            "sources": {name: sorted(labels) for name, labels in ask.sources.items()},
+            "labels": sorted(union_all(ask.sources.values())),
+            "control": sorted(ask.control),
+        }
         name = ask.tool.name
         request = {"principal": principal, "action": ACTION, "resource": f"Tool::{json.dumps(name)}", "context": context}
         requests.append(request)
@@ -149,10 +164,15 @@ def decide_all(policy: Policy, principal: str, asks: Sequence[Ask]) -> list[Deci
             continue
         decisions.append(None)
         # The same request with uids Cedar need not parse again: most of a request's cost is Cedar's reading it.
-        cedar_request = {"principal": entity_uid(principal), "action": ACTION_UID, "resource": {"type": "Tool", "id": name},
-                         "context": {**context, "args": cedar_args}}
+        cedar_request = {
+            "principal": entity_uid(principal),
+            "action": ACTION_UID,
+            "resource": {"type": "Tool", "id": name},
+            "context": {**context, "args": cedar_args},
+        }
         entity = entities_of.get(id(ask.tool)) or entities_of.setdefault(
-            id(ask.tool), _entity(name, tuple(tool_attributes(ask.tool).items())))
+            id(ask.tool), _entity(name, tuple(tool_attributes(ask.tool).items()))
+        )
         # A batch holds one entity per tool name: two tools of one name (from two registries) go to two.
         batch = next((batch for batch in batches if batch[0].get(name, entity) == entity), None)
         if batch is None:
@@ -177,8 +197,10 @@ def _decision(answer: AuthzResult, request: Mapping, policy: Policy) -> Decision
     if answer.decision is cedarpy.Decision.NoDecision:  # Cedar could not read the request (a malformed principal)
         return Decision(False, (), (), request, problem="; ".join(cedar_errors))
     rules = policy.rules
-    errors = tuple(re.sub(r"policy `(policy\d+)`", lambda m: f"policy `{rules[m[1]].name if m[1] in rules else m[1]}`", error)
-                   for error in cedar_errors)
+    errors = tuple(
+        re.sub(r"policy `(policy\d+)`", lambda m: f"policy `{rules[m[1]].name if m[1] in rules else m[1]}`", error)
+        for error in cedar_errors
+    )
     failed = []
     for error in cedar_errors:
         found = EVALUATION_ERROR.fullmatch(error)
@@ -213,5 +235,10 @@ def tool_attributes(tool: Tool) -> dict:
     something: a read-only tool is neither destructive nor anything but idempotent.
     """
     effects = tool.effects.normalised()
-    return {"read_only": effects.read_only, "destructive": effects.destructive, "idempotent": effects.idempotent,
-            "open_world": effects.open_world, "server": tool.server or ""}
+    return {
+        "read_only": effects.read_only,
+        "destructive": effects.destructive,
+        "idempotent": effects.idempotent,
+        "open_world": effects.open_world,
+        "server": tool.server or "",
+    }

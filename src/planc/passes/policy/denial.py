@@ -20,13 +20,23 @@ from planc.syntax import ast
 if TYPE_CHECKING:
     from planc.passes.flow.flow import CallFlow
 
-UNEVALUATED = ("a policy that cannot be evaluated for a call denies it: a value of another type than the policy "
-               "expects (a decimal for a whole number, a set for a string) is the usual cause")
+UNEVALUATED = (
+    "a policy that cannot be evaluated for a call denies it: a value of another type than the policy "
+    "expects (a decimal for a whole number, a set for a string) is the usual cause"
+)
 
 
-def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy: Policy,
-           caller: tuple[ast.Step, str, bool, str] | None = None, tool: str | None = None,
-           blame: Blame | None = None, approvals: bool = False) -> Diagnostic:
+def denial(
+    step: ast.Step,
+    path: str,
+    decision: Decision,
+    principal: str,
+    policy: Policy,
+    caller: tuple[ast.Step, str, bool, str] | None = None,
+    tool: str | None = None,
+    blame: Blame | None = None,
+    approvals: bool = False,
+) -> Diagnostic:
     """E400 at `step`'s tool (step path `path`) for the call `decision` denied, asked by `principal` of `policy`;
     at the argument a `forbid` that denied it reads, when it reads one of the step's (`context.args.org`).
 
@@ -46,33 +56,43 @@ def denial(step: ast.Step, path: str, decision: Decision, principal: str, policy
     dynamic = decision.request["context"]["dynamic"]
     if dynamic:
         listed = ", ".join(f"`{arg}`" for arg in dynamic)
-        hints.append(f"{listed} {'is' if len(dynamic) == 1 else 'are'} only known at run time: "
-                     "named in `context.dynamic`, with no value in `context.args`")
+        hints.append(
+            f"{listed} {'is' if len(dynamic) == 1 else 'are'} only known at run time: "
+            "named in `context.dynamic`, with no value in `context.args`"
+        )
     # A call an agent's model chose has arguments of its own, not the step's: it is reported at the step's tool.
     at, tool = _blamed_argument(step, decision) if tool is None else step.tool.span, tool or step.tool.text
     if caller is not None:  # a step of a declared plan: the error is the calling step's
         where = step.tool.span.start
-        hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "
-                        f"which this step runs")
+        hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, which this step runs")
         at = caller[0].tool.span
     names = " and ".join(f"`{rule.name}`" for rule in decision.policies)
     if len(decision.failed) > 1:
         errors = "; ".join(f"`{rule.name}`: {error}" for rule, error in decision.failed)
-        return diagnostic("E400", "unevaluated_many", at, step=path, hints=hints, tool=tool, names=names,
-                          principal=principal, errors=errors)
+        return diagnostic(
+            "E400", "unevaluated_many", at, step=path, hints=hints, tool=tool, names=names, principal=principal, errors=errors
+        )
     if decision.failed:
-        return diagnostic("E400", "unevaluated", at, step=path, hints=hints, tool=tool, names=names,
-                          principal=principal, error=decision.failed[0][1])
+        return diagnostic(
+            "E400",
+            "unevaluated",
+            at,
+            step=path,
+            hints=hints,
+            tool=tool,
+            names=names,
+            principal=principal,
+            error=decision.failed[0][1],
+        )
     if len(decision.policies) > 1:
-        return diagnostic("E400", "forbidden_many", at, step=path, hints=hints, tool=tool, names=names,
-                          principal=principal)
+        return diagnostic("E400", "forbidden_many", at, step=path, hints=hints, tool=tool, names=names, principal=principal)
     if decision.policies:
         return diagnostic("E400", "forbidden", at, step=path, hints=hints, tool=tool, names=names, principal=principal)
     if decision.problem:
-        return diagnostic("E400", "unjudged", at, step=path, hints=hints, tool=tool, principal=principal,
-                          problem=decision.problem)
-    return diagnostic("E400", "no_permit", at, step=path, hints=hints, tool=tool, principal=principal,
-                      policy=policy.path.name)
+        return diagnostic(
+            "E400", "unjudged", at, step=path, hints=hints, tool=tool, principal=principal, problem=decision.problem
+        )
+    return diagnostic("E400", "no_permit", at, step=path, hints=hints, tool=tool, principal=principal, policy=policy.path.name)
 
 
 def _blamed_argument(step: ast.Step, decision: Decision) -> Span:
@@ -84,8 +104,10 @@ def _blamed_argument(step: ast.Step, decision: Decision) -> Span:
     return next((arg.value.span for arg in step.args if arg.name.text in read), step.tool.span)
 
 
-FLOW_HINT = ("labels say where a value came from (docs/policy.md, \"Where values came from\"); only a person lets "
-             "such a call through: `planc run --approve` asks before it")
+FLOW_HINT = (
+    'labels say where a value came from (docs/policy.md, "Where values came from"); only a person lets '
+    "such a call through: `planc run --approve` asks before it"
+)
 
 
 @attrs.frozen
@@ -98,16 +120,27 @@ class Blame:
     carriers: tuple = ()
 
 
-def flow_denial(step: ast.Step, path: str, decision: Decision, principal: str, policy: Policy,
-                caller: tuple[ast.Step, str, bool, str] | None, blame: Blame, approvals: bool = False,
-                tool: str | None = None) -> Diagnostic:
+def flow_denial(
+    step: ast.Step,
+    path: str,
+    decision: Decision,
+    principal: str,
+    policy: Policy,
+    caller: tuple[ast.Step, str, bool, str] | None,
+    blame: Blame,
+    approvals: bool = False,
+    tool: str | None = None,
+) -> Diagnostic:
     """E400 for a call denied for where a value came from: at the reference that carries the labels, with
     the step and tool the value came from. With `approvals` (a person will be asked when the run reaches
     it), W505 instead."""
     labels = ", ".join(sorted(blame.labels))
     rules = [f"`{rule.name}`" for rule in decision.policies]
-    names = (f"polic{'ies' if len(rules) > 1 else 'y'} {' and '.join(rules)}" if rules
-             else f"{policy.path.name} (no policy of it permits it)")
+    names = (
+        f"polic{'ies' if len(rules) > 1 else 'y'} {' and '.join(rules)}"
+        if rules
+        else f"{policy.path.name} (no policy of it permits it)"
+    )
     hints = [rule.reason for rule in decision.policies if rule.reason and rule.effect == "forbid"]
     for _, carried, origin in blame.carriers:
         what = f"`{blame.argument}` reads {origin}" if blame.argument else f"whether it runs is decided by {origin}"
@@ -118,8 +151,7 @@ def flow_denial(step: ast.Step, path: str, decision: Decision, principal: str, p
     tool = tool or step.tool.text
     if caller is not None:  # a step of a declared plan: the error is the calling step's
         where = step.tool.span.start
-        hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, "
-                        f"which this step runs")
+        hints.insert(0, f"step {path} is `{tool}` in {caller[3]}, line {where.line}, column {where.column}, which this step runs")
         at = caller[0].tool.span
     said: dict[str, Any] = {"step": path, "hints": hints, "tool": tool, "names": names, "principal": principal, "labels": labels}
     if not blame.argument:

@@ -23,9 +23,12 @@ def explain_json(result: CheckResult, policy: Policy, principal: str) -> dict:
         decision = result.policy.decisions.get(step)
         entry = {"step": path, "tool": step.tool.text, "allowed": decision.allowed if decision else None}
         if decision is not None:
-            entry |= {"decided_by": [{"id": rule.name, "effect": rule.effect, "line": rule.line}
-                                     for rule in decision.policies],
-                      "errors": list(decision.errors), "problem": decision.problem, "request": decision.request}
+            entry |= {
+                "decided_by": [{"id": rule.name, "effect": rule.effect, "line": rule.line} for rule in decision.policies],
+                "errors": list(decision.errors),
+                "problem": decision.problem,
+                "request": decision.request,
+            }
         steps.append(entry)
     return {"policy": str(policy.path), "principal": principal, "steps": steps}
 
@@ -45,8 +48,7 @@ def explain_table(result: CheckResult, policy: Policy, principal: str) -> Table:
             table.add_row(path, step.tool.text, "-", "", "unknown tool: not judged")
             continue
         verdict = Text("allow", "green") if decision.allowed else Text("deny", "bold red")
-        table.add_row(path, step.tool.text, verdict, Text(_decided_by(decision, policy)),
-                      Text("\n".join(_notes(decision))))
+        table.add_row(path, step.tool.text, verdict, Text(_decided_by(decision, policy)), Text("\n".join(_notes(decision))))
     return table
 
 

@@ -28,26 +28,47 @@ if TYPE_CHECKING:
 # What a policy can read about a call. `args` and `sources` are declared with no
 # attributes: their keys differ from tool to tool, so a policy must test `context.args has NAME`
 # before it reads one, and an unguarded read is reported when the file is loaded.
-REQUEST_SCHEMA = {"": {
-    "entityTypes": {
-        "User": {},
-        "Tool": {"shape": {"type": "Record", "attributes": {
-            "read_only": {"type": "Boolean"}, "destructive": {"type": "Boolean"},
-            "idempotent": {"type": "Boolean"}, "open_world": {"type": "Boolean"},
-            "server": {"type": "String"}}}},
-    },
-    "actions": {"call": {"appliesTo": {
-        "principalTypes": ["User"], "resourceTypes": ["Tool"],
-        "context": {"type": "Record", "attributes": {
-            "args": {"type": "Record", "attributes": {}},
-            "dynamic": {"type": "Set", "element": {"type": "String"}},
-            "step": {"type": "String"}, "in_loop": {"type": "Boolean"},
-            # Each argument's labels (argument name -> set of labels), all of them together, and the labels
-            # of what decides that the call runs.
-            "sources": {"type": "Record", "attributes": {}},
-            "labels": {"type": "Set", "element": {"type": "String"}},
-            "control": {"type": "Set", "element": {"type": "String"}}}}}}},
-}}
+REQUEST_SCHEMA = {
+    "": {
+        "entityTypes": {
+            "User": {},
+            "Tool": {
+                "shape": {
+                    "type": "Record",
+                    "attributes": {
+                        "read_only": {"type": "Boolean"},
+                        "destructive": {"type": "Boolean"},
+                        "idempotent": {"type": "Boolean"},
+                        "open_world": {"type": "Boolean"},
+                        "server": {"type": "String"},
+                    },
+                }
+            },
+        },
+        "actions": {
+            "call": {
+                "appliesTo": {
+                    "principalTypes": ["User"],
+                    "resourceTypes": ["Tool"],
+                    "context": {
+                        "type": "Record",
+                        "attributes": {
+                            "args": {"type": "Record", "attributes": {}},
+                            "dynamic": {"type": "Set", "element": {"type": "String"}},
+                            "step": {"type": "String"},
+                            "in_loop": {"type": "Boolean"},
+                            # Each argument's labels (argument name -> set of labels), all of them together, and the labels
+                            # of what decides that the call runs.
+                            "sources": {"type": "Record", "attributes": {}},
+                            "labels": {"type": "Set", "element": {"type": "String"}},
+                            "control": {"type": "Set", "element": {"type": "String"}},
+                        },
+                    },
+                }
+            }
+        },
+    }
+}
 DEFAULT_PRINCIPAL = 'User::"anonymous"'
 ARGUMENT_READ = re.compile(r"context\s*\.\s*args\s*\.\s*(\w+)")
 UNGUARDED = re.compile(r"attribute `(args|sources)\.(\w+)` in context")
@@ -144,11 +165,16 @@ def policy_from_text(text: str, path: Path, principals: Sequence[Mapping] = ()) 
 
     templates = list(est.get("templates", {}))
     if templates:
-        raise PolicyError(path, line_of(templates[0]), "a template (`?principal`, `?resource`) applies to nothing "
-                                                       "until it is linked; write the entity instead")
+        raise PolicyError(
+            path,
+            line_of(templates[0]),
+            "a template (`?principal`, `?resource`) applies to nothing until it is linked; write the entity instead",
+        )
     try:
-        principals = tuple(principal_data(principal, f"principal {principal.get('uid')}" if isinstance(principal, Mapping)
-                                          else "a principal") for principal in principals)
+        principals = tuple(
+            principal_data(principal, f"principal {principal.get('uid')}" if isinstance(principal, Mapping) else "a principal")
+            for principal in principals
+        )
         schema, entities = request_schema(principals), cedar_entities(principals)
     except ValueError as error:
         raise PolicyError(path, None, f"the principals do not fit a policy: {error}") from None
@@ -161,8 +187,7 @@ def policy_from_text(text: str, path: Path, principals: Sequence[Mapping] = ()) 
         number = _position(policy_id)
         name = annotations.get("id") or f"policy {cast(int, number) + 1} of {path.name}"  # a static policy's id
         read = ARGUMENT_READ.findall(texts[number]) if number is not None and number < len(texts) else []
-        rules[policy_id] = Rule(name, body["effect"], annotations.get("reason"), line_of(policy_id) or 1,
-                                frozenset(read))
+        rules[policy_id] = Rule(name, body["effect"], annotations.get("reason"), line_of(policy_id) or 1, frozenset(read))
     return Policy(path, policy_set, rules, text, principals, entities)
 
 
@@ -176,8 +201,12 @@ def request_schema(principals: Sequence[Mapping]) -> dict:
     [schema] = REQUEST_SCHEMA.values()
     applies = schema["actions"]["call"]["appliesTo"]
     callers = sorted({"User", *declared})  # a group may be who a plan runs for too
-    return {"": {"entityTypes": {**schema["entityTypes"], **declared},
-                 "actions": {"call": {"appliesTo": {**applies, "principalTypes": callers}}}}}
+    return {
+        "": {
+            "entityTypes": {**schema["entityTypes"], **declared},
+            "actions": {"call": {"appliesTo": {**applies, "principalTypes": callers}}},
+        }
+    }
 
 
 def _position(policy_id: str) -> int | None:
@@ -190,8 +219,10 @@ def _validation_message(error: str) -> str:
     message = re.sub(r"^for policy `policy\d+`, ", "", error)
     guard = UNGUARDED.search(message)
     if guard:
-        message += (f"; a tool may have no argument `{guard[2]}`{' (or know it only at run time)' if guard[1] == 'args' else ''}: "
-                    f"test `context.{guard[1]} has {guard[2]}` before reading it")
+        message += (
+            f"; a tool may have no argument `{guard[2]}`{' (or know it only at run time)' if guard[1] == 'args' else ''}: "
+            f"test `context.{guard[1]} has {guard[2]}` before reading it"
+        )
     return message
 
 

@@ -76,13 +76,22 @@ def policy(plan: ast.Plan, context: CheckContext) -> tuple[PolicyFacts, list[Dia
             decisions[step] = decision
         if not decision.allowed:
             blame = flow_blame(context.policy, context.principal, ask, flows.get(ask.step))
-            diagnostics.append(denial(step, ask.step, decision, context.principal, context.policy, caller,
-                                      blame=blame, approvals=context.approvals))
+            diagnostics.append(
+                denial(
+                    step, ask.step, decision, context.principal, context.policy, caller, blame=blame, approvals=context.approvals
+                )
+            )
     return PolicyFacts(decisions), diagnostics
 
 
-def _judge(plan: ast.Plan, resolution: Resolution, context: CheckContext, asked: list, flows: Mapping[str, CallFlow],
-           caller: tuple[ast.Step, str, bool, str] | None = None) -> None:
+def _judge(
+    plan: ast.Plan,
+    resolution: Resolution,
+    context: CheckContext,
+    asked: list,
+    flows: Mapping[str, CallFlow],
+    caller: tuple[ast.Step, str, bool, str] | None = None,
+) -> None:
     """Put every step of `plan` (its facts in `resolution`), and every step of the declared plans it
     calls, to the policy as part of the call: under the caller's principal, inside its loops, at paths
     under its own. Each is appended to `asked` as (step, its Ask, its caller).
@@ -99,8 +108,7 @@ def _judge(plan: ast.Plan, resolution: Resolution, context: CheckContext, asked:
         if tool is None:  # an unknown tool, already reported by resolve
             continue
         if tool.name == "agent" and tool.kind == "control":  # judged by what the tools it may call may do
-            tool = attrs.evolve(tool, effects=call_effects(step, tool, context.registry, resolution.targets,
-                                                            context.plans))
+            tool = attrs.evolve(tool, effects=call_effects(step, tool, context.registry, resolution.targets, context.plans))
         args, dynamic = _arguments(step, tool, piped)
         path = prefix + resolution.paths[step]
         call = flows.get(path)
@@ -115,8 +123,14 @@ def _judge(plan: ast.Plan, resolution: Resolution, context: CheckContext, asked:
             assert context.registry is not None and declared.plan is not None and declared.resolution is not None
             written = context.registry.plans[tool.address].written
             at = caller[0] if caller else step
-            _judge(declared.plan, declared.resolution, context, asked, flows,
-                   (at, path, in_loop, written) if caller is None else (at, path, in_loop, caller[3]))
+            _judge(
+                declared.plan,
+                declared.resolution,
+                context,
+                asked,
+                flows,
+                (at, path, in_loop, written) if caller is None else (at, path, in_loop, caller[3]),
+            )
 
 
 def _calls(pipelines: Iterable[ast.Pipeline], in_loop: bool) -> Iterator[tuple[ast.Step, bool, bool]]:
@@ -145,4 +159,3 @@ def _arguments(step: ast.Step, tool: Tool, piped: bool) -> tuple[dict, list[str]
         else:
             args[name] = value
     return args, dynamic
-

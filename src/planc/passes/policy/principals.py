@@ -35,9 +35,12 @@ def principal_from_json(value: object, where: str = "the principal") -> dict:
     """
     if isinstance(value, Mapping) and set(PLANC_KEYS.values()).intersection(value):
         old = sorted(set(PLANC_KEYS.values()).intersection(value))
-        warnings.warn(f"{where} gives {' and '.join(f'`{key}`' for key in old)}: planc's names before it read Cedar's "
-                      "entity JSON, which are `attrs` and `parents`; the old names go in planc 0.2",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"{where} gives {' and '.join(f'`{key}`' for key in old)}: planc's names before it read Cedar's "
+            "entity JSON, which are `attrs` and `parents`; the old names go in planc 0.2",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     return principal_data(value, where)
 
 
@@ -52,8 +55,7 @@ def principal_data(value: object, where: str = "the principal") -> dict:
     ValueError: the principal's `uid` must be a Cedar entity like {"type": "User", "id": "alice"} or 'User::"alice"', found 'alice'
     """
     if not isinstance(value, Mapping):
-        raise ValueError(f"{where} must be an object with `uid`, `attrs` and `parents` (Cedar's entity JSON), "
-                         f"found {value!r}")
+        raise ValueError(f"{where} must be an object with `uid`, `attrs` and `parents` (Cedar's entity JSON), found {value!r}")
     for cedar, planc in PLANC_KEYS.items():
         if cedar in value and planc in value:
             raise ValueError(f"{where} gives both `{cedar}` and `{planc}`: give `{cedar}` alone")
@@ -69,8 +71,7 @@ def principal_data(value: object, where: str = "the principal") -> dict:
     uid = _entity(value.get("uid"), f"{where}'s `uid`")
     groups = [_entity(group, f"{where}'s `parents[{number}]`") for number, group in enumerate(groups)]
     cedar_value(dict(attributes), f"{where}'s attributes")  # a value Cedar cannot hold is refused now
-    return {"uid": uid, "attributes": {name: item for name, item in attributes.items() if item is not None},
-            "groups": groups}
+    return {"uid": uid, "attributes": {name: item for name, item in attributes.items() if item is not None}, "groups": groups}
 
 
 def _entity(entity: object, what: str) -> str:
@@ -78,15 +79,19 @@ def _entity(entity: object, what: str) -> str:
     "User", "id": "alice"}`, or that inside `{"__entity": ...}`); of a plain type that is not `Tool`."""
     if isinstance(entity, Mapping) and set(entity) == {"__entity"}:
         entity = entity["__entity"]
-    if isinstance(entity, Mapping) and set(entity) == {"type", "id"} and isinstance(entity["type"], str) \
-            and isinstance(entity["id"], str):
+    if (
+        isinstance(entity, Mapping)
+        and set(entity) == {"type", "id"}
+        and isinstance(entity["type"], str)
+        and isinstance(entity["id"], str)
+    ):
         entity = f"{entity['type']}::{json.dumps(entity['id'], ensure_ascii=False)}"
     if not isinstance(entity, str) or not PRINCIPAL.match(entity):
-        raise ValueError(f"{what} must be a Cedar entity like {{\"type\": \"User\", \"id\": \"alice\"}} or "
-                         f"'User::\"alice\"', found {entity!r}")
+        raise ValueError(
+            f'{what} must be a Cedar entity like {{"type": "User", "id": "alice"}} or \'User::"alice"\', found {entity!r}'
+        )
     if "::" in _type(entity):
-        raise ValueError(f"{what} {entity} has a namespace: principals with attributes are of plain types "
-                         "(`User`, `Group`)")
+        raise ValueError(f"{what} {entity} has a namespace: principals with attributes are of plain types (`User`, `Group`)")
     if _type(entity) == "Tool":
         raise ValueError(f"{what} {entity} is a `Tool`, the type of what a plan calls")
     return entity
@@ -108,9 +113,14 @@ def cedar_entities(principals: Sequence[Mapping]) -> tuple[str, ...]:
     ('{"uid": {"type": "User", "id": "a"}, "attrs": {"org": "x"}, "parents": [{"type": "Group", "id": "g"}]}', \
 '{"uid": {"type": "Group", "id": "g"}, "attrs": {}, "parents": []}')
     """
-    entities = {principal["uid"]: {"uid": entity_uid(principal["uid"]), "attrs": cedar_value(principal["attributes"]),
-                                   "parents": [entity_uid(group) for group in principal["groups"]]}
-                for principal in principals}
+    entities = {
+        principal["uid"]: {
+            "uid": entity_uid(principal["uid"]),
+            "attrs": cedar_value(principal["attributes"]),
+            "parents": [entity_uid(group) for group in principal["groups"]],
+        }
+        for principal in principals
+    }
     for principal in principals:
         for group in principal["groups"]:
             entities.setdefault(group, {"uid": entity_uid(group), "attrs": {}, "parents": []})
@@ -136,14 +146,15 @@ def entity_types(principals: Sequence[Mapping]) -> dict:
     for kind, attribute_sets in seen.items():
         attributes: dict[str, dict] = {}
         for name in sorted({name for attrs in attribute_sets for name in attrs}):
-            given = {json.dumps(_schema_type(attrs[name], f"`{name}` of a `{kind}`"), sort_keys=True)
-                     for attrs in attribute_sets if name in attrs}
+            given = {
+                json.dumps(_schema_type(attrs[name], f"`{name}` of a `{kind}`"), sort_keys=True)
+                for attrs in attribute_sets
+                if name in attrs
+            }
             if len(given) > 1:
-                raise ValueError(f"the principals of type `{kind}` give `{name}` different types: "
-                                 f"{' and '.join(sorted(given))}")
+                raise ValueError(f"the principals of type `{kind}` give `{name}` different types: {' and '.join(sorted(given))}")
             attributes[name] = {**json.loads(given.pop()), "required": all(name in attrs for attrs in attribute_sets)}
-        types[kind] = {"memberOfTypes": sorted(parents.get(kind, ())),
-                       "shape": {"type": "Record", "attributes": attributes}}
+        types[kind] = {"memberOfTypes": sorted(parents.get(kind, ())), "shape": {"type": "Record", "attributes": attributes}}
     return types
 
 
@@ -163,8 +174,10 @@ def _schema_type(value: object, what: str) -> dict:
             raise ValueError(f"{what} is a list of values of different types, which Cedar cannot hold as a set")
         return {"type": "Set", "element": json.loads(elements.pop()) if elements else {"type": "String"}}
     if isinstance(value, Mapping):
-        return {"type": "Record", "attributes": {key: _schema_type(item, what) for key, item in value.items()
-                                                 if item is not None}}
+        return {
+            "type": "Record",
+            "attributes": {key: _schema_type(item, what) for key, item in value.items() if item is not None},
+        }
     raise ValueError(f"{what} is not a JSON value: {type(value).__name__}")
 
 

@@ -15,8 +15,7 @@ from planc.syntax import ast
 from planc.syntax.steps import step_blocks
 
 
-def misplaced_labels(pipelines: Iterable[ast.Pipeline], targets: Mapping,
-                     paths: Mapping[ast.Step, str]) -> Iterator[Diagnostic]:
+def misplaced_labels(pipelines: Iterable[ast.Pipeline], targets: Mapping, paths: Mapping[ast.Step, str]) -> Iterator[Diagnostic]:
     """W506 for each pipeline of `pipelines` (blocks' included) whose head's label nothing reads, while some
     reference (`targets`: the resolve pass's, ref -> step) reads its last step.
 
@@ -34,10 +33,16 @@ def misplaced_labels(pipelines: Iterable[ast.Pipeline], targets: Mapping,
         if lines is not None and isinstance(head.label.span[0], int):
             start, middle, end = head.label.span[0], head.tool.span[0], last.tool.span[0]
             fix = Fix(Span(start, end, lines), lines.source[middle:end] + f"{label} = ")
-        yield diagnostic("W506", "head_label", head.label.span, step=paths.get(head), label=label,
-                         last=paths.get(last), fix=fix, hints=[
-                             f"label the last step (`... |> {label} = {last.tool.text}(...)`) to name the "
-                             f"pipeline's result"])
+        yield diagnostic(
+            "W506",
+            "head_label",
+            head.label.span,
+            step=paths.get(head),
+            label=label,
+            last=paths.get(last),
+            fix=fix,
+            hints=[f"label the last step (`... |> {label} = {last.tool.text}(...)`) to name the pipeline's result"],
+        )
 
 
 def _pipelines(pipelines: Iterable[ast.Pipeline]) -> Iterator[ast.Pipeline]:

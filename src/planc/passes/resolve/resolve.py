@@ -101,11 +101,20 @@ class _Resolver:
             earlier = first.setdefault(name.text, name)
             if earlier is not name:
                 at = earlier.span.start
-                self.diagnostics.append(diagnostic("E205", "duplicate", name.span, step=path, label=name.text, hints=[
-                    f"labels are unique in a plan; `{name.text}` was first defined at line {at.line}, column {at.column}"]))
+                self.diagnostics.append(
+                    diagnostic(
+                        "E205",
+                        "duplicate",
+                        name.span,
+                        step=path,
+                        label=name.text,
+                        hints=[
+                            f"labels are unique in a plan; `{name.text}` was first defined at line {at.line}, column {at.column}"
+                        ],
+                    )
+                )
 
-    def visit_steps(self, pipelines: Sequence[ast.Pipeline], frames: tuple[_Frame, ...], bound: frozenset,
-                    prefix: str) -> None:
+    def visit_steps(self, pipelines: Sequence[ast.Pipeline], frames: tuple[_Frame, ...], bound: frozenset, prefix: str) -> None:
         steps = tuple(step for pipeline in pipelines for step in pipeline.steps)
         labels: dict[str, int] = {}
         for number, step in enumerate(steps, start=1):
@@ -146,8 +155,15 @@ class _Resolver:
         and, for a declared plan, one that can run (E210, E211)."""
         name = value.text if type(value) is ast.String else None
         if name is None:
-            return [diagnostic("E303", "check_not_name", value.span, step=path,
-                               hints=['write the tool\'s name as a string, like `check: "validate"`'])]
+            return [
+                diagnostic(
+                    "E303",
+                    "check_not_name",
+                    value.span,
+                    step=path,
+                    hints=['write the tool\'s name as a string, like `check: "validate"`'],
+                )
+            ]
         if self.registry is None:
             return []
         tool = self.registry.tools.get(name)
@@ -156,8 +172,16 @@ class _Resolver:
 
             close = difflib.get_close_matches(name, sorted(self.registry.tools), n=3, cutoff=0.6)
             hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"] if close else []
-            return [diagnostic("E200", "unknown_check", value.span, step=path, name=name,
-                               hints=hints + ["`check` names a tool of the registry or a declared plan `plan__NAME`"])]
+            return [
+                diagnostic(
+                    "E200",
+                    "unknown_check",
+                    value.span,
+                    step=path,
+                    name=name,
+                    hints=hints + ["`check` names a tool of the registry or a declared plan `plan__NAME`"],
+                )
+            ]
         if tool.kind == "plan":
             return self.declared_plan(name, value.span, tool.address, path)
         return []
@@ -168,9 +192,17 @@ class _Resolver:
         assert self.registry is not None  # a declared plan is a tool of the registry
         cycle = self.registry.plans.cycle_from(plan)
         if cycle:
-            return [diagnostic("E210", "cycle", span, step=path, name=name, cycle=" -> ".join(cycle),
-                               hints=["a plan cannot call itself, directly or through other plans (an agent's "
-                                      "tools and check included)"])]
+            return [
+                diagnostic(
+                    "E210",
+                    "cycle",
+                    span,
+                    step=path,
+                    name=name,
+                    cycle=" -> ".join(cycle),
+                    hints=["a plan cannot call itself, directly or through other plans (an agent's tools and check included)"],
+                )
+            ]
         file = self.registry.plans.file(plan)
         if file.text is None:
             return [diagnostic("E211", "unreadable", span, step=path, name=name, problem=file.problem)]
@@ -182,11 +214,23 @@ class _Resolver:
         hints = [f"{written}:{d.span.start.line}:{d.span.start.column}: {d.code} {d.message}" for d in errors[:SHOWN]]
         if len(errors) > SHOWN:
             hints.append(f"and {len(errors) - SHOWN} more: `planc check {written}` shows them all")
-        return [diagnostic("E211", "errors", span, step=path, hints=hints, name=name, file=written,
-                           count=len(errors), plural="s" if len(errors) > 1 else "")]
+        return [
+            diagnostic(
+                "E211",
+                "errors",
+                span,
+                step=path,
+                hints=hints,
+                name=name,
+                file=written,
+                count=len(errors),
+                plural="s" if len(errors) > 1 else "",
+            )
+        ]
 
-    def visit_arg(self, arg: ast.Arg, step: ast.Step, frames: tuple[_Frame, ...], bound: frozenset,
-                  binds: Iterable[str], path: str) -> None:
+    def visit_arg(
+        self, arg: ast.Arg, step: ast.Step, frames: tuple[_Frame, ...], bound: frozenset, binds: Iterable[str], path: str
+    ) -> None:
         """Resolve an argument's value; `binds` are the names its parameter binds (a block's, a condition's)."""
         pending = [arg.value]
         blocks = 0
@@ -219,9 +263,17 @@ class _Resolver:
         if isinstance(target, int):
             top = frames[0]
             if target == 0 or target > len(top.steps):
-                self.diagnostics.append(diagnostic(
-                    "E204", "no_step", ref.head_span, step=path, hints=_number_hints(target, top.current),
-                    written=written, count=len(top.steps)))
+                self.diagnostics.append(
+                    diagnostic(
+                        "E204",
+                        "no_step",
+                        ref.head_span,
+                        step=path,
+                        hints=_number_hints(target, top.current),
+                        written=written,
+                        count=len(top.steps),
+                    )
+                )
             else:
                 self._check_order(ref, written, target, top, path)
             return
@@ -230,9 +282,18 @@ class _Resolver:
                 self._check_order(ref, written, frame.labels[target], frame, path, label=target)
                 return
         if target in self.label_paths:
-            self.diagnostics.append(diagnostic(
-                "E204", "hidden_label", ref.head_span, step=path, written=written, label=target,
-                path=self.label_paths[target], hints=["a label defined inside a block is visible only inside that block"]))
+            self.diagnostics.append(
+                diagnostic(
+                    "E204",
+                    "hidden_label",
+                    ref.head_span,
+                    step=path,
+                    written=written,
+                    label=target,
+                    path=self.label_paths[target],
+                    hints=["a label defined inside a block is visible only inside that block"],
+                )
+            )
             return
         import difflib  # only an unknown label pays for it
 
@@ -240,24 +301,37 @@ class _Resolver:
         candidates = visible + [ARGS]
         hints = [f"did you mean `${match}`?" for match in difflib.get_close_matches(target, candidates, n=3)]
         if not hints:
-            hints = [f"the labels visible here are {', '.join(f'`${v}`' for v in visible)}" if visible
-                     else "no step here has a label; label one with `name = tool(...)`"]
-        self.diagnostics.append(diagnostic("E204", "unknown_label", ref.head_span, step=path, hints=hints,
-                                           written=written, label=target))
+            hints = [
+                f"the labels visible here are {', '.join(f'`${v}`' for v in visible)}"
+                if visible
+                else "no step here has a label; label one with `name = tool(...)`"
+            ]
+        self.diagnostics.append(
+            diagnostic("E204", "unknown_label", ref.head_span, step=path, hints=hints, written=written, label=target)
+        )
 
-    def _check_order(self, ref: ast.Ref, written: str, index: int, frame: _Frame, path: str,
-                     label: str | None = None) -> None:
+    def _check_order(self, ref: ast.Ref, written: str, index: int, frame: _Frame, path: str, label: str | None = None) -> None:
         """`ref` (written `written`) reads step `index` of `frame`, by its number or by `label`: E203 unless
         that step comes before the one being resolved."""
         if index == frame.current:
-            self.diagnostics.append(diagnostic("E203", "self", ref.head_span, step=path, written=written,
-                                               hints=["a step cannot read its own result; refer to an earlier step"]))
+            self.diagnostics.append(
+                diagnostic(
+                    "E203",
+                    "self",
+                    ref.head_span,
+                    step=path,
+                    written=written,
+                    hints=["a step cannot read its own result; refer to an earlier step"],
+                )
+            )
         elif index > frame.current and label is None:
-            self.diagnostics.append(diagnostic("E203", "later_step", ref.head_span, step=path, written=written,
-                                               number=index, hints=[LATER]))
+            self.diagnostics.append(
+                diagnostic("E203", "later_step", ref.head_span, step=path, written=written, number=index, hints=[LATER])
+            )
         elif index > frame.current:
-            self.diagnostics.append(diagnostic("E203", "later_label", ref.head_span, step=path, written=written,
-                                               label=label, hints=[LATER]))
+            self.diagnostics.append(
+                diagnostic("E203", "later_label", ref.head_span, step=path, written=written, label=label, hints=[LATER])
+            )
         else:
             self.targets[ref] = frame.steps[index - 1]
 
@@ -267,19 +341,22 @@ class _Resolver:
             return
         path = self.paths[step]
         if head in BINDINGS:
-            self.diagnostics.append(diagnostic("E207", "unbound", path_node.head.span, step=path, name=head,
-                                               hints=[_binding_hint(head)]))
+            self.diagnostics.append(
+                diagnostic("E207", "unbound", path_node.head.span, step=path, name=head, hints=[_binding_hint(head)])
+            )
             return
-        text = head + "".join(f".{a.name}" if isinstance(a, ast.Field) else f"[{a.value}]"
-                              for a in path_node.accessors)
+        text = head + "".join(f".{a.name}" if isinstance(a, ast.Field) else f"[{a.value}]" for a in path_node.accessors)
         meant = LITERAL_SPELLINGS.get(text.lower()) if not path_node.accessors else None
         if meant:
             hint, replacement = f"did you mean `{meant}`? (planc writes `true`, `false` and `null`)", meant
         else:
             replacement = json.dumps(text)
             hint = f"did you mean the string {replacement}?"
-        self.diagnostics.append(diagnostic("E206", "bare_word", path_node.span, step=path, hints=[hint],
-                                           fix=Fix(path_node.span, replacement), text=text))
+        self.diagnostics.append(
+            diagnostic(
+                "E206", "bare_word", path_node.span, step=path, hints=[hint], fix=Fix(path_node.span, replacement), text=text
+            )
+        )
 
 
 def _number_hints(target: int, current: int) -> list[str]:

@@ -55,27 +55,44 @@ def with_registry_hints(diagnostic: Diagnostic, text: str, registry: Registry) -
     if PLAN_HINT in diagnostic.hints and registry.tools:
         tool = registry.tools[min(registry.tools)]
         ours = f"a plan is steps like `{example_call(tool)}`, one per line, `|>` between steps to pipe a result on"
-        diagnostic = attrs.evolve(diagnostic, hints=tuple(ours if hint == PLAN_HINT else hint
-                                                          for hint in diagnostic.hints))
+        diagnostic = attrs.evolve(diagnostic, hints=tuple(ours if hint == PLAN_HINT else hint for hint in diagnostic.hints))
     return diagnostic
 
 
-def check_arguments(step: ast.Step, tool: Tool, piped: bool, registry: Registry | None,
-                    path: str) -> Iterator[Diagnostic]:
+def check_arguments(step: ast.Step, tool: Tool, piped: bool, registry: Registry | None, path: str) -> Iterator[Diagnostic]:
     """E201, E202, E208, E209 and E303 for one step of a known tool, at step path `path`."""
     given = {arg.name.text for arg in step.args}
     for arg in step.args:
         if arg.name.text not in tool.params:
-            yield diagnostic("E201", "unknown_argument", arg.name.span, step=path,
-                             hints=[_parameters_hint(arg.name.text, tool)], tool=tool.name, name=arg.name.text)
+            yield diagnostic(
+                "E201",
+                "unknown_argument",
+                arg.name.span,
+                step=path,
+                hints=[_parameters_hint(arg.name.text, tool)],
+                tool=tool.name,
+                name=arg.name.text,
+            )
     if piped:
         if tool.pipe is None:
-            yield diagnostic("E209", "no_pipe", step.tool.span, step=path, tool=tool.name, hints=[
-                "start a new pipeline (a new line) and pass the earlier result by reference, like `$1`"])
+            yield diagnostic(
+                "E209",
+                "no_pipe",
+                step.tool.span,
+                step=path,
+                tool=tool.name,
+                hints=["start a new pipeline (a new line) and pass the earlier result by reference, like `$1`"],
+            )
         elif tool.pipe in given:
             arg = cast(ast.Arg, step.arg(tool.pipe))  # given, as `given` says
-            yield diagnostic("E209", "piped_and_given", arg.name.span, step=path, param=tool.pipe,
-                             hints=[f"drop `{tool.pipe}: ...` to use the piped result, or start a new pipeline"])
+            yield diagnostic(
+                "E209",
+                "piped_and_given",
+                arg.name.span,
+                step=path,
+                param=tool.pipe,
+                hints=[f"drop `{tool.pipe}: ...` to use the piped result, or start a new pipeline"],
+            )
         else:
             given.add(tool.pipe)
     missing = [param for param in tool.required if param not in given]
@@ -85,33 +102,64 @@ def check_arguments(step: ast.Step, tool: Tool, piped: bool, registry: Registry 
         if tool.pipe in missing:
             hint += f"; `{tool.pipe}` can also come from a pipe: `... |> {tool.name}(...)`"
         if len(missing) > 1:
-            yield diagnostic("E202", "missing_arguments", step.tool.span, step=path, hints=[hint],
-                             tool=tool.name, names=names)
+            yield diagnostic("E202", "missing_arguments", step.tool.span, step=path, hints=[hint], tool=tool.name, names=names)
         else:
-            yield diagnostic("E202", "missing_argument", step.tool.span, step=path, hints=[hint],
-                             tool=tool.name, names=names)
+            yield diagnostic("E202", "missing_argument", step.tool.span, step=path, hints=[hint], tool=tool.name, names=names)
     if tool.name == "agent" and registry is not None and (tools := step.arg("tools")) is not None:
         yield from check_tool_patterns(tools.value, registry, path)
     for param, value, needed in tool.required_when:
         found = step.arg(param)
-        if found is not None and isinstance(found.value, ast.Literal | ast.String) and _literal(found.value) == value \
-                and needed not in given:
-            yield diagnostic("E202", "needed_when", step.tool.span, step=path,
-                             hints=[f"add `{needed}: ...`, or choose another `{param}`"],
-                             tool=tool.name, needed=needed, param=param, value=value)
+        if (
+            found is not None
+            and isinstance(found.value, ast.Literal | ast.String)
+            and _literal(found.value) == value
+            and needed not in given
+        ):
+            yield diagnostic(
+                "E202",
+                "needed_when",
+                step.tool.span,
+                step=path,
+                hints=[f"add `{needed}: ...`, or choose another `{param}`"],
+                tool=tool.name,
+                needed=needed,
+                param=param,
+                value=value,
+            )
     written = [arg.name.text for arg in step.args]
     for group in tool.one_of + tool.at_most_one:
         present = [name for name in written if name in group]
         options = " or ".join(f"`{param}`" for param in group)
         if group in tool.one_of and not present:
-            yield diagnostic("E303", "none_of", step.tool.span, step=path, hints=[f"keep exactly one of {options}"],
-                             tool=tool.name, options=options)
+            yield diagnostic(
+                "E303",
+                "none_of",
+                step.tool.span,
+                step=path,
+                hints=[f"keep exactly one of {options}"],
+                tool=tool.name,
+                options=options,
+            )
         elif group in tool.one_of and len(present) > 1:
-            yield diagnostic("E303", "more_than_one", cast(ast.Arg, step.arg(present[1])).name.span, step=path,
-                             hints=[f"keep exactly one of {options}"], tool=tool.name, options=options)
+            yield diagnostic(
+                "E303",
+                "more_than_one",
+                cast(ast.Arg, step.arg(present[1])).name.span,
+                step=path,
+                hints=[f"keep exactly one of {options}"],
+                tool=tool.name,
+                options=options,
+            )
         elif len(present) > 1:
-            yield diagnostic("E303", "at_most_one", cast(ast.Arg, step.arg(present[1])).name.span, step=path,
-                             hints=[f"keep at most one of {options}"], tool=tool.name, options=options)
+            yield diagnostic(
+                "E303",
+                "at_most_one",
+                cast(ast.Arg, step.arg(present[1])).name.span,
+                step=path,
+                hints=[f"keep at most one of {options}"],
+                tool=tool.name,
+                options=options,
+            )
 
 
 def _literal(value: ast.Literal | ast.String) -> object:
@@ -130,8 +178,14 @@ def check_tool_patterns(value: ast.Expr, registry: Registry, path: str) -> Itera
 
             close = difflib.get_close_matches(pattern.rstrip("*"), names, n=3, cutoff=0.5)
             hints = [f"did you mean {' or '.join(f'`{c}`' for c in close)}?"] if close else []
-            yield diagnostic("E208", "no_match", item.span, step=path, pattern=pattern,
-                             hints=hints + ["a pattern is a tool name, or a name with `*` like `linear__*`"])
+            yield diagnostic(
+                "E208",
+                "no_match",
+                item.span,
+                step=path,
+                pattern=pattern,
+                hints=hints + ["a pattern is a tool name, or a name with `*` like `linear__*`"],
+            )
 
 
 def name_parameters(diagnostic: Diagnostic, text: str, registry: Registry) -> Diagnostic:

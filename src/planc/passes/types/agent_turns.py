@@ -47,25 +47,51 @@ def agent_turns(plan: ast.Plan, resolution: Resolution, registry: Registry | Non
             continue
         first = conversation_start(step, resolution.targets)
         if first is None:
-            found.append(diagnostic("E212", "not_agent", arg.value.span, step=path,
-                                    found=_words(arg.value, resolution.targets, source),
-                                    hints=["label the agent step whose conversation this continues, "
-                                           "like `review = agent(...)`, and write `continue: $review`"]))
+            found.append(
+                diagnostic(
+                    "E212",
+                    "not_agent",
+                    arg.value.span,
+                    step=path,
+                    found=_words(arg.value, resolution.targets, source),
+                    hints=[
+                        "label the agent step whose conversation this continues, "
+                        "like `review = agent(...)`, and write `continue: $review`"
+                    ],
+                )
+            )
             continue
         first_path = resolution.paths.get(first)
         for name in KEPT:
             if (kept := step.arg(name)) is not None:
-                found.append(diagnostic("E212", "kept", kept.name.span, step=path, param=name,
-                                        first=first_path, hints=[f"remove `{name}`, or begin a new conversation"]))
+                found.append(
+                    diagnostic(
+                        "E212",
+                        "kept",
+                        kept.name.span,
+                        step=path,
+                        param=name,
+                        first=first_path,
+                        hints=[f"remove `{name}`, or begin a new conversation"],
+                    )
+                )
         found.extend(_widened(step, first, first_path, path, registry))
         for outer, body in maps:
             if outer not in reported and first not in set(_steps(body.pipelines)):
                 problem = _concurrency(outer)
                 if problem is not None:
                     reported.add(outer)
-                    found.append(diagnostic("E212", "concurrency", problem[0], step=resolution.paths.get(outer),
-                                            concurrency=problem[1], first=first_path, hints=[
-                                                "write `concurrency: 1` for one follow-up per item, in order"]))
+                    found.append(
+                        diagnostic(
+                            "E212",
+                            "concurrency",
+                            problem[0],
+                            step=resolution.paths.get(outer),
+                            concurrency=problem[1],
+                            first=first_path,
+                            hints=["write `concurrency: 1` for one follow-up per item, in order"],
+                        )
+                    )
     return found
 
 
@@ -87,8 +113,9 @@ def _steps(pipelines: Iterable[ast.Pipeline]) -> Iterator[ast.Step]:
                 yield from _steps(block.pipelines)
 
 
-def _widened(step: ast.Step, first: ast.Step, first_path: str | None, path: str | None,
-             registry: Registry | None) -> Iterator[Diagnostic]:
+def _widened(
+    step: ast.Step, first: ast.Step, first_path: str | None, path: str | None, registry: Registry | None
+) -> Iterator[Diagnostic]:
     """E212 for each of `step`'s `tools` patterns that matches a tool `first` does not offer."""
     arg = step.arg("tools")
     offered = agent_tools(first, registry)
@@ -97,11 +124,20 @@ def _widened(step: ast.Step, first: ast.Step, first_path: str | None, path: str 
     names = {tool.name for tool in offered}
     for item in arg.value.items:
         pattern = item.text if isinstance(item, ast.String) else None
-        extra = [tool.name for tool in matching_tools(registry, [pattern])
-                 if tool.name not in names] if pattern is not None else []
+        extra = (
+            [tool.name for tool in matching_tools(registry, [pattern]) if tool.name not in names] if pattern is not None else []
+        )
         if extra:
-            yield diagnostic("E212", "widened", item.span, step=path, pattern=pattern, tool=extra[0], first=first_path,
-                             hints=[f"step {first_path} offers {_listed(sorted(names))}"])
+            yield diagnostic(
+                "E212",
+                "widened",
+                item.span,
+                step=path,
+                pattern=pattern,
+                tool=extra[0],
+                first=first_path,
+                hints=[f"step {first_path} offers {_listed(sorted(names))}"],
+            )
 
 
 def _concurrency(step: ast.Step) -> tuple[Span, str] | None:
@@ -120,8 +156,9 @@ def _gate(step: ast.Step, path: str | None, registry: Registry | None) -> Iterat
     check_arg = step.arg("check")
     if check_arg is None:
         if (repairs := step.arg("repairs")) is not None:
-            yield diagnostic("E303", "repairs_without_check", repairs.name.span, step=path,
-                             hints=["add `check: \"TOOL\"`, or remove `repairs`"])
+            yield diagnostic(
+                "E303", "repairs_without_check", repairs.name.span, step=path, hints=['add `check: "TOOL"`, or remove `repairs`']
+            )
         return
     check = agent_check_tool(step, registry)
     schema = step.arg("output_schema")
@@ -131,9 +168,18 @@ def _gate(step: ast.Step, path: str | None, registry: Registry | None) -> Iterat
     required: Any = literal.get("required") if isinstance(literal.get("required"), list) else []
     for param in check.required:
         if param not in required:
-            yield diagnostic("E303", "check_needs", check_arg.value.span, step=path, tool=check.name,
-                             param=param, hints=[f"add `{param}` to the output schema's `required`: the check is "
-                                                 "called with the answer's fields as its arguments"])
+            yield diagnostic(
+                "E303",
+                "check_needs",
+                check_arg.value.span,
+                step=path,
+                tool=check.name,
+                param=param,
+                hints=[
+                    f"add `{param}` to the output schema's `required`: the check is "
+                    "called with the answer's fields as its arguments"
+                ],
+            )
 
 
 def _words(value: ast.Expr, targets: Mapping, source: str) -> str:

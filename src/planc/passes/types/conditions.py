@@ -49,13 +49,14 @@ class Conditions:
             found = self.value_type(expr, env)
             if isinstance(expr, (ast.String, ast.ListExpr, ast.Record, ast.Block)) or not compatible(found, BOOLEAN):
                 if isinstance(expr, ast.String):
-                    hint = "to ask the judge model a yes/no question, use `infer: \"...\"` instead"
+                    hint = 'to ask the judge model a yes/no question, use `infer: "..."` instead'
                 elif isinstance(expr, (ast.Ref, ast.Path)) and _comparison(kinds(found)):
                     hint = f"compare it, like `{self.text(expr)}{_comparison(kinds(found))}`"
                 else:
                     hint = "write a comparison, like `$1.count > 0`, or a reference to a boolean"
-                self.diagnostics.append(diagnostic("E302", "not_condition", expr.span, step=self.path, hints=[hint],
-                                                   found=self.words(expr, found)))
+                self.diagnostics.append(
+                    diagnostic("E302", "not_condition", expr.span, step=self.path, hints=[hint], found=self.words(expr, found))
+                )
         self.types[expr] = BOOLEAN
 
     def check_compare(self, compare: ast.Compare, env: dict) -> None:
@@ -66,17 +67,26 @@ class Conditions:
             if left_kinds is None or right_kinds is None or left_kinds & right_kinds & ORDERED:
                 return
             have = (left_kinds, right_kinds)
-            wrong = next((side for side, found in zip((compare.left, compare.right), have)
-                          if not found & ORDERED), compare)
+            wrong = next((side for side, found in zip((compare.left, compare.right), have) if not found & ORDERED), compare)
             hints = ["`.length` is the length of a list or a string"] if any("array" in found for found in have) else []
-            self.diagnostics.append(diagnostic("E300", "ordering", wrong.span, step=self.path, hints=hints, op=op,
-                                               left=describe(left), right=describe(right)))
+            self.diagnostics.append(
+                diagnostic(
+                    "E300", "ordering", wrong.span, step=self.path, hints=hints, op=op, left=describe(left), right=describe(right)
+                )
+            )
         elif op == "contains":
             found = kinds(left)
             if found is not None and not found & {"string", "array"}:
-                self.diagnostics.append(diagnostic(
-                    "E300", "contains", compare.left.span, step=self.path, left=describe(left),
-                    hints=["`a contains b` is substring for strings and membership for lists"]))
+                self.diagnostics.append(
+                    diagnostic(
+                        "E300",
+                        "contains",
+                        compare.left.span,
+                        step=self.path,
+                        left=describe(left),
+                        hints=["`a contains b` is substring for strings and membership for lists"],
+                    )
+                )
         else:
             self.check_enum(compare, compare.left, compare.right)
             self.check_enum(compare, compare.right, compare.left)
@@ -94,11 +104,11 @@ class Conditions:
         hints.append(f"`{self.text(typed)}` is one of {values}")
         words = {"value": describe_value(value), "typed": self.text(typed)}
         if compare.op == "==":
-            self.diagnostics.append(diagnostic("W503", "never_equal", other.span, step=self.path, hints=hints, fix=fix,
-                                               **words))
+            self.diagnostics.append(diagnostic("W503", "never_equal", other.span, step=self.path, hints=hints, fix=fix, **words))
         else:
-            self.diagnostics.append(diagnostic("W503", "always_unequal", other.span, step=self.path, hints=hints,
-                                               fix=fix, **words))
+            self.diagnostics.append(
+                diagnostic("W503", "always_unequal", other.span, step=self.path, hints=hints, fix=fix, **words)
+            )
 
 
 def _comparison(found: frozenset | None) -> str | None:

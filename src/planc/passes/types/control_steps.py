@@ -30,25 +30,34 @@ def agent_input(param: str, value: object, span: Span, step: str | None) -> Diag
     '`max_iterations` must be at least 1, found 0'
     """
     if param == "max_iterations" and type(value) is int and value < 1:
-        return diagnostic("E303", "max_iterations", span, step=step, hints=["an agent needs at least one round"],
-                          found=value)
+        return diagnostic("E303", "max_iterations", span, step=step, hints=["an agent needs at least one round"], found=value)
     if param != "output_schema":
         return None
     value = json.loads(json.dumps(value, sort_keys=True))  # the schema as its canonical text reads (keys sorted)
     if not isinstance(value, dict):
-        return diagnostic("E303", "schema_not_record", span, step=step, found=describe_value(value),
-                          hints=[f"write the schema as a record: {OBJECT_SCHEMA}"])
+        return diagnostic(
+            "E303",
+            "schema_not_record",
+            span,
+            step=step,
+            found=describe_value(value),
+            hints=[f"write the schema as a record: {OBJECT_SCHEMA}"],
+        )
     if value.get("type") != "object":
-        hints = ['add `type: "object"`'] if "type" not in value and "properties" in value else [
-            f"an agent's output is an object: wrap it, like {OBJECT_SCHEMA}"]
+        hints = (
+            ['add `type: "object"`']
+            if "type" not in value and "properties" in value
+            else [f"an agent's output is an object: wrap it, like {OBJECT_SCHEMA}"]
+        )
         what = describe(value) if "type" in value else "a schema without `type`"
         return diagnostic("E303", "not_object_schema", span, step=step, hints=hints, found=what)
     error = schema_error(value)
     if error is None:
         return None
     message, where = error
-    return diagnostic("E303", "invalid_schema", span, step=step, hints=[f"at `output_schema{where}`"] if where else [],
-                      error=message)
+    return diagnostic(
+        "E303", "invalid_schema", span, step=step, hints=[f"at `output_schema{where}`"] if where else [], error=message
+    )
 
 
 def control_result(name: str, inputs: Mapping, literals: Mapping | None = None) -> Mapping | None:

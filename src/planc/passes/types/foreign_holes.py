@@ -33,8 +33,7 @@ REFERENCE_LIKE = re.compile(r"[$#]|E[0-9]+\b|[^.\[]*[.\[]")
 HINT = "planc writes a hole as `{$1.field}`, `{$label.field}` or `{item.field}`; `\\{` is a literal brace"
 
 
-def foreign_holes(string: ast.String, source: str, spell: Callable[[str], str | None],
-                  step: str | None) -> Iterator[Diagnostic]:
+def foreign_holes(string: ast.String, source: str, spell: Callable[[str], str | None], step: str | None) -> Iterator[Diagnostic]:
     """W502 for each foreign-looking hole in `string` (of the step at path `step`), whose text is in `source`.
 
     `spell(head)` is the planc spelling of a hole's first name when it is certain
@@ -57,8 +56,7 @@ def foreign_holes(string: ast.String, source: str, spell: Callable[[str], str | 
         filled = HOLE.search(text, 1)  # `{{item}}`, `${item}`: the run fills the planc hole inside
         hints, fix = ((f"did you mean `{replacement}`?",), Fix(span, replacement)) if replacement else ((HINT,), None)
         if filled:
-            yield diagnostic("W502", "foreign_hole_filled", span, step=step, hints=hints, fix=fix, text=text,
-                             hole=filled.group())
+            yield diagnostic("W502", "foreign_hole_filled", span, step=step, hints=hints, fix=fix, text=text, hole=filled.group())
         else:
             yield diagnostic("W502", "foreign_hole", span, step=step, hints=hints, fix=fix, text=text)
 
@@ -70,4 +68,3 @@ def _planc_spelling(inner: str, spell: Callable[[str], str | None]) -> str | Non
     head = path["head"]
     spelled = head if head.startswith("$") else spell(head)
     return "{" + spelled + path["rest"] + "}" if spelled else None
-

@@ -118,8 +118,9 @@ class _Checker(Conditions):
         arguments = context.arguments
         self.arguments = dict(arguments) if arguments is not None else {}
         self.arguments_declared = arguments is not None
-        self.args_type = None if arguments is None else {
-            "type": "object", "properties": dict(arguments), "additionalProperties": False}
+        self.args_type = (
+            None if arguments is None else {"type": "object", "properties": dict(arguments), "additionalProperties": False}
+        )
         self.types: dict = {}
         self.learned: dict = {}  # a step whose tool declares no `returns` -> the shape learned of its results
         self.diagnostics: list[Diagnostic] = []
@@ -196,8 +197,9 @@ class _Checker(Conditions):
         what = f"`{name}` of `{tool.name}`" if tool is not None else ""
         if mark == "block":
             if type(value) is not ast.Block:
-                self.diagnostics.append(diagnostic("E300", "not_block", value.span, step=self.path, what=what,
-                                                   found=self.words(value, found)))
+                self.diagnostics.append(
+                    diagnostic("E300", "not_block", value.span, step=self.path, what=what, found=self.words(value, found))
+                )
         elif schema is not None and tool is AGENT:
             self.check_agent_input(value, name, schema, what)
         elif schema is not None:
@@ -232,8 +234,10 @@ class _Checker(Conditions):
             expected = describe({"type": "array", "items": pure.values})
             fields = items.get("properties") if have == {"object"} else None
             if isinstance(fields, Mapping) and fields:
-                hints.append(f"to use a field of each item, name it: `field: \"{next(iter(fields))}\"` (the items "
-                             f"have {', '.join(f'`{name}`' for name in fields)})")
+                hints.append(
+                    f'to use a field of each item, name it: `field: "{next(iter(fields))}"` (the items '
+                    f"have {', '.join(f'`{name}`' for name in fields)})"
+                )
         elif not isinstance(literals.get("field"), str):
             return  # which field is known at run time only
         else:
@@ -246,20 +250,38 @@ class _Checker(Conditions):
                 said = f"a list of objects whose `{field}` is {describe(found)}"
         said = said or describe(over)
         written = step.arg("over")
-        self.diagnostics.append(diagnostic(
-            "E300", "wrong_value", written.value.span if written is not None else step.tool.span, step=self.path,
-            what=f"`over` of `{pure.tool.name}`", expected=expected, hints=hints,
-            found=f"`{self.text(written.value)}`, {said}" if written is not None
-            else f"the result of the step before, {said}"))
+        self.diagnostics.append(
+            diagnostic(
+                "E300",
+                "wrong_value",
+                written.value.span if written is not None else step.tool.span,
+                step=self.path,
+                what=f"`over` of `{pure.tool.name}`",
+                expected=expected,
+                hints=hints,
+                found=f"`{self.text(written.value)}`, {said}"
+                if written is not None
+                else f"the result of the step before, {said}",
+            )
+        )
 
     def check_piped(self, step: ast.Step, tool: Tool, pipe_type: Schema) -> None:
         assert tool.pipe is not None  # only a tool with a pipe is piped into
         schema = tool.params.get(tool.pipe)
         if schema is not None and not schema.get("x-planc") and not compatible(pipe_type, schema):
-            self.diagnostics.append(diagnostic(
-                "E300", "piped", step.tool.span, step=self.path, tool=tool.name, param=tool.pipe,
-                expected=describe(schema), found=describe(pipe_type),
-                hints=[f"start a new pipeline and pass a part of that result, like `{tool.pipe}: $1.field`"]))
+            self.diagnostics.append(
+                diagnostic(
+                    "E300",
+                    "piped",
+                    step.tool.span,
+                    step=self.path,
+                    tool=tool.name,
+                    param=tool.pipe,
+                    expected=describe(schema),
+                    found=describe(pipe_type),
+                    hints=[f"start a new pipeline and pass a part of that result, like `{tool.pipe}: $1.field`"],
+                )
+            )
 
     def report_unused(self) -> None:
         """W501 for each step that changes nothing (a read-only tool; a control or pure step whose blocks only
@@ -278,8 +300,16 @@ class _Checker(Conditions):
                 does = f"`{tool.name}` and the steps in it change nothing, so the step is wasted"
             else:
                 does = f"`{tool.name}` changes nothing, so the step is wasted"
-            self.diagnostics.append(diagnostic("W501", "unused", step.span, step=self.path, tool=tool.name, hints=[
-                f"{does} unless its result is used: {use}, pipe it on with `|>`, or remove the step"]))
+            self.diagnostics.append(
+                diagnostic(
+                    "W501",
+                    "unused",
+                    step.span,
+                    step=self.path,
+                    tool=tool.name,
+                    hints=[f"{does} unless its result is used: {use}, pipe it on with `|>`, or remove the step"],
+                )
+            )
 
     # --- values
 
@@ -327,16 +357,21 @@ class _Checker(Conditions):
 
     def learn_argument(self, ref: ast.Ref, schema: Mapping) -> None:
         """`$args.NAME` given as a parameter of `schema`: the type an undeclared argument is read as."""
-        if (len(ref.accessors) == 1 and type(ref.accessors[0]) is ast.Field and schema
-                and self.resolution.targets.get(ref) == ARGS):
+        if (
+            len(ref.accessors) == 1
+            and type(ref.accessors[0]) is ast.Field
+            and schema
+            and self.resolution.targets.get(ref) == ARGS
+        ):
             self.arguments.setdefault(ref.accessors[0].name, schema)
 
     def check_value(self, expr: ast.Expr, schema: Mapping, what: str) -> None:
         """E300/E302 for the value `expr` of a parameter whose schema is `schema`."""
         kind = type(expr)
         if kind in ast.CONDITIONS:
-            self.diagnostics.append(diagnostic("E302", "condition_as_value", expr.span, step=self.path, what=what,
-                                               hints=[ONLY_CONDITIONS]))
+            self.diagnostics.append(
+                diagnostic("E302", "condition_as_value", expr.span, step=self.path, what=what, hints=[ONLY_CONDITIONS])
+            )
             return
         value = literal_value(expr) if constrains(schema) else NOT_LITERAL
         if value is not NOT_LITERAL:
@@ -348,8 +383,17 @@ class _Checker(Conditions):
             self.learn_argument(expr, schema)
         found = self.types.get(expr)
         if not compatible(found, schema) or isinstance(expr, ast.Block):
-            self.diagnostics.append(diagnostic("E300", "wrong_value", expr.span, step=self.path, what=what,
-                                               expected=describe(schema), found=self.words(expr, found)))
+            self.diagnostics.append(
+                diagnostic(
+                    "E300",
+                    "wrong_value",
+                    expr.span,
+                    step=self.path,
+                    what=what,
+                    expected=describe(schema),
+                    found=self.words(expr, found),
+                )
+            )
         elif isinstance(expr, ast.ListExpr):
             for item in expr.items:
                 self.check_value(item, items_of(schema) or {}, what)
@@ -364,10 +408,18 @@ class _Checker(Conditions):
         if problem.missing_key is not None:
             return diagnostic("E300", "missing_key", at, step=self.path, hints=hints, what=what, key=problem.missing_key)
         if problem.unexpected_key is not None:
-            return diagnostic("E300", "unexpected_key", at, step=self.path, hints=hints, what=what,
-                              key=problem.unexpected_key)
-        return diagnostic("E300", "wrong_value", at, step=self.path, hints=hints, what=what,
-                          expected=problem.expected, found=problem.found, fix=problem.fix)
+            return diagnostic("E300", "unexpected_key", at, step=self.path, hints=hints, what=what, key=problem.unexpected_key)
+        return diagnostic(
+            "E300",
+            "wrong_value",
+            at,
+            step=self.path,
+            hints=hints,
+            what=what,
+            expected=problem.expected,
+            found=problem.found,
+            fix=problem.fix,
+        )
 
     def words(self, expr: ast.Expr, found: object) -> str:
         """What a message says it found for `expr`, whose type is `found`."""
@@ -410,15 +462,21 @@ class _Checker(Conditions):
         self.types[path] = found
         return found
 
-    def follow(self, schema: Schema, accessors: Iterable[ast.Accessor | ast.Name], written: str,
-               learned: LearnedShape | None = None) -> Schema:
+    def follow(
+        self, schema: Schema, accessors: Iterable[ast.Accessor | ast.Name], written: str, learned: LearnedShape | None = None
+    ) -> Schema:
         """The type read by `accessors` from a value of `schema`; E301 where there is nothing to read (W507 when
         `schema` is the `learned` shape of a tool's results)."""
         for accessor in accessors:
             if schema is None:
                 return None
-            key = (accessor.name if isinstance(accessor, ast.Field) else accessor.text if isinstance(accessor, ast.Name)
-                   else accessor.value)
+            key = (
+                accessor.name
+                if isinstance(accessor, ast.Field)
+                else accessor.text
+                if isinstance(accessor, ast.Name)
+                else accessor.value
+            )
             found = read(schema, key)
             if type(found) is Missing:
                 self.diagnostics.append(self.missing(accessor, written, key, found, learned))
@@ -427,34 +485,42 @@ class _Checker(Conditions):
             written += f"[{key}]" if isinstance(accessor, ast.Index) else f".{key}"
         return schema
 
-    def missing(self, accessor: ast.Accessor | ast.Name, written: str, key: str | int, missing: Missing,
-                learned: LearnedShape | None = None) -> Diagnostic:
+    def missing(
+        self,
+        accessor: ast.Accessor | ast.Name,
+        written: str,
+        key: str | int,
+        missing: Missing,
+        learned: LearnedShape | None = None,
+    ) -> Diagnostic:
         """E301 for `accessor`, which reads `key` from `written`, where there is nothing to read; W507 where only
         the `learned` shape of a tool's results says so."""
         at, hints = accessor.span, missing_hints(written, key, missing)
         if learned is not None:
             return self.missing_learned(at, hints, written, key, missing, learned)
         if isinstance(key, int):
-            return diagnostic("E301", "no_items", at, step=self.path, hints=hints, written=written, what=missing.what,
-                              index=key)
+            return diagnostic("E301", "no_items", at, step=self.path, hints=hints, written=written, what=missing.what, index=key)
         if missing.fields:
             return diagnostic("E301", "no_field", at, step=self.path, hints=hints, written=written, field=key)
         fix = Fix(at, ".length") if means_length(key, missing) else None  # a list or string has no other field
-        return diagnostic("E301", "no_field_in", at, step=self.path, hints=hints, written=written, what=missing.what,
-                          field=key, fix=fix)
+        return diagnostic(
+            "E301", "no_field_in", at, step=self.path, hints=hints, written=written, what=missing.what, field=key, fix=fix
+        )
 
-    def missing_learned(self, at: Span, hints: list[str], written: str, key: str | int, missing: Missing,
-                        learned: LearnedShape) -> Diagnostic:
+    def missing_learned(
+        self, at: Span, hints: list[str], written: str, key: str | int, missing: Missing, learned: LearnedShape
+    ) -> Diagnostic:
         """W507: what E301 says, for a shape learned from `learned.calls` calls rather than declared."""
         source: dict[str, Any] = {"tool": learned.tool, "calls": learned.calls, "s": "" if learned.calls == 1 else "s"}
         if isinstance(key, int):
-            return diagnostic("W507", "no_items", at, step=self.path, hints=hints, written=written,
-                              what=missing.what, index=key, **source)
+            return diagnostic(
+                "W507", "no_items", at, step=self.path, hints=hints, written=written, what=missing.what, index=key, **source
+            )
         if missing.fields:
-            return diagnostic("W507", "no_field", at, step=self.path, hints=hints, written=written, field=key,
-                              **source)
-        return diagnostic("W507", "no_field_in", at, step=self.path, hints=hints, written=written,
-                          what=missing.what, field=key, **source)
+            return diagnostic("W507", "no_field", at, step=self.path, hints=hints, written=written, field=key, **source)
+        return diagnostic(
+            "W507", "no_field_in", at, step=self.path, hints=hints, written=written, what=missing.what, field=key, **source
+        )
 
 
 def _bind(env: dict, binds: tuple, inputs: dict) -> dict:

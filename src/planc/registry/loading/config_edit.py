@@ -31,9 +31,11 @@ def with_returns(text: str, tool: str, schema: Mapping) -> str:
     lines = text.splitlines(keepends=True)
     header = _header_line(lines, tool)
     end = next((number for number in range(header + 1, len(lines)) if HEADER.match(lines[number])), len(lines))
-    last = max((number for number in range(header, end) if lines[number].strip()
-                and not lines[number].lstrip().startswith("#")), default=header)
-    if re.search(r"^\s*returns\s*=", "".join(lines[header + 1:end]), re.MULTILINE):
+    last = max(
+        (number for number in range(header, end) if lines[number].strip() and not lines[number].lstrip().startswith("#")),
+        default=header,
+    )
+    if re.search(r"^\s*returns\s*=", "".join(lines[header + 1 : end]), re.MULTILINE):
         raise CannotEdit(f"`[tools.{tool}]` declares `returns` already")
     if not lines[last].endswith("\n"):
         lines[last] += "\n"
@@ -47,9 +49,11 @@ def _header_line(lines: list[str], tool: str) -> int:
         found = re.match(r"\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$", line)
         if found and re.sub(r"\s*\.\s*", ".", found[1]) in names:
             return number
-    raise CannotEdit(f"planc.toml has no `[tools.{tool}]` table to declare its `returns` in (a tool of an MCP "
-                     f"server, or one written another way, takes its `returns` where it is declared): add "
-                     f"`returns = ...` by hand")
+    raise CannotEdit(
+        f"planc.toml has no `[tools.{tool}]` table to declare its `returns` in (a tool of an MCP "
+        f"server, or one written another way, takes its `returns` where it is declared): add "
+        f"`returns = ...` by hand"
+    )
 
 
 def inline_toml(value: object) -> str:

@@ -39,7 +39,7 @@ def tool_name(plan: str) -> str:
 
 def plan_of(tool: str) -> str | None:
     """The declared plan a tool name calls (`plan__triage` -> `triage`), or None."""
-    return tool[len(PREFIX):] if tool.startswith(PREFIX) else None
+    return tool[len(PREFIX) :] if tool.startswith(PREFIX) else None
 
 
 @attrs.frozen
@@ -113,10 +113,12 @@ class DeclaredPlans(Mapping[str, PlanDeclaration]):
             if step.tool.text == "agent":
                 names.append(agent_check(step) or "")
                 patterns = [] if step.arg("continue") is not None else agent_patterns(step) or ["*"]
-                names += [tool_name(plan) for plan in self.declarations
-                          if any(fnmatch.fnmatchcase(tool_name(plan), pattern) for pattern in patterns)]
-            called.update(callee for written in names
-                          if (callee := plan_of(written)) is not None and callee in self.declarations)
+                names += [
+                    tool_name(plan)
+                    for plan in self.declarations
+                    if any(fnmatch.fnmatchcase(tool_name(plan), pattern) for pattern in patterns)
+                ]
+            called.update(callee for written in names if (callee := plan_of(written)) is not None and callee in self.declarations)
         return frozenset(called)
 
     def cycle_from(self, name: str) -> list[str] | None:
@@ -126,7 +128,7 @@ class DeclaredPlans(Mapping[str, PlanDeclaration]):
 
         def visit(node: str) -> list[str] | None:
             if node in path:
-                return path[path.index(node):] + [node]
+                return path[path.index(node) :] + [node]
             if node in done:
                 return None
             path.append(node)

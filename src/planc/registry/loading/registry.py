@@ -51,8 +51,9 @@ class Registry:
     def learning(self, shapes: Mapping[str, LearnedShape]) -> Registry:
         """This registry with the shapes the run store learned (`RunStore.learned_shapes`) given to the tools
         that learn them (`Tool.learns`); the others are as they are."""
-        learned = {name: attrs.evolve(tool, learned=shapes[name]) for name, tool in self.tools.items()
-                   if name in shapes and tool.learns}
+        learned = {
+            name: attrs.evolve(tool, learned=shapes[name]) for name, tool in self.tools.items() if name in shapes and tool.learns
+        }
         return attrs.evolve(self, tools={**self.tools, **learned}) if learned else self
 
     def without(self, names: Collection[str]) -> Registry:

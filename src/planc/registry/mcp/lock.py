@@ -53,8 +53,12 @@ ENTRY_KEYS = ("description", "input_schema", "output_schema", "annotations")
 
 # MCP's own defaults for a hint the server leaves out (the conservative side), and the Effects
 # flag each hint sets. Determinism has no hint: it is never inferred.
-HINTS = {"readOnlyHint": ("read_only", False), "destructiveHint": ("destructive", True),
-         "idempotentHint": ("idempotent", False), "openWorldHint": ("open_world", True)}
+HINTS = {
+    "readOnlyHint": ("read_only", False),
+    "destructiveHint": ("destructive", True),
+    "idempotentHint": ("idempotent", False),
+    "openWorldHint": ("open_world", True),
+}
 
 
 def lock_path(config: Path) -> Path:
@@ -74,11 +78,9 @@ def tool_hash(name: str, entry: Mapping) -> str:
     return "sha256:" + hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
 
 
-def entry(name: str, description: str | None, input_schema: dict, output_schema: dict | None,
-          annotations: dict | None) -> dict:
+def entry(name: str, description: str | None, input_schema: dict, output_schema: dict | None, annotations: dict | None) -> dict:
     """The lock entry of the tool `name`, with its hash."""
-    data = {"description": description, "input_schema": input_schema, "output_schema": output_schema,
-            "annotations": annotations}
+    data = {"description": description, "input_schema": input_schema, "output_schema": output_schema, "annotations": annotations}
     return {**data, "hash": tool_hash(name, data)}
 
 
@@ -111,9 +113,11 @@ def plan_names(server: McpServer, tools: Iterable[str]) -> dict[str, str]:
     for wire in sorted(tools):
         name = server.rename.get(wire) or plan_name(wire)
         if name in taken:
-            raise NameClash(f"the tools `{taken[name]}` and `{wire}` of MCP server `{server.name}` would both be "
-                            f"`{server.name}__{name}` in plans; name one of them with "
-                            f"`rename = {{ \"{taken[name]}\" = \"...\" }}` in [mcp.{server.name}]")
+            raise NameClash(
+                f"the tools `{taken[name]}` and `{wire}` of MCP server `{server.name}` would both be "
+                f"`{server.name}__{name}` in plans; name one of them with "
+                f'`rename = {{ "{taken[name]}" = "..." }}` in [mcp.{server.name}]'
+            )
         names[wire], taken[name] = name, wire
     return names
 
@@ -143,11 +147,15 @@ def unsynced(server: McpServer, locked: Mapping) -> str | None:
     now, then = started_as(server), {"roots": locked.get("roots", [])}
     then.update({"url": locked["url"]} if "url" in locked else {"command": locked.get("command", [])})
     if now.get("url") != then.get("url") or now.get("command") != then.get("command"):
-        return (f"MCP server `{server.name}` was synced {_reached(then, 'as', 'at')}, and planc.toml now "
-                f"{_reached(now, 'starts it as', 'reaches it at')}")
+        return (
+            f"MCP server `{server.name}` was synced {_reached(then, 'as', 'at')}, and planc.toml now "
+            f"{_reached(now, 'starts it as', 'reaches it at')}"
+        )
     if now["roots"] != then["roots"]:
-        return (f"MCP server `{server.name}` was synced with {_roots(then['roots'])}, and planc.toml now offers it "
-                f"{_roots(now['roots'])}")
+        return (
+            f"MCP server `{server.name}` was synced with {_roots(then['roots'])}, and planc.toml now offers it "
+            f"{_roots(now['roots'])}"
+        )
     return None
 
 
@@ -191,7 +199,7 @@ def check_lock(data: object, path: Path) -> dict:
         raise ConfigError(path, None, f"{message}; run `planc registry sync` to write it anew")
 
     if not isinstance(data, dict) or data.get("format") != LOCK_FORMAT:
-        fail(f"not a planc lock file (`format` must be \"{LOCK_FORMAT}\")")
+        fail(f'not a planc lock file (`format` must be "{LOCK_FORMAT}")')
     if data.get("version") != LOCK_VERSION:
         fail(f"lock version {data.get('version')!r} is not one this planc reads (version {LOCK_VERSION})")
     servers = data.get("servers")
@@ -210,9 +218,13 @@ def check_lock(data: object, path: Path) -> dict:
             where = f"tool `{name}` of server `{server}`"
             if not isinstance(tool, dict):
                 fail(f"{where} must be an object")
-            for key, kinds in (("description", (str, type(None))), ("input_schema", (dict,)),
-                               ("output_schema", (dict, type(None))), ("annotations", (dict, type(None))),
-                               ("hash", (str,))):
+            for key, kinds in (
+                ("description", (str, type(None))),
+                ("input_schema", (dict,)),
+                ("output_schema", (dict, type(None))),
+                ("annotations", (dict, type(None))),
+                ("hash", (str,)),
+            ):
                 if not isinstance(tool.get(key), kinds):
                     fail(f"{where} has no valid `{key}`")
             if tool["hash"] != tool_hash(name, tool):
@@ -230,9 +242,12 @@ def locked_tools(lock: Mapping, servers: Mapping[str, McpServer]) -> dict[str, T
         declared = servers[server]
         for wire, name in plan_names(declared, locked["tools"]).items():
             tool = to_tool(server, name, locked["tools"][wire], declared.trust_annotations)
-            tools[tool.name] = attrs.evolve(tool, timeout_s=declared.timeout_s,
-                                            idempotency_key=MCP_META_KEY if declared.idempotency_keys else None,
-                                            labels=declared.labels)
+            tools[tool.name] = attrs.evolve(
+                tool,
+                timeout_s=declared.timeout_s,
+                idempotency_key=MCP_META_KEY if declared.idempotency_keys else None,
+                labels=declared.labels,
+            )
     return tools
 
 
@@ -242,10 +257,15 @@ def to_tool(server: str, name: str, locked: Mapping, trust: bool) -> Tool:
     properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     params = {param: (value if isinstance(value, dict) else {}) for param, value in properties.items()}
     required = schema.get("required") if isinstance(schema.get("required"), list) else []
-    return Tool(name=f"{server}__{name}", params=params,
-                required=tuple(param for param in required if param in params),
-                returns=locked["output_schema"], effects=effects(locked["annotations"], trust),
-                description=locked["description"] or "", provider=f"mcp:{server}")
+    return Tool(
+        name=f"{server}__{name}",
+        params=params,
+        required=tuple(param for param in required if param in params),
+        returns=locked["output_schema"],
+        effects=effects(locked["annotations"], trust),
+        description=locked["description"] or "",
+        provider=f"mcp:{server}",
+    )
 
 
 def effects(annotations: Mapping | None, trust: bool) -> Effects:

@@ -41,8 +41,9 @@ class MissingVariable(CredentialProblem):
     """A header of a remote server names an environment variable that is not set."""
 
     def __init__(self, server: str, header: str, variable: str) -> None:
-        super().__init__(f"MCP server `{server}`: its header `{header}` reads the environment variable {variable}, "
-                         f"which is not set")
+        super().__init__(
+            f"MCP server `{server}`: its header `{header}` reads the environment variable {variable}, which is not set"
+        )
         self.variable = variable
 
 
@@ -52,8 +53,9 @@ def template_variables(template: str) -> list[str]:
     while (dollar := template.find("$", at)) >= 0:
         found = VARIABLE.match(template, dollar)
         if found is None:
-            raise ValueError(f"`$` must start a variable's name (`$TOKEN`) or be written `$$`, found "
-                             f"`{template[dollar:dollar + 2]}`")
+            raise ValueError(
+                f"`$` must start a variable's name (`$TOKEN`) or be written `$$`, found `{template[dollar : dollar + 2]}`"
+            )
         if found[2]:
             names.append(found[2])
         at = found.end()

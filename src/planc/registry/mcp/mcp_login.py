@@ -41,8 +41,11 @@ class _Callback:
                     return
                 query = {key: values[0] for key, values in parse_qs(parts.query).items()}
                 ok = "code" in query
-                page = (f"planc is signed in to MCP server `{server.name}`: you may close this page." if ok else
-                        f"planc was not signed in to `{server.name}`: {query.get('error', 'no code came back')}")
+                page = (
+                    f"planc is signed in to MCP server `{server.name}`: you may close this page."
+                    if ok
+                    else f"planc was not signed in to `{server.name}`: {query.get('error', 'no code came back')}"
+                )
                 body = page.encode("utf-8")
                 self.send_response(200 if ok else 400)
                 self.send_header("Content-Type", "text/plain; charset=utf-8")
@@ -71,8 +74,10 @@ class _Callback:
             raise OAuthProblem(f"no sign-in came back within {LOGIN_TIMEOUT_S:g} s") from None
         if "code" not in query:
             described = query.get("error_description")
-            raise OAuthProblem(f"the authorization server refused the sign-in: {query.get('error', 'no code')}"
-                               + (f" ({described})" if described else ""))
+            raise OAuthProblem(
+                f"the authorization server refused the sign-in: {query.get('error', 'no code')}"
+                + (f" ({described})" if described else "")
+            )
         return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
     def close(self) -> None:
@@ -101,8 +106,9 @@ async def login(server: McpServer, folder: Path, say: Callable[[str], None], bro
     try:
         link = Link(server)
         # A new registration for this listener's redirect: a login starts afresh, whatever was kept before.
-        link.auth = provider(server, logins, {"url": server.url, "logged_in_at": time.time()}, redirect, callback.wait,
-                             callback.uri)
+        link.auth = provider(
+            server, logins, {"url": server.url, "logged_in_at": time.time()}, redirect, callback.wait, callback.uri
+        )
         async with connected(server, folder, None, link) as (read, write):
             async with client_session(read, write, server, link.noise) as session:
                 await session.initialize()

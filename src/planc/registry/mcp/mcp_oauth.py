@@ -95,8 +95,10 @@ class Logins:
         try:
             record = json.loads(text)
         except ValueError:
-            raise OAuthProblem(f"the login kept for MCP server `{self.server.name}` in {self.where} cannot be read: "
-                               f"run `planc registry login {self.server.name}`") from None
+            raise OAuthProblem(
+                f"the login kept for MCP server `{self.server.name}` in {self.where} cannot be read: "
+                f"run `planc registry login {self.server.name}`"
+            ) from None
         return record if isinstance(record, dict) and record.get("url") == self.server.url else None
 
     def _read_file(self) -> str | None:
@@ -104,9 +106,11 @@ class Logins:
             return read_private(self.file)
         except ExposedFile:
             name = self.server.name
-            raise OAuthProblem(f"{self.file}: others can read or change it, so the tokens in it "
-                               f"are refused: remove it, then `planc registry login {name}` "
-                               "(planc writes it with mode 0600)") from None
+            raise OAuthProblem(
+                f"{self.file}: others can read or change it, so the tokens in it "
+                f"are refused: remove it, then `planc registry login {name}` "
+                "(planc writes it with mode 0600)"
+            ) from None
         except PrivateFileProblem as problem:
             raise OAuthProblem(str(problem)) from None
 
@@ -155,10 +159,13 @@ class _Storage:
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         context = self.provider.context
-        self.record.update(tokens=tokens.model_dump(mode="json", exclude_none=True),
-                           expires_at=context.token_expiry_time, auth_server_url=context.auth_server_url,
-                           oauth_metadata=_dumped(context.oauth_metadata),
-                           resource_metadata=_dumped(context.protected_resource_metadata))
+        self.record.update(
+            tokens=tokens.model_dump(mode="json", exclude_none=True),
+            expires_at=context.token_expiry_time,
+            auth_server_url=context.auth_server_url,
+            oauth_metadata=_dumped(context.oauth_metadata),
+            resource_metadata=_dumped(context.protected_resource_metadata),
+        )
         self.logins.save(self.record)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
@@ -176,8 +183,14 @@ def _dumped(model: BaseModel | None) -> dict | None:
     return model.model_dump(mode="json", exclude_none=True) if model is not None else None
 
 
-def provider(server: McpServer, logins: Logins, record: dict, redirect: Callable, callback: Callable,
-             redirect_uri: str = "http://127.0.0.1/callback") -> OAuthClientProvider:
+def provider(
+    server: McpServer,
+    logins: Logins,
+    record: dict,
+    redirect: Callable,
+    callback: Callable,
+    redirect_uri: str = "http://127.0.0.1/callback",
+) -> OAuthClientProvider:
     """The SDK's OAuthClientProvider for `server`, over `record`; `redirect(url)` and `callback()` are the SDK's
     redirect and callback handlers (the person's part of the flow)."""
     from mcp.client.auth import OAuthClientProvider
@@ -196,8 +209,7 @@ def provider(server: McpServer, logins: Logins, record: dict, redirect: Callable
             if taken.get("oauth_metadata"):
                 context.oauth_metadata = OAuthMetadata.model_validate(taken["oauth_metadata"])
             if taken.get("resource_metadata"):
-                context.protected_resource_metadata = ProtectedResourceMetadata.model_validate(
-                    taken["resource_metadata"])
+                context.protected_resource_metadata = ProtectedResourceMetadata.model_validate(taken["resource_metadata"])
             context.auth_server_url = taken.get("auth_server_url") or context.auth_server_url
 
         async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
@@ -234,9 +246,14 @@ def provider(server: McpServer, logins: Logins, record: dict, redirect: Callable
     login, url = server.oauth, server.url
     assert login is not None and url is not None  # a server at a URL that signs in with OAuth
     # pydantic reads the redirect URI's string as its AnyUrl
-    metadata = OAuthClientMetadata(client_name=login.client_name, redirect_uris=[redirect_uri],  # type: ignore[list-item]
-                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"],
-                                   token_endpoint_auth_method="none", scope=" ".join(login.scopes) or None)
+    metadata = OAuthClientMetadata(
+        client_name=login.client_name,
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="none",
+        scope=" ".join(login.scopes) or None,
+    )
     storage = _Storage(logins, record)
     made = PlancOAuth(url, metadata, storage, redirect_handler=redirect, callback_handler=callback)
     storage.provider = made
@@ -249,15 +266,18 @@ def run_auth(server: McpServer) -> OAuthClientProvider:
     logins = Logins(server)
     record = logins.load()
     if record is None or not record.get("tokens"):
-        raise OAuthProblem(f"MCP server `{server.name}` signs planc in with OAuth, and no login is kept for it (in "
-                           f"{logins.where}): run `planc registry login {server.name}`")
+        raise OAuthProblem(
+            f"MCP server `{server.name}` signs planc in with OAuth, and no login is kept for it (in "
+            f"{logins.where}): run `planc registry login {server.name}`"
+        )
 
     async def needs_a_person(url: str) -> None:
-        raise OAuthProblem(f"MCP server `{server.name}` asks planc to sign in again (its login expired, or was "
-                           f"refused): run `planc registry login {server.name}`")
+        raise OAuthProblem(
+            f"MCP server `{server.name}` asks planc to sign in again (its login expired, or was "
+            f"refused): run `planc registry login {server.name}`"
+        )
 
     async def no_callback() -> AuthorizationCodeResult:
         raise OAuthProblem(f"run `planc registry login {server.name}`")
 
     return provider(server, logins, record, needs_a_person, no_callback)
-

@@ -13,6 +13,7 @@ A server that cannot be started or reached, fails, or does not answer in time is
 naming it and its command or URL; its earlier entry in the lock, if any, is kept (what was approved
 stays approved) and the other servers are still synced. Servers no longer declared are dropped.
 """
+
 from __future__ import annotations
 
 import json
@@ -110,8 +111,7 @@ def sync(registry: Registry, timeout: float = MCP_START_TIMEOUT_S) -> SyncResult
         write_lock(path, {"format": LOCK_FORMAT, "version": LOCK_VERSION, "servers": servers})
     except OSError as error:
         raise SyncError(f"{path}: cannot write it: {error.strerror or error}") from None
-    return SyncResult(path=path, counts=counts, failures=tuple(failures), kept=tuple(kept), renamed=renamed,
-                      unrenamed=unrenamed)
+    return SyncResult(path=path, counts=counts, failures=tuple(failures), kept=tuple(kept), renamed=renamed, unrenamed=unrenamed)
 
 
 def _previous(path: Path) -> dict:
@@ -153,8 +153,14 @@ async def _list_server(server: McpServer, folder: Path, timeout: float) -> dict 
                         await session.initialize()
                         tools = await all_tools(session, link)
         except Exception as error:  # noqa: BLE001 - any failure of a server is reported, not raised
-            return ServerFailure(server=server.name, reached_as=server.reached_as,
-                                 message=link.failure(error, timeout, errlog))
-    return {tool["name"]: entry(tool["name"], tool.get("description"), tool.get("inputSchema") or {"type": "object"},
-                                tool.get("outputSchema"), tool.get("annotations"))
-            for tool in sorted(tools, key=lambda tool: tool["name"])}
+            return ServerFailure(server=server.name, reached_as=server.reached_as, message=link.failure(error, timeout, errlog))
+    return {
+        tool["name"]: entry(
+            tool["name"],
+            tool.get("description"),
+            tool.get("inputSchema") or {"type": "object"},
+            tool.get("outputSchema"),
+            tool.get("annotations"),
+        )
+        for tool in sorted(tools, key=lambda tool: tool["name"])
+    }

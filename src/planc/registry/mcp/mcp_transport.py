@@ -83,8 +83,10 @@ def url_problem(url: str) -> str | None:
     if parts.fragment:
         return "has a fragment (`#...`), which no server receives"
     if parts.scheme == "http" and not is_loopback(parts.hostname):
-        return ("must be https:// unless the server is on this machine (http://127.0.0.1, localhost or [::1]): over "
-                "plain http:// its credentials cross the network in the clear")
+        return (
+            "must be https:// unless the server is on this machine (http://127.0.0.1, localhost or [::1]): over "
+            "plain http:// its credentials cross the network in the clear"
+        )
     return None
 
 
@@ -180,11 +182,15 @@ async def connected(server: McpServer, folder: Path, errlog: TextIO | None, link
 
         link.auth = run_auth(server)
 
-    def client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
-               auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(headers=headers, auth=auth, event_hooks={"response": [link.saw]},
-                                  timeout=timeout or httpx2.Timeout(MCP_DEFAULT_TIMEOUT,
-                                                                    read=MCP_DEFAULT_SSE_READ_TIMEOUT))
+    def client(
+        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            headers=headers,
+            auth=auth,
+            event_hooks={"response": [link.saw]},
+            timeout=timeout or httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+        )
 
     if server.transport == "sse":
         from mcp.client.sse import sse_client
@@ -198,8 +204,9 @@ async def connected(server: McpServer, folder: Path, errlog: TextIO | None, link
         yield streams
 
 
-def client_session(read: Any, write: Any, server: McpServer, noise: StdoutNoise,
-                   requests: McpRuntime | None = None) -> ClientSession:
+def client_session(
+    read: Any, write: Any, server: McpServer, noise: StdoutNoise, requests: McpRuntime | None = None
+) -> ClientSession:
     """The SDK's session with `server`, declaring planc's client capabilities: roots (only when the server's
     `roots` names some: a server such as the reference filesystem server replaces the folders it was started
     on with its client's roots), elicitation and sampling. `requests` (a backend.calls.mcp_runtime.McpRuntime)
@@ -209,24 +216,38 @@ def client_session(read: Any, write: Any, server: McpServer, noise: StdoutNoise,
 
     async def roots(context: ClientRequestContext) -> types.ListRootsResult:
         # pydantic reads the URI's string as its FileUrl
-        return types.ListRootsResult(roots=[types.Root(uri=root.path.as_uri(),  # type: ignore[arg-type]
-                                                       name=root.path.name or root.written)
-                                            for root in server.roots])
+        return types.ListRootsResult(
+            roots=[
+                types.Root(
+                    uri=root.path.as_uri(),  # type: ignore[arg-type]
+                    name=root.path.name or root.written,
+                )
+                for root in server.roots
+            ]
+        )
 
-    async def elicitation(context: ClientRequestContext, params: types.ElicitRequestParams
-                          ) -> types.ElicitResult | types.ErrorData:
+    async def elicitation(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
         if requests is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="planc answers no request while it lists tools")
         return await requests.elicit(server, params)
 
-    async def sampling(context: ClientRequestContext, params: types.CreateMessageRequestParams
-                       ) -> types.CreateMessageResult | types.ErrorData:
+    async def sampling(
+        context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
         if requests is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="planc answers no request while it lists tools")
         return await requests.sample(server, params)
 
-    return ClientSession(read, write, message_handler=noise, list_roots_callback=roots if server.roots else None,
-                         elicitation_callback=elicitation, sampling_callback=sampling)
+    return ClientSession(
+        read,
+        write,
+        message_handler=noise,
+        list_roots_callback=roots if server.roots else None,
+        elicitation_callback=elicitation,
+        sampling_callback=sampling,
+    )
 
 
 def server_parameters(server: McpServer, folder: Path) -> StdioServerParameters:
@@ -234,8 +255,7 @@ def server_parameters(server: McpServer, folder: Path) -> StdioServerParameters:
     from mcp import StdioServerParameters
 
     command = server.command
-    return StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(server.env) or None,
-                                 cwd=str(folder))
+    return StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(server.env) or None, cwd=str(folder))
 
 
 async def all_tools(session: ClientSession, link: Link) -> list[dict]:
@@ -275,9 +295,11 @@ class StdoutNoise:
         if not self.count:
             return ""
         shown = ", ".join(f"`{line}`" for line in self.lines) + (", ..." if self.count > self.SHOWN else "")
-        return (f"; it wrote {self.count} line{'s' if self.count > 1 else ''} that {'are' if self.count > 1 else 'is'}"
-                f" not MCP on its standard output ({shown}): a server writes only protocol messages there, and its "
-                "logs on standard error")
+        return (
+            f"; it wrote {self.count} line{'s' if self.count > 1 else ''} that {'are' if self.count > 1 else 'is'}"
+            f" not MCP on its standard output ({shown}): a server writes only protocol messages there, and its "
+            "logs on standard error"
+        )
 
 
 def _bad_line(error: Exception) -> str:

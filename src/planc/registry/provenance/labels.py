@@ -219,8 +219,7 @@ def _pointed(ref: object, root: Mapping) -> Mapping:
     return node if isinstance(node, Mapping) else UNRESOLVED
 
 
-def _inner(schema: Mapping, root: Mapping,
-           name: str | None) -> tuple[Mapping | None, frozenset[str]]:
+def _inner(schema: Mapping, root: Mapping, name: str | None) -> tuple[Mapping | None, frozenset[str]]:
     """The schema of `.name` (`None`: of an item) of the value `schema` describes, and the
     `x-labels` on the way to it: every node describing the value, and the field's or item's own.
     None when no node says."""

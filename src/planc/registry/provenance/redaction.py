@@ -49,8 +49,7 @@ LEGACY = "planc/redacted"  # the key of a mark as runs recorded before keyed mar
 SHORTEST = 6  # the shortest secret value the backstop looks for in text
 KEY_FILE = "redaction.key"
 # Fields of an event that planc itself writes from the plan and its own words: never a value's text.
-PLANC_FIELDS = frozenset({"event", "time", "run", "seq", "step", "tool", "stack", "status",
-                          "error_type", "code", "usage", "usd"})
+PLANC_FIELDS = frozenset({"event", "time", "run", "seq", "step", "tool", "stack", "status", "error_type", "code", "usage", "usd"})
 
 
 class RedactionKeyProblem(ValueError):
@@ -79,8 +78,9 @@ def redaction_key() -> bytes:
             write_private(path, secrets.token_hex(32) + "\n", replace=False)
             text = read_private(path) or ""
     except ExposedFile as problem:
-        raise RedactionKeyProblem(f"the redaction key {problem}: `chmod 600 {path}` (or remove "
-                                  "it, and planc makes another)") from None
+        raise RedactionKeyProblem(
+            f"the redaction key {problem}: `chmod 600 {path}` (or remove it, and planc makes another)"
+        ) from None
     except (PrivateFileProblem, OSError) as problem:
         raise RedactionKeyProblem(f"the redaction key cannot be used: {problem}") from None
     try:
@@ -88,8 +88,7 @@ def redaction_key() -> bytes:
     except ValueError:
         key = b""
     if len(key) < 16:
-        raise RedactionKeyProblem(f"the redaction key {path} holds no key (64 hex digits): remove "
-                                  "it, and planc makes another")
+        raise RedactionKeyProblem(f"the redaction key {path} holds no key (64 hex digits): remove it, and planc makes another")
     _keys[path] = (_status(path), key)
     return key
 
@@ -167,7 +166,7 @@ def cut(text: str, limit: int) -> str:
         end, counted = found.end(), counted + plain + 1
     if counted + len(text) - end <= limit:
         return text
-    return text[:end + limit - counted] + "…"
+    return text[: end + limit - counted] + "…"
 
 
 def shown_arguments(arguments: Mapping[str, object], sources: Mapping[str, frozenset[str]]) -> dict:
@@ -177,8 +176,7 @@ def shown_arguments(arguments: Mapping[str, object], sources: Mapping[str, froze
             break
     else:  # what most calls are: a loop, as a generator costs a call its every time
         return dict(arguments)
-    return {name: mark(value) if SECRET in sources.get(name, NO_LABELS) else value
-            for name, value in arguments.items()}
+    return {name: mark(value) if SECRET in sources.get(name, NO_LABELS) else value for name, value in arguments.items()}
 
 
 def escaped_forms(text: str) -> set[str]:
@@ -188,8 +186,7 @@ def escaped_forms(text: str) -> set[str]:
     >>> sorted(escaped_forms('a"b'))
     ['a"b', 'a%22b', 'a&quot;b', 'a\\\\"b', 'a\\\\\\\\\\\\"b']
     """
-    forms = {text, html.escape(text), quote(text, safe=""), quote(text), quote_plus(text),
-             repr(text)[1:-1], ascii(text)[1:-1]}
+    forms = {text, html.escape(text), quote(text, safe=""), quote(text), quote_plus(text), repr(text)[1:-1], ascii(text)[1:-1]}
     for ensure_ascii in (False, True):
         once = json.dumps(text, ensure_ascii=ensure_ascii)[1:-1]
         forms |= {once, json.dumps(once, ensure_ascii=ensure_ascii)[1:-1]}
@@ -289,12 +286,10 @@ class Redactor(KnownValues):
         redacted."""
         if not self.marks:
             return event
-        return {field: found if field in PLANC_FIELDS else self.data(found)
-                for field, found in event.items()}
+        return {field: found if field in PLANC_FIELDS else self.data(found) for field, found in event.items()}
 
     def scrub(self, error: BaseException) -> BaseException:
         """`error` with its message redacted, in place (it is raised on, to whoever prints it)."""
         if self.marks:
-            error.args = tuple(self.text(each) if isinstance(each, str) else each
-                               for each in error.args)
+            error.args = tuple(self.text(each) if isinstance(each, str) else each for each in error.args)
         return error

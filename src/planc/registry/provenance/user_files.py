@@ -40,8 +40,7 @@ def read_private(path: Path) -> str | None:
         status = os.fstat(file.fileno())
         if status.st_mode & (stat.S_IRWXG | stat.S_IRWXO) or status.st_uid != os.getuid():
             mode = stat.S_IMODE(status.st_mode)
-            raise ExposedFile(f"{path}: others can read or change it (mode {mode:04o}), so it is "
-                              "refused")
+            raise ExposedFile(f"{path}: others can read or change it (mode {mode:04o}), so it is refused")
         try:
             return file.read()
         except (OSError, UnicodeDecodeError) as error:

@@ -15,12 +15,15 @@ from planc.syntax import ast
 if TYPE_CHECKING:  # the cost pass's walk, which a cost rule is handed
     from planc.passes.cost.cost import Coster, Run
 
-TOOL = signature("ask", "Asks the person running the plan `question`; the result is the answer. Unanswered (no one "
-                 "to ask), it fails, gives `default`, or gives null (`skip`), as `when_unanswered` says.",
-                 {"question": STRING, "when_unanswered": {"enum": ["fail", "default", "skip"], "default": "fail"},
-                         "default": ANY},
-                 required=["question"], required_when=[("when_unanswered", "default", "default")],
-                 effects=Effects(read_only=True, destructive=False, open_world=True))
+TOOL = signature(
+    "ask",
+    "Asks the person running the plan `question`; the result is the answer. Unanswered (no one "
+    "to ask), it fails, gives `default`, or gives null (`skip`), as `when_unanswered` says.",
+    {"question": STRING, "when_unanswered": {"enum": ["fail", "default", "skip"], "default": "fail"}, "default": ANY},
+    required=["question"],
+    required_when=[("when_unanswered", "default", "default")],
+    effects=Effects(read_only=True, destructive=False, open_world=True),
+)
 
 
 def result(inputs: Mapping, literals: Mapping) -> Mapping | None:

@@ -20,8 +20,7 @@ from planc.registry.steps.pure_steps import PURE_STEPS
 from planc.registry.tools.tool import Tool
 from planc.syntax import ast
 
-__all__ = ["CONTROL_DECLARATIONS", "CONTROL_STEPS", "ITEM_FIELDS", "agent_check", "agent_patterns",
-           "param_binds"]
+__all__ = ["CONTROL_DECLARATIONS", "CONTROL_STEPS", "ITEM_FIELDS", "agent_check", "agent_patterns", "param_binds"]
 
 
 def control_declarations() -> dict[str, ControlStep]:
@@ -34,8 +33,10 @@ def control_declarations() -> dict[str, ControlStep]:
         step = getattr(importlib.import_module(f"{package}.{module.name}"), "STEP", None)
         if isinstance(step, ControlStep):
             if step.tool.name != module.name:
-                raise ImportError(f"{package}.{module.name} declares the control step "
-                                  f"`{step.tool.name}`: a control step's module is named after it")
+                raise ImportError(
+                    f"{package}.{module.name} declares the control step "
+                    f"`{step.tool.name}`: a control step's module is named after it"
+                )
             found.append(step)
     return {step.tool.name: step for step in sorted(found, key=lambda step: step.rank)}
 

@@ -34,8 +34,21 @@ from planc.syntax.steps import deciding
 if TYPE_CHECKING:  # the flow pass's walk, which a flow rule is handed
     from planc.passes.flow.flow import PlanEnv, Walk
 
-__all__ = ["ANY", "BLOCK", "CONDITION", "CONTROL", "ITEM_FIELDS", "LIST", "STRING", "ControlStep",
-           "condition_labels", "deciding_value", "keep_bound", "looped", "signature"]
+__all__ = [
+    "ANY",
+    "BLOCK",
+    "CONDITION",
+    "CONTROL",
+    "ITEM_FIELDS",
+    "LIST",
+    "STRING",
+    "ControlStep",
+    "condition_labels",
+    "deciding_value",
+    "keep_bound",
+    "looped",
+    "signature",
+]
 
 # What a filter condition binds: a bare name there is a field of the item.
 ITEM_FIELDS = "fields of the item"
@@ -56,18 +69,34 @@ class ControlStep:
     rank: int  # its place in the language reference (docs/language.md) and in `CONTROL_STEPS`
 
 
-def signature(name: str, description: str, params: Mapping[str, Mapping],
-              required: Sequence[str] = (), pipe: str | None = None, one_of: Sequence[tuple[str, ...]] = (),
-              at_most_one: Sequence[tuple[str, ...]] = (),
-              required_when: Sequence[tuple[str, object, str]] = (),
-              binds: Mapping[str, tuple[str, ...]] | None = None,
-              effects: Effects = CONTROL) -> Tool:
+def signature(
+    name: str,
+    description: str,
+    params: Mapping[str, Mapping],
+    required: Sequence[str] = (),
+    pipe: str | None = None,
+    one_of: Sequence[tuple[str, ...]] = (),
+    at_most_one: Sequence[tuple[str, ...]] = (),
+    required_when: Sequence[tuple[str, object, str]] = (),
+    binds: Mapping[str, tuple[str, ...]] | None = None,
+    effects: Effects = CONTROL,
+) -> Tool:
     """A control step's signature, as a tool's: planc runs it itself, and its result carries no
     label of its own."""
-    return Tool(name=name, params=params, required=tuple(required), pipe=pipe, one_of=tuple(one_of),
-                at_most_one=tuple(at_most_one), required_when=tuple(required_when),
-                binds=binds or {}, effects=effects, provider="control", description=description,
-                labels=())
+    return Tool(
+        name=name,
+        params=params,
+        required=tuple(required),
+        pipe=pipe,
+        one_of=tuple(one_of),
+        at_most_one=tuple(at_most_one),
+        required_when=tuple(required_when),
+        binds=binds or {},
+        effects=effects,
+        provider="control",
+        description=description,
+        labels=(),
+    )
 
 
 def condition_labels(step: ast.Step, env: Env) -> frozenset[str]:
@@ -81,8 +110,7 @@ def deciding_value(step: ast.Step) -> ast.Expr | None:
     return arg.value if arg is not None else None
 
 
-def looped(walk: Walk, step: ast.Step, env: PlanEnv, inner: PlanEnv, loop: Loop,
-           control: frozenset[str]) -> LabelView:
+def looped(walk: Walk, step: ast.Step, env: PlanEnv, inner: PlanEnv, loop: Loop, control: frozenset[str]) -> LabelView:
     """Walk `step`'s `do` block, once per item of the list `loop` goes over, which decides how often
     every step in it runs."""
     where = f"the list that `{step.tool.text}` at step {env.paths.get(step, '?')} goes over"

@@ -24,10 +24,14 @@ if TYPE_CHECKING:  # the cost pass's walk, which a cost rule is handed; the flow
     from planc.passes.cost.cost import Coster, Run
     from planc.passes.flow.flow import PlanEnv, Walk
 
-TOOL = signature("decide", "Runs the block `then` when the condition `when` holds (or the judge model answers yes to "
-                 "`infer`), else the block `else`. The result is the branch's result (null if none ran).",
-                 {"when": CONDITION, "infer": STRING, "then": BLOCK, "else": BLOCK},
-                 required=["then"], one_of=[("when", "infer")])
+TOOL = signature(
+    "decide",
+    "Runs the block `then` when the condition `when` holds (or the judge model answers yes to "
+    "`infer`), else the block `else`. The result is the branch's result (null if none ran).",
+    {"when": CONDITION, "infer": STRING, "then": BLOCK, "else": BLOCK},
+    required=["then"],
+    one_of=[("when", "infer")],
+)
 
 
 def result(inputs: Mapping, literals: Mapping) -> Mapping | None:
@@ -38,16 +42,20 @@ def result(inputs: Mapping, literals: Mapping) -> Mapping | None:
 def cost(coster: Coster, step: ast.Step) -> Run:
     then, otherwise = coster.block(step, "then"), coster.block(step, "else")
     condition = coster.judged(step) if step.arg("infer") is not None else coster.free()
-    return coster.run(condition + then.cost.either(otherwise.cost), then.may_exit or otherwise.may_exit,
-                      then.ordered or otherwise.ordered)
+    return coster.run(
+        condition + then.cost.either(otherwise.cost), then.may_exit or otherwise.may_exit, then.ordered or otherwise.ordered
+    )
 
 
-def flow_decide(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
-                control: frozenset[str]) -> frozenset[str]:
+def flow_decide(
+    walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView], control: frozenset[str]
+) -> frozenset[str]:
     decided = condition_labels(step, env)
     inner = union(control, decided)
-    taken = walk.decided_by((deciding_value(step), env), lambda: union(
-        walk.block(step, "then", env, inner).whole(), walk.block(step, "else", env, inner).whole()))
+    taken = walk.decided_by(
+        (deciding_value(step), env),
+        lambda: union(walk.block(step, "then", env, inner).whole(), walk.block(step, "else", env, inner).whole()),
+    )
     return union(decided, taken)
 
 

@@ -24,13 +24,23 @@ if TYPE_CHECKING:  # the cost pass's walk, which a cost rule is handed; the flow
     from planc.passes.cost.cost import Coster, Run
     from planc.passes.flow.flow import PlanEnv, Walk
 
-TOOL = signature("exit", "Ends the plan when `when` holds (or the judge says yes to `infer`; always when neither is "
-                 "given), with `output` (else `value`) as the plan's result, and `status` and `message`. Inside a "
-                 "block it ends the whole plan it is written in; inside a declared plan, that plan, whose result "
-                 "is then its `output`. When it does not exit, its result is `value`.",
-                 {"value": ANY, "when": CONDITION, "infer": STRING,
-                          "status": {"enum": ["ok", "error"], "default": "ok"}, "message": STRING, "output": ANY},
-                 pipe="value", at_most_one=[("when", "infer")])
+TOOL = signature(
+    "exit",
+    "Ends the plan when `when` holds (or the judge says yes to `infer`; always when neither is "
+    "given), with `output` (else `value`) as the plan's result, and `status` and `message`. Inside a "
+    "block it ends the whole plan it is written in; inside a declared plan, that plan, whose result "
+    "is then its `output`. When it does not exit, its result is `value`.",
+    {
+        "value": ANY,
+        "when": CONDITION,
+        "infer": STRING,
+        "status": {"enum": ["ok", "error"], "default": "ok"},
+        "message": STRING,
+        "output": ANY,
+    },
+    pipe="value",
+    at_most_one=[("when", "infer")],
+)
 
 
 def result(inputs: Mapping, literals: Mapping) -> Mapping | None:
@@ -38,12 +48,12 @@ def result(inputs: Mapping, literals: Mapping) -> Mapping | None:
 
 
 def cost(coster: Coster, step: ast.Step) -> Run:
-    return coster.run(coster.judged(step) if step.arg("infer") is not None else coster.free(), may_exit=True,
-                      ordered=True)
+    return coster.run(coster.judged(step) if step.arg("infer") is not None else coster.free(), may_exit=True, ordered=True)
 
 
-def flow_exit(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
-              control: frozenset[str]) -> frozenset[str]:
+def flow_exit(
+    walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView], control: frozenset[str]
+) -> frozenset[str]:
     decided = condition_labels(step, env)
     # When it ends the plan, the plan's result is its `output` (else its `value`), decided here.
     walk.exits = union(walk.exits, union(union_all(view.whole() for view in views.values()), union(decided, control)))

@@ -31,12 +31,17 @@ if TYPE_CHECKING:  # the cost pass's walk, which a cost rule is handed; the flow
     from planc.passes.cost.cost import Coster, Run
     from planc.passes.flow.flow import PlanEnv, Walk
 
-TOOL = signature("filter", "Keeps the items of `over` for which the condition `where` holds (a bare name there is a "
-                 "field of the item), the block `do` returns true, or the judge model answers yes to `infer`. The "
-                 "result is the kept items, in order.",
-                 {"over": LIST, "where": CONDITION, "do": BLOCK, "infer": STRING},
-                 required=["over"], pipe="over", one_of=[("where", "do", "infer")],
-                 binds={"where": ("item", ITEM_FIELDS), "do": ("item", "index"), "infer": ("item", "index")})
+TOOL = signature(
+    "filter",
+    "Keeps the items of `over` for which the condition `where` holds (a bare name there is a "
+    "field of the item), the block `do` returns true, or the judge model answers yes to `infer`. The "
+    "result is the kept items, in order.",
+    {"over": LIST, "where": CONDITION, "do": BLOCK, "infer": STRING},
+    required=["over"],
+    pipe="over",
+    one_of=[("where", "do", "infer")],
+    binds={"where": ("item", ITEM_FIELDS), "do": ("item", "index"), "infer": ("item", "index")},
+)
 
 
 def result(inputs: Mapping, literals: Mapping) -> Mapping | None:
@@ -57,8 +62,9 @@ def cost(coster: Coster, step: ast.Step) -> Run:
     return attrs.evolve(body, cost=body.cost.times(coster.fan_out(step, body)))
 
 
-def flow_filter(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
-                control: frozenset[str]) -> frozenset[str]:
+def flow_filter(
+    walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView], control: frozenset[str]
+) -> frozenset[str]:
     loop = loop_over(views.get("over", LabelView()))
     inner = env.bound_by(step).bind(item=loop.item, index=loop.index)
     if (where := step.arg("where")) is not None:  # it binds the item's fields, and no `index`

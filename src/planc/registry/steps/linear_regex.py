@@ -44,15 +44,16 @@ _CATEGORIES = {
     sre.CATEGORY_SPACE: str.isspace,
     sre.CATEGORY_WORD: lambda ch: ch.isalnum() or ch == "_",
 }
-_CATEGORIES.update({
-    sre.CATEGORY_NOT_DIGIT: lambda ch: not ch.isdecimal(),
-    sre.CATEGORY_NOT_SPACE: lambda ch: not ch.isspace(),
-    sre.CATEGORY_NOT_WORD: lambda ch: not (ch.isalnum() or ch == "_"),
-})
+_CATEGORIES.update(
+    {
+        sre.CATEGORY_NOT_DIGIT: lambda ch: not ch.isdecimal(),
+        sre.CATEGORY_NOT_SPACE: lambda ch: not ch.isspace(),
+        sre.CATEGORY_NOT_WORD: lambda ch: not (ch.isalnum() or ch == "_"),
+    }
+)
 
 
-_ANCHORS = (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING, sre.AT_END, sre.AT_END_STRING, sre.AT_BOUNDARY,
-            sre.AT_NON_BOUNDARY)
+_ANCHORS = (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING, sre.AT_END, sre.AT_END_STRING, sre.AT_BOUNDARY, sre.AT_NON_BOUNDARY)
 
 
 class PatternRefused(ValueError):

@@ -19,10 +19,15 @@ if TYPE_CHECKING:  # the cost pass's walk, which a cost rule is handed; the flow
     from planc.passes.cost.cost import Coster, Run
     from planc.passes.flow.flow import PlanEnv, Walk
 
-TOOL = signature("map", "Runs the block `do` once per item of `over`, with `item` and `index` bound in it, up to "
-                 "`concurrency` items at once. The result is the list of the block's results, in order.",
-                 {"over": LIST, "do": BLOCK, "concurrency": {"type": "integer", "minimum": 1, "default": 1}},
-                 required=["over", "do"], pipe="over", binds={"do": ("item", "index")})
+TOOL = signature(
+    "map",
+    "Runs the block `do` once per item of `over`, with `item` and `index` bound in it, up to "
+    "`concurrency` items at once. The result is the list of the block's results, in order.",
+    {"over": LIST, "do": BLOCK, "concurrency": {"type": "integer", "minimum": 1, "default": 1}},
+    required=["over", "do"],
+    pipe="over",
+    binds={"do": ("item", "index")},
+)
 
 
 def result(inputs: Mapping, literals: Mapping) -> Mapping | None:
@@ -38,8 +43,7 @@ def cost(coster: Coster, step: ast.Step) -> Run:
     return attrs.evolve(body, cost=body.cost.times(count, coster.waves(count, coster.concurrency(step))))
 
 
-def flow_map(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
-             control: frozenset[str]) -> frozenset[str]:
+def flow_map(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView], control: frozenset[str]) -> frozenset[str]:
     loop = loop_over(views.get("over", LabelView()))
     inner = env.bound_by(step).bind(item=loop.item, index=loop.index)
     return looped(walk, step, env, inner, loop, control).whole()

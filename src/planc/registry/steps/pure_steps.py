@@ -75,17 +75,29 @@ class PureStep:
     # The type of the values of `over` it works with (each item's `field`, when given): what the types pass
     # holds `over`'s items to, beyond its parameter's `array` (None: any values).
     values: Mapping | None = None
-    value_kinds: frozenset = attrs.field(init=False, default=attrs.Factory(  # `values`' JSON types, made once
-        lambda self: frozenset(_kinds(self.values)), takes_self=True))
+    value_kinds: frozenset = attrs.field(
+        init=False,
+        default=attrs.Factory(  # `values`' JSON types, made once
+            lambda self: frozenset(_kinds(self.values)), takes_self=True
+        ),
+    )
     # Made once from `tool`, for `surely_valid`: each parameter's plain types (empty: its schema says more
     # than a type).
-    kinds: Mapping = attrs.field(init=False, default=attrs.Factory(
-        lambda self: {name: plain_types(schema) or frozenset() for name, schema in self.tool.params.items()},
-        takes_self=True))
-    default_inputs: Mapping = attrs.field(init=False, default=attrs.Factory(  # `defaults` as one mapping
-        lambda self: dict(self.defaults), takes_self=True))
-    deterministic: bool = attrs.field(init=False, default=attrs.Factory(
-        lambda self: self.tool.effects.deterministic, takes_self=True))
+    kinds: Mapping = attrs.field(
+        init=False,
+        default=attrs.Factory(
+            lambda self: {name: plain_types(schema) or frozenset() for name, schema in self.tool.params.items()}, takes_self=True
+        ),
+    )
+    default_inputs: Mapping = attrs.field(
+        init=False,
+        default=attrs.Factory(  # `defaults` as one mapping
+            lambda self: dict(self.defaults), takes_self=True
+        ),
+    )
+    deterministic: bool = attrs.field(
+        init=False, default=attrs.Factory(lambda self: self.tool.effects.deterministic, takes_self=True)
+    )
 
     def surely_valid(self, inputs: Mapping) -> bool:
         """Whether `inputs` conform to the step's parameters, known without a validator: each is a declared
@@ -147,8 +159,9 @@ def _values(over: list, field: str | None) -> list:
 
 
 def _numbers(over: list, field: str | None) -> list:
-    return [_number(value, f"item {index}" + (f"'s `{field}`" if field else ""))
-            for index, value in enumerate(_values(over, field))]
+    return [
+        _number(value, f"item {index}" + (f"'s `{field}`" if field else "")) for index, value in enumerate(_values(over, field))
+    ]
 
 
 def _comparable(values: list, field: str | None) -> list:
@@ -186,6 +199,7 @@ def _extreme(pick: Callable[[list], Any]) -> Callable[..., Any]:
         if not values:
             raise PureStepError("the list is empty")
         return pick(values)
+
     return run
 
 
@@ -209,9 +223,10 @@ def _round(value: float, digits: int = 0) -> float:
 def _arithmetic(operation: Callable[[float, float], float]) -> Callable[[float, float], float]:
     def run(a: float, b: float) -> float:
         result = operation(a, b)
-        if isinstance(result, int) and abs(result) > 2 ** 53:
+        if isinstance(result, int) and abs(result) > 2**53:
             raise PureStepError("the result is too large to be exact")
         return _finite(result)
+
     return run
 
 
@@ -227,26 +242,26 @@ def _divide(a: float, b: float) -> float:
 def _replace(text: str, old: str, new: str, limits: Limits) -> str:
     grown = len(text) + text.count(old) * (len(new) - len(old))
     if grown > limits.result_bytes:
-        raise PureStepError(f"the result would have {grown} characters, more than `[limits] result_bytes` "
-                            f"({limits.result_bytes})")
+        raise PureStepError(
+            f"the result would have {grown} characters, more than `[limits] result_bytes` ({limits.result_bytes})"
+        )
     return text.replace(old, new)
 
 
 def _join(over: list[str], separator: str = "", *, limits: Limits) -> str:
     length = sum(map(len, over)) + len(separator) * max(len(over) - 1, 0)
     if length > limits.result_bytes:
-        raise PureStepError(f"the result would have {length} characters, more than `[limits] result_bytes` "
-                            f"({limits.result_bytes})")
+        raise PureStepError(
+            f"the result would have {length} characters, more than `[limits] result_bytes` ({limits.result_bytes})"
+        )
     return separator.join(over)
 
 
 def _matches(text: str, pattern: str, limits: Limits) -> bool:
     if len(text) > limits.result_bytes:
-        raise PureStepError(f"`text` has {len(text)} characters, more than `[limits] result_bytes` "
-                            f"({limits.result_bytes})")
+        raise PureStepError(f"`text` has {len(text)} characters, more than `[limits] result_bytes` ({limits.result_bytes})")
     if len(pattern) > limits.regex_chars:
-        raise PureStepError(f"`pattern` has {len(pattern)} characters, more than `[limits] regex_chars` "
-                            f"({limits.regex_chars})")
+        raise PureStepError(f"`pattern` has {len(pattern)} characters, more than `[limits] regex_chars` ({limits.regex_chars})")
     try:
         return regex_search(pattern, text)
     except PatternRefused as error:
@@ -260,6 +275,7 @@ def _slice(value: str | list, start: int = 0, end: int | None = None) -> str | l
 def _parse_json(text: str) -> Any:
     def refuse(constant: str) -> NoReturn:
         raise PureStepError(f"`{constant}` is not JSON")
+
     try:
         return json.loads(text, parse_constant=refuse)
     except json.JSONDecodeError as error:
@@ -309,11 +325,11 @@ def _group_by(over: list, field: str) -> list[dict]:
 
 def _date(text: object, what: str) -> datetime.date:
     if not isinstance(text, str):
-        raise PureStepError(f"{what} must be a date like \"2024-05-31\", found {_kind(text)}")
+        raise PureStepError(f'{what} must be a date like "2024-05-31", found {_kind(text)}')
     try:
         return datetime.date.fromisoformat(text)
     except ValueError:
-        raise PureStepError(f"{what} must be a date like \"2024-05-31\", found {_kind(text)}") from None
+        raise PureStepError(f'{what} must be a date like "2024-05-31", found {_kind(text)}') from None
 
 
 def _today() -> str:
@@ -326,8 +342,7 @@ def _parse_date(text: str, format: str | None = None) -> str:
             return datetime.datetime.strptime(text, format).date().isoformat()
         return datetime.datetime.fromisoformat(text).date().isoformat()
     except ValueError as error:
-        raise PureStepError(f"{_kind(text)} is not a date{'' if format is None else ' in that format'}: {error}") \
-            from None
+        raise PureStepError(f"{_kind(text)} is not a date{'' if format is None else ' in that format'}: {error}") from None
 
 
 def _add_days(date: str, days: int) -> str:
@@ -361,19 +376,22 @@ def _field_type(inputs: Mapping, literals: Mapping, over: str = "over") -> Mappi
 
 def _same_list(name: str = "over") -> TypeRule:
     """The rule of a step whose result is some of its list's items: the list's type, without a least length."""
+
     def rule(inputs: Mapping, literals: Mapping) -> Mapping | None:
         schema = inputs.get(name)
         if not isinstance(schema, Mapping):
             return None
         return {key: value for key, value in schema.items() if key not in ("minItems", "prefixItems")}
+
     return rule
 
 
 def _list_of(items: Mapping | None, *bounded_by: object) -> Mapping:
     """A list of `items`, with no more items than the shortest of the lists typed `bounded_by` (when known)."""
     result = {"type": "array", "items": items} if items is not None else dict(LIST)
-    bounds = [schema["maxItems"] for schema in bounded_by
-              if isinstance(schema, Mapping) and isinstance(schema.get("maxItems"), int)]
+    bounds = [
+        schema["maxItems"] for schema in bounded_by if isinstance(schema, Mapping) and isinstance(schema.get("maxItems"), int)
+    ]
     if bounds:
         result["maxItems"] = min(bounds)
     return result
@@ -389,29 +407,60 @@ def _always(schema: Mapping) -> TypeRule:
 
 
 def _group_type(inputs: Mapping, literals: Mapping) -> Mapping:
-    group = {"type": "object", "properties": {"key": _field_type(inputs, literals) or {},
-                                              "items": _same_list()(inputs, literals) or LIST},
-             "required": ["key", "items"], "additionalProperties": False}
+    group = {
+        "type": "object",
+        "properties": {"key": _field_type(inputs, literals) or {}, "items": _same_list()(inputs, literals) or LIST},
+        "required": ["key", "items"],
+        "additionalProperties": False,
+    }
     return _list_of(group, inputs.get("over"))
 
 
 def _zip_type(inputs: Mapping, literals: Mapping) -> Mapping:
-    pair = {"type": "object", "properties": {side: _items(inputs.get(side)) or {} for side in ("left", "right")},
-            "required": ["left", "right"], "additionalProperties": False}
+    pair = {
+        "type": "object",
+        "properties": {side: _items(inputs.get(side)) or {} for side in ("left", "right")},
+        "required": ["left", "right"],
+        "additionalProperties": False,
+    }
     return _list_of(pair, inputs.get("left"), inputs.get("right"))
 
 
 # --- the declarations
 
 
-def _pure(family: str, name: str, description: str, params: dict, result: TypeRule, run: Callable[..., object],
-          required: list[str] | None = None, pipe: str | None = None, effects: Effects = PURE,
-          values: Mapping | None = None) -> PureStep:
+def _pure(
+    family: str,
+    name: str,
+    description: str,
+    params: dict,
+    result: TypeRule,
+    run: Callable[..., object],
+    required: list[str] | None = None,
+    pipe: str | None = None,
+    effects: Effects = PURE,
+    values: Mapping | None = None,
+) -> PureStep:
     required = [key for key, schema in params.items() if "default" not in schema] if required is None else required
-    tool = Tool(name=name, params=params, required=tuple(required), pipe=pipe, effects=effects, provider="pure",
-                description=description, labels=())  # its result carries its arguments' labels, none of its own
-    return PureStep(tool, family, result, run, "limits" in inspect.signature(run).parameters,
-                    tuple((key, schema["default"]) for key, schema in params.items() if "default" in schema), values)
+    tool = Tool(
+        name=name,
+        params=params,
+        required=tuple(required),
+        pipe=pipe,
+        effects=effects,
+        provider="pure",
+        description=description,
+        labels=(),
+    )  # its result carries its arguments' labels, none of its own
+    return PureStep(
+        tool,
+        family,
+        result,
+        run,
+        "limits" in inspect.signature(run).parameters,
+        tuple((key, schema["default"]) for key, schema in params.items() if "default" in schema),
+        values,
+    )
 
 
 def _over(field_says: str) -> dict:
@@ -419,96 +468,317 @@ def _over(field_says: str) -> dict:
 
 
 _STEPS = (
-    _pure("numbers", "sum", "The sum of the numbers in `over`, or of each item's `field`; 0 for no items.",
-          _over("the field to add up"), _always(NUMBER), _sum, required=["over"], pipe="over", values=NUMBER),
-    _pure("numbers", "min", "The least of the numbers (or strings) in `over`, or of each item's `field`.",
-          _over("the field to compare"), _field_type, _extreme(min), required=["over"], pipe="over", values=ORDERED),
-    _pure("numbers", "max", "The greatest of the numbers (or strings) in `over`, or of each item's `field`.",
-          _over("the field to compare"), _field_type, _extreme(max), required=["over"], pipe="over", values=ORDERED),
-    _pure("numbers", "average", "The mean of the numbers in `over`, or of each item's `field`.",
-          _over("the field to average"), _always(NUMBER), _average, required=["over"], pipe="over",
-          values=NUMBER),
-    _pure("numbers", "count", "How many items `over` has; with `field`, how many have that field, not null.",
-          _over("the field to count"), _always({"type": "integer", "minimum": 0}), _count, required=["over"],
-          pipe="over"),
-    _pure("numbers", "round", "`value` rounded to `digits` decimal places (halves to even).",
-          {"value": NUMBER, "digits": {"type": "integer", "minimum": 0, "maximum": 15, "default": 0}},
-          lambda inputs, literals: INTEGER if literals.get("digits", 0) == 0 else NUMBER, _round, pipe="value"),
-    _pure("numbers", "add", "`a` plus `b`.", {"a": NUMBER, "b": NUMBER}, _both_integers,
-          _arithmetic(lambda a, b: a + b), pipe="a"),
-    _pure("numbers", "subtract", "`a` minus `b`.", {"a": NUMBER, "b": NUMBER}, _both_integers,
-          _arithmetic(lambda a, b: a - b), pipe="a"),
-    _pure("numbers", "multiply", "`a` times `b`.", {"a": NUMBER, "b": NUMBER}, _both_integers,
-          _arithmetic(lambda a, b: a * b), pipe="a"),
-    _pure("numbers", "divide", "`a` divided by `b`; fails when `b` is 0.", {"a": NUMBER, "b": NUMBER},
-          _always(NUMBER), _divide, pipe="a"),
-
-    _pure("text", "split", "`text` cut at each `separator`: a list of strings.",
-          {"text": STRING, "separator": {"type": "string", "minLength": 1}}, _always(STRINGS),
-          lambda text, separator: text.split(separator), pipe="text"),
-    _pure("text", "join", "The strings of `over` joined into one, with `separator` between them.",
-          {"over": STRINGS, "separator": {"type": "string", "default": ""}}, _always(STRING),
-          _join, pipe="over"),
-    _pure("text", "lines", "The lines of `text`, without their line ends.", {"text": STRING}, _always(STRINGS),
-          lambda text: text.splitlines(), pipe="text"),
+    _pure(
+        "numbers",
+        "sum",
+        "The sum of the numbers in `over`, or of each item's `field`; 0 for no items.",
+        _over("the field to add up"),
+        _always(NUMBER),
+        _sum,
+        required=["over"],
+        pipe="over",
+        values=NUMBER,
+    ),
+    _pure(
+        "numbers",
+        "min",
+        "The least of the numbers (or strings) in `over`, or of each item's `field`.",
+        _over("the field to compare"),
+        _field_type,
+        _extreme(min),
+        required=["over"],
+        pipe="over",
+        values=ORDERED,
+    ),
+    _pure(
+        "numbers",
+        "max",
+        "The greatest of the numbers (or strings) in `over`, or of each item's `field`.",
+        _over("the field to compare"),
+        _field_type,
+        _extreme(max),
+        required=["over"],
+        pipe="over",
+        values=ORDERED,
+    ),
+    _pure(
+        "numbers",
+        "average",
+        "The mean of the numbers in `over`, or of each item's `field`.",
+        _over("the field to average"),
+        _always(NUMBER),
+        _average,
+        required=["over"],
+        pipe="over",
+        values=NUMBER,
+    ),
+    _pure(
+        "numbers",
+        "count",
+        "How many items `over` has; with `field`, how many have that field, not null.",
+        _over("the field to count"),
+        _always({"type": "integer", "minimum": 0}),
+        _count,
+        required=["over"],
+        pipe="over",
+    ),
+    _pure(
+        "numbers",
+        "round",
+        "`value` rounded to `digits` decimal places (halves to even).",
+        {"value": NUMBER, "digits": {"type": "integer", "minimum": 0, "maximum": 15, "default": 0}},
+        lambda inputs, literals: INTEGER if literals.get("digits", 0) == 0 else NUMBER,
+        _round,
+        pipe="value",
+    ),
+    _pure(
+        "numbers", "add", "`a` plus `b`.", {"a": NUMBER, "b": NUMBER}, _both_integers, _arithmetic(lambda a, b: a + b), pipe="a"
+    ),
+    _pure(
+        "numbers",
+        "subtract",
+        "`a` minus `b`.",
+        {"a": NUMBER, "b": NUMBER},
+        _both_integers,
+        _arithmetic(lambda a, b: a - b),
+        pipe="a",
+    ),
+    _pure(
+        "numbers",
+        "multiply",
+        "`a` times `b`.",
+        {"a": NUMBER, "b": NUMBER},
+        _both_integers,
+        _arithmetic(lambda a, b: a * b),
+        pipe="a",
+    ),
+    _pure(
+        "numbers",
+        "divide",
+        "`a` divided by `b`; fails when `b` is 0.",
+        {"a": NUMBER, "b": NUMBER},
+        _always(NUMBER),
+        _divide,
+        pipe="a",
+    ),
+    _pure(
+        "text",
+        "split",
+        "`text` cut at each `separator`: a list of strings.",
+        {"text": STRING, "separator": {"type": "string", "minLength": 1}},
+        _always(STRINGS),
+        lambda text, separator: text.split(separator),
+        pipe="text",
+    ),
+    _pure(
+        "text",
+        "join",
+        "The strings of `over` joined into one, with `separator` between them.",
+        {"over": STRINGS, "separator": {"type": "string", "default": ""}},
+        _always(STRING),
+        _join,
+        pipe="over",
+    ),
+    _pure(
+        "text",
+        "lines",
+        "The lines of `text`, without their line ends.",
+        {"text": STRING},
+        _always(STRINGS),
+        lambda text: text.splitlines(),
+        pipe="text",
+    ),
     _pure("text", "lower", "`text` in lower case.", {"text": STRING}, _always(STRING), lambda text: text.lower(), pipe="text"),
     _pure("text", "upper", "`text` in upper case.", {"text": STRING}, _always(STRING), lambda text: text.upper(), pipe="text"),
-    _pure("text", "trim", "`text` without white space at either end.", {"text": STRING}, _always(STRING),
-          lambda text: text.strip(), pipe="text"),
-    _pure("text", "replace", "`text` with every `old` replaced by `new`.",
-          {"text": STRING, "old": {"type": "string", "minLength": 1}, "new": STRING}, _always(STRING), _replace,
-          pipe="text"),
-    _pure("text", "includes", "Whether `part` occurs in `text` (as the condition `text contains part` says).", {"text": STRING, "part": STRING},
-          _always(BOOLEAN), lambda text, part: part in text, pipe="text"),
-    _pure("text", "starts_with", "Whether `text` begins with `prefix`.", {"text": STRING, "prefix": STRING},
-          _always(BOOLEAN), lambda text, prefix: text.startswith(prefix), pipe="text"),
-    _pure("text", "matches", "Whether the regular expression `pattern` matches somewhere in `text` (in time "
-          "linear in the text: no backreferences, lookarounds or flags).", {"text": STRING, "pattern": STRING},
-          _always(BOOLEAN), _matches, pipe="text"),
-    _pure("text", "slice", "The characters of `value` (or the items, of a list) from `start` up to, not "
-          "including, `end`; a negative position counts from the end.",
-          {"value": {"type": ["string", "array"]}, "start": {"type": "integer", "default": 0},
-           "end": {"type": "integer"}}, _same_list("value"), _slice, required=["value"], pipe="value"),
-    _pure("text", "parse_json", "The value the JSON `text` holds.", {"text": STRING},
-          lambda inputs, literals: None, _parse_json, pipe="text"),
-
-    _pure("lists", "sort", "The items of `over` in order (of each item's `field`), `descending` if asked; "
-          "items that tie keep their order.",
-          {**_over("the field to order by"), "descending": {"type": "boolean", "default": False}},
-          _same_list(), _sort, required=["over"], pipe="over", values=ORDERED),
-    _pure("lists", "take", "The first `count` items of `over`.",
-          {"over": LIST, "count": {"type": "integer", "minimum": 0}}, _same_list(),
-          lambda over, count: over[:count], pipe="over"),
-    _pure("lists", "skip", "The items of `over` after the first `count`.",
-          {"over": LIST, "count": {"type": "integer", "minimum": 0}}, _same_list(),
-          lambda over, count: over[count:], pipe="over"),
-    _pure("lists", "unique", "The items of `over` without repeats (the same `field`, with `field`), first kept.",
-          _over("the field that tells items apart"), _same_list(), _unique, required=["over"], pipe="over"),
-    _pure("lists", "flatten", "The items of the lists in `over`, in one list.",
-          {"over": {"type": "array", "items": LIST}},
-          lambda inputs, literals: _list_of(_items(_items(inputs.get("over")))), _flatten, pipe="over"),
-    _pure("lists", "group_by", "The items of `over` in groups of the same `field`: a list of `{key, items}`, "
-          "in the order each key first occurs.", _over("the field to group by"), _group_type, _group_by,
-          required=["over", "field"], pipe="over"),
-    _pure("lists", "pluck", "Each item's `field`, in a list.", _over("the field to take"),
-          lambda inputs, literals: _list_of(_field_type(inputs, literals), inputs.get("over")), _values, required=["over", "field"],
-          pipe="over"),
-    _pure("lists", "zip", "The items of `left` and `right` side by side: a list of `{left, right}`, as long "
-          "as the shorter.", {"left": LIST, "right": LIST}, _zip_type,
-          lambda left, right: [{"left": a, "right": b} for a, b in zip(left, right)], pipe="left"),
-
-    _pure("dates", "today", "Today's date (UTC) as the run's clock says, like \"2024-05-31\"; a replay gives "
-          "the date the run read.", {}, _always(DATE), _today, effects=CLOCK),
-    _pure("dates", "parse_date", "The date `text` names, like \"2024-05-31\": ISO 8601 (a date or a date and "
-          "time), or as `format` says (`%d/%m/%Y`).", {"text": STRING, "format": STRING}, _always(DATE),
-          _parse_date, required=["text"], pipe="text"),
-    _pure("dates", "add_days", "The date `days` days after `date` (before, when negative).",
-          {"date": DATE, "days": INTEGER}, _always(DATE), _add_days, pipe="date"),
-    _pure("dates", "days_between", "How many days from `start` to `end` (negative when `end` is earlier).",
-          {"start": DATE, "end": DATE}, _always(INTEGER),
-          lambda start, end: (_date(end, "`end`") - _date(start, "`start`")).days, pipe="start"),
-    _pure("dates", "format_date", "`date` written as `format` says (`%d %B %Y`: \"31 May 2024\").",
-          {"date": DATE, "format": STRING}, _always(STRING), _format_date, pipe="date"),
+    _pure(
+        "text",
+        "trim",
+        "`text` without white space at either end.",
+        {"text": STRING},
+        _always(STRING),
+        lambda text: text.strip(),
+        pipe="text",
+    ),
+    _pure(
+        "text",
+        "replace",
+        "`text` with every `old` replaced by `new`.",
+        {"text": STRING, "old": {"type": "string", "minLength": 1}, "new": STRING},
+        _always(STRING),
+        _replace,
+        pipe="text",
+    ),
+    _pure(
+        "text",
+        "includes",
+        "Whether `part` occurs in `text` (as the condition `text contains part` says).",
+        {"text": STRING, "part": STRING},
+        _always(BOOLEAN),
+        lambda text, part: part in text,
+        pipe="text",
+    ),
+    _pure(
+        "text",
+        "starts_with",
+        "Whether `text` begins with `prefix`.",
+        {"text": STRING, "prefix": STRING},
+        _always(BOOLEAN),
+        lambda text, prefix: text.startswith(prefix),
+        pipe="text",
+    ),
+    _pure(
+        "text",
+        "matches",
+        "Whether the regular expression `pattern` matches somewhere in `text` (in time "
+        "linear in the text: no backreferences, lookarounds or flags).",
+        {"text": STRING, "pattern": STRING},
+        _always(BOOLEAN),
+        _matches,
+        pipe="text",
+    ),
+    _pure(
+        "text",
+        "slice",
+        "The characters of `value` (or the items, of a list) from `start` up to, not "
+        "including, `end`; a negative position counts from the end.",
+        {"value": {"type": ["string", "array"]}, "start": {"type": "integer", "default": 0}, "end": {"type": "integer"}},
+        _same_list("value"),
+        _slice,
+        required=["value"],
+        pipe="value",
+    ),
+    _pure(
+        "text",
+        "parse_json",
+        "The value the JSON `text` holds.",
+        {"text": STRING},
+        lambda inputs, literals: None,
+        _parse_json,
+        pipe="text",
+    ),
+    _pure(
+        "lists",
+        "sort",
+        "The items of `over` in order (of each item's `field`), `descending` if asked; items that tie keep their order.",
+        {**_over("the field to order by"), "descending": {"type": "boolean", "default": False}},
+        _same_list(),
+        _sort,
+        required=["over"],
+        pipe="over",
+        values=ORDERED,
+    ),
+    _pure(
+        "lists",
+        "take",
+        "The first `count` items of `over`.",
+        {"over": LIST, "count": {"type": "integer", "minimum": 0}},
+        _same_list(),
+        lambda over, count: over[:count],
+        pipe="over",
+    ),
+    _pure(
+        "lists",
+        "skip",
+        "The items of `over` after the first `count`.",
+        {"over": LIST, "count": {"type": "integer", "minimum": 0}},
+        _same_list(),
+        lambda over, count: over[count:],
+        pipe="over",
+    ),
+    _pure(
+        "lists",
+        "unique",
+        "The items of `over` without repeats (the same `field`, with `field`), first kept.",
+        _over("the field that tells items apart"),
+        _same_list(),
+        _unique,
+        required=["over"],
+        pipe="over",
+    ),
+    _pure(
+        "lists",
+        "flatten",
+        "The items of the lists in `over`, in one list.",
+        {"over": {"type": "array", "items": LIST}},
+        lambda inputs, literals: _list_of(_items(_items(inputs.get("over")))),
+        _flatten,
+        pipe="over",
+    ),
+    _pure(
+        "lists",
+        "group_by",
+        "The items of `over` in groups of the same `field`: a list of `{key, items}`, in the order each key first occurs.",
+        _over("the field to group by"),
+        _group_type,
+        _group_by,
+        required=["over", "field"],
+        pipe="over",
+    ),
+    _pure(
+        "lists",
+        "pluck",
+        "Each item's `field`, in a list.",
+        _over("the field to take"),
+        lambda inputs, literals: _list_of(_field_type(inputs, literals), inputs.get("over")),
+        _values,
+        required=["over", "field"],
+        pipe="over",
+    ),
+    _pure(
+        "lists",
+        "zip",
+        "The items of `left` and `right` side by side: a list of `{left, right}`, as long as the shorter.",
+        {"left": LIST, "right": LIST},
+        _zip_type,
+        lambda left, right: [{"left": a, "right": b} for a, b in zip(left, right)],
+        pipe="left",
+    ),
+    _pure(
+        "dates",
+        "today",
+        "Today's date (UTC) as the run's clock says, like \"2024-05-31\"; a replay gives the date the run read.",
+        {},
+        _always(DATE),
+        _today,
+        effects=CLOCK,
+    ),
+    _pure(
+        "dates",
+        "parse_date",
+        'The date `text` names, like "2024-05-31": ISO 8601 (a date or a date and time), or as `format` says (`%d/%m/%Y`).',
+        {"text": STRING, "format": STRING},
+        _always(DATE),
+        _parse_date,
+        required=["text"],
+        pipe="text",
+    ),
+    _pure(
+        "dates",
+        "add_days",
+        "The date `days` days after `date` (before, when negative).",
+        {"date": DATE, "days": INTEGER},
+        _always(DATE),
+        _add_days,
+        pipe="date",
+    ),
+    _pure(
+        "dates",
+        "days_between",
+        "How many days from `start` to `end` (negative when `end` is earlier).",
+        {"start": DATE, "end": DATE},
+        _always(INTEGER),
+        lambda start, end: (_date(end, "`end`") - _date(start, "`start`")).days,
+        pipe="start",
+    ),
+    _pure(
+        "dates",
+        "format_date",
+        '`date` written as `format` says (`%d %B %Y`: "31 May 2024").',
+        {"date": DATE, "format": STRING},
+        _always(STRING),
+        _format_date,
+        pipe="date",
+    ),
 )
 
 PURE_STEPS: dict[str, PureStep] = {step.tool.name: step for step in _STEPS}

@@ -19,11 +19,16 @@ if TYPE_CHECKING:  # the cost pass's walk, which a cost rule is handed; the flow
     from planc.passes.cost.cost import Coster, Run
     from planc.passes.flow.flow import PlanEnv, Walk
 
-TOOL = signature("reduce", "Runs the block `do` once per item of `over`, in order, with `item`, `index` and "
-                 "`accumulator` (the block's last result, `initial` at first) bound. The result is the last "
-                 "accumulator.",
-                 {"over": LIST, "do": BLOCK, "initial": ANY},
-                 required=["over", "do"], pipe="over", binds={"do": ("item", "index", "accumulator")})
+TOOL = signature(
+    "reduce",
+    "Runs the block `do` once per item of `over`, in order, with `item`, `index` and "
+    "`accumulator` (the block's last result, `initial` at first) bound. The result is the last "
+    "accumulator.",
+    {"over": LIST, "do": BLOCK, "initial": ANY},
+    required=["over", "do"],
+    pipe="over",
+    binds={"do": ("item", "index", "accumulator")},
+)
 
 
 def result(inputs: Mapping, literals: Mapping) -> Mapping | None:
@@ -35,13 +40,13 @@ def cost(coster: Coster, step: ast.Step) -> Run:
     return attrs.evolve(body, cost=body.cost.times(coster.fan_out(step, body)))
 
 
-def flow_reduce(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView],
-                control: frozenset[str]) -> frozenset[str]:
+def flow_reduce(
+    walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView], control: frozenset[str]
+) -> frozenset[str]:
     loop = loop_over(views.get("over", LabelView()))
     accumulator = views.get("initial", LabelView()).whole()
     while True:  # the accumulator carries what any round gave it: walked until nothing is added
-        bound = env.bound_by(step).bind(item=loop.item, index=loop.index,
-                                        accumulator=LabelView(accumulator))
+        bound = env.bound_by(step).bind(item=loop.item, index=loop.index, accumulator=LabelView(accumulator))
         rounds = looped(walk, step, env, bound, loop, control)
         grown = union(accumulator, rounds.whole())
         if grown is accumulator:

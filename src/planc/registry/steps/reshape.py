@@ -14,9 +14,13 @@ from planc.syntax import ast
 if TYPE_CHECKING:  # the cost pass's walk, which a cost rule is handed
     from planc.passes.cost.cost import Coster, Run
 
-TOOL = signature("reshape", "The result is `value`, with its references and templates filled in: builds a record "
-                 "or a list from earlier results, at no cost.",
-                 {"value": ANY}, required=["value"])
+TOOL = signature(
+    "reshape",
+    "The result is `value`, with its references and templates filled in: builds a record "
+    "or a list from earlier results, at no cost.",
+    {"value": ANY},
+    required=["value"],
+)
 
 
 def result(inputs: Mapping, literals: Mapping) -> Mapping | None:

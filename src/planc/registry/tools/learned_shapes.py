@@ -121,8 +121,10 @@ def _objects_shape(objects: list[dict], depth: int) -> dict:
     if len(pooled) > MAX_FIELDS or not all(FIELD_NAME.match(key) for key in pooled):
         values = [value for field in pooled.values() for value in field]
         return {"additionalProperties": _shape_of_all(values, depth + 1) if values else {}}
-    return {"properties": {key: _shape_of_all(field, depth + 1) for key, field in pooled.items()},
-            "required": sorted(key for key, field in pooled.items() if len(field) == len(objects))}
+    return {
+        "properties": {key: _shape_of_all(field, depth + 1) for key, field in pooled.items()},
+        "required": sorted(key for key, field in pooled.items() if len(field) == len(objects)),
+    }
 
 
 def widened(a: Mapping, b: Mapping) -> dict:

@@ -40,16 +40,21 @@ if TYPE_CHECKING:
 
 # A string (with E'...' escapes), a quoted name, a dollar-quoted string, a comment, a cast (`::`), or a
 # parameter: only the last counts. `$1` is PostgreSQL's positional parameter, which has no name.
-TOKENS = re.compile(r"[eE]'(?:[^'\\]|\\.|'')*'|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|(\$[A-Za-z_]*\$).*?\1"
-                    r"|--[^\n]*|/\*.*?\*/|::|(?P<name>:[A-Za-z_][A-Za-z0-9_]*)|(?P<positional>\$\d+)", re.DOTALL)
+TOKENS = re.compile(
+    r"[eE]'(?:[^'\\]|\\.|'')*'|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|(\$[A-Za-z_]*\$).*?\1"
+    r"|--[^\n]*|/\*.*?\*/|::|(?P<name>:[A-Za-z_][A-Za-z0-9_]*)|(?P<positional>\$\d+)",
+    re.DOTALL,
+)
 PROVIDER = re.compile(r"postgresql:\$(?P<variable>[A-Za-z_][A-Za-z0-9_]*)\Z")
 CONNECT_TIMEOUT_S = 10
 # What a column of each PostgreSQL type holds, as JSON Schema; a type not named here holds anything.
 COLUMN_SCHEMAS = {
     **dict.fromkeys(("int2", "int4", "int8", "oid"), {"type": "integer"}),
     **dict.fromkeys(("float4", "float8", "numeric"), {"type": "number"}),
-    **dict.fromkeys(("text", "varchar", "bpchar", "name", "char", "citext", "inet", "cidr", "interval", "time",
-                     "timetz", "bytea"), {"type": "string"}),
+    **dict.fromkeys(
+        ("text", "varchar", "bpchar", "name", "char", "citext", "inet", "cidr", "interval", "time", "timetz", "bytea"),
+        {"type": "string"},
+    ),
     "bool": {"type": "boolean"},
     "uuid": {"type": "string", "format": "uuid"},
     "date": {"type": "string", "format": "date"},
@@ -63,8 +68,10 @@ def environment_dsn(named: str) -> str:
     $NAME; a ValueError saying what is wrong when it is not so named, or $NAME is unset."""
     found = PROVIDER.match(named)
     if found is None:
-        raise ValueError(f"{named!r} must be \"postgresql:$NAME\": the DSN is read from the environment variable "
-                         "NAME, never written where planc keeps it")
+        raise ValueError(
+            f'{named!r} must be "postgresql:$NAME": the DSN is read from the environment variable '
+            "NAME, never written where planc keeps it"
+        )
     value = os.environ.get(found["variable"], "")
     if not value.strip():
         raise ValueError(f"the environment variable {found['variable']} holds no DSN")
@@ -85,8 +92,7 @@ def prepare(provider: str, query: str) -> tuple[dict[str, dict], dict[str, dict]
     names = query_parameters(query, TOKENS)
     with _connect(provider, None) as connection:
         described = _describe(connection, query, names)
-        explained = connection.execute(f"EXPLAIN (FORMAT JSON) {_with_placeholders(query)}",
-                                       dict.fromkeys(names)).fetchone()
+        explained = connection.execute(f"EXPLAIN (FORMAT JSON) {_with_placeholders(query)}", dict.fromkeys(names)).fetchone()
         assert explained is not None  # EXPLAIN returns its one row
         plan = explained[0]
         if _node_types(plan) & WRITING_NODES:
@@ -101,8 +107,9 @@ def prepare(provider: str, query: str) -> tuple[dict[str, dict], dict[str, dict]
         return columns, params
 
 
-def run_query(provider: str, query: str, arguments: dict, timeout_s: float | None = None,
-              schema: str | None = None) -> list[dict]:
+def run_query(
+    provider: str, query: str, arguments: dict, timeout_s: float | None = None, schema: str | None = None
+) -> list[dict]:
     """The rows of `query` with `arguments`, each a record of its columns, read in a read-only transaction
     (with `schema`, a name made only of letters, first on the search path: a run store's `planc`)."""
     names = query_parameters(query, TOKENS)
@@ -130,13 +137,13 @@ class _connect:
         self.errors = psycopg.Error
         timeout_ms = int((self.timeout_s or 0) * 1000)
         try:
-            self.connection = psycopg.connect(dsn(self.provider), autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                                              application_name="planc SQL tool")
+            self.connection = psycopg.connect(
+                dsn(self.provider), autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="planc SQL tool"
+            )
         except psycopg.Error as error:
             named = PROVIDER.match(self.provider)
             assert named is not None  # `dsn` read the variable's name from it
-            raise SqlError(f"cannot connect to the database ${named['variable']} names: "
-                           f"{_words(error)}") from None
+            raise SqlError(f"cannot connect to the database ${named['variable']} names: {_words(error)}") from None
         try:
             self.connection.execute(f"SET default_transaction_read_only = on; SET statement_timeout = {timeout_ms}")
             if self.schema is not None:
@@ -147,8 +154,7 @@ class _connect:
             raise SqlError(_words(error)) from None
         return self.connection
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None) -> None:
         self.connection.close()  # the transaction is rolled back with the session
         if isinstance(error, self.errors):
             raise SqlError(_words(error)) from None
@@ -167,8 +173,7 @@ def _describe(connection: psycopg.Connection, query: str, names: list[str]) -> p
     if described.status != pq.ExecStatus.COMMAND_OK:
         raise SqlError(_result_words(described))
     if described.nfields == 0:
-        raise SqlError("the query returns no rows: an SQL tool's query is one SELECT (no SET, COPY, CALL, DO or "
-                       "write)")
+        raise SqlError("the query returns no rows: an SQL tool's query is one SELECT (no SET, COPY, CALL, DO or write)")
     return described
 
 
@@ -182,7 +187,7 @@ def _with_placeholders(query: str) -> str:
     pieces, at = [], 0
     for match in TOKENS.finditer(query):
         if match["name"]:
-            pieces += [query[at:match.start()].replace("%", "%%"), f"%({match['name'][1:]})s"]
+            pieces += [query[at : match.start()].replace("%", "%%"), f"%({match['name'][1:]})s"]
             at = match.end()
     return "".join(pieces) + query[at:].replace("%", "%%")
 
@@ -201,8 +206,9 @@ def _not_null(connection: psycopg.Connection, table: int, column: int) -> bool:
     """Whether the column is a table's column declared NOT NULL (what an expression is, nobody says)."""
     if not table or column <= 0:
         return False
-    row = connection.execute("SELECT attnotnull FROM pg_attribute WHERE attrelid = %s AND attnum = %s",
-                             (table, column)).fetchone()
+    row = connection.execute(
+        "SELECT attnotnull FROM pg_attribute WHERE attrelid = %s AND attnum = %s", (table, column)
+    ).fetchone()
     return bool(row and row[0])
 
 

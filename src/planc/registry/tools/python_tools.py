@@ -31,11 +31,22 @@ MARK = "__planc_tool__"
 KEY_PARAMETER = "idempotency_key"  # a keyword-only parameter of this name receives the call's idempotency key
 
 
-def tool(function: Callable | None = None, *, name: str | None = None, pipe: str | None = None,
-         returns_at_most: str | None = None, read_only: bool | None = None, deterministic: bool | None = None,
-         idempotent: bool | None = None, destructive: bool | None = None, open_world: bool | None = None,
-         usd: float = 0.0, latency_ms: float = 0.0, idempotency_key: str | None = None,
-         labels: typing.Iterable[str] | None = None) -> Callable:
+def tool(
+    function: Callable | None = None,
+    *,
+    name: str | None = None,
+    pipe: str | None = None,
+    returns_at_most: str | None = None,
+    read_only: bool | None = None,
+    deterministic: bool | None = None,
+    idempotent: bool | None = None,
+    destructive: bool | None = None,
+    open_world: bool | None = None,
+    usd: float = 0.0,
+    latency_ms: float = 0.0,
+    idempotency_key: str | None = None,
+    labels: typing.Iterable[str] | None = None,
+) -> Callable:
     """Declare a Python function as a planc tool (usable bare, `@tool`, or with options).
 
     `labels` are what its results carry (`untrusted` when left out; `labels=[]` declares it trusted).
@@ -48,23 +59,44 @@ def tool(function: Callable | None = None, *, name: str | None = None, pipe: str
     options = (read_only, deterministic, idempotent, destructive, open_world)
 
     def declare(function: Callable) -> Callable:
-        effects = Effects(read_only=bool(read_only), deterministic=bool(deterministic), idempotent=bool(idempotent),
-                          destructive=(not read_only) if destructive is None else destructive,
-                          open_world=open_world is not False,
-                          declared=any(option is not None for option in options))
-        setattr(function, MARK, tool_from_function(function, name=name, pipe=pipe, returns_at_most=returns_at_most,
-                                                   effects=effects, cost=Cost(usd=usd, latency_ms=latency_ms),
-                                                   idempotency_key=idempotency_key,
-                                                   labels=UNTRUSTED_ONLY if labels is None else labels))
+        effects = Effects(
+            read_only=bool(read_only),
+            deterministic=bool(deterministic),
+            idempotent=bool(idempotent),
+            destructive=(not read_only) if destructive is None else destructive,
+            open_world=open_world is not False,
+            declared=any(option is not None for option in options),
+        )
+        setattr(
+            function,
+            MARK,
+            tool_from_function(
+                function,
+                name=name,
+                pipe=pipe,
+                returns_at_most=returns_at_most,
+                effects=effects,
+                cost=Cost(usd=usd, latency_ms=latency_ms),
+                idempotency_key=idempotency_key,
+                labels=UNTRUSTED_ONLY if labels is None else labels,
+            ),
+        )
         return function
 
     return declare(function) if function is not None else declare
 
 
-def tool_from_function(function: Callable, *, name: str | None = None, pipe: str | None = None,
-                       returns_at_most: str | None = None, effects: Effects = Effects(),
-                       cost: Cost = Cost(), idempotency_key: str | None = None,
-                       labels: typing.Iterable[str] = UNTRUSTED_ONLY) -> Tool:
+def tool_from_function(
+    function: Callable,
+    *,
+    name: str | None = None,
+    pipe: str | None = None,
+    returns_at_most: str | None = None,
+    effects: Effects = Effects(),
+    cost: Cost = Cost(),
+    idempotency_key: str | None = None,
+    labels: typing.Iterable[str] = UNTRUSTED_ONLY,
+) -> Tool:
     """The Tool a function declares through its signature and type hints.
 
     >>> def send(text: str, *, idempotency_key: str) -> dict: ...
@@ -92,10 +124,20 @@ def tool_from_function(function: Callable, *, name: str | None = None, pipe: str
             raise TypeError(f"{function.__qualname__}: `{option}={value!r}` names no parameter")
     returns = schema_of(hints["return"]) if "return" in hints else None
     qualified = f"python:{function.__module__}:{function.__qualname__}"
-    return Tool(name=name or function.__name__, params=params, required=tuple(required), pipe=pipe,
-                returns=returns or None, returns_at_most=returns_at_most, effects=effects, cost=cost,
-                description=inspect.getdoc(function) or "", provider=qualified, idempotency_key=key,
-                labels=labels)
+    return Tool(
+        name=name or function.__name__,
+        params=params,
+        required=tuple(required),
+        pipe=pipe,
+        returns=returns or None,
+        returns_at_most=returns_at_most,
+        effects=effects,
+        cost=cost,
+        description=inspect.getdoc(function) or "",
+        provider=qualified,
+        idempotency_key=key,
+        labels=labels,
+    )
 
 
 def key_parameter(signature: inspect.Signature) -> str | None:
@@ -112,8 +154,7 @@ def schema_of(annotation: Any) -> dict:
     >>> schema_of(typing.Optional[str])
     {'anyOf': [{'type': 'string'}, {'type': 'null'}]}
     """
-    simple = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null",
-              list: "array", dict: "object"}
+    simple = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null", list: "array", dict: "object"}
     if annotation in simple:
         return {"type": simple[annotation]}
     origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
@@ -129,8 +170,11 @@ def schema_of(annotation: Any) -> dict:
         return {"type": "object", "additionalProperties": values} if values else {"type": "object"}
     if typing.is_typeddict(annotation):
         hints = typing.get_type_hints(annotation)
-        return {"type": "object", "properties": {key: schema_of(value) for key, value in hints.items()},
-                "required": sorted(annotation.__required_keys__)}
+        return {
+            "type": "object",
+            "properties": {key: schema_of(value) for key, value in hints.items()},
+            "required": sorted(annotation.__required_keys__),
+        }
     return {}
 
 

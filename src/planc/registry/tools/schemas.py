@@ -226,12 +226,23 @@ def type_of(value: object) -> dict:
 
 def record_of(fields: dict) -> dict:
     """The type of a record literal whose values have the types `fields` (None: unknown)."""
-    return {"type": "object", "properties": {key: {} if value is None else value for key, value in fields.items()},
-            "required": list(fields), "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": {key: {} if value is None else value for key, value in fields.items()},
+        "required": list(fields),
+        "additionalProperties": False,
+    }
 
 
-KIND_WORDS = {"array": "a list", "string": "a string", "boolean": "a boolean", "object": "an object",
-              "number": "a number", "integer": "a number", "null": "null"}
+KIND_WORDS = {
+    "array": "a list",
+    "string": "a string",
+    "boolean": "a boolean",
+    "object": "an object",
+    "number": "a number",
+    "integer": "a number",
+    "null": "null",
+}
 
 
 def _kind_words(known: frozenset) -> str:

@@ -110,22 +110,44 @@ def _bounds(schema: Mapping) -> str:
 
 
 # Strings for parameters whose schema offers no example, by their format or their name.
-PLAUSIBLE_FORMATS = {"email": "oncall@example.com", "uri": "https://example.com/status", "date": "2024-05-01",
-                     "date-time": "2024-05-01T09:00:00Z"}
-PLAUSIBLE_STRINGS = {"query": "database timeout", "q": "database timeout", "id": "INC-1042", "to": "oncall@example.com",
-                     "email": "oncall@example.com", "subject": "Incident update", "title": "Open incidents",
-                     "text": "The database is back to normal.", "message": "The database is back to normal.",
-                     "body": "The database is back to normal.", "content": "The database is back to normal.",
-                     "note": "Fixed by a restart.", "channel": "#general", "name": "web", "service": "web",
-                     "url": "https://example.com/status", "path": "README.md", "repo_path": ".", "team": "platform"}
+PLAUSIBLE_FORMATS = {
+    "email": "oncall@example.com",
+    "uri": "https://example.com/status",
+    "date": "2024-05-01",
+    "date-time": "2024-05-01T09:00:00Z",
+}
+PLAUSIBLE_STRINGS = {
+    "query": "database timeout",
+    "q": "database timeout",
+    "id": "INC-1042",
+    "to": "oncall@example.com",
+    "email": "oncall@example.com",
+    "subject": "Incident update",
+    "title": "Open incidents",
+    "text": "The database is back to normal.",
+    "message": "The database is back to normal.",
+    "body": "The database is back to normal.",
+    "content": "The database is back to normal.",
+    "note": "Fixed by a restart.",
+    "channel": "#general",
+    "name": "web",
+    "service": "web",
+    "url": "https://example.com/status",
+    "path": "README.md",
+    "repo_path": ".",
+    "team": "platform",
+}
 
 
 def example_call(tool: Tool, given: dict[str, str | None] | None = None) -> str:
     """`tool(...)` with its required parameters, each a plausible literal of its type, or as `given`
     (None: left out, as a piped parameter is)."""
     given = given or {}
-    args = [f"{name}: {given[name] if name in given else _example_value(tool.params[name], name)}"
-            for name in tool.params if (name in tool.required or name in given) and given.get(name, "") is not None]
+    args = [
+        f"{name}: {given[name] if name in given else _example_value(tool.params[name], name)}"
+        for name in tool.params
+        if (name in tool.required or name in given) and given.get(name, "") is not None
+    ]
     return f"{tool.name}({', '.join(args)})"
 
 

@@ -26,8 +26,11 @@ from urllib.parse import quote
 ALLOWED = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE})
 DENIED_FUNCTIONS = frozenset({"load_extension", "writefile", "edit"})
 # A quoted name, a string, a comment, or a parameter: only the last counts.
-TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|--[^\n]*|/\*.*?\*/"
-                    r"|(?P<name>[:@$][A-Za-z_][A-Za-z0-9_]*)|(?P<positional>\?\d*)", re.DOTALL)
+TOKENS = re.compile(
+    r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|--[^\n]*|/\*.*?\*/"
+    r"|(?P<name>[:@$][A-Za-z_][A-Za-z0-9_]*)|(?P<positional>\?\d*)",
+    re.DOTALL,
+)
 
 
 class SqlError(Exception):
@@ -44,15 +47,15 @@ def query_parameters(query: str, tokens: re.Pattern = TOKENS) -> list[str]:
     found: dict[str, None] = {}
     for match in tokens.finditer(query):
         if match.group("positional"):
-            raise SqlError(f"a positional parameter (`{match.group('positional')}`) has no name for a plan to give "
-                           "it: write `:name`")
+            raise SqlError(
+                f"a positional parameter (`{match.group('positional')}`) has no name for a plan to give it: write `:name`"
+            )
         if match.group("name"):
             found[match.group("name")[1:]] = None
     return list(found)
 
 
-def _authorize(action: int, first: str | None, second: str | None, database: str | None,
-               trigger: str | None) -> int:
+def _authorize(action: int, first: str | None, second: str | None, database: str | None, trigger: str | None) -> int:
     if action not in ALLOWED or (action == sqlite3.SQLITE_FUNCTION and (second or "").lower() in DENIED_FUNCTIONS):
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK

@@ -46,9 +46,15 @@ class Cost:
 MCP_META_KEY = "planc/idempotency_key"
 
 # The Python types of the JSON values of each JSON Schema `type`, exactly: a bool is not an integer here.
-PYTHON_TYPES = {"string": frozenset({str}), "number": frozenset({int, float}), "integer": frozenset({int}),
-                "boolean": frozenset({bool}), "array": frozenset({list}), "object": frozenset({dict}),
-                "null": frozenset({type(None)})}
+PYTHON_TYPES = {
+    "string": frozenset({str}),
+    "number": frozenset({int, float}),
+    "integer": frozenset({int}),
+    "boolean": frozenset({bool}),
+    "array": frozenset({list}),
+    "object": frozenset({dict}),
+    "null": frozenset({type(None)}),
+}
 ANNOTATIONS = frozenset({"description", "title", "default", "examples"})  # what a validator does not check
 
 
@@ -176,7 +182,7 @@ class Tool:
         return self.address if self.kind == "mcp" else None
 
     def param_kind(self, param: str) -> str:
-        """"condition", "block" or "value"."""
+        """ "condition", "block" or "value"."""
         return self.params.get(param, {}).get("x-planc", "value")
 
     def to_data(self) -> dict:
@@ -187,13 +193,31 @@ class Tool:
         >>> Tool.from_data(tool.to_data()) == tool and Tool.from_data(tool.to_data()).effects.declared
         True
         """
-        return {"name": self.name, "params": dict(self.params), "required": list(self.required), "pipe": self.pipe,
-                "returns": self.returns, "returns_at_most": self.returns_at_most,
-                "effects": {**attrs.asdict(self.effects)}, "cost": attrs.asdict(self.cost),
-                "description": self.description, "timeout_s": self.timeout_s, "provider": self.provider,
-                "query": self.query, "idempotency_key": self.idempotency_key, "labels": sorted(self.labels)}
+        return {
+            "name": self.name,
+            "params": dict(self.params),
+            "required": list(self.required),
+            "pipe": self.pipe,
+            "returns": self.returns,
+            "returns_at_most": self.returns_at_most,
+            "effects": {**attrs.asdict(self.effects)},
+            "cost": attrs.asdict(self.cost),
+            "description": self.description,
+            "timeout_s": self.timeout_s,
+            "provider": self.provider,
+            "query": self.query,
+            "idempotency_key": self.idempotency_key,
+            "labels": sorted(self.labels),
+        }
 
     @classmethod
     def from_data(cls, data: Mapping) -> Tool:
-        return cls(**{**data, "required": tuple(data["required"]), "effects": Effects(**data["effects"]),
-                      "cost": Cost(**data["cost"]), "labels": data.get("labels", UNTRUSTED_ONLY)})
+        return cls(
+            **{
+                **data,
+                "required": tuple(data["required"]),
+                "effects": Effects(**data["effects"]),
+                "cost": Cost(**data["cost"]),
+                "labels": data.get("labels", UNTRUSTED_ONLY),
+            }
+        )

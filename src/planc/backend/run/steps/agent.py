@@ -28,8 +28,7 @@ if TYPE_CHECKING:
     from planc.registry.tools.tool import Tool
 
 
-async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                    shown: dict) -> Any:
+async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool, shown: dict) -> Any:
     from planc.backend.models.agent_loop import CheckFailed, ToolFailure, Turn, check_problems
     from planc.backend.models.agent_loop import run_agent as agent_loop
     from planc.backend.models.client import ModelError
@@ -62,8 +61,15 @@ async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: ob
         nonlocal calls
         calls += 1
         assert registry is not None  # the model was offered this tool: a registry's
-        call = Call(f"{path}/agent.{calls}/{name}", registry.tools[name], arguments,
-                    scope=TemplateScope(scope, run.names), id=call_id, sources=labelled(arguments), control=control)
+        call = Call(
+            f"{path}/agent.{calls}/{name}",
+            registry.tools[name],
+            arguments,
+            scope=TemplateScope(scope, run.names),
+            id=call_id,
+            sources=labelled(arguments),
+            control=control,
+        )
         try:
             return await dispatched(call)
         except ToolFailed as error:  # goes back to the model, which may try again, and has read it
@@ -84,12 +90,20 @@ async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: ob
             return [str(error)]
 
     name = value(step, "check", scope)
-    turn = Turn(prompt=value(step, "prompt", scope), output_schema=value(step, "output_schema", scope),
-                tools=_turn_tools(run, step, path, scope, conversation), context=value(step, "context", scope, piped),
-                max_iterations=value(step, "max_iterations", scope), check=check if name is not None else None,
-                check_name=name or "", repairs=value(step, "repairs", scope))
-    chat, repair = (run.session.model(conversation.role, step, path),
-                    run.session.model("repair", step, path, instead=conversation.role))
+    turn = Turn(
+        prompt=value(step, "prompt", scope),
+        output_schema=value(step, "output_schema", scope),
+        tools=_turn_tools(run, step, path, scope, conversation),
+        context=value(step, "context", scope, piped),
+        max_iterations=value(step, "max_iterations", scope),
+        check=check if name is not None else None,
+        check_name=name or "",
+        repairs=value(step, "repairs", scope),
+    )
+    chat, repair = (
+        run.session.model(conversation.role, step, path),
+        run.session.model("repair", step, path, instead=conversation.role),
+    )
     chat.shown = repair.shown = lambda: conversation.labels
     try:
         answered = await agent_loop(chat, turn, call_tool, conversation.messages, repair)
@@ -105,8 +119,11 @@ def _conversation(run: Run, step: ast.Step, path: str, scope: Scope) -> Conversa
 
     if step.arg("continue") is None:
         patterns = value(step, "tools", scope)  # none written: every tool; `[]`: none
-        return Conversation(value(step, "model", scope), _offered(run, ["*"] if patterns is None else patterns),
-                            [system_message(value(step, "system_prompt", scope))])
+        return Conversation(
+            value(step, "model", scope),
+            _offered(run, ["*"] if patterns is None else patterns),
+            [system_message(value(step, "system_prompt", scope))],
+        )
     earlier = continued(step, scope.targets)
     if earlier is None or earlier not in scope.conversations:  # the check refuses this: a plan that was not checked
         raise RunError(f"step {path}: `continue` refers to no agent step that has run", step.tool)
@@ -121,8 +138,9 @@ def _turn_tools(run: Run, step: ast.Step, path: str, scope: Scope, conversation:
     tools = _offered(run, patterns)
     widened = [tool.name for tool in tools if tool not in conversation.tools]
     if widened:
-        raise RunError(f"step {path}: `tools` offers `{widened[0]}`, which the conversation it continues does not "
-                       "offer", step.tool)
+        raise RunError(
+            f"step {path}: `tools` offers `{widened[0]}`, which the conversation it continues does not offer", step.tool
+        )
     return tools
 
 

@@ -17,10 +17,8 @@ if TYPE_CHECKING:
     from planc.backend.run.interpreter import Run
 
 
-async def run_ask(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                  shown: dict) -> Any:
-    question = run.session.redactor.labelled(value(step, "question", scope),
-                                             labels_of(step, "question", scope).whole())
+async def run_ask(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool, shown: dict) -> Any:
+    question = run.session.redactor.labelled(value(step, "question", scope), labels_of(step, "question", scope).whole())
     said = await answer(run, step, path, str(question))
     if not isinstance(said, Unanswered):
         return said

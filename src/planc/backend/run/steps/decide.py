@@ -16,8 +16,7 @@ if TYPE_CHECKING:
     from planc.backend.run.interpreter import Run
 
 
-async def run_decide(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                     shown: dict) -> Any:
+async def run_decide(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool, shown: dict) -> Any:
     holds, decided = await condition(run, step, path, scope)
     if may_exit(step):  # whether the steps after it run was decided here, whichever branch is taken
         scope.gates.labels = union(scope.gates.labels, decided)

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from planc.backend.run.interpreter import Run
 
 
-async def run_exit(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                   shown: dict) -> Any:
+async def run_exit(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool, shown: dict) -> Any:
     passed = value(step, "value", scope, piped)
     decided = NO_LABELS
     if deciding(step) is not None:
@@ -33,5 +32,4 @@ async def run_exit(run: Run, step: ast.Step, path: str, scope: Scope, piped: obj
     message = value(step, "message", scope)
     if message is not None:
         message = run.session.redactor.labelled(message, labels_of(step, "message", scope).whole())
-    raise Exited(value(step, "status", scope), message, output,
-                 union(union(given, decided), scope.controlled()))
+    raise Exited(value(step, "status", scope), message, output, union(union(given, decided), scope.controlled()))

@@ -20,26 +20,25 @@ if TYPE_CHECKING:
     from planc.backend.run.interpreter import Run
 
 
-async def run_filter(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                     shown: dict) -> Any:
+async def run_filter(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool, shown: dict) -> Any:
     over = items(step, path, scope, piped)
     loop = loop_over(labels_of(step, "over", scope, piped))
     if (where_arg := step.arg("where")) is not None:  # it binds the item's fields, and no `index`
         where = where_arg.value
         bound = scope.bind({"item": loop.item})
-        kept = [item for item in over
-                if truth(evaluate(where, attrs.evolve(bound.bind(item=item), fields=item)), where)]
+        kept = [item for item in over if truth(evaluate(where, attrs.evolve(bound.bind(item=item), fields=item)), where)]
         read = expr_labels(where, attrs.evolve(bound, field_view=loop.item)) if over else NO_LABELS
         return Labelled(kept, LabelView(read))
     if (do := step.arg("do")) is not None:
         results = await each_item(run, step, path, scope, over, loop)
-        return Labelled([item for item, keep in zip(over, results) if truth(keep.value, do.value)],
-                        carried(results))
+        return Labelled([item for item, keep in zip(over, results) if truth(keep.value, do.value)], carried(results))
     infer = step.arg("infer")
     assert infer is not None  # a filter has one of `where`, `do` and `infer`
     question = infer.value  # a text, or a reference to one (`infer: $args.question`), evaluated per item
     bound = scope.bind({"item": loop.item, "index": loop.index})
     asked = expr_labels(question, bound) if over else NO_LABELS  # what the judge reads
-    kept = [await judge(run, evaluate(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]", asked)
-            for index, item in enumerate(over)]
+    kept = [
+        await judge(run, evaluate(question, scope.bind(item=item, index=index)), step, f"{path}[{index}]", asked)
+        for index, item in enumerate(over)
+    ]
     return Labelled([item for item, keep in zip(over, kept) if keep], LabelView(asked))

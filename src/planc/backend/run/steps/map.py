@@ -16,8 +16,7 @@ if TYPE_CHECKING:
     from planc.backend.run.interpreter import Run
 
 
-async def run_map(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                  shown: dict) -> Any:
+async def run_map(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool, shown: dict) -> Any:
     over = items(step, path, scope, piped)
     loop = loop_over(labels_of(step, "over", scope, piped))
     results = await each_item(run, step, path, scope, over, loop, value(step, "concurrency", scope))

@@ -17,14 +17,14 @@ if TYPE_CHECKING:
     from planc.backend.run.interpreter import Run
 
 
-async def run_reduce(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                     shown: dict) -> Any:
+async def run_reduce(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool, shown: dict) -> Any:
     accumulator = Labelled(value(step, "initial", scope), LabelView(labels_of(step, "initial", scope).whole()))
     loop = loop_over(labels_of(step, "over", scope, piped))
     views = {"item": loop.item, "index": loop.index}
     for index, item in enumerate(items(step, path, scope, piped)):
-        bound = scope.bind({**views, "accumulator": LabelView(accumulator.view.whole())}, item=item, index=index,
-                           accumulator=accumulator.value)
+        bound = scope.bind(
+            {**views, "accumulator": LabelView(accumulator.view.whole())}, item=item, index=index, accumulator=accumulator.value
+        )
         done = await block(run, step, "do", path, bound, True, item=index, control=loop.control)
         accumulator = Labelled(done.value, LabelView(union(accumulator.view.whole(), done.view.whole())))
     return accumulator

@@ -15,6 +15,5 @@ if TYPE_CHECKING:
     from planc.backend.run.interpreter import Run
 
 
-async def run_reshape(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool,
-                      shown: dict) -> Any:
+async def run_reshape(run: Run, step: ast.Step, path: str, scope: Scope, piped: object, in_loop: bool, shown: dict) -> Any:
     return value(step, "value", scope)
