@@ -46,7 +46,7 @@ def _deciders(path: str, call: CallFlow, seen: set[int]) -> Iterator[Diagnostic]
                     node.span,
                     step=path,
                     what=f"`{call.step.tool.text}` at step {path}",
-                    written=node.text if isinstance(node, ast.Name) else print_expr(node),
+                    written=_written(node),
                 )
     if SECRET in call.control:
         for node, labels, _ in call.control_carriers():
@@ -57,7 +57,7 @@ def _deciders(path: str, call: CallFlow, seen: set[int]) -> Iterator[Diagnostic]
                     "decides",
                     node.span,
                     step=path,
-                    written=node.text if isinstance(node, ast.Name) else print_expr(node),
+                    written=_written(node),
                     what=f"`{call.step.tool.text}` at step {path}",
                 )
     condition = deciding(call.step) if call.step.tool.text == "exit" else None
@@ -70,6 +70,12 @@ def _deciders(path: str, call: CallFlow, seen: set[int]) -> Iterator[Diagnostic]
                     "exits",
                     node.span,
                     step=path,
-                    written=node.text if isinstance(node, ast.Name) else print_expr(node),
+                    written=_written(node),
                     path=path,
                 )
+
+
+def _written(node: ast.Expr | ast.Name) -> str:
+    """How the warning quotes what carries the secret: a step's name (a loop, a declared plan, a step
+    given it) as written, else the expression."""
+    return node.text if isinstance(node, ast.Name) else print_expr(node)
