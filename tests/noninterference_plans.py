@@ -2,7 +2,7 @@
 
 A plan first reads some sources (the tools of noninterference_world.py: an untrusted inbox and
 fetch, a trusted lookup, a secret vault, a trusted account whose schema labels some parts untrusted,
-and the declared plan `sub`), then does things with what they returned: effectful calls (`send`,
+`recent`, which repeats a secret its declaration does not label, and the declared plan `sub`), then does things with what they returned: effectful calls (`send`,
 `post`) whose arguments are references, templates, a loop's `item`, `index` and `accumulator`, a
 list's `.length`; `map`, `filter` and `reduce` over lists; `decide` and `exit` on conditions and on
 `infer`; agents offered tools that fail; `ask`; pure steps; exits with messages; the declared plan,
@@ -27,6 +27,9 @@ class Values:
         self.numbers: list[str] = ["7"]
         self.flags: list[str] = []
         self.lists: list[tuple[str, str]] = []  # (expression, what its items are: "record", "number", "entry")
+        # Texts that hold a secret no label marks (`recent`'s): written out as they are (an argument,
+        # a message), never decided on nor shown to a model, which no label would stop.
+        self.echoes: list[str] = []
 
     def add(self, label: str, tool: str) -> None:
         ref = f"${label}"
@@ -45,6 +48,8 @@ class Values:
             self.strings += [f"{ref}.owner.iban", f"{ref}.owner.memo"]
             self.numbers.append(f"{ref}.history.length")
             self.lists.append((f"{ref}.history", "entry"))
+        elif tool == "recent":
+            self.echoes.append(f"{ref}.text")
 
 
 def _condition(draw, values: Values) -> str:
@@ -56,20 +61,22 @@ def _condition(draw, values: Values) -> str:
     return f"{draw(st.sampled_from(values.numbers))} {draw(st.sampled_from(['>', '==', '<=']))} {draw(st.integers(0, 5))}"
 
 
-def _text(draw, values: Values, *extra: str) -> str:
-    """A template of one to three holes (or literal text)."""
+def _text(draw, values: Values, *extra: str, echoes: bool = False) -> str:
+    """A template of up to three holes (or literal text); with `echoes`, maybe one of them too."""
     readable = [value for value in values.strings + values.numbers + list(extra) if value[0] not in '"0123456789']
     holes = draw(st.lists(st.sampled_from(readable), max_size=3)) if readable else []
+    if echoes and values.echoes and draw(st.booleans()):
+        holes.append(draw(st.sampled_from(values.echoes)))
     return '"' + " ".join(["t", *(f"{{{hole}}}" for hole in holes)]) + '"'
 
 
 def _effect(draw, values: Values, *bound: str) -> str:
     """One effectful call, its arguments drawn from `values` and the names a block binds (`bound`)."""
     if draw(st.booleans()):
-        to = draw(st.sampled_from(values.strings + [_text(draw, values, *bound)]))
+        to = draw(st.sampled_from(values.strings + values.echoes + [_text(draw, values, *bound, echoes=True)]))
         amount = draw(st.sampled_from(values.numbers + [name for name in bound if name != "item.text"]))
         return f"send(to: {to}, amount: {amount})"
-    return f"post(text: {_text(draw, values, *bound)})"
+    return f"post(text: {_text(draw, values, *bound, echoes=True)})"
 
 
 def _loop(draw, values: Values) -> str:
@@ -119,7 +126,7 @@ def _step(draw, values: Values, number: int) -> list[str]:
     if kind in ("exit", "exit infer"):
         how = f"when: {_condition(draw, values)}" if kind == "exit" else f"infer: {_text(draw, values)}"
         status = draw(st.sampled_from(["ok", "error"]))
-        return [f'exit({how}, status: "{status}", message: {_text(draw, values)})']
+        return [f'exit({how}, status: "{status}", message: {_text(draw, values, echoes=True)})']
     if kind == "agent":
         tools = draw(
             st.lists(
@@ -213,6 +220,9 @@ def plans(draw) -> tuple[str, str]:
         }[tool]
         lines.append(f"s{number} = {tool}({argument})")
         values.add(f"s{number}", tool)
+        if tool == "vault" and draw(st.booleans()):
+            lines.append(f"r{number} = recent()")
+            values.add(f"r{number}", "recent")
     for number in range(len(lines) + 1, len(lines) + draw(st.integers(1, 4)) + 1):
         lines += _step(draw, values, number)
     return "\n".join(lines) + "\n", _sub(draw)

@@ -9,7 +9,9 @@ world's seed for the entry's kind and by the key. An entry's kind is its tool's 
 the untrusted seed. So two worlds with the same trusted and secret seeds are U-equivalent (they
 differ only in what untrusted tools and parts return: values, list lengths, whether a call fails and
 with what text), and two with the same trusted and untrusted seeds are S-equivalent (secret values
-drawn independently, of any length). The effectful tools (`send`, `post`) return without reading the
+drawn independently, of any length). `recent` is a trusted tool that repeats the vault's last code:
+its declaration loses the secret's label, so what it returns is a secret only its value shows. The
+effectful tools (`send`, `post`) return without reading the
 world.
 
 Secrets are made of letters no other value holds (Cyrillic and Greek capitals, and sometimes a
@@ -83,7 +85,13 @@ def lookup(key):
 def vault(name):
     key = _key("vault", {"name": name})
     rng = _rng("secret", key, "")
-    return {"code": _secret(rng), "pin": rng.randint(0, 999999)}
+    code = _secret(rng)
+    WORLD["recent"] = code
+    return {"code": code, "pin": rng.randint(0, 999999)}
+
+
+def recent():
+    return {"text": WORLD.get("recent") or "none yet"}
 
 
 def _entry(key, part, kind):
@@ -176,6 +184,14 @@ required = ["id"]
 returns = """
     + ACCOUNT.replace("{", "{{").replace("}", "}}")
     + """
+labels = []
+effects = {{ read_only = true }}
+
+# Declared trusted, `recent` repeats the vault's last code, as a cache or a log would: a label lost
+# on the way, which only the redaction's by-value backstop catches.
+[tools.recent]
+provider = "python:{module}:recent"
+returns = {{ type = "object", properties = {{ text = {{ type = "string" }} }} }}
 labels = []
 effects = {{ read_only = true }}
 

@@ -158,7 +158,7 @@ def run_in_world(project: Project, checked: CheckResult, text: str, seeds: dict[
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
     store, stderr = folder / "runs.sqlite", []
-    project.world.WORLD.update(seeds=dict(seeds), counts={})
+    project.world.WORLD.update(seeds=dict(seeds), counts={}, recent=None)
     events = [folder / "events-0.jsonl"]
     traces = Traces()
     with open(events[0], "w", encoding="utf-8") as sink, traces.run() as spans:

@@ -78,6 +78,11 @@ def note(text):
     return text
 
 
+def recall():  # declared with no label, it repeats the vault's token, as a cache would
+    _called("recall")
+    return {TOKEN!r}
+
+
 def unlock(pin, request_id):
     _called(f"unlock {{request_id}}")
     return {{"unlocked": True}}
@@ -118,6 +123,12 @@ labels = []
 [tools.note]
 provider = "python:{module}:note"
 params = {{ text = {{ type = "string" }} }}
+effects = {{ read_only = true, open_world = false }}
+labels = []
+
+[tools.recall]
+provider = "python:{module}:recall"
+params = {{}}
 effects = {{ read_only = true, open_world = false }}
 labels = []
 
@@ -277,6 +288,28 @@ def test_a_six_digit_secret_is_not_found_by_hashing_every_candidate(project):
     # With the key, which only the user can read, the mark is the true value's.
     secret_key = bytes.fromhex(key_path().read_text().strip())
     assert hmac.new(secret_key, canonical(PIN).encode(), hashlib.sha256).hexdigest()[:16] == digest
+
+
+def test_a_secret_a_tool_repeats_without_its_label_is_taken_out_by_value_and_keys_no_call(project):
+    """The backstop: a value the run knows is secret, come back through a tool declaring no label, is
+    marked wherever it is written, and the idempotency key computed over it is its keyed hash's (and a
+    secret too); before the vault has told the run, the same value is written as it is."""
+    (project / "p.plan").write_text("vault()\nrecall()\nunlock(pin: $2)\n", encoding="utf-8")
+    result = invoke("run", "p.plan")
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    [*_, unlocked] = calls(project)
+    with sqlite3.connect(project / "runs.sqlite") as db:
+        [(run_id,)] = db.execute("SELECT id FROM runs")
+        [(shown, kept_key)] = db.execute("SELECT input, idempotency_key FROM calls WHERE tool = 'unlock'")
+    assert MARK.fullmatch(json.loads(shown)["pin"]) and MARK.fullmatch(kept_key)
+    assert TOKEN[:6] not in (project / "runs.sqlite").read_text(errors="replace")
+    given = unlocked.split()[1]
+    assert given != hashlib.sha256(canonical({"run": run_id, "step": "3", "args": {"pin": TOKEN}}).encode()).hexdigest()
+    (project / "p.plan").write_text("recall()\nunlock(pin: $1)\n", encoding="utf-8")
+    assert invoke("run", "p.plan").exit_code == 0
+    with sqlite3.connect(project / "runs.sqlite") as db:
+        [(shown,)] = db.execute("SELECT input FROM calls WHERE tool = 'unlock' AND step = '2'")
+    assert json.loads(shown)["pin"] == TOKEN  # the run never learnt it was secret
 
 
 def test_a_redaction_key_others_can_read_is_refused_in_one_message(project, tmp_path, monkeypatch):

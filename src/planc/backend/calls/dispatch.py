@@ -11,7 +11,8 @@ are sent before and after (`tool_finished`, or `tool_failed`). Model inferences 
 through the same `recorded_call`. A failure of the tool goes to `on_tool_error`, which may replace
 it: `tool_finished` then reports the tool's error and the replacement, each in its own field.
 
-Secrets: the key is computed over the arguments with each `secret` one as its mark; the run's
+Secrets: the key is computed over the arguments with each `secret` one, and each secret value the
+run knows, as its mark (a key computed over a value the run knows is secret is one itself); the run's
 redaction step learns the secret parts of a result before it is recorded; an error made from a
 `secret` input (the tool's own, a JSON Schema error quoting an argument or a result) quotes its
 mark.
@@ -71,13 +72,18 @@ class Dispatch:
             self.session.spending.call(tool, call.step, step.tool)
         self.validate(call, step)
         shown = call.shown_input()
+        written = self.session.redactor.data(shown)  # a secret value no label marks, as its mark too
+        assert isinstance(written, dict)  # data keeps a value's shape
+        key = idempotency_key(self.session.run_id, call.step, written)
+        if written != shown:  # computed over a secret: a secret itself, wherever it is written
+            self.session.redactor.add(key, mark(key))
         call = Call(
             call.step,
             tool,
             call.args,
             call.scope,
             plan_stack.current(),  # not attrs.evolve: 5x as slow
-            idempotency_key(self.session.run_id, call.step, shown),
+            key,
             call.id,
             call.sources,
             call.control,
