@@ -153,11 +153,22 @@ def cli_batch(project: Path, plan: str, arguments: dict, _) -> tuple[bool, None]
 
 
 def cli_plan_run(project: Path, plan: str, arguments: dict, model) -> tuple[bool, list[str]]:
+    """`planc plan --run`: the planning is recorded first, and the plan's run in its record. A run
+    refused leaves the planning's record as `planc plan` without --run leaves it: ok, the plan its
+    output, which the refusal names."""
     model.reply(f"```\n{plan}```")
     ran = invoke("plan", "--run", *given(arguments), "the task")
     assert "Traceback" not in ran.output
+    [planning] = [each.removeprefix("run: ") for each in ran.stderr.splitlines() if each.startswith("run: ")]
     lines = [each for each in ran.stderr.splitlines() if each.startswith(("[", "run finished"))]
-    return ran.exit_code == 1 and "E300" in ran.stderr, lines
+    refused = ran.exit_code == 1 and "E300" in ran.stderr
+    if refused:
+        assert f"`planc show-run {planning}`" in ran.stderr.splitlines()[-1] and lines == []
+        kept = json.loads(invoke("show-run", planning, "--format", "json").stdout)
+        assert (kept["status"], kept["output"], kept["calls"][-1]["step"]) == ("ok", plan, "plan")
+        replayed = invoke("replay", planning)  # the planning again, and its run refused again
+        assert (replayed.exit_code, replayed.stdout) == (1, "") and replayed.stderr.endswith(ran.stderr.splitlines()[-1] + "\n")
+    return refused, lines
 
 
 def mcp_run_plan(project: Path, plan: str, arguments: dict, _) -> tuple[bool, list[str]]:
@@ -278,10 +289,10 @@ def test_every_door_runs_a_plan_alike(project, model_server, door, case):  # noq
     refused, lines = DOORS[door](project, plan, arguments, model_server)
     assert calls(project) == made
     recorded = statuses(project)
-    if door == "planc plan --run":  # the planning is recorded before the plan is: its run ends it
-        recorded = recorded[-1:]
-        status = status or "failed"
-    assert refused is (CASES[case][2] is None)
+    if door == "planc plan --run" and refused:  # the planning's own record, which keeps the plan (above)
+        assert recorded == ["ok"]
+        recorded = []
+    assert refused is (status is None)
     assert recorded == ([status] if status is not None else [])
     if case == "ok" and lines is not None:
         assert lines == OK_LINES
