@@ -1,17 +1,23 @@
 """Every door that runs a plan, given the same plans, does the same: `planc run`, `planc replay` of
-what it recorded, `planc batch`, `planc plan --run`, MCP's `run_plan` over stdio, `planc.run_async`,
-`Project.run`, the service example, and the LangGraph and OpenAI Agents adapters.
+what it recorded, `planc resume` of a run stopped before its first step, `planc batch`, `planc plan
+--run`, MCP's `run_plan` over stdio, `planc.run_async`, `Project.run`, the service example, and the
+LangGraph and OpenAI Agents adapters.
 
 - an argument of the wrong type is refused before anything runs, and nothing is recorded;
 - a call the policy refuses, a tool that fails and a plan that succeeds record the same status and
   make the same calls, whichever door ran them (a replay makes none);
 - the progress lines (a control step's finished line among them) are the same on the terminal, in
-  `--events`, in a replay, in MCP progress notifications and in the API's events.
+  `--events`, in a replay, in a resume, in MCP progress notifications and in the API's events.
 
-The doors that continue a run waiting for a person (`planc approve`, `planc.approve_async`, MCP's
-`approve_run`, `planc resume`, `planc replay`) are tests/test_continued_runs.py's. Each door's runs
-are recorded in the project's `runs.sqlite`; the tools are spies that append each call to `spy.log`
-before doing anything else; a door's output holds no traceback.
+A run a door only continues is started by another: the replay's by `planc run`; the resume's by
+`planc.run_async`, whose task is cancelled at the run's first event (recorded interrupted, nothing
+called), so its wrong-typed argument is refused there, and nothing is recorded to resume. `planc
+plan --run` records its planning first, and runs the plan in that record: a run it refuses leaves
+the planning's own record, ok. A run waiting for a person, continued by `planc approve`,
+`planc.approve_async`, MCP's `approve_run`, `planc resume` or `planc replay` with its principal and
+its author's labels, is tests/test_continued_runs.py's. Each door's runs are recorded in the
+project's `runs.sqlite`; the tools are spies that append each call to `spy.log` before doing
+anything else; a door's output holds no traceback.
 """
 
 from __future__ import annotations
@@ -150,6 +156,45 @@ def cli_replay(project: Path, plan: str, arguments: dict, model) -> tuple[bool, 
     return False, [each for each in lines if each.startswith(("[", "run finished"))]
 
 
+def cli_resume(project: Path, plan: str, arguments: dict, _) -> tuple[bool, list[str]]:
+    """`planc resume` of a run stopped before its first step, then carried to its end. It is started by
+    `planc.run_async`, whose events hook raises CancelledError at the run's first event (`run_started`):
+    the cancellation of the task awaiting the run, landed there, before any step, as no real one can be
+    timed (the first call's thread starts before the run's first await). The run is recorded
+    interrupted, and nothing was called. An argument of the wrong type is refused at that start, and
+    there is no run to resume."""
+    checked = planc.load_project(project).check(plan)
+    stopped: list[dict] = []
+
+    def stop(event: dict) -> None:
+        if not stopped:  # once: the interruption's own event is recorded
+            stopped.append(event)
+            raise asyncio.CancelledError
+
+    try:
+        asyncio.run(planc.run_async(checked, arguments=arguments, store=project / "runs.sqlite", hooks=Hooks(events=stop)))
+    except planc.ArgumentsRefused as error:
+        assert "E300" in str(error) and stopped == [] and statuses(project) == []
+        return True, []
+    except asyncio.CancelledError:
+        pass
+    else:
+        raise AssertionError("the run was not stopped")
+    [run] = json.loads(invoke("runs", "--format", "json").stdout)
+    record = json.loads(invoke("show-run", run["id"], "--format", "json").stdout)
+    assert [event["event"] for event in stopped] == ["run_started"]
+    assert (run["status"], record["calls"], calls(project)) == ("interrupted", [], [])
+    assert [event["event"] for event in record["events"]] == ["run_finished"]  # no step began
+    assert run["message"].endswith(f"`planc resume {run['id']}` continues it")
+    resumed = invoke("resume", run["id"], "--events", project / "events.jsonl")
+    assert "Traceback" not in resumed.output and f"run: {run['id']} (resumed)" in resumed.stderr
+    assert resumed.exit_code == (0 if statuses(project) == ["ok"] else 1)
+    lines = [each for each in resumed.stderr.splitlines() if each.startswith(("[", "run finished"))]
+    events = [json.loads(each) for each in (project / "events.jsonl").read_text().splitlines()]
+    assert [said for said in map(line, events) if said is not None] == lines  # --events says what stderr says
+    return False, lines
+
+
 def cli_batch(project: Path, plan: str, arguments: dict, _) -> tuple[bool, None]:
     (project / "p.plan").write_text(plan, encoding="utf-8")
     (project / "lines.jsonl").write_text(json.dumps(arguments) + "\n", encoding="utf-8")
@@ -277,6 +322,7 @@ def given(arguments: dict) -> list[str]:
 DOORS = {
     "planc run": cli_run,
     "planc replay": cli_replay,
+    "planc resume": cli_resume,
     "planc batch": cli_batch,
     "planc plan --run": cli_plan_run,
     "mcp run_plan": mcp_run_plan,
