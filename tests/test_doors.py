@@ -1,17 +1,23 @@
 """Every door that runs a plan, given the same plans, does the same: `planc run`, `planc replay` of
-what it recorded, `planc batch`, `planc plan --run`, MCP's `run_plan` over stdio, `planc.run_async`,
-`Project.run`, the service example, and the LangGraph and OpenAI Agents adapters.
+what it recorded, `planc resume` of a run stopped before its first step, `planc batch`, `planc plan
+--run`, MCP's `run_plan` over stdio, `planc.run_async`, `Project.run`, the service example, and the
+LangGraph and OpenAI Agents adapters.
 
 - an argument of the wrong type is refused before anything runs, and nothing is recorded;
 - a call the policy refuses, a tool that fails and a plan that succeeds record the same status and
   make the same calls, whichever door ran them (a replay makes none);
 - the progress lines (a control step's finished line among them) are the same on the terminal, in
-  `--events`, in a replay, in MCP progress notifications and in the API's events.
+  `--events`, in a replay, in a resume, in MCP progress notifications and in the API's events.
 
-The doors that continue a run waiting for a person (`planc approve`, `planc.approve_async`, MCP's
-`approve_run`, `planc resume`, `planc replay`) are tests/test_continued_runs.py's. Each door's runs
-are recorded in the project's `runs.sqlite`; the tools are spies that append each call to `spy.log`
-before doing anything else; a door's output holds no traceback.
+A run a door only continues is started by another: the replay's by `planc run`; the resume's by
+`planc.run_async`, whose task is cancelled at the run's first event (recorded interrupted, nothing
+called), so its wrong-typed argument is refused there, and nothing is recorded to resume. `planc
+plan --run` records its planning first, and runs the plan in that record: a run it refuses leaves
+the planning's own record, ok. A run waiting for a person, continued by `planc approve`,
+`planc.approve_async`, MCP's `approve_run`, `planc resume` or `planc replay` with its principal and
+its author's labels, is tests/test_continued_runs.py's. Each door's runs are recorded in the
+project's `runs.sqlite`; the tools are spies that append each call to `spy.log` before doing
+anything else; a door's output holds no traceback.
 """
 
 from __future__ import annotations
@@ -98,7 +104,7 @@ CASES = {
     "policy": (LOOKUP, {"topic": "secret-plans"}, "failed", []),
     "failure": (BROKEN, {"topic": "disk"}, "failed", ["broken disk"]),
 }
-# The progress of the run that succeeds, as every door that shows progress shows it.
+# The progress of each case's run, as every door that shows progress shows it.
 OK_LINES = [
     '[1] lookup {"topic": "disk"}',
     "[1] lookup -> object",
@@ -106,6 +112,12 @@ OK_LINES = [
     "[2] take -> list of 2",
     "run finished: ok",
 ]
+LINES = {
+    "ok": OK_LINES,
+    "wrong type": [],
+    "policy": ["run finished: failed"],  # refused before the call starts
+    "failure": ['[1] broken {"topic": "disk"}', "[1] broken -> failed", "run finished: failed"],
+}
 
 
 @pytest.fixture
@@ -144,6 +156,45 @@ def cli_replay(project: Path, plan: str, arguments: dict, model) -> tuple[bool, 
     return False, [each for each in lines if each.startswith(("[", "run finished"))]
 
 
+def cli_resume(project: Path, plan: str, arguments: dict, _) -> tuple[bool, list[str]]:
+    """`planc resume` of a run stopped before its first step, then carried to its end. It is started by
+    `planc.run_async`, whose events hook raises CancelledError at the run's first event (`run_started`):
+    the cancellation of the task awaiting the run, landed there, before any step, as no real one can be
+    timed (the first call's thread starts before the run's first await). The run is recorded
+    interrupted, and nothing was called. An argument of the wrong type is refused at that start, and
+    there is no run to resume."""
+    checked = planc.load_project(project).check(plan)
+    stopped: list[dict] = []
+
+    def stop(event: dict) -> None:
+        if not stopped:  # once: the interruption's own event is recorded
+            stopped.append(event)
+            raise asyncio.CancelledError
+
+    try:
+        asyncio.run(planc.run_async(checked, arguments=arguments, store=project / "runs.sqlite", hooks=Hooks(events=stop)))
+    except planc.ArgumentsRefused as error:
+        assert "E300" in str(error) and stopped == [] and statuses(project) == []
+        return True, []
+    except asyncio.CancelledError:
+        pass
+    else:
+        raise AssertionError("the run was not stopped")
+    [run] = json.loads(invoke("runs", "--format", "json").stdout)
+    record = json.loads(invoke("show-run", run["id"], "--format", "json").stdout)
+    assert [event["event"] for event in stopped] == ["run_started"]
+    assert (run["status"], record["calls"], calls(project)) == ("interrupted", [], [])
+    assert [event["event"] for event in record["events"]] == ["run_finished"]  # no step began
+    assert run["message"].endswith(f"`planc resume {run['id']}` continues it")
+    resumed = invoke("resume", run["id"], "--events", project / "events.jsonl")
+    assert "Traceback" not in resumed.output and f"run: {run['id']} (resumed)" in resumed.stderr
+    assert resumed.exit_code == (0 if statuses(project) == ["ok"] else 1)
+    lines = [each for each in resumed.stderr.splitlines() if each.startswith(("[", "run finished"))]
+    events = [json.loads(each) for each in (project / "events.jsonl").read_text().splitlines()]
+    assert [said for said in map(line, events) if said is not None] == lines  # --events says what stderr says
+    return False, lines
+
+
 def cli_batch(project: Path, plan: str, arguments: dict, _) -> tuple[bool, None]:
     (project / "p.plan").write_text(plan, encoding="utf-8")
     (project / "lines.jsonl").write_text(json.dumps(arguments) + "\n", encoding="utf-8")
@@ -153,11 +204,22 @@ def cli_batch(project: Path, plan: str, arguments: dict, _) -> tuple[bool, None]
 
 
 def cli_plan_run(project: Path, plan: str, arguments: dict, model) -> tuple[bool, list[str]]:
+    """`planc plan --run`: the planning is recorded first, and the plan's run in its record. A run
+    refused leaves the planning's record as `planc plan` without --run leaves it: ok, the plan its
+    output, which the refusal names."""
     model.reply(f"```\n{plan}```")
     ran = invoke("plan", "--run", *given(arguments), "the task")
     assert "Traceback" not in ran.output
+    [planning] = [each.removeprefix("run: ") for each in ran.stderr.splitlines() if each.startswith("run: ")]
     lines = [each for each in ran.stderr.splitlines() if each.startswith(("[", "run finished"))]
-    return ran.exit_code == 1 and "E300" in ran.stderr, lines
+    refused = ran.exit_code == 1 and "E300" in ran.stderr
+    if refused:
+        assert f"`planc show-run {planning}`" in ran.stderr.splitlines()[-1] and lines == []
+        kept = json.loads(invoke("show-run", planning, "--format", "json").stdout)
+        assert (kept["status"], kept["output"], kept["calls"][-1]["step"]) == ("ok", plan, "plan")
+        replayed = invoke("replay", planning)  # the planning again, and its run refused again
+        assert (replayed.exit_code, replayed.stdout) == (1, "") and replayed.stderr.endswith(ran.stderr.splitlines()[-1] + "\n")
+    return refused, lines
 
 
 def mcp_run_plan(project: Path, plan: str, arguments: dict, _) -> tuple[bool, list[str]]:
@@ -260,6 +322,7 @@ def given(arguments: dict) -> list[str]:
 DOORS = {
     "planc run": cli_run,
     "planc replay": cli_replay,
+    "planc resume": cli_resume,
     "planc batch": cli_batch,
     "planc plan --run": cli_plan_run,
     "mcp run_plan": mcp_run_plan,
@@ -278,10 +341,10 @@ def test_every_door_runs_a_plan_alike(project, model_server, door, case):  # noq
     refused, lines = DOORS[door](project, plan, arguments, model_server)
     assert calls(project) == made
     recorded = statuses(project)
-    if door == "planc plan --run":  # the planning is recorded before the plan is: its run ends it
-        recorded = recorded[-1:]
-        status = status or "failed"
-    assert refused is (CASES[case][2] is None)
+    if door == "planc plan --run" and refused:  # the planning's own record, which keeps the plan (above)
+        assert recorded == ["ok"]
+        recorded = []
+    assert refused is (status is None)
     assert recorded == ([status] if status is not None else [])
-    if case == "ok" and lines is not None:
-        assert lines == OK_LINES
+    if lines is not None:
+        assert lines == LINES[case]

@@ -12,7 +12,8 @@ it exactly, and its last line on standard error with the run's (a failure's mess
 runs (a killed process, the Python API, a batch, a record a test rewrote) with what the record says
 was printed: the result as JSON (`--finish output`),
 nothing (`none`) or the recorded report (`solver`); a run that failed must fail again with the same
-message, and one that was interrupted end the same way again (exit 130); a run whose record keeps a
+message, and one that was interrupted end the same way again (exit 130); a `planc plan --run` whose
+run was refused (its record ends ok: the planning's) is refused again (exit 1); a run whose record keeps a
 secret result by its hash only cannot be replayed, and its replay says so. A replay reads the planc.toml,
 lock and policy the run kept in the store, so a run replays even when its test changed those files
 afterwards.
@@ -90,6 +91,8 @@ def expected(run: dict) -> tuple[int, str, str]:
     planned = options.get("planned")
     if planned is not None and not planned["run"]:  # `planc plan` printed the plan it checked
         return 0, run["output"], ""
+    if planned_run_refused(run):  # the diagnostics, on stderr
+        return 1, "", ""
     finish = options.get("finish", "output")
     if finish == "solver":
         report = next(call for call in run["calls"] if call["step"] == "finish")["output"]["content"].strip()
@@ -99,6 +102,13 @@ def expected(run: dict) -> tuple[int, str, str]:
     else:
         stdout = ""
     return (4 if run["status"] == "error" else 0), stdout, ""
+
+
+def planned_run_refused(run: dict) -> bool:
+    """Whether `run` is a `planc plan --run` whose plan checked and whose run was refused (exit 1): its
+    arguments did not fit the plan. The planning's record ends ok, keeping the plan."""
+    planned = run["options"].get("planned")
+    return planned is not None and run["status"] == "ok" and (run["message"] or "").startswith("the plan's run was refused")
 
 
 # A known gap, until replay follows the record's order of steps: an `exit` in a `map` whose items run at once
@@ -119,7 +129,10 @@ EXIT_STATUS = {
 def printed_as_recorded(run: dict, printed: dict) -> bool:
     """Whether the session saw what `run` printed, and its record still ends as that said (a test may rewrite
     a record afterwards, as the run store's migration tests do, or resume it in a process of its own)."""
-    return run["id"] in printed and EXIT_STATUS.get(printed[run["id"]][0]) == run["status"]
+    if run["id"] not in printed:
+        return False
+    ended = EXIT_STATUS.get(printed[run["id"]][0])
+    return ended == run["status"] or (ended == "failed" and planned_run_refused(run))
 
 
 @attrs.define

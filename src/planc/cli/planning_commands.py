@@ -248,8 +248,13 @@ def finish_planning(
     try:  # the plan's run, in the record its planning began, once its arguments fit it
         spec = attrs.evolve(spec, arguments=checked_arguments(planned.checked, spec.arguments))
     except ArgumentsRefused as error:
-        _finish(runs, recorder, "failed", message=str(error))
-        refused_arguments(error, "plan")
+        # Refused as every door refuses a run: before anything runs, with no run recorded. The planning
+        # went well, and its record keeps the plan, as `planc plan` without --run records it.
+        _finish(runs, recorder, "ok", output=text, message=f"the plan's run was refused, and nothing ran: {error}")
+        kept = recorder.run_id
+        refused_arguments(
+            error, "plan", f"the plan's run is refused, and nothing ran; run {kept} keeps the plan: `planc show-run {kept}`"
+        )
     launch = Launch.continued(
         planned.checked,
         spec,

@@ -292,15 +292,17 @@ def _exit_status(result: RunResult) -> None:
         sys.exit(4)
 
 
-def refused_arguments(error: ArgumentsRefused, plan: str) -> NoReturn:
-    """Arguments that do not fit the plan (`ArgumentsRefused`): its diagnostics, or what is wrong; exit 1, and
-    nothing ran or was recorded."""
+def refused_arguments(error: ArgumentsRefused, plan: str, then: str | None = None) -> NoReturn:
+    """Arguments that do not fit the plan (`ArgumentsRefused`): its diagnostics, or what is wrong, and `then`
+    (an error line after them); exit 1, and nothing ran or was recorded."""
     if error.checked is not None:
         from planc.cli.printing import print_checked
 
         print_checked([(plan, error.checked)], stderr=True)
     else:
         click.echo(f"error: {error}", err=True)
+    if then is not None:
+        click.echo(f"error: {then}", err=True)
     sys.exit(1)
 
 

@@ -89,7 +89,11 @@ class Dispatch:
             call.control,
             self.authorize(call, step, in_loop),
         )
-        answer = self.from_record(call, step)
+        made_and_failed: ToolFailed | None = None
+        try:
+            answer = self.from_record(call, step)
+        except ToolFailed as error:  # made, and failed, in the record: its events as the run that made it sent them
+            answer, made_and_failed = Skip(), error
         if answer is None:  # only a call that will really be made is put to the gate
             answer = await self.approved(call, step)
         # `usd`: what the call costs when it is really made (not answered from the record): what the run spent.
@@ -102,6 +106,8 @@ class Dispatch:
             **({"usd": tool.cost.usd} if tool.cost.usd and not isinstance(answer, Skip) else {}),
         )
         try:
+            if made_and_failed is not None:
+                raise made_and_failed
             if isinstance(answer, Skip):
                 result = answer.result
             elif tool.kind == "plan":  # its own calls come this way, each recorded
