@@ -111,6 +111,7 @@ def _step(draw, values: Values, number: int) -> list[str]:
         "ask",
         "lookup",
         "pure",
+        "sub",
     ]
     if values.lists:
         kinds.append("loop")
@@ -155,6 +156,9 @@ def _step(draw, values: Values, number: int) -> list[str]:
             f'{label} = ask(question: {_text(draw, values)}, when_unanswered: "default", default: "no")',
             f'decide(when: ${label} == "yes", then: {{ {_effect(draw, values)} }})',
         ]
+    if kind == "sub":  # the declared plan, whose `exit`s decide whether the steps after this one run
+        values.numbers.append(f"$d{number}.n")
+        return [f"d{number} = plan__sub(k: {draw(st.sampled_from(values.numbers[:-1]))})"]
     if kind == "lookup":  # a trusted tool that fails with its argument in its error
         return [f"lookup(key: {draw(st.sampled_from(values.strings))})"]
     text, number_ = draw(st.sampled_from(values.strings)), draw(st.sampled_from(values.numbers))
@@ -185,7 +189,7 @@ def _sub(draw) -> str:
     lines.append(f"r = {tool}({argument})")
     values.add("r", tool)
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["effect", "exit", "loop"] if values.lists else ["effect", "exit"]))
+        kind = draw(st.sampled_from(["effect", "exit", "exit", "loop"] if values.lists else ["effect", "exit", "exit"]))
         if kind == "effect":
             lines.append(_effect(draw, values))
         elif kind == "loop":

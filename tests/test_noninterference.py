@@ -13,7 +13,8 @@ continued through each door in turn: `planc.approve_async`, `planc approve`, and
 
 - Property I (integrity, termination-insensitive): in two worlds that differ only in what untrusted
   tools return, cut each run's effectful calls at the first point in the plan where either run
-  stopped (failed, refused, interrupted): the calls made at steps before it. A call (step path with
+  stopped (failed, refused, interrupted; not a declared plan's `exit`, an end as an `exit` written in
+  the plan is): the calls made at steps before it. A call (step path with
   loop indices, tool, canonical arguments) that one cut sequence holds more often than the other
   carries `untrusted` in its argument or control labels in the run that makes it, and so does the
   check's flow at its step path.
@@ -361,6 +362,9 @@ STOPPED = (
     "interrupted",
 )  # a run that failed (a refusal, a denial, an error) or was interrupted
 STOPPED_AT = re.compile(r"^step (\S+?):")  # how a failed run's message names where it stopped
+# A declared plan's `exit` with status error fails its caller, but it is the plan's decision, as the
+# same `exit` written in the caller is: an end, not a stop.
+EXITED = re.compile(r"the plan `\w+` exited with status error")
 SEGMENT = re.compile(r"^(\w+)\.(\d+)(?:\[(\d+)\])?$")
 
 
@@ -383,7 +387,7 @@ def stopped_at(store: Path) -> tuple | None:
     names, or its first step when it names none. None when it did not stop."""
     with sqlite3.connect(store) as db:
         status, message = db.execute("SELECT status, message FROM runs WHERE id = ?", (CLOCK.run_id,)).fetchone()
-    if status not in STOPPED:
+    if status not in STOPPED or EXITED.search(message or ""):
         return None
     found = STOPPED_AT.match(message or "")
     return position(found[1]) if found else ()

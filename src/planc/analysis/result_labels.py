@@ -40,10 +40,26 @@ KEEPS_ITEMS: Mapping[str, tuple[str, str | None]] = {
 }
 
 
+BLOCKS = ("do", "then", "else")  # the parameters that take a block of steps
+
+
 def call_labels(tool_labels: frozenset[str], sources: Mapping[str, frozenset[str]], control: frozenset[str]) -> frozenset[str]:
     """What a call's result carries, and its error too (its text, and that it failed): its tool's
     labels, every argument's and its control's."""
     return union(union(tool_labels, union_all(sources.values())), control)
+
+
+def answers_depend(tool: Tool) -> bool:
+    """Whether what a call of `tool` returns may depend on the calls of it made before (a queue read
+    item by item, a page after page, a counter): a tool's own calls, not a declared plan's or a
+    built-in step's, unless it is declared `deterministic` (the same arguments, the same answer)."""
+    return not tool.builtin and tool.kind != "plan" and not tool.effects.deterministic
+
+
+def decided_calls(sources: Mapping[str, frozenset[str]], control: frozenset[str]) -> frozenset[str]:
+    """What decided that a call was made, with those arguments: what its later calls' answers carry
+    (of a tool whose answers depend on its calls before, `answers_depend`)."""
+    return union(union_all(sources.values()), control)
 
 
 # The labels whose values must not reach the record, where which steps ran and how a run ended are
@@ -63,8 +79,10 @@ def fails_on(
     """The labels of what may decide whether `step` fails (None: it cannot fail on what it is given): a
     call (a tool's code, a declared plan's steps), a pure step (`parse_json`, `divide` fail on some
     values of their types) and a model (an `agent`, shown all it read, `added`; an `infer`, asked
-    `asked`) can. An `exit`, a `decide` on `when`, a loop, `reshape` and `ask` fail on nothing they
-    are given (an `ask` goes unanswered by a person's choice), so their failures decide nothing here.
+    `asked`) can. So can a step with a block (a loop, a `decide`), whose steps may fail: what decides
+    whether and how often the block runs (the list, the condition) decides whether it failed, though
+    it ran no time. An `exit`, `reshape` and `ask` fail on nothing they are given (an `ask` goes
+    unanswered by a person's choice), so their failures decide nothing here.
     """
     given = union(union_all(sources.values()), control)
     if not tool.builtin or tool.name in PURE_STEPS:
@@ -73,6 +91,8 @@ def fails_on(
         return union(given, added)
     if step.arg("infer") is not None:
         return union(control, asked)
+    if any(step.arg(block) is not None for block in BLOCKS):
+        return union(given, asked)
     return None
 
 

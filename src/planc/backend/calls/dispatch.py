@@ -11,6 +11,9 @@ are sent before and after (`tool_finished`, or `tool_failed`). Model inferences 
 through the same `recorded_call`. A failure of the tool goes to `on_tool_error`, which may replace
 it: `tool_finished` then reports the tool's error and the replacement, each in its own field.
 
+A tool whose answers may depend on the calls of it made before (`answers_depend`) answers with what
+decided those calls too (`counted`): its result is then `Labelled`, as a declared plan's is.
+
 Secrets: the key is computed over the arguments with each `secret` one, and each secret value the
 run knows, as its mark (a key computed over a value the run knows is secret is one itself); the run's
 redaction step learns the secret parts of a result before it is recorded; an error made from a
@@ -24,6 +27,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from planc.analysis.result_labels import answers_depend, decided_calls
 from planc.backend.calls import plan_stack
 from planc.backend.calls.hooks import Abort, Call, Proceed, Replace, Skip
 from planc.backend.calls.idempotency import idempotency_key
@@ -33,7 +37,7 @@ from planc.backend.calls.results import usable
 from planc.backend.calls.run_view import Recorder, RunView
 from planc.backend.calls.spending import more_than_declared
 from planc.backend.state.stop import current as current_stop
-from planc.backend.state.values import Aborted, RunError, ToolFailed
+from planc.backend.state.values import Aborted, Labelled, RunError, ToolFailed
 from planc.registry.provenance.labels import NO_LABELS, SECRET, LabelView, subtree_labels, union
 from planc.registry.provenance.redaction import mark
 from planc.registry.settings.declarations import limits_of
@@ -96,6 +100,7 @@ class Dispatch:
             answer, made_and_failed = Skip(), error
         if answer is None:  # only a call that will really be made is put to the gate
             answer = await self.approved(call, step)
+        earlier = self.counted(call)
         # `usd`: what the call costs when it is really made (not answered from the record): what the run spent.
         self.run.emit(
             "tool_started",
@@ -119,15 +124,30 @@ class Dispatch:
                 except (ToolFailed, RunError):  # its result refused (the call was made), or the run's trouble
                     raise
                 except Exception as error:  # the tool's own failure: `on_tool_error` may yet replace it
-                    return await self.tool_failed(call, step, error)
+                    replaced = await self.tool_failed(call, step, error)
+                    return Labelled(replaced, LabelView(earlier)) if earlier else replaced
             self.check_result(result, call, step)
         except Exception as error:
+            if isinstance(error, ToolFailed):  # whether it failed may depend on the calls before it too
+                error.labels = union(error.labels, earlier)
             self.run.emit("tool_failed", error, step=call.step, tool=tool.name)
             raise
         self.run.emit(
             "tool_finished", step=call.step, tool=tool.name, result=self.session.redactor.labelled(result, call.result_labels())
         )
-        return labelled if tool.kind == "plan" and not isinstance(answer, Skip) else result
+        if tool.kind == "plan" and not isinstance(answer, Skip):
+            return labelled
+        return Labelled(result, LabelView(earlier)) if earlier else result
+
+    def counted(self, call: Call) -> frozenset[str]:
+        """Count `call` among its tool's calls: what decided those made before it (that they were made,
+        and with which arguments, the same as its own or not), which its answer carries when it may
+        depend on them."""
+        if not answers_depend(call.tool):
+            return NO_LABELS
+        earlier = self.session.called.get(call.tool.name, NO_LABELS)
+        self.session.called[call.tool.name] = union(earlier, decided_calls(call.sources, call.control))
+        return earlier
 
     def from_record(self, call: Call, step: ast.Step) -> Skip | Proceed | None:
         """The call's result when the recorder holds it (a replay, a resume): it is neither asked for nor made

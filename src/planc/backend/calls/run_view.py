@@ -62,6 +62,7 @@ class RunSession(Protocol):
     spending: Spending
     run_id: str
     redactor: Redactor  # the recorder's: every text the run writes passes through it first
+    called: dict[str, frozenset[str]]  # a tool's name -> what decided its calls so far
 
     def model(self, role: str, step: ast.Step, path: str, instead: str | None = None) -> StepModel:
         """The model of `role`, as the step at `path` asks it, every inference recorded."""

@@ -58,6 +58,9 @@ class Session:
         self.clients: dict[str, ModelClient] = {}  # role -> its client, made on first use
         context = getattr(checked, "context", None)
         self.spending = Spending(context.budget if context is not None else Budget())  # counted before each call
+        # A tool's name -> what decided its calls made so far: what its later answers carry, when they
+        # may depend on the calls before (`answers_depend`).
+        self.called: dict[str, frozenset[str]] = {}
 
     def emit(self, event: str, error: Exception | None = None, /, **fields: object) -> None:
         """Send one of the run's events (`event` names it) to the events hook, if there is one.

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
-from planc.analysis.result_labels import fails_on, failure_control, kept_input, result_view
+from planc.analysis.result_labels import (
+    answers_depend,
+    decided_calls,
+    fails_on,
+    failure_control,
+    kept_input,
+    result_view,
+)
 from planc.diagnostics import Diagnostic
 from planc.passes.context import CheckContext
 from planc.passes.flow.secret_control import secret_control
@@ -217,6 +224,10 @@ class Walk:
         self.deciders: tuple = ()  # what decides what runs (CallFlow.deciders) where the walk is
         self.exits = NO_LABELS  # what the `exit`s of the plan being walked may end it with
         self._carried: dict[str, frozenset[str]] = {}  # a tool's name -> what any call of it may return
+        # A tool's name -> what decided its calls walked so far: what its later answers carry, when
+        # they may depend on the calls before (`answers_depend`); `grew` counts each time one grows.
+        self.called: dict[str, frozenset[str]] = {}
+        self.grew = 0
 
     def plan(
         self,
@@ -267,12 +278,12 @@ class Walk:
         return self.pipelines(arg.value.pipelines, env, control)
 
     def loop(self, step: ast.Step, name: str, env: PlanEnv, control: frozenset[str]) -> LabelView:
-        """Walk a block that runs once per item: again while an `exit` in it adds control, since a later
-        item runs after an earlier one asked it."""
+        """Walk a block that runs once per item: again while an `exit` in it adds control, or a call in
+        it adds to what a tool's later answers carry, since a later item runs after an earlier one."""
         while True:
-            before = self.gates
+            before = self.gates, self.grew
             result = self.block(step, name, env, control)
-            if self.gates is before:
+            if (self.gates, self.grew) == before:
                 return result
 
     def step(self, step: ast.Step, env: PlanEnv, piped: LabelView | None, control: frozenset[str]) -> LabelView:
@@ -296,6 +307,8 @@ class Walk:
                 added = self.rules[tool.name](self, step, env, views, control)
             elif tool.kind == "plan":
                 added = self.declared_plan(step, tool, env, views, control)
+            elif answers_depend(tool):
+                added = self.count(tool, decided_calls(sources, control))
             kept = kept_input(tool)
             result = result_view(step, tool, sources, control, added, views.get(kept) if kept else None)
             asked = added if tool.name == "filter" or step.arg("infer") is None else condition_labels(step, env)
@@ -328,6 +341,44 @@ class Walk:
             origin = f"the `exit`s of `{tool.name}`, called at step {env.paths[step]}"
             self.deciders = (*self.deciders, Decided(step.tool, gates, origin))
         return result.whole()
+
+    def count(self, tool: Tool, decided: frozenset[str]) -> frozenset[str]:
+        """Count a call of `tool` that `decided` decided: what decided its calls walked before it."""
+        earlier = self.called.get(tool.name, NO_LABELS)
+        now = union(earlier, decided)
+        if now != earlier:
+            self.called[tool.name] = now
+            self.grew += 1
+        return earlier
+
+    def agent_calls(self, step: ast.Step, targets: Mapping, decided: frozenset[str]) -> frozenset[str]:
+        """Count the calls the agent `step` may make (`decided`: what it read and was given decides
+        them): what decided the calls of those tools walked before, which their answers carry."""
+        earlier = NO_LABELS
+        for tool in self.offered(step, targets):
+            if answers_depend(tool):
+                earlier = union(earlier, self.count(tool, decided))
+        return earlier
+
+    def offered(self, step: ast.Step, targets: Mapping) -> list[Tool]:
+        """The tools the agent `step` may call, and those the declared plans among them call, at any
+        depth (every tool, when they are not known before it runs)."""
+        from planc.analysis.agent_tools import agent_tools
+
+        if self.registry is None:
+            return []
+        found = agent_tools(step, self.registry, targets, self.context.plans)
+        tools = list(self.registry.tools.values()) if found is None else list(found)
+        seen: dict[str, Tool] = {}
+        while tools:
+            tool = tools.pop()
+            if tool.name in seen:
+                continue
+            seen[tool.name] = tool
+            checked = self.context.plans.get(tool.address) if tool.kind == "plan" else None
+            if checked is not None and checked.ok and checked.resolution is not None:
+                tools += checked.resolution.tools.values()
+        return list(seen.values())
 
     def carried(self, tool: Tool) -> frozenset[str]:
         """What any call of `tool` may return, whatever its arguments: its labels and its parts'

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from planc.analysis.result_labels import BLOCKS
 from planc.diagnostics import Diagnostic
 from planc.diagnostics.build import diagnostic
 from planc.registry.provenance.expressions import carriers
@@ -34,8 +35,9 @@ def _deciders(path: str, call: CallFlow, seen: set[int]) -> Iterator[Diagnostic]
     if SECRET in call.fails:  # first: the steps after it name this step's failure among their deciders
         given = [node for argument in call.sources for node, labels, _ in call.carriers(argument) if SECRET in labels]
         # With no argument carrying it, what it read (an agent's tools) does; its control is warned of
-        # where it is decided.
-        whole = [] if given or SECRET in call.control else [call.step.tool]
+        # where it is decided, and so is a block's condition, at the steps of the block it decides.
+        has_block = any(call.step.arg(block) is not None for block in BLOCKS)
+        whole = [] if given or SECRET in call.control or has_block else [call.step.tool]
         seen.add(id(call.step.tool))
         for node in given or whole:
             if id(node) not in seen or node is call.step.tool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from planc.registry.provenance.labels import LabelView, union
+from planc.registry.provenance.labels import LabelView, union, union_all
 from planc.registry.steps.control import ANY, LIST, STRING, ControlStep, signature
 from planc.registry.tools.tool import Effects
 from planc.syntax import ast
@@ -77,7 +77,8 @@ def flow_agent(
     earlier = continued(step, env.targets)
     if earlier is not None:  # the conversation it continues: all that agent was shown
         read = union(read, env.results.get(earlier, LabelView()).whole())
-    return read
+    given = union(union_all(view.whole() for view in views.values()), control)
+    return union(read, walk.agent_calls(step, env.targets, union(read, given)))
 
 
 def continued(step: ast.Step, targets: Mapping) -> ast.Step | None:
