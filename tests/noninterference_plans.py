@@ -158,7 +158,8 @@ def _step(draw, values: Values, number: int) -> list[str]:
         ]
     if kind == "sub":  # the declared plan, whose `exit`s decide whether the steps after this one run
         values.numbers.append(f"$d{number}.n")
-        return [f"d{number} = plan__sub(k: {draw(st.sampled_from(values.numbers[:-1]))})"]
+        called = f"d{number} = plan__sub(k: {draw(st.sampled_from(values.numbers[:-1]))})"
+        return [called, f'post(text: "after {number}")']  # a call that reads nothing, made if it ends well
     if kind == "lookup":  # a trusted tool that fails with its argument in its error
         return [f"lookup(key: {draw(st.sampled_from(values.strings))})"]
     text, number_ = draw(st.sampled_from(values.strings)), draw(st.sampled_from(values.numbers))
@@ -179,7 +180,7 @@ def _sub(draw) -> str:
     values = Values()
     values.numbers.append("$args.k")
     lines = []
-    tool = draw(st.sampled_from(["fetch", "lookup", "inbox", "account"]))
+    tool = draw(st.sampled_from(["fetch", "inbox", "lookup", "account", "fetch"]))
     argument = {
         "fetch": "id: $args.k",
         "lookup": 'key: "k{$args.k}"',
@@ -188,6 +189,11 @@ def _sub(draw) -> str:
     }[tool]
     lines.append(f"r = {tool}({argument})")
     values.add("r", tool)
+    read = Values()  # what its `exit`s decide on: what its source returned
+    read.numbers, read.strings = [], []
+    read.add("r", tool)
+    read.strings = read.strings or ['"plain"']
+    read.numbers = read.numbers or values.numbers
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from(["effect", "exit", "exit", "loop"] if values.lists else ["effect", "exit", "exit"]))
         if kind == "effect":
@@ -195,9 +201,9 @@ def _sub(draw) -> str:
         elif kind == "loop":
             lines.append(_loop(draw, values))
         else:
-            status = draw(st.sampled_from(["ok", "error"]))
+            status = draw(st.sampled_from(["error", "ok", "error"]))
             lines.append(
-                f'exit(when: {_condition(draw, values)}, status: "{status}", output: {{n: 1}}, message: {_text(draw, values)})'
+                f'exit(when: {_condition(draw, read)}, status: "{status}", output: {{n: 1}}, message: {_text(draw, values)})'
             )
     lines.append(f"reshape(value: {{n: {draw(st.sampled_from(values.numbers))}}})")  # its result, or an exit's
     return "\n".join(lines) + "\n"

@@ -2,7 +2,8 @@
 world.
 
 A world is a table: for each call of a labelled tool, keyed by the tool, its canonical arguments and
-how many such calls came before it, what the call returns or the error text it raises. The table is
+how many such calls came before it (none for `vault`, declared deterministic), what the call returns
+or the error text it raises. The table is
 never written out: each entry is drawn, when the call is made, from a generator seeded by the
 world's seed for the entry's kind and by the key. An entry's kind is its tool's label (`untrusted`,
 `secret`, or trusted), and within a result, a part under an `x-labels: ["untrusted"]` is drawn from
@@ -28,11 +29,14 @@ PLAIN = "abcdefghijklmnopqrstuvwxyz"
 SECRET = "ЖЗИЙКЛМНПФЦЧШЩЭЮЯΔΘΛΞΠΣΦΨΩ"
 
 
+DETERMINISTIC = {"vault"}  # declared so: its answer is its arguments' alone
+
+
 def _key(tool, args):
     key = (tool, json.dumps(args, sort_keys=True, ensure_ascii=False))
     n = WORLD["counts"].get(key, 0)
     WORLD["counts"][key] = n + 1
-    return f"{key[0]}|{key[1]}|{n}"
+    return f"{key[0]}|{key[1]}|{0 if tool in DETERMINISTIC else n}"
 
 
 def _rng(kind, key, part):
@@ -175,7 +179,7 @@ params = {{ name = {{ type = "string" }} }}
 required = ["name"]
 returns = {{ type = "object", properties = {{ code = {{ type = "string" }}, pin = {{ type = "integer" }} }} }}
 labels = ["secret"]
-effects = {{ read_only = true }}
+effects = {{ read_only = true, deterministic = true }}
 
 [tools.account]
 provider = "python:{module}:account"

@@ -35,14 +35,15 @@ def service(tmp_path, monkeypatch):
     yield from serving(tmp_path, monkeypatch)
 
 
-# A shop tool whose result is a secret: a coupon's code.
+# A shop tool whose result is a secret: a coupon's code, the same each time (declared deterministic, so
+# a run approved later is continued with it).
 COUPON = "QXZJVKQXZJVKQXZJVKQX"
 COUPON_TOML = """
 [tools.coupon]
 provider = "python:shop:coupon"
 params = {}
 returns = { type = "object", properties = { code = { type = "string" } } }
-effects = { read_only = true, open_world = false }
+effects = { read_only = true, deterministic = true, open_world = false }
 labels = ["secret"]
 """
 COUPON_TOOL = f"\n\ndef coupon() -> dict:\n    return {{'code': {COUPON!r}}}\n"

@@ -36,6 +36,11 @@ def model_tool(role: str) -> Tool:
     return Tool(f"model:{role}", effects=MODEL_EFFECTS)
 
 
+def is_model(tool: Tool) -> bool:
+    """Whether `tool` is a model's (`model_tool`): a tool a registry declares has no `:` in its name."""
+    return tool.name.startswith("model:")
+
+
 class StepModel:
     """The model of `role` as the step at `path` asks it: every `chat` goes through `recorder`, and sends
     `model_started`, then `model_finished` (with the reply's token usage) or `model_failed`, to `emit`.

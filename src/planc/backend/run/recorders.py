@@ -18,7 +18,8 @@ make a call again whose effect may have happened unless that is safe:
 | approved | stops: the run waits | makes it, once: the row is its intent row again |
 
 A result labelled `secret` is recorded as its mark only: a replay stops there, and a resume makes
-the call again when that changes nothing (its tool is read-only or idempotent), else stops too.
+the call again when that gives the run's answer and changes nothing (its tool is deterministic, and
+read-only or idempotent: `gives_again`), else stops too.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ from typing import TYPE_CHECKING
 
 from planc.backend.calls.approvals import AwaitingApproval
 from planc.backend.calls.hooks import Call, Proceed, Skip
+from planc.backend.models.model_calls import is_model
 from planc.backend.report.events import STAMP, seconds
 from planc.backend.state.interrupts import Interrupted
 from planc.backend.state.values import RunError, ToolFailed
+from planc.registry.provenance.labels import UNTRUSTED
 from planc.registry.provenance.redaction import Redactor, is_redacted
 from planc.store.large_values import to_json
 from planc.store.run_store import RunStore, RunStoreError, plain_json
@@ -184,7 +187,10 @@ def _usable(held: dict, call: Call, step: ast.Step | None) -> object:
         raise DivergenceError(
             f"step {call.step}: the record keeps only the mark of what "
             f"`{call.tool.name}` returned, or of its parts, as they were "
-            "labelled secret: it cannot be given again without calling the tool",
+            "labelled secret: it cannot be given again without calling the tool, which is "
+            "done only for a tool declared read-only and deterministic "
+            "(`effects = { read_only = true, deterministic = true }`), whose answer is the run's, "
+            "or one whose answers are untrusted",
             _node(step),
         )
     return held["output"]
@@ -321,7 +327,7 @@ class Resume(Recorder):
             self.unmade.add(id(call))
             return Proceed() if held["outcome"] == "approved" else None
         _recorded_end(held, step)
-        if held["outcome"] == "ok" and is_redacted(held["output"]) and changes_nothing(call):
+        if held["outcome"] == "ok" and is_redacted(held["output"]) and gives_again(call):
             self.again[id(call)] = held["sequence"]  # its result holds a mark: call again
             return None
         if held["outcome"] == "ok":
@@ -392,6 +398,16 @@ def changes_nothing(call: Call) -> bool:
     """Whether making `call` again changes nothing: its tool is idempotent or read-only."""
     effects = call.tool.effects
     return getattr(effects, "idempotent", False) or getattr(effects, "read_only", False)
+
+
+def gives_again(call: Call) -> bool:
+    """Whether making `call` again may stand for the call the run made, and changes nothing (its tool
+    is read-only or idempotent): its tool is deterministic, or a model asked the same conversation
+    (taken to answer as it did: a later call that differs from the record stops the resume), or its
+    answers are `untrusted` whatever they are. Another tool's answer may depend on the calls of it
+    before, and how many times a run was continued, which others' data may decide, would choose it."""
+    tool = call.tool
+    return (tool.effects.deterministic or is_model(tool) or UNTRUSTED in tool.labels) and changes_nothing(call)
 
 
 def safe_again(call: Call, held: dict) -> bool:
