@@ -1,7 +1,7 @@
 """What the interpreter costs per step, and how well `map` overlaps slow tools.
 
     .venv/bin/python bench/run.py             # the six tables (about 60 s)
-    .venv/bin/python bench/run.py --profile   # cProfile of the 1,000-step async plan
+    .venv/bin/python bench/run.py --profile   # cProfile of the 1,000-step async plan (with --labelled: of laecho's)
     .venv/bin/python bench/run.py --quick     # fewer samples, for a smoke run
     .venv/bin/python bench/run.py --pure      # table (5) alone
     .venv/bin/python bench/run.py --labelled  # the labelled plans alone, CPU time per step
@@ -447,7 +447,8 @@ def profile(bench: Bench) -> None:
     import cProfile
     import pstats
 
-    run = bench.runner(steps_plan("aecho"), STEPS - 1)
+    labelled = "--labelled" in sys.argv
+    run = bench.runner(labelled_plan() if labelled else steps_plan("aecho"), 0 if labelled else STEPS - 1)
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(5):

@@ -137,7 +137,9 @@ class Dispatch:
         )
         if tool.kind == "plan" and not isinstance(answer, Skip):
             return labelled
-        return Labelled(result, LabelView(earlier)) if earlier else result
+        if earlier and not earlier <= call.result_labels():  # what its result carries anyway needs no more
+            return Labelled(result, LabelView(earlier))
+        return result
 
     def counted(self, call: Call) -> frozenset[str]:
         """Count `call` among its tool's calls: what decided those made before it (that they were made,

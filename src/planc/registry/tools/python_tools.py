@@ -199,7 +199,7 @@ def load_function_tool(provider: str, name: str, folder: Path | None = None) -> 
     return Tool(**{**{field: getattr(declared, field) for field in _FIELDS}, "name": name, "provider": provider})
 
 
-_FIELDS = [field.name for field in Tool.__attrs_attrs__]
+_FIELDS = [field.name for field in Tool.__attrs_attrs__ if field.init]
 
 
 def _json_value(value: object) -> bool:

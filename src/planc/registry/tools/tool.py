@@ -82,6 +82,7 @@ def plain_types(schema: Mapping) -> frozenset[type] | None:
 # control step). The one reading of `provider`'s text: everything else asks `Tool.kind`.
 ToolKind = Literal["python", "sql", "postgresql", "mcp", "plan", "pure", "control"]
 TOOL_KINDS: tuple[ToolKind, ...] = get_args(ToolKind)
+_KINDS: dict[str, ToolKind] = {kind: kind for kind in TOOL_KINDS}  # what a provider's first word names
 PLANC_KINDS = frozenset({"plan", "pure", "control"})  # the kinds planc.toml's `[tools]` cannot declare
 
 
@@ -92,8 +93,7 @@ def provider_kind(provider: str) -> ToolKind | None:
     >>> provider_kind("python:tools:search"), provider_kind("pure"), provider_kind("http://x")
     ('python', 'pure', None)
     """
-    word = provider.partition(":")[0]
-    return next((kind for kind in TOOL_KINDS if kind == word), None)
+    return _KINDS.get(provider.partition(":")[0])
 
 
 def provider_address(provider: str) -> str:
@@ -143,10 +143,12 @@ class Tool:
     # What its results looked like, learned by the run store when it declares no `returns`
     # (registry/tools/learned_shapes.py): read only to warn, and to show the planner. Not part of what it is.
     learned: LearnedShape | None = attrs.field(default=None, eq=False, repr=False)
+    # What provides it (`ToolKind`); None for a provider planc does not run. Read from `provider` once:
+    # a run asks it of every call many times.
+    kind: ToolKind | None = attrs.field(init=False, eq=False, repr=False)
 
-    @property
-    def kind(self) -> ToolKind | None:
-        """What provides it (`ToolKind`); None for a provider planc does not run."""
+    @kind.default
+    def _provider_kind(self) -> ToolKind | None:
         return provider_kind(self.provider)
 
     @property
