@@ -3,8 +3,8 @@ consenting at once to every authorization, and an MCP server it protects (the to
 (`protected_mcp_app`), served by http_servers.served.
 
 What it saw is kept for the tests: each authorization's parameters, each grant made at the token endpoint,
-the tokens it issued. The first access token of a login lives `first_lifetime` seconds (1 by default), so
-that its refresh can be seen; a refreshed one lives an hour. Refresh tokens rotate: each is good once.
+the tokens it issued. An access token lives an hour, and `expire` ends one at once, so that its refresh
+can be seen without waiting on a clock. Refresh tokens rotate: each is good once.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 class ConsentingProvider:
     """The SDK's OAuthAuthorizationServerProvider, in memory, consenting to everything."""
 
-    def __init__(self, first_lifetime: int = 1) -> None:
-        self.first_lifetime = first_lifetime
+    def __init__(self) -> None:
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
@@ -63,7 +62,7 @@ class ConsentingProvider:
     async def exchange_authorization_code(self, client, authorization_code: AuthorizationCode) -> OAuthToken:
         del self.codes[authorization_code.code]
         self.grants.append("authorization_code")
-        return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource, self.first_lifetime)
+        return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource, 3600)
 
     async def load_refresh_token(self, client, refresh_token: str):
         found = self.refresh.get(refresh_token)
@@ -93,6 +92,10 @@ class ConsentingProvider:
     async def load_access_token(self, token: str):
         found = self.access.get(token)
         return found if found is not None and found.expires_at > time.time() else None
+
+    def expire(self, token: str) -> None:
+        """The access token `token` has expired: the server refuses it from now on."""
+        self.access[token] = self.access[token].model_copy(update={"expires_at": int(time.time()) - 1})
 
     async def revoke_token(self, token) -> None:
         self.access.pop(token.token, None)

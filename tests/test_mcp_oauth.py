@@ -96,7 +96,7 @@ def log_in(project: Path, base: str, provider: ConsentingProvider) -> tuple[subp
 
 
 def test_login_registers_with_pkce_and_the_resource_and_the_expired_token_is_refreshed_once(project, tmp_path):
-    provider, received = ConsentingProvider(first_lifetime=1), []
+    provider, received = ConsentingProvider(), []
     with served(protected_mcp_app(provider, received)) as base:
         url = f"{base}/mcp"
         config = declare(project, url)
@@ -126,9 +126,11 @@ def test_login_registers_with_pkce_and_the_resource_and_the_expired_token_is_ref
         record = json.loads(kept.read_text(encoding="utf-8"))
         assert record["url"] == url and record["tokens"]["access_token"] == first.token
 
-        # The 1-second token expires: once its recorded expiry has passed, the server refuses it too.
-        while time.time() <= record["expires_at"] or provider.access[first.token].expires_at >= time.time():
-            time.sleep(0.01)
+        # The token expires: the server refuses it from now on, and its kept expiry has passed.
+        provider.expire(first.token)
+        record["expires_at"] = int(time.time()) - 1
+        kept.write_text(json.dumps(record), encoding="utf-8")
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o600
         import httpx
 
         assert httpx.post(url, headers={"Authorization": f"Bearer {first.token}"}, json={}).status_code == 401
@@ -171,7 +173,7 @@ def test_login_registers_with_pkce_and_the_resource_and_the_expired_token_is_ref
 
 
 def test_a_token_file_others_can_read_is_refused(project, tmp_path):
-    provider, received = ConsentingProvider(first_lifetime=3600), []
+    provider, received = ConsentingProvider(), []
     with served(protected_mcp_app(provider, received)) as base:
         config = declare(project, f"{base}/mcp")
         done, _ = log_in(project, base, provider)
