@@ -84,7 +84,7 @@ def fails_on(
     it ran no time. An `exit`, `reshape` and `ask` fail on nothing they are given (an `ask` goes
     unanswered by a person's choice), so their failures decide nothing here.
     """
-    given = union(union_all(sources.values()), control)
+    given = decided_calls(sources, control)
     if not tool.builtin or tool.name in PURE_STEPS:
         return given
     if tool.name == "agent":

@@ -18,8 +18,9 @@ make a call again whose effect may have happened unless that is safe:
 | approved | stops: the run waits | makes it, once: the row is its intent row again |
 
 A result labelled `secret` is recorded as its mark only: a replay stops there, and a resume makes
-the call again when that gives the run's answer and changes nothing (its tool is deterministic, and
-read-only or idempotent: `gives_again`), else stops too.
+the call again when the new answer may stand for the run's and the call changes nothing (its tool is
+deterministic, a model, or untrusted whatever it answers; and read-only or idempotent:
+`gives_again`), else stops too.
 """
 
 from __future__ import annotations

@@ -360,15 +360,20 @@ class Walk:
                 earlier = union(earlier, self.count(tool, decided))
         return earlier
 
-    def offered(self, step: ast.Step, targets: Mapping) -> list[Tool]:
-        """The tools the agent `step` may call, and those the declared plans among them call, at any
-        depth (every tool, when they are not known before it runs)."""
+    def callable(self, step: ast.Step, targets: Mapping) -> list[Tool]:
+        """The tools the agent `step` may call (every tool, when they are not known before it runs);
+        none without a registry."""
         from planc.analysis.agent_tools import agent_tools
 
         if self.registry is None:
             return []
         found = agent_tools(step, self.registry, targets, self.context.plans)
-        tools = list(self.registry.tools.values()) if found is None else list(found)
+        return list(self.registry.tools.values()) if found is None else list(found)
+
+    def offered(self, step: ast.Step, targets: Mapping) -> list[Tool]:
+        """The tools the agent `step` may call, and those the declared plans among them call, at any
+        depth."""
+        tools = self.callable(step, targets)
         seen: dict[str, Tool] = {}
         while tools:
             tool = tools.pop()
@@ -406,12 +411,10 @@ class Walk:
     def may_read(self, step: ast.Step, targets: Mapping) -> frozenset[str]:
         """What the agent `step` may read from the tools it may call and its check: all they may return
         (every tool's, when they are not known before it runs)."""
-        from planc.analysis.agent_tools import agent_check_tool, agent_tools
+        from planc.analysis.agent_tools import agent_check_tool
 
         if self.registry is None:
             return UNTRUSTED_ONLY
-        tools = agent_tools(step, self.registry, targets, self.context.plans)
-        if tools is None:
-            tools = list(self.registry.tools.values())
+        tools = self.callable(step, targets)
         check = agent_check_tool(step, self.registry)
         return union_all(self.carried(tool) for tool in (*tools, *([check] if check is not None else [])))
