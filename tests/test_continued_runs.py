@@ -27,6 +27,16 @@ TOOLS = """
 import os
 
 
+CODES = []
+
+
+def next_code():  # a secret, and another one each call
+    CODES.append(1)
+    with open(os.environ["PLANC_TEST_SPY"], "a", encoding="utf-8") as spy:
+        spy.write(f"next_code {len(CODES)}\\n")
+    return {"code": f"QXZJVK-{len(CODES)}-QXZJVKQXZJVK"}
+
+
 def send(text):
     with open(os.environ["PLANC_TEST_SPY"], "a", encoding="utf-8") as spy:
         spy.write(f"send {text}\\n")
@@ -44,6 +54,12 @@ params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 labels = []
 effects = {{ read_only = false, idempotent = false }}
+
+[tools.next_code]
+provider = "python:{module}:next_code"
+params = {{}}
+labels = ["secret"]
+effects = {{ read_only = true }}
 
 [mcp_server]
 answers_from_person = true
@@ -170,3 +186,28 @@ def test_an_approved_run_keeps_its_principals_attributes(project, approve):
         with pytest.raises(planc.AwaitingApproval):
             asyncio.run(planc.approve_async(run_id, store=project / "runs.sqlite"))
     assert calls(project) == ["send one"] and statuses(project) == ["awaiting_approval"]
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_a_secret_read_before_the_wait_is_read_again_only_from_a_tool_that_gives_it_again(project, deterministic):
+    """The run reads a secret, then waits for approval; its record keeps only the secret's mark. An
+    approval continues the run, which must read the secret again: from a tool declared deterministic
+    it does, and makes the approved send; from one that may answer otherwise (a new code each call,
+    as here), the run stops there with one message, before any send."""
+    if deterministic:
+        toml = project / "planc.toml"
+        toml.write_text(
+            toml.read_text().replace("effects = { read_only = true }", "effects = { read_only = true, deterministic = true }")
+        )
+    checked = planc.load_project(project).check("next_code()\n" + PLAN, approvals=True, written_by={"untrusted"})
+    with pytest.raises(planc.AwaitingApproval) as waiting:
+        planc.run(checked, store=project / "runs.sqlite")
+    assert calls(project) == ["next_code 1"]
+    answered = invoke("approve", waiting.value.run_id)
+    assert "Traceback" not in answered.output
+    if deterministic:
+        assert answered.exit_code == 3 and calls(project) == ["next_code 1", "next_code 2", "send one"]
+        assert statuses(project) == ["awaiting_approval"]
+    else:
+        assert answered.exit_code == 1 and "declared read-only and deterministic" in answered.stderr
+        assert calls(project) == ["next_code 1"] and statuses(project) == ["failed"]
