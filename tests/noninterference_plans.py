@@ -4,8 +4,9 @@ A plan first reads some sources (the tools of noninterference_world.py: an untru
 fetch, a trusted lookup, a secret vault, a trusted account whose schema labels some parts untrusted,
 `recent`, which repeats a secret its declaration does not label, and the declared plan `sub`), then does things with what they returned: effectful calls (`send`,
 `post`) whose arguments are references, templates, a loop's `item`, `index` and `accumulator`, a
-list's `.length`; `map`, `filter` and `reduce` over lists; `decide` and `exit` on conditions and on
-`infer`; agents offered tools that fail; `ask`; pure steps; exits with messages; the declared plan,
+list's `.length`; `map`, `filter` and `reduce` over lists; one item chosen from a list (`filter` and
+`take`) or from records a `map` built (`reshape`, `sort`) by a condition on any value, and used in a
+call; `decide` and `exit` on conditions and on `infer`; agents offered tools that fail; `ask`; pure steps; exits with messages; the declared plan,
 whose own body is drawn too (with its exits and failures). Which value goes where is drawn from what
 the sources give, by type, so most plans check; those that do not are not run.
 """
@@ -114,12 +115,31 @@ def _step(draw, values: Values, number: int) -> list[str]:
         "sub",
     ]
     if values.lists:
-        kinds.append("loop")
+        kinds += ["loop", "choose", "rows"]
     kind = draw(st.sampled_from(kinds))
     if kind == "effect":
         return [_effect(draw, values)]
+    if kind == "choose":  # one item of a list, chosen by a comparison with any value, used in a call
+        over, items = draw(st.sampled_from(values.lists))
+        compared, read = {"record": ("n", ".text"), "number": ("item", ""), "entry": ("memo", ".iban")}[items]
+        against = draw(st.sampled_from(values.strings if items == "entry" else values.numbers))
+        how = "!=" if items == "entry" else draw(st.sampled_from([">", "==", "<="]))
+        chosen = f"$c{number}[0]{read}"
+        use = draw(st.sampled_from([f'post(text: "chose {{{chosen}}}")', f'send(to: "{{{chosen}}}", amount: 1)']))
+        return [f"filter(over: {over}, where: {compared} {how} {against}) |> c{number} = take(count: 1)", use]
     if kind == "loop":
         return [_loop(draw, values)]
+    if kind == "rows":  # records built per item, one field from the item and one from anything; one chosen by it
+        over, items = draw(st.sampled_from(values.lists))
+        key = {"record": "item.text", "number": "item", "entry": "item.iban"}[items]
+        by = draw(st.sampled_from(values.numbers + values.strings))
+        chosen = f"$c{number}[0].{draw(st.sampled_from(['k', 'v']))}"
+        use = draw(st.sampled_from([f'post(text: "chose {{{chosen}}}")', f'send(to: "{{{chosen}}}", amount: 1)']))
+        return [
+            f"rows{number} = map(over: {over}, concurrency: 1, do: {{ reshape(value: {{k: {key}, v: {by}}}) }})",
+            f'sort(over: $rows{number}, field: "v") |> c{number} = take(count: 1)',
+            use,
+        ]
     if kind in ("decide", "decide infer"):
         how = f"when: {_condition(draw, values)}" if kind == "decide" else f"infer: {_text(draw, values)}"
         otherwise = f", else: {{ {_effect(draw, values)} }}" if draw(st.booleans()) else ""

@@ -211,6 +211,7 @@ params = {{ text = {{ type = "string" }} }}
 required = ["text"]
 pipe = "text"
 labels = []
+effects = {{ read_only = false, destructive = false }}
 
 [plans.sub]
 file = "sub.plan"
@@ -218,15 +219,21 @@ params = {{ k = {{ type = "integer" }} }}
 """
 )
 
-# Untrusted data may not choose a payment's recipient, nor decide that a post is made: such a call
-# is flagged, and waits for a person (the runs are checked with approvals).
+# Untrusted data may not choose a payment's recipient, nor decide that a post is made, nor write in
+# it: such a call is flagged, and waits for a person (the runs are checked with approvals). What the
+# policy lets through is what planc says is sound: a recipient chosen among trusted items (never
+# reported for `send`, which may destroy), a post's words chosen so, a post decided by one yes or no.
 POLICY = """
 @id("untrusted-recipient")
 forbid(principal, action, resource == Tool::"send")
-  when { context.sources has to && context.sources.to.contains("untrusted") };
+  when { context.sources has to && context.sources.to.contains("untrusted") &&
+         !(context.chosen_by has to && context.chosen_by.to.contains("untrusted")) };
 
 @id("untrusted-posts")
-forbid(principal, action, resource == Tool::"post") when { context.control.contains("untrusted") };
+forbid(principal, action, resource == Tool::"post") when { context.control.contains("untrusted") && !context.one_bit };
+
+@id("untrusted-words")
+forbid(principal, action, resource == Tool::"post") when { context.unchosen_labels.contains("untrusted") };
 
 permit(principal, action, resource);
 """

@@ -66,6 +66,7 @@ from planc.clock import FixedClock, fixed
 from planc.passes.check import CheckResult, check
 from planc.passes.policy.load import load_policy
 from planc.registry.loading.config import load_registry
+from planc.registry.provenance.labels import plain
 
 UNTRUSTED, SECRET = "untrusted", "secret"
 CLOCK = FixedClock(at=1767225600.0, run_id="20260101-000000-n0n1n7er")
@@ -330,13 +331,19 @@ def identity(call: dict) -> tuple[str, str, str]:
 
 
 def carries(call: dict, label: str) -> bool:
+    """Whether the call's labels hold `label`, in its control or an argument, as itself or as a choice
+    among trusted items (`chosen by LABEL`: one of the items, each what it was, and the policy told)."""
     labels = call["labels"] or {}
-    return label in labels.get("control", ()) or any(label in each for each in labels.get("sources", {}).values())
+    return holds(labels.get("control", ()), labels.get("sources", {}), label)
 
 
 def check_carries(checked: CheckResult, step: str, tool: str, label: str) -> bool:
     sources, control = checked_bound(checked, step, tool)
-    return label in control or any(label in each for each in sources.values())
+    return holds(control, sources, label)
+
+
+def holds(control, sources: dict, label: str) -> bool:
+    return label in plain(frozenset(control)) or any(label in plain(frozenset(each)) for each in sources.values())
 
 
 def secret_decides(checked: CheckResult) -> bool:

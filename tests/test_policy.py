@@ -162,6 +162,9 @@ def test_the_request_has_the_literal_args_and_names_the_dynamic_ones():
             "sources": {"query": [], "limit": [], "tags": [], "filter": []},
             "labels": [],
             "control": [],
+            "chosen_by": {"query": [], "limit": [], "tags": [], "filter": []},
+            "unchosen_labels": [],
+            "one_bit": False,
         },
     }
     # What `search` returned carries `untrusted` (it declares no labels), into the piped items and the title.
@@ -173,6 +176,9 @@ def test_the_request_has_the_literal_args_and_names_the_dynamic_ones():
         "sources": {"items": ["untrusted"], "title": ["untrusted"]},
         "labels": ["untrusted"],
         "control": [],
+        "chosen_by": {"items": [], "title": []},
+        "unchosen_labels": ["untrusted"],
+        "one_bit": False,
     }
     assert seen["3"]["context"]["args"] == {"subject": "Disk {full}"}
     assert seen["3"]["context"]["dynamic"] == ["to"]
@@ -527,6 +533,9 @@ def test_policy_explain_json(project):
         "sources": {"id": []},
         "labels": [],
         "control": [],
+        "chosen_by": {"id": []},
+        "unchosen_labels": [],
+        "one_bit": False,
     }
     assert data["steps"][1]["request"]["context"]["dynamic"] == ["items"]
 
@@ -557,7 +566,7 @@ def test_every_policy_in_the_guide_loads():
     import tomllib
 
     blocks = re.findall(r"```cedar\n(.*?)```", POLICY_DOC, re.DOTALL)
-    assert len(blocks) == 4
+    assert len(blocks) == 6
     # The multi-tenant policy reads what the guide's `[principals]` declares.
     [declared] = [
         tomllib.loads(block)["principals"]

@@ -6,7 +6,12 @@ items of one of its inputs, unchanged and in some order (`filter`, `sort`, `take
 labels part by part instead: a trusted field of a kept item stays trusted beside an untrusted one. What
 decided which items are kept, and in which order, is added to all of the result, since it chose which
 values reach a later step: the other arguments (a `count`), the condition (the fields a `where` reads), and
-the field a `sort` or `unique` compares (the whole item when it compares whole items).
+the field a `sort` or `unique` compares (the whole item when it compares whole items). Where content others
+can write decided it, the result carries that in a kind of its own, `chosen by untrusted` (`chosen_by`): the
+value is still one of the input's items, each what it was, and only which one was chosen; a policy sees the
+kind apart (`context.chosen_by`) and may let it choose among trusted items for a call that destroys nothing.
+A model's choice (a `filter` that asks a judge, or runs a block) is no such choice: a reader shown the
+attacker's words may answer anything, so what it read is the result's own.
 
 >>> from planc.registry.steps.builtins import CONTROL_STEPS
 >>> from planc.syntax.parser import parse
@@ -16,6 +21,10 @@ the field a `sort` or `unique` compares (the whole item when it compares whole i
 >>> view = result_view(step, CONTROL_STEPS["sort"], {"over": rows.whole()}, NO_LABELS, NO_LABELS, rows)
 >>> sorted(view.item().field("amount").whole()), sorted(view.item().field("subject").whole())
 (['private'], ['private', 'untrusted'])
+>>> step = parse('sort(over: [], field: "subject")').plan.pipelines[0].steps[0]
+>>> view = result_view(step, CONTROL_STEPS["sort"], {"over": rows.whole()}, NO_LABELS, NO_LABELS, rows)
+>>> sorted(view.item().field("amount").whole())
+['chosen by untrusted', 'private']
 """
 
 from __future__ import annotations
@@ -23,7 +32,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from planc.analysis.literals import literal_value
-from planc.registry.provenance.labels import NO_LABELS, SECRET, LabelView, label_set, union, union_all, view_of
+from planc.registry.provenance.labels import (
+    NO_LABELS,
+    SECRET,
+    LabelView,
+    chosen_by,
+    label_set,
+    list_view,
+    union,
+    union_all,
+    view_of,
+)
 from planc.registry.steps.pure_steps import PURE_STEPS
 from planc.registry.tools.tool import Tool
 from planc.syntax import ast
@@ -37,7 +56,11 @@ KEEPS_ITEMS: Mapping[str, tuple[str, str | None]] = {
     "take": ("over", None),
     "skip": ("over", None),
     "slice": ("value", None),
+    "reshape": ("value", None),  # all of its one input, as it is
 }
+# A `map`'s result is its block's results, one per item of its list: the list's own labels say which there
+# are, how many and in what order; each result carries what its block's result carries (`result_view`).
+MAPS_ITEMS = ("map", "over")
 
 
 BLOCKS = ("do", "then", "else")  # the parameters that take a block of steps
@@ -116,10 +139,13 @@ def failure_control(tool_labels: frozenset[str], given: frozenset[str] | None, c
 
 
 def kept_input(tool: Tool | None) -> str | None:
-    """The input whose items `tool`'s result keeps, part by part (None: its result carries one set)."""
-    if tool is None or not tool.builtin or tool.name not in KEEPS_ITEMS:
+    """The input whose items `tool`'s result keeps, part by part, or whose items it runs its block for (a
+    `map`'s); None: its result carries one set."""
+    if tool is None or not tool.builtin:
         return None
-    return KEEPS_ITEMS[tool.name][0]
+    if tool.name == MAPS_ITEMS[0]:
+        return MAPS_ITEMS[1]
+    return KEEPS_ITEMS[tool.name][0] if tool.name in KEEPS_ITEMS else None
 
 
 def result_view(
@@ -129,17 +155,33 @@ def result_view(
     control: frozenset[str],
     added: frozenset[str],
     items: LabelView | None = None,
+    block: LabelView | None = None,
 ) -> LabelView:
     """What `step`'s result carries: `tool`'s labels, its arguments' (`sources`, each argument's whole), its
     control's and what its rule adds (`added`); for a step that keeps its input's items, that input's view
-    (`items`) with the rest added to all of it."""
+    (`items`) with the rest added to all of it; for a `map`, a list of what its block's results carry (`block`:
+    none, `added` for each), its list's own labels (`items`) for which there are and in what order."""
     kept = kept_input(tool)
     if kept is None:
         return view_of(union(call_labels(tool.labels, sources, control), added), tool.returns)
+    if tool.name == MAPS_ITEMS[0]:
+        over = items if items is not None else LabelView(sources.get(kept, NO_LABELS))
+        others = {name: labels for name, labels in sources.items() if name != kept}
+        return list_view(union(call_labels(tool.labels, others, control), over.members()), block or LabelView(added))
     items = items if items is not None else LabelView(sources.get(kept, NO_LABELS))
     deciding = union_all(labels for name, labels in sources.items() if name != kept)
     by = compared(step, KEEPS_ITEMS[tool.name][1], items)
-    return items.adding(union(union(tool.labels, deciding), union(union(control, added), by)))
+    if picked_by_a_model(step, tool):
+        return items.adding(union(union(tool.labels, deciding), union(union(control, added), by)))
+    choice = chosen_by(union(union(deciding, added), by))
+    return items.adding(union(union(tool.labels, control), choice))
+
+
+def picked_by_a_model(step: ast.Step, tool: Tool) -> bool:
+    """Whether what keeps the items of `step` is a model's answer (a `filter` that asks a judge, or runs a
+    block, which may hold an agent) rather than a comparison of their values: its labels are then the
+    result's own, never a choice's (a reader that read the attacker's words may answer anything)."""
+    return tool.name == "filter" and step.arg("where") is None
 
 
 def compared(step: ast.Step, field: str | None, items: LabelView) -> frozenset[str]:

@@ -327,7 +327,8 @@ class Run:
         kept = kept_input(tool)
         items = labels_of(step, kept, scope, labelled_piped) if kept else None
         added_labels = added.whole() if added is not None else NO_LABELS
-        view = scope.labels[step] = result_view(step, tool, sources, control, added_labels, items)
+        block = added if added is not None and tool.name == "map" else None
+        view = scope.labels[step] = result_view(step, tool, sources, control, added_labels, items, block)
         # Whether it might have failed decides whether every later step of its plan runs.
         decided = deciding(step) if tool.name != "filter" and step.arg("infer") is not None else None
         asked = expr_labels(decided.value, scope) if decided is not None else added_labels

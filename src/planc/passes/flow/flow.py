@@ -303,14 +303,18 @@ class Walk:
             result = LabelView(union(UNTRUSTED_ONLY, control))
         else:  # what any call's result carries, and what the step's own rule adds
             added = NO_LABELS
+            block: LabelView | None = None
             if tool.builtin and tool.name in self.rules:
-                added = self.rules[tool.name](self, step, env, views, control)
+                found = self.rules[tool.name](self, step, env, views, control)
+                if isinstance(found, LabelView):  # a `map`'s block: what each of its results carries
+                    block, found = found, found.whole()
+                added = found
             elif tool.kind == "plan":
                 added = self.declared_plan(step, tool, env, views, control)
             elif answers_depend(tool):
                 added = self.count(tool, decided_calls(sources, control))
             kept = kept_input(tool)
-            result = result_view(step, tool, sources, control, added, views.get(kept) if kept else None)
+            result = result_view(step, tool, sources, control, added, views.get(kept) if kept else None, block)
             asked = added if tool.name == "filter" or step.arg("infer") is None else condition_labels(step, env)
             fails = failure_control(tool.labels, fails_on(step, tool, sources, control, added, asked), caught=False)
         path = env.paths[step]

@@ -22,7 +22,7 @@ import attrs
 
 from planc.passes.policy.cedar_json import cedar_value, entity_uid
 from planc.passes.policy.load import Policy, Rule
-from planc.registry.provenance.labels import union_all
+from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED, plain, split_choices
 from planc.registry.tools.tool import Tool
 
 if TYPE_CHECKING:
@@ -32,6 +32,9 @@ ACTION = 'Action::"call"'
 ACTION_UID = {"type": "Action", "id": "call"}  # ACTION as Cedar reads it without parsing it
 BATCH = 1_000  # requests per call into Cedar: enough to spread its cost, few enough that Cedar's answers stay small
 # How Cedar reports a policy it could not evaluate for a request.
+# How the path of a call a model made reads (`4/agent.2/send`, and the steps of a declared plan it called):
+# it may make it any number of times.
+AGENT_CALL = "/agent."
 EVALUATION_ERROR = re.compile(r"error while evaluating policy `(policy\d+)`: (.*)", re.DOTALL)
 
 
@@ -150,9 +153,7 @@ def decide_all(policy: Policy, principal: str, asks: Sequence[Ask]) -> list[Deci
             "dynamic": sorted(ask.dynamic),
             "step": ask.step,
             "in_loop": ask.in_loop,
-            "sources": {name: sorted(labels) for name, labels in ask.sources.items()},
-            "labels": sorted(union_all(ask.sources.values())),
-            "control": sorted(ask.control),
+            **labels_context(ask),
         }
         name = ask.tool.name
         request = {"principal": principal, "action": ACTION, "resource": f"Tool::{json.dumps(name)}", "context": context}
@@ -189,6 +190,59 @@ def decide_all(policy: Policy, principal: str, asks: Sequence[Ask]) -> list[Deci
     return cast(list[Decision], decisions)  # each None was one of a batch, decided there
 
 
+def labels_context(ask: Ask) -> dict:
+    """What a policy sees of where the values of `ask` came from.
+
+    `sources` (each argument's labels), `labels` (all of them) and `control` (what decided that the call
+    runs) hold every label, however it came: a label a choice among trusted items carried (`chosen by
+    untrusted`, result_labels.py) is the label there, so a policy that reads only them allows nothing
+    more for it. Two keys let a policy allow what is sound, and nothing else:
+
+    - `chosen_by`: each argument's labels that reached it only as a choice among trusted items (the
+      value is one of them, each what it was); `unchosen_labels`: the labels of the arguments but
+      those. A choice is never reported for a destructive call: there every label is its own.
+    - `one_bit`: content others can write decided whether the call runs (its control), and nothing
+      else of it: every argument is free of `untrusted`, and nothing repeats it (no loop, no model
+      calling it), so all it tells is one yes or no.
+
+    >>> from planc.registry.provenance.labels import label_set
+    >>> email = Tool("email", effects=attrs.evolve(Tool("email").effects, destructive=False))
+    >>> ask = Ask(email, {}, "3", False, ["subject"], {"subject": label_set(["chosen by untrusted"])})
+    >>> context = labels_context(ask)
+    >>> context["sources"], context["chosen_by"], context["unchosen_labels"], context["one_bit"]
+    ({'subject': ['untrusted']}, {'subject': ['untrusted']}, [], False)
+    >>> labels_context(attrs.evolve(ask, tool=Tool("email")))["chosen_by"]  # a destructive call: no choice
+    {'subject': []}
+    >>> labels_context(Ask(email, {"subject": "hi"}, "3/then.1", False, (), {}, label_set(["untrusted"])))["one_bit"]
+    True
+    """
+    destructive = ask.tool.effects.normalised().destructive
+    sources: dict[str, list[str]] = {}
+    chosen: dict[str, list[str]] = {}
+    unchosen: set[str] = set()
+    for name, labels in ask.sources.items():
+        every, by_choice = split_choices(labels)
+        if destructive:
+            by_choice = NO_LABELS
+        sources[name], chosen[name] = sorted(every), sorted(by_choice)
+        unchosen |= every - by_choice
+    control = plain(ask.control)
+    one_bit = (
+        UNTRUSTED in control
+        and not ask.in_loop
+        and AGENT_CALL not in ask.step
+        and not any(UNTRUSTED in labels for labels in sources.values())
+    )
+    return {
+        "sources": sources,
+        "labels": sorted(set().union(*sources.values())),
+        "control": sorted(control),
+        "chosen_by": chosen,
+        "unchosen_labels": sorted(unchosen),
+        "one_bit": one_bit,
+    }
+
+
 def _decision(answer: AuthzResult, request: Mapping, policy: Policy) -> Decision:
     """What Cedar's `answer` to `request` means, failing closed."""
     import cedarpy
@@ -209,7 +263,10 @@ def _decision(answer: AuthzResult, request: Mapping, policy: Policy) -> Decision
         failed.append((rules[found[1]], found[2]))
     if failed:
         return Decision(False, tuple(rule for rule, _ in failed), errors, request, failed=tuple(failed))
-    deciding = tuple(rules[policy_id] for policy_id in answer.diagnostics.reasons if policy_id in rules)
+    # In the file's order: Cedar gives them as a set, and what a refusal says is recorded byte for byte.
+    deciding = tuple(
+        sorted((rules[policy_id] for policy_id in answer.diagnostics.reasons if policy_id in rules), key=lambda rule: rule.line)
+    )
     return Decision(answer.allowed, deciding, errors, request)
 
 

@@ -62,6 +62,11 @@ REQUEST_SCHEMA = {
                             "sources": {"type": "Record", "attributes": {}},
                             "labels": {"type": "Set", "element": {"type": "String"}},
                             "control": {"type": "Set", "element": {"type": "String"}},
+                            # Each argument's labels that reached it only as a choice among trusted items, the
+                            # arguments' labels but those, and whether all others' content decides is one yes or no.
+                            "chosen_by": {"type": "Record", "attributes": {}},
+                            "unchosen_labels": {"type": "Set", "element": {"type": "String"}},
+                            "one_bit": {"type": "Boolean"},
                         },
                     },
                 }
@@ -71,7 +76,7 @@ REQUEST_SCHEMA = {
 }
 DEFAULT_PRINCIPAL = 'User::"anonymous"'
 ARGUMENT_READ = re.compile(r"context\s*\.\s*args\s*\.\s*(\w+)")
-UNGUARDED = re.compile(r"attribute `(args|sources)\.(\w+)` in context")
+UNGUARDED = re.compile(r"attribute `(args|sources|chosen_by)\.(\w+)` in context")
 # The messages of errors in Cedar's tokens (the others are about a whole policy).
 TOKEN_ERRORS = ("unexpected token", "invalid token")
 

@@ -2,7 +2,7 @@
 
 What an expression reads decides what it carries: a reference carries the labels of the result it
 reads (with the `x-labels` of the part it reads into), a bound name those of what it is bound to,
-a template, list, record or condition the union of its parts and of what the plan writes itself.
+a record each field its own, a template, list or condition the union of its parts and of what the plan writes itself.
 What the plan writes (a literal, a template's text) carries the labels of whoever wrote the plan
 (`Env.written`): none for a plan file, those `planc mcp` gives a client's. Where the labels of a
 result come from is the caller's to say (`Env`): the check's estimate before a run, the values' own
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
-from planc.registry.provenance.labels import NO_LABELS, LabelView, union, union_all
+from planc.registry.provenance.labels import NO_LABELS, LabelView, record_view, union, union_all
 from planc.syntax import ast
 from planc.syntax.steps import children
 
@@ -52,6 +52,8 @@ def expr_view(expr: ast.Expr, env: Env) -> LabelView:
         return env.ref_view(expr).read(expr.accessors)
     if isinstance(expr, ast.Path):
         return env.name_view(expr.head.text).read(expr.accessors)
+    if isinstance(expr, ast.Record):  # each field carries what it was built from, apart from the others
+        return record_view(NO_LABELS, {entry.key.text: expr_view(entry.value, env) for entry in expr.entries})
     labels = env.written if writes_text(expr) else NO_LABELS
     for part in children(expr):
         labels = union(labels, expr_labels(part, env))

@@ -13,7 +13,7 @@ schema of the value they belong to, so that reading into the value reads into it
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 UNTRUSTED = "untrusted"  # content others can write
 SECRET = "secret"  # written as its mark wherever planc writes it (redaction.py)
 X_LABELS = "x-labels"  # the key of a schema node that labels that part of a result
+# The kind of a label that reached a value only through a choice among trusted items (`chosen_by`).
+CHOSEN_BY = "chosen by "
 
 NO_LABELS: frozenset[str] = frozenset()
 _interned: dict[frozenset, frozenset] = {NO_LABELS: NO_LABELS}
@@ -41,6 +43,7 @@ def label_set(names: Iterable[str]) -> frozenset[str]:
 
 
 UNTRUSTED_ONLY = label_set([UNTRUSTED])
+CHOSEN = label_set([CHOSEN_BY + UNTRUSTED])
 
 
 def union(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
@@ -322,3 +325,165 @@ def view_of(labels: frozenset[str], schema: Mapping | None = None) -> LabelView:
     if schema is not None and not subtree_labels(schema):
         schema = None  # nothing in it labels a part: the labels are the whole's
     return LabelView(labels, schema)
+
+
+# What content others can write decides, and so what a choice made on it carries in a kind of its own:
+# integrity alone. A choice made on a secret tells the secret, so a secret stays a secret, whatever chose.
+CHOOSABLE = label_set([UNTRUSTED])
+_chosen: dict[int, tuple[frozenset, frozenset]] = {}
+_plain: dict[int, tuple[frozenset, frozenset, frozenset]] = {}
+
+
+def chosen_by(labels: frozenset[str]) -> frozenset[str]:
+    """What a value carries of `labels` when they only chose it among trusted items (a `filter`'s
+    condition, a `sort`'s field): each label of `CHOOSABLE` in the kind `chosen by LABEL`, the others as
+    they are. A policy sees that kind apart (`context.chosen_by`); everywhere else it is the label.
+
+    >>> sorted(chosen_by(label_set(["private", "untrusted"])))
+    ['chosen by untrusted', 'private']
+    """
+    kept = _chosen.get(id(labels))
+    if kept is not None and kept[0] is labels:
+        return kept[1]
+    found = label_set(CHOSEN_BY + label if label in CHOOSABLE else label for label in labels)
+    _chosen[id(labels)] = (labels, found)
+    return found
+
+
+def plain(labels: frozenset[str]) -> frozenset[str]:
+    """`labels` with each `chosen by LABEL` read as `LABEL`: what a value carries, however it got it.
+
+    >>> sorted(plain(label_set(["chosen by untrusted", "private"])))
+    ['private', 'untrusted']
+    """
+    return split_choices(labels)[0]
+
+
+def only_chosen(labels: frozenset[str]) -> frozenset[str]:
+    """The labels of `labels` that reached the value only through a choice among trusted items.
+
+    >>> sorted(only_chosen(label_set(["chosen by untrusted", "private"]))), only_chosen(label_set(["chosen by untrusted", "untrusted"]))
+    (['untrusted'], frozenset())
+    """
+    return split_choices(labels)[1]
+
+
+def split_choices(labels: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(`plain(labels)`, `only_chosen(labels)`), computed once per set."""
+    kept = _plain.get(id(labels))
+    if kept is not None and kept[0] is labels:
+        return kept[1], kept[2]
+    if not any(label.startswith(CHOSEN_BY) for label in labels):
+        found = (labels, NO_LABELS)
+    else:
+        direct = {label for label in labels if not label.startswith(CHOSEN_BY)}
+        by_choice = {label.removeprefix(CHOSEN_BY) for label in labels if label.startswith(CHOSEN_BY)}
+        found = (label_set(direct | by_choice), label_set(by_choice - direct))
+    _plain[id(labels)] = (labels, *found)
+    return found
+
+
+# The schemas of records and lists a plan builds (`{name: item, rating: $r}`, a `map`'s results), one object
+# per shape and labels, so that the caches keyed by a schema's id stay as small as the plan.
+BUILT = "x-planc-built"  # the key marking a schema planc made for a value the plan built
+_built: dict[tuple, Mapping] = {}
+
+
+def _built_schema(key: tuple, make: Callable[[], Mapping]) -> Mapping:
+    found = _built.get(key)
+    if found is None:
+        found = _built[key] = make()
+    return found
+
+
+def _part_schema(view: LabelView) -> tuple[tuple, Mapping]:
+    """A view as the schema of one part of a built value (with its key): its own schema when planc built
+    it, else one node carrying everything the view carries."""
+    schema = view.schema
+    if schema is not None and view.root is None and schema.get(BUILT):
+        key: tuple = ("part", view.labels, _key_of(schema))
+        return key, _built_schema(key, lambda: {"allOf": [schema], X_LABELS: sorted(view.labels)})
+    whole = view.whole()
+    key = ("leaf", whole)
+    return key, _built_schema(key, lambda: {X_LABELS: sorted(whole)} if whole else {})
+
+
+_keys: dict[int, tuple[Mapping, tuple]] = {}
+
+
+def _key_of(schema: Mapping) -> tuple:
+    kept = _keys.get(id(schema))
+    return kept[1] if kept is not None and kept[0] is schema else ("?", id(schema))
+
+
+def _keep(key: tuple, schema: Mapping) -> Mapping:
+    _keys[id(schema)] = (schema, key)
+    return schema
+
+
+def record_view(labels: frozenset[str], fields: Mapping[str, LabelView]) -> LabelView:
+    """The labels of a record the plan builds: `labels` for all of it, and each field its own view, so
+    that reading `.name` of it carries what `name` was built from and not what its other fields were.
+
+    >>> built = record_view(NO_LABELS, {"name": LabelView(), "rating": LabelView(UNTRUSTED_ONLY)})
+    >>> sorted(built.field("name").whole()), sorted(built.field("rating").whole()), sorted(built.whole())
+    ([], ['untrusted'], ['untrusted'])
+    """
+    parts = {name: _part_schema(view) for name, view in fields.items()}
+    if not any(subtree_labels(schema) for _, schema in parts.values()):
+        return LabelView(labels)
+    key = ("record", tuple((name, part_key) for name, (part_key, _) in sorted(parts.items())))
+    schema = _built_schema(
+        key,
+        lambda: _keep(key, {BUILT: True, "type": "object", "properties": {name: schema for name, (_, schema) in parts.items()}}),
+    )
+    return LabelView(labels, schema)
+
+
+def list_view(labels: frozenset[str], item: LabelView) -> LabelView:
+    """The labels of a list the plan builds (a `map`'s results): `labels` for which items it has, how many
+    and in what order, and `item` for each of them.
+
+    >>> rows = list_view(NO_LABELS, record_view(NO_LABELS, {"name": LabelView(), "rating": LabelView(UNTRUSTED_ONLY)}))
+    >>> sorted(rows.item().field("name").whole()), sorted(rows.members()), sorted(rows.whole())
+    ([], [], ['untrusted'])
+    """
+    part_key, part = _part_schema(item)
+    if not subtree_labels(part):
+        return LabelView(labels)
+    key = ("list", part_key)
+    schema = _built_schema(key, lambda: _keep(key, {BUILT: True, "type": "array", "items": part}))
+    return LabelView(labels, schema)
+
+
+def merged(views: Iterable[LabelView]) -> LabelView:
+    """One view for values each of `views` describes (a `map`'s results, one per item): records the plan
+    built with the same fields keep them apart, field by field; anything else carries all of it.
+
+    >>> one = record_view(NO_LABELS, {"name": LabelView(), "rating": LabelView(UNTRUSTED_ONLY)})
+    >>> two = record_view(NO_LABELS, {"name": LabelView(label_set(["private"])), "rating": LabelView()})
+    >>> both = merged([one, two])
+    >>> sorted(both.field("name").whole()), sorted(both.field("rating").whole())
+    (['private'], ['untrusted'])
+    """
+    views = list(views)
+    records = [found for found in map(_fields_of, views) if found is not None]
+    if views and len(records) == len(views) and all(found.keys() == records[0].keys() for found in records):
+        fields = {name: merged(found[name] for found in records) for name in records[0]}
+        return record_view(union_all(view.labels for view in views), fields)
+    return LabelView(union_all(view.whole() for view in views))
+
+
+def _fields_of(view: LabelView) -> dict[str, LabelView] | None:
+    """The fields of a record the plan built, each as a view; None for anything else."""
+    schema = view.schema
+    if schema is None or view.root is not None or not schema.get(BUILT) or schema.get("type") != "object":
+        return None
+    return {name: view_of_part(part) for name, part in schema["properties"].items()}
+
+
+def view_of_part(part: Mapping) -> LabelView:
+    """The view a part's schema (made by `_part_schema`) stands for."""
+    if "allOf" in part:
+        return LabelView(node_labels(part), part["allOf"][0])
+    return LabelView(node_labels(part))

@@ -43,10 +43,11 @@ def cost(coster: Coster, step: ast.Step) -> Run:
     return attrs.evolve(body, cost=body.cost.times(count, coster.waves(count, coster.concurrency(step))))
 
 
-def flow_map(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView], control: frozenset[str]) -> frozenset[str]:
+def flow_map(walk: Walk, step: ast.Step, env: PlanEnv, views: Mapping[str, LabelView], control: frozenset[str]) -> LabelView:
+    """What each of its results carries: its block's result, field by field."""
     loop = loop_over(views.get("over", LabelView()))
     inner = env.bound_by(step).bind(item=loop.item, index=loop.index)
-    return looped(walk, step, env, inner, loop, control).whole()
+    return looped(walk, step, env, inner, loop, control)
 
 
 STEP = ControlStep(TOOL, result, cost, flow_map, rank=0)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from planc.backend.run.control_steps import carried, each_item, items, labels_of, value
+from planc.backend.run.control_steps import each_item, items, labels_of, value
 from planc.backend.state.values import Labelled, Scope
 from planc.registry.provenance.control import loop_over
+from planc.registry.provenance.labels import merged
 from planc.syntax import ast
 
 if TYPE_CHECKING:
@@ -20,4 +21,4 @@ async def run_map(run: Run, step: ast.Step, path: str, scope: Scope, piped: obje
     over = items(step, path, scope, piped)
     loop = loop_over(labels_of(step, "over", scope, piped))
     results = await each_item(run, step, path, scope, over, loop, value(step, "concurrency", scope))
-    return Labelled([result.value for result in results], carried(results))
+    return Labelled([result.value for result in results], merged(result.view for result in results))
