@@ -35,9 +35,39 @@ class Rule:
     apply: Callable[[Setup], Setup]
 
 
+def rewritten(pattern: str, replacement: str) -> Callable[[Setup], Setup]:
+    """The change to a setup that rewrites each match of `pattern` in its policy (`re.sub`)."""
+    return lambda setup: attrs.evolve(setup, policy=re.sub(pattern, replacement, setup.policy))
+
+
+# Where a suite's policy reads an argument's labels, or all of them: a choice among trusted items is let through
+# there (planc never reports one for a destructive call).
+ARGUMENT_UNTRUSTED = r'context\.sources\.(\w+)\.contains\("untrusted"\)'
+CHOSEN = (
+    r'(context.sources.\1.contains("untrusted") && !(context.chosen_by has \1 && context.chosen_by.\1.contains("untrusted")))'
+)
+
+
+def choices(setup: Setup) -> Setup:
+    setup = rewritten(ARGUMENT_UNTRUSTED, CHOSEN)(setup)
+    return rewritten(r'context\.labels\.contains\("untrusted"\)', 'context.unchosen_labels.contains("untrusted")')(setup)
+
+
 # planc's rules that let more through, each off by default in the suites' setups: `run.py --rules NAME` switches
 # one on. A rule is a line: Rule("NAME", "what it lets through", lambda setup: attrs.evolve(setup, ...)).
-RULES: dict[str, Rule] = {}
+RULES: dict[str, Rule] = {
+    rule.name: rule
+    for rule in (
+        Rule("choices", "a value chosen among trusted items on untrusted data, for a call that destroys nothing", choices),
+        Rule(
+            "one-bit",
+            "a call whose every argument is trusted, decided once by untrusted data",
+            rewritten(
+                r'context\.control\.contains\("untrusted"\)', '(context.control.contains("untrusted") && !context.one_bit)'
+            ),
+        ),
+    )
+}
 
 
 def without_policy(policy_id: str) -> Rule:

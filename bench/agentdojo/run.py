@@ -400,6 +400,9 @@ def main(argv=None) -> int:
         metavar="RULE",
         help="measure with this rule too (repeatable; rules.py): a row as committed, one per rule, and one with all of them",
     )
+    parser.add_argument(
+        "--rules-only", action="store_true", help="with --rules: leave out the row as committed (measured on its own)"
+    )
     parser.add_argument("--planner", help="take plans from `planc plan` with this model role instead of the committed ones")
     parser.add_argument(
         "--models", type=Path, help="with --planner: a TOML file of [models.ROLE] tables (default: SmolLM2-135M on loopback)"
@@ -416,6 +419,8 @@ def main(argv=None) -> int:
     attacks = sorted(set(ATTACKS) - {"manual"}) if options.attack == "all" else [options.attack]
     suites = options.suite or [s for s in SUITES if (Path(__file__).resolve().parent / "suites" / s / "plans").is_dir()]
     rows = variants(options.rules)
+    if options.rules_only and len(rows) > 1:
+        rows = rows[1:]
     models, server = planner_models(options.planner, options.models) if options.planner else ({}, None)
     try:
         with open(options.log or "/dev/null", "w") as out:
