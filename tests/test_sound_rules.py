@@ -1,6 +1,6 @@
 """Attacks on the two things a policy may let untrusted data decide: which of the user's own items a
 call uses (`context.chosen_by`), and whether a call the user wrote in full runs, once
-(`context.one_bit`).
+(`context.one_bit`); and on the records a plan builds, whose fields keep their own labels.
 
 The project is test_flow.py's inbox assistant (`read_inbox` is anyone's mail; `contacts` is the
 user's own list; `pay` may destroy), with `remind`, declared to destroy nothing. The policy lets a
@@ -143,3 +143,25 @@ def test_a_choice_that_decides_a_call_is_what_decided_it(project):
     result = ran(project, literal)
     assert result.exit_code == 0, result.output
     assert calls(project) == ["read_inbox", "contacts", "remind alice@example.com hi"]
+
+
+ROWS = (
+    "read_inbox()\n"
+    'contacts() |> rows = map(do: { reshape(value: {email: item.email, note: "{$1[0].subject}"}) })\n'
+    'sort(over: $rows, field: "note") |> pick = take(count: 1)\n'
+)
+
+
+def test_a_record_the_plan_built_keeps_each_fields_labels_through_a_map_and_a_sort(project):
+    """Each row pairs a contact's address with the mail's words: sorting the rows by the words is a
+    choice among the contacts, and the address read out of the chosen row is still the contact's."""
+    text = ROWS + 'remind(to: $pick[0].email, text: "hi")\n'
+    assert checked(project, text) == (0, [])
+    result = ran(project, text)
+    assert result.exit_code == 0, result.output
+    assert calls(project) == ["read_inbox", "contacts", "remind alice@example.com hi"]
+
+
+def test_the_mails_words_in_a_record_stay_the_mails(project):
+    refused(project, ROWS + 'remind(to: "alice@example.com", text: $pick[0].note)\n', "no-untrusted-words")
+    refused(project, ROWS + 'remind(to: $pick[0].note, text: "hi")\n', "recipients-from-the-user")
