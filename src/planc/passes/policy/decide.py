@@ -31,10 +31,10 @@ if TYPE_CHECKING:
 ACTION = 'Action::"call"'
 ACTION_UID = {"type": "Action", "id": "call"}  # ACTION as Cedar reads it without parsing it
 BATCH = 1_000  # requests per call into Cedar: enough to spread its cost, few enough that Cedar's answers stay small
-# How Cedar reports a policy it could not evaluate for a request.
 # How the path of a call a model made reads (`4/agent.2/send`, and the steps of a declared plan it called):
 # it may make it any number of times.
 AGENT_CALL = "/agent."
+# How Cedar reports a policy it could not evaluate for a request.
 EVALUATION_ERROR = re.compile(r"error while evaluating policy `(policy\d+)`: (.*)", re.DOTALL)
 
 
