@@ -43,7 +43,6 @@ def label_set(names: Iterable[str]) -> frozenset[str]:
 
 
 UNTRUSTED_ONLY = label_set([UNTRUSTED])
-CHOSEN = label_set([CHOSEN_BY + UNTRUSTED])
 
 
 def union(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
@@ -359,17 +358,15 @@ def plain(labels: frozenset[str]) -> frozenset[str]:
     return split_choices(labels)[0]
 
 
-def only_chosen(labels: frozenset[str]) -> frozenset[str]:
-    """The labels of `labels` that reached the value only through a choice among trusted items.
-
-    >>> sorted(only_chosen(label_set(["chosen by untrusted", "private"]))), only_chosen(label_set(["chosen by untrusted", "untrusted"]))
-    (['untrusted'], frozenset())
-    """
-    return split_choices(labels)[1]
-
-
 def split_choices(labels: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
-    """(`plain(labels)`, `only_chosen(labels)`), computed once per set."""
+    """(`plain(labels)`, the labels that reached the value only through a choice among trusted items),
+    computed once per set.
+
+    >>> [sorted(part) for part in split_choices(label_set(["chosen by untrusted", "private"]))]
+    [['private', 'untrusted'], ['untrusted']]
+    >>> split_choices(label_set(["chosen by untrusted", "untrusted"]))[1]
+    frozenset()
+    """
     kept = _plain.get(id(labels))
     if kept is not None and kept[0] is labels:
         return kept[1], kept[2]
@@ -384,7 +381,8 @@ def split_choices(labels: frozenset[str]) -> tuple[frozenset[str], frozenset[str
 
 
 # The schemas of records and lists a plan builds (`{name: item, rating: $r}`, a `map`'s results), one object
-# per shape and labels, so that the caches keyed by a schema's id stay as small as the plan.
+# per shape and labels, kept for the process: the caches keyed by a schema's id stay as small as the plan, and
+# a built schema's id names it for good (in the key of a schema built around it).
 BUILT = "x-planc-built"  # the key marking a schema planc made for a value the plan built
 _built: dict[tuple, Mapping] = {}
 
@@ -401,24 +399,11 @@ def _part_schema(view: LabelView) -> tuple[tuple, Mapping]:
     it, else one node carrying everything the view carries."""
     schema = view.schema
     if schema is not None and view.root is None and schema.get(BUILT):
-        key: tuple = ("part", view.labels, _key_of(schema))
+        key: tuple = ("part", view.labels, id(schema))
         return key, _built_schema(key, lambda: {"allOf": [schema], X_LABELS: sorted(view.labels)})
     whole = view.whole()
     key = ("leaf", whole)
     return key, _built_schema(key, lambda: {X_LABELS: sorted(whole)} if whole else {})
-
-
-_keys: dict[int, tuple[Mapping, tuple]] = {}
-
-
-def _key_of(schema: Mapping) -> tuple:
-    kept = _keys.get(id(schema))
-    return kept[1] if kept is not None and kept[0] is schema else ("?", id(schema))
-
-
-def _keep(key: tuple, schema: Mapping) -> Mapping:
-    _keys[id(schema)] = (schema, key)
-    return schema
 
 
 def record_view(labels: frozenset[str], fields: Mapping[str, LabelView]) -> LabelView:
@@ -435,7 +420,7 @@ def record_view(labels: frozenset[str], fields: Mapping[str, LabelView]) -> Labe
     key = ("record", tuple((name, part_key) for name, (part_key, _) in sorted(parts.items())))
     schema = _built_schema(
         key,
-        lambda: _keep(key, {BUILT: True, "type": "object", "properties": {name: schema for name, (_, schema) in parts.items()}}),
+        lambda: {BUILT: True, "type": "object", "properties": {name: schema for name, (_, schema) in parts.items()}},
     )
     return LabelView(labels, schema)
 
@@ -452,7 +437,7 @@ def list_view(labels: frozenset[str], item: LabelView) -> LabelView:
     if not subtree_labels(part):
         return LabelView(labels)
     key = ("list", part_key)
-    schema = _built_schema(key, lambda: _keep(key, {BUILT: True, "type": "array", "items": part}))
+    schema = _built_schema(key, lambda: {BUILT: True, "type": "array", "items": part})
     return LabelView(labels, schema)
 
 
@@ -479,10 +464,10 @@ def _fields_of(view: LabelView) -> dict[str, LabelView] | None:
     schema = view.schema
     if schema is None or view.root is not None or not schema.get(BUILT) or schema.get("type") != "object":
         return None
-    return {name: view_of_part(part) for name, part in schema["properties"].items()}
+    return {name: _view_of_part(part) for name, part in schema["properties"].items()}
 
 
-def view_of_part(part: Mapping) -> LabelView:
+def _view_of_part(part: Mapping) -> LabelView:
     """The view a part's schema (made by `_part_schema`) stands for."""
     if "allOf" in part:
         return LabelView(node_labels(part), part["allOf"][0])
