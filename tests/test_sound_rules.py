@@ -12,6 +12,7 @@ calls the rule allows, each counted by the spy tools.
 from __future__ import annotations
 
 import pytest
+from model_server import model_server  # noqa: F401  (the fixture)
 from test_attacks import calls, statuses
 from test_flow import FILES, TOML, TOOLS, checked, ran
 from tool_project import spied_project
@@ -34,6 +35,9 @@ provider = "python:{module}:remind"
 params = {{ to = {{ type = "string" }}, text = {{ type = "string" }} }}
 effects = {{ read_only = false, destructive = false, open_world = true }}
 labels = []
+
+[plans.nudge]
+file = "nudge.plan"
 """
 )
 
@@ -57,10 +61,20 @@ permit(principal, action, resource);
 CHOOSE_BY_SENDER = "read_inbox()\ncontacts() |> filter(where: email == $1[0].sender) |> pick = take(count: 1)\n"
 
 
+FILES_TOO = {**FILES, "policy.cedar": POLICY, "nudge.plan": 'remind(to: "alice@example.com", text: "nudge")\n'}
+
+
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    with spied_project(tmp_path, monkeypatch, "rulestools", RULES_TOOLS, RULES_TOML, {**FILES, "policy.cedar": POLICY}):
+    with spied_project(tmp_path, monkeypatch, "rulestools", RULES_TOOLS, RULES_TOML, FILES_TOO):
         yield tmp_path
+
+
+@pytest.fixture
+def agent_project(project, model_server):
+    toml = project / "planc.toml"
+    toml.write_text(toml.read_text() + f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "m"\n')
+    return project
 
 
 def refused(project, text: str, rule: str) -> None:
@@ -165,3 +179,30 @@ def test_a_record_the_plan_built_keeps_each_fields_labels_through_a_map_and_a_so
 def test_the_mails_words_in_a_record_stay_the_mails(project):
     refused(project, ROWS + 'remind(to: "alice@example.com", text: $pick[0].note)\n', "no-untrusted-words")
     refused(project, ROWS + 'remind(to: $pick[0].note, text: "hi")\n', "recipients-from-the-user")
+
+
+NUDGES = 'decide(when: $1.length > 1, then: { agent(prompt: "Nudge Alice", tools: ["plan__nudge"], output_schema: {type: "object"}) })\n'
+
+
+def test_a_model_may_repeat_a_call_so_what_it_makes_is_never_one_bit(agent_project, model_server):
+    """The mail decides once whether the agent runs; the agent then calls the declared plan `nudge`
+    (a reminder the plan wrote in full) as often as it likes, so each call it makes is more than one
+    yes or no: refused before the first, the run failed. Decided by the user's contacts instead, both
+    reminders are made."""
+    for number in (1, 2):
+        model_server.call("plan__nudge", {}, id=f"call_{number}")
+    model_server.reply("{}")
+    assert checked(agent_project, "read_inbox()\n" + NUDGES) == (0, [])
+    result = ran(agent_project, "read_inbox()\n" + NUDGES)
+    assert result.exit_code == 1 and "untrusted-decides-nothing" in result.output, result.output
+    assert calls(agent_project) == ["read_inbox"] and statuses(agent_project) == ["failed"]
+
+
+def test_a_model_decided_by_the_users_data_makes_its_calls(agent_project, model_server):
+    for number in (1, 2):
+        model_server.call("plan__nudge", {}, id=f"call_{number}")
+    model_server.reply("{}")
+    result = ran(agent_project, "contacts()\n" + NUDGES)
+    assert result.exit_code == 0, result.output
+    assert calls(agent_project) == ["contacts", "remind alice@example.com nudge", "remind alice@example.com nudge"]
+    assert statuses(agent_project) == ["ok"]

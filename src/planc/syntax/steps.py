@@ -41,6 +41,23 @@ def walk_steps(pipelines: Iterable[ast.Pipeline], prefix: str = "") -> Iterator[
                 yield from walk_steps(block.pipelines, f"{path}/{name}.")
 
 
+AGENT_CALLS = "agent"  # the segment of an agent's tool calls in a run-time path: `1/agent.2/search`
+
+
+def agent_call_path(path: str, number: int, tool: str) -> str:
+    """The path of the `number`-th tool call the agent at `path` makes, to `tool`."""
+    return f"{path}/{AGENT_CALLS}.{number}/{tool}"
+
+
+def made_by_agent(path: str) -> bool:
+    """Whether the run-time `path` is an agent's tool call, or a step under one (a declared plan it called).
+
+    >>> made_by_agent(agent_call_path("4", 2, "plan__sub") + "/1"), made_by_agent("4/do.1[0]")
+    (True, False)
+    """
+    return f"/{AGENT_CALLS}." in path
+
+
 def enclosing_paths(path: str) -> Iterator[str]:
     """`path`, then every run-time path it is inside, innermost first.
 

@@ -24,6 +24,7 @@ from planc.passes.policy.cedar_json import cedar_value, entity_uid
 from planc.passes.policy.load import Policy, Rule
 from planc.registry.provenance.labels import NO_LABELS, UNTRUSTED, plain, split_choices
 from planc.registry.tools.tool import Tool
+from planc.syntax.steps import made_by_agent
 
 if TYPE_CHECKING:
     from cedarpy import AuthzResult, Entities
@@ -31,9 +32,6 @@ if TYPE_CHECKING:
 ACTION = 'Action::"call"'
 ACTION_UID = {"type": "Action", "id": "call"}  # ACTION as Cedar reads it without parsing it
 BATCH = 1_000  # requests per call into Cedar: enough to spread its cost, few enough that Cedar's answers stay small
-# How the path of a call a model made reads (`4/agent.2/send`, and the steps of a declared plan it called):
-# it may make it any number of times.
-AGENT_CALL = "/agent."
 # How Cedar reports a policy it could not evaluate for a request.
 EVALUATION_ERROR = re.compile(r"error while evaluating policy `(policy\d+)`: (.*)", re.DOTALL)
 
@@ -230,7 +228,7 @@ def labels_context(ask: Ask) -> dict:
     one_bit = (
         UNTRUSTED in control
         and not ask.in_loop
-        and AGENT_CALL not in ask.step
+        and not made_by_agent(ask.step)  # a model may make it any number of times
         and not any(UNTRUSTED in labels for labels in sources.values())
     )
     return {

@@ -21,6 +21,7 @@ from planc.backend.state.values import (
 from planc.registry.provenance.labels import NO_LABELS, LabelView, union, union_all
 from planc.registry.steps.builtins import CONTROL_STEPS
 from planc.syntax import ast
+from planc.syntax.steps import agent_call_path
 
 if TYPE_CHECKING:
     from planc.backend.models.agent_loop import Conversation
@@ -62,7 +63,7 @@ async def run_agent(run: Run, step: ast.Step, path: str, scope: Scope, piped: ob
         calls += 1
         assert registry is not None  # the model was offered this tool: a registry's
         call = Call(
-            f"{path}/agent.{calls}/{name}",
+            agent_call_path(path, calls, name),
             registry.tools[name],
             arguments,
             scope=TemplateScope(scope, run.names),
