@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 from model_server import model_server  # noqa: F401  (the fixture)
 from test_attacks import calls, statuses
+from test_attacks_propagation import agent_project  # noqa: F401  (the fixture: this module's project, with a model)
 from test_flow import FILES, TOML, TOOLS, checked, ran
 from tool_project import spied_project
 
@@ -68,13 +69,6 @@ FILES_TOO = {**FILES, "policy.cedar": POLICY, "nudge.plan": 'remind(to: "alice@e
 def project(tmp_path, monkeypatch):
     with spied_project(tmp_path, monkeypatch, "rulestools", RULES_TOOLS, RULES_TOML, FILES_TOO):
         yield tmp_path
-
-
-@pytest.fixture
-def agent_project(project, model_server):
-    toml = project / "planc.toml"
-    toml.write_text(toml.read_text() + f'\n[models.default]\nbase_url = "{model_server.url}"\nmodel = "m"\n')
-    return project
 
 
 def refused(project, text: str, rule: str) -> None:
